@@ -1,0 +1,1 @@
+//! The tree-walking evaluator. OWNER: evaluator helper.

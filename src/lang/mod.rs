@@ -1,0 +1,12 @@
+//! The Shoal language: syntax tree, parser, evaluator and the session that
+//! hosts an evaluation (scope, cwd, environment). Pure library code: no actors,
+//! no sockets. Processes are spawned by the evaluator on the calling thread.
+
+pub mod ast;
+pub mod eval;
+pub mod parse;
+pub mod scope;
+pub mod session;
+
+pub use parse::{parse, ParseContext, ParseError};
+pub use session::{ExecError, Interrupter, Position, Session, SessionOptions};

@@ -1,0 +1,151 @@
+//! The runtime error value of the language (`error` type, language.md §15).
+//!
+//! Every failure the evaluator raises is a `ShoalError`; caught errors become
+//! `Value::Error`. Codes are a closed enum so a typo cannot invent a code.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::lang::ast::Span;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    ParseError,
+    TypeError,
+    ArgError,
+    UndefinedVar,
+    FieldMissing,
+    IndexRange,
+    DivZero,
+    Overflow,
+    Utf8Error,
+    NotFound,
+    CmdFailed,
+    Custom,
+    NoMatches,
+    FeedError,
+    AssertFailed,
+    RecursionLimit,
+    StreamConsumed,
+    StreamUnbounded,
+    ChannelClosed,
+    Timeout,
+    IoError,
+    Permission,
+    NetError,
+    RunnerNotFound,
+    ReefUnlocked,
+    ReefDrift,
+    ReefConflict,
+    ReefNotFound,
+    ReefProvider,
+    StaleUndo,
+    SpawnDenied,
+    /// Evaluation interrupted (cancellation from another thread).
+    Cancelled,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            ParseError => "parse_error",
+            TypeError => "type_error",
+            ArgError => "arg_error",
+            UndefinedVar => "undefined_var",
+            FieldMissing => "field_missing",
+            IndexRange => "index_range",
+            DivZero => "div_zero",
+            Overflow => "overflow",
+            Utf8Error => "utf8_error",
+            NotFound => "not_found",
+            CmdFailed => "cmd_failed",
+            Custom => "custom",
+            NoMatches => "no_matches",
+            FeedError => "feed_error",
+            AssertFailed => "assert_failed",
+            RecursionLimit => "recursion_limit",
+            StreamConsumed => "stream_consumed",
+            StreamUnbounded => "stream_unbounded",
+            ChannelClosed => "channel_closed",
+            Timeout => "timeout",
+            IoError => "io_error",
+            Permission => "permission",
+            NetError => "net_error",
+            RunnerNotFound => "runner_not_found",
+            ReefUnlocked => "reef_unlocked",
+            ReefDrift => "reef_drift",
+            ReefConflict => "reef_conflict",
+            ReefNotFound => "reef_not_found",
+            ReefProvider => "reef_provider",
+            StaleUndo => "stale_undo",
+            SpawnDenied => "spawn_denied",
+            Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A raised error: code, message, optional hint, and for `cmd_failed` the exit
+/// status and captured stderr.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShoalError {
+    pub code: ErrorCode,
+    pub msg: String,
+    pub hint: Option<String>,
+    pub status: Option<i64>,
+    pub stderr: Option<Arc<[u8]>>,
+    pub span: Option<Span>,
+}
+
+impl ShoalError {
+    pub fn new(code: ErrorCode, msg: impl Into<String>) -> ShoalError {
+        ShoalError { code, msg: msg.into(), hint: None, status: None, stderr: None, span: None }
+    }
+    pub fn with_hint(mut self, hint: impl Into<String>) -> ShoalError {
+        self.hint = Some(hint.into());
+        self
+    }
+    pub fn with_span(mut self, span: Span) -> ShoalError {
+        if self.span.is_none() {
+            self.span = Some(span);
+        }
+        self
+    }
+    pub fn type_error(msg: impl Into<String>) -> ShoalError {
+        ShoalError::new(ErrorCode::TypeError, msg)
+    }
+    pub fn arg_error(msg: impl Into<String>) -> ShoalError {
+        ShoalError::new(ErrorCode::ArgError, msg)
+    }
+    pub fn field_missing(msg: impl Into<String>) -> ShoalError {
+        ShoalError::new(ErrorCode::FieldMissing, msg)
+    }
+    pub fn custom(msg: impl Into<String>) -> ShoalError {
+        ShoalError::new(ErrorCode::Custom, msg)
+    }
+    pub fn not_found(msg: impl Into<String>) -> ShoalError {
+        ShoalError::new(ErrorCode::NotFound, msg)
+    }
+    pub fn overflow(msg: impl Into<String>) -> ShoalError {
+        ShoalError::new(ErrorCode::Overflow, msg)
+    }
+    pub fn div_zero() -> ShoalError {
+        ShoalError::new(ErrorCode::DivZero, "division by zero")
+    }
+}
+
+impl fmt::Display for ShoalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.msg)
+    }
+}
+
+impl std::error::Error for ShoalError {}
+
+pub type SResult<T> = Result<T, ShoalError>;

@@ -1,0 +1,214 @@
+//! Runtime values of the Shoal language (language.md §4) and everything that is
+//! pure about them: operators, rendering, methods, the JSON mapping and the data
+//! namespaces. Nothing here evaluates syntax, spawns processes or knows actors;
+//! callbacks into the evaluator go through the [`Host`] trait.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use indexmap::IndexMap;
+
+use crate::lang::ast::{Command, FnDef};
+use crate::lang::scope::ScopeRef;
+
+pub mod error;
+pub mod json;
+pub mod methods;
+pub mod ns;
+pub mod ops;
+pub mod render;
+
+pub use error::{ErrorCode, SResult, ShoalError};
+
+/// Insertion-ordered record.
+pub type Record = IndexMap<String, Value>;
+
+/// A Shoal value. Cloning is cheap (scalars are inline, aggregates are `Arc`s).
+#[derive(Clone, Debug)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(Arc<str>),
+    /// Byte-preserving OS path.
+    Path(Arc<PathBuf>),
+    Glob(Arc<GlobVal>),
+    Regex(Arc<RegexVal>),
+    /// Bytes.
+    Size(u64),
+    /// Nanoseconds.
+    Duration(i64),
+    DateTime(Arc<jiff::Zoned>),
+    /// Seconds since midnight (0..86400).
+    Time(u32),
+    Bytes(Arc<[u8]>),
+    List(Arc<Vec<Value>>),
+    Record(Arc<Record>),
+    Table(Arc<Vec<Arc<Record>>>),
+    Range(RangeVal),
+    Stream(Arc<StreamVal>),
+    Error(Arc<ShoalError>),
+    Outcome(Arc<Outcome>),
+    Task(Arc<TaskRef>),
+    Closure(Arc<Closure>),
+    /// An alias target: a parsed command.
+    Command(Arc<Command>),
+    /// A named secret (redacted).
+    Secret(Arc<SecretVal>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RangeVal {
+    pub start: i64,
+    pub end: i64,
+    pub inclusive: bool,
+}
+
+#[derive(Debug)]
+pub struct GlobVal {
+    pub pattern: String,
+    /// The cwd when the glob was made; relative patterns expand against it.
+    pub cwd: PathBuf,
+    pub hidden: bool,
+}
+
+#[derive(Debug)]
+pub struct RegexVal {
+    pub source: String,
+    pub re: regex::Regex,
+}
+
+#[derive(Debug)]
+pub struct SecretVal {
+    pub name: String,
+    pub secret: String,
+}
+
+/// The result of running a command (language.md §10.5).
+#[derive(Debug)]
+pub struct Outcome {
+    /// Exit status; `None` when killed by a signal.
+    pub status: Option<i64>,
+    pub ok: bool,
+    /// Signal name (`SIGSEGV`) when killed by a signal.
+    pub signal: Option<String>,
+    /// Wall time in nanoseconds.
+    pub dur_ns: i64,
+    /// 0 for builtins.
+    pub pid: u32,
+    /// Display form of the command (`git status --short`).
+    pub cmd: String,
+    pub stdout: Arc<[u8]>,
+    pub stderr: Arc<[u8]>,
+    /// The structured result of a builtin; `None` for externals (their `.out` is
+    /// derived from `stdout`).
+    pub out: Option<Value>,
+}
+
+/// A background task handle.
+#[derive(Debug)]
+pub struct TaskRef {
+    pub id: u64,
+}
+
+/// A function or lambda with its captured scope.
+pub struct Closure {
+    pub def: Arc<FnDef>,
+    pub env: ScopeRef,
+}
+
+impl std::fmt::Debug for Closure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Closure").field("name", &self.def.name).finish_non_exhaustive()
+    }
+}
+
+/// A single-consumer lazy sequence (language.md §12.11).
+pub struct StreamVal {
+    /// Render label: `value`, `datetime`, `event`.
+    pub label: String,
+    /// `false` for `every`, `watch`, `tail`, channel events (until `take(n)`).
+    pub bounded: bool,
+    /// `None` once consumed.
+    pub source: Mutex<Option<Box<dyn Iterator<Item = SResult<Value>> + Send>>>,
+}
+
+impl std::fmt::Debug for StreamVal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamVal").field("label", &self.label).finish_non_exhaustive()
+    }
+}
+
+impl Value {
+    pub fn str(s: impl AsRef<str>) -> Value {
+        Value::Str(Arc::from(s.as_ref()))
+    }
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(Arc::new(items))
+    }
+    pub fn record(r: Record) -> Value {
+        Value::Record(Arc::new(r))
+    }
+    pub fn path(p: impl Into<PathBuf>) -> Value {
+        Value::Path(Arc::new(p.into()))
+    }
+    pub fn bytes(b: impl Into<Vec<u8>>) -> Value {
+        Value::Bytes(Arc::from(b.into()))
+    }
+    pub fn os_path(p: OsString) -> Value {
+        Value::Path(Arc::new(PathBuf::from(p)))
+    }
+
+    /// The type name used by `type_name`, match type patterns and error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "str",
+            Value::Path(_) => "path",
+            Value::Glob(_) => "glob",
+            Value::Regex(_) => "regex",
+            Value::Size(_) => "size",
+            Value::Duration(_) => "duration",
+            Value::DateTime(_) => "datetime",
+            Value::Time(_) => "time",
+            Value::Bytes(_) => "bytes",
+            Value::List(_) => "list",
+            Value::Record(_) => "record",
+            Value::Table(_) => "table",
+            Value::Range(_) => "range",
+            Value::Stream(_) => "stream",
+            Value::Error(_) => "error",
+            Value::Outcome(_) => "outcome",
+            Value::Task(_) => "task",
+            Value::Closure(_) => "closure",
+            Value::Command(_) => "command",
+            Value::Secret(_) => "secret",
+        }
+    }
+}
+
+/// Named and positional arguments of a method or namespace call, already evaluated.
+#[derive(Clone, Debug, Default)]
+pub struct Args {
+    pub pos: Vec<Value>,
+    pub named: Vec<(String, Value)>,
+}
+
+/// What value methods need from the evaluator that hosts them.
+pub trait Host {
+    /// Call a callable value (closure) with positional arguments.
+    fn call(&mut self, f: &Value, args: Vec<Value>) -> SResult<Value>;
+    /// The session's current directory (relative paths resolve against it).
+    fn cwd(&self) -> &Path;
+    /// The session environment (for `os.env()`).
+    fn env_vars(&self) -> Vec<(String, String)>;
+    /// Host-injected configuration (`config.*`); empty when none.
+    fn config(&self) -> Record;
+    /// `Err(cancelled)` if the evaluation was interrupted; long loops call this.
+    fn check_interrupt(&self) -> SResult<()>;
+}
