@@ -1,1 +1,126 @@
-fn main() {}
+//! The `shoal` command line: `daemon`, `mcp`, `status`, `exec`, `config check`.
+//!
+//! `shoal daemon` hands over to the actor shell; every other command is a
+//! small synchronous client of the daemon socket. Only `cli::output` writes to
+//! stdout, and `shoal mcp` writes nothing there but the daemon's frames.
+
+mod cli;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "shoal",
+    version,
+    about = "An agent-first structured shell served by a per-user daemon"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon in the foreground (logs go to <state dir>/logs, never stdout).
+    Daemon {
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        #[arg(long = "state-dir")]
+        state_dir: Option<PathBuf>,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// The stdio MCP server an MCP client launches: pipes stdio to the daemon, starting it if needed.
+    Mcp {
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        /// Session name (env SHOAL_SESSION; default `default`).
+        #[arg(long)]
+        session: Option<String>,
+        /// Bearer token (env SHOAL_TOKEN).
+        #[arg(long)]
+        token: Option<String>,
+    },
+    /// Show the daemon and its actor tree.
+    Status {
+        #[arg(long)]
+        json: bool,
+        /// Refresh every second until interrupted.
+        #[arg(long)]
+        watch: bool,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+    },
+    /// Run source through the daemon and print its render.
+    Exec {
+        src: String,
+        #[arg(long, default_value = "default")]
+        session: String,
+        #[arg(long)]
+        json: bool,
+        /// Evaluate the last statement in value position (a failing command yields its outcome).
+        #[arg(long)]
+        value: bool,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+    },
+    /// Configuration helpers.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Validate a config file (default: the one the daemon would load).
+    Check { file: Option<PathBuf> },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Daemon {
+            socket,
+            state_dir,
+            config,
+        } => shoal::actors::daemon::run(shoal::actors::daemon::DaemonOptions {
+            socket,
+            state_dir,
+            config,
+        }),
+        Command::Mcp {
+            socket,
+            session,
+            token,
+        } => cli::shim::run(
+            socket,
+            session.or_else(|| env("SHOAL_SESSION")),
+            token.or_else(|| env("SHOAL_TOKEN")),
+        ),
+        Command::Status {
+            json,
+            watch,
+            socket,
+        } => cli::status::run(socket, json, watch),
+        Command::Exec {
+            src,
+            session,
+            json,
+            value,
+            socket,
+        } => cli::exec::run(socket, &src, &session, json, value),
+        Command::Config {
+            command: ConfigCommand::Check { file },
+        } => cli::config_check(file),
+    };
+    ExitCode::from(code.clamp(0, 255) as u8)
+}
+
+/// A non-empty environment variable.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}

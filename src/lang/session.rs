@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::lang::parse::ParseError;
+use indexmap::IndexMap;
+
+use crate::lang::eval::{Interp, Pos, EVAL_STACK};
+use crate::lang::parse::{parse, ParseContext, ParseError};
 use crate::value::{Record, ShoalError, Value};
 
 /// Whether the final statement is evaluated in statement position (a failing
@@ -48,21 +51,120 @@ impl Interrupter {
     }
 }
 
-pub struct Session {}
+/// One evaluation session. `Send`: the daemon runs it on a worker thread.
+///
+/// `exec` runs the program on a dedicated thread with a large stack
+/// ([`EVAL_STACK`]) so deep (but legal) recursion cannot overflow the
+/// caller's stack; calls nest at most 10,000 deep (`recursion_limit`).
+pub struct Session {
+    interp: Interp,
+}
 
 impl Session {
     pub fn new(opts: SessionOptions) -> Session {
-        let _ = opts;
-        todo!("session")
+        let cwd = if opts.cwd.as_os_str().is_empty() {
+            std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+        } else {
+            opts.cwd
+        };
+        let env: IndexMap<String, String> = if opts.env.is_empty() {
+            std::env::vars().collect()
+        } else {
+            opts.env.into_iter().collect()
+        };
+        let mut interp = Interp::new(cwd, env, opts.config);
+        interp.env.insert("PWD".into(), interp.cwd.to_string_lossy().into_owned());
+        Session { interp }
     }
+
+    /// Parse and evaluate `src`. The interrupt flag is cleared when an exec
+    /// starts; an interrupt raised during the exec stops it with
+    /// `ErrorCode::Cancelled`.
     pub fn exec(&mut self, src: &str, position: Position) -> Result<Value, ExecError> {
-        let _ = (src, position);
-        todo!("exec")
+        self.interp.interrupter.reset();
+        self.interp.exit_requested = false;
+        let ctx = ParseContext { value_bound: self.interp.value_bound_names().into_iter().collect() };
+        let prog = parse(src, &ctx).map_err(ExecError::Parse)?;
+        let pos = match position {
+            Position::Stmt => Pos::Stmt,
+            Position::Value => Pos::Value,
+        };
+        self.interp.src = Arc::from(src);
+        let interp = &mut self.interp;
+        let result = std::thread::scope(|s| {
+            let handle = std::thread::Builder::new().name("shoal-eval".into()).stack_size(EVAL_STACK).spawn_scoped(s, || {
+                interp.enter_thread(EVAL_STACK);
+                interp.depth = 0;
+                interp.fn_depth = 0;
+                interp.run_program(&prog, pos)
+            });
+            match handle {
+                Ok(h) => h.join().unwrap_or_else(|_| Err(ShoalError::custom("internal error: evaluation panicked"))),
+                Err(_) => Err(ShoalError::custom("internal error: cannot start the evaluation thread")),
+            }
+        });
+        self.interp.exit_requested = false;
+        result.map_err(ExecError::Raised)
     }
+
     pub fn interrupter(&self) -> Interrupter {
-        todo!()
+        self.interp.interrupter.clone()
     }
+
     pub fn cwd(&self) -> PathBuf {
-        todo!()
+        self.interp.cwd.clone()
+    }
+
+    /// Set (or with `None` remove) a session environment variable.
+    pub fn set_env(&mut self, name: &str, value: Option<&str>) {
+        match value {
+            Some(v) => {
+                self.interp.env.insert(name.to_string(), v.to_string());
+            }
+            None => {
+                self.interp.env.shift_remove(name);
+            }
+        }
+    }
+
+    /// The session environment.
+    pub fn env(&self) -> Vec<(String, String)> {
+        self.interp.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// Names value-bound at the top level by earlier execs (`let`/`var`).
+    pub fn bound_names(&self) -> Vec<String> {
+        self.interp.value_bound_names()
+    }
+
+    /// Every top-level binding name (values, functions, aliases), for
+    /// completion.
+    pub fn all_names(&self) -> Vec<String> {
+        self.interp.globals.local_names()
+    }
+
+    /// Bind a value at the top level (e.g. REPL `it`), value-bound.
+    pub fn bind(&mut self, name: &str, value: Value) {
+        self.interp.globals.define(name, value, false, true);
+    }
+
+    /// Interrupt every background task of the session (session close).
+    pub fn cancel_tasks(&self) {
+        match self.interp.tasks.lock() {
+            Ok(t) => t.cancel_all(),
+            Err(p) => p.into_inner().cancel_all(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>() {}
+
+    #[test]
+    fn session_is_send() {
+        assert_send::<Session>();
     }
 }

@@ -12,7 +12,10 @@ use indexmap::IndexMap;
 use crate::lang::ast::{Command, FnDef};
 use crate::lang::scope::ScopeRef;
 
+pub mod coerce;
+pub mod datetime;
 pub mod error;
+pub mod glob;
 pub mod json;
 pub mod methods;
 pub mod ns;
@@ -20,6 +23,7 @@ pub mod ops;
 pub mod render;
 
 pub use error::{ErrorCode, SResult, ShoalError};
+pub use methods::feed_bytes;
 
 /// Insertion-ordered record.
 pub type Record = IndexMap<String, Value>;

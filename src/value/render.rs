@@ -1,18 +1,552 @@
 //! Rendering (language.md §14). OWNER: values helper.
-use crate::value::Value;
+use std::fmt::Write as _;
+
+use crate::lang::ast::WordKind;
+use crate::value::{Outcome, Record, Value};
 
 /// The canonical one-line form (`value.get format:"inline"`).
 pub fn inline(v: &Value) -> String {
-    let _ = v;
-    todo!()
+    let mut s = String::new();
+    write_inline(&mut s, v);
+    s
 }
+
 /// Display form: strings raw, everything else inline (interpolation, `.str()`).
 pub fn display(v: &Value) -> String {
-    let _ = v;
-    todo!()
+    match v {
+        Value::Str(s) => s.to_string(),
+        _ => inline(v),
+    }
 }
+
+/// `echo` argument form (§11.1): strings and paths raw, null empty, else inline.
+pub fn echo_display(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.to_string(),
+        Value::Path(p) => p.to_string_lossy().into_owned(),
+        Value::Null => String::new(),
+        _ => inline(v),
+    }
+}
+
+/// Float render: shortest round-trip decimal, never exponent notation,
+/// integral values without `.0`; `inf`, `-inf`, `nan`.
+pub fn float(f: f64) -> String {
+    if f.is_nan() {
+        "nan".to_string()
+    } else if f.is_infinite() {
+        if f > 0.0 {
+            "inf".to_string()
+        } else {
+            "-inf".to_string()
+        }
+    } else {
+        // Rust's `Display` for f64 is shortest-round-trip and never uses exponents.
+        format!("{f}")
+    }
+}
+
+/// Size render (§14.2): `999b`, `1.02kb`, `4.19mb`, `1.1tb`.
+pub fn size(n: u64) -> String {
+    if n < 1000 {
+        return format!("{n}b");
+    }
+    const UNITS: [(u64, &str); 4] = [
+        (1_000_000_000_000, "tb"),
+        (1_000_000_000, "gb"),
+        (1_000_000, "mb"),
+        (1_000, "kb"),
+    ];
+    let mut idx = UNITS.iter().position(|(u, _)| *u <= n).unwrap_or(3);
+    loop {
+        let (unit, name) = UNITS[idx];
+        // Two decimals, correctly rounded from the f64 ratio (as the reference).
+        let text = format!("{:.2}", n as f64 / unit as f64);
+        if idx > 0 && text.parse::<f64>().is_ok_and(|x| x >= 1000.0) {
+            idx -= 1;
+            continue;
+        }
+        let text = if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            &text
+        };
+        return format!("{text}{name}");
+    }
+}
+
+/// Duration render (§14.3): `0s`, `1m30s`, `4w2d`, `-1m30s`, `1ms500us`.
+pub fn duration(ns: i64) -> String {
+    if ns == 0 {
+        return "0s".to_string();
+    }
+    let mut out = String::new();
+    if ns < 0 {
+        out.push('-');
+    }
+    let mut rem = ns.unsigned_abs();
+    const S: u64 = 1_000_000_000;
+    const UNITS: [(u64, &str); 8] = [
+        (7 * 86_400 * S, "w"),
+        (86_400 * S, "d"),
+        (3_600 * S, "h"),
+        (60 * S, "m"),
+        (S, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+        (1, "ns"),
+    ];
+    for (u, name) in UNITS {
+        let c = rem / u;
+        if c > 0 {
+            let _ = write!(out, "{c}{name}");
+            rem -= c * u;
+        }
+    }
+    out
+}
+
+/// Time-of-day render: `HH:MM`, or `HH:MM:SS` when seconds are non-zero.
+pub fn time(secs: u32) -> String {
+    let h = secs / 3600;
+    let m = (secs / 60) % 60;
+    let s = secs % 60;
+    if s == 0 {
+        format!("{h:02}:{m:02}")
+    } else {
+        format!("{h:02}:{m:02}:{s:02}")
+    }
+}
+
+/// Datetime inline render: the instant in UTC, RFC 3339 with `Z`.
+pub fn datetime(z: &jiff::Zoned) -> String {
+    z.timestamp().to_string()
+}
+
+/// Quoted, escaped string (`"a\nb"`).
+pub fn quote_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    push_quoted(&mut out, s);
+    out
+}
+
+fn push_quoted(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Is `k` a bare record key (`[A-Za-z_][A-Za-z0-9_]*`)?
+pub fn is_ident(k: &str) -> bool {
+    let mut chars = k.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
+        _ => return false,
+    }
+    chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn push_key(out: &mut String, k: &str) {
+    if is_ident(k) {
+        out.push_str(k);
+    } else {
+        push_quoted(out, k);
+    }
+}
+
+fn write_record(out: &mut String, r: &Record) {
+    if r.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    for (i, (k, v)) in r.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        push_key(out, k);
+        out.push_str(": ");
+        write_inline(out, v);
+    }
+    out.push('}');
+}
+
+/// The head text of an alias command.
+pub fn word_text(w: &WordKind) -> String {
+    match w {
+        WordKind::Plain(s) | WordKind::Path(s) | WordKind::Glob(s) => s.clone(),
+        WordKind::LongFlag { name, .. } => format!("--{name}"),
+        WordKind::ShortFlags(s) => format!("-{s}"),
+        WordKind::EndOfFlags => "--".to_string(),
+        WordKind::Dash => "-".to_string(),
+        WordKind::Expr(_) => "(expr)".to_string(),
+    }
+}
+
+/// `outcome(status: 0, ok: true)` / `outcome(signal: SIGSEGV, ok: false)`.
+pub fn outcome(o: &Outcome) -> String {
+    match (&o.status, &o.signal) {
+        (None, Some(sig)) => format!("outcome(signal: {sig}, ok: {})", o.ok),
+        _ => format!("outcome(status: {}, ok: {})", o.status.unwrap_or(-1), o.ok),
+    }
+}
+
+fn write_inline(out: &mut String, v: &Value) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::Float(f) => out.push_str(&float(*f)),
+        Value::Str(s) => push_quoted(out, s),
+        Value::Path(p) => {
+            let s = p.to_string_lossy();
+            if s.contains(' ') {
+                out.push('"');
+                out.push_str(&s);
+                out.push('"');
+            } else {
+                out.push_str(&s);
+            }
+        }
+        Value::Glob(g) => out.push_str(&g.pattern),
+        Value::Regex(r) => {
+            out.push_str("re\"");
+            out.push_str(&r.source);
+            out.push('"');
+        }
+        Value::Size(n) => out.push_str(&size(*n)),
+        Value::Duration(d) => out.push_str(&duration(*d)),
+        Value::DateTime(z) => out.push_str(&datetime(z)),
+        Value::Time(t) => out.push_str(&time(*t)),
+        Value::Bytes(b) => {
+            out.push_str("bytes(");
+            out.push_str(&size(b.len() as u64));
+            out.push(')');
+        }
+        Value::List(items) => {
+            out.push('[');
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_inline(out, x);
+            }
+            out.push(']');
+        }
+        Value::Table(rows) => {
+            out.push('[');
+            for (i, r) in rows.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_record(out, r);
+            }
+            out.push(']');
+        }
+        Value::Record(r) => write_record(out, r),
+        Value::Range(r) => {
+            let _ = write!(
+                out,
+                "{}{}{}",
+                r.start,
+                if r.inclusive { "..=" } else { ".." },
+                r.end
+            );
+        }
+        Value::Stream(s) => {
+            let _ = write!(out, "stream<{}>", s.label);
+        }
+        Value::Error(e) => {
+            let _ = write!(out, "error({}: {})", e.code, e.msg);
+        }
+        Value::Outcome(o) => out.push_str(&outcome(o)),
+        Value::Task(t) => {
+            let _ = write!(out, "task({})", t.id);
+        }
+        Value::Closure(c) => {
+            let mut params: Vec<String> = c.def.params.iter().map(|p| p.name.clone()).collect();
+            if let Some(r) = &c.def.rest {
+                params.push(format!("...{}", r.name));
+            }
+            match &c.def.name {
+                Some(n) => {
+                    let _ = write!(out, "fn {n}({})", params.join(", "));
+                }
+                None => {
+                    let _ = write!(out, "closure({})", params.join(", "));
+                }
+            }
+        }
+        Value::Command(c) => {
+            let _ = write!(out, "command({})", word_text(&c.head.kind));
+        }
+        Value::Secret(s) => {
+            let _ = write!(out, "secret({})", s.name);
+        }
+    }
+}
+
+/// The bytes a builtin result writes on redirect / as its `.stdout` (§14.4):
+/// str → text plus `\n` unless present; bytes raw; null nothing; else display + `\n`.
+pub fn redirect_bytes(v: &Value) -> Vec<u8> {
+    match v {
+        Value::Null => Vec::new(),
+        Value::Bytes(b) => b.to_vec(),
+        Value::Str(s) => {
+            let mut out = s.as_bytes().to_vec();
+            if !s.ends_with('\n') {
+                out.push(b'\n');
+            }
+            out
+        }
+        other => {
+            let mut out = display(other).into_bytes();
+            out.push(b'\n');
+            out
+        }
+    }
+}
+
 /// Block form for humans: tables as aligned columns within `width` columns.
 pub fn block(v: &Value, width: usize) -> String {
-    let _ = (v, width);
-    todo!()
+    match v {
+        Value::Str(s) => s.to_string(),
+        Value::Table(rows) => {
+            let rows: Vec<&Record> = rows.iter().map(|r| r.as_ref()).collect();
+            table_block(&rows, width)
+        }
+        Value::List(items)
+            if !items.is_empty() && items.iter().all(|x| matches!(x, Value::Record(_))) =>
+        {
+            let rows: Vec<&Record> = items
+                .iter()
+                .filter_map(|x| match x {
+                    Value::Record(r) => Some(r.as_ref()),
+                    _ => None,
+                })
+                .collect();
+            table_block(&rows, width)
+        }
+        Value::List(items) => {
+            let parts: Vec<String> = items.iter().map(inline).collect();
+            let one = format!("[{}]", parts.join(", "));
+            if one.chars().count() <= width {
+                one
+            } else {
+                parts.join("\n")
+            }
+        }
+        Value::Record(r) => {
+            if r.is_empty() {
+                return "{}".to_string();
+            }
+            let kw = r.keys().map(|k| k.chars().count()).max().unwrap_or(0);
+            let mut out = String::new();
+            for (i, (k, v)) in r.iter().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                let val = truncate(&cell(v), width.saturating_sub(kw + 2).max(8));
+                let _ = write!(out, "{k:<kw$}  {val}");
+            }
+            out
+        }
+        Value::Outcome(o) => {
+            if o.ok {
+                if let Some(out) = &o.out {
+                    return block(out, width);
+                }
+            }
+            let mut s = String::from_utf8_lossy(&o.stdout).into_owned();
+            if s.ends_with('\n') {
+                s.pop();
+            }
+            s
+        }
+        other => inline(other),
+    }
+}
+
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.replace('\n', "\\n"),
+        Value::Null => String::new(),
+        Value::Path(p) => p.to_string_lossy().into_owned(),
+        other => inline(other),
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+fn table_block(rows: &[&Record], width: usize) -> String {
+    if rows.is_empty() {
+        return "[]".to_string();
+    }
+    let mut cols: Vec<String> = Vec::new();
+    for r in rows {
+        for k in r.keys() {
+            if !cols.contains(k) {
+                cols.push(k.clone());
+            }
+        }
+    }
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            cols.iter()
+                .map(|c| r.get(c).map(cell).unwrap_or_default())
+                .collect()
+        })
+        .collect();
+    let mut widths: Vec<usize> = cols.iter().map(|c| c.chars().count()).collect();
+    for row in &cells {
+        for (i, c) in row.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    // Shrink the widest columns until the table fits.
+    let sep = 2;
+    let total = |w: &[usize]| w.iter().sum::<usize>() + sep * w.len().saturating_sub(1);
+    while total(&widths) > width {
+        let (imax, wmax) = widths
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, w)| **w)
+            .map(|(i, w)| (i, *w))
+            .unwrap_or((0, 0));
+        if wmax <= 4 {
+            break;
+        }
+        widths[imax] = wmax - 1;
+    }
+    let mut out = String::new();
+    let fmt_row = |out: &mut String, vals: &[String]| {
+        let mut line = String::new();
+        for (i, v) in vals.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let t = truncate(v, widths[i]);
+            let pad = widths[i].saturating_sub(t.chars().count());
+            line.push_str(&t);
+            if i + 1 < vals.len() {
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    };
+    fmt_row(&mut out, &cols);
+    let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
+    fmt_row(&mut out, &rule);
+    for row in &cells {
+        fmt_row(&mut out, row);
+    }
+    out.pop();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        for (n, s) in [
+            (0u64, "0b"),
+            (999, "999b"),
+            (1000, "1kb"),
+            (1020, "1.02kb"),
+            (4096, "4.1kb"),
+            (1024, "1.02kb"),
+            (4 * 1024 * 1024, "4.19mb"),
+            (1024 * 1024 * 1024, "1.07gb"),
+            (1_099_511_627_776, "1.1tb"),
+            (3333, "3.33kb"),
+            (1_500_000_000, "1.5gb"),
+            (999_999, "1mb"),
+            (2_000_000_000_000, "2tb"),
+            (500, "500b"),
+        ] {
+            assert_eq!(size(n), s, "{n}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        const S: i64 = 1_000_000_000;
+        for (n, s) in [
+            (0, "0s"),
+            (90 * S, "1m30s"),
+            (30 * 86400 * S, "4w2d"),
+            (1_500_000_000, "1s500ms"),
+            (36 * 3600 * S, "1d12h"),
+            (1_500_000, "1ms500us"),
+            (-90 * S, "-1m30s"),
+            (90000 * S, "1d1h"),
+            (250_000_000, "250ms"),
+        ] {
+            assert_eq!(duration(n), s);
+        }
+        let _ = duration(i64::MIN);
+    }
+
+    #[test]
+    fn floats() {
+        for (f, s) in [
+            (3.0, "3"),
+            (1e9, "1000000000"),
+            (0.0000001, "0.0000001"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (-0.0, "-0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+            (2.5, "2.5"),
+        ] {
+            assert_eq!(float(f), s);
+        }
+    }
+
+    #[test]
+    fn inline_forms() {
+        let mut r = Record::new();
+        r.insert("name".into(), Value::str("x"));
+        r.insert("a-b".into(), Value::Int(1));
+        assert_eq!(inline(&Value::record(r)), "{name: \"x\", \"a-b\": 1}");
+        assert_eq!(
+            inline(&Value::str("a\n\"b\"\t\\")),
+            "\"a\\n\\\"b\\\"\\t\\\\\""
+        );
+        assert_eq!(inline(&Value::Time(36000)), "10:00");
+        assert_eq!(inline(&Value::Time(22 * 3600 + 30 * 60 + 15)), "22:30:15");
+        assert_eq!(inline(&Value::path("a b")), "\"a b\"");
+        assert_eq!(inline(&Value::bytes(vec![1, 2])), "bytes(2b)");
+        assert_eq!(inline(&Value::list(vec![])), "[]");
+        assert_eq!(inline(&Value::record(Record::new())), "{}");
+        assert_eq!(display(&Value::str("hi")), "hi");
+    }
 }

@@ -1,9 +1,31 @@
-//! Modal lexer and parser (language.md §1–§3, §5, §10.1).
-//! OWNER: parser helper. Interface below is fixed; internals are free.
+//! Modal lexer and parser of the Shoal language (language.md §1–§3, §5, §7–§10).
+//!
+//! The entry point is [`parse`]. Internally a single `parser::Parser` walks the
+//! source; the grammar position decides whether the next token is lexed in EXPR
+//! mode (`lexer.rs`, `strings.rs`) or in CMD mode (`cmd.rs`). Statement dispatch
+//! and token plumbing live in `parser.rs`, statement forms in `stmt.rs`,
+//! operators and postfix chains in `expr.rs`, bracketed primaries and lambdas in
+//! `forms.rs`, `if`/`match`/`try`/`with` in `control.rs`, match patterns in
+//! `pattern.rs`. The parser never panics and bounds both its recursion depth
+//! (`MAX_DEPTH`, plus a stack budget) and operator-chain length.
 
 use std::collections::HashSet;
 
 use crate::lang::ast::{Program, Span};
+
+mod cmd;
+mod control;
+mod expr;
+mod forms;
+mod lexer;
+mod parser;
+mod pattern;
+mod stmt;
+mod strings;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_cases;
 
 /// A syntax error with the span it points at and an optional teaching hint.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,8 +43,24 @@ pub struct ParseContext {
     pub value_bound: HashSet<String>,
 }
 
+pub(crate) type PResult<T> = Result<T, ParseError>;
+
+/// Maximum nesting depth of expressions, blocks and patterns.
+pub(crate) const MAX_DEPTH: usize = 256;
+
+/// Maximum length of one operator, postfix or `catch` chain (bounds the
+/// depth of left-leaning trees, which are dropped and evaluated recursively).
+pub(crate) const CHAIN_LIMIT: usize = 1000;
+
+/// Stack bytes the parser may use below its entry frame before it reports
+/// "nesting too deep" (keeps 2 MiB threads safe even in debug builds).
+pub(crate) const STACK_BUDGET: usize = 1 << 20;
+
 /// Parse a whole program. Never panics, whatever the input.
 pub fn parse(src: &str, ctx: &ParseContext) -> Result<Program, ParseError> {
-    let _ = (src, ctx);
-    todo!("parser")
+    let mut p = parser::Parser::new(src, ctx);
+    if src.starts_with('\u{feff}') {
+        p.pos = 3; // skip a UTF-8 byte order mark
+    }
+    p.parse_program()
 }

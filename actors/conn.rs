@@ -1,0 +1,201 @@
+//! Connection plumbing shared by KernelConn and McpConn: the bounded frame
+//! reader as a stream, the writer task that owns the socket's write half, and
+//! the first-frame sniffing that decides the protocol (contract §1).
+//!
+//! Frames before the first request or notification that names a method
+//! (malformed JSON, oversized frames, junk without id) are answered here with
+//! the same envelopes either protocol would use.
+
+use std::io;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use futures_util::stream::{self, Stream, StreamExt};
+use serde_json::Value as Json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::OwnedReadHalf;
+use tokio::net::UnixStream;
+use tokio::sync::mpsc;
+
+use super::daemon::Daemon;
+use super::health::{ActorStats, Registry};
+use super::kernel_conn::KernelConn;
+use super::mcp_conn::McpConn;
+use super::msg::SessionError;
+use crate::proto::frame::{self, Frame, FrameReader};
+use crate::proto::{kernel, mcp, rpc};
+
+/// What the listener knows about an accepted connection.
+#[derive(Clone)]
+pub struct ConnContext {
+    pub id: u64,
+    pub uid: u32,
+    pub pid: Option<i32>,
+    /// Another uid allowed by config: must present a token.
+    pub foreign: bool,
+    pub daemon: Addr<Daemon>,
+    pub daemon_stats: Arc<ActorStats>,
+    pub registry: Arc<Registry>,
+    pub parent: u64,
+    pub limit: usize,
+}
+
+/// One stream item of a connection actor.
+pub struct FrameItem(pub io::Result<Frame>);
+
+impl Message for FrameItem {
+    type Result = ();
+}
+
+/// Outgoing frames go through a bounded queue to the writer task.
+pub type Writer = mpsc::Sender<Vec<u8>>;
+
+fn frames(reader: FrameReader<BufReader<OwnedReadHalf>>) -> impl Stream<Item = FrameItem> {
+    stream::unfold(Some(reader), |state| async move {
+        let mut reader = state?;
+        match reader.next().await {
+            Ok(Some(f)) => Some((FrameItem(Ok(f)), Some(reader))),
+            Ok(None) => None,
+            Err(e) => Some((FrameItem(Err(e)), None)),
+        }
+    })
+}
+
+fn spawn_writer(mut w: tokio::net::unix::OwnedWriteHalf) -> Writer {
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
+    actix_rt::spawn(async move {
+        while let Some(bytes) = rx.recv().await {
+            if w.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+        let _ = w.shutdown().await;
+    });
+    tx
+}
+
+/// Tell a refused peer why, then close.
+pub async fn refuse(mut stream: UnixStream, uid: u32, euid: u32) {
+    let e = rpc::RpcError::new(
+        rpc::AUTH_FAILED,
+        format!("connection refused: peer uid {uid} is not the daemon's uid {euid} and is not allowed by [socket] allow_uids"),
+    );
+    let _ = stream
+        .write_all(&frame::encode(&rpc::error_response(&Json::Null, &e)))
+        .await;
+    let _ = stream.shutdown().await;
+    // Drain what the peer already sent (briefly), so closing does not reset
+    // the connection before it has read the refusal.
+    let drain = async {
+        let mut buf = [0u8; 4096];
+        while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), drain).await;
+}
+
+/// Serve one accepted connection: sniff, then start the right actor.
+pub async fn serve(stream: UnixStream, ctx: ConnContext) {
+    let (r, w) = stream.into_split();
+    let tx = spawn_writer(w);
+    let mut reader = FrameReader::new(BufReader::with_capacity(64 * 1024, r), ctx.limit);
+    loop {
+        let f = match reader.next().await {
+            Ok(Some(f)) => f,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!(conn = ctx.id, "read error before the first frame: {e}");
+                return;
+            }
+        };
+        let bytes = match f {
+            Frame::Oversized { len } => {
+                let _ = tx
+                    .send(frame::encode(&rpc::oversized(ctx.limit, len)))
+                    .await;
+                continue;
+            }
+            Frame::Line(b) => b,
+        };
+        let method = match rpc::classify(&bytes) {
+            rpc::Incoming::Invalid { id, error } => {
+                let _ = tx
+                    .send(frame::encode(&rpc::error_response(&id, &error)))
+                    .await;
+                continue;
+            }
+            rpc::Incoming::Notification { method, .. } if method.is_empty() => continue,
+            rpc::Incoming::Notification { method, .. } | rpc::Incoming::Request { method, .. } => {
+                method
+            }
+        };
+        let first = stream::once(async move { FrameItem(Ok(Frame::Line(bytes))) });
+        let items = first.chain(frames(reader));
+        if mcp::is_mcp_method(&method) {
+            let reg = ctx
+                .registry
+                .register("mcp_conn", conn_name(&ctx), Some(ctx.parent));
+            McpConn::create(move |c| {
+                c.add_stream(items);
+                McpConn::new(ctx, tx, reg)
+            });
+        } else {
+            let reg = ctx
+                .registry
+                .register("kernel_conn", conn_name(&ctx), Some(ctx.parent));
+            KernelConn::create(move |c| {
+                c.add_stream(items);
+                KernelConn::new(ctx, tx, reg)
+            });
+        }
+        return;
+    }
+}
+
+fn conn_name(ctx: &ConnContext) -> String {
+    match ctx.pid {
+        Some(pid) => format!("conn:{} uid={} pid={pid}", ctx.id, ctx.uid),
+        None => format!("conn:{} uid={}", ctx.id, ctx.uid),
+    }
+}
+
+/// Queue a frame from inside an actor, keeping order and backpressure: the
+/// actor waits (only this connection) while the client is not reading.
+pub fn write<A>(tx: &Writer, ctx: &mut Context<A>, value: &Json)
+where
+    A: Actor<Context = Context<A>>,
+{
+    let bytes = frame::encode(value);
+    match tx.try_send(bytes) {
+        Ok(()) => {}
+        Err(mpsc::error::TrySendError::Full(bytes)) => {
+            let tx = tx.clone();
+            ctx.wait(actix::fut::wrap_future(async move {
+                let _ = tx.send(bytes).await;
+            }));
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => {}
+    }
+}
+
+/// A session failure as the JSON-RPC error the contract prescribes.
+pub fn session_error(e: SessionError) -> rpc::RpcError {
+    match e {
+        SessionError::Parse(p) => kernel::parse_error(&p),
+        SessionError::Raised { error, n } => kernel::raised(&error, n),
+        SessionError::UnknownRef { reference } => {
+            rpc::RpcError::new(rpc::UNKNOWN_REF, "unknown value ref")
+                .with_data(serde_json::json!({ "ref": reference }))
+        }
+        SessionError::BadRequest(m) => rpc::RpcError::invalid_params(m),
+        SessionError::Closed(name) => rpc::RpcError::new(
+            rpc::NOT_ATTACHED,
+            format!("session {name} was closed; attach to a session first"),
+        ),
+        SessionError::Internal(m) => rpc::RpcError::internal(m),
+    }
+}
+
+/// Whether `SHOAL_DEBUG_HOOKS` enables test-only methods (`debug.crash`).
+pub fn debug_hooks() -> bool {
+    std::env::var_os("SHOAL_DEBUG_HOOKS").is_some_and(|v| !v.is_empty())
+}

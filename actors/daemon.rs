@@ -1,0 +1,458 @@
+//! The Daemon actor (root of the tree) and `shoal daemon`'s entry point.
+//!
+//! The actor owns the config, the health registry and the map of named
+//! sessions (one SessionSupervisor each); it answers `daemon.status` and
+//! drives shutdown. [`run`] sets up logging, the socket (or the one systemd
+//! passed), signals and the actix System, and tears the socket down at exit.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use actix::prelude::*;
+use serde_json::{json, Value as Json};
+
+use super::health::{rss_bytes, Registration, Registry};
+use super::listener::{self, Listener};
+use super::msg::{
+    AttachSession, CloseSession, GetStatus, ListSessions, SessionError, SessionHandle, Shutdown,
+    StopSession,
+};
+use super::session::SessionShared;
+use super::session_supervisor::SessionSupervisor;
+use crate::config::{self, Config};
+use crate::paths;
+
+/// Command-line options of `shoal daemon`.
+#[derive(Debug, Clone, Default)]
+pub struct DaemonOptions {
+    pub socket: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+}
+
+/// Facts about this daemon shown by `shoal status`.
+#[derive(Debug, Clone)]
+pub struct DaemonInfo {
+    pub pid: u32,
+    pub socket: PathBuf,
+    pub state_dir: PathBuf,
+    pub config: Option<PathBuf>,
+    pub log_dir: PathBuf,
+    pub socket_activated: bool,
+    pub started: Instant,
+    pub started_unix_ms: u64,
+}
+
+/// A named session as the daemon holds it.
+type SessionEntry = (
+    Addr<SessionSupervisor>,
+    Arc<SessionShared>,
+    Arc<super::health::ActorStats>,
+);
+
+pub struct Daemon {
+    info: DaemonInfo,
+    config: Arc<Config>,
+    registry: Arc<Registry>,
+    reg: Registration,
+    sessions: BTreeMap<String, SessionEntry>,
+    default_cwd: PathBuf,
+    stopping: bool,
+}
+
+impl Daemon {
+    pub fn new(
+        info: DaemonInfo,
+        config: Arc<Config>,
+        registry: Arc<Registry>,
+        reg: Registration,
+    ) -> Self {
+        let default_cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        Daemon {
+            info,
+            config,
+            registry,
+            reg,
+            sessions: BTreeMap::new(),
+            default_cwd,
+            stopping: false,
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.reg.id()
+    }
+
+    fn session_json(shared: &SessionShared) -> Json {
+        json!({
+            "name": shared.name,
+            "cwd": shared.cwd.display().to_string(),
+            "clients": shared.clients.load(std::sync::atomic::Ordering::Relaxed),
+            "busy": shared.busy.load(std::sync::atomic::Ordering::Relaxed),
+            "transcript": shared.transcript_len(),
+            "tasks": 0,
+            "ptys": 0,
+            "age_ms": shared.created.elapsed().as_millis() as u64,
+        })
+    }
+}
+
+impl Actor for Daemon {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(1024);
+    }
+}
+
+impl Handler<AttachSession> for Daemon {
+    type Result = Result<SessionHandle, SessionError>;
+
+    fn handle(&mut self, msg: AttachSession, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        if self.stopping {
+            return Err(SessionError::Internal("the daemon is shutting down".into()));
+        }
+        if let Some((addr, shared, stats)) = self.sessions.get(&msg.name) {
+            if addr.connected() {
+                return Ok(SessionHandle {
+                    name: msg.name,
+                    addr: addr.clone(),
+                    stats: stats.clone(),
+                    shared: shared.clone(),
+                    created: false,
+                });
+            }
+        }
+        let cwd = match msg.cwd {
+            Some(c) if c.is_dir() => c,
+            Some(c) => {
+                return Err(SessionError::BadRequest(format!(
+                    "cwd {} is not a directory",
+                    c.display()
+                )))
+            }
+            None => self.default_cwd.clone(),
+        };
+        let shared = Arc::new(SessionShared::new(
+            msg.name.clone(),
+            cwd,
+            self.config.session.render_width,
+        ));
+        let reg =
+            self.registry
+                .register("session_supervisor", msg.name.clone(), Some(self.reg.id()));
+        let stats = reg.stats.clone();
+        let sup = SessionSupervisor::new(
+            shared.clone(),
+            self.registry.clone(),
+            reg,
+            self.config.session.max_restarts_per_minute,
+        );
+        let addr = sup.start();
+        tracing::info!(session = %msg.name, cwd = %shared.cwd.display(), "session created");
+        self.sessions.insert(
+            msg.name.clone(),
+            (addr.clone(), shared.clone(), stats.clone()),
+        );
+        Ok(SessionHandle {
+            name: msg.name,
+            addr,
+            stats,
+            shared,
+            created: true,
+        })
+    }
+}
+
+impl Handler<CloseSession> for Daemon {
+    type Result = Result<(), SessionError>;
+
+    fn handle(&mut self, msg: CloseSession, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        match self.sessions.remove(&msg.name) {
+            Some((addr, _, stats)) => {
+                stats.enqueue();
+                addr.do_send(StopSession);
+                tracing::info!(session = %msg.name, "session closed");
+                Ok(())
+            }
+            None => Err(SessionError::BadRequest(format!(
+                "unknown session {:?}",
+                msg.name
+            ))),
+        }
+    }
+}
+
+impl Handler<ListSessions> for Daemon {
+    type Result = MessageResult<ListSessions>;
+
+    fn handle(&mut self, _msg: ListSessions, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        MessageResult(
+            self.sessions
+                .values()
+                .map(|(_, s, _)| Daemon::session_json(s))
+                .collect(),
+        )
+    }
+}
+
+impl Handler<GetStatus> for Daemon {
+    type Result = MessageResult<GetStatus>;
+
+    fn handle(&mut self, _msg: GetStatus, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let i = &self.info;
+        MessageResult(json!({
+            "daemon": {
+                "pid": i.pid,
+                "version": env!("CARGO_PKG_VERSION"),
+                "uptime_ms": i.started.elapsed().as_millis() as u64,
+                "started_unix_ms": i.started_unix_ms,
+                "socket": i.socket.display().to_string(),
+                "socket_activated": i.socket_activated,
+                "state_dir": i.state_dir.display().to_string(),
+                "config": i.config.as_ref().map(|p| p.display().to_string()),
+                "log_dir": i.log_dir.display().to_string(),
+            },
+            "actors": self.registry.snapshot(),
+            "sessions": self.sessions.values().map(|(_, s, _)| Daemon::session_json(s)).collect::<Vec<_>>(),
+            "journal": null,
+            "rss_bytes": rss_bytes(),
+        }))
+    }
+}
+
+impl Handler<Shutdown> for Daemon {
+    type Result = ();
+
+    fn handle(&mut self, msg: Shutdown, _ctx: &mut Context<Self>) {
+        self.reg.stats.handled();
+        if self.stopping {
+            return;
+        }
+        self.stopping = true;
+        self.reg.stats.set_state("stopping");
+        tracing::info!(reason = %msg.reason, sessions = self.sessions.len(), "shutting down: {}", msg.reason);
+        let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
+        for (_, (addr, shared, _)) in std::mem::take(&mut self.sessions) {
+            shared.interrupt();
+            addr.do_send(StopSession);
+        }
+        System::current().stop();
+    }
+}
+
+/// `shoal daemon`: returns the process exit code.
+pub fn run(opts: DaemonOptions) -> i32 {
+    // Socket activation first, before any thread exists.
+    let activated = take_listen_fd();
+
+    let (config_path, required) = paths::config_file(opts.config.as_deref());
+    let loaded = match config::load(&config_path, required) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("shoal daemon: {e}");
+            return 1;
+        }
+    };
+    let config = Arc::new(loaded.config);
+    let socket = paths::socket_path(opts.socket.as_deref());
+    let state_dir = paths::state_dir(opts.state_dir.as_deref());
+    let log_dir = paths::log_dir(&state_dir);
+    if let Err(e) = create_private_dir(&state_dir).and_then(|_| create_private_dir(&log_dir)) {
+        eprintln!(
+            "shoal daemon: cannot create state dir {}: {e}",
+            state_dir.display()
+        );
+        return 1;
+    }
+    let _guard = match init_logging(&log_dir, &config) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!(
+                "shoal daemon: cannot set up logging in {}: {e}",
+                log_dir.display()
+            );
+            return 1;
+        }
+    };
+    install_panic_hook();
+
+    let socket_activated = activated.is_some();
+    let (std_listener, bound) = match activated {
+        Some(l) => (l, None),
+        None => match listener::prepare_socket(&socket) {
+            Ok((l, bound)) => (l, Some(bound)),
+            Err(e) => {
+                tracing::error!("cannot listen on {}: {e}", socket.display());
+                eprintln!("shoal daemon: {e}");
+                return 1;
+            }
+        },
+    };
+    tracing::info!(
+        pid = std::process::id(),
+        socket = %socket.display(),
+        state_dir = %state_dir.display(),
+        config = ?loaded.path,
+        socket_activated,
+        "daemon starting (version {})",
+        env!("CARGO_PKG_VERSION")
+    );
+
+    let info = DaemonInfo {
+        pid: std::process::id(),
+        socket: socket.clone(),
+        state_dir,
+        config: loaded.path,
+        log_dir,
+        socket_activated,
+        started: Instant::now(),
+        started_unix_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0),
+    };
+
+    let sys = System::new();
+    let started = sys.block_on(async move {
+        let registry = Arc::new(Registry::default());
+        let dreg = registry.register("daemon", "shoal", None);
+        let daemon_stats = dreg.stats.clone();
+        let daemon_id = dreg.id();
+        let daemon = Daemon::new(info, config.clone(), registry.clone(), dreg).start();
+        let tokio_listener = match std_listener
+            .set_nonblocking(true)
+            .and_then(|_| tokio::net::UnixListener::from_std(std_listener))
+        {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!("cannot register the listener: {e}");
+                return false;
+            }
+        };
+        let lreg = registry.register("listener", socket.display().to_string(), Some(daemon_id));
+        Listener::new(
+            tokio_listener,
+            daemon.clone(),
+            daemon_stats,
+            config,
+            registry,
+            lreg,
+        )
+        .start();
+        spawn_signal_handlers(daemon);
+        let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+        tracing::info!(socket = %socket.display(), "daemon ready");
+        eprintln!("shoal daemon: ready {}", socket.display());
+        true
+    });
+    let code = if !started {
+        1
+    } else {
+        match sys.run() {
+            Ok(()) => 0,
+            Err(e) => {
+                tracing::error!("actor system failed: {e}");
+                1
+            }
+        }
+    };
+    if let Some(b) = bound {
+        b.remove();
+    }
+    tracing::info!(code, "daemon stopped");
+    code
+}
+
+fn spawn_signal_handlers(daemon: Addr<Daemon>) {
+    use actix_rt::signal::unix::{signal, SignalKind};
+    for (kind, name) in [
+        (SignalKind::terminate(), "SIGTERM"),
+        (SignalKind::interrupt(), "SIGINT"),
+    ] {
+        let daemon = daemon.clone();
+        match signal(kind) {
+            Ok(mut s) => {
+                actix_rt::spawn(async move {
+                    if s.recv().await.is_some() {
+                        tracing::info!("received {name}");
+                        daemon.do_send(Shutdown {
+                            reason: format!("received {name}"),
+                        });
+                    }
+                });
+            }
+            Err(e) => tracing::error!("cannot install the {name} handler: {e}"),
+        }
+    }
+}
+
+/// The first `LISTEN_FDS` socket, when systemd passed one to this pid.
+fn take_listen_fd() -> Option<std::os::unix::net::UnixListener> {
+    use std::os::fd::FromRawFd;
+    let fd = sd_notify::listen_fds().ok()?.next()?;
+    // SAFETY: systemd passed this fd to our pid (LISTEN_PID checked by
+    // sd_notify) and nothing else in the process owns it.
+    Some(unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) })
+}
+
+fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+fn init_logging(
+    log_dir: &std::path::Path,
+    config: &Config,
+) -> Result<tracing_appender::non_blocking::WorkerGuard, String> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let appender = tracing_appender::rolling::RollingFileAppender::builder()
+        .rotation(tracing_appender::rolling::Rotation::DAILY)
+        .filename_prefix("shoal")
+        .filename_suffix("log")
+        .max_log_files(config.daemon.log_keep_days)
+        .build(log_dir)
+        .map_err(|e| e.to_string())?;
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .buffered_lines_limit(8192)
+        .finish(appender);
+    let filter = std::env::var("SHOAL_LOG")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .and_then(|s| tracing_subscriber::EnvFilter::try_new(s).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(&config.daemon.log_level));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(writer)
+                .with_ansi(false),
+        )
+        .try_init()
+        .map_err(|e| e.to_string())?;
+    Ok(guard)
+}
+
+fn install_panic_hook() {
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let thread = std::thread::current().name().unwrap_or("?").to_string();
+        tracing::error!(thread, "panic: {info}");
+        prev(info);
+    }));
+}

@@ -1,0 +1,167 @@
+//! Health bookkeeping shared by every actor: kind, name, state, mailbox depth,
+//! handled count, restarts, last error and age (contract §7).
+//!
+//! Each actor registers an [`ActorStats`] in the daemon's [`Registry`] when it
+//! starts and keeps the returned [`Registration`]; dropping it (the actor
+//! stopped or panicked) removes the row. Counters are atomics, so `shoal
+//! status` reads them without messaging the actors: a stuck actor still shows.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{json, Value as Json};
+
+#[derive(Debug)]
+pub struct ActorStats {
+    pub id: u64,
+    pub kind: &'static str,
+    pub name: String,
+    pub parent: Option<u64>,
+    pub started: Instant,
+    enqueued: AtomicU64,
+    handled: AtomicU64,
+    restarts: AtomicU64,
+    last_error: Mutex<Option<String>>,
+    state: Mutex<&'static str>,
+}
+
+impl ActorStats {
+    /// A message was queued for this actor.
+    pub fn enqueue(&self) {
+        self.enqueued.fetch_add(1, Ordering::Relaxed);
+    }
+    /// A message (or frame) was handled.
+    pub fn handled(&self) {
+        self.handled.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Handled without having been counted by `enqueue` (stream items).
+    pub fn handled_item(&self) {
+        self.enqueue();
+        self.handled();
+    }
+    pub fn set_restarts(&self, n: u64) {
+        self.restarts.store(n, Ordering::Relaxed);
+    }
+    pub fn set_error(&self, e: impl Into<String>) {
+        *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.into());
+    }
+    pub fn set_state(&self, s: &'static str) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = s;
+    }
+    pub fn state(&self) -> &'static str {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    pub fn mailbox(&self) -> u64 {
+        self.enqueued
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.handled.load(Ordering::Relaxed))
+    }
+    pub fn to_json(&self) -> Json {
+        json!({
+            "id": self.id,
+            "kind": self.kind,
+            "name": self.name,
+            "parent": self.parent,
+            "state": self.state(),
+            "mailbox": self.mailbox(),
+            "handled": self.handled.load(Ordering::Relaxed),
+            "restarts": self.restarts.load(Ordering::Relaxed),
+            "last_error": self.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            "age_ms": self.started.elapsed().as_millis() as u64,
+        })
+    }
+}
+
+/// Every live actor's stats, by id (ids grow with start order).
+#[derive(Debug, Default)]
+pub struct Registry {
+    next: AtomicU64,
+    actors: Mutex<BTreeMap<u64, Arc<ActorStats>>>,
+}
+
+impl Registry {
+    pub fn register(
+        self: &Arc<Self>,
+        kind: &'static str,
+        name: impl Into<String>,
+        parent: Option<u64>,
+    ) -> Registration {
+        let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let stats = Arc::new(ActorStats {
+            id,
+            kind,
+            name: name.into(),
+            parent,
+            started: Instant::now(),
+            enqueued: AtomicU64::new(0),
+            handled: AtomicU64::new(0),
+            restarts: AtomicU64::new(0),
+            last_error: Mutex::new(None),
+            state: Mutex::new("running"),
+        });
+        self.lock().insert(id, stats.clone());
+        Registration {
+            registry: self.clone(),
+            stats,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<ActorStats>>> {
+        self.actors.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn snapshot(&self) -> Vec<Json> {
+        self.lock().values().map(|s| s.to_json()).collect()
+    }
+}
+
+/// Keeps an actor's row in the registry; dropping it removes the row.
+#[derive(Debug)]
+pub struct Registration {
+    registry: Arc<Registry>,
+    pub stats: Arc<ActorStats>,
+}
+
+impl Registration {
+    pub fn id(&self) -> u64 {
+        self.stats.id
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.registry.lock().remove(&self.stats.id);
+    }
+}
+
+/// Resident set size of this process in bytes (Linux `/proc/self/status`).
+pub fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn register_count_and_drop() {
+        let reg = Arc::new(Registry::default());
+        let a = reg.register("daemon", "shoal", None);
+        let b = reg.register("listener", "sock", Some(a.id()));
+        b.stats.enqueue();
+        b.stats.enqueue();
+        b.stats.handled();
+        let snap = reg.snapshot();
+        assert_eq!(snap.len(), 2);
+        assert_eq!(snap[1]["mailbox"], json!(1));
+        assert_eq!(snap[1]["parent"], json!(a.id()));
+        drop(b);
+        assert_eq!(reg.snapshot().len(), 1);
+        assert!(rss_bytes().unwrap() > 0);
+    }
+}

@@ -1,0 +1,24 @@
+//! The actor shell of the daemon: every piece of mutable, long-lived state is
+//! an actor here, one per file. Only this tree names actix; `src/` is the core.
+//!
+//! ```text
+//! Daemon (root: config, health registry, session map, shutdown)
+//! ├── Listener              accepts, checks peer uid, sniffs the first frame
+//! │   ├── KernelConn        kernel JSON-RPC
+//! │   └── McpConn           MCP
+//! └── SessionSupervisor(n)  one per named session; re-creates a dead Session
+//!     └── Session           owns the evaluation worker thread
+//! ```
+//!
+//! Invariants: no handler blocks its arbiter (evaluation runs on the session's
+//! worker thread); serialization happens only in the connection actors.
+
+pub mod conn;
+pub mod daemon;
+pub mod health;
+pub mod kernel_conn;
+pub mod listener;
+pub mod mcp_conn;
+pub mod msg;
+pub mod session;
+pub mod session_supervisor;

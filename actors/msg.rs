@@ -1,0 +1,139 @@
+//! Typed messages between actors, with named fields. Commands are imperative
+//! (`Exec`, `CloseSession`); nothing here is `Serialize`: the connection
+//! actors convert to and from the wire.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use serde_json::Value as Json;
+
+use super::health::ActorStats;
+use super::session::SessionShared;
+use super::session_supervisor::SessionSupervisor;
+use crate::lang::{ParseError, Position};
+use crate::value::ShoalError;
+
+/// Why a session request failed (converted to a JSON-RPC error at the edge).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SessionError {
+    #[error("parse error: {}", .0.msg)]
+    Parse(ParseError),
+    /// Raised by the evaluation; the error value is stored as `out:<n>`.
+    #[error("raised: {}", .error.msg)]
+    Raised { error: ShoalError, n: u64 },
+    #[error("unknown value ref")]
+    UnknownRef { reference: String },
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("session {0} is closed")]
+    Closed(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// Attach a connection to a named session, creating it if needed.
+#[derive(Message)]
+#[rtype(result = "Result<SessionHandle, SessionError>")]
+pub struct AttachSession {
+    pub name: String,
+    pub cwd: Option<PathBuf>,
+}
+
+/// What a connection holds once attached.
+#[derive(Clone)]
+pub struct SessionHandle {
+    pub name: String,
+    pub addr: Addr<SessionSupervisor>,
+    pub stats: Arc<ActorStats>,
+    pub shared: Arc<SessionShared>,
+    pub created: bool,
+}
+
+impl SessionHandle {
+    /// Send with mailbox accounting.
+    pub fn send<M>(&self, msg: M) -> actix::dev::Request<SessionSupervisor, M>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        SessionSupervisor: Handler<M>,
+    {
+        self.stats.enqueue();
+        self.addr.send(msg)
+    }
+}
+
+/// End a session: interrupt its evaluation, drop its in-memory state.
+#[derive(Message)]
+#[rtype(result = "Result<(), SessionError>")]
+pub struct CloseSession {
+    pub name: String,
+}
+
+#[derive(Message)]
+#[rtype(result = "Vec<Json>")]
+pub struct ListSessions;
+
+/// The data behind `shoal status` / `daemon.status`.
+#[derive(Message)]
+#[rtype(result = "Json")]
+pub struct GetStatus;
+
+/// Stop the daemon cleanly.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Shutdown {
+    pub reason: String,
+}
+
+/// Run source in the session.
+#[derive(Message)]
+#[rtype(result = "Result<ExecReply, SessionError>")]
+pub struct Exec {
+    pub src: String,
+    pub position: Position,
+    /// Keep ANSI escapes in the render.
+    pub tty: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ExecReply {
+    pub n: u64,
+    pub wire: Json,
+    pub render: String,
+    pub elapsed_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueFormat {
+    Json,
+    Render,
+    Inline,
+    Raw,
+}
+
+/// Read a transcript value.
+#[derive(Message)]
+#[rtype(result = "Result<Json, SessionError>")]
+pub struct GetValue {
+    pub reference: String,
+    pub format: ValueFormat,
+    pub tty: bool,
+}
+
+/// A connection attached (+1) or left (-1).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ClientCount {
+    pub delta: i64,
+}
+
+/// Stop the session (supervisor and child).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct StopSession;
+
+/// Debug hook (`SHOAL_DEBUG_HOOKS`): make the session actor panic, to exercise supervision.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Crash;

@@ -1,0 +1,295 @@
+//! The Session actor: owns one named session's evaluation worker thread.
+//!
+//! Evaluation blocks (it spawns and waits on processes), so it never runs on
+//! an arbiter: the actor hands jobs to its own worker thread over a channel and
+//! awaits the reply. The language session lives on that thread; a panic in the
+//! language is caught there, reported as an error, and the (possibly
+//! half-mutated) language state is dropped rather than resumed. The transcript
+//! lives in [`SessionShared`], owned by the supervisor, so it survives a
+//! restart of this actor.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use super::health::Registration;
+use super::msg::{Crash, Exec, ExecReply, SessionError};
+use crate::lang::{ExecError, Interrupter, Position, Session as LangSession, SessionOptions};
+use crate::proto::{bound, kernel, wire};
+use crate::value::Value;
+
+/// State of a named session that outlives its Session actor.
+#[derive(Debug)]
+pub struct SessionShared {
+    pub name: String,
+    pub cwd: PathBuf,
+    pub created: Instant,
+    pub render_width: usize,
+    /// `out:N` is `transcript[N-1]`.
+    pub transcript: Mutex<Vec<Value>>,
+    pub clients: AtomicI64,
+    pub busy: AtomicBool,
+    pub interrupter: Mutex<Option<Interrupter>>,
+}
+
+impl SessionShared {
+    pub fn new(name: String, cwd: PathBuf, render_width: usize) -> Self {
+        SessionShared {
+            name,
+            cwd,
+            created: Instant::now(),
+            render_width,
+            transcript: Mutex::new(Vec::new()),
+            clients: AtomicI64::new(0),
+            busy: AtomicBool::new(false),
+            interrupter: Mutex::new(None),
+        }
+    }
+
+    pub fn push(&self, v: Value) -> u64 {
+        let mut t = self.transcript.lock().unwrap_or_else(|p| p.into_inner());
+        t.push(v);
+        t.len() as u64
+    }
+
+    pub fn get(&self, n: u64) -> Option<Value> {
+        let t = self.transcript.lock().unwrap_or_else(|p| p.into_inner());
+        n.checked_sub(1).and_then(|i| t.get(i as usize)).cloned()
+    }
+
+    pub fn transcript_len(&self) -> usize {
+        self.transcript
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+    }
+
+    /// Interrupt the running evaluation, if any.
+    pub fn interrupt(&self) {
+        if let Some(i) = self
+            .interrupter
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            i.interrupt();
+        }
+    }
+}
+
+struct Job {
+    src: String,
+    position: Position,
+    tty: bool,
+    reply: oneshot::Sender<Result<ExecReply, SessionError>>,
+}
+
+pub struct Session {
+    shared: Arc<SessionShared>,
+    jobs: Option<mpsc::Sender<Job>>,
+    reg: Registration,
+}
+
+impl Session {
+    pub fn new(shared: Arc<SessionShared>, reg: Registration) -> Self {
+        Session {
+            shared,
+            jobs: None,
+            reg,
+        }
+    }
+}
+
+impl Actor for Session {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(64);
+        let (tx, rx) = mpsc::channel::<Job>();
+        let shared = self.shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("shoal-session-{}", self.shared.name))
+            .spawn(move || worker(shared, rx));
+        match spawned {
+            Ok(_) => self.jobs = Some(tx),
+            Err(e) => {
+                tracing::error!(session = %self.shared.name, "cannot start worker thread: {e}");
+                self.reg
+                    .stats
+                    .set_error(format!("cannot start worker thread: {e}"));
+                ctx.stop();
+            }
+        }
+        self.reg.stats.set_state("idle");
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        self.shared.interrupt();
+        tracing::info!(session = %self.shared.name, "session actor stopped");
+    }
+}
+
+impl Handler<Exec> for Session {
+    type Result = ResponseFuture<Result<ExecReply, SessionError>>;
+
+    fn handle(&mut self, msg: Exec, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let (reply, rx) = oneshot::channel();
+        let job = Job {
+            src: msg.src,
+            position: msg.position,
+            tty: msg.tty,
+            reply,
+        };
+        let sent = self
+            .jobs
+            .as_ref()
+            .map(|tx| tx.send(job).is_ok())
+            .unwrap_or(false);
+        let stats = self.reg.stats.clone();
+        let name = self.shared.name.clone();
+        Box::pin(async move {
+            if !sent {
+                stats.set_error("worker thread is gone");
+                return Err(SessionError::Internal(format!(
+                    "session {name}: worker thread is gone"
+                )));
+            }
+            let r = rx.await.unwrap_or_else(|_| {
+                Err(SessionError::Internal(format!(
+                    "session {name}: worker thread ended during exec"
+                )))
+            });
+            if let Err(SessionError::Internal(m)) = &r {
+                stats.set_error(m.clone());
+            }
+            r
+        })
+    }
+}
+
+impl Handler<Crash> for Session {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Crash, _ctx: &mut Context<Self>) {
+        self.reg.stats.handled();
+        panic!(
+            "session {}: crash requested by debug hook",
+            self.shared.name
+        );
+    }
+}
+
+/// The worker thread: owns the language session, runs jobs in order.
+fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>) {
+    let mut lang: Option<LangSession> = None;
+    while let Ok(job) = rx.recv() {
+        shared.busy.store(true, Ordering::Relaxed);
+        let result = run_job(&shared, &mut lang, &job);
+        shared.busy.store(false, Ordering::Relaxed);
+        let _ = job.reply.send(result);
+    }
+    tracing::debug!(session = %shared.name, "worker thread ends");
+}
+
+fn run_job(
+    shared: &SessionShared,
+    lang: &mut Option<LangSession>,
+    job: &Job,
+) -> Result<ExecReply, SessionError> {
+    if lang.is_none() {
+        let opts = SessionOptions {
+            cwd: shared.cwd.clone(),
+            env: Vec::new(),
+            config: Default::default(),
+        };
+        match catch_unwind(AssertUnwindSafe(|| {
+            let s = LangSession::new(opts);
+            let i = s.interrupter();
+            (s, i)
+        })) {
+            Ok((s, i)) => {
+                *shared.interrupter.lock().unwrap_or_else(|p| p.into_inner()) = Some(i);
+                *lang = Some(s);
+            }
+            Err(p) => {
+                let m = panic_message(&p);
+                tracing::error!(session = %shared.name, "language session failed to start: {m}");
+                return Err(SessionError::Internal(format!(
+                    "language session unavailable: {m}"
+                )));
+            }
+        }
+    }
+    let Some(session) = lang.as_mut() else {
+        return Err(SessionError::Internal(
+            "language session unavailable".into(),
+        ));
+    };
+    if let Some(i) = shared
+        .interrupter
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+    {
+        i.reset();
+    }
+    let t0 = Instant::now();
+    let outcome = catch_unwind(AssertUnwindSafe(|| session.exec(&job.src, job.position)));
+    let elapsed_ms = t0.elapsed().as_secs_f64() * 1000.0;
+    match outcome {
+        Err(p) => {
+            // Never resume state a panic may have half-mutated.
+            *lang = None;
+            let m = panic_message(&p);
+            tracing::error!(session = %shared.name, "evaluation panicked: {m}");
+            Err(SessionError::Internal(format!(
+                "evaluation panicked ({m}); the session's bindings were reset"
+            )))
+        }
+        Ok(Err(ExecError::Parse(e))) => Err(SessionError::Parse(e)),
+        Ok(Err(ExecError::Raised(e))) => {
+            let n = shared.push(Value::Error(Arc::new(e.clone())));
+            Err(SessionError::Raised { error: e, n })
+        }
+        Ok(Ok(value)) => {
+            let encoded = catch_unwind(AssertUnwindSafe(|| wire::encode(&value)));
+            let rendered = catch_unwind(AssertUnwindSafe(|| {
+                crate::value::render::block(&value, shared.render_width)
+            }));
+            let n = shared.push(value);
+            let wire = encoded.map_err(|p| {
+                SessionError::Internal(format!("encoding panicked: {}", panic_message(&p)))
+            })?;
+            let render = match rendered {
+                Ok(r) => r,
+                Err(p) => {
+                    tracing::warn!(session = %shared.name, "render panicked: {}", panic_message(&p));
+                    String::new()
+                }
+            };
+            let render = bound::bound_render(&render, job.tty, Some(&kernel::ref_uri(n)));
+            Ok(ExecReply {
+                n,
+                wire,
+                render,
+                elapsed_ms,
+            })
+        }
+    }
+}
+
+pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".to_string()
+    }
+}

@@ -1,0 +1,224 @@
+//! SessionSupervisor: one per named session. Owns the session's shared state
+//! (transcript, client count), starts its Session actor, watches it and
+//! re-creates it when it dies (actix does not restart a panicked actor),
+//! counting restarts. Past `max_restarts_per_minute` it gives up and reports
+//! the session failed.
+//!
+//! Reads of the transcript (`value.get`) are answered here directly, so they
+//! never wait behind a running evaluation.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use base64::Engine as _;
+use serde_json::{json, Value as Json};
+
+use super::health::{Registration, Registry};
+use super::msg::{
+    ClientCount, Crash, Exec, ExecReply, GetValue, SessionError, StopSession, ValueFormat,
+};
+use super::session::{panic_message, Session, SessionShared};
+use crate::proto::{bound, kernel, wire};
+use crate::value::{render, Value};
+
+pub struct SessionSupervisor {
+    pub shared: Arc<SessionShared>,
+    registry: Arc<Registry>,
+    reg: Registration,
+    child: Option<(Addr<Session>, Arc<super::health::ActorStats>)>,
+    restarts: u64,
+    recent: Vec<Instant>,
+    max_per_minute: u32,
+    failed: bool,
+}
+
+impl SessionSupervisor {
+    pub fn new(
+        shared: Arc<SessionShared>,
+        registry: Arc<Registry>,
+        reg: Registration,
+        max_per_minute: u32,
+    ) -> Self {
+        SessionSupervisor {
+            shared,
+            registry,
+            reg,
+            child: None,
+            restarts: 0,
+            recent: Vec::new(),
+            max_per_minute,
+            failed: false,
+        }
+    }
+
+    fn start_child(&mut self) {
+        let reg = self
+            .registry
+            .register("session", self.shared.name.clone(), Some(self.reg.id()));
+        reg.stats.set_restarts(self.restarts);
+        let stats = reg.stats.clone();
+        let addr = Session::new(self.shared.clone(), reg).start();
+        self.child = Some((addr, stats));
+    }
+
+    /// The live child, re-created if it died.
+    fn child(&mut self) -> Result<(Addr<Session>, Arc<super::health::ActorStats>), SessionError> {
+        if self.failed {
+            return Err(SessionError::Internal(format!(
+                "session {} failed: its actor crashed more than {} times in a minute",
+                self.shared.name, self.max_per_minute
+            )));
+        }
+        match &self.child {
+            Some((addr, stats)) if addr.connected() => Ok((addr.clone(), stats.clone())),
+            _ => {
+                self.restart();
+                self.child
+                    .clone()
+                    .ok_or_else(|| SessionError::Internal("session actor unavailable".into()))
+            }
+        }
+    }
+
+    fn restart(&mut self) {
+        let now = Instant::now();
+        self.recent
+            .retain(|t| now.duration_since(*t) < Duration::from_secs(60));
+        if self.recent.len() as u32 >= self.max_per_minute {
+            self.failed = true;
+            self.child = None;
+            self.reg.stats.set_state("failed");
+            self.reg.stats.set_error("restart limit reached");
+            tracing::error!(session = %self.shared.name, "session actor keeps crashing; giving up");
+            return;
+        }
+        self.recent.push(now);
+        self.restarts += 1;
+        self.reg.stats.set_restarts(self.restarts);
+        self.reg
+            .stats
+            .set_error(format!("session actor died; restart #{}", self.restarts));
+        tracing::warn!(session = %self.shared.name, restarts = self.restarts, "session actor died; re-creating it");
+        self.start_child();
+    }
+
+    fn check(&mut self) {
+        let dead = matches!(&self.child, Some((addr, _)) if !addr.connected());
+        if dead && !self.failed {
+            self.restart();
+        }
+    }
+}
+
+impl Actor for SessionSupervisor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(256);
+        self.start_child();
+        ctx.run_interval(Duration::from_millis(250), |act, _ctx| act.check());
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        self.shared.interrupt();
+    }
+}
+
+impl Handler<Exec> for SessionSupervisor {
+    type Result = ResponseFuture<Result<ExecReply, SessionError>>;
+
+    fn handle(&mut self, msg: Exec, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let child = self.child();
+        let name = self.shared.name.clone();
+        Box::pin(async move {
+            let (addr, stats) = child?;
+            stats.enqueue();
+            addr.send(msg).await.unwrap_or_else(|_| {
+                Err(SessionError::Internal(format!(
+                    "session {name}: the session actor died during exec; it is being restarted"
+                )))
+            })
+        })
+    }
+}
+
+impl Handler<GetValue> for SessionSupervisor {
+    type Result = Result<Json, SessionError>;
+
+    fn handle(&mut self, msg: GetValue, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let n = kernel::parse_ref(&msg.reference).ok_or_else(|| SessionError::UnknownRef {
+            reference: msg.reference.clone(),
+        })?;
+        let v = self.shared.get(n).ok_or_else(|| SessionError::UnknownRef {
+            reference: msg.reference.clone(),
+        })?;
+        let reference = kernel::ref_name(n);
+        let guarded = |f: &dyn Fn() -> Json| {
+            catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
+                SessionError::Internal(format!("rendering panicked: {}", panic_message(&p)))
+            })
+        };
+        match msg.format {
+            ValueFormat::Json => guarded(&|| json!({"ref": reference, "value": wire::encode(&v)})),
+            ValueFormat::Inline => {
+                guarded(&|| json!({"ref": reference, "inline": render::inline(&v)}))
+            }
+            ValueFormat::Render => {
+                let uri = kernel::ref_uri(n);
+                guarded(&|| {
+                    let r = render::block(&v, self.shared.render_width);
+                    json!({"ref": reference, "render": bound::bound_render(&r, msg.tty, Some(&uri))})
+                })
+            }
+            ValueFormat::Raw => match &v {
+                Value::Str(s) => Ok(json!({"ref": reference, "raw": &**s})),
+                Value::Bytes(b) => Ok(
+                    json!({"ref": reference, "raw_base64": base64::engine::general_purpose::STANDARD.encode(b)}),
+                ),
+                other => Err(SessionError::BadRequest(format!(
+                    "raw format needs a str or bytes value, not {}",
+                    other.type_name()
+                ))),
+            },
+        }
+    }
+}
+
+impl Handler<ClientCount> for SessionSupervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: ClientCount, _ctx: &mut Context<Self>) {
+        self.reg.stats.handled();
+        self.shared.clients.fetch_add(msg.delta, Ordering::Relaxed);
+    }
+}
+
+impl Handler<Crash> for SessionSupervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Crash, _ctx: &mut Context<Self>) {
+        self.reg.stats.handled();
+        if let Ok((addr, stats)) = self.child() {
+            stats.enqueue();
+            addr.do_send(msg);
+        }
+    }
+}
+
+impl Handler<StopSession> for SessionSupervisor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: StopSession, ctx: &mut Context<Self>) {
+        self.reg.stats.handled();
+        self.shared.interrupt();
+        // Dropping the child's address lets it stop once idle; its worker
+        // thread ends after the (interrupted) evaluation.
+        self.child = None;
+        ctx.stop();
+    }
+}

@@ -1,0 +1,148 @@
+//! A small synchronous kernel-protocol client, plus the "connect or start the
+//! daemon" algorithm shared by `shoal mcp` and `shoal exec`.
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub struct Client {
+    writer: UnixStream,
+    reader: BufReader<UnixStream>,
+    next: u64,
+}
+
+/// A JSON-RPC error object as received.
+pub struct RemoteError(pub Value);
+
+impl Client {
+    pub fn new(stream: UnixStream) -> io::Result<Client> {
+        let reader = BufReader::new(stream.try_clone()?);
+        Ok(Client {
+            writer: stream,
+            reader,
+            next: 0,
+        })
+    }
+
+    pub fn call(&mut self, method: &str, params: Value) -> io::Result<Result<Value, RemoteError>> {
+        self.next += 1;
+        let id = self.next;
+        let mut frame = serde_json::to_vec(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        )?;
+        frame.push(b'\n');
+        self.writer.write_all(&frame)?;
+        loop {
+            let mut line = String::new();
+            if self.reader.read_line(&mut line)? == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the daemon closed the connection",
+                ));
+            }
+            let v: Value = serde_json::from_str(&line).map_err(io::Error::other)?;
+            if v.get("id") != Some(&json!(id)) {
+                continue;
+            }
+            if let Some(e) = v.get("error") {
+                return Ok(Err(RemoteError(e.clone())));
+            }
+            return Ok(Ok(v.get("result").cloned().unwrap_or(Value::Null)));
+        }
+    }
+}
+
+/// Connect to a running daemon; never starts one.
+pub fn connect(path: &Path) -> io::Result<UnixStream> {
+    UnixStream::connect(path)
+}
+
+/// Connect, starting the daemon detached when nothing listens (unless
+/// `SHOAL_NO_AUTOSTART` is non-empty). Racing callers serialise on a lock file
+/// beside the socket, so exactly one of them starts a daemon.
+pub fn connect_or_start(path: &Path) -> Result<UnixStream, String> {
+    if let Ok(s) = UnixStream::connect(path) {
+        return Ok(s);
+    }
+    if std::env::var_os("SHOAL_NO_AUTOSTART").is_some_and(|v| !v.is_empty()) {
+        return Err(format!(
+            "no daemon is listening on {} (autostart disabled by SHOAL_NO_AUTOSTART)",
+            path.display()
+        ));
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.exists() {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot create socket dir {}: {e}", dir.display()))?;
+    }
+    let lock_path = shoal::paths::start_lock(path);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+    if let Ok(s) = UnixStream::connect(path) {
+        return Ok(s);
+    }
+    let mut child = spawn_daemon(path)?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut pause = Duration::from_micros(500);
+    loop {
+        match UnixStream::connect(path) {
+            Ok(s) => return Ok(s),
+            Err(e) => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(format!(
+                        "the daemon exited at start ({status}); run `shoal daemon --socket {}` to see why",
+                        path.display()
+                    ));
+                }
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "the daemon did not come up on {} within 10 s: {e}",
+                        path.display()
+                    ));
+                }
+            }
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(4));
+    }
+}
+
+fn spawn_daemon(socket: &Path) -> Result<std::process::Child, String> {
+    use std::os::unix::process::CommandExt;
+    let exe: PathBuf =
+        std::env::current_exe().map_err(|e| format!("cannot find the shoal executable: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("daemon")
+        .arg("--socket")
+        .arg(socket)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::setsid()
+                .map(|_| ())
+                .map_err(io::Error::from)
+        });
+    }
+    cmd.spawn()
+        .map_err(|e| format!("cannot start the daemon: {e}"))
+}

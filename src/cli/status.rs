@@ -1,0 +1,143 @@
+//! `shoal status [--json] [--watch]`: the operator view of contract §7.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::client::{connect, Client};
+use super::output;
+
+pub fn run(socket: Option<PathBuf>, as_json: bool, watch: bool) -> i32 {
+    let path = shoal::paths::socket_path(socket.as_deref());
+    loop {
+        let status = match fetch(&path) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("shoal status: no daemon answers on {}: {e}", path.display());
+                return 1;
+            }
+        };
+        if as_json {
+            output::line(&serde_json::to_string(&status).unwrap_or_default());
+        } else {
+            if watch {
+                output::text("\x1b[H\x1b[2J");
+            }
+            output::text(&human(&status));
+        }
+        if !watch {
+            return 0;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+fn fetch(path: &std::path::Path) -> Result<Value, String> {
+    let stream = connect(path).map_err(|e| e.to_string())?;
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut c = Client::new(stream).map_err(|e| e.to_string())?;
+    let attach = json!({"session": "default", "client": {"kind": "status", "tty": false}});
+    c.call("session.attach", attach)
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.0.to_string())?;
+    c.call("daemon.status", json!({}))
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.0.to_string())
+}
+
+fn dur(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0 => format!("{ms}ms"),
+        1..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s / 60) % 60),
+    }
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+/// The human rendering: daemon facts, the actor tree, sessions.
+pub fn human(st: &Value) -> String {
+    let d = &st["daemon"];
+    let mut out = String::new();
+    out.push_str(&format!(
+        "shoal {} · pid {} · up {}\n",
+        s(&d["version"]),
+        s(&d["pid"]),
+        dur(d["uptime_ms"].as_u64().unwrap_or(0))
+    ));
+    let rss = st["rss_bytes"]
+        .as_u64()
+        .map(|b| format!("{:.1} MB", b as f64 / 1e6))
+        .unwrap_or("-".into());
+    let activated = if d["socket_activated"].as_bool() == Some(true) {
+        " (socket-activated)"
+    } else {
+        ""
+    };
+    out.push_str(&format!("  socket     {}{activated}\n", s(&d["socket"])));
+    out.push_str(&format!("  state dir  {}\n", s(&d["state_dir"])));
+    out.push_str(&format!(
+        "  config     {}\n",
+        d["config"].as_str().unwrap_or("(none; defaults)")
+    ));
+    out.push_str(&format!("  logs       {}\n", s(&d["log_dir"])));
+    out.push_str(&format!("  rss        {rss}\n\n"));
+
+    out.push_str(&format!(
+        "{:<44} {:<10} {:>7} {:>8} {:>8} {:>8}  {}\n",
+        "ACTOR", "STATE", "MAILBOX", "HANDLED", "RESTARTS", "AGE", "LAST ERROR"
+    ));
+    let actors = st["actors"].as_array().cloned().unwrap_or_default();
+    let ids: Vec<u64> = actors.iter().filter_map(|a| a["id"].as_u64()).collect();
+    let roots: Vec<&Value> = actors
+        .iter()
+        .filter(|a| a["parent"].as_u64().is_none_or(|p| !ids.contains(&p)))
+        .collect();
+    fn walk(out: &mut String, a: &Value, all: &[Value], depth: usize) {
+        let label = format!("{}{} {}", "  ".repeat(depth), s(&a["kind"]), s(&a["name"]));
+        out.push_str(&format!(
+            "{:<44} {:<10} {:>7} {:>8} {:>8} {:>8}  {}\n",
+            label,
+            s(&a["state"]),
+            s(&a["mailbox"]),
+            s(&a["handled"]),
+            s(&a["restarts"]),
+            dur(a["age_ms"].as_u64().unwrap_or(0)),
+            s(&a["last_error"])
+        ));
+        for c in all.iter().filter(|c| c["parent"] == a["id"]) {
+            walk(out, c, all, depth + 1);
+        }
+    }
+    for r in roots {
+        walk(&mut out, r, &actors, 0);
+    }
+
+    out.push_str(&format!(
+        "\n{:<20} {:>7} {:>10} {:>5} {:>4} {:>5}  {}\n",
+        "SESSION", "CLIENTS", "TRANSCRIPT", "TASKS", "PTYS", "BUSY", "CWD"
+    ));
+    for sess in st["sessions"].as_array().cloned().unwrap_or_default() {
+        out.push_str(&format!(
+            "{:<20} {:>7} {:>10} {:>5} {:>4} {:>5}  {}\n",
+            s(&sess["name"]),
+            s(&sess["clients"]),
+            s(&sess["transcript"]),
+            s(&sess["tasks"]),
+            s(&sess["ptys"]),
+            s(&sess["busy"]),
+            s(&sess["cwd"])
+        ));
+    }
+    out.push_str("\njournal    not yet available\n");
+    out
+}

@@ -1,0 +1,261 @@
+//! The strict `shoal.toml` loader (contract §1).
+//!
+//! Every key is known: unknown keys, wrong types and bad values are errors that
+//! name `file:line:column`. Config types are plain data, separate from runtime
+//! state; `shoal.toml.example` documents every key with its default.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Default frame limit of both protocols: 16 MiB.
+pub const DEFAULT_MAX_FRAME_BYTES: u64 = 16 * 1024 * 1024;
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub daemon: DaemonConfig,
+    pub socket: SocketConfig,
+    pub session: SessionConfig,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// tracing filter directive for the log file (`SHOAL_LOG` overrides).
+    pub log_level: String,
+    /// How many daily log files to keep.
+    pub log_keep_days: usize,
+    /// Largest accepted frame in bytes, both protocols.
+    pub max_frame_bytes: u64,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct SocketConfig {
+    /// Other uids allowed to connect (they must then present a token).
+    pub allow_uids: Vec<u32>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionConfig {
+    /// Column width of block renders.
+    pub render_width: usize,
+    /// Restarts of a crashed session actor allowed per minute before its
+    /// supervisor gives up and reports it failed.
+    pub max_restarts_per_minute: u32,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            log_level: "info".into(),
+            log_keep_days: 7,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+        }
+    }
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            render_width: 80,
+            max_restarts_per_minute: 10,
+        }
+    }
+}
+
+/// A config error, already located: `file:line:column: message`.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}")]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+}
+
+/// The loaded config plus where it came from (`None`: defaults, no file).
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    pub config: Config,
+    pub path: Option<PathBuf>,
+}
+
+/// Load `path`; a missing file is an error only when `required`.
+pub fn load(path: &Path, required: bool) -> Result<Loaded, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Loaded {
+            config: parse(&text, path)?,
+            path: Some(path.to_path_buf()),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(Loaded {
+            config: Config::default(),
+            path: None,
+        }),
+        Err(e) => Err(ConfigError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }),
+    }
+}
+
+/// Parse and validate config text; `path` is only used in messages.
+pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+    let config: Config = toml::from_str(text).map_err(|e| {
+        let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+        ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: e.message().trim().to_string(),
+        }
+    })?;
+    validate(&config, text, path)?;
+    Ok(config)
+}
+
+fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
+    let bad = |key: &str, message: String| {
+        let (line, column) = locate_key(text, key);
+        Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message,
+        })
+    };
+    if c.daemon.max_frame_bytes < 1024 || c.daemon.max_frame_bytes > 1 << 30 {
+        return bad(
+            "max_frame_bytes",
+            format!(
+                "max_frame_bytes must be between 1024 and 1073741824 (got {})",
+                c.daemon.max_frame_bytes
+            ),
+        );
+    }
+    if c.daemon.log_level.trim().is_empty()
+        || tracing_subscriber::EnvFilter::try_new(&c.daemon.log_level).is_err()
+    {
+        return bad(
+            "log_level",
+            format!("log_level is not a valid filter: {:?}", c.daemon.log_level),
+        );
+    }
+    if c.daemon.log_keep_days == 0 {
+        return bad("log_keep_days", "log_keep_days must be at least 1".into());
+    }
+    if !(20..=1000).contains(&c.session.render_width) {
+        return bad(
+            "render_width",
+            format!(
+                "render_width must be between 20 and 1000 (got {})",
+                c.session.render_width
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// 1-based line and column (in characters) of byte offset `at`.
+pub fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let at = at.min(text.len());
+    let before = &text[..text.floor_char_boundary_compat(at)];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rsplit('\n')
+        .next()
+        .map(|l| l.chars().count())
+        .unwrap_or(0)
+        + 1;
+    (line, col)
+}
+
+/// Where `key = ...` first appears (the value position), else 1:1.
+fn locate_key(text: &str, key: &str) -> (usize, usize) {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if let Some(rest) = trimmed.strip_prefix(key) {
+            let rest_trim = rest.trim_start();
+            if let Some(after_eq) = rest_trim.strip_prefix('=') {
+                let indent = line.len() - trimmed.len();
+                let eq = indent + key.len() + (rest.len() - rest_trim.len());
+                let value_at = eq + 1 + (after_eq.len() - after_eq.trim_start().len());
+                return line_col(text, offset + value_at);
+            }
+        }
+        offset += line.len();
+    }
+    (1, 1)
+}
+
+trait FloorBoundary {
+    fn floor_char_boundary_compat(&self, i: usize) -> usize;
+}
+
+impl FloorBoundary for str {
+    fn floor_char_boundary_compat(&self, mut i: usize) -> usize {
+        while i > 0 && !self.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        parse(text, Path::new("c.toml")).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_and_empty() {
+        assert_eq!(parse("", Path::new("c.toml")).unwrap(), Config::default());
+        assert_eq!(Config::default().daemon.max_frame_bytes, 16 * 1024 * 1024);
+    }
+
+    #[test]
+    fn errors_carry_line_and_column() {
+        let cases = [
+            (
+                "[daemon]\nlog_levl = \"x\"\n",
+                "c.toml:2:1: unknown field `log_levl`",
+            ),
+            (
+                "[daemon]\nmax_frame_bytes = \"big\"\n",
+                "c.toml:2:19: invalid type",
+            ),
+            (
+                "[daemon]\nmax_frame_bytes = 10\n",
+                "c.toml:2:19: max_frame_bytes must be between",
+            ),
+            ("[nope]\n", "c.toml:1:2: unknown field `nope`"),
+            (
+                "[session]\n  render_width = 5\n",
+                "c.toml:2:18: render_width must be between",
+            ),
+        ];
+        for (text, want) in cases {
+            let got = err(text);
+            assert!(got.starts_with(want), "{text:?}: {got}");
+        }
+    }
+
+    #[test]
+    fn example_file_parses() {
+        let text = include_str!("../shoal.toml.example");
+        let c = parse(text, Path::new("shoal.toml.example")).unwrap();
+        assert_eq!(c, Config::default());
+    }
+}

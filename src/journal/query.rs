@@ -1,0 +1,278 @@
+//! `journal.query`: filters, visibility scope and the index-driven planner.
+//!
+//! Semantics (contract §6): every filter is applied before `limit`; results are newest first
+//! (by entry id); `since`/`until` are inclusive bounds on the start time `ts` (ns); `principal`
+//! and `head` (first whitespace word of `src`) match exactly; `ok` matches finished entries only;
+//! `effects` is all-of, each name matching an effect kind exactly after `.`→`_`; `limit` 0 or
+//! absent means 100 (capped at [`MAX_LIMIT`]). [`Scope::Principal`] restricts to that principal's
+//! own entries.
+//!
+//! Plan: key filters (principal/scope, head, ok, each effect) are sorted id streams in the `idx`
+//! table; one stream is walked backwards, several are intersected by leapfrogging (each seek is
+//! a reverse range lookup), none means walking entry ids backwards. The time window is first
+//! turned into an id range with the entry-time table (prefix-max / suffix-min of `ts`, both
+//! monotone in id, so two binary searches bound the ids that can possibly match), then checked
+//! exactly per candidate. Every hit is verified against the decoded entry, so indexes only ever
+//! make a query faster, never different.
+
+use redb::{ReadableDatabase, ReadableTable};
+use serde::{Deserialize, Serialize};
+
+use super::schema::*;
+use super::store::{decode_tsw, Store};
+use super::{normalize_kind, Entry, EntryId, JournalError, Result};
+
+/// Default and maximum `limit`.
+pub const DEFAULT_LIMIT: usize = 100;
+pub const MAX_LIMIT: usize = 10_000;
+
+/// Filters of `journal.query` (all optional), as they arrive in JSON.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Query {
+    pub since: Option<i64>,
+    pub until: Option<i64>,
+    pub principal: Option<String>,
+    pub ok: Option<bool>,
+    pub effects: Option<Vec<String>>,
+    pub head: Option<String>,
+    pub limit: Option<usize>,
+}
+
+/// Who is asking: the local human / `journal_read` principals see all, others their own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    Principal(String),
+}
+
+impl Query {
+    pub fn effective_limit(&self) -> usize {
+        match self.limit {
+            None | Some(0) => DEFAULT_LIMIT,
+            Some(n) => n.min(MAX_LIMIT),
+        }
+    }
+
+    /// Exact predicate (the planner's ground truth).
+    pub fn matches(&self, scope: &Scope, e: &Entry) -> bool {
+        if let Scope::Principal(p) = scope {
+            if &e.principal != p {
+                return false;
+            }
+        }
+        if self.since.is_some_and(|s| e.ts < s) || self.until.is_some_and(|u| e.ts > u) {
+            return false;
+        }
+        if self.principal.as_ref().is_some_and(|p| &e.principal != p) {
+            return false;
+        }
+        if self.ok.is_some() && e.ok != self.ok {
+            return false;
+        }
+        if self.head.as_ref().is_some_and(|h| e.head() != h) {
+            return false;
+        }
+        if let Some(want) = &self.effects {
+            let have = e.effect_kinds();
+            if !want.iter().all(|k| have.contains(&normalize_kind(k))) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+type Tbl<K, V> = redb::ReadOnlyTable<K, V>;
+
+/// Largest id ≤ `hi` in the stream `prefix`, not below `lo`.
+fn seek_le(idx: &Tbl<&'static [u8], ()>, prefix: &[u8], lo: u64, hi: u64) -> Result<Option<u64>> {
+    let (a, b) = (with_id(prefix, lo), with_id(prefix, hi));
+    match idx.range(a.as_slice()..=b.as_slice())?.next_back() {
+        Some(r) => Ok(Some(key_id(r?.0.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// Smallest key whose entry-time row satisfies the monotone predicate `pred`.
+fn lower_bound(
+    tsw: &Tbl<u64, &'static [u8]>,
+    pred: impl Fn([i64; 3]) -> bool,
+) -> Result<Option<u64>> {
+    let (first, last) = match (tsw.first()?, tsw.last()?) {
+        (Some(f), Some(l)) => (
+            (f.0.value(), decode_tsw(f.1.value())?),
+            (l.0.value(), decode_tsw(l.1.value())?),
+        ),
+        _ => return Ok(None),
+    };
+    if !pred(last.1) {
+        return Ok(None);
+    }
+    if pred(first.1) {
+        return Ok(Some(first.0));
+    }
+    let mut best = last.0; // pred(best) holds
+    let (mut lo, mut hi) = (first.0 + 1, last.0.saturating_sub(1));
+    while lo <= hi {
+        let mid = lo + (hi - lo) / 2;
+        let (k, row) = match tsw.range(mid..best)?.next() {
+            Some(r) => {
+                let r = r?;
+                (r.0.value(), decode_tsw(r.1.value())?)
+            }
+            None => {
+                if mid == 0 {
+                    break;
+                }
+                hi = mid - 1;
+                continue;
+            }
+        };
+        if pred(row) {
+            best = k;
+            if k == 0 {
+                break;
+            }
+            hi = k - 1;
+        } else {
+            lo = k + 1;
+        }
+    }
+    Ok(Some(best))
+}
+
+impl Store {
+    /// Run a query (see the module doc). Results newest first.
+    pub fn query(&self, q: &Query, scope: &Scope) -> Result<Vec<Entry>> {
+        let limit = q.effective_limit();
+        let rx = self.db.begin_read()?;
+        let entries = rx.open_table(ENTRIES)?;
+        let tsw = rx.open_table(TSW)?;
+        let idx = rx.open_table(IDX)?;
+
+        // --- id range from the time window
+        let (mut lo, mut hi) = (1u64, u64::MAX);
+        if let (Some(s), Some(u)) = (q.since, q.until) {
+            if s > u {
+                return Ok(Vec::new());
+            }
+        }
+        if let Some(s) = q.since {
+            // first id whose prefix-max ts reaches `since`
+            match lower_bound(&tsw, |r| r[1] >= s)? {
+                Some(id) => lo = lo.max(id),
+                None => return Ok(Vec::new()),
+            }
+        }
+        if let Some(u) = q.until {
+            // ids with suffix-min ts > until cannot match
+            if let Some(id) = lower_bound(&tsw, |r| r[2] > u)? {
+                if id <= 1 {
+                    return Ok(Vec::new());
+                }
+                hi = hi.min(id - 1);
+            }
+        }
+        if lo > hi {
+            return Ok(Vec::new());
+        }
+
+        // --- key streams
+        let mut streams: Vec<Vec<u8>> = Vec::new();
+        let principal = match (&q.principal, scope) {
+            (Some(p), Scope::Principal(s)) if p != s => return Ok(Vec::new()),
+            (Some(p), _) => Some(p.clone()),
+            (None, Scope::Principal(s)) => Some(s.clone()),
+            (None, Scope::All) => None,
+        };
+        if let Some(h) = &q.head {
+            streams.push(idx_prefix(TAG_HEAD, h));
+        }
+        if let Some(p) = &principal {
+            streams.push(idx_prefix(TAG_PRINCIPAL, p));
+        }
+        if let Some(effs) = &q.effects {
+            let mut ks: Vec<String> = effs.iter().map(|k| normalize_kind(k)).collect();
+            ks.sort();
+            ks.dedup();
+            for k in ks {
+                streams.push(idx_prefix(TAG_EFFECT, &k));
+            }
+        }
+        if let Some(ok) = q.ok {
+            streams.push(idx_prefix(TAG_OK, &ok.to_string()));
+        }
+        let timed = q.since.is_some() || q.until.is_some();
+
+        let mut out = Vec::new();
+        let consider = |id: EntryId, out: &mut Vec<Entry>| -> Result<()> {
+            if timed {
+                match tsw.get(id)? {
+                    Some(g) => {
+                        let ts = decode_tsw(g.value())?[0];
+                        if q.since.is_some_and(|s| ts < s) || q.until.is_some_and(|u| ts > u) {
+                            return Ok(());
+                        }
+                    }
+                    None => return Ok(()),
+                }
+            }
+            if let Some(g) = entries.get(id)? {
+                let e: Entry = decode_json("entry", g.value())
+                    .map_err(|e| JournalError::Corrupt(format!("entry {id}: {e}")))?;
+                if q.matches(scope, &e) {
+                    out.push(e);
+                }
+            }
+            Ok(())
+        };
+
+        match streams.len() {
+            0 => {
+                for r in tsw.range(lo..=hi)?.rev() {
+                    if out.len() >= limit {
+                        break;
+                    }
+                    let id = r?.0.value();
+                    consider(id, &mut out)?;
+                }
+            }
+            1 => {
+                let (a, b) = (with_id(&streams[0], lo), with_id(&streams[0], hi));
+                for r in idx.range(a.as_slice()..=b.as_slice())?.rev() {
+                    if out.len() >= limit {
+                        break;
+                    }
+                    let id = key_id(r?.0.value())?;
+                    consider(id, &mut out)?;
+                }
+            }
+            _ => {
+                // leapfrog intersection, walking down from `hi`
+                let mut cur = hi;
+                'outer: while out.len() < limit {
+                    let mut agreed = 0;
+                    let mut i = 0;
+                    while agreed < streams.len() {
+                        match seek_le(&idx, &streams[i], lo, cur)? {
+                            None => break 'outer,
+                            Some(x) if x == cur => agreed += 1,
+                            Some(x) => {
+                                cur = x;
+                                agreed = 1;
+                            }
+                        }
+                        i = (i + 1) % streams.len();
+                    }
+                    consider(cur, &mut out)?;
+                    if cur <= lo {
+                        break;
+                    }
+                    cur -= 1;
+                }
+            }
+        }
+        Ok(out)
+    }
+}

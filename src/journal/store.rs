@@ -1,0 +1,938 @@
+//! [`Store`]: the opened journal. Reads are safe from any thread at any time (each call takes its
+//! own short MVCC read transaction; none is held across calls). Writes go through
+//! [`Store::apply`], one write transaction per batch, which is what the group-commit writer
+//! (the only writer in the daemon) calls; tools such as `shoal history` may call it directly when
+//! no daemon runs (redb's file lock guarantees there is a single writer process).
+//!
+//! Retention runs inside the same transaction as the batch that exceeded a limit: oldest
+//! unpinned entries go first, their index rows and output refs with them; blobs are deleted only
+//! when their last ref (entry output, transcript row, pin) goes.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, Table};
+use serde::{Deserialize, Serialize};
+
+use super::cas::{self, CasTables};
+use super::schema::{self, *};
+use super::{Entry, EntryId, Finish, JournalError, NewEntry, OutputKind, OutputRef, Result};
+
+/// Retention limits (`journal.max_entries`, `journal.max_bytes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    pub max_entries: Option<u64>,
+    /// Entry rows plus stored blob bytes.
+    pub max_bytes: Option<u64>,
+    /// `max_bytes` never shrinks the journal below this many entries (blobs held by transcript
+    /// rows count towards the bytes but cannot be reclaimed by deleting entries).
+    pub floor: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            max_entries: None,
+            max_bytes: None,
+            floor: 100,
+        }
+    }
+}
+
+/// Options of [`Store::open`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// redb page cache (default 32 MiB; redb's own default is 1 GiB).
+    pub cache_bytes: usize,
+    /// Outputs larger than this are recorded (`stored:false`) but not kept (default 64 MiB).
+    pub max_blob_bytes: u64,
+    pub retention: Retention,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            cache_bytes: 32 << 20,
+            max_blob_bytes: 64 << 20,
+            retention: Retention::default(),
+        }
+    }
+}
+
+/// A write. `id: None` lets the store allocate the next id (the writer allocates ids itself so it
+/// can acknowledge before the commit).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Start of an exec: an unfinished row (`ok`, `status`, `dur_ns` null).
+    Append {
+        id: Option<EntryId>,
+        entry: NewEntry,
+    },
+    /// End of an exec: outputs into the content store, `ok`/`status`/`dur_ns`, optional
+    /// transcript row.
+    Finish {
+        id: EntryId,
+        finish: Finish,
+    },
+    /// Append and finish in one go.
+    Record {
+        id: Option<EntryId>,
+        entry: NewEntry,
+        finish: Finish,
+    },
+    /// A transcript row not tied to a finished exec (e.g. a background task's value).
+    Transcript {
+        session: String,
+        n: u64,
+        ts: i64,
+        entry_id: Option<EntryId>,
+        value: Vec<u8>,
+        render: Vec<u8>,
+    },
+    /// Forget every transcript row of a session (releases their blobs).
+    DropTranscript {
+        session: String,
+    },
+    /// Persist one event of a replayable channel (`journal`, `session.transcript`).
+    Event {
+        channel: String,
+        seq: u64,
+        ts: i64,
+        payload: serde_json::Value,
+    },
+    /// Keep a blob regardless of entries and transcripts (`HEX` or `blake3:HEX`).
+    PinBlob(String),
+    UnpinBlob(String),
+    /// Retention never deletes a pinned entry (nor, therefore, its outputs).
+    PinEntry(EntryId),
+    UnpinEntry(EntryId),
+}
+
+/// A persisted transcript row: `out:n` of `session`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TranscriptRow {
+    pub session: String,
+    pub n: u64,
+    pub ts: i64,
+    pub entry_id: Option<EntryId>,
+    /// The tagged-JSON value bytes (`None` if the exec produced no value output).
+    pub value: Option<OutputRef>,
+    pub render: Option<OutputRef>,
+}
+
+/// A persisted event.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub ts: i64,
+    pub payload: serde_json::Value,
+}
+
+/// Facts about one blob.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlobInfo {
+    pub len: u64,
+    pub stored_len: u64,
+    pub refs: u64,
+    pub pinned: bool,
+}
+
+/// Counters for operator status.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StoreStats {
+    pub entries: u64,
+    /// entry rows + stored blob bytes.
+    pub bytes: u64,
+    pub blobs: u64,
+    pub next_id: EntryId,
+    pub file_bytes: u64,
+}
+
+/// The opened journal (see the module doc).
+pub struct Store {
+    pub(crate) db: Database,
+    path: PathBuf,
+    opts: StoreOptions,
+    pub(crate) writer_attached: AtomicBool,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Counters {
+    next_id: u64,
+    entry_count: u64,
+    total_bytes: u64,
+}
+
+fn read_counter<T: ReadableTable<&'static str, &'static [u8]>>(t: &T, k: &str) -> Result<u64> {
+    match t.get(k)? {
+        Some(g) => Ok(u64s::<1>(k, g.value())?[0]),
+        None => Err(JournalError::Corrupt(format!("meta {k} missing"))),
+    }
+}
+
+fn i64_be(v: i64) -> [u8; 8] {
+    v.to_be_bytes()
+}
+
+/// (ts, prefix-max, suffix-min) of an entry-time row.
+pub(crate) fn decode_tsw(b: &[u8]) -> Result<[i64; 3]> {
+    let [a, m, n] = u64s::<3>("entry_time", b)?;
+    Ok([a as i64, m as i64, n as i64])
+}
+
+fn encode_tsw(v: [i64; 3]) -> Vec<u8> {
+    v.iter().flat_map(|x| i64_be(*x)).collect()
+}
+
+/// Index keys of an entry: (tag, key).
+pub(crate) fn index_keys(e: &Entry) -> Vec<(u8, String)> {
+    let mut v = vec![
+        (TAG_PRINCIPAL, e.principal.clone()),
+        (TAG_HEAD, e.head().to_string()),
+    ];
+    if let Some(ok) = e.ok {
+        v.push((TAG_OK, ok.to_string()));
+    }
+    for k in e.effect_kinds() {
+        v.push((TAG_EFFECT, k));
+    }
+    v
+}
+
+struct Tx<'a> {
+    meta: Table<'a, &'static str, &'static [u8]>,
+    entries: Table<'a, u64, &'static [u8]>,
+    tsw: Table<'a, u64, &'static [u8]>,
+    idx: Table<'a, &'static [u8], ()>,
+    cas: CasTables<'a>,
+    pins: Table<'a, &'static [u8], ()>,
+    pinned: Table<'a, u64, ()>,
+    transcript: Table<'a, &'static [u8], &'static [u8]>,
+    events: Table<'a, &'static [u8], &'static [u8]>,
+    c: Counters,
+    opts: &'a StoreOptions,
+    /// The highest entry-time row, cached for the common append-at-the-end path.
+    last_tsw: Option<(u64, [i64; 3])>,
+}
+
+impl Store {
+    /// Open or create the journal at `path` (a file, conventionally `<state>/journal.redb`).
+    pub fn open(path: impl AsRef<Path>, opts: StoreOptions) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        let db = schema::open_db(&path, opts.cache_bytes)?;
+        Ok(Store {
+            db,
+            path,
+            opts,
+            writer_attached: AtomicBool::new(false),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn options(&self) -> &StoreOptions {
+        &self.opts
+    }
+
+    /// Apply a batch in one write transaction. The outer error means nothing was committed; the
+    /// inner results are per op (a bad op, e.g. finishing an unknown id, does not sink the batch).
+    /// Returns the entry id for `Append`/`Record`.
+    pub fn apply(
+        &self,
+        ops: Vec<Op>,
+        durability: redb::Durability,
+    ) -> Result<Vec<Result<Option<EntryId>>>> {
+        let mut wtx = self.db.begin_write()?;
+        wtx.set_durability(durability)?;
+        let n_ops = ops.len() as u64;
+        let mut results = Vec::with_capacity(ops.len());
+        {
+            let meta = wtx.open_table(META)?;
+            let next_blob = read_counter(&meta, "next_blob")?;
+            let c = Counters {
+                next_id: read_counter(&meta, "next_id")?,
+                entry_count: read_counter(&meta, "entry_count")?,
+                total_bytes: read_counter(&meta, "total_bytes")?,
+            };
+            let mut tx = Tx {
+                meta,
+                entries: wtx.open_table(ENTRIES)?,
+                tsw: wtx.open_table(TSW)?,
+                idx: wtx.open_table(IDX)?,
+                cas: CasTables {
+                    blobs: wtx.open_table(BLOBS)?,
+                    data: wtx.open_table(BLOB_DATA)?,
+                    by_hash: wtx.open_table(BLOB_HASH)?,
+                    next_blob,
+                },
+                pins: wtx.open_table(PINS)?,
+                pinned: wtx.open_table(PINNED_ENTRIES)?,
+                transcript: wtx.open_table(TRANSCRIPT)?,
+                events: wtx.open_table(EVENTS)?,
+                c,
+                opts: &self.opts,
+                last_tsw: None,
+            };
+            for op in ops {
+                match tx.apply_op(op) {
+                    Err(JournalError::Storage(m)) => return Err(JournalError::Storage(m)),
+                    r => results.push(r),
+                }
+            }
+            tx.retention(2 * n_ops + 256)?;
+            let c = tx.c;
+            tx.meta
+                .insert("next_id", enc_u64s(&[c.next_id]).as_slice())?;
+            tx.meta
+                .insert("entry_count", enc_u64s(&[c.entry_count]).as_slice())?;
+            tx.meta
+                .insert("total_bytes", enc_u64s(&[c.total_bytes]).as_slice())?;
+            let nb = tx.cas.next_blob;
+            tx.meta.insert("next_blob", enc_u64s(&[nb]).as_slice())?;
+        }
+        wtx.commit()?;
+        Ok(results)
+    }
+
+    /// Convenience: apply one op durably and return its result.
+    pub fn apply_one(&self, op: Op) -> Result<Option<EntryId>> {
+        self.apply(vec![op], redb::Durability::Immediate)?
+            .pop()
+            .unwrap_or(Ok(None))
+    }
+
+    /// Make every earlier non-durable commit durable (an empty `Immediate` commit).
+    pub fn sync(&self) -> Result<()> {
+        let mut wtx = self.db.begin_write()?;
+        wtx.set_durability(redb::Durability::Immediate)?;
+        wtx.commit()?;
+        Ok(())
+    }
+
+    pub fn get_entry(&self, id: EntryId) -> Result<Option<Entry>> {
+        let rx = self.db.begin_read()?;
+        let t = rx.open_table(ENTRIES)?;
+        let r = match t.get(id)? {
+            Some(g) => Some(decode_json::<Entry>("entry", g.value())?),
+            None => None,
+        };
+        Ok(r)
+    }
+
+    /// The bytes behind `HEX` / `blake3:HEX`, verified; `None` if unknown (or collected).
+    pub fn blob_get(&self, hash: &str) -> Result<Option<Vec<u8>>> {
+        let key = cas::parse_hash(hash)?;
+        let rx = self.db.begin_read()?;
+        let blobs = rx.open_table(BLOBS)?;
+        let data = rx.open_table(BLOB_DATA)?;
+        let by_hash = rx.open_table(BLOB_HASH)?;
+        cas::read(&blobs, &data, &by_hash, &key)
+    }
+
+    pub fn blob_info(&self, hash: &str) -> Result<Option<BlobInfo>> {
+        let key = cas::parse_hash(hash)?;
+        let rx = self.db.begin_read()?;
+        let blobs = rx.open_table(BLOBS)?;
+        let by_hash = rx.open_table(BLOB_HASH)?;
+        let pins = rx.open_table(PINS)?;
+        Ok(
+            cas::find(&blobs, &by_hash, &key)?.map(|(_, m, _)| BlobInfo {
+                len: m.raw_len,
+                stored_len: m.stored_len,
+                refs: m.refs,
+                pinned: pins.get(key.as_slice()).ok().flatten().is_some(),
+            }),
+        )
+    }
+
+    pub fn transcript_get(&self, session: &str, n: u64) -> Result<Option<TranscriptRow>> {
+        let rx = self.db.begin_read()?;
+        let t = rx.open_table(TRANSCRIPT)?;
+        let key = with_id(&name_prefix(session), n);
+        let r = match t.get(key.as_slice())? {
+            Some(g) => Some(decode_json("transcript", g.value())?),
+            None => None,
+        };
+        Ok(r)
+    }
+
+    /// Highest persisted `out:N` of a session (a restarted session continues after it).
+    pub fn transcript_last(&self, session: &str) -> Result<Option<u64>> {
+        let rx = self.db.begin_read()?;
+        let t = rx.open_table(TRANSCRIPT)?;
+        last_in_prefix(&t, &name_prefix(session))
+    }
+
+    /// All persisted rows of a session, ascending `n`.
+    pub fn transcript_rows(&self, session: &str) -> Result<Vec<TranscriptRow>> {
+        let rx = self.db.begin_read()?;
+        let t = rx.open_table(TRANSCRIPT)?;
+        let p = name_prefix(session);
+        let (a, b) = (with_id(&p, 0), with_id(&p, u64::MAX));
+        let mut out = Vec::new();
+        for r in t.range(a.as_slice()..=b.as_slice())? {
+            let (_, v) = r?;
+            out.push(decode_json("transcript", v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// Events of `channel` with `seq > since` (all when `since` is `None`), ascending; `limit`
+    /// (0 = no limit) keeps the newest tail.
+    pub fn events_read(
+        &self,
+        channel: &str,
+        since: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>> {
+        let rx = self.db.begin_read()?;
+        let t = rx.open_table(EVENTS)?;
+        let p = name_prefix(channel);
+        let start = match since {
+            None => 0,
+            Some(u64::MAX) => return Ok(Vec::new()),
+            Some(s) => s + 1,
+        };
+        let (a, b) = (with_id(&p, start), with_id(&p, u64::MAX));
+        let mut out = Vec::new();
+        for r in t.range(a.as_slice()..=b.as_slice())?.rev() {
+            if limit > 0 && out.len() >= limit {
+                break;
+            }
+            let (k, v) = r?;
+            let seq = key_id(k.value())?;
+            let (ts, payload): (i64, serde_json::Value) = decode_json("event", v.value())?;
+            out.push(StoredEvent { seq, ts, payload });
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Highest persisted seq of `channel` (`None` for a fresh store: the bus starts at 0).
+    pub fn max_seq(&self, channel: &str) -> Result<Option<u64>> {
+        let rx = self.db.begin_read()?;
+        let t = rx.open_table(EVENTS)?;
+        last_in_prefix(&t, &name_prefix(channel))
+    }
+
+    pub fn stats(&self) -> Result<StoreStats> {
+        let rx = self.db.begin_read()?;
+        let meta = rx.open_table(META)?;
+        let blobs = rx.open_table(BLOBS)?;
+        Ok(StoreStats {
+            entries: read_counter(&meta, "entry_count")?,
+            bytes: read_counter(&meta, "total_bytes")?,
+            blobs: blobs.len()?,
+            next_id: read_counter(&meta, "next_id")?,
+            file_bytes: std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0),
+        })
+    }
+
+    /// Rewrite the file to reclaim free space (offline maintenance: needs exclusive access, so
+    /// not while a writer runs). Returns whether anything was compacted.
+    pub fn compact(&mut self) -> Result<bool> {
+        self.db
+            .compact()
+            .map_err(|e| JournalError::Storage(e.to_string()))
+    }
+
+    /// Next entry id the store would allocate.
+    pub fn next_id(&self) -> Result<EntryId> {
+        Ok(self.stats()?.next_id)
+    }
+
+    /// Recount every blob's refs from entries, transcripts and pins and compare with the stored
+    /// refcounts; returns the list of mismatches (empty when consistent). For tests and `fsck`.
+    pub fn check_refcounts(&self) -> Result<Vec<String>> {
+        use std::collections::BTreeMap;
+        let rx = self.db.begin_read()?;
+        let mut want: BTreeMap<[u8; 32], u64> = BTreeMap::new();
+        let mut add = |o: &OutputRef| -> Result<()> {
+            if o.stored {
+                *want.entry(cas::parse_hash(&o.hash)?).or_default() += 1;
+            }
+            Ok(())
+        };
+        for r in rx.open_table(ENTRIES)?.iter()? {
+            let (_, v) = r?;
+            let e: Entry = decode_json("entry", v.value())?;
+            for o in &e.outputs {
+                add(o)?;
+            }
+        }
+        for r in rx.open_table(TRANSCRIPT)?.iter()? {
+            let (_, v) = r?;
+            let row: TranscriptRow = decode_json("transcript", v.value())?;
+            for o in row.value.iter().chain(row.render.iter()) {
+                add(o)?;
+            }
+        }
+        for r in rx.open_table(PINS)?.iter()? {
+            let (k, _) = r?;
+            let mut key = [0u8; 32];
+            if k.value().len() == 32 {
+                key.copy_from_slice(k.value());
+            }
+            *want.entry(key).or_default() += 1;
+        }
+        let mut bad = Vec::new();
+        let blobs = rx.open_table(BLOBS)?;
+        let data = rx.open_table(BLOB_DATA)?;
+        let by_hash = rx.open_table(BLOB_HASH)?;
+        let mut n_ext = 0u64;
+        for r in blobs.iter()? {
+            let (k, v) = r?;
+            let (m, _) = cas::parse_record(k.value(), v.value())?;
+            n_ext += u64::from(m.external());
+            let w = want.remove(&m.hash).unwrap_or(0);
+            if w != m.refs {
+                bad.push(format!(
+                    "{}: refs {}, expected {w}",
+                    cas::to_hex(&m.hash),
+                    m.refs
+                ));
+            }
+            match cas::read(&blobs, &data, &by_hash, &m.hash) {
+                Err(e) => bad.push(e.to_string()),
+                Ok(None) => bad.push(format!("{}: not in the hash index", cas::to_hex(&m.hash))),
+                Ok(Some(_)) => {}
+            }
+        }
+        if data.len()? != n_ext {
+            bad.push(format!(
+                "{} data rows for {n_ext} external blobs",
+                data.len()?
+            ));
+        }
+        if by_hash.len()? != blobs.len()? {
+            bad.push("hash index size differs from blob count".into());
+        }
+        for (k, w) in want {
+            bad.push(format!("{}: {w} refs to a missing blob", cas::to_hex(&k)));
+        }
+        Ok(bad)
+    }
+}
+
+fn last_in_prefix<T: ReadableTable<&'static [u8], V>, V: redb::Value + 'static>(
+    t: &T,
+    prefix: &[u8],
+) -> Result<Option<u64>> {
+    let (a, b) = (with_id(prefix, 0), with_id(prefix, u64::MAX));
+    match t.range(a.as_slice()..=b.as_slice())?.next_back() {
+        Some(r) => Ok(Some(key_id(r?.0.value())?)),
+        None => Ok(None),
+    }
+}
+
+impl Tx<'_> {
+    fn apply_op(&mut self, op: Op) -> Result<Option<EntryId>> {
+        match op {
+            Op::Append { id, entry } => self.append(id, entry).map(Some),
+            Op::Finish { id, finish } => self.finish(id, finish).map(|_| None),
+            Op::Record { id, entry, finish } => self.record(id, entry, finish).map(Some),
+            Op::Transcript {
+                session,
+                n,
+                ts,
+                entry_id,
+                value,
+                render,
+            } => {
+                let value = Some(self.put_output(OutputKind::Value, &value)?);
+                let render = Some(self.put_output(OutputKind::Render, &render)?);
+                self.put_transcript(TranscriptRow {
+                    session,
+                    n,
+                    ts,
+                    entry_id,
+                    value,
+                    render,
+                })?;
+                Ok(None)
+            }
+            Op::DropTranscript { session } => {
+                let p = name_prefix(&session);
+                let (a, b) = (with_id(&p, 0), with_id(&p, u64::MAX));
+                let mut rows = Vec::new();
+                for r in self.transcript.range(a.as_slice()..=b.as_slice())? {
+                    let (k, v) = r?;
+                    rows.push((k.value().to_vec(), v.value().to_vec()));
+                }
+                for (k, v) in rows {
+                    if let Ok(row) = decode_json::<TranscriptRow>("transcript", &v) {
+                        self.release_row(&row)?;
+                    }
+                    self.transcript.remove(k.as_slice())?;
+                }
+                Ok(None)
+            }
+            Op::Event {
+                channel,
+                seq,
+                ts,
+                payload,
+            } => {
+                let p = name_prefix(&channel);
+                let key = with_id(&p, seq);
+                self.events
+                    .insert(key.as_slice(), encode_json(&(ts, payload))?.as_slice())?;
+                if let Some(max) = self.opts.retention.max_entries {
+                    // keep at most `max` events per channel (seqs are dense)
+                    loop {
+                        let a = with_id(&p, 0);
+                        let first = match self.events.range(a.as_slice()..)?.next() {
+                            Some(r) => {
+                                let k = r?.0.value().to_vec();
+                                if !k.starts_with(&p) || k.len() != p.len() + 8 {
+                                    break;
+                                }
+                                k
+                            }
+                            None => break,
+                        };
+                        if key_id(&first)?.saturating_add(max) > seq {
+                            break;
+                        }
+                        self.events.remove(first.as_slice())?;
+                    }
+                }
+                Ok(None)
+            }
+            Op::PinBlob(h) => {
+                let key = cas::parse_hash(&h)?;
+                if self.pins.get(key.as_slice())?.is_none() {
+                    if !self.cas.add_ref(&key)? {
+                        return Err(JournalError::Invalid(format!("no such blob: {h}")));
+                    }
+                    self.pins.insert(key.as_slice(), ())?;
+                }
+                Ok(None)
+            }
+            Op::UnpinBlob(h) => {
+                let key = cas::parse_hash(&h)?;
+                if self.pins.remove(key.as_slice())?.is_some() {
+                    let freed = self.cas.release(&key)?;
+                    self.c.total_bytes = self.c.total_bytes.saturating_sub(freed);
+                }
+                Ok(None)
+            }
+            Op::PinEntry(id) => {
+                if self.entries.get(id)?.is_none() {
+                    return Err(JournalError::Invalid(format!("no such entry: {id}")));
+                }
+                self.pinned.insert(id, ())?;
+                Ok(None)
+            }
+            Op::UnpinEntry(id) => {
+                self.pinned.remove(id)?;
+                Ok(None)
+            }
+        }
+    }
+
+    fn new_row(&mut self, id: Option<EntryId>, e: NewEntry) -> Result<Entry> {
+        let id = id.unwrap_or(self.c.next_id);
+        if id == 0 {
+            return Err(JournalError::Invalid("entry id 0".into()));
+        }
+        // next_id is always above every stored id, so only older ids need the lookup
+        if id < self.c.next_id && self.entries.get(id)?.is_some() {
+            return Err(JournalError::Invalid(format!("duplicate entry id {id}")));
+        }
+        Ok(Entry {
+            id,
+            session: e.session,
+            principal: e.principal,
+            ts: e.ts,
+            dur_ns: None,
+            cwd: e.cwd,
+            src: e.src,
+            ast: e.ast,
+            effects: e.effects,
+            status: None,
+            ok: None,
+            opaque: e.opaque,
+            outputs: Vec::new(),
+        })
+    }
+
+    /// Insert a new row with all its index rows.
+    fn write_new(&mut self, entry: &Entry) -> Result<EntryId> {
+        let id = entry.id;
+        let bytes = encode_json(entry)?;
+        self.entries.insert(id, bytes.as_slice())?;
+        for (tag, key) in index_keys(entry) {
+            self.idx
+                .insert(with_id(&idx_prefix(tag, &key), id).as_slice(), ())?;
+        }
+        self.insert_tsw(id, entry.ts)?;
+        self.c.next_id = self.c.next_id.max(id + 1);
+        self.c.entry_count += 1;
+        self.c.total_bytes += bytes.len() as u64;
+        Ok(id)
+    }
+
+    fn append(&mut self, id: Option<EntryId>, e: NewEntry) -> Result<EntryId> {
+        let entry = self.new_row(id, e)?;
+        self.write_new(&entry)
+    }
+
+    fn record(&mut self, id: Option<EntryId>, e: NewEntry, f: Finish) -> Result<EntryId> {
+        let mut entry = self.new_row(id, e)?;
+        self.fill_finish(&mut entry, f)?;
+        self.write_new(&entry)
+    }
+
+    fn insert_tsw(&mut self, id: u64, ts: i64) -> Result<()> {
+        if id >= self.c.next_id {
+            // appending after every stored id: no later rows to fix
+            let prev = match self.last_tsw {
+                Some((k, row)) if k < id => Some(row),
+                _ => match self.tsw.last()? {
+                    Some((k, v)) if k.value() < id => Some(decode_tsw(v.value())?),
+                    _ => None,
+                },
+            };
+            let row = [ts, prev.map_or(ts, |p| p[1].max(ts)), ts];
+            self.tsw.insert(id, encode_tsw(row).as_slice())?;
+            self.last_tsw = Some((id, row));
+            if prev.is_some_and(|p| p[2] > ts) {
+                self.lower_suffix_min(id, ts)?;
+            }
+            return Ok(());
+        }
+        self.last_tsw = None;
+        let prev = match self.tsw.range(..id)?.next_back() {
+            Some(r) => Some(decode_tsw(r?.1.value())?),
+            None => None,
+        };
+        let next = match self.tsw.range(id + 1..)?.next() {
+            Some(r) => Some(decode_tsw(r?.1.value())?),
+            None => None,
+        };
+        let pmax = prev.map_or(ts, |p| p[1].max(ts));
+        let smin = next.map_or(ts, |n| n[2].min(ts));
+        self.tsw
+            .insert(id, encode_tsw([ts, pmax, smin]).as_slice())?;
+        // later rows: prefix-max must cover this ts (only when ids arrive out of order)
+        let mut fix = Vec::new();
+        for r in self.tsw.range(id + 1..)? {
+            let (k, v) = r?;
+            let row = decode_tsw(v.value())?;
+            if row[1] >= pmax {
+                break;
+            }
+            fix.push((k.value(), [row[0], pmax, row[2]]));
+        }
+        for (k, row) in fix {
+            self.tsw.insert(k, encode_tsw(row).as_slice())?;
+        }
+        self.lower_suffix_min(id, ts)
+    }
+
+    /// Earlier rows: suffix-min must cover `ts` (only when the clock went backwards).
+    fn lower_suffix_min(&mut self, id: u64, ts: i64) -> Result<()> {
+        let mut fix = Vec::new();
+        for r in self.tsw.range(..id)?.rev() {
+            let (k, v) = r?;
+            let row = decode_tsw(v.value())?;
+            if row[2] <= ts {
+                break;
+            }
+            fix.push((k.value(), [row[0], row[1], ts]));
+        }
+        for (k, row) in fix {
+            self.tsw.insert(k, encode_tsw(row).as_slice())?;
+        }
+        Ok(())
+    }
+
+    fn put_output(&mut self, kind: OutputKind, bytes: &[u8]) -> Result<OutputRef> {
+        self.put_output_refs(kind, bytes, 1)
+    }
+
+    /// Store an output taking `refs` refs at once.
+    fn put_output_refs(&mut self, kind: OutputKind, bytes: &[u8], refs: u64) -> Result<OutputRef> {
+        let len = bytes.len() as u64;
+        if len > self.opts.max_blob_bytes {
+            return Ok(OutputRef {
+                kind,
+                hash: cas::hash_hex(bytes),
+                len,
+                stored: false,
+            });
+        }
+        let (hash, added) = self.cas.put_refs(bytes, refs)?;
+        self.c.total_bytes += added;
+        Ok(OutputRef {
+            kind,
+            hash,
+            len,
+            stored: true,
+        })
+    }
+
+    fn release(&mut self, o: &OutputRef) -> Result<()> {
+        if o.stored {
+            if let Ok(key) = cas::parse_hash(&o.hash) {
+                let freed = self.cas.release(&key)?;
+                self.c.total_bytes = self.c.total_bytes.saturating_sub(freed);
+            }
+        }
+        Ok(())
+    }
+
+    fn release_row(&mut self, row: &TranscriptRow) -> Result<()> {
+        for o in row.value.iter().chain(row.render.iter()) {
+            self.release(o)?;
+        }
+        Ok(())
+    }
+
+    fn put_transcript(&mut self, row: TranscriptRow) -> Result<()> {
+        let key = with_id(&name_prefix(&row.session), row.n);
+        let old = self
+            .transcript
+            .get(key.as_slice())?
+            .map(|g| g.value().to_vec());
+        self.transcript
+            .insert(key.as_slice(), encode_json(&row)?.as_slice())?;
+        if let Some(old) = old {
+            if let Ok(old) = decode_json::<TranscriptRow>("transcript", &old) {
+                self.release_row(&old)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, id: EntryId, f: Finish) -> Result<()> {
+        let old = match self.entries.get(id)? {
+            Some(g) => g.value().to_vec(),
+            None => return Err(JournalError::Invalid(format!("no such entry: {id}"))),
+        };
+        let mut e: Entry = decode_json("entry", &old)?;
+        if e.ok.is_some() {
+            return Err(JournalError::Invalid(format!(
+                "entry {id} already finished"
+            )));
+        }
+        self.fill_finish(&mut e, f)?;
+        let bytes = encode_json(&e)?;
+        self.entries.insert(id, bytes.as_slice())?;
+        self.c.total_bytes =
+            (self.c.total_bytes + bytes.len() as u64).saturating_sub(old.len() as u64);
+        self.idx.insert(
+            with_id(&idx_prefix(TAG_OK, &e.ok.unwrap_or(false).to_string()), id).as_slice(),
+            (),
+        )?;
+        Ok(())
+    }
+
+    /// Outputs into the CAS, result fields, optional transcript row.
+    fn fill_finish(&mut self, e: &mut Entry, f: Finish) -> Result<()> {
+        // the transcript row's refs on the first value/render output are taken with the output
+        let mut extra = [f.transcript.is_some(); 2];
+        for o in &f.outputs {
+            let slot = match o.kind {
+                OutputKind::Value => extra.get_mut(0),
+                OutputKind::Render => extra.get_mut(1),
+                _ => None,
+            };
+            let refs = match slot {
+                Some(x) if *x => {
+                    *x = false;
+                    2
+                }
+                _ => 1,
+            };
+            let r = self.put_output_refs(o.kind, &o.bytes, refs)?;
+            e.outputs.push(r);
+        }
+        e.dur_ns = Some(f.dur_ns);
+        e.status = f.status;
+        e.ok = Some(f.ok);
+        if let Some(n) = f.transcript {
+            let pick = |k: OutputKind| e.outputs.iter().find(|o| o.kind == k).cloned();
+            let row = TranscriptRow {
+                session: e.session.clone(),
+                n,
+                ts: e.ts,
+                entry_id: Some(e.id),
+                value: pick(OutputKind::Value),
+                render: pick(OutputKind::Render),
+            };
+            self.put_transcript(row)?;
+        }
+        Ok(())
+    }
+
+    fn delete_entry(&mut self, id: EntryId) -> Result<()> {
+        let Some(bytes) = self.entries.remove(id)?.map(|g| g.value().to_vec()) else {
+            return Ok(());
+        };
+        self.c.entry_count = self.c.entry_count.saturating_sub(1);
+        self.c.total_bytes = self.c.total_bytes.saturating_sub(bytes.len() as u64);
+        self.tsw.remove(id)?;
+        // A corrupt row cannot name its index rows; they dangle harmlessly (queries verify
+        // every hit against the entry row).
+        if let Ok(e) = decode_json::<Entry>("entry", &bytes) {
+            for (tag, key) in index_keys(&e) {
+                self.idx
+                    .remove(with_id(&idx_prefix(tag, &key), id).as_slice())?;
+            }
+            for o in &e.outputs {
+                self.release(o)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn over_limit(&self) -> bool {
+        let r = &self.opts.retention;
+        r.max_entries.is_some_and(|m| self.c.entry_count > m)
+            || r.max_bytes
+                .is_some_and(|m| self.c.total_bytes > m && self.c.entry_count > r.floor)
+    }
+
+    /// Delete oldest unpinned entries while over a limit, at most `budget` per batch.
+    fn retention(&mut self, budget: u64) -> Result<()> {
+        if !self.over_limit() {
+            return Ok(());
+        }
+        let mut victims = Vec::new();
+        let mut cursor = 0u64;
+        let mut done = 0u64;
+        while done < budget && self.over_limit() {
+            if victims.is_empty() {
+                for r in self.entries.range(cursor..)? {
+                    let id = r?.0.value();
+                    cursor = id + 1;
+                    if self.pinned.get(id)?.is_none() {
+                        victims.push(id);
+                        if victims.len() >= 64 {
+                            break;
+                        }
+                    }
+                }
+                if victims.is_empty() {
+                    break; // everything left is pinned
+                }
+                victims.reverse();
+            }
+            if let Some(id) = victims.pop() {
+                self.delete_entry(id)?;
+                done += 1;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,471 @@
+//! [`JournalWriter`]: the group-commit writer, the only writer of the store. It owns one OS
+//! thread fed by a bounded `std::sync::mpsc::sync_channel` (a full queue blocks the submitter:
+//! backpressure, never unbounded memory). Hashing, compression and redb commits all happen on
+//! that thread, never on the caller's.
+//!
+//! Durability (`journal.durability`):
+//! - `Immediate`: an op is acknowledged (its [`Done`] runs, [`JournalWriter::submit_wait`]
+//!   returns) only after the commit that contains it returned (fsync'd). Ops that queue up while
+//!   a commit runs share the next commit (group commit).
+//! - `Batched`: an op is acknowledged as soon as it is queued; ops are committed durably every
+//!   `flush_ms` after the oldest unflushed acknowledgement, or when `max_batch` ops are pending.
+//!   A crash loses at most `flush_ms` of acknowledged ops, and redb recovers to the last commit.
+//!
+//! Entry ids are allocated at submit time (under the submit lock, so queue order = id order),
+//! which is what lets batched mode acknowledge with an id before the commit.
+//! [`JournalWriter::flush`] and shutdown (explicit or on drop) commit everything durably.
+//! [`JournalWriter::query`] gives read-your-writes: if acknowledged ops are still pending it first
+//! asks for a visibility commit (`Durability::None`: visible to readers, made durable by the
+//! next timed commit).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::store::{Op, Store};
+use super::{now_ns, Entry, EntryId, JournalError, Query, Result, Scope};
+
+/// `journal.durability`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    Immediate,
+    #[default]
+    Batched,
+}
+
+/// Writer settings (`journal.durability`, `journal.flush_ms`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriterConfig {
+    pub durability: Durability,
+    /// Batched mode: the longest an acknowledged op waits for its durable commit.
+    pub flush_ms: u64,
+    /// Most ops per commit (batched mode commits as soon as this many are pending).
+    pub max_batch: usize,
+    /// Capacity of the submit queue.
+    pub queue: usize,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        WriterConfig {
+            durability: Durability::Batched,
+            flush_ms: 100,
+            max_batch: 4096,
+            queue: 8192,
+        }
+    }
+}
+
+/// Acknowledgement callback: the op's result (`Some(id)` for `Append`/`Record`). Runs on the
+/// writer thread after the commit (immediate mode) or on the submitter's thread right away
+/// (batched mode); keep it short (send on a channel) and never call back into the writer from
+/// it (in immediate mode that would wait on the writer thread itself).
+pub type Done = Box<dyn FnOnce(Result<Option<EntryId>>) + Send + 'static>;
+/// Flush callback.
+pub type FlushDone = Box<dyn FnOnce(Result<()>) + Send + 'static>;
+
+/// What [`JournalWriter::submit`] returns at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Submitted {
+    /// The id allocated for `Append`/`Record`.
+    pub entry_id: Option<EntryId>,
+}
+
+/// Counters for operator status (`shoal status`: last commit latency, ...).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WriterStats {
+    pub durability: Durability,
+    /// Submitted but not yet committed.
+    pub queued: u64,
+    pub submitted: u64,
+    pub committed_ops: u64,
+    pub commits: u64,
+    pub failed_commits: u64,
+    pub failed_ops: u64,
+    pub last_commit_us: u64,
+    pub last_commit_ops: u64,
+    /// ns since the epoch, 0 before the first commit.
+    pub last_commit_at: i64,
+    pub last_error: Option<String>,
+}
+
+enum Msg {
+    Op(Box<Op>, Option<Done>),
+    Flush(bool, FlushDone),
+    Shutdown,
+    Crash,
+}
+
+struct Submitter {
+    tx: SyncSender<Msg>,
+    next_id: EntryId,
+}
+
+struct Shared {
+    stats: Mutex<WriterStats>,
+    queued: AtomicU64,
+}
+
+/// The writer handle (`Send + Sync`; share it by reference or `Arc`).
+pub struct JournalWriter {
+    store: Arc<Store>,
+    cfg: WriterConfig,
+    sub: Mutex<Option<Submitter>>,
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl JournalWriter {
+    /// Start the writer thread for `store` (one writer per store).
+    pub fn start(store: Arc<Store>, cfg: WriterConfig) -> Result<JournalWriter> {
+        if store
+            .writer_attached
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return Err(JournalError::Invalid(
+                "a journal writer is already running for this store".into(),
+            ));
+        }
+        let next_id = store.next_id()?;
+        let (tx, rx) = mpsc::sync_channel(cfg.queue.max(1));
+        let shared = Arc::new(Shared {
+            stats: Mutex::new(WriterStats {
+                durability: cfg.durability,
+                ..WriterStats::default()
+            }),
+            queued: AtomicU64::new(0),
+        });
+        let mut w = Worker {
+            store: store.clone(),
+            cfg,
+            shared: shared.clone(),
+            pending: Vec::new(),
+            oldest_ack: None,
+            undurable_since: None,
+        };
+        let thread = std::thread::Builder::new()
+            .name("shoal-journal".into())
+            .spawn(move || w.run(rx))
+            .map_err(|e| JournalError::Storage(format!("cannot start writer thread: {e}")))?;
+        Ok(JournalWriter {
+            store,
+            cfg,
+            sub: Mutex::new(Some(Submitter { tx, next_id })),
+            shared,
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// The store, for reads (`query`, `blob_get`, `transcript_get`, `events_read`, ...).
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    pub fn config(&self) -> WriterConfig {
+        self.cfg
+    }
+
+    /// Queue one op. Allocates the entry id of `Append`/`Record` (when `id` is `None`) and
+    /// returns it at once; `done` runs when the op is acknowledged per the durability mode.
+    /// Blocks only while the queue is full.
+    pub fn submit(&self, mut op: Op, done: Option<Done>) -> Result<Submitted> {
+        let entry_id;
+        {
+            let mut g = lock(&self.sub);
+            let sub = g.as_mut().ok_or(JournalError::WriterGone)?;
+            entry_id = match &mut op {
+                Op::Append { id, .. } | Op::Record { id, .. } => {
+                    let v = *id.get_or_insert(sub.next_id);
+                    sub.next_id = sub.next_id.max(v + 1);
+                    Some(v)
+                }
+                _ => None,
+            };
+            let (cb, ack_now) = match self.cfg.durability {
+                Durability::Immediate => (done, None),
+                Durability::Batched => (None, done),
+            };
+            self.shared.queued.fetch_add(1, Ordering::SeqCst);
+            if sub.tx.send(Msg::Op(Box::new(op), cb)).is_err() {
+                self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+                return Err(JournalError::WriterGone);
+            }
+            lock(&self.shared.stats).submitted += 1;
+            drop(g);
+            if let Some(d) = ack_now {
+                d(Ok(entry_id));
+            }
+        }
+        Ok(Submitted { entry_id })
+    }
+
+    /// Queue one op and block until it is acknowledged (immediately in batched mode).
+    pub fn submit_wait(&self, op: Op) -> Result<Option<EntryId>> {
+        let (tx, rx) = mpsc::channel();
+        self.submit(
+            op,
+            Some(Box::new(move |r| {
+                let _ = tx.send(r);
+            })),
+        )?;
+        rx.recv().map_err(|_| JournalError::WriterGone)?
+    }
+
+    /// Commit everything submitted so far durably; `done` runs on the writer thread afterwards.
+    pub fn flush_with(&self, done: FlushDone) -> Result<()> {
+        self.send_ctl(Msg::Flush(true, done))
+    }
+
+    /// Blocking [`Self::flush_with`].
+    pub fn flush(&self) -> Result<()> {
+        self.ctl_wait(true)
+    }
+
+    /// Make everything submitted so far visible to readers (not necessarily durable yet).
+    pub fn sync_visible(&self) -> Result<()> {
+        if self.shared.queued.load(Ordering::SeqCst) == 0 {
+            return Ok(());
+        }
+        self.ctl_wait(false)
+    }
+
+    fn ctl_wait(&self, durable: bool) -> Result<()> {
+        let (tx, rx) = mpsc::channel();
+        self.send_ctl(Msg::Flush(
+            durable,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        ))?;
+        rx.recv().map_err(|_| JournalError::WriterGone)?
+    }
+
+    fn send_ctl(&self, m: Msg) -> Result<()> {
+        let g = lock(&self.sub);
+        let sub = g.as_ref().ok_or(JournalError::WriterGone)?;
+        sub.tx.send(m).map_err(|_| JournalError::WriterGone)
+    }
+
+    /// Read-your-writes query: acknowledged entries are always included.
+    pub fn query(&self, q: &Query, scope: &Scope) -> Result<Vec<Entry>> {
+        self.sync_visible()?;
+        self.store.query(q, scope)
+    }
+
+    pub fn stats(&self) -> WriterStats {
+        let mut s = lock(&self.shared.stats).clone();
+        s.queued = self.shared.queued.load(Ordering::SeqCst);
+        s
+    }
+
+    /// Commit everything durably and stop the thread. Also done on drop.
+    pub fn shutdown(&self) -> Result<()> {
+        self.stop(Msg::Shutdown)
+    }
+
+    /// Test aid: stop the thread *without* committing what is pending, as a crash would.
+    #[doc(hidden)]
+    pub fn simulate_crash(&self) {
+        let _ = self.stop(Msg::Crash);
+    }
+
+    fn stop(&self, m: Msg) -> Result<()> {
+        let sub = lock(&self.sub).take();
+        if let Some(sub) = sub {
+            let _ = sub.tx.send(m);
+        }
+        let t = lock(&self.thread).take();
+        if let Some(t) = t {
+            if t.join().is_err() {
+                return Err(JournalError::Storage(
+                    "journal writer thread panicked".into(),
+                ));
+            }
+        }
+        self.store.writer_attached.store(false, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+impl Drop for JournalWriter {
+    fn drop(&mut self) {
+        let _ = self.stop(Msg::Shutdown);
+    }
+}
+
+struct Worker {
+    store: Arc<Store>,
+    cfg: WriterConfig,
+    shared: Arc<Shared>,
+    pending: Vec<(Op, Option<Done>)>,
+    /// Batched: when the oldest acknowledged-but-not-durable op was queued.
+    oldest_ack: Option<Instant>,
+    /// A visibility commit happened; a durable commit is due by this time + flush_ms.
+    undurable_since: Option<Instant>,
+}
+
+impl Worker {
+    fn run(&mut self, rx: mpsc::Receiver<Msg>) {
+        let flush = Duration::from_millis(self.cfg.flush_ms);
+        let mut inbox: VecDeque<Msg> = VecDeque::new();
+        loop {
+            let msg = if let Some(m) = inbox.pop_front() {
+                m
+            } else {
+                match self.due() {
+                    None => match rx.recv() {
+                        Ok(m) => m,
+                        Err(_) => Msg::Shutdown,
+                    },
+                    Some(t) => {
+                        let wait = (t + flush).saturating_duration_since(Instant::now());
+                        match rx.recv_timeout(wait) {
+                            Ok(m) => m,
+                            Err(RecvTimeoutError::Timeout) => {
+                                let _ = self.commit(true);
+                                continue;
+                            }
+                            Err(RecvTimeoutError::Disconnected) => Msg::Shutdown,
+                        }
+                    }
+                }
+            };
+            match msg {
+                Msg::Op(op, done) => {
+                    self.pending.push((*op, done));
+                    match self.cfg.durability {
+                        Durability::Immediate => {
+                            // group commit: take whatever queued up meanwhile
+                            while self.pending.len() < self.cfg.max_batch.max(1) {
+                                match rx.try_recv() {
+                                    Ok(Msg::Op(op, done)) => self.pending.push((*op, done)),
+                                    Ok(other) => {
+                                        inbox.push_back(other);
+                                        break;
+                                    }
+                                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                                }
+                            }
+                            let _ = self.commit(true);
+                        }
+                        Durability::Batched => {
+                            self.oldest_ack.get_or_insert_with(Instant::now);
+                            // under a steady stream recv never times out: check the deadline
+                            let late = self.due().is_some_and(|t| t + flush <= Instant::now());
+                            if late || self.pending.len() >= self.cfg.max_batch.max(1) {
+                                let _ = self.commit(true);
+                            }
+                        }
+                    }
+                }
+                Msg::Flush(durable, done) => {
+                    let r = self.commit(durable);
+                    done(r);
+                }
+                Msg::Shutdown => {
+                    let _ = self.commit(true);
+                    return;
+                }
+                Msg::Crash => return,
+            }
+        }
+    }
+
+    /// When the oldest not-yet-durable acknowledgement happened.
+    fn due(&self) -> Option<Instant> {
+        match (self.oldest_ack, self.undurable_since) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Commit pending ops (durably or just visibly) and acknowledge them.
+    fn commit(&mut self, durable: bool) -> Result<()> {
+        if self.pending.is_empty() {
+            if durable && self.undurable_since.is_some() {
+                let r = self.store.sync();
+                if r.is_ok() {
+                    self.undurable_since = None;
+                }
+                return r;
+            }
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.pending);
+        let n = batch.len() as u64;
+        let (ops, dones): (Vec<Op>, Vec<Option<Done>>) = batch.into_iter().unzip();
+        let t0 = Instant::now();
+        let durability = if durable {
+            redb::Durability::Immediate
+        } else {
+            redb::Durability::None
+        };
+        let res = self.store.apply(ops, durability);
+        let us = t0.elapsed().as_micros().min(u64::MAX as u128) as u64;
+        self.shared.queued.fetch_sub(n, Ordering::SeqCst);
+        let out = {
+            let mut s = lock(&self.shared.stats);
+            match res {
+                Ok(results) => {
+                    s.commits += 1;
+                    s.committed_ops += n;
+                    s.last_commit_us = us;
+                    s.last_commit_ops = n;
+                    s.last_commit_at = now_ns();
+                    let mut per_op = Vec::with_capacity(results.len());
+                    for r in results {
+                        if let Err(e) = &r {
+                            s.failed_ops += 1;
+                            s.last_error = Some(e.to_string());
+                            tracing::warn!(error = %e, "journal op rejected");
+                        }
+                        per_op.push(r);
+                    }
+                    Ok(per_op)
+                }
+                Err(e) => {
+                    s.failed_commits += 1;
+                    s.failed_ops += n;
+                    s.last_error = Some(e.to_string());
+                    tracing::error!(error = %e, ops = n, "journal commit failed");
+                    Err(e)
+                }
+            }
+        };
+        let r = match out {
+            Ok(per_op) => {
+                for (d, r) in dones.into_iter().zip(per_op) {
+                    if let Some(d) = d {
+                        d(r);
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => {
+                for d in dones.into_iter().flatten() {
+                    d(Err(e.clone()));
+                }
+                Err(e)
+            }
+        };
+        if durable {
+            self.undurable_since = None;
+        } else if r.is_ok() {
+            let since = self.oldest_ack.unwrap_or_else(Instant::now);
+            self.undurable_since = Some(self.undurable_since.map_or(since, |u| u.min(since)));
+        }
+        self.oldest_ack = None;
+        r
+    }
+}

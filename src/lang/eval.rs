@@ -1,1 +1,0 @@
-//! The tree-walking evaluator. OWNER: evaluator helper.

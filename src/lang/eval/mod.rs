@@ -1,0 +1,279 @@
+//! The tree-walking evaluator. OWNER: evaluator helper.
+//!
+//! [`Interp`] holds everything an evaluation needs (cwd, environment, the
+//! global scope, the directory stack, tasks). Lexical scopes are passed
+//! explicitly through the `eval_*` functions. Non-error control flow
+//! (`return`, `break`, `continue`, `exit`) travels in [`Ctl`] next to errors.
+//!
+//! Files: `stmt.rs` (statements, blocks, loops, assignment), `expr.rs`
+//! (expressions, fields, methods, indexing), `call.rs` (calls, argument
+//! binding, special call forms), `pattern.rs` (match patterns), `command.rs`
+//! (commands, builtins, externals, feed, scripts), `task.rs` (background
+//! tasks, channels).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use indexmap::IndexMap;
+
+use crate::lang::ast::Program;
+use crate::lang::scope::{Scope, ScopeRef};
+use crate::lang::session::Interrupter;
+use crate::value::{ErrorCode, Host, Record, SResult, ShoalError, Value};
+
+mod call;
+mod command;
+mod expr;
+mod pattern;
+mod stmt;
+mod task;
+
+#[cfg(test)]
+mod tests;
+
+pub use command::argv_string;
+pub use task::Tasks;
+
+/// Maximum nesting of calls (language.md §5.5).
+pub const MAX_DEPTH: usize = 10_000;
+
+/// Stack size of the threads evaluation runs on.
+pub const EVAL_STACK: usize = 512 << 20;
+
+/// Non-local exits: errors and control flow.
+#[derive(Debug)]
+pub enum Ctl {
+    Err(ShoalError),
+    Return(Value),
+    Break,
+    Continue,
+    /// `exit` / `quit`: stop the program; its result is `null`.
+    Exit,
+}
+
+impl From<ShoalError> for Ctl {
+    fn from(e: ShoalError) -> Ctl {
+        Ctl::Err(e)
+    }
+}
+
+pub type EResult<T> = Result<T, Ctl>;
+
+/// Statement position (a failed external raises `cmd_failed`) or value
+/// position (the failed outcome is the value). language.md §10.4.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pos {
+    Stmt,
+    Value,
+}
+
+/// Named channels of a session (language.md §12.12).
+pub type Channels = Arc<Mutex<IndexMap<String, task::Channel>>>;
+
+/// The evaluator state of one session (or one script / background task).
+pub struct Interp {
+    pub cwd: PathBuf,
+    pub env: IndexMap<String, String>,
+    pub config: Record,
+    pub globals: ScopeRef,
+    pub interrupter: Interrupter,
+    pub oldpwd: Option<PathBuf>,
+    /// Directory stack; the top is the last element.
+    pub dir_stack: Vec<PathBuf>,
+    /// Current call nesting.
+    pub depth: usize,
+    /// > 0 while evaluating a function or lambda body.
+    pub fn_depth: usize,
+    pub exit_requested: bool,
+    pub tasks: Arc<Mutex<Tasks>>,
+    pub channels: Channels,
+    /// The source text being executed (for the spelling of long flags).
+    pub src: Arc<str>,
+    /// Address near the base of the native stack of the evaluating thread.
+    stack_base: usize,
+    /// Native stack bytes evaluation may use before `recursion_limit`.
+    stack_budget: usize,
+    /// Aliases being expanded (guards `alias ls = ls -a`).
+    alias_guard: Vec<String>,
+}
+
+fn stack_addr() -> usize {
+    let x = 0u8;
+    std::hint::black_box(&x) as *const u8 as usize
+}
+
+impl Interp {
+    pub fn new(cwd: PathBuf, env: IndexMap<String, String>, config: Record) -> Interp {
+        Interp {
+            cwd,
+            env,
+            config,
+            globals: Scope::root(),
+            interrupter: Interrupter::default(),
+            oldpwd: None,
+            dir_stack: Vec::new(),
+            depth: 0,
+            fn_depth: 0,
+            exit_requested: false,
+            tasks: Arc::new(Mutex::new(Tasks::default())),
+            channels: Arc::new(Mutex::new(IndexMap::new())),
+            src: Arc::from(""),
+            stack_base: 0,
+            stack_budget: 0,
+            alias_guard: Vec::new(),
+        }
+    }
+
+    /// A fresh evaluator sharing session-wide resources (scripts, modules):
+    /// same cwd/env/config/tasks/channels/interrupter, empty scope.
+    pub fn child(&self) -> Interp {
+        let mut c = Interp::new(self.cwd.clone(), self.env.clone(), self.config.clone());
+        c.interrupter = self.interrupter.clone();
+        c.tasks = self.tasks.clone();
+        c.channels = self.channels.clone();
+        c.stack_base = self.stack_base;
+        c.stack_budget = self.stack_budget;
+        c.depth = self.depth;
+        c
+    }
+
+    /// Declare that evaluation runs on the current thread, whose stack has
+    /// `stack_size` bytes (0: unknown, no native guard).
+    pub fn enter_thread(&mut self, stack_size: usize) {
+        self.stack_base = stack_addr();
+        // Keep a generous margin for value methods, rendering and the
+        // process machinery that run below the last checked frame.
+        self.stack_budget = stack_size.saturating_sub(stack_size / 8 + (4 << 20));
+    }
+
+    /// `Err(recursion_limit)` when the native stack is nearly exhausted.
+    pub(crate) fn check_stack(&self) -> SResult<()> {
+        if self.stack_budget == 0 {
+            return Ok(());
+        }
+        let used = self.stack_base.saturating_sub(stack_addr());
+        if used > self.stack_budget {
+            return Err(ShoalError::new(ErrorCode::RecursionLimit, "maximum recursion depth exceeded (native stack)"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn interrupted(&self) -> bool {
+        self.interrupter.is_interrupted()
+    }
+
+    pub(crate) fn cancelled() -> ShoalError {
+        ShoalError::new(ErrorCode::Cancelled, "evaluation interrupted")
+    }
+
+    pub(crate) fn check_cancel(&self) -> SResult<()> {
+        if self.interrupted() {
+            Err(Interp::cancelled())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Convert a control-flow exit into an error for contexts that only
+    /// carry errors (value-method callbacks, task results).
+    pub(crate) fn ctl_to_err(&mut self, c: Ctl) -> ShoalError {
+        match c {
+            Ctl::Err(e) => e,
+            Ctl::Exit => {
+                self.exit_requested = true;
+                ShoalError::custom("exit")
+            }
+            Ctl::Break => ShoalError::custom("`break` outside a loop"),
+            Ctl::Continue => ShoalError::custom("`continue` outside a loop"),
+            Ctl::Return(_) => ShoalError::custom("`return` outside a function"),
+        }
+    }
+
+    /// An error coming back from value code: if `exit` was requested inside
+    /// a callback, keep unwinding as `exit`.
+    pub(crate) fn lift(&self, e: ShoalError) -> Ctl {
+        if self.exit_requested {
+            Ctl::Exit
+        } else {
+            Ctl::Err(e)
+        }
+    }
+
+    /// Evaluate a whole program at the top level of the global scope.
+    /// Non-final statements are in statement position; the final one in
+    /// `final_pos`. Returns the program result (language.md §1).
+    pub fn run_program(&mut self, prog: &Program, final_pos: Pos) -> Result<Value, ShoalError> {
+        let scope = self.globals.clone();
+        match self.eval_stmts_top(&prog.stmts, &scope, final_pos) {
+            Ok(v) => Ok(v),
+            Err(Ctl::Exit) => Ok(Value::Null),
+            Err(c) => {
+                let e = self.ctl_to_err(c);
+                if self.exit_requested {
+                    return Ok(Value::Null);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Top-level statements: like a block but in the given scope, with the
+    /// exit check between statements.
+    pub(crate) fn eval_stmts_top(
+        &mut self,
+        stmts: &[crate::lang::ast::Stmt],
+        scope: &ScopeRef,
+        final_pos: Pos,
+    ) -> EResult<Value> {
+        let mut last = Value::Null;
+        let n = stmts.len();
+        for (i, st) in stmts.iter().enumerate() {
+            let pos = if i + 1 == n { final_pos } else { Pos::Stmt };
+            last = self.eval_stmt(st, scope, pos)?;
+            if self.exit_requested {
+                return Err(Ctl::Exit);
+            }
+        }
+        Ok(last)
+    }
+
+    /// Names value-bound at the top level (for `ParseContext`).
+    pub fn value_bound_names(&self) -> Vec<String> {
+        self.globals.local_bindings().into_iter().filter(|(_, b)| b.value_bound).map(|(k, _)| k).collect()
+    }
+
+    pub(crate) fn env_pairs(&self) -> Vec<(String, String)> {
+        self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// Resolve a user path against the cwd (`~` expanded).
+    pub(crate) fn resolve_path(&self, p: &Path) -> PathBuf {
+        let s = p.to_string_lossy();
+        if s == "~" || s.starts_with("~/") {
+            let home = self.env.get("HOME").cloned().unwrap_or_else(|| "/".into());
+            return PathBuf::from(format!("{home}{}", &s[1..]));
+        }
+        self.cwd.join(p)
+    }
+}
+
+impl Host for Interp {
+    fn call(&mut self, f: &Value, args: Vec<Value>) -> SResult<Value> {
+        match self.call_value(f, args, Vec::new()) {
+            Ok(v) => Ok(v),
+            Err(c) => Err(self.ctl_to_err(c)),
+        }
+    }
+    fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+    fn env_vars(&self) -> Vec<(String, String)> {
+        self.env_pairs()
+    }
+    fn config(&self) -> Record {
+        self.config.clone()
+    }
+    fn check_interrupt(&self) -> SResult<()> {
+        self.check_cancel()
+    }
+}

@@ -1,0 +1,575 @@
+//! Background tasks (`spawn`, `cmd &`, `jobs`), channels and the timer /
+//! file streams (language.md §9 spawn, §10.11, §12.10–§12.12).
+
+use std::collections::VecDeque;
+use std::io::{BufRead, Seek};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::lang::ast::{Block, Command};
+use crate::lang::eval::{EResult, Interp, Pos};
+use crate::lang::scope::ScopeRef;
+use crate::lang::session::Interrupter;
+use crate::value::{ErrorCode, Record, SResult, ShoalError, StreamVal, TaskRef, Value};
+
+/// Stack size of background task threads.
+const TASK_STACK: usize = 64 << 20;
+/// Events retained per channel.
+const CHANNEL_RING: usize = 1024;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+struct TaskState {
+    result: Mutex<Option<SResult<Value>>>,
+    done: AtomicBool,
+    cond: Condvar,
+    interrupter: Interrupter,
+}
+
+struct TaskEntry {
+    id: u64,
+    desc: String,
+    state: Arc<TaskState>,
+}
+
+/// The task table of a session.
+#[derive(Default)]
+pub struct Tasks {
+    next_id: u64,
+    entries: Vec<TaskEntry>,
+}
+
+impl Tasks {
+    /// Interrupt every running task (session teardown).
+    pub fn cancel_all(&self) {
+        for e in &self.entries {
+            e.state.interrupter.interrupt();
+        }
+    }
+}
+
+/// A named channel (§12.12).
+#[derive(Clone)]
+pub struct Channel {
+    inner: Arc<ChanInner>,
+}
+
+struct ChanInner {
+    state: Mutex<ChanState>,
+    cond: Condvar,
+}
+
+#[derive(Default)]
+struct ChanState {
+    next_seq: u64,
+    ring: VecDeque<(u64, Value, Value)>,
+}
+
+fn now_dt() -> Value {
+    Value::DateTime(Arc::new(jiff::Zoned::now()))
+}
+
+impl Interp {
+    /// A copy of this evaluator for a background task: own interrupter,
+    /// snapshot of the visible bindings.
+    fn fork(&self, scope: &ScopeRef) -> Interp {
+        let mut c = self.child();
+        c.interrupter = Interrupter::default();
+        for (k, b) in scope.visible_bindings() {
+            c.globals.define(&k, b.value, b.mutable, b.value_bound);
+        }
+        c.dir_stack = self.dir_stack.clone();
+        c.oldpwd = self.oldpwd.clone();
+        c.src = self.src.clone();
+        c.depth = 0;
+        c
+    }
+
+    fn start_task<F>(&mut self, desc: String, scope: &ScopeRef, body: F) -> EResult<Value>
+    where
+        F: FnOnce(&mut Interp) -> EResult<Value> + Send + 'static,
+    {
+        let mut child = self.fork(scope);
+        let state = Arc::new(TaskState {
+            result: Mutex::new(None),
+            done: AtomicBool::new(false),
+            cond: Condvar::new(),
+            interrupter: child.interrupter.clone(),
+        });
+        let id = {
+            let mut t = lock(&self.tasks);
+            t.next_id += 1;
+            let id = t.next_id;
+            t.entries.push(TaskEntry { id, desc, state: state.clone() });
+            id
+        };
+        let st = state.clone();
+        let spawned = std::thread::Builder::new().name(format!("shoal-task-{id}")).stack_size(TASK_STACK).spawn(move || {
+            child.enter_thread(TASK_STACK);
+            let r = match body(&mut child) {
+                Ok(v) => Ok(v),
+                Err(c) => Err(child.ctl_to_err(c)),
+            };
+            *lock(&st.result) = Some(r);
+            st.done.store(true, Ordering::SeqCst);
+            st.cond.notify_all();
+        });
+        if let Err(e) = spawned {
+            *lock(&state.result) = Some(Err(ShoalError::custom(format!("cannot start task: {e}"))));
+            state.done.store(true, Ordering::SeqCst);
+        }
+        Ok(Value::Task(Arc::new(TaskRef { id })))
+    }
+
+    /// `spawn { body }`.
+    pub(crate) fn spawn_block(&mut self, body: &Block, scope: &ScopeRef) -> EResult<Value> {
+        let b = body.clone();
+        let desc = self.src.get(b.span.start as usize..b.span.end as usize).unwrap_or("spawn").to_string();
+        self.start_task(format!("spawn {desc}"), scope, move |it| {
+            let g = it.globals.clone();
+            it.eval_block(&b, &g, Pos::Value)
+        })
+    }
+
+    /// `cmd args &`.
+    pub(crate) fn spawn_command(&mut self, cmd: &Arc<Command>, scope: &ScopeRef) -> EResult<Value> {
+        let mut c = (**cmd).clone();
+        c.background = false;
+        let c = Arc::new(c);
+        let desc = self.src.get(cmd.span.start as usize..cmd.span.end as usize).unwrap_or("command").trim_end_matches('&').trim().to_string();
+        self.start_task(desc, scope, move |it| {
+            let g = it.globals.clone();
+            it.eval_command(&c, &g, Pos::Value)
+        })
+    }
+
+    fn task_state(&self, id: u64) -> Option<(Arc<TaskState>, String)> {
+        lock(&self.tasks).entries.iter().find(|e| e.id == id).map(|e| (e.state.clone(), e.desc.clone()))
+    }
+
+    /// Methods and fields of task handles (§12.10).
+    pub(crate) fn task_method(&mut self, id: u64, name: &str, _args: &[Value]) -> EResult<Value> {
+        let Some((st, _)) = self.task_state(id) else {
+            return Err(ShoalError::not_found(format!("no task {id} in this session")).into());
+        };
+        match name {
+            "await" | "wait" => {
+                let mut g = lock(&st.result);
+                loop {
+                    if let Some(r) = g.as_ref() {
+                        return match r {
+                            Ok(v) => Ok(v.clone()),
+                            Err(e) => Err(e.clone().into()),
+                        };
+                    }
+                    if self.interrupted() {
+                        return Err(Interp::cancelled().into());
+                    }
+                    g = match st.cond.wait_timeout(g, Duration::from_millis(20)) {
+                        Ok((g, _)) => g,
+                        Err(p) => p.into_inner().0,
+                    };
+                }
+            }
+            "cancel" => {
+                st.interrupter.interrupt();
+                Ok(Value::Null)
+            }
+            "is_done" => Ok(Value::Bool(st.done.load(Ordering::SeqCst))),
+            "suspend" | "resume" => Ok(Value::Task(Arc::new(TaskRef { id }))),
+            "is_suspended" => Ok(Value::Bool(false)),
+            "id" => Ok(Value::Int(id as i64)),
+            _ => Err(ShoalError::field_missing(format!("unknown method `.{name}` on task"))
+                .with_hint("tasks have .await() .wait() .cancel() .is_done() .suspend() .resume()")
+                .into()),
+        }
+    }
+
+    /// `jobs` (§10.11).
+    pub(crate) fn jobs_table(&self) -> Value {
+        let t = lock(&self.tasks);
+        let rows = t
+            .entries
+            .iter()
+            .map(|e| {
+                let done = e.state.done.load(Ordering::SeqCst);
+                let state = if !done {
+                    "running"
+                } else {
+                    match lock(&e.state.result).as_ref() {
+                        Some(Ok(_)) => "done",
+                        Some(Err(err)) if err.code == ErrorCode::Cancelled => "cancelled",
+                        _ => "failed",
+                    }
+                };
+                let mut r = Record::new();
+                r.insert("id".into(), Value::Int(e.id as i64));
+                r.insert("desc".into(), Value::str(&e.desc));
+                r.insert("state".into(), Value::str(state));
+                r.insert("done".into(), Value::Bool(done));
+                r.insert("suspended".into(), Value::Bool(false));
+                Arc::new(r)
+            })
+            .collect();
+        Value::Table(Arc::new(rows))
+    }
+
+    // ----- channels --------------------------------------------------------
+
+    fn channel(&self, name: &str) -> Channel {
+        lock(&self.channels)
+            .entry(name.to_string())
+            .or_insert_with(|| Channel {
+                inner: Arc::new(ChanInner { state: Mutex::new(ChanState::default()), cond: Condvar::new() }),
+            })
+            .clone()
+    }
+
+    pub(crate) fn channel_emit(&self, name: &str, v: Value) {
+        let ch = self.channel(name);
+        let mut st = lock(&ch.inner.state);
+        let seq = st.next_seq;
+        st.next_seq += 1;
+        st.ring.push_back((seq, v, now_dt()));
+        while st.ring.len() > CHANNEL_RING {
+            st.ring.pop_front();
+        }
+        ch.inner.cond.notify_all();
+    }
+
+    /// Methods of `{channel: name}` records. `None`: not a channel method.
+    pub(crate) fn channel_method(
+        &mut self,
+        name: &str,
+        method: &str,
+        pos: &[Value],
+        named: &[(String, Value)],
+    ) -> EResult<Option<Value>> {
+        match method {
+            "emit" => {
+                let [v] = pos else {
+                    return Err(ShoalError::arg_error("emit expects one payload").into());
+                };
+                self.channel_emit(name, v.clone());
+                Ok(Some(Value::Null))
+            }
+            "latest" => {
+                let ch = self.channel(name);
+                let st = lock(&ch.inner.state);
+                Ok(Some(st.ring.back().map(|(_, v, _)| v.clone()).unwrap_or(Value::Null)))
+            }
+            "events" => {
+                let mut since: Option<u64> = None;
+                for (k, v) in named {
+                    match (k.as_str(), v) {
+                        ("since", Value::Int(n)) => since = Some((*n).max(-1) as u64),
+                        ("since", other) => {
+                            return Err(ShoalError::type_error(format!("events: since must be an int, found {}", other.type_name())).into())
+                        }
+                        _ => return Err(ShoalError::arg_error(format!("events: unknown argument `{k}`")).into()),
+                    }
+                }
+                Ok(Some(self.events_stream(name, since.map(|s| s + 1).unwrap_or(0), true)))
+            }
+            "take" => {
+                let mut timeout: Option<Duration> = None;
+                for (k, v) in named {
+                    match (k.as_str(), v) {
+                        ("timeout", Value::Duration(d)) => timeout = Some(Duration::from_nanos((*d).max(0) as u64)),
+                        _ => return Err(ShoalError::arg_error(format!("take: unknown argument `{k}`")).into()),
+                    }
+                }
+                let ch = self.channel(name);
+                let deadline = timeout.map(|t| Instant::now() + t);
+                let mut st = lock(&ch.inner.state);
+                let want = st.next_seq;
+                loop {
+                    if let Some((_, v, _)) = st.ring.iter().find(|(s, _, _)| *s >= want) {
+                        return Ok(Some(v.clone()));
+                    }
+                    if self.interrupted() {
+                        return Err(Interp::cancelled().into());
+                    }
+                    if let Some(d) = deadline {
+                        if Instant::now() >= d {
+                            return Err(ShoalError::new(ErrorCode::Timeout, format!("no event on channel `{name}` in time")).into());
+                        }
+                    }
+                    st = match ch.inner.cond.wait_timeout(st, Duration::from_millis(20)) {
+                        Ok((g, _)) => g,
+                        Err(p) => p.into_inner().0,
+                    };
+                }
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// An unbounded stream of `{channel, seq, ts, payload}` from `from_seq`
+    /// (replaying the ring when `replay`), then live.
+    fn events_stream(&self, name: &str, from_seq: u64, replay: bool) -> Value {
+        let ch = self.channel(name);
+        let intr = self.interrupter.clone();
+        let chname = name.to_string();
+        let mut next = if replay { from_seq } else { lock(&ch.inner.state).next_seq };
+        let iter = std::iter::from_fn(move || {
+            let mut st = lock(&ch.inner.state);
+            loop {
+                if let Some((seq, v, ts)) = st.ring.iter().find(|(s, _, _)| *s >= next).cloned() {
+                    next = seq + 1;
+                    let mut r = Record::new();
+                    r.insert("channel".into(), Value::str(&chname));
+                    r.insert("seq".into(), Value::Int(seq as i64));
+                    r.insert("ts".into(), ts);
+                    r.insert("payload".into(), v);
+                    return Some(Ok(Value::record(r)));
+                }
+                if intr.is_interrupted() {
+                    return Some(Err(Interp::cancelled()));
+                }
+                st = match ch.inner.cond.wait_timeout(st, Duration::from_millis(20)) {
+                    Ok((g, _)) => g,
+                    Err(p) => p.into_inner().0,
+                };
+            }
+        });
+        stream("event", false, iter)
+    }
+
+    /// `on(channel, handler)`: a background task calling `handler` for each
+    /// future event's payload.
+    pub(crate) fn on_channel(&mut self, pos: Vec<Value>, named: Vec<(String, Value)>) -> EResult<Value> {
+        if let Some((k, _)) = named.first() {
+            return Err(ShoalError::arg_error(format!("on: unknown argument `{k}`")).into());
+        }
+        let (name, handler) = match pos.as_slice() {
+            [Value::Record(r), h] if r.len() == 1 => match r.get("channel") {
+                Some(Value::Str(s)) => (s.to_string(), h.clone()),
+                _ => return Err(ShoalError::type_error("on expects a channel").into()),
+            },
+            [Value::Str(s), h] => (s.to_string(), h.clone()),
+            _ => return Err(ShoalError::arg_error("on expects a channel and a handler").into()),
+        };
+        let scope = self.globals.clone();
+        let start = lock(&self.channel(&name).inner.state).next_seq;
+        self.start_task(format!("on {name}"), &scope, move |it| {
+            let events = it.events_stream(&name, start, true);
+            let Value::Stream(s) = events else { return Ok(Value::Null) };
+            let src = lock(&s.source).take();
+            if let Some(src) = src {
+                for ev in src {
+                    let ev = ev?;
+                    let payload = match &ev {
+                        Value::Record(r) => r.get("payload").cloned().unwrap_or(Value::Null),
+                        _ => Value::Null,
+                    };
+                    it.call_value(&handler, vec![payload], vec![])?;
+                }
+            }
+            Ok(Value::Null)
+        })
+    }
+
+    // ----- timer and file streams -------------------------------------------
+
+    /// `every(d)`: an unbounded stream of datetimes, one per period.
+    pub(crate) fn every_stream(&mut self, pos: Vec<Value>) -> EResult<Value> {
+        let d = match pos.as_slice() {
+            [Value::Duration(d)] if *d > 0 => Duration::from_nanos(*d as u64),
+            [Value::Duration(_)] => return Err(ShoalError::arg_error("every expects a positive duration").into()),
+            [other] => return Err(ShoalError::type_error(format!("every expects a duration, found {}", other.type_name())).into()),
+            _ => return Err(ShoalError::arg_error("every expects one duration").into()),
+        };
+        let intr = self.interrupter.clone();
+        let mut next = Instant::now() + d;
+        let iter = std::iter::from_fn(move || {
+            loop {
+                if intr.is_interrupted() {
+                    return Some(Err(Interp::cancelled()));
+                }
+                let now = Instant::now();
+                if now >= next {
+                    next += d;
+                    if next < now {
+                        next = now + d;
+                    }
+                    return Some(Ok(now_dt()));
+                }
+                std::thread::sleep((next - now).min(Duration::from_millis(20)));
+            }
+        });
+        Ok(stream("datetime", false, iter))
+    }
+
+    /// `tail(path, from_start: false)`: an unbounded stream of lines.
+    pub(crate) fn tail_stream(&mut self, pos: Vec<Value>, named: Vec<(String, Value)>) -> EResult<Value> {
+        let p = match pos.as_slice() {
+            [Value::Str(s)] => PathBuf::from(s.as_ref()),
+            [Value::Path(p)] => p.as_ref().clone(),
+            _ => return Err(ShoalError::arg_error("tail expects one path").into()),
+        };
+        let mut from_start = false;
+        for (k, v) in &named {
+            match (k.as_str(), v) {
+                ("from_start", Value::Bool(b)) => from_start = *b,
+                _ => return Err(ShoalError::arg_error(format!("tail: unknown argument `{k}`")).into()),
+            }
+        }
+        let abs = self.cwd.join(&p);
+        let mut f = std::fs::File::open(&abs)
+            .map_err(|e| ShoalError::not_found(format!("tail: {}: {e}", p.display())))?;
+        if !from_start {
+            let _ = f.seek(std::io::SeekFrom::End(0));
+        }
+        let mut reader = std::io::BufReader::new(f);
+        let intr = self.interrupter.clone();
+        let mut partial = String::new();
+        let iter = std::iter::from_fn(move || loop {
+            if intr.is_interrupted() {
+                return Some(Err(Interp::cancelled()));
+            }
+            let mut line = String::new();
+            match reader.read_line(&mut line) {
+                Ok(0) => std::thread::sleep(Duration::from_millis(50)),
+                Ok(_) => {
+                    partial.push_str(&line);
+                    if partial.ends_with('\n') {
+                        let l = std::mem::take(&mut partial);
+                        let l = l.trim_end_matches('\n').trim_end_matches('\r').to_string();
+                        return Some(Ok(Value::str(l)));
+                    }
+                }
+                Err(e) => return Some(Err(ShoalError::new(ErrorCode::IoError, format!("tail: {e}")))),
+            }
+        });
+        Ok(stream("value", false, iter))
+    }
+
+    /// `watch(path|glob, recursive: true)`: an unbounded stream of
+    /// `{path, kind, ts}` change events (polling).
+    pub(crate) fn watch_stream(&mut self, pos: Vec<Value>, named: Vec<(String, Value)>) -> EResult<Value> {
+        let (root, pattern) = match pos.as_slice() {
+            [Value::Str(s)] => (self.cwd.join(s.as_ref()), None),
+            [Value::Path(p)] => (self.cwd.join(p.as_ref()), None),
+            [Value::Glob(g)] => (g.cwd.clone(), Some((g.pattern.clone(), g.hidden))),
+            _ => return Err(ShoalError::arg_error("watch expects a path or a glob").into()),
+        };
+        let mut recursive = true;
+        for (k, v) in &named {
+            match (k.as_str(), v) {
+                ("recursive", Value::Bool(b)) => recursive = *b,
+                _ => return Err(ShoalError::arg_error(format!("watch: unknown argument `{k}`")).into()),
+            }
+        }
+        let snapshot = move || -> std::collections::BTreeMap<PathBuf, SystemTime> {
+            let mut out = std::collections::BTreeMap::new();
+            let files: Vec<PathBuf> = match &pattern {
+                Some((pat, hidden)) => crate::shell::glob::expand(pat, &root, *hidden).into_iter().map(|p| root.join(p)).collect(),
+                None => {
+                    let mut v = Vec::new();
+                    walk(&root, recursive, &mut v);
+                    v
+                }
+            };
+            for f in files {
+                if let Ok(m) = std::fs::metadata(&f) {
+                    out.insert(f, m.modified().unwrap_or(SystemTime::UNIX_EPOCH));
+                }
+            }
+            out
+        };
+        let mut prev = snapshot();
+        let mut pending: VecDeque<Value> = VecDeque::new();
+        let intr = self.interrupter.clone();
+        let iter = std::iter::from_fn(move || loop {
+            if let Some(v) = pending.pop_front() {
+                return Some(Ok(v));
+            }
+            if intr.is_interrupted() {
+                return Some(Err(Interp::cancelled()));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            let cur = snapshot();
+            let ev = |p: &PathBuf, kind: &str| {
+                let mut r = Record::new();
+                r.insert("path".into(), Value::path(p.clone()));
+                r.insert("kind".into(), Value::str(kind));
+                r.insert("ts".into(), now_dt());
+                Value::record(r)
+            };
+            for (p, t) in &cur {
+                match prev.get(p) {
+                    None => pending.push_back(ev(p, "create")),
+                    Some(old) if old != t => pending.push_back(ev(p, "modify")),
+                    _ => {}
+                }
+            }
+            for p in prev.keys() {
+                if !cur.contains_key(p) {
+                    pending.push_back(ev(p, "remove"));
+                }
+            }
+            prev = cur;
+        });
+        Ok(stream("event", false, iter))
+    }
+
+    /// Evaluator-level stream intercept: `stream.into(channel)`.
+    pub(crate) fn stream_into(&mut self, s: &StreamVal, target: &Value) -> EResult<Value> {
+        let name = match target {
+            Value::Record(r) if r.len() == 1 => match r.get("channel") {
+                Some(Value::Str(n)) => n.to_string(),
+                _ => return Err(ShoalError::type_error("into expects a channel").into()),
+            },
+            other => return Err(ShoalError::type_error(format!("into expects a channel, found {}", other.type_name())).into()),
+        };
+        if !s.bounded {
+            return Err(ShoalError::new(ErrorCode::StreamUnbounded, "cannot drain an unbounded stream into a channel")
+                .with_hint("bound it first, e.g. `.take(n)`")
+                .into());
+        }
+        let src = lock(&s.source).take();
+        let Some(src) = src else {
+            return Err(ShoalError::new(ErrorCode::StreamConsumed, "stream already consumed").into());
+        };
+        for item in src {
+            self.check_cancel()?;
+            let v = item.map_err(|e| self.lift(e))?;
+            self.channel_emit(&name, v);
+        }
+        Ok(Value::Null)
+    }
+}
+
+fn walk(root: &std::path::Path, recursive: bool, out: &mut Vec<PathBuf>) {
+    if root.is_file() {
+        out.push(root.to_path_buf());
+        return;
+    }
+    if let Ok(rd) = std::fs::read_dir(root) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if recursive {
+                    walk(&p, recursive, out);
+                }
+            } else {
+                out.push(p);
+            }
+        }
+    }
+}
+
+fn stream<I>(label: &str, bounded: bool, iter: I) -> Value
+where
+    I: Iterator<Item = SResult<Value>> + Send + 'static,
+{
+    Value::Stream(Arc::new(StreamVal { label: label.to_string(), bounded, source: Mutex::new(Some(Box::new(iter))) }))
+}

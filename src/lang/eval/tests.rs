@@ -1,0 +1,328 @@
+//! Evaluator tests: a table of `(source, expected)` pairs run through
+//! `Session::exec`, plus an in-process runner for the shared conformance
+//! corpus (`cargo test --lib corpus -- --ignored --nocapture`).
+
+use std::path::Path;
+
+use crate::lang::session::{ExecError, Position, Session, SessionOptions};
+use crate::value::render;
+
+fn session_in(dir: &Path) -> Session {
+    Session::new(SessionOptions { cwd: dir.to_path_buf(), env: Vec::new(), config: Default::default() })
+}
+
+/// Inline render of the result, `!code` for a raised error, `!parse` for a
+/// parse error.
+fn run_in(dir: &Path, src: &str) -> String {
+    let mut s = session_in(dir);
+    match s.exec(src, Position::Stmt) {
+        Ok(v) => render::inline(&v),
+        Err(ExecError::Parse(_)) => "!parse".into(),
+        Err(ExecError::Raised(e)) => format!("!{}", e.code),
+    }
+}
+
+fn run(src: &str) -> String {
+    let d = tempfile::tempdir().expect("tempdir");
+    run_in(d.path(), src)
+}
+
+fn check(cases: &[(&str, &str)]) {
+    let mut failures = Vec::new();
+    for (src, want) in cases {
+        let got = run(src);
+        if got != *want {
+            failures.push(format!("{src:?}: want {want}, got {got}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn expressions_and_bindings() {
+    check(&[
+        ("2 + 3 * 4", "14"),
+        ("let x = 4\nx + 1", "5"),
+        ("var x = 4\nx += 3\nx", "7"),
+        ("let x = 4\nx = 9", "!type_error"),
+        ("y = 1", "!type_error"),
+        ("let x = missing", "!undefined_var"),
+        ("false && missing", "false"),
+        ("true && 5", "5"),
+        ("1 && true", "!type_error"),
+        ("null ?? 7", "7"),
+        ("3 ?? (1 / 0)", "3"),
+        ("\"answer {6 * 7}\"", "\"answer 42\""),
+        ("[1][3]", "!index_range"),
+        ("{a: 1, a: 2}", "{a: 2}"),
+        ("if false { 1 } else { 2 }", "2"),
+        ("if false { 1 }", "null"),
+        ("{ }", "{}"),
+        ("let x = null\nx?.foo", "null"),
+        ("let x = null\nlet y = x?.foo(1 / 0)\ny == null", "true"),
+        ("1..5.5", "!type_error"),
+    ]);
+}
+
+#[test]
+fn functions_and_closures() {
+    check(&[
+        ("fn add(a, b) { a + b }\nadd(2, 5)", "7"),
+        ("fn inc(a, by = 1) { a + by }\ninc(4)", "5"),
+        ("fn f(a, b) { [a, b] }\nf(b: 1, 2)", "[2, 1]"),
+        ("fn f(x) { x }\nf(1, 2)", "!arg_error"),
+        ("fn f(x) { x }\nf()", "!arg_error"),
+        ("fn f(x) { x }\nf(1, bogus: 99)", "!arg_error"),
+        ("fn f(...xs) { xs }\nf(1, 2)", "[1, 2]"),
+        ("fn f(xs: list<int>) { xs[0] + 1 }\nf([\"2\", \"3\"])", "3"),
+        ("fn f(n) { if n == 0 { return 0 }\nn + f(n - 1) }\nf(100)", "5050"),
+        ("fn f(n) { f(n + 1) }\nf(0)", "!recursion_limit"),
+        ("let x = 10\nlet add_x = y => y + x\nadd_x(5)", "15"),
+        ("let compose = (f, g) => x => f(g(x))\nlet h = compose(x => x + 1, x => x * 2)\nh(5)", "11"),
+        ("((a, b) => a + b)(2, 3)", "5"),
+        ("(() => 42)()", "42"),
+        ("var total = 0\nlet add = x => { total += x }\nadd(2)\nadd(3)\ntotal", "5"),
+        ("return 1", "!custom"),
+        ("break", "!custom"),
+        ("let f = 5\nf(1)", "!type_error"),
+        ("fn f() { 42 }\nlet g = f\ng()", "42"),
+        ("fn f() { 42 }\nf", "42"),
+    ]);
+}
+
+#[test]
+fn loops_and_control() {
+    check(&[
+        ("var s = 0\nfor i in 1..4 { s += i }\ns", "6"),
+        ("var s = 0\nfor i in 1..6 { if i % 2 == 0 { continue }\ns += i }\ns", "9"),
+        ("var i = 0\nwhile true { i += 1\nif i == 3 { break } }\ni", "3"),
+        ("for i in 5 { }", "!type_error"),
+        ("var n = 0\nfor r in [{a: 1}, {a: 2}] { n += r.a }\nn", "3"),
+        ("try { 1/0 } catch e { e.code }", "\"div_zero\""),
+        ("try { try { 1 / 0 } catch { 99 } } catch { -1 }", "99"),
+        ("1/0 catch \"fallback\"", "\"fallback\""),
+        ("(1 / 0) catch err { err.msg.len() > 0 }", "true"),
+        ("assert(1 == 2)", "!assert_failed"),
+        ("assert(1 == 1)", "null"),
+        ("assert(1, \"x\")", "!type_error"),
+        ("assert(true, 5)", "!type_error"),
+        ("assert(true, \"a\", \"b\")", "!arg_error"),
+        ("retry(2) { 5 }", "5"),
+        ("var a = 0\nretry(3) {\n  a += 1\n  if a < 3 { 1 / 0 } else { 99 }\n}", "99"),
+        ("retry(2) { 1 / 0 }", "!div_zero"),
+        ("parallel(() => 1, () => 2)", "[1, 2]"),
+        ("parallel(() => 1, () => 1 / 0, settle: true).len()", "2"),
+        ("exit\n5", "null"),
+    ]);
+}
+
+#[test]
+fn match_patterns() {
+    check(&[
+        ("match 5 { 0..3 => \"low\"; 3..=10 => \"mid\"; _ => \"high\" }", "\"mid\""),
+        ("match \"hi\" { int n => \"int\"; str s => \"str:{s}\" }", "\"str:hi\""),
+        ("match {name: \"ada\"} { {name, age} => 1; _ => 2 }", "2"),
+        ("match {point: {x: 1, y: 2}} { {point: {x, y}} => x + y; _ => 0 }", "3"),
+        ("match [1, 2, 3, 4] { [first, ...rest] => rest.len(); _ => 0 }", "3"),
+        ("match [] { [a, ...rest] => \"has\"; [] => \"empty\" }", "\"empty\""),
+        ("match 7 { 1 | 2 | 3 => \"small\"; n if n > 5 => \"big\"; _ => \"m\" }", "\"big\""),
+        ("match null { null => \"isnull\"; _ => \"notnull\" }", "\"isnull\""),
+        ("match 3 { 1 => 1 }", "null"),
+        ("match 5 { float f => \"float\"; int n => \"int:{n}\"; _ => \"other\" }", "\"int:5\""),
+    ]);
+}
+
+#[test]
+fn commands_and_outcomes() {
+    check(&[
+        ("(echo hi).out", "\"hi\""),
+        ("echo hi", "outcome(status: 0, ok: true)"),
+        ("echo a && echo b", "outcome(status: 0, ok: true)"),
+        ("echo hi && false", "false"),
+        ("!(echo hi)", "false"),
+        ("^false", "!cmd_failed"),
+        ("(^false)", "!cmd_failed"),
+        ("(^false).ok", "false"),
+        ("let r = (^false)\nr.ok", "false"),
+        ("if true { ^false }", "outcome(status: 1, ok: false)"),
+        ("try { ^false } catch e { 1 }", "outcome(status: 1, ok: false)"),
+        ("let r = (sh -c \"exit 7\")\nr.status", "7"),
+        ("let r = (sh -c \"exit 7\")\nr.out", "!cmd_failed"),
+        ("let r = (sh -c 'kill -SEGV $$')\nr.signal", "\"SIGSEGV\""),
+        ("let r = (sh -c 'kill -SEGV $$')\nr.status", "null"),
+        ("sh { printf hi }.out", "\"hi\""),
+        ("(sh { exit 3 }).status", "3"),
+        ("sh { exit 3 }", "!cmd_failed"),
+        ("\"b\\na\\nc\".feed(sort).out", "\"a\\nb\\nc\""),
+        ("[\"b\", \"a\", \"c\"].feed(sort -r).out.trim()", "\"c\\nb\\na\""),
+        ("sort.feed([\"b\", \"a\", \"c\"]).out.trim()", "\"a\\nb\\nc\""),
+        ("re\"x\".feed(sort)", "!feed_error"),
+        ("let r = (FOO=hello sh -c 'printf %s $FOO')\nr.out", "\"hello\""),
+        ("xyzzy", "!not_found"),
+        ("let ls = 5\nls", "5"),
+        ("alias greet = echo hey\n(greet there).out", "\"hey there\""),
+        ("fn build(jobs: int = 1) { jobs }\nbuild --jobs=4", "4"),
+        ("fn f(a: str, times: int = 1) { [a, \"{times}\"] }\n(f ada --times 2)", "[\"ada\", \"2\"]"),
+        ("fn f(a: str, times: int = 1) { a }\n(f ada --times)", "!arg_error"),
+        ("fn f(a: str, force: bool = false) { [a, force] }\n(f x --force)", "[\"x\", true]"),
+        ("fn f(d: duration) { d }\nf 90", "1m30s"),
+        ("fn f(...rest: list<int>) { rest.len() }\nf 1 2 3", "3"),
+        ("fn f(a: int) { a }\nf abc", "!arg_error"),
+        ("(sleep 0).out", "null"),
+        ("cd -", "!custom"),
+        ("popd", "!custom"),
+        ("pushd", "!custom"),
+        ("dirs.len()", "1"),
+        ("fn f() { popd }\nf()", "!custom"),
+        ("env.NOPE_ZZZ_NOT_SET", "!field_missing"),
+        ("env.SHOAL_T = \"v\"\nenv.SHOAL_T", "\"v\""),
+        ("run(\"./definitely-not-a-real-script-xyz.zzz\")", "!runner_not_found"),
+        ("reef lock --refresh", "!reef_not_found"),
+        ("mkdir", "!arg_error"),
+        ("rm", "!no_matches"),
+        ("cat nope.txt", "!custom"),
+        ("(echo before *.nonexistent-ext-zzz after).out", "\"before after\""),
+    ]);
+}
+
+#[test]
+fn files_and_scripts() {
+    check(&[
+        ("echo hi > out.txt\n(cat out.txt).out.str()", "\"hi\\n\""),
+        ("echo a > out.txt\necho b >> out.txt\n(cat out.txt).out.str()", "\"a\\nb\\n\""),
+        ("sh -c 'printf hi' > out.txt\n(cat out.txt).out.str()", "\"hi\""),
+        ("echo \"let zzz = 42\" > lib.shl\nsource lib.shl\nzzz", "42"),
+        ("echo \"let zzz = 42\" > leak.shl\nrun leak.shl\nzzz", "!not_found"),
+        ("echo \"40 + 2\" > calc.shl\nrun calc.shl", "42"),
+        ("echo \"args.len()\" > a.shl\nrun a.shl x y", "2"),
+        ("mkdir --parents a/b/c\n(stat a/b/c).out.type", "\"dir\""),
+        ("touch a.txt b.txt\n(stat a.txt b.txt).out.len()", "2"),
+        ("\"hi\".save(\"t.txt\")\nln t.txt link.txt\n(cat link.txt).out.str()", "\"hi\""),
+        ("mkdir sub\nlet start = pwd\ncd sub\ncd -\nstart == pwd", "true"),
+        ("mkdir a b\npushd a\npushd ../b\npopd\ndirs.len()", "2"),
+        ("touch a.txt b.txt\nfn f(...rest: list<path>) { rest.len() }\nf *.txt", "2"),
+        ("touch a.txt b.txt\nfn f(paths: list<path>) { paths.len() }\nf *.txt", "2"),
+        ("touch a.txt\nfn f(g: glob) { g }\nf *.txt", "*.txt"),
+        ("touch a.txt b.txt\nvar n = 0\nfor p in glob(\"*.txt\") { n += 1 }\nn", "2"),
+        ("mkdir d\nwith cwd: \"d\" { pwd.name }", "\"d\""),
+        ("with env: {SHOAL_W: \"1\"} { (sh -c 'printf %s $SHOAL_W').out }", "\"1\""),
+    ]);
+}
+
+#[test]
+fn tasks_and_channels() {
+    check(&[
+        ("let t = spawn { 1 + 1 }\nt.await()", "2"),
+        ("let t = spawn { 1 / 0 }\nt.await()", "!div_zero"),
+        ("jobs.len()", "0"),
+        ("channel(\"z\").emit(\"a\")\nchannel(\"z\").latest()", "\"a\""),
+        ("channel(\"nope\").latest()", "null"),
+    ]);
+}
+
+#[test]
+fn session_state_persists() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut s = session_in(d.path());
+    assert!(s.exec("let x = 5", Position::Stmt).is_ok());
+    let v = s.exec("x", Position::Stmt).map(|v| render::inline(&v));
+    assert!(matches!(v.as_deref(), Ok("5")), "{v:?}");
+    assert_eq!(s.bound_names(), vec!["x".to_string()]);
+    std::fs::create_dir(d.path().join("sub")).expect("mkdir");
+    assert!(s.exec("cd sub", Position::Stmt).is_ok());
+    assert_eq!(s.cwd(), d.path().join("sub"));
+    // Value position: a failing command yields its outcome.
+    let v = s.exec("^false", Position::Value).map(|v| render::inline(&v));
+    assert!(matches!(v.as_deref(), Ok("outcome(status: 1, ok: false)")), "{v:?}");
+}
+
+#[test]
+fn interrupt_cancels_running_exec() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut s = session_in(d.path());
+    let intr = s.interrupter();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        intr.interrupt();
+    });
+    let start = std::time::Instant::now();
+    let r = s.exec("sleep 30", Position::Stmt);
+    assert!(matches!(r, Err(ExecError::Raised(ref e)) if e.code == crate::value::ErrorCode::Cancelled), "{r:?}");
+    let r = s.exec("var i = 0\nwhile true { i += 1 }", Position::Stmt);
+    // The flag was reset at the start of this exec, so interrupt again.
+    let _ = r;
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    let _ = t.join();
+}
+
+/// Run the shared conformance corpus in-process and print a summary.
+#[test]
+#[ignore]
+fn corpus() {
+    let root = Path::new("/work/shared/conformance/cases");
+    let Ok(rd) = std::fs::read_dir(root) else { return };
+    let filter = std::env::var("SUITE").ok();
+    let mut files: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+    files.sort();
+    let (mut pass, mut fail) = (0, 0);
+    for f in files {
+        let suite = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        if let Some(flt) = &filter {
+            if !flt.split(',').any(|x| x == suite) {
+                continue;
+            }
+        }
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        let doc: toml::Table = match text.parse() {
+            Ok(d) => d,
+            Err(_) => continue,
+        };
+        let Some(cases) = doc.get("case").and_then(|c| c.as_array()) else { continue };
+        let (mut sp, mut sf) = (0, 0);
+        for c in cases {
+            let src = c.get("src").and_then(|v| v.as_str()).unwrap_or("");
+            let name = c.get("name").and_then(|v| v.as_str()).unwrap_or("");
+            let dir = tempfile::tempdir().expect("tempdir");
+            if let Some(fx) = c.get("fixture").and_then(|v| v.as_array()) {
+                for e in fx {
+                    let e = e.as_str().unwrap_or("");
+                    let p = dir.path().join(e);
+                    if e.ends_with('/') {
+                        let _ = std::fs::create_dir_all(&p);
+                    } else {
+                        if let Some(parent) = p.parent() {
+                            let _ = std::fs::create_dir_all(parent);
+                        }
+                        let _ = std::fs::write(&p, "");
+                    }
+                }
+            }
+            let mut s = session_in(dir.path());
+            let src_owned = src.to_string();
+            let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.exec(&src_owned, Position::Stmt)));
+            let ok = match (&got, c.get("value"), c.get("error"), c.get("parse_error")) {
+                (Ok(Ok(v)), Some(want), _, _) => render::inline(v) == want.as_str().unwrap_or(""),
+                (Ok(Err(ExecError::Raised(e))), _, Some(want), _) => e.code.as_str() == want.as_str().unwrap_or(""),
+                (Ok(Err(ExecError::Parse(_))), _, _, Some(_)) => true,
+                _ => false,
+            };
+            if ok {
+                sp += 1;
+            } else {
+                sf += 1;
+                let got_s = match &got {
+                    Ok(Ok(v)) => render::inline(v),
+                    Ok(Err(ExecError::Raised(e))) => format!("!{}: {}", e.code, e.msg),
+                    Ok(Err(ExecError::Parse(e))) => format!("!parse: {}", e.msg),
+                    Err(_) => "PANIC".into(),
+                };
+                let want = c.get("value").or(c.get("error")).map(|v| v.to_string()).unwrap_or("parse_error".into());
+                eprintln!("FAIL {suite}/{name}: {src:?}\n    want {want}\n    got  {got_s}");
+            }
+        }
+        eprintln!("suite {suite}: {sp} passed, {sf} failed");
+        pass += sp;
+        fail += sf;
+    }
+    eprintln!("{pass} passed, {fail} failed");
+}

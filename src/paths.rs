@@ -1,0 +1,186 @@
+//! Where things live (contract §1): the socket, the state directory, the config file.
+//!
+//! Pure functions of explicit arguments and the environment; nothing here
+//! creates files. The daemon and the shim resolve paths with the same rules,
+//! so a shim always finds the daemon it would have started.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The effective uid of this process.
+pub fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+fn non_empty(v: Option<OsString>) -> Option<OsString> {
+    v.filter(|s| !s.is_empty())
+}
+
+/// Socket path: `--socket`, else `SHOAL_SOCKET`, else
+/// `$XDG_RUNTIME_DIR/shoal/shoal.sock`, else `$TMPDIR/shoal-<uid>/shoal.sock`,
+/// else `/tmp/shoal-<uid>/shoal.sock`. Empty variables count as unset.
+pub fn socket_path(explicit: Option<&Path>) -> PathBuf {
+    socket_path_from(explicit, &|k| std::env::var_os(k))
+}
+
+/// [`socket_path`] with an injectable environment (for tests).
+pub fn socket_path_from(
+    explicit: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> PathBuf {
+    if let Some(p) = explicit {
+        return p.to_path_buf();
+    }
+    if let Some(p) = non_empty(env("SHOAL_SOCKET")) {
+        return PathBuf::from(p);
+    }
+    default_socket_dir_from(env).join("shoal.sock")
+}
+
+/// The directory shoal owns for its default socket (created `0700` by the daemon).
+pub fn default_socket_dir_from(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+    if let Some(r) = non_empty(env("XDG_RUNTIME_DIR")) {
+        return PathBuf::from(r).join("shoal");
+    }
+    let uid = euid();
+    let base = non_empty(env("TMPDIR"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    base.join(format!("shoal-{uid}"))
+}
+
+/// Whether `dir` is a directory shoal owns by convention (its default socket
+/// dir), which it may create and must force to `0700`. A directory given
+/// explicitly through `--socket`/`SHOAL_SOCKET` is left as it is.
+pub fn is_default_socket_dir(dir: &Path) -> bool {
+    default_socket_dir_from(&|k| std::env::var_os(k)) == dir
+}
+
+/// State dir: `--state-dir`, else `$XDG_STATE_HOME/shoal`, else `~/.local/state/shoal`.
+pub fn state_dir(explicit: Option<&Path>) -> PathBuf {
+    state_dir_from(explicit, &|k| std::env::var_os(k))
+}
+
+pub fn state_dir_from(explicit: Option<&Path>, env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+    if let Some(p) = explicit {
+        return p.to_path_buf();
+    }
+    if let Some(x) = non_empty(env("XDG_STATE_HOME")) {
+        return PathBuf::from(x).join("shoal");
+    }
+    home_from(env).join(".local/state/shoal")
+}
+
+/// Config file: `--config`, else `$XDG_CONFIG_HOME/shoal/shoal.toml`, else
+/// `~/.config/shoal/shoal.toml`. The bool says whether it was given explicitly
+/// (an explicit file must exist; the default one may be absent).
+pub fn config_file(explicit: Option<&Path>) -> (PathBuf, bool) {
+    config_file_from(explicit, &|k| std::env::var_os(k))
+}
+
+pub fn config_file_from(
+    explicit: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<OsString>,
+) -> (PathBuf, bool) {
+    if let Some(p) = explicit {
+        return (p.to_path_buf(), true);
+    }
+    if let Some(x) = non_empty(env("XDG_CONFIG_HOME")) {
+        return (PathBuf::from(x).join("shoal/shoal.toml"), false);
+    }
+    (home_from(env).join(".config/shoal/shoal.toml"), false)
+}
+
+fn home_from(env: &dyn Fn(&str) -> Option<OsString>) -> PathBuf {
+    non_empty(env("HOME"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The daemon's single-instance lock, beside the socket (`shoal.sock.lock`).
+pub fn daemon_lock(socket: &Path) -> PathBuf {
+    sibling(socket, ".lock")
+}
+
+/// The shims' start lock: racing shims serialise on it so one daemon starts.
+pub fn start_lock(socket: &Path) -> PathBuf {
+    sibling(socket, ".start.lock")
+}
+
+fn sibling(socket: &Path, suffix: &str) -> PathBuf {
+    let mut s = socket.as_os_str().to_os_string();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// The log directory under the state dir.
+pub fn log_dir(state: &Path) -> PathBuf {
+    state.join("logs")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).map(OsString::from)
+    }
+
+    #[test]
+    fn socket_rules() {
+        let uid = euid();
+        type Case<'a> = (Option<&'a str>, Vec<(&'a str, &'a str)>, String);
+        let cases: Vec<Case> = vec![
+            (
+                Some("/x/s.sock"),
+                vec![("SHOAL_SOCKET", "/y")],
+                "/x/s.sock".into(),
+            ),
+            (
+                None,
+                vec![("SHOAL_SOCKET", "/y"), ("XDG_RUNTIME_DIR", "/run/u")],
+                "/y".into(),
+            ),
+            (
+                None,
+                vec![("SHOAL_SOCKET", ""), ("XDG_RUNTIME_DIR", "/run/u")],
+                "/run/u/shoal/shoal.sock".into(),
+            ),
+            (
+                None,
+                vec![("XDG_RUNTIME_DIR", ""), ("TMPDIR", "/tt")],
+                format!("/tt/shoal-{uid}/shoal.sock"),
+            ),
+            (None, vec![], format!("/tmp/shoal-{uid}/shoal.sock")),
+        ];
+        for (explicit, vars, want) in cases {
+            let got = socket_path_from(explicit.map(Path::new), &env(&vars));
+            assert_eq!(got, PathBuf::from(&want), "{explicit:?} {vars:?}");
+        }
+    }
+
+    #[test]
+    fn state_and_config_rules() {
+        assert_eq!(
+            state_dir_from(None, &env(&[("XDG_STATE_HOME", "/s"), ("HOME", "/h")])),
+            PathBuf::from("/s/shoal")
+        );
+        assert_eq!(
+            state_dir_from(None, &env(&[("HOME", "/h")])),
+            PathBuf::from("/h/.local/state/shoal")
+        );
+        assert_eq!(
+            config_file_from(None, &env(&[("XDG_CONFIG_HOME", "/c")])),
+            (PathBuf::from("/c/shoal/shoal.toml"), false)
+        );
+        assert_eq!(
+            daemon_lock(Path::new("/a/b.sock")),
+            PathBuf::from("/a/b.sock.lock")
+        );
+    }
+}

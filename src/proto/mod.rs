@@ -1,0 +1,12 @@
+//! Protocol edges: framing, JSON-RPC envelopes and error codes, the tagged
+//! wire encoding of values, render bounding and the MCP tool surface.
+//!
+//! Everything here is pure (or generic over tokio I/O traits): no actors, no
+//! sockets of its own. Serialization happens here and at no other layer.
+
+pub mod bound;
+pub mod frame;
+pub mod kernel;
+pub mod mcp;
+pub mod rpc;
+pub mod wire;

@@ -1,0 +1,223 @@
+//! JSON-RPC 2.0 envelopes and the error codes of reference-protocol §3.1.
+//!
+//! Incoming frames are classified into requests, notifications and invalid
+//! frames here, so both connection actors answer malformed input identically.
+
+use serde_json::{json, Map, Value};
+
+pub const PARSE_ERROR_RPC: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+pub const NOT_ATTACHED: i64 = -32000;
+pub const PARSE_ERROR: i64 = -32001;
+pub const RAISED: i64 = -32002;
+pub const UNKNOWN_REF: i64 = -32004;
+pub const BAD_PATH_OR_SLICE: i64 = -32005;
+pub const AUTH_FAILED: i64 = -32030;
+/// Session closed or unknown while a request was in flight.
+pub const UNKNOWN_SESSION: i64 = -32040;
+
+/// A JSON-RPC error object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        RpcError::new(INVALID_PARAMS, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        RpcError::new(INTERNAL_ERROR, message)
+    }
+    pub fn method_not_found(method: &str) -> Self {
+        RpcError::new(METHOD_NOT_FOUND, "method not found").with_data(json!({ "method": method }))
+    }
+    pub fn to_json(&self) -> Value {
+        let mut o = Map::new();
+        o.insert("code".into(), json!(self.code));
+        o.insert("message".into(), json!(self.message));
+        if let Some(d) = &self.data {
+            o.insert("data".into(), d.clone());
+        }
+        Value::Object(o)
+    }
+}
+
+/// What one frame turned out to be.
+#[derive(Debug, PartialEq)]
+pub enum Incoming {
+    Request {
+        id: Value,
+        method: String,
+        params: Value,
+    },
+    /// No `id`: never answered.
+    Notification { method: String, params: Value },
+    /// Answer with this error (id echoed when it could be read, else null).
+    Invalid { id: Value, error: RpcError },
+}
+
+/// Classify a frame's bytes.
+pub fn classify(bytes: &[u8]) -> Incoming {
+    let v: Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return Incoming::Invalid {
+                id: Value::Null,
+                error: RpcError::new(PARSE_ERROR_RPC, "parse error")
+                    .with_data(json!({ "detail": e.to_string() })),
+            }
+        }
+    };
+    classify_value(v)
+}
+
+pub fn classify_value(v: Value) -> Incoming {
+    let Value::Object(mut o) = v else {
+        return Incoming::Invalid {
+            id: Value::Null,
+            error: RpcError::new(
+                INVALID_REQUEST,
+                "invalid request: a frame must be a JSON object",
+            ),
+        };
+    };
+    let id = o.remove("id");
+    let method = o.remove("method");
+    let params = o.remove("params").unwrap_or(Value::Null);
+    if o.get("jsonrpc") != Some(&json!("2.0")) {
+        return match id {
+            None => Incoming::Notification {
+                method: String::new(),
+                params,
+            },
+            Some(id) => Incoming::Invalid {
+                id,
+                error: RpcError::new(INVALID_REQUEST, "invalid JSON-RPC version"),
+            },
+        };
+    }
+    match (id, method) {
+        (None, Some(Value::String(method))) => Incoming::Notification { method, params },
+        // A response or junk without id: nothing to answer.
+        (None, _) => Incoming::Notification {
+            method: String::new(),
+            params,
+        },
+        (Some(id), Some(Value::String(method))) => Incoming::Request { id, method, params },
+        (Some(id), _) => Incoming::Invalid {
+            id,
+            error: RpcError::new(INVALID_REQUEST, "invalid request: method must be a string"),
+        },
+    }
+}
+
+pub fn response(id: &Value, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+pub fn error_response(id: &Value, error: &RpcError) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": error.to_json() })
+}
+
+pub fn reply(id: &Value, r: Result<Value, RpcError>) -> Value {
+    match r {
+        Ok(v) => response(id, v),
+        Err(e) => error_response(id, &e),
+    }
+}
+
+/// The frame-limit refusal (id unknown: the frame was never read whole).
+pub fn oversized(limit: usize, len: u64) -> Value {
+    error_response(
+        &Value::Null,
+        &RpcError::new(
+            INVALID_REQUEST,
+            format!("frame of {len} bytes exceeds the limit of {limit} bytes"),
+        )
+        .with_data(json!({ "limit": limit })),
+    )
+}
+
+/// Params as an object (`null` counts as `{}`).
+pub fn params_object(params: &Value) -> Result<&Map<String, Value>, RpcError> {
+    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    match params {
+        Value::Object(o) => Ok(o),
+        Value::Null => Ok(EMPTY.get_or_init(Map::new)),
+        _ => Err(RpcError::invalid_params("params must be an object")),
+    }
+}
+
+/// An optional string field (absent or null → None).
+pub fn opt_str<'a>(o: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, RpcError> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(RpcError::invalid_params(format!("{key} must be a string"))),
+    }
+}
+
+pub fn req_str<'a>(o: &'a Map<String, Value>, key: &str) -> Result<&'a str, RpcError> {
+    opt_str(o, key)?
+        .ok_or_else(|| RpcError::invalid_params(format!("missing string field \"{key}\"")))
+}
+
+pub fn opt_bool(o: &Map<String, Value>, key: &str) -> Result<Option<bool>, RpcError> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(RpcError::invalid_params(format!("{key} must be a boolean"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification_table() {
+        let cases: Vec<(&str, &str)> = vec![
+            ("{not json", "invalid -32700 null"),
+            ("[1,2]", "invalid -32600 null"),
+            (r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#, "request 7 x"),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+                "request null x",
+            ),
+            (r#"{"jsonrpc":"2.0","method":"n"}"#, "notification n"),
+            (
+                r#"{"jsonrpc":"1.0","id":3,"method":"x"}"#,
+                "invalid -32600 3",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"a","method":5}"#,
+                "invalid -32600 \"a\"",
+            ),
+        ];
+        for (frame, want) in cases {
+            let got = match classify(frame.as_bytes()) {
+                Incoming::Request { id, method, .. } => format!("request {id} {method}"),
+                Incoming::Notification { method, .. } => format!("notification {method}"),
+                Incoming::Invalid { id, error } => format!("invalid {} {id}", error.code),
+            };
+            assert_eq!(got, want, "{frame}");
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! The command layer: external processes, structured builtins, globbing and
+//! `PATH` lookup. Pure of evaluator state: everything here takes the cwd and
+//! environment it needs as arguments. OWNER: evaluator helper.
+
+pub mod builtins;
+pub mod glob;
+pub mod lookup;
+pub mod process;
+pub mod words;

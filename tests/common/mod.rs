@@ -1,0 +1,284 @@
+//! Helpers for integration tests: a real daemon on a short temp socket with
+//! private XDG dirs, raw line-framed clients, and polling with deadlines.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_shoal");
+
+/// A private root under /tmp (short, for sun_path) with XDG dirs inside.
+pub struct Root {
+    pub dir: tempfile::TempDir,
+}
+
+impl Root {
+    pub fn new() -> Root {
+        let dir = tempfile::Builder::new()
+            .prefix("sh")
+            .tempdir_in("/tmp")
+            .expect("temp dir");
+        for sub in ["run", "state", "config", "data"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        Root { dir }
+    }
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn socket(&self) -> PathBuf {
+        self.path().join("s.sock")
+    }
+    pub fn state_dir(&self) -> PathBuf {
+        self.path().join("state/shoal")
+    }
+    /// A command with this root's private environment.
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.env("XDG_RUNTIME_DIR", self.path().join("run"))
+            .env("XDG_STATE_HOME", self.path().join("state"))
+            .env("XDG_CONFIG_HOME", self.path().join("config"))
+            .env("XDG_DATA_HOME", self.path().join("data"))
+            .env("HOME", self.path())
+            .env_remove("SHOAL_SOCKET")
+            .env_remove("SHOAL_SESSION")
+            .env_remove("SHOAL_TOKEN")
+            .env_remove("SHOAL_NO_AUTOSTART")
+            .env_remove("LISTEN_FDS")
+            .env_remove("LISTEN_PID");
+        c
+    }
+    /// Concatenated daemon log files.
+    pub fn log(&self) -> String {
+        let mut out = String::new();
+        if let Ok(rd) = std::fs::read_dir(self.state_dir().join("logs")) {
+            for e in rd.flatten() {
+                out.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+            }
+        }
+        out
+    }
+}
+
+/// A daemon process; killed (by pid) when dropped.
+pub struct Daemon {
+    pub child: Child,
+    pub socket: PathBuf,
+}
+
+impl Daemon {
+    pub fn start(root: &Root) -> Daemon {
+        Daemon::start_with(root, &root.socket(), &[], &[])
+    }
+
+    pub fn start_with(root: &Root, socket: &Path, args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        let mut cmd = root.command();
+        cmd.arg("daemon")
+            .arg("--socket")
+            .arg(socket)
+            .arg("--state-dir")
+            .arg(root.state_dir())
+            .args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0);
+        let child = cmd.spawn().expect("spawn daemon");
+        let mut d = Daemon {
+            child,
+            socket: socket.to_path_buf(),
+        };
+        d.wait_ready();
+        d
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!("daemon exited early: {st}");
+            }
+            if UnixStream::connect(&self.socket).is_ok() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "daemon socket did not come up");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.pid(), sig);
+        }
+    }
+
+    /// Wait for exit with a deadline; None if still running.
+    pub fn wait_timeout(&mut self, d: Duration) -> Option<std::process::ExitStatus> {
+        wait_timeout(&mut self.child, d)
+    }
+
+    pub fn conn(&self) -> Conn {
+        Conn::open(&self.socket)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+pub fn wait_timeout(child: &mut Child, d: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + d;
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return Some(st);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Poll `f` until it returns Some, with a deadline.
+pub fn eventually<T>(what: &str, d: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + d;
+    loop {
+        if let Some(t) = f() {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A raw line-framed connection.
+pub struct Conn {
+    pub stream: UnixStream,
+    reader: BufReader<UnixStream>,
+    next: u64,
+}
+
+impl Conn {
+    pub fn open(path: &Path) -> Conn {
+        let stream = UnixStream::connect(path).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let reader = BufReader::new(stream.try_clone().unwrap());
+        Conn {
+            stream,
+            reader,
+            next: 100,
+        }
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write");
+    }
+
+    pub fn send(&mut self, v: &Value) {
+        let mut b = serde_json::to_vec(v).unwrap();
+        b.push(b'\n');
+        self.send_raw(&b);
+    }
+
+    pub fn recv(&mut self) -> Value {
+        let mut line = String::new();
+        let n = self.reader.read_line(&mut line).expect("read");
+        assert!(n > 0, "connection closed");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad frame {line:?}: {e}"))
+    }
+
+    /// Request and its response (responses arrive in request order).
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let r = self.recv();
+        assert_eq!(r["id"], json!(id), "response id: {r}");
+        r
+    }
+
+    pub fn ok(&mut self, method: &str, params: Value) -> Value {
+        let r = self.call(method, params);
+        assert!(r.get("error").is_none(), "{method} failed: {r}");
+        r["result"].clone()
+    }
+
+    pub fn attach(&mut self, session: &str) -> Value {
+        self.ok(
+            "session.attach",
+            json!({"session": session, "client": {"kind": "test", "tty": false}}),
+        )
+    }
+}
+
+/// Run `shoal` with args in a root's env; (status, stdout, stderr).
+pub fn run(root: &Root, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = root.command();
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.stdin(Stdio::null()).output().expect("run shoal");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Pids of live `shoal daemon` processes whose command line names `socket`.
+pub fn daemons_on(socket: &Path) -> Vec<i32> {
+    let want = socket.to_string_lossy().to_string();
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.first().is_some_and(|a| a.ends_with("shoal"))
+            && args.iter().any(|a| a == "daemon")
+            && args.contains(&want)
+        {
+            // Skip zombies.
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            if !stat.contains(") Z ") {
+                pids.push(pid);
+            }
+        }
+    }
+    pids
+}
+
+pub fn kill_pid(pid: i32) {
+    // SAFETY: kill(2) on a pid this test started (indirectly, via autostart).
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
