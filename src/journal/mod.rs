@@ -7,7 +7,7 @@
 //! - [`schema`]: table definitions, the versioned meta table, open/validate (a foreign, newer or
 //!   corrupt file is an error and is never overwritten).
 //! - [`store`]: [`Store`], the read side (safe from any thread, MVCC snapshots) and the single
-//!   batch-apply write path used by the writer.
+//!   batch-apply write path used by the writer (its transaction logic lives in `apply`).
 //! - [`cas`]: the content-addressed blob store (blake3 of the uncompressed bytes, lz4 above a
 //!   threshold, refcounted).
 //! - [`query`]: `journal.query` filters, scoping and the index-driven planner.
@@ -32,6 +32,7 @@
 //! our own versioned encoding (a version byte + JSON, or fixed-width big-endian integers), never
 //! redb tuple/Option encodings.
 
+mod apply;
 pub mod cas;
 pub mod query;
 pub mod schema;

@@ -8,8 +8,9 @@
 //! own entries.
 //!
 //! Plan: key filters (principal/scope, head, ok, each effect) are sorted id streams in the `idx`
-//! table; one stream is walked backwards, several are intersected by leapfrogging (each seek is
-//! a reverse range lookup), none means walking entry ids backwards. The time window is first
+//! table; one stream is walked backwards, several are intersected walking down together (a stream
+//! steps through its iterator while it skips few ids and re-seeks with one B-tree descent when it
+//! would skip many), none means walking entry ids backwards. The time window is first
 //! turned into an id range with the entry-time table (prefix-max / suffix-min of `ts`, both
 //! monotone in id, so two binary searches bound the ids that can possibly match), then checked
 //! exactly per candidate. Every hit is verified against the decoded entry, so indexes only ever
@@ -18,8 +19,9 @@
 use redb::{ReadableDatabase, ReadableTable};
 use serde::{Deserialize, Serialize};
 
+use super::apply::decode_tsw;
 use super::schema::*;
-use super::store::{decode_tsw, Store};
+use super::store::Store;
 use super::{normalize_kind, Entry, EntryId, JournalError, Result};
 
 /// Default and maximum `limit`.
@@ -85,10 +87,62 @@ impl Query {
 
 type Tbl<K, V> = redb::ReadOnlyTable<K, V>;
 
-/// Largest id ≤ `hi` in the stream `prefix`, not below `lo`.
-fn seek_le(idx: &Tbl<&'static [u8], ()>, prefix: &[u8], lo: u64, hi: u64) -> Result<Option<u64>> {
-    let (a, b) = (with_id(prefix, lo), with_id(prefix, hi));
-    match idx.range(a.as_slice()..=b.as_slice())?.next_back() {
+/// One key stream walked downwards: steps through its iterator while the ids it skips are few,
+/// re-seeks (a fresh reverse range, one B-tree descent) when it would have to skip many.
+struct Stream {
+    prefix: Vec<u8>,
+    it: redb::Range<'static, &'static [u8], ()>,
+    cur: Option<u64>,
+    lo: u64,
+}
+
+/// Steps taken before a stream re-seeks instead.
+const STEPS_BEFORE_SEEK: u32 = 8;
+
+impl Stream {
+    fn open(idx: &Tbl<&'static [u8], ()>, prefix: Vec<u8>, lo: u64, hi: u64) -> Result<Stream> {
+        let mut it =
+            idx.range(with_id(&prefix, lo).as_slice()..=with_id(&prefix, hi).as_slice())?;
+        let cur = next_id(&mut it)?;
+        Ok(Stream {
+            prefix,
+            it,
+            cur,
+            lo,
+        })
+    }
+
+    /// Largest id of the stream ≤ `target` (None when exhausted).
+    fn le(&mut self, idx: &Tbl<&'static [u8], ()>, target: u64) -> Result<Option<u64>> {
+        let mut steps = 0;
+        loop {
+            match self.cur {
+                None => return Ok(None),
+                Some(c) if c <= target => return Ok(Some(c)),
+                Some(_) if steps >= STEPS_BEFORE_SEEK => {
+                    if target < self.lo {
+                        self.cur = None;
+                        return Ok(None);
+                    }
+                    let (a, b) = (
+                        with_id(&self.prefix, self.lo),
+                        with_id(&self.prefix, target),
+                    );
+                    self.it = idx.range(a.as_slice()..=b.as_slice())?;
+                    self.cur = next_id(&mut self.it)?;
+                    steps = 0;
+                }
+                Some(_) => {
+                    self.cur = next_id(&mut self.it)?;
+                    steps += 1;
+                }
+            }
+        }
+    }
+}
+
+fn next_id(it: &mut redb::Range<'static, &'static [u8], ()>) -> Result<Option<u64>> {
+    match it.next_back() {
         Some(r) => Ok(Some(key_id(r?.0.value())?)),
         None => Ok(None),
     }
@@ -249,27 +303,30 @@ impl Store {
                 }
             }
             _ => {
-                // leapfrog intersection, walking down from `hi`
-                let mut cur = hi;
+                // intersection, walking down from `hi`: the candidate is the smallest current id
+                // of all streams; streams above it catch up (step or re-seek)
+                let mut ss = streams
+                    .into_iter()
+                    .map(|p| Stream::open(&idx, p, lo, hi))
+                    .collect::<Result<Vec<_>>>()?;
+                let mut target = hi;
                 'outer: while out.len() < limit {
-                    let mut agreed = 0;
-                    let mut i = 0;
-                    while agreed < streams.len() {
-                        match seek_le(&idx, &streams[i], lo, cur)? {
+                    let mut lowest = target;
+                    for s in ss.iter_mut() {
+                        match s.le(&idx, target)? {
                             None => break 'outer,
-                            Some(x) if x == cur => agreed += 1,
-                            Some(x) => {
-                                cur = x;
-                                agreed = 1;
-                            }
+                            Some(x) => lowest = lowest.min(x),
                         }
-                        i = (i + 1) % streams.len();
                     }
-                    consider(cur, &mut out)?;
-                    if cur <= lo {
-                        break;
+                    if lowest == target {
+                        consider(target, &mut out)?;
+                        if target <= lo {
+                            break;
+                        }
+                        target -= 1;
+                    } else {
+                        target = lowest;
                     }
-                    cur -= 1;
                 }
             }
         }

@@ -46,7 +46,10 @@ impl Scope {
 
     /// A child scope of `parent`.
     pub fn child(parent: &ScopeRef) -> ScopeRef {
-        Arc::new(Scope { vars: Mutex::new(IndexMap::new()), parent: Some(parent.clone()) })
+        Arc::new(Scope {
+            vars: Mutex::new(IndexMap::new()),
+            parent: Some(parent.clone()),
+        })
     }
 
     fn table(&self) -> MutexGuard<'_, IndexMap<String, Binding>> {
@@ -60,7 +63,14 @@ impl Scope {
 
     /// Define (or shadow) `name` in this scope.
     pub fn define(&self, name: &str, value: Value, mutable: bool, value_bound: bool) {
-        self.table().insert(name.to_string(), Binding { value, mutable, value_bound });
+        self.table().insert(
+            name.to_string(),
+            Binding {
+                value,
+                mutable,
+                value_bound,
+            },
+        );
     }
 
     /// Remove a binding from this scope only.
@@ -118,7 +128,10 @@ impl Scope {
 
     /// Bindings of this scope only.
     pub fn local_bindings(&self) -> Vec<(String, Binding)> {
-        self.table().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        self.table()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// Every visible binding (inner shadows outer), for snapshots and

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use crate::lang::eval::{Interp, Pos, EVAL_STACK};
+use crate::lang::eval::{Interp, Pos, StatementSink, EVAL_STACK};
 use crate::lang::parse::{parse, ParseContext, ParseError};
 use crate::value::{Record, ShoalError, Value};
 
@@ -73,7 +73,9 @@ impl Session {
             opts.env.into_iter().collect()
         };
         let mut interp = Interp::new(cwd, env, opts.config);
-        interp.env.insert("PWD".into(), interp.cwd.to_string_lossy().into_owned());
+        interp
+            .env
+            .insert("PWD".into(), interp.cwd.to_string_lossy().into_owned());
         Session { interp }
     }
 
@@ -83,25 +85,49 @@ impl Session {
     pub fn exec(&mut self, src: &str, position: Position) -> Result<Value, ExecError> {
         self.interp.interrupter.reset();
         self.interp.exit_requested = false;
-        let ctx = ParseContext { value_bound: self.interp.value_bound_names().into_iter().collect() };
+        let ctx = ParseContext {
+            value_bound: self.interp.value_bound_names().into_iter().collect(),
+        };
         let prog = parse(src, &ctx).map_err(ExecError::Parse)?;
         let pos = match position {
             Position::Stmt => Pos::Stmt,
             Position::Value => Pos::Value,
         };
         self.interp.src = Arc::from(src);
-        let interp = &mut self.interp;
-        let result = std::thread::scope(|s| {
-            let handle = std::thread::Builder::new().name("shoal-eval".into()).stack_size(EVAL_STACK).spawn_scoped(s, || {
-                interp.enter_thread(EVAL_STACK);
-                interp.depth = 0;
-                interp.fn_depth = 0;
-                interp.run_program(&prog, pos)
+        let mut result = None;
+        // A big stack first; a modest one if the system refuses it.
+        for stack in [EVAL_STACK, 64 << 20] {
+            let interp = &mut self.interp;
+            let prog = &prog;
+            let outcome = std::thread::scope(|s| {
+                let handle = std::thread::Builder::new()
+                    .name("shoal-eval".into())
+                    .stack_size(stack)
+                    .spawn_scoped(s, move || {
+                        interp.enter_thread(stack);
+                        interp.depth = 0;
+                        interp.fn_depth = 0;
+                        interp.run_program(prog, pos)
+                    });
+                match handle {
+                    Ok(h) => match h.join() {
+                        Ok(r) => Some(r),
+                        // Let the host see the panic (the daemon resets the
+                        // session rather than resume half-mutated state).
+                        Err(payload) => std::panic::resume_unwind(payload),
+                    },
+                    Err(_) => None,
+                }
             });
-            match handle {
-                Ok(h) => h.join().unwrap_or_else(|_| Err(ShoalError::custom("internal error: evaluation panicked"))),
-                Err(_) => Err(ShoalError::custom("internal error: cannot start the evaluation thread")),
+            if outcome.is_some() {
+                result = outcome;
+                break;
             }
+        }
+        let result = result.unwrap_or_else(|| {
+            Err(ShoalError::custom(
+                "internal error: cannot start the evaluation thread",
+            ))
         });
         self.interp.exit_requested = false;
         result.map_err(ExecError::Raised)
@@ -129,7 +155,11 @@ impl Session {
 
     /// The session environment.
     pub fn env(&self) -> Vec<(String, String)> {
-        self.interp.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        self.interp
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// Names value-bound at the top level by earlier execs (`let`/`var`).
@@ -154,6 +184,27 @@ impl Session {
             Ok(t) => t.cancel_all(),
             Err(p) => p.into_inner().cancel_all(),
         }
+    }
+
+    /// The `session.reef` view: `{"active_scope": string|null, "bindings":
+    /// [{"tool", "version", "provider", "scope", "constrained"}]}` (no
+    /// subprocess, no provider calls).
+    pub fn reef_snapshot(&self) -> serde_json::Value {
+        self.interp.reef_snapshot()
+    }
+
+    /// Receive the values of non-final top-level statements (language.md
+    /// §1 "statement sink"), e.g. to print them in a CLI. Called on the
+    /// evaluation thread.
+    pub fn set_sink(&mut self, sink: Option<StatementSink>) {
+        self.interp.sink = sink;
+    }
+}
+
+impl Drop for Session {
+    /// Background tasks (and their process groups) end with the session.
+    fn drop(&mut self) {
+        self.cancel_tasks();
     }
 }
 

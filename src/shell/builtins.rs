@@ -20,7 +20,10 @@ use crate::value::{render, ErrorCode, Record, SResult, ShoalError, Value};
 pub enum BArg {
     Val(Value),
     /// `--name` / `--name=value` (name with `-` already turned into `_`).
-    Long { name: String, value: Option<Value> },
+    Long {
+        name: String,
+        value: Option<Value>,
+    },
     /// `-abc` (without the dash).
     Short(String),
 }
@@ -33,8 +36,10 @@ pub struct Ctx<'a> {
 }
 
 /// Heads handled by [`run`].
-pub const FS_BUILTINS: &[&str] =
-    &["echo", "ls", "cat", "mkdir", "touch", "cp", "mv", "rm", "stat", "env", "sleep", "head", "ln", "which"];
+pub const FS_BUILTINS: &[&str] = &[
+    "echo", "ls", "cat", "mkdir", "touch", "cp", "mv", "rm", "stat", "env", "sleep", "head", "ln",
+    "which",
+];
 
 pub fn is_fs_builtin(name: &str) -> bool {
     FS_BUILTINS.contains(&name)
@@ -83,7 +88,10 @@ fn to_path(v: &Value, head: &str) -> SResult<PathBuf> {
     match v {
         Value::Str(s) => Ok(PathBuf::from(words::expand_tilde(s))),
         Value::Path(p) => Ok(p.as_ref().clone()),
-        other => Err(ShoalError::type_error(format!("{head}: expected a path, found {}", other.type_name()))),
+        other => Err(ShoalError::type_error(format!(
+            "{head}: expected a path, found {}",
+            other.type_name()
+        ))),
     }
 }
 
@@ -112,7 +120,9 @@ fn fs_err(head: &str, p: &Path, e: &std::io::Error) -> ShoalError {
 
 fn datetime_of(t: SystemTime) -> Option<Value> {
     let ts = jiff::Timestamp::try_from(t).ok()?;
-    Some(Value::DateTime(Arc::new(ts.to_zoned(jiff::tz::TimeZone::UTC))))
+    Some(Value::DateTime(Arc::new(
+        ts.to_zoned(jiff::tz::TimeZone::UTC),
+    )))
 }
 
 /// The row shape shared by `ls` and `stat`.
@@ -130,11 +140,20 @@ pub fn file_row(abs: &Path) -> std::io::Result<Record> {
     };
     let mut r = Record::new();
     r.insert("path".into(), Value::path(abs));
-    let name = abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| abs.display().to_string());
+    let name = abs
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| abs.display().to_string());
     r.insert("name".into(), Value::str(name));
     r.insert("type".into(), Value::str(ty));
     r.insert("size".into(), Value::Size(meta.len()));
-    r.insert("modified".into(), meta.modified().ok().and_then(datetime_of).unwrap_or(Value::Null));
+    r.insert(
+        "modified".into(),
+        meta.modified()
+            .ok()
+            .and_then(datetime_of)
+            .unwrap_or(Value::Null),
+    );
     Ok(r)
 }
 
@@ -202,11 +221,17 @@ fn echo_piece(v: &Value) -> String {
 
 fn ls(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     let all = a.has(&["a", "all"]);
-    let targets = if a.vals.is_empty() { vec![PathBuf::from(".")] } else { paths(&a.vals, "ls")? };
+    let targets = if a.vals.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        paths(&a.vals, "ls")?
+    };
     let mut rows = Vec::new();
     for t in targets {
         let abs = normalize(&ctx.cwd.join(&t));
-        let meta = std::fs::metadata(&abs).or_else(|_| std::fs::symlink_metadata(&abs)).map_err(|e| fs_err("ls", &t, &e))?;
+        let meta = std::fs::metadata(&abs)
+            .or_else(|_| std::fs::symlink_metadata(&abs))
+            .map_err(|e| fs_err("ls", &t, &e))?;
         if meta.is_dir() {
             let rd = std::fs::read_dir(&abs).map_err(|e| fs_err("ls", &t, &e))?;
             for e in rd.flatten() {
@@ -268,18 +293,31 @@ fn cat(a: Parsed, ctx: &Ctx) -> SResult<Value> {
 
 fn head_cmd(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     if a.vals.is_empty() || a.vals.len() > 2 {
-        return Err(ShoalError::arg_error("head: expected a path and an optional count"));
+        return Err(ShoalError::arg_error(
+            "head: expected a path and an optional count",
+        ));
     }
     let p = to_path(&a.vals[0], "head")?;
     let count = match a.vals.get(1) {
         None => 10,
         Some(Value::Int(n)) if *n >= 0 => *n as usize,
-        Some(Value::Int(_)) => return Err(ShoalError::arg_error("head: count must not be negative")),
+        Some(Value::Int(_)) => {
+            return Err(ShoalError::arg_error("head: count must not be negative"))
+        }
         Some(Value::Str(s)) => match words::parse_int_word(s) {
             Some(n) if n >= 0 => n as usize,
-            _ => return Err(ShoalError::arg_error(format!("head: expected a count, found \"{s}\""))),
+            _ => {
+                return Err(ShoalError::arg_error(format!(
+                    "head: expected a count, found \"{s}\""
+                )))
+            }
         },
-        Some(other) => return Err(ShoalError::type_error(format!("head: count must be an int, found {}", other.type_name()))),
+        Some(other) => {
+            return Err(ShoalError::type_error(format!(
+                "head: count must be an int, found {}",
+                other.type_name()
+            )))
+        }
     };
     let bytes = std::fs::read(ctx.cwd.join(&p)).map_err(|e| fs_err("head", &p, &e))?;
     let text = String::from_utf8_lossy(&bytes);
@@ -287,7 +325,11 @@ fn head_cmd(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     if text.is_empty() || text.ends_with('\n') {
         raw.pop();
     }
-    let lines: Vec<Value> = raw.into_iter().take(count).map(|l| Value::str(l.strip_suffix('\r').unwrap_or(l))).collect();
+    let lines: Vec<Value> = raw
+        .into_iter()
+        .take(count)
+        .map(|l| Value::str(l.strip_suffix('\r').unwrap_or(l)))
+        .collect();
     Ok(Value::list(lines))
 }
 
@@ -299,7 +341,11 @@ fn mkdir(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     let mut out = Vec::new();
     for p in paths(&a.vals, "mkdir")? {
         let abs = ctx.cwd.join(&p);
-        let r = if parents { std::fs::create_dir_all(&abs) } else { std::fs::create_dir(&abs) };
+        let r = if parents {
+            std::fs::create_dir_all(&abs)
+        } else {
+            std::fs::create_dir(&abs)
+        };
         r.map_err(|e| fs_err("mkdir", &p, &e))?;
         out.push(Value::path(p));
     }
@@ -313,7 +359,15 @@ fn touch(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     let mut out = Vec::new();
     for p in paths(&a.vals, "touch")? {
         let abs = ctx.cwd.join(&p);
-        let f = std::fs::OpenOptions::new().create(true).append(true).open(&abs).map_err(|e| fs_err("touch", &p, &e))?;
+        let f = if abs.is_dir() {
+            std::fs::File::open(&abs)
+        } else {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&abs)
+        }
+        .map_err(|e| fs_err("touch", &p, &e))?;
         let _ = f.set_modified(SystemTime::now());
         out.push(Value::path(p));
     }
@@ -339,7 +393,9 @@ fn copy_recursive(src: &Path, dst: &Path) -> std::io::Result<()> {
 
 fn cp(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     if a.vals.len() < 2 {
-        return Err(ShoalError::arg_error("cp: expected a source and a destination"));
+        return Err(ShoalError::arg_error(
+            "cp: expected a source and a destination",
+        ));
     }
     let recursive = a.has(&["r", "R", "recursive"]);
     let mut ps = paths(&a.vals, "cp")?;
@@ -347,14 +403,20 @@ fn cp(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     let dest_abs = ctx.cwd.join(&dest);
     let dest_is_dir = dest_abs.is_dir();
     if ps.len() > 1 && !dest_is_dir {
-        return Err(ShoalError::arg_error(format!("cp: target {} is not a directory", dest.display())));
+        return Err(ShoalError::arg_error(format!(
+            "cp: target {} is not a directory",
+            dest.display()
+        )));
     }
     let mut out = Vec::new();
     for src in ps {
         let src_abs = ctx.cwd.join(&src);
         let meta = std::fs::metadata(&src_abs).map_err(|e| fs_err("cp", &src, &e))?;
         if meta.is_dir() && !recursive {
-            return Err(ShoalError::arg_error(format!("cp: {} is a directory (use -r)", src.display())));
+            return Err(ShoalError::arg_error(format!(
+                "cp: {} is a directory (use -r)",
+                src.display()
+            )));
         }
         let target = if dest_is_dir {
             dest.join(src.file_name().unwrap_or(src.as_os_str()))
@@ -362,7 +424,11 @@ fn cp(a: Parsed, ctx: &Ctx) -> SResult<Value> {
             dest.clone()
         };
         let target_abs = ctx.cwd.join(&target);
-        let r = if meta.is_dir() { copy_recursive(&src_abs, &target_abs) } else { std::fs::copy(&src_abs, &target_abs).map(|_| ()) };
+        let r = if meta.is_dir() {
+            copy_recursive(&src_abs, &target_abs)
+        } else {
+            std::fs::copy(&src_abs, &target_abs).map(|_| ())
+        };
         r.map_err(|e| fs_err("cp", &src, &e))?;
         out.push(Value::path(target));
     }
@@ -388,14 +454,19 @@ fn move_path(src: &Path, dst: &Path) -> std::io::Result<()> {
 
 fn mv(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     if a.vals.len() < 2 {
-        return Err(ShoalError::arg_error("mv: expected a source and a destination"));
+        return Err(ShoalError::arg_error(
+            "mv: expected a source and a destination",
+        ));
     }
     let mut ps = paths(&a.vals, "mv")?;
     let dest = ps.pop().unwrap_or_default();
     let dest_abs = ctx.cwd.join(&dest);
     let dest_is_dir = dest_abs.is_dir();
     if ps.len() > 1 && !dest_is_dir {
-        return Err(ShoalError::arg_error(format!("mv: target {} is not a directory", dest.display())));
+        return Err(ShoalError::arg_error(format!(
+            "mv: target {} is not a directory",
+            dest.display()
+        )));
     }
     let mut out = Vec::new();
     for src in ps {
@@ -422,7 +493,10 @@ pub fn trash_dir() -> PathBuf {
 
 fn rm(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     if a.vals.is_empty() {
-        return Err(ShoalError::new(ErrorCode::NoMatches, "rm: no paths to remove"));
+        return Err(ShoalError::new(
+            ErrorCode::NoMatches,
+            "rm: no paths to remove",
+        ));
     }
     let permanent = a.has(&["permanent"]);
     let recursive = a.has(&["r", "R", "recursive"]);
@@ -431,7 +505,10 @@ fn rm(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     for p in &ps {
         let meta = std::fs::symlink_metadata(ctx.cwd.join(p)).map_err(|e| fs_err("rm", p, &e))?;
         if permanent && meta.is_dir() && !recursive {
-            return Err(ShoalError::arg_error(format!("rm: {} is a directory (use -r)", p.display())));
+            return Err(ShoalError::arg_error(format!(
+                "rm: {} is a directory (use -r)",
+                p.display()
+            )));
         }
     }
     let mut out = Vec::new();
@@ -439,14 +516,24 @@ fn rm(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         let abs = ctx.cwd.join(&p);
         if permanent {
             let meta = std::fs::symlink_metadata(&abs).map_err(|e| fs_err("rm", &p, &e))?;
-            let r = if meta.is_dir() { std::fs::remove_dir_all(&abs) } else { std::fs::remove_file(&abs) };
+            let r = if meta.is_dir() {
+                std::fs::remove_dir_all(&abs)
+            } else {
+                std::fs::remove_file(&abs)
+            };
             r.map_err(|e| fs_err("rm", &p, &e))?;
             out.push(Value::path(p));
         } else {
             let dir = trash_dir();
             std::fs::create_dir_all(&dir).map_err(|e| fs_err("rm", &dir, &e))?;
-            let stamp = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-            let name = abs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "item".into());
+            let stamp = SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0);
+            let name = abs
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "item".into());
             let trash = dir.join(format!("{stamp}-{name}"));
             move_path(&abs, &trash).map_err(|e| fs_err("rm", &p, &e))?;
             let mut r = Record::new();
@@ -460,7 +547,9 @@ fn rm(a: Parsed, ctx: &Ctx) -> SResult<Value> {
 
 fn ln(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     if a.vals.len() != 2 {
-        return Err(ShoalError::arg_error("ln: expected exactly a target and a link name"));
+        return Err(ShoalError::arg_error(
+            "ln: expected exactly a target and a link name",
+        ));
     }
     let symbolic = a.has(&["s", "symbolic"]);
     let target = to_path(&a.vals[0], "ln")?;
@@ -507,12 +596,20 @@ fn sleep(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         Value::Duration(d) => *d,
         Value::Int(n) => n.saturating_mul(1_000_000_000),
         Value::Float(f) => (f * 1e9) as i64,
-        Value::Str(s) => words::parse_duration_word(s)
-            .ok_or_else(|| ShoalError::type_error(format!("sleep: expected a duration, found \"{s}\"")))?,
-        other => return Err(ShoalError::type_error(format!("sleep: expected a duration, found {}", other.type_name()))),
+        Value::Str(s) => words::parse_duration_word(s).ok_or_else(|| {
+            ShoalError::type_error(format!("sleep: expected a duration, found \"{s}\""))
+        })?,
+        other => {
+            return Err(ShoalError::type_error(format!(
+                "sleep: expected a duration, found {}",
+                other.type_name()
+            )))
+        }
     };
     if ns < 0 {
-        return Err(ShoalError::type_error("sleep: duration must not be negative"));
+        return Err(ShoalError::type_error(
+            "sleep: duration must not be negative",
+        ));
     }
     let deadline = Instant::now() + Duration::from_nanos(ns as u64);
     loop {
@@ -549,7 +646,12 @@ fn which(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     let name = match &a.vals[0] {
         Value::Str(s) => s.to_string(),
         Value::Path(p) => p.to_string_lossy().into_owned(),
-        other => return Err(ShoalError::type_error(format!("which: expected a name, found {}", other.type_name()))),
+        other => {
+            return Err(ShoalError::type_error(format!(
+                "which: expected a name, found {}",
+                other.type_name()
+            )))
+        }
     };
     let path_var = ctx.env.get("PATH").map(|s| s.as_str());
     if a.has(&["a", "all"]) {
@@ -575,7 +677,11 @@ mod tests {
 
     fn ctx_run(dir: &Path, head: &str, args: Vec<BArg>) -> SResult<Value> {
         let env = IndexMap::new();
-        let ctx = Ctx { cwd: dir, env: &env, interrupted: &|| false };
+        let ctx = Ctx {
+            cwd: dir,
+            env: &env,
+            interrupted: &|| false,
+        };
         run(head, args, &ctx)
     }
 
@@ -590,8 +696,21 @@ mod tests {
         assert!(matches!(ctx_run(p, "touch", vec![]), Err(e) if e.code == ErrorCode::ArgError));
         ctx_run(p, "touch", vec![s("a.txt")]).unwrap();
         assert!(p.join("a.txt").exists());
-        assert!(matches!(ctx_run(p, "mkdir", vec![s("x/y")]), Err(e) if e.code == ErrorCode::Custom));
-        ctx_run(p, "mkdir", vec![BArg::Long { name: "parents".into(), value: None }, s("x/y")]).unwrap();
+        assert!(
+            matches!(ctx_run(p, "mkdir", vec![s("x/y")]), Err(e) if e.code == ErrorCode::Custom)
+        );
+        ctx_run(
+            p,
+            "mkdir",
+            vec![
+                BArg::Long {
+                    name: "parents".into(),
+                    value: None,
+                },
+                s("x/y"),
+            ],
+        )
+        .unwrap();
         assert!(p.join("x/y").is_dir());
         std::fs::write(p.join("a.txt"), "hi").unwrap();
         ctx_run(p, "cp", vec![s("a.txt"), s("b.txt")]).unwrap();
@@ -600,11 +719,24 @@ mod tests {
         assert!(!p.join("b.txt").exists());
         let cat = ctx_run(p, "cat", vec![s("a.txt"), s("c.txt")]).unwrap();
         assert!(matches!(cat, Value::Bytes(b) if &b[..] == b"hihi"));
-        assert!(matches!(ctx_run(p, "cat", vec![s("nope")]), Err(e) if e.code == ErrorCode::Custom));
+        assert!(
+            matches!(ctx_run(p, "cat", vec![s("nope")]), Err(e) if e.code == ErrorCode::Custom)
+        );
         assert!(matches!(ctx_run(p, "rm", vec![]), Err(e) if e.code == ErrorCode::NoMatches));
         ctx_run(p, "rm", vec![s("c.txt")]).unwrap();
         assert!(!p.join("c.txt").exists());
-        ctx_run(p, "rm", vec![BArg::Long { name: "permanent".into(), value: None }, s("a.txt")]).unwrap();
+        ctx_run(
+            p,
+            "rm",
+            vec![
+                BArg::Long {
+                    name: "permanent".into(),
+                    value: None,
+                },
+                s("a.txt"),
+            ],
+        )
+        .unwrap();
         assert!(!p.join("a.txt").exists());
         let ls = ctx_run(p, "ls", vec![]).unwrap();
         assert!(matches!(ls, Value::Table(t) if t.len() == 1));

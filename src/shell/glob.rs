@@ -158,7 +158,9 @@ fn list_dir(dir: &Path) -> Vec<(String, bool)> {
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let is_dir = std::fs::metadata(e.path()).map(|m| m.is_dir()).unwrap_or(false);
+            let is_dir = std::fs::metadata(e.path())
+                .map(|m| m.is_dir())
+                .unwrap_or(false);
             v.push((name, is_dir));
         }
     }
@@ -232,14 +234,28 @@ mod tests {
     #[test]
     fn expansion() {
         let d = tempfile::tempdir().unwrap();
-        for f in ["a.txt", "b.txt", "c.log", ".h.txt", "sub/d.txt", "sub/deep/e.txt"] {
+        for f in [
+            "a.txt",
+            "b.txt",
+            "c.log",
+            ".h.txt",
+            "sub/d.txt",
+            "sub/deep/e.txt",
+        ] {
             let p = d.path().join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, "").unwrap();
         }
-        let names = |v: Vec<PathBuf>| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+        let names = |v: Vec<PathBuf>| {
+            v.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(names(expand("*.txt", d.path(), false)), ["a.txt", "b.txt"]);
-        assert_eq!(names(expand("*.txt", d.path(), true)), [".h.txt", "a.txt", "b.txt"]);
+        assert_eq!(
+            names(expand("*.txt", d.path(), true)),
+            [".h.txt", "a.txt", "b.txt"]
+        );
         assert_eq!(names(expand(".*.txt", d.path(), false)), [".h.txt"]);
         assert_eq!(
             names(expand("**/*.txt", d.path(), false)),
@@ -248,6 +264,9 @@ mod tests {
         assert_eq!(names(expand("sub/*.txt", d.path(), false)), ["sub/d.txt"]);
         assert!(expand("*.zzz", d.path(), false).is_empty());
         let abs = format!("{}/*.log", d.path().display());
-        assert_eq!(expand(&abs, Path::new("/"), false), [d.path().join("c.log")]);
+        assert_eq!(
+            expand(&abs, Path::new("/"), false),
+            [d.path().join("c.log")]
+        );
     }
 }

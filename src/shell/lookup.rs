@@ -23,7 +23,11 @@ pub fn find_program(name: &str, path_var: Option<&str>, cwd: &Path) -> Option<Pa
     }
     let path_var = path_var.unwrap_or("/usr/local/bin:/usr/bin:/bin");
     for dir in path_var.split(':') {
-        let d = if dir.is_empty() { cwd.to_path_buf() } else { cwd.join(dir) };
+        let d = if dir.is_empty() {
+            cwd.to_path_buf()
+        } else {
+            cwd.join(dir)
+        };
         let p = d.join(name);
         if is_executable(&p) {
             return Some(p);
@@ -49,7 +53,9 @@ mod tests {
     fn finds_sh() {
         let p = find_program("sh", Some("/nonexistent:/bin:/usr/bin"), Path::new("/"));
         assert!(p.is_some());
-        assert!(find_program("definitely-not-a-program-zz", Some("/bin"), Path::new("/")).is_none());
+        assert!(
+            find_program("definitely-not-a-program-zz", Some("/bin"), Path::new("/")).is_none()
+        );
         assert!(!on_path("a.b", Some("/bin"), Path::new("/")));
     }
 }

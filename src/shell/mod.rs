@@ -6,4 +6,5 @@ pub mod builtins;
 pub mod glob;
 pub mod lookup;
 pub mod process;
+pub mod reef;
 pub mod words;

@@ -19,7 +19,8 @@ use std::io::{self, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -51,6 +52,9 @@ pub struct SpawnSpec {
     pub env: Vec<(OsString, OsString)>,
     pub stdin: StdinSpec,
     pub stdout: StdoutSpec,
+    /// Receives the child's pid (= its process group id) while it runs, 0
+    /// otherwise, so another thread can signal the group (suspend/resume).
+    pub pid_slot: Option<Arc<AtomicU32>>,
 }
 
 /// What happened to a finished child.
@@ -96,7 +100,8 @@ fn drain<R: Read>(mut r: R, limit: usize) -> (Vec<u8>, u64) {
     (kept, dropped)
 }
 
-fn signal_group(pid: u32, sig: i32) {
+/// Send `sig` to the process group led by `pid` (no-op for 0).
+pub fn signal_group(pid: u32, sig: i32) {
     if pid == 0 {
         return;
     }
@@ -111,6 +116,8 @@ fn signal_group(pid: u32, sig: i32) {
 fn kill_and_reap(child: &mut Child) {
     let pid = child.id();
     signal_group(pid, libc::SIGINT);
+    // A stopped (suspended) group only sees the signal once continued.
+    signal_group(pid, libc::SIGCONT);
     let deadline = Instant::now() + Duration::from_millis(300);
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
@@ -169,12 +176,30 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
         }
     };
     cmd.stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(RunError::Spawn)?;
+    let child = cmd.spawn().map_err(RunError::Spawn)?;
     // `cmd` holds the parent's copies of redirect files; drop them now so the
     // child is the only holder.
     drop(cmd);
     let pid = child.id();
+    if let Some(slot) = &spec.pid_slot {
+        slot.store(pid, Ordering::SeqCst);
+    }
+    let slot = spec.pid_slot.clone();
+    let result = wait_child(child, pid, feed, capture_stdout, interrupted, start);
+    if let Some(slot) = slot {
+        slot.store(0, Ordering::SeqCst);
+    }
+    result
+}
 
+fn wait_child(
+    mut child: Child,
+    pid: u32,
+    feed: Option<Vec<u8>>,
+    capture_stdout: bool,
+    interrupted: &dyn Fn() -> bool,
+    start: Instant,
+) -> Result<ProcResult, RunError> {
     let writer = match (feed, child.stdin.take()) {
         (Some(bytes), Some(mut stdin)) => Some(thread::spawn(move || {
             let _ = stdin.write_all(&bytes);
@@ -204,25 +229,32 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
     }
     drop(tx);
 
-    let mut result = ProcResult { pid, ..Default::default() };
+    let mut result = ProcResult {
+        pid,
+        ..Default::default()
+    };
     let mut exit: Option<ExitStatus> = None;
     let mut pending = readers;
     let mut backoff = Duration::from_micros(200);
     loop {
         // Collect finished readers without blocking longer than the back-off.
-        match rx.recv_timeout(backoff) {
-            Ok((is_out, bytes, dropped)) => {
-                if is_out {
-                    result.stdout = bytes;
-                    result.stdout_dropped = dropped;
-                } else {
-                    result.stderr = bytes;
-                    result.stderr_dropped = dropped;
+        if pending == 0 {
+            thread::sleep(backoff);
+        } else {
+            match rx.recv_timeout(backoff) {
+                Ok((is_out, bytes, dropped)) => {
+                    if is_out {
+                        result.stdout = bytes;
+                        result.stdout_dropped = dropped;
+                    } else {
+                        result.stderr = bytes;
+                        result.stderr_dropped = dropped;
+                    }
+                    pending -= 1;
                 }
-                pending -= 1;
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => pending = 0,
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => pending = 0,
         }
         if exit.is_none() {
             match child.try_wait() {
@@ -315,6 +347,7 @@ mod tests {
             env: std::env::vars_os().collect(),
             stdin,
             stdout: StdoutSpec::Capture,
+            pid_slot: None,
         };
         run(spec, &|| false).expect("run")
     }
@@ -327,6 +360,27 @@ mod tests {
         assert_eq!(r.stderr, b"err");
         assert!(r.signal.is_none());
         assert!(r.pid > 0);
+    }
+
+    fn alive(pid: u32) -> bool {
+        // SAFETY: signal 0 only checks for existence.
+        unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
+    }
+
+    #[test]
+    fn closed_pipes_do_not_spin() {
+        let start = Instant::now();
+        let r = sh("exec >&- 2>&-; sleep 0.3; exit 2", StdinSpec::Null);
+        assert_eq!(r.status, Some(2));
+        assert!(start.elapsed() >= Duration::from_millis(250));
+    }
+
+    #[test]
+    fn children_are_reaped() {
+        for _ in 0..5 {
+            let r = sh("exit 0", StdinSpec::Null);
+            assert!(!alive(r.pid), "child {} left behind (zombie)", r.pid);
+        }
     }
 
     #[test]
@@ -370,6 +424,7 @@ mod tests {
             env: std::env::vars_os().collect(),
             stdin: StdinSpec::Null,
             stdout: StdoutSpec::Capture,
+            pid_slot: None,
         };
         let start = Instant::now();
         let r = run(spec, &|| start.elapsed() > Duration::from_millis(200));
@@ -387,6 +442,7 @@ mod tests {
             env: vec![],
             stdin: StdinSpec::Null,
             stdout: StdoutSpec::Capture,
+            pid_slot: None,
         };
         assert!(matches!(run(spec, &|| false), Err(RunError::Spawn(_))));
     }

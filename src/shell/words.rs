@@ -42,7 +42,9 @@ pub fn parse_float_word(s: &str) -> Option<f64> {
     if t.is_empty() {
         return None;
     }
-    let ok = t.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E' | '_'));
+    let ok = t
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E' | '_'));
     if !ok {
         return match t {
             "inf" => Some(f64::INFINITY),
@@ -59,7 +61,9 @@ fn split_number_unit(s: &str) -> Option<(f64, &str)> {
     let t = s.trim();
     let end = t
         .char_indices()
-        .find(|(i, c)| !(c.is_ascii_digit() || *c == '.' || *c == '_' || (*i == 0 && (*c == '-' || *c == '+'))))
+        .find(|(i, c)| {
+            !(c.is_ascii_digit() || *c == '.' || *c == '_' || (*i == 0 && (*c == '-' || *c == '+')))
+        })
         .map(|(i, _)| i)
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(end);
@@ -130,7 +134,10 @@ pub fn parse_duration_word(s: &str) -> Option<i64> {
         if num_end == 0 {
             return None;
         }
-        let unit_end = rest[num_end..].find(|c: char| !c.is_ascii_alphabetic()).map(|i| i + num_end).unwrap_or(rest.len());
+        let unit_end = rest[num_end..]
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .map(|i| i + num_end)
+            .unwrap_or(rest.len());
         let n: f64 = rest[..num_end].replace('_', "").parse().ok()?;
         let mult = duration_unit_ns(&rest[num_end..unit_end])?;
         total += n * mult;
@@ -235,7 +242,11 @@ pub fn coerce_word(word: &str, ty: &str, cwd: &std::path::Path) -> Result<Value,
             _ => return Err(fail()),
         },
         "path" => Value::path(expand_tilde(word)),
-        "glob" => Value::Glob(Arc::new(GlobVal { pattern: word.to_string(), cwd: cwd.to_path_buf(), hidden: false })),
+        "glob" => Value::Glob(Arc::new(GlobVal {
+            pattern: word.to_string(),
+            cwd: cwd.to_path_buf(),
+            hidden: false,
+        })),
         _ => Value::str(word),
     })
 }
@@ -269,7 +280,10 @@ mod tests {
         assert_eq!(parse_size_word("notasize"), None);
         assert_eq!(parse_time_word("10:00am"), Some(36000));
         assert_eq!(parse_time_word("12am"), None);
-        assert_eq!(parse_time_word("10:30:15pm"), Some(22 * 3600 + 30 * 60 + 15));
+        assert_eq!(
+            parse_time_word("10:30:15pm"),
+            Some(22 * 3600 + 30 * 60 + 15)
+        );
         assert_eq!(parse_time_word("12:00am"), Some(0));
         assert!(parse_datetime("2026-07-09T14:00Z").is_some());
         assert!(parse_datetime("2026-07-09T14:00:00-07:00").is_some());

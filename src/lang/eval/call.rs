@@ -12,7 +12,9 @@ use crate::lang::scope::{Scope, ScopeRef};
 use crate::value::{methods, ops, Args, Closure, ErrorCode, GlobVal, Record, ShoalError, Value};
 
 /// Names handled as special call forms (§5.1), before any binding.
-const SPECIAL_FORMS: &[&str] = &["parallel", "retry", "on", "now", "today", "assert", "run", "save", "open"];
+const SPECIAL_FORMS: &[&str] = &[
+    "parallel", "retry", "on", "now", "today", "assert", "run", "save", "open",
+];
 /// Constructors (§5.1), after special forms.
 const CONSTRUCTORS: &[&str] = &["path", "glob", "regex", "channel", "every", "watch", "tail"];
 
@@ -25,7 +27,13 @@ fn plural(n: usize) -> &'static str {
 }
 
 impl Interp {
-    pub(crate) fn eval_call(&mut self, callee: &Expr, args: &[Arg], scope: &ScopeRef, pos: Pos) -> EResult<Value> {
+    pub(crate) fn eval_call(
+        &mut self,
+        callee: &Expr,
+        args: &[Arg],
+        scope: &ScopeRef,
+        pos: Pos,
+    ) -> EResult<Value> {
         if let ExprKind::Ident(name) = &callee.kind {
             if SPECIAL_FORMS.contains(&name.as_str()) || CONSTRUCTORS.contains(&name.as_str()) {
                 let (p, n) = self.eval_args(args, scope)?;
@@ -39,11 +47,18 @@ impl Interp {
                 let (p, n) = self.eval_args(args, scope)?;
                 let mut cargs: Vec<CArg> = p.into_iter().map(CArg::Val).collect();
                 for (k, v) in n {
-                    cargs.push(CArg::Long { text: k.replace('_', "-"), name: k, value: Some(v) });
+                    cargs.push(CArg::Long {
+                        text: k.replace('_', "-"),
+                        name: k,
+                        value: Some(v),
+                    });
                 }
                 return self.run_named_command(name, cargs, scope, pos);
             }
-            let mut e = ShoalError::new(ErrorCode::UndefinedVar, format!("undefined function `{name}`"));
+            let mut e = ShoalError::new(
+                ErrorCode::UndefinedVar,
+                format!("undefined function `{name}`"),
+            );
             if let Some(h) = self.did_you_mean(name, scope) {
                 e = e.with_hint(h);
             }
@@ -55,18 +70,31 @@ impl Interp {
     }
 
     /// Call a callable value with evaluated arguments.
-    pub(crate) fn call_value(&mut self, f: &Value, pos: Vec<Value>, named: Vec<(String, Value)>) -> EResult<Value> {
+    pub(crate) fn call_value(
+        &mut self,
+        f: &Value,
+        pos: Vec<Value>,
+        named: Vec<(String, Value)>,
+    ) -> EResult<Value> {
         match f {
             Value::Closure(c) => self.call_closure(c, pos, named),
             Value::Command(cmd) => {
                 let mut cargs: Vec<CArg> = pos.into_iter().map(CArg::Val).collect();
                 for (k, v) in named {
-                    cargs.push(CArg::Long { text: k.replace('_', "-"), name: k, value: Some(v) });
+                    cargs.push(CArg::Long {
+                        text: k.replace('_', "-"),
+                        name: k,
+                        value: Some(v),
+                    });
                 }
                 let scope = self.globals.clone();
                 self.run_alias(cmd, cargs, &scope, Pos::Value)
             }
-            other => Err(ShoalError::type_error(format!("cannot call a value of type {}", other.type_name())).into()),
+            other => Err(ShoalError::type_error(format!(
+                "cannot call a value of type {}",
+                other.type_name()
+            ))
+            .into()),
         }
     }
 
@@ -116,14 +144,20 @@ impl Interp {
         named: Vec<(String, Value)>,
     ) -> EResult<()> {
         for (k, _) in &named {
-            let known = def.params.iter().any(|p| &p.name == k) || def.rest.as_ref().is_some_and(|r| &r.name == k);
+            let known = def.params.iter().any(|p| &p.name == k)
+                || def.rest.as_ref().is_some_and(|r| &r.name == k);
             if !known {
                 return Err(ShoalError::arg_error(format!("unknown argument `{k}`")).into());
             }
         }
         let np = def.params.len();
         if pos.len() > np && def.rest.is_none() {
-            return Err(ShoalError::arg_error(format!("expected {np} {}, got {}", plural(np), pos.len())).into());
+            return Err(ShoalError::arg_error(format!(
+                "expected {np} {}, got {}",
+                plural(np),
+                pos.len()
+            ))
+            .into());
         }
         let mut pos_iter = pos.into_iter();
         let mut positional: Vec<Option<Value>> = Vec::with_capacity(np);
@@ -173,7 +207,9 @@ impl Interp {
     ) -> EResult<Value> {
         let no_named = |named: &Vec<(String, Value)>| -> Result<(), ShoalError> {
             match named.first() {
-                Some((k, _)) => Err(ShoalError::arg_error(format!("{name}: unknown argument `{k}`"))),
+                Some((k, _)) => Err(ShoalError::arg_error(format!(
+                    "{name}: unknown argument `{k}`"
+                ))),
                 None => Ok(()),
             }
         };
@@ -181,9 +217,15 @@ impl Interp {
             "now" | "today" => {
                 no_named(&named)?;
                 if !pos.is_empty() {
-                    return Err(ShoalError::arg_error(format!("{name}() takes no arguments")).into());
+                    return Err(
+                        ShoalError::arg_error(format!("{name}() takes no arguments")).into(),
+                    );
                 }
-                Ok(if name == "now" { now_value() } else { today_value() })
+                Ok(if name == "now" {
+                    now_value()
+                } else {
+                    today_value()
+                })
             }
             "assert" => {
                 no_named(&named)?;
@@ -210,12 +252,24 @@ impl Interp {
             "save" => {
                 no_named(&named)?;
                 if pos.len() != 2 {
-                    return Err(ShoalError::arg_error(format!("save expects a path and a value, got {} arguments", pos.len())).into());
+                    return Err(ShoalError::arg_error(format!(
+                        "save expects a path and a value, got {} arguments",
+                        pos.len()
+                    ))
+                    .into());
                 }
                 let path = pos[0].clone();
                 let value = pos[1].clone();
-                methods::call_method(self, &value, "save", Args { pos: vec![path], named: vec![] })
-                    .map_err(|e| self.lift(e))?;
+                methods::call_method(
+                    self,
+                    &value,
+                    "save",
+                    Args {
+                        pos: vec![path],
+                        named: vec![],
+                    },
+                )
+                .map_err(|e| self.lift(e))?;
                 Ok(value)
             }
             "open" => {
@@ -230,12 +284,20 @@ impl Interp {
             "path" => {
                 no_named(&named)?;
                 if pos.len() != 1 {
-                    return Err(ShoalError::arg_error(format!("path expects exactly one argument, got {}", pos.len())).into());
+                    return Err(ShoalError::arg_error(format!(
+                        "path expects exactly one argument, got {}",
+                        pos.len()
+                    ))
+                    .into());
                 }
                 match &pos[0] {
                     Value::Str(s) => Ok(Value::path(s.as_ref())),
                     Value::Path(p) => Ok(Value::Path(p.clone())),
-                    other => Err(ShoalError::type_error(format!("path expects a str, found {}", other.type_name())).into()),
+                    other => Err(ShoalError::type_error(format!(
+                        "path expects a str, found {}",
+                        other.type_name()
+                    ))
+                    .into()),
                 }
             }
             "glob" => {
@@ -243,7 +305,11 @@ impl Interp {
                     Some(Value::Str(s)) => s.to_string(),
                     Some(Value::Glob(g)) => g.pattern.clone(),
                     Some(other) => {
-                        return Err(ShoalError::type_error(format!("glob expects a str pattern, found {}", other.type_name())).into())
+                        return Err(ShoalError::type_error(format!(
+                            "glob expects a str pattern, found {}",
+                            other.type_name()
+                        ))
+                        .into())
                     }
                     None => return Err(ShoalError::arg_error("glob expects a pattern").into()),
                 };
@@ -256,19 +322,36 @@ impl Interp {
                         ("hidden", Value::Bool(b)) => hidden = *b,
                         ("follow", Value::Bool(_)) => {}
                         ("hidden" | "follow", other) => {
-                            return Err(ShoalError::type_error(format!("glob: `{k}` must be a bool, found {}", other.type_name())).into())
+                            return Err(ShoalError::type_error(format!(
+                                "glob: `{k}` must be a bool, found {}",
+                                other.type_name()
+                            ))
+                            .into())
                         }
-                        _ => return Err(ShoalError::arg_error(format!("glob: unknown argument `{k}`")).into()),
+                        _ => {
+                            return Err(ShoalError::arg_error(format!(
+                                "glob: unknown argument `{k}`"
+                            ))
+                            .into())
+                        }
                     }
                 }
-                Ok(Value::Glob(Arc::new(GlobVal { pattern, cwd: self.cwd.clone(), hidden })))
+                Ok(Value::Glob(Arc::new(GlobVal {
+                    pattern,
+                    cwd: self.cwd.clone(),
+                    hidden,
+                })))
             }
             "regex" => {
                 no_named(&named)?;
                 match pos.as_slice() {
                     [Value::Str(s)] => Ok(make_regex(s)?),
                     [Value::Regex(r)] => Ok(Value::Regex(r.clone())),
-                    [other] => Err(ShoalError::type_error(format!("regex expects a str, found {}", other.type_name())).into()),
+                    [other] => Err(ShoalError::type_error(format!(
+                        "regex expects a str, found {}",
+                        other.type_name()
+                    ))
+                    .into()),
                     _ => Err(ShoalError::arg_error("regex expects exactly one pattern").into()),
                 }
             }
@@ -280,28 +363,44 @@ impl Interp {
                         r.insert("channel".into(), Value::Str(s.clone()));
                         Ok(Value::record(r))
                     }
-                    [other] => Err(ShoalError::type_error(format!("channel expects a name, found {}", other.type_name())).into()),
+                    [other] => Err(ShoalError::type_error(format!(
+                        "channel expects a name, found {}",
+                        other.type_name()
+                    ))
+                    .into()),
                     _ => Err(ShoalError::arg_error("channel expects exactly one name").into()),
                 }
             }
             "every" => self.every_stream(pos),
             "tail" => self.tail_stream(pos, named),
             "watch" => self.watch_stream(pos, named),
-            _ => Err(ShoalError::new(ErrorCode::UndefinedVar, format!("undefined function `{name}`")).into()),
+            _ => Err(ShoalError::new(
+                ErrorCode::UndefinedVar,
+                format!("undefined function `{name}`"),
+            )
+            .into()),
         }
     }
 
     /// `assert(cond [, msg])` on evaluated values (§9).
     pub(crate) fn assert_values(&mut self, pos: Vec<Value>) -> EResult<Value> {
         if pos.is_empty() || pos.len() > 2 {
-            return Err(ShoalError::arg_error(format!("assert expects a condition and an optional message, got {} arguments", pos.len())).into());
+            return Err(ShoalError::arg_error(format!(
+                "assert expects a condition and an optional message, got {} arguments",
+                pos.len()
+            ))
+            .into());
         }
         let ok = ops::truth(&pos[0]).map_err(|e| self.lift(e))?;
         let msg = match pos.get(1) {
             None => "assertion failed".to_string(),
             Some(Value::Str(s)) => s.to_string(),
             Some(other) => {
-                return Err(ShoalError::type_error(format!("assert message must be a str, found {}", other.type_name())).into())
+                return Err(ShoalError::type_error(format!(
+                    "assert message must be a str, found {}",
+                    other.type_name()
+                ))
+                .into())
             }
         };
         if ok {
@@ -317,18 +416,36 @@ impl Interp {
             match (k.as_str(), v) {
                 ("delay", Value::Duration(d)) => delay_ns = *d,
                 ("delay", other) => {
-                    return Err(ShoalError::type_error(format!("retry: delay must be a duration, found {}", other.type_name())).into())
+                    return Err(ShoalError::type_error(format!(
+                        "retry: delay must be a duration, found {}",
+                        other.type_name()
+                    ))
+                    .into())
                 }
-                _ => return Err(ShoalError::arg_error(format!("retry: unknown argument `{k}`")).into()),
+                _ => {
+                    return Err(
+                        ShoalError::arg_error(format!("retry: unknown argument `{k}`")).into(),
+                    )
+                }
             }
         }
         let (n, thunk) = match pos.as_slice() {
             [Value::Int(n), f] => (*n, f.clone()),
-            [Value::Int(_)] => return Err(ShoalError::arg_error("retry expects a block or thunk to run").into()),
-            [other, _] | [other] => {
-                return Err(ShoalError::type_error(format!("retry: attempts must be an int, found {}", other.type_name())).into())
+            [Value::Int(_)] => {
+                return Err(ShoalError::arg_error("retry expects a block or thunk to run").into())
             }
-            _ => return Err(ShoalError::arg_error("retry expects an attempt count and a thunk").into()),
+            [other, _] | [other] => {
+                return Err(ShoalError::type_error(format!(
+                    "retry: attempts must be an int, found {}",
+                    other.type_name()
+                ))
+                .into())
+            }
+            _ => {
+                return Err(
+                    ShoalError::arg_error("retry expects an attempt count and a thunk").into(),
+                )
+            }
         };
         if n <= 0 {
             return Err(ShoalError::arg_error("retry: attempts must be a positive int").into());
@@ -344,7 +461,9 @@ impl Interp {
                 Err(other) => return Err(other),
             }
         }
-        Err(last.unwrap_or_else(|| ShoalError::custom("retry: no attempts")).into())
+        Err(last
+            .unwrap_or_else(|| ShoalError::custom("retry: no attempts"))
+            .into())
     }
 
     fn parallel(&mut self, pos: Vec<Value>, named: Vec<(String, Value)>) -> EResult<Value> {
@@ -353,9 +472,17 @@ impl Interp {
             match (k.as_str(), v) {
                 ("settle", Value::Bool(b)) => settle = *b,
                 ("settle", other) => {
-                    return Err(ShoalError::type_error(format!("parallel: settle must be a bool, found {}", other.type_name())).into())
+                    return Err(ShoalError::type_error(format!(
+                        "parallel: settle must be a bool, found {}",
+                        other.type_name()
+                    ))
+                    .into())
                 }
-                _ => return Err(ShoalError::arg_error(format!("parallel: unknown argument `{k}`")).into()),
+                _ => {
+                    return Err(
+                        ShoalError::arg_error(format!("parallel: unknown argument `{k}`")).into(),
+                    )
+                }
             }
         }
         // Thunks may also come as one list.
@@ -367,7 +494,9 @@ impl Interp {
         for t in thunks {
             match self.call_value(&t, vec![], vec![]) {
                 Ok(v) => out.push(v),
-                Err(Ctl::Err(e)) if settle && self.catchable(&e) => out.push(Value::Error(Arc::new(e))),
+                Err(Ctl::Err(e)) if settle && self.catchable(&e) => {
+                    out.push(Value::Error(Arc::new(e)))
+                }
                 Err(other) => return Err(other),
             }
         }
@@ -416,7 +545,11 @@ fn coerce_elem(v: Value, t: &str, cwd: &std::path::Path) -> Result<Value, ShoalE
 }
 
 /// `list<T>` parameters coerce each string element to `T` (§5.5).
-fn coerce_list_param(v: Value, ty: Option<&TypeAnn>, cwd: &std::path::Path) -> Result<Value, ShoalError> {
+fn coerce_list_param(
+    v: Value,
+    ty: Option<&TypeAnn>,
+    cwd: &std::path::Path,
+) -> Result<Value, ShoalError> {
     let Some(t) = list_elem(ty) else { return Ok(v) };
     match &v {
         Value::List(items) if items.iter().any(|x| matches!(x, Value::Str(_))) => {

@@ -23,9 +23,16 @@ use crate::value::{ns, render, Closure, ErrorCode, GlobVal, Outcome, ShoalError,
 pub(crate) enum CArg {
     Val(Value),
     /// A glob word with its (sorted) matches.
-    Glob { pattern: String, matches: Vec<PathBuf> },
+    Glob {
+        pattern: String,
+        matches: Vec<PathBuf>,
+    },
     /// `--name[=value]`; `text` is the spelling for external programs.
-    Long { name: String, text: String, value: Option<Value> },
+    Long {
+        name: String,
+        text: String,
+        value: Option<Value>,
+    },
     /// `-abc` without the dash.
     Short(String),
     EndOfFlags,
@@ -34,11 +41,13 @@ pub(crate) enum CArg {
 
 /// Heads handled by the evaluator itself (§10.3 step 4).
 const SPECIAL_HEADS: &[&str] = &[
-    "jobs", "exit", "quit", "plan", "apply", "explain", "interact", "assert", "open", "save", "reef", "undo",
-    "journal", "history",
+    "jobs", "exit", "quit", "plan", "apply", "explain", "interact", "assert", "open", "save",
+    "reef", "undo", "journal", "history",
 ];
 /// Session heads (§10.3 step 6).
-const SESSION_HEADS: &[&str] = &["cd", "pushd", "popd", "dirs", "j", "jump", "pwd", "run", "source"];
+const SESSION_HEADS: &[&str] = &[
+    "cd", "pushd", "popd", "dirs", "j", "jump", "pwd", "run", "source",
+];
 
 /// Every head name the evaluator knows (for did-you-mean and §5.1 step 3).
 pub(crate) fn is_builtin_head(name: &str) -> bool {
@@ -46,7 +55,11 @@ pub(crate) fn is_builtin_head(name: &str) -> bool {
 }
 
 fn all_heads() -> impl Iterator<Item = &'static str> {
-    SPECIAL_HEADS.iter().chain(SESSION_HEADS.iter()).chain(builtins::FS_BUILTINS.iter()).copied()
+    SPECIAL_HEADS
+        .iter()
+        .chain(SESSION_HEADS.iter())
+        .chain(builtins::FS_BUILTINS.iter())
+        .copied()
 }
 
 /// Convert a value to an argv string for an external program (§10.2).
@@ -61,9 +74,18 @@ fn carg_display(a: &CArg) -> Vec<String> {
             Value::Path(p) => p.to_string_lossy().into_owned(),
             other => render::display(other),
         }],
-        CArg::Glob { matches, .. } => matches.iter().map(|p| p.to_string_lossy().into_owned()).collect(),
-        CArg::Long { text, value: None, .. } => vec![format!("--{text}")],
-        CArg::Long { text, value: Some(v), .. } => vec![format!("--{text}={}", render::display(v))],
+        CArg::Glob { matches, .. } => matches
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect(),
+        CArg::Long {
+            text, value: None, ..
+        } => vec![format!("--{text}")],
+        CArg::Long {
+            text,
+            value: Some(v),
+            ..
+        } => vec![format!("--{text}={}", render::display(v))],
         CArg::Short(s) => vec![format!("-{s}")],
         CArg::EndOfFlags => vec!["--".into()],
         CArg::Dash => vec!["-".into()],
@@ -75,7 +97,9 @@ fn to_bargs(cargs: Vec<CArg>) -> Vec<BArg> {
     for a in cargs {
         match a {
             CArg::Val(v) => out.push(BArg::Val(v)),
-            CArg::Glob { matches, .. } => out.extend(matches.into_iter().map(|p| BArg::Val(Value::path(p)))),
+            CArg::Glob { matches, .. } => {
+                out.extend(matches.into_iter().map(|p| BArg::Val(Value::path(p))))
+            }
             CArg::Long { name, value, .. } => out.push(BArg::Long { name, value }),
             CArg::Short(s) => out.push(BArg::Short(s)),
             CArg::EndOfFlags => out.push(BArg::Val(Value::str("--"))),
@@ -103,9 +127,17 @@ fn carg_argv(cargs: &[CArg]) -> Result<Vec<OsString>, ShoalError> {
     for a in cargs {
         match a {
             CArg::Val(v) => out.push(argv_string(v)?),
-            CArg::Glob { matches, .. } => out.extend(matches.iter().map(|p| p.as_os_str().to_os_string())),
-            CArg::Long { text, value: None, .. } => out.push(OsString::from(format!("--{text}"))),
-            CArg::Long { text, value: Some(v), .. } => {
+            CArg::Glob { matches, .. } => {
+                out.extend(matches.iter().map(|p| p.as_os_str().to_os_string()))
+            }
+            CArg::Long {
+                text, value: None, ..
+            } => out.push(OsString::from(format!("--{text}"))),
+            CArg::Long {
+                text,
+                value: Some(v),
+                ..
+            } => {
                 let mut s = OsString::from(format!("--{text}="));
                 s.push(argv_string(v)?);
                 out.push(s);
@@ -194,7 +226,11 @@ impl Interp {
                     None => None,
                     Some(vw) => Some(self.word_value(vw, scope)?),
                 };
-                CArg::Long { name: name.clone(), text, value }
+                CArg::Long {
+                    name: name.clone(),
+                    text,
+                    value,
+                }
             }
             WordKind::ShortFlags(s) => CArg::Short(s.clone()),
             WordKind::EndOfFlags => CArg::EndOfFlags,
@@ -237,7 +273,11 @@ impl Interp {
         })
     }
 
-    fn eval_env_prefix(&mut self, cmd: &Command, scope: &ScopeRef) -> EResult<Vec<(String, String)>> {
+    fn eval_env_prefix(
+        &mut self,
+        cmd: &Command,
+        scope: &ScopeRef,
+    ) -> EResult<Vec<(String, String)>> {
         let mut out = Vec::new();
         for (k, w) in &cmd.env {
             let v = self.word_value(w, scope)?;
@@ -246,7 +286,11 @@ impl Interp {
         Ok(out)
     }
 
-    fn eval_redirects(&mut self, cmd: &Command, scope: &ScopeRef) -> EResult<Vec<(RedirectKind, PathBuf)>> {
+    fn eval_redirects(
+        &mut self,
+        cmd: &Command,
+        scope: &ScopeRef,
+    ) -> EResult<Vec<(RedirectKind, PathBuf)>> {
         let mut out = Vec::new();
         for r in &cmd.redirects {
             let v = self.word_value(&r.target, scope)?;
@@ -267,13 +311,24 @@ impl Interp {
     }
 
     /// A command node (statement, substitution, `.feed` argument).
-    pub(crate) fn eval_command(&mut self, cmd: &Arc<Command>, scope: &ScopeRef, pos: Pos) -> EResult<Value> {
+    pub(crate) fn eval_command(
+        &mut self,
+        cmd: &Arc<Command>,
+        scope: &ScopeRef,
+        pos: Pos,
+    ) -> EResult<Value> {
         if cmd.background {
             return self.spawn_command(cmd, scope);
         }
         let (head, head_is_path) = self.head_name(&cmd.head, scope)?;
         // Fast path: a value-bound head with nothing else is that value.
-        if !head_is_path && !cmd.forced && cmd.args.is_empty() && cmd.env.is_empty() && cmd.redirects.is_empty() && cmd.block.is_none() {
+        if !head_is_path
+            && !cmd.forced
+            && cmd.args.is_empty()
+            && cmd.env.is_empty()
+            && cmd.redirects.is_empty()
+            && cmd.block.is_none()
+        {
             if let Some(v) = scope.lookup(&head) {
                 if !matches!(v, Value::Closure(_) | Value::Command(_)) {
                     return Ok(v);
@@ -286,17 +341,34 @@ impl Interp {
         }
         let env = self.eval_env_prefix(cmd, scope)?;
         let redirects = self.eval_redirects(cmd, scope)?;
-        let block = cmd
-            .block
-            .as_ref()
-            .map(|def| Value::Closure(Arc::new(Closure { def: def.clone(), env: scope.clone() })));
-        let inv = Invocation { head, head_is_path, forced: cmd.forced, cargs, env, redirects, block, stdin: None };
+        let block = cmd.block.as_ref().map(|def| {
+            Value::Closure(Arc::new(Closure {
+                def: def.clone(),
+                env: scope.clone(),
+            }))
+        });
+        let inv = Invocation {
+            head,
+            head_is_path,
+            forced: cmd.forced,
+            cargs,
+            env,
+            redirects,
+            block,
+            stdin: None,
+        };
         self.run_resolved(inv, scope, pos)
     }
 
     /// Run a command by name with evaluated arguments (bare names in value
     /// position, `name(args)` calls of commands).
-    pub(crate) fn run_named_command(&mut self, name: &str, cargs: Vec<CArg>, scope: &ScopeRef, pos: Pos) -> EResult<Value> {
+    pub(crate) fn run_named_command(
+        &mut self,
+        name: &str,
+        cargs: Vec<CArg>,
+        scope: &ScopeRef,
+        pos: Pos,
+    ) -> EResult<Value> {
         let inv = Invocation {
             head: name.to_string(),
             head_is_path: name.contains('/'),
@@ -339,7 +411,13 @@ impl Interp {
         self.dispatch(inv, scope, pos)
     }
 
-    fn expand_alias(&mut self, a: &Arc<Command>, inv: Invocation, scope: &ScopeRef, pos: Pos) -> EResult<Value> {
+    fn expand_alias(
+        &mut self,
+        a: &Arc<Command>,
+        inv: Invocation,
+        scope: &ScopeRef,
+        pos: Pos,
+    ) -> EResult<Value> {
         let (head, head_is_path) = self.head_name(&a.head, scope)?;
         let mut cargs = Vec::new();
         for w in &a.args {
@@ -352,14 +430,34 @@ impl Interp {
         redirects.extend(inv.redirects);
         let block = match inv.block {
             Some(b) => Some(b),
-            None => a.block.as_ref().map(|def| Value::Closure(Arc::new(Closure { def: def.clone(), env: scope.clone() }))),
+            None => a.block.as_ref().map(|def| {
+                Value::Closure(Arc::new(Closure {
+                    def: def.clone(),
+                    env: scope.clone(),
+                }))
+            }),
         };
-        let inv = Invocation { head, head_is_path, forced: a.forced || inv.forced, cargs, env, redirects, block, stdin: inv.stdin };
+        let inv = Invocation {
+            head,
+            head_is_path,
+            forced: a.forced || inv.forced,
+            cargs,
+            env,
+            redirects,
+            block,
+            stdin: inv.stdin,
+        };
         self.run_resolved(inv, scope, pos)
     }
 
     /// Run an alias value called like a function.
-    pub(crate) fn run_alias(&mut self, a: &Arc<Command>, cargs: Vec<CArg>, scope: &ScopeRef, pos: Pos) -> EResult<Value> {
+    pub(crate) fn run_alias(
+        &mut self,
+        a: &Arc<Command>,
+        cargs: Vec<CArg>,
+        scope: &ScopeRef,
+        pos: Pos,
+    ) -> EResult<Value> {
         let inv = Invocation {
             head: String::new(),
             head_is_path: false,
@@ -430,7 +528,12 @@ impl Interp {
                     [] => {}
                     [Value::Int(_)] => {}
                     [Value::Str(s)] if words::parse_int_word(s).is_some() => {}
-                    _ => return Err(ShoalError::arg_error(format!("{head} expects an optional integer status")).into()),
+                    _ => {
+                        return Err(ShoalError::arg_error(format!(
+                            "{head} expects an optional integer status"
+                        ))
+                        .into())
+                    }
                 }
                 self.exit_requested = true;
                 return Err(Ctl::Exit);
@@ -439,14 +542,21 @@ impl Interp {
             "save" => {
                 let vals = carg_values(inv.cargs);
                 if vals.len() != 2 {
-                    return Err(ShoalError::arg_error(format!("save expects a path and a value, got {} arguments", vals.len())).into());
+                    return Err(ShoalError::arg_error(format!(
+                        "save expects a path and a value, got {} arguments",
+                        vals.len()
+                    ))
+                    .into());
                 }
                 let value = vals[1].clone();
                 crate::value::methods::call_method(
                     self,
                     &value,
                     "save",
-                    crate::value::Args { pos: vec![vals[0].clone()], named: vec![] },
+                    crate::value::Args {
+                        pos: vec![vals[0].clone()],
+                        named: vec![],
+                    },
                 )
                 .map_err(|e| self.lift(e))?;
                 return Ok(value);
@@ -454,12 +564,36 @@ impl Interp {
             "open" => Value::Null,
             "reef" => return self.reef_cmd(carg_values(inv.cargs)),
             "journal" | "history" => Value::Table(Arc::new(Vec::new())),
-            "plan" | "apply" | "explain" | "interact" | "undo" => {
-                return Err(ShoalError::custom(format!("`{head}` is not available in this session"))
-                    .with_hint("plans, undo and interactive runs need the journal and a terminal")
-                    .into())
+            "interact" => {
+                // No terminal is attached to an evaluation: run it as a
+                // plain external command.
+                let mut it = inv.cargs.into_iter();
+                let Some(first) = it.next() else {
+                    return Err(ShoalError::arg_error("interact expects a command").into());
+                };
+                let head = carg_display(&first).join(" ");
+                let inv = Invocation {
+                    head: head.clone(),
+                    head_is_path: head.contains('/'),
+                    forced: true,
+                    cargs: it.collect(),
+                    env: inv.env,
+                    redirects: inv.redirects,
+                    block: None,
+                    stdin: None,
+                };
+                return self.run_external(inv, pos, scope);
             }
-            "pwd" => return self.apply_value_redirects(Value::path(self.cwd.clone()), &inv.redirects),
+            "plan" | "apply" | "explain" | "undo" => {
+                return Err(ShoalError::custom(format!(
+                    "`{head}` is not available in this session"
+                ))
+                .with_hint("plans, undo and interactive runs need the journal and a terminal")
+                .into())
+            }
+            "pwd" => {
+                return self.apply_value_redirects(Value::path(self.cwd.clone()), &inv.redirects)
+            }
             "cd" => {
                 let v = self.cd(carg_values(inv.cargs))?;
                 return self.apply_value_redirects(v, &inv.redirects);
@@ -483,9 +617,8 @@ impl Interp {
                 if vals.len() > 1 {
                     return Err(ShoalError::arg_error(format!("{head}: at most one query")).into());
                 }
-                return Err(ShoalError::not_found(format!("{head}: no remembered directory matches"))
-                    .with_hint("directories are remembered as you `cd` into them")
-                    .into());
+                let v = self.jump(&head, vals.first())?;
+                return self.apply_value_redirects(v, &inv.redirects);
             }
             "run" => {
                 let mut it = inv.cargs.into_iter();
@@ -510,10 +643,43 @@ impl Interp {
                 };
                 return self.source_file(&p, scope);
             }
+            "which" => {
+                let all = inv.cargs.iter().any(|a| match a {
+                    CArg::Short(s) => s.contains('a'),
+                    CArg::Long { name, .. } => name == "all",
+                    _ => false,
+                });
+                let v = self.which_cmd(
+                    carg_values(
+                        inv.cargs
+                            .into_iter()
+                            .filter(|a| matches!(a, CArg::Val(_) | CArg::Glob { .. }))
+                            .collect(),
+                    ),
+                    all,
+                )?;
+                return self.apply_value_redirects(v, &inv.redirects);
+            }
             h if builtins::is_fs_builtin(h) => {
                 let interrupter = self.interrupter.clone();
                 let interrupted = move || interrupter.is_interrupted();
-                let ctx = builtins::Ctx { cwd: &self.cwd, env: &self.env, interrupted: &interrupted };
+                let ctx = builtins::Ctx {
+                    cwd: &self.cwd,
+                    env: &self.env,
+                    interrupted: &interrupted,
+                };
+                // language.md §10.2: an empty glob contributes no argument;
+                // the note goes to the outcome's stderr.
+                let mut notes = Vec::new();
+                for a in &inv.cargs {
+                    if let CArg::Glob { pattern, matches } = a {
+                        if matches.is_empty() {
+                            notes.extend_from_slice(
+                                format!("note: `{pattern}` matched nothing\n").as_bytes(),
+                            );
+                        }
+                    }
+                }
                 let out = builtins::run(h, to_bargs(inv.cargs), &ctx).map_err(|e| self.lift(e))?;
                 if self.interrupted() {
                     return Err(Interp::cancelled().into());
@@ -530,7 +696,7 @@ impl Interp {
                     pid: 0,
                     cmd: h.to_string(),
                     stdout: Arc::from(stdout),
-                    stderr: Arc::from(Vec::new()),
+                    stderr: Arc::from(notes),
                     out: Some(out),
                 })));
             }
@@ -544,7 +710,11 @@ impl Interp {
     }
 
     /// Builtin `> f` / `>> f`: write the redirect bytes, yield null.
-    fn apply_value_redirects(&mut self, v: Value, redirects: &[(RedirectKind, PathBuf)]) -> EResult<Value> {
+    fn apply_value_redirects(
+        &mut self,
+        v: Value,
+        redirects: &[(RedirectKind, PathBuf)],
+    ) -> EResult<Value> {
         if !has_out_redirect(redirects) {
             return Ok(v);
         }
@@ -557,7 +727,8 @@ impl Interp {
             }
             .map_err(|e| ShoalError::custom(format!("cannot write {}: {e}", p.display())))?;
             use std::io::Write;
-            f.write_all(&bytes).map_err(|e| ShoalError::custom(format!("cannot write {}: {e}", p.display())))?;
+            f.write_all(&bytes)
+                .map_err(|e| ShoalError::custom(format!("cannot write {}: {e}", p.display())))?;
         }
         Ok(Value::Null)
     }
@@ -572,14 +743,38 @@ impl Interp {
                 display.push_str(&s);
             }
         }
-        let path_var = inv.env.iter().rev().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).or_else(|| self.env.get("PATH").cloned());
-        let Some(program) = lookup::find_program(&inv.head, path_var.as_deref(), &self.cwd) else {
+        let path_var = inv
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .or_else(|| self.env.get("PATH").cloned());
+        let found = if inv.head_is_path {
+            lookup::find_program(&inv.head, path_var.as_deref(), &self.cwd)
+        } else {
+            self.program_for(&inv.head, path_var.as_deref())?
+        };
+        let Some(program) = found else {
             if inv.head_is_path && self.cwd.join(&inv.head).exists() {
-                return Err(ShoalError::new(ErrorCode::Permission, format!("`{}` is not executable", inv.head)).into());
+                return Err(ShoalError::new(
+                    ErrorCode::Permission,
+                    format!("`{}` is not executable", inv.head),
+                )
+                .into());
             }
             return Err(self.not_found(&inv.head, scope).into());
         };
-        self.spawn_program(program, &inv.head, argv, display, inv.env, &inv.redirects, inv.stdin, pos)
+        self.spawn_program(
+            program,
+            &inv.head,
+            argv,
+            display,
+            inv.env,
+            &inv.redirects,
+            inv.stdin,
+            pos,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -594,7 +789,9 @@ impl Interp {
         stdin_bytes: Option<Vec<u8>>,
         pos: Pos,
     ) -> EResult<Value> {
-        let io = |p: &Path, e: std::io::Error| ShoalError::custom(format!("cannot open {}: {e}", p.display()));
+        let io = |p: &Path, e: std::io::Error| {
+            ShoalError::custom(format!("cannot open {}: {e}", p.display()))
+        };
         let mut stdin = match stdin_bytes {
             Some(b) => StdinSpec::Bytes(b),
             None => StdinSpec::Null,
@@ -603,13 +800,22 @@ impl Interp {
         for (k, p) in redirects {
             match k {
                 RedirectKind::In => stdin = StdinSpec::File(File::open(p).map_err(|e| io(p, e))?),
-                RedirectKind::Out => stdout = StdoutSpec::File(File::create(p).map_err(|e| io(p, e))?),
+                RedirectKind::Out => {
+                    stdout = StdoutSpec::File(File::create(p).map_err(|e| io(p, e))?)
+                }
                 RedirectKind::Append => {
-                    stdout = StdoutSpec::File(OpenOptions::new().create(true).append(true).open(p).map_err(|e| io(p, e))?)
+                    stdout = StdoutSpec::File(
+                        OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(p)
+                            .map_err(|e| io(p, e))?,
+                    )
                 }
             }
         }
-        let mut env: Vec<(OsString, OsString)> = Vec::with_capacity(self.env.len() + env_prefix.len());
+        let mut env: Vec<(OsString, OsString)> =
+            Vec::with_capacity(self.env.len() + env_prefix.len());
         let mut merged = self.env.clone();
         for (k, v) in env_prefix {
             merged.insert(k, v);
@@ -618,7 +824,16 @@ impl Interp {
         for (k, v) in merged {
             env.push((k.into(), v.into()));
         }
-        let spec = SpawnSpec { program, argv0: argv0.into(), args: argv, cwd: self.cwd.clone(), env, stdin, stdout };
+        let spec = SpawnSpec {
+            program,
+            argv0: argv0.into(),
+            args: argv,
+            cwd: self.cwd.clone(),
+            env,
+            stdin,
+            stdout,
+            pid_slot: Some(self.child_pid.clone()),
+        };
         let interrupter = self.interrupter.clone();
         let r = process::run(spec, &move || interrupter.is_interrupted());
         let res = match r {
@@ -626,17 +841,34 @@ impl Interp {
             Err(RunError::Interrupted) => return Err(Interp::cancelled().into()),
             Err(RunError::Spawn(e)) => {
                 return Err(match e.kind() {
-                    std::io::ErrorKind::NotFound => ShoalError::not_found(format!("command not found: `{argv0}`")),
-                    std::io::ErrorKind::PermissionDenied => {
-                        ShoalError::new(ErrorCode::Permission, format!("cannot run `{argv0}`: permission denied"))
+                    std::io::ErrorKind::NotFound => {
+                        ShoalError::not_found(format!("command not found: `{argv0}`"))
                     }
+                    std::io::ErrorKind::PermissionDenied => ShoalError::new(
+                        ErrorCode::Permission,
+                        format!("cannot run `{argv0}`: permission denied"),
+                    ),
                     _ => ShoalError::custom(format!("cannot run `{argv0}`: {e}")),
                 }
                 .into())
             }
         };
         let ok = res.status == Some(0);
-        let stderr: Arc<[u8]> = Arc::from(res.stderr);
+        let mut stderr_bytes = res.stderr;
+        for (what, n) in [
+            ("stdout", res.stdout_dropped),
+            ("stderr", res.stderr_dropped),
+        ] {
+            if n > 0 {
+                stderr_bytes.extend_from_slice(
+                    format!(
+                        "\nshoal: {n} bytes of {what} beyond the capture limit were discarded\n"
+                    )
+                    .as_bytes(),
+                );
+            }
+        }
+        let stderr: Arc<[u8]> = Arc::from(stderr_bytes);
         if pos == Pos::Stmt && !ok {
             let msg = match (&res.status, &res.signal) {
                 (Some(n), _) => format!("`{display}` exited with status {n}"),
@@ -662,38 +894,61 @@ impl Interp {
     }
 
     /// Calling a closure in command form (§10.12).
-    fn call_closure_cmd(&mut self, c: &Arc<Closure>, cargs: Vec<CArg>, block: Option<Value>) -> EResult<Value> {
+    fn call_closure_cmd(
+        &mut self,
+        c: &Arc<Closure>,
+        cargs: Vec<CArg>,
+        block: Option<Value>,
+    ) -> EResult<Value> {
         let def = c.def.clone();
-        let param_ty = |name: &str| def.params.iter().find(|p| p.name == name).map(|p| p.ty.clone());
+        let param_ty = |name: &str| {
+            def.params
+                .iter()
+                .find(|p| p.name == name)
+                .map(|p| p.ty.clone())
+        };
         let mut pos: Vec<Value> = Vec::new();
         let mut named: Vec<(String, Value)> = Vec::new();
         let mut it = cargs.into_iter().peekable();
         while let Some(a) = it.next() {
             match a {
                 CArg::Val(v) => pos.push(v),
-                CArg::Long { name, value: Some(v), .. } => named.push((name, v)),
-                CArg::Long { name, value: None, .. } => {
-                    match param_ty(&name) {
-                        None if name == "help" && def.rest.as_ref().is_none_or(|r| r.name != "help") => {
-                            return Ok(Value::Null);
+                CArg::Long {
+                    name,
+                    value: Some(v),
+                    ..
+                } => named.push((name, v)),
+                CArg::Long {
+                    name, value: None, ..
+                } => match param_ty(&name) {
+                    None if name == "help"
+                        && def.rest.as_ref().is_none_or(|r| r.name != "help") =>
+                    {
+                        let sig = signature(&def);
+                        if let Some(sink) = self.sink.as_mut() {
+                            sink(&Value::str(sig));
                         }
-                        Some(Some(t)) if t.name != "bool" => {
-                            let Some(next) = it.next() else {
-                                return Err(ShoalError::arg_error(format!("--{name} requires a value")).into());
-                            };
-                            let v = match next {
-                                CArg::Val(v) => v,
-                                CArg::Glob { pattern, matches } => match matches.len() {
-                                    1 => Value::path(matches[0].clone()),
-                                    _ => Value::str(pattern),
-                                },
-                                other => Value::str(carg_display(&other).join(" ")),
-                            };
-                            named.push((name, v));
-                        }
-                        _ => named.push((name, Value::Bool(true))),
+                        return Ok(Value::Null);
                     }
-                }
+                    Some(Some(t)) if t.name != "bool" => {
+                        let Some(next) = it.next() else {
+                            return Err(ShoalError::arg_error(format!(
+                                "--{name} requires a value"
+                            ))
+                            .into());
+                        };
+                        let v = match next {
+                            CArg::Val(v) => v,
+                            CArg::Glob { pattern, matches } => match matches.len() {
+                                1 => Value::path(matches[0].clone()),
+                                _ => Value::str(pattern),
+                            },
+                            other => Value::str(carg_display(&other).join(" ")),
+                        };
+                        named.push((name, v));
+                    }
+                    _ => named.push((name, Value::Bool(true))),
+                },
                 CArg::Short(s) => pos.push(Value::str(format!("-{s}"))),
                 CArg::EndOfFlags => pos.push(Value::str("--")),
                 CArg::Dash => pos.push(Value::str("-")),
@@ -706,7 +961,9 @@ impl Interp {
                             cwd: self.cwd.clone(),
                             hidden: false,
                         }))),
-                        Some(t) if t.name == "list" => pos.push(Value::list(matches.into_iter().map(Value::path).collect())),
+                        Some(t) if t.name == "list" => {
+                            pos.push(Value::list(matches.into_iter().map(Value::path).collect()))
+                        }
                         _ => pos.extend(matches.into_iter().map(Value::path)),
                     }
                 }
@@ -718,7 +975,11 @@ impl Interp {
         // Coerce string words to the declared types.
         let np = def.params.len();
         for (i, v) in pos.iter_mut().enumerate() {
-            let ty = if i < np { def.params[i].ty.clone() } else { None };
+            let ty = if i < np {
+                def.params[i].ty.clone()
+            } else {
+                None
+            };
             if i < np {
                 if let Some(t) = ty {
                     *v = coerce_cmd_value(v.clone(), &t, &self.cwd)?;
@@ -742,14 +1003,29 @@ impl Interp {
     }
 
     /// `run TARGET args…` (§10.9).
-    pub(crate) fn run_target(&mut self, target: &str, cargs: Vec<CArg>, scope: &ScopeRef, pos: Pos) -> EResult<Value> {
+    pub(crate) fn run_target(
+        &mut self,
+        target: &str,
+        cargs: Vec<CArg>,
+        scope: &ScopeRef,
+        pos: Pos,
+    ) -> EResult<Value> {
         let tpath = PathBuf::from(self.expand_home(target));
         let abs = self.cwd.join(&tpath);
-        let ext = tpath.extension().map(|e| e.to_string_lossy().into_owned()).unwrap_or_default();
+        let ext = tpath
+            .extension()
+            .map(|e| e.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let manifest_runner = if ext.is_empty() {
+            None
+        } else {
+            crate::shell::reef::runner_for_ext(&self.cwd, &ext)
+        };
         let scriptish = target.contains('/')
             || target.starts_with('.')
             || target.starts_with('~')
-            || ((runner_for(&ext).is_some() || ext == "shl") && abs.exists());
+            || ((runner_for(&ext).is_some() || manifest_runner.is_some() || ext == "shl")
+                && abs.exists());
         if !scriptish {
             let inv = Invocation {
                 head: target.to_string(),
@@ -767,12 +1043,17 @@ impl Interp {
             return self.run_shl(&abs, carg_values(cargs));
         }
         let mut argv: Vec<OsString> = Vec::new();
-        let (program_name, display_head): (String, String) = if let Some((runner, pre)) = runner_for(&ext) {
+        let (program_name, display_head): (String, String) = if let Some(runner) = manifest_runner {
+            argv.push(abs.clone().into_os_string());
+            (runner.clone(), format!("{runner} {target}"))
+        } else if let Some((runner, pre)) = runner_for(&ext) {
             argv.extend(pre.iter().map(OsString::from));
             argv.push(abs.clone().into_os_string());
             (runner.to_string(), format!("{runner} {target}"))
         } else {
-            let shebang = std::fs::read(&abs).map(|b| b.starts_with(b"#!")).unwrap_or(false);
+            let shebang = std::fs::read(&abs)
+                .map(|b| b.starts_with(b"#!"))
+                .unwrap_or(false);
             if !shebang {
                 return Err(ShoalError::new(
                     ErrorCode::RunnerNotFound,
@@ -792,30 +1073,49 @@ impl Interp {
             }
         }
         let path_var = self.env.get("PATH").cloned();
-        let Some(program) = lookup::find_program(&program_name, path_var.as_deref(), &self.cwd) else {
+        let Some(program) = lookup::find_program(&program_name, path_var.as_deref(), &self.cwd)
+        else {
             return Err(ShoalError::new(
                 ErrorCode::RunnerNotFound,
                 format!("runner `{program_name}` for `{target}` is not installed"),
             )
             .into());
         };
-        self.spawn_program(program, &program_name, argv, display, Vec::new(), &[], None, pos)
+        self.spawn_program(
+            program,
+            &program_name,
+            argv,
+            display,
+            Vec::new(),
+            &[],
+            None,
+            pos,
+        )
     }
 
     /// Run a `.shl` script in a child evaluator with a fresh scope (§10.9).
     pub(crate) fn run_shl(&mut self, path: &Path, args: Vec<Value>) -> EResult<Value> {
-        let src = std::fs::read_to_string(path)
-            .map_err(|e| ShoalError::new(ErrorCode::IoError, format!("cannot read {}: {e}", path.display())))?;
+        let src = std::fs::read_to_string(path).map_err(|e| {
+            ShoalError::new(
+                ErrorCode::IoError,
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
         let mut ctx = ParseContext::default();
         ctx.value_bound.insert("args".into());
         ctx.value_bound.insert("script".into());
         let prog = parse(&src, &ctx).map_err(|e| {
-            ShoalError::new(ErrorCode::ParseError, format!("{}: {}", path.display(), e.msg))
+            ShoalError::new(
+                ErrorCode::ParseError,
+                format!("{}: {}", path.display(), e.msg),
+            )
         })?;
         let mut child = self.child();
         child.src = Arc::from(src.as_str());
         child.globals.define("args", Value::list(args), false, true);
-        child.globals.define("script", Value::path(path), false, true);
+        child
+            .globals
+            .define("script", Value::path(path), false, true);
         let g = child.globals.clone();
         match child.eval_stmts_top(&prog.stmts, &g, Pos::Stmt) {
             Ok(v) => Ok(v),
@@ -827,16 +1127,21 @@ impl Interp {
     /// `source PATH`: evaluate a file in the current scope (§10.9).
     fn source_file(&mut self, p: &Path, scope: &ScopeRef) -> EResult<Value> {
         let abs = self.resolve_path(p);
-        let src = std::fs::read_to_string(&abs)
-            .map_err(|e| ShoalError::new(ErrorCode::IoError, format!("cannot read {}: {e}", p.display())))?;
+        let src = std::fs::read_to_string(&abs).map_err(|e| {
+            ShoalError::new(
+                ErrorCode::IoError,
+                format!("cannot read {}: {e}", p.display()),
+            )
+        })?;
         let mut ctx = ParseContext::default();
         for (k, b) in scope.visible_bindings() {
             if b.value_bound {
                 ctx.value_bound.insert(k);
             }
         }
-        let prog = parse(&src, &ctx)
-            .map_err(|e| ShoalError::new(ErrorCode::ParseError, format!("{}: {}", p.display(), e.msg)))?;
+        let prog = parse(&src, &ctx).map_err(|e| {
+            ShoalError::new(ErrorCode::ParseError, format!("{}: {}", p.display(), e.msg))
+        })?;
         let saved = std::mem::replace(&mut self.src, Arc::from(src.as_str()));
         let r = self.eval_stmts_in(&prog.stmts, scope, Pos::Stmt);
         self.src = saved;
@@ -844,7 +1149,13 @@ impl Interp {
     }
 
     /// `.feed(...)` (§10.7): the side that is a command is the command.
-    pub(crate) fn eval_feed(&mut self, recv: &Expr, args: &[Arg], scope: &ScopeRef, pos: Pos) -> EResult<Value> {
+    pub(crate) fn eval_feed(
+        &mut self,
+        recv: &Expr,
+        args: &[Arg],
+        scope: &ScopeRef,
+        pos: Pos,
+    ) -> EResult<Value> {
         if args.len() != 1 || args[0].name.is_some() {
             return Err(ShoalError::arg_error("feed expects exactly one command or value").into());
         }
@@ -870,7 +1181,9 @@ impl Interp {
         let bytes = feed_bytes(&v).map_err(|e| self.lift(e))?;
         match &cmd.kind {
             ExprKind::Group(inner) => self.feed_to(inner, v, scope, pos),
-            ExprKind::InterpBlock { tool, program } => self.run_interp_block(tool, program, Some(bytes), pos),
+            ExprKind::InterpBlock { tool, program } => {
+                self.run_interp_block(tool, program, Some(bytes), pos)
+            }
             ExprKind::Command(c) => {
                 let (head, head_is_path) = self.head_name(&c.head, scope)?;
                 let mut cargs = Vec::new();
@@ -878,9 +1191,21 @@ impl Interp {
                     cargs.push(self.eval_word(w, scope)?);
                 }
                 let env = self.eval_env_prefix(c, scope)?;
-                let redirects: Vec<_> =
-                    self.eval_redirects(c, scope)?.into_iter().filter(|(k, _)| *k != RedirectKind::In).collect();
-                let inv = Invocation { head, head_is_path, forced: true, cargs, env, redirects, block: None, stdin: Some(bytes) };
+                let redirects: Vec<_> = self
+                    .eval_redirects(c, scope)?
+                    .into_iter()
+                    .filter(|(k, _)| *k != RedirectKind::In)
+                    .collect();
+                let inv = Invocation {
+                    head,
+                    head_is_path,
+                    forced: true,
+                    cargs,
+                    env,
+                    redirects,
+                    block: None,
+                    stdin: Some(bytes),
+                };
                 self.run_external(inv, pos, scope)
             }
             ExprKind::Ident(n) if !scope.is_bound(n) => {
@@ -904,7 +1229,16 @@ impl Interp {
                         cargs.push(self.eval_word(w, scope)?);
                     }
                     let env = self.eval_env_prefix(&a, scope)?;
-                    let inv = Invocation { head, head_is_path, forced: true, cargs, env, redirects: Vec::new(), block: None, stdin: Some(bytes) };
+                    let inv = Invocation {
+                        head,
+                        head_is_path,
+                        forced: true,
+                        cargs,
+                        env,
+                        redirects: Vec::new(),
+                        block: None,
+                        stdin: Some(bytes),
+                    };
                     self.run_external(inv, pos, scope)
                 }
                 Value::Str(s) => {
@@ -920,13 +1254,23 @@ impl Interp {
                     };
                     self.run_external(inv, pos, scope)
                 }
-                other => Err(ShoalError::type_error(format!("feed expects a command, found {}", other.type_name())).into()),
+                other => Err(ShoalError::type_error(format!(
+                    "feed expects a command, found {}",
+                    other.type_name()
+                ))
+                .into()),
             },
         }
     }
 
     /// `TOOL { program }` (§10.8).
-    pub(crate) fn run_interp_block(&mut self, tool: &str, program: &str, stdin: Option<Vec<u8>>, pos: Pos) -> EResult<Value> {
+    pub(crate) fn run_interp_block(
+        &mut self,
+        tool: &str,
+        program: &str,
+        stdin: Option<Vec<u8>>,
+        pos: Pos,
+    ) -> EResult<Value> {
         let flag: Option<&str> = match tool {
             "sh" | "bash" | "zsh" | "fish" | "python" | "python3" => Some("-c"),
             "node" | "ruby" | "perl" | "lua" | "Rscript" | "osascript" => Some("-e"),
@@ -974,20 +1318,39 @@ impl Interp {
             Value::Str(s) => PathBuf::from(self.expand_home(s)),
             Value::Path(p) => p.as_ref().clone(),
             other => {
-                return Err(ShoalError::arg_error(format!("{head}: expected a directory, found {}", other.type_name())).into())
+                return Err(ShoalError::arg_error(format!(
+                    "{head}: expected a directory, found {}",
+                    other.type_name()
+                ))
+                .into())
             }
         };
         let abs = builtins::normalize(&self.cwd.join(&p));
         if !abs.is_dir() {
-            return Err(ShoalError::arg_error(format!("{head}: {}: no such directory", p.display())).into());
+            return Err(ShoalError::arg_error(format!(
+                "{head}: {}: no such directory",
+                p.display()
+            ))
+            .into());
         }
         Ok(abs)
     }
 
     fn set_cwd(&mut self, new: PathBuf) {
+        self.visit_tick += 1;
+        let tick = self.visit_tick;
+        match self.visited.iter_mut().find(|(p, _, _)| *p == new) {
+            Some(e) => {
+                e.1 += 1;
+                e.2 = tick;
+            }
+            None => self.visited.push((new.clone(), 1, tick)),
+        }
         let old = std::mem::replace(&mut self.cwd, new);
-        self.env.insert("OLDPWD".into(), old.to_string_lossy().into_owned());
-        self.env.insert("PWD".into(), self.cwd.to_string_lossy().into_owned());
+        self.env
+            .insert("OLDPWD".into(), old.to_string_lossy().into_owned());
+        self.env
+            .insert("PWD".into(), self.cwd.to_string_lossy().into_owned());
         self.oldpwd = Some(old);
     }
 
@@ -997,16 +1360,68 @@ impl Interp {
             [] => PathBuf::from(self.home()),
             [Value::Str(s)] if s.as_ref() == "-" => match &self.oldpwd {
                 Some(p) => p.clone(),
-                None => return Err(ShoalError::custom("cd -: no previous directory (OLDPWD is not set)").into()),
+                None => {
+                    return Err(ShoalError::custom(
+                        "cd -: no previous directory (OLDPWD is not set)",
+                    )
+                    .into())
+                }
             },
             [v] => self.target_dir(v, "cd")?,
             _ => return Err(ShoalError::arg_error("cd expects at most one directory").into()),
         };
         if !target.is_dir() {
-            return Err(ShoalError::arg_error(format!("cd: {}: no such directory", target.display())).into());
+            return Err(ShoalError::arg_error(format!(
+                "cd: {}: no such directory",
+                target.display()
+            ))
+            .into());
         }
         self.set_cwd(target);
         Ok(Value::path(self.cwd.clone()))
+    }
+
+    /// `j` / `jump [query]`: the most frequently and recently visited
+    /// directory of this session whose path contains the query.
+    fn jump(&mut self, head: &str, query: Option<&Value>) -> EResult<Value> {
+        let q = match query {
+            None => String::new(),
+            Some(Value::Str(s)) => s.to_string(),
+            Some(Value::Path(p)) => p.to_string_lossy().into_owned(),
+            Some(other) => {
+                return Err(ShoalError::type_error(format!(
+                    "{head}: expected a query, found {}",
+                    other.type_name()
+                ))
+                .into())
+            }
+        };
+        if !q.is_empty() {
+            let direct = builtins::normalize(&self.cwd.join(self.expand_home(&q)));
+            if direct.is_dir() && (q.contains('/') || q.starts_with('.') || q.starts_with('~')) {
+                self.set_cwd(direct);
+                return Ok(Value::path(self.cwd.clone()));
+            }
+        }
+        let ql = q.to_lowercase();
+        let best = self
+            .visited
+            .iter()
+            .filter(|(p, _, _)| *p != self.cwd && p.is_dir())
+            .filter(|(p, _, _)| p.to_string_lossy().to_lowercase().contains(&ql))
+            .max_by_key(|(_, n, t)| (*n as u64) * 4 + *t)
+            .map(|(p, _, _)| p.clone());
+        match best {
+            Some(p) => {
+                self.set_cwd(p);
+                Ok(Value::path(self.cwd.clone()))
+            }
+            None => Err(ShoalError::not_found(format!(
+                "{head}: no remembered directory matches `{q}`"
+            ))
+            .with_hint("directories are remembered as you `cd` into them")
+            .into()),
+        }
     }
 
     fn dirs_list(&self) -> Value {
@@ -1020,7 +1435,10 @@ impl Interp {
         match args.as_slice() {
             [] => {
                 let Some(top) = self.dir_stack.pop() else {
-                    return Err(ShoalError::custom("pushd: no other directory to swap with (the directory stack is empty)").into());
+                    return Err(ShoalError::custom(
+                        "pushd: no other directory to swap with (the directory stack is empty)",
+                    )
+                    .into());
                 };
                 let cur = self.cwd.clone();
                 self.dir_stack.push(cur);
@@ -1044,53 +1462,69 @@ impl Interp {
         self.set_cwd(top);
         Ok(self.dirs_list())
     }
+}
 
-    // ----- reef (minimal) --------------------------------------------------
-
-    fn find_manifest(&self) -> Option<PathBuf> {
-        let mut d: Option<&Path> = Some(&self.cwd);
-        while let Some(dir) = d {
-            let m = dir.join(".reef.toml");
-            if m.is_file() {
-                return Some(m);
-            }
-            d = dir.parent();
-        }
-        None
+fn type_text(t: &crate::lang::ast::TypeAnn) -> String {
+    let mut s = t.name.clone();
+    if !t.args.is_empty() {
+        let args: Vec<String> = t.args.iter().map(type_text).collect();
+        s.push_str(&format!("<{}>", args.join(", ")));
     }
-
-    fn reef_cmd(&mut self, args: Vec<Value>) -> EResult<Value> {
-        let sub = match args.first() {
-            Some(Value::Str(s)) => s.to_string(),
-            _ => "status".to_string(),
-        };
-        if sub == "add" {
-            let spec_ok = matches!(args.get(1), Some(Value::Str(s)) if s.contains('@'));
-            if !spec_ok {
-                return Err(ShoalError::arg_error("reef add expects TOOL@VERSION").into());
-            }
-        }
-        let Some(manifest) = self.find_manifest() else {
-            return Err(ShoalError::new(
-                ErrorCode::ReefNotFound,
-                format!("no .reef.toml found in {} or its parents", self.cwd.display()),
-            )
-            .into());
-        };
-        let text = std::fs::read_to_string(&manifest).unwrap_or_default();
-        if text.parse::<toml::Table>().is_err() {
-            return Err(ShoalError::new(ErrorCode::ReefProvider, format!("{}: malformed manifest", manifest.display())).into());
-        }
-        Err(ShoalError::new(ErrorCode::ReefProvider, format!("reef {sub}: tool providers are not available")).into())
+    if t.optional {
+        s.push('?');
     }
+    s
+}
+
+/// The synthesized signature `fn name(a: int, b = …, ...rest)` shown by
+/// `NAME --help`.
+fn signature(def: &crate::lang::ast::FnDef) -> String {
+    let mut parts: Vec<String> = def
+        .params
+        .iter()
+        .map(|p| {
+            let mut s = p.name.clone();
+            if let Some(t) = &p.ty {
+                s.push_str(": ");
+                s.push_str(&type_text(t));
+            }
+            if p.default.is_some() {
+                s.push_str(" = …");
+            }
+            s
+        })
+        .collect();
+    if let Some(r) = &def.rest {
+        let mut s = format!("...{}", r.name);
+        if let Some(t) = &r.ty {
+            s.push_str(": ");
+            s.push_str(&type_text(t));
+        }
+        parts.push(s);
+    }
+    let mut out = format!(
+        "fn {}({})",
+        def.name.as_deref().unwrap_or("closure"),
+        parts.join(", ")
+    );
+    if let Some(t) = &def.ret {
+        out.push_str(" -> ");
+        out.push_str(&type_text(t));
+    }
+    out
 }
 
 fn has_out_redirect(r: &[(RedirectKind, PathBuf)]) -> bool {
-    r.iter().any(|(k, _)| matches!(k, RedirectKind::Out | RedirectKind::Append))
+    r.iter()
+        .any(|(k, _)| matches!(k, RedirectKind::Out | RedirectKind::Append))
 }
 
 /// Coerce a command-form argument to a parameter type (§10.12).
-fn coerce_cmd_value(v: Value, t: &crate::lang::ast::TypeAnn, cwd: &Path) -> Result<Value, ShoalError> {
+fn coerce_cmd_value(
+    v: Value,
+    t: &crate::lang::ast::TypeAnn,
+    cwd: &Path,
+) -> Result<Value, ShoalError> {
     if t.name == "list" {
         let elem = t.args.first().map(|a| a.name.as_str());
         return Ok(match v {

@@ -7,7 +7,8 @@ use crate::lang::ast::{Arg, BinOp, Expr, ExprKind, InterpPart, Literal};
 use crate::lang::eval::{Ctl, EResult, Interp, Pos};
 use crate::lang::scope::{Scope, ScopeRef};
 use crate::value::{
-    datetime, methods, ns, ops, render, Args, Closure, ErrorCode, RangeVal, Record, RegexVal, ShoalError, Value,
+    datetime, methods, ns, ops, render, Args, Closure, ErrorCode, RangeVal, Record, RegexVal,
+    ShoalError, Value,
 };
 
 /// Evaluated named arguments, in source order.
@@ -40,13 +41,19 @@ impl Interp {
                 ops::unary(*op, &v).map_err(|e| self.lift(e))
             }
             ExprKind::Binary { op, lhs, rhs } => self.eval_binary(*op, lhs, rhs, scope),
-            ExprKind::Range { start, end, inclusive } => {
+            ExprKind::Range {
+                start,
+                end,
+                inclusive,
+            } => {
                 let a = self.eval_expr(start, scope, Pos::Value)?;
                 let b = self.eval_expr(end, scope, Pos::Value)?;
                 match (&a, &b) {
-                    (Value::Int(s), Value::Int(t)) => {
-                        Ok(Value::Range(RangeVal { start: *s, end: *t, inclusive: *inclusive }))
-                    }
+                    (Value::Int(s), Value::Int(t)) => Ok(Value::Range(RangeVal {
+                        start: *s,
+                        end: *t,
+                        inclusive: *inclusive,
+                    })),
                     _ => Err(ShoalError::type_error(format!(
                         "range bounds must be int, found {} and {}",
                         a.type_name(),
@@ -55,18 +62,32 @@ impl Interp {
                     .into()),
                 }
             }
-            ExprKind::Field { recv, name, optional } => self.eval_field(recv, name, *optional, scope),
-            ExprKind::MethodCall { recv, name, args, optional } => {
-                self.eval_method(recv, name, args, *optional, scope, pos)
-            }
+            ExprKind::Field {
+                recv,
+                name,
+                optional,
+            } => self.eval_field(recv, name, *optional, scope),
+            ExprKind::MethodCall {
+                recv,
+                name,
+                args,
+                optional,
+            } => self.eval_method(recv, name, args, *optional, scope, pos),
             ExprKind::Index { recv, index } => {
                 let r = self.eval_expr(recv, scope, Pos::Value)?;
                 let i = self.eval_expr(index, scope, Pos::Value)?;
                 index_value(&r, &i).map_err(|e| self.lift(e))
             }
             ExprKind::Call { callee, args } => self.eval_call(callee, args, scope, pos),
-            ExprKind::Lambda(def) => Ok(Value::Closure(Arc::new(Closure { def: def.clone(), env: scope.clone() }))),
-            ExprKind::If { cond, then, otherwise } => {
+            ExprKind::Lambda(def) => Ok(Value::Closure(Arc::new(Closure {
+                def: def.clone(),
+                env: scope.clone(),
+            }))),
+            ExprKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let c = self.eval_expr(cond, scope, Pos::Value)?;
                 if ops::truth(&c).map_err(|e| self.lift(e))? {
                     self.eval_block(then, scope, Pos::Value)
@@ -95,7 +116,11 @@ impl Interp {
                 }
                 Ok(Value::Null)
             }
-            ExprKind::Try { body, name, handler } => match self.eval_block(body, scope, Pos::Value) {
+            ExprKind::Try {
+                body,
+                name,
+                handler,
+            } => match self.eval_block(body, scope, Pos::Value) {
                 Err(Ctl::Err(err)) if self.catchable(&err) => {
                     let s = Scope::child(scope);
                     if let Some(n) = name {
@@ -105,7 +130,11 @@ impl Interp {
                 }
                 other => other,
             },
-            ExprKind::Catch { expr, name, handler } => match self.eval_expr(expr, scope, Pos::Value) {
+            ExprKind::Catch {
+                expr,
+                name,
+                handler,
+            } => match self.eval_expr(expr, scope, Pos::Value) {
                 Err(Ctl::Err(err)) if self.catchable(&err) => {
                     let s = Scope::child(scope);
                     if let Some(n) = name {
@@ -115,10 +144,17 @@ impl Interp {
                 }
                 other => other,
             },
-            ExprKind::With { cwd, env, reef, body } => self.eval_with(cwd, env, reef, body, scope),
+            ExprKind::With {
+                cwd,
+                env,
+                reef,
+                body,
+            } => self.eval_with(cwd, env, reef, body, scope),
             ExprKind::Spawn(body) => self.spawn_block(body, scope),
             ExprKind::Command(cmd) => self.eval_command(cmd, scope, pos),
-            ExprKind::InterpBlock { tool, program } => self.run_interp_block(tool, program, None, pos),
+            ExprKind::InterpBlock { tool, program } => {
+                self.run_interp_block(tool, program, None, pos)
+            }
             ExprKind::Group(inner) => self.eval_expr(inner, scope, pos),
         }
     }
@@ -140,7 +176,9 @@ impl Interp {
             Literal::Duration(n) => Value::Duration(*n),
             Literal::Time(t) => Value::Time(*t),
             Literal::Regex(src) => make_regex(src)?,
-            Literal::DateTime(text) => Value::DateTime(Arc::new(datetime::parse_datetime_literal(text)?)),
+            Literal::DateTime(text) => {
+                Value::DateTime(Arc::new(datetime::parse_datetime_literal(text)?))
+            }
         })
     }
 
@@ -154,9 +192,13 @@ impl Interp {
                     match &v {
                         Value::Str(s) => out.push_str(s),
                         Value::Secret(_) => {
-                            return Err(ShoalError::type_error("a secret cannot be interpolated into a string")
-                                .with_hint("pass secrets to the tool that needs them without rendering them")
-                                .into())
+                            return Err(ShoalError::type_error(
+                                "a secret cannot be interpolated into a string",
+                            )
+                            .with_hint(
+                                "pass secrets to the tool that needs them without rendering them",
+                            )
+                            .into())
                         }
                         other => out.push_str(&render::inline(other)),
                     }
@@ -179,10 +221,20 @@ impl Interp {
         if self.is_command_name(name, scope) {
             return self.run_named_command(name, Vec::new(), scope, Pos::Value);
         }
-        Err(ShoalError::new(ErrorCode::UndefinedVar, format!("undefined variable `{name}`")).into())
+        Err(ShoalError::new(
+            ErrorCode::UndefinedVar,
+            format!("undefined variable `{name}`"),
+        )
+        .into())
     }
 
-    fn eval_binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, scope: &ScopeRef) -> EResult<Value> {
+    fn eval_binary(
+        &mut self,
+        op: BinOp,
+        lhs: &Expr,
+        rhs: &Expr,
+        scope: &ScopeRef,
+    ) -> EResult<Value> {
         match op {
             BinOp::And | BinOp::Or => {
                 let l = self.eval_expr(lhs, scope, Pos::Value)?;
@@ -219,18 +271,28 @@ impl Interp {
         None
     }
 
-    fn eval_field(&mut self, recv: &Expr, name: &str, optional: bool, scope: &ScopeRef) -> EResult<Value> {
+    fn eval_field(
+        &mut self,
+        recv: &Expr,
+        name: &str,
+        optional: bool,
+        scope: &ScopeRef,
+    ) -> EResult<Value> {
         if let Some(root) = self.namespace_root(recv, scope) {
             return match root.as_str() {
                 "env" => match self.env.get(name) {
                     Some(v) => Ok(Value::str(v)),
-                    None => Err(ShoalError::field_missing(format!("no environment variable `{name}`"))
-                        .with_hint(format!("`(env {name}).out` gives null when it is unset"))
-                        .into()),
-                },
-                "secret" => Err(ShoalError::field_missing(format!("unknown member `secret.{name}`"))
-                    .with_hint("use `secret.get(name)`")
+                    None => Err(ShoalError::field_missing(format!(
+                        "no environment variable `{name}`"
+                    ))
+                    .with_hint(format!("`(env {name}).out` gives null when it is unset"))
                     .into()),
+                },
+                "secret" => Err(ShoalError::field_missing(format!(
+                    "unknown member `secret.{name}`"
+                ))
+                .with_hint("use `secret.get(name)`")
+                .into()),
                 _ => ns::field(self, &root, name).map_err(|e| self.lift(e)),
             };
         }
@@ -245,7 +307,11 @@ impl Interp {
     }
 
     /// Evaluate call arguments in order.
-    pub(crate) fn eval_args(&mut self, args: &[Arg], scope: &ScopeRef) -> EResult<(Vec<Value>, NamedArgs)> {
+    pub(crate) fn eval_args(
+        &mut self,
+        args: &[Arg],
+        scope: &ScopeRef,
+    ) -> EResult<(Vec<Value>, NamedArgs)> {
         let mut pos = Vec::new();
         let mut named = Vec::new();
         for a in args {
@@ -274,9 +340,12 @@ impl Interp {
                 "env" => {
                     // `env.NAME(...)`: run the `env` builtin and forward.
                     let o = self.run_named_command("env", Vec::new(), scope, Pos::Value)?;
-                    methods::call_method(self, &o, name, Args { pos: p, named: n }).map_err(|e| self.lift(e))
+                    methods::call_method(self, &o, name, Args { pos: p, named: n })
+                        .map_err(|e| self.lift(e))
                 }
-                _ => ns::call(self, &root, name, Args { pos: p, named: n }).map_err(|e| self.lift(e)),
+                _ => {
+                    ns::call(self, &root, name, Args { pos: p, named: n }).map_err(|e| self.lift(e))
+                }
             };
         }
         if name == "feed" {
@@ -326,23 +395,33 @@ impl Interp {
                 Ok(None)
             }
             Value::Task(t) => self.task_method(t.id, name, pos).map(Some),
-            Value::Stream(s) if name == "into" && pos.len() == 1 => self.stream_into(s, &pos[0]).map(Some),
+            Value::Stream(s) if name == "into" && pos.len() == 1 => {
+                self.stream_into(s, &pos[0]).map(Some)
+            }
             _ => Ok(None),
         }
     }
 
     fn secret_call(&mut self, name: &str, args: Vec<Value>) -> EResult<Value> {
         if name != "get" {
-            return Err(ShoalError::field_missing(format!("unknown member `secret.{name}`")).into());
+            return Err(
+                ShoalError::field_missing(format!("unknown member `secret.{name}`")).into(),
+            );
         }
         let key = match args.first() {
             Some(Value::Str(s)) => s.to_string(),
             Some(other) => {
-                return Err(ShoalError::type_error(format!("secret.get expects a name, found {}", other.type_name())).into())
+                return Err(ShoalError::type_error(format!(
+                    "secret.get expects a name, found {}",
+                    other.type_name()
+                ))
+                .into())
             }
             None => return Err(ShoalError::arg_error("secret.get requires a name").into()),
         };
-        Err(ShoalError::not_found(format!("unknown secret `{key}`")).with_hint("no secret store is configured").into())
+        Err(ShoalError::not_found(format!("unknown secret `{key}`"))
+            .with_hint("no secret store is configured")
+            .into())
     }
 
     fn eval_with(
@@ -369,7 +448,11 @@ impl Interp {
                 };
                 let abs = crate::shell::builtins::normalize(&self.resolve_path(&p));
                 if !abs.is_dir() {
-                    return Err(ShoalError::arg_error(format!("with cwd: {} is not a directory", p.display())).into());
+                    return Err(ShoalError::arg_error(format!(
+                        "with cwd: {} is not a directory",
+                        p.display()
+                    ))
+                    .into());
                 }
                 Some(abs)
             }
@@ -384,7 +467,11 @@ impl Interp {
                         for (k, v) in r.iter() {
                             let s = match v {
                                 Value::Null => None,
-                                other => Some(crate::lang::eval::argv_string(other)?.to_string_lossy().into_owned()),
+                                other => Some(
+                                    crate::lang::eval::argv_string(other)?
+                                        .to_string_lossy()
+                                        .into_owned(),
+                                ),
                             };
                             out.push((k.clone(), s));
                         }
@@ -401,10 +488,29 @@ impl Interp {
             }
             None => None,
         };
-        if let Some(e) = reef {
-            // Tool constraints are accepted and ignored (no reef support).
-            self.eval_expr(e, scope, Pos::Value)?;
-        }
+        let reef_scope = match reef {
+            Some(e) => match self.eval_expr(e, scope, Pos::Value)? {
+                Value::Record(r) => {
+                    let mut out = Vec::new();
+                    for (k, v) in r.iter() {
+                        let c = match v {
+                            Value::Str(s) => s.to_string(),
+                            other => render::display(other),
+                        };
+                        out.push((k.clone(), c));
+                    }
+                    Some(out)
+                }
+                other => {
+                    return Err(ShoalError::type_error(format!(
+                        "with reef: expects a record, found {}",
+                        other.type_name()
+                    ))
+                    .into())
+                }
+            },
+            None => None,
+        };
         let saved_cwd = self.cwd.clone();
         let saved_env = self.env.clone();
         if let Some(c) = new_cwd {
@@ -422,7 +528,14 @@ impl Interp {
                 }
             }
         }
+        let pushed = reef_scope.is_some();
+        if let Some(rs) = reef_scope {
+            self.reef_stack.push(rs);
+        }
         let r = self.eval_block(body, scope, Pos::Value);
+        if pushed {
+            self.reef_stack.pop();
+        }
         self.cwd = saved_cwd;
         self.env = saved_env;
         r
@@ -431,7 +544,10 @@ impl Interp {
 
 pub(crate) fn make_regex(src: &str) -> Result<Value, ShoalError> {
     match regex::Regex::new(src) {
-        Ok(re) => Ok(Value::Regex(Arc::new(RegexVal { source: src.to_string(), re }))),
+        Ok(re) => Ok(Value::Regex(Arc::new(RegexVal {
+            source: src.to_string(),
+            re,
+        }))),
         Err(e) => Err(ShoalError::arg_error(format!("invalid regex `{src}`: {e}"))),
     }
 }
@@ -447,7 +563,8 @@ pub(crate) fn today_value() -> Value {
 /// `v[i]` (language.md §5.7).
 pub(crate) fn index_value(recv: &Value, idx: &Value) -> Result<Value, ShoalError> {
     if let Value::Outcome(_) = recv {
-        return Err(ShoalError::type_error("cannot index an outcome").with_hint("index its result: `.out[i]`"));
+        return Err(ShoalError::type_error("cannot index an outcome")
+            .with_hint("index its result: `.out[i]`"));
     }
     ops::index(recv, idx)
 }

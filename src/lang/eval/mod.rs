@@ -25,6 +25,7 @@ mod call;
 mod command;
 mod expr;
 mod pattern;
+mod reef;
 mod stmt;
 mod task;
 
@@ -37,8 +38,15 @@ pub use task::Tasks;
 /// Maximum nesting of calls (language.md §5.5).
 pub const MAX_DEPTH: usize = 10_000;
 
-/// Stack size of the threads evaluation runs on.
-pub const EVAL_STACK: usize = 512 << 20;
+/// Stack size of the threads evaluation runs on. Debug builds use far
+/// bigger frames (about 60 KiB of native stack per language-level call), so
+/// they get more room to reach the 10,000-call limit. The memory is only
+/// reserved; pages are committed as the stack actually grows.
+pub const EVAL_STACK: usize = if cfg!(debug_assertions) {
+    1 << 30
+} else {
+    512 << 20
+};
 
 /// Non-local exits: errors and control flow.
 #[derive(Debug)]
@@ -66,6 +74,9 @@ pub enum Pos {
     Stmt,
     Value,
 }
+
+/// Receiver of non-final top-level statement values (language.md §1).
+pub type StatementSink = Box<dyn FnMut(&Value) + Send>;
 
 /// Named channels of a session (language.md §12.12).
 pub type Channels = Arc<Mutex<IndexMap<String, task::Channel>>>;
@@ -95,6 +106,15 @@ pub struct Interp {
     stack_budget: usize,
     /// Aliases being expanded (guards `alias ls = ls -a`).
     alias_guard: Vec<String>,
+    /// Tool constraints pushed by `with reef: {…}`, innermost last.
+    pub reef_stack: Vec<Vec<(String, String)>>,
+    /// Pid (= process group) of the external program running now, or 0.
+    pub child_pid: Arc<std::sync::atomic::AtomicU32>,
+    /// Directories entered this session: (path, visits, last visit tick).
+    pub(crate) visited: Vec<(PathBuf, u32, u64)>,
+    pub(crate) visit_tick: u64,
+    /// Receives the values of non-final top-level statements.
+    pub sink: Option<StatementSink>,
 }
 
 fn stack_addr() -> usize {
@@ -121,6 +141,11 @@ impl Interp {
             stack_base: 0,
             stack_budget: 0,
             alias_guard: Vec::new(),
+            reef_stack: Vec::new(),
+            sink: None,
+            child_pid: Arc::default(),
+            visited: Vec::new(),
+            visit_tick: 0,
         }
     }
 
@@ -134,6 +159,7 @@ impl Interp {
         c.stack_base = self.stack_base;
         c.stack_budget = self.stack_budget;
         c.depth = self.depth;
+        c.reef_stack = self.reef_stack.clone();
         c
     }
 
@@ -153,7 +179,13 @@ impl Interp {
         }
         let used = self.stack_base.saturating_sub(stack_addr());
         if used > self.stack_budget {
-            return Err(ShoalError::new(ErrorCode::RecursionLimit, "maximum recursion depth exceeded (native stack)"));
+            return Err(ShoalError::new(
+                ErrorCode::RecursionLimit,
+                format!(
+                    "maximum recursion depth exceeded (native stack: {used} bytes at depth {})",
+                    self.depth
+                ),
+            ));
         }
         Ok(())
     }
@@ -233,17 +265,30 @@ impl Interp {
             if self.exit_requested {
                 return Err(Ctl::Exit);
             }
+            if i + 1 < n {
+                if let Some(sink) = self.sink.as_mut() {
+                    sink(&last);
+                }
+            }
         }
         Ok(last)
     }
 
     /// Names value-bound at the top level (for `ParseContext`).
     pub fn value_bound_names(&self) -> Vec<String> {
-        self.globals.local_bindings().into_iter().filter(|(_, b)| b.value_bound).map(|(k, _)| k).collect()
+        self.globals
+            .local_bindings()
+            .into_iter()
+            .filter(|(_, b)| b.value_bound)
+            .map(|(k, _)| k)
+            .collect()
     }
 
     pub(crate) fn env_pairs(&self) -> Vec<(String, String)> {
-        self.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        self.env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// Resolve a user path against the cwd (`~` expanded).

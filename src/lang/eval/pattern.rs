@@ -7,8 +7,9 @@ use crate::value::{ops, Value};
 
 /// Type names a `TYPE name` pattern may test.
 const TYPE_NAMES: &[&str] = &[
-    "null", "bool", "int", "float", "str", "path", "glob", "regex", "size", "duration", "datetime", "time", "bytes",
-    "list", "record", "table", "range", "stream", "error", "outcome", "task", "closure", "command", "secret",
+    "null", "bool", "int", "float", "str", "path", "glob", "regex", "size", "duration", "datetime",
+    "time", "bytes", "list", "record", "table", "range", "stream", "error", "outcome", "task",
+    "closure", "command", "secret",
 ];
 
 impl Interp {
@@ -41,7 +42,11 @@ impl Interp {
                 };
                 ops::equals(&lit, v)
             }
-            Pattern::Range { start, end, inclusive } => {
+            Pattern::Range {
+                start,
+                end,
+                inclusive,
+            } => {
                 let x = match v {
                     Value::Int(i) => *i as f64,
                     Value::Float(f) => *f,
@@ -51,7 +56,11 @@ impl Interp {
                 x >= s && if *inclusive { x <= e } else { x < e }
             }
             Pattern::Type { ty, bind } => {
-                let ok = if TYPE_NAMES.contains(&ty.as_str()) { v.type_name() == ty } else { false };
+                let ok = if TYPE_NAMES.contains(&ty.as_str()) {
+                    v.type_name() == ty
+                } else {
+                    false
+                };
                 if ok {
                     if let Some(b) = bind {
                         if b != "_" {

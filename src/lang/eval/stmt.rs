@@ -21,7 +21,12 @@ impl Interp {
 
     fn eval_stmt_inner(&mut self, st: &Stmt, scope: &ScopeRef, pos: Pos) -> EResult<Value> {
         match &st.kind {
-            StmtKind::Let { name, mutable, value, .. } => {
+            StmtKind::Let {
+                name,
+                mutable,
+                value,
+                ..
+            } => {
                 let v = self.eval_expr(value, scope, Pos::Value)?;
                 if name != "_" {
                     scope.define(name, v, *mutable, true);
@@ -30,7 +35,10 @@ impl Interp {
             }
             StmtKind::Fn { def, .. } => {
                 if let Some(name) = &def.name {
-                    let c = Value::Closure(Arc::new(Closure { def: def.clone(), env: scope.clone() }));
+                    let c = Value::Closure(Arc::new(Closure {
+                        def: def.clone(),
+                        env: scope.clone(),
+                    }));
                     scope.define(name, c, false, false);
                 }
                 Ok(Value::Null)
@@ -72,13 +80,23 @@ impl Interp {
 
     /// A `{ … }` block in a child scope. Non-final statements are in
     /// statement position, the final one in `final_pos`.
-    pub(crate) fn eval_block(&mut self, b: &Block, scope: &ScopeRef, final_pos: Pos) -> EResult<Value> {
+    pub(crate) fn eval_block(
+        &mut self,
+        b: &Block,
+        scope: &ScopeRef,
+        final_pos: Pos,
+    ) -> EResult<Value> {
         let child = Scope::child(scope);
         self.eval_stmts_in(&b.stmts, &child, final_pos)
     }
 
     /// Statements directly in `scope` (no new scope).
-    pub(crate) fn eval_stmts_in(&mut self, stmts: &[Stmt], scope: &ScopeRef, final_pos: Pos) -> EResult<Value> {
+    pub(crate) fn eval_stmts_in(
+        &mut self,
+        stmts: &[Stmt],
+        scope: &ScopeRef,
+        final_pos: Pos,
+    ) -> EResult<Value> {
         let mut last = Value::Null;
         let n = stmts.len();
         for (i, st) in stmts.iter().enumerate() {
@@ -88,7 +106,13 @@ impl Interp {
         Ok(last)
     }
 
-    fn eval_for(&mut self, var: &str, iter: &crate::lang::ast::Expr, body: &Block, scope: &ScopeRef) -> EResult<Value> {
+    fn eval_for(
+        &mut self,
+        var: &str,
+        iter: &crate::lang::ast::Expr,
+        body: &Block,
+        scope: &ScopeRef,
+    ) -> EResult<Value> {
         let it = self.eval_expr(iter, scope, Pos::Value)?;
         let items = self.iterate(&it)?;
         for item in items {
@@ -106,7 +130,10 @@ impl Interp {
     }
 
     /// The items of a `for` iterable (language.md §9).
-    pub(crate) fn iterate(&mut self, v: &Value) -> EResult<Box<dyn Iterator<Item = Result<Value, ShoalError>> + Send>> {
+    pub(crate) fn iterate(
+        &mut self,
+        v: &Value,
+    ) -> EResult<Box<dyn Iterator<Item = Result<Value, ShoalError>> + Send>> {
         Ok(match v {
             Value::List(l) => {
                 let l = l.clone();
@@ -117,7 +144,11 @@ impl Interp {
                 Box::new((0..t.len()).map(move |i| Ok(Value::Record(t[i].clone()))))
             }
             Value::Range(r) => {
-                let end = if r.inclusive { r.end.saturating_add(1) } else { r.end };
+                let end = if r.inclusive {
+                    r.end.saturating_add(1)
+                } else {
+                    r.end
+                };
                 Box::new((r.start..end.max(r.start)).map(|i| Ok(Value::Int(i))))
             }
             Value::Glob(g) => {
@@ -140,7 +171,13 @@ impl Interp {
                 };
                 match guard.take() {
                     Some(src) => src,
-                    None => return Err(ShoalError::new(ErrorCode::StreamConsumed, "stream already consumed").into()),
+                    None => {
+                        return Err(ShoalError::new(
+                            ErrorCode::StreamConsumed,
+                            "stream already consumed",
+                        )
+                        .into())
+                    }
                 }
             }
             Value::Outcome(_) => {
@@ -148,7 +185,13 @@ impl Interp {
                     .with_hint("iterate its result instead: `.out`")
                     .into())
             }
-            other => return Err(ShoalError::type_error(format!("cannot iterate over {}", other.type_name())).into()),
+            other => {
+                return Err(ShoalError::type_error(format!(
+                    "cannot iterate over {}",
+                    other.type_name()
+                ))
+                .into())
+            }
         })
     }
 
@@ -165,7 +208,9 @@ impl Interp {
                 let v = match op_binop(op) {
                     None => rhs,
                     Some(bop) => {
-                        let cur = scope.lookup_binding(name).ok_or_else(|| not_assignable(name))?;
+                        let cur = scope
+                            .lookup_binding(name)
+                            .ok_or_else(|| not_assignable(name))?;
                         if !cur.mutable {
                             return Err(immutable(name).into());
                         }
@@ -186,9 +231,11 @@ impl Interp {
                     .into());
                 }
                 if op != AssignOp::Set {
-                    return Err(ShoalError::type_error(format!("compound assignment to `env.{name}` is not supported"))
-                        .with_hint(format!("write `env.{name} = …`"))
-                        .into());
+                    return Err(ShoalError::type_error(format!(
+                        "compound assignment to `env.{name}` is not supported"
+                    ))
+                    .with_hint(format!("write `env.{name} = …`"))
+                    .into());
                 }
                 let v = self.eval_expr(value, scope, Pos::Value)?;
                 match &v {
@@ -197,7 +244,8 @@ impl Interp {
                     }
                     other => {
                         let s = crate::lang::eval::argv_string(other)?;
-                        self.env.insert(name.clone(), s.to_string_lossy().into_owned());
+                        self.env
+                            .insert(name.clone(), s.to_string_lossy().into_owned());
                     }
                 }
                 Ok(v)
@@ -209,9 +257,17 @@ impl Interp {
     /// bind its exports as a record named after the file stem.
     fn eval_use(&mut self, path: &str, scope: &ScopeRef) -> EResult<Value> {
         let p = self.resolve_path(std::path::Path::new(path));
-        let p = if p.extension().is_none() && !p.exists() { p.with_extension("shl") } else { p };
-        let src = std::fs::read_to_string(&p)
-            .map_err(|e| ShoalError::new(ErrorCode::IoError, format!("cannot read module {}: {e}", p.display())))?;
+        let p = if p.extension().is_none() && !p.exists() {
+            p.with_extension("shl")
+        } else {
+            p
+        };
+        let src = std::fs::read_to_string(&p).map_err(|e| {
+            ShoalError::new(
+                ErrorCode::IoError,
+                format!("cannot read module {}: {e}", p.display()),
+            )
+        })?;
         let prog = parse(&src, &ParseContext::default()).map_err(|e| {
             ShoalError::new(ErrorCode::ParseError, format!("{}: {}", p.display(), e.msg))
         })?;
@@ -225,7 +281,9 @@ impl Interp {
         let mut exports = Record::new();
         for st in &prog.stmts {
             let name = match &st.kind {
-                StmtKind::Let { name, export: true, .. } => Some(name.clone()),
+                StmtKind::Let {
+                    name, export: true, ..
+                } => Some(name.clone()),
                 StmtKind::Fn { def, export: true } => def.name.clone(),
                 _ => None,
             };
@@ -235,7 +293,10 @@ impl Interp {
                 }
             }
         }
-        let stem = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "module".into());
+        let stem = p
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "module".into());
         scope.define(&stem, Value::record(exports), false, true);
         Ok(Value::Null)
     }
@@ -257,7 +318,10 @@ fn not_assignable(name: &str) -> ShoalError {
 }
 
 fn immutable(name: &str) -> ShoalError {
-    ShoalError::type_error(format!("cannot assign `{name}`: it is immutable (declared with `let`)"))
-        .with_hint(format!("declare it with `var {name} = …` to make it mutable"))
+    ShoalError::type_error(format!(
+        "cannot assign `{name}`: it is immutable (declared with `let`)"
+    ))
+    .with_hint(format!(
+        "declare it with `var {name} = …` to make it mutable"
+    ))
 }
-

@@ -29,6 +29,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct TaskState {
     result: Mutex<Option<SResult<Value>>>,
     done: AtomicBool,
+    suspended: AtomicBool,
+    /// The task's running external program (process group), or 0.
+    child_pid: Arc<std::sync::atomic::AtomicU32>,
     cond: Condvar,
     interrupter: Interrupter,
 }
@@ -100,6 +103,8 @@ impl Interp {
         let state = Arc::new(TaskState {
             result: Mutex::new(None),
             done: AtomicBool::new(false),
+            suspended: AtomicBool::new(false),
+            child_pid: child.child_pid.clone(),
             cond: Condvar::new(),
             interrupter: child.interrupter.clone(),
         });
@@ -107,20 +112,27 @@ impl Interp {
             let mut t = lock(&self.tasks);
             t.next_id += 1;
             let id = t.next_id;
-            t.entries.push(TaskEntry { id, desc, state: state.clone() });
+            t.entries.push(TaskEntry {
+                id,
+                desc,
+                state: state.clone(),
+            });
             id
         };
         let st = state.clone();
-        let spawned = std::thread::Builder::new().name(format!("shoal-task-{id}")).stack_size(TASK_STACK).spawn(move || {
-            child.enter_thread(TASK_STACK);
-            let r = match body(&mut child) {
-                Ok(v) => Ok(v),
-                Err(c) => Err(child.ctl_to_err(c)),
-            };
-            *lock(&st.result) = Some(r);
-            st.done.store(true, Ordering::SeqCst);
-            st.cond.notify_all();
-        });
+        let spawned = std::thread::Builder::new()
+            .name(format!("shoal-task-{id}"))
+            .stack_size(TASK_STACK)
+            .spawn(move || {
+                child.enter_thread(TASK_STACK);
+                let r = match body(&mut child) {
+                    Ok(v) => Ok(v),
+                    Err(c) => Err(child.ctl_to_err(c)),
+                };
+                *lock(&st.result) = Some(r);
+                st.done.store(true, Ordering::SeqCst);
+                st.cond.notify_all();
+            });
         if let Err(e) = spawned {
             *lock(&state.result) = Some(Err(ShoalError::custom(format!("cannot start task: {e}"))));
             state.done.store(true, Ordering::SeqCst);
@@ -131,7 +143,11 @@ impl Interp {
     /// `spawn { body }`.
     pub(crate) fn spawn_block(&mut self, body: &Block, scope: &ScopeRef) -> EResult<Value> {
         let b = body.clone();
-        let desc = self.src.get(b.span.start as usize..b.span.end as usize).unwrap_or("spawn").to_string();
+        let desc = self
+            .src
+            .get(b.span.start as usize..b.span.end as usize)
+            .unwrap_or("spawn")
+            .to_string();
         self.start_task(format!("spawn {desc}"), scope, move |it| {
             let g = it.globals.clone();
             it.eval_block(&b, &g, Pos::Value)
@@ -143,7 +159,13 @@ impl Interp {
         let mut c = (**cmd).clone();
         c.background = false;
         let c = Arc::new(c);
-        let desc = self.src.get(cmd.span.start as usize..cmd.span.end as usize).unwrap_or("command").trim_end_matches('&').trim().to_string();
+        let desc = self
+            .src
+            .get(cmd.span.start as usize..cmd.span.end as usize)
+            .unwrap_or("command")
+            .trim_end_matches('&')
+            .trim()
+            .to_string();
         self.start_task(desc, scope, move |it| {
             let g = it.globals.clone();
             it.eval_command(&c, &g, Pos::Value)
@@ -151,7 +173,11 @@ impl Interp {
     }
 
     fn task_state(&self, id: u64) -> Option<(Arc<TaskState>, String)> {
-        lock(&self.tasks).entries.iter().find(|e| e.id == id).map(|e| (e.state.clone(), e.desc.clone()))
+        lock(&self.tasks)
+            .entries
+            .iter()
+            .find(|e| e.id == id)
+            .map(|e| (e.state.clone(), e.desc.clone()))
     }
 
     /// Methods and fields of task handles (§12.10).
@@ -180,15 +206,33 @@ impl Interp {
             }
             "cancel" => {
                 st.interrupter.interrupt();
+                st.suspended.store(false, Ordering::SeqCst);
                 Ok(Value::Null)
             }
             "is_done" => Ok(Value::Bool(st.done.load(Ordering::SeqCst))),
-            "suspend" | "resume" => Ok(Value::Task(Arc::new(TaskRef { id }))),
-            "is_suspended" => Ok(Value::Bool(false)),
+            "suspend" | "resume" => {
+                let stop = name == "suspend";
+                if !st.done.load(Ordering::SeqCst) {
+                    let pid = st.child_pid.load(Ordering::SeqCst);
+                    crate::shell::process::signal_group(
+                        pid,
+                        if stop { libc::SIGSTOP } else { libc::SIGCONT },
+                    );
+                    st.suspended.store(stop, Ordering::SeqCst);
+                }
+                Ok(Value::Task(Arc::new(TaskRef { id })))
+            }
+            "is_suspended" => Ok(Value::Bool(
+                st.suspended.load(Ordering::SeqCst) && !st.done.load(Ordering::SeqCst),
+            )),
             "id" => Ok(Value::Int(id as i64)),
-            _ => Err(ShoalError::field_missing(format!("unknown method `.{name}` on task"))
-                .with_hint("tasks have .await() .wait() .cancel() .is_done() .suspend() .resume()")
-                .into()),
+            _ => Err(
+                ShoalError::field_missing(format!("unknown method `.{name}` on task"))
+                    .with_hint(
+                        "tasks have .await() .wait() .cancel() .is_done() .suspend() .resume()",
+                    )
+                    .into(),
+            ),
         }
     }
 
@@ -200,7 +244,9 @@ impl Interp {
             .iter()
             .map(|e| {
                 let done = e.state.done.load(Ordering::SeqCst);
-                let state = if !done {
+                let state = if !done && e.state.suspended.load(Ordering::SeqCst) {
+                    "suspended"
+                } else if !done {
                     "running"
                 } else {
                     match lock(&e.state.result).as_ref() {
@@ -214,7 +260,10 @@ impl Interp {
                 r.insert("desc".into(), Value::str(&e.desc));
                 r.insert("state".into(), Value::str(state));
                 r.insert("done".into(), Value::Bool(done));
-                r.insert("suspended".into(), Value::Bool(false));
+                r.insert(
+                    "suspended".into(),
+                    Value::Bool(!done && e.state.suspended.load(Ordering::SeqCst)),
+                );
                 Arc::new(r)
             })
             .collect();
@@ -227,7 +276,10 @@ impl Interp {
         lock(&self.channels)
             .entry(name.to_string())
             .or_insert_with(|| Channel {
-                inner: Arc::new(ChanInner { state: Mutex::new(ChanState::default()), cond: Condvar::new() }),
+                inner: Arc::new(ChanInner {
+                    state: Mutex::new(ChanState::default()),
+                    cond: Condvar::new(),
+                }),
             })
             .clone()
     }
@@ -263,7 +315,12 @@ impl Interp {
             "latest" => {
                 let ch = self.channel(name);
                 let st = lock(&ch.inner.state);
-                Ok(Some(st.ring.back().map(|(_, v, _)| v.clone()).unwrap_or(Value::Null)))
+                Ok(Some(
+                    st.ring
+                        .back()
+                        .map(|(_, v, _)| v.clone())
+                        .unwrap_or(Value::Null),
+                ))
             }
             "events" => {
                 let mut since: Option<u64> = None;
@@ -271,19 +328,39 @@ impl Interp {
                     match (k.as_str(), v) {
                         ("since", Value::Int(n)) => since = Some((*n).max(-1) as u64),
                         ("since", other) => {
-                            return Err(ShoalError::type_error(format!("events: since must be an int, found {}", other.type_name())).into())
+                            return Err(ShoalError::type_error(format!(
+                                "events: since must be an int, found {}",
+                                other.type_name()
+                            ))
+                            .into())
                         }
-                        _ => return Err(ShoalError::arg_error(format!("events: unknown argument `{k}`")).into()),
+                        _ => {
+                            return Err(ShoalError::arg_error(format!(
+                                "events: unknown argument `{k}`"
+                            ))
+                            .into())
+                        }
                     }
                 }
-                Ok(Some(self.events_stream(name, since.map(|s| s + 1).unwrap_or(0), true)))
+                Ok(Some(self.events_stream(
+                    name,
+                    since.map(|s| s + 1).unwrap_or(0),
+                    true,
+                )))
             }
             "take" => {
                 let mut timeout: Option<Duration> = None;
                 for (k, v) in named {
                     match (k.as_str(), v) {
-                        ("timeout", Value::Duration(d)) => timeout = Some(Duration::from_nanos((*d).max(0) as u64)),
-                        _ => return Err(ShoalError::arg_error(format!("take: unknown argument `{k}`")).into()),
+                        ("timeout", Value::Duration(d)) => {
+                            timeout = Some(Duration::from_nanos((*d).max(0) as u64))
+                        }
+                        _ => {
+                            return Err(ShoalError::arg_error(format!(
+                                "take: unknown argument `{k}`"
+                            ))
+                            .into())
+                        }
                     }
                 }
                 let ch = self.channel(name);
@@ -299,7 +376,11 @@ impl Interp {
                     }
                     if let Some(d) = deadline {
                         if Instant::now() >= d {
-                            return Err(ShoalError::new(ErrorCode::Timeout, format!("no event on channel `{name}` in time")).into());
+                            return Err(ShoalError::new(
+                                ErrorCode::Timeout,
+                                format!("no event on channel `{name}` in time"),
+                            )
+                            .into());
                         }
                     }
                     st = match ch.inner.cond.wait_timeout(st, Duration::from_millis(20)) {
@@ -318,7 +399,11 @@ impl Interp {
         let ch = self.channel(name);
         let intr = self.interrupter.clone();
         let chname = name.to_string();
-        let mut next = if replay { from_seq } else { lock(&ch.inner.state).next_seq };
+        let mut next = if replay {
+            from_seq
+        } else {
+            lock(&ch.inner.state).next_seq
+        };
         let iter = std::iter::from_fn(move || {
             let mut st = lock(&ch.inner.state);
             loop {
@@ -345,7 +430,11 @@ impl Interp {
 
     /// `on(channel, handler)`: a background task calling `handler` for each
     /// future event's payload.
-    pub(crate) fn on_channel(&mut self, pos: Vec<Value>, named: Vec<(String, Value)>) -> EResult<Value> {
+    pub(crate) fn on_channel(
+        &mut self,
+        pos: Vec<Value>,
+        named: Vec<(String, Value)>,
+    ) -> EResult<Value> {
         if let Some((k, _)) = named.first() {
             return Err(ShoalError::arg_error(format!("on: unknown argument `{k}`")).into());
         }
@@ -361,7 +450,9 @@ impl Interp {
         let start = lock(&self.channel(&name).inner.state).next_seq;
         self.start_task(format!("on {name}"), &scope, move |it| {
             let events = it.events_stream(&name, start, true);
-            let Value::Stream(s) = events else { return Ok(Value::Null) };
+            let Value::Stream(s) = events else {
+                return Ok(Value::Null);
+            };
             let src = lock(&s.source).take();
             if let Some(src) = src {
                 for ev in src {
@@ -383,33 +474,43 @@ impl Interp {
     pub(crate) fn every_stream(&mut self, pos: Vec<Value>) -> EResult<Value> {
         let d = match pos.as_slice() {
             [Value::Duration(d)] if *d > 0 => Duration::from_nanos(*d as u64),
-            [Value::Duration(_)] => return Err(ShoalError::arg_error("every expects a positive duration").into()),
-            [other] => return Err(ShoalError::type_error(format!("every expects a duration, found {}", other.type_name())).into()),
+            [Value::Duration(_)] => {
+                return Err(ShoalError::arg_error("every expects a positive duration").into())
+            }
+            [other] => {
+                return Err(ShoalError::type_error(format!(
+                    "every expects a duration, found {}",
+                    other.type_name()
+                ))
+                .into())
+            }
             _ => return Err(ShoalError::arg_error("every expects one duration").into()),
         };
         let intr = self.interrupter.clone();
         let mut next = Instant::now() + d;
-        let iter = std::iter::from_fn(move || {
-            loop {
-                if intr.is_interrupted() {
-                    return Some(Err(Interp::cancelled()));
-                }
-                let now = Instant::now();
-                if now >= next {
-                    next += d;
-                    if next < now {
-                        next = now + d;
-                    }
-                    return Some(Ok(now_dt()));
-                }
-                std::thread::sleep((next - now).min(Duration::from_millis(20)));
+        let iter = std::iter::from_fn(move || loop {
+            if intr.is_interrupted() {
+                return Some(Err(Interp::cancelled()));
             }
+            let now = Instant::now();
+            if now >= next {
+                next += d;
+                if next < now {
+                    next = now + d;
+                }
+                return Some(Ok(now_dt()));
+            }
+            std::thread::sleep((next - now).min(Duration::from_millis(20)));
         });
         Ok(stream("datetime", false, iter))
     }
 
     /// `tail(path, from_start: false)`: an unbounded stream of lines.
-    pub(crate) fn tail_stream(&mut self, pos: Vec<Value>, named: Vec<(String, Value)>) -> EResult<Value> {
+    pub(crate) fn tail_stream(
+        &mut self,
+        pos: Vec<Value>,
+        named: Vec<(String, Value)>,
+    ) -> EResult<Value> {
         let p = match pos.as_slice() {
             [Value::Str(s)] => PathBuf::from(s.as_ref()),
             [Value::Path(p)] => p.as_ref().clone(),
@@ -419,7 +520,11 @@ impl Interp {
         for (k, v) in &named {
             match (k.as_str(), v) {
                 ("from_start", Value::Bool(b)) => from_start = *b,
-                _ => return Err(ShoalError::arg_error(format!("tail: unknown argument `{k}`")).into()),
+                _ => {
+                    return Err(
+                        ShoalError::arg_error(format!("tail: unknown argument `{k}`")).into(),
+                    )
+                }
             }
         }
         let abs = self.cwd.join(&p);
@@ -446,7 +551,12 @@ impl Interp {
                         return Some(Ok(Value::str(l)));
                     }
                 }
-                Err(e) => return Some(Err(ShoalError::new(ErrorCode::IoError, format!("tail: {e}")))),
+                Err(e) => {
+                    return Some(Err(ShoalError::new(
+                        ErrorCode::IoError,
+                        format!("tail: {e}"),
+                    )))
+                }
             }
         });
         Ok(stream("value", false, iter))
@@ -454,7 +564,11 @@ impl Interp {
 
     /// `watch(path|glob, recursive: true)`: an unbounded stream of
     /// `{path, kind, ts}` change events (polling).
-    pub(crate) fn watch_stream(&mut self, pos: Vec<Value>, named: Vec<(String, Value)>) -> EResult<Value> {
+    pub(crate) fn watch_stream(
+        &mut self,
+        pos: Vec<Value>,
+        named: Vec<(String, Value)>,
+    ) -> EResult<Value> {
         let (root, pattern) = match pos.as_slice() {
             [Value::Str(s)] => (self.cwd.join(s.as_ref()), None),
             [Value::Path(p)] => (self.cwd.join(p.as_ref()), None),
@@ -465,13 +579,20 @@ impl Interp {
         for (k, v) in &named {
             match (k.as_str(), v) {
                 ("recursive", Value::Bool(b)) => recursive = *b,
-                _ => return Err(ShoalError::arg_error(format!("watch: unknown argument `{k}`")).into()),
+                _ => {
+                    return Err(
+                        ShoalError::arg_error(format!("watch: unknown argument `{k}`")).into(),
+                    )
+                }
             }
         }
         let snapshot = move || -> std::collections::BTreeMap<PathBuf, SystemTime> {
             let mut out = std::collections::BTreeMap::new();
             let files: Vec<PathBuf> = match &pattern {
-                Some((pat, hidden)) => crate::shell::glob::expand(pat, &root, *hidden).into_iter().map(|p| root.join(p)).collect(),
+                Some((pat, hidden)) => crate::shell::glob::expand(pat, &root, *hidden)
+                    .into_iter()
+                    .map(|p| root.join(p))
+                    .collect(),
                 None => {
                     let mut v = Vec::new();
                     walk(&root, recursive, &mut v);
@@ -528,16 +649,27 @@ impl Interp {
                 Some(Value::Str(n)) => n.to_string(),
                 _ => return Err(ShoalError::type_error("into expects a channel").into()),
             },
-            other => return Err(ShoalError::type_error(format!("into expects a channel, found {}", other.type_name())).into()),
+            other => {
+                return Err(ShoalError::type_error(format!(
+                    "into expects a channel, found {}",
+                    other.type_name()
+                ))
+                .into())
+            }
         };
         if !s.bounded {
-            return Err(ShoalError::new(ErrorCode::StreamUnbounded, "cannot drain an unbounded stream into a channel")
-                .with_hint("bound it first, e.g. `.take(n)`")
-                .into());
+            return Err(ShoalError::new(
+                ErrorCode::StreamUnbounded,
+                "cannot drain an unbounded stream into a channel",
+            )
+            .with_hint("bound it first, e.g. `.take(n)`")
+            .into());
         }
         let src = lock(&s.source).take();
         let Some(src) = src else {
-            return Err(ShoalError::new(ErrorCode::StreamConsumed, "stream already consumed").into());
+            return Err(
+                ShoalError::new(ErrorCode::StreamConsumed, "stream already consumed").into(),
+            );
         };
         for item in src {
             self.check_cancel()?;
@@ -571,5 +703,9 @@ fn stream<I>(label: &str, bounded: bool, iter: I) -> Value
 where
     I: Iterator<Item = SResult<Value>> + Send + 'static,
 {
-    Value::Stream(Arc::new(StreamVal { label: label.to_string(), bounded, source: Mutex::new(Some(Box::new(iter))) }))
+    Value::Stream(Arc::new(StreamVal {
+        label: label.to_string(),
+        bounded,
+        source: Mutex::new(Some(Box::new(iter))),
+    }))
 }

@@ -8,7 +8,11 @@ use crate::lang::session::{ExecError, Position, Session, SessionOptions};
 use crate::value::render;
 
 fn session_in(dir: &Path) -> Session {
-    Session::new(SessionOptions { cwd: dir.to_path_buf(), env: Vec::new(), config: Default::default() })
+    Session::new(SessionOptions {
+        cwd: dir.to_path_buf(),
+        env: Vec::new(),
+        config: Default::default(),
+    })
 }
 
 /// Inline render of the result, `!code` for a raised error, `!parse` for a
@@ -35,7 +39,12 @@ fn check(cases: &[(&str, &str)]) {
             failures.push(format!("{src:?}: want {want}, got {got}"));
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -75,13 +84,22 @@ fn functions_and_closures() {
         ("fn f(x) { x }\nf(1, bogus: 99)", "!arg_error"),
         ("fn f(...xs) { xs }\nf(1, 2)", "[1, 2]"),
         ("fn f(xs: list<int>) { xs[0] + 1 }\nf([\"2\", \"3\"])", "3"),
-        ("fn f(n) { if n == 0 { return 0 }\nn + f(n - 1) }\nf(100)", "5050"),
+        (
+            "fn f(n) { if n == 0 { return 0 }\nn + f(n - 1) }\nf(100)",
+            "5050",
+        ),
         ("fn f(n) { f(n + 1) }\nf(0)", "!recursion_limit"),
         ("let x = 10\nlet add_x = y => y + x\nadd_x(5)", "15"),
-        ("let compose = (f, g) => x => f(g(x))\nlet h = compose(x => x + 1, x => x * 2)\nh(5)", "11"),
+        (
+            "let compose = (f, g) => x => f(g(x))\nlet h = compose(x => x + 1, x => x * 2)\nh(5)",
+            "11",
+        ),
         ("((a, b) => a + b)(2, 3)", "5"),
         ("(() => 42)()", "42"),
-        ("var total = 0\nlet add = x => { total += x }\nadd(2)\nadd(3)\ntotal", "5"),
+        (
+            "var total = 0\nlet add = x => { total += x }\nadd(2)\nadd(3)\ntotal",
+            "5",
+        ),
         ("return 1", "!custom"),
         ("break", "!custom"),
         ("let f = 5\nf(1)", "!type_error"),
@@ -94,8 +112,14 @@ fn functions_and_closures() {
 fn loops_and_control() {
     check(&[
         ("var s = 0\nfor i in 1..4 { s += i }\ns", "6"),
-        ("var s = 0\nfor i in 1..6 { if i % 2 == 0 { continue }\ns += i }\ns", "9"),
-        ("var i = 0\nwhile true { i += 1\nif i == 3 { break } }\ni", "3"),
+        (
+            "var s = 0\nfor i in 1..6 { if i % 2 == 0 { continue }\ns += i }\ns",
+            "9",
+        ),
+        (
+            "var i = 0\nwhile true { i += 1\nif i == 3 { break } }\ni",
+            "3",
+        ),
         ("for i in 5 { }", "!type_error"),
         ("var n = 0\nfor r in [{a: 1}, {a: 2}] { n += r.a }\nn", "3"),
         ("try { 1/0 } catch e { e.code }", "\"div_zero\""),
@@ -108,7 +132,10 @@ fn loops_and_control() {
         ("assert(true, 5)", "!type_error"),
         ("assert(true, \"a\", \"b\")", "!arg_error"),
         ("retry(2) { 5 }", "5"),
-        ("var a = 0\nretry(3) {\n  a += 1\n  if a < 3 { 1 / 0 } else { 99 }\n}", "99"),
+        (
+            "var a = 0\nretry(3) {\n  a += 1\n  if a < 3 { 1 / 0 } else { 99 }\n}",
+            "99",
+        ),
         ("retry(2) { 1 / 0 }", "!div_zero"),
         ("parallel(() => 1, () => 2)", "[1, 2]"),
         ("parallel(() => 1, () => 1 / 0, settle: true).len()", "2"),
@@ -119,16 +146,40 @@ fn loops_and_control() {
 #[test]
 fn match_patterns() {
     check(&[
-        ("match 5 { 0..3 => \"low\"; 3..=10 => \"mid\"; _ => \"high\" }", "\"mid\""),
-        ("match \"hi\" { int n => \"int\"; str s => \"str:{s}\" }", "\"str:hi\""),
+        (
+            "match 5 { 0..3 => \"low\"; 3..=10 => \"mid\"; _ => \"high\" }",
+            "\"mid\"",
+        ),
+        (
+            "match \"hi\" { int n => \"int\"; str s => \"str:{s}\" }",
+            "\"str:hi\"",
+        ),
         ("match {name: \"ada\"} { {name, age} => 1; _ => 2 }", "2"),
-        ("match {point: {x: 1, y: 2}} { {point: {x, y}} => x + y; _ => 0 }", "3"),
-        ("match [1, 2, 3, 4] { [first, ...rest] => rest.len(); _ => 0 }", "3"),
-        ("match [] { [a, ...rest] => \"has\"; [] => \"empty\" }", "\"empty\""),
-        ("match 7 { 1 | 2 | 3 => \"small\"; n if n > 5 => \"big\"; _ => \"m\" }", "\"big\""),
-        ("match null { null => \"isnull\"; _ => \"notnull\" }", "\"isnull\""),
+        (
+            "match {point: {x: 1, y: 2}} { {point: {x, y}} => x + y; _ => 0 }",
+            "3",
+        ),
+        (
+            "match [1, 2, 3, 4] { [first, ...rest] => rest.len(); _ => 0 }",
+            "3",
+        ),
+        (
+            "match [] { [a, ...rest] => \"has\"; [] => \"empty\" }",
+            "\"empty\"",
+        ),
+        (
+            "match 7 { 1 | 2 | 3 => \"small\"; n if n > 5 => \"big\"; _ => \"m\" }",
+            "\"big\"",
+        ),
+        (
+            "match null { null => \"isnull\"; _ => \"notnull\" }",
+            "\"isnull\"",
+        ),
         ("match 3 { 1 => 1 }", "null"),
-        ("match 5 { float f => \"float\"; int n => \"int:{n}\"; _ => \"other\" }", "\"int:5\""),
+        (
+            "match 5 { float f => \"float\"; int n => \"int:{n}\"; _ => \"other\" }",
+            "\"int:5\"",
+        ),
     ]);
 }
 
@@ -145,7 +196,10 @@ fn commands_and_outcomes() {
         ("(^false).ok", "false"),
         ("let r = (^false)\nr.ok", "false"),
         ("if true { ^false }", "outcome(status: 1, ok: false)"),
-        ("try { ^false } catch e { 1 }", "outcome(status: 1, ok: false)"),
+        (
+            "try { ^false } catch e { 1 }",
+            "outcome(status: 1, ok: false)",
+        ),
         ("let r = (sh -c \"exit 7\")\nr.status", "7"),
         ("let r = (sh -c \"exit 7\")\nr.out", "!cmd_failed"),
         ("let r = (sh -c 'kill -SEGV $$')\nr.signal", "\"SIGSEGV\""),
@@ -154,17 +208,35 @@ fn commands_and_outcomes() {
         ("(sh { exit 3 }).status", "3"),
         ("sh { exit 3 }", "!cmd_failed"),
         ("\"b\\na\\nc\".feed(sort).out", "\"a\\nb\\nc\""),
-        ("[\"b\", \"a\", \"c\"].feed(sort -r).out.trim()", "\"c\\nb\\na\""),
-        ("sort.feed([\"b\", \"a\", \"c\"]).out.trim()", "\"a\\nb\\nc\""),
+        (
+            "[\"b\", \"a\", \"c\"].feed(sort -r).out.trim()",
+            "\"c\\nb\\na\"",
+        ),
+        (
+            "sort.feed([\"b\", \"a\", \"c\"]).out.trim()",
+            "\"a\\nb\\nc\"",
+        ),
         ("re\"x\".feed(sort)", "!feed_error"),
-        ("let r = (FOO=hello sh -c 'printf %s $FOO')\nr.out", "\"hello\""),
+        (
+            "let r = (FOO=hello sh -c 'printf %s $FOO')\nr.out",
+            "\"hello\"",
+        ),
         ("xyzzy", "!not_found"),
         ("let ls = 5\nls", "5"),
         ("alias greet = echo hey\n(greet there).out", "\"hey there\""),
         ("fn build(jobs: int = 1) { jobs }\nbuild --jobs=4", "4"),
-        ("fn f(a: str, times: int = 1) { [a, \"{times}\"] }\n(f ada --times 2)", "[\"ada\", \"2\"]"),
-        ("fn f(a: str, times: int = 1) { a }\n(f ada --times)", "!arg_error"),
-        ("fn f(a: str, force: bool = false) { [a, force] }\n(f x --force)", "[\"x\", true]"),
+        (
+            "fn f(a: str, times: int = 1) { [a, \"{times}\"] }\n(f ada --times 2)",
+            "[\"ada\", \"2\"]",
+        ),
+        (
+            "fn f(a: str, times: int = 1) { a }\n(f ada --times)",
+            "!arg_error",
+        ),
+        (
+            "fn f(a: str, force: bool = false) { [a, force] }\n(f x --force)",
+            "[\"x\", true]",
+        ),
         ("fn f(d: duration) { d }\nf 90", "1m30s"),
         ("fn f(...rest: list<int>) { rest.len() }\nf 1 2 3", "3"),
         ("fn f(a: int) { a }\nf abc", "!arg_error"),
@@ -176,12 +248,18 @@ fn commands_and_outcomes() {
         ("fn f() { popd }\nf()", "!custom"),
         ("env.NOPE_ZZZ_NOT_SET", "!field_missing"),
         ("env.SHOAL_T = \"v\"\nenv.SHOAL_T", "\"v\""),
-        ("run(\"./definitely-not-a-real-script-xyz.zzz\")", "!runner_not_found"),
+        (
+            "run(\"./definitely-not-a-real-script-xyz.zzz\")",
+            "!runner_not_found",
+        ),
         ("reef lock --refresh", "!reef_not_found"),
         ("mkdir", "!arg_error"),
         ("rm", "!no_matches"),
         ("cat nope.txt", "!custom"),
-        ("(echo before *.nonexistent-ext-zzz after).out", "\"before after\""),
+        (
+            "(echo before *.nonexistent-ext-zzz after).out",
+            "\"before after\"",
+        ),
     ]);
 }
 
@@ -189,23 +267,50 @@ fn commands_and_outcomes() {
 fn files_and_scripts() {
     check(&[
         ("echo hi > out.txt\n(cat out.txt).out.str()", "\"hi\\n\""),
-        ("echo a > out.txt\necho b >> out.txt\n(cat out.txt).out.str()", "\"a\\nb\\n\""),
-        ("sh -c 'printf hi' > out.txt\n(cat out.txt).out.str()", "\"hi\""),
+        (
+            "echo a > out.txt\necho b >> out.txt\n(cat out.txt).out.str()",
+            "\"a\\nb\\n\"",
+        ),
+        (
+            "sh -c 'printf hi' > out.txt\n(cat out.txt).out.str()",
+            "\"hi\"",
+        ),
         ("echo \"let zzz = 42\" > lib.shl\nsource lib.shl\nzzz", "42"),
-        ("echo \"let zzz = 42\" > leak.shl\nrun leak.shl\nzzz", "!not_found"),
+        (
+            "echo \"let zzz = 42\" > leak.shl\nrun leak.shl\nzzz",
+            "!not_found",
+        ),
         ("echo \"40 + 2\" > calc.shl\nrun calc.shl", "42"),
         ("echo \"args.len()\" > a.shl\nrun a.shl x y", "2"),
         ("mkdir --parents a/b/c\n(stat a/b/c).out.type", "\"dir\""),
         ("touch a.txt b.txt\n(stat a.txt b.txt).out.len()", "2"),
-        ("\"hi\".save(\"t.txt\")\nln t.txt link.txt\n(cat link.txt).out.str()", "\"hi\""),
-        ("mkdir sub\nlet start = pwd\ncd sub\ncd -\nstart == pwd", "true"),
+        (
+            "\"hi\".save(\"t.txt\")\nln t.txt link.txt\n(cat link.txt).out.str()",
+            "\"hi\"",
+        ),
+        (
+            "mkdir sub\nlet start = pwd\ncd sub\ncd -\nstart == pwd",
+            "true",
+        ),
         ("mkdir a b\npushd a\npushd ../b\npopd\ndirs.len()", "2"),
-        ("touch a.txt b.txt\nfn f(...rest: list<path>) { rest.len() }\nf *.txt", "2"),
-        ("touch a.txt b.txt\nfn f(paths: list<path>) { paths.len() }\nf *.txt", "2"),
+        (
+            "touch a.txt b.txt\nfn f(...rest: list<path>) { rest.len() }\nf *.txt",
+            "2",
+        ),
+        (
+            "touch a.txt b.txt\nfn f(paths: list<path>) { paths.len() }\nf *.txt",
+            "2",
+        ),
         ("touch a.txt\nfn f(g: glob) { g }\nf *.txt", "*.txt"),
-        ("touch a.txt b.txt\nvar n = 0\nfor p in glob(\"*.txt\") { n += 1 }\nn", "2"),
+        (
+            "touch a.txt b.txt\nvar n = 0\nfor p in glob(\"*.txt\") { n += 1 }\nn",
+            "2",
+        ),
         ("mkdir d\nwith cwd: \"d\" { pwd.name }", "\"d\""),
-        ("with env: {SHOAL_W: \"1\"} { (sh -c 'printf %s $SHOAL_W').out }", "\"1\""),
+        (
+            "with env: {SHOAL_W: \"1\"} { (sh -c 'printf %s $SHOAL_W').out }",
+            "\"1\"",
+        ),
     ]);
 }
 
@@ -215,7 +320,10 @@ fn tasks_and_channels() {
         ("let t = spawn { 1 + 1 }\nt.await()", "2"),
         ("let t = spawn { 1 / 0 }\nt.await()", "!div_zero"),
         ("jobs.len()", "0"),
-        ("channel(\"z\").emit(\"a\")\nchannel(\"z\").latest()", "\"a\""),
+        (
+            "channel(\"z\").emit(\"a\")\nchannel(\"z\").latest()",
+            "\"a\"",
+        ),
         ("channel(\"nope\").latest()", "null"),
     ]);
 }
@@ -232,27 +340,41 @@ fn session_state_persists() {
     assert!(s.exec("cd sub", Position::Stmt).is_ok());
     assert_eq!(s.cwd(), d.path().join("sub"));
     // Value position: a failing command yields its outcome.
-    let v = s.exec("^false", Position::Value).map(|v| render::inline(&v));
-    assert!(matches!(v.as_deref(), Ok("outcome(status: 1, ok: false)")), "{v:?}");
+    let v = s
+        .exec("^false", Position::Value)
+        .map(|v| render::inline(&v));
+    assert!(
+        matches!(v.as_deref(), Ok("outcome(status: 1, ok: false)")),
+        "{v:?}"
+    );
 }
 
 #[test]
 fn interrupt_cancels_running_exec() {
     let d = tempfile::tempdir().expect("tempdir");
     let mut s = session_in(d.path());
-    let intr = s.interrupter();
-    let t = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        intr.interrupt();
-    });
-    let start = std::time::Instant::now();
-    let r = s.exec("sleep 30", Position::Stmt);
-    assert!(matches!(r, Err(ExecError::Raised(ref e)) if e.code == crate::value::ErrorCode::Cancelled), "{r:?}");
-    let r = s.exec("var i = 0\nwhile true { i += 1 }", Position::Stmt);
-    // The flag was reset at the start of this exec, so interrupt again.
-    let _ = r;
-    assert!(start.elapsed() < std::time::Duration::from_secs(10));
-    let _ = t.join();
+    for src in [
+        "sleep 30",
+        "sh -c 'sleep 30'",
+        "var i = 0\nwhile true { i += 1 }",
+    ] {
+        let intr = s.interrupter();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            intr.interrupt();
+        });
+        let start = std::time::Instant::now();
+        let r = s.exec(src, Position::Stmt);
+        assert!(
+            matches!(r, Err(ExecError::Raised(ref e)) if e.code == crate::value::ErrorCode::Cancelled),
+            "{src}: {r:?}"
+        );
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(10),
+            "{src}"
+        );
+        let _ = t.join();
+    }
 }
 
 /// Run the shared conformance corpus in-process and print a summary.
@@ -260,13 +382,18 @@ fn interrupt_cancels_running_exec() {
 #[ignore]
 fn corpus() {
     let root = Path::new("/work/shared/conformance/cases");
-    let Ok(rd) = std::fs::read_dir(root) else { return };
+    let Ok(rd) = std::fs::read_dir(root) else {
+        return;
+    };
     let filter = std::env::var("SUITE").ok();
     let mut files: Vec<_> = rd.flatten().map(|e| e.path()).collect();
     files.sort();
     let (mut pass, mut fail) = (0, 0);
     for f in files {
-        let suite = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let suite = f
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if let Some(flt) = &filter {
             if !flt.split(',').any(|x| x == suite) {
                 continue;
@@ -277,7 +404,9 @@ fn corpus() {
             Ok(d) => d,
             Err(_) => continue,
         };
-        let Some(cases) = doc.get("case").and_then(|c| c.as_array()) else { continue };
+        let Some(cases) = doc.get("case").and_then(|c| c.as_array()) else {
+            continue;
+        };
         let (mut sp, mut sf) = (0, 0);
         for c in cases {
             let src = c.get("src").and_then(|v| v.as_str()).unwrap_or("");
@@ -299,10 +428,14 @@ fn corpus() {
             }
             let mut s = session_in(dir.path());
             let src_owned = src.to_string();
-            let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.exec(&src_owned, Position::Stmt)));
+            let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                s.exec(&src_owned, Position::Stmt)
+            }));
             let ok = match (&got, c.get("value"), c.get("error"), c.get("parse_error")) {
                 (Ok(Ok(v)), Some(want), _, _) => render::inline(v) == want.as_str().unwrap_or(""),
-                (Ok(Err(ExecError::Raised(e))), _, Some(want), _) => e.code.as_str() == want.as_str().unwrap_or(""),
+                (Ok(Err(ExecError::Raised(e))), _, Some(want), _) => {
+                    e.code.as_str() == want.as_str().unwrap_or("")
+                }
                 (Ok(Err(ExecError::Parse(_))), _, _, Some(_)) => true,
                 _ => false,
             };
@@ -316,7 +449,11 @@ fn corpus() {
                     Ok(Err(ExecError::Parse(e))) => format!("!parse: {}", e.msg),
                     Err(_) => "PANIC".into(),
                 };
-                let want = c.get("value").or(c.get("error")).map(|v| v.to_string()).unwrap_or("parse_error".into());
+                let want = c
+                    .get("value")
+                    .or(c.get("error"))
+                    .map(|v| v.to_string())
+                    .unwrap_or("parse_error".into());
                 eprintln!("FAIL {suite}/{name}: {src:?}\n    want {want}\n    got  {got_s}");
             }
         }
@@ -325,4 +462,134 @@ fn corpus() {
         fail += sf;
     }
     eprintln!("{pass} passed, {fail} failed");
+}
+
+#[test]
+fn deep_recursion_is_safe() {
+    check(&[
+        (
+            "fn f(n) { if n == 0 { 0 } else { 1 + f(n - 1) } }\nf(9990)",
+            "9990",
+        ),
+        (
+            "fn g(n) { if n == 0 { 0 } else { [n].map(x => g(x - 1)).first() + 1 } }\ng(4900)",
+            "4900",
+        ),
+        (
+            "fn h(n) { h(n + 1) }\nh(0) catch e { e.code }",
+            "\"recursion_limit\"",
+        ),
+        ("let f = x => f(x)\nf(1)", "!recursion_limit"),
+    ]);
+}
+
+#[test]
+fn statement_sink_and_help() {
+    use std::sync::{Arc, Mutex};
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut s = session_in(d.path());
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink_seen = seen.clone();
+    s.set_sink(Some(Box::new(move |v| {
+        sink_seen.lock().expect("lock").push(render::inline(v));
+    })));
+    let r = s.exec(
+        "1 + 1\nlet x = 3\nfn f(a: int, b = 2, ...r: list<str>) { a }\nf --help\nx",
+        Position::Stmt,
+    );
+    assert!(
+        matches!(r.as_ref().map(render::inline).as_deref(), Ok("3")),
+        "{r:?}"
+    );
+    let seen = seen.lock().expect("lock").clone();
+    assert_eq!(
+        seen,
+        [
+            "2",
+            "null",
+            "null",
+            "\"fn f(a: int, b = …, ...r: list<str>)\"",
+            "null"
+        ]
+    );
+}
+
+#[test]
+fn jump_tasks_and_interact() {
+    check(&[
+        ("mkdir -p a/deep\ncd a/deep\ncd ../..\nj deep\npwd.name", "\"deep\""),
+        ("j nothing-here", "!not_found"),
+        ("jump a b", "!arg_error"),
+        ("let t = (sleep 300ms &)\nt.suspend()\nlet s = t.is_suspended()\nt.resume()\nt.await()\n[s, t.is_suspended()]", "[true, false]"),
+        ("let t = (sh -c 'sleep 5' &)\nt.suspend()\nt.cancel()\nt.await()", "!cancelled"),
+        ("(interact echo hi).out", "\"hi\""),
+        ("touch .\n1", "1"),
+    ]);
+}
+
+#[test]
+fn reef_snapshot_shape() {
+    let d = tempfile::tempdir().expect("tempdir");
+    std::fs::write(d.path().join(".reef.toml"), "[tools]\nsh = \"*\"\n").expect("write");
+    let s = session_in(d.path());
+    let snap = s.reef_snapshot();
+    assert!(snap["active_scope"].is_string(), "{snap}");
+    assert_eq!(snap["bindings"][0]["tool"], "sh");
+    assert_eq!(snap["bindings"][0]["scope"], "reef");
+}
+
+/// Every prefix of pure-expression corpus programs must evaluate or fail
+/// cleanly, never panic (`cargo test --lib truncations -- --ignored`).
+#[test]
+#[ignore]
+fn truncations_never_panic() {
+    let root = Path::new("/work/shared/conformance/cases");
+    let suites = [
+        "core",
+        "closures",
+        "match",
+        "match-more",
+        "operators",
+        "iife",
+        "catch-forms",
+        "strings",
+        "literals",
+    ];
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut n = 0;
+    for suite in suites {
+        let Ok(text) = std::fs::read_to_string(root.join(format!("{suite}.toml"))) else {
+            continue;
+        };
+        let Ok(doc) = text.parse::<toml::Table>() else {
+            continue;
+        };
+        let Some(cases) = doc.get("case").and_then(|c| c.as_array()) else {
+            continue;
+        };
+        for c in cases {
+            let src = c.get("src").and_then(|v| v.as_str()).unwrap_or("");
+            for (i, _) in src.char_indices() {
+                let mut s = session_in(d.path());
+                let prefix = &src[..i];
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    s.exec(prefix, Position::Stmt)
+                }));
+                assert!(r.is_ok(), "panic on {prefix:?}");
+                n += 1;
+            }
+        }
+    }
+    eprintln!("{n} prefixes evaluated");
+}
+
+#[test]
+fn empty_glob_note() {
+    check(&[
+        (
+            "(echo *.zzz).stderr.str()",
+            "\"note: `*.zzz` matched nothing\\n\"",
+        ),
+        ("(echo *.zzz).out", "\"\""),
+    ]);
 }

@@ -18,7 +18,7 @@ impl Parser<'_> {
         let then = self.parse_block()?;
         let mut otherwise = None;
         if self.continue_with_word("else") {
-            self.bump()?;
+            self.advance()?;
             let t = self.peek()?;
             if self.is_word(&t, "if") {
                 otherwise = Some(bx(self.parse_if()?));
@@ -49,12 +49,12 @@ impl Parser<'_> {
             let n = self.peek()?;
             return Err(self.err_found("`catch` after the `try` block", &n));
         }
-        self.bump()?;
+        self.advance()?;
         let mut name = None;
         let t = self.peek()?;
         if t.tok == Tok::Ident {
             name = Some(self.text(&t).to_string());
-            self.bump()?;
+            self.advance()?;
         }
         self.push_scope();
         if let Some(n) = &name {
@@ -93,7 +93,7 @@ impl Parser<'_> {
                 }
             }
             if self.peek()?.tok == Tok::Comma {
-                self.bump()?;
+                self.advance()?;
                 self.skip_newlines()?;
                 continue;
             }
@@ -134,11 +134,11 @@ impl Parser<'_> {
         loop {
             let mut t = self.peek()?;
             while matches!(t.tok, Tok::Newline | Tok::Semi | Tok::Comma) {
-                self.bump()?;
+                self.advance()?;
                 t = self.peek()?;
             }
             if t.tok == Tok::RBrace {
-                self.bump()?;
+                self.advance()?;
                 break;
             }
             if t.tok == Tok::Pipe {
@@ -160,14 +160,14 @@ impl Parser<'_> {
         let start = self.peek()?.start;
         let mut patterns = vec![self.parse_pattern()?];
         while self.peek()?.tok == Tok::Pipe {
-            self.bump()?;
+            self.advance()?;
             self.skip_newlines()?;
             patterns.push(self.parse_pattern()?);
         }
         let mut guard = None;
         let t = self.peek()?;
         if self.is_word(&t, "if") {
-            self.bump()?;
+            self.advance()?;
             guard = Some(self.parse_bin(1)?);
         }
         self.expect(Tok::FatArrow, "`=>` in the match arm")?;

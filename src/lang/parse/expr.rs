@@ -63,8 +63,8 @@ impl Parser<'_> {
             if self.byte(q) == b'=' && self.byte(q + 1) == b'>' {
                 let t = t.clone();
                 let name = self.text(&t).to_string();
-                self.bump()?;
-                self.bump()?;
+                self.advance()?;
+                self.advance()?;
                 let params = vec![Param {
                     name,
                     ty: None,
@@ -87,7 +87,7 @@ impl Parser<'_> {
             if chain > CHAIN_LIMIT {
                 return Err(self.too_long());
             }
-            self.bump()?;
+            self.advance()?;
             let mut name = None;
             let t = self.peek()?;
             if t.tok == Tok::Ident
@@ -95,7 +95,7 @@ impl Parser<'_> {
                 && self.byte(self.skip_ws(t.end)) == b'{'
             {
                 name = Some(self.text(&t).to_string());
-                self.bump()?;
+                self.advance()?;
             }
             let handler = if let Some(n) = &name {
                 self.push_scope();
@@ -188,7 +188,7 @@ impl Parser<'_> {
                 if min > 5 {
                     return Ok(Err(lhs));
                 }
-                self.bump()?;
+                self.advance()?;
                 self.skip_newlines()?;
                 let rhs = self.parse_bin(6)?;
                 let span = lhs.span.to(rhs.span);
@@ -211,7 +211,7 @@ impl Parser<'_> {
         if prec < min {
             return Ok(Err(lhs));
         }
-        self.bump()?;
+        self.advance()?;
         self.skip_newlines()?;
         let rhs = if matches!(op, BinOp::And | BinOp::Or) && self.rhs_is_command() {
             self.parse_cmd_chain_at(prec + 1)?
@@ -281,7 +281,7 @@ impl Parser<'_> {
         };
         let t = self.peek()?;
         self.enter()?;
-        self.bump()?;
+        self.advance()?;
         let e = self.parse_unary();
         self.leave();
         let e = e?;
@@ -350,17 +350,17 @@ impl Parser<'_> {
     }
 
     fn postfix_dot(&mut self, e: Expr, optional: bool) -> PResult<Expr> {
-        self.bump()?;
+        self.advance()?;
         let nt = self.peek()?;
         if nt.tok != Tok::Ident {
             return Err(self.err_found("a field or method name after `.`", &nt));
         }
-        self.bump()?;
+        self.advance()?;
         let name = self.text(&nt).to_string();
         let a = self.peek()?;
         let start = e.span.start as usize;
         if a.tok == Tok::LParen && !a.space_before {
-            self.bump()?;
+            self.advance()?;
             let mut args = self.parse_args(name == "feed")?;
             if let Some(tb) = self.trailing_block()? {
                 args.push(tb);
@@ -400,7 +400,7 @@ impl Parser<'_> {
     }
 
     fn postfix_call(&mut self, e: Expr) -> PResult<Expr> {
-        self.bump()?;
+        self.advance()?;
         let mut args = self.parse_args(false)?;
         if let Some(tb) = self.trailing_block()? {
             args.push(tb);
@@ -416,7 +416,7 @@ impl Parser<'_> {
     }
 
     fn postfix_index(&mut self, e: Expr) -> PResult<Expr> {
-        self.bump()?;
+        self.advance()?;
         let saved = (self.no_block, self.nl_skip);
         self.no_block = false;
         self.nl_skip = true;
@@ -458,14 +458,14 @@ impl Parser<'_> {
             self.skip_newlines()?;
             let t = self.peek()?;
             if t.tok == Tok::RParen {
-                self.bump()?;
+                self.advance()?;
                 break;
             }
             let mut name = None;
             if t.tok == Tok::Ident && self.ident_then_colon(t.start) {
                 name = Some(self.text(&t).to_string());
-                self.bump()?;
-                self.bump()?;
+                self.advance()?;
+                self.advance()?;
                 self.skip_newlines()?;
             }
             let value =
@@ -556,7 +556,7 @@ impl Parser<'_> {
                 Tok::DateTime(s) => Literal::DateTime(s.to_string()),
                 Tok::Str(s) => {
                     let s = Rc::clone(s);
-                    self.bump()?;
+                    self.advance()?;
                     return self.string_expr(&s, &t);
                 }
                 Tok::Caret => {
@@ -586,7 +586,7 @@ impl Parser<'_> {
                 Tok::Amp => return Err(self.err("`&` is not an operator here", t.start, t.end)),
                 _ => return Err(self.err_found("expression", &t)),
             };
-        self.bump()?;
+        self.advance()?;
         Ok(self.lit(l, &t))
     }
 
@@ -616,11 +616,11 @@ impl Parser<'_> {
         let span = Span::new(t.start, t.end);
         match name {
             "true" | "false" => {
-                self.bump()?;
+                self.advance()?;
                 Ok(self.lit(Literal::Bool(name == "true"), &t))
             }
             "null" => {
-                self.bump()?;
+                self.advance()?;
                 Ok(self.lit(Literal::Null, &t))
             }
             "if" => self.parse_if(),
@@ -628,7 +628,7 @@ impl Parser<'_> {
             "try" => self.parse_try(),
             "with" => self.parse_with(),
             "spawn" => {
-                self.bump()?;
+                self.advance()?;
                 let b = self.parse_block()?;
                 Ok(Expr {
                     kind: ExprKind::Spawn(b),
@@ -639,7 +639,7 @@ impl Parser<'_> {
             _ if self.interp_follows(t.start, t.end) => self.parse_interp_block(t),
             "it" | "out" if !self.is_value_bound(name) => Err(self.repl_only(name, t.start, t.end)),
             _ => {
-                self.bump()?;
+                self.advance()?;
                 Ok(Expr {
                     kind: ExprKind::Ident(name.to_string()),
                     span,

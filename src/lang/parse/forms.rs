@@ -40,7 +40,7 @@ impl Parser<'_> {
         if let Some(params) = self.try_lambda_params()? {
             return self.parse_lambda_body(open.start, params);
         }
-        self.bump()?; // (
+        self.advance()?; // (
         let saved = (self.no_block, self.allow_item, self.nl_skip);
         self.no_block = false;
         self.allow_item = false;
@@ -82,22 +82,22 @@ impl Parser<'_> {
     }
 
     pub(super) fn scan_lambda_params(&mut self) -> PResult<Option<Vec<Param>>> {
-        self.bump()?; // (
+        self.advance()?; // (
         let mut params = Vec::new();
         loop {
             self.skip_newlines()?;
             let t = self.peek()?;
             if t.tok == Tok::RParen {
-                self.bump()?;
+                self.advance()?;
                 break;
             }
             if t.tok != Tok::Ident || is_keyword(self.text(&t)) {
                 return Ok(None);
             }
-            self.bump()?;
+            self.advance()?;
             let mut ty = None;
             if self.peek()?.tok == Tok::Colon {
-                self.bump()?;
+                self.advance()?;
                 ty = Some(self.parse_type()?);
             }
             params.push(Param {
@@ -116,7 +116,7 @@ impl Parser<'_> {
         if self.peek()?.tok != Tok::FatArrow {
             return Ok(None);
         }
-        self.bump()?;
+        self.advance()?;
         Ok(Some(params))
     }
 
@@ -166,7 +166,7 @@ impl Parser<'_> {
             loop {
                 self.skip_newlines()?;
                 if self.peek()?.tok == Tok::RBracket {
-                    self.bump()?;
+                    self.advance()?;
                     break;
                 }
                 items.push(self.parse_expr()?);
@@ -233,7 +233,7 @@ impl Parser<'_> {
                 let t = self.peek()?;
                 match t.tok {
                     Tok::Comma | Tok::Newline => {
-                        self.bump()?;
+                        self.advance()?;
                     }
                     Tok::RBrace => {}
                     _ => return Err(self.err_found("`,` or `}` in a record", &t)),

@@ -179,7 +179,7 @@ impl<'a> Parser<'a> {
     pub(super) fn expect_ident(&mut self, what: &str) -> PResult<(String, Token)> {
         let t = self.peek()?;
         if t.tok == Tok::Ident {
-            self.bump()?;
+            self.advance()?;
             Ok((self.text(&t).to_string(), t))
         } else {
             Err(self.err_found(what, &t))
@@ -496,7 +496,7 @@ impl<'a> Parser<'a> {
             "alias" => return self.parse_alias(p),
             "use" => return self.parse_use(p),
             "return" => {
-                self.bump()?;
+                self.advance()?;
                 let t = self.peek()?;
                 let v = match t.tok {
                     Tok::Newline | Tok::Semi | Tok::RBrace | Tok::Eof => None,
@@ -508,7 +508,7 @@ impl<'a> Parser<'a> {
                 });
             }
             "break" | "continue" => {
-                self.bump()?;
+                self.advance()?;
                 let kind = if name == "break" {
                     StmtKind::Break
                 } else {
@@ -556,9 +556,9 @@ impl<'a> Parser<'a> {
             let q = self.skip_ws(ne);
             if self.assign_op_at(q).is_some() {
                 let var = self.slice(e + 1, ne).to_string();
-                self.bump()?; // env
-                self.bump()?; // .
-                self.bump()?; // NAME
+                self.advance()?; // env
+                self.advance()?; // .
+                self.advance()?; // NAME
                 return self.parse_assign(p, AssignTarget::Env(var));
             }
         }

@@ -36,7 +36,7 @@ impl Parser<'_> {
                 if TYPE_NAMES.contains(&name.as_str()) {
                     let n = self.peek()?;
                     if n.tok == Tok::Ident && !self.is_word(&n, "if") {
-                        self.bump()?;
+                        self.advance()?;
                         let b = self.text(&n).to_string();
                         let bind = if b == "_" { None } else { Some(b) };
                         if let Some(b) = &bind {
@@ -51,7 +51,7 @@ impl Parser<'_> {
             Tok::Int(a) => {
                 let n = self.peek()?;
                 if matches!(n.tok, Tok::DotDot | Tok::DotDotEq) {
-                    self.bump()?;
+                    self.advance()?;
                     let e = self.bump()?;
                     let Tok::Int(b) = e.tok else {
                         return Err(self.err_found("an integer literal as the range end", &e));
@@ -94,7 +94,7 @@ impl Parser<'_> {
                 _ => return Err(self.err_found("a field name in a record pattern", &t)),
             };
             let sub = if self.peek()?.tok == Tok::Colon {
-                self.bump()?;
+                self.advance()?;
                 self.skip_newlines()?;
                 Some(self.parse_pattern()?)
             } else {
@@ -120,7 +120,7 @@ impl Parser<'_> {
             self.skip_newlines()?;
             let t = self.peek()?;
             if t.tok == Tok::RBracket {
-                self.bump()?;
+                self.advance()?;
                 break;
             }
             if rest.is_some() {
@@ -131,10 +131,10 @@ impl Parser<'_> {
                 ));
             }
             if t.tok == Tok::Ellipsis {
-                self.bump()?;
+                self.advance()?;
                 let n = self.peek()?;
                 if n.tok == Tok::Ident && !n.space_before {
-                    self.bump()?;
+                    self.advance()?;
                     let name = self.text(&n).to_string();
                     if name == "_" {
                         rest = Some(None);

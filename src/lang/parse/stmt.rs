@@ -13,7 +13,7 @@ use crate::lang::ast::*;
 impl Parser<'_> {
     pub(super) fn parse_assign(&mut self, p: usize, target: AssignTarget) -> PResult<Stmt> {
         if let AssignTarget::Var(_) = target {
-            self.bump()?; // the name
+            self.advance()?; // the name
         }
         let t = self.bump()?;
         let op = match t.tok {
@@ -37,7 +37,7 @@ impl Parser<'_> {
         let (name, _) = self.expect_ident("a type name")?;
         let mut args = Vec::new();
         if self.peek()?.tok == Tok::Lt {
-            self.bump()?;
+            self.advance()?;
             loop {
                 args.push(self.parse_type()?);
                 let t = self.bump()?;
@@ -50,7 +50,7 @@ impl Parser<'_> {
         }
         let mut optional = false;
         if self.peek()?.tok == Tok::Question {
-            self.bump()?;
+            self.advance()?;
             optional = true;
         }
         self.leave();
@@ -74,14 +74,14 @@ impl Parser<'_> {
         }
         let mut ty = None;
         if self.peek()?.tok == Tok::Colon {
-            self.bump()?;
+            self.advance()?;
             ty = Some(self.parse_type()?);
         }
         let t = self.peek()?;
         if t.tok != Tok::Assign {
             return Err(self.err_found("`=`", &t));
         }
-        self.bump()?;
+        self.advance()?;
         self.skip_newlines()?;
         let value = self.parse_expr()?;
         self.declare(&name, true);
@@ -98,7 +98,7 @@ impl Parser<'_> {
     }
 
     pub(super) fn parse_export(&mut self, p: usize) -> PResult<Stmt> {
-        self.bump()?;
+        self.advance()?;
         let t = self.peek()?;
         let q = t.start;
         if self.is_word(&t, "let") || self.is_word(&t, "var") {
@@ -115,7 +115,7 @@ impl Parser<'_> {
     }
 
     pub(super) fn parse_fn_stmt(&mut self, p: usize, export: bool) -> PResult<Stmt> {
-        self.bump()?; // fn
+        self.advance()?; // fn
         let (name, _) = self.expect_ident("a function name")?;
         self.declare(&name, false);
         let def = self.parse_fn_rest(p, Some(name))?;
@@ -148,7 +148,7 @@ impl Parser<'_> {
             self.skip_newlines()?;
             let t = self.peek()?;
             if t.tok == Tok::RParen {
-                self.bump()?;
+                self.advance()?;
                 break;
             }
             if rest.is_some() {
@@ -156,17 +156,17 @@ impl Parser<'_> {
             }
             let is_rest = t.tok == Tok::Ellipsis;
             if is_rest {
-                self.bump()?;
+                self.advance()?;
             }
             let (pname, _) = self.expect_ident("a parameter name")?;
             let mut ty = None;
             if self.peek()?.tok == Tok::Colon {
-                self.bump()?;
+                self.advance()?;
                 ty = Some(self.parse_type()?);
             }
             let mut default = None;
             if !is_rest && self.peek()?.tok == Tok::Assign {
-                self.bump()?;
+                self.advance()?;
                 default = Some(self.parse_expr()?);
             }
             self.declare(&pname, true);
@@ -190,7 +190,7 @@ impl Parser<'_> {
         }
         let mut ret = None;
         if self.peek()?.tok == Tok::Arrow {
-            self.bump()?;
+            self.advance()?;
             ret = Some(self.parse_type()?);
         }
         let body = self.parse_block()?;
@@ -205,7 +205,7 @@ impl Parser<'_> {
     }
 
     pub(super) fn parse_alias(&mut self, p: usize) -> PResult<Stmt> {
-        self.bump()?; // alias
+        self.advance()?; // alias
         let (name, _) = self.expect_ident("an alias name")?;
         self.expect(Tok::Assign, "`=` after the alias name")?;
         self.pos = self.skip_ws(self.pos);
@@ -221,7 +221,7 @@ impl Parser<'_> {
     }
 
     pub(super) fn parse_use(&mut self, p: usize) -> PResult<Stmt> {
-        self.bump()?; // use
+        self.advance()?; // use
         let s = self.skip_ws(self.pos);
         self.pos = s;
         let word = self.parse_word(false)?;
@@ -246,13 +246,13 @@ impl Parser<'_> {
     }
 
     pub(super) fn parse_for(&mut self, p: usize) -> PResult<Stmt> {
-        self.bump()?; // for
+        self.advance()?; // for
         let (var, _) = self.expect_ident("a loop variable")?;
         let t = self.peek()?;
         if !self.is_word(&t, "in") {
             return Err(self.err_found("`in`", &t));
         }
-        self.bump()?;
+        self.advance()?;
         let iter = self.parse_header_expr()?;
         self.push_scope();
         self.declare(&var, true);
@@ -266,7 +266,7 @@ impl Parser<'_> {
     }
 
     pub(super) fn parse_while(&mut self, p: usize) -> PResult<Stmt> {
-        self.bump()?; // while
+        self.advance()?; // while
         let cond = self.parse_header_expr()?;
         let body = self.parse_block()?;
         Ok(Stmt {
