@@ -12,9 +12,11 @@ all: build
 build:
 	$(CARGO) build --release --locked
 
-# Installs `shoal` into $(PREFIX)/bin (default ~/.cargo/bin).
-install:
-	$(CARGO) install --path . --locked --root $(PREFIX)
+# Installs `shoal` into $(PREFIX)/bin (default ~/.cargo/bin), reusing target/release.
+install: build
+	install -d $(PREFIX)/bin
+	install -m 755 target/release/shoal $(PREFIX)/bin/shoal
+	@echo "installed $(PREFIX)/bin/shoal"
 
 # Python venvs with the official MCP SDK for the client tests:
 # $(VENV) has mcp 2.x, $(VENV1) has mcp 1.x.

@@ -239,8 +239,9 @@ impl Handler<Shutdown> for Daemon {
         self.reg.stats.set_state("stopping");
         tracing::info!(reason = %msg.reason, sessions = self.sessions.len(), "shutting down: {}", msg.reason);
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
-        for (_, (addr, shared, _)) in std::mem::take(&mut self.sessions) {
+        for (_, (addr, shared, stats)) in std::mem::take(&mut self.sessions) {
             shared.interrupt();
+            stats.enqueue();
             addr.do_send(StopSession);
         }
         System::current().stop();
@@ -283,6 +284,11 @@ pub fn run(opts: DaemonOptions) -> i32 {
     };
     install_panic_hook();
 
+    // Handlers go in before the socket exists: a client that sees the socket
+    // may signal at once, and the default action would skip the cleanup.
+    let sys = System::new();
+    let signals = sys.block_on(async { register_signals() });
+
     let socket_activated = activated.is_some();
     let (std_listener, bound) = match activated {
         Some(l) => (l, None),
@@ -319,11 +325,11 @@ pub fn run(opts: DaemonOptions) -> i32 {
             .unwrap_or(0),
     };
 
-    let sys = System::new();
     let started = sys.block_on(async move {
         let registry = Arc::new(Registry::default());
         let dreg = registry.register("daemon", "shoal", None);
         let daemon_stats = dreg.stats.clone();
+        let signal_stats = dreg.stats.clone();
         let daemon_id = dreg.id();
         let daemon = Daemon::new(info, config.clone(), registry.clone(), dreg).start();
         let tokio_listener = match std_listener
@@ -346,7 +352,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
             lreg,
         )
         .start();
-        spawn_signal_handlers(daemon);
+        spawn_signal_handlers(daemon, signal_stats, signals);
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
         tracing::info!(socket = %socket.display(), "daemon ready");
         eprintln!("shoal daemon: ready {}", socket.display());
@@ -370,26 +376,40 @@ pub fn run(opts: DaemonOptions) -> i32 {
     code
 }
 
-fn spawn_signal_handlers(daemon: Addr<Daemon>) {
+type Signals = Vec<(actix_rt::signal::unix::Signal, &'static str)>;
+
+fn register_signals() -> Signals {
     use actix_rt::signal::unix::{signal, SignalKind};
+    let mut out = Vec::new();
     for (kind, name) in [
         (SignalKind::terminate(), "SIGTERM"),
         (SignalKind::interrupt(), "SIGINT"),
     ] {
-        let daemon = daemon.clone();
         match signal(kind) {
-            Ok(mut s) => {
-                actix_rt::spawn(async move {
-                    if s.recv().await.is_some() {
-                        tracing::info!("received {name}");
-                        daemon.do_send(Shutdown {
-                            reason: format!("received {name}"),
-                        });
-                    }
-                });
-            }
+            Ok(s) => out.push((s, name)),
             Err(e) => tracing::error!("cannot install the {name} handler: {e}"),
         }
+    }
+    out
+}
+
+fn spawn_signal_handlers(
+    daemon: Addr<Daemon>,
+    stats: Arc<super::health::ActorStats>,
+    signals: Signals,
+) {
+    for (mut s, name) in signals {
+        let daemon = daemon.clone();
+        let stats = stats.clone();
+        actix_rt::spawn(async move {
+            if s.recv().await.is_some() {
+                tracing::info!("received {name}");
+                stats.enqueue();
+                daemon.do_send(Shutdown {
+                    reason: format!("received {name}"),
+                });
+            }
+        });
     }
 }
 

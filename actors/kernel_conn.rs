@@ -151,7 +151,7 @@ impl KernelConn {
                 }
             },
             "debug.crash" => {
-                handle.addr.do_send(Crash);
+                handle.notify(Crash);
                 Box::pin(ready(Ok(json!({"crashed": handle.name}))))
             }
             _ => Box::pin(ready(Err(RpcError::method_not_found(method)))),
@@ -233,10 +233,10 @@ impl KernelConn {
 
     fn set_attachment(&mut self, next: Option<Attachment>) {
         if let Some(old) = self.attached.take() {
-            old.handle.addr.do_send(ClientCount { delta: -1 });
+            old.handle.notify(ClientCount { delta: -1 });
         }
         if let Some(new) = &next {
-            new.handle.addr.do_send(ClientCount { delta: 1 });
+            new.handle.notify(ClientCount { delta: 1 });
         }
         self.attached = next;
     }

@@ -182,9 +182,9 @@ impl McpConn {
                 .map_err(|e| RpcError::internal(e.to_string()))?
                 .map_err(conn::session_error)?;
             if let Some(old) = act.attached.replace(h.clone()) {
-                old.addr.do_send(ClientCount { delta: -1 });
+                old.notify(ClientCount { delta: -1 });
             }
-            h.addr.do_send(ClientCount { delta: 1 });
+            h.notify(ClientCount { delta: 1 });
             Ok(h)
         }))
     }
@@ -199,7 +199,7 @@ impl Actor for McpConn {
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
         if let Some(h) = self.attached.take() {
-            h.addr.do_send(ClientCount { delta: -1 });
+            h.notify(ClientCount { delta: -1 });
         }
         tracing::debug!(conn = self.cx.id, "mcp connection closed");
     }

@@ -61,6 +61,17 @@ impl SessionHandle {
         self.stats.enqueue();
         self.addr.send(msg)
     }
+
+    /// Fire-and-forget with mailbox accounting (low-rate signals only).
+    pub fn notify<M>(&self, msg: M)
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        SessionSupervisor: Handler<M>,
+    {
+        self.stats.enqueue();
+        self.addr.do_send(msg)
+    }
 }
 
 /// End a session: interrupt its evaluation, drop its in-memory state.

@@ -302,6 +302,21 @@ print(data.decode().strip())
     assert!(root.log().contains("refused connection from uid 65534"));
     // The daemon keeps serving its own user.
     d.conn().attach("default");
+
+    // A uid allowed by config gets in, but must present a token to attach.
+    let cfg = root.path().join("allow.toml");
+    std::fs::write(&cfg, "[socket]\nallow_uids = [65534]\n").unwrap();
+    let sock2 = dir.join("t.sock");
+    let _d2 = Daemon::start_with(&root, &sock2, &["--config", cfg.to_str().unwrap()], &[]);
+    std::fs::set_permissions(&sock2, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let line = py(&sock2);
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+    assert_eq!(v["id"], json!(1), "{v}");
+    assert_eq!(v["error"]["code"], json!(-32030), "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("token"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -570,4 +585,38 @@ fn nothing_under_src_names_actix() {
         &mut bad,
     );
     assert!(bad.is_empty(), "files under src/ mention actix: {bad:?}");
+}
+
+#[test]
+fn a_busy_session_does_not_stall_the_others() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut a = d.conn();
+    a.attach("a");
+    let mut b = d.conn();
+    b.attach("b");
+    a.send(
+        &json!({"jsonrpc": "2.0", "id": "slow", "method": "exec", "params": {"src": "sleep 1"}}),
+    );
+    let busy = eventually("session a busy", Duration::from_secs(5), || {
+        let st = b.ok("daemon.status", json!({}));
+        let a = st["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["name"] == "a")?
+            .clone();
+        (a["busy"] == json!(true)).then_some(a)
+    });
+    assert_eq!(busy["name"], json!("a"));
+    let t0 = Instant::now();
+    let r = b.ok("exec", json!({"src": "6 * 7"}));
+    assert_eq!(r["value"], json!({"$": "int", "v": 42}));
+    assert!(
+        t0.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        t0.elapsed()
+    );
+    let slow = a.recv();
+    assert_eq!(slow["id"], json!("slow"));
+    assert!(slow.get("result").is_some(), "{slow}");
 }

@@ -16,10 +16,16 @@ pub struct Span {
 
 impl Span {
     pub fn new(start: usize, end: usize) -> Span {
-        Span { start: start as u32, end: end as u32 }
+        Span {
+            start: start as u32,
+            end: end as u32,
+        }
     }
     pub fn to(self, other: Span) -> Span {
-        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 }
 
@@ -44,20 +50,45 @@ pub struct Stmt {
 #[derive(Clone, Debug)]
 pub enum StmtKind {
     /// `let x = e`, `var x: int = e`, `export let ...`. `name` may be `_`.
-    Let { name: String, mutable: bool, ty: Option<TypeAnn>, value: Expr, export: bool },
+    Let {
+        name: String,
+        mutable: bool,
+        ty: Option<TypeAnn>,
+        value: Expr,
+        export: bool,
+    },
     /// `fn name(...) { ... }` (optionally `export fn`).
-    Fn { def: Arc<FnDef>, export: bool },
+    Fn {
+        def: Arc<FnDef>,
+        export: bool,
+    },
     /// `alias name = command ...`
-    Alias { name: String, command: Arc<Command> },
+    Alias {
+        name: String,
+        command: Arc<Command>,
+    },
     /// `use ./path/mod.shl`
-    Use { path: String },
+    Use {
+        path: String,
+    },
     Return(Option<Expr>),
     Break,
     Continue,
-    For { var: String, iter: Expr, body: Block },
-    While { cond: Expr, body: Block },
+    For {
+        var: String,
+        iter: Expr,
+        body: Block,
+    },
+    While {
+        cond: Expr,
+        body: Block,
+    },
     /// `x = e`, `x += e`, `env.NAME = e`.
-    Assign { target: AssignTarget, op: AssignOp, value: Expr },
+    Assign {
+        target: AssignTarget,
+        op: AssignOp,
+        value: Expr,
+    },
     /// Any expression, commands included (`ExprKind::Command`).
     Expr(Expr),
 }
@@ -95,36 +126,85 @@ pub enum ExprKind {
     Record(Vec<(String, Expr)>),
     /// `{ stmts }` in expression position.
     Block(Block),
-    Unary { op: UnOp, expr: Box<Expr> },
-    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
-    Range { start: Box<Expr>, end: Box<Expr>, inclusive: bool },
+    Unary {
+        op: UnOp,
+        expr: Box<Expr>,
+    },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+    Range {
+        start: Box<Expr>,
+        end: Box<Expr>,
+        inclusive: bool,
+    },
     /// `recv.name` / `recv?.name`
-    Field { recv: Box<Expr>, name: String, optional: bool },
+    Field {
+        recv: Box<Expr>,
+        name: String,
+        optional: bool,
+    },
     /// `recv.name(args)` / `recv?.name(args)`; a trailing block is appended to
     /// `args` as a zero-parameter lambda by the parser.
-    MethodCall { recv: Box<Expr>, name: String, args: Vec<Arg>, optional: bool },
+    MethodCall {
+        recv: Box<Expr>,
+        name: String,
+        args: Vec<Arg>,
+        optional: bool,
+    },
     /// `recv[index]`
-    Index { recv: Box<Expr>, index: Box<Expr> },
+    Index {
+        recv: Box<Expr>,
+        index: Box<Expr>,
+    },
     /// `callee(args)`. When `callee` is an `Ident` the evaluator applies the
     /// special call resolution of language.md §5.1.
-    Call { callee: Box<Expr>, args: Vec<Arg> },
+    Call {
+        callee: Box<Expr>,
+        args: Vec<Arg>,
+    },
     /// `x => e`, `(a, b) => { ... }`, and implicit item lambdas (`.name > 1` as a
     /// whole argument), which use the parameter name [`ITEM_PARAM`].
     Lambda(Arc<FnDef>),
-    If { cond: Box<Expr>, then: Block, otherwise: Option<Box<Expr>> },
-    Match { scrutinee: Box<Expr>, arms: Vec<MatchArm> },
+    If {
+        cond: Box<Expr>,
+        then: Block,
+        otherwise: Option<Box<Expr>>,
+    },
+    Match {
+        scrutinee: Box<Expr>,
+        arms: Vec<MatchArm>,
+    },
     /// `try { body } catch [name] { handler }`
-    Try { body: Block, name: Option<String>, handler: Block },
+    Try {
+        body: Block,
+        name: Option<String>,
+        handler: Block,
+    },
     /// Postfix `expr catch [name] handler`
-    Catch { expr: Box<Expr>, name: Option<String>, handler: Box<Expr> },
+    Catch {
+        expr: Box<Expr>,
+        name: Option<String>,
+        handler: Box<Expr>,
+    },
     /// `with cwd: e, env: e, reef: e { body }`
-    With { cwd: Option<Box<Expr>>, env: Option<Box<Expr>>, reef: Option<Box<Expr>>, body: Block },
+    With {
+        cwd: Option<Box<Expr>>,
+        env: Option<Box<Expr>>,
+        reef: Option<Box<Expr>>,
+        body: Block,
+    },
     /// `spawn { body }`
     Spawn(Block),
     /// A command (CMD-mode statement, `(cmd args)` substitution, `.feed(cmd)` argument).
     Command(Arc<Command>),
     /// `sh { ... }`, `python3 '''...'''`.
-    InterpBlock { tool: String, program: String },
+    InterpBlock {
+        tool: String,
+        program: String,
+    },
     /// A parenthesised expression. Grouping creates no semantic node: the evaluator
     /// treats `Group(e)` as `e` (so `(^false)` as a statement still raises).
     Group(Box<Expr>),
@@ -266,13 +346,20 @@ pub enum Pattern {
     /// `true`, `false`, integer or string literal (and `null` if treated as literal).
     Literal(Literal),
     /// `a..b`, `a..=b` with int literals.
-    Range { start: i64, end: i64, inclusive: bool },
+    Range {
+        start: i64,
+        end: i64,
+        inclusive: bool,
+    },
     /// `TYPE name` / `TYPE _`
     Type { ty: String, bind: Option<String> },
     /// `{f, g: subpattern}`: `None` binds the field to its own name.
     Record(Vec<(String, Option<Pattern>)>),
     /// `[p1, p2]` or `[p1, ...rest]` (`rest: Some(None)` for `...` / `..._`).
-    List { items: Vec<Pattern>, rest: Option<Option<String>> },
+    List {
+        items: Vec<Pattern>,
+        rest: Option<Option<String>>,
+    },
 }
 
 /// A command in CMD mode (language.md §10.1).
@@ -310,7 +397,10 @@ pub enum WordKind {
     /// A quoted string (possibly interpolated) or `(expr)`: its value.
     Expr(Expr),
     /// `--name`, `--name=value`, `--name= <next>`; `-` in the name already became `_`.
-    LongFlag { name: String, value: Option<Box<Word>> },
+    LongFlag {
+        name: String,
+        value: Option<Box<Word>>,
+    },
     /// `-abc` (the text without the leading dash).
     ShortFlags(String),
     /// `--`

@@ -2,35 +2,49 @@
 //!
 //! * Each child runs in its own process group (`setpgid(0, 0)`), so an
 //!   interrupt can signal the whole group (SIGINT, then SIGKILL after a grace
-//!   period).
+//!   period), grandchildren included.
 //! * stdin is `/dev/null` unless fed bytes (written by a helper thread, EPIPE
 //!   ignored) or redirected from a file.
-//! * stdout and stderr are drained concurrently by two reader threads. Each
-//!   keeps at most [`CAPTURE_LIMIT`] bytes in memory; the rest is read and
-//!   discarded (the child never blocks on a full pipe) and counted in
+//! * stdout and stderr are drained by the calling thread with `poll(2)` on
+//!   both pipes and a pidfd of the child (no reader threads, no sleeps). Each
+//!   stream goes into an [`OutputSink`]: up to [`MEM_LIMIT`] bytes stay in
+//!   memory, past that the whole stream is written to a spill file and the
+//!   outcome reads it from there (see [`crate::value::output`]). Nothing is
+//!   discarded unless the spill file cannot be written; then the count is in
 //!   [`ProcResult::stdout_dropped`] / [`ProcResult::stderr_dropped`].
-//! * The waiting thread polls `try_wait` with a short back-off and the
-//!   interrupt callback; the child is always reaped (no zombies) and every pipe
-//!   end is owned by a `std` handle that is dropped (no leaked fds).
+//! * The child is always reaped (no zombies) and every pipe end is owned by a
+//!   `std` handle that is dropped (no leaked fds).
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Bytes of stdout (and, separately, of stderr) kept in memory per process.
-pub const CAPTURE_LIMIT: usize = 64 << 20;
+use crate::value::output::{OutputSink, MEM_LIMIT};
+use crate::value::OutputBytes;
+
+/// Bytes of stdout (and, separately, of stderr) kept in memory per process
+/// before the stream spills to a file.
+pub const CAPTURE_LIMIT: usize = MEM_LIMIT;
+
+/// Size of the read buffer (reused across runs).
+const READ_BUF: usize = 1 << 20;
+
+/// How often a waiting run looks at the interrupt callback.
+const INTERRUPT_POLL: Duration = Duration::from_millis(10);
 
 /// Where the child's stdin comes from.
 pub enum StdinSpec {
     Null,
-    Bytes(Vec<u8>),
+    /// Written by a helper thread (a spilled value streams from its file).
+    Bytes(OutputBytes),
     File(File),
 }
 
@@ -62,8 +76,9 @@ pub struct SpawnSpec {
 pub struct ProcResult {
     pub status: Option<i64>,
     pub signal: Option<String>,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
+    pub stdout: OutputBytes,
+    pub stderr: OutputBytes,
+    /// Bytes that could not be stored (only when a spill file failed).
     pub stdout_dropped: u64,
     pub stderr_dropped: u64,
     pub pid: u32,
@@ -79,25 +94,19 @@ pub enum RunError {
     Interrupted,
 }
 
-/// Read everything from `r`, keeping at most `limit` bytes.
-fn drain<R: Read>(mut r: R, limit: usize) -> (Vec<u8>, u64) {
-    let mut kept = Vec::new();
-    let mut dropped = 0u64;
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                let room = limit.saturating_sub(kept.len());
-                let take = room.min(n);
-                kept.extend_from_slice(&buf[..take]);
-                dropped += (n - take) as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        }
+/// Read buffers, reused across runs (each run takes one and gives it back).
+static BUFS: Mutex<Vec<Box<[u8]>>> = Mutex::new(Vec::new());
+
+fn take_buf() -> Box<[u8]> {
+    let pooled = BUFS.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    pooled.unwrap_or_else(|| vec![0u8; READ_BUF].into_boxed_slice())
+}
+
+fn give_buf(b: Box<[u8]>) {
+    let mut g = BUFS.lock().unwrap_or_else(|p| p.into_inner());
+    if g.len() < 4 {
+        g.push(b);
     }
-    (kept, dropped)
 }
 
 /// Send `sig` to the process group led by `pid` (no-op for 0).
@@ -112,13 +121,57 @@ pub fn signal_group(pid: u32, sig: i32) {
     }
 }
 
+fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+    let pid = rustix::process::Pid::from_raw(pid as i32)?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+}
+
+/// `poll(2)` on `fds` (POLLIN) for at most `timeout`; returns the revents.
+fn poll_in(fds: &[RawFd], timeout: Duration) -> Vec<i16> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: `pfds` is a valid, exclusively borrowed array of `len` pollfds.
+    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+    if n <= 0 {
+        return vec![0; fds.len()];
+    }
+    pfds.iter().map(|p| p.revents).collect()
+}
+
+/// Wait until the child has exited (without reaping it) for at most `d`.
+/// Returns whether it exited. Without a pidfd, waits `d` and says no.
+fn wait_exit_for(pidfd: Option<&OwnedFd>, d: Duration) -> bool {
+    match pidfd {
+        Some(fd) => poll_in(&[fd.as_raw_fd()], d)[0] != 0,
+        None => {
+            thread::sleep(d);
+            false
+        }
+    }
+}
+
 /// Kill the child's process group (SIGINT, grace, SIGKILL) and reap it.
-fn kill_and_reap(child: &mut Child) {
+fn kill_and_reap(child: &mut Child, pidfd: Option<&OwnedFd>) {
     let pid = child.id();
     signal_group(pid, libc::SIGINT);
     // A stopped (suspended) group only sees the signal once continued.
     signal_group(pid, libc::SIGCONT);
     let deadline = Instant::now() + Duration::from_millis(300);
+    if pidfd.is_some() {
+        // The leader stays a zombie (its pid, and so the group id, reserved)
+        // until we reap it below, so the SIGKILL cannot hit a reused group.
+        wait_exit_for(pidfd, Duration::from_millis(300));
+        signal_group(pid, libc::SIGKILL);
+        let _ = child.wait();
+        return;
+    }
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
             // The leader is gone; make sure the rest of the group is too.
@@ -152,7 +205,7 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
     cmd.env_clear();
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
     cmd.process_group(0);
-    let mut feed: Option<Vec<u8>> = None;
+    let mut feed: Option<OutputBytes> = None;
     match spec.stdin {
         StdinSpec::Null => {
             cmd.stdin(Stdio::null());
@@ -192,107 +245,161 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
     result
 }
 
+/// One captured pipe.
+struct Stream {
+    pipe: Option<Box<dyn ReadFd>>,
+    sink: OutputSink,
+    /// Bytes read so far (to grow the pipe buffer of big streams once).
+    seen: u64,
+    grown: bool,
+}
+
+trait ReadFd: Read + AsRawFd + Send {}
+impl<T: Read + AsRawFd + Send> ReadFd for T {}
+
+impl Stream {
+    fn new(pipe: Option<Box<dyn ReadFd>>) -> Stream {
+        Stream {
+            pipe,
+            sink: OutputSink::default(),
+            seen: 0,
+            grown: false,
+        }
+    }
+
+    /// One `read` (the pipe is readable or hung up).
+    fn pump(&mut self, buf: &mut [u8]) {
+        let Some(p) = self.pipe.as_mut() else { return };
+        match p.read(buf) {
+            Ok(0) => self.pipe = None,
+            Ok(n) => {
+                self.sink.push(&buf[..n]);
+                self.seen += n as u64;
+                if !self.grown && self.seen > (256 << 10) {
+                    self.grown = true;
+                    // A bigger pipe buffer means fewer, larger reads for big
+                    // outputs. Best effort (limited by pipe-max-size).
+                    // SAFETY: F_SETPIPE_SZ on a pipe fd we own; no memory is
+                    // passed.
+                    unsafe {
+                        libc::fcntl(p.as_raw_fd(), libc::F_SETPIPE_SZ, READ_BUF as libc::c_int);
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => self.pipe = None,
+        }
+    }
+
+    fn fd(&self) -> Option<RawFd> {
+        self.pipe.as_ref().map(|p| p.as_raw_fd())
+    }
+}
+
 fn wait_child(
     mut child: Child,
     pid: u32,
-    feed: Option<Vec<u8>>,
+    feed: Option<OutputBytes>,
     capture_stdout: bool,
     interrupted: &dyn Fn() -> bool,
     start: Instant,
 ) -> Result<ProcResult, RunError> {
     let writer = match (feed, child.stdin.take()) {
         (Some(bytes), Some(mut stdin)) => Some(thread::spawn(move || {
-            let _ = stdin.write_all(&bytes);
+            let _ = bytes.write_to(&mut stdin);
             // stdin dropped here: EOF for the child.
         })),
         _ => None,
     };
-    let (tx, rx) = mpsc::channel::<(bool, Vec<u8>, u64)>();
-    let mut readers = 0;
-    if capture_stdout {
-        if let Some(out) = child.stdout.take() {
-            let tx = tx.clone();
-            readers += 1;
-            thread::spawn(move || {
-                let (b, d) = drain(out, CAPTURE_LIMIT);
-                let _ = tx.send((true, b, d));
-            });
-        }
-    }
-    if let Some(err) = child.stderr.take() {
-        let tx = tx.clone();
-        readers += 1;
-        thread::spawn(move || {
-            let (b, d) = drain(err, CAPTURE_LIMIT);
-            let _ = tx.send((false, b, d));
-        });
-    }
-    drop(tx);
-
-    let mut result = ProcResult {
-        pid,
-        ..Default::default()
+    let out_pipe: Option<Box<dyn ReadFd>> = match child.stdout.take() {
+        Some(p) if capture_stdout => Some(Box::new(p)),
+        _ => None,
     };
+    let err_pipe: Option<Box<dyn ReadFd>> = child.stderr.take().map(|p| Box::new(p) as _);
+    let mut out = Stream::new(out_pipe);
+    let mut err = Stream::new(err_pipe);
+    let pidfd = pidfd_open(pid);
+    let mut buf = take_buf();
     let mut exit: Option<ExitStatus> = None;
-    let mut pending = readers;
-    let mut backoff = Duration::from_micros(200);
-    loop {
-        // Collect finished readers without blocking longer than the back-off.
-        if pending == 0 {
-            thread::sleep(backoff);
-        } else {
-            match rx.recv_timeout(backoff) {
-                Ok((is_out, bytes, dropped)) => {
-                    if is_out {
-                        result.stdout = bytes;
-                        result.stdout_dropped = dropped;
-                    } else {
-                        result.stderr = bytes;
-                        result.stderr_dropped = dropped;
-                    }
-                    pending -= 1;
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => pending = 0,
-            }
+    let mut backoff = Duration::from_micros(100);
+    let interrupted_run = loop {
+        if interrupted() {
+            break true;
         }
-        if exit.is_none() {
+        let out_fd = out.fd();
+        let err_fd = err.fd();
+        if exit.is_some() && out_fd.is_none() && err_fd.is_none() {
+            break false;
+        }
+        let mut fds: Vec<RawFd> = Vec::with_capacity(3);
+        fds.extend(out_fd);
+        fds.extend(err_fd);
+        let watch_exit = exit.is_none() && pidfd.is_some();
+        if watch_exit {
+            fds.extend(pidfd.as_ref().map(|f| f.as_raw_fd()));
+        }
+        let timeout = if exit.is_none() && pidfd.is_none() {
+            // No pidfd: fall back to polling try_wait with a back-off.
+            backoff = (backoff * 2).min(INTERRUPT_POLL);
+            backoff
+        } else {
+            INTERRUPT_POLL
+        };
+        let rev = poll_in(&fds, timeout);
+        let mut i = 0;
+        if out_fd.is_some() {
+            if rev[i] != 0 {
+                out.pump(&mut buf);
+            }
+            i += 1;
+        }
+        if err_fd.is_some() {
+            if rev[i] != 0 {
+                err.pump(&mut buf);
+            }
+            i += 1;
+        }
+        let check_exit = exit.is_none() && (!watch_exit || rev[i] != 0);
+        if check_exit {
             match child.try_wait() {
                 Ok(Some(st)) => exit = Some(st),
                 Ok(None) => {}
                 Err(_) => {
-                    exit = child.wait().ok();
-                    if exit.is_none() {
-                        break;
-                    }
+                    // Cannot wait (should not happen): stop watching.
+                    exit = Some(ExitStatus::from_raw(0xff00));
                 }
             }
         }
-        if exit.is_some() && pending == 0 {
-            break;
+    };
+    give_buf(buf);
+    if interrupted_run {
+        if exit.is_none() {
+            kill_and_reap(&mut child, pidfd.as_ref());
+        } else {
+            // Leader gone but descendants still hold the pipes.
+            signal_group(pid, libc::SIGKILL);
         }
-        if interrupted() {
-            if exit.is_none() {
-                kill_and_reap(&mut child);
-            } else {
-                // Leader gone but descendants still hold the pipes.
-                signal_group(pid, libc::SIGKILL);
-            }
-            if let Some(w) = writer {
-                let _ = w.join();
-            }
-            return Err(RunError::Interrupted);
+        drop(out);
+        drop(err);
+        if let Some(w) = writer {
+            let _ = w.join();
         }
-        backoff = (backoff * 2).min(Duration::from_millis(10));
+        return Err(RunError::Interrupted);
     }
     if let Some(w) = writer {
         let _ = w.join();
     }
+    let mut result = ProcResult {
+        pid,
+        ..Default::default()
+    };
     if let Some(st) = exit {
         let (status, signal) = status_parts(st);
         result.status = status;
         result.signal = signal;
     }
+    (result.stdout, result.stdout_dropped) = out.sink.finish();
+    (result.stderr, result.stderr_dropped) = err.sink.finish();
     result.dur_ns = start.elapsed().as_nanos().min(i64::MAX as u128) as i64;
     Ok(result)
 }
@@ -394,7 +501,7 @@ mod tests {
     fn stdin_null_and_fed() {
         let r = sh("cat", StdinSpec::Null);
         assert_eq!(r.stdout, b"");
-        let r = sh("cat", StdinSpec::Bytes(b"hello".to_vec()));
+        let r = sh("cat", StdinSpec::Bytes(OutputBytes::from(&b"hello"[..])));
         assert_eq!(r.stdout, b"hello");
     }
 

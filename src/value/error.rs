@@ -105,7 +105,14 @@ pub struct ShoalError {
 
 impl ShoalError {
     pub fn new(code: ErrorCode, msg: impl Into<String>) -> ShoalError {
-        ShoalError { code, msg: msg.into(), hint: None, status: None, stderr: None, span: None }
+        ShoalError {
+            code,
+            msg: msg.into(),
+            hint: None,
+            status: None,
+            stderr: None,
+            span: None,
+        }
     }
     pub fn with_hint(mut self, hint: impl Into<String>) -> ShoalError {
         self.hint = Some(hint.into());

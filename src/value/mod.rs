@@ -20,10 +20,12 @@ pub mod json;
 pub mod methods;
 pub mod ns;
 pub mod ops;
+pub mod output;
 pub mod render;
 
 pub use error::{ErrorCode, SResult, ShoalError};
 pub use methods::feed_bytes;
+pub use output::OutputBytes;
 
 /// Insertion-ordered record.
 pub type Record = IndexMap<String, Value>;
@@ -47,7 +49,8 @@ pub enum Value {
     DateTime(Arc<jiff::Zoned>),
     /// Seconds since midnight (0..86400).
     Time(u32),
-    Bytes(Arc<[u8]>),
+    /// In memory or spilled to a private file (see [`output`]).
+    Bytes(OutputBytes),
     List(Arc<Vec<Value>>),
     Record(Arc<Record>),
     Table(Arc<Vec<Arc<Record>>>),
@@ -104,8 +107,9 @@ pub struct Outcome {
     pub pid: u32,
     /// Display form of the command (`git status --short`).
     pub cmd: String,
-    pub stdout: Arc<[u8]>,
-    pub stderr: Arc<[u8]>,
+    /// Captured stdout; large streams are spilled to a file (see [`output`]).
+    pub stdout: OutputBytes,
+    pub stderr: OutputBytes,
     /// The structured result of a builtin; `None` for externals (their `.out` is
     /// derived from `stdout`).
     pub out: Option<Value>,
@@ -125,7 +129,9 @@ pub struct Closure {
 
 impl std::fmt::Debug for Closure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Closure").field("name", &self.def.name).finish_non_exhaustive()
+        f.debug_struct("Closure")
+            .field("name", &self.def.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -141,7 +147,9 @@ pub struct StreamVal {
 
 impl std::fmt::Debug for StreamVal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamVal").field("label", &self.label).finish_non_exhaustive()
+        f.debug_struct("StreamVal")
+            .field("label", &self.label)
+            .finish_non_exhaustive()
     }
 }
 
@@ -159,7 +167,7 @@ impl Value {
         Value::Path(Arc::new(p.into()))
     }
     pub fn bytes(b: impl Into<Vec<u8>>) -> Value {
-        Value::Bytes(Arc::from(b.into()))
+        Value::Bytes(OutputBytes::from(b.into()))
     }
     pub fn os_path(p: OsString) -> Value {
         Value::Path(Arc::new(PathBuf::from(p)))

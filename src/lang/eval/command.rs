@@ -16,7 +16,9 @@ use crate::lang::scope::ScopeRef;
 use crate::shell::builtins::{self, BArg};
 use crate::shell::process::{self, RunError, SpawnSpec, StdinSpec, StdoutSpec};
 use crate::shell::{glob, lookup, words};
-use crate::value::{ns, render, Closure, ErrorCode, GlobVal, Outcome, ShoalError, Value};
+use crate::value::{
+    ns, render, Closure, ErrorCode, GlobVal, Outcome, OutputBytes, ShoalError, Value,
+};
 
 /// An evaluated command argument.
 #[derive(Clone, Debug)]
@@ -165,9 +167,10 @@ fn levenshtein(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// Stdin bytes of a fed value (§10.7).
-pub(crate) fn feed_bytes(v: &Value) -> Result<Vec<u8>, ShoalError> {
-    crate::value::feed_bytes(v)
+/// Stdin bytes of a fed value (§10.7); a spilled outcome or bytes value is
+/// streamed from its spill file, not loaded.
+pub(crate) fn feed_bytes(v: &Value) -> Result<OutputBytes, ShoalError> {
+    crate::value::methods::feed_output(v)
 }
 
 fn runner_for(ext: &str) -> Option<(&'static str, &'static [&'static str])> {
@@ -695,8 +698,8 @@ impl Interp {
                     dur_ns: start.elapsed().as_nanos().min(i64::MAX as u128) as i64,
                     pid: 0,
                     cmd: h.to_string(),
-                    stdout: Arc::from(stdout),
-                    stderr: Arc::from(notes),
+                    stdout: OutputBytes::from(stdout),
+                    stderr: OutputBytes::from(notes),
                     out: Some(out),
                 })));
             }
@@ -786,7 +789,7 @@ impl Interp {
         display: String,
         env_prefix: Vec<(String, String)>,
         redirects: &[(RedirectKind, PathBuf)],
-        stdin_bytes: Option<Vec<u8>>,
+        stdin_bytes: Option<OutputBytes>,
         pos: Pos,
     ) -> EResult<Value> {
         let io = |p: &Path, e: std::io::Error| {
@@ -854,21 +857,28 @@ impl Interp {
             }
         };
         let ok = res.status == Some(0);
-        let mut stderr_bytes = res.stderr;
+        let mut stderr = res.stderr;
+        let mut notes = Vec::new();
         for (what, n) in [
             ("stdout", res.stdout_dropped),
             ("stderr", res.stderr_dropped),
         ] {
             if n > 0 {
-                stderr_bytes.extend_from_slice(
-                    format!(
-                        "\nshoal: {n} bytes of {what} beyond the capture limit were discarded\n"
-                    )
-                    .as_bytes(),
+                notes.extend_from_slice(
+                    format!("\nshoal: {n} bytes of {what} could not be stored (spill file)\n")
+                        .as_bytes(),
                 );
             }
         }
-        let stderr: Arc<[u8]> = Arc::from(stderr_bytes);
+        if !notes.is_empty() {
+            if stderr.is_spilled() {
+                tracing::warn!("{}", String::from_utf8_lossy(&notes).trim());
+            } else {
+                let mut v = stderr.to_vec();
+                v.extend_from_slice(&notes);
+                stderr = OutputBytes::from(v);
+            }
+        }
         if pos == Pos::Stmt && !ok {
             let msg = match (&res.status, &res.signal) {
                 (Some(n), _) => format!("`{display}` exited with status {n}"),
@@ -877,7 +887,7 @@ impl Interp {
             };
             let mut e = ShoalError::new(ErrorCode::CmdFailed, msg);
             e.status = res.status;
-            e.stderr = Some(stderr);
+            e.stderr = Some(stderr.bounded(crate::value::methods::ERROR_STDERR_LIMIT));
             return Err(e.into());
         }
         Ok(Value::Outcome(Arc::new(Outcome {
@@ -887,7 +897,7 @@ impl Interp {
             dur_ns: res.dur_ns,
             pid: res.pid,
             cmd: display,
-            stdout: Arc::from(res.stdout),
+            stdout: res.stdout,
             stderr,
             out: None,
         })))
@@ -1268,7 +1278,7 @@ impl Interp {
         &mut self,
         tool: &str,
         program: &str,
-        stdin: Option<Vec<u8>>,
+        stdin: Option<OutputBytes>,
         pos: Pos,
     ) -> EResult<Value> {
         let flag: Option<&str> = match tool {
@@ -1289,7 +1299,7 @@ impl Interp {
                     ))
                     .into());
                 }
-                (Vec::new(), Some(program.as_bytes().to_vec()))
+                (Vec::new(), Some(OutputBytes::from(program)))
             }
         };
         let path_var = self.env.get("PATH").cloned();
@@ -1550,5 +1560,5 @@ pub(crate) struct Invocation {
     pub env: Vec<(String, String)>,
     pub redirects: Vec<(RedirectKind, PathBuf)>,
     pub block: Option<Value>,
-    pub stdin: Option<Vec<u8>>,
+    pub stdin: Option<OutputBytes>,
 }

@@ -24,8 +24,8 @@ fn wrap(head: &str, out: Value) -> Value {
         dur_ns: 0,
         pid: 0,
         cmd: head.to_string(),
-        stdout: Arc::from(crate::value::render::redirect_bytes(&out)),
-        stderr: Arc::from(Vec::new()),
+        stdout: crate::value::OutputBytes::from(crate::value::render::redirect_bytes(&out)),
+        stderr: crate::value::OutputBytes::empty(),
         out: Some(out),
     }))
 }

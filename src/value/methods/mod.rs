@@ -2,7 +2,8 @@
 use std::sync::{Arc, Mutex};
 
 use crate::value::{
-    json, render, Args, ErrorCode, Host, Outcome, SResult, ShoalError, StreamVal, Value,
+    json, render, Args, ErrorCode, Host, Outcome, OutputBytes, SResult, ShoalError, StreamVal,
+    Value,
 };
 
 mod coll;
@@ -140,7 +141,7 @@ fn error_field(e: &ShoalError, name: &str) -> SResult<Value> {
         "stderr" => e
             .stderr
             .as_ref()
-            .map(|b| Value::Bytes(b.clone()))
+            .map(|b| Value::Bytes(OutputBytes::from(b.clone())))
             .unwrap_or(Value::Null),
         "status" => e.status.map(Value::Int).unwrap_or(Value::Null),
         _ => {
@@ -151,6 +152,9 @@ fn error_field(e: &ShoalError, name: &str) -> SResult<Value> {
     })
 }
 
+/// Bytes of stderr carried by a `cmd_failed` error (the outcome keeps all).
+pub const ERROR_STDERR_LIMIT: usize = 1 << 20;
+
 /// The `cmd_failed` error for a failed outcome (“`CMD` exited with status N”).
 pub fn cmd_failed(o: &Outcome) -> ShoalError {
     let msg = match (&o.status, &o.signal) {
@@ -159,7 +163,7 @@ pub fn cmd_failed(o: &Outcome) -> ShoalError {
     };
     let mut e = ShoalError::new(ErrorCode::CmdFailed, msg);
     e.status = o.status;
-    e.stderr = Some(o.stderr.clone());
+    e.stderr = Some(o.stderr.bounded(ERROR_STDERR_LIMIT));
     e
 }
 
@@ -260,6 +264,27 @@ fn to_str(v: &Value, strict: bool) -> SResult<Value> {
         ))),
         other => Ok(Value::str(render::display(other))),
     }
+}
+
+/// Stdin for `value.feed(cmd)` (§10.7) without copying: bytes values and
+/// text outcomes hand over their (possibly spilled) bytes as they are.
+pub fn feed_output(v: &Value) -> SResult<OutputBytes> {
+    match v {
+        Value::Bytes(b) => Ok(b.clone()),
+        Value::Outcome(o) if o.out.is_none() && !json_candidate(&o.stdout.head(4096)) => {
+            Ok(o.stdout.clone())
+        }
+        other => feed_bytes(other).map(OutputBytes::from),
+    }
+}
+
+/// Whether stdout might be JSON (`.out` sniffing): first non-blank byte is
+/// `{` or `[`.
+fn json_candidate(head: &[u8]) -> bool {
+    matches!(
+        head.iter().find(|b| !b.is_ascii_whitespace()),
+        Some(b'{') | Some(b'[') | None
+    )
 }
 
 /// Stdin bytes for `value.feed(cmd)` (§10.7).

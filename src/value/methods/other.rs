@@ -303,7 +303,7 @@ pub fn expand_glob(host: &dyn Host, g: &GlobVal) -> Value {
     )
 }
 
-pub fn bytes(b: &Arc<[u8]>, name: &str, args: &Args) -> SResult<Option<Value>> {
+pub fn bytes(b: &crate::value::OutputBytes, name: &str, args: &Args) -> SResult<Option<Value>> {
     let out = match name {
         "len" | "count" => {
             arity(args, 0, name)?;

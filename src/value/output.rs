@@ -1,0 +1,716 @@
+//! Byte payloads that may live on disk: the `bytes` value and an outcome's
+//! `.stdout` / `.stderr` (language.md §10.5).
+//!
+//! [`OutputBytes`] is either an in-memory `Arc<[u8]>` or a *spilled* stream:
+//! a private file in the spill directory plus a small in-memory head. The
+//! file is deleted when the last clone of the value is dropped (the
+//! [`SpillFile`] handle is shared through an `Arc` and removes the file in its
+//! `Drop`).
+//!
+//! Cheap operations never touch the file contents: [`OutputBytes::len`]
+//! (length recorded at capture time), [`OutputBytes::head`] (served from the
+//! in-memory head when it is long enough). [`OutputBytes::reader`] streams the
+//! file. Only an explicit request for the whole contents
+//! ([`OutputBytes::read_all`], or `Deref` to `[u8]`) loads it into memory;
+//! the loaded copy is cached with the value.
+//!
+//! [`OutputSink`] builds an `OutputBytes` from a stream of chunks: it keeps up
+//! to [`MEM_LIMIT`] bytes in memory and, past that, writes everything to a
+//! spill file through a `BufWriter`.
+//!
+//! The spill directory is `$TMPDIR/shoal-<uid>/spill` (mode 0700, owner
+//! checked) unless [`set_spill_dir`] chose another one.
+
+use std::borrow::Cow;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Bytes of one captured stream kept in memory before it spills to a file.
+pub const MEM_LIMIT: usize = 8 << 20;
+
+/// Bytes of a spilled stream kept in memory as its head (previews, sniffing).
+pub const HEAD_KEEP: usize = 64 << 10;
+
+/// A byte string, in memory or spilled to a private file. Cloning is cheap.
+#[derive(Clone)]
+pub struct OutputBytes(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Mem(Arc<[u8]>),
+    Spilled(Arc<Spilled>),
+}
+
+struct Spilled {
+    file: SpillFile,
+    len: u64,
+    head: Arc<[u8]>,
+    /// The whole contents, once somebody asked for them.
+    loaded: OnceLock<Arc<[u8]>>,
+}
+
+/// A spill file; removed from disk when dropped.
+pub struct SpillFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl SpillFile {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for SpillFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+impl std::fmt::Debug for SpillFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("SpillFile").field(&self.path).finish()
+    }
+}
+
+impl OutputBytes {
+    pub fn empty() -> OutputBytes {
+        OutputBytes(Repr::Mem(Arc::from(&b""[..])))
+    }
+
+    /// Length in bytes (never reads a spill file).
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Mem(b) => b.len(),
+            Repr::Spilled(s) => s.len as usize,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn is_spilled(&self) -> bool {
+        matches!(self.0, Repr::Spilled(_))
+    }
+
+    /// The spill file, when spilled.
+    pub fn spill_path(&self) -> Option<&Path> {
+        match &self.0 {
+            Repr::Mem(_) => None,
+            Repr::Spilled(s) => Some(&s.file.path),
+        }
+    }
+
+    /// The first `n` bytes (fewer when shorter). Served from memory when
+    /// possible; reads at most `n` bytes of a spill file otherwise.
+    pub fn head(&self, n: usize) -> Cow<'_, [u8]> {
+        match &self.0 {
+            Repr::Mem(b) => Cow::Borrowed(&b[..n.min(b.len())]),
+            Repr::Spilled(s) => {
+                if let Some(all) = s.loaded.get() {
+                    return Cow::Borrowed(&all[..n.min(all.len())]);
+                }
+                let want = n.min(s.len as usize);
+                if want <= s.head.len() {
+                    return Cow::Borrowed(&s.head[..want]);
+                }
+                let mut buf = vec![0u8; want];
+                match read_exact_at(&s.file.file, &mut buf, 0) {
+                    Ok(got) => {
+                        buf.truncate(got);
+                        Cow::Owned(buf)
+                    }
+                    Err(_) => Cow::Borrowed(&s.head[..]),
+                }
+            }
+        }
+    }
+
+    /// The whole contents. Loads (and caches) a spilled file.
+    pub fn read_all(&self) -> io::Result<Arc<[u8]>> {
+        match &self.0 {
+            Repr::Mem(b) => Ok(b.clone()),
+            Repr::Spilled(s) => {
+                if let Some(all) = s.loaded.get() {
+                    return Ok(all.clone());
+                }
+                let mut buf = vec![0u8; s.len as usize];
+                let got = read_exact_at(&s.file.file, &mut buf, 0)?;
+                if got != buf.len() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "spill file is shorter than recorded",
+                    ));
+                }
+                let all: Arc<[u8]> = Arc::from(buf);
+                Ok(s.loaded.get_or_init(|| all).clone())
+            }
+        }
+    }
+
+    /// A streaming reader over the contents (keeps the spill file alive).
+    pub fn reader(&self) -> Box<dyn Read + Send> {
+        match &self.0 {
+            Repr::Mem(b) => Box::new(io::Cursor::new(b.clone())),
+            Repr::Spilled(s) => Box::new(SpillReader {
+                s: s.clone(),
+                pos: 0,
+            }),
+        }
+    }
+
+    /// Copy the contents to `w` without loading a spill file into memory.
+    pub fn write_to(&self, w: &mut dyn Write) -> io::Result<u64> {
+        match &self.0 {
+            Repr::Mem(b) => {
+                w.write_all(b)?;
+                Ok(b.len() as u64)
+            }
+            Repr::Spilled(_) => {
+                let mut r = self.reader();
+                io::copy(&mut r, w)
+            }
+        }
+    }
+
+    /// A fresh read-only handle on the spill file (e.g. as a child's stdin),
+    /// positioned at the start; `None` for in-memory bytes.
+    pub fn open_spill(&self) -> Option<io::Result<File>> {
+        match &self.0 {
+            Repr::Mem(_) => None,
+            Repr::Spilled(s) => Some(File::open(&s.file.path)),
+        }
+    }
+
+    /// At most `limit` bytes for an error message or a preview: the whole
+    /// contents when they fit, else the head plus a note with the total.
+    pub fn bounded(&self, limit: usize) -> Arc<[u8]> {
+        if let Repr::Mem(b) = &self.0 {
+            if b.len() <= limit {
+                return b.clone();
+            }
+        }
+        if self.len() <= limit {
+            if let Ok(all) = self.read_all() {
+                return all;
+            }
+        }
+        let mut v = self.head(limit).into_owned();
+        v.extend_from_slice(
+            format!(
+                "\n… ({} bytes in all; {} more not shown)\n",
+                self.len(),
+                self.len().saturating_sub(v.len())
+            )
+            .as_bytes(),
+        );
+        Arc::from(v)
+    }
+}
+
+fn read_exact_at(f: &File, buf: &mut [u8], mut off: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match f.read_at(&mut buf[done..], off) {
+            Ok(0) => break,
+            Ok(n) => {
+                done += n;
+                off += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+struct SpillReader {
+    s: Arc<Spilled>,
+    pos: u64,
+}
+
+impl Read for SpillReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.s.len.saturating_sub(self.pos);
+        if left == 0 || buf.is_empty() {
+            return Ok(0);
+        }
+        let n = buf.len().min(left.min(usize::MAX as u64) as usize);
+        let got = self.s.file.file.read_at(&mut buf[..n], self.pos)?;
+        self.pos += got as u64;
+        Ok(got)
+    }
+}
+
+impl std::ops::Deref for OutputBytes {
+    type Target = [u8];
+    /// The whole contents. A spilled value is loaded on first use (use
+    /// [`OutputBytes::len`], [`OutputBytes::head`] or
+    /// [`OutputBytes::reader`] to avoid that); if the file cannot be read the
+    /// in-memory head is all there is.
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Mem(b) => b,
+            Repr::Spilled(s) => {
+                if s.loaded.get().is_none() {
+                    if let Err(e) = self.read_all() {
+                        tracing::warn!(path = %s.file.path.display(), "cannot read spill file: {e}");
+                        return &s.head;
+                    }
+                }
+                match s.loaded.get() {
+                    Some(all) => all,
+                    None => &s.head,
+                }
+            }
+        }
+    }
+}
+
+impl AsRef<[u8]> for OutputBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PartialEq for OutputBytes {
+    fn eq(&self, other: &OutputBytes) -> bool {
+        if self.len() != other.len() {
+            return false;
+        }
+        if let (Repr::Mem(a), Repr::Mem(b)) = (&self.0, &other.0) {
+            return a == b;
+        }
+        // Compare chunk by chunk without loading either side.
+        let (mut a, mut b) = (self.reader(), other.reader());
+        let mut ba = vec![0u8; 64 << 10];
+        let mut bb = vec![0u8; 64 << 10];
+        loop {
+            let n = match fill(&mut a, &mut ba) {
+                Ok(n) => n,
+                Err(_) => return false,
+            };
+            let m = match fill(&mut b, &mut bb) {
+                Ok(m) => m,
+                Err(_) => return false,
+            };
+            if n != m || ba[..n] != bb[..m] {
+                return false;
+            }
+            if n == 0 {
+                return true;
+            }
+        }
+    }
+}
+
+fn fill(r: &mut dyn Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match r.read(&mut buf[done..]) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+impl std::fmt::Debug for OutputBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Repr::Mem(b) => write!(f, "OutputBytes({} bytes)", b.len()),
+            Repr::Spilled(s) => write!(
+                f,
+                "OutputBytes({} bytes, spilled to {})",
+                s.len,
+                s.file.path.display()
+            ),
+        }
+    }
+}
+
+impl From<Arc<[u8]>> for OutputBytes {
+    fn from(b: Arc<[u8]>) -> OutputBytes {
+        OutputBytes(Repr::Mem(b))
+    }
+}
+
+impl From<Vec<u8>> for OutputBytes {
+    fn from(b: Vec<u8>) -> OutputBytes {
+        OutputBytes(Repr::Mem(Arc::from(b)))
+    }
+}
+
+impl From<&[u8]> for OutputBytes {
+    fn from(b: &[u8]) -> OutputBytes {
+        OutputBytes(Repr::Mem(Arc::from(b)))
+    }
+}
+
+impl From<&str> for OutputBytes {
+    fn from(s: &str) -> OutputBytes {
+        OutputBytes::from(s.as_bytes())
+    }
+}
+
+impl Default for OutputBytes {
+    fn default() -> OutputBytes {
+        OutputBytes::empty()
+    }
+}
+
+// ---- the spill directory -------------------------------------------------
+
+static SPILL_DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
+static SPILL_SEQ: AtomicU64 = AtomicU64::new(0);
+
+fn uid() -> u32 {
+    rustix::process::getuid().as_raw()
+}
+
+/// The default spill directory: `$TMPDIR/shoal-<uid>/spill`.
+pub fn default_spill_dir() -> PathBuf {
+    std::env::temp_dir()
+        .join(format!("shoal-{}", uid()))
+        .join("spill")
+}
+
+/// Use `dir` for spill files from now on (created 0700 on first use).
+pub fn set_spill_dir(dir: impl Into<PathBuf>) {
+    let mut g = SPILL_DIR.lock().unwrap_or_else(|p| p.into_inner());
+    *g = Some(dir.into());
+    READY.lock().unwrap_or_else(|p| p.into_inner()).take();
+}
+
+/// The directory spill files go to now.
+pub fn spill_dir() -> PathBuf {
+    SPILL_DIR
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .unwrap_or_else(default_spill_dir)
+}
+
+/// The verified directory (created once per configured path).
+static READY: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// Create `dir` (and missing parents) with mode 0700 and check that it is
+/// a real directory owned by us that nobody else can enter.
+fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+    if let Some(parent) = dir.parent() {
+        if !parent.as_os_str().is_empty() && fs::symlink_metadata(parent).is_err() {
+            ensure_private_dir(parent)?;
+        }
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let md = fs::symlink_metadata(dir)?;
+    if !md.is_dir() {
+        return Err(io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    if md.uid() != uid() {
+        return Err(io::Error::other(format!(
+            "{} is owned by another user",
+            dir.display()
+        )));
+    }
+    if md.mode() & 0o077 != 0 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// Remove spill files left behind by processes that no longer exist.
+fn sweep_stale(dir: &Path) {
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    let me = std::process::id();
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(pid) = name.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != me && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
+fn ready_dir() -> io::Result<PathBuf> {
+    let dir = spill_dir();
+    let mut g = READY.lock().unwrap_or_else(|p| p.into_inner());
+    if g.as_deref() == Some(dir.as_path()) {
+        return Ok(dir);
+    }
+    ensure_private_dir(&dir)?;
+    sweep_stale(&dir);
+    *g = Some(dir.clone());
+    Ok(dir)
+}
+
+/// Create a new, empty spill file (mode 0600, read-write).
+pub fn create_spill_file() -> io::Result<SpillFile> {
+    let dir = ready_dir()?;
+    loop {
+        let n = SPILL_SEQ.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!("{}-{n}.out", std::process::id()));
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(file) => return Ok(SpillFile { path, file }),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                // The directory may have been removed under us: retry once.
+                READY.lock().unwrap_or_else(|p| p.into_inner()).take();
+                let dir2 = ready_dir()?;
+                let path = dir2.join(format!("{}-{n}.out", std::process::id()));
+                return OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&path)
+                    .map(|file| SpillFile { path, file })
+                    .map_err(|_| e);
+            }
+        }
+    }
+}
+
+// ---- building ------------------------------------------------------------
+
+/// Accumulates a stream: in memory up to `mem_limit`, then in a spill file.
+pub struct OutputSink {
+    mem: Vec<u8>,
+    mem_limit: usize,
+    spill: Option<(BufWriter<File>, SpillFile)>,
+    head: Option<Arc<[u8]>>,
+    len: u64,
+    /// Bytes that could not be stored (spill file unavailable or failing).
+    dropped: u64,
+    error: Option<String>,
+}
+
+impl Default for OutputSink {
+    fn default() -> OutputSink {
+        OutputSink::new(MEM_LIMIT)
+    }
+}
+
+impl OutputSink {
+    pub fn new(mem_limit: usize) -> OutputSink {
+        OutputSink {
+            mem: Vec::new(),
+            mem_limit,
+            spill: None,
+            head: None,
+            len: 0,
+            dropped: 0,
+            error: None,
+        }
+    }
+
+    /// Bytes stored so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether the stream went to a spill file.
+    pub fn is_spilling(&self) -> bool {
+        self.spill.is_some()
+    }
+
+    pub fn push(&mut self, chunk: &[u8]) {
+        if chunk.is_empty() {
+            return;
+        }
+        if let Some((w, _)) = &mut self.spill {
+            if self.error.is_some() {
+                // After a failed write the file is no longer a faithful copy.
+                self.dropped += chunk.len() as u64;
+                return;
+            }
+            match w.write_all(chunk) {
+                Ok(()) => self.len += chunk.len() as u64,
+                Err(e) => self.fail(chunk.len() as u64, e),
+            }
+            return;
+        }
+        if self.error.is_some() || self.mem.len() + chunk.len() > self.mem_limit {
+            if self.error.is_none() {
+                self.start_spill();
+            }
+            if self.spill.is_some() {
+                return self.push(chunk);
+            }
+            // No spill file: keep what fits, count the rest.
+            let room = self
+                .mem_limit
+                .saturating_sub(self.mem.len())
+                .min(chunk.len());
+            self.mem.extend_from_slice(&chunk[..room]);
+            self.len += room as u64;
+            self.dropped += (chunk.len() - room) as u64;
+            return;
+        }
+        self.mem.extend_from_slice(chunk);
+        self.len += chunk.len() as u64;
+    }
+
+    fn start_spill(&mut self) {
+        match create_spill_file() {
+            Ok(sf) => match sf.file.try_clone() {
+                Ok(f) => {
+                    let mut w = BufWriter::with_capacity(1 << 20, f);
+                    let keep = HEAD_KEEP.min(self.mem.len());
+                    self.head = Some(Arc::from(&self.mem[..keep]));
+                    if let Err(e) = w.write_all(&self.mem) {
+                        self.error = Some(format!("cannot write spill file: {e}"));
+                        self.head = None;
+                        return;
+                    }
+                    self.mem = Vec::new();
+                    self.spill = Some((w, sf));
+                }
+                Err(e) => self.error = Some(format!("cannot use spill file: {e}")),
+            },
+            Err(e) => self.error = Some(format!("cannot create spill file: {e}")),
+        }
+    }
+
+    fn fail(&mut self, n: u64, e: io::Error) {
+        // Keep the stored prefix; count everything else as dropped.
+        if self.error.is_none() {
+            self.error = Some(format!("cannot write spill file: {e}"));
+        }
+        self.dropped += n;
+    }
+
+    /// Why bytes were dropped, if they were.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// The finished value and the number of bytes that could not be stored.
+    pub fn finish(mut self) -> (OutputBytes, u64) {
+        let Some((mut w, sf)) = self.spill.take() else {
+            let mem = std::mem::take(&mut self.mem);
+            return (OutputBytes::from(mem), self.dropped);
+        };
+        if let Err(e) = w.flush() {
+            // What reached the file is unknown; trust its size.
+            self.error
+                .get_or_insert(format!("cannot write spill file: {e}"));
+        }
+        drop(w);
+        let on_disk = sf.file.metadata().map(|m| m.len()).unwrap_or(0);
+        if on_disk < self.len {
+            self.dropped += self.len - on_disk;
+            self.len = on_disk;
+        }
+        let head = self.head.take().unwrap_or_else(|| Arc::from(&b""[..]));
+        let s = Spilled {
+            file: sf,
+            len: self.len,
+            head,
+            loaded: OnceLock::new(),
+        };
+        (OutputBytes(Repr::Spilled(Arc::new(s))), self.dropped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_stays_in_memory() {
+        let mut s = OutputSink::new(16);
+        s.push(b"hello ");
+        s.push(b"world");
+        let (b, dropped) = s.finish();
+        assert!(!b.is_spilled());
+        assert_eq!(dropped, 0);
+        assert_eq!(&b[..], b"hello world");
+        assert_eq!(b.len(), 11);
+        assert_eq!(&*b.head(5), b"hello");
+    }
+
+    #[test]
+    fn large_spills_and_reads_back() {
+        {
+            let mut s = OutputSink::new(1000);
+            let mut want = Vec::new();
+            for i in 0..500u32 {
+                let chunk = format!("line {i}\n");
+                want.extend_from_slice(chunk.as_bytes());
+                s.push(chunk.as_bytes());
+            }
+            let (b, dropped) = s.finish();
+            assert_eq!(dropped, 0);
+            assert!(b.is_spilled());
+            let path = b.spill_path().expect("path").to_path_buf();
+            assert!(path.exists());
+            let mode = fs::metadata(path.parent().expect("dir"))
+                .expect("dir")
+                .mode();
+            assert_eq!(mode & 0o777, 0o700);
+            let fmode = fs::metadata(&path).expect("file").mode();
+            assert_eq!(fmode & 0o777, 0o600);
+            assert_eq!(b.len(), want.len());
+            assert_eq!(&*b.head(7), b"line 0\n");
+            assert_eq!(&*b.head(2000), &want[..2000]);
+            let mut r = Vec::new();
+            b.reader().read_to_end(&mut r).expect("read");
+            assert_eq!(r, want);
+            let mut w = Vec::new();
+            b.write_to(&mut w).expect("write");
+            assert_eq!(w, want);
+            assert_eq!(&*b.read_all().expect("all"), &want[..]);
+            assert_eq!(&b[..], &want[..]);
+            assert!(b == OutputBytes::from(want.clone()));
+            let bounded = b.bounded(10);
+            assert!(bounded.starts_with(b"line 0\nlin"));
+            assert!(String::from_utf8_lossy(&bounded).contains("more not shown"));
+            let c = b.clone();
+            drop(b);
+            assert!(path.exists(), "a clone keeps the file");
+            drop(c);
+            assert!(!path.exists(), "last drop removes the file");
+        }
+    }
+
+    #[test]
+    fn len_does_not_load() {
+        let mut s = OutputSink::new(10);
+        s.push(&[1u8; 100]);
+        let (b, _) = s.finish();
+        assert_eq!(b.len(), 100);
+        match &b.0 {
+            Repr::Spilled(sp) => assert!(sp.loaded.get().is_none()),
+            Repr::Mem(_) => panic!("not spilled"),
+        }
+    }
+}
