@@ -37,7 +37,7 @@ test: venv
 	$(CARGO) test --locked
 
 bench:
-	$(CARGO) bench --locked --bench shoal
+	$(CARGO) bench --locked --bench shoal --bench lang
 
 lint:
 	$(CARGO) fmt --check

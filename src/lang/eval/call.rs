@@ -9,14 +9,16 @@ use crate::lang::eval::command::CArg;
 use crate::lang::eval::expr::{make_regex, now_value, today_value};
 use crate::lang::eval::{Ctl, EResult, Interp, Pos, MAX_DEPTH};
 use crate::lang::scope::{Scope, ScopeRef};
-use crate::value::{methods, ops, Args, Closure, ErrorCode, GlobVal, Record, ShoalError, Value};
+use crate::value::{methods, ops, Args, Closure, ErrorCode, GlobVal, RangeVal, Record, ShoalError, Value};
 
 /// Names handled as special call forms (§5.1), before any binding.
 const SPECIAL_FORMS: &[&str] = &[
     "parallel", "retry", "on", "now", "today", "assert", "run", "save", "open",
 ];
 /// Constructors (§5.1), after special forms.
-const CONSTRUCTORS: &[&str] = &["path", "glob", "regex", "channel", "every", "watch", "tail"];
+const CONSTRUCTORS: &[&str] = &[
+    "path", "glob", "regex", "range", "channel", "every", "watch", "tail",
+];
 
 fn plural(n: usize) -> &'static str {
     if n == 1 {
@@ -354,6 +356,35 @@ impl Interp {
                     .into()),
                     _ => Err(ShoalError::arg_error("regex expects exactly one pattern").into()),
                 }
+            }
+            "range" => {
+                // `range(end)`, `range(start, end)`: the half-open int range
+                // `start..end`, as an agent writes it in most languages.
+                no_named(&named)?;
+                let (start, end) = match pos.as_slice() {
+                    [Value::Int(e)] => (0, *e),
+                    [Value::Int(s), Value::Int(e)] => (*s, *e),
+                    [_] | [_, _] => {
+                        let found: Vec<&str> = pos.iter().map(Value::type_name).collect();
+                        return Err(ShoalError::type_error(format!(
+                            "range expects int bounds, found {}",
+                            found.join(", ")
+                        ))
+                        .into());
+                    }
+                    _ => {
+                        return Err(ShoalError::arg_error(format!(
+                            "range expects 1 or 2 arguments (end, or start and end), got {}",
+                            pos.len()
+                        ))
+                        .into())
+                    }
+                };
+                Ok(Value::Range(RangeVal {
+                    start,
+                    end,
+                    inclusive: false,
+                }))
             }
             "channel" => {
                 no_named(&named)?;

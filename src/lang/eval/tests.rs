@@ -1,6 +1,7 @@
 //! Evaluator tests: a table of `(source, expected)` pairs run through
-//! `Session::exec`, plus an in-process runner for the shared conformance
-//! corpus (`cargo test --lib corpus -- --ignored --nocapture`).
+//! `Session::exec`. The shared conformance corpus has its own runner
+//! (`/work/shared/conformance/run`); shell builtins and process semantics are
+//! tested in `crate::shell::tests`.
 
 use std::path::Path;
 
@@ -377,93 +378,6 @@ fn interrupt_cancels_running_exec() {
     }
 }
 
-/// Run the shared conformance corpus in-process and print a summary.
-#[test]
-#[ignore]
-fn corpus() {
-    let root = Path::new("/work/shared/conformance/cases");
-    let Ok(rd) = std::fs::read_dir(root) else {
-        return;
-    };
-    let filter = std::env::var("SUITE").ok();
-    let mut files: Vec<_> = rd.flatten().map(|e| e.path()).collect();
-    files.sort();
-    let (mut pass, mut fail) = (0, 0);
-    for f in files {
-        let suite = f
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if let Some(flt) = &filter {
-            if !flt.split(',').any(|x| x == suite) {
-                continue;
-            }
-        }
-        let text = std::fs::read_to_string(&f).unwrap_or_default();
-        let doc: toml::Table = match text.parse() {
-            Ok(d) => d,
-            Err(_) => continue,
-        };
-        let Some(cases) = doc.get("case").and_then(|c| c.as_array()) else {
-            continue;
-        };
-        let (mut sp, mut sf) = (0, 0);
-        for c in cases {
-            let src = c.get("src").and_then(|v| v.as_str()).unwrap_or("");
-            let name = c.get("name").and_then(|v| v.as_str()).unwrap_or("");
-            let dir = tempfile::tempdir().expect("tempdir");
-            if let Some(fx) = c.get("fixture").and_then(|v| v.as_array()) {
-                for e in fx {
-                    let e = e.as_str().unwrap_or("");
-                    let p = dir.path().join(e);
-                    if e.ends_with('/') {
-                        let _ = std::fs::create_dir_all(&p);
-                    } else {
-                        if let Some(parent) = p.parent() {
-                            let _ = std::fs::create_dir_all(parent);
-                        }
-                        let _ = std::fs::write(&p, "");
-                    }
-                }
-            }
-            let mut s = session_in(dir.path());
-            let src_owned = src.to_string();
-            let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                s.exec(&src_owned, Position::Stmt)
-            }));
-            let ok = match (&got, c.get("value"), c.get("error"), c.get("parse_error")) {
-                (Ok(Ok(v)), Some(want), _, _) => render::inline(v) == want.as_str().unwrap_or(""),
-                (Ok(Err(ExecError::Raised(e))), _, Some(want), _) => {
-                    e.code.as_str() == want.as_str().unwrap_or("")
-                }
-                (Ok(Err(ExecError::Parse(_))), _, _, Some(_)) => true,
-                _ => false,
-            };
-            if ok {
-                sp += 1;
-            } else {
-                sf += 1;
-                let got_s = match &got {
-                    Ok(Ok(v)) => render::inline(v),
-                    Ok(Err(ExecError::Raised(e))) => format!("!{}: {}", e.code, e.msg),
-                    Ok(Err(ExecError::Parse(e))) => format!("!parse: {}", e.msg),
-                    Err(_) => "PANIC".into(),
-                };
-                let want = c
-                    .get("value")
-                    .or(c.get("error"))
-                    .map(|v| v.to_string())
-                    .unwrap_or("parse_error".into());
-                eprintln!("FAIL {suite}/{name}: {src:?}\n    want {want}\n    got  {got_s}");
-            }
-        }
-        eprintln!("suite {suite}: {sp} passed, {sf} failed");
-        pass += sp;
-        fail += sf;
-    }
-    eprintln!("{pass} passed, {fail} failed");
-}
-
 #[test]
 fn deep_recursion_is_safe() {
     check(&[
@@ -539,9 +453,8 @@ fn reef_snapshot_shape() {
 }
 
 /// Every prefix of pure-expression corpus programs must evaluate or fail
-/// cleanly, never panic (`cargo test --lib truncations -- --ignored`).
+/// cleanly, never panic (about 3,600 prefixes; well under a second).
 #[test]
-#[ignore]
 fn truncations_never_panic() {
     let root = Path::new("/work/shared/conformance/cases");
     let suites = [

@@ -188,7 +188,7 @@ impl Parser<'_> {
         })
     }
 
-    /// At `{`: `{}` or `{ key: …` is a record.
+    /// At `{`: `{}`, `{ key: …` or `{ name, …` (field shorthand) is a record.
     pub(super) fn brace_is_record(&mut self) -> PResult<bool> {
         let open = self.peek()?;
         let q = self.after_newlines(open.end);
@@ -198,8 +198,15 @@ impl Parser<'_> {
                 Ok((s, end)) => Ok(s.plain().is_some() && self.byte(self.skip_ws(end)) == b':'),
                 Err(_) => Ok(false),
             },
-            _ => Ok(self.ident_then_colon(q)),
+            _ => Ok(self.ident_then_colon(q) || self.ident_then_comma(q)),
         }
+    }
+
+    /// `{ name, …`: a record whose first field is the shorthand `name` (`name: name`).
+    /// As a block, `name, …` could never parse, so this reading takes nothing away.
+    fn ident_then_comma(&self, p: usize) -> bool {
+        let e = self.ident_end(p);
+        e > p && self.byte(self.skip_ws(e)) == b','
     }
 
     pub(super) fn parse_brace(&mut self) -> PResult<Expr> {
@@ -226,9 +233,19 @@ impl Parser<'_> {
                     Tok::Str(s) if s.plain().is_some() => s.plain().unwrap_or_default(),
                     _ => return Err(self.err_found("a record key", &t)),
                 };
-                self.expect(Tok::Colon, "`:` after the record key")?;
-                self.skip_newlines()?;
-                let v = self.parse_expr()?;
+                let shorthand = t.tok == Tok::Ident
+                    && matches!(self.peek()?.tok, Tok::Comma | Tok::Newline | Tok::RBrace);
+                let v = if shorthand {
+                    // `{ probe, answer: 42 }`: the field takes the binding's value.
+                    Expr {
+                        kind: ExprKind::Ident(key.clone()),
+                        span: Span::new(t.start, t.end),
+                    }
+                } else {
+                    self.expect(Tok::Colon, "`:` after the record key")?;
+                    self.skip_newlines()?;
+                    self.parse_expr()?
+                };
                 fields.push((key, v));
                 let t = self.peek()?;
                 match t.tok {

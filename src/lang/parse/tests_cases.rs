@@ -134,6 +134,11 @@ fn collections_and_blocks() {
         ("{ 1 }", "(block 1)"),
         ("{ let x = 1; x }", "(block (let x 1) x)"),
         ("{a: 1}.a", "(.a {a:1})"),
+        // field shorthand: `{ probe, answer: 42 }`
+        ("{ probe, answer: 42 }", "{probe:probe answer:42}"),
+        ("{answer: 42, probe}", "{answer:42 probe:probe}"),
+        ("{a: 1,\n probe\n}", "{a:1 probe:probe}"),
+        ("{ probe }", "(block (cmd probe))"),
     ]);
 }
 
