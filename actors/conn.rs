@@ -192,6 +192,7 @@ pub fn session_error(e: SessionError) -> rpc::RpcError {
             format!("session {name} was closed; attach to a session first"),
         ),
         SessionError::Internal(m) => rpc::RpcError::internal(m),
+        SessionError::Rpc(e) => e,
     }
 }
 

@@ -13,15 +13,18 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
+use super::event_bus::EventBus;
 use super::health::{rss_bytes, Registration, Registry};
+use super::journal_writer::{JournalWriter, Services};
 use super::listener::{self, Listener};
 use super::msg::{
-    AttachSession, CloseSession, GetStatus, ListSessions, SessionError, SessionHandle, Shutdown,
-    StopSession,
+    AttachSession, CloseSession, GetServices, GetStatus, ListSessions, SessionError, SessionHandle,
+    Shutdown, StopSession,
 };
 use super::session::SessionShared;
 use super::session_supervisor::SessionSupervisor;
 use crate::config::{self, Config};
+use crate::journal;
 use crate::paths;
 
 /// Command-line options of `shoal daemon`.
@@ -60,6 +63,7 @@ pub struct Daemon {
     sessions: BTreeMap<String, SessionEntry>,
     default_cwd: PathBuf,
     stopping: bool,
+    services: Option<Services>,
 }
 
 impl Daemon {
@@ -78,7 +82,14 @@ impl Daemon {
             sessions: BTreeMap::new(),
             default_cwd,
             stopping: false,
+            services: None,
         }
+    }
+
+    /// The journal and event bus every session and connection uses.
+    pub fn with_services(mut self, services: Services) -> Self {
+        self.services = Some(services);
+        self
     }
 
     pub fn id(&self) -> u64 {
@@ -123,6 +134,7 @@ impl Handler<AttachSession> for Daemon {
                     stats: stats.clone(),
                     shared: shared.clone(),
                     created: false,
+                    services: self.services.clone(),
                 });
             }
         }
@@ -136,11 +148,12 @@ impl Handler<AttachSession> for Daemon {
             }
             None => self.default_cwd.clone(),
         };
-        let shared = Arc::new(SessionShared::new(
-            msg.name.clone(),
-            cwd,
-            self.config.session.render_width,
-        ));
+        let mut shared =
+            SessionShared::new(msg.name.clone(), cwd, self.config.session.render_width);
+        if let Some(s) = &self.services {
+            shared = shared.with_services(s.clone());
+        }
+        let shared = Arc::new(shared);
         let reg =
             self.registry
                 .register("session_supervisor", msg.name.clone(), Some(self.reg.id()));
@@ -163,6 +176,7 @@ impl Handler<AttachSession> for Daemon {
             stats,
             shared,
             created: true,
+            services: self.services.clone(),
         })
     }
 }
@@ -176,6 +190,16 @@ impl Handler<CloseSession> for Daemon {
             Some((addr, _, stats)) => {
                 stats.enqueue();
                 addr.do_send(StopSession);
+                // Its out:N refs die with it: release their journal transcript rows (queued
+                // only; the writer thread does the work).
+                if let Some(s) = &self.services {
+                    let op = journal::Op::DropTranscript {
+                        session: msg.name.clone(),
+                    };
+                    if let Err(e) = s.writer.submit(op, None) {
+                        tracing::warn!(session = %msg.name, "transcript rows not dropped: {e}");
+                    }
+                }
                 tracing::info!(session = %msg.name, "session closed");
                 Ok(())
             }
@@ -221,9 +245,18 @@ impl Handler<GetStatus> for Daemon {
             },
             "actors": self.registry.snapshot(),
             "sessions": self.sessions.values().map(|(_, s, _)| Daemon::session_json(s)).collect::<Vec<_>>(),
-            "journal": null,
+            "journal": self.services.as_ref().map(Services::status_json),
             "rss_bytes": rss_bytes(),
         }))
+    }
+}
+
+impl Handler<GetServices> for Daemon {
+    type Result = MessageResult<GetServices>;
+
+    fn handle(&mut self, _msg: GetServices, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        MessageResult(self.services.clone())
     }
 }
 
@@ -311,6 +344,22 @@ pub fn run(opts: DaemonOptions) -> i32 {
         env!("CARGO_PKG_VERSION")
     );
 
+    // The journal: a corrupt or foreign file stops the start, untouched.
+    let journal_path = state_dir.join("journal.redb");
+    let opened = open_journal(&journal_path, &config);
+    let (writer, start_seqs) = match opened {
+        Ok(x) => x,
+        Err(e) => {
+            tracing::error!("cannot open the journal {}: {e}", journal_path.display());
+            eprintln!("shoal daemon: cannot open the journal: {e}");
+            if let Some(b) = bound {
+                b.remove();
+            }
+            return 1;
+        }
+    };
+    let shutdown_writer = writer.clone();
+
     let info = DaemonInfo {
         pid: std::process::id(),
         socket: socket.clone(),
@@ -331,7 +380,13 @@ pub fn run(opts: DaemonOptions) -> i32 {
         let daemon_stats = dreg.stats.clone();
         let signal_stats = dreg.stats.clone();
         let daemon_id = dreg.id();
-        let daemon = Daemon::new(info, config.clone(), registry.clone(), dreg).start();
+        let breg = registry.register("event_bus", "events", Some(daemon_id));
+        let bus = EventBus::new(Some(writer.clone()), start_seqs, breg).start();
+        let jreg = registry.register("journal_writer", "journal", Some(daemon_id));
+        let services = JournalWriter::start_services(writer, bus, jreg);
+        let daemon = Daemon::new(info, config.clone(), registry.clone(), dreg)
+            .with_services(services)
+            .start();
         let tokio_listener = match std_listener
             .set_nonblocking(true)
             .and_then(|_| tokio::net::UnixListener::from_std(std_listener))
@@ -372,8 +427,43 @@ pub fn run(opts: DaemonOptions) -> i32 {
     if let Some(b) = bound {
         b.remove();
     }
+    // Everything acknowledged becomes durable before the process ends.
+    if let Err(e) = shutdown_writer.shutdown() {
+        tracing::error!("journal flush at shutdown failed: {e}");
+    }
     tracing::info!(code, "daemon stopped");
     code
+}
+
+type OpenedJournal = (Arc<journal::JournalWriter>, Vec<(String, u64)>);
+
+/// Open `<state>/journal.redb` and start its writer thread.
+fn open_journal(path: &std::path::Path, config: &Config) -> journal::Result<OpenedJournal> {
+    let j = &config.journal;
+    let store = Arc::new(journal::Store::open(
+        path,
+        journal::StoreOptions {
+            retention: journal::Retention {
+                max_entries: j.max_entries,
+                max_bytes: j.max_bytes,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )?);
+    let start_seqs = EventBus::start_seqs(&store)?;
+    let writer = journal::JournalWriter::start(
+        store,
+        journal::WriterConfig {
+            durability: match j.durability {
+                config::JournalDurability::Immediate => journal::Durability::Immediate,
+                config::JournalDurability::Batched => journal::Durability::Batched,
+            },
+            flush_ms: j.flush_ms,
+            ..Default::default()
+        },
+    )?;
+    Ok((Arc::new(writer), start_seqs))
 }
 
 type Signals = Vec<(actix_rt::signal::unix::Signal, &'static str)>;

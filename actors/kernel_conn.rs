@@ -6,6 +6,7 @@
 //! replies keep request order. Notifications are ignored; malformed frames get
 //! `-32700` and the connection stays.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use actix::fut::{ready, LocalBoxActorFuture};
@@ -13,10 +14,12 @@ use actix::prelude::*;
 use serde_json::{json, Map, Value as Json};
 
 use super::conn::{self, ConnContext, FrameItem, Writer};
+use super::event_bus::{BusEvent, Publish, ReadEvents, SubId, SubscribeReplay, Unsubscribe};
 use super::health::Registration;
+use super::journal_writer::{self as jw, Services};
 use super::msg::{
-    AttachSession, ClientCount, CloseSession, Crash, Exec, GetStatus, GetValue, ListSessions,
-    SessionError, SessionHandle, ValueFormat,
+    AttachSession, ClientCount, CloseSession, Crash, GetServices, GetStatus, GetValue,
+    ListSessions, SessionError, SessionHandle,
 };
 use crate::lang::Position;
 use crate::paths;
@@ -34,13 +37,26 @@ const METHODS: &[&str] = &[
     "value.get",
     "daemon.status",
     "debug.crash",
+    "journal.query",
+    "journal.get",
+    "blob.get",
+    "events.read",
+    "events.publish",
+    "events.subscribe",
+    "events.unsubscribe",
 ];
+
+/// Methods a local connection may call without attaching (they name no session).
+const UNATTACHED: &[&str] = &["journal.query", "journal.get", "blob.get"];
 
 pub struct KernelConn {
     cx: ConnContext,
     tx: Writer,
     reg: Registration,
     attached: Option<Attachment>,
+    /// `events.subscribe` subscriptions of this connection, by channel.
+    subs: BTreeMap<String, SubId>,
+    services: Option<Services>,
 }
 
 struct Attachment {
@@ -55,6 +71,8 @@ impl KernelConn {
             tx,
             reg,
             attached: None,
+            subs: BTreeMap::new(),
+            services: None,
         }
     }
 
@@ -81,6 +99,9 @@ impl KernelConn {
         };
         if method == "session.attach" {
             return self.attach(p);
+        }
+        if UNATTACHED.contains(&method) && !self.cx.foreign {
+            return self.journal_method(method, p);
         }
         let Some(att) = &self.attached else {
             return Box::pin(ready(Err(RpcError::new(
@@ -112,44 +133,50 @@ impl KernelConn {
                         .into_actor(self),
                 )
             }
-            "exec" => match exec_params(&p) {
+            "exec" => match exec_params(&p).and_then(|(s, pos)| {
+                let b = crate::proto::elide::Budget::from_json(p.get("elide"))
+                    .map_err(RpcError::invalid_params)?;
+                Ok((s, pos, b))
+            }) {
                 Err(e) => Box::pin(ready(Err(e))),
-                Ok((src, position)) => {
-                    let f = handle.send(Exec { src, position, tty });
-                    let name = handle.name.clone();
-                    Box::pin(
-                        async move {
-                            let r = f
-                                .await
-                                .map_err(|_| SessionError::Closed(name))
-                                .and_then(|r| r);
-                            r.map(|x| kernel::exec_result(x.n, x.wire, x.render, x.elapsed_ms))
-                                .map_err(conn::session_error)
-                        }
+                Ok((src, position, budget)) => Box::pin(
+                    super::mcp_conn::exec_elided(handle, src, position, tty, budget)
                         .into_actor(self),
-                    )
-                }
+                ),
             },
-            "value.get" => match value_get_params(&p) {
+            "value.get" => match kernel::get_params(&p) {
                 Err(e) => Box::pin(ready(Err(e))),
-                Ok((reference, format)) => {
+                Ok((reference, req)) => {
+                    let (reference_copy, req_copy) = (reference.clone(), req.clone());
                     let f = handle.send(GetValue {
                         reference,
-                        format,
+                        req,
                         tty,
                     });
                     let name = handle.name.clone();
+                    let restore = restore_from_journal(&handle, reference_copy, req_copy, tty);
                     Box::pin(
                         async move {
-                            f.await
+                            match f
+                                .await
                                 .map_err(|_| SessionError::Closed(name))
                                 .and_then(|r| r)
-                                .map_err(conn::session_error)
+                            {
+                                Err(SessionError::UnknownRef { reference }) => restore
+                                    .await
+                                    .unwrap_or(Err(SessionError::UnknownRef { reference })),
+                                r => r,
+                            }
+                            .map_err(conn::session_error)
                         }
                         .into_actor(self),
                     )
                 }
             },
+            "events.read" | "events.publish" | "events.subscribe" | "events.unsubscribe" => {
+                self.events_method(method, p)
+            }
+            "journal.query" | "journal.get" | "blob.get" => self.journal_method(method, p),
             "debug.crash" => {
                 handle.notify(Crash);
                 Box::pin(ready(Ok(json!({"crashed": handle.name}))))
@@ -231,6 +258,226 @@ impl KernelConn {
         }))
     }
 
+    /// The journal and bus: from the attachment, else asked of the daemon once.
+    fn with_services<F, Fut>(&mut self, f: F) -> Reply
+    where
+        F: FnOnce(Services) -> Fut + 'static,
+        Fut: std::future::Future<Output = Result<Json, RpcError>> + 'static,
+    {
+        let known = self.services.clone().or_else(|| {
+            self.attached
+                .as_ref()
+                .and_then(|a| a.handle.services.clone())
+        });
+        if let Some(s) = known {
+            return Box::pin(f(s).into_actor(self));
+        }
+        self.cx.daemon_stats.enqueue();
+        let q = self.cx.daemon.send(GetServices);
+        Box::pin(q.into_actor(self).then(move |r, act, _ctx| {
+            let s = r.ok().flatten();
+            act.services = s.clone();
+            async move {
+                match s {
+                    Some(s) => f(s).await,
+                    None => Err(RpcError::internal("the journal is not running")),
+                }
+            }
+            .into_actor(act)
+        }))
+    }
+
+    /// `journal.query`, `journal.get`, `blob.get`.
+    fn journal_method(&mut self, method: &str, p: Map<String, Json>) -> Reply {
+        let principal = jw::local_principal();
+        match method {
+            "journal.query" => {
+                let query: crate::journal::Query = match serde_json::from_value(Json::Object(p)) {
+                    Ok(q) => q,
+                    Err(e) => {
+                        return Box::pin(ready(Err(RpcError::invalid_params(format!(
+                            "invalid journal.query params: {e}"
+                        )))))
+                    }
+                };
+                self.with_services(move |s| async move {
+                    let scope = jw::scope_for(&principal);
+                    let entries = s
+                        .journal
+                        .send(jw::QueryJournal { query, scope })
+                        .await
+                        .map_err(|e| RpcError::internal(e.to_string()))?
+                        .map_err(journal_error)?;
+                    serde_json::to_value(entries).map_err(|e| RpcError::internal(e.to_string()))
+                })
+            }
+            "journal.get" => {
+                let Some(id) = p.get("id").and_then(Json::as_u64) else {
+                    return Box::pin(ready(Err(RpcError::invalid_params(
+                        "journal.get requires an integer id",
+                    ))));
+                };
+                self.with_services(move |s| async move {
+                    let e = s
+                        .journal
+                        .send(jw::GetEntry { id })
+                        .await
+                        .map_err(|e| RpcError::internal(e.to_string()))?
+                        .map_err(journal_error)?
+                        .filter(|e| {
+                            jw::scope_for(&principal) == crate::journal::Scope::All
+                                || e.principal == principal
+                        })
+                        .ok_or_else(|| {
+                            RpcError::new(rpc::UNKNOWN_REF, format!("no journal entry {id}"))
+                                .with_data(json!({"id": id}))
+                        })?;
+                    serde_json::to_value(e).map_err(|e| RpcError::internal(e.to_string()))
+                })
+            }
+            _ => {
+                let Some(hash) = p.get("hash").and_then(Json::as_str).map(str::to_string) else {
+                    return Box::pin(ready(Err(RpcError::invalid_params(
+                        "blob.get requires a hash",
+                    ))));
+                };
+                self.with_services(move |s| async move {
+                    let unknown = || {
+                        RpcError::new(rpc::UNKNOWN_REF, "unknown value hash")
+                            .with_data(json!({"hash": hash}))
+                    };
+                    match s.journal.send(jw::GetBlob { hash: hash.clone() }).await {
+                        Err(e) => Err(RpcError::internal(e.to_string())),
+                        Ok(Ok(Some(bytes))) => Ok(jw::blob_json(&hash, &bytes)),
+                        Ok(Ok(None)) | Ok(Err(crate::journal::JournalError::Invalid(_))) => {
+                            Err(unknown())
+                        }
+                        Ok(Err(e)) => Err(journal_error(e)),
+                    }
+                })
+            }
+        }
+    }
+
+    /// `events.read`, `events.publish`, `events.subscribe`, `events.unsubscribe`.
+    fn events_method(&mut self, method: &str, p: Map<String, Json>) -> Reply {
+        let channel = match rpc::req_str(&p, "channel") {
+            Ok(c) => c.to_string(),
+            Err(e) => return Box::pin(ready(Err(e))),
+        };
+        let since = match p.get("since") {
+            None | Some(Json::Null) => None,
+            Some(v) => match v.as_u64() {
+                Some(n) => Some(n),
+                None => {
+                    return Box::pin(ready(Err(RpcError::invalid_params(
+                        "since must be a non-negative integer",
+                    ))))
+                }
+            },
+        };
+        match method {
+            "events.read" => {
+                let limit = match p.get("limit") {
+                    None | Some(Json::Null) => None,
+                    Some(v) => match v.as_u64() {
+                        Some(n) => Some(n as usize),
+                        None => {
+                            return Box::pin(ready(Err(RpcError::invalid_params(
+                                "limit must be a non-negative integer",
+                            ))))
+                        }
+                    },
+                };
+                self.with_services(move |s| async move {
+                    let events = s
+                        .bus
+                        .send(ReadEvents {
+                            channel: channel.clone(),
+                            since,
+                            limit,
+                        })
+                        .await
+                        .map_err(|e| RpcError::internal(e.to_string()))?;
+                    Ok(json!({
+                        "channel": channel,
+                        "events": events.iter().map(BusEvent::to_json).collect::<Vec<_>>(),
+                    }))
+                })
+            }
+            "events.publish" => {
+                if !channel.starts_with("user.") {
+                    return Box::pin(ready(Err(RpcError::invalid_params(
+                        "only user.* channels may be published to",
+                    )
+                    .with_data(json!({"channel": channel})))));
+                }
+                let payload = p.get("payload").cloned().unwrap_or(Json::Null);
+                self.with_services(move |s| async move {
+                    let ev = s
+                        .bus
+                        .send(Publish { channel, payload })
+                        .await
+                        .map_err(|e| RpcError::internal(e.to_string()))?;
+                    Ok(json!({"channel": ev.channel, "seq": ev.seq, "ts": ev.ts}))
+                })
+            }
+            "events.subscribe" => {
+                if self.subs.contains_key(&channel) {
+                    return Box::pin(ready(Ok(json!({"channel": channel, "subscribed": true}))));
+                }
+                let svc = self.with_services(|_| async { Ok(Json::Null) });
+                Box::pin(svc.then(move |r, act, ctx| {
+                    let bus = act.services.clone().or_else(|| {
+                        act.attached
+                            .as_ref()
+                            .and_then(|a| a.handle.services.clone())
+                    });
+                    let sub = ctx.address().recipient();
+                    async move {
+                        r?;
+                        let bus = bus
+                            .ok_or_else(|| RpcError::internal("the event bus is not running"))?
+                            .bus;
+                        let id = bus
+                            .send(SubscribeReplay {
+                                channel: channel.clone(),
+                                sub,
+                                since,
+                            })
+                            .await
+                            .map_err(|e| RpcError::internal(e.to_string()))?;
+                        Ok((channel, id, bus))
+                    }
+                    .into_actor(act)
+                    .map(|r: Result<_, RpcError>, act, _ctx| {
+                        let (channel, id, bus) = r?;
+                        if let Some(old) = act.subs.insert(channel.clone(), id) {
+                            bus.do_send(Unsubscribe { id: old });
+                        }
+                        Ok(json!({"channel": channel, "subscribed": true}))
+                    })
+                }))
+            }
+            _ => {
+                if let Some(id) = self.subs.remove(&channel) {
+                    if let Some(s) = self.known_services() {
+                        s.bus.do_send(Unsubscribe { id });
+                    }
+                }
+                Box::pin(ready(Ok(json!({"channel": channel, "subscribed": false}))))
+            }
+        }
+    }
+
+    fn known_services(&self) -> Option<Services> {
+        self.services.clone().or_else(|| {
+            self.attached
+                .as_ref()
+                .and_then(|a| a.handle.services.clone())
+        })
+    }
+
     fn set_attachment(&mut self, next: Option<Attachment>) {
         if let Some(old) = self.attached.take() {
             old.handle.notify(ClientCount { delta: -1 });
@@ -290,30 +537,6 @@ pub fn exec_params_with_default(
     Ok((src, position))
 }
 
-fn value_get_params(p: &Map<String, Json>) -> Result<(String, ValueFormat), RpcError> {
-    let reference = rpc::req_str(p, "ref")?.to_string();
-    let format = match rpc::opt_str(p, "format")? {
-        None | Some("json") => ValueFormat::Json,
-        Some("render") => ValueFormat::Render,
-        Some("inline") => ValueFormat::Inline,
-        Some("raw") => ValueFormat::Raw,
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "format must be json, render, raw or inline (got {other:?})"
-            )))
-        }
-    };
-    let has = |k: &str| p.get(k).is_some_and(|v| !v.is_null() && v != "");
-    if has("path") || has("slice") {
-        return Err(RpcError::new(
-            rpc::BAD_PATH_OR_SLICE,
-            "paths and slices are not available in this daemon yet",
-        )
-        .with_data(json!({"ref": reference})));
-    }
-    Ok((reference, format))
-}
-
 impl Actor for KernelConn {
     type Context = Context<Self>;
 
@@ -322,8 +545,83 @@ impl Actor for KernelConn {
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        if let Some(s) = self.known_services() {
+            for (_, id) in std::mem::take(&mut self.subs) {
+                s.bus.do_send(Unsubscribe { id });
+            }
+        }
         self.set_attachment(None);
         tracing::debug!(conn = self.cx.id, "kernel connection closed");
+    }
+}
+
+/// A subscribed event: an `event` notification on this connection.
+impl Handler<BusEvent> for KernelConn {
+    type Result = ();
+
+    fn handle(&mut self, ev: BusEvent, ctx: &mut Context<Self>) {
+        self.reg.stats.handled_item();
+        let frame = json!({"jsonrpc": "2.0", "method": "event", "params": ev.to_json()});
+        conn::write(&self.tx, ctx, &frame);
+    }
+}
+
+fn journal_error(e: crate::journal::JournalError) -> RpcError {
+    match e {
+        crate::journal::JournalError::Invalid(m) => RpcError::invalid_params(m),
+        e => RpcError::internal(e.to_string()),
+    }
+}
+
+/// `value.get` of an `out:N` this session object does not hold (from before a daemon
+/// restart): the value persisted in the journal, with paths, slices and elision applied when
+/// it can be rebuilt, else its stored JSON.
+pub fn restore_from_journal(
+    handle: &SessionHandle,
+    reference: String,
+    req: kernel::GetRequest,
+    tty: bool,
+) -> impl std::future::Future<Output = Option<Result<Json, SessionError>>> + 'static {
+    let services = handle.services.clone();
+    let session = handle.name.clone();
+    let width = handle.shared.render_width;
+    async move {
+        let n = kernel::parse_ref(&reference)?;
+        let s = services?;
+        let got = s
+            .journal
+            .send(jw::TranscriptValue { session, n })
+            .await
+            .ok()?;
+        let (wire, render) = match got {
+            Ok(Some(x)) => x,
+            Ok(None) => return None,
+            Err(crate::journal::JournalError::Invalid(m)) => {
+                return Some(Err(SessionError::Rpc(
+                    RpcError::new(rpc::UNKNOWN_REF, m).with_data(json!({"ref": reference})),
+                )))
+            }
+            Err(e) => return Some(Err(SessionError::Internal(e.to_string()))),
+        };
+        Some(match jw::revive(&wire) {
+            Some(v) => kernel::value_get(&v, n, &req, tty, width).map_err(SessionError::Rpc),
+            None if req.path.is_none()
+                && req.slice.is_none()
+                && req.format == kernel::GetFormat::Json =>
+            {
+                Ok(json!({"ref": kernel::ref_name(n), "value": wire}))
+            }
+            None => {
+                let _ = render;
+                Err(SessionError::Rpc(
+                    RpcError::new(
+                        rpc::BAD_PATH_OR_SLICE,
+                        "this value was restored from the journal and only its JSON form is available",
+                    )
+                    .with_data(json!({"ref": reference})),
+                ))
+            }
+        })
     }
 }
 

@@ -1,4 +1,4 @@
-//! McpConn: the MCP-facing actor (contract §2, reference-protocol §5).
+//! McpConn: the MCP-facing actor (contract §2, reference-protocol §5–§6).
 //!
 //! `initialize` negotiates the protocol version; `tools/call` validates the
 //! arguments against the advertised schema, turns the call into typed session
@@ -8,23 +8,53 @@
 //! unknown tools and unknown methods (`server/discover` gets `-32601` at once).
 //! The session is attached lazily: the shim's `shoal/attach` notification
 //! names it, else `default`.
+//!
+//! `tools/call` and `resources/read` run concurrently (at most
+//! [`MAX_IN_FLIGHT`]; past that the connection stops reading until one
+//! finishes), so `notifications/cancelled` can reach an in-flight call: it
+//! interrupts the session's evaluation and the call's reply is dropped. A
+//! `_meta.progressToken` on `shoal_exec` gets a `notifications/progress`
+//! every [`PROGRESS_EVERY`] while it runs. Resource subscriptions are
+//! multiplexed on this connection: one event-bus subscription per URI.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use actix::fut::{ready, LocalBoxActorFuture};
 use actix::prelude::*;
 use serde_json::{json, Map, Value as Json};
 
 use super::conn::{self, ConnContext, FrameItem, Writer};
+use super::event_bus::{BusEvent, ReadEvents, SubId, Subscribe, Unsubscribe};
 use super::health::Registration;
+use super::journal_writer::{self as jw, Services};
 use super::kernel_conn::exec_params_with_default;
-use super::msg::{AttachSession, ClientCount, Exec, SessionError, SessionHandle};
+use super::msg::{
+    AttachSession, ClientCount, Exec, GetServices, GetValue, Interrupt, SessionError, SessionHandle,
+};
 use crate::lang::Position;
+use crate::proto::elide::Budget;
 use crate::proto::frame::Frame;
+use crate::proto::kernel::{self, GetFormat, GetRequest};
 use crate::proto::rpc::{self, RpcError};
-use crate::proto::{kernel, mcp};
+use crate::proto::{mcp, uri};
 
 type Reply = LocalBoxActorFuture<McpConn, Result<Json, RpcError>>;
+
+/// Concurrent `tools/call` / `resources/read` per connection.
+pub const MAX_IN_FLIGHT: usize = 32;
+/// Interval of `notifications/progress` for a running `shoal_exec`.
+pub const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+/// Resource subscriptions per connection.
+pub const MAX_SUBSCRIPTIONS: usize = 64;
+
+struct InFlight {
+    cancelled: bool,
+    /// The call evaluates in the session (cancellation interrupts it).
+    evaluates: bool,
+    progress: Option<SpawnHandle>,
+}
 
 pub struct McpConn {
     cx: ConnContext,
@@ -35,6 +65,18 @@ pub struct McpConn {
     want_cwd: Option<PathBuf>,
     token: Option<String>,
     attached: Option<SessionHandle>,
+    inflight: HashMap<String, InFlight>,
+    /// Subscribed URI → its channel.
+    subs: HashMap<String, String>,
+    /// One event-bus subscription per channel, shared by its URIs.
+    bus_subs: HashMap<String, SubId>,
+    services: Option<Services>,
+    /// The client hung up: stop once the in-flight calls have answered.
+    closing: bool,
+}
+
+fn id_key(id: &Json) -> String {
+    id.to_string()
 }
 
 impl McpConn {
@@ -48,10 +90,23 @@ impl McpConn {
             want_cwd: None,
             token: None,
             attached: None,
+            inflight: HashMap::new(),
+            subs: HashMap::new(),
+            bus_subs: HashMap::new(),
+            services: None,
+            closing: false,
         }
     }
 
-    fn notification(&mut self, method: &str, params: Json) {
+    fn caps(&self) -> mcp::Caps {
+        let on = self.services.is_some();
+        mcp::Caps {
+            journal: on,
+            events: on,
+        }
+    }
+
+    fn notification(&mut self, method: &str, params: Json, ctx: &mut Context<Self>) {
         match method {
             "shoal/attach" => {
                 let p = params.as_object().cloned().unwrap_or_default();
@@ -74,20 +129,101 @@ impl McpConn {
                     .filter(|s| !s.is_empty())
                     .map(str::to_string);
             }
-            "notifications/initialized" | "notifications/cancelled" => {}
+            "notifications/cancelled" => {
+                let Some(id) = params.get("requestId") else {
+                    return;
+                };
+                let key = id_key(id);
+                let Some(f) = self.inflight.get_mut(&key) else {
+                    return;
+                };
+                f.cancelled = true;
+                if let Some(h) = f.progress.take() {
+                    ctx.cancel_future(h);
+                }
+                if f.evaluates {
+                    if let Some(h) = &self.attached {
+                        tracing::debug!(conn = self.cx.id, request = %key, "cancelling: interrupting the session");
+                        h.notify(Interrupt);
+                    }
+                }
+            }
+            "notifications/initialized" => {}
             other => tracing::debug!(conn = self.cx.id, method = other, "ignored notification"),
         }
     }
 
     fn request(&mut self, id: Json, method: String, params: Json, ctx: &mut Context<Self>) {
-        let fut = self.dispatch(&method, params);
-        ctx.wait(fut.map(move |res, act, ctx| {
-            let frame = rpc::reply(&id, res);
-            conn::write(&act.tx, ctx, &frame);
+        let concurrent = matches!(method.as_str(), "tools/call" | "resources/read");
+        if !concurrent || self.inflight.len() >= MAX_IN_FLIGHT {
+            // In order; at the in-flight cap this also stops reading (backpressure).
+            let fut = self.dispatch(&method, params, &id, ctx);
+            ctx.wait(fut.map(move |res, act, ctx| {
+                let frame = rpc::reply(&id, res);
+                conn::write(&act.tx, ctx, &frame);
+            }));
+            return;
+        }
+        let key = id_key(&id);
+        let evaluates = method == "tools/call"
+            && params.get("name").and_then(Json::as_str) == Some("shoal_exec");
+        let progress = if evaluates {
+            params
+                .get("_meta")
+                .and_then(|m| m.get("progressToken"))
+                .filter(|t| t.is_string() || t.is_number())
+                .cloned()
+                .map(|token| self.start_progress(token, ctx))
+        } else {
+            None
+        };
+        self.inflight.insert(
+            key.clone(),
+            InFlight {
+                cancelled: false,
+                evaluates,
+                progress,
+            },
+        );
+        let fut = self.dispatch(&method, params, &id, ctx);
+        ctx.spawn(fut.map(move |res, act, ctx| {
+            let done = act.inflight.remove(&key);
+            if let Some(h) = done.as_ref().and_then(|f| f.progress) {
+                ctx.cancel_future(h);
+            }
+            if done.is_some_and(|f| f.cancelled) {
+                tracing::debug!(conn = act.cx.id, request = %key, "cancelled request finished; no reply");
+            } else {
+                let frame = rpc::reply(&id, res);
+                conn::write(&act.tx, ctx, &frame);
+            }
+            if act.closing && act.inflight.is_empty() {
+                ctx.stop();
+            }
         }));
     }
 
-    fn dispatch(&mut self, method: &str, params: Json) -> Reply {
+    /// Periodic `notifications/progress` (elapsed seconds) until cancelled.
+    fn start_progress(&mut self, token: Json, ctx: &mut Context<Self>) -> SpawnHandle {
+        let t0 = Instant::now();
+        ctx.run_interval(PROGRESS_EVERY, move |act, ctx| {
+            let secs = t0.elapsed().as_secs_f64();
+            let frame = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                "progressToken": token,
+                "progress": (secs * 1000.0).round() / 1000.0,
+                "message": format!("running for {secs:.1}s"),
+            }});
+            conn::write(&act.tx, ctx, &frame);
+        })
+    }
+
+    fn dispatch(
+        &mut self,
+        method: &str,
+        params: Json,
+        _id: &Json,
+        ctx: &mut Context<Self>,
+    ) -> Reply {
         match method {
             "initialize" => {
                 let requested = params.get("protocolVersion").and_then(Json::as_str);
@@ -102,8 +238,13 @@ impl McpConn {
                 Box::pin(ready(Ok(mcp::initialize_result(v))))
             }
             "ping" => Box::pin(ready(Ok(json!({})))),
-            "tools/list" => Box::pin(ready(Ok(json!({"tools": mcp::tools()})))),
+            "tools/list" => Box::pin(ready(Ok(json!({"tools": mcp::tools(self.caps())})))),
             "tools/call" => self.tools_call(params),
+            "resources/list" => self.resources_list(),
+            "resources/templates/list" => Box::pin(ready(Ok(mcp::resource_templates(self.caps())))),
+            "resources/read" => self.resources_read(params),
+            "resources/subscribe" => self.subscribe(params, ctx),
+            "resources/unsubscribe" => self.unsubscribe(params, ctx),
             other => Box::pin(ready(Err(RpcError::method_not_found(other)))),
         }
     }
@@ -119,44 +260,278 @@ impl McpConn {
                 "tools/call requires name",
             ))));
         };
-        if name != "shoal_exec" {
+        let advertised = mcp::tools(self.caps());
+        let known = advertised
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == name));
+        if !known {
             return Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unknown tool {name:?}"
-            )))));
+            ))
+            .with_data(json!({"tool": name})))));
         }
-        let args = p.get("arguments").cloned().unwrap_or_else(|| json!({}));
+        let args = match p.get("arguments") {
+            None | Some(Json::Null) => json!({}),
+            Some(a) => a.clone(),
+        };
+        if !args.is_object() {
+            return Box::pin(ready(Ok(mcp::tool_error(json!({
+                "code": rpc::INVALID_PARAMS,
+                "message": "tool arguments must be an object",
+                "data": {"errors": [{"path": "", "message": "arguments must be an object"}]},
+            })))));
+        }
         if let Err(structured) = mcp::validate_args(name, &args) {
             return Box::pin(ready(Ok(mcp::tool_error(structured))));
         }
         let args: Map<String, Json> = args.as_object().cloned().unwrap_or_default();
-        let (src, position) = match exec_params_with_default(&args, Position::Value) {
+        match name {
+            "shoal_exec" => self.tool_exec(args),
+            "shoal_get" => self.tool_get(args),
+            "shoal_journal" => self.tool_journal(args),
+            _ => Box::pin(ready(Err(RpcError::invalid_params(format!(
+                "unknown tool {name:?}"
+            ))))),
+        }
+    }
+
+    fn tool_exec(&mut self, args: Map<String, Json>) -> Reply {
+        let parsed = exec_params_with_default(&args, Position::Value).and_then(|(s, p)| {
+            let b = Budget::from_json(args.get("elide")).map_err(RpcError::invalid_params)?;
+            Ok((s, p, b))
+        });
+        let (src, position, budget) = match parsed {
             Ok(x) => x,
             Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
         };
-        Box::pin(self.session().then(move |h, _act, _ctx| {
-            let fut = async move {
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            async move {
                 let handle = match h {
                     Ok(h) => h,
                     Err(e) => return Ok(mcp::tool_error_rpc(&e)),
                 };
-                let name = handle.name.clone();
-                let r = handle
-                    .send(Exec {
-                        src,
-                        position,
-                        tty: false,
-                    })
-                    .await;
-                let r = r.map_err(|_| SessionError::Closed(name)).and_then(|r| r);
-                Ok(match r {
-                    Ok(x) => {
-                        mcp::tool_success(kernel::exec_result(x.n, x.wire, x.render, x.elapsed_ms))
-                    }
-                    Err(e) => mcp::tool_error_rpc(&conn::session_error(e)),
-                })
-            };
-            fut.into_actor(_act)
+                Ok(
+                    match exec_elided(handle, src, position, false, budget).await {
+                        Ok(x) => mcp::tool_success(x),
+                        Err(e) => mcp::tool_error_rpc(&e),
+                    },
+                )
+            }
+            .into_actor(act)
         }))
+    }
+
+    fn tool_get(&mut self, args: Map<String, Json>) -> Reply {
+        let (reference, req) = match kernel::get_params(&args) {
+            Ok(x) => x,
+            Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
+        };
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            async move {
+                let handle = match h {
+                    Ok(h) => h,
+                    Err(e) => return Ok(mcp::tool_error_rpc(&e)),
+                };
+                Ok(match get_value(&handle, reference, req).await {
+                    Ok(x) => mcp::tool_success(x),
+                    Err(e) => mcp::tool_error_rpc(&e),
+                })
+            }
+            .into_actor(act)
+        }))
+    }
+
+    fn tool_journal(&mut self, args: Map<String, Json>) -> Reply {
+        let query: crate::journal::Query = match serde_json::from_value(Json::Object(args)) {
+            Ok(q) => q,
+            Err(e) => {
+                return Box::pin(ready(Ok(mcp::tool_error(json!({
+                    "code": rpc::INVALID_PARAMS,
+                    "message": format!("invalid shoal_journal arguments: {e}"),
+                    "data": {"errors": [{"path": "", "message": e.to_string()}]},
+                })))))
+            }
+        };
+        let Some(s) = self.services.clone() else {
+            return Box::pin(ready(Err(RpcError::internal("the journal is not running"))));
+        };
+        Box::pin(
+            async move {
+                Ok(match query_journal(&s, query).await {
+                    Ok(entries) => mcp::tool_success(mcp::journal_result(entries)),
+                    Err(e) => mcp::tool_error_rpc(&e),
+                })
+            }
+            .into_actor(self),
+        )
+    }
+
+    fn resources_list(&mut self) -> Reply {
+        let caps = self.caps();
+        Box::pin(self.session().map(move |h, _act, _ctx| {
+            // The newest transcript values (at most 20), newest first.
+            let refs: Vec<u64> = match h {
+                Ok(h) => {
+                    let n = h.shared.last_ref();
+                    (n.saturating_sub(19).max(1)..=n)
+                        .rev()
+                        .filter(|&i| i > 0)
+                        .collect()
+                }
+                Err(_) => Vec::new(),
+            };
+            Ok(mcp::resources(caps, &refs))
+        }))
+    }
+
+    fn resources_read(&mut self, params: Json) -> Reply {
+        let Some(u) = params.get("uri").and_then(Json::as_str).map(str::to_string) else {
+            return Box::pin(ready(Err(RpcError::invalid_params(
+                "resources/read requires uri",
+            ))));
+        };
+        let parsed = match uri::parse(&u) {
+            Ok(p) => p,
+            Err(m) => return Box::pin(ready(Err(RpcError::invalid_params(m)))),
+        };
+        match (
+            parsed.root.as_str(),
+            parsed.segs.first().map(String::as_str),
+        ) {
+            ("out", Some(n)) => {
+                let reference = format!("out:{n}");
+                let mut req = GetRequest {
+                    path: parsed
+                        .get("path")
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string),
+                    slice: parsed.get("slice").and_then(mcp::parse_slice),
+                    ..GetRequest::default()
+                };
+                match parsed.get("format") {
+                    None | Some("json") => {}
+                    Some("render") => req.format = GetFormat::Render,
+                    Some("raw") => req.format = GetFormat::Raw,
+                    Some("inline") => req.format = GetFormat::Inline,
+                    Some(other) => {
+                        return Box::pin(ready(Err(RpcError::invalid_params(format!(
+                            "format must be json, render, raw or inline (got {other:?})"
+                        )))))
+                    }
+                }
+                if let Some(e) = parsed.get("elide") {
+                    if let Ok(j) = serde_json::from_str::<Json>(e) {
+                        if let Ok(b) = Budget::from_json(Some(&j)) {
+                            req.elide = b;
+                        }
+                    }
+                }
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    async move {
+                        let handle = h?;
+                        let r = get_value(&handle, reference, req)
+                            .await
+                            .map_err(kernel_error)?;
+                        Ok(mcp::read_result(&u, &r))
+                    }
+                    .into_actor(act)
+                }))
+            }
+            ("session", Some("cwd")) => Box::pin(self.session().map(move |h, _act, _ctx| {
+                let h = h?;
+                let cwd = h.shared.cwd.display().to_string();
+                Ok(mcp::read_result(&u, &json!({"display": cwd})))
+            })),
+            ("session", Some("env")) => {
+                // The environment a session inherits from the daemon, bounded.
+                let mut names: Vec<String> = Vec::new();
+                let mut env = Map::new();
+                for (k, v) in std::env::vars_os().take(4096) {
+                    let k = k.to_string_lossy().into_owned();
+                    names.push(k.clone());
+                    env.insert(k, json!(v.to_string_lossy()));
+                }
+                names.sort();
+                Box::pin(ready(Ok(mcp::read_result(
+                    &u,
+                    &json!({"granted": true, "names": names, "env": env}),
+                ))))
+            }
+            ("session", Some(other)) => Box::pin(ready(Err(RpcError::invalid_params(format!(
+                "unsupported session view: {other}"
+            ))))),
+            ("journal", None) | ("val", Some(_)) | ("events", Some(_)) => {
+                let Some(s) = self.services.clone() else {
+                    return Box::pin(ready(Err(RpcError::invalid_params(format!(
+                        "unsupported resource root: {u} (the journal is not running)"
+                    )))));
+                };
+                Box::pin(async move { read_service(&s, &parsed, &u).await }.into_actor(self))
+            }
+            _ => Box::pin(ready(Err(RpcError::invalid_params(format!(
+                "unsupported resource: {u}"
+            ))))),
+        }
+    }
+
+    fn subscribe(&mut self, params: Json, ctx: &mut Context<Self>) -> Reply {
+        let Some(u) = params.get("uri").and_then(Json::as_str).map(str::to_string) else {
+            return Box::pin(ready(Err(RpcError::invalid_params(
+                "resources/subscribe requires uri",
+            ))));
+        };
+        let channel = match mcp::subscription_channel(&u) {
+            Ok(c) => c,
+            Err(m) => return Box::pin(ready(Err(RpcError::invalid_params(m)))),
+        };
+        let Some(s) = self.services.clone() else {
+            return Box::pin(ready(Err(RpcError::invalid_params(
+                "subscriptions need the event bus, which this daemon does not run",
+            ))));
+        };
+        if self.subs.contains_key(&u) {
+            return Box::pin(ready(Ok(json!({}))));
+        }
+        if self.subs.len() >= MAX_SUBSCRIPTIONS {
+            return Box::pin(ready(Err(RpcError::invalid_params(format!(
+                "at most {MAX_SUBSCRIPTIONS} subscriptions per connection"
+            )))));
+        }
+        self.subs.insert(u, channel.clone());
+        if self.bus_subs.contains_key(&channel) {
+            return Box::pin(ready(Ok(json!({}))));
+        }
+        let sub = ctx.address().recipient();
+        let f = s.bus.send(Subscribe {
+            channel: channel.clone(),
+            sub,
+        });
+        Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
+            let id = r.map_err(|e| RpcError::internal(e.to_string()))?;
+            if act.subs.values().any(|c| *c == channel) {
+                act.bus_subs.insert(channel, id);
+            } else if let Some(s) = &act.services {
+                // Unsubscribed while the subscription was being set up.
+                s.bus.do_send(Unsubscribe { id });
+            }
+            Ok(json!({}))
+        }))
+    }
+
+    fn unsubscribe(&mut self, params: Json, _ctx: &mut Context<Self>) -> Reply {
+        let Some(u) = params.get("uri").and_then(Json::as_str) else {
+            return Box::pin(ready(Err(RpcError::invalid_params(
+                "resources/unsubscribe requires uri",
+            ))));
+        };
+        if let Some(channel) = self.subs.remove(u) {
+            if !self.subs.values().any(|c| *c == channel) {
+                if let (Some(id), Some(s)) = (self.bus_subs.remove(&channel), &self.services) {
+                    s.bus.do_send(Unsubscribe { id });
+                }
+            }
+        }
+        Box::pin(ready(Ok(json!({}))))
     }
 
     /// The attached session, attaching on first use.
@@ -181,6 +556,12 @@ impl McpConn {
             let h = r
                 .map_err(|e| RpcError::internal(e.to_string()))?
                 .map_err(conn::session_error)?;
+            // Concurrent first calls may both attach: keep the first handle.
+            if let Some(old) = &act.attached {
+                if old.addr.connected() && old.name == h.name {
+                    return Ok(old.clone());
+                }
+            }
             if let Some(old) = act.attached.replace(h.clone()) {
                 old.notify(ClientCount { delta: -1 });
             }
@@ -190,18 +571,193 @@ impl McpConn {
     }
 }
 
+/// A kernel error on the resource path: `-32602` "kernel error: ..." (§6.4).
+fn kernel_error(e: RpcError) -> RpcError {
+    RpcError::invalid_params(format!("kernel error: {}", e.to_json())).with_data(e.to_json())
+}
+
+async fn query_journal(s: &Services, query: crate::journal::Query) -> Result<Vec<Json>, RpcError> {
+    let scope = jw::scope_for(&jw::local_principal());
+    let entries = s
+        .journal
+        .send(jw::QueryJournal { query, scope })
+        .await
+        .map_err(|e| RpcError::internal(e.to_string()))?
+        .map_err(|e| RpcError::internal(e.to_string()))?;
+    entries
+        .into_iter()
+        .map(|e| serde_json::to_value(e).map_err(|e| RpcError::internal(e.to_string())))
+        .collect()
+}
+
+/// `resources/read` of `shoal://journal`, `shoal://val/..`, `shoal://events/..`.
+async fn read_service(s: &Services, p: &uri::ParsedUri, u: &str) -> Result<Json, RpcError> {
+    match p.root.as_str() {
+        "journal" => {
+            let q = crate::journal::Query {
+                since: p.get("since").and_then(|v| v.parse().ok()),
+                until: p.get("until").and_then(|v| v.parse().ok()),
+                ok: match p.get("ok") {
+                    Some("true") => Some(true),
+                    Some("false") => Some(false),
+                    _ => None,
+                },
+                effects: p.get("effects").map(|e| {
+                    e.split(',')
+                        .filter(|x| !x.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                }),
+                head: p.get("head").map(str::to_string),
+                principal: p.get("principal").map(str::to_string),
+                limit: p.get("limit").and_then(|v| v.parse().ok()),
+            };
+            let entries = query_journal(s, q).await.map_err(kernel_error)?;
+            Ok(mcp::read_result(u, &mcp::journal_result(entries)))
+        }
+        "val" => {
+            let hash = p.segs[0].clone();
+            let unknown = || {
+                kernel_error(
+                    RpcError::new(rpc::UNKNOWN_REF, "unknown value hash")
+                        .with_data(json!({"hash": hash})),
+                )
+            };
+            let bytes = match s.journal.send(jw::GetBlob { hash: hash.clone() }).await {
+                Err(e) => return Err(RpcError::internal(e.to_string())),
+                Ok(Ok(Some(b))) => b,
+                Ok(Ok(None)) | Ok(Err(crate::journal::JournalError::Invalid(_))) => {
+                    return Err(unknown())
+                }
+                Ok(Err(e)) => return Err(kernel_error(RpcError::internal(e.to_string()))),
+            };
+            Ok(mcp::read_result(
+                u,
+                &mcp::bounded_blob(&jw::blob_json(&hash, &bytes), u),
+            ))
+        }
+        _ => {
+            let channel = p.segs[0].clone();
+            let events = s
+                .bus
+                .send(ReadEvents {
+                    channel: channel.clone(),
+                    since: p.get("since").and_then(|v| v.parse().ok()),
+                    limit: p.get("limit").and_then(|v| v.parse().ok()),
+                })
+                .await
+                .map_err(|e| RpcError::internal(e.to_string()))?;
+            let events: Vec<Json> = events.iter().map(BusEvent::to_json).collect();
+            Ok(mcp::read_result(u, &mcp::events_result(&channel, events)))
+        }
+    }
+}
+
+/// `value.get` through the session supervisor.
+pub async fn get_value(
+    handle: &SessionHandle,
+    reference: String,
+    req: GetRequest,
+) -> Result<Json, RpcError> {
+    let name = handle.name.clone();
+    handle
+        .send(GetValue {
+            reference,
+            req,
+            tty: false,
+        })
+        .await
+        .map_err(|_| SessionError::Closed(name))
+        .and_then(|r| r)
+        .map_err(conn::session_error)
+}
+
+/// Run `src`, then answer `{ref, uri, value, render, elapsed_ms}` with the
+/// value elided under `budget` (read back from the transcript).
+pub async fn exec_elided(
+    handle: SessionHandle,
+    src: String,
+    position: Position,
+    tty: bool,
+    budget: Budget,
+) -> Result<Json, RpcError> {
+    let name = handle.name.clone();
+    let x = handle
+        .send(Exec { src, position, tty })
+        .await
+        .map_err(|_| SessionError::Closed(name.clone()))
+        .and_then(|r| r)
+        .map_err(conn::session_error)?;
+    let req = GetRequest {
+        elide: budget,
+        ..GetRequest::default()
+    };
+    let value = match get_value(&handle, kernel::ref_name(x.n), req).await {
+        Ok(mut v) => v["value"].take(),
+        // The transcript entry is gone (session closed meanwhile): bound what we have.
+        Err(_) if serde_json::to_vec(&x.wire).map(|b| b.len()).unwrap_or(0) <= budget.max_bytes => {
+            x.wire
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(kernel::exec_result(x.n, value, x.render, x.elapsed_ms))
+}
+
 impl Actor for McpConn {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(64);
+        // Which capabilities exist decides what is advertised: ask first.
+        self.cx.daemon_stats.enqueue();
+        let f = self.cx.daemon.send(GetServices);
+        ctx.wait(f.into_actor(self).map(|r, act, _ctx| {
+            act.services = r.ok().flatten();
+        }));
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        // Calls still running are abandoned: interrupt what they evaluate.
+        if self.inflight.values().any(|f| f.evaluates) {
+            if let Some(h) = &self.attached {
+                h.notify(Interrupt);
+            }
+        }
         if let Some(h) = self.attached.take() {
             h.notify(ClientCount { delta: -1 });
         }
+        if let Some(s) = &self.services {
+            for (_, id) in self.bus_subs.drain() {
+                s.bus.do_send(Unsubscribe { id });
+            }
+        }
         tracing::debug!(conn = self.cx.id, "mcp connection closed");
+    }
+}
+
+/// A subscribed channel's event: `notifications/resources/updated` for every
+/// URI watching it (`seq` and a small `payload` are shoal additions).
+impl Handler<BusEvent> for McpConn {
+    type Result = ();
+
+    fn handle(&mut self, ev: BusEvent, ctx: &mut Context<Self>) {
+        let uris: Vec<String> = self
+            .subs
+            .iter()
+            .filter(|(_, c)| **c == ev.channel)
+            .map(|(u, _)| u.clone())
+            .collect();
+        let small = serde_json::to_vec(&ev.payload)
+            .map(|b| b.len() <= 8192)
+            .unwrap_or(false);
+        for uri in uris {
+            let mut params = json!({"uri": uri, "seq": ev.seq});
+            if small {
+                params["payload"] = ev.payload.clone();
+            }
+            let frame = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params});
+            conn::write(&self.tx, ctx, &frame);
+        }
     }
 }
 
@@ -222,12 +778,21 @@ impl StreamHandler<FrameItem> for McpConn {
                     conn::write(&self.tx, ctx, &rpc::error_response(&id, &error))
                 }
                 rpc::Incoming::Notification { method, params } => {
-                    self.notification(&method, params)
+                    self.notification(&method, params, ctx)
                 }
                 rpc::Incoming::Request { id, method, params } => {
                     self.request(id, method, params, ctx)
                 }
             },
+        }
+    }
+
+    fn finished(&mut self, ctx: &mut Context<Self>) {
+        // The client stopped sending: answer what is in flight, then stop.
+        if self.inflight.is_empty() {
+            ctx.stop();
+        } else {
+            self.closing = true;
         }
     }
 }

@@ -6,16 +6,21 @@
 //! ├── Listener              accepts, checks peer uid, sniffs the first frame
 //! │   ├── KernelConn        kernel JSON-RPC
 //! │   └── McpConn           MCP
-//! └── SessionSupervisor(n)  one per named session; re-creates a dead Session
-//!     └── Session           owns the evaluation worker thread
+//! ├── SessionSupervisor(n)  one per named session; re-creates a dead Session
+//! │   └── Session           owns the evaluation worker thread
+//! ├── JournalWriter         owns the journal's group-commit writer thread
+//! └── EventBus              channels, rings, per-subscriber bounded queues
 //! ```
 //!
 //! Invariants: no handler blocks its arbiter (evaluation runs on the session's
-//! worker thread); serialization happens only in the connection actors.
+//! worker thread, journal reads on blocking threads); serialization happens
+//! only in the connection actors; the journal writer is the only redb writer.
 
 pub mod conn;
 pub mod daemon;
+pub mod event_bus;
 pub mod health;
+pub mod journal_writer;
 pub mod kernel_conn;
 pub mod listener;
 pub mod mcp_conn;

@@ -30,6 +30,9 @@ pub enum SessionError {
     Closed(String),
     #[error("{0}")]
     Internal(String),
+    /// A request-level failure with its JSON-RPC code (e.g. `-32005`).
+    #[error("{}", .0.message)]
+    Rpc(crate::proto::rpc::RpcError),
 }
 
 /// Attach a connection to a named session, creating it if needed.
@@ -48,6 +51,8 @@ pub struct SessionHandle {
     pub stats: Arc<ActorStats>,
     pub shared: Arc<SessionShared>,
     pub created: bool,
+    /// The journal and the event bus.
+    pub services: Option<super::journal_writer::Services>,
 }
 
 impl SessionHandle {
@@ -85,6 +90,11 @@ pub struct CloseSession {
 #[rtype(result = "Vec<Json>")]
 pub struct ListSessions;
 
+/// The journal and event bus (for connections that are not attached).
+#[derive(Message)]
+#[rtype(result = "Option<super::journal_writer::Services>")]
+pub struct GetServices;
+
 /// The data behind `shoal status` / `daemon.status`.
 #[derive(Message)]
 #[rtype(result = "Json")]
@@ -115,22 +125,20 @@ pub struct ExecReply {
     pub elapsed_ms: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ValueFormat {
-    Json,
-    Render,
-    Inline,
-    Raw,
-}
-
-/// Read a transcript value.
+/// Read a transcript value (`value.get`: path, slice, elision, format).
 #[derive(Message)]
 #[rtype(result = "Result<Json, SessionError>")]
 pub struct GetValue {
     pub reference: String,
-    pub format: ValueFormat,
+    pub req: crate::proto::kernel::GetRequest,
     pub tty: bool,
 }
+
+/// Interrupt the session's running evaluation (MCP `notifications/cancelled`).
+/// Answered from the actor thread without waiting for the worker.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Interrupt;
 
 /// A connection attached (+1) or left (-1).
 #[derive(Message)]

@@ -11,13 +11,14 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
 use super::health::Registration;
+use super::journal_writer::{self, ExecRecord, Ran, Services};
 use super::msg::{Crash, Exec, ExecReply, SessionError};
 use crate::lang::{ExecError, Interrupter, Position, Session as LangSession, SessionOptions};
 use crate::proto::{bound, kernel, wire};
@@ -30,8 +31,13 @@ pub struct SessionShared {
     pub cwd: PathBuf,
     pub created: Instant,
     pub render_width: usize,
-    /// `out:N` is `transcript[N-1]`.
+    /// `out:N` is `transcript[N-1-base]`.
     pub transcript: Mutex<Vec<Value>>,
+    /// `out:N` numbers up to `base` were used before this session object existed (journal
+    /// transcript rows from before a restart); set on the worker thread before the first exec.
+    pub base: OnceLock<u64>,
+    /// The journal and event bus (absent in unit tests).
+    pub services: Option<Services>,
     pub clients: AtomicI64,
     pub busy: AtomicBool,
     pub interrupter: Mutex<Option<Interrupter>>,
@@ -45,21 +51,59 @@ impl SessionShared {
             created: Instant::now(),
             render_width,
             transcript: Mutex::new(Vec::new()),
+            base: OnceLock::new(),
+            services: None,
             clients: AtomicI64::new(0),
             busy: AtomicBool::new(false),
             interrupter: Mutex::new(None),
         }
     }
 
+    /// Journal the session's execs and publish their events.
+    pub fn with_services(mut self, services: Services) -> Self {
+        self.services = Some(services);
+        self
+    }
+
+    fn base(&self) -> u64 {
+        self.base.get().copied().unwrap_or(0)
+    }
+
+    /// Continue `out:N` after the journal's last transcript row of this session (blocking
+    /// read: worker thread only).
+    fn ensure_base(&self) {
+        if self.base.get().is_some() {
+            return;
+        }
+        let last = self.services.as_ref().map_or(Ok(None), |s| {
+            s.writer
+                .sync_visible()
+                .and_then(|_| s.writer.store().transcript_last(&self.name))
+        });
+        let last = last.unwrap_or_else(|e| {
+            tracing::warn!(session = %self.name, "cannot read the journal's transcript: {e}");
+            None
+        });
+        let _ = self.base.set(last.unwrap_or(0));
+    }
+
     pub fn push(&self, v: Value) -> u64 {
         let mut t = self.transcript.lock().unwrap_or_else(|p| p.into_inner());
         t.push(v);
-        t.len() as u64
+        self.base() + t.len() as u64
     }
 
+    /// `out:n` if this session object holds it in memory (older ones: the journal).
     pub fn get(&self, n: u64) -> Option<Value> {
         let t = self.transcript.lock().unwrap_or_else(|p| p.into_inner());
-        n.checked_sub(1).and_then(|i| t.get(i as usize)).cloned()
+        n.checked_sub(1 + self.base())
+            .and_then(|i| t.get(i as usize))
+            .cloned()
+    }
+
+    /// The newest `out:N` number (0 when there is none).
+    pub fn last_ref(&self) -> u64 {
+        self.base() + self.transcript_len() as u64
     }
 
     pub fn transcript_len(&self) -> usize {
@@ -239,9 +283,30 @@ fn run_job(
     {
         i.reset();
     }
+    shared.ensure_base();
+    let ts = crate::journal::now_ns();
     let t0 = Instant::now();
     let outcome = catch_unwind(AssertUnwindSafe(|| session.exec(&job.src, job.position)));
-    let elapsed_ms = t0.elapsed().as_secs_f64() * 1000.0;
+    let elapsed = t0.elapsed();
+    let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
+    let cwd = session.cwd();
+    let journal = |n: u64, ran: Ran<'_>| {
+        if let Some(svc) = &shared.services {
+            let rec = ExecRecord {
+                session: &shared.name,
+                principal: &journal_writer::local_principal(),
+                cwd: &cwd,
+                src: &job.src,
+                ts,
+                dur_ns: elapsed.as_nanos().min(i64::MAX as u128) as i64,
+                n,
+                ran,
+            };
+            if let Err(e) = journal_writer::record_exec(svc, rec) {
+                tracing::error!(session = %shared.name, "exec not journaled: {e}");
+            }
+        }
+    };
     match outcome {
         Err(p) => {
             // Never resume state a panic may have half-mutated.
@@ -255,6 +320,7 @@ fn run_job(
         Ok(Err(ExecError::Parse(e))) => Err(SessionError::Parse(e)),
         Ok(Err(ExecError::Raised(e))) => {
             let n = shared.push(Value::Error(Arc::new(e.clone())));
+            journal(n, Ran::Raised { error: &e });
             Err(SessionError::Raised { error: e, n })
         }
         Ok(Ok(value)) => {
@@ -262,7 +328,7 @@ fn run_job(
             let rendered = catch_unwind(AssertUnwindSafe(|| {
                 crate::value::render::block(&value, shared.render_width)
             }));
-            let n = shared.push(value);
+            let n = shared.push(value.clone());
             let wire = encoded.map_err(|p| {
                 SessionError::Internal(format!("encoding panicked: {}", panic_message(&p)))
             })?;
@@ -273,7 +339,17 @@ fn run_job(
                     String::new()
                 }
             };
-            let render = bound::bound_render(&render, job.tty, Some(&kernel::ref_uri(n)));
+            let bounded = bound::bound_render(&render, job.tty, Some(&kernel::ref_uri(n)));
+            journal(
+                n,
+                Ran::Value {
+                    value: &value,
+                    wire: &wire,
+                    render: &render,
+                    bounded: &bounded,
+                },
+            );
+            let render = bounded;
             Ok(ExecReply {
                 n,
                 wire,

@@ -13,16 +13,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use base64::Engine as _;
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 
 use super::health::{Registration, Registry};
 use super::msg::{
-    ClientCount, Crash, Exec, ExecReply, GetValue, SessionError, StopSession, ValueFormat,
+    ClientCount, Crash, Exec, ExecReply, GetValue, Interrupt, SessionError, StopSession,
 };
 use super::session::{panic_message, Session, SessionShared};
-use crate::proto::{bound, kernel, wire};
-use crate::value::{render, Value};
+use crate::proto::kernel;
 
 pub struct SessionSupervisor {
     pub shared: Arc<SessionShared>,
@@ -147,45 +145,70 @@ impl Handler<Exec> for SessionSupervisor {
 }
 
 impl Handler<GetValue> for SessionSupervisor {
-    type Result = Result<Json, SessionError>;
+    type Result = ResponseFuture<Result<Json, SessionError>>;
 
+    /// In-memory refs are answered here at once; refs from before a restart
+    /// are read back from the journal (on its blocking reader), decoded, and
+    /// answered the same way.
     fn handle(&mut self, msg: GetValue, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        let n = kernel::parse_ref(&msg.reference).ok_or_else(|| SessionError::UnknownRef {
+        let unknown = || SessionError::UnknownRef {
             reference: msg.reference.clone(),
-        })?;
-        let v = self.shared.get(n).ok_or_else(|| SessionError::UnknownRef {
-            reference: msg.reference.clone(),
-        })?;
-        let reference = kernel::ref_name(n);
-        let guarded = |f: &dyn Fn() -> Json| {
-            catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
-                SessionError::Internal(format!("rendering panicked: {}", panic_message(&p)))
-            })
         };
-        match msg.format {
-            ValueFormat::Json => guarded(&|| json!({"ref": reference, "value": wire::encode(&v)})),
-            ValueFormat::Inline => {
-                guarded(&|| json!({"ref": reference, "inline": render::inline(&v)}))
-            }
-            ValueFormat::Render => {
-                let uri = kernel::ref_uri(n);
-                guarded(&|| {
-                    let r = render::block(&v, self.shared.render_width);
-                    json!({"ref": reference, "render": bound::bound_render(&r, msg.tty, Some(&uri))})
-                })
-            }
-            ValueFormat::Raw => match &v {
-                Value::Str(s) => Ok(json!({"ref": reference, "raw": &**s})),
-                Value::Bytes(b) => Ok(
-                    json!({"ref": reference, "raw_base64": base64::engine::general_purpose::STANDARD.encode(b)}),
-                ),
-                other => Err(SessionError::BadRequest(format!(
-                    "raw format needs a str or bytes value, not {}",
-                    other.type_name()
-                ))),
-            },
+        let Some(n) = kernel::parse_ref(&msg.reference) else {
+            return Box::pin(std::future::ready(Err(unknown())));
+        };
+        let width = self.shared.render_width;
+        let answer = move |v: &crate::value::Value, req: &kernel::GetRequest, tty: bool| {
+            catch_unwind(AssertUnwindSafe(|| {
+                kernel::value_get(v, n, req, tty, width)
+            }))
+            .map_err(|p| {
+                SessionError::Internal(format!("value.get panicked: {}", panic_message(&p)))
+            })?
+            .map_err(SessionError::Rpc)
+        };
+        if let Some(v) = self.shared.get(n) {
+            return Box::pin(std::future::ready(answer(&v, &msg.req, msg.tty)));
         }
+        let Some(services) = self.shared.services.clone() else {
+            return Box::pin(std::future::ready(Err(unknown())));
+        };
+        let err = unknown();
+        let f = services
+            .journal
+            .send(super::journal_writer::TranscriptValue {
+                session: self.shared.name.clone(),
+                n,
+            });
+        Box::pin(async move {
+            match f.await {
+                Ok(Ok(Some((wire, _render)))) => {
+                    let v = crate::proto::wire::decode(&wire).ok_or_else(|| {
+                        SessionError::Internal(format!("stored value of out:{n} does not decode"))
+                    })?;
+                    answer(&v, &msg.req, msg.tty)
+                }
+                Ok(Ok(None)) => Err(err),
+                Ok(Err(e)) => Err(SessionError::Rpc(
+                    crate::proto::rpc::RpcError::new(crate::proto::rpc::UNKNOWN_REF, e.to_string())
+                        .with_data(
+                            serde_json::json!({"ref": kernel::ref_name(n), "code": "journal"}),
+                        ),
+                )),
+                Err(_) => Err(err),
+            }
+        })
+    }
+}
+
+impl Handler<Interrupt> for SessionSupervisor {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Interrupt, _ctx: &mut Context<Self>) {
+        self.reg.stats.handled();
+        // Sets the interrupt flag only: never waits for the worker.
+        self.shared.interrupt();
     }
 }
 

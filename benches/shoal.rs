@@ -3,7 +3,10 @@
 //! - kernel `exec 6 * 7` round trip on one attached connection;
 //! - MCP `tools/call shoal_exec 6 * 7` round trip, on the socket and through the `shoal mcp` shim;
 //! - shim cold start (no daemon; autostart) to the first `initialize` reply;
-//! - idle daemon RSS.
+//! - idle daemon RSS;
+//! - MCP surface (issue 5): `tools/list` size (advertised, and the full
+//!   13-tool list with the reference schemas), eliding a 1,000,000-item list
+//!   in-process, MCP `shoal_get` of a 10-item slice of it.
 //!
 //! A custom harness (criterion's statistics add little to process-level
 //! round trips). Sizes: SHOAL_BENCH_N (default 2000) round trips,
@@ -129,8 +132,115 @@ fn env_n(k: &str, d: usize) -> usize {
         .unwrap_or(d)
 }
 
+/// The journal library over 100,000 entries (SHOAL_BENCH_JOURNAL_N): batched append
+/// throughput and `journal.query` p50s.
+fn journal_bench() {
+    let n = env_n("SHOAL_BENCH_JOURNAL_N", 100_000);
+    match shoal::journal::bench::bench_journal(n) {
+        Ok(r) => println!("{r}"),
+        Err(e) => println!("journal bench failed: {e}"),
+    }
+}
+
+/// The 13 tools of reference §5.2 with their exact input schemas, a
+/// one-line description each and an output schema like ours: what
+/// `tools/list` would weigh once every capability exists.
+fn reference_tools() -> Value {
+    let inputs: Value = serde_json::from_str(r#"{"shoal_exec":{"type":"object","properties":{"src":{"type":"string"},"mode":{"enum":["run","plan"]},"position":{"enum":["stmt","value"]},"background":{"type":"boolean"},"timeout_ms":{"type":"integer","minimum":1},"elide":{"type":"object","properties":{"max_bytes":{"type":"integer"},"max_rows":{"type":"integer"},"max_items":{"type":"integer"}}}},"required":["src"],"additionalProperties":false},
+ "shoal_plan":{"type":"object","properties":{"src":{"type":"string"}},"required":["src"],"additionalProperties":false},
+ "shoal_apply":{"type":"object","properties":{"plan_ref":{"type":"string"}},"required":["plan_ref"],"additionalProperties":false},
+ "shoal_get":{"type":"object","properties":{"ref":{"type":"string"},"path":{"type":"string"},"slice":{"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":2},"elide":{"type":"object","properties":{"max_bytes":{"type":"integer"},"max_rows":{"type":"integer"},"max_items":{"type":"integer"}}}},"required":["ref"],"additionalProperties":false},
+ "shoal_journal":{"type":"object","properties":{"since":{"type":"integer"},"until":{"type":"integer"},"principal":{"type":"string"},"ok":{"type":"boolean"},"effects":{"type":"array","items":{"type":"string"}},"head":{"type":"string"},"limit":{"type":"integer","minimum":1}},"additionalProperties":false},
+ "shoal_cancel":{"type":"object","properties":{"task":{"type":"string"}},"required":["task"],"additionalProperties":false},
+ "shoal_cap_request":{"type":"object","properties":{"plan_ref":{"type":"string"},"effects":{"type":"array"}},"required":["plan_ref"],"additionalProperties":false},
+ "shoal_pty_open":{"type":"object","properties":{"cmd":{"type":"string","description":"program to run"},"args":{"type":"array","items":{"type":"string"}},"cols":{"type":"integer","minimum":1,"maximum":1000},"rows":{"type":"integer","minimum":1,"maximum":1000},"env":{"type":"object","additionalProperties":{"type":"string"}}},"required":["cmd"],"additionalProperties":false},
+ "shoal_pty_send":{"type":"object","properties":{"pty_id":{"type":"string"},"input":{"description":"string | {key|text|bytes} | array of those"}},"required":["pty_id","input"],"additionalProperties":false},
+ "shoal_pty_read":{"type":"object","properties":{"pty_id":{"type":"string"}},"required":["pty_id"],"additionalProperties":false},
+ "shoal_pty_resize":{"type":"object","properties":{"pty_id":{"type":"string"},"cols":{"type":"integer","minimum":1,"maximum":1000},"rows":{"type":"integer","minimum":1,"maximum":1000}},"required":["pty_id","cols","rows"],"additionalProperties":false},
+ "shoal_pty_close":{"type":"object","properties":{"pty_id":{"type":"string"}},"required":["pty_id"],"additionalProperties":false},
+ "shoal_pty_list":{"type":"object","properties":{},"additionalProperties":false}}"#).unwrap();
+    let ours = shoal::proto::mcp::tools(shoal::proto::mcp::Caps {
+        journal: true,
+        events: true,
+    });
+    let tools: Vec<Value> = inputs
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, input)| {
+            match ours.as_array().unwrap().iter().find(|t| t["name"] == json!(name)) {
+                Some(t) => t.clone(),
+                None => json!({
+                    "name": name,
+                    "title": name.trim_start_matches("shoal_").replace('_', " "),
+                    "description": "Drive this capability of the Shoal session; see the output schema for the result shape returned.",
+                    "inputSchema": input,
+                    "outputSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}, "ref": {"type": "string"}, "state": {"type": "string"}}},
+                }),
+            }
+        })
+        .collect();
+    json!({"tools": tools})
+}
+
+/// Issue 5's budgets: `tools/list` ≤ 12 KB; eliding 1,000,000 items ≤ 100 ms;
+/// `shoal_get` of a 10-item slice of them p50 ≤ 1 ms.
+fn mcp_bench(m: &mut Line, n: usize) {
+    let list = m.call(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}));
+    let tools = &list["result"]["tools"];
+    println!(
+        "{:<40} {} bytes for {} advertised tools (budget 12288)",
+        "MCP tools/list size",
+        serde_json::to_vec(&list["result"]).unwrap().len(),
+        tools.as_array().map_or(0, Vec::len)
+    );
+    let full = reference_tools();
+    println!(
+        "{:<40} {} bytes for all {} tools (reference schemas)",
+        "MCP tools/list size, full surface",
+        serde_json::to_vec(&full).unwrap().len(),
+        full["tools"].as_array().unwrap().len()
+    );
+
+    let big = shoal::value::Value::list((0..1_000_000).map(shoal::value::Value::Int).collect());
+    let budget = shoal::proto::elide::Budget::default();
+    report(
+        "elide a 1,000,000-item list (in-process)",
+        timed(50, || {
+            std::hint::black_box(shoal::proto::elide::elide(&big, &budget, "shoal://out/1"));
+        }),
+        "ms",
+    );
+    let t = Instant::now();
+    let r = m.call(&json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+        "params": {"name": "shoal_exec", "arguments": {"src": "range(0, 1000000).collect()"}}}));
+    println!(
+        "{:<40} {:.1} ms (evaluation + journal + elision)",
+        "MCP shoal_exec of a 1,000,000-item list",
+        t.elapsed().as_secs_f64() * 1000.0
+    );
+    let sc = &r["result"]["structuredContent"];
+    assert_eq!(sc["value"]["n"], json!(1_000_000), "{r}");
+    let get = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "shoal_get", "arguments": {"ref": sc["ref"], "slice": [500_000, 500_010]}}});
+    let probe = m.call(&get);
+    assert_eq!(
+        probe["result"]["structuredContent"]["value"]["v"]
+            .as_array()
+            .map(Vec::len),
+        Some(10),
+        "{probe}"
+    );
+    report(
+        "MCP shoal_get 10-item slice of 1,000,000",
+        timed(n, || drop(m.call(&get))),
+        "ms",
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
+    journal_bench();
     let n = env_n("SHOAL_BENCH_N", 2000);
     let cold = env_n("SHOAL_BENCH_COLD", 15);
     let root = Root::new();
@@ -157,6 +267,14 @@ fn main() {
         timed(n, || drop(k.call(&exec))),
         "ms",
     );
+    // What the journal added to those execs, measured inside the session (batched mode).
+    let st = k.call(&json!({"jsonrpc": "2.0", "id": 3, "method": "daemon.status", "params": {}}));
+    println!(
+        "{:<40} p50 {} µs   p99 {} µs   (in-daemon, last 1024 execs)",
+        "journal overhead per exec (batched)",
+        st["result"]["journal"]["exec_overhead_p50_us"],
+        st["result"]["journal"]["exec_overhead_p99_us"]
+    );
 
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                       "params": {"name": "shoal_exec", "arguments": {"src": "6 * 7"}}});
@@ -169,6 +287,8 @@ fn main() {
         timed(n, || drop(m.call(&call))),
         "ms",
     );
+
+    mcp_bench(&mut m, n);
 
     let mut shim = root
         .cmd()

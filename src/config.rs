@@ -17,6 +17,41 @@ pub struct Config {
     pub daemon: DaemonConfig,
     pub socket: SocketConfig,
     pub session: SessionConfig,
+    pub journal: JournalConfig,
+}
+
+/// `journal.durability`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum JournalDurability {
+    /// The exec reply waits for the commit.
+    Immediate,
+    /// Group commit every `flush_ms`: a crash loses at most that much.
+    #[default]
+    Batched,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct JournalConfig {
+    pub durability: JournalDurability,
+    /// Batched mode: the longest an acknowledged entry waits for its durable commit.
+    pub flush_ms: u64,
+    /// Keep at most this many entries (oldest unpinned go first); unset: no limit.
+    pub max_entries: Option<u64>,
+    /// Keep entries plus stored outputs under this many bytes; unset: no limit.
+    pub max_bytes: Option<u64>,
+}
+
+impl Default for JournalConfig {
+    fn default() -> Self {
+        JournalConfig {
+            durability: JournalDurability::Batched,
+            flush_ms: 100,
+            max_entries: None,
+            max_bytes: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -162,6 +197,27 @@ fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
             ),
         );
     }
+    if !(1..=60_000).contains(&c.journal.flush_ms) {
+        return bad(
+            "flush_ms",
+            format!(
+                "flush_ms must be between 1 and 60000 (got {})",
+                c.journal.flush_ms
+            ),
+        );
+    }
+    if c.journal.max_entries == Some(0) {
+        return bad("max_entries", "max_entries must be at least 1".into());
+    }
+    if c.journal.max_bytes.is_some_and(|b| b < 1 << 20) {
+        return bad(
+            "max_bytes",
+            format!(
+                "max_bytes must be at least 1048576 (got {})",
+                c.journal.max_bytes.unwrap_or(0)
+            ),
+        );
+    }
     Ok(())
 }
 
@@ -244,6 +300,26 @@ mod tests {
             (
                 "[session]\n  render_width = 5\n",
                 "c.toml:2:18: render_width must be between",
+            ),
+            (
+                "[journal]\ndurability = \"sometimes\"\n",
+                "c.toml:2:14: unknown variant `sometimes`",
+            ),
+            (
+                "[journal]\nflush_ms = 0\n",
+                "c.toml:2:12: flush_ms must be between",
+            ),
+            (
+                "[journal]\nmax_entries = 0\n",
+                "c.toml:2:15: max_entries must be at least 1",
+            ),
+            (
+                "[journal]\nmax_bytes = 10\n",
+                "c.toml:2:13: max_bytes must be at least",
+            ),
+            (
+                "[journal]\nflush = 1\n",
+                "c.toml:2:1: unknown field `flush`",
             ),
         ];
         for (text, want) in cases {

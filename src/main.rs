@@ -1,4 +1,4 @@
-//! The `shoal` command line: `daemon`, `mcp`, `status`, `exec`, `config check`.
+//! The `shoal` command line: `daemon`, `mcp`, `status`, `exec`, `history`, `config check`.
 //!
 //! `shoal daemon` hands over to the actor shell; every other command is a
 //! small synchronous client of the daemon socket. Only `cli::output` writes to
@@ -67,11 +67,49 @@ enum Command {
         #[arg(long)]
         socket: Option<PathBuf>,
     },
+    /// The journal of execs, newest first (through the daemon, else read from the store).
+    History {
+        #[command(subcommand)]
+        command: Option<HistoryCommand>,
+        /// Only entries started at or after this time (ns since the epoch).
+        #[arg(long)]
+        since: Option<i64>,
+        /// Only entries started at or before this time (ns since the epoch).
+        #[arg(long)]
+        until: Option<i64>,
+        #[arg(long)]
+        principal: Option<String>,
+        /// true: succeeded; false: failed.
+        #[arg(long)]
+        ok: Option<bool>,
+        /// Effect kind the entry must have (repeatable: all of them).
+        #[arg(long = "effects")]
+        effects: Vec<String>,
+        /// First word of the source.
+        #[arg(long)]
+        head: Option<String>,
+        /// At most this many entries (default 100).
+        #[arg(long)]
+        limit: Option<usize>,
+        #[arg(long, global = true)]
+        json: bool,
+        #[arg(long, global = true)]
+        socket: Option<PathBuf>,
+        /// State dir holding journal.redb (used when no daemon answers).
+        #[arg(long = "state-dir", global = true)]
+        state_dir: Option<PathBuf>,
+    },
     /// Configuration helpers.
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+}
+
+#[derive(Subcommand)]
+enum HistoryCommand {
+    /// One entry in full, with its stored render and streams.
+    Show { id: u64 },
 }
 
 #[derive(Subcommand)]
@@ -113,6 +151,39 @@ fn main() -> ExitCode {
             value,
             socket,
         } => cli::exec::run(socket, &src, &session, json, value),
+        Command::History {
+            command: Some(HistoryCommand::Show { id }),
+            json,
+            socket,
+            state_dir,
+            ..
+        } => cli::history::show(socket, state_dir, id, json),
+        Command::History {
+            command: None,
+            since,
+            until,
+            principal,
+            ok,
+            effects,
+            head,
+            limit,
+            json,
+            socket,
+            state_dir,
+        } => cli::history::run(
+            socket,
+            state_dir,
+            cli::history::Filters {
+                since,
+                until,
+                principal,
+                ok,
+                effects,
+                head,
+                limit,
+            },
+            json,
+        ),
         Command::Config {
             command: ConfigCommand::Check { file },
         } => cli::config_check(file),

@@ -307,7 +307,13 @@ print(data.decode().strip())
     let cfg = root.path().join("allow.toml");
     std::fs::write(&cfg, "[socket]\nallow_uids = [65534]\n").unwrap();
     let sock2 = dir.join("t.sock");
-    let _d2 = Daemon::start_with(&root, &sock2, &["--config", cfg.to_str().unwrap()], &[]);
+    let _d2 = Daemon::start_in(
+        &root,
+        &sock2,
+        &root.path().join("state2"),
+        &["--config", cfg.to_str().unwrap()],
+        &[],
+    );
     std::fs::set_permissions(&sock2, std::fs::Permissions::from_mode(0o666)).unwrap();
     let line = py(&sock2);
     let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
@@ -460,7 +466,13 @@ fn supervisor_recreates_a_crashed_session() {
     let r = c.call("value.get", json!({"ref": "out:1"}));
     assert_eq!(r["error"]["code"], json!(-32004), "{r}");
     // Without the hook the method does not exist.
-    let d2 = Daemon::start_with(&root, &root.path().join("t.sock"), &[], &[]);
+    let d2 = Daemon::start_in(
+        &root,
+        &root.path().join("t.sock"),
+        &root.path().join("state2"),
+        &[],
+        &[],
+    );
     let mut c2 = d2.conn();
     c2.attach("s");
     assert_eq!(

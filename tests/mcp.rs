@@ -37,14 +37,32 @@ fn handshake_negotiation_and_unknown_methods() {
     }
     c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     assert_eq!(c.ok("ping", json!({})), json!({}));
-    let r = c.call("resources/list", json!({}));
+    assert_eq!(
+        init(&mut c, "2025-06-18")["capabilities"]["resources"]["subscribe"],
+        json!(true)
+    );
+    assert!(c.ok("resources/list", json!({}))["resources"].is_array());
+    let r = c.call("prompts/list", json!({}));
     assert_eq!(r["error"]["code"], json!(-32601));
     c.send_raw(b"{oops\n");
     assert_eq!(c.recv()["error"]["code"], json!(-32700));
 
     let tools = c.ok("tools/list", json!({}));
     let list = tools["tools"].as_array().unwrap();
-    assert_eq!(list.len(), 1, "only working tools are advertised");
+    let names: Vec<&str> = list.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["shoal_exec", "shoal_get", "shoal_journal"],
+        "only working tools are advertised"
+    );
+    for t in list {
+        assert_eq!(t["outputSchema"]["type"], json!("object"), "{t}");
+        assert_eq!(
+            t["inputSchema"]["additionalProperties"],
+            json!(false),
+            "{t}"
+        );
+    }
     let t = &list[0];
     assert_eq!(t["name"], json!("shoal_exec"));
     assert_eq!(t["inputSchema"]["type"], json!("object"));

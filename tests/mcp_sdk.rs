@@ -17,9 +17,18 @@ fn python(venv: &str) -> PathBuf {
 }
 
 fn drive(py: &PathBuf) {
+    let stdout = run_script(py, "mcp_client.py");
+    assert!(
+        stdout.contains("\"check\": \"classic\", \"ok\": true"),
+        "{stdout}"
+    );
+}
+
+/// Run `tests/<script> SHOAL_BIN SOCKET WORKDIR` in a fresh root; its stdout.
+fn run_script(py: &PathBuf, script: &str) -> String {
     let root = Root::new();
     let sock = root.socket();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
+    let script = format!("{}/tests/{script}", env!("CARGO_MANIFEST_DIR"));
     let mut cmd = Command::new(py);
     let envs: Vec<_> = root
         .command()
@@ -33,9 +42,10 @@ fn drive(py: &PathBuf) {
         };
     }
     let out = cmd
-        .arg(script)
+        .arg(&script)
         .arg(BIN)
         .arg(&sock)
+        .arg(root.path())
         .output()
         .expect("run python");
     for p in daemons_on(&sock) {
@@ -48,10 +58,31 @@ fn drive(py: &PathBuf) {
         "python MCP client failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
-    assert!(
-        stdout.contains("\"check\": \"classic\", \"ok\": true"),
-        "{stdout}"
-    );
+    stdout.into_owned()
+}
+
+/// Every advertised tool with valid and invalid arguments, output schemas
+/// (the SDK validates), resources, a subscription and unsubscribe, progress,
+/// and a cancelled call whose process is gone.
+fn surface(py: &PathBuf) {
+    let stdout = run_script(py, "mcp_sdk_checks.py");
+    for check in [
+        "exec_valid",
+        "exec_invalid",
+        "get_valid",
+        "get_invalid",
+        "exec_elided",
+        "resource_read_out",
+        "subscription_update",
+        "unsubscribed_stops",
+        "progress_notified",
+        "cancel_stops_work",
+    ] {
+        assert!(
+            stdout.contains(&format!("\"check\": \"{check}\", \"ok\": true")),
+            "{check}:\n{stdout}"
+        );
+    }
 }
 
 fn require(venv: &str) -> PathBuf {
@@ -72,4 +103,14 @@ fn python_sdk_2x_through_the_shim() {
 #[test]
 fn python_sdk_1x_through_the_shim() {
     drive(&require("target/venv-mcp1"));
+}
+
+#[test]
+fn python_sdk_2x_full_surface() {
+    surface(&require(".venv"));
+}
+
+#[test]
+fn python_sdk_1x_full_surface() {
+    surface(&require("target/venv-mcp1"));
 }

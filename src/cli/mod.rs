@@ -2,6 +2,7 @@
 
 pub mod client;
 pub mod exec;
+pub mod history;
 pub mod output;
 pub mod shim;
 pub mod status;

@@ -138,6 +138,18 @@ pub fn human(st: &Value) -> String {
             s(&sess["cwd"])
         ));
     }
-    out.push_str("\njournal    not yet available\n");
+    let j = &st["journal"];
+    if j.is_null() {
+        out.push_str("\njournal    not running\n");
+    } else {
+        out.push_str(&format!(
+            "\njournal    {} entries, {} bytes, last commit {} µs ({}, {})\n",
+            s(&j["entries"]),
+            s(&j["bytes"]),
+            s(&j["last_commit_us"]),
+            s(&j["durability"]),
+            s(&j["path"])
+        ));
+    }
     out
 }

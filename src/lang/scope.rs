@@ -23,9 +23,162 @@ pub struct Binding {
     pub value_bound: bool,
 }
 
+/// The bindings of one scope. Most scopes (a call frame, a loop body, a match
+/// arm) hold one to three names, so the first [`INLINE`] live inside the scope
+/// itself (no allocation at all for a lambda call), the next up to [`SMALL`]
+/// in a short vector searched linearly, and a scope that grows past that (a
+/// session's top level) switches to an index map.
+#[derive(Debug)]
+enum Table {
+    Inline([Option<(Name, Binding)>; INLINE]),
+    Small(Vec<(Name, Binding)>),
+    Large(IndexMap<String, Binding>),
+}
+
+const INLINE: usize = 3;
+const SMALL: usize = 16;
+
+impl Default for Table {
+    fn default() -> Table {
+        Table::Inline([None, None, None])
+    }
+}
+
+impl Table {
+    fn get(&self, name: &str) -> Option<&Binding> {
+        match self {
+            Table::Inline(a) => a.iter().flatten().find(|(k, _)| k.is(name)).map(|(_, b)| b),
+            Table::Small(v) => v.iter().find(|(k, _)| k.is(name)).map(|(_, b)| b),
+            Table::Large(m) => m.get(name),
+        }
+    }
+
+    fn get_mut(&mut self, name: &str) -> Option<&mut Binding> {
+        match self {
+            Table::Inline(a) => a
+                .iter_mut()
+                .flatten()
+                .find(|(k, _)| k.is(name))
+                .map(|(_, b)| b),
+            Table::Small(v) => v.iter_mut().find(|(k, _)| k.is(name)).map(|(_, b)| b),
+            Table::Large(m) => m.get_mut(name),
+        }
+    }
+
+    /// Insert or replace; a replaced name keeps its position.
+    fn insert(&mut self, name: &str, b: Binding) {
+        if let Some(slot) = self.get_mut(name) {
+            *slot = b;
+            return;
+        }
+        match self {
+            Table::Inline(a) => {
+                // Occupied slots are always a prefix (remove shifts left).
+                if let Some(free) = a.iter_mut().find(|x| x.is_none()) {
+                    *free = Some((Name::new(name), b));
+                } else {
+                    let mut v: Vec<(Name, Binding)> =
+                        a.iter_mut().filter_map(Option::take).collect();
+                    v.push((Name::new(name), b));
+                    *self = Table::Small(v);
+                }
+            }
+            Table::Small(v) => {
+                if v.len() < SMALL {
+                    v.push((Name::new(name), b));
+                } else {
+                    let mut m: IndexMap<String, Binding> = v
+                        .drain(..)
+                        .map(|(k, b)| (k.as_str().to_string(), b))
+                        .collect();
+                    m.insert(name.to_string(), b);
+                    *self = Table::Large(m);
+                }
+            }
+            Table::Large(m) => {
+                m.insert(name.to_string(), b);
+            }
+        }
+    }
+
+    fn remove(&mut self, name: &str) {
+        match self {
+            Table::Inline(a) => {
+                if let Some(i) = a
+                    .iter()
+                    .position(|x| x.as_ref().is_some_and(|(k, _)| k.is(name)))
+                {
+                    a[i] = None;
+                    a[i..].rotate_left(1);
+                }
+            }
+            Table::Small(v) => v.retain(|(k, _)| !k.is(name)),
+            Table::Large(m) => {
+                m.shift_remove(name);
+            }
+        }
+    }
+
+    fn entries(&self) -> Vec<(String, Binding)> {
+        match self {
+            Table::Inline(a) => a
+                .iter()
+                .flatten()
+                .map(|(k, b)| (k.as_str().to_string(), b.clone()))
+                .collect(),
+            Table::Small(v) => v
+                .iter()
+                .map(|(k, b)| (k.as_str().to_string(), b.clone()))
+                .collect(),
+            Table::Large(m) => m.iter().map(|(k, b)| (k.clone(), b.clone())).collect(),
+        }
+    }
+}
+
+/// A binding name stored without a heap allocation when it is short (almost
+/// every name is): a call frame binds its parameters on every call.
+#[derive(Clone, Debug)]
+enum Name {
+    Inline { len: u8, buf: [u8; Name::INLINE] },
+    Heap(Box<str>),
+}
+
+impl Name {
+    const INLINE: usize = 22;
+
+    fn new(s: &str) -> Name {
+        if s.len() <= Name::INLINE {
+            let mut buf = [0u8; Name::INLINE];
+            buf[..s.len()].copy_from_slice(s.as_bytes());
+            Name::Inline {
+                len: s.len() as u8,
+                buf,
+            }
+        } else {
+            Name::Heap(s.into())
+        }
+    }
+
+    /// Byte comparison: no UTF-8 re-validation on the lookup path.
+    fn is(&self, s: &str) -> bool {
+        match self {
+            Name::Inline { len, buf } => &buf[..*len as usize] == s.as_bytes(),
+            Name::Heap(h) => &**h == s,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // The bytes were copied from a `&str` whole, so they are UTF-8.
+            Name::Inline { len, buf } => std::str::from_utf8(&buf[..*len as usize]).unwrap_or(""),
+            Name::Heap(s) => s,
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Scope {
-    pub vars: Mutex<IndexMap<String, Binding>>,
+    vars: Mutex<Table>,
     pub parent: Option<ScopeRef>,
 }
 
@@ -47,12 +200,12 @@ impl Scope {
     /// A child scope of `parent`.
     pub fn child(parent: &ScopeRef) -> ScopeRef {
         Arc::new(Scope {
-            vars: Mutex::new(IndexMap::new()),
+            vars: Mutex::new(Table::default()),
             parent: Some(parent.clone()),
         })
     }
 
-    fn table(&self) -> MutexGuard<'_, IndexMap<String, Binding>> {
+    fn table(&self) -> MutexGuard<'_, Table> {
         // A poisoned lock only means a panic happened while it was held; the
         // table itself is still consistent (every mutation is a single insert).
         match self.vars.lock() {
@@ -64,7 +217,7 @@ impl Scope {
     /// Define (or shadow) `name` in this scope.
     pub fn define(&self, name: &str, value: Value, mutable: bool, value_bound: bool) {
         self.table().insert(
-            name.to_string(),
+            name,
             Binding {
                 value,
                 mutable,
@@ -75,20 +228,18 @@ impl Scope {
 
     /// Remove a binding from this scope only.
     pub fn remove(&self, name: &str) {
-        self.table().shift_remove(name);
+        self.table().remove(name);
     }
 
     /// The binding of `name` in this scope or an enclosing one.
     pub fn lookup_binding(&self, name: &str) -> Option<Binding> {
-        if let Some(b) = self.table().get(name) {
-            return Some(b.clone());
-        }
-        let mut cur = self.parent.clone();
+        // Walk the chain by reference: every parent is kept alive by its child.
+        let mut cur: Option<&Scope> = Some(self);
         while let Some(s) = cur {
             if let Some(b) = s.table().get(name) {
                 return Some(b.clone());
             }
-            cur = s.parent.clone();
+            cur = s.parent.as_deref();
         }
         None
     }
@@ -123,15 +274,12 @@ impl Scope {
 
     /// Names bound in this scope only, in definition order.
     pub fn local_names(&self) -> Vec<String> {
-        self.table().keys().cloned().collect()
+        self.table().entries().into_iter().map(|(k, _)| k).collect()
     }
 
     /// Bindings of this scope only.
     pub fn local_bindings(&self) -> Vec<(String, Binding)> {
-        self.table()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+        self.table().entries()
     }
 
     /// Every visible binding (inner shadows outer), for snapshots and
@@ -172,5 +320,22 @@ mod tests {
         assert!(matches!(c.lookup("x"), Some(Value::Int(9))));
         assert!(matches!(root.lookup("x"), Some(Value::Int(5))));
         assert_eq!(c.visible_bindings().len(), 2);
+    }
+
+    #[test]
+    fn small_table_grows_into_a_map_keeping_order_and_shadowing() {
+        let s = Scope::root();
+        for i in 0..40 {
+            s.define(&format!("v{i}"), Value::Int(i), true, true);
+        }
+        s.define("v3", Value::Int(300), false, true);
+        s.remove("v5");
+        let names = s.local_names();
+        assert_eq!(names.len(), 39);
+        assert_eq!(names[3], "v3");
+        assert_eq!(names[5], "v6");
+        assert!(matches!(s.lookup("v3"), Some(Value::Int(300))));
+        assert_eq!(s.assign("v3", Value::Int(1)), Err(AssignError::Immutable));
+        assert!(s.lookup("v5").is_none());
     }
 }

@@ -3,7 +3,6 @@
 //! escapes stripped for clients that are not terminals.
 
 pub const MAX_TEXT: usize = 65_536;
-const KEEP: usize = MAX_TEXT - 96;
 
 /// Bound `text` for a client; `tty` keeps ANSI escapes.
 pub fn bound_render(text: &str, tty: bool, uri: Option<&str>) -> String {
@@ -12,14 +11,27 @@ pub fn bound_render(text: &str, tty: bool, uri: Option<&str>) -> String {
     } else {
         strip_ansi(text)
     };
-    if text.len() <= MAX_TEXT {
-        return text;
+    bound_text(&text, MAX_TEXT, uri)
+}
+
+/// Bound `text` to at most `limit` bytes (clamped to 96..=64 KiB): whole
+/// leading lines, then `…(R more lines, fetch via <uri>)` (`ref` when no URI
+/// is known). A first line longer than the budget is hard-cut on a char
+/// boundary.
+pub fn bound_text(text: &str, limit: usize, uri: Option<&str>) -> String {
+    let limit = limit.clamp(96, MAX_TEXT);
+    if text.len() <= limit {
+        return text.to_string();
     }
+    let target = uri.unwrap_or("ref");
+    // Room for the marker: "…(" + digits + " more lines, fetch via " + target + ")".
+    let reserve = (96).max(target.len() + 48);
+    let keep = limit.saturating_sub(reserve).max(1);
     let total = text.lines().count();
     let mut out = String::new();
     let mut kept = 0;
     for line in text.lines() {
-        if out.len() + line.len() + 1 > KEEP {
+        if out.len() + line.len() + 1 > keep {
             break;
         }
         out.push_str(line);
@@ -27,17 +39,14 @@ pub fn bound_render(text: &str, tty: bool, uri: Option<&str>) -> String {
         kept += 1;
     }
     if kept == 0 {
-        out = text
-            .chars()
-            .scan(0usize, |n, c| {
-                *n += c.len_utf8();
-                (*n <= KEEP).then_some(c)
-            })
-            .collect();
+        let mut cut = keep.min(text.len());
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.push_str(&text[..cut]);
         out.push('\n');
         kept = 1;
     }
-    let target = uri.unwrap_or("ref");
     out.push_str(&format!(
         "…({} more lines, fetch via {target})",
         total.saturating_sub(kept)

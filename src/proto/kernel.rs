@@ -3,9 +3,15 @@
 
 use serde_json::{json, Value as Json};
 
-use super::rpc::{RpcError, PARSE_ERROR, RAISED};
+use base64::Engine as _;
+use serde_json::Map;
+
+use super::bound::bound_render;
+use super::elide::{self, Budget, HARD_CAP};
+use super::rpc::{self, RpcError, BAD_PATH_OR_SLICE, PARSE_ERROR, RAISED};
+use super::valpath;
 use crate::lang::ParseError;
-use crate::value::ShoalError;
+use crate::value::{render, ShoalError, Value};
 
 pub fn ref_name(n: u64) -> String {
     format!("out:{n}")
@@ -47,10 +53,191 @@ pub fn raised(e: &ShoalError, n: u64) -> RpcError {
         "span": e.span.map(|s| json!({"start": s.start, "end": s.end})),
         "hint": e.hint,
         "status": e.status,
-        "stderr": e.stderr.as_ref().map(|s| String::from_utf8_lossy(s).into_owned()),
+        // Bounded like everything else (contract §3); the whole stderr is at `?path=stderr`.
+        "stderr": e.stderr.as_ref().map(|s| {
+            let head = &s[..s.len().min(Budget::default().max_bytes + 1)];
+            let text = String::from_utf8_lossy(head);
+            if s.len() <= Budget::default().max_bytes {
+                text.into_owned()
+            } else {
+                let uri = elide::with_path(&ref_uri(n), "stderr");
+                let t = super::bound::bound_text(&text, Budget::default().max_bytes, Some(&uri));
+                if t.len() == text.len() {
+                    format!("{text}\n…(more, fetch via {uri})")
+                } else {
+                    t
+                }
+            }
+        }),
         "ref": ref_name(n),
         "uri": ref_uri(n),
     }))
+}
+
+/// `value.get` formats (contract §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GetFormat {
+    Json,
+    Render,
+    Raw,
+    Inline,
+}
+
+/// A decoded `value.get` request (everything but the ref).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GetRequest {
+    pub path: Option<String>,
+    pub slice: Option<(usize, usize)>,
+    pub elide: Budget,
+    /// `elide.max_bytes` as given (bounds `raw`; default the hard cap).
+    pub raw_limit: usize,
+    pub format: GetFormat,
+}
+
+impl Default for GetRequest {
+    fn default() -> Self {
+        GetRequest {
+            path: None,
+            slice: None,
+            elide: Budget::default(),
+            raw_limit: HARD_CAP,
+            format: GetFormat::Json,
+        }
+    }
+}
+
+/// Decode `value.get` params: `(ref, request)`.
+pub fn get_params(p: &Map<String, Json>) -> Result<(String, GetRequest), RpcError> {
+    let reference = rpc::req_str(p, "ref")?.to_string();
+    let format = match rpc::opt_str(p, "format")? {
+        None | Some("json") => GetFormat::Json,
+        Some("render") => GetFormat::Render,
+        Some("inline") => GetFormat::Inline,
+        Some("raw") => GetFormat::Raw,
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "format must be json, render, raw or inline (got {other:?})"
+            )))
+        }
+    };
+    let path = rpc::opt_str(p, "path")?
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let slice = match p.get("slice") {
+        None | Some(Json::Null) => None,
+        Some(Json::Array(a)) if a.len() == 2 => {
+            let n = |j: &Json| j.as_u64().map(|n| n.min(usize::MAX as u64) as usize);
+            match (n(&a[0]), n(&a[1])) {
+                (Some(x), Some(y)) => Some((x, y)),
+                _ => {
+                    return Err(RpcError::invalid_params(
+                        "slice must be [start, end] with non-negative integers",
+                    ))
+                }
+            }
+        }
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "slice must be [start, end] with non-negative integers",
+            ))
+        }
+    };
+    let elide_json = p.get("elide");
+    let elide = Budget::from_json(elide_json).map_err(RpcError::invalid_params)?;
+    let raw_limit = elide_json
+        .and_then(|e| e.get("max_bytes"))
+        .and_then(Json::as_u64)
+        .map(|n| (n as usize).min(HARD_CAP))
+        .unwrap_or(HARD_CAP);
+    Ok((
+        reference,
+        GetRequest {
+            path,
+            slice,
+            elide,
+            raw_limit,
+            format,
+        },
+    ))
+}
+
+/// `value.get` on transcript value `out:n` (reference §2.4, §4.5–§4.7):
+/// lookup → path → slice → format. The URI of an elided result reflects the
+/// path, not the slice.
+pub fn value_get(
+    v: &Value,
+    n: u64,
+    req: &GetRequest,
+    tty: bool,
+    width: usize,
+) -> Result<Json, RpcError> {
+    let reference = ref_name(n);
+    let mut uri = ref_uri(n);
+    let mut v = v.clone();
+    if let Some(path) = &req.path {
+        let bad = |m: String| {
+            RpcError::new(BAD_PATH_OR_SLICE, m).with_data(json!({"ref": reference, "path": path}))
+        };
+        let segs = valpath::parse(path).map_err(bad)?;
+        v = valpath::apply(&v, &segs).map_err(bad)?;
+        uri = format!("{uri}?path={path}");
+    }
+    if let Some((a, b)) = req.slice {
+        v = valpath::slice(&v, a, b).map_err(|m| {
+            RpcError::new(BAD_PATH_OR_SLICE, m).with_data(json!({"ref": reference}))
+        })?;
+    }
+    Ok(match req.format {
+        GetFormat::Json => json!({"ref": reference, "value": elide::elide(&v, &req.elide, &uri)}),
+        GetFormat::Inline => {
+            let s = render::inline(&v);
+            json!({"ref": reference, "inline": super::bound::bound_text(&s, HARD_CAP, Some(&uri))})
+        }
+        GetFormat::Render => {
+            let r = render::block(&v, width);
+            json!({"ref": reference, "render": bound_render(&r, tty, Some(&uri))})
+        }
+        GetFormat::Raw => raw(&v, &reference, req.raw_limit)?,
+    })
+}
+
+/// `format:"raw"`: str → `{raw}`, bytes → `{raw_base64}`, bounded to
+/// `limit` bytes (`truncated`, `n` = total length; slice for the rest).
+fn raw(v: &Value, reference: &str, limit: usize) -> Result<Json, RpcError> {
+    match v {
+        Value::Str(s) => {
+            let mut cut = s.len().min(limit);
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let mut m = json!({"ref": reference, "raw": &s[..cut]});
+            if cut < s.len() {
+                m["truncated"] = json!(true);
+                m["n"] = json!(s.len());
+                m["hint"] = json!("raw is bounded; use slice (in chars) for the rest");
+            }
+            Ok(m)
+        }
+        Value::Bytes(b) => {
+            let head = b.head(limit);
+            let mut m = json!({"ref": reference,
+                "raw_base64": base64::engine::general_purpose::STANDARD.encode(&head)});
+            if head.len() < b.len() {
+                m["truncated"] = json!(true);
+                m["n"] = json!(b.len());
+                m["hint"] = json!("raw is bounded; use slice (in bytes) for the rest");
+            }
+            Ok(m)
+        }
+        other => Err(RpcError::new(
+            BAD_PATH_OR_SLICE,
+            format!(
+                "raw format needs a str or bytes value, not {}",
+                other.type_name()
+            ),
+        )
+        .with_data(json!({"ref": reference}))),
+    }
 }
 
 #[cfg(test)]

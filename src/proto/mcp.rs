@@ -8,8 +8,9 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Value as Json};
 
-use super::bound::bound_render;
+use super::bound::{bound_text, MAX_TEXT};
 use super::rpc::{RpcError, INVALID_PARAMS};
+use super::uri;
 
 pub const VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
 pub const NEWEST: &str = "2025-11-25";
@@ -41,16 +42,30 @@ pub fn negotiate(requested: Option<&str>) -> &'static str {
 pub fn initialize_result(version: &str) -> Json {
     json!({
         "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": false}},
+        "capabilities": {
+            "tools": {"listChanged": false},
+            "resources": {"subscribe": true, "listChanged": false},
+        },
         "serverInfo": {"name": "shoal", "title": "Shoal", "version": env!("CARGO_PKG_VERSION")},
         "instructions": "Shoal is a structured shell. Run Shoal source with shoal_exec; \
-    results are typed values stored as refs (out:N) in a named session whose bindings persist between calls.",
+    results are typed values stored as refs (out:N) in a named session whose bindings persist between calls. \
+    Large values come back elided as {\"$\":\"ref\"}; fetch parts with shoal_get (path, slice) or resources/read.",
     })
+}
+
+/// What the daemon can do right now (tools and resources follow it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Caps {
+    /// `journal.query` / `blob.get` exist.
+    pub journal: bool,
+    /// The event bus exists (`shoal://events/*`, subscriptions).
+    pub events: bool,
 }
 
 fn elide_schema() -> Json {
     json!({"type": "object", "properties": {
-        "max_bytes": {"type": "integer"}, "max_rows": {"type": "integer"}, "max_items": {"type": "integer"}}})
+        "max_bytes": {"type": "integer", "minimum": 0}, "max_rows": {"type": "integer", "minimum": 0},
+        "max_items": {"type": "integer", "minimum": 0}}})
 }
 
 pub fn exec_input_schema() -> Json {
@@ -58,10 +73,9 @@ pub fn exec_input_schema() -> Json {
         "type": "object",
         "properties": {
             "src": {"type": "string", "description": "Shoal source to run"},
-            "mode": {"enum": ["run", "plan"]},
+            // `plan`, `background` and `timeout_ms` join when plans and tasks exist.
+            "mode": {"enum": ["run"]},
             "position": {"enum": ["stmt", "value"], "description": "value (default): a failing final command yields its outcome; stmt: it raises"},
-            "background": {"type": "boolean"},
-            "timeout_ms": {"type": "integer", "minimum": 1},
             "elide": elide_schema(),
         },
         "required": ["src"],
@@ -75,7 +89,7 @@ pub fn exec_output_schema() -> Json {
         "properties": {
             "ref": {"type": "string", "description": "transcript ref, out:N"},
             "uri": {"type": "string"},
-            "value": {"type": "object", "description": "tagged wire value, e.g. {\"$\":\"int\",\"v\":42}"},
+            "value": {"type": "object", "description": "tagged wire value, e.g. {\"$\":\"int\",\"v\":42}; {\"$\":\"ref\"} when elided"},
             "render": {"type": "string"},
             "elapsed_ms": {"type": "number"},
         },
@@ -83,27 +97,106 @@ pub fn exec_output_schema() -> Json {
     })
 }
 
-pub fn tools() -> Json {
-    json!([{
-        "name": "shoal_exec",
-        "title": "Run Shoal source",
-        "description": "Run Shoal source in the session and return the typed value (tagged JSON), \
-    its rendering and a transcript ref (out:N) for later retrieval. Bindings persist across calls.",
-        "inputSchema": exec_input_schema(),
-        "outputSchema": exec_output_schema(),
-        "annotations": {"openWorldHint": true},
-    }])
+pub fn get_input_schema() -> Json {
+    json!({
+        "type": "object",
+        "properties": {
+            "ref": {"type": "string", "description": "out:N or shoal://out/N"},
+            "path": {"type": "string", "description": ".field, [n], [a..b], e.g. rows[3].name"},
+            "slice": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
+            "elide": elide_schema(),
+            "format": {"enum": ["json", "render", "raw", "inline"]},
+        },
+        "required": ["ref"],
+        "additionalProperties": false,
+    })
+}
+
+pub fn get_output_schema() -> Json {
+    json!({
+        "type": "object",
+        "properties": {
+            "ref": {"type": "string"},
+            "value": {"type": "object"},
+            "render": {"type": "string"},
+            "inline": {"type": "string"},
+            "raw": {"type": "string"},
+            "raw_base64": {"type": "string"},
+            "truncated": {"type": "boolean"},
+            "n": {"type": "integer"},
+        },
+        "required": ["ref"],
+    })
+}
+
+pub fn journal_input_schema() -> Json {
+    json!({
+        "type": "object",
+        "properties": {
+            "since": {"type": "integer"}, "until": {"type": "integer"},
+            "principal": {"type": "string"}, "ok": {"type": "boolean"},
+            "effects": {"type": "array", "items": {"type": "string"}},
+            "head": {"type": "string"}, "limit": {"type": "integer", "minimum": 1},
+        },
+        "additionalProperties": false,
+    })
+}
+
+pub fn journal_output_schema() -> Json {
+    json!({
+        "type": "object",
+        "properties": {"entries": {"type": "array", "items": {"type": "object"}}},
+        "required": ["entries"],
+    })
+}
+
+/// The advertised tools: only those whose capability exists.
+pub fn tools(caps: Caps) -> Json {
+    let mut t = vec![
+        json!({
+            "name": "shoal_exec",
+            "title": "Run Shoal source",
+            "description": "Run Shoal source in the session; returns the typed value (tagged JSON, \
+        elided to a ref when large), its rendering and a transcript ref (out:N). Bindings persist.",
+            "inputSchema": exec_input_schema(),
+            "outputSchema": exec_output_schema(),
+            "annotations": {"openWorldHint": true},
+        }),
+        json!({
+            "name": "shoal_get",
+            "title": "Read a transcript value",
+            "description": "Query or slice a stored value (out:N) without re-running: path, slice, elide, format.",
+            "inputSchema": get_input_schema(),
+            "outputSchema": get_output_schema(),
+            "annotations": {"readOnlyHint": true, "openWorldHint": false},
+        }),
+    ];
+    if caps.journal {
+        t.push(json!({
+            "name": "shoal_journal",
+            "title": "Query the journal",
+            "description": "Query the execution journal, newest first: since/until (ns), principal, ok, effects, head, limit.",
+            "inputSchema": journal_input_schema(),
+            "outputSchema": journal_output_schema(),
+            "annotations": {"readOnlyHint": true, "openWorldHint": false},
+        }));
+    }
+    Json::Array(t)
 }
 
 struct Validators {
     exec: jsonschema::Validator,
+    get: jsonschema::Validator,
+    journal: jsonschema::Validator,
 }
 
 fn validators() -> &'static Validators {
     static V: OnceLock<Validators> = OnceLock::new();
     V.get_or_init(|| Validators {
-        exec: jsonschema::validator_for(&exec_input_schema())
-            .expect("shoal_exec input schema compiles"),
+        exec: jsonschema::validator_for(&exec_input_schema()).expect("exec schema compiles"),
+        get: jsonschema::validator_for(&get_input_schema()).expect("get schema compiles"),
+        journal: jsonschema::validator_for(&journal_input_schema())
+            .expect("journal schema compiles"),
     })
 }
 
@@ -112,10 +205,13 @@ fn validators() -> &'static Validators {
 pub fn validate_args(tool: &str, args: &Json) -> Result<(), Json> {
     let v = match tool {
         "shoal_exec" => &validators().exec,
+        "shoal_get" => &validators().get,
+        "shoal_journal" => &validators().journal,
         _ => return Ok(()),
     };
     let errors: Vec<Json> = v
         .iter_errors(args)
+        .take(20)
         .map(|e| json!({"path": e.instance_path().to_string(), "message": e.to_string()}))
         .collect();
     if errors.is_empty() {
@@ -132,40 +228,250 @@ pub fn validate_args(tool: &str, args: &Json) -> Result<(), Json> {
     }))
 }
 
+/// The addressable URI of a result, in order: `uri`, `value.uri` (elided),
+/// `ref` converted.
+fn link_uri(structured: &Json) -> Option<String> {
+    if let Some(u) = structured.get("uri").and_then(Json::as_str) {
+        return Some(u.to_string());
+    }
+    if let Some(u) = structured
+        .get("value")
+        .and_then(|v| v.get("uri"))
+        .and_then(Json::as_str)
+    {
+        return Some(u.to_string());
+    }
+    structured
+        .get("ref")
+        .and_then(Json::as_str)
+        .and_then(uri::ref_to_uri)
+}
+
+fn resource_link(uri: &str, name: &str) -> Json {
+    json!({"type": "resource_link", "uri": uri, "name": name, "mimeType": "application/json"})
+}
+
 /// A successful tool result: bounded text, a resource link, structured content.
 pub fn tool_success(structured: Json) -> Json {
-    let uri = structured
-        .get("uri")
-        .and_then(Json::as_str)
-        .map(str::to_string);
-    let text = match structured.get("render").and_then(Json::as_str) {
-        Some(r) => bound_render(r, false, uri.as_deref()),
-        None => bound_render(
+    let uri = link_uri(&structured);
+    let text = match ["render", "inline", "raw"]
+        .iter()
+        .find_map(|k| structured.get(*k).and_then(Json::as_str))
+    {
+        Some(r) => bound_text(r, MAX_TEXT, uri.as_deref()),
+        None => bound_text(
             &serde_json::to_string_pretty(&structured).unwrap_or_default(),
-            false,
+            MAX_TEXT,
             uri.as_deref(),
         ),
     };
     let mut content = vec![json!({"type": "text", "text": text})];
     if let Some(uri) = &uri {
         let name = structured.get("ref").and_then(Json::as_str).unwrap_or(uri);
-        content.push(json!({"type": "resource_link", "uri": uri, "name": name, "mimeType": "application/json"}));
+        content.push(resource_link(uri, name));
     }
     json!({"content": content, "structuredContent": structured, "isError": false})
 }
 
-/// A failed tool result carrying an error object `{code, message, data?}`.
+/// A failed tool result carrying an error object `{code, message, data?}`;
+/// linked when the error was stored (`data.uri` / `data.ref`).
 pub fn tool_error(error: Json) -> Json {
-    let text = bound_render(
+    let uri = error
+        .get("data")
+        .and_then(|d| {
+            d.get("uri")
+                .and_then(Json::as_str)
+                .map(str::to_string)
+                .or_else(|| {
+                    d.get("ref")
+                        .and_then(Json::as_str)
+                        .filter(|r| r.starts_with("out:"))
+                        .and_then(uri::ref_to_uri)
+                })
+        })
+        .filter(|_| error.get("code") == Some(&json!(super::rpc::RAISED)));
+    let text = bound_text(
         &serde_json::to_string_pretty(&error).unwrap_or_default(),
-        false,
-        None,
+        MAX_TEXT,
+        uri.as_deref(),
     );
-    json!({"content": [{"type": "text", "text": text}], "structuredContent": error, "isError": true})
+    let mut content = vec![json!({"type": "text", "text": text})];
+    if let Some(u) = &uri {
+        let name = error["data"]["ref"].as_str().unwrap_or(u);
+        content.push(resource_link(u, name));
+    }
+    json!({"content": content, "structuredContent": error, "isError": true})
 }
 
 pub fn tool_error_rpc(e: &RpcError) -> Json {
     tool_error(e.to_json())
+}
+
+/// `resources/list` entries for the fixed roots plus `out_refs`.
+pub fn resources(caps: Caps, out_refs: &[u64]) -> Json {
+    let r = |uri: &str, name: &str, desc: &str| json!({"uri": uri, "name": name, "description": desc, "mimeType": "application/json"});
+    let mut v = Vec::new();
+    if caps.journal {
+        v.push(r(
+            "shoal://journal",
+            "journal",
+            "The execution journal, newest first (subscribable)",
+        ));
+    }
+    v.push(r(
+        "shoal://session/cwd",
+        "cwd",
+        "The session's start directory",
+    ));
+    v.push(r(
+        "shoal://session/env",
+        "env",
+        "Environment variables the session inherits",
+    ));
+    for n in out_refs {
+        v.push(r(
+            &super::kernel::ref_uri(*n),
+            &super::kernel::ref_name(*n),
+            "A transcript value",
+        ));
+    }
+    json!({"resources": v})
+}
+
+/// `resources/templates/list`.
+pub fn resource_templates(caps: Caps) -> Json {
+    let t = |tpl: &str, name: &str, desc: &str| json!({"uriTemplate": tpl, "name": name, "description": desc, "mimeType": "application/json"});
+    let mut v = vec![
+        t(
+            "shoal://out/{n}{?path,slice,format}",
+            "transcript-value",
+            "A transcript value; slice=A..B",
+        ),
+        t(
+            "shoal://session/{view}",
+            "session-view",
+            "Session views: cwd, env",
+        ),
+    ];
+    if caps.journal {
+        v.push(t(
+            "shoal://val/{hash}",
+            "content-value",
+            "A content-addressed journal output",
+        ));
+        v.push(t(
+            "shoal://journal{?since,until,head,principal,ok,effects,limit}",
+            "journal",
+            "Journal entries, newest first",
+        ));
+    }
+    if caps.events {
+        v.push(t(
+            "shoal://events/{channel}{?since,limit}",
+            "events",
+            "Events of a channel (subscribable)",
+        ));
+    }
+    json!({"resourceTemplates": v})
+}
+
+/// A `resources/read` result (reference §6.4): `render`/`raw`/`inline`
+/// strings as `text/plain`, else pretty JSON of `payload`, bounded.
+pub fn read_result(uri: &str, result: &Json) -> Json {
+    for k in ["render", "raw", "inline"] {
+        if let Some(s) = result.get(k).and_then(Json::as_str) {
+            return json!({
+                "contents": [{"uri": uri, "mimeType": "text/plain", "text": bound_text(s, MAX_TEXT, Some(uri))}],
+                "structuredContent": result,
+            });
+        }
+    }
+    let payload = result.get("value").unwrap_or(result);
+    let text = bound_text(
+        &serde_json::to_string_pretty(payload).unwrap_or_default(),
+        MAX_TEXT,
+        Some(uri),
+    );
+    json!({
+        "contents": [{"uri": uri, "mimeType": "application/json", "text": text}],
+        "structuredContent": payload,
+    })
+}
+
+/// The channel a subscribable URI watches (contract §2): `shoal://events/{ch}`
+/// → `ch`, `shoal://journal` → `journal`.
+pub fn subscription_channel(u: &str) -> Result<String, String> {
+    let p = uri::parse(u)?;
+    match (p.root.as_str(), p.segs.first()) {
+        ("events", Some(ch)) => Ok(ch.clone()),
+        ("journal", None) => Ok("journal".into()),
+        _ => Err(format!(
+            "only shoal://events/{{channel}} and shoal://journal are subscribable (got {u})"
+        )),
+    }
+}
+
+/// Keep the leading items of `items` whose encodings fit in the hard cap;
+/// `(kept, dropped)`.
+fn cap_items(items: Vec<Json>) -> (Vec<Json>, usize) {
+    let mut used = 64;
+    let total = items.len();
+    let mut kept = Vec::new();
+    for it in items {
+        used += serde_json::to_vec(&it).map(|b| b.len()).unwrap_or(0) + 1;
+        if used > super::elide::HARD_CAP {
+            break;
+        }
+        kept.push(it);
+    }
+    let dropped = total - kept.len();
+    (kept, dropped)
+}
+
+/// `shoal_journal` / `shoal://journal`: `{entries}`, bounded to the hard cap
+/// (`truncated`, `more` when entries were left off: narrow with `limit`/`until`).
+pub fn journal_result(entries: Vec<Json>) -> Json {
+    let (kept, dropped) = cap_items(entries);
+    let mut r = json!({"entries": kept});
+    if dropped > 0 {
+        r["truncated"] = json!(true);
+        r["more"] = json!(dropped);
+    }
+    r
+}
+
+/// `shoal://events/{ch}`: `{channel, events}`, bounded like the journal.
+pub fn events_result(channel: &str, events: Vec<Json>) -> Json {
+    let (kept, dropped) = cap_items(events);
+    let mut r = json!({"channel": channel, "events": kept});
+    if dropped > 0 {
+        r["truncated"] = json!(true);
+        r["more"] = json!(dropped);
+    }
+    r
+}
+
+/// A `blob.get` result bounded to the default byte budget: a stored value
+/// over it becomes an elided `{"$":"ref"}` with a text head.
+pub fn bounded_blob(blob: &Json, uri: &str) -> Json {
+    let len = serde_json::to_vec(blob).map(|b| b.len()).unwrap_or(0);
+    if len <= super::elide::Budget::default().max_bytes {
+        return blob.clone();
+    }
+    let v = &blob["value"];
+    let of = v.get("$").and_then(Json::as_str).unwrap_or("json");
+    let head = serde_json::to_string_pretty(v).unwrap_or_default();
+    let head: Vec<&str> = head.lines().take(10).collect();
+    json!({"hash": blob["hash"], "value": {
+        "$": "ref", "uri": uri, "of": of, "n": len, "preview": {"$": "null"},
+        "render_head": bound_text(&head.join("\n"), 2048, Some(uri)),
+    }})
+}
+
+/// Parse `A..B` (`slice=` of an out URI).
+pub fn parse_slice(s: &str) -> Option<(usize, usize)> {
+    let (a, b) = s.split_once("..")?;
+    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
 }
 
 #[cfg(test)]
@@ -183,7 +489,13 @@ mod tests {
 
     #[test]
     fn schemas_are_valid_and_validate() {
-        for t in tools().as_array().unwrap() {
+        for t in tools(Caps {
+            journal: true,
+            events: true,
+        })
+        .as_array()
+        .unwrap()
+        {
             assert!(
                 jsonschema::meta::is_valid(&t["inputSchema"]),
                 "{}",

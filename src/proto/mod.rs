@@ -5,8 +5,11 @@
 //! sockets of its own. Serialization happens here and at no other layer.
 
 pub mod bound;
+pub mod elide;
 pub mod frame;
 pub mod kernel;
 pub mod mcp;
 pub mod rpc;
+pub mod uri;
+pub mod valpath;
 pub mod wire;

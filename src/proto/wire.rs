@@ -187,6 +187,123 @@ pub fn error(e: &ShoalError) -> Json {
     Json::Object(m)
 }
 
+/// Decode a tagged wire value back into a value (journal-backed refs,
+/// round-trip tests). Data kinds decode exactly; outcomes decode with their
+/// `out` and `err`; errors decode to a record of their fields; display-only
+/// kinds (closure, cmd, stream, secret, task, glob, regex, ref) to their
+/// display string. `None` for anything that is not a wire value.
+pub fn decode(j: &Json) -> Option<Value> {
+    use std::sync::Arc;
+    let o = j.as_object()?;
+    let tag = o.get("$")?.as_str()?;
+    let v = o.get("v");
+    let s = |k: &str| o.get(k).and_then(Json::as_str);
+    Some(match tag {
+        "null" => Value::Null,
+        "bool" => Value::Bool(v?.as_bool()?),
+        "int" => Value::Int(v?.as_i64()?),
+        "float" => Value::Float(v?.as_f64().unwrap_or(f64::NAN)),
+        "str" => Value::str(v?.as_str()?),
+        "size" => Value::Size(v?.as_u64()?),
+        "duration" => Value::Duration(v?.as_i64()?),
+        "bytes" => Value::bytes(unb64(v?.as_str()?)?),
+        "path" => match s("raw") {
+            Some(raw) => {
+                use std::os::unix::ffi::OsStringExt;
+                Value::os_path(std::ffi::OsString::from_vec(unb64(raw)?))
+            }
+            None => Value::path(v?.as_str()?),
+        },
+        "list" => Value::list(
+            v?.as_array()?
+                .iter()
+                .map(decode)
+                .collect::<Option<Vec<_>>>()?,
+        ),
+        "record" => Value::record(
+            v?.as_object()?
+                .iter()
+                .map(|(k, x)| Some((k.clone(), decode(x)?)))
+                .collect::<Option<crate::value::Record>>()?,
+        ),
+        "table" => {
+            let n = o.get("n")?.as_u64()? as usize;
+            let cols = o.get("cols")?.as_object()?;
+            let mut rows = vec![crate::value::Record::new(); n];
+            for (k, cells) in cols {
+                let cells = cells.as_array()?;
+                if cells.len() != n {
+                    return None;
+                }
+                for (row, c) in rows.iter_mut().zip(cells) {
+                    // Missing cells were encoded as null: keep them absent.
+                    if c.get("$").and_then(Json::as_str) != Some("null") {
+                        row.insert(k.clone(), decode(c)?);
+                    }
+                }
+            }
+            Value::Table(Arc::new(rows.into_iter().map(Arc::new).collect()))
+        }
+        "datetime" => {
+            let t = v?.as_str()?;
+            let tz = if let Some(stripped) = t.strip_suffix('Z') {
+                format!("{stripped}+00:00[UTC]")
+            } else {
+                format!("{t}[{}]", t.get(t.len().checked_sub(6)?..)?)
+            };
+            Value::DateTime(Arc::new(tz.parse::<jiff::Zoned>().ok()?))
+        }
+        "time" => {
+            let t = v?.as_str()?;
+            let p: Vec<u32> = t
+                .split(':')
+                .map(|x| x.parse().ok())
+                .collect::<Option<_>>()?;
+            if p.len() != 3 {
+                return None;
+            }
+            Value::Time(p[0] * 3600 + p[1] * 60 + p[2])
+        }
+        "range" => Value::Range(crate::value::RangeVal {
+            start: o.get("start")?.as_i64()?,
+            end: o.get("end")?.as_i64()?,
+            inclusive: o.get("inclusive")?.as_bool()?,
+        }),
+        "outcome" => Value::Outcome(Arc::new(Outcome {
+            status: o.get("status").and_then(Json::as_i64),
+            ok: o.get("ok")?.as_bool()?,
+            signal: s("signal").map(str::to_string),
+            dur_ns: o.get("dur_ns").and_then(Json::as_i64).unwrap_or(0),
+            pid: o.get("pid").and_then(Json::as_u64).unwrap_or(0) as u32,
+            cmd: s("cmd").unwrap_or("").to_string(),
+            stdout: Default::default(),
+            stderr: crate::value::OutputBytes::from(s("err").unwrap_or("").as_bytes()),
+            out: Some(decode(o.get("out")?)?),
+        })),
+        "error" => {
+            let mut r = crate::value::Record::new();
+            for k in ["code", "msg", "hint", "stderr"] {
+                if let Some(x) = s(k) {
+                    r.insert(k.to_string(), Value::str(x));
+                }
+            }
+            Value::record(r)
+        }
+        "glob" => Value::str(s("pattern")?),
+        "regex" => Value::str(s("src")?),
+        "closure" | "cmd" => Value::str(s("repr")?),
+        "stream" => Value::str(s("label")?),
+        "secret" => Value::str(s("name")?),
+        "task" => Value::Int(o.get("id")?.as_i64()?),
+        "ref" => Value::str(s("uri")?),
+        _ => return None,
+    })
+}
+
+fn unb64(s: &str) -> Option<Vec<u8>> {
+    base64::engine::general_purpose::STANDARD.decode(s).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,8 +397,8 @@ mod tests {
             dur_ns: 5,
             pid: 9,
             cmd: "echo".into(),
-            stdout: Arc::from(&b"hello\n"[..]),
-            stderr: Arc::from(&b""[..]),
+            stdout: crate::value::OutputBytes::from(&b"hello\n"[..]),
+            stderr: crate::value::OutputBytes::from(&b""[..]),
             out: None,
         };
         let j = encode(&Value::Outcome(Arc::new(o)));
@@ -291,5 +408,98 @@ mod tests {
             stdout_value(b"{\"b\":1,\"a\":[2]}"),
             json!({"$":"record","v":{"b":{"$":"int","v":1},"a":{"$":"list","v":[{"$":"int","v":2}]}}})
         );
+    }
+
+    mod props {
+        use super::super::*;
+        use crate::value::{RangeVal, Record};
+        use proptest::prelude::*;
+        use std::sync::Arc;
+
+        fn leaf() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(Value::Int),
+                any::<f64>()
+                    .prop_filter("finite", |f| f.is_finite())
+                    .prop_map(Value::Float),
+                ".{0,12}".prop_map(Value::str),
+                any::<u64>().prop_map(Value::Size),
+                any::<i64>().prop_map(Value::Duration),
+                proptest::collection::vec(any::<u8>(), 0..40).prop_map(Value::bytes),
+                proptest::collection::vec(any::<u8>(), 0..64).prop_map(|b| {
+                    use std::os::unix::ffi::OsStringExt;
+                    Value::os_path(std::ffi::OsString::from_vec(b))
+                }),
+                (0u32..86_400).prop_map(Value::Time),
+                (-1_000_000_000i64..4_000_000_000, -50_400i32..50_400).prop_map(|(secs, off)| {
+                    let off = jiff::tz::Offset::from_seconds(off / 60 * 60).unwrap();
+                    let ts = jiff::Timestamp::from_second(secs).unwrap();
+                    Value::DateTime(Arc::new(ts.to_zoned(jiff::tz::TimeZone::fixed(off))))
+                }),
+                (any::<i64>(), any::<i64>(), any::<bool>()).prop_map(|(start, end, inclusive)| {
+                    Value::Range(RangeVal {
+                        start,
+                        end,
+                        inclusive,
+                    })
+                }),
+            ]
+        }
+
+        fn value() -> impl Strategy<Value = Value> {
+            leaf().prop_recursive(3, 48, 6, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::list),
+                    proptest::collection::vec(("[a-z]{1,6}", inner.clone()), 0..6)
+                        .prop_map(|kv| Value::record(kv.into_iter().collect::<Record>())),
+                    proptest::collection::vec(
+                        proptest::collection::vec(("[a-c]{1,2}", inner), 0..4),
+                        0..5
+                    )
+                    .prop_map(|rows| {
+                        // Non-null cells only: a null cell and a missing one encode alike.
+                        Value::Table(Arc::new(
+                            rows.into_iter()
+                                .map(|r| {
+                                    Arc::new(
+                                        r.into_iter()
+                                            .filter(|(_, v)| !matches!(v, Value::Null))
+                                            .collect::<Record>(),
+                                    )
+                                })
+                                .collect(),
+                        ))
+                    }),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(256))]
+
+            /// encode → JSON text → parse → decode → encode is the identity.
+            #[test]
+            fn wire_round_trip(v in value()) {
+                let j = encode(&v);
+                let text = serde_json::to_string(&j).unwrap();
+                let back: Json = serde_json::from_str(&text).unwrap();
+                prop_assert_eq!(&back, &j);
+                let d = decode(&back).expect("decodes");
+                prop_assert_eq!(encode(&d), j);
+            }
+
+            /// Any path byte string round-trips; non-UTF-8 ones carry `raw`.
+            #[test]
+            fn paths_round_trip(b in proptest::collection::vec(any::<u8>(), 0..512)) {
+                use std::os::unix::ffi::{OsStrExt, OsStringExt};
+                let v = Value::os_path(std::ffi::OsString::from_vec(b.clone()));
+                let j = encode(&v);
+                prop_assert_eq!(j.get("raw").is_some(), std::str::from_utf8(&b).is_err());
+                let Some(Value::Path(p)) = decode(&j) else { panic!("path") };
+                prop_assert_eq!(p.as_os_str().as_bytes(), &b[..]);
+            }
+        }
     }
 }

@@ -2,9 +2,14 @@
 //! `PATH` lookup. Pure of evaluator state: everything here takes the cwd and
 //! environment it needs as arguments. OWNER: evaluator helper.
 
+#[doc(hidden)]
+pub mod bench;
 pub mod builtins;
 pub mod glob;
 pub mod lookup;
 pub mod process;
 pub mod reef;
 pub mod words;
+
+#[cfg(test)]
+mod tests;

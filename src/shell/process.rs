@@ -270,6 +270,15 @@ impl Stream {
     /// One `read` (the pipe is readable or hung up).
     fn pump(&mut self, buf: &mut [u8]) {
         let Some(p) = self.pipe.as_mut() else { return };
+        if let Some(r) = self.sink.splice_from(p.as_raw_fd(), READ_BUF) {
+            match r {
+                Ok(0) => self.pipe = None,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => self.pipe = None,
+            }
+            return;
+        }
         match p.read(buf) {
             Ok(0) => self.pipe = None,
             Ok(n) => {
@@ -463,8 +472,8 @@ mod tests {
     fn exit_status_and_output() {
         let r = sh("printf out; printf err 1>&2; exit 3", StdinSpec::Null);
         assert_eq!(r.status, Some(3));
-        assert_eq!(r.stdout, b"out");
-        assert_eq!(r.stderr, b"err");
+        assert_eq!(&r.stdout[..], b"out");
+        assert_eq!(&r.stderr[..], b"err");
         assert!(r.signal.is_none());
         assert!(r.pid > 0);
     }
@@ -500,25 +509,56 @@ mod tests {
     #[test]
     fn stdin_null_and_fed() {
         let r = sh("cat", StdinSpec::Null);
-        assert_eq!(r.stdout, b"");
+        assert_eq!(&r.stdout[..], b"");
         let r = sh("cat", StdinSpec::Bytes(OutputBytes::from(&b"hello"[..])));
-        assert_eq!(r.stdout, b"hello");
+        assert_eq!(&r.stdout[..], b"hello");
     }
 
     #[test]
     fn big_output_is_drained() {
-        // 8 MiB through the pipe: must not deadlock.
+        // 8 MiB through the pipe: must not deadlock; fits in memory.
         let r = sh("head -c 8388608 /dev/zero", StdinSpec::Null);
         assert_eq!(r.stdout.len(), 8 << 20);
+        assert!(!r.stdout.is_spilled());
         assert_eq!(r.stdout_dropped, 0);
     }
 
     #[test]
-    fn drain_is_bounded() {
-        let data = vec![7u8; 1000];
-        let (kept, dropped) = drain(&data[..], 100);
-        assert_eq!(kept.len(), 100);
-        assert_eq!(dropped, 900);
+    fn huge_output_spills_both_streams() {
+        // 20 MiB on each stream at once: both spill, nothing is lost.
+        let r = sh(
+            "head -c 20971520 /dev/zero & head -c 20971520 /dev/zero 1>&2; wait",
+            StdinSpec::Null,
+        );
+        assert_eq!(r.status, Some(0));
+        for (b, d) in [(&r.stdout, r.stdout_dropped), (&r.stderr, r.stderr_dropped)] {
+            assert_eq!(b.len(), 20 << 20);
+            assert!(b.is_spilled());
+            assert_eq!(d, 0);
+            let mut n = 0usize;
+            let mut rd = b.reader();
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                let k = rd.read(&mut buf).expect("read spill");
+                if k == 0 {
+                    break;
+                }
+                assert!(buf[..k].iter().all(|&x| x == 0));
+                n += k;
+            }
+            assert_eq!(n, 20 << 20);
+        }
+        let p = r.stdout.spill_path().expect("spilled").to_path_buf();
+        drop(r);
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn fed_spilled_bytes_stream_to_stdin() {
+        let big = sh("head -c 20971520 /dev/zero", StdinSpec::Null);
+        assert!(big.stdout.is_spilled());
+        let r = sh("wc -c", StdinSpec::Bytes(big.stdout.clone()));
+        assert_eq!(String::from_utf8_lossy(&r.stdout).trim(), "20971520");
     }
 
     #[test]

@@ -24,6 +24,7 @@
 use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -402,14 +403,9 @@ pub fn spill_dir() -> PathBuf {
 /// The verified directory (created once per configured path).
 static READY: Mutex<Option<PathBuf>> = Mutex::new(None);
 
-/// Create `dir` (and missing parents) with mode 0700 and check that it is
-/// a real directory owned by us that nobody else can enter.
+/// Create `dir` with mode 0700 (its parent must exist) and check that it is
+/// a real directory (not a symlink) owned by us that nobody else can enter.
 fn ensure_private_dir(dir: &Path) -> io::Result<()> {
-    if let Some(parent) = dir.parent() {
-        if !parent.as_os_str().is_empty() && fs::symlink_metadata(parent).is_err() {
-            ensure_private_dir(parent)?;
-        }
-    }
     match fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -455,6 +451,18 @@ fn ready_dir() -> io::Result<PathBuf> {
     let mut g = READY.lock().unwrap_or_else(|p| p.into_inner());
     if g.as_deref() == Some(dir.as_path()) {
         return Ok(dir);
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if dir == default_spill_dir() {
+            // `$TMPDIR/shoal-<uid>` sits in a world-writable directory: it
+            // must be ours and private too, or someone could swap `spill`.
+            ensure_private_dir(parent)?;
+        } else if fs::symlink_metadata(parent).is_err() {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)?;
+        }
     }
     ensure_private_dir(&dir)?;
     sweep_stale(&dir);
@@ -507,6 +515,8 @@ pub struct OutputSink {
     /// Bytes that could not be stored (spill file unavailable or failing).
     dropped: u64,
     error: Option<String>,
+    /// `splice(2)` is not available for this pipe/file pair.
+    no_splice: bool,
 }
 
 impl Default for OutputSink {
@@ -525,6 +535,7 @@ impl OutputSink {
             len: 0,
             dropped: 0,
             error: None,
+            no_splice: false,
         }
     }
 
@@ -577,6 +588,55 @@ impl OutputSink {
         }
         self.mem.extend_from_slice(chunk);
         self.len += chunk.len() as u64;
+    }
+
+    /// Once spilling, move up to `max` bytes from the pipe `fd` straight
+    /// into the spill file with `splice(2)` (no copy through user space).
+    /// `None` when not spilling or when splicing is not possible (the caller
+    /// then reads and [`push`](Self::push)es); `Some(Ok(0))` at end of input.
+    pub fn splice_from(&mut self, fd: std::os::fd::RawFd, max: usize) -> Option<io::Result<usize>> {
+        if self.error.is_some() || self.no_splice {
+            return None;
+        }
+        let (w, _) = self.spill.as_mut()?;
+        // Buffered bytes go first; the file offset is shared with `w`.
+        if let Err(e) = w.flush() {
+            self.error = Some(format!("cannot write spill file: {e}"));
+            return None;
+        }
+        let out = w.get_ref().as_raw_fd();
+        loop {
+            // SAFETY: both fds are open and owned for the duration of the
+            // call; null offsets use (and advance) the files' own offsets.
+            let n = unsafe {
+                libc::splice(
+                    fd,
+                    std::ptr::null_mut(),
+                    out,
+                    std::ptr::null_mut(),
+                    max,
+                    libc::SPLICE_F_MOVE,
+                )
+            };
+            if n >= 0 {
+                self.len += n as u64;
+                return Some(Ok(n as usize));
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::EBADF) => {
+                    self.no_splice = true;
+                    return None;
+                }
+                _ => {
+                    // A write-side failure (disk full, …): count nothing
+                    // more as stored; the caller drains the rest by reading.
+                    self.error = Some(format!("cannot write spill file: {e}"));
+                    return None;
+                }
+            }
+        }
     }
 
     fn start_spill(&mut self) {

@@ -298,6 +298,9 @@ fn write_inline(out: &mut String, v: &Value) {
     }
 }
 
+/// Bytes of a spilled stdout shown when an outcome is rendered as a block.
+pub const RENDER_SPILL_HEAD: usize = 64 << 10;
+
 /// The bytes a builtin result writes on redirect / as its `.stdout` (§14.4):
 /// str → text plus `\n` unless present; bytes raw; null nothing; else display + `\n`.
 pub fn redirect_bytes(v: &Value) -> Vec<u8> {
@@ -369,7 +372,16 @@ pub fn block(v: &Value, width: usize) -> String {
                     return block(out, width);
                 }
             }
-            let mut s = String::from_utf8_lossy(&o.stdout).into_owned();
+            // A spilled stdout renders as its head plus a note; it is not
+            // loaded just to be shown.
+            let text = if o.stdout.is_spilled() {
+                o.stdout.bounded(RENDER_SPILL_HEAD)
+            } else {
+                o.stdout
+                    .read_all()
+                    .unwrap_or_else(|_| std::sync::Arc::from(&b""[..]))
+            };
+            let mut s = String::from_utf8_lossy(&text).into_owned();
             if s.ends_with('\n') {
                 s.pop();
             }

@@ -78,12 +78,24 @@ impl Daemon {
     }
 
     pub fn start_with(root: &Root, socket: &Path, args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        Daemon::start_in(root, socket, &root.state_dir(), args, env)
+    }
+
+    /// A daemon with its own state dir (a second daemon beside the first: the journal in a
+    /// state dir is locked by the daemon that opened it).
+    pub fn start_in(
+        root: &Root,
+        socket: &Path,
+        state_dir: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Daemon {
         let mut cmd = root.command();
         cmd.arg("daemon")
             .arg("--socket")
             .arg(socket)
             .arg("--state-dir")
-            .arg(root.state_dir())
+            .arg(state_dir)
             .args(args);
         for (k, v) in env {
             cmd.env(k, v);

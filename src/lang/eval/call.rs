@@ -9,7 +9,9 @@ use crate::lang::eval::command::CArg;
 use crate::lang::eval::expr::{make_regex, now_value, today_value};
 use crate::lang::eval::{Ctl, EResult, Interp, Pos, MAX_DEPTH};
 use crate::lang::scope::{Scope, ScopeRef};
-use crate::value::{methods, ops, Args, Closure, ErrorCode, GlobVal, RangeVal, Record, ShoalError, Value};
+use crate::value::{
+    methods, ops, Args, Closure, ErrorCode, GlobVal, RangeVal, Record, ShoalError, Value,
+};
 
 /// Names handled as special call forms (§5.1), before any binding.
 const SPECIAL_FORMS: &[&str] = &[
@@ -145,6 +147,22 @@ impl Interp {
         pos: Vec<Value>,
         named: Vec<(String, Value)>,
     ) -> EResult<()> {
+        // Fast path: the common lambda call `f(x)` (positional arguments for
+        // exactly the declared parameters, no defaults needed, no rest, no
+        // `list<T>` coercion) binds without any intermediate allocation.
+        if named.is_empty()
+            && def.rest.is_none()
+            && pos.len() == def.params.len()
+            && def
+                .params
+                .iter()
+                .all(|p| list_elem(p.ty.as_ref()).is_none())
+        {
+            for (p, v) in def.params.iter().zip(pos) {
+                fscope.define(&p.name, v, false, true);
+            }
+            return Ok(());
+        }
         for (k, _) in &named {
             let known = def.params.iter().any(|p| &p.name == k)
                 || def.rest.as_ref().is_some_and(|r| &r.name == k);

@@ -313,6 +313,11 @@ pub fn bytes(b: &crate::value::OutputBytes, name: &str, args: &Args) -> SResult<
             arity(args, 0, name)?;
             Value::Bool(b.is_empty())
         }
+        "stream" if b.is_spilled() => {
+            // Lines straight from the spill file, never all in memory.
+            arity(args, 0, name)?;
+            spilled_lines(b)
+        }
         "stream" => {
             arity(args, 0, name)?;
             stream_of(text::split_lines(&String::from_utf8_lossy(b)))
@@ -321,6 +326,40 @@ pub fn bytes(b: &crate::value::OutputBytes, name: &str, args: &Args) -> SResult<
     };
     Ok(Some(out))
 }
+/// A bounded stream of the (lossy UTF-8) lines of spilled bytes, read
+/// lazily; same splitting as `split_lines` (`\n`, a trailing `\r` removed).
+fn spilled_lines(b: &crate::value::OutputBytes) -> Value {
+    use std::io::BufRead;
+    let mut r = std::io::BufReader::with_capacity(256 << 10, b.reader());
+    let mut line = Vec::new();
+    let mut failed = false;
+    let it = std::iter::from_fn(move || {
+        line.clear();
+        if failed {
+            return None;
+        }
+        match r.read_until(b'\n', &mut line) {
+            Ok(0) => None,
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                Some(Ok(Value::str(String::from_utf8_lossy(&line))))
+            }
+            Err(e) => {
+                failed = true;
+                Some(Err(ShoalError::custom(format!(
+                    "cannot read captured output: {e}"
+                ))))
+            }
+        }
+    });
+    super::make_stream("value", true, Box::new(it))
+}
+
 pub const BYTES_NAMES: &[&str] = &["len", "count", "is_empty", "stream"];
 
 pub fn datetime(z: &jiff::Zoned, name: &str, args: &Args) -> SResult<Option<Value>> {
@@ -393,6 +432,24 @@ pub fn save(host: &mut dyn Host, recv: &Value, append: bool, args: &Args) -> SRe
     let path = path_arg(host, args.pos.first(), name)?;
     let bytes = match recv {
         Value::Str(s) => s.as_bytes().to_vec(),
+        Value::Bytes(b) if b.is_spilled() => {
+            // Stream a spilled value instead of loading it.
+            let mut opts = std::fs::OpenOptions::new();
+            opts.create(true);
+            if append {
+                opts.append(true);
+            } else {
+                opts.write(true).truncate(true);
+            }
+            let err = |e: std::io::Error| {
+                ShoalError::custom(format!("cannot write {}: {e}", path.display()))
+            };
+            let f = opts.open(&path).map_err(err)?;
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+            b.write_to(&mut w).map_err(err)?;
+            w.flush().map_err(err)?;
+            return Ok(recv.clone());
+        }
         Value::Bytes(b) => b.to_vec(),
         other => json::stringify(other).into_bytes(),
     };

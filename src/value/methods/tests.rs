@@ -407,8 +407,8 @@ fn outcome(ok: bool, stdout: &str) -> Value {
         dur_ns: 5,
         pid: 7,
         cmd: "x".into(),
-        stdout: Arc::from(stdout.as_bytes()),
-        stderr: Arc::from(&b"err"[..]),
+        stdout: crate::value::OutputBytes::from(stdout),
+        stderr: crate::value::OutputBytes::from("err"),
         out: None,
     }))
 }

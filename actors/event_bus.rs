@@ -1,0 +1,518 @@
+//! EventBus: the kernel-global event channels (reference-protocol §6.8–§6.10).
+//!
+//! Per channel: a ring of the last [`RING`] events and a seq counter from 0. The durable
+//! channels (`journal`, `session.transcript`) also go to the journal (an `Op::Event` queued on
+//! the writer, never a commit here), so their seqs continue after a restart and `events.read`
+//! with a `since` older than the ring is served from the store (on a blocking thread).
+//!
+//! Subscribers are `Recipient<BusEvent>`s, each with its own bounded queue of [`QUEUE`] events
+//! and at most one delivery in flight: publishing never waits on a subscriber. A full queue
+//! counts further events instead of queueing them; once the queue drains the subscriber gets
+//! one marker `{dropped, latest_seq}` before anything newer (§6.10).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use actix::prelude::*;
+use serde_json::{json, Value as Json};
+
+use super::health::Registration;
+use crate::journal::{self, JournalWriter as Writer, Op};
+
+/// Events kept in memory per channel.
+pub const RING: usize = 1024;
+/// Events queued per subscriber before it starts dropping.
+pub const QUEUE: usize = 256;
+/// Channels persisted to (and replayed from) the journal.
+pub const DURABLE: [&str; 2] = ["journal", "session.transcript"];
+
+/// One event, as delivered and as returned by `events.read`.
+#[derive(Message, Clone, Debug, PartialEq)]
+#[rtype(result = "()")]
+pub struct BusEvent {
+    pub channel: String,
+    pub seq: u64,
+    /// ns since the epoch.
+    pub ts: i64,
+    pub payload: Json,
+}
+
+impl BusEvent {
+    /// The wire shape `{"channel","seq","ts","payload"}`.
+    pub fn to_json(&self) -> Json {
+        json!({"channel": self.channel, "seq": self.seq, "ts": self.ts, "payload": self.payload})
+    }
+}
+
+/// Publish `payload` on `channel`; answers the event as published (its seq and ts).
+#[derive(Message)]
+#[rtype(result = "BusEvent")]
+pub struct Publish {
+    pub channel: String,
+    pub payload: Json,
+}
+
+/// Events of `channel` with `seq > since` (the ring when `since` is absent), ascending; `limit`
+/// keeps the newest. Unknown channel: empty.
+#[derive(Message)]
+#[rtype(result = "Vec<BusEvent>")]
+pub struct ReadEvents {
+    pub channel: String,
+    pub since: Option<u64>,
+    pub limit: Option<usize>,
+}
+
+/// A subscription's handle.
+pub type SubId = u64;
+
+/// Subscribe to live events of `channel` (no replay).
+#[derive(Message)]
+#[rtype(result = "SubId")]
+pub struct Subscribe {
+    pub channel: String,
+    pub sub: Recipient<BusEvent>,
+}
+
+/// Subscribe and replay the channel's ring (`seq > since`, everything buffered when `None`)
+/// through the subscriber's queue first (kernel `events.subscribe`).
+#[derive(Message)]
+#[rtype(result = "SubId")]
+pub struct SubscribeReplay {
+    pub channel: String,
+    pub sub: Recipient<BusEvent>,
+    pub since: Option<u64>,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Unsubscribe {
+    pub id: SubId,
+}
+
+#[derive(Default)]
+struct Channel {
+    next: u64,
+    ring: VecDeque<BusEvent>,
+}
+
+struct Subscriber {
+    channel: String,
+    sub: Recipient<BusEvent>,
+    queue: VecDeque<BusEvent>,
+    dropped: u64,
+    latest_dropped: u64,
+    in_flight: bool,
+}
+
+pub struct EventBus {
+    channels: HashMap<String, Channel>,
+    subs: BTreeMap<SubId, Subscriber>,
+    next_sub: SubId,
+    writer: Option<Arc<Writer>>,
+    reg: Registration,
+}
+
+impl EventBus {
+    /// `start_seqs`: the next seq of each durable channel (from `Store::max_seq` + 1).
+    pub fn new(
+        writer: Option<Arc<Writer>>,
+        start_seqs: Vec<(String, u64)>,
+        reg: Registration,
+    ) -> Self {
+        let mut channels = HashMap::new();
+        for (ch, next) in start_seqs {
+            channels.insert(
+                ch,
+                Channel {
+                    next,
+                    ring: VecDeque::new(),
+                },
+            );
+        }
+        EventBus {
+            channels,
+            subs: BTreeMap::new(),
+            next_sub: 0,
+            writer,
+            reg,
+        }
+    }
+
+    /// The next seq of every durable channel of `store` (0 for a fresh store).
+    pub fn start_seqs(store: &journal::Store) -> journal::Result<Vec<(String, u64)>> {
+        DURABLE
+            .iter()
+            .map(|ch| Ok((ch.to_string(), store.max_seq(ch)?.map_or(0, |s| s + 1))))
+            .collect()
+    }
+
+    fn publish(&mut self, channel: String, payload: Json, ctx: &mut Context<Self>) -> BusEvent {
+        let ch = self.channels.entry(channel.clone()).or_default();
+        let ev = BusEvent {
+            channel,
+            seq: ch.next,
+            ts: journal::now_ns(),
+            payload,
+        };
+        ch.next += 1;
+        if ch.ring.len() >= RING {
+            ch.ring.pop_front();
+        }
+        ch.ring.push_back(ev.clone());
+        if DURABLE.contains(&ev.channel.as_str()) {
+            if let Some(w) = &self.writer {
+                let op = Op::Event {
+                    channel: ev.channel.clone(),
+                    seq: ev.seq,
+                    ts: ev.ts,
+                    payload: ev.payload.clone(),
+                };
+                // Queues only (blocks only if the writer's queue is full: backpressure).
+                if let Err(e) = w.submit(op, None) {
+                    tracing::warn!(channel = %ev.channel, seq = ev.seq, "event not persisted: {e}");
+                    self.reg
+                        .stats
+                        .set_error(format!("event not persisted: {e}"));
+                }
+            }
+        }
+        let ids: Vec<SubId> = self
+            .subs
+            .iter()
+            .filter(|(_, s)| s.channel == ev.channel)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.enqueue(id, ev.clone(), ctx);
+        }
+        ev
+    }
+
+    fn enqueue(&mut self, id: SubId, ev: BusEvent, ctx: &mut Context<Self>) {
+        let Some(s) = self.subs.get_mut(&id) else {
+            return;
+        };
+        if s.dropped > 0 || s.queue.len() >= QUEUE {
+            s.dropped += 1;
+            s.latest_dropped = ev.seq;
+        } else {
+            s.queue.push_back(ev);
+        }
+        self.pump(id, ctx);
+    }
+
+    /// Deliver the next queued event of subscriber `id` unless one is in flight.
+    fn pump(&mut self, id: SubId, ctx: &mut Context<Self>) {
+        let Some(s) = self.subs.get_mut(&id) else {
+            return;
+        };
+        if s.in_flight {
+            return;
+        }
+        let next = match s.queue.pop_front() {
+            Some(ev) => ev,
+            None if s.dropped > 0 => {
+                let marker = BusEvent {
+                    channel: s.channel.clone(),
+                    seq: s.latest_dropped,
+                    ts: journal::now_ns(),
+                    payload: json!({"dropped": s.dropped, "latest_seq": s.latest_dropped}),
+                };
+                s.dropped = 0;
+                marker
+            }
+            None => return,
+        };
+        s.in_flight = true;
+        let fut = s.sub.send(next);
+        ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| match r {
+            Ok(()) => {
+                if let Some(s) = act.subs.get_mut(&id) {
+                    s.in_flight = false;
+                }
+                act.pump(id, ctx);
+            }
+            Err(_) => {
+                // The subscriber is gone: prune it.
+                act.subs.remove(&id);
+            }
+        }));
+    }
+
+    fn subscribe(
+        &mut self,
+        channel: String,
+        sub: Recipient<BusEvent>,
+        replay: Option<Option<u64>>,
+        ctx: &mut Context<Self>,
+    ) -> SubId {
+        self.next_sub += 1;
+        let id = self.next_sub;
+        self.subs.insert(
+            id,
+            Subscriber {
+                channel: channel.clone(),
+                sub,
+                queue: VecDeque::new(),
+                dropped: 0,
+                latest_dropped: 0,
+                in_flight: false,
+            },
+        );
+        if let Some(since) = replay {
+            let events: Vec<BusEvent> = self
+                .channels
+                .get(&channel)
+                .map(|c| {
+                    c.ring
+                        .iter()
+                        .filter(|e| since.is_none_or(|s| e.seq > s))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default();
+            for ev in events {
+                self.enqueue(id, ev, ctx);
+            }
+        }
+        id
+    }
+}
+
+impl Actor for EventBus {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(4096);
+    }
+}
+
+impl Handler<Publish> for EventBus {
+    type Result = MessageResult<Publish>;
+
+    fn handle(&mut self, msg: Publish, ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        MessageResult(self.publish(msg.channel, msg.payload, ctx))
+    }
+}
+
+/// Keep the newest `limit` (None or 0: all).
+fn tail(mut v: Vec<BusEvent>, limit: Option<usize>) -> Vec<BusEvent> {
+    if let Some(l) = limit.filter(|l| *l > 0) {
+        if v.len() > l {
+            v.drain(..v.len() - l);
+        }
+    }
+    v
+}
+
+impl Handler<ReadEvents> for EventBus {
+    type Result = ResponseFuture<Vec<BusEvent>>;
+
+    fn handle(&mut self, msg: ReadEvents, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let ring: Vec<BusEvent> = self
+            .channels
+            .get(&msg.channel)
+            .map(|c| {
+                c.ring
+                    .iter()
+                    .filter(|e| msg.since.is_none_or(|s| e.seq > s))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let first_in_ring = self
+            .channels
+            .get(&msg.channel)
+            .and_then(|c| c.ring.front().map(|e| e.seq))
+            .unwrap_or_else(|| self.channels.get(&msg.channel).map_or(0, |c| c.next));
+        // Older than the ring (or an empty ring after a restart): the store has it.
+        let from_store = match (msg.since, &self.writer) {
+            (Some(s), Some(_)) => {
+                DURABLE.contains(&msg.channel.as_str()) && s.saturating_add(1) < first_in_ring
+            }
+            _ => false,
+        };
+        if !from_store {
+            return Box::pin(async move { tail(ring, msg.limit) });
+        }
+        let writer = self.writer.clone();
+        let stats = self.reg.stats.clone();
+        Box::pin(async move {
+            let Some(w) = writer else {
+                return tail(ring, msg.limit);
+            };
+            let channel = msg.channel.clone();
+            let since = msg.since;
+            let limit = msg.limit.unwrap_or(0);
+            let read = tokio::task::spawn_blocking(move || {
+                w.sync_visible()?;
+                w.store().events_read(&channel, since, limit)
+            })
+            .await;
+            match read {
+                Ok(Ok(stored)) => {
+                    let mut out: Vec<BusEvent> = stored
+                        .into_iter()
+                        .filter(|e| e.seq < first_in_ring)
+                        .map(|e| BusEvent {
+                            channel: msg.channel.clone(),
+                            seq: e.seq,
+                            ts: e.ts,
+                            payload: e.payload,
+                        })
+                        .collect();
+                    out.extend(ring);
+                    tail(out, msg.limit)
+                }
+                Ok(Err(e)) => {
+                    stats.set_error(format!("events.read from the journal: {e}"));
+                    tail(ring, msg.limit)
+                }
+                Err(e) => {
+                    stats.set_error(format!("events.read from the journal: {e}"));
+                    tail(ring, msg.limit)
+                }
+            }
+        })
+    }
+}
+
+impl Handler<Subscribe> for EventBus {
+    type Result = MessageResult<Subscribe>;
+
+    fn handle(&mut self, msg: Subscribe, ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        MessageResult(self.subscribe(msg.channel, msg.sub, None, ctx))
+    }
+}
+
+impl Handler<SubscribeReplay> for EventBus {
+    type Result = MessageResult<SubscribeReplay>;
+
+    fn handle(&mut self, msg: SubscribeReplay, ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        MessageResult(self.subscribe(msg.channel, msg.sub, Some(msg.since), ctx))
+    }
+}
+
+impl Handler<Unsubscribe> for EventBus {
+    type Result = ();
+
+    fn handle(&mut self, msg: Unsubscribe, _ctx: &mut Context<Self>) {
+        self.reg.stats.handled();
+        self.subs.remove(&msg.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actors::health::Registry;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    /// A subscriber on its own arbiter that takes 1 ms per event.
+    struct Slow(Arc<Mutex<Vec<BusEvent>>>);
+    impl Actor for Slow {
+        type Context = Context<Self>;
+    }
+    impl Handler<BusEvent> for Slow {
+        type Result = ();
+        fn handle(&mut self, ev: BusEvent, _ctx: &mut Context<Self>) {
+            std::thread::sleep(Duration::from_millis(1));
+            self.0.lock().unwrap().push(ev);
+        }
+    }
+
+    #[test]
+    fn a_slow_subscriber_gets_a_dropped_marker_then_newer_events() {
+        let sys = System::new();
+        sys.block_on(async {
+            let reg = Arc::new(Registry::default()).register("event_bus", "t", None);
+            let bus = EventBus::new(None, vec![], reg).start();
+            let got = Arc::new(Mutex::new(Vec::new()));
+            let arb = Arbiter::new();
+            let g = got.clone();
+            let slow = Slow::start_in_arbiter(&arb.handle(), move |_| Slow(g));
+            bus.send(Subscribe {
+                channel: "user.t".into(),
+                sub: slow.recipient(),
+            })
+            .await
+            .unwrap();
+            let n = 1100u64;
+            for i in 0..n {
+                bus.do_send(Publish {
+                    channel: "user.t".into(),
+                    payload: json!(i),
+                });
+            }
+            // Wait for the marker, then publish one more.
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while !got
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|e| e.payload.get("dropped").is_some())
+            {
+                assert!(std::time::Instant::now() < deadline, "no marker");
+                actix_rt::time::sleep(Duration::from_millis(5)).await;
+            }
+            bus.send(Publish {
+                channel: "user.t".into(),
+                payload: json!("late"),
+            })
+            .await
+            .unwrap();
+            while got.lock().unwrap().last().map(|e| &e.payload) != Some(&json!("late")) {
+                assert!(std::time::Instant::now() < deadline, "no late event");
+                actix_rt::time::sleep(Duration::from_millis(5)).await;
+            }
+            let got = got.lock().unwrap().clone();
+            let marker_at = got
+                .iter()
+                .position(|e| e.payload.get("dropped").is_some())
+                .unwrap();
+            let delivered = &got[..marker_at];
+            // Contiguous from 0, at most the queue plus the one in flight.
+            for (i, e) in delivered.iter().enumerate() {
+                assert_eq!(e.seq, i as u64);
+            }
+            assert!(delivered.len() <= QUEUE + 1, "{}", delivered.len());
+            let m = &got[marker_at];
+            assert_eq!(m.seq, n - 1);
+            assert_eq!(m.payload["latest_seq"], json!(n - 1));
+            assert_eq!(
+                m.payload["dropped"],
+                json!(n - delivered.len() as u64),
+                "every event is delivered or counted"
+            );
+            assert_eq!(got.len(), marker_at + 2);
+            assert_eq!(got[marker_at + 1].seq, n);
+            // The ring keeps the last RING events; limit keeps the newest.
+            let all = bus
+                .send(ReadEvents {
+                    channel: "user.t".into(),
+                    since: None,
+                    limit: None,
+                })
+                .await
+                .unwrap();
+            assert_eq!(all.len(), RING);
+            assert_eq!(all.last().unwrap().seq, n);
+            let tail = bus
+                .send(ReadEvents {
+                    channel: "user.t".into(),
+                    since: Some(n - 10),
+                    limit: Some(3),
+                })
+                .await
+                .unwrap();
+            let seqs: Vec<u64> = tail.iter().map(|e| e.seq).collect();
+            assert_eq!(seqs, vec![n - 2, n - 1, n]);
+            arb.stop();
+        });
+    }
+}

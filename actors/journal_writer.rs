@@ -1,0 +1,629 @@
+//! The JournalWriter actor: the daemon's face of the journal (contract §6).
+//!
+//! It owns the one [`journal::JournalWriter`] (the group-commit writer thread, the only redb
+//! writer) and answers reads (`journal.query`, `blob.get`, persisted transcript values) on
+//! blocking threads, never on its arbiter. Session worker threads submit their exec records
+//! straight onto the writer's queue through [`Services`] (they are not arbiter threads, and a
+//! batched submit only queues), so the exec hot path pays no actor hop. A 1 s tick refreshes
+//! the store counters shown by `daemon.status`.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix::prelude::*;
+use base64::Engine as _;
+use serde_json::{json, Value as Json};
+
+use super::event_bus::{EventBus, Publish};
+use super::health::Registration;
+use crate::journal::{
+    self, Cwd, Entry, EntryId, Finish, JournalError, NewEntry, Op, OutputData, OutputKind, Query,
+    Scope, StoreStats,
+};
+use crate::value::{ShoalError, Value};
+
+type Writer = journal::JournalWriter;
+
+/// What connections and sessions need of the journal and the bus (cheap to clone).
+#[derive(Clone)]
+pub struct Services {
+    pub journal: Addr<JournalWriter>,
+    pub bus: Addr<EventBus>,
+    pub writer: Arc<Writer>,
+    store_stats: Arc<Mutex<Option<StoreStats>>>,
+    /// What journaling cost the last execs (ns, newest last): encoding, submit, events.
+    overhead: Arc<Mutex<VecDeque<u64>>>,
+}
+
+/// Exec overhead samples kept for `daemon.status`.
+const OVERHEAD_SAMPLES: usize = 1024;
+
+impl std::fmt::Debug for Services {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Services")
+            .field("store", self.writer.store())
+            .finish()
+    }
+}
+
+impl Services {
+    /// Journal figures for `daemon.status` (store counters refreshed every second).
+    pub fn status_json(&self) -> Json {
+        let w = self.writer.stats();
+        let s = *self.store_stats.lock().unwrap_or_else(|p| p.into_inner());
+        let (p50, p99) = {
+            let mut v: Vec<u64> = self
+                .overhead
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .copied()
+                .collect();
+            v.sort_unstable();
+            let pct = |p: f64| {
+                (!v.is_empty()).then(|| v[((v.len() - 1) as f64 * p).round() as usize] as f64 / 1e3)
+            };
+            (pct(0.5), pct(0.99))
+        };
+        json!({
+            "exec_overhead_p50_us": p50,
+            "exec_overhead_p99_us": p99,
+            "path": self.writer.store().path().display().to_string(),
+            "durability": w.durability,
+            "flush_ms": self.writer.config().flush_ms,
+            "entries": s.map(|s| s.entries),
+            "bytes": s.map(|s| s.bytes),
+            "blobs": s.map(|s| s.blobs),
+            "file_bytes": s.map(|s| s.file_bytes),
+            "queued": w.queued,
+            "commits": w.commits,
+            "committed_ops": w.committed_ops,
+            "failed_commits": w.failed_commits,
+            "last_commit_us": w.last_commit_us,
+            "last_commit_ops": w.last_commit_ops,
+            "last_commit_at": w.last_commit_at,
+            "last_error": w.last_error,
+        })
+    }
+}
+
+pub struct JournalWriter {
+    writer: Arc<Writer>,
+    store_stats: Arc<Mutex<Option<StoreStats>>>,
+    reg: Registration,
+}
+
+impl JournalWriter {
+    /// Start the actor and bundle the services (the bus must already run).
+    pub fn start_services(writer: Arc<Writer>, bus: Addr<EventBus>, reg: Registration) -> Services {
+        let store_stats = Arc::new(Mutex::new(writer.store().stats().ok()));
+        let journal = JournalWriter {
+            writer: writer.clone(),
+            store_stats: store_stats.clone(),
+            reg,
+        }
+        .start();
+        Services {
+            journal,
+            bus,
+            writer,
+            store_stats,
+            overhead: Arc::new(Mutex::new(VecDeque::with_capacity(OVERHEAD_SAMPLES))),
+        }
+    }
+
+    fn refresh(&mut self, _ctx: &mut Context<Self>) {
+        let w = self.writer.clone();
+        let cache = self.store_stats.clone();
+        let stats = self.reg.stats.clone();
+        actix_rt::spawn(async move {
+            match tokio::task::spawn_blocking(move || w.store().stats()).await {
+                Ok(Ok(s)) => *cache.lock().unwrap_or_else(|p| p.into_inner()) = Some(s),
+                Ok(Err(e)) => stats.set_error(format!("journal stats: {e}")),
+                Err(e) => stats.set_error(format!("journal stats: {e}")),
+            }
+        });
+        if let Some(e) = self.writer.stats().last_error {
+            self.reg.stats.set_error(e);
+        }
+    }
+
+    /// Run `f` against the writer on a blocking thread.
+    fn blocking<T, F>(&mut self, f: F) -> ResponseFuture<Result<T, JournalError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Writer) -> Result<T, JournalError> + Send + 'static,
+    {
+        self.reg.stats.handled();
+        let w = self.writer.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || f(&w))
+                .await
+                .unwrap_or_else(|e| Err(JournalError::Storage(format!("journal read failed: {e}"))))
+        })
+    }
+}
+
+impl Actor for JournalWriter {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(256);
+        ctx.run_interval(Duration::from_secs(1), |act, ctx| act.refresh(ctx));
+    }
+}
+
+/// `journal.query` (read-your-writes).
+#[derive(Message)]
+#[rtype(result = "Result<Vec<Entry>, JournalError>")]
+pub struct QueryJournal {
+    pub query: Query,
+    pub scope: Scope,
+}
+
+impl Handler<QueryJournal> for JournalWriter {
+    type Result = ResponseFuture<Result<Vec<Entry>, JournalError>>;
+
+    fn handle(&mut self, msg: QueryJournal, _ctx: &mut Context<Self>) -> Self::Result {
+        self.blocking(move |w| w.query(&msg.query, &msg.scope))
+    }
+}
+
+/// One entry by id.
+#[derive(Message)]
+#[rtype(result = "Result<Option<Entry>, JournalError>")]
+pub struct GetEntry {
+    pub id: EntryId,
+}
+
+impl Handler<GetEntry> for JournalWriter {
+    type Result = ResponseFuture<Result<Option<Entry>, JournalError>>;
+
+    fn handle(&mut self, msg: GetEntry, _ctx: &mut Context<Self>) -> Self::Result {
+        self.blocking(move |w| {
+            w.sync_visible()?;
+            w.store().get_entry(msg.id)
+        })
+    }
+}
+
+/// Bytes of a content-store blob (`HEX` or `blake3:HEX`).
+#[derive(Message)]
+#[rtype(result = "Result<Option<Vec<u8>>, JournalError>")]
+pub struct GetBlob {
+    pub hash: String,
+}
+
+impl Handler<GetBlob> for JournalWriter {
+    type Result = ResponseFuture<Result<Option<Vec<u8>>, JournalError>>;
+
+    fn handle(&mut self, msg: GetBlob, _ctx: &mut Context<Self>) -> Self::Result {
+        self.blocking(move |w| {
+            w.sync_visible()?;
+            w.store().blob_get(&msg.hash)
+        })
+    }
+}
+
+/// A persisted transcript value: `out:n` of `session` as (tagged wire JSON, full render).
+#[derive(Message)]
+#[rtype(result = "Result<Option<(Json, String)>, JournalError>")]
+pub struct TranscriptValue {
+    pub session: String,
+    pub n: u64,
+}
+
+impl Handler<TranscriptValue> for JournalWriter {
+    type Result = ResponseFuture<Result<Option<(Json, String)>, JournalError>>;
+
+    fn handle(&mut self, msg: TranscriptValue, _ctx: &mut Context<Self>) -> Self::Result {
+        self.blocking(move |w| {
+            w.sync_visible()?;
+            let store = w.store();
+            let Some(row) = store.transcript_get(&msg.session, msg.n)? else {
+                return Ok(None);
+            };
+            let Some(vref) = row.value else {
+                return Ok(None);
+            };
+            if !vref.stored {
+                return Err(JournalError::Invalid(format!(
+                    "out:{} ({} bytes) exceeded the journal's size cap and was not kept",
+                    msg.n, vref.len
+                )));
+            }
+            let Some(bytes) = store.blob_get(&vref.hash)? else {
+                return Ok(None);
+            };
+            let wire: Json = serde_json::from_slice(&bytes).map_err(|e| {
+                JournalError::Corrupt(format!("stored value of out:{}: {e}", msg.n))
+            })?;
+            let render = match row.render {
+                Some(r) => store
+                    .blob_get(&r.hash)?
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default(),
+                None => String::new(),
+            };
+            Ok(Some((wire, render)))
+        })
+    }
+}
+
+/// Commit everything durably (shutdown, tests).
+#[derive(Message)]
+#[rtype(result = "Result<(), JournalError>")]
+pub struct FlushJournal;
+
+impl Handler<FlushJournal> for JournalWriter {
+    type Result = ResponseFuture<Result<(), JournalError>>;
+
+    fn handle(&mut self, _msg: FlushJournal, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let sent = self.writer.flush_with(Box::new(move |r| {
+            let _ = tx.send(r);
+        }));
+        Box::pin(async move {
+            sent?;
+            rx.await.unwrap_or(Err(JournalError::WriterGone))
+        })
+    }
+}
+
+/// The principal of local same-uid connections.
+pub fn local_principal() -> String {
+    format!("uid:{}", crate::paths::euid())
+}
+
+/// Contract §6: the local human sees every entry, any other principal its own.
+pub fn scope_for(principal: &str) -> Scope {
+    if principal == local_principal() {
+        Scope::All
+    } else {
+        Scope::Principal(principal.to_string())
+    }
+}
+
+/// `blob.get` result: `{hash, value}`, the blob parsed as JSON when it parses, else
+/// `{"$":"bytes","len":N,"v":base64}`.
+pub fn blob_json(hash: &str, bytes: &[u8]) -> Json {
+    let value = serde_json::from_slice::<Json>(bytes).unwrap_or_else(|_| {
+        json!({"$": "bytes", "len": bytes.len(),
+               "v": base64::engine::general_purpose::STANDARD.encode(bytes)})
+    });
+    json!({"hash": hash.strip_prefix("blake3:").unwrap_or(hash), "value": value})
+}
+
+/// What a finished exec hands to the journal.
+pub enum Ran<'a> {
+    Value {
+        value: &'a Value,
+        wire: &'a Json,
+        /// The full, unbounded render (stored).
+        render: &'a str,
+        /// The bounded render of the response (the `render` event).
+        bounded: &'a str,
+    },
+    Raised {
+        error: &'a ShoalError,
+    },
+}
+
+/// One exec, as journaled.
+pub struct ExecRecord<'a> {
+    pub session: &'a str,
+    pub principal: &'a str,
+    pub cwd: &'a Path,
+    pub src: &'a str,
+    /// start, ns since the epoch.
+    pub ts: i64,
+    pub dur_ns: i64,
+    /// Its `out:N`.
+    pub n: u64,
+    pub ran: Ran<'a>,
+}
+
+/// Largest stdout/stderr read back from a spill file for the journal.
+const MAX_STREAM_BYTES: usize = 64 << 20;
+
+fn cwd_of(p: &Path) -> Cwd {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = p.as_os_str().as_bytes();
+    Cwd {
+        display: p.display().to_string(),
+        raw: std::str::from_utf8(bytes)
+            .is_err()
+            .then(|| base64::engine::general_purpose::STANDARD.encode(bytes)),
+    }
+}
+
+fn tagged_str(s: &str) -> Json {
+    json!({"$": "str", "v": s})
+}
+
+/// `session.transcript` summary of a value.
+fn summary(v: &Value) -> Json {
+    let mut m = serde_json::Map::new();
+    m.insert("type".into(), tagged_str(v.type_name()));
+    match v {
+        Value::Outcome(o) => {
+            m.insert("ok".into(), json!({"$": "bool", "v": o.ok}));
+            m.insert("cmd".into(), tagged_str(&o.cmd));
+        }
+        Value::List(l) => {
+            m.insert("n".into(), json!({"$": "int", "v": l.len()}));
+        }
+        Value::Table(t) => {
+            m.insert("n".into(), json!({"$": "int", "v": t.len()}));
+        }
+        _ => {}
+    }
+    json!({"$": "record", "v": m})
+}
+
+/// Journal one exec and publish its events (`journal` → `session.transcript` → `render`).
+/// Runs on the session's worker thread (never an arbiter): in immediate mode it waits for the
+/// commit, in batched mode it only queues. Returns the entry id.
+pub fn record_exec(svc: &Services, r: ExecRecord<'_>) -> Result<EntryId, JournalError> {
+    let t0 = Instant::now();
+    let id = record(svc, r);
+    let ns = t0.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+    let mut o = svc.overhead.lock().unwrap_or_else(|p| p.into_inner());
+    if o.len() >= OVERHEAD_SAMPLES {
+        o.pop_front();
+    }
+    o.push_back(ns);
+    id
+}
+
+fn record(svc: &Services, r: ExecRecord<'_>) -> Result<EntryId, JournalError> {
+    let (ok, status, outputs) = match &r.ran {
+        Ran::Value {
+            value,
+            wire,
+            render,
+            ..
+        } => {
+            let mut outputs = vec![
+                OutputData::new(
+                    OutputKind::Value,
+                    serde_json::to_vec(wire).unwrap_or_default(),
+                ),
+                OutputData::new(OutputKind::Render, render.as_bytes()),
+            ];
+            if let Value::Outcome(o) = value {
+                outputs.push(OutputData::new(
+                    OutputKind::Stdout,
+                    o.stdout.head(MAX_STREAM_BYTES).into_owned(),
+                ));
+                outputs.push(OutputData::new(
+                    OutputKind::Stderr,
+                    o.stderr.head(MAX_STREAM_BYTES).into_owned(),
+                ));
+            }
+            (true, Some(0), outputs)
+        }
+        Ran::Raised { error } => {
+            let wire = crate::proto::wire::error(error);
+            let mut outputs = vec![
+                OutputData::new(
+                    OutputKind::Value,
+                    serde_json::to_vec(&wire).unwrap_or_default(),
+                ),
+                OutputData::new(OutputKind::Render, error.msg.as_bytes()),
+            ];
+            if let Some(e) = &error.stderr {
+                outputs.push(OutputData::new(OutputKind::Stderr, e.to_vec()));
+            }
+            (false, Some(error.status.unwrap_or(1)), outputs)
+        }
+    };
+    let op = Op::Record {
+        id: None,
+        entry: NewEntry {
+            session: r.session.to_string(),
+            principal: r.principal.to_string(),
+            ts: r.ts,
+            cwd: cwd_of(r.cwd),
+            src: r.src.to_string(),
+            ast: None,
+            effects: Vec::new(),
+            opaque: false,
+        },
+        finish: Finish {
+            dur_ns: r.dur_ns,
+            status,
+            ok,
+            outputs,
+            transcript: Some(r.n),
+        },
+    };
+    let id = svc
+        .writer
+        .submit_wait(op)?
+        .ok_or_else(|| JournalError::Invalid("the journal allocated no entry id".into()))?;
+    svc.bus.do_send(Publish {
+        channel: "journal".into(),
+        payload: json!({"$": "record", "v": {
+            "entry_id": {"$": "int", "v": id},
+            "head": tagged_str(journal::head_of(r.src)),
+            "ok": {"$": "bool", "v": ok},
+            "principal": tagged_str(r.principal),
+        }}),
+    });
+    if let Ran::Value { value, bounded, .. } = &r.ran {
+        let reference = crate::proto::kernel::ref_name(r.n);
+        svc.bus.do_send(Publish {
+            channel: "session.transcript".into(),
+            payload: json!({"$": "record", "v": {
+                "n": {"$": "int", "v": r.n},
+                "ref": tagged_str(&reference),
+                "summary": summary(value),
+            }}),
+        });
+        svc.bus.do_send(Publish {
+            channel: "render".into(),
+            payload: json!({"$": "record", "v": {
+                "ref": tagged_str(&reference),
+                "render": tagged_str(bounded),
+            }}),
+        });
+    }
+    Ok(id)
+}
+
+/// Rebuild a value from its tagged wire JSON (values restored from the journal after a
+/// restart), so `value.get` paths, slices and elision work on them. `None` for kinds that do
+/// not round-trip (datetimes, closures, streams, ...): the caller answers with the stored JSON.
+pub fn revive(j: &Json) -> Option<Value> {
+    use crate::value::{ErrorCode, Outcome, OutputBytes, Record};
+    let v = j.get("v");
+    Some(match j.get("$")?.as_str()? {
+        "null" => Value::Null,
+        "bool" => Value::Bool(v?.as_bool()?),
+        "int" => Value::Int(v?.as_i64()?),
+        "float" => Value::Float(v?.as_f64().unwrap_or(f64::NAN)),
+        "str" => Value::Str(Arc::from(v?.as_str()?)),
+        "size" => Value::Size(v?.as_u64()?),
+        "duration" => Value::Duration(v?.as_i64()?),
+        "bytes" => Value::Bytes(OutputBytes::from(
+            base64::engine::general_purpose::STANDARD
+                .decode(v?.as_str()?)
+                .ok()?,
+        )),
+        "path" => {
+            let p = match j.get("raw").and_then(Json::as_str) {
+                Some(raw) => {
+                    use std::os::unix::ffi::OsStringExt;
+                    let b = base64::engine::general_purpose::STANDARD.decode(raw).ok()?;
+                    std::path::PathBuf::from(std::ffi::OsString::from_vec(b))
+                }
+                None => std::path::PathBuf::from(v?.as_str()?),
+            };
+            Value::Path(Arc::new(p))
+        }
+        "list" => Value::List(Arc::new(
+            v?.as_array()?
+                .iter()
+                .map(revive)
+                .collect::<Option<Vec<_>>>()?,
+        )),
+        "record" => {
+            let mut r = Record::new();
+            for (k, x) in v?.as_object()? {
+                r.insert(k.clone(), revive(x)?);
+            }
+            Value::Record(Arc::new(r))
+        }
+        "table" => {
+            let cols = j.get("cols")?.as_object()?;
+            let n = j.get("n")?.as_u64()? as usize;
+            let mut rows: Vec<Record> = (0..n).map(|_| Record::new()).collect();
+            for (k, cells) in cols {
+                let cells = cells.as_array()?;
+                for (row, cell) in rows.iter_mut().zip(cells) {
+                    row.insert(k.clone(), revive(cell)?);
+                }
+            }
+            Value::Table(Arc::new(rows.into_iter().map(Arc::new).collect()))
+        }
+        "outcome" => {
+            let out = revive(j.get("out")?)?;
+            let stdout = match &out {
+                Value::Str(s) => OutputBytes::from(&**s),
+                _ => OutputBytes::from(&b""[..]),
+            };
+            Value::Outcome(Arc::new(Outcome {
+                status: j.get("status").and_then(Json::as_i64),
+                ok: j.get("ok")?.as_bool()?,
+                signal: j.get("signal").and_then(Json::as_str).map(str::to_string),
+                dur_ns: j.get("dur_ns").and_then(Json::as_i64).unwrap_or(0),
+                pid: j.get("pid").and_then(Json::as_u64).unwrap_or(0) as u32,
+                cmd: j
+                    .get("cmd")
+                    .and_then(Json::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                stdout,
+                stderr: OutputBytes::from(j.get("err").and_then(Json::as_str).unwrap_or("")),
+                out: Some(out),
+            }))
+        }
+        "error" => {
+            use ErrorCode::*;
+            let code = j.get("code")?.as_str()?;
+            let code = [
+                ParseError,
+                TypeError,
+                ArgError,
+                UndefinedVar,
+                FieldMissing,
+                IndexRange,
+                DivZero,
+                Overflow,
+                Utf8Error,
+                NotFound,
+                CmdFailed,
+                NoMatches,
+                FeedError,
+                AssertFailed,
+                RecursionLimit,
+                StreamConsumed,
+                StreamUnbounded,
+                ChannelClosed,
+                Timeout,
+                IoError,
+                Permission,
+                NetError,
+                RunnerNotFound,
+                SpawnDenied,
+                Cancelled,
+            ]
+            .into_iter()
+            .find(|c| c.as_str() == code)
+            .unwrap_or(Custom);
+            let mut e = ShoalError::new(code, j.get("msg")?.as_str()?);
+            e.hint = j.get("hint").and_then(Json::as_str).map(str::to_string);
+            e.stderr = j
+                .get("stderr")
+                .and_then(Json::as_str)
+                .map(|s| Arc::from(s.as_bytes()));
+            Value::Error(Arc::new(e))
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::wire;
+
+    #[test]
+    fn revive_round_trips_plain_values() {
+        let mut r = crate::value::Record::new();
+        r.insert("a".into(), Value::Int(3));
+        r.insert("b".into(), Value::Str(Arc::from("x")));
+        let v = Value::List(Arc::new(vec![
+            Value::Null,
+            Value::Bool(true),
+            Value::Float(1.5),
+            Value::Size(10),
+            Value::Record(Arc::new(r.clone())),
+            Value::Table(Arc::new(vec![Arc::new(r)])),
+        ]));
+        let w = wire::encode(&v);
+        assert_eq!(wire::encode(&revive(&w).unwrap()), w);
+        assert!(revive(&json!({"$": "closure", "repr": "fn f()"})).is_none());
+    }
+
+    #[test]
+    fn blob_json_parses_or_base64s() {
+        assert_eq!(blob_json("blake3:ab", b"{\"x\":1}")["value"]["x"], json!(1));
+        assert_eq!(blob_json("ab", b"\xff")["value"]["len"], json!(1));
+        assert_eq!(blob_json("blake3:ab", b"1")["hash"], json!("ab"));
+    }
+}
