@@ -628,3 +628,21 @@ fn stderr_is_bounded_and_journal_is_subscribable() {
     assert_eq!(note["params"]["uri"], json!("shoal://journal"));
     m.ok("resources/unsubscribe", json!({"uri": "shoal://journal"}));
 }
+
+#[test]
+fn a_call_in_flight_is_answered_after_the_client_stops_sending() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut m = Mcp::open(&d, "t");
+    let id = m.send_req(
+        "tools/call",
+        json!({"name": "shoal_exec", "arguments": {"src": "sleep 200ms\n6 * 7"}}),
+    );
+    m.c.stream.shutdown(std::net::Shutdown::Write).unwrap();
+    let r = m.wait_id(id);
+    assert_eq!(
+        r["result"]["structuredContent"]["value"],
+        json!({"$": "int", "v": 42}),
+        "{r}"
+    );
+}

@@ -205,6 +205,36 @@ impl Scope {
         })
     }
 
+    /// A child scope of `parent`, reusing a pooled allocation when there is one
+    /// (call frames are created and dropped once per call).
+    pub fn child_from_pool(pool: &mut Vec<ScopeRef>, parent: &ScopeRef) -> ScopeRef {
+        while let Some(mut s) = pool.pop() {
+            if let Some(m) = Arc::get_mut(&mut s) {
+                m.parent = Some(parent.clone());
+                return s;
+            }
+        }
+        Scope::child(parent)
+    }
+
+    /// Give a finished call frame back to the pool, unless something (a
+    /// closure made inside the call) still holds it.
+    pub fn recycle(pool: &mut Vec<ScopeRef>, mut s: ScopeRef) {
+        const POOL_MAX: usize = 64;
+        if pool.len() >= POOL_MAX {
+            return;
+        }
+        if let Some(m) = Arc::get_mut(&mut s) {
+            m.parent = None;
+            let t = match m.vars.get_mut() {
+                Ok(t) => t,
+                Err(p) => p.into_inner(),
+            };
+            *t = Table::default();
+            pool.push(s);
+        }
+    }
+
     fn table(&self) -> MutexGuard<'_, Table> {
         // A poisoned lock only means a panic happened while it was held; the
         // table itself is still consistent (every mutation is a single insert).

@@ -215,6 +215,11 @@ pub struct Args {
 pub trait Host {
     /// Call a callable value (closure) with positional arguments.
     fn call(&mut self, f: &Value, args: Vec<Value>) -> SResult<Value>;
+    /// Call with one argument (the hot path of `map`, `where`, `sort_by`...);
+    /// hosts may override it to skip building an argument vector.
+    fn call1(&mut self, f: &Value, arg: Value) -> SResult<Value> {
+        self.call(f, vec![arg])
+    }
     /// The session's current directory (relative paths resolve against it).
     fn cwd(&self) -> &Path;
     /// The session environment (for `os.env()`).

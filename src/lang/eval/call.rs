@@ -118,18 +118,56 @@ impl Interp {
         }
         self.check_stack()?;
         let def = &c.def;
-        let fscope = Scope::child(&c.env);
+        let fscope = Scope::child_from_pool(&mut self.scope_pool, &c.env);
         self.depth += 1;
         self.fn_depth += 1;
         let r = match self.bind_params(def, &fscope, pos, named) {
-            Ok(()) => match &def.body {
-                FnBody::Block(b) => self.eval_stmts_in(&b.stmts, &fscope, Pos::Value),
-                FnBody::Expr(e) => self.eval_expr(e, &fscope, Pos::Value),
-            },
+            Ok(()) => self.eval_body(def, &fscope),
             Err(e) => Err(e),
         };
         self.depth -= 1;
         self.fn_depth -= 1;
+        Scope::recycle(&mut self.scope_pool, fscope);
+        Self::finish_call(r)
+    }
+
+    /// `call_closure` with one positional argument, without an argument vector.
+    pub(crate) fn call_closure1(&mut self, c: &Arc<Closure>, arg: Value) -> EResult<Value> {
+        let def = &c.def;
+        let simple = def.params.len() == 1
+            && def.rest.is_none()
+            && list_elem(def.params[0].ty.as_ref()).is_none();
+        if !simple {
+            return self.call_closure(c, vec![arg], Vec::new());
+        }
+        self.check_cancel()?;
+        if self.depth >= MAX_DEPTH {
+            return Err(ShoalError::new(
+                ErrorCode::RecursionLimit,
+                format!("maximum call depth of {MAX_DEPTH} exceeded"),
+            )
+            .into());
+        }
+        self.check_stack()?;
+        let fscope = Scope::child_from_pool(&mut self.scope_pool, &c.env);
+        fscope.define(&def.params[0].name, arg, false, true);
+        self.depth += 1;
+        self.fn_depth += 1;
+        let r = self.eval_body(def, &fscope);
+        self.depth -= 1;
+        self.fn_depth -= 1;
+        Scope::recycle(&mut self.scope_pool, fscope);
+        Self::finish_call(r)
+    }
+
+    fn eval_body(&mut self, def: &FnDef, fscope: &ScopeRef) -> EResult<Value> {
+        match &def.body {
+            FnBody::Block(b) => self.eval_stmts_in(&b.stmts, fscope, Pos::Value),
+            FnBody::Expr(e) => self.eval_expr(e, fscope, Pos::Value),
+        }
+    }
+
+    fn finish_call(r: EResult<Value>) -> EResult<Value> {
         match r {
             Ok(v) | Err(Ctl::Return(v)) => Ok(v),
             Err(Ctl::Break) => Err(ShoalError::custom("`break` outside a loop").into()),
@@ -506,7 +544,7 @@ impl Interp {
             }
             match self.call_value(&thunk, vec![], vec![]) {
                 Ok(v) => return Ok(v),
-                Err(Ctl::Err(e)) if self.catchable(&e) => last = Some(e),
+                Err(Ctl::Err(e)) if self.catchable(&e) => last = Some(*e),
                 Err(other) => return Err(other),
             }
         }
@@ -544,7 +582,7 @@ impl Interp {
             match self.call_value(&t, vec![], vec![]) {
                 Ok(v) => out.push(v),
                 Err(Ctl::Err(e)) if settle && self.catchable(&e) => {
-                    out.push(Value::Error(Arc::new(e)))
+                    out.push(Value::Error(Arc::new(*e)))
                 }
                 Err(other) => return Err(other),
             }

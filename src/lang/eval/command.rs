@@ -1130,7 +1130,7 @@ impl Interp {
         match child.eval_stmts_top(&prog.stmts, &g, Pos::Stmt) {
             Ok(v) => Ok(v),
             Err(Ctl::Exit) => Ok(Value::Null),
-            Err(c) => Err(Ctl::Err(child.ctl_to_err(c))),
+            Err(c) => Err(Ctl::Err(Box::new(child.ctl_to_err(c)))),
         }
     }
 

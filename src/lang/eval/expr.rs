@@ -124,7 +124,7 @@ impl Interp {
                 Err(Ctl::Err(err)) if self.catchable(&err) => {
                     let s = Scope::child(scope);
                     if let Some(n) = name {
-                        s.define(n, Value::Error(Arc::new(err)), false, true);
+                        s.define(n, Value::Error(Arc::new(*err)), false, true);
                     }
                     self.eval_block(handler, &s, Pos::Value)
                 }
@@ -138,7 +138,7 @@ impl Interp {
                 Err(Ctl::Err(err)) if self.catchable(&err) => {
                     let s = Scope::child(scope);
                     if let Some(n) = name {
-                        s.define(n, Value::Error(Arc::new(err)), false, true);
+                        s.define(n, Value::Error(Arc::new(*err)), false, true);
                     }
                     self.eval_expr(handler, &s, Pos::Value)
                 }

@@ -51,7 +51,9 @@ pub const EVAL_STACK: usize = if cfg!(debug_assertions) {
 /// Non-local exits: errors and control flow.
 #[derive(Debug)]
 pub enum Ctl {
-    Err(ShoalError),
+    /// Boxed: an `EResult` travels through every `eval_expr` return, and a
+    /// full error inline would make each of those results several times larger.
+    Err(Box<ShoalError>),
     Return(Value),
     Break,
     Continue,
@@ -61,7 +63,7 @@ pub enum Ctl {
 
 impl From<ShoalError> for Ctl {
     fn from(e: ShoalError) -> Ctl {
-        Ctl::Err(e)
+        Ctl::Err(Box::new(e))
     }
 }
 
@@ -115,6 +117,8 @@ pub struct Interp {
     pub(crate) visit_tick: u64,
     /// Receives the values of non-final top-level statements.
     pub sink: Option<StatementSink>,
+    /// Call-frame scopes that no closure captured, kept for reuse.
+    pub(crate) scope_pool: Vec<ScopeRef>,
 }
 
 fn stack_addr() -> usize {
@@ -146,6 +150,7 @@ impl Interp {
             child_pid: Arc::default(),
             visited: Vec::new(),
             visit_tick: 0,
+            scope_pool: Vec::new(),
         }
     }
 
@@ -210,7 +215,7 @@ impl Interp {
     /// carry errors (value-method callbacks, task results).
     pub(crate) fn ctl_to_err(&mut self, c: Ctl) -> ShoalError {
         match c {
-            Ctl::Err(e) => e,
+            Ctl::Err(e) => *e,
             Ctl::Exit => {
                 self.exit_requested = true;
                 ShoalError::custom("exit")
@@ -227,7 +232,7 @@ impl Interp {
         if self.exit_requested {
             Ctl::Exit
         } else {
-            Ctl::Err(e)
+            Ctl::Err(Box::new(e))
         }
     }
 
@@ -308,6 +313,13 @@ impl Host for Interp {
             Ok(v) => Ok(v),
             Err(c) => Err(self.ctl_to_err(c)),
         }
+    }
+    fn call1(&mut self, f: &Value, arg: Value) -> SResult<Value> {
+        let r = match f {
+            Value::Closure(c) => self.call_closure1(c, arg),
+            _ => self.call_value(f, vec![arg], Vec::new()),
+        };
+        r.map_err(|c| self.ctl_to_err(c))
     }
     fn cwd(&self) -> &Path {
         &self.cwd

@@ -14,7 +14,7 @@ impl Interp {
         self.check_stack()?;
         let r = self.eval_stmt_inner(st, scope, pos);
         match r {
-            Err(Ctl::Err(e)) => Err(Ctl::Err(e.with_span(st.span))),
+            Err(Ctl::Err(e)) => Err(Ctl::Err(Box::new(e.with_span(st.span)))),
             other => other,
         }
     }
@@ -276,7 +276,7 @@ impl Interp {
         let mscope = child.globals.clone();
         match child.eval_stmts_top(&prog.stmts, &mscope, Pos::Stmt) {
             Ok(_) | Err(Ctl::Exit) => {}
-            Err(c) => return Err(Ctl::Err(child.ctl_to_err(c))),
+            Err(c) => return Err(Ctl::Err(Box::new(child.ctl_to_err(c)))),
         }
         let mut exports = Record::new();
         for st in &prog.stmts {

@@ -198,7 +198,7 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
             let mut out = Vec::with_capacity(c.len());
             for (i, x) in c.iter().enumerate() {
                 interrupt_every(host, i)?;
-                out.push(host.call(f, vec![x])?);
+                out.push(host.call1(f, x)?);
             }
             Value::list(out)
         }
@@ -207,7 +207,7 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
             let mut out = Vec::new();
             for (i, x) in c.iter().enumerate() {
                 interrupt_every(host, i)?;
-                if ops::truth(&host.call(f, vec![x.clone()])?)? {
+                if ops::truth(&host.call1(f, x.clone())?)? {
                     out.push(x);
                 }
             }
@@ -217,7 +217,7 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
             let f = func(args, name)?;
             for (i, x) in c.iter().enumerate() {
                 interrupt_every(host, i)?;
-                host.call(f, vec![x])?;
+                host.call1(f, x)?;
             }
             Value::Null
         }
@@ -236,7 +236,7 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
             let f = func(args, name)?;
             for (i, x) in c.iter().enumerate() {
                 interrupt_every(host, i)?;
-                let t = ops::truth(&host.call(f, vec![x.clone()])?)?;
+                let t = ops::truth(&host.call1(f, x.clone())?)?;
                 match (name, t) {
                     ("any", true) => return Ok(Some(Value::Bool(true))),
                     ("all", false) => return Ok(Some(Value::Bool(false))),
@@ -255,7 +255,7 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
             let mut out = Vec::new();
             for (i, x) in c.iter().enumerate() {
                 interrupt_every(host, i)?;
-                let r = host.call(f, vec![x])?;
+                let r = host.call1(f, x)?;
                 extend_from(&mut out, &r, "flat_map")?;
             }
             Value::list(out)
@@ -273,7 +273,7 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
                     let mut keyed = Vec::with_capacity(c.len());
                     for (i, x) in c.iter().enumerate() {
                         interrupt_every(host, i)?;
-                        keyed.push((host.call(f, vec![x.clone()])?, x));
+                        keyed.push((host.call1(f, x.clone())?, x));
                     }
                     let mut err = None;
                     keyed.sort_by(|a, b| match ops::compare(&a.0, &b.0) {
@@ -413,7 +413,7 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
                 std::collections::HashMap::new();
             for (i, x) in c.iter().enumerate() {
                 interrupt_every(host, i)?;
-                let k = host.call(f, vec![x.clone()])?;
+                let k = host.call1(f, x.clone())?;
                 let idx = match scalar_key(&k) {
                     Some(sk) => *fast.entry(sk).or_insert_with(|| {
                         groups.push((k.clone(), Vec::new()));
