@@ -301,7 +301,8 @@ pub fn blob_json(hash: &str, bytes: &[u8]) -> Json {
 pub enum Ran<'a> {
     Value {
         value: &'a Value,
-        wire: &'a Json,
+        /// The tagged wire JSON, already serialized.
+        wire: &'a [u8],
         /// The full, unbounded render (stored).
         render: &'a str,
         /// The bounded render of the response (the `render` event).
@@ -388,10 +389,7 @@ fn record(svc: &Services, r: ExecRecord<'_>) -> Result<EntryId, JournalError> {
             ..
         } => {
             let mut outputs = vec![
-                OutputData::new(
-                    OutputKind::Value,
-                    serde_json::to_vec(wire).unwrap_or_default(),
-                ),
+                OutputData::new(OutputKind::Value, wire.to_vec()),
                 OutputData::new(OutputKind::Render, render.as_bytes()),
             ];
             if let Value::Outcome(o) = value {

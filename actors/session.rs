@@ -21,8 +21,8 @@ use super::health::Registration;
 use super::journal_writer::{self, ExecRecord, Ran, Services};
 use super::msg::{Crash, Exec, ExecReply, SessionError};
 use crate::lang::{ExecError, Interrupter, Position, Session as LangSession, SessionOptions};
-use crate::proto::{bound, kernel, wire};
-use crate::value::Value;
+use crate::proto::{bound, elide, kernel, wire};
+use crate::value::{ShoalError, Value};
 
 /// State of a named session that outlives its Session actor.
 #[derive(Debug)]
@@ -85,6 +85,19 @@ impl SessionShared {
             None
         });
         let _ = self.base.set(last.unwrap_or(0));
+    }
+
+    /// The `n` the next [`push`](Self::push) will return.
+    pub fn peek_next(&self) -> u64 {
+        let t = self.transcript.lock().unwrap_or_else(|p| p.into_inner());
+        self.base() + t.len() as u64 + 1
+    }
+
+    /// Whether the journal is configured `immediate` (the reply waits for the commit).
+    pub fn immediate_durability(&self) -> bool {
+        self.services
+            .as_ref()
+            .is_some_and(|s| s.writer.config().durability == crate::journal::Durability::Immediate)
     }
 
     pub fn push(&self, v: Value) -> u64 {
@@ -234,18 +247,98 @@ fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>) {
     let mut lang: Option<LangSession> = None;
     while let Ok(job) = rx.recv() {
         shared.busy.store(true, Ordering::Relaxed);
-        let result = run_job(&shared, &mut lang, &job);
+        let (result, journal) = run_job(&shared, &mut lang, &job);
+        // With batched durability the client does not wait for the journal:
+        // reply first, then record (still on this thread, so entries keep the
+        // order of execs). With immediate durability the reply waits for the
+        // commit (contract §6).
+        if shared.immediate_durability() {
+            if let Some(j) = journal {
+                j.record(&shared);
+            }
+            let _ = job.reply.send(result);
+        } else {
+            let _ = job.reply.send(result);
+            if let Some(j) = journal {
+                j.record(&shared);
+            }
+        }
         shared.busy.store(false, Ordering::Relaxed);
-        let _ = job.reply.send(result);
     }
     tracing::debug!(session = %shared.name, "worker thread ends");
+}
+
+/// Items of a list or table rendered for the reply and the journal; past it
+/// the render says how many more there are.
+const RENDER_MAX_ITEMS: usize = 2000;
+
+/// What one exec leaves for the journal, recorded after or before the reply.
+struct PendingJournal {
+    n: u64,
+    src: String,
+    cwd: PathBuf,
+    ts: i64,
+    dur_ns: i64,
+    ran: PendingRan,
+}
+
+enum PendingRan {
+    Value {
+        value: Value,
+        render: String,
+        bounded: String,
+    },
+    Raised(ShoalError),
+}
+
+impl PendingJournal {
+    fn record(self, shared: &SessionShared) {
+        let Some(svc) = &shared.services else { return };
+        // The stored value is the full tagged encoding (refs survive restarts).
+        let wire;
+        let ran = match &self.ran {
+            PendingRan::Value {
+                value,
+                render,
+                bounded,
+            } => {
+                wire = match catch_unwind(AssertUnwindSafe(|| wire::encode_to_vec(value))) {
+                    Ok(w) => w,
+                    Err(p) => {
+                        tracing::error!(session = %shared.name, "encoding panicked: {}", panic_message(&p));
+                        return;
+                    }
+                };
+                Ran::Value {
+                    value,
+                    wire: &wire,
+                    render,
+                    bounded,
+                }
+            }
+            PendingRan::Raised(e) => Ran::Raised { error: e },
+        };
+        let rec = ExecRecord {
+            session: &shared.name,
+            principal: &journal_writer::local_principal(),
+            cwd: &self.cwd,
+            src: &self.src,
+            ts: self.ts,
+            dur_ns: self.dur_ns,
+            n: self.n,
+            ran,
+        };
+        if let Err(e) = journal_writer::record_exec(svc, rec) {
+            tracing::error!(session = %shared.name, "exec not journaled: {e}");
+        }
+    }
 }
 
 fn run_job(
     shared: &SessionShared,
     lang: &mut Option<LangSession>,
     job: &Job,
-) -> Result<ExecReply, SessionError> {
+) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
     if lang.is_none() {
         let opts = SessionOptions {
             cwd: shared.cwd.clone(),
@@ -264,16 +357,22 @@ fn run_job(
             Err(p) => {
                 let m = panic_message(&p);
                 tracing::error!(session = %shared.name, "language session failed to start: {m}");
-                return Err(SessionError::Internal(format!(
-                    "language session unavailable: {m}"
-                )));
+                return (
+                    Err(SessionError::Internal(format!(
+                        "language session unavailable: {m}"
+                    ))),
+                    None,
+                );
             }
         }
     }
     let Some(session) = lang.as_mut() else {
-        return Err(SessionError::Internal(
-            "language session unavailable".into(),
-        ));
+        return (
+            Err(SessionError::Internal(
+                "language session unavailable".into(),
+            )),
+            None,
+        );
     };
     if let Some(i) = shared
         .interrupter
@@ -290,22 +389,15 @@ fn run_job(
     let elapsed = t0.elapsed();
     let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
     let cwd = session.cwd();
-    let journal = |n: u64, ran: Ran<'_>| {
-        if let Some(svc) = &shared.services {
-            let rec = ExecRecord {
-                session: &shared.name,
-                principal: &journal_writer::local_principal(),
-                cwd: &cwd,
-                src: &job.src,
-                ts,
-                dur_ns: elapsed.as_nanos().min(i64::MAX as u128) as i64,
-                n,
-                ran,
-            };
-            if let Err(e) = journal_writer::record_exec(svc, rec) {
-                tracing::error!(session = %shared.name, "exec not journaled: {e}");
-            }
-        }
+    let pending = |n: u64, ran: PendingRan| {
+        shared.services.as_ref().map(|_| PendingJournal {
+            n,
+            src: job.src.clone(),
+            cwd: cwd.clone(),
+            ts,
+            dur_ns: elapsed.as_nanos().min(i64::MAX as u128) as i64,
+            ran,
+        })
     };
     match outcome {
         Err(p) => {
@@ -313,25 +405,43 @@ fn run_job(
             *lang = None;
             let m = panic_message(&p);
             tracing::error!(session = %shared.name, "evaluation panicked: {m}");
-            Err(SessionError::Internal(format!(
-                "evaluation panicked ({m}); the session's bindings were reset"
-            )))
+            (
+                Err(SessionError::Internal(format!(
+                    "evaluation panicked ({m}); the session's bindings were reset"
+                ))),
+                None,
+            )
         }
-        Ok(Err(ExecError::Parse(e))) => Err(SessionError::Parse(e)),
+        Ok(Err(ExecError::Parse(e))) => (Err(SessionError::Parse(e)), None),
         Ok(Err(ExecError::Raised(e))) => {
             let n = shared.push(Value::Error(Arc::new(e.clone())));
-            journal(n, Ran::Raised { error: &e });
-            Err(SessionError::Raised { error: e, n })
+            let j = pending(n, PendingRan::Raised(e.clone()));
+            (Err(SessionError::Raised { error: e, n }), j)
         }
         Ok(Ok(value)) => {
-            let encoded = catch_unwind(AssertUnwindSafe(|| wire::encode(&value)));
+            let uri = kernel::ref_uri(shared.peek_next());
+            // The reply carries the value elided under the default budget
+            // (exec_elided re-reads it with the caller's budget); encoding a
+            // million items in full is the journal's business, not the reply's.
+            let encoded = catch_unwind(AssertUnwindSafe(|| {
+                elide::elide(&value, &elide::Budget::default(), &uri)
+            }));
             let rendered = catch_unwind(AssertUnwindSafe(|| {
-                crate::value::render::block(&value, shared.render_width)
+                crate::value::render::block_limited(&value, shared.render_width, RENDER_MAX_ITEMS)
             }));
             let n = shared.push(value.clone());
-            let wire = encoded.map_err(|p| {
-                SessionError::Internal(format!("encoding panicked: {}", panic_message(&p)))
-            })?;
+            let wire = match encoded {
+                Ok(w) => w,
+                Err(p) => {
+                    return (
+                        Err(SessionError::Internal(format!(
+                            "encoding panicked: {}",
+                            panic_message(&p)
+                        ))),
+                        None,
+                    )
+                }
+            };
             let render = match rendered {
                 Ok(r) => r,
                 Err(p) => {
@@ -340,22 +450,23 @@ fn run_job(
                 }
             };
             let bounded = bound::bound_render(&render, job.tty, Some(&kernel::ref_uri(n)));
-            journal(
+            let j = pending(
                 n,
-                Ran::Value {
-                    value: &value,
-                    wire: &wire,
-                    render: &render,
-                    bounded: &bounded,
+                PendingRan::Value {
+                    value,
+                    render,
+                    bounded: bounded.clone(),
                 },
             );
-            let render = bounded;
-            Ok(ExecReply {
-                n,
-                wire,
-                render,
-                elapsed_ms,
-            })
+            (
+                Ok(ExecReply {
+                    n,
+                    wire,
+                    render: bounded,
+                    elapsed_ms,
+                }),
+                j,
+            )
         }
     }
 }

@@ -7,6 +7,7 @@
 //! the scope that captured them form an `Arc` cycle; sessions are long-lived and
 //! the leak is bounded by the number of function definitions, which is accepted.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use indexmap::IndexMap;
@@ -101,24 +102,6 @@ impl Table {
         }
     }
 
-    fn remove(&mut self, name: &str) {
-        match self {
-            Table::Inline(a) => {
-                if let Some(i) = a
-                    .iter()
-                    .position(|x| x.as_ref().is_some_and(|(k, _)| k.is(name)))
-                {
-                    a[i] = None;
-                    a[i..].rotate_left(1);
-                }
-            }
-            Table::Small(v) => v.retain(|(k, _)| !k.is(name)),
-            Table::Large(m) => {
-                m.shift_remove(name);
-            }
-        }
-    }
-
     fn entries(&self) -> Vec<(String, Binding)> {
         match self {
             Table::Inline(a) => a
@@ -178,6 +161,14 @@ impl Name {
 
 #[derive(Debug, Default)]
 pub struct Scope {
+    /// Parameters bound while the frame was still private (through `&mut`,
+    /// see [`Scope::child_from_pool_with`]). They are immutable bindings and
+    /// never change once the scope is shared, so reading them takes no lock.
+    /// A later `define` of the same name goes to `vars` and shadows them.
+    params: Vec<(Name, Binding)>,
+    /// `vars` holds at least one binding. Set (under the lock) by `define`,
+    /// cleared only through `&mut`; lets lookups skip locking an empty table.
+    has_vars: AtomicBool,
     vars: Mutex<Table>,
     pub parent: Option<ScopeRef>,
 }
@@ -200,6 +191,8 @@ impl Scope {
     /// A child scope of `parent`.
     pub fn child(parent: &ScopeRef) -> ScopeRef {
         Arc::new(Scope {
+            params: Vec::new(),
+            has_vars: AtomicBool::new(false),
             vars: Mutex::new(Table::default()),
             parent: Some(parent.clone()),
         })
@@ -217,6 +210,65 @@ impl Scope {
         Scope::child(parent)
     }
 
+    /// [`Scope::child_from_pool`] with the parameters `names` bound to
+    /// `values` (immutable, value-bound) without taking any lock: the frame
+    /// is still private here. `names` and `values` have the same length.
+    pub fn child_from_pool_with<'a>(
+        pool: &mut Vec<ScopeRef>,
+        parent: &ScopeRef,
+        names: impl Iterator<Item = &'a str>,
+        values: impl IntoIterator<Item = Value>,
+    ) -> ScopeRef {
+        let mut s = Scope::child_from_pool(pool, parent);
+        match Arc::get_mut(&mut s) {
+            Some(m) => {
+                for (name, value) in names.zip(values) {
+                    m.bind_param(name, value);
+                }
+            }
+            // Unreachable (the frame is fresh), but stay correct regardless.
+            None => {
+                for (name, value) in names.zip(values) {
+                    s.define(name, value, false, true);
+                }
+            }
+        }
+        s
+    }
+
+    /// One-parameter [`Scope::child_from_pool_with`].
+    pub fn child_from_pool_with1(
+        pool: &mut Vec<ScopeRef>,
+        parent: &ScopeRef,
+        name: &str,
+        value: Value,
+    ) -> ScopeRef {
+        let mut s = Scope::child_from_pool(pool, parent);
+        match Arc::get_mut(&mut s) {
+            Some(m) => m.bind_param(name, value),
+            None => s.define(name, value, false, true),
+        }
+        s
+    }
+
+    /// Bind a parameter of a private frame (a repeated name replaces).
+    fn bind_param(&mut self, name: &str, value: Value) {
+        let b = Binding {
+            value,
+            mutable: false,
+            value_bound: true,
+        };
+        if *self.has_vars.get_mut() {
+            // Not a fresh frame: keep the single-table semantics.
+            self.define(name, b.value, b.mutable, b.value_bound);
+            return;
+        }
+        match self.params.iter_mut().find(|(k, _)| k.is(name)) {
+            Some((_, slot)) => *slot = b,
+            None => self.params.push((Name::new(name), b)),
+        }
+    }
+
     /// Give a finished call frame back to the pool, unless something (a
     /// closure made inside the call) still holds it.
     pub fn recycle(pool: &mut Vec<ScopeRef>, mut s: ScopeRef) {
@@ -226,13 +278,21 @@ impl Scope {
         }
         if let Some(m) = Arc::get_mut(&mut s) {
             m.parent = None;
-            let t = match m.vars.get_mut() {
-                Ok(t) => t,
-                Err(p) => p.into_inner(),
-            };
-            *t = Table::default();
+            m.params.clear();
+            if *m.has_vars.get_mut() {
+                let t = match m.vars.get_mut() {
+                    Ok(t) => t,
+                    Err(p) => p.into_inner(),
+                };
+                *t = Table::default();
+                *m.has_vars.get_mut() = false;
+            }
             pool.push(s);
         }
+    }
+
+    fn param(&self, name: &str) -> Option<&Binding> {
+        self.params.iter().find(|(k, _)| k.is(name)).map(|(_, b)| b)
     }
 
     fn table(&self) -> MutexGuard<'_, Table> {
@@ -246,7 +306,8 @@ impl Scope {
 
     /// Define (or shadow) `name` in this scope.
     pub fn define(&self, name: &str, value: Value, mutable: bool, value_bound: bool) {
-        self.table().insert(
+        let mut t = self.table();
+        t.insert(
             name,
             Binding {
                 value,
@@ -254,39 +315,48 @@ impl Scope {
                 value_bound,
             },
         );
+        self.has_vars.store(true, Ordering::Release);
     }
 
-    /// Remove a binding from this scope only.
-    pub fn remove(&self, name: &str) {
-        self.table().remove(name);
-    }
-
-    /// The binding of `name` in this scope or an enclosing one.
-    pub fn lookup_binding(&self, name: &str) -> Option<Binding> {
+    /// `f` applied to the binding of `name` in this scope or an enclosing one.
+    #[inline]
+    fn with_binding<R>(&self, name: &str, f: impl Fn(&Binding) -> R) -> Option<R> {
         // Walk the chain by reference: every parent is kept alive by its child.
         let mut cur: Option<&Scope> = Some(self);
         while let Some(s) = cur {
-            if let Some(b) = s.table().get(name) {
-                return Some(b.clone());
+            // `vars` shadows `params`; an empty `vars` needs no lock.
+            if s.has_vars.load(Ordering::Acquire) {
+                if let Some(b) = s.table().get(name) {
+                    return Some(f(b));
+                }
+            }
+            if let Some(b) = s.param(name) {
+                return Some(f(b));
             }
             cur = s.parent.as_deref();
         }
         None
     }
 
+    /// The binding of `name` in this scope or an enclosing one.
+    pub fn lookup_binding(&self, name: &str) -> Option<Binding> {
+        self.with_binding(name, Binding::clone)
+    }
+
     /// The value of `name` in this scope or an enclosing one.
+    #[inline]
     pub fn lookup(&self, name: &str) -> Option<Value> {
-        self.lookup_binding(name).map(|b| b.value)
+        self.with_binding(name, |b| b.value.clone())
     }
 
     /// Is `name` bound anywhere in the chain?
     pub fn is_bound(&self, name: &str) -> bool {
-        self.lookup_binding(name).is_some()
+        self.with_binding(name, |_| ()).is_some()
     }
 
     /// Assign an existing mutable binding (innermost first).
     pub fn assign(&self, name: &str, value: Value) -> Result<(), AssignError> {
-        {
+        if self.has_vars.load(Ordering::Acquire) {
             let mut t = self.table();
             if let Some(b) = t.get_mut(name) {
                 if !b.mutable {
@@ -296,6 +366,10 @@ impl Scope {
                 return Ok(());
             }
         }
+        if self.param(name).is_some() {
+            // Parameters are immutable bindings.
+            return Err(AssignError::Immutable);
+        }
         match &self.parent {
             Some(p) => p.assign(name, value),
             None => Err(AssignError::NotFound),
@@ -304,12 +378,29 @@ impl Scope {
 
     /// Names bound in this scope only, in definition order.
     pub fn local_names(&self) -> Vec<String> {
-        self.table().entries().into_iter().map(|(k, _)| k).collect()
+        self.local_bindings().into_iter().map(|(k, _)| k).collect()
     }
 
-    /// Bindings of this scope only.
+    /// Bindings of this scope only, in definition order (parameters first;
+    /// a parameter shadowed by a later definition keeps its position).
     pub fn local_bindings(&self) -> Vec<(String, Binding)> {
-        self.table().entries()
+        let vars = self.table().entries();
+        if self.params.is_empty() {
+            return vars;
+        }
+        let mut out: Vec<(String, Binding)> = self
+            .params
+            .iter()
+            .map(|(k, b)| {
+                let b = vars
+                    .iter()
+                    .find(|(n, _)| k.is(n))
+                    .map_or_else(|| b.clone(), |(_, v)| v.clone());
+                (k.as_str().to_string(), b)
+            })
+            .collect();
+        out.extend(vars.into_iter().filter(|(n, _)| self.param(n).is_none()));
+        out
     }
 
     /// Every visible binding (inner shadows outer), for snapshots and
@@ -359,13 +450,46 @@ mod tests {
             s.define(&format!("v{i}"), Value::Int(i), true, true);
         }
         s.define("v3", Value::Int(300), false, true);
-        s.remove("v5");
         let names = s.local_names();
-        assert_eq!(names.len(), 39);
+        assert_eq!(names.len(), 40);
         assert_eq!(names[3], "v3");
-        assert_eq!(names[5], "v6");
+        assert_eq!(names[5], "v5");
         assert!(matches!(s.lookup("v3"), Some(Value::Int(300))));
         assert_eq!(s.assign("v3", Value::Int(1)), Err(AssignError::Immutable));
-        assert!(s.lookup("v5").is_none());
+        assert!(s.lookup("v40").is_none());
+    }
+
+    #[test]
+    fn pooled_frame_params_are_lock_free_immutable_and_shadowable() {
+        let root = Scope::root();
+        root.define("y", Value::Int(7), true, true);
+        let mut pool = Vec::new();
+        let f = Scope::child_from_pool_with(
+            &mut pool,
+            &root,
+            ["a", "b"].into_iter(),
+            [Value::Int(1), Value::Int(2)],
+        );
+        assert!(matches!(f.lookup("a"), Some(Value::Int(1))));
+        assert!(matches!(f.lookup("y"), Some(Value::Int(7))));
+        assert_eq!(f.assign("a", Value::Int(5)), Err(AssignError::Immutable));
+        assert_eq!(f.assign("y", Value::Int(8)), Ok(()));
+        f.define("b", Value::Int(20), true, true);
+        f.define("c", Value::Int(3), false, true);
+        assert!(matches!(f.lookup("b"), Some(Value::Int(20))));
+        assert_eq!(f.assign("b", Value::Int(21)), Ok(()));
+        assert_eq!(f.local_names(), vec!["a", "b", "c"]);
+        assert!(matches!(f.local_bindings()[1].1.value, Value::Int(21)));
+        Scope::recycle(&mut pool, f);
+        assert_eq!(pool.len(), 1);
+        let g = Scope::child_from_pool_with1(&mut pool, &root, "z", Value::Int(9));
+        assert!(pool.is_empty());
+        assert_eq!(g.local_names(), vec!["z"]);
+        assert!(g.lookup("a").is_none() && g.lookup("c").is_none());
+        // A frame captured by a closure is not recycled.
+        let keep = g.clone();
+        Scope::recycle(&mut pool, g);
+        assert!(pool.is_empty());
+        assert!(matches!(keep.lookup("z"), Some(Value::Int(9))));
     }
 }

@@ -147,6 +147,70 @@ fn stdout_value(stdout: &[u8]) -> Json {
 }
 
 /// Plain JSON → tagged wire form (objects become records, in order).
+/// [`encode`] written straight to JSON bytes: lists, records and scalars are
+/// streamed without building a `serde_json::Value` tree, so journaling a
+/// million-item list costs bytes, not a million small maps. The output parses
+/// to exactly what [`encode`] returns.
+pub fn encode_to_vec(v: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    write_wire(v, &mut out);
+    out
+}
+
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    // serde_json's string escaping; writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+fn write_wire(v: &Value, out: &mut Vec<u8>) {
+    use std::io::Write;
+    match v {
+        Value::Null => out.extend_from_slice(br#"{"$":"null"}"#),
+        Value::Bool(b) => {
+            let _ = write!(out, r#"{{"$":"bool","v":{b}}}"#);
+        }
+        Value::Int(i) => {
+            let _ = write!(out, r#"{{"$":"int","v":{i}}}"#);
+        }
+        Value::Size(n) => {
+            let _ = write!(out, r#"{{"$":"size","v":{n}}}"#);
+        }
+        Value::Duration(n) => {
+            let _ = write!(out, r#"{{"$":"duration","v":{n}}}"#);
+        }
+        Value::Str(s) => {
+            out.extend_from_slice(br#"{"$":"str","v":"#);
+            write_str(out, s);
+            out.push(b'}');
+        }
+        Value::List(items) => {
+            out.extend_from_slice(br#"{"$":"list","v":["#);
+            for (i, x) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_wire(x, out);
+            }
+            out.extend_from_slice(b"]}");
+        }
+        Value::Record(r) => {
+            out.extend_from_slice(br#"{"$":"record","v":{"#);
+            for (i, (k, x)) in r.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, k);
+                out.push(b':');
+                write_wire(x, out);
+            }
+            out.extend_from_slice(b"}}");
+        }
+        other => {
+            let _ = serde_json::to_writer(&mut *out, &encode(other));
+        }
+    }
+}
+
 pub fn from_plain_json(j: &Json) -> Json {
     match j {
         Json::Null => json!({"$": "null"}),
@@ -501,5 +565,23 @@ mod tests {
                 prop_assert_eq!(p.as_os_str().as_bytes(), &b[..]);
             }
         }
+    }
+
+    #[test]
+    fn streamed_encoding_parses_to_the_tree_encoding() {
+        use crate::value::Record;
+        let mut r = Record::new();
+        r.insert("a \"q\"".into(), Value::Float(1.5));
+        r.insert(
+            "n".into(),
+            Value::list(vec![Value::Null, Value::Bool(true), Value::Int(-3)]),
+        );
+        r.insert("s".into(), Value::str("line\nnext \u{1F600}"));
+        r.insert("z".into(), Value::Size(4096));
+        r.insert("d".into(), Value::Duration(-5));
+        r.insert("f".into(), Value::Float(f64::NAN));
+        let v = Value::list(vec![Value::record(r), Value::str(""), Value::list(vec![])]);
+        let streamed: Json = serde_json::from_slice(&super::encode_to_vec(&v)).unwrap();
+        assert_eq!(streamed, super::encode(&v));
     }
 }

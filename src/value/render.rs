@@ -323,6 +323,26 @@ pub fn redirect_bytes(v: &Value) -> Vec<u8> {
 }
 
 /// Block form for humans: tables as aligned columns within `width` columns.
+/// [`block`] of at most `max_items` rows/items of a list or table, with a
+/// closing `…(N more items)` line: a million-item value renders in bounded
+/// time (the full value stays reachable through its ref).
+pub fn block_limited(v: &Value, width: usize, max_items: usize) -> String {
+    let (shown, more) = match v {
+        Value::List(items) if items.len() > max_items => (
+            Value::list(items[..max_items].to_vec()),
+            items.len() - max_items,
+        ),
+        Value::Table(rows) if rows.len() > max_items => (
+            Value::Table(std::sync::Arc::new(rows[..max_items].to_vec())),
+            rows.len() - max_items,
+        ),
+        _ => return block(v, width),
+    };
+    let mut out = block(&shown, width);
+    out.push_str(&format!("\n\u{2026}({more} more items)"));
+    out
+}
+
 pub fn block(v: &Value, width: usize) -> String {
     match v {
         Value::Str(s) => s.to_string(),

@@ -118,6 +118,24 @@ impl Interp {
         }
         self.check_stack()?;
         let def = &c.def;
+        // Fast path: the common call `f(x, y)` (positional arguments for
+        // exactly the declared parameters, no defaults needed, no rest, no
+        // `list<T>` coercion) binds into the fresh frame without locking.
+        let simple = named.is_empty() && def.rest.is_none() && pos.len() == def.params.len();
+        if simple
+            && def
+                .params
+                .iter()
+                .all(|p| list_elem(p.ty.as_ref()).is_none())
+        {
+            let fscope = Scope::child_from_pool_with(
+                &mut self.scope_pool,
+                &c.env,
+                def.params.iter().map(|p| p.name.as_str()),
+                pos,
+            );
+            return self.run_frame(def, fscope);
+        }
         let fscope = Scope::child_from_pool(&mut self.scope_pool, &c.env);
         self.depth += 1;
         self.fn_depth += 1;
@@ -149,8 +167,14 @@ impl Interp {
             .into());
         }
         self.check_stack()?;
-        let fscope = Scope::child_from_pool(&mut self.scope_pool, &c.env);
-        fscope.define(&def.params[0].name, arg, false, true);
+        let fscope =
+            Scope::child_from_pool_with1(&mut self.scope_pool, &c.env, &def.params[0].name, arg);
+        self.run_frame(def, fscope)
+    }
+
+    /// Evaluate the body of `def` in its bound frame, then recycle the frame.
+    #[inline]
+    fn run_frame(&mut self, def: &FnDef, fscope: ScopeRef) -> EResult<Value> {
         self.depth += 1;
         self.fn_depth += 1;
         let r = self.eval_body(def, &fscope);
@@ -167,12 +191,22 @@ impl Interp {
         }
     }
 
+    #[inline]
     fn finish_call(r: EResult<Value>) -> EResult<Value> {
         match r {
-            Ok(v) | Err(Ctl::Return(v)) => Ok(v),
-            Err(Ctl::Break) => Err(ShoalError::custom("`break` outside a loop").into()),
-            Err(Ctl::Continue) => Err(ShoalError::custom("`continue` outside a loop").into()),
-            Err(other) => Err(other),
+            Ok(v) => Ok(v),
+            Err(c) => Self::finish_ctl(c),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn finish_ctl(c: Ctl) -> EResult<Value> {
+        match c {
+            Ctl::Return(v) => Ok(v),
+            Ctl::Break => Err(ShoalError::custom("`break` outside a loop").into()),
+            Ctl::Continue => Err(ShoalError::custom("`continue` outside a loop").into()),
+            other => Err(other),
         }
     }
 
@@ -185,22 +219,6 @@ impl Interp {
         pos: Vec<Value>,
         named: Vec<(String, Value)>,
     ) -> EResult<()> {
-        // Fast path: the common lambda call `f(x)` (positional arguments for
-        // exactly the declared parameters, no defaults needed, no rest, no
-        // `list<T>` coercion) binds without any intermediate allocation.
-        if named.is_empty()
-            && def.rest.is_none()
-            && pos.len() == def.params.len()
-            && def
-                .params
-                .iter()
-                .all(|p| list_elem(p.ty.as_ref()).is_none())
-        {
-            for (p, v) in def.params.iter().zip(pos) {
-                fscope.define(&p.name, v, false, true);
-            }
-            return Ok(());
-        }
         for (k, _) in &named {
             let known = def.params.iter().any(|p| &p.name == k)
                 || def.rest.as_ref().is_some_and(|r| &r.name == k);
