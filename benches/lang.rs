@@ -6,6 +6,10 @@
 //! - parsing a 1 MB script (target p50 ≤ 50 ms);
 //! - a 10k-row table `.sort_by(.size).first(10)` (target p50 ≤ 20 ms).
 //!
+//! - the shell layer (`shoal::shell::bench`): `^true` round trip (target p50
+//!   ≤ 2 ms), capturing 1 GiB of stdout (≥ 500 MB/s, RSS growth ≤ 64 MB),
+//!   1000 sequential `sh { echo hi }` (no zombie, no leaked fd).
+//!
 //! Each workload runs SHOAL_BENCH_LANG_N times (default 15) after one warm-up
 //! and prints p50/p99 in milliseconds.
 
@@ -134,4 +138,9 @@ fn main() {
         20.0,
         time_exec(&mut s, "rows.sort_by(.size).first(10)", n),
     );
+
+    println!("shell benchmarks");
+    for r in shoal::shell::bench::bench_all() {
+        println!("{r}");
+    }
 }

@@ -52,6 +52,16 @@ fn check(cases: &[(&str, &str)]) {
 fn expressions_and_bindings() {
     check(&[
         ("2 + 3 * 4", "14"),
+        ("range(0, 5)", "0..5"),
+        ("range(3).collect()", "[0, 1, 2]"),
+        ("range(0, 100000).collect().len()", "100000"),
+        ("range(5, 2).collect()", "[]"),
+        ("range(1, \"a\")", "!type_error"),
+        ("range()", "!arg_error"),
+        (
+            "let probe = 5\n{ probe, answer: 42 }",
+            "{probe: 5, answer: 42}",
+        ),
         ("let x = 4\nx + 1", "5"),
         ("var x = 4\nx += 3\nx", "7"),
         ("let x = 4\nx = 9", "!type_error"),
