@@ -46,9 +46,11 @@ lint:
 fmt:
 	$(CARGO) fmt
 
-# The language conformance corpus against a release build.
+# The language conformance corpus against a release build (984 cases; fails
+# below 975, i.e. under 99%).
+CONFORMANCE ?= ../shared/conformance/run
 conformance: build
-	../shared/conformance/run --shoal target/release/shoal
+	$(CONFORMANCE) --shoal target/release/shoal --min-pass 975
 
 clean-venv:
 	rm -rf $(VENV) $(VENV1)
