@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use indexmap::IndexMap;
 
+use crate::lang::ast::FnDef;
 use crate::value::Value;
 
 #[derive(Debug, Clone)]
@@ -161,11 +162,15 @@ impl Name {
 
 #[derive(Debug, Default)]
 pub struct Scope {
-    /// Parameters bound while the frame was still private (through `&mut`,
-    /// see [`Scope::child_from_pool_with`]). They are immutable bindings and
-    /// never change once the scope is shared, so reading them takes no lock.
-    /// A later `define` of the same name goes to `vars` and shadows them.
-    params: Vec<(Name, Binding)>,
+    /// The function whose parameters `params` holds: `params[i]` is bound to
+    /// `params_def.params[i].name`. Parameters are bound while the frame is
+    /// still private (through `&mut`, see [`Scope::child_from_pool_with`]),
+    /// are immutable bindings and never change once the scope is shared, so
+    /// reading them takes no lock. A later `define` of the same name goes to
+    /// `vars` and shadows them. (A pooled frame keeps its last `params_def`:
+    /// it is only syntax, and reusing it saves a reference count update.)
+    params_def: Option<Arc<FnDef>>,
+    params: Vec<Value>,
     /// `vars` holds at least one binding. Set (under the lock) by `define`,
     /// cleared only through `&mut`; lets lookups skip locking an empty table.
     has_vars: AtomicBool,
@@ -182,6 +187,10 @@ pub enum AssignError {
     Immutable,
 }
 
+/// Parameters are immutable, value-bound bindings.
+const PARAM_MUTABLE: bool = false;
+const PARAM_VALUE_BOUND: bool = true;
+
 impl Scope {
     /// A fresh root scope.
     pub fn root() -> ScopeRef {
@@ -191,6 +200,7 @@ impl Scope {
     /// A child scope of `parent`.
     pub fn child(parent: &ScopeRef) -> ScopeRef {
         Arc::new(Scope {
+            params_def: None,
             params: Vec::new(),
             has_vars: AtomicBool::new(false),
             vars: Mutex::new(Table::default()),
@@ -200,84 +210,87 @@ impl Scope {
 
     /// A child scope of `parent`, reusing a pooled allocation when there is one
     /// (call frames are created and dropped once per call).
+    #[inline]
     pub fn child_from_pool(pool: &mut Vec<ScopeRef>, parent: &ScopeRef) -> ScopeRef {
         while let Some(mut s) = pool.pop() {
             if let Some(m) = Arc::get_mut(&mut s) {
-                m.parent = Some(parent.clone());
+                // A frame recycled with `keep_parent` may already have it.
+                if !m.parent.as_ref().is_some_and(|p| Arc::ptr_eq(p, parent)) {
+                    m.parent = Some(parent.clone());
+                }
                 return s;
             }
         }
         Scope::child(parent)
     }
 
-    /// [`Scope::child_from_pool`] with the parameters `names` bound to
-    /// `values` (immutable, value-bound) without taking any lock: the frame
-    /// is still private here. `names` and `values` have the same length.
-    pub fn child_from_pool_with<'a>(
+    /// [`Scope::child_from_pool`] with the parameters of `def` bound to
+    /// `values` in order (as immutable, value-bound bindings; a repeated name
+    /// binds its last value) without taking any lock: the frame is still
+    /// private here. At most `def.params.len()` values are bound.
+    pub fn child_from_pool_with(
         pool: &mut Vec<ScopeRef>,
         parent: &ScopeRef,
-        names: impl Iterator<Item = &'a str>,
+        def: &Arc<FnDef>,
         values: impl IntoIterator<Item = Value>,
     ) -> ScopeRef {
         let mut s = Scope::child_from_pool(pool, parent);
+        let n = def.params.len();
         match Arc::get_mut(&mut s) {
-            Some(m) => {
-                for (name, value) in names.zip(values) {
-                    m.bind_param(name, value);
+            Some(m) if !m.has_vars.load(Ordering::Relaxed) && m.params.is_empty() => {
+                if !m.params_def.as_ref().is_some_and(|d| Arc::ptr_eq(d, def)) {
+                    m.params_def = Some(def.clone());
                 }
+                m.params.extend(values.into_iter().take(n));
             }
-            // Unreachable (the frame is fresh), but stay correct regardless.
-            None => {
-                for (name, value) in names.zip(values) {
-                    s.define(name, value, false, true);
+            // Not a fresh frame (never happens): plain definitions.
+            _ => {
+                for (p, value) in def.params.iter().zip(values) {
+                    s.define(&p.name, value, PARAM_MUTABLE, PARAM_VALUE_BOUND);
                 }
             }
         }
         s
     }
 
-    /// One-parameter [`Scope::child_from_pool_with`].
+    /// [`Scope::child_from_pool_with`] for one value.
     pub fn child_from_pool_with1(
         pool: &mut Vec<ScopeRef>,
         parent: &ScopeRef,
-        name: &str,
+        def: &Arc<FnDef>,
         value: Value,
     ) -> ScopeRef {
         let mut s = Scope::child_from_pool(pool, parent);
         match Arc::get_mut(&mut s) {
-            Some(m) => m.bind_param(name, value),
-            None => s.define(name, value, false, true),
-        }
-        s
-    }
-
-    /// Bind a parameter of a private frame (a repeated name replaces).
-    fn bind_param(&mut self, name: &str, value: Value) {
-        let b = Binding {
-            value,
-            mutable: false,
-            value_bound: true,
-        };
-        if *self.has_vars.get_mut() {
-            // Not a fresh frame: keep the single-table semantics.
-            self.define(name, b.value, b.mutable, b.value_bound);
-            return;
-        }
-        match self.params.iter_mut().find(|(k, _)| k.is(name)) {
-            Some((_, slot)) => *slot = b,
-            None => self.params.push((Name::new(name), b)),
+            Some(m) if !m.has_vars.load(Ordering::Relaxed) && m.params.is_empty() => {
+                if !m.params_def.as_ref().is_some_and(|d| Arc::ptr_eq(d, def)) {
+                    m.params_def = Some(def.clone());
+                }
+                if !def.params.is_empty() {
+                    m.params.push(value);
+                }
+                s
+            }
+            _ => {
+                drop(s);
+                Scope::child_from_pool_with(pool, parent, def, [value])
+            }
         }
     }
 
     /// Give a finished call frame back to the pool, unless something (a
-    /// closure made inside the call) still holds it.
-    pub fn recycle(pool: &mut Vec<ScopeRef>, mut s: ScopeRef) {
+    /// closure made inside the call) still holds it. `keep_parent`: the
+    /// parent outlives the pool anyway (the session's globals), so the pooled
+    /// frame may keep referring to it.
+    pub fn recycle(pool: &mut Vec<ScopeRef>, mut s: ScopeRef, keep_parent: bool) {
         const POOL_MAX: usize = 64;
         if pool.len() >= POOL_MAX {
             return;
         }
         if let Some(m) = Arc::get_mut(&mut s) {
-            m.parent = None;
+            if !keep_parent {
+                m.parent = None;
+            }
             m.params.clear();
             if *m.has_vars.get_mut() {
                 let t = match m.vars.get_mut() {
@@ -291,8 +304,16 @@ impl Scope {
         }
     }
 
-    fn param(&self, name: &str) -> Option<&Binding> {
-        self.params.iter().find(|(k, _)| k.is(name)).map(|(_, b)| b)
+    /// The value of parameter `name` (the last one of a repeated name).
+    #[inline]
+    fn param(&self, name: &str) -> Option<&Value> {
+        let def = self.params_def.as_deref()?;
+        def.params
+            .iter()
+            .zip(&self.params)
+            .rev()
+            .find(|(p, _)| p.name == name)
+            .map(|(_, v)| v)
     }
 
     fn table(&self) -> MutexGuard<'_, Table> {
@@ -319,19 +340,21 @@ impl Scope {
     }
 
     /// `f` applied to the binding of `name` in this scope or an enclosing one.
+    /// `f(value, mutable, value_bound)` of the binding of `name` in this
+    /// scope or an enclosing one.
     #[inline]
-    fn with_binding<R>(&self, name: &str, f: impl Fn(&Binding) -> R) -> Option<R> {
+    fn with_binding<R>(&self, name: &str, f: impl Fn(&Value, bool, bool) -> R) -> Option<R> {
         // Walk the chain by reference: every parent is kept alive by its child.
         let mut cur: Option<&Scope> = Some(self);
         while let Some(s) = cur {
             // `vars` shadows `params`; an empty `vars` needs no lock.
             if s.has_vars.load(Ordering::Acquire) {
                 if let Some(b) = s.table().get(name) {
-                    return Some(f(b));
+                    return Some(f(&b.value, b.mutable, b.value_bound));
                 }
             }
-            if let Some(b) = s.param(name) {
-                return Some(f(b));
+            if let Some(v) = s.param(name) {
+                return Some(f(v, PARAM_MUTABLE, PARAM_VALUE_BOUND));
             }
             cur = s.parent.as_deref();
         }
@@ -340,18 +363,26 @@ impl Scope {
 
     /// The binding of `name` in this scope or an enclosing one.
     pub fn lookup_binding(&self, name: &str) -> Option<Binding> {
-        self.with_binding(name, Binding::clone)
+        self.with_binding(name, |v, mutable, value_bound| Binding {
+            value: v.clone(),
+            mutable,
+            value_bound,
+        })
     }
 
     /// The value of `name` in this scope or an enclosing one.
     #[inline]
     pub fn lookup(&self, name: &str) -> Option<Value> {
-        self.with_binding(name, |b| b.value.clone())
+        self.with_binding(name, |v, _, _| match v {
+            // The common case without the out-of-line `Value::clone`.
+            Value::Int(i) => Value::Int(*i),
+            v => v.clone(),
+        })
     }
 
     /// Is `name` bound anywhere in the chain?
     pub fn is_bound(&self, name: &str) -> bool {
-        self.with_binding(name, |_| ()).is_some()
+        self.with_binding(name, |_, _, _| ()).is_some()
     }
 
     /// Assign an existing mutable binding (innermost first).
@@ -385,21 +416,25 @@ impl Scope {
     /// a parameter shadowed by a later definition keeps its position).
     pub fn local_bindings(&self) -> Vec<(String, Binding)> {
         let vars = self.table().entries();
-        if self.params.is_empty() {
+        let Some(def) = self.params_def.as_deref() else {
             return vars;
+        };
+        let mut out: Vec<(String, Binding)> = Vec::new();
+        for p in def.params.iter().take(self.params.len()) {
+            if out.iter().any(|(k, _)| *k == p.name) {
+                continue;
+            }
+            let b = match vars.iter().find(|(k, _)| *k == p.name) {
+                Some((_, b)) => b.clone(),
+                None => Binding {
+                    value: self.param(&p.name).cloned().unwrap_or(Value::Null),
+                    mutable: PARAM_MUTABLE,
+                    value_bound: PARAM_VALUE_BOUND,
+                },
+            };
+            out.push((p.name.clone(), b));
         }
-        let mut out: Vec<(String, Binding)> = self
-            .params
-            .iter()
-            .map(|(k, b)| {
-                let b = vars
-                    .iter()
-                    .find(|(n, _)| k.is(n))
-                    .map_or_else(|| b.clone(), |(_, v)| v.clone());
-                (k.as_str().to_string(), b)
-            })
-            .collect();
-        out.extend(vars.into_iter().filter(|(n, _)| self.param(n).is_none()));
+        out.extend(vars.into_iter().filter(|(k, _)| self.param(k).is_none()));
         out
     }
 
@@ -461,35 +496,64 @@ mod tests {
 
     #[test]
     fn pooled_frame_params_are_lock_free_immutable_and_shadowable() {
+        let def = |src: &str| -> Arc<FnDef> {
+            let prog = crate::lang::parse(src, &Default::default()).expect("parses");
+            let v = {
+                let mut i = crate::lang::eval::Interp::new(
+                    std::env::temp_dir(),
+                    Default::default(),
+                    Default::default(),
+                );
+                i.run_program(&prog, crate::lang::eval::Pos::Value)
+                    .expect("evaluates")
+            };
+            match v {
+                Value::Closure(c) => c.def.clone(),
+                other => panic!("not a closure: {other:?}"),
+            }
+        };
+        let ab = def("((a, b, a) => a)");
         let root = Scope::root();
         root.define("y", Value::Int(7), true, true);
         let mut pool = Vec::new();
         let f = Scope::child_from_pool_with(
             &mut pool,
             &root,
-            ["a", "b"].into_iter(),
-            [Value::Int(1), Value::Int(2)],
+            &ab,
+            [Value::Int(1), Value::Int(2), Value::Int(3)],
         );
-        assert!(matches!(f.lookup("a"), Some(Value::Int(1))));
+        // A repeated name binds its last value, at its first position.
+        assert!(matches!(f.lookup("a"), Some(Value::Int(3))));
         assert!(matches!(f.lookup("y"), Some(Value::Int(7))));
         assert_eq!(f.assign("a", Value::Int(5)), Err(AssignError::Immutable));
         assert_eq!(f.assign("y", Value::Int(8)), Ok(()));
+        assert_eq!(f.local_names(), vec!["a", "b"]);
         f.define("b", Value::Int(20), true, true);
         f.define("c", Value::Int(3), false, true);
         assert!(matches!(f.lookup("b"), Some(Value::Int(20))));
         assert_eq!(f.assign("b", Value::Int(21)), Ok(()));
         assert_eq!(f.local_names(), vec!["a", "b", "c"]);
         assert!(matches!(f.local_bindings()[1].1.value, Value::Int(21)));
-        Scope::recycle(&mut pool, f);
+        assert!(f
+            .lookup_binding("a")
+            .is_some_and(|b| !b.mutable && b.value_bound));
+        Scope::recycle(&mut pool, f, true);
         assert_eq!(pool.len(), 1);
-        let g = Scope::child_from_pool_with1(&mut pool, &root, "z", Value::Int(9));
+        let z = def("(z => z)");
+        let g = Scope::child_from_pool_with(&mut pool, &root, &z, [Value::Int(9)]);
         assert!(pool.is_empty());
         assert_eq!(g.local_names(), vec!["z"]);
         assert!(g.lookup("a").is_none() && g.lookup("c").is_none());
+        assert!(matches!(g.lookup("y"), Some(Value::Int(8))));
         // A frame captured by a closure is not recycled.
         let keep = g.clone();
-        Scope::recycle(&mut pool, g);
+        Scope::recycle(&mut pool, g, false);
         assert!(pool.is_empty());
         assert!(matches!(keep.lookup("z"), Some(Value::Int(9))));
+        // A parent not kept is released with the pooled frame.
+        let other = Scope::root();
+        let h = Scope::child_from_pool_with(&mut pool, &other, &z, [Value::Int(1)]);
+        Scope::recycle(&mut pool, h, false);
+        assert_eq!(Arc::strong_count(&other), 1);
     }
 }

@@ -45,6 +45,29 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> SResult<Value> {
     }
 }
 
+/// [`binary`] on two ints when it succeeds: `None` when the operator is not
+/// an int arithmetic or comparison operator, or the result is an error
+/// (overflow, zero divisor), so the caller falls back to [`binary`], which
+/// reports it. Same results as [`binary`] otherwise.
+#[inline(always)]
+pub fn binary_int(op: BinOp, x: i64, y: i64) -> Option<Value> {
+    Some(match op {
+        BinOp::Add => Value::Int(x.checked_add(y)?),
+        BinOp::Sub => Value::Int(x.checked_sub(y)?),
+        BinOp::Mul => Value::Int(x.checked_mul(y)?),
+        BinOp::Div if y != 0 => Value::Int(x.checked_div(y)?),
+        // `i64::MIN % -1` is 0, as in `arith`.
+        BinOp::Rem if y != 0 => Value::Int(x.checked_rem(y).unwrap_or(0)),
+        BinOp::Eq => Value::Bool(x == y),
+        BinOp::Ne => Value::Bool(x != y),
+        BinOp::Lt => Value::Bool(x < y),
+        BinOp::Le => Value::Bool(x <= y),
+        BinOp::Gt => Value::Bool(x > y),
+        BinOp::Ge => Value::Bool(x >= y),
+        _ => return None,
+    })
+}
+
 fn float_op(op: BinOp, x: f64, y: f64) -> f64 {
     match op {
         BinOp::Add => x + y,
@@ -426,6 +449,44 @@ mod tests {
         match binary(op, &a, &c) {
             Ok(v) => render::inline(&v),
             Err(e) => format!("!{}", e.code),
+        }
+    }
+
+    #[test]
+    fn int_fast_path_agrees_with_binary() {
+        use BinOp::*;
+        let ints = [
+            i64::MIN,
+            i64::MIN + 1,
+            -7,
+            -3,
+            -1,
+            0,
+            1,
+            2,
+            3,
+            7,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        let ops = [
+            Add, Sub, Mul, Div, Rem, Eq, Ne, Lt, Le, Gt, Ge, In, And, Or, Coalesce,
+        ];
+        for op in ops {
+            for x in ints {
+                for y in ints {
+                    let slow = binary(op, &Value::Int(x), &Value::Int(y));
+                    match binary_int(op, x, y) {
+                        Some(v) => {
+                            assert!(slow.as_ref().is_ok_and(|w| equals(&v, w)), "{op:?} {x} {y}")
+                        }
+                        None => assert!(
+                            slow.is_err() || matches!(op, In),
+                            "{op:?} {x} {y} has a fast result"
+                        ),
+                    }
+                }
+            }
         }
     }
 

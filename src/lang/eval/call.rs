@@ -128,13 +128,8 @@ impl Interp {
                 .iter()
                 .all(|p| list_elem(p.ty.as_ref()).is_none())
         {
-            let fscope = Scope::child_from_pool_with(
-                &mut self.scope_pool,
-                &c.env,
-                def.params.iter().map(|p| p.name.as_str()),
-                pos,
-            );
-            return self.run_frame(def, fscope);
+            let fscope = Scope::child_from_pool_with(&mut self.scope_pool, &c.env, def, pos);
+            return self.run_frame(c, fscope);
         }
         let fscope = Scope::child_from_pool(&mut self.scope_pool, &c.env);
         self.depth += 1;
@@ -145,7 +140,7 @@ impl Interp {
         };
         self.depth -= 1;
         self.fn_depth -= 1;
-        Scope::recycle(&mut self.scope_pool, fscope);
+        self.recycle_frame(c, fscope);
         Self::finish_call(r)
     }
 
@@ -167,21 +162,28 @@ impl Interp {
             .into());
         }
         self.check_stack()?;
-        let fscope =
-            Scope::child_from_pool_with1(&mut self.scope_pool, &c.env, &def.params[0].name, arg);
-        self.run_frame(def, fscope)
+        let fscope = Scope::child_from_pool_with1(&mut self.scope_pool, &c.env, def, arg);
+        self.run_frame(c, fscope)
     }
 
-    /// Evaluate the body of `def` in its bound frame, then recycle the frame.
+    /// Evaluate the body of `c` in its bound frame, then recycle the frame.
     #[inline]
-    fn run_frame(&mut self, def: &FnDef, fscope: ScopeRef) -> EResult<Value> {
+    fn run_frame(&mut self, c: &Closure, fscope: ScopeRef) -> EResult<Value> {
         self.depth += 1;
         self.fn_depth += 1;
-        let r = self.eval_body(def, &fscope);
+        let r = self.eval_body(&c.def, &fscope);
         self.depth -= 1;
         self.fn_depth -= 1;
-        Scope::recycle(&mut self.scope_pool, fscope);
+        self.recycle_frame(c, fscope);
         Self::finish_call(r)
+    }
+
+    /// Pool a finished frame. A frame of a closure defined at the top level
+    /// keeps its parent (the globals, alive as long as this evaluator).
+    #[inline]
+    fn recycle_frame(&mut self, c: &Closure, fscope: ScopeRef) {
+        let keep_parent = Arc::ptr_eq(&c.env, &self.globals);
+        Scope::recycle(&mut self.scope_pool, fscope, keep_parent);
     }
 
     fn eval_body(&mut self, def: &FnDef, fscope: &ScopeRef) -> EResult<Value> {

@@ -15,11 +15,69 @@ use crate::value::{
 pub(crate) type NamedArgs = Vec<(String, Value)>;
 
 impl Interp {
+    /// Evaluate an expression. The arms that closure-heavy code runs on every
+    /// call (literals, names, operators, fields, methods, calls) are here;
+    /// the rest live in [`Interp::eval_expr_cold`] so this frame stays small.
     pub(crate) fn eval_expr(&mut self, e: &Expr, scope: &ScopeRef, pos: Pos) -> EResult<Value> {
         match &e.kind {
-            ExprKind::Literal(l) => Ok(self.literal(l)?),
-            ExprKind::Interp(parts) => self.eval_interp(parts, scope),
+            ExprKind::Literal(l) => match l {
+                Literal::Int(i) => Ok(Value::Int(*i)),
+                Literal::Bool(b) => Ok(Value::Bool(*b)),
+                Literal::Null => Ok(Value::Null),
+                Literal::Float(f) => Ok(Value::Float(*f)),
+                _ => self.literal_cold(l),
+            },
             ExprKind::Ident(name) => self.eval_ident(name, scope),
+            ExprKind::Binary { op, lhs, rhs } => self.eval_binary(*op, lhs, rhs, scope),
+            ExprKind::Unary { op, expr } => {
+                let v = self.eval_expr(expr, scope, Pos::Value)?;
+                ops::unary(*op, &v).map_err(|e| self.lift(e))
+            }
+            ExprKind::Field {
+                recv,
+                name,
+                optional,
+            } => self.eval_field(recv, name, *optional, scope),
+            ExprKind::MethodCall {
+                recv,
+                name,
+                args,
+                optional,
+            } => self.eval_method(recv, name, args, *optional, scope, pos),
+            ExprKind::Call { callee, args } => self.eval_call(callee, args, scope, pos),
+            ExprKind::Lambda(def) => Ok(Value::Closure(Arc::new(Closure {
+                def: def.clone(),
+                env: scope.clone(),
+            }))),
+            ExprKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let c = self.eval_expr(cond, scope, Pos::Value)?;
+                if ops::truth(&c).map_err(|e| self.lift(e))? {
+                    self.eval_block(then, scope, Pos::Value)
+                } else if let Some(o) = otherwise {
+                    self.eval_expr(o, scope, Pos::Value)
+                } else {
+                    Ok(Value::Null)
+                }
+            }
+            ExprKind::Group(inner) => self.eval_expr(inner, scope, pos),
+            _ => self.eval_expr_cold(e, scope, pos),
+        }
+    }
+
+    #[inline(never)]
+    fn literal_cold(&self, l: &Literal) -> EResult<Value> {
+        Ok(self.literal(l)?)
+    }
+
+    /// The less frequent arms of [`Interp::eval_expr`].
+    #[inline(never)]
+    fn eval_expr_cold(&mut self, e: &Expr, scope: &ScopeRef, pos: Pos) -> EResult<Value> {
+        match &e.kind {
+            ExprKind::Interp(parts) => self.eval_interp(parts, scope),
             ExprKind::List(items) => {
                 let mut out = Vec::with_capacity(items.len());
                 for it in items {
@@ -36,11 +94,6 @@ impl Interp {
                 Ok(Value::record(r))
             }
             ExprKind::Block(b) => self.eval_block(b, scope, Pos::Value),
-            ExprKind::Unary { op, expr } => {
-                let v = self.eval_expr(expr, scope, Pos::Value)?;
-                ops::unary(*op, &v).map_err(|e| self.lift(e))
-            }
-            ExprKind::Binary { op, lhs, rhs } => self.eval_binary(*op, lhs, rhs, scope),
             ExprKind::Range {
                 start,
                 end,
@@ -62,40 +115,10 @@ impl Interp {
                     .into()),
                 }
             }
-            ExprKind::Field {
-                recv,
-                name,
-                optional,
-            } => self.eval_field(recv, name, *optional, scope),
-            ExprKind::MethodCall {
-                recv,
-                name,
-                args,
-                optional,
-            } => self.eval_method(recv, name, args, *optional, scope, pos),
             ExprKind::Index { recv, index } => {
                 let r = self.eval_expr(recv, scope, Pos::Value)?;
                 let i = self.eval_expr(index, scope, Pos::Value)?;
                 index_value(&r, &i).map_err(|e| self.lift(e))
-            }
-            ExprKind::Call { callee, args } => self.eval_call(callee, args, scope, pos),
-            ExprKind::Lambda(def) => Ok(Value::Closure(Arc::new(Closure {
-                def: def.clone(),
-                env: scope.clone(),
-            }))),
-            ExprKind::If {
-                cond,
-                then,
-                otherwise,
-            } => {
-                let c = self.eval_expr(cond, scope, Pos::Value)?;
-                if ops::truth(&c).map_err(|e| self.lift(e))? {
-                    self.eval_block(then, scope, Pos::Value)
-                } else if let Some(o) = otherwise {
-                    self.eval_expr(o, scope, Pos::Value)
-                } else {
-                    Ok(Value::Null)
-                }
             }
             ExprKind::Match { scrutinee, arms } => {
                 let v = self.eval_expr(scrutinee, scope, Pos::Value)?;
@@ -155,7 +178,16 @@ impl Interp {
             ExprKind::InterpBlock { tool, program } => {
                 self.run_interp_block(tool, program, None, pos)
             }
-            ExprKind::Group(inner) => self.eval_expr(inner, scope, pos),
+            ExprKind::Literal(_)
+            | ExprKind::Ident(_)
+            | ExprKind::Binary { .. }
+            | ExprKind::Unary { .. }
+            | ExprKind::Field { .. }
+            | ExprKind::MethodCall { .. }
+            | ExprKind::Call { .. }
+            | ExprKind::Lambda(_)
+            | ExprKind::If { .. }
+            | ExprKind::Group(_) => self.eval_expr(e, scope, pos),
         }
     }
 
@@ -254,11 +286,35 @@ impl Interp {
                 }
             }
             _ => {
-                let l = self.eval_expr(lhs, scope, Pos::Value)?;
-                let r = self.eval_expr(rhs, scope, Pos::Value)?;
-                ops::binary(op, &l, &r).map_err(|e| self.lift(e))
+                let l = self.eval_operand(lhs, scope)?;
+                let r = self.eval_operand(rhs, scope)?;
+                if let (Value::Int(x), Value::Int(y)) = (&l, &r) {
+                    if let Some(v) = ops::binary_int(op, *x, *y) {
+                        return Ok(v);
+                    }
+                }
+                self.binary_slow(op, &l, &r)
             }
         }
+    }
+
+    /// An operand of a binary operator: bound names and int literals
+    /// without a round trip through [`Interp::eval_expr`].
+    #[inline(always)]
+    fn eval_operand(&mut self, e: &Expr, scope: &ScopeRef) -> EResult<Value> {
+        match &e.kind {
+            ExprKind::Literal(Literal::Int(i)) => Ok(Value::Int(*i)),
+            ExprKind::Ident(name) => match scope.lookup(name) {
+                Some(v) => Ok(v),
+                None => self.eval_ident(name, scope),
+            },
+            _ => self.eval_expr(e, scope, Pos::Value),
+        }
+    }
+
+    #[inline(never)]
+    fn binary_slow(&self, op: BinOp, l: &Value, r: &Value) -> EResult<Value> {
+        ops::binary(op, l, r).map_err(|e| self.lift(e))
     }
 
     /// An unbound namespace root used as a receiver (`json.parse`).

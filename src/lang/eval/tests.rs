@@ -119,6 +119,66 @@ fn functions_and_closures() {
     ]);
 }
 
+/// Frames are pooled and parameters bound without locking: captured frames
+/// stay alive and distinct, parameters stay immutable and shadowable, and
+/// the int fast path of binary operators keeps the checked semantics.
+#[test]
+fn pooled_frames_and_int_fast_path() {
+    check(&[
+        (
+            "let mk = x => () => x\nlet fs = range(0, 5).map(i => mk(i * 10))\nfs.map(f => f())",
+            "[0, 10, 20, 30, 40]",
+        ),
+        (
+            "let adders = [1, 2, 3].map(n => (x => x + n))\n[adders[0](10), adders[2](10)]",
+            "[11, 13]",
+        ),
+        ("fn f(x) { let x = x + 1\nx }\n[f(1), f(5)]", "[2, 6]"),
+        (
+            "fn f(x) { var x = x\nx += 10\nx }\n[f(1), f(2)]",
+            "[11, 12]",
+        ),
+        ("fn f(x) { x = 2 }\nf(1)", "!type_error"),
+        (
+            "fn f(x) { x = 2 }\nf(1) catch e { e.msg }",
+            "\"cannot assign `x`: it is immutable (declared with `let`)\"",
+        ),
+        ("let f = (a, b, a) => [a, b]\nf(1, 2, 3)", "[3, 2]"),
+        (
+            "var n = 0\nlet bump = x => { n += x\nn }\nrange(0, 100).each(bump)\nn",
+            "4950",
+        ),
+        (
+            "fn fib(n) { if n < 2 { n } else { fib(n - 1) + fib(n - 2) } }\nfib(15)",
+            "610",
+        ),
+        (
+            "let y = 1\nfn g(x) { x + y }\nlet h = y => g(y) * 10\nh(2)",
+            "30",
+        ),
+        ("9223372036854775807 + 1", "!overflow"),
+        (
+            "let m = 9223372036854775807\n[1].map(x => m + x)",
+            "!overflow",
+        ),
+        ("[1].map(x => x / 0)", "!div_zero"),
+        ("[1].map(x => x % 0)", "!div_zero"),
+        ("[-7, 7].map(x => x % 3)", "[-1, 1]"),
+        ("[-7, 7].map(x => x % -3)", "[-1, 1]"),
+        ("[-7].map(x => x / 2)", "[-3]"),
+        (
+            "range(0, 5).where(x => x >= 2 && x != 3 && x < 5 && x <= 4 && x > 0)",
+            "[2, 4]",
+        ),
+        ("[1].map(x => x + 0.5)", "[1.5]"),
+        ("[1].map(x => x == 1.0)", "[true]"),
+        (
+            "range(0, 1000).map(x => x * 2).where(x => x % 3 == 0).len()",
+            "334",
+        ),
+    ]);
+}
+
 #[test]
 fn loops_and_control() {
     check(&[

@@ -72,6 +72,15 @@ fn interrupt_every(host: &dyn Host, i: usize) -> SResult<()> {
     Ok(())
 }
 
+/// `v.clone()`, with ints (the elements of ranges) copied inline.
+#[inline(always)]
+fn clone_value(v: &Value) -> Value {
+    match v {
+        Value::Int(i) => Value::Int(*i),
+        v => v.clone(),
+    }
+}
+
 fn nullary(args: &Args, name: &str) -> SResult<()> {
     if !args.pos.is_empty() || !args.named.is_empty() {
         return Err(ShoalError::arg_error(format!(
@@ -207,7 +216,7 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
             let mut out = Vec::new();
             for (i, x) in c.iter().enumerate() {
                 interrupt_every(host, i)?;
-                if ops::truth(&host.call1(f, x.clone())?)? {
+                if ops::truth(&host.call1(f, clone_value(&x))?)? {
                     out.push(x);
                 }
             }
