@@ -413,6 +413,20 @@ impl KernelConn {
                     .with_data(json!({"channel": channel})))));
                 }
                 let payload = p.get("payload").cloned().unwrap_or(Json::Null);
+                // The publishing client's session sees the event on its own
+                // `channel(...)` too (the language side of the bus).
+                if let Some(att) = &self.attached {
+                    if let Some(inj) = att
+                        .handle
+                        .shared
+                        .injector
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .as_ref()
+                    {
+                        inj.inject(&channel, crate::value::json::from_json(&payload));
+                    }
+                }
                 self.with_services(move |s| async move {
                     let ev = s
                         .bus

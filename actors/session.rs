@@ -17,10 +17,13 @@ use std::time::Instant;
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
+use super::event_bus::Publish;
 use super::health::Registration;
 use super::journal_writer::{self, ExecRecord, Ran, Services};
 use super::msg::{Crash, Exec, ExecReply, SessionError};
-use crate::lang::{ExecError, Interrupter, Position, Session as LangSession, SessionOptions};
+use crate::lang::{
+    ChannelInjector, ExecError, Interrupter, Position, Session as LangSession, SessionOptions,
+};
 use crate::proto::{bound, elide, kernel, wire};
 use crate::value::{ShoalError, Value};
 
@@ -41,6 +44,8 @@ pub struct SessionShared {
     pub clients: AtomicI64,
     pub busy: AtomicBool,
     pub interrupter: Mutex<Option<Interrupter>>,
+    /// Delivers `user.*` events published by clients into the language's channels.
+    pub injector: Mutex<Option<ChannelInjector>>,
 }
 
 impl SessionShared {
@@ -56,6 +61,7 @@ impl SessionShared {
             clients: AtomicI64::new(0),
             busy: AtomicBool::new(false),
             interrupter: Mutex::new(None),
+            injector: Mutex::new(None),
         }
     }
 
@@ -346,11 +352,24 @@ fn run_job(
             config: Default::default(),
         };
         match catch_unwind(AssertUnwindSafe(|| {
-            let s = LangSession::new(opts);
+            let mut s = LangSession::new(opts);
+            if let Some(svc) = &shared.services {
+                // `user.*` channels are the language's side of the event bus:
+                // what the session emits there is published for every client.
+                let bus = svc.bus.clone();
+                s.set_bus_sink(Some(Arc::new(move |channel: &str, v: &Value| {
+                    bus.do_send(Publish {
+                        channel: channel.to_string(),
+                        payload: wire::encode(v),
+                    });
+                })));
+            }
             let i = s.interrupter();
             (s, i)
         })) {
             Ok((s, i)) => {
+                *shared.injector.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(s.channel_injector());
                 *shared.interrupter.lock().unwrap_or_else(|p| p.into_inner()) = Some(i);
                 *lang = Some(s);
             }

@@ -8,5 +8,6 @@ pub mod parse;
 pub mod scope;
 pub mod session;
 
+pub use eval::BusSink;
 pub use parse::{parse, ParseContext, ParseError};
-pub use session::{ExecError, Interrupter, Position, Session, SessionOptions};
+pub use session::{ChannelInjector, ExecError, Interrupter, Position, Session, SessionOptions};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use crate::lang::eval::{Interp, Pos, StatementSink, EVAL_STACK};
+use crate::lang::eval::{BusSink, Channels, Interp, Pos, StatementSink, EVAL_STACK};
 use crate::lang::parse::{parse, ParseContext, ParseError};
 use crate::value::{Record, ShoalError, Value};
 
@@ -56,6 +56,25 @@ impl Interrupter {
 /// `exec` runs the program on a dedicated thread with a large stack
 /// ([`EVAL_STACK`]) so deep (but legal) recursion cannot overflow the
 /// caller's stack; calls nest at most 10,000 deep (`recursion_limit`).
+/// Delivers events into a session's channels from another thread.
+#[derive(Clone)]
+pub struct ChannelInjector {
+    channels: Channels,
+}
+
+impl ChannelInjector {
+    /// Emit `v` on `channel` inside the session (not echoed to the bus sink).
+    pub fn inject(&self, channel: &str, v: Value) {
+        crate::lang::eval::channel_push(&self.channels, channel, v);
+    }
+}
+
+impl std::fmt::Debug for ChannelInjector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChannelInjector")
+    }
+}
+
 pub struct Session {
     interp: Interp,
 }
@@ -198,6 +217,20 @@ impl Session {
     /// evaluation thread.
     pub fn set_sink(&mut self, sink: Option<StatementSink>) {
         self.interp.sink = sink;
+    }
+
+    /// Send every `user.*` channel event this session emits (also from its
+    /// background tasks started afterwards) to `sink`.
+    pub fn set_bus_sink(&mut self, sink: Option<BusSink>) {
+        self.interp.bus_sink = sink;
+    }
+
+    /// A handle that delivers events into this session's channels from any
+    /// thread (events published to `user.*` by other clients).
+    pub fn channel_injector(&self) -> ChannelInjector {
+        ChannelInjector {
+            channels: self.interp.channels.clone(),
+        }
     }
 }
 

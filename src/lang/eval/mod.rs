@@ -78,6 +78,13 @@ pub enum Pos {
 }
 
 /// Receiver of non-final top-level statement values (language.md §1).
+/// Where `user.*` channel events go beyond the session (language.md §12.12:
+/// `user.*` channels are the language's side of the daemon's event bus).
+/// Called on the emitting thread with the channel name and the payload.
+pub type BusSink = Arc<dyn Fn(&str, &Value) + Send + Sync>;
+
+pub(crate) use task::channel_push;
+
 pub type StatementSink = Box<dyn FnMut(&Value) + Send>;
 
 /// Named channels of a session (language.md §12.12).
@@ -117,6 +124,9 @@ pub struct Interp {
     pub(crate) visit_tick: u64,
     /// Receives the values of non-final top-level statements.
     pub sink: Option<StatementSink>,
+    /// Receives every event emitted on a `user.*` channel (the daemon
+    /// publishes it on its event bus).
+    pub bus_sink: Option<BusSink>,
     /// Call-frame scopes that no closure captured, kept for reuse.
     pub(crate) scope_pool: Vec<ScopeRef>,
 }
@@ -147,6 +157,7 @@ impl Interp {
             alias_guard: Vec::new(),
             reef_stack: Vec::new(),
             sink: None,
+            bus_sink: None,
             child_pid: Arc::default(),
             visited: Vec::new(),
             visit_tick: 0,
@@ -165,6 +176,7 @@ impl Interp {
         c.stack_budget = self.stack_budget;
         c.depth = self.depth;
         c.reef_stack = self.reef_stack.clone();
+        c.bus_sink = self.bus_sink.clone();
         c
     }
 

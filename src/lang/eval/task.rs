@@ -9,7 +9,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::lang::ast::{Block, Command};
-use crate::lang::eval::{EResult, Interp, Pos};
+use crate::lang::eval::{Channels, EResult, Interp, Pos};
 use crate::lang::scope::ScopeRef;
 use crate::lang::session::Interrupter;
 use crate::value::{ErrorCode, Record, SResult, ShoalError, StreamVal, TaskRef, Value};
@@ -73,6 +73,32 @@ struct ChanInner {
 struct ChanState {
     next_seq: u64,
     ring: VecDeque<(u64, Value, Value)>,
+}
+
+fn channel_of(channels: &Channels, name: &str) -> Channel {
+    lock(channels)
+        .entry(name.to_string())
+        .or_insert_with(|| Channel {
+            inner: Arc::new(ChanInner {
+                state: Mutex::new(ChanState::default()),
+                cond: Condvar::new(),
+            }),
+        })
+        .clone()
+}
+
+/// Append an event to a session channel and wake its waiters (no bus sink:
+/// also the way in for events published from outside the session).
+pub(crate) fn channel_push(channels: &Channels, name: &str, v: Value) {
+    let ch = channel_of(channels, name);
+    let mut st = lock(&ch.inner.state);
+    let seq = st.next_seq;
+    st.next_seq += 1;
+    st.ring.push_back((seq, v, now_dt()));
+    while st.ring.len() > CHANNEL_RING {
+        st.ring.pop_front();
+    }
+    ch.inner.cond.notify_all();
 }
 
 fn now_dt() -> Value {
@@ -273,27 +299,16 @@ impl Interp {
     // ----- channels --------------------------------------------------------
 
     fn channel(&self, name: &str) -> Channel {
-        lock(&self.channels)
-            .entry(name.to_string())
-            .or_insert_with(|| Channel {
-                inner: Arc::new(ChanInner {
-                    state: Mutex::new(ChanState::default()),
-                    cond: Condvar::new(),
-                }),
-            })
-            .clone()
+        channel_of(&self.channels, name)
     }
 
     pub(crate) fn channel_emit(&self, name: &str, v: Value) {
-        let ch = self.channel(name);
-        let mut st = lock(&ch.inner.state);
-        let seq = st.next_seq;
-        st.next_seq += 1;
-        st.ring.push_back((seq, v, now_dt()));
-        while st.ring.len() > CHANNEL_RING {
-            st.ring.pop_front();
+        if name.starts_with("user.") {
+            if let Some(sink) = &self.bus_sink {
+                sink(name, &v);
+            }
         }
-        ch.inner.cond.notify_all();
+        channel_push(&self.channels, name, v);
     }
 
     /// Methods of `{channel: name}` records. `None`: not a channel method.
