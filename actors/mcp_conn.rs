@@ -439,24 +439,52 @@ impl McpConn {
             }
             ("session", Some("cwd")) => Box::pin(self.session().map(move |h, _act, _ctx| {
                 let h = h?;
-                let cwd = h.shared.cwd.display().to_string();
-                Ok(mcp::read_result(&u, &json!({"display": cwd})))
+                // The live cwd (after `cd`), else where the session starts.
+                let live = h
+                    .shared
+                    .live
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                let cwd = live.map_or_else(|| h.shared.cwd.clone(), |l| l.cwd);
+                Ok(mcp::read_result(
+                    &u,
+                    &json!({"display": cwd.display().to_string()}),
+                ))
             })),
-            ("session", Some("env")) => {
-                // The environment a session inherits from the daemon, bounded.
+            ("session", Some("env")) => Box::pin(self.session().map(move |h, _act, _ctx| {
+                let h = h?;
+                // The session's environment as of its last exec (`env.X = …`
+                // included); before the first exec, the one it will inherit.
+                let live = h
+                    .shared
+                    .live
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                let pairs: Vec<(String, String)> = match live {
+                    Some(l) => l.env,
+                    None => std::env::vars_os()
+                        .map(|(k, v)| {
+                            (
+                                k.to_string_lossy().into_owned(),
+                                v.to_string_lossy().into_owned(),
+                            )
+                        })
+                        .collect(),
+                };
                 let mut names: Vec<String> = Vec::new();
                 let mut env = Map::new();
-                for (k, v) in std::env::vars_os().take(4096) {
-                    let k = k.to_string_lossy().into_owned();
+                for (k, v) in pairs.into_iter().take(4096) {
                     names.push(k.clone());
-                    env.insert(k, json!(v.to_string_lossy()));
+                    env.insert(k, json!(v));
                 }
                 names.sort();
-                Box::pin(ready(Ok(mcp::read_result(
+                Ok(mcp::read_result(
                     &u,
                     &json!({"granted": true, "names": names, "env": env}),
-                ))))
-            }
+                ))
+            })),
             ("session", Some(other)) => Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unsupported session view: {other}"
             ))))),

@@ -46,6 +46,16 @@ pub struct SessionShared {
     pub interrupter: Mutex<Option<Interrupter>>,
     /// Delivers `user.*` events published by clients into the language's channels.
     pub injector: Mutex<Option<ChannelInjector>>,
+    /// The language session's cwd and environment after its last exec
+    /// (`shoal://session/cwd`, `shoal://session/env`); `None` before the first.
+    pub live: Mutex<Option<LiveState>>,
+}
+
+/// What a session's views show: its cwd and environment as of the last exec.
+#[derive(Debug, Clone)]
+pub struct LiveState {
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
 }
 
 impl SessionShared {
@@ -62,6 +72,7 @@ impl SessionShared {
             busy: AtomicBool::new(false),
             interrupter: Mutex::new(None),
             injector: Mutex::new(None),
+            live: Mutex::new(None),
         }
     }
 
@@ -408,6 +419,10 @@ fn run_job(
     let elapsed = t0.elapsed();
     let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
     let cwd = session.cwd();
+    *shared.live.lock().unwrap_or_else(|p| p.into_inner()) = Some(LiveState {
+        cwd: cwd.clone(),
+        env: session.env(),
+    });
     let pending = |n: u64, ran: PendingRan| {
         shared.services.as_ref().map(|_| PendingJournal {
             n,

@@ -109,6 +109,20 @@ fn everyday_language_forms_through_the_shim() {
     let mut a = Agent::start(&root);
 
     a.value(&format!("cd \"{}\"", work.display()));
+    // The session views follow the session: its cwd after `cd`, its env after `env.X =`.
+    let r = a.request("resources/read", json!({"uri": "shoal://session/cwd"}));
+    assert_eq!(
+        r["result"]["structuredContent"]["display"],
+        json!(work.display().to_string()),
+        "{r}"
+    );
+    a.value("env.SHOAL_TEST_VIEW = \"visible\"");
+    let r = a.request("resources/read", json!({"uri": "shoal://session/env"}));
+    assert_eq!(
+        r["result"]["structuredContent"]["env"]["SHOAL_TEST_VIEW"],
+        json!("visible"),
+        "{r}"
+    );
     assert_eq!(
         a.value("(ls .).where(.type == 'file').map(.name)"),
         strs(&["a.txt", "b.md"])
