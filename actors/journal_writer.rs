@@ -548,6 +548,12 @@ pub fn revive(j: &Json) -> Option<Value> {
                 stdout,
                 stderr: OutputBytes::from(j.get("err").and_then(Json::as_str).unwrap_or("")),
                 out: Some(out),
+                span: j.get("span").and_then(|sp| {
+                    Some(crate::lang::ast::Span {
+                        start: u32::try_from(sp.get("start")?.as_u64()?).ok()?,
+                        end: u32::try_from(sp.get("end")?.as_u64()?).ok()?,
+                    })
+                }),
             }))
         }
         "error" => {

@@ -198,6 +198,8 @@ fn failing_commands_are_outcomes_in_value_position_and_errors_in_statements() {
     let o = a.value("sh { exit 7 }");
     assert_eq!(o["ok"], json!(false));
     assert_eq!(o["status"], json!(7));
+    // The outcome carries the span of its invocation (scenario 13).
+    assert_eq!(o["span"], json!({"start": 0, "end": 13}), "{o}");
 
     let r = a.exec(json!({"src": "sh { echo oops 1>&2; exit 7 }", "position": "stmt"}));
     let sc = &r["structuredContent"];

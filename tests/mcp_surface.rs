@@ -601,8 +601,11 @@ fn stderr_is_bounded_and_journal_is_subscribable() {
         "{}",
         err.len()
     );
-    // §2 item 13: no span key on an outcome that has none.
-    assert!(sc["value"].get("span").is_none());
+    // §2 item 13: a real external command's outcome carries its span, also
+    // through the elision path (the envelope is kept, `err` bounded).
+    let span = &sc["value"]["span"];
+    assert_eq!(span["start"], json!(0), "{sc}");
+    assert!(span["end"].as_u64() > span["start"].as_u64(), "{sc}");
     let g = m.get(json!({"ref": sc["ref"], "path": "stderr", "format": "raw"}));
     assert_eq!(
         g["structuredContent"]["raw_base64"].as_str().unwrap().len(),

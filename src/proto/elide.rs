@@ -312,6 +312,9 @@ fn outcome(o: &Outcome, b: &Budget, uri: &str) -> Json {
     m.insert("dur_ns".into(), json!(o.dur_ns));
     m.insert("pid".into(), json!(o.pid));
     m.insert("cmd".into(), json!(o.cmd));
+    if let Some(sp) = o.span {
+        m.insert("span".into(), json!({"start": sp.start, "end": sp.end}));
+    }
     Json::Object(m)
 }
 
@@ -452,6 +455,7 @@ mod tests {
             stdout: Default::default(),
             stderr: crate::value::OutputBytes::from("e\n".repeat(10_000).into_bytes()),
             out: Some(t),
+            span: None,
         };
         let j = elide(
             &Value::Outcome(Arc::new(o)),

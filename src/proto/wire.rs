@@ -119,7 +119,7 @@ fn outcome(o: &Outcome) -> Json {
         Some(v) => encode(v),
         None => stdout_value(&o.stdout),
     };
-    json!({
+    let mut j = json!({
         "$": "outcome",
         "status": o.status,
         "ok": o.ok,
@@ -129,7 +129,12 @@ fn outcome(o: &Outcome) -> Json {
         "dur_ns": o.dur_ns,
         "pid": o.pid,
         "cmd": o.cmd,
-    })
+    });
+    // The key is absent (not null) when the span is unknown.
+    if let (Some(sp), Some(m)) = (o.span, j.as_object_mut()) {
+        m.insert("span".into(), json!({"start": sp.start, "end": sp.end}));
+    }
+    j
 }
 
 /// An external command's `.out`: JSON when stdout looks like JSON, else text
@@ -343,6 +348,12 @@ pub fn decode(j: &Json) -> Option<Value> {
             stdout: Default::default(),
             stderr: crate::value::OutputBytes::from(s("err").unwrap_or("").as_bytes()),
             out: Some(decode(o.get("out")?)?),
+            span: o.get("span").and_then(|sp| {
+                Some(crate::lang::ast::Span {
+                    start: u32::try_from(sp.get("start")?.as_u64()?).ok()?,
+                    end: u32::try_from(sp.get("end")?.as_u64()?).ok()?,
+                })
+            }),
         })),
         "error" => {
             let mut r = crate::value::Record::new();
@@ -464,8 +475,30 @@ mod tests {
             stdout: crate::value::OutputBytes::from(&b"hello\n"[..]),
             stderr: crate::value::OutputBytes::from(&b""[..]),
             out: None,
+            span: None,
         };
-        let j = encode(&Value::Outcome(Arc::new(o)));
+        let mut o = o;
+        let j = encode(&Value::Outcome(Arc::new(Outcome {
+            stdout: o.stdout.clone(),
+            stderr: o.stderr.clone(),
+            cmd: o.cmd.clone(),
+            signal: None,
+            out: None,
+            ..o
+        })));
+        // An unknown span is absent, not null (scenario 13)...
+        assert!(
+            j.as_object().is_some_and(|m| !m.contains_key("span")),
+            "{j}"
+        );
+        o = Outcome {
+            span: Some(crate::lang::ast::Span { start: 0, end: 14 }),
+            ..o
+        };
+        // ...and a known one travels and decodes back.
+        let j2 = encode(&Value::Outcome(Arc::new(o)));
+        assert_eq!(j2["span"], json!({"start": 0, "end": 14}));
+        assert_eq!(encode(&decode(&j2).expect("decodes")), j2);
         assert_eq!(j["out"], json!({"$":"str","v":"hello"}));
         assert_eq!(j["ok"], json!(true));
         assert_eq!(

@@ -113,6 +113,8 @@ pub struct Outcome {
     /// The structured result of a builtin; `None` for externals (their `.out` is
     /// derived from `stdout`).
     pub out: Option<Value>,
+    /// Byte span of the invocation in the source that ran it, when known.
+    pub span: Option<crate::lang::ast::Span>,
 }
 
 /// A background task handle.

@@ -701,6 +701,7 @@ impl Interp {
                     stdout: OutputBytes::from(stdout),
                     stderr: OutputBytes::from(notes),
                     out: Some(out),
+                    span: self.cmd_span,
                 })));
             }
             h if h.ends_with(".shl") => {
@@ -900,6 +901,7 @@ impl Interp {
             stdout: res.stdout,
             stderr,
             out: None,
+            span: self.cmd_span,
         })))
     }
 

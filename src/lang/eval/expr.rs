@@ -174,9 +174,17 @@ impl Interp {
                 body,
             } => self.eval_with(cwd, env, reef, body, scope),
             ExprKind::Spawn(body) => self.spawn_block(body, scope),
-            ExprKind::Command(cmd) => self.eval_command(cmd, scope, pos),
+            ExprKind::Command(cmd) => {
+                let saved = self.cmd_span.replace(cmd.span);
+                let r = self.eval_command(cmd, scope, pos);
+                self.cmd_span = saved;
+                r
+            }
             ExprKind::InterpBlock { tool, program } => {
-                self.run_interp_block(tool, program, None, pos)
+                let saved = self.cmd_span.replace(e.span);
+                let r = self.run_interp_block(tool, program, None, pos);
+                self.cmd_span = saved;
+                r
             }
             ExprKind::Literal(_)
             | ExprKind::Ident(_)

@@ -127,6 +127,9 @@ pub struct Interp {
     /// Receives every event emitted on a `user.*` channel (the daemon
     /// publishes it on its event bus).
     pub bus_sink: Option<BusSink>,
+    /// Span of the command or interpreter block being evaluated (an
+    /// outcome's `span`).
+    pub(crate) cmd_span: Option<crate::lang::ast::Span>,
     /// Call-frame scopes that no closure captured, kept for reuse.
     pub(crate) scope_pool: Vec<ScopeRef>,
 }
@@ -158,6 +161,7 @@ impl Interp {
             reef_stack: Vec::new(),
             sink: None,
             bus_sink: None,
+            cmd_span: None,
             child_pid: Arc::default(),
             visited: Vec::new(),
             visit_tick: 0,

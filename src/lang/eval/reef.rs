@@ -27,6 +27,7 @@ fn wrap(head: &str, out: Value) -> Value {
         stdout: crate::value::OutputBytes::from(crate::value::render::redirect_bytes(&out)),
         stderr: crate::value::OutputBytes::empty(),
         out: Some(out),
+        span: None,
     }))
 }
 

@@ -410,6 +410,7 @@ fn outcome(ok: bool, stdout: &str) -> Value {
         stdout: crate::value::OutputBytes::from(stdout),
         stderr: crate::value::OutputBytes::from("err"),
         out: None,
+        span: None,
     }))
 }
 
