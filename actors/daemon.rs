@@ -149,7 +149,8 @@ impl Handler<AttachSession> for Daemon {
             None => self.default_cwd.clone(),
         };
         let mut shared =
-            SessionShared::new(msg.name.clone(), cwd, self.config.session.render_width);
+            SessionShared::new(msg.name.clone(), cwd, self.config.session.render_width)
+                .with_resident_values(self.config.session.resident_values);
         if let Some(s) = &self.services {
             shared = shared.with_services(s.clone());
         }

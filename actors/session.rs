@@ -35,7 +35,7 @@ pub struct SessionShared {
     pub created: Instant,
     pub render_width: usize,
     /// `out:N` is `transcript[N-1-base]`.
-    pub transcript: Mutex<Vec<Value>>,
+    pub transcript: Mutex<Transcript>,
     /// `out:N` numbers up to `base` were used before this session object existed (journal
     /// transcript rows from before a restart); set on the worker thread before the first exec.
     pub base: OnceLock<u64>,
@@ -58,6 +58,70 @@ pub struct LiveState {
     pub env: Vec<(String, String)>,
 }
 
+/// The values behind a session's `out:N` refs. With a journal, memory is
+/// bounded: past `session.resident_values` values or [`RESIDENT_WEIGHT_MAX`] weight
+/// units the oldest values leave memory (their slot stays, `None`) and are
+/// read back from the journal's content store on demand. Without a journal
+/// every value stays resident.
+#[derive(Debug)]
+pub struct Transcript {
+    items: Vec<Option<Value>>,
+    /// Values kept in memory at most (`session.resident_values`).
+    max_resident: usize,
+    /// Index of the oldest value still in memory.
+    oldest: usize,
+    resident: usize,
+    weight: u64,
+}
+
+/// About 32 bytes a unit: ~128 MB of values per session.
+const RESIDENT_WEIGHT_MAX: u64 = 4 << 20;
+
+/// A cheap, top-level estimate of a value's memory in ~32-byte units.
+fn weight(v: &Value) -> u64 {
+    let n = match v {
+        Value::List(l) => l.len() as u64,
+        Value::Table(t) => t.len() as u64 * t.first().map_or(1, |r| r.len().max(1)) as u64,
+        Value::Record(r) => r.len() as u64,
+        Value::Str(s) => s.len() as u64 / 32,
+        Value::Bytes(b) => b.len() as u64 / 32,
+        Value::Outcome(o) => (o.stdout.len() + o.stderr.len()) as u64 / 32,
+        _ => 0,
+    };
+    1 + n
+}
+
+impl Transcript {
+    pub fn new(max_resident: usize) -> Transcript {
+        Transcript {
+            items: Vec::new(),
+            max_resident: max_resident.max(1),
+            oldest: 0,
+            resident: 0,
+            weight: 0,
+        }
+    }
+
+    fn push(&mut self, v: Value, can_evict: bool) {
+        self.weight += weight(&v);
+        self.resident += 1;
+        self.items.push(Some(v));
+        if !can_evict {
+            return;
+        }
+        // Keep at least the newest value resident.
+        while (self.resident > self.max_resident || self.weight > RESIDENT_WEIGHT_MAX)
+            && self.oldest + 1 < self.items.len()
+        {
+            if let Some(old) = self.items[self.oldest].take() {
+                self.weight = self.weight.saturating_sub(weight(&old));
+                self.resident -= 1;
+            }
+            self.oldest += 1;
+        }
+    }
+}
+
 impl SessionShared {
     pub fn new(name: String, cwd: PathBuf, render_width: usize) -> Self {
         SessionShared {
@@ -65,7 +129,7 @@ impl SessionShared {
             cwd,
             created: Instant::now(),
             render_width,
-            transcript: Mutex::new(Vec::new()),
+            transcript: Mutex::new(Transcript::new(4096)),
             base: OnceLock::new(),
             services: None,
             clients: AtomicI64::new(0),
@@ -74,6 +138,12 @@ impl SessionShared {
             injector: Mutex::new(None),
             live: Mutex::new(None),
         }
+    }
+
+    /// Keep at most `n` transcript values in memory (older ones come from the journal).
+    pub fn with_resident_values(self, n: usize) -> Self {
+        *self.transcript.lock().unwrap_or_else(|p| p.into_inner()) = Transcript::new(n);
+        self
     }
 
     /// Journal the session's execs and publish their events.
@@ -107,7 +177,7 @@ impl SessionShared {
     /// The `n` the next [`push`](Self::push) will return.
     pub fn peek_next(&self) -> u64 {
         let t = self.transcript.lock().unwrap_or_else(|p| p.into_inner());
-        self.base() + t.len() as u64 + 1
+        self.base() + t.items.len() as u64 + 1
     }
 
     /// Whether the journal is configured `immediate` (the reply waits for the commit).
@@ -119,16 +189,16 @@ impl SessionShared {
 
     pub fn push(&self, v: Value) -> u64 {
         let mut t = self.transcript.lock().unwrap_or_else(|p| p.into_inner());
-        t.push(v);
-        self.base() + t.len() as u64
+        t.push(v, self.services.is_some());
+        self.base() + t.items.len() as u64
     }
 
     /// `out:n` if this session object holds it in memory (older ones: the journal).
     pub fn get(&self, n: u64) -> Option<Value> {
         let t = self.transcript.lock().unwrap_or_else(|p| p.into_inner());
         n.checked_sub(1 + self.base())
-            .and_then(|i| t.get(i as usize))
-            .cloned()
+            .and_then(|i| t.items.get(i as usize))
+            .and_then(Option::clone)
     }
 
     /// The newest `out:N` number (0 when there is none).
@@ -140,6 +210,7 @@ impl SessionShared {
         self.transcript
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .items
             .len()
     }
 

@@ -80,6 +80,9 @@ pub struct SessionConfig {
     /// Restarts of a crashed session actor allowed per minute before its
     /// supervisor gives up and reports it failed.
     pub max_restarts_per_minute: u32,
+    /// Transcript values (`out:N`) a session keeps in memory; older ones are
+    /// read back from the journal on demand. 1 ..= 1000000.
+    pub resident_values: usize,
 }
 
 impl Default for DaemonConfig {
@@ -97,6 +100,7 @@ impl Default for SessionConfig {
         SessionConfig {
             render_width: 80,
             max_restarts_per_minute: 10,
+            resident_values: 4096,
         }
     }
 }
@@ -187,6 +191,15 @@ fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
     }
     if c.daemon.log_keep_days == 0 {
         return bad("log_keep_days", "log_keep_days must be at least 1".into());
+    }
+    if !(1..=1_000_000).contains(&c.session.resident_values) {
+        return bad(
+            "resident_values",
+            format!(
+                "resident_values must be between 1 and 1000000 (got {})",
+                c.session.resident_values
+            ),
+        );
     }
     if !(20..=1000).contains(&c.session.render_width) {
         return bad(
