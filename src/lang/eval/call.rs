@@ -597,14 +597,45 @@ impl Interp {
             [Value::List(l)] => l.as_ref().clone(),
             _ => pos,
         };
-        let mut out = Vec::with_capacity(thunks.len());
-        for t in thunks {
-            match self.call_value(&t, vec![], vec![]) {
+        // Each thunk runs on its own thread with an evaluator that shares the
+        // session's interrupter, tasks and channels; closures reach their
+        // captured scopes (mutex-protected) from any thread. Results keep the
+        // thunks' order; without `settle` the first error in that order is raised.
+        let stack = super::task::TASK_STACK;
+        let results: Vec<Result<Value, ShoalError>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = thunks
+                .iter()
+                .map(|t| {
+                    let mut child = self.child();
+                    std::thread::Builder::new()
+                        .name("shoal-parallel".into())
+                        .stack_size(stack)
+                        .spawn_scoped(sc, move || {
+                            child.enter_thread(stack);
+                            child
+                                .call_value(t, vec![], vec![])
+                                .map_err(|c| child.ctl_to_err(c))
+                        })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h
+                        .join()
+                        .unwrap_or_else(|_| Err(ShoalError::custom("parallel: a thunk panicked"))),
+                    Err(e) => Err(ShoalError::custom(format!(
+                        "parallel: cannot start a thread: {e}"
+                    ))),
+                })
+                .collect()
+        });
+        let mut out = Vec::with_capacity(results.len());
+        for r in results {
+            match r {
                 Ok(v) => out.push(v),
-                Err(Ctl::Err(e)) if settle && self.catchable(&e) => {
-                    out.push(Value::Error(Arc::new(*e)))
-                }
-                Err(other) => return Err(other),
+                Err(e) if settle && self.catchable(&e) => out.push(Value::Error(Arc::new(e))),
+                Err(e) => return Err(e.into()),
             }
         }
         Ok(Value::list(out))

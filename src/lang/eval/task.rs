@@ -15,7 +15,7 @@ use crate::lang::session::Interrupter;
 use crate::value::{ErrorCode, Record, SResult, ShoalError, StreamVal, TaskRef, Value};
 
 /// Stack size of background task threads.
-const TASK_STACK: usize = 64 << 20;
+pub(crate) const TASK_STACK: usize = 64 << 20;
 /// Events retained per channel.
 const CHANNEL_RING: usize = 1024;
 

@@ -576,3 +576,35 @@ fn empty_glob_note() {
         ("(echo *.zzz).out", "\"\""),
     ]);
 }
+
+/// `parallel` runs its thunks at the same time: the first thunk waits for an
+/// event only the second one emits (replayed from the channel's ring, so the
+/// order in which the threads start does not matter). Run one after the other
+/// this would never finish, so a watchdog bounds the test instead of a sleep.
+#[test]
+fn parallel_thunks_run_concurrently() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let src = r#"let c = channel("rendezvous")
+parallel(() => c.events().take(1).collect().first().payload, () => { c.emit(42); "sent" })"#;
+        let _ = tx.send(run(src));
+    });
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("parallel thunks finished (a sequential parallel() would wait forever)");
+    assert_eq!(got, "[42, \"sent\"]");
+    check(&[
+        ("parallel(() => 1, () => 2, () => 3)", "[1, 2, 3]"),
+        ("parallel([() => \"a\", () => \"b\"])", "[\"a\", \"b\"]"),
+        ("parallel(() => 1, () => 1 / 0)", "!div_zero"),
+        (
+            "parallel(() => 1, () => 1 / 0, settle: true)",
+            "[1, error(div_zero: division by zero)]",
+        ),
+        ("parallel(() => 1, settle: 3)", "!type_error"),
+        (
+            "var n = 0\nparallel(() => { n += 1 }, () => { n += 1 })\nn",
+            "2",
+        ),
+    ]);
+}
