@@ -3,22 +3,17 @@
 //! directory stack and command-not-found diagnostics.
 
 use std::ffi::OsString;
-use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::lang::ast::{Arg, Command, Expr, ExprKind, RedirectKind, Word, WordKind};
+use crate::lang::ast::{Command, RedirectKind, Word, WordKind};
 use crate::lang::eval::call::rest_elem_type;
 use crate::lang::eval::{Ctl, EResult, Interp, Pos};
-use crate::lang::parse::{parse, ParseContext};
 use crate::lang::scope::ScopeRef;
 use crate::shell::builtins::{self, BArg};
-use crate::shell::process::{self, RunError, SpawnSpec, StdinSpec, StdoutSpec};
 use crate::shell::{glob, lookup, words};
-use crate::value::{
-    ns, render, Closure, ErrorCode, GlobVal, Outcome, OutputBytes, ShoalError, Value,
-};
+use crate::value::{render, Closure, GlobVal, Outcome, OutputBytes, ShoalError, Value};
 
 /// An evaluated command argument.
 #[derive(Clone, Debug)]
@@ -42,12 +37,12 @@ pub(crate) enum CArg {
 }
 
 /// Heads handled by the evaluator itself (§10.3 step 4).
-const SPECIAL_HEADS: &[&str] = &[
+pub(super) const SPECIAL_HEADS: &[&str] = &[
     "jobs", "exit", "quit", "plan", "apply", "explain", "interact", "assert", "open", "save",
     "reef", "undo", "journal", "history",
 ];
 /// Session heads (§10.3 step 6).
-const SESSION_HEADS: &[&str] = &[
+pub(super) const SESSION_HEADS: &[&str] = &[
     "cd", "pushd", "popd", "dirs", "j", "jump", "pwd", "run", "source",
 ];
 
@@ -56,7 +51,7 @@ pub(crate) fn is_builtin_head(name: &str) -> bool {
     SPECIAL_HEADS.contains(&name) || SESSION_HEADS.contains(&name) || builtins::is_fs_builtin(name)
 }
 
-fn all_heads() -> impl Iterator<Item = &'static str> {
+pub(super) fn all_heads() -> impl Iterator<Item = &'static str> {
     SPECIAL_HEADS
         .iter()
         .chain(SESSION_HEADS.iter())
@@ -69,7 +64,7 @@ pub fn argv_string(v: &Value) -> Result<OsString, ShoalError> {
     crate::value::ops::argv_os(v)
 }
 
-fn carg_display(a: &CArg) -> Vec<String> {
+pub(super) fn carg_display(a: &CArg) -> Vec<String> {
     match a {
         CArg::Val(v) => vec![match v {
             Value::Str(s) => s.to_string(),
@@ -94,7 +89,7 @@ fn carg_display(a: &CArg) -> Vec<String> {
     }
 }
 
-fn to_bargs(cargs: Vec<CArg>) -> Vec<BArg> {
+pub(super) fn to_bargs(cargs: Vec<CArg>) -> Vec<BArg> {
     let mut out = Vec::new();
     for a in cargs {
         match a {
@@ -112,7 +107,7 @@ fn to_bargs(cargs: Vec<CArg>) -> Vec<BArg> {
 }
 
 /// The plain values of a command's arguments (flags rendered as text).
-fn carg_values(cargs: Vec<CArg>) -> Vec<Value> {
+pub(super) fn carg_values(cargs: Vec<CArg>) -> Vec<Value> {
     let mut out = Vec::new();
     for a in cargs {
         match a {
@@ -124,7 +119,7 @@ fn carg_values(cargs: Vec<CArg>) -> Vec<Value> {
     out
 }
 
-fn carg_argv(cargs: &[CArg]) -> Result<Vec<OsString>, ShoalError> {
+pub(super) fn carg_argv(cargs: &[CArg]) -> Result<Vec<OsString>, ShoalError> {
     let mut out = Vec::new();
     for a in cargs {
         match a {
@@ -152,7 +147,7 @@ fn carg_argv(cargs: &[CArg]) -> Result<Vec<OsString>, ShoalError> {
     Ok(out)
 }
 
-fn levenshtein(a: &str, b: &str) -> usize {
+pub(super) fn levenshtein(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
@@ -173,7 +168,7 @@ pub(crate) fn feed_bytes(v: &Value) -> Result<OutputBytes, ShoalError> {
     crate::value::methods::feed_output(v)
 }
 
-fn runner_for(ext: &str) -> Option<(&'static str, &'static [&'static str])> {
+pub(super) fn runner_for(ext: &str) -> Option<(&'static str, &'static [&'static str])> {
     Some(match ext {
         "py" => ("python3", &[]),
         "js" => ("node", &[]),
@@ -189,7 +184,7 @@ fn runner_for(ext: &str) -> Option<(&'static str, &'static [&'static str])> {
 impl Interp {
     /// The spelling of a long flag as written (`--dry-run`), recovered from
     /// the source when the word's span points into it.
-    fn long_flag_text(&self, w: &Word, name: &str) -> String {
+    pub(super) fn long_flag_text(&self, w: &Word, name: &str) -> String {
         if let Some(text) = self.src.get(w.span.start as usize..w.span.end as usize) {
             if let Some(body) = text.strip_prefix("--") {
                 let n = body.split('=').next().unwrap_or("");
@@ -201,11 +196,11 @@ impl Interp {
         name.replace('_', "-")
     }
 
-    fn home(&self) -> String {
+    pub(super) fn home(&self) -> String {
         self.env.get("HOME").cloned().unwrap_or_else(|| "/".into())
     }
 
-    fn expand_home(&self, s: &str) -> String {
+    pub(super) fn expand_home(&self, s: &str) -> String {
         if s == "~" || s.starts_with("~/") {
             format!("{}{}", self.home(), &s[1..])
         } else {
@@ -213,7 +208,7 @@ impl Interp {
         }
     }
 
-    fn eval_word(&mut self, w: &Word, scope: &ScopeRef) -> EResult<CArg> {
+    pub(super) fn eval_word(&mut self, w: &Word, scope: &ScopeRef) -> EResult<CArg> {
         Ok(match &w.kind {
             WordKind::Plain(s) => CArg::Val(Value::str(s)),
             WordKind::Path(s) => CArg::Val(Value::path(self.expand_home(s))),
@@ -242,7 +237,7 @@ impl Interp {
     }
 
     /// A word as a single value (flag values, env prefixes, redirect targets).
-    fn word_value(&mut self, w: &Word, scope: &ScopeRef) -> EResult<Value> {
+    pub(super) fn word_value(&mut self, w: &Word, scope: &ScopeRef) -> EResult<Value> {
         Ok(match self.eval_word(w, scope)? {
             CArg::Val(v) => v,
             CArg::Glob { pattern, matches } => match matches.len() {
@@ -253,7 +248,7 @@ impl Interp {
         })
     }
 
-    fn head_name(&mut self, w: &Word, scope: &ScopeRef) -> EResult<(String, bool)> {
+    pub(super) fn head_name(&mut self, w: &Word, scope: &ScopeRef) -> EResult<(String, bool)> {
         Ok(match &w.kind {
             WordKind::Plain(s) => (s.clone(), false),
             WordKind::Path(s) => (self.expand_home(s), true),
@@ -276,7 +271,7 @@ impl Interp {
         })
     }
 
-    fn eval_env_prefix(
+    pub(super) fn eval_env_prefix(
         &mut self,
         cmd: &Command,
         scope: &ScopeRef,
@@ -289,7 +284,7 @@ impl Interp {
         Ok(out)
     }
 
-    fn eval_redirects(
+    pub(super) fn eval_redirects(
         &mut self,
         cmd: &Command,
         scope: &ScopeRef,
@@ -386,7 +381,12 @@ impl Interp {
     }
 
     /// §10.3 steps 2–8.
-    fn run_resolved(&mut self, inv: Invocation, scope: &ScopeRef, pos: Pos) -> EResult<Value> {
+    pub(super) fn run_resolved(
+        &mut self,
+        inv: Invocation,
+        scope: &ScopeRef,
+        pos: Pos,
+    ) -> EResult<Value> {
         if !inv.head_is_path && !self.alias_guard.contains(&inv.head) {
             if let Some(v) = scope.lookup(&inv.head) {
                 match v {
@@ -414,7 +414,7 @@ impl Interp {
         self.dispatch(inv, scope, pos)
     }
 
-    fn expand_alias(
+    pub(super) fn expand_alias(
         &mut self,
         a: &Arc<Command>,
         inv: Invocation,
@@ -504,7 +504,7 @@ impl Interp {
         best.map(|(_, c)| format!("did you mean '{c}'?"))
     }
 
-    fn not_found(&self, name: &str, scope: &ScopeRef) -> ShoalError {
+    pub(super) fn not_found(&self, name: &str, scope: &ScopeRef) -> ShoalError {
         let mut e = ShoalError::not_found(format!("command not found: `{name}`"));
         if let Some(h) = self.did_you_mean(name, scope) {
             e = e.with_hint(h);
@@ -513,7 +513,12 @@ impl Interp {
     }
 
     /// §10.3 steps 4–8 for an unbound (or forced) head.
-    fn dispatch(&mut self, inv: Invocation, scope: &ScopeRef, pos: Pos) -> EResult<Value> {
+    pub(super) fn dispatch(
+        &mut self,
+        inv: Invocation,
+        scope: &ScopeRef,
+        pos: Pos,
+    ) -> EResult<Value> {
         let head = inv.head.clone();
         if inv.head_is_path {
             if head.ends_with(".shl") {
@@ -713,200 +718,8 @@ impl Interp {
         self.apply_value_redirects(result, &inv.redirects)
     }
 
-    /// Builtin `> f` / `>> f`: write the redirect bytes, yield null.
-    fn apply_value_redirects(
-        &mut self,
-        v: Value,
-        redirects: &[(RedirectKind, PathBuf)],
-    ) -> EResult<Value> {
-        if !has_out_redirect(redirects) {
-            return Ok(v);
-        }
-        let bytes = render::redirect_bytes(&v);
-        for (k, p) in redirects {
-            let mut f = match k {
-                RedirectKind::Out => File::create(p),
-                RedirectKind::Append => OpenOptions::new().create(true).append(true).open(p),
-                RedirectKind::In => continue,
-            }
-            .map_err(|e| ShoalError::custom(format!("cannot write {}: {e}", p.display())))?;
-            use std::io::Write;
-            f.write_all(&bytes)
-                .map_err(|e| ShoalError::custom(format!("cannot write {}: {e}", p.display())))?;
-        }
-        Ok(Value::Null)
-    }
-
-    /// Spawn an external program (§10.3 step 8).
-    fn run_external(&mut self, inv: Invocation, pos: Pos, scope: &ScopeRef) -> EResult<Value> {
-        let argv = carg_argv(&inv.cargs)?;
-        let mut display = inv.head.clone();
-        for a in &inv.cargs {
-            for s in carg_display(a) {
-                display.push(' ');
-                display.push_str(&s);
-            }
-        }
-        let path_var = inv
-            .env
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "PATH")
-            .map(|(_, v)| v.clone())
-            .or_else(|| self.env.get("PATH").cloned());
-        let found = if inv.head_is_path {
-            lookup::find_program(&inv.head, path_var.as_deref(), &self.cwd)
-        } else {
-            self.program_for(&inv.head, path_var.as_deref())?
-        };
-        let Some(program) = found else {
-            if inv.head_is_path && self.cwd.join(&inv.head).exists() {
-                return Err(ShoalError::new(
-                    ErrorCode::Permission,
-                    format!("`{}` is not executable", inv.head),
-                )
-                .into());
-            }
-            return Err(self.not_found(&inv.head, scope).into());
-        };
-        self.spawn_program(
-            program,
-            &inv.head,
-            argv,
-            display,
-            inv.env,
-            &inv.redirects,
-            inv.stdin,
-            pos,
-        )
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn spawn_program(
-        &mut self,
-        program: PathBuf,
-        argv0: &str,
-        argv: Vec<OsString>,
-        display: String,
-        env_prefix: Vec<(String, String)>,
-        redirects: &[(RedirectKind, PathBuf)],
-        stdin_bytes: Option<OutputBytes>,
-        pos: Pos,
-    ) -> EResult<Value> {
-        let io = |p: &Path, e: std::io::Error| {
-            ShoalError::custom(format!("cannot open {}: {e}", p.display()))
-        };
-        let mut stdin = match stdin_bytes {
-            Some(b) => StdinSpec::Bytes(b),
-            None => StdinSpec::Null,
-        };
-        let mut stdout = StdoutSpec::Capture;
-        for (k, p) in redirects {
-            match k {
-                RedirectKind::In => stdin = StdinSpec::File(File::open(p).map_err(|e| io(p, e))?),
-                RedirectKind::Out => {
-                    stdout = StdoutSpec::File(File::create(p).map_err(|e| io(p, e))?)
-                }
-                RedirectKind::Append => {
-                    stdout = StdoutSpec::File(
-                        OpenOptions::new()
-                            .create(true)
-                            .append(true)
-                            .open(p)
-                            .map_err(|e| io(p, e))?,
-                    )
-                }
-            }
-        }
-        let mut env: Vec<(OsString, OsString)> =
-            Vec::with_capacity(self.env.len() + env_prefix.len());
-        let mut merged = self.env.clone();
-        for (k, v) in env_prefix {
-            merged.insert(k, v);
-        }
-        merged.insert("PWD".into(), self.cwd.to_string_lossy().into_owned());
-        for (k, v) in merged {
-            env.push((k.into(), v.into()));
-        }
-        let spec = SpawnSpec {
-            program,
-            argv0: argv0.into(),
-            args: argv,
-            cwd: self.cwd.clone(),
-            env,
-            stdin,
-            stdout,
-            pid_slot: Some(self.child_pid.clone()),
-        };
-        let interrupter = self.interrupter.clone();
-        let r = process::run(spec, &move || interrupter.is_interrupted());
-        let res = match r {
-            Ok(r) => r,
-            Err(RunError::Interrupted) => return Err(Interp::cancelled().into()),
-            Err(RunError::Spawn(e)) => {
-                return Err(match e.kind() {
-                    std::io::ErrorKind::NotFound => {
-                        ShoalError::not_found(format!("command not found: `{argv0}`"))
-                    }
-                    std::io::ErrorKind::PermissionDenied => ShoalError::new(
-                        ErrorCode::Permission,
-                        format!("cannot run `{argv0}`: permission denied"),
-                    ),
-                    _ => ShoalError::custom(format!("cannot run `{argv0}`: {e}")),
-                }
-                .into())
-            }
-        };
-        let ok = res.status == Some(0);
-        let mut stderr = res.stderr;
-        let mut notes = Vec::new();
-        for (what, n) in [
-            ("stdout", res.stdout_dropped),
-            ("stderr", res.stderr_dropped),
-        ] {
-            if n > 0 {
-                notes.extend_from_slice(
-                    format!("\nshoal: {n} bytes of {what} could not be stored (spill file)\n")
-                        .as_bytes(),
-                );
-            }
-        }
-        if !notes.is_empty() {
-            if stderr.is_spilled() {
-                tracing::warn!("{}", String::from_utf8_lossy(&notes).trim());
-            } else {
-                let mut v = stderr.to_vec();
-                v.extend_from_slice(&notes);
-                stderr = OutputBytes::from(v);
-            }
-        }
-        if pos == Pos::Stmt && !ok {
-            let msg = match (&res.status, &res.signal) {
-                (Some(n), _) => format!("`{display}` exited with status {n}"),
-                (None, Some(sig)) => format!("`{display}` died from {sig}"),
-                (None, None) => format!("`{display}` failed"),
-            };
-            let mut e = ShoalError::new(ErrorCode::CmdFailed, msg);
-            e.status = res.status;
-            e.stderr = Some(stderr.bounded(crate::value::methods::ERROR_STDERR_LIMIT));
-            return Err(e.into());
-        }
-        Ok(Value::Outcome(Arc::new(Outcome {
-            status: res.status,
-            ok,
-            signal: res.signal,
-            dur_ns: res.dur_ns,
-            pid: res.pid,
-            cmd: display,
-            stdout: res.stdout,
-            stderr,
-            out: None,
-            span: self.cmd_span,
-        })))
-    }
-
     /// Calling a closure in command form (§10.12).
-    fn call_closure_cmd(
+    pub(super) fn call_closure_cmd(
         &mut self,
         c: &Arc<Closure>,
         cargs: Vec<CArg>,
@@ -1013,470 +826,9 @@ impl Interp {
         }
         self.call_closure(c, pos, named)
     }
-
-    /// `run TARGET args…` (§10.9).
-    pub(crate) fn run_target(
-        &mut self,
-        target: &str,
-        cargs: Vec<CArg>,
-        scope: &ScopeRef,
-        pos: Pos,
-    ) -> EResult<Value> {
-        let tpath = PathBuf::from(self.expand_home(target));
-        let abs = self.cwd.join(&tpath);
-        let ext = tpath
-            .extension()
-            .map(|e| e.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let manifest_runner = if ext.is_empty() {
-            None
-        } else {
-            crate::shell::reef::runner_for_ext(&self.cwd, &ext)
-        };
-        let scriptish = target.contains('/')
-            || target.starts_with('.')
-            || target.starts_with('~')
-            || ((runner_for(&ext).is_some() || manifest_runner.is_some() || ext == "shl")
-                && abs.exists());
-        if !scriptish {
-            let inv = Invocation {
-                head: target.to_string(),
-                head_is_path: false,
-                forced: true,
-                cargs,
-                env: Vec::new(),
-                redirects: Vec::new(),
-                block: None,
-                stdin: None,
-            };
-            return self.run_external(inv, pos, scope);
-        }
-        if ext == "shl" {
-            return self.run_shl(&abs, carg_values(cargs));
-        }
-        let mut argv: Vec<OsString> = Vec::new();
-        let (program_name, display_head): (String, String) = if let Some(runner) = manifest_runner {
-            argv.push(abs.clone().into_os_string());
-            (runner.clone(), format!("{runner} {target}"))
-        } else if let Some((runner, pre)) = runner_for(&ext) {
-            argv.extend(pre.iter().map(OsString::from));
-            argv.push(abs.clone().into_os_string());
-            (runner.to_string(), format!("{runner} {target}"))
-        } else {
-            let shebang = std::fs::read(&abs)
-                .map(|b| b.starts_with(b"#!"))
-                .unwrap_or(false);
-            if !shebang {
-                return Err(ShoalError::new(
-                    ErrorCode::RunnerNotFound,
-                    format!("no runner for `{target}`"),
-                )
-                .with_hint("known script extensions: py js ts sh shl rb lua rs, or start the file with a #! line")
-                .into());
-            }
-            (abs.to_string_lossy().into_owned(), target.to_string())
-        };
-        argv.extend(carg_argv(&cargs)?);
-        let mut display = display_head;
-        for a in &cargs {
-            for s in carg_display(a) {
-                display.push(' ');
-                display.push_str(&s);
-            }
-        }
-        let path_var = self.env.get("PATH").cloned();
-        let Some(program) = lookup::find_program(&program_name, path_var.as_deref(), &self.cwd)
-        else {
-            return Err(ShoalError::new(
-                ErrorCode::RunnerNotFound,
-                format!("runner `{program_name}` for `{target}` is not installed"),
-            )
-            .into());
-        };
-        self.spawn_program(
-            program,
-            &program_name,
-            argv,
-            display,
-            Vec::new(),
-            &[],
-            None,
-            pos,
-        )
-    }
-
-    /// Run a `.shl` script in a child evaluator with a fresh scope (§10.9).
-    pub(crate) fn run_shl(&mut self, path: &Path, args: Vec<Value>) -> EResult<Value> {
-        let src = std::fs::read_to_string(path).map_err(|e| {
-            ShoalError::new(
-                ErrorCode::IoError,
-                format!("cannot read {}: {e}", path.display()),
-            )
-        })?;
-        let mut ctx = ParseContext::default();
-        ctx.value_bound.insert("args".into());
-        ctx.value_bound.insert("script".into());
-        let prog = parse(&src, &ctx).map_err(|e| {
-            ShoalError::new(
-                ErrorCode::ParseError,
-                format!("{}: {}", path.display(), e.msg),
-            )
-        })?;
-        let mut child = self.child();
-        child.src = Arc::from(src.as_str());
-        child.globals.define("args", Value::list(args), false, true);
-        child
-            .globals
-            .define("script", Value::path(path), false, true);
-        let g = child.globals.clone();
-        match child.eval_stmts_top(&prog.stmts, &g, Pos::Stmt) {
-            Ok(v) => Ok(v),
-            Err(Ctl::Exit) => Ok(Value::Null),
-            Err(c) => Err(Ctl::Err(Box::new(child.ctl_to_err(c)))),
-        }
-    }
-
-    /// `source PATH`: evaluate a file in the current scope (§10.9).
-    fn source_file(&mut self, p: &Path, scope: &ScopeRef) -> EResult<Value> {
-        let abs = self.resolve_path(p);
-        let src = std::fs::read_to_string(&abs).map_err(|e| {
-            ShoalError::new(
-                ErrorCode::IoError,
-                format!("cannot read {}: {e}", p.display()),
-            )
-        })?;
-        let mut ctx = ParseContext::default();
-        for (k, b) in scope.visible_bindings() {
-            if b.value_bound {
-                ctx.value_bound.insert(k);
-            }
-        }
-        let prog = parse(&src, &ctx).map_err(|e| {
-            ShoalError::new(ErrorCode::ParseError, format!("{}: {}", p.display(), e.msg))
-        })?;
-        let saved = std::mem::replace(&mut self.src, Arc::from(src.as_str()));
-        let r = self.eval_stmts_in(&prog.stmts, scope, Pos::Stmt);
-        self.src = saved;
-        r
-    }
-
-    /// `.feed(...)` (§10.7): the side that is a command is the command.
-    pub(crate) fn eval_feed(
-        &mut self,
-        recv: &Expr,
-        args: &[Arg],
-        scope: &ScopeRef,
-        pos: Pos,
-    ) -> EResult<Value> {
-        if args.len() != 1 || args[0].name.is_some() {
-            return Err(ShoalError::arg_error("feed expects exactly one command or value").into());
-        }
-        let arg = &args[0].value;
-        if self.is_command_expr(recv, scope) && !self.is_command_expr(arg, scope) {
-            let v = self.eval_expr(arg, scope, Pos::Value)?;
-            return self.feed_to(recv, v, scope, pos);
-        }
-        let v = self.eval_expr(recv, scope, Pos::Value)?;
-        self.feed_to(arg, v, scope, pos)
-    }
-
-    fn is_command_expr(&self, e: &Expr, scope: &ScopeRef) -> bool {
-        match &e.kind {
-            ExprKind::Command(_) | ExprKind::InterpBlock { .. } => true,
-            ExprKind::Group(inner) => self.is_command_expr(inner, scope),
-            ExprKind::Ident(n) => !scope.is_bound(n) && !ns::is_namespace(n),
-            _ => false,
-        }
-    }
-
-    fn feed_to(&mut self, cmd: &Expr, v: Value, scope: &ScopeRef, pos: Pos) -> EResult<Value> {
-        let bytes = feed_bytes(&v).map_err(|e| self.lift(e))?;
-        match &cmd.kind {
-            ExprKind::Group(inner) => self.feed_to(inner, v, scope, pos),
-            ExprKind::InterpBlock { tool, program } => {
-                self.run_interp_block(tool, program, Some(bytes), pos)
-            }
-            ExprKind::Command(c) => {
-                let (head, head_is_path) = self.head_name(&c.head, scope)?;
-                let mut cargs = Vec::new();
-                for w in &c.args {
-                    cargs.push(self.eval_word(w, scope)?);
-                }
-                let env = self.eval_env_prefix(c, scope)?;
-                let redirects: Vec<_> = self
-                    .eval_redirects(c, scope)?
-                    .into_iter()
-                    .filter(|(k, _)| *k != RedirectKind::In)
-                    .collect();
-                let inv = Invocation {
-                    head,
-                    head_is_path,
-                    forced: true,
-                    cargs,
-                    env,
-                    redirects,
-                    block: None,
-                    stdin: Some(bytes),
-                };
-                self.run_external(inv, pos, scope)
-            }
-            ExprKind::Ident(n) if !scope.is_bound(n) => {
-                let inv = Invocation {
-                    head: n.clone(),
-                    head_is_path: false,
-                    forced: true,
-                    cargs: Vec::new(),
-                    env: Vec::new(),
-                    redirects: Vec::new(),
-                    block: None,
-                    stdin: Some(bytes),
-                };
-                self.run_external(inv, pos, scope)
-            }
-            _ => match self.eval_expr(cmd, scope, Pos::Value)? {
-                Value::Command(a) => {
-                    let (head, head_is_path) = self.head_name(&a.head, scope)?;
-                    let mut cargs = Vec::new();
-                    for w in &a.args {
-                        cargs.push(self.eval_word(w, scope)?);
-                    }
-                    let env = self.eval_env_prefix(&a, scope)?;
-                    let inv = Invocation {
-                        head,
-                        head_is_path,
-                        forced: true,
-                        cargs,
-                        env,
-                        redirects: Vec::new(),
-                        block: None,
-                        stdin: Some(bytes),
-                    };
-                    self.run_external(inv, pos, scope)
-                }
-                Value::Str(s) => {
-                    let inv = Invocation {
-                        head: s.to_string(),
-                        head_is_path: s.contains('/'),
-                        forced: true,
-                        cargs: Vec::new(),
-                        env: Vec::new(),
-                        redirects: Vec::new(),
-                        block: None,
-                        stdin: Some(bytes),
-                    };
-                    self.run_external(inv, pos, scope)
-                }
-                other => Err(ShoalError::type_error(format!(
-                    "feed expects a command, found {}",
-                    other.type_name()
-                ))
-                .into()),
-            },
-        }
-    }
-
-    /// `TOOL { program }` (§10.8).
-    pub(crate) fn run_interp_block(
-        &mut self,
-        tool: &str,
-        program: &str,
-        stdin: Option<OutputBytes>,
-        pos: Pos,
-    ) -> EResult<Value> {
-        let flag: Option<&str> = match tool {
-            "sh" | "bash" | "zsh" | "fish" | "python" | "python3" => Some("-c"),
-            "node" | "ruby" | "perl" | "lua" | "Rscript" | "osascript" => Some("-e"),
-            "php" => Some("-r"),
-            "deno" => Some("eval"),
-            "jq" => Some(""),
-            _ => None,
-        };
-        let (argv, stdin) = match flag {
-            Some("") => (vec![OsString::from(program)], stdin),
-            Some(f) => (vec![OsString::from(f), OsString::from(program)], stdin),
-            None => {
-                if stdin.is_some() {
-                    return Err(ShoalError::arg_error(format!(
-                        "cannot feed `{tool}`: its program is passed on stdin"
-                    ))
-                    .into());
-                }
-                (Vec::new(), Some(OutputBytes::from(program)))
-            }
-        };
-        let path_var = self.env.get("PATH").cloned();
-        let Some(prog) = lookup::find_program(tool, path_var.as_deref(), &self.cwd) else {
-            return Err(ShoalError::not_found(format!("command not found: `{tool}`")).into());
-        };
-        let display = format!("{tool} {{ {} }}", program.lines().next().unwrap_or(""));
-        self.spawn_program(prog, tool, argv, display, Vec::new(), &[], stdin, pos)
-    }
-
-    // ----- directory stack -------------------------------------------------
-
-    fn top_level_only(&self, head: &str) -> EResult<()> {
-        if self.fn_depth > 0 {
-            return Err(ShoalError::custom(format!(
-                "`{head}` changes the session directory and is only allowed at the top level"
-            ))
-            .with_hint("inside a function use `with cwd: DIR { … }`")
-            .into());
-        }
-        Ok(())
-    }
-
-    fn target_dir(&self, v: &Value, head: &str) -> EResult<PathBuf> {
-        let p = match v {
-            Value::Str(s) => PathBuf::from(self.expand_home(s)),
-            Value::Path(p) => p.as_ref().clone(),
-            other => {
-                return Err(ShoalError::arg_error(format!(
-                    "{head}: expected a directory, found {}",
-                    other.type_name()
-                ))
-                .into())
-            }
-        };
-        let abs = builtins::normalize(&self.cwd.join(&p));
-        if !abs.is_dir() {
-            return Err(ShoalError::arg_error(format!(
-                "{head}: {}: no such directory",
-                p.display()
-            ))
-            .into());
-        }
-        Ok(abs)
-    }
-
-    fn set_cwd(&mut self, new: PathBuf) {
-        self.visit_tick += 1;
-        let tick = self.visit_tick;
-        match self.visited.iter_mut().find(|(p, _, _)| *p == new) {
-            Some(e) => {
-                e.1 += 1;
-                e.2 = tick;
-            }
-            None => self.visited.push((new.clone(), 1, tick)),
-        }
-        let old = std::mem::replace(&mut self.cwd, new);
-        self.env
-            .insert("OLDPWD".into(), old.to_string_lossy().into_owned());
-        self.env
-            .insert("PWD".into(), self.cwd.to_string_lossy().into_owned());
-        self.oldpwd = Some(old);
-    }
-
-    fn cd(&mut self, args: Vec<Value>) -> EResult<Value> {
-        self.top_level_only("cd")?;
-        let target = match args.as_slice() {
-            [] => PathBuf::from(self.home()),
-            [Value::Str(s)] if s.as_ref() == "-" => match &self.oldpwd {
-                Some(p) => p.clone(),
-                None => {
-                    return Err(ShoalError::custom(
-                        "cd -: no previous directory (OLDPWD is not set)",
-                    )
-                    .into())
-                }
-            },
-            [v] => self.target_dir(v, "cd")?,
-            _ => return Err(ShoalError::arg_error("cd expects at most one directory").into()),
-        };
-        if !target.is_dir() {
-            return Err(ShoalError::arg_error(format!(
-                "cd: {}: no such directory",
-                target.display()
-            ))
-            .into());
-        }
-        self.set_cwd(target);
-        Ok(Value::path(self.cwd.clone()))
-    }
-
-    /// `j` / `jump [query]`: the most frequently and recently visited
-    /// directory of this session whose path contains the query.
-    fn jump(&mut self, head: &str, query: Option<&Value>) -> EResult<Value> {
-        let q = match query {
-            None => String::new(),
-            Some(Value::Str(s)) => s.to_string(),
-            Some(Value::Path(p)) => p.to_string_lossy().into_owned(),
-            Some(other) => {
-                return Err(ShoalError::type_error(format!(
-                    "{head}: expected a query, found {}",
-                    other.type_name()
-                ))
-                .into())
-            }
-        };
-        if !q.is_empty() {
-            let direct = builtins::normalize(&self.cwd.join(self.expand_home(&q)));
-            if direct.is_dir() && (q.contains('/') || q.starts_with('.') || q.starts_with('~')) {
-                self.set_cwd(direct);
-                return Ok(Value::path(self.cwd.clone()));
-            }
-        }
-        let ql = q.to_lowercase();
-        let best = self
-            .visited
-            .iter()
-            .filter(|(p, _, _)| *p != self.cwd && p.is_dir())
-            .filter(|(p, _, _)| p.to_string_lossy().to_lowercase().contains(&ql))
-            .max_by_key(|(_, n, t)| (*n as u64) * 4 + *t)
-            .map(|(p, _, _)| p.clone());
-        match best {
-            Some(p) => {
-                self.set_cwd(p);
-                Ok(Value::path(self.cwd.clone()))
-            }
-            None => Err(ShoalError::not_found(format!(
-                "{head}: no remembered directory matches `{q}`"
-            ))
-            .with_hint("directories are remembered as you `cd` into them")
-            .into()),
-        }
-    }
-
-    fn dirs_list(&self) -> Value {
-        let mut out = vec![Value::path(self.cwd.clone())];
-        out.extend(self.dir_stack.iter().rev().map(|p| Value::path(p.clone())));
-        Value::list(out)
-    }
-
-    fn pushd(&mut self, args: Vec<Value>) -> EResult<Value> {
-        self.top_level_only("pushd")?;
-        match args.as_slice() {
-            [] => {
-                let Some(top) = self.dir_stack.pop() else {
-                    return Err(ShoalError::custom(
-                        "pushd: no other directory to swap with (the directory stack is empty)",
-                    )
-                    .into());
-                };
-                let cur = self.cwd.clone();
-                self.dir_stack.push(cur);
-                self.set_cwd(top);
-            }
-            [v] => {
-                let new = self.target_dir(v, "pushd")?;
-                let cur = self.cwd.clone();
-                self.dir_stack.push(cur);
-                self.set_cwd(new);
-            }
-            _ => return Err(ShoalError::arg_error("pushd expects at most one directory").into()),
-        }
-        Ok(self.dirs_list())
-    }
-
-    fn popd(&mut self) -> EResult<Value> {
-        let Some(top) = self.dir_stack.pop() else {
-            return Err(ShoalError::custom("popd: the directory stack is empty").into());
-        };
-        self.set_cwd(top);
-        Ok(self.dirs_list())
-    }
 }
 
-fn type_text(t: &crate::lang::ast::TypeAnn) -> String {
+pub(super) fn type_text(t: &crate::lang::ast::TypeAnn) -> String {
     let mut s = t.name.clone();
     if !t.args.is_empty() {
         let args: Vec<String> = t.args.iter().map(type_text).collect();
@@ -1490,7 +842,7 @@ fn type_text(t: &crate::lang::ast::TypeAnn) -> String {
 
 /// The synthesized signature `fn name(a: int, b = …, ...rest)` shown by
 /// `NAME --help`.
-fn signature(def: &crate::lang::ast::FnDef) -> String {
+pub(super) fn signature(def: &crate::lang::ast::FnDef) -> String {
     let mut parts: Vec<String> = def
         .params
         .iter()
@@ -1526,13 +878,13 @@ fn signature(def: &crate::lang::ast::FnDef) -> String {
     out
 }
 
-fn has_out_redirect(r: &[(RedirectKind, PathBuf)]) -> bool {
+pub(super) fn has_out_redirect(r: &[(RedirectKind, PathBuf)]) -> bool {
     r.iter()
         .any(|(k, _)| matches!(k, RedirectKind::Out | RedirectKind::Append))
 }
 
 /// Coerce a command-form argument to a parameter type (§10.12).
-fn coerce_cmd_value(
+pub(super) fn coerce_cmd_value(
     v: Value,
     t: &crate::lang::ast::TypeAnn,
     cwd: &Path,

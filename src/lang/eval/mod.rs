@@ -23,9 +23,12 @@ use crate::value::{ErrorCode, Host, Record, SResult, ShoalError, Value};
 
 mod call;
 mod command;
+mod dirs;
 mod expr;
+mod external;
 mod pattern;
 mod reef;
+mod scripts;
 mod stmt;
 mod task;
 
