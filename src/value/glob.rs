@@ -1,16 +1,80 @@
-//! Glob matching and expansion (language.md §10.2, §12.8).
-use std::path::{Path, PathBuf};
+//! Glob matching and expansion (language.md §10.2, §12.8): the one
+//! implementation behind glob words, glob values and their methods.
+//!
+//! Patterns use `*` (any run within a component), `?` (one character),
+//! `[abc]`, `[a-z]`, `[!x]` / `[^x]` (classes) and `**` as a whole component
+//! (zero or more directories). Dotfiles are matched only when the pattern
+//! component itself starts with `.` or `hidden` is set.
 
-/// Does `name` match the single-component wildcard `pat` (`*`, `?`, `[...]`)?
-pub fn wildcard_match(pat: &str, name: &str) -> bool {
-    let p: Vec<char> = pat.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    match_from(&p, &n)
+use std::path::{Component, Path, PathBuf};
+
+/// Does `s` contain glob metacharacters?
+pub fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '[', ']'])
 }
 
-fn match_class(p: &[char], c: char) -> Option<(bool, usize)> {
-    // p[0] == '['; returns (matched, length consumed)
-    let mut i = 1;
+/// fnmatch-style match of one path component.
+pub fn match_component(pat: &str, name: &str) -> bool {
+    let p: Vec<char> = pat.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    match_at(&p, 0, &n, 0)
+}
+
+fn match_at(p: &[char], mut pi: usize, n: &[char], mut ni: usize) -> bool {
+    // Iterative with single-star backtracking.
+    let mut star: Option<(usize, usize)> = None;
+    loop {
+        if pi < p.len() {
+            match p[pi] {
+                '*' => {
+                    star = Some((pi, ni));
+                    pi += 1;
+                    continue;
+                }
+                '?' if ni < n.len() => {
+                    pi += 1;
+                    ni += 1;
+                    continue;
+                }
+                '[' if ni < n.len() => {
+                    if let Some((matched, next)) = match_class(p, pi, n[ni]) {
+                        if matched {
+                            pi = next;
+                            ni += 1;
+                            continue;
+                        }
+                    } else if n[ni] == '[' {
+                        // Unclosed class: a literal `[`.
+                        pi += 1;
+                        ni += 1;
+                        continue;
+                    }
+                }
+                c if ni < n.len() && c != '?' && c != '[' && c == n[ni] => {
+                    pi += 1;
+                    ni += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        } else if ni == n.len() {
+            return true;
+        }
+        match star {
+            Some((sp, sn)) if sn < n.len() => {
+                star = Some((sp, sn + 1));
+                pi = sp + 1;
+                ni = sn + 1;
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// Match a `[...]` class starting at `p[start] == '['` against `c`.
+/// Returns `(matched, index after the class)`, or `None` if unclosed.
+fn match_class(p: &[char], start: usize, c: char) -> Option<(bool, usize)> {
+    let mut i = start + 1;
     let negate = i < p.len() && (p[i] == '!' || p[i] == '^');
     if negate {
         i += 1;
@@ -22,13 +86,15 @@ fn match_class(p: &[char], c: char) -> Option<(bool, usize)> {
             return Some((matched != negate, i + 1));
         }
         first = false;
+        let lo = p[i];
         if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
-            if p[i] <= c && c <= p[i + 2] {
+            let hi = p[i + 2];
+            if lo <= c && c <= hi {
                 matched = true;
             }
             i += 3;
         } else {
-            if p[i] == c {
+            if lo == c {
                 matched = true;
             }
             i += 1;
@@ -37,145 +103,120 @@ fn match_class(p: &[char], c: char) -> Option<(bool, usize)> {
     None
 }
 
-fn match_from(p: &[char], n: &[char]) -> bool {
-    // Iterative with single-star backtracking.
-    let (mut pi, mut ni) = (0usize, 0usize);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        if pi < p.len() {
-            match p[pi] {
-                '*' => {
-                    star = Some((pi, ni));
-                    pi += 1;
-                    continue;
-                }
-                '?' => {
-                    pi += 1;
-                    ni += 1;
-                    continue;
-                }
-                '[' => {
-                    if let Some((ok, len)) = match_class(&p[pi..], n[ni]) {
-                        if ok {
-                            pi += len;
-                            ni += 1;
-                            continue;
-                        }
-                    } else if n[ni] == '[' {
-                        pi += 1;
-                        ni += 1;
-                        continue;
-                    }
-                }
-                c if c == n[ni] => {
-                    pi += 1;
-                    ni += 1;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        match star {
-            Some((sp, sn)) => {
-                pi = sp + 1;
-                ni = sn + 1;
-                star = Some((sp, sn + 1));
-            }
-            None => return false,
-        }
-    }
-    while pi < p.len() && p[pi] == '*' {
-        pi += 1;
-    }
-    pi == p.len()
+/// Does `name` match the single-component wildcard `pat`? (The name the
+/// value methods use for [`match_component`].)
+pub fn wildcard_match(pat: &str, name: &str) -> bool {
+    match_component(pat, name)
 }
 
-fn has_magic(s: &str) -> bool {
-    s.contains(['*', '?', '['])
-}
-
-/// Expand `pattern` relative to `cwd`. Results are sorted; relative patterns
-/// yield relative paths. Dotfiles match only when the component pattern starts
-/// with `.` or `hidden` is set. `**` matches any number of directories.
+/// Expand `pattern` against `cwd`. Results are sorted and spelled as the
+/// pattern spells them: relative patterns give relative paths (`*.txt` →
+/// `a.txt`), absolute patterns absolute ones. `~/` must be expanded by the
+/// caller.
 pub fn expand(pattern: &str, cwd: &Path, hidden: bool) -> Vec<PathBuf> {
-    let absolute = pattern.starts_with('/');
-    let comps: Vec<&str> = pattern
-        .split('/')
-        .filter(|c| !c.is_empty() && *c != ".")
-        .collect();
-    let base_rel = PathBuf::new();
-    let root = if absolute {
-        PathBuf::from("/")
-    } else {
-        cwd.to_path_buf()
-    };
+    let pat = Path::new(pattern);
+    let mut prefix = PathBuf::new();
+    let mut comps: Vec<String> = Vec::new();
+    for c in pat.components() {
+        match c {
+            Component::RootDir => prefix.push("/"),
+            Component::Prefix(p) => prefix.push(p.as_os_str()),
+            Component::CurDir => {
+                if comps.is_empty() {
+                    prefix.push(".");
+                }
+            }
+            Component::ParentDir => {
+                if comps.is_empty() {
+                    prefix.push("..");
+                } else {
+                    comps.push("..".into());
+                }
+            }
+            Component::Normal(s) => comps.push(s.to_string_lossy().into_owned()),
+        }
+    }
+    // Literal leading components go into the prefix.
+    let mut idx = 0;
+    while idx < comps.len() && !is_glob(&comps[idx]) {
+        if idx + 1 == comps.len() {
+            break;
+        }
+        prefix.push(&comps[idx]);
+        idx += 1;
+    }
     let mut out = Vec::new();
-    walk(&root, &base_rel, &comps, hidden, absolute, &mut out);
+    walk(cwd, &prefix, &comps[idx..], hidden, &mut out);
     out.sort();
     out.dedup();
     out
 }
 
-fn walk(
-    root: &Path,
-    rel: &Path,
-    comps: &[&str],
-    hidden: bool,
-    absolute: bool,
-    out: &mut Vec<PathBuf>,
-) {
-    let full = root.join(rel);
+fn resolve(cwd: &Path, rel: &Path) -> PathBuf {
+    if rel.as_os_str().is_empty() {
+        cwd.to_path_buf()
+    } else {
+        cwd.join(rel)
+    }
+}
+
+fn list_dir(dir: &Path) -> Vec<(String, bool)> {
+    let mut v = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let is_dir = std::fs::metadata(e.path())
+                .map(|m| m.is_dir())
+                .unwrap_or(false);
+            v.push((name, is_dir));
+        }
+    }
+    v.sort();
+    v
+}
+
+fn walk(cwd: &Path, base: &Path, comps: &[String], hidden: bool, out: &mut Vec<PathBuf>) {
     let Some((first, rest)) = comps.split_first() else {
-        let p = if absolute { full } else { rel.to_path_buf() };
-        if !p.as_os_str().is_empty() {
-            out.push(p);
+        if std::fs::symlink_metadata(resolve(cwd, base)).is_ok() {
+            out.push(base.to_path_buf());
         }
         return;
     };
-    if *first == "**" {
-        // zero directories
-        walk(root, rel, rest, hidden, absolute, out);
-        if let Ok(rd) = std::fs::read_dir(&full) {
-            for e in rd.flatten() {
-                let name = e.file_name();
-                let name_s = name.to_string_lossy();
-                if name_s.starts_with('.') && !hidden {
-                    continue;
-                }
-                if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                    walk(root, &rel.join(&name), comps, hidden, absolute, out);
-                }
+    if first == "**" {
+        // Zero directories.
+        walk(cwd, base, rest, hidden, out);
+        // One or more.
+        for (name, is_dir) in list_dir(&resolve(cwd, base)) {
+            if !is_dir || (name.starts_with('.') && !hidden) {
+                continue;
             }
+            walk(cwd, &base.join(&name), comps, hidden, out);
         }
         return;
     }
-    if !has_magic(first) {
-        let next = rel.join(first);
+    if !is_glob(first) {
+        let next = base.join(first);
         if rest.is_empty() {
-            if std::fs::symlink_metadata(root.join(&next)).is_ok() {
-                walk(root, &next, rest, hidden, absolute, out);
+            if std::fs::symlink_metadata(resolve(cwd, &next)).is_ok() {
+                out.push(next);
             }
-        } else if root.join(&next).is_dir() {
-            walk(root, &next, rest, hidden, absolute, out);
+        } else {
+            walk(cwd, &next, rest, hidden, out);
         }
         return;
     }
-    let Ok(rd) = std::fs::read_dir(&full) else {
-        return;
-    };
     let allow_dot = hidden || first.starts_with('.');
-    for e in rd.flatten() {
-        let name = e.file_name();
-        let name_s = name.to_string_lossy();
-        if name_s.starts_with('.') && !allow_dot {
+    for (name, is_dir) in list_dir(&resolve(cwd, base)) {
+        if name.starts_with('.') && !allow_dot {
             continue;
         }
-        if !wildcard_match(first, &name_s) {
+        if !match_component(first, &name) {
             continue;
         }
-        let next = rel.join(&name);
-        if rest.is_empty() || root.join(&next).is_dir() {
-            walk(root, &next, rest, hidden, absolute, out);
+        if rest.is_empty() {
+            out.push(base.join(&name));
+        } else if is_dir {
+            walk(cwd, &base.join(&name), rest, hidden, out);
         }
     }
 }
@@ -183,6 +224,58 @@ fn walk(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn component_matching() {
+        assert!(match_component("*.txt", "a.txt"));
+        assert!(!match_component("*.txt", "a.log"));
+        assert!(match_component("a?c", "abc"));
+        assert!(match_component("[ab]*", "bcd"));
+        assert!(!match_component("[!ab]*", "bcd"));
+        assert!(match_component("[a-c]x", "bx"));
+        assert!(match_component("*", ""));
+        assert!(match_component("a*b*c", "aXXbYYc"));
+        assert!(!match_component("a*b*c", "aXXbYY"));
+    }
+
+    #[test]
+    fn expansion() {
+        let d = tempfile::tempdir().unwrap();
+        for f in [
+            "a.txt",
+            "b.txt",
+            "c.log",
+            ".h.txt",
+            "sub/d.txt",
+            "sub/deep/e.txt",
+        ] {
+            let p = d.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        }
+        let names = |v: Vec<PathBuf>| {
+            v.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(expand("*.txt", d.path(), false)), ["a.txt", "b.txt"]);
+        assert_eq!(
+            names(expand("*.txt", d.path(), true)),
+            [".h.txt", "a.txt", "b.txt"]
+        );
+        assert_eq!(names(expand(".*.txt", d.path(), false)), [".h.txt"]);
+        assert_eq!(
+            names(expand("**/*.txt", d.path(), false)),
+            ["a.txt", "b.txt", "sub/d.txt", "sub/deep/e.txt"]
+        );
+        assert_eq!(names(expand("sub/*.txt", d.path(), false)), ["sub/d.txt"]);
+        assert!(expand("*.zzz", d.path(), false).is_empty());
+        let abs = format!("{}/*.log", d.path().display());
+        assert_eq!(
+            expand(&abs, Path::new("/"), false),
+            [d.path().join("c.log")]
+        );
+    }
 
     #[test]
     fn wildcards() {
@@ -201,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn expansion() {
+    fn expansion_of_values() {
         let d = tempfile::tempdir().unwrap();
         for f in ["a.txt", "b.txt", ".h.txt", "sub/c.txt", "sub/deep/d.txt"] {
             let p = d.path().join(f);
