@@ -473,141 +473,13 @@ fn record(svc: &Services, r: ExecRecord<'_>) -> Result<EntryId, JournalError> {
     Ok(id)
 }
 
-/// Rebuild a value from its tagged wire JSON (values restored from the journal after a
-/// restart), so `value.get` paths, slices and elision work on them. `None` for kinds that do
-/// not round-trip (datetimes, closures, streams, ...): the caller answers with the stored JSON.
-pub fn revive(j: &Json) -> Option<Value> {
-    use crate::value::{ErrorCode, Outcome, OutputBytes, Record};
-    let v = j.get("v");
-    Some(match j.get("$")?.as_str()? {
-        "null" => Value::Null,
-        "bool" => Value::Bool(v?.as_bool()?),
-        "int" => Value::Int(v?.as_i64()?),
-        "float" => Value::Float(v?.as_f64().unwrap_or(f64::NAN)),
-        "str" => Value::Str(Arc::from(v?.as_str()?)),
-        "size" => Value::Size(v?.as_u64()?),
-        "duration" => Value::Duration(v?.as_i64()?),
-        "bytes" => Value::Bytes(OutputBytes::from(
-            base64::engine::general_purpose::STANDARD
-                .decode(v?.as_str()?)
-                .ok()?,
-        )),
-        "path" => {
-            let p = match j.get("raw").and_then(Json::as_str) {
-                Some(raw) => {
-                    use std::os::unix::ffi::OsStringExt;
-                    let b = base64::engine::general_purpose::STANDARD.decode(raw).ok()?;
-                    std::path::PathBuf::from(std::ffi::OsString::from_vec(b))
-                }
-                None => std::path::PathBuf::from(v?.as_str()?),
-            };
-            Value::Path(Arc::new(p))
-        }
-        "list" => Value::List(Arc::new(
-            v?.as_array()?
-                .iter()
-                .map(revive)
-                .collect::<Option<Vec<_>>>()?,
-        )),
-        "record" => {
-            let mut r = Record::new();
-            for (k, x) in v?.as_object()? {
-                r.insert(k.clone(), revive(x)?);
-            }
-            Value::Record(Arc::new(r))
-        }
-        "table" => {
-            let cols = j.get("cols")?.as_object()?;
-            let n = j.get("n")?.as_u64()? as usize;
-            let mut rows: Vec<Record> = (0..n).map(|_| Record::new()).collect();
-            for (k, cells) in cols {
-                let cells = cells.as_array()?;
-                for (row, cell) in rows.iter_mut().zip(cells) {
-                    row.insert(k.clone(), revive(cell)?);
-                }
-            }
-            Value::Table(Arc::new(rows.into_iter().map(Arc::new).collect()))
-        }
-        "outcome" => {
-            let out = revive(j.get("out")?)?;
-            let stdout = match &out {
-                Value::Str(s) => OutputBytes::from(&**s),
-                _ => OutputBytes::from(&b""[..]),
-            };
-            Value::Outcome(Arc::new(Outcome {
-                status: j.get("status").and_then(Json::as_i64),
-                ok: j.get("ok")?.as_bool()?,
-                signal: j.get("signal").and_then(Json::as_str).map(str::to_string),
-                dur_ns: j.get("dur_ns").and_then(Json::as_i64).unwrap_or(0),
-                pid: j.get("pid").and_then(Json::as_u64).unwrap_or(0) as u32,
-                cmd: j
-                    .get("cmd")
-                    .and_then(Json::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                stdout,
-                stderr: OutputBytes::from(j.get("err").and_then(Json::as_str).unwrap_or("")),
-                out: Some(out),
-                span: j.get("span").and_then(|sp| {
-                    Some(crate::lang::ast::Span {
-                        start: u32::try_from(sp.get("start")?.as_u64()?).ok()?,
-                        end: u32::try_from(sp.get("end")?.as_u64()?).ok()?,
-                    })
-                }),
-            }))
-        }
-        "error" => {
-            use ErrorCode::*;
-            let code = j.get("code")?.as_str()?;
-            let code = [
-                ParseError,
-                TypeError,
-                ArgError,
-                UndefinedVar,
-                FieldMissing,
-                IndexRange,
-                DivZero,
-                Overflow,
-                Utf8Error,
-                NotFound,
-                CmdFailed,
-                NoMatches,
-                FeedError,
-                AssertFailed,
-                RecursionLimit,
-                StreamConsumed,
-                StreamUnbounded,
-                ChannelClosed,
-                Timeout,
-                IoError,
-                Permission,
-                NetError,
-                RunnerNotFound,
-                SpawnDenied,
-                Cancelled,
-            ]
-            .into_iter()
-            .find(|c| c.as_str() == code)
-            .unwrap_or(Custom);
-            let mut e = ShoalError::new(code, j.get("msg")?.as_str()?);
-            e.hint = j.get("hint").and_then(Json::as_str).map(str::to_string);
-            e.stderr = j
-                .get("stderr")
-                .and_then(Json::as_str)
-                .map(|s| Arc::from(s.as_bytes()));
-            Value::Error(Arc::new(e))
-        }
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::proto::wire;
 
     #[test]
-    fn revive_round_trips_plain_values() {
+    fn stored_values_decode_back() {
         let mut r = crate::value::Record::new();
         r.insert("a".into(), Value::Int(3));
         r.insert("b".into(), Value::Str(Arc::from("x")));
@@ -620,8 +492,15 @@ mod tests {
             Value::Table(Arc::new(vec![Arc::new(r)])),
         ]));
         let w = wire::encode(&v);
-        assert_eq!(wire::encode(&revive(&w).unwrap()), w);
-        assert!(revive(&json!({"$": "closure", "repr": "fn f()"})).is_none());
+        assert_eq!(wire::encode(&wire::decode(&w).unwrap()), w);
+        // A raised error stored as out:N comes back as an error value.
+        let mut e =
+            crate::value::ShoalError::new(crate::value::ErrorCode::DivZero, "division by zero");
+        e.hint = Some("check the divisor".into());
+        let w = wire::encode(&Value::Error(Arc::new(e)));
+        let back = wire::decode(&w).unwrap();
+        assert!(matches!(&back, Value::Error(x) if x.code == crate::value::ErrorCode::DivZero));
+        assert_eq!(wire::encode(&back), w);
     }
 
     #[test]

@@ -617,7 +617,7 @@ pub fn restore_from_journal(
             }
             Err(e) => return Some(Err(SessionError::Internal(e.to_string()))),
         };
-        Some(match jw::revive(&wire) {
+        Some(match crate::proto::wire::decode(&wire) {
             Some(v) => kernel::value_get(&v, n, &req, tty, width).map_err(SessionError::Rpc),
             None if req.path.is_none()
                 && req.slice.is_none()

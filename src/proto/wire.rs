@@ -356,13 +356,18 @@ pub fn decode(j: &Json) -> Option<Value> {
             }),
         })),
         "error" => {
-            let mut r = crate::value::Record::new();
-            for k in ["code", "msg", "hint", "stderr"] {
-                if let Some(x) = s(k) {
-                    r.insert(k.to_string(), Value::str(x));
-                }
-            }
-            Value::record(r)
+            let code = crate::value::ErrorCode::parse(s("code")?)
+                .unwrap_or(crate::value::ErrorCode::Custom);
+            let mut e = ShoalError::new(code, s("msg")?);
+            e.hint = s("hint").map(str::to_string);
+            e.stderr = s("stderr").map(|x| Arc::from(x.as_bytes()));
+            e.span = o.get("span").and_then(|sp| {
+                Some(crate::lang::ast::Span {
+                    start: u32::try_from(sp.get("start")?.as_u64()?).ok()?,
+                    end: u32::try_from(sp.get("end")?.as_u64()?).ok()?,
+                })
+            });
+            Value::Error(Arc::new(e))
         }
         "glob" => Value::str(s("pattern")?),
         "regex" => Value::str(s("src")?),

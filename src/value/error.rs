@@ -46,6 +46,50 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, for parsing a stored or wire code back.
+    pub const ALL: [ErrorCode; 32] = {
+        use ErrorCode::*;
+        [
+            ParseError,
+            TypeError,
+            ArgError,
+            UndefinedVar,
+            FieldMissing,
+            IndexRange,
+            DivZero,
+            Overflow,
+            Utf8Error,
+            NotFound,
+            CmdFailed,
+            Custom,
+            NoMatches,
+            FeedError,
+            AssertFailed,
+            RecursionLimit,
+            StreamConsumed,
+            StreamUnbounded,
+            ChannelClosed,
+            Timeout,
+            IoError,
+            Permission,
+            NetError,
+            RunnerNotFound,
+            ReefUnlocked,
+            ReefDrift,
+            ReefConflict,
+            ReefNotFound,
+            ReefProvider,
+            StaleUndo,
+            SpawnDenied,
+            Cancelled,
+        ]
+    };
+
+    /// The code spelled `s` (`"div_zero"`), if there is one.
+    pub fn parse(s: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         use ErrorCode::*;
         match self {
@@ -156,3 +200,16 @@ impl fmt::Display for ShoalError {
 impl std::error::Error for ShoalError {}
 
 pub type SResult<T> = Result<T, ShoalError>;
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    #[test]
+    fn every_code_parses_back() {
+        for c in ErrorCode::ALL {
+            assert_eq!(ErrorCode::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(ErrorCode::parse("no_such_code"), None);
+    }
+}
