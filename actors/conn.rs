@@ -200,3 +200,37 @@ pub fn session_error(e: SessionError) -> rpc::RpcError {
 pub fn debug_hooks() -> bool {
     std::env::var_os("SHOAL_DEBUG_HOOKS").is_some_and(|v| !v.is_empty())
 }
+
+/// What both protocols do with an incoming frame before dispatching it: a read
+/// error stops the connection, an oversized frame and malformed JSON get their
+/// error replies (the connection stays). `Some` is a notification or request
+/// for the caller to dispatch.
+pub fn incoming<A>(
+    cx: &ConnContext,
+    tx: &Writer,
+    ctx: &mut Context<A>,
+    item: io::Result<Frame>,
+) -> Option<rpc::Incoming>
+where
+    A: Actor<Context = Context<A>>,
+{
+    match item {
+        Err(e) => {
+            tracing::debug!(conn = cx.id, "read error: {e}");
+            ctx.stop();
+            None
+        }
+        Ok(Frame::Oversized { len }) => {
+            tracing::warn!(conn = cx.id, len, "oversized frame refused");
+            write(tx, ctx, &rpc::oversized(cx.limit, len));
+            None
+        }
+        Ok(Frame::Line(bytes)) => match rpc::classify(&bytes) {
+            rpc::Incoming::Invalid { id, error } => {
+                write(tx, ctx, &rpc::error_response(&id, &error));
+                None
+            }
+            other => Some(other),
+        },
+    }
+}

@@ -23,7 +23,6 @@ use super::msg::{
 };
 use crate::lang::Position;
 use crate::paths;
-use crate::proto::frame::Frame;
 use crate::proto::kernel;
 use crate::proto::rpc::{self, RpcError};
 
@@ -642,24 +641,14 @@ pub fn restore_from_journal(
 impl StreamHandler<FrameItem> for KernelConn {
     fn handle(&mut self, FrameItem(item): FrameItem, ctx: &mut Context<Self>) {
         self.reg.stats.handled_item();
-        match item {
-            Err(e) => {
-                tracing::debug!(conn = self.cx.id, "read error: {e}");
-                ctx.stop();
+        match conn::incoming(&self.cx, &self.tx, ctx, item) {
+            Some(rpc::Incoming::Request { id, method, params }) => {
+                self.request(id, method, params, ctx)
             }
-            Ok(Frame::Oversized { len }) => {
-                tracing::warn!(conn = self.cx.id, len, "oversized frame refused");
-                conn::write(&self.tx, ctx, &rpc::oversized(self.cx.limit, len));
-            }
-            Ok(Frame::Line(bytes)) => match rpc::classify(&bytes) {
-                rpc::Incoming::Invalid { id, error } => {
-                    conn::write(&self.tx, ctx, &rpc::error_response(&id, &error))
-                }
-                rpc::Incoming::Notification { .. } => {}
-                rpc::Incoming::Request { id, method, params } => {
-                    self.request(id, method, params, ctx)
-                }
-            },
+            // Notifications are ignored on the kernel protocol (contract §2).
+            Some(rpc::Incoming::Notification { .. })
+            | Some(rpc::Incoming::Invalid { .. })
+            | None => {}
         }
     }
 }

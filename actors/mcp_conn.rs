@@ -35,7 +35,6 @@ use super::msg::{
 };
 use crate::lang::Position;
 use crate::proto::elide::Budget;
-use crate::proto::frame::Frame;
 use crate::proto::kernel::{self, GetFormat, GetRequest};
 use crate::proto::rpc::{self, RpcError};
 use crate::proto::{mcp, uri};
@@ -792,26 +791,14 @@ impl Handler<BusEvent> for McpConn {
 impl StreamHandler<FrameItem> for McpConn {
     fn handle(&mut self, FrameItem(item): FrameItem, ctx: &mut Context<Self>) {
         self.reg.stats.handled_item();
-        match item {
-            Err(e) => {
-                tracing::debug!(conn = self.cx.id, "read error: {e}");
-                ctx.stop();
+        match conn::incoming(&self.cx, &self.tx, ctx, item) {
+            Some(rpc::Incoming::Request { id, method, params }) => {
+                self.request(id, method, params, ctx)
             }
-            Ok(Frame::Oversized { len }) => {
-                tracing::warn!(conn = self.cx.id, len, "oversized frame refused");
-                conn::write(&self.tx, ctx, &rpc::oversized(self.cx.limit, len));
+            Some(rpc::Incoming::Notification { method, params }) => {
+                self.notification(&method, params, ctx)
             }
-            Ok(Frame::Line(bytes)) => match rpc::classify(&bytes) {
-                rpc::Incoming::Invalid { id, error } => {
-                    conn::write(&self.tx, ctx, &rpc::error_response(&id, &error))
-                }
-                rpc::Incoming::Notification { method, params } => {
-                    self.notification(&method, params, ctx)
-                }
-                rpc::Incoming::Request { id, method, params } => {
-                    self.request(id, method, params, ctx)
-                }
-            },
+            Some(rpc::Incoming::Invalid { .. }) | None => {}
         }
     }
 
