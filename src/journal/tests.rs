@@ -608,8 +608,15 @@ fn writer_batched_timer_and_crash_opens_cleanly() {
             })
             .unwrap();
         }
-        // the timer commits within flush_ms
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        // the timer commits within flush_ms (polled with a deadline)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while store.stats().unwrap().entries < 20 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the batched writer never committed"
+            );
+            std::thread::yield_now();
+        }
         assert_eq!(store.stats().unwrap().entries, 20);
         assert!(w.stats().commits >= 1);
         assert_eq!(w.stats().queued, 0);

@@ -430,9 +430,15 @@ fn interrupt_cancels_running_exec() {
         "var i = 0\nwhile true { i += 1 }",
     ] {
         let intr = s.interrupter();
+        // `exec` clears the flag when it starts, so keep interrupting until
+        // the evaluation has returned (no guess at when it started).
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = done.clone();
         let t = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            intr.interrupt();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                intr.interrupt();
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
         });
         let start = std::time::Instant::now();
         let r = s.exec(src, Position::Stmt);
@@ -444,6 +450,7 @@ fn interrupt_cancels_running_exec() {
             start.elapsed() < std::time::Duration::from_secs(10),
             "{src}"
         );
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
         let _ = t.join();
     }
 }
