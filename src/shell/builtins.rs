@@ -486,9 +486,26 @@ fn mv(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     Ok(Value::list(out))
 }
 
-/// The per-process trash directory used by `rm` without `--permanent`.
-pub fn trash_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("shoal-trash-{}", std::process::id()))
+/// The per-process trash directory used by `rm` without `--permanent`:
+/// `$TMPDIR/shoal-<uid>/trash/<pid>`, private (0700) at every level so no
+/// other user can read what was removed or plant a link in its place.
+pub fn trash_dir() -> std::io::Result<PathBuf> {
+    let dir = crate::value::output::private_temp_dir("trash")?.join(std::process::id().to_string());
+    match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+        .create(&dir)
+    {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let md = std::fs::symlink_metadata(&dir)?;
+    if !md.is_dir() {
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    Ok(dir)
 }
 
 fn rm(a: Parsed, ctx: &Ctx) -> SResult<Value> {
@@ -524,8 +541,8 @@ fn rm(a: Parsed, ctx: &Ctx) -> SResult<Value> {
             r.map_err(|e| fs_err("rm", &p, &e))?;
             out.push(Value::path(p));
         } else {
-            let dir = trash_dir();
-            std::fs::create_dir_all(&dir).map_err(|e| fs_err("rm", &dir, &e))?;
+            let dir = trash_dir()
+                .map_err(|e| ShoalError::custom(format!("rm: no private trash directory: {e}")))?;
             let stamp = SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map(|d| d.as_nanos())

@@ -430,6 +430,17 @@ fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// `$TMPDIR/shoal-<uid>/<sub>`, both levels created 0700 and checked to be
+/// real directories owned by us (the parent sits in a world-writable
+/// directory, so a name someone else made first is refused, never followed).
+pub fn private_temp_dir(sub: &str) -> io::Result<PathBuf> {
+    let base = std::env::temp_dir().join(format!("shoal-{}", uid()));
+    ensure_private_dir(&base)?;
+    let dir = base.join(sub);
+    ensure_private_dir(&dir)?;
+    Ok(dir)
+}
+
 /// Remove spill files left behind by processes that no longer exist.
 fn sweep_stale(dir: &Path) {
     let Ok(rd) = fs::read_dir(dir) else { return };
