@@ -8,124 +8,67 @@ use std::sync::Arc;
 
 use crate::lang::ast::Span;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    ParseError,
-    TypeError,
-    ArgError,
-    UndefinedVar,
-    FieldMissing,
-    IndexRange,
-    DivZero,
-    Overflow,
-    Utf8Error,
-    NotFound,
-    CmdFailed,
-    Custom,
-    NoMatches,
-    FeedError,
-    AssertFailed,
-    RecursionLimit,
-    StreamConsumed,
-    StreamUnbounded,
-    ChannelClosed,
-    Timeout,
-    IoError,
-    Permission,
-    NetError,
-    RunnerNotFound,
-    ReefUnlocked,
-    ReefDrift,
-    ReefConflict,
-    ReefNotFound,
-    ReefProvider,
-    StaleUndo,
-    SpawnDenied,
+/// Declares the codes once: the enum, its spelling, and the list of all.
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident => $text:literal,)*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, for parsing a stored or wire code back.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $text,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    ParseError => "parse_error",
+    TypeError => "type_error",
+    ArgError => "arg_error",
+    UndefinedVar => "undefined_var",
+    FieldMissing => "field_missing",
+    IndexRange => "index_range",
+    DivZero => "div_zero",
+    Overflow => "overflow",
+    Utf8Error => "utf8_error",
+    NotFound => "not_found",
+    CmdFailed => "cmd_failed",
+    Custom => "custom",
+    NoMatches => "no_matches",
+    FeedError => "feed_error",
+    AssertFailed => "assert_failed",
+    RecursionLimit => "recursion_limit",
+    StreamConsumed => "stream_consumed",
+    StreamUnbounded => "stream_unbounded",
+    ChannelClosed => "channel_closed",
+    Timeout => "timeout",
+    IoError => "io_error",
+    Permission => "permission",
+    NetError => "net_error",
+    RunnerNotFound => "runner_not_found",
+    ReefUnlocked => "reef_unlocked",
+    ReefDrift => "reef_drift",
+    ReefConflict => "reef_conflict",
+    ReefNotFound => "reef_not_found",
+    ReefProvider => "reef_provider",
+    StaleUndo => "stale_undo",
+    SpawnDenied => "spawn_denied",
     /// Evaluation interrupted (cancellation from another thread).
-    Cancelled,
+    Cancelled => "cancelled",
 }
 
 impl ErrorCode {
-    /// Every code, for parsing a stored or wire code back.
-    pub const ALL: [ErrorCode; 32] = {
-        use ErrorCode::*;
-        [
-            ParseError,
-            TypeError,
-            ArgError,
-            UndefinedVar,
-            FieldMissing,
-            IndexRange,
-            DivZero,
-            Overflow,
-            Utf8Error,
-            NotFound,
-            CmdFailed,
-            Custom,
-            NoMatches,
-            FeedError,
-            AssertFailed,
-            RecursionLimit,
-            StreamConsumed,
-            StreamUnbounded,
-            ChannelClosed,
-            Timeout,
-            IoError,
-            Permission,
-            NetError,
-            RunnerNotFound,
-            ReefUnlocked,
-            ReefDrift,
-            ReefConflict,
-            ReefNotFound,
-            ReefProvider,
-            StaleUndo,
-            SpawnDenied,
-            Cancelled,
-        ]
-    };
-
     /// The code spelled `s` (`"div_zero"`), if there is one.
     pub fn parse(s: &str) -> Option<ErrorCode> {
-        ErrorCode::ALL.into_iter().find(|c| c.as_str() == s)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        use ErrorCode::*;
-        match self {
-            ParseError => "parse_error",
-            TypeError => "type_error",
-            ArgError => "arg_error",
-            UndefinedVar => "undefined_var",
-            FieldMissing => "field_missing",
-            IndexRange => "index_range",
-            DivZero => "div_zero",
-            Overflow => "overflow",
-            Utf8Error => "utf8_error",
-            NotFound => "not_found",
-            CmdFailed => "cmd_failed",
-            Custom => "custom",
-            NoMatches => "no_matches",
-            FeedError => "feed_error",
-            AssertFailed => "assert_failed",
-            RecursionLimit => "recursion_limit",
-            StreamConsumed => "stream_consumed",
-            StreamUnbounded => "stream_unbounded",
-            ChannelClosed => "channel_closed",
-            Timeout => "timeout",
-            IoError => "io_error",
-            Permission => "permission",
-            NetError => "net_error",
-            RunnerNotFound => "runner_not_found",
-            ReefUnlocked => "reef_unlocked",
-            ReefDrift => "reef_drift",
-            ReefConflict => "reef_conflict",
-            ReefNotFound => "reef_not_found",
-            ReefProvider => "reef_provider",
-            StaleUndo => "stale_undo",
-            SpawnDenied => "spawn_denied",
-            Cancelled => "cancelled",
-        }
+        ErrorCode::ALL.iter().copied().find(|c| c.as_str() == s)
     }
 }
 
@@ -207,7 +150,8 @@ mod tests {
 
     #[test]
     fn every_code_parses_back() {
-        for c in ErrorCode::ALL {
+        assert_eq!(ErrorCode::ALL.len(), 32);
+        for &c in ErrorCode::ALL {
             assert_eq!(ErrorCode::parse(c.as_str()), Some(c));
         }
         assert_eq!(ErrorCode::parse("no_such_code"), None);
