@@ -18,6 +18,44 @@ pub struct Config {
     pub socket: SocketConfig,
     pub session: SessionConfig,
     pub journal: JournalConfig,
+    pub limits: LimitsConfig,
+}
+
+/// `[limits]`: every quota the daemon enforces (contract §10). A reached
+/// limit is a `-32040` `resource_limit` error that names its key.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Bytes the values of one session may hold (an evaluation past it fails
+    /// with `resource_limit`).
+    pub session_memory: u64,
+    /// Named sessions alive at once.
+    pub max_sessions: usize,
+    /// Client connections open at once.
+    pub max_connections: usize,
+    /// Running background tasks per session.
+    pub max_tasks_per_session: usize,
+    /// Open PTYs per session.
+    pub max_ptys_per_session: usize,
+    /// Resource subscriptions one connection may hold.
+    pub max_subscriptions_per_connection: usize,
+    /// Captured output a session may spill to disk, in bytes; past it the
+    /// stream is closed for the child and the outcome says `truncated: true`.
+    pub spill_bytes: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            session_memory: 1 << 30,
+            max_sessions: 64,
+            max_connections: 256,
+            max_tasks_per_session: 64,
+            max_ptys_per_session: 16,
+            max_subscriptions_per_connection: 64,
+            spill_bytes: 4 << 30,
+        }
+    }
 }
 
 /// `journal.durability`.
@@ -219,6 +257,43 @@ fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
             ),
         );
     }
+    let l = &c.limits;
+    if l.session_memory < 1 << 20 {
+        return bad(
+            "session_memory",
+            format!(
+                "session_memory must be at least 1048576 (got {})",
+                l.session_memory
+            ),
+        );
+    }
+    if l.spill_bytes < 1 << 20 {
+        return bad(
+            "spill_bytes",
+            format!(
+                "spill_bytes must be at least 1048576 (got {})",
+                l.spill_bytes
+            ),
+        );
+    }
+    for (key, value, max) in [
+        ("max_sessions", l.max_sessions, 100_000),
+        ("max_connections", l.max_connections, 100_000),
+        ("max_tasks_per_session", l.max_tasks_per_session, 100_000),
+        ("max_ptys_per_session", l.max_ptys_per_session, 10_000),
+        (
+            "max_subscriptions_per_connection",
+            l.max_subscriptions_per_connection,
+            100_000,
+        ),
+    ] {
+        if !(1..=max).contains(&value) {
+            return bad(
+                key,
+                format!("{key} must be between 1 and {max} (got {value})"),
+            );
+        }
+    }
     if c.journal.max_entries == Some(0) {
         return bad("max_entries", "max_entries must be at least 1".into());
     }
@@ -329,6 +404,14 @@ mod tests {
             (
                 "[journal]\nmax_bytes = 10\n",
                 "c.toml:2:13: max_bytes must be at least",
+            ),
+            (
+                "[limits]\nmax_sessions = 0\n",
+                "c.toml:2:16: max_sessions must be between 1 and 100000",
+            ),
+            (
+                "[limits]\nspill_bytes = 5\n",
+                "c.toml:2:15: spill_bytes must be at least",
             ),
             (
                 "[journal]\nflush = 1\n",

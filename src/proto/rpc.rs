@@ -15,9 +15,17 @@ pub const PARSE_ERROR: i64 = -32001;
 pub const RAISED: i64 = -32002;
 pub const UNKNOWN_REF: i64 = -32004;
 pub const BAD_PATH_OR_SLICE: i64 = -32005;
+pub const LEASH_DENIED: i64 = -32010;
+pub const APPROVAL_REQUIRED: i64 = -32011;
+pub const UNKNOWN_PLAN: i64 = -32012;
+pub const TASK_CONTROL_UNAVAILABLE: i64 = -32020;
+pub const UNKNOWN_TASK: i64 = -32021;
+pub const UNKNOWN_PTY: i64 = -32022;
+pub const PTY_SPAWN_FAILED: i64 = -32023;
 pub const AUTH_FAILED: i64 = -32030;
-/// Session closed or unknown while a request was in flight.
-pub const UNKNOWN_SESSION: i64 = -32040;
+/// A `[limits]` quota was reached (language code `resource_limit`); the
+/// message and `data.limit` name the key.
+pub const RESOURCE_LIMIT: i64 = -32040;
 
 /// A JSON-RPC error object.
 #[derive(Clone, Debug, PartialEq)]

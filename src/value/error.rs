@@ -61,6 +61,8 @@ error_codes! {
     ReefProvider => "reef_provider",
     StaleUndo => "stale_undo",
     SpawnDenied => "spawn_denied",
+    /// A `[limits]` quota (session memory, spill bytes, ...) was reached.
+    ResourceLimit => "resource_limit",
     /// Evaluation interrupted (cancellation from another thread).
     Cancelled => "cancelled",
 }
