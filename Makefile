@@ -5,7 +5,10 @@ VENV   ?= .venv
 VENV1  ?= target/venv-mcp1
 PREFIX ?= $(HOME)/.cargo
 
-.PHONY: all build install test venv bench lint fmt conformance clean-venv
+NPM    ?= npm
+NODE_DIR ?= tests/node
+
+.PHONY: all build install test venv node bench lint fmt conformance clean-venv
 
 all: build
 
@@ -33,7 +36,15 @@ $(VENV1)/.mcp-ok:
 	$(VENV1)/bin/pip install --quiet --disable-pip-version-check "mcp<2"
 	touch $@
 
-test: venv
+# Node 22 (the npm package `node`), the TypeScript MCP SDK and the MCP
+# Inspector CLI for the real-client tests, pinned by $(NODE_DIR)/package-lock.json.
+node: $(NODE_DIR)/node_modules/.ok
+
+$(NODE_DIR)/node_modules/.ok: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	cd $(NODE_DIR) && $(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: venv node
 	$(CARGO) test --locked
 
 bench:

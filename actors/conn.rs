@@ -178,6 +178,30 @@ where
 }
 
 /// A session failure as the JSON-RPC error the contract prescribes.
+/// An `env` parameter (`session.attach`, `shoal/attach`): an object of
+/// string values, at most 4096 variables; absent or null is `None`.
+pub fn env_param(v: Option<&Json>) -> Result<Option<Vec<(String, String)>>, String> {
+    let obj = match v {
+        None | Some(Json::Null) => return Ok(None),
+        Some(Json::Object(o)) => o,
+        Some(_) => return Err("env must be an object of strings".into()),
+    };
+    if obj.len() > 4096 {
+        return Err(format!("env has {} variables (at most 4096)", obj.len()));
+    }
+    let mut env = Vec::with_capacity(obj.len());
+    for (k, v) in obj {
+        let Some(v) = v.as_str() else {
+            return Err(format!("env.{k} must be a string"));
+        };
+        if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
+            return Err(format!("env has an invalid variable {k:?}"));
+        }
+        env.push((k.clone(), v.to_string()));
+    }
+    Ok(Some(env))
+}
+
 pub fn session_error(e: SessionError) -> rpc::RpcError {
     match e {
         SessionError::Parse(p) => kernel::parse_error(&p),

@@ -128,12 +128,15 @@ impl Handler<AttachSession> for Daemon {
         }
         if let Some((addr, shared, stats)) = self.sessions.get(&msg.name) {
             if addr.connected() {
+                // An existing session keeps its own environment (contract §9).
+                let env_differs = msg.env.as_ref().is_some_and(|e| !same_env(e, &shared.env));
                 return Ok(SessionHandle {
                     name: msg.name,
                     addr: addr.clone(),
                     stats: stats.clone(),
                     shared: shared.clone(),
                     created: false,
+                    env_differs,
                     services: self.services.clone(),
                 });
             }
@@ -151,6 +154,9 @@ impl Handler<AttachSession> for Daemon {
         let mut shared =
             SessionShared::new(msg.name.clone(), cwd, self.config.session.render_width)
                 .with_resident_values(self.config.session.resident_values);
+        if let Some(env) = msg.env {
+            shared = shared.with_env(env);
+        }
         if let Some(s) = &self.services {
             shared = shared.with_services(s.clone());
         }
@@ -177,9 +183,19 @@ impl Handler<AttachSession> for Daemon {
             stats,
             shared,
             created: true,
+            env_differs: false,
             services: self.services.clone(),
         })
     }
+}
+
+/// The same variables with the same values, in any order.
+fn same_env(a: &[(String, String)], b: &[(String, String)]) -> bool {
+    let mut a: Vec<_> = a.iter().collect();
+    let mut b: Vec<_> = b.iter().collect();
+    a.sort();
+    b.sort();
+    a == b
 }
 
 impl Handler<CloseSession> for Daemon {

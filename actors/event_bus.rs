@@ -306,6 +306,23 @@ fn tail(mut v: Vec<BusEvent>, limit: Option<usize>) -> Vec<BusEvent> {
     v
 }
 
+/// The names of the channels that have had events, sorted
+/// (`completion/complete` of `shoal://events/{channel}`).
+#[derive(Message)]
+#[rtype(result = "Vec<String>")]
+pub struct ListChannels;
+
+impl Handler<ListChannels> for EventBus {
+    type Result = Vec<String>;
+
+    fn handle(&mut self, _msg: ListChannels, _ctx: &mut Context<Self>) -> Vec<String> {
+        self.reg.stats.handled();
+        let mut names: Vec<String> = self.channels.keys().cloned().collect();
+        names.sort();
+        names
+    }
+}
+
 impl Handler<ReadEvents> for EventBus {
     type Result = ResponseFuture<Vec<BusEvent>>;
 

@@ -167,6 +167,10 @@ impl Handler<QueryJournal> for JournalWriter {
     type Result = ResponseFuture<Result<Vec<Entry>, JournalError>>;
 
     fn handle(&mut self, msg: QueryJournal, _ctx: &mut Context<Self>) -> Self::Result {
+        // Both protocols refuse a query that can match nothing by construction.
+        if let Err(m) = msg.query.check() {
+            return Box::pin(std::future::ready(Err(JournalError::Invalid(m))));
+        }
         self.blocking(move |w| w.query(&msg.query, &msg.scope))
     }
 }

@@ -193,6 +193,7 @@ impl KernelConn {
                 return Err(RpcError::invalid_params("session must not be empty"));
             }
             let cwd = rpc::opt_str(&p, "cwd")?.map(PathBuf::from);
+            let env = conn::env_param(p.get("env")).map_err(RpcError::invalid_params)?;
             let token = rpc::opt_str(&p, "token")?;
             let (kind, tty) = match p.get("client") {
                 None | Some(Json::Null) => (String::new(), false),
@@ -208,14 +209,18 @@ impl KernelConn {
                     "bearer tokens are not available in this daemon yet",
                 ));
             }
-            Ok((session, cwd, kind, tty))
+            Ok((session, cwd, env, kind, tty))
         })();
-        let (session, cwd, kind, tty) = match parsed {
+        let (session, cwd, env, kind, tty) = match parsed {
             Ok(x) => x,
             Err(e) => return Box::pin(ready(Err(e))),
         };
         self.cx.daemon_stats.enqueue();
-        let f = self.cx.daemon.send(AttachSession { name: session, cwd });
+        let f = self.cx.daemon.send(AttachSession {
+            name: session,
+            cwd,
+            env,
+        });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             let handle = r
                 .map_err(|e| RpcError::internal(e.to_string()))?
@@ -228,6 +233,7 @@ impl KernelConn {
             Ok(json!({
                 "session": handle.name,
                 "created": handle.created,
+                "env_differs": handle.env_differs,
                 "principal": format!("uid:{}", paths::euid()),
                 "client": {"kind": kind, "tty": tty},
                 "cwd": {"display": handle.shared.cwd.display().to_string()},

@@ -26,7 +26,7 @@ use actix::prelude::*;
 use serde_json::{json, Map, Value as Json};
 
 use super::conn::{self, ConnContext, FrameItem, Writer};
-use super::event_bus::{BusEvent, ReadEvents, SubId, Subscribe, Unsubscribe};
+use super::event_bus::{BusEvent, ListChannels, ReadEvents, SubId, Subscribe, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::{self as jw, Services};
 use super::kernel_conn::exec_params_with_default;
@@ -62,6 +62,8 @@ pub struct McpConn {
     version: Option<&'static str>,
     want_session: String,
     want_cwd: Option<PathBuf>,
+    /// The client's environment, forwarded by the shim.
+    want_env: Option<Vec<(String, String)>>,
     token: Option<String>,
     attached: Option<SessionHandle>,
     inflight: HashMap<String, InFlight>,
@@ -87,6 +89,7 @@ impl McpConn {
             version: None,
             want_session: "default".into(),
             want_cwd: None,
+            want_env: None,
             token: None,
             attached: None,
             inflight: HashMap::new(),
@@ -122,6 +125,10 @@ impl McpConn {
                     .and_then(Json::as_str)
                     .map(PathBuf::from)
                     .filter(|d| d.is_dir());
+                match conn::env_param(p.get("env")) {
+                    Ok(env) => self.want_env = env,
+                    Err(m) => tracing::warn!(conn = self.cx.id, "shoal/attach: {m}; env ignored"),
+                }
                 self.token = p
                     .get("token")
                     .and_then(Json::as_str)
@@ -239,7 +246,12 @@ impl McpConn {
             "ping" => Box::pin(ready(Ok(json!({})))),
             "tools/list" => Box::pin(ready(Ok(json!({"tools": mcp::tools(self.caps())})))),
             "tools/call" => self.tools_call(params),
-            "resources/list" => self.resources_list(),
+            "resources/list" => self.resources_list(params),
+            "prompts/list" => Box::pin(ready(Ok(mcp::prompts()))),
+            "prompts/get" => Box::pin(ready(mcp::prompt_get(
+                params.get("name").and_then(Json::as_str).unwrap_or(""),
+            ))),
+            "completion/complete" => self.complete(params),
             "resources/templates/list" => Box::pin(ready(Ok(mcp::resource_templates(self.caps())))),
             "resources/read" => self.resources_read(params),
             "resources/subscribe" => self.subscribe(params, ctx),
@@ -365,22 +377,55 @@ impl McpConn {
         )
     }
 
-    fn resources_list(&mut self) -> Reply {
+    fn resources_list(&mut self, params: Json) -> Reply {
         let caps = self.caps();
+        let cursor = params
+            .get("cursor")
+            .and_then(Json::as_str)
+            .map(str::to_string);
         Box::pin(self.session().map(move |h, _act, _ctx| {
-            // The newest transcript values (at most 20), newest first.
-            let refs: Vec<u64> = match h {
-                Ok(h) => {
-                    let n = h.shared.last_ref();
-                    (n.saturating_sub(19).max(1)..=n)
-                        .rev()
-                        .filter(|&i| i > 0)
-                        .collect()
-                }
-                Err(_) => Vec::new(),
-            };
-            Ok(mcp::resources(caps, &refs))
+            let last = h.map(|h| h.shared.last_ref()).unwrap_or(0);
+            mcp::resources_page(caps, last, cursor.as_deref())
         }))
+    }
+
+    /// `completion/complete` of resource-template arguments.
+    fn complete(&mut self, params: Json) -> Reply {
+        let (target, prefix) = match mcp::complete_request(&params) {
+            Ok(x) => x,
+            Err(e) => return Box::pin(ready(Err(e))),
+        };
+        match target {
+            mcp::CompleteTarget::OutRef => Box::pin(self.session().map(move |h, _act, _ctx| {
+                let last = h?.shared.last_ref();
+                // Newest first; a prefix narrows by leading digits.
+                let refs = (1..=last).rev().map(|n| n.to_string());
+                Ok(mcp::completion_result(refs, &prefix))
+            })),
+            mcp::CompleteTarget::Channel => {
+                let Some(s) = self.services.clone() else {
+                    return Box::pin(ready(Ok(mcp::completion_result([], &prefix))));
+                };
+                Box::pin(
+                    async move {
+                        let names = s
+                            .bus
+                            .send(ListChannels)
+                            .await
+                            .map_err(|e| RpcError::internal(e.to_string()))?;
+                        Ok(mcp::completion_result(names, &prefix))
+                    }
+                    .into_actor(self),
+                )
+            }
+            mcp::CompleteTarget::SessionView => Box::pin(ready(Ok(mcp::completion_result(
+                ["cwd".to_string(), "env".to_string()],
+                &prefix,
+            )))),
+            mcp::CompleteTarget::Nothing => {
+                Box::pin(ready(Ok(mcp::completion_result([], &prefix))))
+            }
+        }
     }
 
     fn resources_read(&mut self, params: Json) -> Reply {
@@ -428,14 +473,13 @@ impl McpConn {
                 Box::pin(self.session().then(move |h, act, _ctx| {
                     async move {
                         let handle = h?;
-                        let r = get_value(&handle, reference, req)
-                            .await
-                            .map_err(kernel_error)?;
+                        let r = get_value(&handle, reference, req).await?;
                         Ok(mcp::read_result(&u, &r))
                     }
                     .into_actor(act)
                 }))
             }
+            ("docs", Some("language")) => Box::pin(ready(Ok(mcp::card_read_result()))),
             ("session", Some("cwd")) => Box::pin(self.session().map(move |h, _act, _ctx| {
                 let h = h?;
                 // The live cwd (after `cd`), else where the session starts.
@@ -463,14 +507,7 @@ impl McpConn {
                     .clone();
                 let pairs: Vec<(String, String)> = match live {
                     Some(l) => l.env,
-                    None => std::env::vars_os()
-                        .map(|(k, v)| {
-                            (
-                                k.to_string_lossy().into_owned(),
-                                v.to_string_lossy().into_owned(),
-                            )
-                        })
-                        .collect(),
+                    None => h.shared.env.clone(),
                 };
                 let mut names: Vec<String> = Vec::new();
                 let mut env = Map::new();
@@ -578,6 +615,7 @@ impl McpConn {
         let f = self.cx.daemon.send(AttachSession {
             name: self.want_session.clone(),
             cwd: self.want_cwd.clone(),
+            env: self.want_env.clone(),
         });
         Box::pin(f.into_actor(self).map(|r, act, _ctx| {
             let h = r
@@ -598,11 +636,6 @@ impl McpConn {
     }
 }
 
-/// A kernel error on the resource path: `-32602` "kernel error: ..." (§6.4).
-fn kernel_error(e: RpcError) -> RpcError {
-    RpcError::invalid_params(format!("kernel error: {}", e.to_json())).with_data(e.to_json())
-}
-
 async fn query_journal(s: &Services, query: crate::journal::Query) -> Result<Vec<Json>, RpcError> {
     let scope = jw::scope_for(&jw::local_principal());
     let entries = s
@@ -610,7 +643,10 @@ async fn query_journal(s: &Services, query: crate::journal::Query) -> Result<Vec
         .send(jw::QueryJournal { query, scope })
         .await
         .map_err(|e| RpcError::internal(e.to_string()))?
-        .map_err(|e| RpcError::internal(e.to_string()))?;
+        .map_err(|e| match e {
+            crate::journal::JournalError::Invalid(m) => RpcError::invalid_params(m),
+            e => RpcError::internal(e.to_string()),
+        })?;
     entries
         .into_iter()
         .map(|e| serde_json::to_value(e).map_err(|e| RpcError::internal(e.to_string())))
@@ -639,16 +675,16 @@ async fn read_service(s: &Services, p: &uri::ParsedUri, u: &str) -> Result<Json,
                 principal: p.get("principal").map(str::to_string),
                 limit: p.get("limit").and_then(|v| v.parse().ok()),
             };
-            let entries = query_journal(s, q).await.map_err(kernel_error)?;
+            let entries = query_journal(s, q).await?;
             Ok(mcp::read_result(u, &mcp::journal_result(entries)))
         }
         "val" => {
             let hash = p.segs[0].clone();
+            // Read errors are the kernel's own (code, message, data), not
+            // wrapped in a -32602 string (contract §9).
             let unknown = || {
-                kernel_error(
-                    RpcError::new(rpc::UNKNOWN_REF, "unknown value hash")
-                        .with_data(json!({"hash": hash})),
-                )
+                RpcError::new(rpc::UNKNOWN_REF, "unknown value hash")
+                    .with_data(json!({"hash": hash}))
             };
             let bytes = match s.journal.send(jw::GetBlob { hash: hash.clone() }).await {
                 Err(e) => return Err(RpcError::internal(e.to_string())),
@@ -656,7 +692,7 @@ async fn read_service(s: &Services, p: &uri::ParsedUri, u: &str) -> Result<Json,
                 Ok(Ok(None)) | Ok(Err(crate::journal::JournalError::Invalid(_))) => {
                     return Err(unknown())
                 }
-                Ok(Err(e)) => return Err(kernel_error(RpcError::internal(e.to_string()))),
+                Ok(Err(e)) => return Err(RpcError::internal(e.to_string())),
             };
             Ok(mcp::read_result(
                 u,

@@ -41,6 +41,9 @@ pub enum SessionError {
 pub struct AttachSession {
     pub name: String,
     pub cwd: Option<PathBuf>,
+    /// The client's environment (contract §9): a session this attach creates
+    /// starts with exactly it; `None` gives [`crate::paths::base_env`].
+    pub env: Option<Vec<(String, String)>>,
 }
 
 /// What a connection holds once attached.
@@ -51,6 +54,9 @@ pub struct SessionHandle {
     pub stats: Arc<ActorStats>,
     pub shared: Arc<SessionShared>,
     pub created: bool,
+    /// The session already existed and the attaching client's environment
+    /// differs from the one it started with.
+    pub env_differs: bool,
     /// The journal and the event bus.
     pub services: Option<super::journal_writer::Services>,
 }

@@ -32,6 +32,8 @@ use crate::value::{ShoalError, Value};
 pub struct SessionShared {
     pub name: String,
     pub cwd: PathBuf,
+    /// The environment the session started with (the creating client's).
+    pub env: Vec<(String, String)>,
     pub created: Instant,
     pub render_width: usize,
     /// `out:N` is `transcript[N-1-base]`.
@@ -127,6 +129,7 @@ impl SessionShared {
         SessionShared {
             name,
             cwd,
+            env: crate::paths::base_env(),
             created: Instant::now(),
             render_width,
             transcript: Mutex::new(Transcript::new(4096)),
@@ -143,6 +146,12 @@ impl SessionShared {
     /// Keep at most `n` transcript values in memory (older ones come from the journal).
     pub fn with_resident_values(self, n: usize) -> Self {
         *self.transcript.lock().unwrap_or_else(|p| p.into_inner()) = Transcript::new(n);
+        self
+    }
+
+    /// Start with exactly `env` (the creating client's environment).
+    pub fn with_env(mut self, env: Vec<(String, String)>) -> Self {
+        self.env = env;
         self
     }
 
@@ -435,6 +444,7 @@ fn run_job(
         };
         match catch_unwind(AssertUnwindSafe(|| {
             let mut s = LangSession::new(opts);
+            s.replace_env(shared.env.clone());
             if let Some(svc) = &shared.services {
                 // `user.*` channels are the language's side of the event bus:
                 // what the session emits there is published for every client.

@@ -12,6 +12,35 @@ pub fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
+/// Variables a session gets from the daemon when its client sent no
+/// environment: the user's identity and where programs are, nothing else.
+const BASE_ENV_KEYS: [&str; 6] = ["HOME", "USER", "LOGNAME", "SHELL", "LANG", "PATH"];
+
+/// `PATH` when the daemon has none.
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The environment of a session whose client sent none (a kernel client
+/// that did not pass `env`): [`BASE_ENV_KEYS`] only. Every other variable of
+/// the daemon's own environment stays out of sessions (contract §9).
+pub fn base_env() -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = BASE_ENV_KEYS
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect();
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.push(("PATH".into(), DEFAULT_PATH.into()));
+    }
+    env
+}
+
+/// This process's environment as UTF-8 pairs (what a client forwards);
+/// variables whose name or value is not UTF-8 are left out.
+pub fn client_env() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
 fn non_empty(v: Option<OsString>) -> Option<OsString> {
     v.filter(|s| !s.is_empty())
 }

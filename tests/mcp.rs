@@ -43,6 +43,8 @@ fn handshake_negotiation_and_unknown_methods() {
     );
     assert!(c.ok("resources/list", json!({}))["resources"].is_array());
     let r = c.call("prompts/list", json!({}));
+    assert_eq!(r["result"]["prompts"][0]["name"], json!("shoal_language"));
+    let r = c.call("logging/setLevel", json!({"level": "info"}));
     assert_eq!(r["error"]["code"], json!(-32601));
     c.send_raw(b"{oops\n");
     assert_eq!(c.recv()["error"]["code"], json!(-32700));

@@ -419,8 +419,9 @@ fn resources_list_templates_read() {
     assert!(r["structuredContent"]["display"].is_string());
     let r = m.read("shoal://session/env");
     assert_eq!(r["structuredContent"]["granted"], json!(true));
+    // The kernel's own error, not wrapped (contract §9).
     let e = m.call("resources/read", json!({"uri": "shoal://out/99"}));
-    assert_eq!(e["error"]["code"], json!(-32602), "{e}");
+    assert_eq!(e["error"]["code"], json!(-32004), "{e}");
     let e = m.call("resources/read", json!({"uri": "http://x"}));
     assert_eq!(e["error"]["code"], json!(-32602));
     let e = m.call("resources/subscribe", json!({"uri": "shoal://out/1"}));

@@ -146,3 +146,12 @@ fn spawn_daemon(socket: &Path) -> Result<std::process::Child, String> {
     cmd.spawn()
         .map_err(|e| format!("cannot start the daemon: {e}"))
 }
+
+/// This process's environment as the `env` object of an attach: a session
+/// the attach creates starts with exactly it (contract §9).
+pub fn env_json() -> serde_json::Map<String, serde_json::Value> {
+    shoal::paths::client_env()
+        .into_iter()
+        .map(|(k, v)| (k, serde_json::Value::String(v)))
+        .collect()
+}

@@ -35,7 +35,9 @@ pub fn run(
     let cwd = std::env::current_dir()
         .ok()
         .map(|p| p.display().to_string());
-    let attach = json!({"session": session, "cwd": cwd, "client": {"kind": "cli", "tty": tty}});
+    let env = super::client::env_json();
+    let attach =
+        json!({"session": session, "cwd": cwd, "env": env, "client": {"kind": "cli", "tty": tty}});
     let position = if value_position { "value" } else { "stmt" };
     let result = client.call("session.attach", attach).and_then(|r| match r {
         Ok(_) => client.call("exec", json!({"src": src, "position": position})),

@@ -1,7 +1,7 @@
 //! `shoal mcp`: a byte pipe between stdio and the daemon socket.
 //!
 //! It writes one frame of its own, the `shoal/attach` notification carrying
-//! `{session, token, cwd}`, then copies bytes both ways. It never prints to
+//! `{session, token, cwd, env}`, then copies bytes both ways. It never prints to
 //! stdout itself. Exit 0 when the client closes stdin (after the daemon has
 //! answered what was sent); non-zero with one line on stderr when the daemon
 //! cannot be reached or drops the connection.
@@ -29,7 +29,14 @@ pub fn run(socket: Option<PathBuf>, session: Option<String>, token: Option<Strin
     let attach = json!({
         "jsonrpc": "2.0",
         "method": "shoal/attach",
-        "params": {"session": session, "token": token, "cwd": cwd},
+        // The client's environment and directory: a session this creates
+        // starts with exactly these (contract §9).
+        "params": {
+            "session": session,
+            "token": token,
+            "cwd": cwd,
+            "env": super::client::env_json(),
+        },
     });
     let mut first = serde_json::to_vec(&attach).unwrap_or_default();
     first.push(b'\n');

@@ -56,6 +56,19 @@ impl Query {
         }
     }
 
+    /// A query that can match nothing by construction is a caller's mistake:
+    /// say so instead of answering an empty list.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        if let (Some(s), Some(u)) = (self.since, self.until) {
+            if s > u {
+                return Err(format!(
+                    "since ({s}) is after until ({u}): no entry can match; both are Unix nanoseconds"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Exact predicate (the planner's ground truth).
     pub fn matches(&self, scope: &Scope, e: &Entry) -> bool {
         if let Scope::Principal(p) = scope {

@@ -156,6 +156,14 @@ impl Session {
         self.interp.interrupter.clone()
     }
 
+    /// Replace the whole environment with `env` (`PWD` follows the cwd).
+    pub fn replace_env(&mut self, env: Vec<(String, String)>) {
+        self.interp.env = env.into_iter().collect();
+        self.interp
+            .env
+            .insert("PWD".into(), self.interp.cwd.to_string_lossy().into_owned());
+    }
+
     pub fn cwd(&self) -> PathBuf {
         self.interp.cwd.clone()
     }

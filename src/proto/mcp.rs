@@ -39,18 +39,63 @@ pub fn negotiate(requested: Option<&str>) -> &'static str {
         .unwrap_or(NEWEST)
 }
 
+/// The language card for agents (contract §9): the `shoal_language`
+/// prompt and the `shoal://docs/language` resource. Every example in it runs
+/// in `tests/language_card.rs`.
+pub const LANGUAGE_CARD: &str = include_str!("../../docs/language.md");
+
+/// The URI of the language card.
+pub const CARD_URI: &str = "shoal://docs/language";
+
+/// The server's `instructions`: the essentials in a few lines.
+pub const INSTRUCTIONS: &str = "Shoal is a structured shell: every command or expression returns a typed value \
+(int, str, list, record, table, outcome), stored as a ref out:N in a named session whose bindings persist. \
+Run source with shoal_exec: `ls`, `cat f.txt`, `(ls .).where(.size > 1kb).map(.name)`, `let x = 6 * 7`. \
+It is not bash: no pipes `|` (chain methods), `{env.HOME}` not `$HOME` in strings, `sh { ... }` runs real bash. \
+A failing command gives an outcome (.ok, .status, .stdout, .stderr); position:\"stmt\" makes it an error. \
+Large values come back elided as {\"$\":\"ref\"}: read parts with shoal_get (path, slice) or resources/read. \
+Errors carry a hint. Read the prompt shoal_language (or resource shoal://docs/language) for the full card.";
+
 pub fn initialize_result(version: &str) -> Json {
     json!({
         "protocolVersion": version,
         "capabilities": {
             "tools": {"listChanged": false},
             "resources": {"subscribe": true, "listChanged": false},
+            "prompts": {"listChanged": false},
+            "completions": {},
         },
         "serverInfo": {"name": "shoal", "title": "Shoal", "version": env!("CARGO_PKG_VERSION")},
-        "instructions": "Shoal is a structured shell. Run Shoal source with shoal_exec; \
-    results are typed values stored as refs (out:N) in a named session whose bindings persist between calls. \
-    Large values come back elided as {\"$\":\"ref\"}; fetch parts with shoal_get (path, slice) or resources/read.",
+        "instructions": INSTRUCTIONS,
     })
+}
+
+/// `prompts/list`.
+pub fn prompts() -> Json {
+    json!({"prompts": [{
+        "name": "shoal_language",
+        "title": "The Shoal language card",
+        "description": "How to use Shoal as an agent: commands vs values, dot-chains, sh { }, outcomes, refs, and the Shoal form of each bash habit.",
+    }]})
+}
+
+/// `prompts/get`: the card as one user message.
+pub fn prompt_get(name: &str) -> Result<Json, RpcError> {
+    if name != "shoal_language" {
+        return Err(RpcError::invalid_params(format!(
+            "unknown prompt {name:?} (the prompt is shoal_language)"
+        ))
+        .with_data(json!({"name": name})));
+    }
+    Ok(json!({
+        "description": "The Shoal language card",
+        "messages": [{"role": "user", "content": {"type": "text", "text": LANGUAGE_CARD}}],
+    }))
+}
+
+/// `resources/read` of the language card.
+pub fn card_read_result() -> Json {
+    json!({"contents": [{"uri": CARD_URI, "mimeType": "text/markdown", "text": LANGUAGE_CARD}]})
 }
 
 /// What the daemon can do right now (tools and resources follow it).
@@ -83,18 +128,43 @@ pub fn exec_input_schema() -> Json {
     })
 }
 
-pub fn exec_output_schema() -> Json {
+/// A tool's `outputSchema`: its success shape (`properties`, `required`)
+/// or the error shape `{code, message, data?}` that every `isError` result
+/// carries (contract §9: clients validate errors against it too).
+pub fn output_schema(properties: Json, required: &[&str]) -> Json {
+    let mut props = properties;
+    if let Some(p) = props.as_object_mut() {
+        p.insert(
+            "code".into(),
+            json!({"type": "integer", "description": "error results only: the JSON-RPC error code"}),
+        );
+        p.insert(
+            "message".into(),
+            json!({"type": "string", "description": "error results only: what went wrong"}),
+        );
+        p.insert(
+            "data".into(),
+            json!({"type": "object", "description": "error results only: details (hint, span, errors, ref)"}),
+        );
+    }
     json!({
         "type": "object",
-        "properties": {
+        "properties": props,
+        "anyOf": [{"required": required}, {"required": ["code", "message"]}],
+    })
+}
+
+pub fn exec_output_schema() -> Json {
+    output_schema(
+        json!({
             "ref": {"type": "string", "description": "transcript ref, out:N"},
             "uri": {"type": "string"},
             "value": {"type": "object", "description": "tagged wire value, e.g. {\"$\":\"int\",\"v\":42}; {\"$\":\"ref\"} when elided"},
             "render": {"type": "string"},
             "elapsed_ms": {"type": "number"},
-        },
-        "required": ["ref", "uri", "value", "render", "elapsed_ms"],
-    })
+        }),
+        &["ref", "uri", "value", "render", "elapsed_ms"],
+    )
 }
 
 pub fn get_input_schema() -> Json {
@@ -113,9 +183,8 @@ pub fn get_input_schema() -> Json {
 }
 
 pub fn get_output_schema() -> Json {
-    json!({
-        "type": "object",
-        "properties": {
+    output_schema(
+        json!({
             "ref": {"type": "string"},
             "value": {"type": "object"},
             "render": {"type": "string"},
@@ -124,9 +193,9 @@ pub fn get_output_schema() -> Json {
             "raw_base64": {"type": "string"},
             "truncated": {"type": "boolean"},
             "n": {"type": "integer"},
-        },
-        "required": ["ref"],
-    })
+        }),
+        &["ref"],
+    )
 }
 
 pub fn journal_input_schema() -> Json {
@@ -143,11 +212,14 @@ pub fn journal_input_schema() -> Json {
 }
 
 pub fn journal_output_schema() -> Json {
-    json!({
-        "type": "object",
-        "properties": {"entries": {"type": "array", "items": {"type": "object"}}},
-        "required": ["entries"],
-    })
+    output_schema(
+        json!({
+            "entries": {"type": "array", "items": {"type": "object"}},
+            "truncated": {"type": "boolean"},
+            "more": {"type": "integer"},
+        }),
+        &["entries"],
+    )
 }
 
 /// The advertised tools: only those whose capability exists.
@@ -290,11 +362,7 @@ pub fn tool_error(error: Json) -> Json {
                 })
         })
         .filter(|_| error.get("code") == Some(&json!(super::rpc::RAISED)));
-    let text = bound_text(
-        &serde_json::to_string_pretty(&error).unwrap_or_default(),
-        MAX_TEXT,
-        uri.as_deref(),
-    );
+    let text = bound_text(&error_text(&error), MAX_TEXT, uri.as_deref());
     let mut content = vec![json!({"type": "text", "text": text})];
     if let Some(u) = &uri {
         let name = error["data"]["ref"].as_str().unwrap_or(u);
@@ -303,31 +371,117 @@ pub fn tool_error(error: Json) -> Json {
     json!({"content": content, "structuredContent": error, "isError": true})
 }
 
+/// Stderr shown in an error's text at most (the whole of it is in the value).
+const ERROR_STDERR_TEXT: usize = 2048;
+
+/// The text of an error result, for a model to read: the message with its
+/// codes, the hint, argument errors, a failed command's status and stderr.
+fn error_text(error: &Json) -> String {
+    let data = error.get("data");
+    let field = |k: &str| data.and_then(|d| d.get(k));
+    let message = error["message"].as_str().unwrap_or("error");
+    let rpc_code = error["code"].as_i64().unwrap_or(0);
+    let mut out = match field("code").and_then(Json::as_str) {
+        Some(lang) => format!("error [{lang}, {rpc_code}]: {message}"),
+        None => format!("error [{rpc_code}]: {message}"),
+    };
+    if let Some(hint) = field("hint").and_then(Json::as_str) {
+        out.push_str("\nhint: ");
+        out.push_str(hint);
+    }
+    for e in field("errors")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let path = e["path"]
+            .as_str()
+            .filter(|p| !p.is_empty())
+            .unwrap_or("(arguments)");
+        out.push_str(&format!(
+            "\n  {path}: {}",
+            e["message"].as_str().unwrap_or("")
+        ));
+    }
+    if let Some(status) = field("status").filter(|s| !s.is_null()) {
+        out.push_str(&format!("\nstatus: {status}"));
+    }
+    if let Some(stderr) = field("stderr")
+        .and_then(Json::as_str)
+        .filter(|s| !s.is_empty())
+    {
+        out.push_str("\nstderr:\n");
+        out.push_str(&bound_text(stderr, ERROR_STDERR_TEXT, None));
+    }
+    out
+}
+
 pub fn tool_error_rpc(e: &RpcError) -> Json {
     tool_error(e.to_json())
 }
 
-/// `resources/list` entries for the fixed roots plus `out_refs`.
-pub fn resources(caps: Caps, out_refs: &[u64]) -> Json {
+/// Transcript refs per `resources/list` page.
+pub const RESOURCES_PAGE: u64 = 100;
+
+/// A `resources/list` page (contract §9): `cursor` is `None` for the first
+/// page, which starts with the fixed roots; refs go newest first, from
+/// `last_ref` down, [`RESOURCES_PAGE`] at a time, and `nextCursor` names the
+/// next ref below the page, so refs created meanwhile never shift a page.
+pub fn resources_page(caps: Caps, last_ref: u64, cursor: Option<&str>) -> Result<Json, RpcError> {
+    let (fixed, top) = match cursor {
+        None => (true, last_ref),
+        Some(c) => {
+            let n = c
+                .strip_prefix("out<=")
+                .and_then(|n| n.parse::<u64>().ok())
+                .filter(|n| *n <= last_ref)
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!("invalid cursor {c:?}"))
+                        .with_data(json!({"cursor": c}))
+                })?;
+            (false, n)
+        }
+    };
+    let bottom = top.saturating_sub(RESOURCES_PAGE - 1).max(1);
+    let refs: Vec<u64> = if top == 0 {
+        Vec::new()
+    } else {
+        (bottom..=top).rev().collect()
+    };
+    let mut r = resources(caps, fixed, &refs);
+    if bottom > 1 && top > 0 {
+        r["nextCursor"] = json!(format!("out<={}", bottom - 1));
+    }
+    Ok(r)
+}
+
+/// `resources/list` entries: the fixed roots (when `fixed`) plus `out_refs`.
+fn resources(caps: Caps, fixed: bool, out_refs: &[u64]) -> Json {
     let r = |uri: &str, name: &str, desc: &str| json!({"uri": uri, "name": name, "description": desc, "mimeType": "application/json"});
     let mut v = Vec::new();
-    if caps.journal {
+    if fixed {
+        v.push(json!({"uri": CARD_URI, "name": "language", "title": "The Shoal language card",
+            "description": "How to use Shoal as an agent (also the prompt shoal_language)", "mimeType": "text/markdown"}));
+    }
+    if fixed && caps.journal {
         v.push(r(
             "shoal://journal",
             "journal",
             "The execution journal, newest first (subscribable)",
         ));
     }
-    v.push(r(
-        "shoal://session/cwd",
-        "cwd",
-        "The session's start directory",
-    ));
-    v.push(r(
-        "shoal://session/env",
-        "env",
-        "Environment variables the session inherits",
-    ));
+    if fixed {
+        v.push(r(
+            "shoal://session/cwd",
+            "cwd",
+            "The session's working directory",
+        ));
+        v.push(r(
+            "shoal://session/env",
+            "env",
+            "The session's environment variables",
+        ));
+    }
     for n in out_refs {
         v.push(r(
             &super::kernel::ref_uri(*n),
@@ -336,6 +490,68 @@ pub fn resources(caps: Caps, out_refs: &[u64]) -> Json {
         ));
     }
     json!({"resources": v})
+}
+
+/// What a `completion/complete` request asks to complete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CompleteTarget {
+    /// `n` of `shoal://out/{n}`: transcript ref numbers.
+    OutRef,
+    /// `channel` of `shoal://events/{channel}`.
+    Channel,
+    /// `view` of `shoal://session/{view}`.
+    SessionView,
+    /// Arguments with no known values (`hash`, prompt arguments).
+    Nothing,
+}
+
+/// Parse `completion/complete` params into the target and the typed prefix.
+pub fn complete_request(params: &Json) -> Result<(CompleteTarget, String), RpcError> {
+    let r = params
+        .get("ref")
+        .ok_or_else(|| RpcError::invalid_params("completion/complete requires ref"))?;
+    let arg = params
+        .get("argument")
+        .ok_or_else(|| RpcError::invalid_params("completion/complete requires argument"))?;
+    let name = arg.get("name").and_then(Json::as_str).unwrap_or("");
+    let value = arg
+        .get("value")
+        .and_then(Json::as_str)
+        .unwrap_or("")
+        .to_string();
+    let target = match r.get("type").and_then(Json::as_str) {
+        Some("ref/resource") => {
+            let tpl = r.get("uri").and_then(Json::as_str).unwrap_or("");
+            match (tpl.split('{').next().unwrap_or(""), name) {
+                ("shoal://out/", "n") => CompleteTarget::OutRef,
+                ("shoal://events/", "channel") => CompleteTarget::Channel,
+                ("shoal://session/", "view") => CompleteTarget::SessionView,
+                _ => CompleteTarget::Nothing,
+            }
+        }
+        Some("ref/prompt") => CompleteTarget::Nothing,
+        other => {
+            return Err(RpcError::invalid_params(format!(
+                "ref.type must be ref/resource or ref/prompt (got {other:?})"
+            )))
+        }
+    };
+    Ok((target, value))
+}
+
+/// Values a completion returns at most (the MCP limit).
+const COMPLETION_MAX: usize = 100;
+
+/// A `completion/complete` result: the candidates that start with `prefix`,
+/// in the order given, at most [`COMPLETION_MAX`].
+pub fn completion_result(candidates: impl IntoIterator<Item = String>, prefix: &str) -> Json {
+    let matching: Vec<String> = candidates
+        .into_iter()
+        .filter(|c| c.starts_with(prefix))
+        .collect();
+    let total = matching.len();
+    let values: Vec<String> = matching.into_iter().take(COMPLETION_MAX).collect();
+    json!({"completion": {"values": values, "total": total, "hasMore": total > COMPLETION_MAX}})
 }
 
 /// `resources/templates/list`.

@@ -343,9 +343,36 @@ pub fn block_limited(v: &Value, width: usize, max_items: usize) -> String {
     out
 }
 
+/// Text of a bytes value shown by the block render at most; the rest is
+/// counted in a closing `…(N more bytes)` line.
+pub const BLOCK_BYTES_TEXT: usize = 64 << 10;
+
+/// Bytes as the block render shows them (contract §9): valid UTF-8 text
+/// without NUL renders as that text (a final newline dropped), bounded to
+/// [`BLOCK_BYTES_TEXT`] on a character boundary; anything else is binary
+/// and stays `bytes(N)`.
+fn bytes_block(b: &[u8]) -> String {
+    let text = match std::str::from_utf8(b) {
+        Ok(t) if !t.contains('\0') => t,
+        _ => return inline(&Value::Bytes(b.into())),
+    };
+    if text.len() <= BLOCK_BYTES_TEXT {
+        return text.strip_suffix('\n').unwrap_or(text).to_string();
+    }
+    let mut cut = BLOCK_BYTES_TEXT;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let head = &text[..cut];
+    // End on a whole line when there is one.
+    let head = head.rfind('\n').map_or(head, |i| &head[..i]);
+    format!("{head}\n\u{2026}({} more bytes)", text.len() - head.len())
+}
+
 pub fn block(v: &Value, width: usize) -> String {
     match v {
         Value::Str(s) => s.to_string(),
+        Value::Bytes(b) => bytes_block(b),
         Value::Table(rows) => {
             let rows: Vec<&Record> = rows.iter().map(|r| r.as_ref()).collect();
             table_block(&rows, width)
