@@ -227,10 +227,103 @@ impl SessionShared {
     }
 }
 
+/// The cancellation handle of one call (one [`Exec`]), shared by the
+/// connection that issued it and the session that runs it. Cancelling a call
+/// that is still queued means it never runs (its reply comes at once);
+/// cancelling the running call interrupts that evaluation and nothing else.
+#[derive(Debug, Default)]
+pub struct CallCancel {
+    state: Mutex<CallState>,
+    cancelled: AtomicBool,
+    /// Wakes the reply future of a cancelled call.
+    wake: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default)]
+enum CallState {
+    #[default]
+    Queued,
+    Running(Interrupter),
+    Finished,
+}
+
+impl CallCancel {
+    pub fn new() -> Arc<CallCancel> {
+        Arc::new(CallCancel::default())
+    }
+
+    /// Cancel this call (idempotent).
+    pub fn cancel(&self) {
+        let g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.cancelled.store(true, Ordering::SeqCst);
+        if let CallState::Running(i) = &*g {
+            i.interrupt();
+        }
+        drop(g);
+        self.wake.notify_one();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Still waiting in the session's queue.
+    fn is_queued(&self) -> bool {
+        matches!(
+            *self.state.lock().unwrap_or_else(|p| p.into_inner()),
+            CallState::Queued
+        )
+    }
+
+    /// The worker starts this call: `false` when it was cancelled first.
+    fn begin(&self, i: Option<&Interrupter>) -> bool {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if self.is_cancelled() {
+            *g = CallState::Finished;
+            return false;
+        }
+        *g = match i {
+            Some(i) => CallState::Running(i.clone()),
+            None => CallState::Finished,
+        };
+        true
+    }
+
+    /// Interrupt again while the cancelled call still runs (an evaluation
+    /// that was just starting may have cleared the first interrupt).
+    fn reassert(&self) {
+        if !self.is_cancelled() {
+            return;
+        }
+        if let CallState::Running(i) = &*self.state.lock().unwrap_or_else(|p| p.into_inner()) {
+            i.interrupt();
+        }
+    }
+
+    fn finish(&self) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = CallState::Finished;
+    }
+}
+
+/// How often a cancelled, still running call is interrupted again.
+const CANCEL_REASSERT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The reply to a call cancelled before it ran.
+pub fn cancelled_before_running() -> SessionError {
+    SessionError::Rpc(
+        crate::proto::rpc::RpcError::new(
+            crate::proto::rpc::RAISED,
+            "cancelled before it ran (removed from the session's queue)",
+        )
+        .with_data(serde_json::json!({"code": "cancelled", "ran": false})),
+    )
+}
+
 struct Job {
     src: String,
     position: Position,
     tty: bool,
+    cancel: Arc<CallCancel>,
     reply: oneshot::Sender<Result<ExecReply, SessionError>>,
 }
 
@@ -285,10 +378,12 @@ impl Handler<Exec> for Session {
     fn handle(&mut self, msg: Exec, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         let (reply, rx) = oneshot::channel();
+        let cancel = msg.cancel;
         let job = Job {
             src: msg.src,
             position: msg.position,
             tty: msg.tty,
+            cancel: cancel.clone(),
             reply,
         };
         let sent = self
@@ -305,7 +400,25 @@ impl Handler<Exec> for Session {
                     "session {name}: worker thread is gone"
                 )));
             }
-            let r = rx.await.unwrap_or_else(|_| {
+            let mut rx = rx;
+            let r = tokio::select! {
+                r = &mut rx => r,
+                _ = cancel.wake.notified() => {
+                    // Queued: answer now; the worker skips the job when it gets there.
+                    if cancel.is_queued() {
+                        return Err(cancelled_before_running());
+                    }
+                    // Running: keep the interrupt asserted until it ends.
+                    let mut tick = tokio::time::interval(CANCEL_REASSERT);
+                    loop {
+                        tokio::select! {
+                            r = &mut rx => break r,
+                            _ = tick.tick() => cancel.reassert(),
+                        }
+                    }
+                }
+            };
+            let r = r.unwrap_or_else(|_| {
                 Err(SessionError::Internal(format!(
                     "session {name}: worker thread ended during exec"
                 )))
@@ -334,8 +447,14 @@ impl Handler<Crash> for Session {
 fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>) {
     let mut lang: Option<LangSession> = None;
     while let Ok(job) = rx.recv() {
+        if job.cancel.is_cancelled() {
+            job.cancel.finish();
+            let _ = job.reply.send(Err(cancelled_before_running()));
+            continue;
+        }
         shared.busy.store(true, Ordering::Relaxed);
         let (result, journal) = run_job(&shared, &mut lang, &job);
+        job.cancel.finish();
         // With batched durability the client does not wait for the journal:
         // reply first, then record (still on this thread, so entries keep the
         // order of execs). With immediate durability the reply waits for the
@@ -482,6 +601,17 @@ fn run_job(
         .as_ref()
     {
         i.reset();
+    }
+    // From here a cancel of this call interrupts it (and only it).
+    let started = job.cancel.begin(
+        shared
+            .interrupter
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref(),
+    );
+    if !started {
+        return (Err(cancelled_before_running()), None);
     }
     shared.ensure_base();
     let ts = crate::journal::now_ns();
