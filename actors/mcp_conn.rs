@@ -739,7 +739,11 @@ pub async fn exec_elided(
         }
         Err(e) => return Err(e),
     };
-    Ok(kernel::exec_result(x.n, value, x.render, x.elapsed_ms))
+    let mut r = kernel::exec_result(x.n, value, x.render, x.elapsed_ms);
+    if let (Some(j), Some(o)) = (x.journal, r.as_object_mut()) {
+        o.insert("journal".into(), json!(j));
+    }
+    Ok(r)
 }
 
 impl Actor for McpConn {

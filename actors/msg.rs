@@ -126,6 +126,9 @@ pub struct ExecReply {
     pub wire: Json,
     pub render: String,
     pub elapsed_ms: f64,
+    /// `Some("degraded")` when the journal could not commit lately (batched mode: the
+    /// result is acknowledged, its durability is not yet).
+    pub journal: Option<&'static str>,
 }
 
 /// Read a transcript value (`value.get`: path, slice, elision, format).

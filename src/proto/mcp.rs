@@ -92,6 +92,7 @@ pub fn exec_output_schema() -> Json {
             "value": {"type": "object", "description": "tagged wire value, e.g. {\"$\":\"int\",\"v\":42}; {\"$\":\"ref\"} when elided"},
             "render": {"type": "string"},
             "elapsed_ms": {"type": "number"},
+            "journal": {"enum": ["degraded"], "description": "present when the journal could not commit lately: the result is not yet durable"},
         },
         "required": ["ref", "uri", "value", "render", "elapsed_ms"],
     })
