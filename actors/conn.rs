@@ -38,6 +38,62 @@ pub struct ConnContext {
     pub registry: Arc<Registry>,
     pub parent: u64,
     pub limit: usize,
+    /// `[limits]` (subscriptions per connection, ...).
+    pub limits: Arc<crate::config::LimitsConfig>,
+    /// Holds this connection's place in `max_connections` until every clone is gone.
+    pub slot: Arc<ConnSlot>,
+    /// A duplicate of the socket, to tell a hang-up from a half-close.
+    pub peer: Option<Arc<std::os::fd::OwnedFd>>,
+}
+
+/// One open connection, counted against `[limits] max_connections`.
+#[derive(Debug)]
+pub struct ConnSlot {
+    open: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ConnSlot {
+    /// Take a slot, unless `max` are open already.
+    pub fn take(open: &Arc<std::sync::atomic::AtomicUsize>, max: usize) -> Option<ConnSlot> {
+        use std::sync::atomic::Ordering;
+        open.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .ok()?;
+        Some(ConnSlot { open: open.clone() })
+    }
+}
+
+impl Drop for ConnSlot {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Whether the peer closed its end completely (`POLLHUP`), as opposed to
+/// only shutting down its write side while it waits for answers.
+pub fn hung_up(fd: &std::os::fd::OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR) != 0
+}
+
+/// How often a connection whose client stopped sending checks for a hang-up.
+pub const HANGUP_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A reached `[limits]` quota: `-32040` naming the key (contract §10).
+pub fn limit_error(key: &str, max: u64, what: &str) -> rpc::RpcError {
+    rpc::RpcError::new(
+        rpc::RESOURCE_LIMIT,
+        format!("resource limit reached: {what} ([limits] {key} = {max})"),
+    )
+    .with_data(serde_json::json!({"code": "resource_limit", "limit": key, "max": max}))
 }
 
 /// One stream item of a connection actor.
@@ -75,11 +131,16 @@ fn spawn_writer(mut w: tokio::net::unix::OwnedWriteHalf) -> Writer {
 }
 
 /// Tell a refused peer why, then close.
-pub async fn refuse(mut stream: UnixStream, uid: u32, euid: u32) {
+pub async fn refuse(stream: UnixStream, uid: u32, euid: u32) {
     let e = rpc::RpcError::new(
         rpc::AUTH_FAILED,
         format!("connection refused: peer uid {uid} is not the daemon's uid {euid} and is not allowed by [socket] allow_uids"),
     );
+    refuse_with(stream, e).await
+}
+
+/// Answer `e` (id null) to a connection that will not be served, then close.
+pub async fn refuse_with(mut stream: UnixStream, e: rpc::RpcError) {
     let _ = stream
         .write_all(&frame::encode(&rpc::error_response(&Json::Null, &e)))
         .await;
@@ -94,7 +155,11 @@ pub async fn refuse(mut stream: UnixStream, uid: u32, euid: u32) {
 }
 
 /// Serve one accepted connection: sniff, then start the right actor.
-pub async fn serve(stream: UnixStream, ctx: ConnContext) {
+pub async fn serve(stream: UnixStream, mut ctx: ConnContext) {
+    {
+        use std::os::fd::AsFd;
+        ctx.peer = stream.as_fd().try_clone_to_owned().ok().map(Arc::new);
+    }
     let (r, w) = stream.into_split();
     let tx = spawn_writer(w);
     let mut reader = FrameReader::new(BufReader::with_capacity(64 * 1024, r), ctx.limit);
@@ -142,10 +207,7 @@ pub async fn serve(stream: UnixStream, ctx: ConnContext) {
             let reg = ctx
                 .registry
                 .register("kernel_conn", conn_name(&ctx), Some(ctx.parent));
-            KernelConn::create(move |c| {
-                c.add_stream(items);
-                KernelConn::new(ctx, tx, reg)
-            });
+            KernelConn::start_with(ctx, tx, reg, items);
         }
         return;
     }

@@ -64,6 +64,8 @@ pub struct Daemon {
     default_cwd: PathBuf,
     stopping: bool,
     services: Option<Services>,
+    /// Connections open now (the listener counts them).
+    connections: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Daemon {
@@ -83,7 +85,40 @@ impl Daemon {
             default_cwd,
             stopping: false,
             services: None,
+            connections: Arc::default(),
         }
+    }
+
+    /// The listener's count of open connections (for `daemon.status`).
+    pub fn with_connections(mut self, open: Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        self.connections = open;
+        self
+    }
+
+    /// Each `[limits]` quota with its current use, where the daemon can count it.
+    fn limits_json(&self) -> Json {
+        let l = &self.config.limits;
+        let live = self
+            .sessions
+            .values()
+            .filter(|(a, _, _)| a.connected())
+            .count();
+        json!({
+            "sessions": {"used": live, "max": l.max_sessions, "key": "max_sessions"},
+            "connections": {
+                "used": self.connections.load(std::sync::atomic::Ordering::Relaxed),
+                "max": l.max_connections,
+                "key": "max_connections",
+            },
+            "subscriptions_per_connection": {
+                "max": l.max_subscriptions_per_connection,
+                "key": "max_subscriptions_per_connection",
+            },
+            "tasks_per_session": {"max": l.max_tasks_per_session, "key": "max_tasks_per_session"},
+            "ptys_per_session": {"max": l.max_ptys_per_session, "key": "max_ptys_per_session"},
+            "session_memory": {"max": l.session_memory, "key": "session_memory"},
+            "spill_bytes": {"max": l.spill_bytes, "key": "spill_bytes"},
+        })
     }
 
     /// The journal and event bus every session and connection uses.
@@ -126,6 +161,9 @@ impl Handler<AttachSession> for Daemon {
         if self.stopping {
             return Err(SessionError::Internal("the daemon is shutting down".into()));
         }
+        if let Err(m) = validate_session_name(&msg.name) {
+            return Err(SessionError::BadRequest(m));
+        }
         if let Some((addr, shared, stats)) = self.sessions.get(&msg.name) {
             if addr.connected() {
                 // An existing session keeps its own environment (contract §9).
@@ -140,6 +178,20 @@ impl Handler<AttachSession> for Daemon {
                     services: self.services.clone(),
                 });
             }
+        }
+        let live = self
+            .sessions
+            .values()
+            .filter(|(a, _, _)| a.connected())
+            .count();
+        let max = self.config.limits.max_sessions;
+        if live >= max {
+            tracing::warn!(session = %msg.name, max, "refused a new session: max_sessions reached");
+            return Err(SessionError::Rpc(super::conn::limit_error(
+                "max_sessions",
+                max as u64,
+                "too many sessions",
+            )));
         }
         let cwd = match msg.cwd {
             Some(c) if c.is_dir() => c,
@@ -263,6 +315,7 @@ impl Handler<GetStatus> for Daemon {
             "actors": self.registry.snapshot(),
             "sessions": self.sessions.values().map(|(_, s, _)| Daemon::session_json(s)).collect::<Vec<_>>(),
             "journal": self.services.as_ref().map(Services::status_json),
+            "limits": self.limits_json(),
             "rss_bytes": rss_bytes(),
         }))
     }
@@ -296,6 +349,31 @@ impl Handler<Shutdown> for Daemon {
         }
         System::current().stop();
     }
+}
+
+/// Longest session name, in bytes (contract §10).
+pub const MAX_SESSION_NAME: usize = 256;
+
+/// Session names are non-empty, at most [`MAX_SESSION_NAME`] bytes, with no
+/// NUL or other control characters (they name threads, log fields, journal
+/// keys and status rows).
+pub fn validate_session_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("session must not be empty".into());
+    }
+    if name.len() > MAX_SESSION_NAME {
+        return Err(format!(
+            "session name is {} bytes; at most {MAX_SESSION_NAME} are allowed",
+            name.len()
+        ));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "session name contains the control character U+{:04X}",
+            c as u32
+        ));
+    }
+    Ok(())
 }
 
 /// `shoal daemon`: returns the process exit code.
@@ -401,8 +479,10 @@ pub fn run(opts: DaemonOptions) -> i32 {
         let bus = EventBus::new(Some(writer.clone()), start_seqs, breg).start();
         let jreg = registry.register("journal_writer", "journal", Some(daemon_id));
         let services = JournalWriter::start_services(writer, bus, jreg);
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let daemon = Daemon::new(info, config.clone(), registry.clone(), dreg)
             .with_services(services)
+            .with_connections(open.clone())
             .start();
         let tokio_listener = match std_listener
             .set_nonblocking(true)
@@ -422,6 +502,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
             config,
             registry,
             lreg,
+            open,
         )
         .start();
         spawn_signal_handlers(daemon, signal_stats, signals);

@@ -85,6 +85,11 @@ impl Services {
             "last_commit_ops": w.last_commit_ops,
             "last_commit_at": w.last_commit_at,
             "last_error": w.last_error,
+            "health": if w.degraded { "degraded" } else { "ok" },
+            "degraded_since": (w.degraded_since != 0).then_some(w.degraded_since),
+            "failed_ops": w.failed_ops,
+            "reopens": w.reopens,
+            "dropped_ops": w.dropped_ops,
         })
     }
 }

@@ -6,8 +6,9 @@
 //! replies keep request order. Notifications are ignored; malformed frames get
 //! `-32700` and the connection stays.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use actix::fut::{ready, LocalBoxActorFuture};
 use actix::prelude::*;
@@ -21,8 +22,10 @@ use super::msg::{
     AttachSession, ClientCount, CloseSession, Crash, GetServices, GetStatus, GetValue,
     ListSessions, SessionError, SessionHandle,
 };
+use super::session::CallCancel;
 use crate::lang::Position;
 use crate::paths;
+use crate::proto::frame::Frame;
 use crate::proto::kernel;
 use crate::proto::rpc::{self, RpcError};
 
@@ -45,9 +48,6 @@ const METHODS: &[&str] = &[
     "events.unsubscribe",
 ];
 
-/// Methods a local connection may call without attaching (they name no session).
-const UNATTACHED: &[&str] = &["journal.query", "journal.get", "blob.get"];
-
 pub struct KernelConn {
     cx: ConnContext,
     tx: Writer,
@@ -56,6 +56,8 @@ pub struct KernelConn {
     /// `events.subscribe` subscriptions of this connection, by channel.
     subs: BTreeMap<String, SubId>,
     services: Option<Services>,
+    /// Shared with the reader task (see [`KernelConn::start_with`]).
+    calls: Calls,
 }
 
 struct Attachment {
@@ -72,12 +74,27 @@ impl KernelConn {
             attached: None,
             subs: BTreeMap::new(),
             services: None,
+            calls: Arc::default(),
         }
     }
 
-    fn request(&mut self, id: Json, method: String, params: Json, ctx: &mut Context<Self>) {
-        let fut = self.dispatch(&method, params);
+    fn request(
+        &mut self,
+        id: Json,
+        method: String,
+        params: Json,
+        cancel: Arc<CallCancel>,
+        ctx: &mut Context<Self>,
+    ) {
+        let fut = if cancel.is_cancelled() {
+            Box::pin(ready(Err(conn::session_error(
+                super::session::cancelled_before_running(),
+            ))))
+        } else {
+            self.dispatch(&method, params, cancel)
+        };
         ctx.wait(fut.map(move |res, act, ctx| {
+            lock_calls(&act.calls).remove(&id_key(&id));
             if let Err(e) = &res {
                 if e.code == rpc::INTERNAL_ERROR {
                     act.reg.stats.set_error(format!("{method}: {}", e.message));
@@ -88,7 +105,7 @@ impl KernelConn {
         }));
     }
 
-    fn dispatch(&mut self, method: &str, params: Json) -> Reply {
+    fn dispatch(&mut self, method: &str, params: Json, cancel: Arc<CallCancel>) -> Reply {
         if !METHODS.contains(&method) || (method == "debug.crash" && !conn::debug_hooks()) {
             return Box::pin(ready(Err(RpcError::method_not_found(method))));
         }
@@ -98,9 +115,6 @@ impl KernelConn {
         };
         if method == "session.attach" {
             return self.attach(p);
-        }
-        if UNATTACHED.contains(&method) && !self.cx.foreign {
-            return self.journal_method(method, p);
         }
         let Some(att) = &self.attached else {
             return Box::pin(ready(Err(RpcError::new(
@@ -139,7 +153,7 @@ impl KernelConn {
             }) {
                 Err(e) => Box::pin(ready(Err(e))),
                 Ok((src, position, budget)) => Box::pin(
-                    super::mcp_conn::exec_elided(handle, src, position, tty, budget)
+                    super::mcp_conn::exec_elided(handle, src, position, tty, budget, cancel)
                         .into_actor(self),
                 ),
             },
@@ -346,6 +360,19 @@ impl KernelConn {
                         "blob.get requires a hash",
                     ))));
                 };
+                // Bounded like every other read (contract §3): past `max_bytes` (default the
+                // elision budget, at most the hard cap) the value comes back as a ref.
+                let max_bytes = match p.get("max_bytes") {
+                    None | Some(Json::Null) => crate::proto::elide::Budget::default().max_bytes,
+                    Some(v) => match v.as_u64() {
+                        Some(n) => (n as usize).min(crate::proto::elide::HARD_CAP),
+                        None => {
+                            return Box::pin(ready(Err(RpcError::invalid_params(
+                                "max_bytes must be a non-negative integer",
+                            ))))
+                        }
+                    },
+                };
                 self.with_services(move |s| async move {
                     let unknown = || {
                         RpcError::new(rpc::UNKNOWN_REF, "unknown value hash")
@@ -353,7 +380,14 @@ impl KernelConn {
                     };
                     match s.journal.send(jw::GetBlob { hash: hash.clone() }).await {
                         Err(e) => Err(RpcError::internal(e.to_string())),
-                        Ok(Ok(Some(bytes))) => Ok(jw::blob_json(&hash, &bytes)),
+                        Ok(Ok(Some(bytes))) => {
+                            let key = hash.strip_prefix("blake3:").unwrap_or(&hash);
+                            Ok(crate::proto::mcp::bounded_blob_max(
+                                &jw::blob_json(&hash, &bytes),
+                                &format!("shoal://val/{key}"),
+                                max_bytes,
+                            ))
+                        }
                         Ok(Ok(None)) | Ok(Err(crate::journal::JournalError::Invalid(_))) => {
                             Err(unknown())
                         }
@@ -444,6 +478,14 @@ impl KernelConn {
             "events.subscribe" => {
                 if self.subs.contains_key(&channel) {
                     return Box::pin(ready(Ok(json!({"channel": channel, "subscribed": true}))));
+                }
+                let max = self.cx.limits.max_subscriptions_per_connection;
+                if self.subs.len() >= max {
+                    return Box::pin(ready(Err(conn::limit_error(
+                        "max_subscriptions_per_connection",
+                        max as u64,
+                        "too many subscriptions on this connection",
+                    ))));
                 }
                 let svc = self.with_services(|_| async { Ok(Json::Null) });
                 Box::pin(svc.then(move |r, act, ctx| {
@@ -564,6 +606,10 @@ impl Actor for KernelConn {
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        // Nobody will read the answers of calls still queued or running.
+        for (_, c) in lock_calls(&self.calls).drain() {
+            c.cancel();
+        }
         if let Some(s) = self.known_services() {
             for (_, id) in std::mem::take(&mut self.subs) {
                 s.bus.do_send(Unsubscribe { id });
@@ -644,17 +690,155 @@ pub fn restore_from_journal(
     }
 }
 
-impl StreamHandler<FrameItem> for KernelConn {
-    fn handle(&mut self, FrameItem(item): FrameItem, ctx: &mut Context<Self>) {
-        self.reg.stats.handled_item();
-        match conn::incoming(&self.cx, &self.tx, ctx, item) {
-            Some(rpc::Incoming::Request { id, method, params }) => {
-                self.request(id, method, params, ctx)
+/// Frames read ahead of the actor (requests wait here while one runs).
+const READ_AHEAD: usize = 64;
+
+/// Requests read but not yet answered, by id: their cancellation handles.
+type Calls = Arc<Mutex<HashMap<String, Arc<CallCancel>>>>;
+
+fn id_key(id: &Json) -> String {
+    id.to_string()
+}
+
+fn lock_calls(c: &Calls) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CallCancel>>> {
+    c.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One frame, classified by the reader task.
+pub enum KernelItem {
+    ReadError(std::io::Error),
+    Oversized {
+        len: u64,
+    },
+    Invalid {
+        id: Json,
+        error: RpcError,
+    },
+    Request {
+        id: Json,
+        method: String,
+        params: Json,
+        cancel: Arc<CallCancel>,
+    },
+}
+
+impl Message for KernelItem {
+    type Result = ();
+}
+
+impl KernelConn {
+    /// Start the actor behind a reader task. Requests are answered strictly in
+    /// order, so while one runs the actor reads nothing; the reader task keeps
+    /// reading meanwhile: a `cancel {id}` notification reaches the call it
+    /// names (running or still queued), and a client that hangs up cancels
+    /// the calls it was waiting for (contract §10).
+    pub fn start_with(
+        cx: ConnContext,
+        tx: Writer,
+        reg: Registration,
+        items: impl futures_util::Stream<Item = FrameItem> + 'static,
+    ) {
+        let calls: Calls = Arc::default();
+        let rx = spawn_reader(items, calls.clone(), cx.peer.clone());
+        let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|item| (item, rx))
+        });
+        KernelConn::create(move |c| {
+            c.add_stream(stream);
+            let mut k = KernelConn::new(cx, tx, reg);
+            k.calls = calls;
+            k
+        });
+    }
+}
+
+fn spawn_reader(
+    items: impl futures_util::Stream<Item = FrameItem> + 'static,
+    calls: Calls,
+    peer: Option<Arc<std::os::fd::OwnedFd>>,
+) -> tokio::sync::mpsc::Receiver<KernelItem> {
+    use futures_util::StreamExt;
+    let (tx, rx) = tokio::sync::mpsc::channel(READ_AHEAD);
+    actix_rt::spawn(async move {
+        let mut items = std::pin::pin!(items);
+        while let Some(FrameItem(item)) = items.next().await {
+            let out = match item {
+                Err(e) => {
+                    let _ = tx.send(KernelItem::ReadError(e)).await;
+                    break;
+                }
+                Ok(Frame::Oversized { len }) => KernelItem::Oversized { len },
+                Ok(Frame::Line(bytes)) => match rpc::classify(&bytes) {
+                    rpc::Incoming::Invalid { id, error } => KernelItem::Invalid { id, error },
+                    rpc::Incoming::Notification { method, params } => {
+                        // Other notifications are ignored (contract §2).
+                        if method == "cancel" {
+                            if let Some(id) = params.get("id") {
+                                if let Some(c) = lock_calls(&calls).get(&id_key(id)) {
+                                    c.cancel();
+                                }
+                            }
+                        }
+                        continue;
+                    }
+                    rpc::Incoming::Request { id, method, params } => {
+                        let cancel = CallCancel::new();
+                        lock_calls(&calls).insert(id_key(&id), cancel.clone());
+                        KernelItem::Request {
+                            id,
+                            method,
+                            params,
+                            cancel,
+                        }
+                    }
+                },
+            };
+            if tx.send(out).await.is_err() {
+                break;
             }
-            // Notifications are ignored on the kernel protocol (contract §2).
-            Some(rpc::Incoming::Notification { .. })
-            | Some(rpc::Incoming::Invalid { .. })
-            | None => {}
+        }
+        drop(tx);
+        // The client stopped sending. A half-close still waits for its answers; a hang-up
+        // cancels every call it was waiting for.
+        let Some(peer) = peer else { return };
+        let mut tick = tokio::time::interval(conn::HANGUP_POLL);
+        loop {
+            tick.tick().await;
+            if lock_calls(&calls).is_empty() {
+                return;
+            }
+            if conn::hung_up(&peer) {
+                for (_, c) in lock_calls(&calls).drain() {
+                    c.cancel();
+                }
+                return;
+            }
+        }
+    });
+    rx
+}
+
+impl StreamHandler<KernelItem> for KernelConn {
+    fn handle(&mut self, item: KernelItem, ctx: &mut Context<Self>) {
+        self.reg.stats.handled_item();
+        match item {
+            KernelItem::ReadError(e) => {
+                tracing::debug!(conn = self.cx.id, "read error: {e}");
+                ctx.stop();
+            }
+            KernelItem::Oversized { len } => {
+                tracing::warn!(conn = self.cx.id, len, "oversized frame refused");
+                conn::write(&self.tx, ctx, &rpc::oversized(self.cx.limit, len));
+            }
+            KernelItem::Invalid { id, error } => {
+                conn::write(&self.tx, ctx, &rpc::error_response(&id, &error));
+            }
+            KernelItem::Request {
+                id,
+                method,
+                params,
+                cancel,
+            } => self.request(id, method, params, cancel, ctx),
         }
     }
 }

@@ -12,7 +12,9 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener as StdUnixListener, UnixStream as StdUnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use tokio::net::{UnixListener, UnixStream};
@@ -56,12 +58,7 @@ pub fn prepare_socket(path: &Path) -> Result<(StdUnixListener, BoundSocket), Str
     secure_dir(dir, euid)?;
 
     let lock_path = paths::daemon_lock(path);
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| format!("cannot open lock file {}: {e}", lock_path.display()))?;
+    let lock = paths::open_lock_file(&lock_path)?;
     if rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
         return Err(format!(
             "another shoal daemon is running on {} (lock {} is held)",
@@ -168,6 +165,8 @@ fn secure_dir(dir: &Path, euid: u32) -> Result<(), String> {
 
 pub struct Listener {
     listener: Option<UnixListener>,
+    /// Connections open now (shared with `daemon.status`).
+    open: Arc<AtomicUsize>,
     daemon: Addr<Daemon>,
     daemon_stats: Arc<ActorStats>,
     config: Arc<Config>,
@@ -185,9 +184,11 @@ impl Listener {
         config: Arc<Config>,
         registry: Arc<Registry>,
         reg: Registration,
+        open: Arc<AtomicUsize>,
     ) -> Self {
         Listener {
             listener: Some(listener),
+            open,
             daemon,
             daemon_stats,
             config,
@@ -199,16 +200,98 @@ impl Listener {
     }
 }
 
-struct Accepted(io::Result<UnixStream>);
+struct Accepted(UnixStream);
+
+/// The accept loop's memory of descriptor exhaustion.
+struct AcceptLoop {
+    listener: UnixListener,
+    stats: Arc<ActorStats>,
+    /// The next pause after EMFILE/ENFILE (doubles up to [`BACKOFF_MAX`]).
+    backoff: Duration,
+    last_log: Option<Instant>,
+    /// Failures not logged since the last line.
+    quiet: u64,
+}
+
+const BACKOFF_MIN: Duration = Duration::from_millis(10);
+const BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// At most one log line per this interval about failing accepts.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Out of descriptors or kernel memory: accepting again at once would spin.
+fn is_exhaustion(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
+}
+
+impl AcceptLoop {
+    /// The next connection. Transient errors (a peer that gave up) are skipped; descriptor
+    /// exhaustion backs off (10 ms doubling to 1 s), logs at most one line per 10 s, and
+    /// recovers as soon as an accept succeeds again.
+    async fn next(&mut self) -> UnixStream {
+        loop {
+            match self.listener.accept().await {
+                Ok((s, _)) => {
+                    if self.backoff > BACKOFF_MIN || self.quiet > 0 {
+                        tracing::info!(
+                            failed = self.quiet,
+                            "accepting connections again after descriptor exhaustion"
+                        );
+                        self.stats.set_state("accepting");
+                    }
+                    self.backoff = BACKOFF_MIN;
+                    self.quiet = 0;
+                    return s;
+                }
+                Err(e) => {
+                    let exhausted = is_exhaustion(&e);
+                    self.quiet += 1;
+                    let due = self.last_log.is_none_or(|t| t.elapsed() >= LOG_EVERY);
+                    if due {
+                        tracing::warn!(
+                            failed = self.quiet,
+                            "accept failed: {e}{}",
+                            if exhausted {
+                                "; backing off until descriptors free up"
+                            } else {
+                                ""
+                            }
+                        );
+                        self.last_log = Some(Instant::now());
+                        self.quiet = 0;
+                    }
+                    self.stats.set_error(format!("accept: {e}"));
+                    if exhausted {
+                        self.stats.set_state("backing off");
+                        tokio::time::sleep(self.backoff).await;
+                        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+                    } else {
+                        // Not a resource problem, but never a hot loop either.
+                        tokio::time::sleep(BACKOFF_MIN).await;
+                    }
+                }
+            }
+        }
+    }
+}
 
 impl Actor for Listener {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         if let Some(l) = self.listener.take() {
-            ctx.add_stream(futures_util::stream::unfold(l, |l| async move {
-                let r = l.accept().await.map(|(s, _)| s);
-                Some((Accepted(r), l))
+            let state = AcceptLoop {
+                listener: l,
+                stats: self.reg.stats.clone(),
+                backoff: BACKOFF_MIN,
+                last_log: None,
+                quiet: 0,
+            };
+            ctx.add_stream(futures_util::stream::unfold(state, |mut st| async move {
+                let s = st.next().await;
+                Some((Accepted(s), st))
             }));
         }
         self.reg.stats.set_state("accepting");
@@ -216,16 +299,8 @@ impl Actor for Listener {
 }
 
 impl StreamHandler<Accepted> for Listener {
-    fn handle(&mut self, Accepted(r): Accepted, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, Accepted(stream): Accepted, _ctx: &mut Context<Self>) {
         self.reg.stats.handled_item();
-        let stream = match r {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                self.reg.stats.set_error(format!("accept: {e}"));
-                return;
-            }
-        };
         let (uid, pid) = match stream.peer_cred() {
             Ok(c) => (c.uid(), c.pid()),
             Err(e) => {
@@ -249,6 +324,20 @@ impl StreamHandler<Accepted> for Listener {
             actix_rt::spawn(conn::refuse(stream, uid, self.euid));
             return;
         }
+        let max = self.config.limits.max_connections;
+        let Some(slot) = conn::ConnSlot::take(&self.open, max) else {
+            tracing::warn!(
+                conn = id,
+                max,
+                "refused a connection: max_connections reached"
+            );
+            self.reg
+                .stats
+                .set_error(format!("max_connections ({max}) reached"));
+            let e = conn::limit_error("max_connections", max as u64, "too many open connections");
+            actix_rt::spawn(conn::refuse_with(stream, e));
+            return;
+        };
         tracing::debug!(conn = id, uid, pid, "connection accepted");
         let ctx = conn::ConnContext {
             id,
@@ -260,6 +349,9 @@ impl StreamHandler<Accepted> for Listener {
             registry: self.registry.clone(),
             parent: self.reg.id(),
             limit: self.config.daemon.max_frame_bytes as usize,
+            limits: Arc::new(self.config.limits.clone()),
+            slot: Arc::new(slot),
+            peer: None,
         };
         actix_rt::spawn(conn::serve(stream, ctx));
     }

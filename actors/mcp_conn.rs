@@ -15,10 +15,12 @@
 //! interrupts the session's evaluation and the call's reply is dropped. A
 //! `_meta.progressToken` on `shoal_exec` gets a `notifications/progress`
 //! every [`PROGRESS_EVERY`] while it runs. Resource subscriptions are
-//! multiplexed on this connection: one event-bus subscription per URI.
+//! multiplexed on this connection: one event-bus subscription per channel, at
+//! most `[limits] max_subscriptions_per_connection` URIs.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::fut::{ready, LocalBoxActorFuture};
@@ -31,8 +33,9 @@ use super::health::Registration;
 use super::journal_writer::{self as jw, Services};
 use super::kernel_conn::exec_params_with_default;
 use super::msg::{
-    AttachSession, ClientCount, Exec, GetServices, GetValue, Interrupt, SessionError, SessionHandle,
+    AttachSession, ClientCount, Exec, GetServices, GetValue, SessionError, SessionHandle,
 };
+use super::session::CallCancel;
 use crate::lang::Position;
 use crate::proto::elide::Budget;
 use crate::proto::kernel::{self, GetFormat, GetRequest};
@@ -45,14 +48,14 @@ type Reply = LocalBoxActorFuture<McpConn, Result<Json, RpcError>>;
 pub const MAX_IN_FLIGHT: usize = 32;
 /// Interval of `notifications/progress` for a running `shoal_exec`.
 pub const PROGRESS_EVERY: Duration = Duration::from_millis(500);
-/// Resource subscriptions per connection.
-pub const MAX_SUBSCRIPTIONS: usize = 64;
 
 struct InFlight {
     cancelled: bool,
     /// The call evaluates in the session (cancellation interrupts it).
     evaluates: bool,
     progress: Option<SpawnHandle>,
+    /// This call's own cancellation (never another call's).
+    cancel: Arc<CallCancel>,
 }
 
 pub struct McpConn {
@@ -148,11 +151,9 @@ impl McpConn {
                     ctx.cancel_future(h);
                 }
                 if f.evaluates {
-                    if let Some(h) = &self.attached {
-                        tracing::debug!(conn = self.cx.id, request = %key, "cancelling: interrupting the session");
-                        h.notify(Interrupt);
-                    }
+                    tracing::debug!(conn = self.cx.id, request = %key, "cancelling this call");
                 }
+                f.cancel.cancel();
             }
             "notifications/initialized" => {}
             other => tracing::debug!(conn = self.cx.id, method = other, "ignored notification"),
@@ -163,7 +164,7 @@ impl McpConn {
         let concurrent = matches!(method.as_str(), "tools/call" | "resources/read");
         if !concurrent || self.inflight.len() >= MAX_IN_FLIGHT {
             // In order; at the in-flight cap this also stops reading (backpressure).
-            let fut = self.dispatch(&method, params, &id, ctx);
+            let fut = self.dispatch(&method, params, CallCancel::new(), ctx);
             ctx.wait(fut.map(move |res, act, ctx| {
                 let frame = rpc::reply(&id, res);
                 conn::write(&act.tx, ctx, &frame);
@@ -183,15 +184,17 @@ impl McpConn {
         } else {
             None
         };
+        let cancel = CallCancel::new();
         self.inflight.insert(
             key.clone(),
             InFlight {
                 cancelled: false,
                 evaluates,
                 progress,
+                cancel: cancel.clone(),
             },
         );
-        let fut = self.dispatch(&method, params, &id, ctx);
+        let fut = self.dispatch(&method, params, cancel, ctx);
         ctx.spawn(fut.map(move |res, act, ctx| {
             let done = act.inflight.remove(&key);
             if let Some(h) = done.as_ref().and_then(|f| f.progress) {
@@ -227,7 +230,7 @@ impl McpConn {
         &mut self,
         method: &str,
         params: Json,
-        _id: &Json,
+        cancel: Arc<CallCancel>,
         ctx: &mut Context<Self>,
     ) -> Reply {
         match method {
@@ -245,7 +248,7 @@ impl McpConn {
             }
             "ping" => Box::pin(ready(Ok(json!({})))),
             "tools/list" => Box::pin(ready(Ok(json!({"tools": mcp::tools(self.caps())})))),
-            "tools/call" => self.tools_call(params),
+            "tools/call" => self.tools_call(params, cancel),
             "resources/list" => self.resources_list(params),
             "prompts/list" => Box::pin(ready(Ok(mcp::prompts()))),
             "prompts/get" => Box::pin(ready(mcp::prompt_get(
@@ -260,7 +263,7 @@ impl McpConn {
         }
     }
 
-    fn tools_call(&mut self, params: Json) -> Reply {
+    fn tools_call(&mut self, params: Json, cancel: Arc<CallCancel>) -> Reply {
         let Some(p) = params.as_object() else {
             return Box::pin(ready(Err(RpcError::invalid_params(
                 "tools/call params must be an object",
@@ -297,7 +300,7 @@ impl McpConn {
         }
         let args: Map<String, Json> = args.as_object().cloned().unwrap_or_default();
         match name {
-            "shoal_exec" => self.tool_exec(args),
+            "shoal_exec" => self.tool_exec(args, cancel),
             "shoal_get" => self.tool_get(args),
             "shoal_journal" => self.tool_journal(args),
             _ => Box::pin(ready(Err(RpcError::invalid_params(format!(
@@ -306,7 +309,7 @@ impl McpConn {
         }
     }
 
-    fn tool_exec(&mut self, args: Map<String, Json>) -> Reply {
+    fn tool_exec(&mut self, args: Map<String, Json>, cancel: Arc<CallCancel>) -> Reply {
         let parsed = exec_params_with_default(&args, Position::Value).and_then(|(s, p)| {
             let b = Budget::from_json(args.get("elide")).map_err(RpcError::invalid_params)?;
             Ok((s, p, b))
@@ -322,7 +325,7 @@ impl McpConn {
                     Err(e) => return Ok(mcp::tool_error_rpc(&e)),
                 };
                 Ok(
-                    match exec_elided(handle, src, position, false, budget).await {
+                    match exec_elided(handle, src, position, false, budget, cancel).await {
                         Ok(x) => mcp::tool_success(x),
                         Err(e) => mcp::tool_error_rpc(&e),
                     },
@@ -556,10 +559,13 @@ impl McpConn {
         if self.subs.contains_key(&u) {
             return Box::pin(ready(Ok(json!({}))));
         }
-        if self.subs.len() >= MAX_SUBSCRIPTIONS {
-            return Box::pin(ready(Err(RpcError::invalid_params(format!(
-                "at most {MAX_SUBSCRIPTIONS} subscriptions per connection"
-            )))));
+        let max = self.cx.limits.max_subscriptions_per_connection;
+        if self.subs.len() >= max {
+            return Box::pin(ready(Err(conn::limit_error(
+                "max_subscriptions_per_connection",
+                max as u64,
+                "too many subscriptions on this connection",
+            ))));
         }
         self.subs.insert(u, channel.clone());
         if self.bus_subs.contains_key(&channel) {
@@ -743,10 +749,16 @@ pub async fn exec_elided(
     position: Position,
     tty: bool,
     budget: Budget,
+    cancel: Arc<CallCancel>,
 ) -> Result<Json, RpcError> {
     let name = handle.name.clone();
     let x = handle
-        .send(Exec { src, position, tty })
+        .send(Exec {
+            src,
+            position,
+            tty,
+            cancel,
+        })
         .await
         .map_err(|_| SessionError::Closed(name.clone()))
         .and_then(|r| r)
@@ -763,7 +775,11 @@ pub async fn exec_elided(
         }
         Err(e) => return Err(e),
     };
-    Ok(kernel::exec_result(x.n, value, x.render, x.elapsed_ms))
+    let mut r = kernel::exec_result(x.n, value, x.render, x.elapsed_ms);
+    if let (Some(j), Some(o)) = (x.journal, r.as_object_mut()) {
+        o.insert("journal".into(), json!(j));
+    }
+    Ok(r)
 }
 
 impl Actor for McpConn {
@@ -780,11 +796,9 @@ impl Actor for McpConn {
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
-        // Calls still running are abandoned: interrupt what they evaluate.
-        if self.inflight.values().any(|f| f.evaluates) {
-            if let Some(h) = &self.attached {
-                h.notify(Interrupt);
-            }
+        // Calls still queued or running are abandoned: cancel each (only them).
+        for f in self.inflight.values() {
+            f.cancel.cancel();
         }
         if let Some(h) = self.attached.take() {
             h.notify(ClientCount { delta: -1 });
@@ -839,11 +853,23 @@ impl StreamHandler<FrameItem> for McpConn {
     }
 
     fn finished(&mut self, ctx: &mut Context<Self>) {
-        // The client stopped sending: answer what is in flight, then stop.
+        // The client stopped sending: answer what is in flight, then stop. A half-close
+        // (the shim after its client closed stdin) waits for the answers; a hang-up (the
+        // shim was killed) cancels the calls in flight (contract §10).
         if self.inflight.is_empty() {
             ctx.stop();
-        } else {
-            self.closing = true;
+            return;
+        }
+        self.closing = true;
+        if let Some(peer) = self.cx.peer.clone() {
+            ctx.run_interval(conn::HANGUP_POLL, move |act, _ctx| {
+                if conn::hung_up(&peer) {
+                    for f in act.inflight.values_mut() {
+                        f.cancelled = true;
+                        f.cancel.cancel();
+                    }
+                }
+            });
         }
     }
 }

@@ -121,6 +121,9 @@ pub struct Exec {
     pub position: Position,
     /// Keep ANSI escapes in the render.
     pub tty: bool,
+    /// This call's own cancellation (contract §10): cancelling it never
+    /// touches another call of the session.
+    pub cancel: Arc<super::session::CallCancel>,
 }
 
 #[derive(Debug, Clone)]
@@ -129,6 +132,9 @@ pub struct ExecReply {
     pub wire: Json,
     pub render: String,
     pub elapsed_ms: f64,
+    /// `Some("degraded")` when the journal could not commit lately (batched mode: the
+    /// result is acknowledged, its durability is not yet).
+    pub journal: Option<&'static str>,
 }
 
 /// Read a transcript value (`value.get`: path, slice, elision, format).

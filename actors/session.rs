@@ -41,6 +41,8 @@ pub struct SessionShared {
     /// `out:N` numbers up to `base` were used before this session object existed (journal
     /// transcript rows from before a restart); set on the worker thread before the first exec.
     pub base: OnceLock<u64>,
+    /// `out:N` numbers up to this one are durably reserved in the journal (worker thread).
+    reserved: Mutex<u64>,
     /// The journal and event bus (absent in unit tests).
     pub services: Option<Services>,
     pub clients: AtomicI64,
@@ -134,6 +136,7 @@ impl SessionShared {
             render_width,
             transcript: Mutex::new(Transcript::new(4096)),
             base: OnceLock::new(),
+            reserved: Mutex::new(0),
             services: None,
             clients: AtomicI64::new(0),
             busy: AtomicBool::new(false),
@@ -171,16 +174,56 @@ impl SessionShared {
         if self.base.get().is_some() {
             return;
         }
-        let last = self.services.as_ref().map_or(Ok(None), |s| {
-            s.writer
-                .sync_visible()
-                .and_then(|_| s.writer.store().transcript_last(&self.name))
+        // Continue past the last stored row and past every number reserved (handed out
+        // possibly, but lost with a crash before its row was committed).
+        let last = self.services.as_ref().map_or(Ok(0), |s| {
+            s.writer.sync_visible().and_then(|_| {
+                let store = s.writer.store();
+                let row = store.transcript_last(&self.name)?.unwrap_or(0);
+                Ok(row.max(store.refs_reserved(&self.name)?))
+            })
         });
         let last = last.unwrap_or_else(|e| {
             tracing::warn!(session = %self.name, "cannot read the journal's transcript: {e}");
-            None
+            0
         });
-        let _ = self.base.set(last.unwrap_or(0));
+        *self.reserved.lock().unwrap_or_else(|p| p.into_inner()) = last;
+        let _ = self.base.set(last);
+    }
+
+    /// Make sure the next `out:N` is durably reserved before it is handed out: numbers are
+    /// reserved [`RESERVE_BLOCK`] at a time, the mark committed durably (worker thread only).
+    fn reserve_next(&self) -> Result<(), SessionError> {
+        let Some(svc) = &self.services else {
+            return Ok(());
+        };
+        let next = self.peek_next();
+        let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
+        if next <= *reserved {
+            return Ok(());
+        }
+        let upto = next + RESERVE_BLOCK - 1;
+        let op = crate::journal::Op::ReserveRefs {
+            session: self.name.clone(),
+            upto,
+        };
+        let r = svc.writer.submit_wait(op).and_then(|_| {
+            if svc.writer.config().durability == crate::journal::Durability::Batched {
+                svc.writer.flush()
+            } else {
+                Ok(())
+            }
+        });
+        match r {
+            Ok(()) => {
+                *reserved = upto;
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(session = %self.name, "cannot reserve out:N numbers: {e}");
+                Err(journal_unavailable(&e.to_string()))
+            }
+        }
     }
 
     /// The `n` the next [`push`](Self::push) will return.
@@ -190,6 +233,13 @@ impl SessionShared {
     }
 
     /// Whether the journal is configured `immediate` (the reply waits for the commit).
+    /// The journal's last commit failed (batched results then say `journal: "degraded"`).
+    pub fn journal_degraded(&self) -> bool {
+        self.services
+            .as_ref()
+            .is_some_and(|s| s.writer.is_degraded())
+    }
+
     pub fn immediate_durability(&self) -> bool {
         self.services
             .as_ref()
@@ -236,10 +286,116 @@ impl SessionShared {
     }
 }
 
+/// The cancellation handle of one call (one [`Exec`]), shared by the
+/// connection that issued it and the session that runs it. Cancelling a call
+/// that is still queued means it never runs (its reply comes at once);
+/// cancelling the running call interrupts that evaluation and nothing else.
+#[derive(Debug, Default)]
+pub struct CallCancel {
+    state: Mutex<CallState>,
+    cancelled: AtomicBool,
+    /// Wakes the reply future of a cancelled call.
+    wake: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default)]
+enum CallState {
+    #[default]
+    Queued,
+    Running(Interrupter),
+    Finished,
+}
+
+impl CallCancel {
+    pub fn new() -> Arc<CallCancel> {
+        Arc::new(CallCancel::default())
+    }
+
+    /// Cancel this call (idempotent).
+    pub fn cancel(&self) {
+        let g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.cancelled.store(true, Ordering::SeqCst);
+        if let CallState::Running(i) = &*g {
+            i.interrupt();
+        }
+        drop(g);
+        self.wake.notify_one();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Still waiting in the session's queue.
+    fn is_queued(&self) -> bool {
+        matches!(
+            *self.state.lock().unwrap_or_else(|p| p.into_inner()),
+            CallState::Queued
+        )
+    }
+
+    /// The worker starts this call: `false` when it was cancelled first.
+    fn begin(&self, i: Option<&Interrupter>) -> bool {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if self.is_cancelled() {
+            *g = CallState::Finished;
+            return false;
+        }
+        *g = match i {
+            Some(i) => CallState::Running(i.clone()),
+            None => CallState::Finished,
+        };
+        true
+    }
+
+    /// Interrupt again while the cancelled call still runs (an evaluation
+    /// that was just starting may have cleared the first interrupt).
+    fn reassert(&self) {
+        if !self.is_cancelled() {
+            return;
+        }
+        if let CallState::Running(i) = &*self.state.lock().unwrap_or_else(|p| p.into_inner()) {
+            i.interrupt();
+        }
+    }
+
+    fn finish(&self) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = CallState::Finished;
+    }
+}
+
+/// `out:N` numbers reserved per durable journal write.
+const RESERVE_BLOCK: u64 = 64;
+
+/// The journal cannot make this exec durable: `-32603` with `data.journal: "unavailable"`.
+pub fn journal_unavailable(error: &str) -> SessionError {
+    SessionError::Rpc(
+        crate::proto::rpc::RpcError::internal(format!(
+            "the journal is unavailable ({error}); the result was not recorded"
+        ))
+        .with_data(serde_json::json!({"journal": "unavailable", "error": error})),
+    )
+}
+
+/// How often a cancelled, still running call is interrupted again.
+const CANCEL_REASSERT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The reply to a call cancelled before it ran.
+pub fn cancelled_before_running() -> SessionError {
+    SessionError::Rpc(
+        crate::proto::rpc::RpcError::new(
+            crate::proto::rpc::RAISED,
+            "cancelled before it ran (removed from the session's queue)",
+        )
+        .with_data(serde_json::json!({"code": "cancelled", "ran": false})),
+    )
+}
+
 struct Job {
     src: String,
     position: Position,
     tty: bool,
+    cancel: Arc<CallCancel>,
     reply: oneshot::Sender<Result<ExecReply, SessionError>>,
 }
 
@@ -294,10 +450,12 @@ impl Handler<Exec> for Session {
     fn handle(&mut self, msg: Exec, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         let (reply, rx) = oneshot::channel();
+        let cancel = msg.cancel;
         let job = Job {
             src: msg.src,
             position: msg.position,
             tty: msg.tty,
+            cancel: cancel.clone(),
             reply,
         };
         let sent = self
@@ -314,7 +472,25 @@ impl Handler<Exec> for Session {
                     "session {name}: worker thread is gone"
                 )));
             }
-            let r = rx.await.unwrap_or_else(|_| {
+            let mut rx = rx;
+            let r = tokio::select! {
+                r = &mut rx => r,
+                _ = cancel.wake.notified() => {
+                    // Queued: answer now; the worker skips the job when it gets there.
+                    if cancel.is_queued() {
+                        return Err(cancelled_before_running());
+                    }
+                    // Running: keep the interrupt asserted until it ends.
+                    let mut tick = tokio::time::interval(CANCEL_REASSERT);
+                    loop {
+                        tokio::select! {
+                            r = &mut rx => break r,
+                            _ = tick.tick() => cancel.reassert(),
+                        }
+                    }
+                }
+            };
+            let r = r.unwrap_or_else(|_| {
                 Err(SessionError::Internal(format!(
                     "session {name}: worker thread ended during exec"
                 )))
@@ -343,21 +519,37 @@ impl Handler<Crash> for Session {
 fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>) {
     let mut lang: Option<LangSession> = None;
     while let Ok(job) = rx.recv() {
+        if job.cancel.is_cancelled() {
+            job.cancel.finish();
+            let _ = job.reply.send(Err(cancelled_before_running()));
+            continue;
+        }
         shared.busy.store(true, Ordering::Relaxed);
         let (result, journal) = run_job(&shared, &mut lang, &job);
+        job.cancel.finish();
         // With batched durability the client does not wait for the journal:
         // reply first, then record (still on this thread, so entries keep the
         // order of execs). With immediate durability the reply waits for the
         // commit (contract §6).
         if shared.immediate_durability() {
+            let mut result = result;
             if let Some(j) = journal {
-                j.record(&shared);
+                if let Err(e) = j.record(&shared) {
+                    // Not durable, so not acknowledged as a success (contract §10).
+                    result = Err(journal_unavailable(&e));
+                }
             }
             let _ = job.reply.send(result);
         } else {
+            let mut result = result;
+            if let Ok(r) = &mut result {
+                if shared.journal_degraded() {
+                    r.journal = Some("degraded");
+                }
+            }
             let _ = job.reply.send(result);
             if let Some(j) = journal {
-                j.record(&shared);
+                let _ = j.record(&shared);
             }
         }
         shared.busy.store(false, Ordering::Relaxed);
@@ -389,8 +581,11 @@ enum PendingRan {
 }
 
 impl PendingJournal {
-    fn record(self, shared: &SessionShared) {
-        let Some(svc) = &shared.services else { return };
+    /// Journal the exec; the error is the reason it is not durable.
+    fn record(self, shared: &SessionShared) -> Result<(), String> {
+        let Some(svc) = &shared.services else {
+            return Ok(());
+        };
         // The stored value is the full tagged encoding (refs survive restarts).
         let wire;
         let ran = match &self.ran {
@@ -402,8 +597,9 @@ impl PendingJournal {
                 wire = match catch_unwind(AssertUnwindSafe(|| wire::encode_to_vec(value))) {
                     Ok(w) => w,
                     Err(p) => {
-                        tracing::error!(session = %shared.name, "encoding panicked: {}", panic_message(&p));
-                        return;
+                        let m = format!("encoding panicked: {}", panic_message(&p));
+                        tracing::error!(session = %shared.name, "{m}");
+                        return Err(m);
                     }
                 };
                 Ran::Value {
@@ -425,8 +621,12 @@ impl PendingJournal {
             n: self.n,
             ran,
         };
-        if let Err(e) = journal_writer::record_exec(svc, rec) {
-            tracing::error!(session = %shared.name, "exec not journaled: {e}");
+        match journal_writer::record_exec(svc, rec) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::debug!(session = %shared.name, "exec not journaled: {e}");
+                Err(e.to_string())
+            }
         }
     }
 }
@@ -493,7 +693,21 @@ fn run_job(
     {
         i.reset();
     }
+    // From here a cancel of this call interrupts it (and only it).
+    let started = job.cancel.begin(
+        shared
+            .interrupter
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref(),
+    );
+    if !started {
+        return (Err(cancelled_before_running()), None);
+    }
     shared.ensure_base();
+    if let Err(e) = shared.reserve_next() {
+        return (Err(e), None);
+    }
     let ts = crate::journal::now_ns();
     let t0 = Instant::now();
     let outcome = catch_unwind(AssertUnwindSafe(|| session.exec(&job.src, job.position)));
@@ -579,6 +793,7 @@ fn run_job(
                     wire,
                     render: bounded,
                     elapsed_ms,
+                    journal: None,
                 }),
                 j,
             )

@@ -1,8 +1,10 @@
 //! Where things live (contract §1): the socket, the state directory, the config file.
 //!
-//! Pure functions of explicit arguments and the environment; nothing here
-//! creates files. The daemon and the shim resolve paths with the same rules,
-//! so a shim always finds the daemon it would have started.
+//! Pure functions of explicit arguments and the environment; the one thing
+//! here that creates a file is [`open_lock_file`] (lock files beside the
+//! socket, opened without following symlinks and checked for ownership). The
+//! daemon and the shim resolve paths with the same rules, so a shim always
+//! finds the daemon it would have started.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -142,6 +144,48 @@ fn sibling(socket: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Open (creating it `0600` if absent) a lock file in a possibly shared
+/// directory: `O_NOFOLLOW` refuses a planted symlink (its target is never
+/// created or opened), and the file must be a regular file owned by this uid.
+pub fn open_lock_file(path: &Path) -> Result<std::fs::File, String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                format!(
+                    "refusing lock file {}: it is a symbolic link",
+                    path.display()
+                )
+            } else {
+                format!("cannot open lock file {}: {e}", path.display())
+            }
+        })?;
+    let m = f
+        .metadata()
+        .map_err(|e| format!("cannot stat lock file {}: {e}", path.display()))?;
+    if !m.is_file() {
+        return Err(format!(
+            "refusing lock file {}: not a regular file",
+            path.display()
+        ));
+    }
+    if m.uid() != euid() {
+        return Err(format!(
+            "refusing lock file {}: owned by uid {}, not {}",
+            path.display(),
+            m.uid(),
+            euid()
+        ));
+    }
+    Ok(f)
+}
+
 /// The log directory under the state dir.
 pub fn log_dir(state: &Path) -> PathBuf {
     state.join("logs")
@@ -158,6 +202,25 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |k| m.get(k).map(OsString::from)
+    }
+
+    #[test]
+    fn lock_files_refuse_symlinks() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("victim");
+        let link = d.path().join("s.sock.lock");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let e = open_lock_file(&link).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(!target.exists(), "the link's target was created");
+        // A dangling-free regular file of ours opens, twice.
+        let ok = d.path().join("ok.lock");
+        open_lock_file(&ok).unwrap();
+        open_lock_file(&ok).unwrap();
+        // A directory in its place is refused.
+        let dir = d.path().join("dir.lock");
+        std::fs::create_dir(&dir).unwrap();
+        assert!(open_lock_file(&dir).is_err());
     }
 
     #[test]

@@ -188,8 +188,11 @@ fn execs_are_journaled_with_exact_filters() {
     let r = c.call("journal.query", json!({"limit": "ten"}));
     assert_eq!(r["error"]["code"], json!(-32602), "{r}");
 
-    // journal.query needs no attachment (reference §2.1).
+    // journal.query needs an attachment (contract §10), then shows every session's entries.
     let mut c2 = d.conn();
+    let r = c2.call("journal.query", json!({"limit": 1}));
+    assert_eq!(r["error"]["code"], json!(-32000), "{r}");
+    c2.attach("other");
     assert_eq!(
         query(&mut c2, json!({"limit": 1}))[0]["src"],
         json!("1 + 2")

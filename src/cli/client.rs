@@ -87,12 +87,7 @@ pub fn connect_or_start(path: &Path) -> Result<UnixStream, String> {
             .map_err(|e| format!("cannot create socket dir {}: {e}", dir.display()))?;
     }
     let lock_path = shoal::paths::start_lock(path);
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
+    let lock = shoal::paths::open_lock_file(&lock_path)?;
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
     if let Ok(s) = UnixStream::connect(path) {

@@ -47,9 +47,11 @@ enum Source {
 fn open_source(socket: &Path, state_dir: &Path) -> Result<Source, String> {
     if let Ok(stream) = connect(socket) {
         let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-        return Client::new(stream)
-            .map(Source::Daemon)
-            .map_err(|e| e.to_string());
+        let mut c = Client::new(stream).map_err(|e| e.to_string())?;
+        // Every journal method needs an attached connection (contract §10).
+        let attach = json!({"session": "default", "client": {"kind": "history", "tty": false}});
+        remote(&mut c, "session.attach", attach)?;
+        return Ok(Source::Daemon(c));
     }
     let path = state_dir.join("journal.redb");
     if !path.exists() {
@@ -145,9 +147,11 @@ pub fn show(socket: Option<PathBuf>, state_dir: Option<PathBuf>, id: u64, as_jso
                 }
                 let hash = o["hash"].as_str().unwrap_or("").to_string();
                 let text = match &mut src {
-                    Source::Daemon(c) => remote(c, "blob.get", json!({"hash": hash}))
-                        .ok()
-                        .map(|v| blob_text(&v["value"])),
+                    Source::Daemon(c) => {
+                        remote(c, "blob.get", json!({"hash": hash, "max_bytes": 65536}))
+                            .ok()
+                            .map(|v| blob_text(&v["value"]))
+                    }
                     Source::Store(s) => s
                         .blob_get(&hash)
                         .ok()
@@ -188,6 +192,12 @@ fn blob_text(v: &Value) -> String {
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default()
         }
+        // Too big for one read: its head (the daemon bounds every read).
+        Value::Object(m) if m.get("$") == Some(&json!("ref")) => m
+            .get("render_head")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }

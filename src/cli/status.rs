@@ -150,6 +150,55 @@ pub fn human(st: &Value) -> String {
             s(&j["durability"]),
             s(&j["path"])
         ));
+        let health = match j["health"].as_str() {
+            Some("degraded") => format!(
+                "DEGRADED (commits failing, retrying; {} reopens, {} ops dropped) last error: {}",
+                s(&j["reopens"]),
+                s(&j["dropped_ops"]),
+                s(&j["last_error"])
+            ),
+            Some(h) => match j["last_error"].as_str() {
+                Some(e) => format!("{h} (last error: {e})"),
+                None => h.to_string(),
+            },
+            None => "-".into(),
+        };
+        out.push_str(&format!("  health   {health}\n"));
     }
+    out.push_str(&limits(&st["limits"]));
     out
+}
+
+/// `limits    sessions 3/64 · connections 5/256 · ...` (use where the daemon counts it).
+fn limits(l: &Value) -> String {
+    let Some(m) = l.as_object() else {
+        return String::new();
+    };
+    let parts: Vec<String> = m
+        .iter()
+        .map(|(name, v)| {
+            let max = match (name.as_str(), v["max"].as_u64()) {
+                ("session_memory" | "spill_bytes", Some(b)) => bytes(b),
+                (_, Some(n)) => n.to_string(),
+                _ => "-".into(),
+            };
+            match v["used"].as_u64() {
+                Some(u) if name == "session_memory" || name == "spill_bytes" => {
+                    format!("{name} {}/{max}", bytes(u))
+                }
+                Some(u) => format!("{name} {u}/{max}"),
+                None => format!("{name} max {max}"),
+            }
+        })
+        .collect();
+    format!("\nlimits     {}\n", parts.join(" · "))
+}
+
+fn bytes(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
 }

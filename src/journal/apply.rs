@@ -30,6 +30,17 @@ pub(crate) fn read_counter<T: ReadableTable<&'static str, &'static [u8]>>(
     }
 }
 
+/// A meta counter that may be absent (0 then).
+pub(crate) fn opt_counter<T: ReadableTable<&'static str, &'static [u8]>>(
+    t: &T,
+    k: &str,
+) -> Result<u64> {
+    match t.get(k)? {
+        Some(g) => Ok(u64s::<1>(k, g.value())?[0]),
+        None => Ok(0),
+    }
+}
+
 fn i64_be(v: i64) -> [u8; 8] {
     v.to_be_bytes()
 }
@@ -146,6 +157,15 @@ impl Tx<'_> {
                         }
                         self.events.remove(first.as_slice())?;
                     }
+                }
+                Ok(None)
+            }
+            Op::ReserveRefs { session, upto } => {
+                let key = super::store::reserve_key(&session);
+                let have = opt_counter(&self.meta, &key)?;
+                if upto > have {
+                    self.meta
+                        .insert(key.as_str(), enc_u64s(&[upto]).as_slice())?;
                 }
                 Ok(None)
             }

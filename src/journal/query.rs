@@ -213,7 +213,7 @@ impl Store {
     /// Run a query (see the module doc). Results newest first.
     pub fn query(&self, q: &Query, scope: &Scope) -> Result<Vec<Entry>> {
         let limit = q.effective_limit();
-        let rx = self.db.begin_read()?;
+        let rx = self.db()?.begin_read()?;
         let entries = rx.open_table(ENTRIES)?;
         let tsw = rx.open_table(TSW)?;
         let idx = rx.open_table(IDX)?;

@@ -101,12 +101,24 @@ pub enum Op {
         ts: i64,
         payload: serde_json::Value,
     },
+    /// Reserve `out:N` numbers of a session up to `upto` (a high-water mark that only grows,
+    /// kept across `DropTranscript`): a restarted session continues past it, so no number that
+    /// may have been handed out is handed out again.
+    ReserveRefs {
+        session: String,
+        upto: u64,
+    },
     /// Keep a blob regardless of entries and transcripts (`HEX` or `blake3:HEX`).
     PinBlob(String),
     UnpinBlob(String),
     /// Retention never deletes a pinned entry (nor, therefore, its outputs).
     PinEntry(EntryId),
     UnpinEntry(EntryId),
+}
+
+/// The meta key of a session's reserved `out:N` mark.
+pub(crate) fn reserve_key(session: &str) -> String {
+    format!("out_reserved:{session}")
 }
 
 /// A persisted transcript row: `out:n` of `session`.
@@ -151,7 +163,8 @@ pub struct StoreStats {
 
 /// The opened journal (see the module doc).
 pub struct Store {
-    pub(crate) db: Database,
+    /// The open database; `None` for a moment while [`Store::reopen`] replaces it.
+    db: std::sync::RwLock<Option<std::sync::Arc<Database>>>,
     path: PathBuf,
     opts: StoreOptions,
     pub(crate) writer_attached: AtomicBool,
@@ -169,7 +182,7 @@ impl Store {
         let path = path.as_ref().to_path_buf();
         let db = schema::open_db(&path, opts.cache_bytes)?;
         Ok(Store {
-            db,
+            db: std::sync::RwLock::new(Some(std::sync::Arc::new(db))),
             path,
             opts,
             writer_attached: AtomicBool::new(false),
@@ -178,6 +191,33 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The open database (an error while a reopen is in progress or failed).
+    pub(crate) fn db(&self) -> Result<std::sync::Arc<Database>> {
+        self.db
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| JournalError::Storage("the journal is being reopened".into()))
+    }
+
+    /// Close and open the file again, as redb requires after an I/O error (a failed commit
+    /// poisons the open database). Fails, leaving the store closed, while the file cannot be
+    /// opened (e.g. no space for recovery) or a reader still holds the old handle; call again.
+    pub fn reopen(&self) -> Result<()> {
+        let mut g = self.db.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(old) = g.take() {
+            if let Err(old) = std::sync::Arc::try_unwrap(old) {
+                *g = Some(old);
+                return Err(JournalError::Storage(
+                    "the journal is in use by a reader; reopen postponed".into(),
+                ));
+            }
+        }
+        let db = schema::open_db(&self.path, self.opts.cache_bytes)?;
+        *g = Some(std::sync::Arc::new(db));
+        Ok(())
     }
 
     pub fn options(&self) -> &StoreOptions {
@@ -192,7 +232,7 @@ impl Store {
         ops: Vec<Op>,
         durability: redb::Durability,
     ) -> Result<Vec<Result<Option<EntryId>>>> {
-        let mut wtx = self.db.begin_write()?;
+        let mut wtx = self.db()?.begin_write()?;
         wtx.set_durability(durability)?;
         let n_ops = ops.len() as u64;
         let mut results = Vec::with_capacity(ops.len());
@@ -253,14 +293,14 @@ impl Store {
 
     /// Make every earlier non-durable commit durable (an empty `Immediate` commit).
     pub fn sync(&self) -> Result<()> {
-        let mut wtx = self.db.begin_write()?;
+        let mut wtx = self.db()?.begin_write()?;
         wtx.set_durability(redb::Durability::Immediate)?;
         wtx.commit()?;
         Ok(())
     }
 
     pub fn get_entry(&self, id: EntryId) -> Result<Option<Entry>> {
-        let rx = self.db.begin_read()?;
+        let rx = self.db()?.begin_read()?;
         let t = rx.open_table(ENTRIES)?;
         let r = match t.get(id)? {
             Some(g) => Some(decode_json::<Entry>("entry", g.value())?),
@@ -272,7 +312,7 @@ impl Store {
     /// The bytes behind `HEX` / `blake3:HEX`, verified; `None` if unknown (or collected).
     pub fn blob_get(&self, hash: &str) -> Result<Option<Vec<u8>>> {
         let key = cas::parse_hash(hash)?;
-        let rx = self.db.begin_read()?;
+        let rx = self.db()?.begin_read()?;
         let blobs = rx.open_table(BLOBS)?;
         let data = rx.open_table(BLOB_DATA)?;
         let by_hash = rx.open_table(BLOB_HASH)?;
@@ -281,7 +321,7 @@ impl Store {
 
     pub fn blob_info(&self, hash: &str) -> Result<Option<BlobInfo>> {
         let key = cas::parse_hash(hash)?;
-        let rx = self.db.begin_read()?;
+        let rx = self.db()?.begin_read()?;
         let blobs = rx.open_table(BLOBS)?;
         let by_hash = rx.open_table(BLOB_HASH)?;
         let pins = rx.open_table(PINS)?;
@@ -296,7 +336,7 @@ impl Store {
     }
 
     pub fn transcript_get(&self, session: &str, n: u64) -> Result<Option<TranscriptRow>> {
-        let rx = self.db.begin_read()?;
+        let rx = self.db()?.begin_read()?;
         let t = rx.open_table(TRANSCRIPT)?;
         let key = with_id(&name_prefix(session), n);
         let r = match t.get(key.as_slice())? {
@@ -308,14 +348,21 @@ impl Store {
 
     /// Highest persisted `out:N` of a session (a restarted session continues after it).
     pub fn transcript_last(&self, session: &str) -> Result<Option<u64>> {
-        let rx = self.db.begin_read()?;
+        let rx = self.db()?.begin_read()?;
         let t = rx.open_table(TRANSCRIPT)?;
         last_in_prefix(&t, &name_prefix(session))
     }
 
+    /// The `out:N` high-water mark reserved for a session (0 when none was).
+    pub fn refs_reserved(&self, session: &str) -> Result<u64> {
+        let rx = self.db()?.begin_read()?;
+        let meta = rx.open_table(META)?;
+        super::apply::opt_counter(&meta, &reserve_key(session))
+    }
+
     /// All persisted rows of a session, ascending `n`.
     pub fn transcript_rows(&self, session: &str) -> Result<Vec<TranscriptRow>> {
-        let rx = self.db.begin_read()?;
+        let rx = self.db()?.begin_read()?;
         let t = rx.open_table(TRANSCRIPT)?;
         let p = name_prefix(session);
         let (a, b) = (with_id(&p, 0), with_id(&p, u64::MAX));
@@ -335,7 +382,7 @@ impl Store {
         since: Option<u64>,
         limit: usize,
     ) -> Result<Vec<StoredEvent>> {
-        let rx = self.db.begin_read()?;
+        let rx = self.db()?.begin_read()?;
         let t = rx.open_table(EVENTS)?;
         let p = name_prefix(channel);
         let start = match since {
@@ -360,13 +407,13 @@ impl Store {
 
     /// Highest persisted seq of `channel` (`None` for a fresh store: the bus starts at 0).
     pub fn max_seq(&self, channel: &str) -> Result<Option<u64>> {
-        let rx = self.db.begin_read()?;
+        let rx = self.db()?.begin_read()?;
         let t = rx.open_table(EVENTS)?;
         last_in_prefix(&t, &name_prefix(channel))
     }
 
     pub fn stats(&self) -> Result<StoreStats> {
-        let rx = self.db.begin_read()?;
+        let rx = self.db()?.begin_read()?;
         let meta = rx.open_table(META)?;
         let blobs = rx.open_table(BLOBS)?;
         Ok(StoreStats {
@@ -381,8 +428,12 @@ impl Store {
     /// Rewrite the file to reclaim free space (offline maintenance: needs exclusive access, so
     /// not while a writer runs). Returns whether anything was compacted.
     pub fn compact(&mut self) -> Result<bool> {
-        self.db
-            .compact()
+        let g = self.db.get_mut().unwrap_or_else(|p| p.into_inner());
+        let db = g
+            .as_mut()
+            .and_then(std::sync::Arc::get_mut)
+            .ok_or_else(|| JournalError::Storage("the journal is in use".into()))?;
+        db.compact()
             .map_err(|e| JournalError::Storage(e.to_string()))
     }
 
@@ -395,7 +446,7 @@ impl Store {
     /// refcounts; returns the list of mismatches (empty when consistent). For tests and `fsck`.
     pub fn check_refcounts(&self) -> Result<Vec<String>> {
         use std::collections::BTreeMap;
-        let rx = self.db.begin_read()?;
+        let rx = self.db()?.begin_read()?;
         let mut want: BTreeMap<[u8; 32], u64> = BTreeMap::new();
         let mut add = |o: &OutputRef| -> Result<()> {
             if o.stored {

@@ -93,6 +93,14 @@ pub struct WriterStats {
     /// ns since the epoch, 0 before the first commit.
     pub last_commit_at: i64,
     pub last_error: Option<String>,
+    /// The last commit failed and the writer is retrying (cleared by the next good commit).
+    pub degraded: bool,
+    /// When the writer became degraded (ns since the epoch, 0 when healthy).
+    pub degraded_since: i64,
+    /// Times the store was closed and opened again after a failure.
+    pub reopens: u64,
+    /// Acknowledged ops given up because too many piled up while degraded.
+    pub dropped_ops: u64,
 }
 
 enum Msg {
@@ -110,6 +118,7 @@ struct Submitter {
 struct Shared {
     stats: Mutex<WriterStats>,
     queued: AtomicU64,
+    degraded: std::sync::atomic::AtomicBool,
 }
 
 /// The writer handle (`Send + Sync`; share it by reference or `Arc`).
@@ -145,6 +154,7 @@ impl JournalWriter {
                 ..WriterStats::default()
             }),
             queued: AtomicU64::new(0),
+            degraded: std::sync::atomic::AtomicBool::new(false),
         });
         let mut w = Worker {
             store: store.clone(),
@@ -153,6 +163,9 @@ impl JournalWriter {
             pending: Vec::new(),
             oldest_ack: None,
             undurable_since: None,
+            retry: None,
+            needs_reopen: false,
+            last_log: None,
         };
         let thread = std::thread::Builder::new()
             .name("shoal-journal".into())
@@ -263,6 +276,11 @@ impl JournalWriter {
         self.store.query(q, scope)
     }
 
+    /// The last commit failed and the writer is retrying (cheap; see [`WriterStats`]).
+    pub fn is_degraded(&self) -> bool {
+        self.shared.degraded.load(Ordering::SeqCst)
+    }
+
     pub fn stats(&self) -> WriterStats {
         let mut s = lock(&self.shared.stats).clone();
         s.queued = self.shared.queued.load(Ordering::SeqCst);
@@ -313,7 +331,19 @@ struct Worker {
     oldest_ack: Option<Instant>,
     /// A visibility commit happened; a durable commit is due by this time + flush_ms.
     undurable_since: Option<Instant>,
+    /// Degraded: when to try again, and the pause after that.
+    retry: Option<(Instant, Duration)>,
+    /// A failed commit poisons redb's open database: reopen before the next try.
+    needs_reopen: bool,
+    /// Failure log lines are rate-limited.
+    last_log: Option<Instant>,
 }
+
+/// First pause after a failed commit; doubles up to [`RETRY_MAX`].
+const RETRY_MIN: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(5);
+/// At most one failure log line per this interval.
+const FAIL_LOG_EVERY: Duration = Duration::from_secs(10);
 
 impl Worker {
     fn run(&mut self, rx: mpsc::Receiver<Msg>) {
@@ -323,13 +353,18 @@ impl Worker {
             let msg = if let Some(m) = inbox.pop_front() {
                 m
             } else {
-                match self.due() {
+                // Degraded: the next try comes from the retry schedule, not flush_ms.
+                let wake = match self.retry {
+                    Some((at, _)) => Some(at),
+                    None => self.due().map(|t| t + flush),
+                };
+                match wake {
                     None => match rx.recv() {
                         Ok(m) => m,
                         Err(_) => Msg::Shutdown,
                     },
-                    Some(t) => {
-                        let wait = (t + flush).saturating_duration_since(Instant::now());
+                    Some(at) => {
+                        let wait = at.saturating_duration_since(Instant::now());
                         match rx.recv_timeout(wait) {
                             Ok(m) => m,
                             Err(RecvTimeoutError::Timeout) => {
@@ -362,10 +397,18 @@ impl Worker {
                         Durability::Batched => {
                             self.oldest_ack.get_or_insert_with(Instant::now);
                             // under a steady stream recv never times out: check the deadline
-                            let late = self.due().is_some_and(|t| t + flush <= Instant::now());
-                            if late || self.pending.len() >= self.cfg.max_batch.max(1) {
+                            let now = Instant::now();
+                            let late = match self.retry {
+                                Some((at, _)) => at <= now,
+                                None => {
+                                    self.due().is_some_and(|t| t + flush <= now)
+                                        || self.pending.len() >= self.cfg.max_batch.max(1)
+                                }
+                            };
+                            if late {
                                 let _ = self.commit(true);
                             }
+                            self.bound_pending();
                         }
                     }
                 }
@@ -390,13 +433,93 @@ impl Worker {
         }
     }
 
-    /// Commit pending ops (durably or just visibly) and acknowledge them.
+    /// Batched mode keeps acknowledged ops while degraded; past the queue size the oldest go
+    /// (counted in `dropped_ops`), so a long outage cannot take all memory.
+    fn bound_pending(&mut self) {
+        let cap = self.cfg.queue.max(1);
+        if self.retry.is_some() && self.pending.len() > cap {
+            let n = self.pending.len() - cap;
+            self.pending.drain(..n);
+            let mut s = lock(&self.shared.stats);
+            s.dropped_ops += n as u64;
+            drop(s);
+            self.shared.queued.fetch_sub(n as u64, Ordering::SeqCst);
+        }
+    }
+
+    /// Log a failure at most once per [`FAIL_LOG_EVERY`].
+    fn log_failure(&mut self, what: &str, e: &JournalError, ops: u64) {
+        if self.last_log.is_none_or(|t| t.elapsed() >= FAIL_LOG_EVERY) {
+            tracing::error!(error = %e, ops, "journal {what} failed; retrying with backoff");
+            self.last_log = Some(Instant::now());
+        }
+    }
+
+    /// A failure: degraded, retry later (the pause doubles up to [`RETRY_MAX`]).
+    fn failed(&mut self, e: &JournalError) {
+        let mut s = lock(&self.shared.stats);
+        s.last_error = Some(e.to_string());
+        if !s.degraded {
+            s.degraded = true;
+            s.degraded_since = now_ns();
+        }
+        drop(s);
+        self.shared.degraded.store(true, Ordering::SeqCst);
+        let pause = self
+            .retry
+            .map_or(RETRY_MIN, |(_, p)| (p * 2).min(RETRY_MAX));
+        self.retry = Some((Instant::now() + pause, pause));
+        self.needs_reopen = true;
+    }
+
+    fn healthy(&mut self) {
+        if self.retry.take().is_some() {
+            tracing::info!("journal commits succeed again");
+            self.last_log = None;
+        }
+        let mut s = lock(&self.shared.stats);
+        s.degraded = false;
+        s.degraded_since = 0;
+        self.shared.degraded.store(false, Ordering::SeqCst);
+    }
+
+    /// After a failure, close and open the store again before the next try.
+    fn reopen_if_needed(&mut self) -> Result<()> {
+        if !self.needs_reopen {
+            return Ok(());
+        }
+        self.store.reopen()?;
+        self.needs_reopen = false;
+        lock(&self.shared.stats).reopens += 1;
+        tracing::info!("journal store reopened");
+        Ok(())
+    }
+
+    /// Commit pending ops (durably or just visibly) and acknowledge them. On failure,
+    /// immediate mode answers the ops with the error (they were never acknowledged); batched
+    /// mode keeps them (they were) and tries again on the retry schedule.
     fn commit(&mut self, durable: bool) -> Result<()> {
+        if let Err(e) = self.reopen_if_needed() {
+            let n = self.pending.len() as u64;
+            self.log_failure("reopen", &e, n);
+            self.failed(&e);
+            if self.cfg.durability == Durability::Immediate {
+                self.fail_pending(&e);
+            }
+            return Err(e);
+        }
         if self.pending.is_empty() {
             if durable && self.undurable_since.is_some() {
                 let r = self.store.sync();
-                if r.is_ok() {
-                    self.undurable_since = None;
+                match &r {
+                    Ok(()) => {
+                        self.undurable_since = None;
+                        self.healthy();
+                    }
+                    Err(e) => {
+                        self.log_failure("sync", e, 0);
+                        self.failed(e);
+                    }
                 }
                 return r;
             }
@@ -404,7 +527,9 @@ impl Worker {
         }
         let batch = std::mem::take(&mut self.pending);
         let n = batch.len() as u64;
+        let keep = self.cfg.durability == Durability::Batched;
         let (ops, dones): (Vec<Op>, Vec<Option<Done>>) = batch.into_iter().unzip();
+        let retained = keep.then(|| ops.clone());
         let t0 = Instant::now();
         let durability = if durable {
             redb::Durability::Immediate
@@ -413,59 +538,80 @@ impl Worker {
         };
         let res = self.store.apply(ops, durability);
         let us = t0.elapsed().as_micros().min(u64::MAX as u128) as u64;
-        self.shared.queued.fetch_sub(n, Ordering::SeqCst);
-        let out = {
-            let mut s = lock(&self.shared.stats);
-            match res {
-                Ok(results) => {
+        match res {
+            Ok(results) => {
+                self.shared.queued.fetch_sub(n, Ordering::SeqCst);
+                {
+                    let mut s = lock(&self.shared.stats);
                     s.commits += 1;
                     s.committed_ops += n;
                     s.last_commit_us = us;
                     s.last_commit_ops = n;
                     s.last_commit_at = now_ns();
-                    let mut per_op = Vec::with_capacity(results.len());
-                    for r in results {
-                        if let Err(e) = &r {
+                    for r in &results {
+                        if let Err(e) = r {
                             s.failed_ops += 1;
                             s.last_error = Some(e.to_string());
                             tracing::warn!(error = %e, "journal op rejected");
                         }
-                        per_op.push(r);
                     }
-                    Ok(per_op)
                 }
-                Err(e) => {
-                    s.failed_commits += 1;
-                    s.failed_ops += n;
-                    s.last_error = Some(e.to_string());
-                    tracing::error!(error = %e, ops = n, "journal commit failed");
-                    Err(e)
-                }
-            }
-        };
-        let r = match out {
-            Ok(per_op) => {
-                for (d, r) in dones.into_iter().zip(per_op) {
+                self.healthy();
+                for (d, r) in dones.into_iter().zip(results) {
                     if let Some(d) = d {
                         d(r);
                     }
                 }
+                if durable {
+                    self.undurable_since = None;
+                } else {
+                    let since = self.oldest_ack.unwrap_or_else(Instant::now);
+                    self.undurable_since =
+                        Some(self.undurable_since.map_or(since, |u| u.min(since)));
+                }
+                self.oldest_ack = None;
                 Ok(())
             }
             Err(e) => {
-                for d in dones.into_iter().flatten() {
-                    d(Err(e.clone()));
+                {
+                    let mut s = lock(&self.shared.stats);
+                    s.failed_commits += 1;
+                }
+                self.log_failure("commit", &e, n);
+                self.failed(&e);
+                match retained {
+                    // Acknowledged already: keep them (in order, ahead of newer ops).
+                    Some(ops) => {
+                        let mut back: Vec<(Op, Option<Done>)> =
+                            ops.into_iter().zip(dones).collect();
+                        back.append(&mut self.pending);
+                        self.pending = back;
+                        self.bound_pending();
+                    }
+                    None => {
+                        self.shared.queued.fetch_sub(n, Ordering::SeqCst);
+                        lock(&self.shared.stats).failed_ops += n;
+                        for d in dones.into_iter().flatten() {
+                            d(Err(e.clone()));
+                        }
+                        self.oldest_ack = None;
+                    }
                 }
                 Err(e)
             }
-        };
-        if durable {
-            self.undurable_since = None;
-        } else if r.is_ok() {
-            let since = self.oldest_ack.unwrap_or_else(Instant::now);
-            self.undurable_since = Some(self.undurable_since.map_or(since, |u| u.min(since)));
         }
-        self.oldest_ack = None;
-        r
+    }
+
+    /// Immediate mode: answer every pending op with `e` (none was acknowledged).
+    fn fail_pending(&mut self, e: &JournalError) {
+        let batch = std::mem::take(&mut self.pending);
+        let n = batch.len() as u64;
+        self.shared.queued.fetch_sub(n, Ordering::SeqCst);
+        lock(&self.shared.stats).failed_ops += n;
+        for (_, d) in batch {
+            if let Some(d) = d {
+                d(Err(e.clone()));
+            }
+        }
     }
 }

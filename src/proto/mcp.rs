@@ -162,6 +162,7 @@ pub fn exec_output_schema() -> Json {
             "value": {"type": "object", "description": "tagged wire value, e.g. {\"$\":\"int\",\"v\":42}; {\"$\":\"ref\"} when elided"},
             "render": {"type": "string"},
             "elapsed_ms": {"type": "number"},
+            "journal": {"enum": ["degraded"], "description": "present when the journal could not commit lately: the result is not yet durable"},
         }),
         &["ref", "uri", "value", "render", "elapsed_ms"],
     )
@@ -670,8 +671,13 @@ pub fn events_result(channel: &str, events: Vec<Json>) -> Json {
 /// A `blob.get` result bounded to the default byte budget: a stored value
 /// over it becomes an elided `{"$":"ref"}` with a text head.
 pub fn bounded_blob(blob: &Json, uri: &str) -> Json {
+    bounded_blob_max(blob, uri, super::elide::Budget::default().max_bytes)
+}
+
+/// [`bounded_blob`] with an explicit budget (`blob.get`'s `max_bytes`).
+pub fn bounded_blob_max(blob: &Json, uri: &str, max_bytes: usize) -> Json {
     let len = serde_json::to_vec(blob).map(|b| b.len()).unwrap_or(0);
-    if len <= super::elide::Budget::default().max_bytes {
+    if len <= max_bytes {
         return blob.clone();
     }
     let v = &blob["value"];
