@@ -727,7 +727,10 @@ pub async fn exec_elided(
         }
         Err(e) => return Err(e),
     };
-    Ok(kernel::exec_result(x.n, value, x.render, x.elapsed_ms))
+    Ok(kernel::with_warnings(
+        kernel::exec_result(x.n, value, x.render, x.elapsed_ms),
+        &x.warnings,
+    ))
 }
 
 impl Actor for McpConn {

@@ -521,7 +521,15 @@ fn run_job(
         Ok(Err(ExecError::Raised(e))) => {
             let n = shared.push(Value::Error(Arc::new(e.clone())));
             let j = pending(n, PendingRan::Raised(e.clone()));
-            (Err(SessionError::Raised { error: e, n }), j)
+            let warnings = session.take_warnings();
+            (
+                Err(SessionError::Raised {
+                    error: e,
+                    n,
+                    warnings,
+                }),
+                j,
+            )
         }
         Ok(Ok(value)) => {
             let uri = kernel::ref_uri(shared.peek_next());
@@ -569,6 +577,7 @@ fn run_job(
                     wire,
                     render: bounded,
                     elapsed_ms,
+                    warnings: session.take_warnings(),
                 }),
                 j,
             )

@@ -110,7 +110,7 @@ impl Parser<'_> {
             s.span = self.span_from(p);
             Ok(s)
         } else {
-            Err(self.err_found("`let`, `var` or `fn` after `export`", &t))
+            Err(self.teach_export(q, self.err_found("`let`, `var` or `fn` after `export`", &t)))
         }
     }
 
