@@ -30,6 +30,10 @@ fn shell_head(name: &str) -> Option<(&'static str, &'static str)> {
             "this is a keyword of a bash block, not Shoal syntax",
             "Shoal blocks use braces: `for x in xs { … }`, `while cond { … }`, `if cond { … } else { … }`",
         ),
+        "wait" | "fg" | "bg" | "disown" => (
+            "job control is bash syntax",
+            "`cmd &` yields a task: `let t = (sleep 1 &)` then `t.await()` waits for it; `jobs` lists the session's tasks",
+        ),
         "unset" => (
             "`unset` is bash syntax",
             "remove an environment variable for one block with `with env: {NAME: null} { … }`, or set it with `env.NAME = \"…\"`",
@@ -192,11 +196,16 @@ impl Parser<'_> {
         if q >= self.limit || matches!(self.byte(q), b'\n' | b';') {
             return None;
         }
+        let mut e = q;
+        while !self.is_word_end(e) {
+            e += 1;
+        }
+        let file = self.slice(q, e);
         Some(self.err_hint(
             "`. file` (source) is bash syntax",
             p,
-            p + 1,
-            "to run a shell file and use its variables: `sh { . ./env.sh; cmd }`; to set a variable for later commands: `env.NAME = \"value\"`; `source f.shl` runs a Shoal file",
+            e,
+            format!("to run a shell file and use its variables: `sh {{ . {file}; cmd }}`; to set a variable for later commands: `env.NAME = \"value\"`; `source f.shl` runs a Shoal file"),
         ))
     }
 
