@@ -209,6 +209,24 @@ impl Parser<'_> {
         ))
     }
 
+    /// `NAME=value` alone on a line, NAME declared nowhere: bash's variable
+    /// assignment (`[p, e)` is the name, the value ends at `w`).
+    pub(super) fn teach_glued_assign(&self, p: usize, e: usize, w: usize) -> ParseError {
+        let name = self.slice(p, e);
+        let raw = self.slice(e + 1, w);
+        let value = if raw.starts_with('"') || raw.starts_with('\'') {
+            raw.to_string()
+        } else {
+            format!("\"{raw}\"")
+        };
+        self.err_hint(
+            format!("`{name}=…` alone sets nothing: no variable `{name}` is declared"),
+            p,
+            w,
+            format!("for an environment variable of later commands: `env.{name} = {value}`; for a Shoal variable: `var {name} = {value}`"),
+        )
+    }
+
     /// `export NAME=…` / `export NAME`: the hint for the parse error `e`.
     pub(super) fn teach_export(&self, q: usize, mut e: ParseError) -> ParseError {
         let ne = self.ident_end(q);

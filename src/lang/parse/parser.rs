@@ -596,6 +596,9 @@ impl<'a> Parser<'a> {
             if q < self.limit && (is_ident_start(n) || matches!(n, b'.' | b'/' | b'~' | b'^')) {
                 return self.cmd_stmt(p);
             }
+            if !self.is_bound_any(name) {
+                return Err(self.teach_glued_assign(p, e, w));
+            }
             return self.parse_assign(p, AssignTarget::Var(name.to_string()));
         }
         if name == "env" && self.byte(e) == b'.' && is_ident_start(self.byte(e + 1)) {
