@@ -25,7 +25,7 @@ pub enum SessionError {
         error: ShoalError,
         n: u64,
         /// Likely bash habits in the source (they did not cause the error).
-        warnings: Vec<crate::lang::Warning>,
+        warnings: Box<[crate::lang::Warning]>,
     },
     #[error("unknown value ref")]
     UnknownRef { reference: String },

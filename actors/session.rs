@@ -521,7 +521,7 @@ fn run_job(
         Ok(Err(ExecError::Raised(e))) => {
             let n = shared.push(Value::Error(Arc::new(e.clone())));
             let j = pending(n, PendingRan::Raised(e.clone()));
-            let warnings = session.take_warnings();
+            let warnings = session.take_warnings().into_boxed_slice();
             (
                 Err(SessionError::Raised {
                     error: e,
