@@ -267,7 +267,13 @@ pub fn env_param(v: Option<&Json>) -> Result<Option<Vec<(String, String)>>, Stri
 pub fn session_error(e: SessionError) -> rpc::RpcError {
     match e {
         SessionError::Parse(p) => kernel::parse_error(&p),
-        SessionError::Raised { error, n } => kernel::raised(&error, n),
+        SessionError::Raised { error, n, warnings } => {
+            let mut e = kernel::raised(&error, n);
+            if let Some(d) = e.data.take() {
+                e.data = Some(kernel::with_warnings(d, &warnings));
+            }
+            e
+        }
         SessionError::UnknownRef { reference } => {
             rpc::RpcError::new(rpc::UNKNOWN_REF, "unknown value ref")
                 .with_data(serde_json::json!({ "ref": reference }))

@@ -775,7 +775,10 @@ pub async fn exec_elided(
         }
         Err(e) => return Err(e),
     };
-    let mut r = kernel::exec_result(x.n, value, x.render, x.elapsed_ms);
+    let mut r = kernel::with_warnings(
+        kernel::exec_result(x.n, value, x.render, x.elapsed_ms),
+        &x.warnings,
+    );
     if let (Some(j), Some(o)) = (x.journal, r.as_object_mut()) {
         o.insert("journal".into(), json!(j));
     }

@@ -21,7 +21,12 @@ pub enum SessionError {
     Parse(ParseError),
     /// Raised by the evaluation; the error value is stored as `out:<n>`.
     #[error("raised: {}", .error.msg)]
-    Raised { error: ShoalError, n: u64 },
+    Raised {
+        error: ShoalError,
+        n: u64,
+        /// Likely bash habits in the source (they did not cause the error).
+        warnings: Box<[crate::lang::Warning]>,
+    },
     #[error("unknown value ref")]
     UnknownRef { reference: String },
     #[error("{0}")]
@@ -135,6 +140,8 @@ pub struct ExecReply {
     /// `Some("degraded")` when the journal could not commit lately (batched mode: the
     /// result is acknowledged, its durability is not yet).
     pub journal: Option<&'static str>,
+    /// Likely bash habits in the source; they never change the result.
+    pub warnings: Vec<crate::lang::Warning>,
 }
 
 /// Read a transcript value (`value.get`: path, slice, elision, format).

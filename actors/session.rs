@@ -745,7 +745,15 @@ fn run_job(
         Ok(Err(ExecError::Raised(e))) => {
             let n = shared.push(Value::Error(Arc::new(e.clone())));
             let j = pending(n, PendingRan::Raised(e.clone()));
-            (Err(SessionError::Raised { error: e, n }), j)
+            let warnings = session.take_warnings().into_boxed_slice();
+            (
+                Err(SessionError::Raised {
+                    error: e,
+                    n,
+                    warnings,
+                }),
+                j,
+            )
         }
         Ok(Ok(value)) => {
             let uri = kernel::ref_uri(shared.peek_next());
@@ -794,6 +802,7 @@ fn run_job(
                     render: bounded,
                     elapsed_ms,
                     journal: None,
+                    warnings: session.take_warnings(),
                 }),
                 j,
             )

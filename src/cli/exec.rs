@@ -58,6 +58,7 @@ pub fn run(
                 if !render.is_empty() && !is_null {
                     output::line(render.trim_end_matches('\n'));
                 }
+                print_warnings(v.get("warnings"));
             }
             0
         }
@@ -85,8 +86,18 @@ pub fn run(
                 {
                     eprint!("{s}");
                 }
+                print_warnings(e.pointer("/data/warnings"));
             }
             1
         }
+    }
+}
+
+/// Likely bash habits the daemon noticed, on stderr (`warning[code]: …`).
+fn print_warnings(ws: Option<&Value>) {
+    for w in ws.and_then(Value::as_array).into_iter().flatten() {
+        let field = |k: &str| w.get(k).and_then(Value::as_str).unwrap_or("");
+        eprintln!("warning[{}]: {}", field("code"), field("message"));
+        eprintln!("  hint: {}", field("hint"));
     }
 }

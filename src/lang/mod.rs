@@ -9,5 +9,5 @@ pub mod scope;
 pub mod session;
 
 pub use eval::BusSink;
-pub use parse::{parse, ParseContext, ParseError};
+pub use parse::{parse, parse_with_warnings, ParseContext, ParseError, Warning};
 pub use session::{ChannelInjector, ExecError, Interrupter, Position, Session, SessionOptions};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use crate::lang::eval::{BusSink, Channels, Interp, Pos, StatementSink, EVAL_STACK};
-use crate::lang::parse::{parse, ParseContext, ParseError};
+use crate::lang::parse::{parse_with_warnings, ParseContext, ParseError, Warning};
 use crate::value::{Record, ShoalError, Value};
 
 /// Whether the final statement is evaluated in statement position (a failing
@@ -77,6 +77,8 @@ impl std::fmt::Debug for ChannelInjector {
 
 pub struct Session {
     interp: Interp,
+    /// The likely bash habits of the last `exec`'s source.
+    warnings: Vec<Warning>,
 }
 
 impl Session {
@@ -95,7 +97,10 @@ impl Session {
         interp
             .env
             .insert("PWD".into(), interp.cwd.to_string_lossy().into_owned());
-        Session { interp }
+        Session {
+            interp,
+            warnings: Vec::new(),
+        }
     }
 
     /// Parse and evaluate `src`. The interrupt flag is cleared when an exec
@@ -104,10 +109,13 @@ impl Session {
     pub fn exec(&mut self, src: &str, position: Position) -> Result<Value, ExecError> {
         self.interp.interrupter.reset();
         self.interp.exit_requested = false;
+        self.warnings.clear();
         let ctx = ParseContext {
             value_bound: self.interp.value_bound_names().into_iter().collect(),
+            bound: self.interp.globals.local_names().into_iter().collect(),
         };
-        let prog = parse(src, &ctx).map_err(ExecError::Parse)?;
+        let (prog, warnings) = parse_with_warnings(src, &ctx).map_err(ExecError::Parse)?;
+        self.warnings = warnings;
         let pos = match position {
             Position::Stmt => Pos::Stmt,
             Position::Value => Pos::Value,
@@ -150,6 +158,12 @@ impl Session {
         });
         self.interp.exit_requested = false;
         result.map_err(ExecError::Raised)
+    }
+
+    /// The warnings of the last `exec` (likely bash habits in valid Shoal;
+    /// they never change its result). Empty after a parse error.
+    pub fn take_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.warnings)
     }
 
     pub fn interrupter(&self) -> Interrupter {

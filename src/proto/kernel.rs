@@ -10,7 +10,7 @@ use super::bound::bound_render;
 use super::elide::{self, Budget, HARD_CAP};
 use super::rpc::{self, RpcError, BAD_PATH_OR_SLICE, PARSE_ERROR, RAISED};
 use super::valpath;
-use crate::lang::ParseError;
+use crate::lang::{ParseError, Warning};
 use crate::value::{render, ShoalError, Value};
 
 pub fn ref_name(n: u64) -> String {
@@ -38,6 +38,32 @@ pub fn exec_result(n: u64, value: Json, render: String, elapsed_ms: f64) -> Json
         "render": render,
         "elapsed_ms": (elapsed_ms * 1000.0).round() / 1000.0,
     })
+}
+
+/// The `warnings` list of an exec (`[{code, message, span, hint}]`).
+pub fn warnings_json(ws: &[Warning]) -> Json {
+    Json::Array(
+        ws.iter()
+            .map(|w| {
+                json!({
+                    "code": w.code,
+                    "message": w.message,
+                    "span": {"start": w.span.start, "end": w.span.end},
+                    "hint": w.hint,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Add a non-empty `warnings` list to an exec result or error data object.
+pub fn with_warnings(mut obj: Json, ws: &[Warning]) -> Json {
+    if !ws.is_empty() {
+        if let Some(m) = obj.as_object_mut() {
+            m.insert("warnings".into(), warnings_json(ws));
+        }
+    }
+    obj
 }
 
 /// `-32001` with `{span, hint}`.

@@ -163,9 +163,48 @@ pub fn exec_output_schema() -> Json {
             "render": {"type": "string"},
             "elapsed_ms": {"type": "number"},
             "journal": {"enum": ["degraded"], "description": "present when the journal could not commit lately: the result is not yet durable"},
+            "warnings": warnings_schema(),
         }),
         &["ref", "uri", "value", "render", "elapsed_ms"],
     )
+}
+
+/// Likely bash habits in valid source: `[{code, message, span, hint}]`,
+/// absent when there are none; they never change the result.
+fn warnings_schema() -> Json {
+    json!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "span": {"type": "object"},
+                "hint": {"type": "string"},
+            },
+            "required": ["code", "message", "span", "hint"],
+        },
+    })
+}
+
+/// One text line per warning of an exec result (`warning[code]: message (hint)`).
+fn warning_lines(structured: &Json) -> String {
+    let mut out = String::new();
+    for w in structured
+        .get("warnings")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let field = |k: &str| w.get(k).and_then(Json::as_str).unwrap_or("");
+        out.push_str(&format!(
+            "\nwarning[{}]: {} (hint: {})",
+            field("code"),
+            field("message"),
+            field("hint")
+        ));
+    }
+    out
 }
 
 pub fn get_input_schema() -> Json {
@@ -338,6 +377,7 @@ pub fn tool_success(structured: Json) -> Json {
             uri.as_deref(),
         ),
     };
+    let text = text + &warning_lines(&structured);
     let mut content = vec![json!({"type": "text", "text": text})];
     if let Some(uri) = &uri {
         let name = structured.get("ref").and_then(Json::as_str).unwrap_or(uri);

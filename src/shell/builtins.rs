@@ -196,7 +196,7 @@ pub fn run(head: &str, args: Vec<BArg>, ctx: &Ctx) -> SResult<Value> {
         "stat" => stat(split(args), ctx),
         "env" => env(split(args), ctx),
         "sleep" => sleep(split(args), ctx),
-        "head" => head_cmd(split(args), ctx),
+        "head" => head_cmd(args, ctx),
         "ln" => ln(split(args), ctx),
         "which" => which(split(args), ctx),
         _ => Err(ShoalError::not_found(format!("unknown builtin `{head}`"))),
@@ -291,34 +291,108 @@ fn cat(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     Ok(Value::bytes(out))
 }
 
-fn head_cmd(a: Parsed, ctx: &Ctx) -> SResult<Value> {
-    if a.vals.is_empty() || a.vals.len() > 2 {
-        return Err(ShoalError::arg_error(
-            "head: expected a path and an optional count",
-        ));
-    }
-    let p = to_path(&a.vals[0], "head")?;
-    let count = match a.vals.get(1) {
-        None => 10,
-        Some(Value::Int(n)) if *n >= 0 => *n as usize,
-        Some(Value::Int(_)) => {
-            return Err(ShoalError::arg_error("head: count must not be negative"))
-        }
-        Some(Value::Str(s)) => match words::parse_int_word(s) {
-            Some(n) if n >= 0 => n as usize,
-            _ => {
-                return Err(ShoalError::arg_error(format!(
-                    "head: expected a count, found \"{s}\""
-                )))
-            }
+/// A `head` count: an int or a numeric word.
+fn head_count(v: &Value) -> SResult<usize> {
+    match v {
+        Value::Int(n) if *n >= 0 => Ok(*n as usize),
+        Value::Int(_) => Err(ShoalError::arg_error("head: count must not be negative")),
+        Value::Str(s) => match words::parse_int_word(s) {
+            Some(n) if n >= 0 => Ok(n as usize),
+            _ => Err(
+                ShoalError::arg_error(format!("head: expected a count, found \"{s}\""))
+                    .with_hint("`head FILE N`, `head -n N FILE` or `head -c N FILE` (bytes)"),
+            ),
         },
-        Some(other) => {
-            return Err(ShoalError::type_error(format!(
-                "head: count must be an int, found {}",
-                other.type_name()
-            )))
+        other => Err(ShoalError::type_error(format!(
+            "head: count must be an int, found {}",
+            other.type_name()
+        ))),
+    }
+}
+
+/// `head FILE [N]`, and the POSIX forms `head -n N FILE`, `head -N FILE`,
+/// `head -nN`, `--lines=N`; `-c N` / `--bytes=N` give the first N bytes.
+fn head_cmd(args: Vec<BArg>, ctx: &Ctx) -> SResult<Value> {
+    let mut vals = Vec::new();
+    let mut flag_count: Option<usize> = None;
+    let mut want_bytes = false;
+    // A flag that takes the next argument as its count: Some(bytes?).
+    let mut pending: Option<bool> = None;
+    for a in args {
+        if let Some(b) = pending.take() {
+            let BArg::Val(v) = &a else {
+                return Err(ShoalError::arg_error(format!(
+                    "head: -{} expects a count",
+                    if b { "c" } else { "n" }
+                )));
+            };
+            flag_count = Some(head_count(v)?);
+            want_bytes = b;
+            continue;
         }
+        match a {
+            BArg::Val(v) => vals.push(v),
+            BArg::Short(s) => {
+                let (kind, rest) = match s.as_bytes().first() {
+                    Some(b'n') => (Some(false), &s[1..]),
+                    Some(b'c') => (Some(true), &s[1..]),
+                    Some(d) if d.is_ascii_digit() => (Some(false), s.as_str()),
+                    _ => (None, ""),
+                };
+                let Some(b) = kind else {
+                    continue; // -q, -v: nothing to do for one file
+                };
+                if rest.is_empty() {
+                    pending = Some(b);
+                } else {
+                    flag_count = Some(head_count(&Value::str(rest))?);
+                    want_bytes = b;
+                }
+            }
+            BArg::Long { name, value } => {
+                let b = match name.as_str() {
+                    "lines" => false,
+                    "bytes" => true,
+                    _ => continue,
+                };
+                match value {
+                    Some(v) => {
+                        flag_count = Some(head_count(&v)?);
+                        want_bytes = b;
+                    }
+                    None => pending = Some(b),
+                }
+            }
+        }
+    }
+    if let Some(b) = pending {
+        return Err(ShoalError::arg_error(format!(
+            "head: -{} expects a count",
+            if b { "c" } else { "n" }
+        )));
+    }
+    let max = if flag_count.is_some() { 1 } else { 2 };
+    if vals.is_empty() || vals.len() > max {
+        return Err(
+            ShoalError::arg_error("head: expected a path and an optional count")
+                .with_hint("`head FILE N` or `head -n N FILE`, one file at a time"),
+        );
+    }
+    let p = to_path(&vals[0], "head")?;
+    let count = match (flag_count, vals.get(1)) {
+        (Some(n), _) => n,
+        (None, None) => 10,
+        (None, Some(v)) => head_count(v)?,
     };
+    if want_bytes {
+        use std::io::Read;
+        let f = std::fs::File::open(ctx.cwd.join(&p)).map_err(|e| fs_err("head", &p, &e))?;
+        let mut buf = Vec::new();
+        f.take(count as u64)
+            .read_to_end(&mut buf)
+            .map_err(|e| fs_err("head", &p, &e))?;
+        return Ok(Value::bytes(buf));
+    }
     let bytes = std::fs::read(ctx.cwd.join(&p)).map_err(|e| fs_err("head", &p, &e))?;
     let text = String::from_utf8_lossy(&bytes);
     let mut raw: Vec<&str> = text.split('\n').collect();

@@ -380,8 +380,42 @@ impl Interp {
         self.run_resolved(inv, scope, pos)
     }
 
-    /// §10.3 steps 2–8.
+    /// §10.3 steps 2–8. `NAME=v` prefixes hold for the whole call, so
+    /// builtins and functions that read the environment (`env`, `which`,
+    /// `cd` without arguments, externals they start) see them exactly as an
+    /// external does; the previous values return afterwards, also on error.
     pub(super) fn run_resolved(
+        &mut self,
+        inv: Invocation,
+        scope: &ScopeRef,
+        pos: Pos,
+    ) -> EResult<Value> {
+        if inv.env.is_empty() {
+            return self.run_resolved_inner(inv, scope, pos);
+        }
+        let saved: Vec<(String, Option<String>)> = inv
+            .env
+            .iter()
+            .map(|(k, _)| (k.clone(), self.env.get(k).cloned()))
+            .collect();
+        for (k, v) in &inv.env {
+            self.env.insert(k.clone(), v.clone());
+        }
+        let r = self.run_resolved_inner(inv, scope, pos);
+        for (k, old) in saved.into_iter().rev() {
+            match old {
+                Some(v) => {
+                    self.env.insert(k, v);
+                }
+                None => {
+                    self.env.shift_remove(&k);
+                }
+            }
+        }
+        r
+    }
+
+    fn run_resolved_inner(
         &mut self,
         inv: Invocation,
         scope: &ScopeRef,

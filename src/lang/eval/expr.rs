@@ -261,11 +261,20 @@ impl Interp {
         if self.is_command_name(name, scope) {
             return self.run_named_command(name, Vec::new(), scope, Pos::Value);
         }
-        Err(ShoalError::new(
+        let mut e = ShoalError::new(
             ErrorCode::UndefinedVar,
             format!("undefined variable `{name}`"),
-        )
-        .into())
+        );
+        // An all-caps name is most often an environment variable.
+        if name.bytes().any(|b| b.is_ascii_uppercase())
+            && !name.bytes().any(|b| b.is_ascii_lowercase())
+            && self.env.contains_key(name)
+        {
+            e = e.with_hint(format!(
+                "`{name}` is an environment variable: `env.{name}` (in a string `{{env.{name}}}`)"
+            ));
+        }
+        Err(e.into())
     }
 
     fn eval_binary(

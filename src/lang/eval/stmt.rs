@@ -313,8 +313,12 @@ fn op_binop(op: AssignOp) -> Option<BinOp> {
 }
 
 fn not_assignable(name: &str) -> ShoalError {
-    ShoalError::type_error(format!("cannot assign `{name}`: NotFound"))
-        .with_hint(format!("declare it first with `var {name} = …`"))
+    ShoalError::type_error(format!(
+        "cannot assign `{name}`: no variable `{name}` is declared"
+    ))
+    .with_hint(format!(
+        "declare it first with `var {name} = …`; to set an environment variable for later commands: `env.{name} = \"…\"`"
+    ))
 }
 
 fn immutable(name: &str) -> ShoalError {

@@ -81,6 +81,15 @@ impl Parser<'_> {
                 (b'|', b'|') => BinOp::Or,
                 _ => break,
             };
+            // The operand just before the operator: the whole LHS at first,
+            // then the right side of the last link.
+            let last = match &lhs.kind {
+                ExprKind::Binary { rhs, .. } if n > 0 => rhs.as_ref(),
+                _ => &lhs,
+            };
+            if let ExprKind::Command(c) = &last.kind {
+                self.check_chain_lhs(c, op == BinOp::And, p)?;
+            }
             self.pos = p + 2;
             self.last_end = p + 2;
             self.skip_newlines()?;
@@ -266,7 +275,7 @@ impl Parser<'_> {
                 }
             }
         }
-        Ok(Command {
+        let c = Command {
             env,
             forced,
             head,
@@ -275,7 +284,9 @@ impl Parser<'_> {
             background,
             block,
             span: self.span_from(start),
-        })
+        };
+        self.check_command(&c)?;
+        Ok(c)
     }
 
     /// `--name=` followed by a blank or a glued quote/paren takes the next word.

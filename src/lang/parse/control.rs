@@ -13,6 +13,11 @@ fn bx(e: Expr) -> Box<Expr> {
 
 impl Parser<'_> {
     pub(super) fn parse_if(&mut self) -> PResult<Expr> {
+        let p = self.skip_ws(self.pos);
+        self.parse_if_inner().map_err(|e| self.teach_if(p, e))
+    }
+
+    fn parse_if_inner(&mut self) -> PResult<Expr> {
         let kw = self.bump()?;
         let cond = self.parse_header_expr()?;
         let then = self.parse_block()?;

@@ -17,6 +17,7 @@ mod cmd;
 mod control;
 mod expr;
 mod forms;
+mod habits;
 mod lexer;
 mod parser;
 mod pattern;
@@ -35,12 +36,28 @@ pub struct ParseError {
     pub hint: Option<String>,
 }
 
+/// A likely bash habit in valid Shoal: the program runs unchanged, and the
+/// warning travels beside its result (`{code, message, span, hint}`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Warning {
+    /// Stable snake_case code (`dollar_in_string`, `builtin_in_chain`).
+    pub code: &'static str,
+    pub message: String,
+    pub span: Span,
+    /// The Shoal form that was probably meant.
+    pub hint: String,
+}
+
 /// What the parser knows from earlier input of the same session.
 #[derive(Clone, Debug, Default)]
 pub struct ParseContext {
     /// Names value-bound at the session's top level by earlier `let`/`var`
     /// (statement dispatch rule 9 of language.md §3).
     pub value_bound: HashSet<String>,
+    /// Every top-level name bound by earlier input (values, functions,
+    /// aliases): a bound name shadows a builtin, so no builtin-specific
+    /// teaching applies to it.
+    pub bound: HashSet<String>,
 }
 
 pub(crate) type PResult<T> = Result<T, ParseError>;
@@ -58,9 +75,19 @@ pub(crate) const STACK_BUDGET: usize = 1 << 20;
 
 /// Parse a whole program. Never panics, whatever the input.
 pub fn parse(src: &str, ctx: &ParseContext) -> Result<Program, ParseError> {
+    parse_with_warnings(src, ctx).map(|(prog, _)| prog)
+}
+
+/// Parse a whole program and report the likely bash habits it contains
+/// (sorted by position, one per span and code).
+pub fn parse_with_warnings(
+    src: &str,
+    ctx: &ParseContext,
+) -> Result<(Program, Vec<Warning>), ParseError> {
     let mut p = parser::Parser::new(src, ctx);
     if src.starts_with('\u{feff}') {
         p.pos = 3; // skip a UTF-8 byte order mark
     }
-    p.parse_program()
+    let prog = p.parse_program()?;
+    Ok((prog, p.take_warnings()))
 }

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::lexer::{is_ident_char, is_ident_start, is_keyword, Tok, Token, INTERPRETERS};
-use super::{PResult, ParseContext, ParseError, MAX_DEPTH, STACK_BUDGET};
+use super::{PResult, ParseContext, ParseError, Warning, MAX_DEPTH, STACK_BUDGET};
 use crate::lang::ast::*;
 
 pub(crate) struct Parser<'a> {
@@ -32,6 +32,9 @@ pub(crate) struct Parser<'a> {
     pub(super) allow_item: bool,
     /// Inside `( )`, `[ ]` and argument lists newlines are insignificant.
     pub(super) nl_skip: bool,
+    /// Bash habits seen so far (the lexer may see a token twice: deduplicated
+    /// when taken).
+    warnings: std::cell::RefCell<Vec<Warning>>,
 }
 
 impl<'a> Parser<'a> {
@@ -59,7 +62,45 @@ impl<'a> Parser<'a> {
             no_block: false,
             allow_item: false,
             nl_skip: false,
+            warnings: std::cell::RefCell::new(Vec::new()),
         }
+    }
+
+    // ----- warnings -------------------------------------------------------------
+
+    /// Note a likely bash habit at `[s, e)`.
+    pub(super) fn warn(
+        &self,
+        code: &'static str,
+        msg: impl Into<String>,
+        s: usize,
+        e: usize,
+        hint: impl Into<String>,
+    ) {
+        let mut w = self.warnings.borrow_mut();
+        // Bounded: a program full of habits reports the first few hundred.
+        if w.len() < 256 {
+            w.push(Warning {
+                code,
+                message: msg.into(),
+                span: Span::new(s, e.max(s)),
+                hint: hint.into(),
+            });
+        }
+    }
+
+    /// The warnings, in source order, one per (span, code).
+    pub(super) fn take_warnings(&mut self) -> Vec<Warning> {
+        let mut w = std::mem::take(self.warnings.get_mut());
+        w.sort_by_key(|x| (x.span.start, x.span.end, x.code));
+        w.dedup_by(|a, b| a.span == b.span && a.code == b.code);
+        w
+    }
+
+    /// `name` is bound by this program or earlier input (any kind of
+    /// binding), so it does not mean the builtin of that name.
+    pub(super) fn is_bound_any(&self, name: &str) -> bool {
+        self.scopes.iter().any(|s| s.contains_key(name)) || self.ctx.bound.contains(name)
     }
 
     // ----- errors -------------------------------------------------------------
@@ -485,6 +526,12 @@ impl<'a> Parser<'a> {
             return self.cmd_stmt(p);
         }
         if !is_ident_start(b) {
+            if let Some(e) = self.teach_dot_source(p) {
+                return Err(e);
+            }
+            if b == b'[' {
+                return self.expr_stmt(p).map_err(|e| self.teach_test(p, e));
+            }
             return self.expr_stmt(p);
         }
         let e = self.ident_end(p);
@@ -519,8 +566,8 @@ impl<'a> Parser<'a> {
                     span: self.span_from(p),
                 });
             }
-            "for" => return self.parse_for(p),
-            "while" => return self.parse_while(p),
+            "for" => return self.parse_for(p).map_err(|e| self.teach_for(p, e)),
+            "while" => return self.parse_while(p).map_err(|e| self.teach_while(p, e)),
             "true" | "false" | "null" | "if" | "match" | "try" | "with" | "spawn" => {
                 return self.expr_stmt(p)
             }
@@ -548,6 +595,9 @@ impl<'a> Parser<'a> {
             let n = self.byte(q);
             if q < self.limit && (is_ident_start(n) || matches!(n, b'.' | b'/' | b'~' | b'^')) {
                 return self.cmd_stmt(p);
+            }
+            if !self.is_bound_any(name) {
+                return Err(self.teach_glued_assign(p, e, w));
             }
             return self.parse_assign(p, AssignTarget::Var(name.to_string()));
         }

@@ -110,7 +110,7 @@ impl Parser<'_> {
             s.span = self.span_from(p);
             Ok(s)
         } else {
-            Err(self.err_found("`let`, `var` or `fn` after `export`", &t))
+            Err(self.teach_export(q, self.err_found("`let`, `var` or `fn` after `export`", &t)))
         }
     }
 
@@ -207,7 +207,20 @@ impl Parser<'_> {
     pub(super) fn parse_alias(&mut self, p: usize) -> PResult<Stmt> {
         self.advance()?; // alias
         let (name, _) = self.expect_ident("an alias name")?;
-        self.expect(Tok::Assign, "`=` after the alias name")?;
+        let eq = self.expect(Tok::Assign, "`=` after the alias name")?;
+        if matches!(self.byte(eq.end), b'\'' | b'"') {
+            let body = self
+                .lex_string(eq.end)
+                .ok()
+                .and_then(|(s, _)| s.plain())
+                .unwrap_or_else(|| "cmd args".into());
+            return Err(self.err_hint(
+                "`alias NAME='…'` is bash syntax: the quotes would make the whole text one command name",
+                p,
+                self.last_end,
+                format!("write the command itself: `alias {name} = {}`", body.trim()),
+            ));
+        }
         self.pos = self.skip_ws(self.pos);
         let cmd = self.parse_command()?;
         self.declare(&name, false);

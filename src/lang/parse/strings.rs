@@ -190,6 +190,10 @@ impl Parser<'_> {
                     }
                 }
                 b'\\' => i += 2,
+                b'$' => {
+                    self.warn_dollar(i);
+                    i += 1;
+                }
                 b'{' => {
                     raws.push(Raw::Text(seg, i));
                     let close = self.scan_hole(i, triple)?;
@@ -200,6 +204,35 @@ impl Parser<'_> {
                 _ => i += 1,
             }
         }
+    }
+
+    /// `$NAME` / `${NAME}` at `i` inside a `"…"` string is literal text in
+    /// Shoal, which a bash writer rarely means.
+    fn warn_dollar(&self, i: usize) {
+        let braced = self.byte(i + 1) == b'{';
+        let at = if braced { i + 2 } else { i + 1 };
+        let e = self.ident_end(at);
+        if e == at {
+            return;
+        }
+        let name = self.slice(at, e);
+        let end = if braced && self.byte(e) == b'}' {
+            e + 1
+        } else {
+            e
+        };
+        let (message, hint) = if braced {
+            (
+                format!("`${{{name}}}` in a string is `$` followed by the value of `{name}`: a Shoal string has no `$` expansion"),
+                format!("drop the `$`: `{{{name}}}` for a variable, `{{env.{name}}}` for the environment"),
+            )
+        } else {
+            (
+                format!("`${name}` in a string is literal text: a Shoal string has no `$` expansion"),
+                format!("interpolate with braces: `{{env.{name}}}` for the environment, `{{{name}}}` for a variable"),
+            )
+        };
+        self.warn("dollar_in_string", message, i, end, hint);
     }
 
     /// Find the `}` closing the hole opened at `open`.

@@ -491,7 +491,7 @@ fn teaching_errors() {
         ("\"{x\"", "unterminated `{expr}` in string"),
         ("match [1] { [...a, b] => 1 }", "must be the last"),
         ("with foo: 1 { }", "unknown `with` key"),
-        ("(", "expected expression, found Eof"),
+        ("(", "expected expression, found end of input"),
         ("{", "expected `}`"),
         ("}", "unexpected `}`"),
         ("f(1", "expected `,` or `)`"),
