@@ -402,4 +402,7 @@ fn mcp_exec_carries_warnings() {
         exec["outputSchema"]["properties"]["warnings"]["type"],
         json!("array")
     );
+    // ... and the result validates against it, as strict clients check.
+    let v = jsonschema::validator_for(&exec["outputSchema"]).expect("schema compiles");
+    assert!(v.is_valid(&res["structuredContent"]), "{r}");
 }

@@ -99,7 +99,8 @@ fn paths(vals: &[Value], head: &str) -> SResult<Vec<PathBuf>> {
     vals.iter().map(|v| to_path(v, head)).collect()
 }
 
-fn io_msg(e: &std::io::Error) -> String {
+/// An I/O error as a short lowercase phrase, without the OS error number.
+pub fn io_msg(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
         std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),

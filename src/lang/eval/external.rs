@@ -1,6 +1,7 @@
 //! External programs from the evaluator: spawning with redirects and
 //! environment prefixes, `.feed`, and interpreter blocks (language.md §10.5–§10.8).
 
+use crate::shell::builtins::io_msg;
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -31,10 +32,13 @@ impl Interp {
                 RedirectKind::Append => OpenOptions::new().create(true).append(true).open(p),
                 RedirectKind::In => continue,
             }
-            .map_err(|e| ShoalError::custom(format!("cannot write {}: {e}", p.display())))?;
+            .map_err(|e| {
+                ShoalError::custom(format!("cannot write {}: {}", p.display(), io_msg(&e)))
+            })?;
             use std::io::Write;
-            f.write_all(&bytes)
-                .map_err(|e| ShoalError::custom(format!("cannot write {}: {e}", p.display())))?;
+            f.write_all(&bytes).map_err(|e| {
+                ShoalError::custom(format!("cannot write {}: {}", p.display(), io_msg(&e)))
+            })?;
         }
         Ok(Value::Null)
     }
@@ -101,7 +105,7 @@ impl Interp {
         pos: Pos,
     ) -> EResult<Value> {
         let io = |p: &Path, e: std::io::Error| {
-            ShoalError::custom(format!("cannot open {}: {e}", p.display()))
+            ShoalError::custom(format!("cannot open {}: {}", p.display(), io_msg(&e)))
         };
         let mut stdin = match stdin_bytes {
             Some(b) => StdinSpec::Bytes(b),

@@ -1,5 +1,6 @@
 //! `run`, `source` and `.shl` scripts (language.md §10.9).
 
+use crate::shell::builtins::io_msg;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -108,7 +109,7 @@ impl Interp {
         let src = std::fs::read_to_string(path).map_err(|e| {
             ShoalError::new(
                 ErrorCode::IoError,
-                format!("cannot read {}: {e}", path.display()),
+                format!("cannot read {}: {}", path.display(), io_msg(&e)),
             )
         })?;
         let mut ctx = ParseContext::default();
@@ -140,7 +141,7 @@ impl Interp {
         let src = std::fs::read_to_string(&abs).map_err(|e| {
             ShoalError::new(
                 ErrorCode::IoError,
-                format!("cannot read {}: {e}", p.display()),
+                format!("cannot read {}: {}", p.display(), io_msg(&e)),
             )
         })?;
         let mut ctx = ParseContext::default();

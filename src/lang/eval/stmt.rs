@@ -1,5 +1,6 @@
 //! Statements, blocks, loops and assignment (language.md §1, §7, §8, §9).
 
+use crate::shell::builtins::io_msg;
 use std::sync::Arc;
 
 use crate::lang::ast::{AssignOp, AssignTarget, BinOp, Block, Stmt, StmtKind};
@@ -265,7 +266,7 @@ impl Interp {
         let src = std::fs::read_to_string(&p).map_err(|e| {
             ShoalError::new(
                 ErrorCode::IoError,
-                format!("cannot read module {}: {e}", p.display()),
+                format!("cannot read module {}: {}", p.display(), io_msg(&e)),
             )
         })?;
         let prog = parse(&src, &ParseContext::default()).map_err(|e| {

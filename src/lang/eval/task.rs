@@ -1,6 +1,7 @@
 //! Background tasks (`spawn`, `cmd &`, `jobs`), channels and the timer /
 //! file streams (language.md §9 spawn, §10.11, §12.10–§12.12).
 
+use crate::shell::builtins::io_msg;
 use std::collections::VecDeque;
 use std::io::{BufRead, Seek};
 use std::path::PathBuf;
@@ -544,7 +545,7 @@ impl Interp {
         }
         let abs = self.cwd.join(&p);
         let mut f = std::fs::File::open(&abs)
-            .map_err(|e| ShoalError::not_found(format!("tail: {}: {e}", p.display())))?;
+            .map_err(|e| ShoalError::not_found(format!("tail: {}: {}", p.display(), io_msg(&e))))?;
         if !from_start {
             let _ = f.seek(std::io::SeekFrom::End(0));
         }

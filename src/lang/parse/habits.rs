@@ -46,6 +46,20 @@ fn shell_head(name: &str) -> Option<(&'static str, &'static str)> {
     })
 }
 
+/// Source text quoted in a hint, cut to a readable length.
+fn quote(text: &str) -> String {
+    const MAX: usize = 80;
+    let t = text.trim();
+    if t.len() <= MAX {
+        return t.to_string();
+    }
+    let mut end = MAX;
+    while !t.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &t[..end])
+}
+
 /// A file name that is a shell script (or shell dotfile), not Shoal source.
 fn is_shell_file(text: &str) -> bool {
     let base = text.rsplit('/').next().unwrap_or(text);
@@ -112,7 +126,7 @@ impl Parser<'_> {
             while i < end && !matches!(self.byte(i), b';' | b'\n') {
                 i += 1;
             }
-            items = self.slice(in_s + 2, i).trim().to_string();
+            items = quote(self.slice(in_s + 2, i));
         }
         let iter = if !items.is_empty()
             && !items.contains(' ')
@@ -200,7 +214,7 @@ impl Parser<'_> {
         while !self.is_word_end(e) {
             e += 1;
         }
-        let file = self.slice(q, e);
+        let file = quote(self.slice(q, e));
         Some(self.err_hint(
             "`. file` (source) is bash syntax",
             p,
@@ -213,7 +227,7 @@ impl Parser<'_> {
     /// assignment (`[p, e)` is the name, the value ends at `w`).
     pub(super) fn teach_glued_assign(&self, p: usize, e: usize, w: usize) -> ParseError {
         let name = self.slice(p, e);
-        let raw = self.slice(e + 1, w);
+        let raw = quote(self.slice(e + 1, w));
         let value = if raw.starts_with('"') || raw.starts_with('\'') {
             raw.to_string()
         } else {
@@ -278,9 +292,9 @@ impl Parser<'_> {
                 let Some(arg) = c.args.first() else {
                     return Ok(());
                 };
-                let text = self.slice(arg.span.start as usize, arg.span.end as usize);
+                let text = quote(self.slice(arg.span.start as usize, arg.span.end as usize));
                 let plain = matches!(arg.kind, WordKind::Plain(_) | WordKind::Path(_));
-                if plain && is_shell_file(text) {
+                if plain && is_shell_file(&text) {
                     return Err(self.err_hint(
                         format!("`source` runs Shoal files; `{text}` is a shell script"),
                         s,
@@ -318,9 +332,7 @@ impl Parser<'_> {
                 "jobs" => "a table",
                 _ => "a list of paths",
             };
-            let cmd = self
-                .slice(c.span.start as usize, c.span.end as usize)
-                .trim();
+            let cmd = quote(self.slice(c.span.start as usize, c.span.end as usize));
             return Err(self.err_hint(
                 format!("`{head}` yields {what}, not an outcome, so `{op}` cannot test it (nothing ran)"),
                 s,
@@ -337,7 +349,7 @@ impl Parser<'_> {
             } else {
                 (
                     format!("`{head}` is a builtin: it raises on failure instead of yielding a failed outcome, so `||` never runs its right side"),
-                    format!("catch the error: `({}) catch {{ … }}`, or write the commands on a new line or after `;`", self.slice(c.span.start as usize, c.span.end as usize).trim()),
+                    format!("catch the error: `({}) catch {{ … }}`, or write the commands on a new line or after `;`", quote(self.slice(c.span.start as usize, c.span.end as usize))),
                 )
             };
             self.warn("builtin_in_chain", msg, s, e, hint);

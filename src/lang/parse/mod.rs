@@ -27,6 +27,8 @@ mod strings;
 mod tests;
 #[cfg(test)]
 mod tests_cases;
+#[cfg(test)]
+mod tests_habits;
 
 /// A syntax error with the span it points at and an optional teaching hint.
 #[derive(Clone, Debug, PartialEq)]

@@ -4,7 +4,7 @@
 //! source ranges; the parser parses them in place so spans stay exact.
 
 use super::parser::Parser;
-use super::PResult;
+use super::{PResult, ParseError};
 
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum SPart {
@@ -327,11 +327,20 @@ impl Parser<'_> {
                     }
                 }
                 other => {
-                    return Err(self.err(
+                    let e = self.err(
                         format!("unknown escape `\\{other}`"),
                         base + i,
                         base + j + other.len_utf8(),
-                    ))
+                    );
+                    return Err(match other {
+                        '$' | '`' => ParseError {
+                            hint: Some(format!(
+                                "`{other}` is plain text in a Shoal string: write it without `\\`"
+                            )),
+                            ..e
+                        },
+                        _ => e,
+                    });
                 }
             }
         }

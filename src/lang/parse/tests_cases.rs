@@ -197,7 +197,8 @@ fn statements() {
         ("export let a = 1", "(export let a 1)"),
         ("var x = 1; x += 2", "(var x 1) ; (+= x 2)"),
         ("x = 5", "(= x 5)"),
-        ("FOO=bar", "(= FOO bar)"),
+        // A declared name: an assignment (undeclared, it is a teaching error).
+        ("var FOO = 1; FOO=bar", "(var FOO 1) ; (= FOO bar)"),
         ("x -= 1; x *= 2; x /= 3", "(-= x 1) ; (*= x 2) ; (/= x 3)"),
         ("env.FOO = \"1\"", "(= env.FOO \"1\")"),
         (
