@@ -8,7 +8,7 @@ PREFIX ?= $(HOME)/.cargo
 NPM    ?= npm
 NODE_DIR ?= tests/node
 
-.PHONY: all build install test venv node bench lint fmt conformance clean-venv
+.PHONY: all build install test venv node bench load lint fmt conformance clean-venv
 
 all: build
 
@@ -48,7 +48,12 @@ test: venv node
 	$(CARGO) test --locked
 
 bench:
-	$(CARGO) bench --locked --bench shoal --bench lang
+	$(CARGO) bench --locked --bench shoal --bench lang --bench load
+
+# 100 MCP clients over 10 sessions for 60 s (SHOAL_LOAD_SECS to change); p50/p99
+# per tool, errors (must be 0), peak RSS. `make test` runs a 10 s version (tests/load.rs).
+load:
+	$(CARGO) bench --locked --bench load
 
 lint:
 	$(CARGO) fmt --check

@@ -66,6 +66,8 @@ pub struct Daemon {
     services: Option<Services>,
     /// Connections open now (the listener counts them).
     connections: Arc<std::sync::atomic::AtomicUsize>,
+    /// Sessions interrupted at shutdown, for `run` to wait on (bounded) before exiting.
+    draining: Arc<std::sync::Mutex<Vec<Arc<SessionShared>>>>,
 }
 
 impl Daemon {
@@ -86,7 +88,14 @@ impl Daemon {
             stopping: false,
             services: None,
             connections: Arc::default(),
+            draining: Arc::default(),
         }
+    }
+
+    /// Where shutdown leaves the interrupted sessions (see [`run`]).
+    pub fn with_draining(mut self, d: Arc<std::sync::Mutex<Vec<Arc<SessionShared>>>>) -> Self {
+        self.draining = d;
+        self
     }
 
     /// The listener's count of open connections (for `daemon.status`).
@@ -342,11 +351,14 @@ impl Handler<Shutdown> for Daemon {
         self.reg.stats.set_state("stopping");
         tracing::info!(reason = %msg.reason, sessions = self.sessions.len(), "shutting down: {}", msg.reason);
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
+        let mut draining = self.draining.lock().unwrap_or_else(|p| p.into_inner());
         for (_, (addr, shared, stats)) in std::mem::take(&mut self.sessions) {
             shared.interrupt();
             stats.enqueue();
             addr.do_send(StopSession);
+            draining.push(shared);
         }
+        drop(draining);
         System::current().stop();
     }
 }
@@ -469,6 +481,8 @@ pub fn run(opts: DaemonOptions) -> i32 {
             .unwrap_or(0),
     };
 
+    let draining: Arc<std::sync::Mutex<Vec<Arc<SessionShared>>>> = Arc::default();
+    let draining_run = draining.clone();
     let started = sys.block_on(async move {
         let registry = Arc::new(Registry::default());
         let dreg = registry.register("daemon", "shoal", None);
@@ -483,6 +497,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
         let daemon = Daemon::new(info, config.clone(), registry.clone(), dreg)
             .with_services(services)
             .with_connections(open.clone())
+            .with_draining(draining_run)
             .start();
         let tokio_listener = match std_listener
             .set_nonblocking(true)
@@ -525,12 +540,43 @@ pub fn run(opts: DaemonOptions) -> i32 {
     if let Some(b) = bound {
         b.remove();
     }
+    wait_for_interrupted(&draining, SHUTDOWN_GRACE);
     // Everything acknowledged becomes durable before the process ends.
     if let Err(e) = shutdown_writer.shutdown() {
         tracing::error!("journal flush at shutdown failed: {e}");
     }
     tracing::info!(code, "daemon stopped");
     code
+}
+
+/// How long shutdown waits for interrupted evaluations to end (their process groups are
+/// signalled and reaped by the worker threads) before the process exits anyway.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn wait_for_interrupted(
+    draining: &std::sync::Mutex<Vec<Arc<SessionShared>>>,
+    grace: std::time::Duration,
+) {
+    let sessions = std::mem::take(&mut *draining.lock().unwrap_or_else(|p| p.into_inner()));
+    let deadline = Instant::now() + grace;
+    loop {
+        let busy: Vec<&str> = sessions
+            .iter()
+            .filter(|s| s.busy.load(std::sync::atomic::Ordering::Relaxed))
+            .map(|s| s.name.as_str())
+            .collect();
+        if busy.is_empty() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(?busy, "sessions still running at exit");
+            return;
+        }
+        for s in &sessions {
+            s.interrupt();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 type OpenedJournal = (Arc<journal::JournalWriter>, Vec<(String, u64)>);

@@ -12,7 +12,9 @@
 //! `tools/call` and `resources/read` run concurrently (at most
 //! [`MAX_IN_FLIGHT`]; past that the connection stops reading until one
 //! finishes), so `notifications/cancelled` can reach an in-flight call: it
-//! interrupts the session's evaluation and the call's reply is dropped. A
+//! cancels that call only (dropped from the session's queue, or its running
+//! evaluation interrupted) and the call's reply is dropped. A client that
+//! hangs up cancels its calls in flight; a half-close still gets answers. A
 //! `_meta.progressToken` on `shoal_exec` gets a `notifications/progress`
 //! every [`PROGRESS_EVERY`] while it runs. Resource subscriptions are
 //! multiplexed on this connection: one event-bus subscription per channel, at

@@ -153,7 +153,8 @@ pub struct GetValue {
     pub tty: bool,
 }
 
-/// Interrupt the session's running evaluation (MCP `notifications/cancelled`).
+/// Interrupt whatever the session is running (operator paths; a client's cancel
+/// goes through its call's own [`super::session::CallCancel`]).
 /// Answered from the actor thread without waiting for the worker.
 #[derive(Message)]
 #[rtype(result = "()")]

@@ -395,7 +395,7 @@ fn sigterm_exits_zero_with_busy_sessions() {
     let mut b = d.conn();
     b.attach("sleep");
     b.send(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "exec", "params": {"src": "sh { sleep 60 }"}}),
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "exec", "params": {"src": "sh { sleep 61.25 }"}}),
     );
     wait_busy(&d, "spin");
     wait_busy(&d, "sleep");
@@ -405,6 +405,15 @@ fn sigterm_exits_zero_with_busy_sessions() {
         .expect("daemon did not exit");
     assert_eq!(st.code(), Some(0), "{st}");
     assert!(!d.socket.exists());
+    // The session's process was terminated, not orphaned.
+    let orphans: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("sleep 61.25"))
+        .collect();
+    assert!(orphans.is_empty(), "{orphans:?}");
     let _ = a.stream.write_all(b"\n");
 }
 
