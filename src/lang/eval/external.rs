@@ -291,14 +291,14 @@ impl Interp {
                 };
                 self.run_external(inv, pos, scope)
             }
-            _ => match self.eval_expr(cmd, scope, Pos::Value)? {
+            _ => match &self.eval_expr(cmd, scope, Pos::Value)? {
                 Value::Command(a) => {
                     let (head, head_is_path) = self.head_name(&a.head, scope)?;
                     let mut cargs = Vec::new();
                     for w in &a.args {
                         cargs.push(self.eval_word(w, scope)?);
                     }
-                    let env = self.eval_env_prefix(&a, scope)?;
+                    let env = self.eval_env_prefix(a, scope)?;
                     let inv = Invocation {
                         head,
                         head_is_path,

@@ -458,12 +458,12 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
             };
             let mut out = String::new();
             for (i, x) in c.iter().enumerate() {
-                match x {
+                match &x {
                     Value::Str(s) => {
                         if i > 0 {
                             out.push_str(sep);
                         }
-                        out.push_str(&s);
+                        out.push_str(s);
                     }
                     other => {
                         return Err(ShoalError::type_error(format!(
