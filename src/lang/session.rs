@@ -8,6 +8,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use crate::lang::eval::{BusSink, Channels, Interp, Pos, StatementSink, EVAL_STACK};
+use crate::lang::memory::MemBudget;
 use crate::lang::parse::{parse, ParseContext, ParseError};
 use crate::value::{Record, ShoalError, Value};
 
@@ -31,6 +32,12 @@ pub struct SessionOptions {
     /// Initial environment; the process environment when empty.
     pub env: Vec<(String, String)>,
     pub config: Record,
+    /// `[limits] session_memory` in bytes: what one exec may allocate
+    /// (0: the default, 1 GiB).
+    pub memory_limit: u64,
+    /// `[limits] spill_bytes`: captured output this session may spill to
+    /// disk (0: the default, 4 GiB).
+    pub spill_limit: u64,
 }
 
 /// Interrupts the evaluation running in a session, from any thread.
@@ -92,6 +99,7 @@ impl Session {
             opts.env.into_iter().collect()
         };
         let mut interp = Interp::new(cwd, env, opts.config);
+        interp.memory = Some(MemBudget::leak(opts.memory_limit));
         interp
             .env
             .insert("PWD".into(), interp.cwd.to_string_lossy().into_owned());
@@ -104,6 +112,9 @@ impl Session {
     pub fn exec(&mut self, src: &str, position: Position) -> Result<Value, ExecError> {
         self.interp.interrupter.reset();
         self.interp.exit_requested = false;
+        if let Some(b) = self.interp.memory {
+            b.reset();
+        }
         let ctx = ParseContext {
             value_bound: self.interp.value_bound_names().into_iter().collect(),
         };

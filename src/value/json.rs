@@ -140,6 +140,31 @@ fn obj_record(m: &Map<String, serde_json::Value>) -> Record {
         .collect()
 }
 
+/// `Err(resource_limit)` when turning `v` into JSON would materialise more
+/// than the session's memory budget (a range is O(1) as a value but N items
+/// as JSON). Walks with an explicit stack.
+pub fn materialise_check(v: &Value) -> crate::value::SResult<()> {
+    let mut items: u64 = 0;
+    let mut todo = vec![v];
+    while let Some(v) = todo.pop() {
+        match v {
+            Value::Range(r) => {
+                items = items.saturating_add(crate::value::methods::range_len(r) as u64)
+            }
+            Value::List(l) => todo.extend(
+                l.iter()
+                    .filter(|x| matches!(x, Value::Range(_)) || crate::value::nests(x)),
+            ),
+            Value::Record(r) => todo.extend(r.values()),
+            Value::Table(t) => todo.extend(t.iter().flat_map(|r| r.values())),
+            Value::Outcome(o) => todo.extend(o.out.as_ref()),
+            _ => {}
+        }
+    }
+    // A JSON number plus its text.
+    crate::lang::memory::reserve(items.saturating_mul(48))
+}
+
 /// Compact JSON text (`.json()`, `json.stringify`).
 pub fn stringify(v: &Value) -> String {
     serde_json::to_string(&to_json(v)).unwrap_or_else(|_| "null".to_string())
