@@ -119,3 +119,55 @@ fn deep_values_are_built_encoded_stored_and_dropped() {
     assert_eq!(st.code(), Some(0), "{st}");
     assert!(!root.socket().exists(), "socket removed");
 }
+
+#[test]
+fn spill_bytes_caps_captured_output() {
+    let root = Root::new();
+    let d = daemon_with(&root, "[limits]\nspill_bytes = 16777216\n");
+    let mut c = d.conn();
+    c.attach("spill");
+    let t0 = std::time::Instant::now();
+    let r = c.ok(
+        "exec",
+        json!({"src": "let o = sh { yes }\n{t: o.truncated, n: o.stdout.len(), ok: o.ok}"}),
+    );
+    assert!(t0.elapsed() < Duration::from_secs(60));
+    let v = &r["value"]["v"];
+    assert_eq!(v["t"], json!({"$": "bool", "v": true}), "{r}");
+    let n = v["n"]["v"].as_i64().unwrap();
+    assert!(n > 8 << 20 && n <= 16 << 20, "{r}");
+    // The child saw its stream closed (`yes` died of SIGPIPE).
+    assert_eq!(v["ok"], json!({"$": "bool", "v": false}), "{r}");
+    // The outcome itself carries the flag on the wire and in its render.
+    let r = c.ok(
+        "exec",
+        json!({"src": "sh { yes | head -c 30000000 }", "position": "value"}),
+    );
+    assert_eq!(r["value"]["truncated"], json!(true), "{r}");
+    assert!(r["value"]["cmd"].is_string(), "{r}");
+    let g = c.ok("value.get", json!({"ref": r["ref"], "format": "inline"}));
+    assert!(
+        g["inline"].as_str().unwrap().contains("truncated: true"),
+        "{g}"
+    );
+    // An outcome that was not cut has no `truncated` key.
+    let r = c.ok(
+        "exec",
+        json!({"src": "sh { echo hi }", "position": "value"}),
+    );
+    assert!(r["value"].get("truncated").is_none(), "{r}");
+    // Spill files are removed with their values and the quota comes back.
+    c.ok("session.close", json!({"session": "spill"}));
+    let mut c = d.conn();
+    c.attach("spill");
+    let r = c.ok(
+        "exec",
+        json!({"src": "let o = sh { head -c 12000000 /dev/zero }\n[o.truncated, o.stdout.len()]"}),
+    );
+    assert_eq!(
+        r["value"]["v"],
+        json!([{"$": "bool", "v": false}, {"$": "int", "v": 12_000_000}]),
+        "{r}"
+    );
+    others_still_answer(&d);
+}

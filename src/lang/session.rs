@@ -100,6 +100,7 @@ impl Session {
         };
         let mut interp = Interp::new(cwd, env, opts.config);
         interp.memory = Some(MemBudget::leak(opts.memory_limit));
+        interp.spill = Some(crate::value::output::SpillQuota::new(opts.spill_limit));
         interp
             .env
             .insert("PWD".into(), interp.cwd.to_string_lossy().into_owned());

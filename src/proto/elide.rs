@@ -322,6 +322,9 @@ fn outcome(o: &Outcome, b: &Budget, uri: &str) -> Json {
     if let Some(sp) = o.span {
         m.insert("span".into(), json!({"start": sp.start, "end": sp.end}));
     }
+    if o.truncated {
+        m.insert("truncated".into(), json!(true));
+    }
     Json::Object(m)
 }
 
@@ -463,6 +466,7 @@ mod tests {
             stderr: crate::value::OutputBytes::from("e\n".repeat(10_000).into_bytes()),
             out: Some(t),
             span: None,
+            truncated: false,
         };
         let j = elide(
             &Value::Outcome(Arc::new(o)),

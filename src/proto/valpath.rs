@@ -148,6 +148,7 @@ fn outcome_field(o: &Outcome, k: &str) -> Result<Value, String> {
         "dur_ns" => Value::Duration(o.dur_ns),
         "pid" => Value::Int(o.pid as i64),
         "cmd" => Value::str(&o.cmd),
+        "truncated" => Value::Bool(o.truncated),
         other => step(
             &methods::outcome_out_unchecked(o),
             &Seg::Field(other.to_string()),

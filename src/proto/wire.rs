@@ -230,6 +230,10 @@ impl<'a> Enc<'a> {
         if let (Some(sp), Some(m)) = (o.span, j.as_object_mut()) {
             m.insert("span".into(), json!({"start": sp.start, "end": sp.end}));
         }
+        // Present only when output was cut at `[limits] spill_bytes`.
+        if let (true, Some(m)) = (o.truncated, j.as_object_mut()) {
+            m.insert("truncated".into(), json!(true));
+        }
         j
     }
 }
@@ -456,6 +460,7 @@ pub fn decode(j: &Json) -> Option<Value> {
             stdout: Default::default(),
             stderr: crate::value::OutputBytes::from(s("err").unwrap_or("").as_bytes()),
             out: Some(decode(o.get("out")?)?),
+            truncated: o.get("truncated").and_then(Json::as_bool).unwrap_or(false),
             span: o.get("span").and_then(|sp| {
                 Some(crate::lang::ast::Span {
                     start: u32::try_from(sp.get("start")?.as_u64()?).ok()?,
@@ -589,6 +594,7 @@ mod tests {
             stderr: crate::value::OutputBytes::from(&b""[..]),
             out: None,
             span: None,
+            truncated: false,
         };
         let mut o = o;
         let j = encode(&Value::Outcome(Arc::new(Outcome {

@@ -49,6 +49,7 @@ fn deep_outcome(n: usize) -> Value {
             stderr: Default::default(),
             out: Some(x),
             span: None,
+            truncated: false,
         }));
     }
     x

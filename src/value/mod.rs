@@ -118,6 +118,9 @@ pub struct Outcome {
     pub out: Option<Value>,
     /// Byte span of the invocation in the source that ran it, when known.
     pub span: Option<crate::lang::ast::Span>,
+    /// Captured output was cut at `[limits] spill_bytes` (the stream was
+    /// closed for the child).
+    pub truncated: bool,
 }
 
 /// A background task handle.

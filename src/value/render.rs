@@ -204,10 +204,16 @@ pub fn word_text(w: &WordKind) -> String {
 
 /// `outcome(status: 0, ok: true)` / `outcome(signal: SIGSEGV, ok: false)`.
 pub fn outcome(o: &Outcome) -> String {
-    match (&o.status, &o.signal) {
-        (None, Some(sig)) => format!("outcome(signal: {sig}, ok: {})", o.ok),
-        _ => format!("outcome(status: {}, ok: {})", o.status.unwrap_or(-1), o.ok),
+    let mut s = match (&o.status, &o.signal) {
+        (None, Some(sig)) => format!("outcome(signal: {sig}, ok: {}", o.ok),
+        _ => format!("outcome(status: {}, ok: {}", o.status.unwrap_or(-1), o.ok),
+    };
+    // Only a cut outcome says so: the usual form is unchanged.
+    if o.truncated {
+        s.push_str(", truncated: true");
     }
+    s.push(')');
+    s
 }
 
 fn items_empty(v: &Value) -> bool {

@@ -710,6 +710,7 @@ impl Interp {
                     stderr: OutputBytes::from(notes),
                     out: Some(out),
                     span: self.cmd_span,
+                    truncated: false,
                 })));
             }
             h if h.ends_with(".shl") => {

@@ -144,6 +144,7 @@ impl Interp {
             stdin,
             stdout,
             pid_slot: Some(self.child_pid.clone()),
+            spill_quota: self.spill.clone(),
         };
         let interrupter = self.interrupter.clone();
         let r = process::run(spec, &move || interrupter.is_interrupted());
@@ -209,6 +210,7 @@ impl Interp {
             stderr,
             out: None,
             span: self.cmd_span,
+            truncated: res.truncated,
         })))
     }
 

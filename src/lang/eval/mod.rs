@@ -138,6 +138,8 @@ pub struct Interp {
     /// The session's memory budget (`[limits] session_memory`); threads that
     /// evaluate for this session attach to it in [`Interp::enter_thread`].
     pub memory: Option<&'static crate::lang::memory::MemBudget>,
+    /// The session's spill allowance (`[limits] spill_bytes`).
+    pub spill: Option<Arc<crate::value::output::SpillQuota>>,
 }
 
 fn stack_addr() -> usize {
@@ -173,6 +175,7 @@ impl Interp {
             visit_tick: 0,
             scope_pool: Vec::new(),
             memory: None,
+            spill: None,
         }
     }
 
@@ -189,6 +192,7 @@ impl Interp {
         c.reef_stack = self.reef_stack.clone();
         c.bus_sink = self.bus_sink.clone();
         c.memory = self.memory;
+        c.spill = self.spill.clone();
         c
     }
 

@@ -28,6 +28,7 @@ fn wrap(head: &str, out: Value) -> Value {
         stderr: crate::value::OutputBytes::empty(),
         out: Some(out),
         span: None,
+        truncated: false,
     }))
 }
 

@@ -205,6 +205,7 @@ pub fn outcome_field(host: &mut dyn Host, o: &Outcome, name: &str) -> SResult<Va
         "dur" => Value::Duration(o.dur_ns),
         "pid" => Value::Int(o.pid as i64),
         "cmd" => Value::str(&o.cmd),
+        "truncated" => Value::Bool(o.truncated),
         "stdout" => Value::Bytes(o.stdout.clone()),
         "stderr" => Value::Bytes(o.stderr.clone()),
         "out" => outcome_out(o)?,
