@@ -8,7 +8,7 @@ PREFIX ?= $(HOME)/.cargo
 NPM    ?= npm
 NODE_DIR ?= tests/node
 
-.PHONY: all build install test venv node bench load lint fmt conformance clean-venv
+.PHONY: all build install test venv node bench load lint fmt conformance fuzz clean-venv
 
 all: build
 
@@ -67,6 +67,17 @@ fmt:
 CONFORMANCE ?= ../shared/conformance/run
 conformance: build
 	$(CONFORMANCE) --shoal target/release/shoal --min-pass 975
+
+# cargo-fuzz targets (nightly; `cargo install cargo-fuzz`), each for a fixed
+# budget: the lexer and parser, kernel/MCP frame decoding and classification,
+# value.get paths, shoal:// URIs, the config TOML. Crashes land in
+# fuzz/artifacts/<target>/ and become regression tests in tests/fuzz_regressions.rs.
+FUZZ_TARGETS ?= parse frame valpath uri config
+FUZZ_SECS    ?= 30
+fuzz:
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+	  $(CARGO) +nightly fuzz run -O $$t -- -max_total_time=$(FUZZ_SECS) -rss_limit_mb=4096 || exit 1; \
+	done
 
 clean-venv:
 	rm -rf $(VENV) $(VENV1)

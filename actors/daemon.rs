@@ -214,7 +214,8 @@ impl Handler<AttachSession> for Daemon {
         };
         let mut shared =
             SessionShared::new(msg.name.clone(), cwd, self.config.session.render_width)
-                .with_resident_values(self.config.session.resident_values);
+                .with_resident_values(self.config.session.resident_values)
+                .with_limits(&self.config.limits);
         if let Some(env) = msg.env {
             shared = shared.with_env(env);
         }

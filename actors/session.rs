@@ -53,6 +53,9 @@ pub struct SessionShared {
     /// The language session's cwd and environment after its last exec
     /// (`shoal://session/cwd`, `shoal://session/env`); `None` before the first.
     pub live: Mutex<Option<LiveState>>,
+    /// `[limits] session_memory` and `spill_bytes` (0: the defaults).
+    pub session_memory: u64,
+    pub spill_bytes: u64,
 }
 
 /// What a session's views show: its cwd and environment as of the last exec.
@@ -143,7 +146,16 @@ impl SessionShared {
             interrupter: Mutex::new(None),
             injector: Mutex::new(None),
             live: Mutex::new(None),
+            session_memory: 0,
+            spill_bytes: 0,
         }
+    }
+
+    /// Apply the `[limits]` a language session enforces itself.
+    pub fn with_limits(mut self, l: &crate::config::LimitsConfig) -> Self {
+        self.session_memory = l.session_memory;
+        self.spill_bytes = l.spill_bytes;
+        self
     }
 
     /// Keep at most `n` transcript values in memory (older ones come from the journal).
@@ -641,6 +653,8 @@ fn run_job(
             cwd: shared.cwd.clone(),
             env: Vec::new(),
             config: Default::default(),
+            memory_limit: shared.session_memory,
+            spill_limit: shared.spill_bytes,
         };
         match catch_unwind(AssertUnwindSafe(|| {
             let mut s = LangSession::new(opts);

@@ -4,6 +4,7 @@
 
 pub mod ast;
 pub mod eval;
+pub mod memory;
 pub mod parse;
 pub mod scope;
 pub mod session;

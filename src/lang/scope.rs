@@ -507,7 +507,7 @@ mod tests {
                 i.run_program(&prog, crate::lang::eval::Pos::Value)
                     .expect("evaluates")
             };
-            match v {
+            match &v {
                 Value::Closure(c) => c.def.clone(),
                 other => panic!("not a closure: {other:?}"),
             }

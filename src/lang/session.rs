@@ -8,6 +8,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 
 use crate::lang::eval::{BusSink, Channels, Interp, Pos, StatementSink, EVAL_STACK};
+use crate::lang::memory::MemBudget;
 use crate::lang::parse::{parse_with_warnings, ParseContext, ParseError, Warning};
 use crate::value::{Record, ShoalError, Value};
 
@@ -31,6 +32,12 @@ pub struct SessionOptions {
     /// Initial environment; the process environment when empty.
     pub env: Vec<(String, String)>,
     pub config: Record,
+    /// `[limits] session_memory` in bytes: what one exec may allocate
+    /// (0: the default, 1 GiB).
+    pub memory_limit: u64,
+    /// `[limits] spill_bytes`: captured output this session may spill to
+    /// disk (0: the default, 4 GiB).
+    pub spill_limit: u64,
 }
 
 /// Interrupts the evaluation running in a session, from any thread.
@@ -94,6 +101,8 @@ impl Session {
             opts.env.into_iter().collect()
         };
         let mut interp = Interp::new(cwd, env, opts.config);
+        interp.memory = Some(MemBudget::leak(opts.memory_limit));
+        interp.spill = Some(crate::value::output::SpillQuota::new(opts.spill_limit));
         interp
             .env
             .insert("PWD".into(), interp.cwd.to_string_lossy().into_owned());
@@ -110,6 +119,9 @@ impl Session {
         self.interp.interrupter.reset();
         self.interp.exit_requested = false;
         self.warnings.clear();
+        if let Some(b) = self.interp.memory {
+            b.reset();
+        }
         let ctx = ParseContext {
             value_bound: self.interp.value_bound_names().into_iter().collect(),
             bound: self.interp.globals.local_names().into_iter().collect(),

@@ -101,7 +101,7 @@ pub fn elide(v: &Value, b: &Budget, uri: &str) -> Json {
     if over_budget(v, b) {
         elided(v, uri)
     } else {
-        wire::encode(v)
+        wire::encode_under(v, uri)
     }
 }
 
@@ -114,8 +114,11 @@ pub fn over_budget(v: &Value, b: &Budget) -> bool {
         _ => {}
     }
     let mut left = b.max_bytes as i64;
-    !fits(v, &mut left)
+    !fits(v, &mut left, 0)
 }
+
+/// What a container past [`wire::MAX_DEPTH`] costs: its encoding is a ref.
+const DEEP_REF_BYTES: i64 = 160;
 
 fn json_len(j: &Json) -> i64 {
     serde_json::to_vec(j).map(|v| v.len() as i64).unwrap_or(0)
@@ -140,12 +143,16 @@ fn digits(n: usize) -> i64 {
 
 /// Subtract the encoded size of `v` from `left` (exact for the container and
 /// string kinds); `false` once it went negative.
-fn fits(v: &Value, left: &mut i64) -> bool {
+fn fits(v: &Value, left: &mut i64, depth: usize) -> bool {
+    if depth >= wire::MAX_DEPTH && crate::value::nests(v) {
+        *left -= DEEP_REF_BYTES;
+        return *left >= 0;
+    }
     match v {
         Value::List(items) => {
             *left -= 19 + items.len().saturating_sub(1) as i64;
             for i in items.iter() {
-                if *left < 0 || !fits(i, left) {
+                if *left < 0 || !fits(i, left, depth + 1) {
                     return false;
                 }
             }
@@ -154,7 +161,7 @@ fn fits(v: &Value, left: &mut i64) -> bool {
             *left -= 21 + r.len().saturating_sub(1) as i64;
             for (k, x) in r.iter() {
                 *left -= str_len(k) + 1;
-                if *left < 0 || !fits(x, left) {
+                if *left < 0 || !fits(x, left, depth + 1) {
                     return false;
                 }
             }
@@ -175,7 +182,7 @@ fn fits(v: &Value, left: &mut i64) -> bool {
                 for c in &cols {
                     match row.get(*c) {
                         Some(x) => {
-                            if !fits(x, left) {
+                            if !fits(x, left, depth + 1) {
                                 return false;
                             }
                         }
@@ -195,7 +202,7 @@ fn fits(v: &Value, left: &mut i64) -> bool {
                 return false;
             }
             match &o.out {
-                Some(x) => return fits(x, left),
+                Some(x) => return fits(x, left, depth + 1),
                 None => *left -= 17 + o.stdout.len() as i64,
             }
         }
@@ -242,7 +249,7 @@ pub fn elided(v: &Value, uri: &str) -> Json {
         let pv = preview_value(v, items);
         let enc = pv
             .as_ref()
-            .map(wire::encode)
+            .map(|p| wire::encode_under(p, uri))
             .unwrap_or(json!({"$": "null"}));
         if items == 0 || json_len(&enc) <= PREVIEW_MAX_BYTES as i64 {
             break (enc, pv);
@@ -315,6 +322,9 @@ fn outcome(o: &Outcome, b: &Budget, uri: &str) -> Json {
     if let Some(sp) = o.span {
         m.insert("span".into(), json!({"start": sp.start, "end": sp.end}));
     }
+    if o.truncated {
+        m.insert("truncated".into(), json!(true));
+    }
     Json::Object(m)
 }
 
@@ -322,7 +332,7 @@ fn elide_inner(v: &Value, b: &Budget, uri: &str) -> Json {
     if over_budget(v, b) {
         elided(v, uri)
     } else {
-        wire::encode(v)
+        wire::encode_under(v, uri)
     }
 }
 
@@ -456,6 +466,7 @@ mod tests {
             stderr: crate::value::OutputBytes::from("e\n".repeat(10_000).into_bytes()),
             out: Some(t),
             span: None,
+            truncated: false,
         };
         let j = elide(
             &Value::Outcome(Arc::new(o)),

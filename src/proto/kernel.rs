@@ -73,8 +73,14 @@ pub fn parse_error(e: &ParseError) -> RpcError {
 }
 
 /// `-32002` with `{code, span, hint, status, stderr, ref, uri}`; the error is stored as `out:N`.
+/// A reached `[limits]` quota (`resource_limit`) is `-32040` with the same data.
 pub fn raised(e: &ShoalError, n: u64) -> RpcError {
-    RpcError::new(RAISED, e.msg.clone()).with_data(json!({
+    let code = if e.code == crate::value::ErrorCode::ResourceLimit {
+        rpc::RESOURCE_LIMIT
+    } else {
+        RAISED
+    };
+    RpcError::new(code, e.msg.clone()).with_data(json!({
         "code": e.code.as_str(),
         "span": e.span.map(|s| json!({"start": s.start, "end": s.end})),
         "hint": e.hint,

@@ -148,6 +148,7 @@ fn outcome_field(o: &Outcome, k: &str) -> Result<Value, String> {
         "dur_ns" => Value::Duration(o.dur_ns),
         "pid" => Value::Int(o.pid as i64),
         "cmd" => Value::str(&o.cmd),
+        "truncated" => Value::Bool(o.truncated),
         other => step(
             &methods::outcome_out_unchecked(o),
             &Seg::Field(other.to_string()),
@@ -221,10 +222,12 @@ mod tests {
         assert!(apply(&t, &parse("nope").unwrap()).is_err());
         assert!(apply(&Value::Int(1), &parse("[0]").unwrap()).is_err());
         let l = Value::list((0..10).map(Value::Int).collect());
-        assert!(matches!(slice(&l, 8, 20).unwrap(), Value::List(x) if x.len() == 2));
-        assert!(matches!(slice(&l, 5, 2).unwrap(), Value::List(x) if x.is_empty()));
-        assert!(matches!(slice(&t, 1, 3).unwrap(), Value::Table(x) if x.len() == 1));
+        assert!(matches!(slice(&l, 8, 20).unwrap(), Value::List(ref x) if x.len() == 2));
+        assert!(matches!(slice(&l, 5, 2).unwrap(), Value::List(ref x) if x.is_empty()));
+        assert!(matches!(slice(&t, 1, 3).unwrap(), Value::Table(ref x) if x.len() == 1));
         assert!(slice(&Value::Int(1), 0, 1).is_err());
-        assert!(matches!(slice(&Value::str("héllo"), 1, 3).unwrap(), Value::Str(s) if &*s == "él"));
+        assert!(
+            matches!(slice(&Value::str("héllo"), 1, 3).unwrap(), Value::Str(ref s) if &**s == "él")
+        );
     }
 }

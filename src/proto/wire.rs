@@ -10,62 +10,152 @@ use serde_json::{json, Map, Value as Json};
 
 use crate::value::{Outcome, ShoalError, Value};
 
+/// Containers nested deeper than this travel as a `ref` to their path
+/// (`{"$":"ref","uri":"…?path=[0][0]…",…}`), so an encoding never recurses
+/// without bound and always parses back under serde_json's nesting limit of
+/// 128 (a container is at most three JSON levels).
+pub const MAX_DEPTH: usize = 40;
+
 /// Encode a value.
 pub fn encode(v: &Value) -> Json {
-    match v {
-        Value::Null => json!({"$": "null"}),
-        Value::Bool(b) => json!({"$": "bool", "v": b}),
-        Value::Int(i) => json!({"$": "int", "v": i}),
-        Value::Float(f) => {
-            json!({"$": "float", "v": if f.is_finite() { json!(f) } else { Json::Null }})
+    encode_under(v, "")
+}
+
+/// Encode a value addressed by `uri`: containers past [`MAX_DEPTH`] become
+/// refs to `uri` plus their path.
+pub fn encode_under(v: &Value, uri: &str) -> Json {
+    Enc::new(uri).value(v, 0)
+}
+
+/// One step of a path from the encoded root.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Index(usize),
+    Field(&'a str),
+}
+
+/// The encoder's walk state: the path from the root (for deep refs).
+struct Enc<'a> {
+    uri: &'a str,
+    path: Vec<Step<'a>>,
+}
+
+impl<'a> Enc<'a> {
+    fn new(uri: &'a str) -> Self {
+        Enc {
+            uri,
+            path: Vec::new(),
         }
-        Value::Str(s) => json!({"$": "str", "v": &**s}),
-        Value::Size(n) => json!({"$": "size", "v": n}),
-        Value::Duration(ns) => json!({"$": "duration", "v": ns}),
-        Value::Bytes(b) => json!({"$": "bytes", "v": b64(b)}),
-        Value::Path(p) => path(p),
-        Value::List(items) => {
-            json!({"$": "list", "v": items.iter().map(encode).collect::<Vec<_>>()})
+    }
+
+    fn child(&mut self, step: Step<'a>, v: &'a Value, depth: usize) -> Json {
+        self.path.push(step);
+        let j = self.value(v, depth + 1);
+        self.path.pop();
+        j
+    }
+
+    /// Past the depth limit a non-empty container is a ref to its path.
+    fn too_deep(&self, v: &Value, depth: usize) -> Option<Json> {
+        if depth < MAX_DEPTH || !crate::value::nests(v) {
+            return None;
         }
-        Value::Record(r) => {
-            let mut m = Map::new();
-            for (k, v) in r.iter() {
-                m.insert(k.clone(), encode(v));
+        let n = match v {
+            Value::List(x) => x.len(),
+            Value::Record(r) => r.len(),
+            Value::Table(t) => t.len(),
+            _ => 1,
+        };
+        if n == 0 && !matches!(v, Value::Outcome(_)) {
+            return None;
+        }
+        let mut path = String::new();
+        for s in &self.path {
+            match s {
+                Step::Index(i) => path.push_str(&format!("[{i}]")),
+                Step::Field(k) => {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(k);
+                }
             }
-            json!({"$": "record", "v": m})
         }
-        Value::Table(rows) => table(rows),
-        Value::Outcome(o) => outcome(o),
-        Value::Error(e) => error(e),
-        Value::DateTime(z) => {
-            json!({"$": "datetime", "v": z.timestamp().display_with_offset(z.offset()).to_string()})
+        Some(json!({
+            "$": "ref",
+            "uri": super::elide::with_path(self.uri, &path),
+            "of": v.type_name(),
+            "n": n,
+            "preview": {"$": "null"},
+            "render_head": format!("\u{2026}(nested deeper than {MAX_DEPTH} levels)"),
+        }))
+    }
+
+    fn value(&mut self, v: &'a Value, depth: usize) -> Json {
+        if let Some(r) = self.too_deep(v, depth) {
+            return r;
         }
-        Value::Time(secs) => {
-            let s = secs % 86_400;
-            json!({"$": "time", "v": format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)})
+        match v {
+            Value::Null => json!({"$": "null"}),
+            Value::Bool(b) => json!({"$": "bool", "v": b}),
+            Value::Int(i) => json!({"$": "int", "v": i}),
+            Value::Float(f) => {
+                json!({"$": "float", "v": if f.is_finite() { json!(f) } else { Json::Null }})
+            }
+            Value::Str(s) => json!({"$": "str", "v": &**s}),
+            Value::Size(n) => json!({"$": "size", "v": n}),
+            Value::Duration(ns) => json!({"$": "duration", "v": ns}),
+            Value::Bytes(b) => json!({"$": "bytes", "v": b64(b)}),
+            Value::Path(p) => path(p),
+            Value::List(items) => {
+                let v: Vec<Json> = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| self.child(Step::Index(i), x, depth))
+                    .collect();
+                json!({"$": "list", "v": v})
+            }
+            Value::Record(r) => {
+                let mut m = Map::new();
+                for (k, x) in r.iter() {
+                    let j = self.child(Step::Field(k), x, depth);
+                    m.insert(k.clone(), j);
+                }
+                json!({"$": "record", "v": m})
+            }
+            Value::Table(rows) => self.table(rows, depth),
+            Value::Outcome(o) => self.outcome(o, depth),
+            Value::Error(e) => error(e),
+            Value::DateTime(z) => {
+                json!({"$": "datetime", "v": z.timestamp().display_with_offset(z.offset()).to_string()})
+            }
+            Value::Time(secs) => {
+                let s = secs % 86_400;
+                json!({"$": "time", "v": format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)})
+            }
+            Value::Glob(g) => json!({"$": "glob", "pattern": g.pattern}),
+            Value::Regex(r) => json!({"$": "regex", "src": r.source}),
+            Value::Range(r) => {
+                json!({"$": "range", "start": r.start, "end": r.end, "inclusive": r.inclusive})
+            }
+            Value::Task(t) => json!({"$": "task", "id": t.id, "done": false}),
+            Value::Closure(c) => {
+                let fallback = || {
+                    let params: Vec<&str> = c.def.params.iter().map(|p| p.name.as_str()).collect();
+                    format!(
+                        "fn {}({})",
+                        c.def.name.as_deref().unwrap_or(""),
+                        params.join(", ")
+                    )
+                };
+                json!({"$": "closure", "repr": safe_inline(v).unwrap_or_else(fallback)})
+            }
+            Value::Command(_) => {
+                json!({"$": "cmd", "repr": safe_inline(v).unwrap_or_else(|| "<command>".into())})
+            }
+            Value::Stream(s) => json!({"$": "stream", "label": s.label}),
+            Value::Secret(s) => json!({"$": "secret", "name": s.name}),
         }
-        Value::Glob(g) => json!({"$": "glob", "pattern": g.pattern}),
-        Value::Regex(r) => json!({"$": "regex", "src": r.source}),
-        Value::Range(r) => {
-            json!({"$": "range", "start": r.start, "end": r.end, "inclusive": r.inclusive})
-        }
-        Value::Task(t) => json!({"$": "task", "id": t.id, "done": false}),
-        Value::Closure(c) => {
-            let fallback = || {
-                let params: Vec<&str> = c.def.params.iter().map(|p| p.name.as_str()).collect();
-                format!(
-                    "fn {}({})",
-                    c.def.name.as_deref().unwrap_or(""),
-                    params.join(", ")
-                )
-            };
-            json!({"$": "closure", "repr": safe_inline(v).unwrap_or_else(fallback)})
-        }
-        Value::Command(_) => {
-            json!({"$": "cmd", "repr": safe_inline(v).unwrap_or_else(|| "<command>".into())})
-        }
-        Value::Stream(s) => json!({"$": "stream", "label": s.label}),
-        Value::Secret(s) => json!({"$": "secret", "name": s.name}),
     }
 }
 
@@ -90,51 +180,62 @@ fn path(p: &std::path::Path) -> Json {
     }
 }
 
-fn table(rows: &[std::sync::Arc<crate::value::Record>]) -> Json {
-    // Column set: union of row keys in first-seen order.
-    let mut cols: indexmap::IndexMap<&str, Vec<Json>> = indexmap::IndexMap::new();
-    for row in rows {
-        for k in row.keys() {
-            cols.entry(k.as_str()).or_default();
+impl<'a> Enc<'a> {
+    fn table(&mut self, rows: &'a [std::sync::Arc<crate::value::Record>], depth: usize) -> Json {
+        // Column set: union of row keys in first-seen order.
+        let mut cols: indexmap::IndexMap<&str, Vec<Json>> = indexmap::IndexMap::new();
+        for row in rows {
+            for k in row.keys() {
+                cols.entry(k.as_str()).or_default();
+            }
         }
-    }
-    for row in rows {
-        for (k, cells) in cols.iter_mut() {
-            cells.push(
-                row.get(*k)
-                    .map(encode)
-                    .unwrap_or_else(|| json!({"$": "null"})),
-            );
+        for (i, row) in rows.iter().enumerate() {
+            for (k, cells) in cols.iter_mut() {
+                let cell = match row.get(*k) {
+                    Some(x) => {
+                        self.path.push(Step::Index(i));
+                        let j = self.child(Step::Field(k), x, depth);
+                        self.path.pop();
+                        j
+                    }
+                    None => json!({"$": "null"}),
+                };
+                cells.push(cell);
+            }
         }
+        let mut m = Map::new();
+        for (k, cells) in cols {
+            m.insert(k.to_string(), Json::Array(cells));
+        }
+        json!({"$": "table", "cols": m, "n": rows.len()})
     }
-    let mut m = Map::new();
-    for (k, cells) in cols {
-        m.insert(k.to_string(), Json::Array(cells));
-    }
-    json!({"$": "table", "cols": m, "n": rows.len()})
-}
 
-fn outcome(o: &Outcome) -> Json {
-    let out = match &o.out {
-        Some(v) => encode(v),
-        None => stdout_value(&o.stdout),
-    };
-    let mut j = json!({
-        "$": "outcome",
-        "status": o.status,
-        "ok": o.ok,
-        "signal": o.signal,
-        "out": out,
-        "err": String::from_utf8_lossy(&o.stderr),
-        "dur_ns": o.dur_ns,
-        "pid": o.pid,
-        "cmd": o.cmd,
-    });
-    // The key is absent (not null) when the span is unknown.
-    if let (Some(sp), Some(m)) = (o.span, j.as_object_mut()) {
-        m.insert("span".into(), json!({"start": sp.start, "end": sp.end}));
+    fn outcome(&mut self, o: &'a Outcome, depth: usize) -> Json {
+        let out = match &o.out {
+            Some(v) => self.child(Step::Field("out"), v, depth),
+            None => stdout_value(&o.stdout),
+        };
+        let mut j = json!({
+            "$": "outcome",
+            "status": o.status,
+            "ok": o.ok,
+            "signal": o.signal,
+            "out": out,
+            "err": String::from_utf8_lossy(&o.stderr),
+            "dur_ns": o.dur_ns,
+            "pid": o.pid,
+            "cmd": o.cmd,
+        });
+        // The key is absent (not null) when the span is unknown.
+        if let (Some(sp), Some(m)) = (o.span, j.as_object_mut()) {
+            m.insert("span".into(), json!({"start": sp.start, "end": sp.end}));
+        }
+        // Present only when output was cut at `[limits] spill_bytes`.
+        if let (true, Some(m)) = (o.truncated, j.as_object_mut()) {
+            m.insert("truncated".into(), json!(true));
+        }
+        j
     }
-    j
 }
 
 /// An external command's `.out`: JSON when stdout looks like JSON, else text
@@ -151,14 +252,13 @@ fn stdout_value(stdout: &[u8]) -> Json {
     json!({"$": "str", "v": t})
 }
 
-/// Plain JSON → tagged wire form (objects become records, in order).
 /// [`encode`] written straight to JSON bytes: lists, records and scalars are
 /// streamed without building a `serde_json::Value` tree, so journaling a
 /// million-item list costs bytes, not a million small maps. The output parses
 /// to exactly what [`encode`] returns.
 pub fn encode_to_vec(v: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
-    write_wire(v, &mut out);
+    Enc::new("").write(v, 0, &mut out);
     out
 }
 
@@ -167,55 +267,67 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
     let _ = serde_json::to_writer(&mut *out, s);
 }
 
-fn write_wire(v: &Value, out: &mut Vec<u8>) {
-    use std::io::Write;
-    match v {
-        Value::Null => out.extend_from_slice(br#"{"$":"null"}"#),
-        Value::Bool(b) => {
-            let _ = write!(out, r#"{{"$":"bool","v":{b}}}"#);
+impl<'a> Enc<'a> {
+    fn write(&mut self, v: &'a Value, depth: usize, out: &mut Vec<u8>) {
+        use std::io::Write;
+        if let Some(r) = self.too_deep(v, depth) {
+            let _ = serde_json::to_writer(&mut *out, &r);
+            return;
         }
-        Value::Int(i) => {
-            let _ = write!(out, r#"{{"$":"int","v":{i}}}"#);
-        }
-        Value::Size(n) => {
-            let _ = write!(out, r#"{{"$":"size","v":{n}}}"#);
-        }
-        Value::Duration(n) => {
-            let _ = write!(out, r#"{{"$":"duration","v":{n}}}"#);
-        }
-        Value::Str(s) => {
-            out.extend_from_slice(br#"{"$":"str","v":"#);
-            write_str(out, s);
-            out.push(b'}');
-        }
-        Value::List(items) => {
-            out.extend_from_slice(br#"{"$":"list","v":["#);
-            for (i, x) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_wire(x, out);
+        match v {
+            Value::Null => out.extend_from_slice(br#"{"$":"null"}"#),
+            Value::Bool(b) => {
+                let _ = write!(out, r#"{{"$":"bool","v":{b}}}"#);
             }
-            out.extend_from_slice(b"]}");
-        }
-        Value::Record(r) => {
-            out.extend_from_slice(br#"{"$":"record","v":{"#);
-            for (i, (k, x)) in r.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, k);
-                out.push(b':');
-                write_wire(x, out);
+            Value::Int(i) => {
+                let _ = write!(out, r#"{{"$":"int","v":{i}}}"#);
             }
-            out.extend_from_slice(b"}}");
-        }
-        other => {
-            let _ = serde_json::to_writer(&mut *out, &encode(other));
+            Value::Size(n) => {
+                let _ = write!(out, r#"{{"$":"size","v":{n}}}"#);
+            }
+            Value::Duration(n) => {
+                let _ = write!(out, r#"{{"$":"duration","v":{n}}}"#);
+            }
+            Value::Str(s) => {
+                out.extend_from_slice(br#"{"$":"str","v":"#);
+                write_str(out, s);
+                out.push(b'}');
+            }
+            Value::List(items) => {
+                out.extend_from_slice(br#"{"$":"list","v":["#);
+                for (i, x) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    self.path.push(Step::Index(i));
+                    self.write(x, depth + 1, out);
+                    self.path.pop();
+                }
+                out.extend_from_slice(b"]}");
+            }
+            Value::Record(r) => {
+                out.extend_from_slice(br#"{"$":"record","v":{"#);
+                for (i, (k, x)) in r.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_str(out, k);
+                    out.push(b':');
+                    self.path.push(Step::Field(k));
+                    self.write(x, depth + 1, out);
+                    self.path.pop();
+                }
+                out.extend_from_slice(b"}}");
+            }
+            other => {
+                let j = self.value(other, depth);
+                let _ = serde_json::to_writer(&mut *out, &j);
+            }
         }
     }
 }
 
+/// Plain JSON → tagged wire form (objects become records, in order).
 pub fn from_plain_json(j: &Json) -> Json {
     match j {
         Json::Null => json!({"$": "null"}),
@@ -348,6 +460,7 @@ pub fn decode(j: &Json) -> Option<Value> {
             stdout: Default::default(),
             stderr: crate::value::OutputBytes::from(s("err").unwrap_or("").as_bytes()),
             out: Some(decode(o.get("out")?)?),
+            truncated: o.get("truncated").and_then(Json::as_bool).unwrap_or(false),
             span: o.get("span").and_then(|sp| {
                 Some(crate::lang::ast::Span {
                     start: u32::try_from(sp.get("start")?.as_u64()?).ok()?,
@@ -481,6 +594,7 @@ mod tests {
             stderr: crate::value::OutputBytes::from(&b""[..]),
             out: None,
             span: None,
+            truncated: false,
         };
         let mut o = o;
         let j = encode(&Value::Outcome(Arc::new(Outcome {
@@ -599,7 +713,7 @@ mod tests {
                 let v = Value::os_path(std::ffi::OsString::from_vec(b.clone()));
                 let j = encode(&v);
                 prop_assert_eq!(j.get("raw").is_some(), std::str::from_utf8(&b).is_err());
-                let Some(Value::Path(p)) = decode(&j) else { panic!("path") };
+                let Some(Value::Path(ref p)) = decode(&j) else { panic!("path") };
                 prop_assert_eq!(p.as_os_str().as_bytes(), &b[..]);
             }
         }

@@ -750,7 +750,7 @@ fn which(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         let mut rows = Vec::new();
         for dir in path_var.unwrap_or("").split(':') {
             if let Some(p) = lookup::find_program(&name, Some(dir), ctx.cwd) {
-                if let Value::Record(r) = which_record(&name, Some(&p), "ambient") {
+                if let Value::Record(r) = &which_record(&name, Some(&p), "ambient") {
                     rows.push(r.as_ref().clone());
                 }
             }
@@ -810,7 +810,7 @@ mod tests {
         ctx_run(p, "mv", vec![s("b.txt"), s("c.txt")]).unwrap();
         assert!(!p.join("b.txt").exists());
         let cat = ctx_run(p, "cat", vec![s("a.txt"), s("c.txt")]).unwrap();
-        assert!(matches!(cat, Value::Bytes(b) if &b[..] == b"hihi"));
+        assert!(matches!(cat, Value::Bytes(ref b) if &b[..] == b"hihi"));
         assert!(
             matches!(ctx_run(p, "cat", vec![s("nope")]), Err(e) if e.code == ErrorCode::Custom)
         );
@@ -831,7 +831,7 @@ mod tests {
         .unwrap();
         assert!(!p.join("a.txt").exists());
         let ls = ctx_run(p, "ls", vec![]).unwrap();
-        assert!(matches!(ls, Value::Table(t) if t.len() == 1));
+        assert!(matches!(ls, Value::Table(ref t) if t.len() == 1));
     }
 
     #[test]
@@ -839,8 +839,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("m.txt"), "l1\nl2\nl3\n").unwrap();
         let v = ctx_run(d.path(), "head", vec![s("m.txt"), s("2")]).unwrap();
-        assert!(matches!(v, Value::List(l) if l.len() == 2));
+        assert!(matches!(v, Value::List(ref l) if l.len() == 2));
         let v = ctx_run(d.path(), "head", vec![s("m.txt")]).unwrap();
-        assert!(matches!(v, Value::List(l) if l.len() == 3));
+        assert!(matches!(v, Value::List(ref l) if l.len() == 3));
     }
 }

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::value::output::{OutputSink, MEM_LIMIT};
+use crate::value::output::{OutputSink, SpillQuota, MEM_LIMIT};
 use crate::value::OutputBytes;
 
 /// Bytes of stdout (and, separately, of stderr) kept in memory per process
@@ -69,6 +69,9 @@ pub struct SpawnSpec {
     /// Receives the child's pid (= its process group id) while it runs, 0
     /// otherwise, so another thread can signal the group (suspend/resume).
     pub pid_slot: Option<Arc<AtomicU32>>,
+    /// The session's spill allowance (`[limits] spill_bytes`); `None`:
+    /// unlimited. Past it a captured stream is closed for the child.
+    pub spill_quota: Option<Arc<SpillQuota>>,
 }
 
 /// What happened to a finished child.
@@ -81,6 +84,8 @@ pub struct ProcResult {
     /// Bytes that could not be stored (only when a spill file failed).
     pub stdout_dropped: u64,
     pub stderr_dropped: u64,
+    /// Captured output was cut at the spill quota.
+    pub truncated: bool,
     pub pid: u32,
     pub dur_ns: i64,
 }
@@ -238,7 +243,15 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
         slot.store(pid, Ordering::SeqCst);
     }
     let slot = spec.pid_slot.clone();
-    let result = wait_child(child, pid, feed, capture_stdout, interrupted, start);
+    let result = wait_child(
+        child,
+        pid,
+        feed,
+        capture_stdout,
+        spec.spill_quota,
+        interrupted,
+        start,
+    );
     if let Some(slot) = slot {
         slot.store(0, Ordering::SeqCst);
     }
@@ -258,17 +271,25 @@ trait ReadFd: Read + AsRawFd + Send {}
 impl<T: Read + AsRawFd + Send> ReadFd for T {}
 
 impl Stream {
-    fn new(pipe: Option<Box<dyn ReadFd>>) -> Stream {
+    fn new(pipe: Option<Box<dyn ReadFd>>, quota: Option<Arc<SpillQuota>>) -> Stream {
         Stream {
             pipe,
-            sink: OutputSink::default(),
+            sink: OutputSink::default().with_quota(quota),
             seen: 0,
             grown: false,
         }
     }
 
-    /// One `read` (the pipe is readable or hung up).
+    /// One `read` (the pipe is readable or hung up). Past the spill quota
+    /// the pipe is closed: the child's next write fails (EPIPE / SIGPIPE).
     fn pump(&mut self, buf: &mut [u8]) {
+        self.pump_once(buf);
+        if self.sink.is_truncated() {
+            self.pipe = None;
+        }
+    }
+
+    fn pump_once(&mut self, buf: &mut [u8]) {
         let Some(p) = self.pipe.as_mut() else { return };
         if let Some(r) = self.sink.splice_from(p.as_raw_fd(), READ_BUF) {
             match r {
@@ -310,6 +331,7 @@ fn wait_child(
     pid: u32,
     feed: Option<OutputBytes>,
     capture_stdout: bool,
+    quota: Option<Arc<SpillQuota>>,
     interrupted: &dyn Fn() -> bool,
     start: Instant,
 ) -> Result<ProcResult, RunError> {
@@ -325,8 +347,8 @@ fn wait_child(
         _ => None,
     };
     let err_pipe: Option<Box<dyn ReadFd>> = child.stderr.take().map(|p| Box::new(p) as _);
-    let mut out = Stream::new(out_pipe);
-    let mut err = Stream::new(err_pipe);
+    let mut out = Stream::new(out_pipe, quota.clone());
+    let mut err = Stream::new(err_pipe, quota);
     let pidfd = pidfd_open(pid);
     let mut buf = take_buf();
     let mut exit: Option<ExitStatus> = None;
@@ -407,6 +429,7 @@ fn wait_child(
         result.status = status;
         result.signal = signal;
     }
+    result.truncated = out.sink.is_truncated() || err.sink.is_truncated();
     (result.stdout, result.stdout_dropped) = out.sink.finish();
     (result.stderr, result.stderr_dropped) = err.sink.finish();
     result.dur_ns = start.elapsed().as_nanos().min(i64::MAX as u128) as i64;
@@ -464,6 +487,7 @@ mod tests {
             stdin,
             stdout: StdoutSpec::Capture,
             pid_slot: None,
+            spill_quota: None,
         };
         run(spec, &|| false).expect("run")
     }
@@ -572,6 +596,7 @@ mod tests {
             stdin: StdinSpec::Null,
             stdout: StdoutSpec::Capture,
             pid_slot: None,
+            spill_quota: None,
         };
         let start = Instant::now();
         let r = run(spec, &|| start.elapsed() > Duration::from_millis(200));
@@ -590,6 +615,7 @@ mod tests {
             stdin: StdinSpec::Null,
             stdout: StdoutSpec::Capture,
             pid_slot: None,
+            spill_quota: None,
         };
         assert!(matches!(run(spec, &|| false), Err(RunError::Spawn(_))));
     }

@@ -23,6 +23,7 @@ fn session_in(dir: &Path) -> Session {
         cwd: dir.to_path_buf(),
         env,
         config: Default::default(),
+        ..Default::default()
     })
 }
 

@@ -15,9 +15,18 @@ fn obj_sorted(pairs: Vec<(String, serde_json::Value)>) -> serde_json::Value {
     serde_json::Value::Object(m)
 }
 
-fn record_json(r: &Record) -> serde_json::Value {
-    obj_sorted(r.iter().map(|(k, v)| (k.clone(), to_json(v))).collect())
+fn record_json(r: &Record, depth: usize) -> serde_json::Value {
+    obj_sorted(
+        r.iter()
+            .map(|(k, v)| (k.clone(), to_json_at(v, depth + 1)))
+            .collect(),
+    )
 }
+
+/// Containers nested deeper than this become the string `"…"`: JSON text
+/// is written and read back (serde_json stops at 128 levels) without
+/// unbounded recursion.
+pub const MAX_DEPTH: usize = 100;
 
 fn float_json(f: f64) -> serde_json::Value {
     match Number::from_f64(f) {
@@ -28,7 +37,14 @@ fn float_json(f: f64) -> serde_json::Value {
 
 /// Value → JSON (objects have sorted keys, as in the reference).
 pub fn to_json(v: &Value) -> serde_json::Value {
+    to_json_at(v, 0)
+}
+
+fn to_json_at(v: &Value, depth: usize) -> serde_json::Value {
     use serde_json::Value as J;
+    if depth >= MAX_DEPTH && crate::value::nests(v) {
+        return J::String("\u{2026}".into());
+    }
     match v {
         Value::Null => J::Null,
         Value::Bool(b) => J::Bool(*b),
@@ -43,7 +59,7 @@ pub fn to_json(v: &Value) -> serde_json::Value {
         Value::Size(n) => J::Number((*n).into()),
         Value::Duration(d) => J::Number((*d).into()),
         Value::Bytes(b) => J::String(String::from_utf8_lossy(b).into_owned()),
-        Value::List(items) => J::Array(items.iter().map(to_json).collect()),
+        Value::List(items) => J::Array(items.iter().map(|x| to_json_at(x, depth + 1)).collect()),
         Value::Range(r) => {
             let end = if r.inclusive {
                 r.end.saturating_add(1)
@@ -56,8 +72,8 @@ pub fn to_json(v: &Value) -> serde_json::Value {
                     .collect(),
             )
         }
-        Value::Record(r) => record_json(r),
-        Value::Table(rows) => J::Array(rows.iter().map(|r| record_json(r)).collect()),
+        Value::Record(r) => record_json(r, depth),
+        Value::Table(rows) => J::Array(rows.iter().map(|r| record_json(r, depth + 1)).collect()),
         Value::Outcome(o) => obj_sorted(vec![
             (
                 "err".into(),
@@ -67,7 +83,7 @@ pub fn to_json(v: &Value) -> serde_json::Value {
             (
                 "out".into(),
                 match &o.out {
-                    Some(v) => to_json(v),
+                    Some(v) => to_json_at(v, depth + 1),
                     None => J::String(String::from_utf8_lossy(&o.stdout).into_owned()),
                 },
             ),
@@ -122,6 +138,31 @@ fn obj_record(m: &Map<String, serde_json::Value>) -> Record {
         .into_iter()
         .map(|(k, v)| (k.clone(), from_json(v)))
         .collect()
+}
+
+/// `Err(resource_limit)` when turning `v` into JSON would materialise more
+/// than the session's memory budget (a range is O(1) as a value but N items
+/// as JSON). Walks with an explicit stack.
+pub fn materialise_check(v: &Value) -> crate::value::SResult<()> {
+    let mut items: u64 = 0;
+    let mut todo = vec![v];
+    while let Some(v) = todo.pop() {
+        match v {
+            Value::Range(r) => {
+                items = items.saturating_add(crate::value::methods::range_len(r) as u64)
+            }
+            Value::List(l) => todo.extend(
+                l.iter()
+                    .filter(|x| matches!(x, Value::Range(_)) || crate::value::nests(x)),
+            ),
+            Value::Record(r) => todo.extend(r.values()),
+            Value::Table(t) => todo.extend(t.iter().flat_map(|r| r.values())),
+            Value::Outcome(o) => todo.extend(o.out.as_ref()),
+            _ => {}
+        }
+    }
+    // A JSON number plus its text.
+    crate::lang::memory::reserve(items.saturating_mul(48))
 }
 
 /// Compact JSON text (`.json()`, `json.stringify`).

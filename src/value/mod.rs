@@ -23,6 +23,9 @@ pub mod ops;
 pub mod output;
 pub mod render;
 
+#[cfg(test)]
+mod deep_tests;
+
 pub use error::{ErrorCode, SResult, ShoalError};
 pub use methods::feed_bytes;
 pub use output::OutputBytes;
@@ -115,6 +118,9 @@ pub struct Outcome {
     pub out: Option<Value>,
     /// Byte span of the invocation in the source that ran it, when known.
     pub span: Option<crate::lang::ast::Span>,
+    /// Captured output was cut at `[limits] spill_bytes` (the stream was
+    /// closed for the child).
+    pub truncated: bool,
 }
 
 /// A background task handle.
@@ -230,4 +236,66 @@ pub trait Host {
     fn config(&self) -> Record;
     /// `Err(cancelled)` if the evaluation was interrupted; long loops call this.
     fn check_interrupt(&self) -> SResult<()>;
+}
+/// Whether `v` may own other values (the kinds a deep value nests through).
+pub(crate) fn nests(v: &Value) -> bool {
+    matches!(
+        v,
+        Value::List(_) | Value::Record(_) | Value::Table(_) | Value::Outcome(_)
+    )
+}
+
+/// Move the nesting children `v` owns alone onto `out`, leaving `v` shallow.
+/// Leaves and shared children stay where they are (they drop in one step).
+fn take_children(v: &mut Value, out: &mut Vec<Value>) {
+    let mut take = |x: &mut Value| {
+        if nests(x) {
+            out.push(std::mem::replace(x, Value::Null));
+        }
+    };
+    match v {
+        Value::List(l) => {
+            if let Some(items) = Arc::get_mut(l) {
+                items.iter_mut().for_each(&mut take);
+            }
+        }
+        Value::Record(r) => {
+            if let Some(r) = Arc::get_mut(r) {
+                r.values_mut().for_each(&mut take);
+            }
+        }
+        Value::Table(t) => {
+            if let Some(rows) = Arc::get_mut(t) {
+                for row in rows.iter_mut() {
+                    if let Some(row) = Arc::get_mut(row) {
+                        row.values_mut().for_each(&mut take);
+                    }
+                }
+            }
+        }
+        Value::Outcome(o) => {
+            if let Some(o) = Arc::get_mut(o) {
+                if let Some(x) = o.out.as_mut() {
+                    take(x);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Dropping never recurses through nesting: a 100k-deep list is taken apart
+/// with an explicit stack (contract §10), so no thread's stack can overflow.
+impl Drop for Value {
+    fn drop(&mut self) {
+        if !nests(self) {
+            return;
+        }
+        let mut stack = Vec::new();
+        take_children(self, &mut stack);
+        while let Some(mut v) = stack.pop() {
+            take_children(&mut v, &mut stack);
+            // `v` is shallow now: its own drop does not descend.
+        }
+    }
 }

@@ -41,6 +41,8 @@ pub fn call(host: &mut dyn Host, ns: &str, member: &str, args: Args) -> SResult<
         "json" => match member {
             "parse" => {
                 let s = text_arg(&args, ns, member)?;
+                // Parsed values take several times the text's size.
+                crate::lang::memory::reserve((s.len() as u64).saturating_mul(8))?;
                 json::parse(s).ok_or_else(|| ShoalError::arg_error("json.parse(): invalid JSON"))
             }
             "stringify" => {
@@ -53,6 +55,7 @@ pub fn call(host: &mut dyn Host, ns: &str, member: &str, args: Args) -> SResult<
                 if let Some((k, _)) = args.named.iter().find(|(k, _)| k != "pretty") {
                     return Err(ShoalError::arg_error(format!("unknown argument `{k}`")));
                 }
+                json::materialise_check(v)?;
                 Ok(Value::str(if pretty {
                     json::stringify_pretty(v)
                 } else {
@@ -72,6 +75,7 @@ pub fn call(host: &mut dyn Host, ns: &str, member: &str, args: Args) -> SResult<
             }
             "stringify" => {
                 let v = value_arg(&args, ns, member)?;
+                json::materialise_check(v)?;
                 serde_yaml::to_string(&json::to_json(v))
                     .map(Value::str)
                     .map_err(|e| ShoalError::arg_error(format!("yaml.stringify(): {e}")))
@@ -89,6 +93,7 @@ pub fn call(host: &mut dyn Host, ns: &str, member: &str, args: Args) -> SResult<
             }
             "stringify" => {
                 let v = value_arg(&args, ns, member)?;
+                json::materialise_check(v)?;
                 let j = json::to_json(v);
                 if !j.is_object() {
                     return Err(ShoalError::arg_error(format!(

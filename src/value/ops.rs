@@ -250,13 +250,40 @@ pub fn unary(op: UnOp, v: &Value) -> SResult<Value> {
 }
 
 fn records_equal(a: &Record, b: &Record) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .all(|(k, v)| b.get(k).is_some_and(|w| equals(v, w)))
+    let mut todo = Vec::new();
+    push_records(a, b, &mut todo) && drain_equal(todo)
 }
 
-/// Structural equality (§6.4). Never errors.
+/// Queue the field pairs of two records; `false` if their key sets differ.
+fn push_records<'a>(a: &'a Record, b: &'a Record, todo: &mut Vec<(&'a Value, &'a Value)>) -> bool {
+    a.len() == b.len()
+        && a.iter().all(|(k, v)| match b.get(k) {
+            Some(w) => {
+                todo.push((v, w));
+                true
+            }
+            None => false,
+        })
+}
+
+/// Structural equality (§6.4). Never errors, and never recurses: nested
+/// pairs wait on an explicit stack, so values of any depth compare.
 pub fn equals(a: &Value, b: &Value) -> bool {
+    drain_equal(vec![(a, b)])
+}
+
+fn drain_equal<'a>(mut todo: Vec<(&'a Value, &'a Value)>) -> bool {
+    while let Some((a, b)) = todo.pop() {
+        if !equal_step(a, b, &mut todo) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Compare `a` and `b` one level deep; the pairs of their children are
+/// pushed on `todo`.
+fn equal_step<'a>(a: &'a Value, b: &'a Value, todo: &mut Vec<(&'a Value, &'a Value)>) -> bool {
     use Value::*;
     match (a, b) {
         (Null, Null) => true,
@@ -275,18 +302,34 @@ pub fn equals(a: &Value, b: &Value) -> bool {
         (Time(x), Time(y)) => x == y,
         (Bytes(x), Bytes(y)) => x == y,
         (List(x), List(y)) => {
-            Arc::ptr_eq(x, y)
-                || (x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| equals(p, q)))
+            if Arc::ptr_eq(x, y) {
+                return true;
+            }
+            if x.len() != y.len() {
+                return false;
+            }
+            for (p, q) in x.iter().zip(y.iter()) {
+                // Leaves compare in place; only nesting pairs wait on the stack.
+                if crate::value::nests(p) || crate::value::nests(q) {
+                    todo.push((p, q));
+                } else if !equal_step(p, q, todo) {
+                    return false;
+                }
+            }
+            true
         }
-        (Record(x), Record(y)) => Arc::ptr_eq(x, y) || records_equal(x, y),
+        (Record(x), Record(y)) => Arc::ptr_eq(x, y) || push_records(x, y, todo),
         (Table(x), Table(y)) => {
-            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| records_equal(p, q))
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|(p, q)| push_records(p, q, todo))
         }
         (Table(t), List(l)) | (List(l), Table(t)) => {
             t.len() == l.len()
                 && t.iter()
                     .zip(l.iter())
-                    .all(|(r, v)| matches!(v, Record(w) if records_equal(r, w)))
+                    .all(|(r, v)| matches!(v, Record(w) if push_records(r, w, todo)))
         }
         (Range(x), Range(y)) => x == y,
         (Error(x), Error(y)) => {

@@ -54,10 +54,85 @@ struct Spilled {
     loaded: OnceLock<Arc<[u8]>>,
 }
 
-/// A spill file; removed from disk when dropped.
+/// A session's allowance of bytes in spill files (`[limits] spill_bytes`).
+/// Bytes are taken before they are written and given back when the spill
+/// file holding them is removed.
+#[derive(Debug)]
+pub struct SpillQuota {
+    limit: u64,
+    used: AtomicU64,
+}
+
+impl SpillQuota {
+    /// The default of `[limits] spill_bytes` (4 GiB).
+    pub const DEFAULT_LIMIT: u64 = 4 << 30;
+
+    /// A quota of `limit` bytes (0: [`Self::DEFAULT_LIMIT`]).
+    pub fn new(limit: u64) -> Arc<SpillQuota> {
+        Arc::new(SpillQuota {
+            limit: if limit == 0 {
+                Self::DEFAULT_LIMIT
+            } else {
+                limit
+            },
+            used: AtomicU64::new(0),
+        })
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Bytes in this session's spill files now.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Take up to `n` bytes; returns how many were granted.
+    pub fn take_up_to(&self, n: u64) -> u64 {
+        let mut cur = self.used.load(Ordering::Relaxed);
+        loop {
+            let grant = n.min(self.limit.saturating_sub(cur));
+            if grant == 0 {
+                return 0;
+            }
+            match self.used.compare_exchange_weak(
+                cur,
+                cur + grant,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return grant,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Take exactly `n` bytes or nothing.
+    pub fn take_all(&self, n: u64) -> bool {
+        let got = self.take_up_to(n);
+        if got < n {
+            self.give_back(got);
+            return false;
+        }
+        true
+    }
+
+    pub fn give_back(&self, n: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                Some(u.saturating_sub(n))
+            });
+    }
+}
+
+/// A spill file; removed from disk when dropped (its bytes go back to the
+/// quota they were charged to).
 pub struct SpillFile {
     path: PathBuf,
     file: File,
+    quota: Option<(Arc<SpillQuota>, u64)>,
 }
 
 impl SpillFile {
@@ -69,6 +144,9 @@ impl SpillFile {
 impl Drop for SpillFile {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.path);
+        if let Some((q, n)) = self.quota.take() {
+            q.give_back(n);
+        }
     }
 }
 
@@ -494,7 +572,13 @@ pub fn create_spill_file() -> io::Result<SpillFile> {
             .mode(0o600)
             .open(&path)
         {
-            Ok(file) => return Ok(SpillFile { path, file }),
+            Ok(file) => {
+                return Ok(SpillFile {
+                    path,
+                    file,
+                    quota: None,
+                })
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => {
                 // The directory may have been removed under us: retry once.
@@ -507,7 +591,11 @@ pub fn create_spill_file() -> io::Result<SpillFile> {
                     .create_new(true)
                     .mode(0o600)
                     .open(&path)
-                    .map(|file| SpillFile { path, file })
+                    .map(|file| SpillFile {
+                        path,
+                        file,
+                        quota: None,
+                    })
                     .map_err(|_| e);
             }
         }
@@ -528,6 +616,11 @@ pub struct OutputSink {
     error: Option<String>,
     /// `splice(2)` is not available for this pipe/file pair.
     no_splice: bool,
+    /// The session's spill allowance; `None`: unlimited.
+    quota: Option<Arc<SpillQuota>>,
+    /// The quota ran out: later bytes are discarded (the reader closes the
+    /// pipe, so the child sees EPIPE).
+    truncated: bool,
 }
 
 impl Default for OutputSink {
@@ -547,6 +640,46 @@ impl OutputSink {
             dropped: 0,
             error: None,
             no_splice: false,
+            quota: None,
+            truncated: false,
+        }
+    }
+
+    /// Charge spilled bytes to `quota` (`[limits] spill_bytes`).
+    pub fn with_quota(mut self, quota: Option<Arc<SpillQuota>>) -> OutputSink {
+        self.quota = quota;
+        self
+    }
+
+    /// Whether bytes were cut because the spill quota ran out.
+    pub fn is_truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// Take `n` bytes from the quota for the spill file; the granted count.
+    fn charge(&mut self, n: u64) -> u64 {
+        let Some(q) = &self.quota else { return n };
+        let got = q.take_up_to(n);
+        if got > 0 {
+            if let Some((_, sf)) = &mut self.spill {
+                if let Some((_, c)) = &mut sf.quota {
+                    *c += got;
+                }
+            }
+        }
+        got
+    }
+
+    /// Give back `n` granted bytes that were not written.
+    fn uncharge(&mut self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if let (Some(q), Some((_, sf))) = (&self.quota, &mut self.spill) {
+            if let Some((_, c)) = &mut sf.quota {
+                *c = c.saturating_sub(n);
+            }
+            q.give_back(n);
         }
     }
 
@@ -565,15 +698,23 @@ impl OutputSink {
     }
 
     pub fn push(&mut self, chunk: &[u8]) {
-        if chunk.is_empty() {
+        if chunk.is_empty() || self.truncated {
             return;
         }
-        if let Some((w, _)) = &mut self.spill {
+        if self.spill.is_some() {
             if self.error.is_some() {
                 // After a failed write the file is no longer a faithful copy.
                 self.dropped += chunk.len() as u64;
                 return;
             }
+            let granted = self.charge(chunk.len() as u64) as usize;
+            if granted < chunk.len() {
+                self.truncated = true;
+            }
+            let chunk = &chunk[..granted];
+            let Some((w, _)) = &mut self.spill else {
+                return;
+            };
             match w.write_all(chunk) {
                 Ok(()) => self.len += chunk.len() as u64,
                 Err(e) => self.fail(chunk.len() as u64, e),
@@ -582,7 +723,18 @@ impl OutputSink {
         }
         if self.error.is_some() || self.mem.len() + chunk.len() > self.mem_limit {
             if self.error.is_none() {
+                // The bytes held in memory move to the file: they need room.
+                let need = self.mem.len() as u64;
+                if self.quota.as_ref().is_some_and(|q| !q.take_all(need)) {
+                    self.truncated = true;
+                    return;
+                }
                 self.start_spill();
+                match (&self.quota, &mut self.spill) {
+                    (Some(q), Some((_, sf))) => sf.quota = Some((q.clone(), need)),
+                    (Some(q), None) => q.give_back(need),
+                    _ => {}
+                }
             }
             if self.spill.is_some() {
                 return self.push(chunk);
@@ -606,9 +758,25 @@ impl OutputSink {
     /// `None` when not spilling or when splicing is not possible (the caller
     /// then reads and [`push`](Self::push)es); `Some(Ok(0))` at end of input.
     pub fn splice_from(&mut self, fd: std::os::fd::RawFd, max: usize) -> Option<io::Result<usize>> {
-        if self.error.is_some() || self.no_splice {
+        if self.error.is_some() || self.no_splice || self.spill.is_none() {
             return None;
         }
+        let max = self.charge(max as u64) as usize;
+        if max == 0 {
+            // The quota is spent: end of input as far as the caller goes.
+            self.truncated = true;
+            return Some(Ok(0));
+        }
+        let r = self.splice_charged(fd, max);
+        let moved = match &r {
+            Some(Ok(n)) => *n,
+            _ => 0,
+        };
+        self.uncharge((max - moved) as u64);
+        r
+    }
+
+    fn splice_charged(&mut self, fd: std::os::fd::RawFd, max: usize) -> Option<io::Result<usize>> {
         let (w, _) = self.spill.as_mut()?;
         // Buffered bytes go first; the file offset is shared with `w`.
         if let Err(e) = w.flush() {

@@ -7,9 +7,14 @@ use crate::value::{Outcome, Record, Value};
 /// The canonical one-line form (`value.get format:"inline"`).
 pub fn inline(v: &Value) -> String {
     let mut s = String::new();
-    write_inline(&mut s, v);
+    write_inline(&mut s, v, 0);
     s
 }
+
+/// Containers nested deeper than this render as `[…]` / `{…}` (the value
+/// itself is intact and reachable through `value.get` paths): rendering never
+/// recurses without bound (contract §10).
+pub const MAX_DEPTH: usize = 100;
 
 /// Display form: strings raw, everything else inline (interpolation, `.str()`).
 pub fn display(v: &Value) -> String {
@@ -164,9 +169,13 @@ fn push_key(out: &mut String, k: &str) {
     }
 }
 
-fn write_record(out: &mut String, r: &Record) {
+fn write_record(out: &mut String, r: &Record, depth: usize) {
     if r.is_empty() {
         out.push_str("{}");
+        return;
+    }
+    if depth >= MAX_DEPTH {
+        out.push_str("{\u{2026}}");
         return;
     }
     out.push('{');
@@ -176,7 +185,7 @@ fn write_record(out: &mut String, r: &Record) {
         }
         push_key(out, k);
         out.push_str(": ");
-        write_inline(out, v);
+        write_inline(out, v, depth + 1);
     }
     out.push('}');
 }
@@ -195,13 +204,27 @@ pub fn word_text(w: &WordKind) -> String {
 
 /// `outcome(status: 0, ok: true)` / `outcome(signal: SIGSEGV, ok: false)`.
 pub fn outcome(o: &Outcome) -> String {
-    match (&o.status, &o.signal) {
-        (None, Some(sig)) => format!("outcome(signal: {sig}, ok: {})", o.ok),
-        _ => format!("outcome(status: {}, ok: {})", o.status.unwrap_or(-1), o.ok),
+    let mut s = match (&o.status, &o.signal) {
+        (None, Some(sig)) => format!("outcome(signal: {sig}, ok: {}", o.ok),
+        _ => format!("outcome(status: {}, ok: {}", o.status.unwrap_or(-1), o.ok),
+    };
+    // Only a cut outcome says so: the usual form is unchanged.
+    if o.truncated {
+        s.push_str(", truncated: true");
+    }
+    s.push(')');
+    s
+}
+
+fn items_empty(v: &Value) -> bool {
+    match v {
+        Value::List(items) => items.is_empty(),
+        Value::Table(rows) => rows.is_empty(),
+        _ => true,
     }
 }
 
-fn write_inline(out: &mut String, v: &Value) {
+fn write_inline(out: &mut String, v: &Value, depth: usize) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -235,13 +258,16 @@ fn write_inline(out: &mut String, v: &Value) {
             out.push_str(&size(b.len() as u64));
             out.push(')');
         }
+        Value::List(_) | Value::Table(_) if depth >= MAX_DEPTH && !items_empty(v) => {
+            out.push_str("[\u{2026}]");
+        }
         Value::List(items) => {
             out.push('[');
             for (i, x) in items.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_inline(out, x);
+                write_inline(out, x, depth + 1);
             }
             out.push(']');
         }
@@ -251,11 +277,11 @@ fn write_inline(out: &mut String, v: &Value) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_record(out, r);
+                write_record(out, r, depth + 1);
             }
             out.push(']');
         }
-        Value::Record(r) => write_record(out, r),
+        Value::Record(r) => write_record(out, r, depth),
         Value::Range(r) => {
             let _ = write!(
                 out,
@@ -414,9 +440,13 @@ pub fn block(v: &Value, width: usize) -> String {
             out
         }
         Value::Outcome(o) => {
-            if o.ok {
-                if let Some(out) = &o.out {
-                    return block(out, width);
+            // Nested outcomes are walked in a loop, not by recursion.
+            let mut o = o;
+            while o.ok {
+                match &o.out {
+                    Some(Value::Outcome(inner)) => o = inner,
+                    Some(out) => return block(out, width),
+                    None => break,
                 }
             }
             // A spilled stdout renders as its head plus a note; it is not

@@ -312,7 +312,7 @@ impl Interp {
             "run" => {
                 no_named(&named)?;
                 let mut it = pos.into_iter();
-                let target = match it.next() {
+                let target = match &it.next() {
                     Some(Value::Str(s)) => s.to_string(),
                     Some(Value::Path(p)) => p.to_string_lossy().into_owned(),
                     Some(other) => {

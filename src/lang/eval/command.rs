@@ -253,7 +253,7 @@ impl Interp {
             WordKind::Plain(s) => (s.clone(), false),
             WordKind::Path(s) => (self.expand_home(s), true),
             WordKind::Glob(s) => (s.clone(), false),
-            WordKind::Expr(e) => match self.eval_expr(e, scope, Pos::Value)? {
+            WordKind::Expr(e) => match &self.eval_expr(e, scope, Pos::Value)? {
                 Value::Str(s) => (s.to_string(), s.contains('/')),
                 Value::Path(p) => (p.to_string_lossy().into_owned(), true),
                 other => {
@@ -423,23 +423,23 @@ impl Interp {
     ) -> EResult<Value> {
         if !inv.head_is_path && !self.alias_guard.contains(&inv.head) {
             if let Some(v) = scope.lookup(&inv.head) {
-                match v {
-                    Value::Closure(c) => return self.call_closure_cmd(&c, inv.cargs, inv.block),
+                match &v {
+                    Value::Closure(c) => return self.call_closure_cmd(c, inv.cargs, inv.block),
                     Value::Command(a) => {
                         let name = inv.head.clone();
                         self.alias_guard.push(name);
-                        let r = self.expand_alias(&a, inv, scope, pos);
+                        let r = self.expand_alias(a, inv, scope, pos);
                         self.alias_guard.pop();
                         return r;
                     }
-                    other => {
+                    _ => {
                         if !inv.forced
                             && inv.cargs.is_empty()
                             && inv.env.is_empty()
                             && inv.redirects.is_empty()
                             && inv.block.is_none()
                         {
-                            return Ok(other);
+                            return Ok(v);
                         }
                     }
                 }
@@ -665,8 +665,11 @@ impl Interp {
             "run" => {
                 let mut it = inv.cargs.into_iter();
                 let target = match it.next() {
-                    Some(CArg::Val(Value::Str(s))) => s.to_string(),
-                    Some(CArg::Val(Value::Path(p))) => p.to_string_lossy().into_owned(),
+                    Some(CArg::Val(v @ (Value::Str(_) | Value::Path(_)))) => match &v {
+                        Value::Str(s) => s.to_string(),
+                        Value::Path(p) => p.to_string_lossy().into_owned(),
+                        _ => String::new(),
+                    },
                     Some(CArg::Glob { pattern, matches }) => match matches.first() {
                         Some(m) => m.to_string_lossy().into_owned(),
                         None => pattern,
@@ -741,6 +744,7 @@ impl Interp {
                     stderr: OutputBytes::from(notes),
                     out: Some(out),
                     span: self.cmd_span,
+                    truncated: false,
                 })));
             }
             h if h.ends_with(".shl") => {
@@ -925,12 +929,12 @@ pub(super) fn coerce_cmd_value(
 ) -> Result<Value, ShoalError> {
     if t.name == "list" {
         let elem = t.args.first().map(|a| a.name.as_str());
-        return Ok(match v {
+        return Ok(match &v {
             Value::Str(s) => Value::list(vec![match elem {
-                Some(e) if e != "str" => crate::value::coerce::coerce_word(&s, e, cwd)?,
-                _ => Value::Str(s),
+                Some(e) if e != "str" => crate::value::coerce::coerce_word(s, e, cwd)?,
+                _ => v.clone(),
             }]),
-            other => other,
+            _ => v,
         });
     }
     match &v {

@@ -562,7 +562,7 @@ impl Interp {
             None => None,
         };
         let reef_scope = match reef {
-            Some(e) => match self.eval_expr(e, scope, Pos::Value)? {
+            Some(e) => match &self.eval_expr(e, scope, Pos::Value)? {
                 Value::Record(r) => {
                     let mut out = Vec::new();
                     for (k, v) in r.iter() {

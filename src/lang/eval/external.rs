@@ -148,6 +148,7 @@ impl Interp {
             stdin,
             stdout,
             pid_slot: Some(self.child_pid.clone()),
+            spill_quota: self.spill.clone(),
         };
         let interrupter = self.interrupter.clone();
         let r = process::run(spec, &move || interrupter.is_interrupted());
@@ -213,6 +214,7 @@ impl Interp {
             stderr,
             out: None,
             span: self.cmd_span,
+            truncated: res.truncated,
         })))
     }
 
@@ -295,14 +297,14 @@ impl Interp {
                 };
                 self.run_external(inv, pos, scope)
             }
-            _ => match self.eval_expr(cmd, scope, Pos::Value)? {
+            _ => match &self.eval_expr(cmd, scope, Pos::Value)? {
                 Value::Command(a) => {
                     let (head, head_is_path) = self.head_name(&a.head, scope)?;
                     let mut cargs = Vec::new();
                     for w in &a.args {
                         cargs.push(self.eval_word(w, scope)?);
                     }
-                    let env = self.eval_env_prefix(&a, scope)?;
+                    let env = self.eval_env_prefix(a, scope)?;
                     let inv = Invocation {
                         head,
                         head_is_path,

@@ -135,6 +135,11 @@ pub struct Interp {
     pub(crate) cmd_span: Option<crate::lang::ast::Span>,
     /// Call-frame scopes that no closure captured, kept for reuse.
     pub(crate) scope_pool: Vec<ScopeRef>,
+    /// The session's memory budget (`[limits] session_memory`); threads that
+    /// evaluate for this session attach to it in [`Interp::enter_thread`].
+    pub memory: Option<&'static crate::lang::memory::MemBudget>,
+    /// The session's spill allowance (`[limits] spill_bytes`).
+    pub spill: Option<Arc<crate::value::output::SpillQuota>>,
 }
 
 fn stack_addr() -> usize {
@@ -169,6 +174,8 @@ impl Interp {
             visited: Vec::new(),
             visit_tick: 0,
             scope_pool: Vec::new(),
+            memory: None,
+            spill: None,
         }
     }
 
@@ -184,12 +191,17 @@ impl Interp {
         c.depth = self.depth;
         c.reef_stack = self.reef_stack.clone();
         c.bus_sink = self.bus_sink.clone();
+        c.memory = self.memory;
+        c.spill = self.spill.clone();
         c
     }
 
     /// Declare that evaluation runs on the current thread, whose stack has
     /// `stack_size` bytes (0: unknown, no native guard).
     pub fn enter_thread(&mut self, stack_size: usize) {
+        if let Some(b) = self.memory {
+            crate::lang::memory::attach(b);
+        }
         self.stack_base = stack_addr();
         // Keep a generous margin for value methods, rendering and the
         // process machinery that run below the last checked frame.
@@ -224,9 +236,12 @@ impl Interp {
 
     pub(crate) fn check_cancel(&self) -> SResult<()> {
         if self.interrupted() {
-            Err(Interp::cancelled())
-        } else {
-            Ok(())
+            return Err(Interp::cancelled());
+        }
+        // The cheap memory checkpoint: one relaxed load.
+        match self.memory {
+            Some(b) => b.check(),
+            None => Ok(()),
         }
     }
 

@@ -28,6 +28,7 @@ fn wrap(head: &str, out: Value) -> Value {
         stderr: crate::value::OutputBytes::empty(),
         out: Some(out),
         span: None,
+        truncated: false,
     }))
 }
 
@@ -142,7 +143,7 @@ impl Interp {
             for dir in path_var.split(':') {
                 if let Some(p) = crate::shell::lookup::find_program(name, Some(dir), &self.cwd) {
                     if let Value::Record(r) =
-                        crate::shell::builtins::which_record(name, Some(&p), "ambient")
+                        &crate::shell::builtins::which_record(name, Some(&p), "ambient")
                     {
                         rows.push(r.as_ref().clone());
                     }
@@ -189,7 +190,7 @@ impl Interp {
                     if !seen.insert(n.clone()) {
                         continue;
                     }
-                    if let Value::Record(r) = self.which_value(&n) {
+                    if let Value::Record(r) = &self.which_value(&n) {
                         rows.push(r.as_ref().clone());
                     } else {
                         let mut r = Record::new();

@@ -466,7 +466,7 @@ impl Interp {
         let start = lock(&self.channel(&name).inner.state).next_seq;
         self.start_task(format!("on {name}"), &scope, move |it| {
             let events = it.events_stream(&name, start, true);
-            let Value::Stream(s) = events else {
+            let Value::Stream(s) = &events else {
                 return Ok(Value::Null);
             };
             let src = lock(&s.source).take();

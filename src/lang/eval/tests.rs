@@ -13,6 +13,7 @@ fn session_in(dir: &Path) -> Session {
         cwd: dir.to_path_buf(),
         env: Vec::new(),
         config: Default::default(),
+        ..Default::default()
     })
 }
 

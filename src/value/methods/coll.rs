@@ -1,4 +1,5 @@
 //! Collection methods (list, table, range; §12.4).
+use crate::lang::memory;
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -140,7 +141,21 @@ fn scalar_key(v: &Value) -> Option<(u8, String)> {
     }
 }
 
+/// Range methods that do not materialise the whole range (`first`, `last`,
+/// `take`, `skip` check the part they build).
+const RANGE_LAZY: &[&str] = &[
+    "len", "count", "is_empty", "first", "last", "take", "skip", "each", "reduce", "fold", "any",
+    "all", "find", "sum", "min", "max", "contains",
+];
+
 pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<Option<Value>> {
+    // A range is O(1) as a value: building its items is sized by user input
+    // and checked against the session's memory budget first.
+    if let Coll::Range(r) = c {
+        if !RANGE_LAZY.contains(&name) {
+            memory::reserve_items::<Value>(range_len(r))?;
+        }
+    }
     let v = match name {
         "len" | "count" => {
             arity(args, 0, name)?;
@@ -165,6 +180,7 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
                 }
                 Some(k) => {
                     let k = count_arg(k, name)?.min(n);
+                    memory::reserve_items::<Value>(k)?;
                     let range = if name == "first" { 0..k } else { n - k..n };
                     Value::list(range.map(|i| c.get(i)).collect())
                 }
@@ -174,6 +190,7 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
             arity(args, 1, name)?;
             let k = count_arg(req(args, 0, name, "a count")?, name)?.min(c.len());
             let range = if name == "take" { 0..k } else { k..c.len() };
+            memory::reserve_items::<Value>(range.len())?;
             Value::list(range.map(|i| c.get(i)).collect())
         }
         "collect" => {
@@ -458,12 +475,12 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
             };
             let mut out = String::new();
             for (i, x) in c.iter().enumerate() {
-                match x {
+                match &x {
                     Value::Str(s) => {
                         if i > 0 {
                             out.push_str(sep);
                         }
-                        out.push_str(&s);
+                        out.push_str(s);
                     }
                     other => {
                         return Err(ShoalError::type_error(format!(

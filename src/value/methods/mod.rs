@@ -12,7 +12,7 @@ mod stream;
 mod suggest;
 mod text;
 
-pub use coll::Coll;
+pub use coll::{range_len, Coll};
 pub use stream::{collect_stream, make_stream, Staged as StreamCursor};
 pub use text::{compile_regex, split_lines};
 
@@ -50,6 +50,7 @@ pub fn call_method(host: &mut dyn Host, recv: &Value, name: &str, args: Args) ->
     match name {
         "json" => {
             arity(&args, 0, name)?;
+            json::materialise_check(recv)?;
             return Ok(Value::str(json::stringify(recv)));
         }
         "save" | "append" if !matches!(recv, Value::Stream(_)) => {
@@ -204,6 +205,7 @@ pub fn outcome_field(host: &mut dyn Host, o: &Outcome, name: &str) -> SResult<Va
         "dur" => Value::Duration(o.dur_ns),
         "pid" => Value::Int(o.pid as i64),
         "cmd" => Value::str(&o.cmd),
+        "truncated" => Value::Bool(o.truncated),
         "stdout" => Value::Bytes(o.stdout.clone()),
         "stderr" => Value::Bytes(o.stderr.clone()),
         "out" => outcome_out(o)?,
@@ -310,6 +312,7 @@ pub fn feed_bytes(v: &Value) -> SResult<Vec<u8>> {
             Ok(out)
         }
         Value::List(_) | Value::Record(_) | Value::Table(_) | Value::Range(_) => {
+            json::materialise_check(v)?;
             Ok(json::stringify(v).into_bytes())
         }
         Value::Outcome(o) => match outcome_out_unchecked(o) {

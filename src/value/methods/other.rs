@@ -168,6 +168,12 @@ fn resolve(host: &dyn Host, p: &Path) -> PathBuf {
     }
 }
 
+/// A whole file, bounded by the session's memory budget.
+fn read_file(full: &Path, p: &Path) -> SResult<Vec<u8>> {
+    let f = std::fs::File::open(full).map_err(|e| io_err(p, e))?;
+    crate::lang::memory::read_bounded(f).map_err(|e| io_err(p, e))?
+}
+
 fn io_err(p: &Path, e: std::io::Error) -> ShoalError {
     if e.kind() == std::io::ErrorKind::NotFound {
         ShoalError::not_found(format!("no such file: {}", p.display()))
@@ -247,9 +253,9 @@ pub fn path(
                 "is_file" => Value::Bool(full.is_file()),
                 "size" => Value::Size(std::fs::metadata(&full).map_err(|e| io_err(p, e))?.len()),
                 "modified" => modified_of(&std::fs::metadata(&full).map_err(|e| io_err(p, e))?),
-                "read_bytes" => Value::bytes(std::fs::read(&full).map_err(|e| io_err(p, e))?),
+                "read_bytes" => Value::bytes(read_file(&full, p)?),
                 _ => {
-                    let b = std::fs::read(&full).map_err(|e| io_err(p, e))?;
+                    let b = read_file(&full, p)?;
                     let s = String::from_utf8(b).map_err(|_| {
                         ShoalError::new(
                             ErrorCode::Utf8Error,
@@ -451,7 +457,10 @@ pub fn save(host: &mut dyn Host, recv: &Value, append: bool, args: &Args) -> SRe
             return Ok(recv.clone());
         }
         Value::Bytes(b) => b.to_vec(),
-        other => json::stringify(other).into_bytes(),
+        other => {
+            json::materialise_check(other)?;
+            json::stringify(other).into_bytes()
+        }
     };
     write_file(&path, &bytes, append)?;
     Ok(recv.clone())

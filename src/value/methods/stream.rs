@@ -157,7 +157,10 @@ fn spread(host: &mut dyn Host, v: &Value) -> SResult<Vec<Value>> {
     match v {
         Value::Stream(s) => collect_stream(host, s),
         other => match coll::Coll::from_value(other) {
-            Some(c) => Ok(c.to_vec()),
+            Some(c) => {
+                crate::lang::memory::reserve_items::<Value>(c.len())?;
+                Ok(c.to_vec())
+            }
             None => Err(ShoalError::type_error(format!(
                 "flat_map: expected list or stream, found {}",
                 other.type_name()
@@ -330,7 +333,10 @@ pub fn call(
             while let Some(v) = st.next(host)? {
                 match &v {
                     Value::Str(x) => buf.extend_from_slice(x.as_bytes()),
-                    other => buf.extend_from_slice(json::stringify(other).as_bytes()),
+                    other => {
+                        json::materialise_check(other)?;
+                        buf.extend_from_slice(json::stringify(other).as_bytes())
+                    }
                 }
                 buf.push(b'\n');
                 if buf.len() > 1 << 16 {

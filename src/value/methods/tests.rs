@@ -411,6 +411,7 @@ fn outcome(ok: bool, stdout: &str) -> Value {
         stderr: crate::value::OutputBytes::from("err"),
         out: None,
         span: None,
+        truncated: false,
     }))
 }
 

@@ -29,8 +29,8 @@ pub fn split_lines(s: &str) -> Vec<Value> {
 fn regex_of(v: &Value, name: &str) -> SResult<Arc<RegexVal>> {
     match v {
         Value::Regex(r) => Ok(r.clone()),
-        Value::Str(s) => match compile_regex(s)? {
-            Value::Regex(r) => Ok(r),
+        Value::Str(s) => match &compile_regex(s)? {
+            Value::Regex(r) => Ok(r.clone()),
             _ => Err(ShoalError::type_error("regex")),
         },
         other => Err(ShoalError::type_error(format!(
