@@ -150,6 +150,7 @@ pub struct PtyHandle {
     master: Arc<OwnedFd>,
     wake: Arc<OwnedFd>,
     cmds: Mutex<Option<Sender<Cmd>>>,
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl PtyHandle {
@@ -202,6 +203,7 @@ impl PtyHandle {
             master,
             wake,
             cmds: Mutex::new(Some(tx)),
+            closed: std::sync::atomic::AtomicBool::new(false),
         });
         OPEN.lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -279,8 +281,14 @@ impl PtyHandle {
         Ok((rows, cols))
     }
 
+    /// Consume the `changed` bit (as a read would).
+    pub fn consume_changed(&self) {
+        self.shared.term().read(None);
+    }
+
     /// Kill the process group and reap; the exit (None when it is unknown).
     pub fn close(&self) -> impl std::future::Future<Output = Option<Exit>> + 'static {
+        self.closed.store(true, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
         let sent = self.command(Cmd::Close { reply });
         let shared = self.shared.clone();
@@ -379,7 +387,7 @@ pub fn open_in_session(session: &str) -> Vec<PtyInfo> {
         .unwrap_or_else(|p| p.into_inner())
         .values()
         .filter_map(Weak::upgrade)
-        .filter(|h| h.session == session)
+        .filter(|h| h.session == session && !h.closed.load(Ordering::Relaxed))
         .collect();
     open.iter().map(|h| h.info()).collect()
 }
