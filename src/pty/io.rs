@@ -24,6 +24,8 @@ use super::term::Term;
 pub const READ_CHUNK: usize = 64 * 1024;
 /// Bytes fed to the emulator per lock.
 pub const FEED_SLICE: usize = 8 * 1024;
+/// The I/O thread's nice value.
+pub const IO_NICE: libc::c_int = 10;
 /// Input bytes queued for the child at most.
 pub const MAX_PENDING_INPUT: usize = 4 << 20;
 
@@ -164,6 +166,12 @@ impl IoThread {
     /// Run until the child is reaped and either the master is at EOF or a
     /// close was asked (or every handle is gone).
     pub fn run(self) {
+        // Emulation is background work: under a flood this thread yields the
+        // CPU to the daemon's arbiter (nice is per thread on Linux).
+        // SAFETY: setpriority on this thread's own tid.
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, IO_NICE);
+        }
         let mut buf = vec![0u8; READ_CHUNK];
         let mut pending: VecDeque<Pending> = VecDeque::new();
         let mut pending_bytes = 0usize;
