@@ -208,3 +208,24 @@ fn dropping_the_handle_kills() {
         }
     });
 }
+
+#[test]
+fn emulator_speed_probe() {
+    let line = b"00000000 flood-line flood-line flood-line flood-line flood-line flood-line\r\n";
+    let data: Vec<u8> = line.iter().copied().cycle().take(8 << 20).collect();
+    let mut t = term::Term::new(24, 80, 1000);
+    let t0 = std::time::Instant::now();
+    for c in data.chunks(8192) {
+        t.process(c);
+    }
+    eprintln!("SPEED {:.1} MB/s", 8.0 / t0.elapsed().as_secs_f64());
+    let mut t = term::Term::new(24, 80, 0);
+    let t0 = std::time::Instant::now();
+    for c in data.chunks(8192) {
+        t.process(c);
+    }
+    eprintln!(
+        "SPEED no scrollback {:.1} MB/s",
+        8.0 / t0.elapsed().as_secs_f64()
+    );
+}
