@@ -78,15 +78,15 @@ impl Handler<PtyCall> for Pty {
                 })
             }
             PtyOp::Resize { id, rows, cols } => {
-                let r = h
-                    .resize(rows, cols)
-                    .map(|(rows, cols)| {
-                        // The forced change of a resize is consumed here (§10.3).
-                        h.consume_changed();
-                        api::resize_result(id, rows, cols)
-                    })
-                    .map_err(|e| RpcError::internal(format!("pty resize failed: {e}")));
-                Box::pin(std::future::ready(r))
+                let r = h.resize(rows, cols);
+                Box::pin(async move {
+                    let (rows, cols) = r
+                        .await
+                        .map_err(|e| RpcError::internal(format!("pty resize failed: {e}")))?;
+                    // The forced change of a resize is consumed here (§10.3).
+                    h.consume_changed();
+                    Ok(api::resize_result(id, rows, cols))
+                })
             }
             PtyOp::Close { id } => {
                 let c = h.close();

@@ -4,26 +4,26 @@
 //!
 //! Backpressure is structural: a chunk read is fed to the emulator before the
 //! next read, so while the emulator is behind nothing is read, the kernel's
-//! PTY buffer fills and the child blocks in `write`. The emulator lock is
-//! taken per [`FEED_SLICE`], so a reader of the screen waits at most one
-//! slice. No other thread ever waits on the child.
+//! PTY buffer fills and the child blocks in `write`. The emulator belongs to
+//! this thread alone: after each chunk it publishes the rendered screen (an
+//! `Arc` swapped under a lock held for a pointer copy), so readers on the
+//! arbiter never wait for emulation; scrollback and resizes are commands.
+//! No other thread ever waits on the child.
 
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::mpsc::{Receiver, TryRecvError};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::sync::{oneshot, watch};
 
 use super::spawn::{self, Exit};
-use super::term::Term;
+use super::term::{Rendered, Term};
 
 /// Bytes read from the master per poll round.
 pub const READ_CHUNK: usize = 64 * 1024;
-/// Bytes fed to the emulator per lock.
-pub const FEED_SLICE: usize = 8 * 1024;
 /// The I/O thread's nice value.
 pub const IO_NICE: libc::c_int = 10;
 /// Input bytes queued for the child at most.
@@ -40,7 +40,10 @@ pub struct Life {
 
 /// What the I/O thread shares with readers.
 pub struct Shared {
-    term: Mutex<Term>,
+    /// The screen as last published by the I/O thread.
+    screen: Mutex<Arc<Rendered>>,
+    /// The hash of the screen the previous read returned (`changed`).
+    last_read: Mutex<Option<u64>>,
     life: Mutex<Life>,
     /// When output last arrived (or the size changed).
     last_output: Mutex<Instant>,
@@ -49,9 +52,10 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(term: Term) -> Shared {
+    pub fn new(term: &mut Term) -> Shared {
         Shared {
-            term: Mutex::new(term),
+            screen: Mutex::new(Arc::new(term.render().clone())),
+            last_read: Mutex::new(None),
             life: Mutex::new(Life {
                 alive: true,
                 ..Life::default()
@@ -61,8 +65,26 @@ impl Shared {
         }
     }
 
-    pub fn term(&self) -> MutexGuard<'_, Term> {
-        self.term.lock().unwrap_or_else(|p| p.into_inner())
+    /// The screen now.
+    pub fn screen(&self) -> Arc<Rendered> {
+        self.screen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The screen, consuming the `changed` bit.
+    pub fn read_screen(&self) -> (Arc<Rendered>, bool) {
+        let s = self.screen();
+        let mut last = self.last_read.lock().unwrap_or_else(|p| p.into_inner());
+        let changed = *last != Some(s.hash);
+        *last = Some(s.hash);
+        (s, changed)
+    }
+
+    fn publish(&self, term: &mut Term) {
+        let r = Arc::new(term.render().clone());
+        *self.screen.lock().unwrap_or_else(|p| p.into_inner()) = r;
     }
 
     pub fn life(&self) -> Life {
@@ -99,6 +121,17 @@ pub enum Cmd {
     Close {
         reply: oneshot::Sender<Option<Exit>>,
     },
+    /// Resize the emulator (the PTY itself was resized by the caller).
+    Resize {
+        rows: u16,
+        cols: u16,
+        reply: oneshot::Sender<()>,
+    },
+    /// The newest `n` scrolled-off lines.
+    Scrollback {
+        n: usize,
+        reply: oneshot::Sender<Vec<String>>,
+    },
 }
 
 struct Pending {
@@ -114,6 +147,7 @@ pub struct IoThread {
     pub cmds: Receiver<Cmd>,
     pub shared: Arc<Shared>,
     pub pid: i32,
+    pub term: Term,
 }
 
 /// A fresh eventfd for waking the I/O thread.
@@ -165,7 +199,7 @@ enum Read {
 impl IoThread {
     /// Run until the child is reaped and either the master is at EOF or a
     /// close was asked (or every handle is gone).
-    pub fn run(self) {
+    pub fn run(mut self) {
         // Emulation is background work: under a flood this thread yields the
         // CPU to the daemon's arbiter (nice is per thread on Linux).
         // SAFETY: setpriority on this thread's own tid.
@@ -254,6 +288,15 @@ impl IoThread {
                             }
                             closing = true;
                         }
+                        Ok(Cmd::Resize { rows, cols, reply }) => {
+                            self.term.set_size(rows, cols);
+                            self.shared.publish(&mut self.term);
+                            self.shared.touch();
+                            let _ = reply.send(());
+                        }
+                        Ok(Cmd::Scrollback { n, reply }) => {
+                            let _ = reply.send(self.term.scrollback(n));
+                        }
                         Err(TryRecvError::Empty) => break,
                         Err(TryRecvError::Disconnected) => {
                             // Every handle is gone: the same hard kill as close.
@@ -337,13 +380,12 @@ impl IoThread {
         }
     }
 
-    fn read_once(&self, buf: &mut [u8]) -> Read {
+    fn read_once(&mut self, buf: &mut [u8]) -> Read {
         match read_fd(&self.master, buf) {
             Ok(0) => Read::Eof,
             Ok(n) => {
-                for slice in buf[..n].chunks(FEED_SLICE) {
-                    self.shared.term().process(slice);
-                }
+                self.term.process(&buf[..n]);
+                self.shared.publish(&mut self.term);
                 self.shared.touch();
                 Read::Data
             }

@@ -159,11 +159,8 @@ impl PtyHandle {
     pub fn open(spec: &SpawnSpec, session: &str) -> std::io::Result<Arc<PtyHandle>> {
         let s = spawn::spawn(spec)?;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let shared = Arc::new(Shared::new(term::Term::new(
-            spec.rows,
-            spec.cols,
-            term::SCROLLBACK_LINES,
-        )));
+        let mut term = term::Term::new(spec.rows, spec.cols, term::SCROLLBACK_LINES);
+        let shared = Arc::new(Shared::new(&mut term));
         let master = Arc::new(s.master);
         let wake = match io::eventfd() {
             Ok(w) => Arc::new(w),
@@ -180,6 +177,7 @@ impl PtyHandle {
             cmds: rx,
             shared: shared.clone(),
             pid: s.pid,
+            term,
         };
         if let Err(e) = std::thread::Builder::new()
             .name(format!("pty:{id}"))
@@ -225,7 +223,8 @@ impl PtyHandle {
     }
 
     pub fn info(&self) -> PtyInfo {
-        let (rows, cols) = self.shared.term().size();
+        let screen = self.shared.screen();
+        let (rows, cols) = (screen.rows.len() as u16, screen.cols);
         PtyInfo {
             id: self.id,
             session: self.session.clone(),
@@ -272,18 +271,29 @@ impl PtyHandle {
         }
     }
 
-    /// `TIOCSWINSZ`, then the emulator; the size as clamped.
-    pub fn resize(&self, rows: u16, cols: u16) -> std::io::Result<(u16, u16)> {
+    /// `TIOCSWINSZ`, then the emulator; the size as clamped, once the
+    /// emulator has it.
+    pub fn resize(
+        &self,
+        rows: u16,
+        cols: u16,
+    ) -> impl std::future::Future<Output = std::io::Result<(u16, u16)>> + 'static {
         let (rows, cols) = (term::clamp_dim(rows as u64), term::clamp_dim(cols as u64));
-        spawn::resize(self.master.as_fd(), rows, cols)?;
-        self.shared.term().set_size(rows, cols);
-        self.shared.touch();
-        Ok((rows, cols))
+        let done = spawn::resize(self.master.as_fd(), rows, cols).map(|()| {
+            let (reply, rx) = oneshot::channel();
+            self.command(Cmd::Resize { rows, cols, reply });
+            rx
+        });
+        async move {
+            // A PTY whose thread ended (program gone) resizes the tty only.
+            let _ = done?.await;
+            Ok((rows, cols))
+        }
     }
 
     /// Consume the `changed` bit (as a read would).
     pub fn consume_changed(&self) {
-        self.shared.term().read(None);
+        self.shared.read_screen();
     }
 
     /// Kill the process group and reap; the exit (None when it is unknown).
@@ -306,6 +316,10 @@ impl PtyHandle {
     /// asked (event driven: every change of the screen wakes the check).
     pub fn read(&self, opts: ReadOpts) -> impl std::future::Future<Output = ReadResult> + 'static {
         let shared = self.shared.clone();
+        let scrollback = opts.scrollback.map(|n| {
+            let (reply, rx) = oneshot::channel();
+            (self.command(Cmd::Scrollback { n, reply }), rx)
+        });
         let mut changes = shared.subscribe();
         async move {
             let matched = if opts.waits() {
@@ -342,7 +356,17 @@ impl PtyHandle {
             } else {
                 false
             };
-            let snapshot = shared.term().read(opts.scrollback);
+            let (screen, changed) = shared.read_screen();
+            let scrollback = match scrollback {
+                Some((true, rx)) => Some(rx.await.unwrap_or_default()),
+                Some((false, _)) => Some(Vec::new()),
+                None => None,
+            };
+            let snapshot = Snapshot {
+                screen: (*screen).clone(),
+                changed,
+                scrollback,
+            };
             let life = shared.life();
             ReadResult {
                 snapshot,
@@ -359,7 +383,7 @@ impl PtyHandle {
 fn check(shared: &Shared, opts: &ReadOpts) -> (bool, Option<Instant>) {
     let text_ok = match &opts.wait_for {
         None => true,
-        Some(m) => m.matches(&shared.term().render().text()),
+        Some(m) => m.matches(&shared.screen().text()),
     };
     let Some(stable) = opts.stable else {
         return (text_ok, None);

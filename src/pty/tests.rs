@@ -107,7 +107,7 @@ fn resize_reaches_the_child() {
         )
         .unwrap();
         assert_eq!(h.read(wait_text("ready", 5000)).await.matched, Some(true));
-        assert_eq!(h.resize(30, 100).unwrap(), (30, 100));
+        assert_eq!(h.resize(30, 100).await.unwrap(), (30, 100));
         let r = h.read(wait_text("30 100", 5000)).await;
         assert_eq!(r.matched, Some(true), "{:?}", r.snapshot.screen.rows);
         assert_eq!(r.snapshot.screen.rows.len(), 30);
@@ -207,25 +207,4 @@ fn dropping_the_handle_kills() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     });
-}
-
-#[test]
-fn emulator_speed_probe() {
-    let line = b"00000000 flood-line flood-line flood-line flood-line flood-line flood-line\r\n";
-    let data: Vec<u8> = line.iter().copied().cycle().take(8 << 20).collect();
-    let mut t = term::Term::new(24, 80, 1000);
-    let t0 = std::time::Instant::now();
-    for c in data.chunks(8192) {
-        t.process(c);
-    }
-    eprintln!("SPEED {:.1} MB/s", 8.0 / t0.elapsed().as_secs_f64());
-    let mut t = term::Term::new(24, 80, 0);
-    let t0 = std::time::Instant::now();
-    for c in data.chunks(8192) {
-        t.process(c);
-    }
-    eprintln!(
-        "SPEED no scrollback {:.1} MB/s",
-        8.0 / t0.elapsed().as_secs_f64()
-    );
 }

@@ -71,6 +71,7 @@ fn plain(formatted: &str) -> String {
 pub struct Rendered {
     /// Exactly `rows` strings, trailing blanks trimmed.
     pub rows: Vec<String>,
+    pub cols: u16,
     pub cursor_row: u16,
     pub cursor_col: u16,
     pub cursor_hidden: bool,
@@ -167,6 +168,7 @@ impl Term {
             let (cursor_row, cursor_col) = screen.cursor_position();
             let r = Rendered {
                 rows,
+                cols: cols.get(),
                 cursor_row,
                 cursor_col,
                 cursor_hidden: screen.hide_cursor(),
@@ -188,16 +190,19 @@ impl Term {
         let screen = self.render().clone();
         let changed = self.last_read != Some(screen.hash);
         self.last_read = Some(screen.hash);
-        let scrollback = scrollback.map(|n| {
-            let lines = &self.parser.callbacks().lines;
-            let skip = lines.len().saturating_sub(n);
-            lines.iter().skip(skip).map(|l| plain(l)).collect()
-        });
+        let scrollback = scrollback.map(|n| self.scrollback(n));
         Snapshot {
             screen,
             changed,
             scrollback,
         }
+    }
+
+    /// Up to `n` of the newest scrolled-off lines, oldest first, as plain text.
+    pub fn scrollback(&self, n: usize) -> Vec<String> {
+        let lines = &self.parser.callbacks().lines;
+        let skip = lines.len().saturating_sub(n);
+        lines.iter().skip(skip).map(|l| plain(l)).collect()
     }
 
     /// Approximate heap bytes held (grid cells and scrollback text).
