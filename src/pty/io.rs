@@ -42,6 +42,8 @@ pub struct Life {
 pub struct Shared {
     /// The screen as last published by the I/O thread.
     screen: Mutex<Arc<Rendered>>,
+    /// The emulator once the I/O thread has ended (for scrollback reads).
+    retired: Mutex<Option<Term>>,
     /// The hash of the screen the previous read returned (`changed`).
     last_read: Mutex<Option<u64>>,
     life: Mutex<Life>,
@@ -56,6 +58,7 @@ impl Shared {
         Shared {
             screen: Mutex::new(Arc::new(term.render().clone())),
             last_read: Mutex::new(None),
+            retired: Mutex::new(None),
             life: Mutex::new(Life {
                 alive: true,
                 ..Life::default()
@@ -80,6 +83,16 @@ impl Shared {
         let changed = *last != Some(s.hash);
         *last = Some(s.hash);
         (s, changed)
+    }
+
+    /// Scrollback from the emulator of an ended I/O thread.
+    pub fn retired_scrollback(&self, n: usize) -> Vec<String> {
+        self.retired
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map(|t| t.scrollback(n))
+            .unwrap_or_default()
     }
 
     fn publish(&self, term: &mut Term) {
@@ -374,6 +387,27 @@ impl IoThread {
             let _ = p
                 .reply
                 .send(Err(io::Error::other("the program's terminal is closed")));
+        }
+        let IoThread {
+            shared, term, cmds, ..
+        } = self;
+        *shared.retired.lock().unwrap_or_else(|p| p.into_inner()) = Some(term);
+        // Commands queued meanwhile are answered from the retired emulator.
+        while let Ok(c) = cmds.try_recv() {
+            match c {
+                Cmd::Scrollback { n, reply } => {
+                    let _ = reply.send(shared.retired_scrollback(n));
+                }
+                Cmd::Close { reply } => {
+                    let _ = reply.send(exit);
+                }
+                Cmd::Write { reply, .. } => {
+                    let _ = reply.send(Err(io::Error::other("the program's terminal is closed")));
+                }
+                Cmd::Resize { reply, .. } => {
+                    let _ = reply.send(());
+                }
+            }
         }
         for c in closers {
             let _ = c.send(exit);

@@ -316,10 +316,9 @@ impl PtyHandle {
     /// asked (event driven: every change of the screen wakes the check).
     pub fn read(&self, opts: ReadOpts) -> impl std::future::Future<Output = ReadResult> + 'static {
         let shared = self.shared.clone();
-        let scrollback = opts.scrollback.map(|n| {
-            let (reply, rx) = oneshot::channel();
-            (self.command(Cmd::Scrollback { n, reply }), rx)
-        });
+        // Scrollback is asked of the I/O thread once the wait is over.
+        let tx = self.cmds.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let wake = self.wake.clone();
         let mut changes = shared.subscribe();
         async move {
             let matched = if opts.waits() {
@@ -357,9 +356,20 @@ impl PtyHandle {
                 false
             };
             let (screen, changed) = shared.read_screen();
-            let scrollback = match scrollback {
-                Some((true, rx)) => Some(rx.await.unwrap_or_default()),
-                Some((false, _)) => Some(Vec::new()),
+            let scrollback = match opts.scrollback {
+                Some(n) => {
+                    let (reply, rx) = oneshot::channel();
+                    let sent = tx
+                        .as_ref()
+                        .is_some_and(|tx| tx.send(Cmd::Scrollback { n, reply }).is_ok());
+                    if sent {
+                        io::wake(&wake);
+                    }
+                    Some(match (sent, rx.await) {
+                        (true, Ok(lines)) => lines,
+                        _ => shared.retired_scrollback(n),
+                    })
+                }
                 None => None,
             };
             let snapshot = Snapshot {

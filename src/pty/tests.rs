@@ -208,3 +208,24 @@ fn dropping_the_handle_kills() {
         }
     });
 }
+
+#[test]
+fn scrollback_survives_the_exit() {
+    rt().block_on(async {
+        let mut s = spec("seq", &["1", "50"]);
+        s.rows = 5;
+        s.cols = 20;
+        let h = PtyHandle::open(&s, "t").unwrap();
+        let r = h.read(wait_text("50", 5000)).await;
+        assert_eq!(r.matched, Some(true));
+        let r = h
+            .read(ReadOpts {
+                scrollback: Some(3),
+                ..ReadOpts::default()
+            })
+            .await;
+        let first: u32 = r.snapshot.screen.rows[0].parse().unwrap();
+        let want: Vec<String> = (first - 3..first).map(|n| n.to_string()).collect();
+        assert_eq!(r.snapshot.scrollback.unwrap(), want);
+    });
+}
