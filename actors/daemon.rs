@@ -141,6 +141,7 @@ impl Daemon {
     }
 
     fn session_json(shared: &SessionShared) -> Json {
+        let ptys = crate::pty::open_in_session(&shared.name);
         json!({
             "name": shared.name,
             "cwd": shared.cwd.display().to_string(),
@@ -148,7 +149,8 @@ impl Daemon {
             "busy": shared.busy.load(std::sync::atomic::Ordering::Relaxed),
             "transcript": shared.transcript_len(),
             "tasks": 0,
-            "ptys": 0,
+            "ptys": ptys.len(),
+            "pty_list": ptys.iter().map(crate::pty::api::list_entry).collect::<Vec<_>>(),
             "age_ms": shared.created.elapsed().as_millis() as u64,
         })
     }
@@ -232,7 +234,8 @@ impl Handler<AttachSession> for Daemon {
             self.registry.clone(),
             reg,
             self.config.session.max_restarts_per_minute,
-        );
+        )
+        .with_pty_limit(self.config.limits.max_ptys_per_session);
         let addr = sup.start();
         tracing::info!(session = %msg.name, cwd = %shared.cwd.display(), "session created");
         self.sessions.insert(
@@ -542,6 +545,8 @@ pub fn run(opts: DaemonOptions) -> i32 {
         b.remove();
     }
     wait_for_interrupted(&draining, SHUTDOWN_GRACE);
+    // No PTY program outlives the daemon.
+    crate::pty::kill_all();
     // Everything acknowledged becomes durable before the process ends.
     if let Err(e) = shutdown_writer.shutdown() {
         tracing::error!("journal flush at shutdown failed: {e}");

@@ -46,6 +46,12 @@ const METHODS: &[&str] = &[
     "events.publish",
     "events.subscribe",
     "events.unsubscribe",
+    "pty.open",
+    "pty.send",
+    "pty.read",
+    "pty.resize",
+    "pty.close",
+    "pty.list",
 ];
 
 pub struct KernelConn {
@@ -190,6 +196,9 @@ impl KernelConn {
                 self.events_method(method, p)
             }
             "journal.query" | "journal.get" | "blob.get" => self.journal_method(method, p),
+            m if m.starts_with("pty.") => {
+                Box::pin(super::pty::call(&handle, m, &p).into_actor(self))
+            }
             "debug.crash" => {
                 handle.notify(Crash);
                 Box::pin(ready(Ok(json!({"crashed": handle.name}))))

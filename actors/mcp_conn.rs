@@ -76,6 +76,8 @@ pub struct McpConn {
     subs: HashMap<String, String>,
     /// One event-bus subscription per channel, shared by its URIs.
     bus_subs: HashMap<String, SubId>,
+    /// `shoal://pty/N` subscriptions: their update loops.
+    pty_subs: HashMap<String, SpawnHandle>,
     services: Option<Services>,
     /// The client hung up: stop once the in-flight calls have answered.
     closing: bool,
@@ -100,6 +102,7 @@ impl McpConn {
             inflight: HashMap::new(),
             subs: HashMap::new(),
             bus_subs: HashMap::new(),
+            pty_subs: HashMap::new(),
             services: None,
             closing: false,
         }
@@ -305,6 +308,7 @@ impl McpConn {
             "shoal_exec" => self.tool_exec(args, cancel),
             "shoal_get" => self.tool_get(args),
             "shoal_journal" => self.tool_journal(args),
+            n if n.starts_with("shoal_pty_") => self.tool_pty(n, args),
             _ => Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unknown tool {name:?}"
             ))))),
@@ -382,7 +386,40 @@ impl McpConn {
         )
     }
 
+    /// `shoal_pty_*`: the `pty.*` request of the same name in the session.
+    fn tool_pty(&mut self, tool: &str, args: Map<String, Json>) -> Reply {
+        let method = crate::pty::api::tool_method(tool).unwrap_or("pty.list");
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            async move {
+                let r = match h {
+                    Ok(h) => super::pty::call(&h, method, &args).await,
+                    Err(e) => Err(e),
+                };
+                Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
+            }
+            .into_actor(act)
+        }))
+    }
+
     fn resources_list(&mut self, params: Json) -> Reply {
+        let first_page = params.get("cursor").is_none();
+        Box::pin(self.resources_list_core(params).then(move |r, act, _ctx| {
+            // PTYs are listed once, on the first page.
+            let ptys = first_page.then(|| super::pty::resource_entries(act.attached.clone()));
+            async move {
+                let mut r = r?;
+                if let Some(list) = r["resources"].as_array_mut() {
+                    if let Some(ptys) = ptys {
+                        list.extend(ptys.await);
+                    }
+                }
+                Ok(r)
+            }
+            .into_actor(act)
+        }))
+    }
+
+    fn resources_list_core(&mut self, params: Json) -> Reply {
         let caps = self.caps();
         let cursor = params
             .get("cursor")
@@ -526,6 +563,16 @@ impl McpConn {
                     &json!({"granted": true, "names": names, "env": env}),
                 ))
             })),
+            ("pty", seg) => {
+                let seg = seg.map(str::to_string);
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    async move {
+                        let r = super::pty::read_resource(&h?, seg.as_deref()).await?;
+                        Ok(mcp::read_result(&u, &r))
+                    }
+                    .into_actor(act)
+                }))
+            }
             ("session", Some(other)) => Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unsupported session view: {other}"
             ))))),
@@ -549,6 +596,9 @@ impl McpConn {
                 "resources/subscribe requires uri",
             ))));
         };
+        if let Some(id) = super::pty::watch_uri(&u) {
+            return self.subscribe_pty(u, id);
+        }
         let channel = match mcp::subscription_channel(&u) {
             Ok(c) => c,
             Err(m) => return Box::pin(ready(Err(RpcError::invalid_params(m)))),
@@ -562,7 +612,7 @@ impl McpConn {
             return Box::pin(ready(Ok(json!({}))));
         }
         let max = self.cx.limits.max_subscriptions_per_connection;
-        if self.subs.len() >= max {
+        if self.subs.len() + self.pty_subs.len() >= max {
             return Box::pin(ready(Err(conn::limit_error(
                 "max_subscriptions_per_connection",
                 max as u64,
@@ -590,12 +640,44 @@ impl McpConn {
         }))
     }
 
-    fn unsubscribe(&mut self, params: Json, _ctx: &mut Context<Self>) -> Reply {
+    /// `shoal://pty/N`: a screen-update loop on this connection.
+    fn subscribe_pty(&mut self, u: String, id: u64) -> Reply {
+        if self.pty_subs.contains_key(&u) {
+            return Box::pin(ready(Ok(json!({}))));
+        }
+        let max = self.cx.limits.max_subscriptions_per_connection;
+        if self.subs.len() + self.pty_subs.len() >= max {
+            return Box::pin(ready(Err(conn::limit_error(
+                "max_subscriptions_per_connection",
+                max as u64,
+                "too many subscriptions on this connection",
+            ))));
+        }
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            let watch = h.map(|h| super::pty::watch(&h, id));
+            async move { watch?.await }
+                .into_actor(act)
+                .map(move |r, act, ctx| {
+                    let changes = r?;
+                    let updates = super::pty::updates(act.tx.clone(), u.clone(), changes);
+                    let handle = ctx.spawn(updates.into_actor(act));
+                    if let Some(old) = act.pty_subs.insert(u, handle) {
+                        ctx.cancel_future(old);
+                    }
+                    Ok(json!({}))
+                })
+        }))
+    }
+
+    fn unsubscribe(&mut self, params: Json, ctx: &mut Context<Self>) -> Reply {
         let Some(u) = params.get("uri").and_then(Json::as_str) else {
             return Box::pin(ready(Err(RpcError::invalid_params(
                 "resources/unsubscribe requires uri",
             ))));
         };
+        if let Some(h) = self.pty_subs.remove(u) {
+            ctx.cancel_future(h);
+        }
         if let Some(channel) = self.subs.remove(u) {
             if !self.subs.values().any(|c| *c == channel) {
                 if let (Some(id), Some(s)) = (self.bus_subs.remove(&channel), &self.services) {

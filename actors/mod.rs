@@ -7,7 +7,8 @@
 //! │   ├── KernelConn        kernel JSON-RPC
 //! │   └── McpConn           MCP
 //! ├── SessionSupervisor(n)  one per named session; re-creates a dead Session
-//! │   └── Session           owns the evaluation worker thread
+//! │   ├── Session           owns the evaluation worker thread
+//! │   └── Pty(n)            one per PTY; its I/O thread feeds the emulator
 //! ├── JournalWriter         owns the journal's group-commit writer thread
 //! └── EventBus              channels, rings, per-subscriber bounded queues
 //! ```
@@ -25,5 +26,6 @@ pub mod kernel_conn;
 pub mod listener;
 pub mod mcp_conn;
 pub mod msg;
+pub mod pty;
 pub mod session;
 pub mod session_supervisor;

@@ -176,3 +176,19 @@ pub struct StopSession;
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Crash;
+
+/// A `pty.*` request for the session's PTY table (answered by the
+/// SessionSupervisor; all but open and list are forwarded to the Pty actor).
+#[derive(Message)]
+#[rtype(result = "Result<Json, crate::proto::rpc::RpcError>")]
+pub struct PtyCall {
+    pub op: crate::pty::api::PtyOp,
+}
+
+/// Watch a PTY of the session: a counter that ticks on every screen change
+/// (the `shoal://pty/N` subscription).
+#[derive(Message)]
+#[rtype(result = "Result<tokio::sync::watch::Receiver<u64>, crate::proto::rpc::RpcError>")]
+pub struct PtyWatch {
+    pub id: u64,
+}

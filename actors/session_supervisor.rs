@@ -24,8 +24,10 @@ use crate::proto::kernel;
 
 pub struct SessionSupervisor {
     pub shared: Arc<SessionShared>,
-    registry: Arc<Registry>,
-    reg: Registration,
+    pub(super) registry: Arc<Registry>,
+    pub(super) reg: Registration,
+    /// The session's PTYs (`actors/pty.rs` handles `PtyCall`).
+    pub(super) ptys: super::pty::PtyTable,
     child: Option<(Addr<Session>, Arc<super::health::ActorStats>)>,
     restarts: u64,
     recent: Vec<Instant>,
@@ -49,7 +51,16 @@ impl SessionSupervisor {
             recent: Vec::new(),
             max_per_minute,
             failed: false,
+            ptys: super::pty::PtyTable::new(
+                crate::config::LimitsConfig::default().max_ptys_per_session,
+            ),
         }
+    }
+
+    /// `[limits] max_ptys_per_session`.
+    pub fn with_pty_limit(mut self, max: usize) -> Self {
+        self.ptys = super::pty::PtyTable::new(max);
+        self
     }
 
     fn start_child(&mut self) {
@@ -122,6 +133,7 @@ impl Actor for SessionSupervisor {
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
         self.shared.interrupt();
+        self.ptys.kill_all();
     }
 }
 
@@ -239,6 +251,7 @@ impl Handler<StopSession> for SessionSupervisor {
     fn handle(&mut self, _msg: StopSession, ctx: &mut Context<Self>) {
         self.reg.stats.handled();
         self.shared.interrupt();
+        self.ptys.kill_all();
         // Dropping the child's address lets it stop once idle; its worker
         // thread ends after the (interrupted) evaluation.
         self.child = None;

@@ -6,5 +6,6 @@ pub mod journal;
 pub mod lang;
 pub mod paths;
 pub mod proto;
+pub mod pty;
 pub mod shell;
 pub mod value;

@@ -54,7 +54,17 @@ fn handshake_negotiation_and_unknown_methods() {
     let names: Vec<&str> = list.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["shoal_exec", "shoal_get", "shoal_journal"],
+        [
+            "shoal_exec",
+            "shoal_get",
+            "shoal_journal",
+            "shoal_pty_open",
+            "shoal_pty_send",
+            "shoal_pty_read",
+            "shoal_pty_resize",
+            "shoal_pty_close",
+            "shoal_pty_list"
+        ],
         "only working tools are advertised"
     );
     for t in list {

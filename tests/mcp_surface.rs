@@ -100,7 +100,7 @@ fn tools_list_is_small_and_complete() {
         assert_eq!(t["inputSchema"]["type"], json!("object"));
     }
     // Unknown tool: JSON-RPC error; unadvertised capabilities are not tools.
-    for name in ["nope", "shoal_plan", "shoal_cancel", "shoal_pty_open"] {
+    for name in ["nope", "shoal_plan", "shoal_cancel"] {
         let e = m.call("tools/call", json!({"name": name, "arguments": {}}));
         assert_eq!(e["error"]["code"], json!(-32602), "{name}: {e}");
     }

@@ -138,6 +138,37 @@ pub fn human(st: &Value) -> String {
             s(&sess["cwd"])
         ));
     }
+    let ptys: Vec<(Value, Value)> = st["sessions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|sess| {
+            let name = sess["name"].clone();
+            sess["pty_list"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |p| (name.clone(), p))
+        })
+        .collect();
+    if !ptys.is_empty() {
+        out.push_str(&format!(
+            "\n{:<10} {:<20} {:>8} {:>9} {:>5}  {}\n",
+            "PTY", "SESSION", "PID", "SIZE", "ALIVE", "CMD"
+        ));
+        for (sess, p) in ptys {
+            out.push_str(&format!(
+                "{:<10} {:<20} {:>8} {:>9} {:>5}  {}\n",
+                s(&p["pty_id"]),
+                s(&sess),
+                s(&p["pid"]),
+                format!("{}x{}", s(&p["cols"]), s(&p["rows"])),
+                s(&p["alive"]),
+                s(&p["cmd"])
+            ));
+        }
+    }
     let j = &st["journal"];
     if j.is_null() {
         out.push_str("\njournal    not running\n");

@@ -293,6 +293,7 @@ pub fn tools(caps: Caps) -> Json {
             "annotations": {"readOnlyHint": true, "openWorldHint": false},
         }));
     }
+    t.extend(super::mcp_pty::tools());
     Json::Array(t)
 }
 
@@ -319,6 +320,7 @@ pub fn validate_args(tool: &str, args: &Json) -> Result<(), Json> {
         "shoal_exec" => &validators().exec,
         "shoal_get" => &validators().get,
         "shoal_journal" => &validators().journal,
+        t if t.starts_with("shoal_pty_") => return super::mcp_pty::validate_args(t, args),
         _ => return Ok(()),
     };
     let errors: Vec<Json> = v
@@ -609,6 +611,7 @@ pub fn resource_templates(caps: Caps) -> Json {
             "session-view",
             "Session views: cwd, env",
         ),
+        super::mcp_pty::template(),
     ];
     if caps.journal {
         v.push(t(

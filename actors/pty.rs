@@ -1,0 +1,352 @@
+//! Pty: one actor per PTY, a child of its session's SessionSupervisor.
+//!
+//! State: the PTY's [`PtyHandle`] (child, I/O thread, screen). Messages:
+//! [`PtyCall`] send / read / resize / close, each answered by a future that
+//! never blocks the arbiter: the I/O thread writes and feeds the emulator,
+//! reads wait on its change counter. Dropping the actor (its supervisor let
+//! go of it) is a hard kill of the process group.
+//!
+//! Also here: the supervisor's PTY table and its `pty.*` handlers (open
+//! spawns on a blocking thread, within `[limits] max_ptys_per_session`),
+//! and the connection-side helpers the kernel and MCP connections call (one
+//! arm each): requests, `shoal://pty` resources, screen subscriptions.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use serde_json::{json, Map, Value as Json};
+
+use super::conn::Writer;
+use super::health::Registration;
+use super::msg::{PtyCall, PtyWatch, SessionHandle};
+use super::session_supervisor::SessionSupervisor;
+use crate::proto::frame;
+use crate::proto::rpc::RpcError;
+use crate::pty::api::{self, PtyOp};
+use crate::pty::{child_env, id_name, PtyHandle, SpawnSpec};
+
+/// Screen-update notifications of one subscription come at most this often.
+pub const UPDATE_EVERY: Duration = Duration::from_millis(50);
+
+pub struct Pty {
+    handle: Arc<PtyHandle>,
+    reg: Registration,
+}
+
+impl Pty {
+    pub fn new(handle: Arc<PtyHandle>, reg: Registration) -> Pty {
+        Pty { handle, reg }
+    }
+}
+
+impl Actor for Pty {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(64);
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        self.reg.stats.set_state("closed");
+    }
+}
+
+type PtyReply = ResponseFuture<Result<Json, RpcError>>;
+
+impl Handler<PtyCall> for Pty {
+    type Result = PtyReply;
+
+    fn handle(&mut self, msg: PtyCall, ctx: &mut Context<Self>) -> PtyReply {
+        self.reg.stats.handled();
+        let h = self.handle.clone();
+        match msg.op {
+            PtyOp::Send { id, bytes } => {
+                let w = h.write(bytes);
+                Box::pin(async move {
+                    w.await
+                        .map(|n| api::send_result(id, n))
+                        .map_err(|e| RpcError::internal(format!("pty write failed: {e}")))
+                })
+            }
+            PtyOp::Read { opts, .. } => {
+                let r = h.read(opts);
+                Box::pin(async move {
+                    let r = r.await;
+                    Ok(api::read_result(&h.info(), &r))
+                })
+            }
+            PtyOp::Resize { id, rows, cols } => {
+                let r = h.resize(rows, cols);
+                Box::pin(async move {
+                    let (rows, cols) = r
+                        .await
+                        .map_err(|e| RpcError::internal(format!("pty resize failed: {e}")))?;
+                    // The forced change of a resize is consumed here (§10.3).
+                    h.consume_changed();
+                    Ok(api::resize_result(id, rows, cols))
+                })
+            }
+            PtyOp::Close { id } => {
+                let c = h.close();
+                ctx.stop();
+                Box::pin(async move { Ok(api::close_result(id, c.await)) })
+            }
+            PtyOp::Open(_) | PtyOp::List => Box::pin(std::future::ready(Err(RpcError::internal(
+                "pty table request sent to a pty",
+            )))),
+        }
+    }
+}
+
+/// A session's PTYs, kept by its SessionSupervisor.
+pub struct PtyTable {
+    entries: BTreeMap<u64, (Addr<Pty>, Arc<PtyHandle>)>,
+    /// Opens in flight (they count against the limit).
+    opening: usize,
+    max: usize,
+}
+
+impl PtyTable {
+    pub fn new(max: usize) -> PtyTable {
+        PtyTable {
+            entries: BTreeMap::new(),
+            opening: 0,
+            max: max.max(1),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// End every PTY's process group (session close, daemon stop); the I/O
+    /// threads reap.
+    pub fn kill_all(&mut self) {
+        for (_, (_, h)) in std::mem::take(&mut self.entries) {
+            crate::pty::spawn::kill_group(h.pid);
+        }
+    }
+}
+
+/// The session's cwd and environment (as of its last exec, else what it
+/// starts with).
+fn session_env(
+    shared: &super::session::SessionShared,
+) -> (std::path::PathBuf, Vec<(String, String)>) {
+    let live = shared
+        .live
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    match live {
+        Some(l) => (l.cwd, l.env),
+        None => (
+            shared.cwd.clone(),
+            std::env::vars_os()
+                .map(|(k, v)| {
+                    (
+                        k.to_string_lossy().into_owned(),
+                        v.to_string_lossy().into_owned(),
+                    )
+                })
+                .collect(),
+        ),
+    }
+}
+
+impl Handler<PtyCall> for SessionSupervisor {
+    type Result = ResponseActFuture<Self, Result<Json, RpcError>>;
+
+    fn handle(&mut self, msg: PtyCall, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let ready = |r| -> Self::Result { Box::pin(actix::fut::ready(r)) };
+        match msg.op {
+            PtyOp::Open(req) => {
+                if self.ptys.entries.len() + self.ptys.opening >= self.ptys.max {
+                    return ready(Err(api::limit_reached(self.ptys.max)));
+                }
+                // The Leash gate (contract §5: `proc_spawn` on the resolved
+                // binary, approval -32011, deny -32010) belongs here, before
+                // the spawn; this daemon has no policy engine yet.
+                let (cwd, base) = session_env(&self.shared);
+                let spec = SpawnSpec {
+                    cmd: req.cmd.clone(),
+                    args: req.args,
+                    cwd,
+                    env: child_env(base, &req.env),
+                    rows: req.rows,
+                    cols: req.cols,
+                };
+                let session = self.shared.name.clone();
+                self.ptys.opening += 1;
+                let spawned =
+                    actix_rt::task::spawn_blocking(move || PtyHandle::open(&spec, &session));
+                let cmd = req.cmd;
+                Box::pin(spawned.into_actor(self).map(move |r, act, _ctx| {
+                    act.ptys.opening -= 1;
+                    let h = match r {
+                        Ok(Ok(h)) => h,
+                        Ok(Err(e)) => return Err(api::spawn_failed(&cmd, &e)),
+                        Err(e) => return Err(RpcError::internal(format!("pty spawn: {e}"))),
+                    };
+                    let reg = act
+                        .registry
+                        .register("pty", id_name(h.id), Some(act.reg.id()));
+                    let addr = Pty::new(h.clone(), reg).start();
+                    let info = h.info();
+                    tracing::info!(session = %act.shared.name, pty = %id_name(h.id), pid = h.pid, cmd = %h.cmd, "pty opened");
+                    act.ptys.entries.insert(h.id, (addr, h));
+                    Ok(api::open_result(&info))
+                }))
+            }
+            PtyOp::List => {
+                let infos: Vec<_> = self.ptys.entries.values().map(|(_, h)| h.info()).collect();
+                ready(Ok(api::list_result(&infos)))
+            }
+            op => {
+                let Some(id) = op.id() else {
+                    return ready(Err(RpcError::internal("pty request without an id")));
+                };
+                let entry = if matches!(op, PtyOp::Close { .. }) {
+                    self.ptys.entries.remove(&id)
+                } else {
+                    self.ptys.entries.get(&id).cloned()
+                };
+                let Some((addr, h)) = entry else {
+                    return ready(Err(api::unknown_pty(&id_name(id))));
+                };
+                let f = addr.send(PtyCall { op });
+                Box::pin(
+                    async move {
+                        match f.await {
+                            Ok(r) => r,
+                            // The actor is gone: answer a close from the handle.
+                            Err(_) => Ok(api::close_result(id, h.close().await)),
+                        }
+                    }
+                    .into_actor(self),
+                )
+            }
+        }
+    }
+}
+
+impl Handler<PtyWatch> for SessionSupervisor {
+    type Result = Result<tokio::sync::watch::Receiver<u64>, RpcError>;
+
+    fn handle(&mut self, msg: PtyWatch, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        self.ptys
+            .entries
+            .get(&msg.id)
+            .map(|(_, h)| h.changes())
+            .ok_or_else(|| api::unknown_pty(&id_name(msg.id)))
+    }
+}
+
+/// A `pty.*` request from a connection: parse, ask the session.
+pub fn call(
+    handle: &SessionHandle,
+    method: &str,
+    params: &Map<String, Json>,
+) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
+    let op = api::parse(method, params);
+    let handle = handle.clone();
+    async move {
+        let op = op?;
+        let name = handle.name.clone();
+        handle
+            .send(PtyCall { op })
+            .await
+            .map_err(|_| super::conn::session_error(super::msg::SessionError::Closed(name)))?
+    }
+}
+
+/// `resources/list` entries: `shoal://pty` and one `shoal://pty/N` per PTY.
+pub async fn resource_entries(handle: Option<SessionHandle>) -> Vec<Json> {
+    let entry = |uri: String, name: String, desc: &str| json!({"uri": uri, "name": name, "description": desc, "mimeType": "application/json"});
+    let mut out = vec![entry(
+        "shoal://pty".into(),
+        "pty".into(),
+        "The session's PTYs (no screen contents)",
+    )];
+    let Some(h) = handle else {
+        return out;
+    };
+    if let Ok(list) = call(&h, "pty.list", &Map::new()).await {
+        for p in list["ptys"].as_array().into_iter().flatten() {
+            if let Some(id) = p["pty_id"].as_str().and_then(crate::pty::parse_id) {
+                out.push(entry(
+                    format!("shoal://pty/{id}"),
+                    id_name(id),
+                    "A PTY screen (subscribable)",
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `resources/read` of `shoal://pty` (the list) or `shoal://pty/N` (the
+/// screen; consumes `changed`): the kernel result or its error.
+pub fn read_resource(
+    handle: &SessionHandle,
+    seg: Option<&str>,
+) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
+    let mut p = Map::new();
+    let method = match seg {
+        None => "pty.list",
+        Some(s) => {
+            p.insert(
+                "pty_id".into(),
+                json!(format!("pty:{}", s.strip_prefix("pty:").unwrap_or(s))),
+            );
+            "pty.read"
+        }
+    };
+    call(handle, method, &p)
+}
+
+/// The PTY a subscribable `shoal://pty/N` names.
+pub fn watch_uri(u: &str) -> Option<u64> {
+    let p = crate::proto::uri::parse(u).ok()?;
+    match (p.root.as_str(), p.segs.as_slice()) {
+        ("pty", [id]) => crate::pty::parse_id(id),
+        _ => None,
+    }
+}
+
+/// Start watching PTY `id` of the session: its change counter.
+pub fn watch(
+    handle: &SessionHandle,
+    id: u64,
+) -> impl std::future::Future<Output = Result<tokio::sync::watch::Receiver<u64>, RpcError>> + 'static
+{
+    let f = handle.send(PtyWatch { id });
+    async move { f.await.map_err(|_| api::unknown_pty(&id_name(id)))? }
+}
+
+/// Deliver `notifications/resources/updated {uri, seq}` for every change of
+/// the screen, coalesced to at most one per [`UPDATE_EVERY`]; a last one
+/// when the PTY goes away. Runs until cancelled (unsubscribe) or then.
+pub async fn updates(tx: Writer, uri: String, mut changes: tokio::sync::watch::Receiver<u64>) {
+    let mut seq = 0u64;
+    changes.borrow_and_update();
+    loop {
+        let open = changes.changed().await.is_ok();
+        changes.borrow_and_update();
+        let frame = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+            "params": {"uri": uri, "seq": seq}});
+        seq += 1;
+        if tx.send(frame::encode(&frame)).await.is_err() || !open {
+            return;
+        }
+        tokio::time::sleep(UPDATE_EVERY).await;
+    }
+}

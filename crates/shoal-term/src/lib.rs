@@ -1,0 +1,307 @@
+//! shoal-term: the terminal emulator of one Shoal PTY, in its own crate so
+//! that it (and vt100's generic parser, instantiated here) is optimised even
+//! in debug builds of the daemon.
+//!
+//! The emulator: a `vt100` parser with no scrollback of
+//! its own (its grid stays one screen of cells) plus a bounded buffer of the
+//! plain-text lines that scrolled off the top, filled by `on_scroll`.
+//!
+//! Rendering the screen (trimmed rows, cursor, a content hash) is cached per
+//! generation, so repeated reads of an unchanged screen cost a copy.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
+use std::num::NonZeroU16;
+
+/// Scrolled-off lines kept per PTY.
+pub const SCROLLBACK_LINES: usize = 1000;
+/// Columns and rows are clamped to `1..=MAX_DIM`.
+pub const MAX_DIM: u16 = 1000;
+
+/// Clamp a requested size to `1..=MAX_DIM`.
+pub fn clamp_dim(v: u64) -> u16 {
+    v.clamp(1, MAX_DIM as u64) as u16
+}
+
+fn nz(v: u16) -> NonZeroU16 {
+    NonZeroU16::new(v.clamp(1, MAX_DIM)).unwrap_or(NonZeroU16::MIN)
+}
+
+/// Lines that left the top of the main screen, oldest first (as vt100's
+/// basic formatted text).
+struct Scrolled {
+    lines: VecDeque<String>,
+    cap: usize,
+}
+
+impl vt100::Callbacks for Scrolled {
+    fn on_scroll(&mut self, contents: vt100::capture::RowContents<'_>, alternate_screen: bool) {
+        if alternate_screen || self.cap == 0 {
+            return;
+        }
+        // Kept as vt100's "basic formatted" text (plain text unless the row
+        // has attributes); the SGR codes are stripped when it is read.
+        let mut line = String::new();
+        let mut state = vt100::capture::BasicFormattedCaptureState::new();
+        if contents.write_formatted_basic(&mut line, &mut state).is_err() {
+            return;
+        }
+        line.shrink_to_fit();
+        if self.lines.len() == self.cap {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line);
+    }
+}
+
+/// A stored scrollback line as plain text, trailing blanks trimmed.
+fn plain(formatted: &str) -> String {
+    let mut line: String = if formatted.contains('\x1b') {
+        vt100::capture::basic_formatted_to_plain(formatted).collect()
+    } else {
+        formatted.to_string()
+    };
+    line.truncate(line.trim_end().len());
+    line
+}
+
+/// The rendered screen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rendered {
+    /// Exactly `rows` strings, trailing blanks trimmed.
+    pub rows: Vec<String>,
+    pub cols: u16,
+    pub cursor_row: u16,
+    pub cursor_col: u16,
+    pub cursor_hidden: bool,
+    pub alternate: bool,
+    pub hash: u64,
+}
+
+impl Rendered {
+    /// The rows joined by newlines (what `wait_for` matches).
+    pub fn text(&self) -> String {
+        self.rows.join("\n")
+    }
+}
+
+/// A read of the screen: the rendering, whether it changed since the
+/// previous read, and the requested scrollback.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub screen: Rendered,
+    pub changed: bool,
+    pub scrollback: Option<Vec<String>>,
+}
+
+pub struct Term {
+    parser: vt100::Parser<Scrolled>,
+    gen: u64,
+    cache: Option<(u64, Rendered)>,
+    last_read: Option<u64>,
+}
+
+impl Term {
+    pub fn new(rows: u16, cols: u16, scrollback: usize) -> Term {
+        Term {
+            parser: vt100::Parser::new_with_callbacks(
+                nz(rows),
+                nz(cols),
+                0,
+                Scrolled {
+                    lines: VecDeque::new(),
+                    cap: scrollback,
+                },
+            ),
+            gen: 0,
+            cache: None,
+            last_read: None,
+        }
+    }
+
+    /// Feed program output.
+    pub fn process(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        self.parser.process(bytes);
+        self.gen += 1;
+    }
+
+    /// Resize the grid (rows leaving the top go to the scrollback).
+    pub fn set_size(&mut self, rows: u16, cols: u16) {
+        self.parser.set_size(nz(rows), nz(cols));
+        self.gen += 1;
+    }
+
+    /// `(rows, cols)`.
+    pub fn size(&self) -> (u16, u16) {
+        let (r, c) = self.parser.screen().size();
+        (r.get(), c.get())
+    }
+
+    /// Bumps on every change.
+    pub fn generation(&self) -> u64 {
+        self.gen
+    }
+
+    /// Lines in the scrollback buffer.
+    pub fn scrollback_len(&self) -> usize {
+        self.parser.callbacks().lines.len()
+    }
+
+    /// The screen now (cached while nothing changed).
+    pub fn render(&mut self) -> &Rendered {
+        if self.cache.as_ref().is_none_or(|(g, _)| *g != self.gen) {
+            let screen = self.parser.screen();
+            let (_, cols) = screen.size();
+            let rows: Vec<String> = screen
+                .rows(0, cols.get())
+                .map(|mut r| {
+                    r.truncate(r.trim_end().len());
+                    r
+                })
+                .collect();
+            let mut h = DefaultHasher::new();
+            rows.hash(&mut h);
+            let (cursor_row, cursor_col) = screen.cursor_position();
+            let r = Rendered {
+                rows,
+                cols: cols.get(),
+                cursor_row,
+                cursor_col,
+                cursor_hidden: screen.hide_cursor(),
+                alternate: screen.alternate_screen(),
+                hash: h.finish(),
+            };
+            self.cache = Some((self.gen, r));
+        }
+        match &self.cache {
+            Some((_, r)) => r,
+            None => unreachable!("the cache was just filled"),
+        }
+    }
+
+    /// A read: consumes the `changed` bit (true on the first read and when
+    /// the contents differ from the previous read); `scrollback` asks for up
+    /// to that many of the newest scrolled-off lines, oldest first.
+    pub fn read(&mut self, scrollback: Option<usize>) -> Snapshot {
+        let screen = self.render().clone();
+        let changed = self.last_read != Some(screen.hash);
+        self.last_read = Some(screen.hash);
+        let scrollback = scrollback.map(|n| self.scrollback(n));
+        Snapshot {
+            screen,
+            changed,
+            scrollback,
+        }
+    }
+
+    /// Up to `n` of the newest scrolled-off lines, oldest first, as plain text.
+    pub fn scrollback(&self, n: usize) -> Vec<String> {
+        let lines = &self.parser.callbacks().lines;
+        let skip = lines.len().saturating_sub(n);
+        lines.iter().skip(skip).map(|l| plain(l)).collect()
+    }
+
+    /// Approximate heap bytes held (grid cells and scrollback text).
+    pub fn approx_bytes(&self) -> usize {
+        let (r, c) = self.size();
+        // Main and alternate grids, 32 bytes a cell (vt100's `Cell`).
+        let grid = 2 * r as usize * c as usize * 32;
+        let lines: usize = self
+            .parser
+            .callbacks()
+            .lines
+            .iter()
+            .map(|l| l.capacity() + std::mem::size_of::<String>())
+            .sum();
+        grid + lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_exact_and_trimmed() {
+        let mut t = Term::new(5, 20, 10);
+        t.process(b"hello   \r\nworld");
+        let r = t.render().clone();
+        assert_eq!(r.rows.len(), 5);
+        assert_eq!(r.rows[0], "hello");
+        assert_eq!(r.rows[1], "world");
+        assert_eq!(r.rows[4], "");
+        assert_eq!((r.cursor_row, r.cursor_col), (1, 5));
+        assert!(!r.cursor_hidden);
+        t.process(b"\x1b[?25l");
+        assert!(t.render().cursor_hidden);
+    }
+
+    #[test]
+    fn changed_is_consumed() {
+        let mut t = Term::new(3, 10, 0);
+        assert!(t.read(None).changed, "first read");
+        assert!(!t.read(None).changed);
+        t.process(b"x");
+        assert!(t.read(None).changed);
+        assert!(!t.read(None).changed);
+        // Output that leaves the contents as they were is not a change.
+        t.process(b"\x1b[m");
+        assert!(!t.read(None).changed);
+    }
+
+    #[test]
+    fn scrollback_is_bounded_and_in_order() {
+        let mut t = Term::new(3, 10, 4);
+        for i in 0..10 {
+            t.process(format!("line{i}\r\n").as_bytes());
+        }
+        // Screen: line8, line9, "" (cursor on the last row).
+        let s = t.read(Some(100));
+        assert_eq!(s.screen.rows, vec!["line8", "line9", ""]);
+        assert_eq!(
+            s.scrollback.unwrap(),
+            vec!["line4", "line5", "line6", "line7"]
+        );
+        assert_eq!(t.read(Some(2)).scrollback.unwrap(), vec!["line6", "line7"]);
+        assert_eq!(t.read(None).scrollback, None);
+        assert_eq!(t.scrollback_len(), 4);
+    }
+
+    #[test]
+    fn styled_scrollback_is_plain() {
+        let mut t = Term::new(1, 20, 5);
+        t.process(b"\x1b[1;31mred\x1b[m plain  \r\nnext");
+        assert_eq!(t.read(Some(5)).scrollback.unwrap(), vec!["red plain"]);
+    }
+
+    #[test]
+    fn alternate_screen_does_not_scroll_into_history() {
+        let mut t = Term::new(2, 10, 10);
+        t.process(b"\x1b[?1049h");
+        for i in 0..5 {
+            t.process(format!("alt{i}\r\n").as_bytes());
+        }
+        assert!(t.render().alternate);
+        assert_eq!(t.scrollback_len(), 0);
+        t.process(b"\x1b[?1049l");
+        assert!(!t.render().alternate);
+    }
+
+    #[test]
+    fn resize_changes_the_grid() {
+        let mut t = Term::new(24, 80, 10);
+        t.set_size(10, 40);
+        assert_eq!(t.size(), (10, 40));
+        assert_eq!(t.render().rows.len(), 10);
+        assert_eq!(clamp_dim(0), 1);
+        assert_eq!(clamp_dim(5000), 1000);
+        let mut t = Term::new(0, 0, 0);
+        assert_eq!(t.size(), (1, 1));
+        t.process(b"abc");
+        assert_eq!(t.render().rows.len(), 1);
+    }
+}
