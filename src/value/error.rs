@@ -63,6 +63,8 @@ error_codes! {
     SpawnDenied => "spawn_denied",
     /// A `[limits]` quota (session memory, spill bytes, ...) was reached.
     ResourceLimit => "resource_limit",
+    /// An adapter could not parse its tool's output (names the adapter and the line).
+    AdapterParse => "adapter_parse",
     /// Evaluation interrupted (cancellation from another thread).
     Cancelled => "cancelled",
 }
