@@ -64,6 +64,8 @@ pub struct Daemon {
     default_cwd: PathBuf,
     stopping: bool,
     services: Option<Services>,
+    /// Built-in plus user adapters, loaded once at start.
+    adapters: Arc<crate::adapters::Catalog>,
 }
 
 impl Daemon {
@@ -83,6 +85,9 @@ impl Daemon {
             default_cwd,
             stopping: false,
             services: None,
+            adapters: Arc::new(crate::adapters::Catalog::load(
+                crate::adapters::user_dir().as_deref(),
+            )),
         }
     }
 
@@ -153,6 +158,9 @@ impl Handler<AttachSession> for Daemon {
                 .with_resident_values(self.config.session.resident_values);
         if let Some(s) = &self.services {
             shared = shared.with_services(s.clone());
+        }
+        if !msg.no_adapters {
+            shared.adapters = Some(self.adapters.clone());
         }
         let shared = Arc::new(shared);
         let reg =
@@ -247,6 +255,7 @@ impl Handler<GetStatus> for Daemon {
             "actors": self.registry.snapshot(),
             "sessions": self.sessions.values().map(|(_, s, _)| Daemon::session_json(s)).collect::<Vec<_>>(),
             "journal": self.services.as_ref().map(Services::status_json),
+            "adapters": {"count": self.adapters.len(), "warnings": self.adapters.warnings},
             "rss_bytes": rss_bytes(),
         }))
     }

@@ -215,7 +215,11 @@ impl KernelConn {
             Err(e) => return Box::pin(ready(Err(e))),
         };
         self.cx.daemon_stats.enqueue();
-        let f = self.cx.daemon.send(AttachSession { name: session, cwd });
+        let f = self.cx.daemon.send(AttachSession {
+            name: session,
+            cwd,
+            no_adapters: kind == "conformance",
+        });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             let handle = r
                 .map_err(|e| RpcError::internal(e.to_string()))?

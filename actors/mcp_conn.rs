@@ -578,6 +578,7 @@ impl McpConn {
         let f = self.cx.daemon.send(AttachSession {
             name: self.want_session.clone(),
             cwd: self.want_cwd.clone(),
+            no_adapters: false,
         });
         Box::pin(f.into_actor(self).map(|r, act, _ctx| {
             let h = r

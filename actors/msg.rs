@@ -41,6 +41,9 @@ pub enum SessionError {
 pub struct AttachSession {
     pub name: String,
     pub cwd: Option<PathBuf>,
+    /// A session this attach creates loads no adapters (the conformance
+    /// harness measures the language without them, language.md §10.3).
+    pub no_adapters: bool,
 }
 
 /// What a connection holds once attached.

@@ -49,6 +49,8 @@ pub struct SessionShared {
     /// The language session's cwd and environment after its last exec
     /// (`shoal://session/cwd`, `shoal://session/env`); `None` before the first.
     pub live: Mutex<Option<LiveState>>,
+    /// Adapters of the language session (`None`: commands run as written).
+    pub adapters: Option<Arc<crate::adapters::Catalog>>,
 }
 
 /// What a session's views show: its cwd and environment as of the last exec.
@@ -136,6 +138,7 @@ impl SessionShared {
             busy: AtomicBool::new(false),
             interrupter: Mutex::new(None),
             injector: Mutex::new(None),
+            adapters: None,
             live: Mutex::new(None),
         }
     }
@@ -432,6 +435,7 @@ fn run_job(
             cwd: shared.cwd.clone(),
             env: Vec::new(),
             config: Default::default(),
+            adapters: shared.adapters.clone(),
         };
         match catch_unwind(AssertUnwindSafe(|| {
             let mut s = LangSession::new(opts);

@@ -31,6 +31,8 @@ pub struct SessionOptions {
     /// Initial environment; the process environment when empty.
     pub env: Vec<(String, String)>,
     pub config: Record,
+    /// Adapters for command heads (`None`: every external runs as written).
+    pub adapters: Option<Arc<crate::adapters::Catalog>>,
 }
 
 /// Interrupts the evaluation running in a session, from any thread.
@@ -92,6 +94,7 @@ impl Session {
             opts.env.into_iter().collect()
         };
         let mut interp = Interp::new(cwd, env, opts.config);
+        interp.adapters = opts.adapters;
         interp
             .env
             .insert("PWD".into(), interp.cwd.to_string_lossy().into_owned());

@@ -22,7 +22,7 @@ fn session_in(dir: &Path) -> Session {
     Session::new(SessionOptions {
         cwd: dir.to_path_buf(),
         env,
-        config: Default::default(),
+        ..Default::default()
     })
 }
 

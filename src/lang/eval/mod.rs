@@ -21,6 +21,7 @@ use crate::lang::scope::{Scope, ScopeRef};
 use crate::lang::session::Interrupter;
 use crate::value::{ErrorCode, Host, Record, SResult, ShoalError, Value};
 
+mod adapted;
 mod call;
 mod command;
 mod dirs;
@@ -135,6 +136,8 @@ pub struct Interp {
     pub(crate) cmd_span: Option<crate::lang::ast::Span>,
     /// Call-frame scopes that no closure captured, kept for reuse.
     pub(crate) scope_pool: Vec<ScopeRef>,
+    /// Adapters for command heads (language.md §10.3 step 7).
+    pub adapters: Option<Arc<crate::adapters::Catalog>>,
 }
 
 fn stack_addr() -> usize {
@@ -169,6 +172,7 @@ impl Interp {
             visited: Vec::new(),
             visit_tick: 0,
             scope_pool: Vec::new(),
+            adapters: None,
         }
     }
 
@@ -184,6 +188,7 @@ impl Interp {
         c.depth = self.depth;
         c.reef_stack = self.reef_stack.clone();
         c.bus_sink = self.bus_sink.clone();
+        c.adapters = self.adapters.clone();
         c
     }
 
