@@ -151,5 +151,11 @@ pub fn human(st: &Value) -> String {
             s(&j["path"])
         ));
     }
+    if let Some(n) = st["adapters"]["count"].as_u64() {
+        out.push_str(&format!("adapters   {n} loaded\n"));
+        for w in st["adapters"]["warnings"].as_array().into_iter().flatten() {
+            out.push_str(&format!("  warning  {}\n", w.as_str().unwrap_or_default()));
+        }
+    }
     out
 }
