@@ -279,7 +279,7 @@ pub fn load(file: &str, name: &str, text: &str, source: Source) -> Result<Adapte
             "an adapter needs a top-level form or at least one [sub.NAME]",
         ));
     }
-    subs.sort_by(|a, b| b.words.len().cmp(&a.words.len()));
+    subs.sort_by_key(|f| std::cmp::Reverse(f.words.len()));
     Ok(Adapter {
         name: name.to_string(),
         bin: def.bin.unwrap_or_else(|| name.to_string()),
