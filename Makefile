@@ -37,7 +37,7 @@ test: venv
 	$(CARGO) test --locked
 
 bench:
-	$(CARGO) bench --locked --bench shoal --bench lang
+	$(CARGO) bench --locked --bench shoal --bench lang --bench adapters
 
 lint:
 	$(CARGO) fmt --check
