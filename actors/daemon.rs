@@ -68,6 +68,8 @@ pub struct Daemon {
     connections: Arc<std::sync::atomic::AtomicUsize>,
     /// Sessions interrupted at shutdown, for `run` to wait on (bounded) before exiting.
     draining: Arc<std::sync::Mutex<Vec<Arc<SessionShared>>>>,
+    /// Built-in plus user adapters, loaded once at start.
+    adapters: Arc<crate::adapters::Catalog>,
 }
 
 impl Daemon {
@@ -89,6 +91,9 @@ impl Daemon {
             services: None,
             connections: Arc::default(),
             draining: Arc::default(),
+            adapters: Arc::new(crate::adapters::Catalog::load(
+                crate::adapters::user_dir().as_deref(),
+            )),
         }
     }
 
@@ -224,6 +229,9 @@ impl Handler<AttachSession> for Daemon {
         if let Some(s) = &self.services {
             shared = shared.with_services(s.clone());
         }
+        if !msg.no_adapters {
+            shared.adapters = Some(self.adapters.clone());
+        }
         let shared = Arc::new(shared);
         let reg =
             self.registry
@@ -329,6 +337,7 @@ impl Handler<GetStatus> for Daemon {
             "sessions": self.sessions.values().map(|(_, s, _)| Daemon::session_json(s)).collect::<Vec<_>>(),
             "journal": self.services.as_ref().map(Services::status_json),
             "limits": self.limits_json(),
+            "adapters": {"count": self.adapters.len(), "warnings": self.adapters.warnings},
             "rss_bytes": rss_bytes(),
         }))
     }

@@ -243,6 +243,7 @@ impl KernelConn {
             name: session,
             cwd,
             env,
+            no_adapters: kind == "conformance",
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             let handle = r

@@ -706,6 +706,7 @@ impl McpConn {
             name: self.want_session.clone(),
             cwd: self.want_cwd.clone(),
             env: self.want_env.clone(),
+            no_adapters: false,
         });
         Box::pin(f.into_actor(self).map(|r, act, _ctx| {
             let h = r

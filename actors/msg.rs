@@ -49,6 +49,9 @@ pub struct AttachSession {
     /// The client's environment (contract §9): a session this attach creates
     /// starts with exactly it; `None` gives [`crate::paths::base_env`].
     pub env: Option<Vec<(String, String)>>,
+    /// A session this attach creates loads no adapters (the conformance
+    /// harness measures the language without them, language.md §10.3).
+    pub no_adapters: bool,
 }
 
 /// What a connection holds once attached.

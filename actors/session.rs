@@ -56,6 +56,8 @@ pub struct SessionShared {
     /// `[limits] session_memory` and `spill_bytes` (0: the defaults).
     pub session_memory: u64,
     pub spill_bytes: u64,
+    /// Adapters of the language session (`None`: commands run as written).
+    pub adapters: Option<Arc<crate::adapters::Catalog>>,
 }
 
 /// What a session's views show: its cwd and environment as of the last exec.
@@ -145,6 +147,7 @@ impl SessionShared {
             busy: AtomicBool::new(false),
             interrupter: Mutex::new(None),
             injector: Mutex::new(None),
+            adapters: None,
             live: Mutex::new(None),
             session_memory: 0,
             spill_bytes: 0,
@@ -655,6 +658,7 @@ fn run_job(
             config: Default::default(),
             memory_limit: shared.session_memory,
             spill_limit: shared.spill_bytes,
+            adapters: shared.adapters.clone(),
         };
         match catch_unwind(AssertUnwindSafe(|| {
             let mut s = LangSession::new(opts);

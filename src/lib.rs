@@ -1,6 +1,7 @@
 //! Shoal: the core library (language, values, protocol helpers) plus the actor shell.
 #[path = "../actors/mod.rs"]
 pub mod actors;
+pub mod adapters;
 pub mod config;
 pub mod journal;
 pub mod lang;

@@ -104,6 +104,22 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Adapters: typed outputs and effects of everyday tools.
+    Adapter {
+        #[command(subcommand)]
+        command: AdapterCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AdapterCommand {
+    /// The adapters sessions load: built-ins and user files.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate an adapter file (errors name file:line:column).
+    Check { file: PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -187,6 +203,10 @@ fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Check { file },
         } => cli::config_check(file),
+        Command::Adapter { command } => match command {
+            AdapterCommand::List { json } => cli::adapter::list(json),
+            AdapterCommand::Check { file } => cli::adapter::check(&file),
+        },
     };
     ExitCode::from(code.clamp(0, 255) as u8)
 }

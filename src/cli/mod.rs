@@ -1,5 +1,6 @@
 //! Client-side commands of the `shoal` binary (everything but the daemon).
 
+pub mod adapter;
 pub mod client;
 pub mod exec;
 pub mod history;

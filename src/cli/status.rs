@@ -197,6 +197,12 @@ pub fn human(st: &Value) -> String {
         out.push_str(&format!("  health   {health}\n"));
     }
     out.push_str(&limits(&st["limits"]));
+    if let Some(n) = st["adapters"]["count"].as_u64() {
+        out.push_str(&format!("adapters   {n} loaded\n"));
+        for w in st["adapters"]["warnings"].as_array().into_iter().flatten() {
+            out.push_str(&format!("  warning  {}\n", w.as_str().unwrap_or_default()));
+        }
+    }
     out
 }
 

@@ -38,6 +38,8 @@ pub struct SessionOptions {
     /// `[limits] spill_bytes`: captured output this session may spill to
     /// disk (0: the default, 4 GiB).
     pub spill_limit: u64,
+    /// Adapters for command heads (`None`: every external runs as written).
+    pub adapters: Option<Arc<crate::adapters::Catalog>>,
 }
 
 /// Interrupts the evaluation running in a session, from any thread.
@@ -103,6 +105,7 @@ impl Session {
         let mut interp = Interp::new(cwd, env, opts.config);
         interp.memory = Some(MemBudget::leak(opts.memory_limit));
         interp.spill = Some(crate::value::output::SpillQuota::new(opts.spill_limit));
+        interp.adapters = opts.adapters;
         interp
             .env
             .insert("PWD".into(), interp.cwd.to_string_lossy().into_owned());

@@ -22,7 +22,6 @@ fn session_in(dir: &Path) -> Session {
     Session::new(SessionOptions {
         cwd: dir.to_path_buf(),
         env,
-        config: Default::default(),
         ..Default::default()
     })
 }

@@ -63,6 +63,8 @@ error_codes! {
     SpawnDenied => "spawn_denied",
     /// A `[limits]` quota (session memory, spill bytes, ...) was reached.
     ResourceLimit => "resource_limit",
+    /// An adapter could not parse its tool's output (names the adapter and the line).
+    AdapterParse => "adapter_parse",
     /// Evaluation interrupted (cancellation from another thread).
     Cancelled => "cancelled",
 }
@@ -152,7 +154,7 @@ mod tests {
 
     #[test]
     fn every_code_parses_back() {
-        assert_eq!(ErrorCode::ALL.len(), 33);
+        assert_eq!(ErrorCode::ALL.len(), 34);
         for &c in ErrorCode::ALL {
             assert_eq!(ErrorCode::parse(c.as_str()), Some(c));
         }

@@ -58,6 +58,9 @@ impl Interp {
                 display.push_str(&s);
             }
         }
+        if let Some(r) = self.run_adapter(&inv, &argv, &display, pos, scope) {
+            return r;
+        }
         let path_var = inv
             .env
             .iter()

@@ -21,6 +21,7 @@ use crate::lang::scope::{Scope, ScopeRef};
 use crate::lang::session::Interrupter;
 use crate::value::{ErrorCode, Host, Record, SResult, ShoalError, Value};
 
+mod adapted;
 mod call;
 mod command;
 mod dirs;
@@ -140,6 +141,8 @@ pub struct Interp {
     pub memory: Option<&'static crate::lang::memory::MemBudget>,
     /// The session's spill allowance (`[limits] spill_bytes`).
     pub spill: Option<Arc<crate::value::output::SpillQuota>>,
+    /// Adapters for command heads (language.md §10.3 step 7).
+    pub adapters: Option<Arc<crate::adapters::Catalog>>,
 }
 
 fn stack_addr() -> usize {
@@ -176,6 +179,7 @@ impl Interp {
             scope_pool: Vec::new(),
             memory: None,
             spill: None,
+            adapters: None,
         }
     }
 
@@ -193,6 +197,7 @@ impl Interp {
         c.bus_sink = self.bus_sink.clone();
         c.memory = self.memory;
         c.spill = self.spill.clone();
+        c.adapters = self.adapters.clone();
         c
     }
 

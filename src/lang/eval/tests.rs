@@ -12,7 +12,6 @@ fn session_in(dir: &Path) -> Session {
     Session::new(SessionOptions {
         cwd: dir.to_path_buf(),
         env: Vec::new(),
-        config: Default::default(),
         ..Default::default()
     })
 }

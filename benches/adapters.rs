@@ -1,0 +1,197 @@
+//! `make bench` (adapters part), through the public library API:
+//!
+//! - adapter lookup + argument building per command (target ≤ 20 µs);
+//! - parser throughput for `lines`, `cols` and `json` (target ≥ 50 MB/s);
+//! - `git status` on a repository of 10,000 files: the adapter's cost beyond
+//!   git's own time (target ≤ 10 ms), as the p50 of adapted minus `^git`
+//!   with the same pinned arguments, and the parse alone.
+
+#![allow(clippy::print_stdout)] // a benchmark report is its stdout
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use shoal::adapters::{self, parse, Catalog};
+use shoal::lang::{Position, Session, SessionOptions};
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "ok"
+    } else {
+        "OVER TARGET"
+    }
+}
+
+fn p50(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn lookup_and_build(c: &Catalog) {
+    let cmds: Vec<(&str, Vec<String>)> = [
+        ("git", "status -s"),
+        ("git", "log --limit=20 --oneline"),
+        ("git", "stash list"),
+        ("docker", "ps -a"),
+        ("kubectl", "get pods -n default"),
+        ("tar", "-czf out.tgz src docs"),
+        ("ps", "aux"),
+    ]
+    .iter()
+    .map(|(h, a)| (*h, a.split_whitespace().map(str::to_string).collect()))
+    .collect();
+    let n = 20_000;
+    let t = Instant::now();
+    for _ in 0..n {
+        for (h, a) in &cmds {
+            let (ad, f) = c.resolve(h, a).expect("adapted");
+            std::hint::black_box(adapters::build(ad, f, a).expect("builds"));
+        }
+    }
+    let per = t.elapsed().as_secs_f64() * 1e6 / (n * cmds.len()) as f64;
+    println!(
+        "{:<44} {per:>8.2} µs per command      (target <= 20 µs: {})",
+        "adapter lookup + argument building",
+        verdict(per <= 20.0)
+    );
+}
+
+fn throughput(name: &str, spec: &parse::OutputSpec, bytes: &[u8]) {
+    let mut samples = Vec::new();
+    for _ in 0..7 {
+        let t = Instant::now();
+        let v = parse::parse(spec, bytes).expect("parses");
+        samples.push(t.elapsed());
+        drop(v);
+    }
+    let mbs = bytes.len() as f64 / 1e6 / p50(samples).as_secs_f64();
+    println!(
+        "{:<44} {mbs:>8.1} MB/s ({} MB)   (target >= 50 MB/s: {})",
+        name,
+        bytes.len() / 1_000_000,
+        verdict(mbs >= 50.0)
+    );
+}
+
+fn spec(c: &Catalog, head: &str, words: &str) -> parse::OutputSpec {
+    let w: Vec<String> = words.split_whitespace().map(str::to_string).collect();
+    let (_, f) = c.resolve(head, &w).expect("adapted");
+    f.output.clone().expect("typed")
+}
+
+fn parsers(c: &Catalog) {
+    let mut lines = Vec::new();
+    let mut i = 0;
+    while lines.len() < 20_000_000 {
+        lines.extend_from_slice(
+            format!("src/module_{i}/file_{i}.rs: some text on this line\n").as_bytes(),
+        );
+        i += 1;
+    }
+    throughput("parse lines (git show)", &spec(c, "git", "show"), &lines);
+    let mut cols = b"PID PPID USER CPU MEM COMMAND\n".to_vec();
+    let mut i = 0;
+    while cols.len() < 20_000_000 {
+        cols.extend_from_slice(
+            format!(
+                "{:>7} {:>7} user{} {}.{} 0.{} some-command-{i}\n",
+                i,
+                i / 2,
+                i % 7,
+                i % 100,
+                i % 10,
+                i % 10
+            )
+            .as_bytes(),
+        );
+        i += 1;
+    }
+    throughput("parse cols (ps)", &spec(c, "ps", ""), &cols);
+    let mut json = b"[".to_vec();
+    let mut i = 0;
+    while json.len() < 20_000_000 {
+        if i > 0 {
+            json.push(b',');
+        }
+        json.extend_from_slice(
+            format!(r#"{{"name":"package-{i}","version":"1.{i}.0"}}"#).as_bytes(),
+        );
+        i += 1;
+    }
+    json.push(b']');
+    throughput(
+        "parse json table<{name, version}> (pip list)",
+        &spec(c, "pip", "list"),
+        &json,
+    );
+    throughput("parse json value (jq)", &spec(c, "jq", "."), &json);
+}
+
+fn git_status_10k() {
+    let d = tempfile::Builder::new()
+        .prefix("shab")
+        .tempdir_in("/tmp")
+        .expect("tempdir");
+    let script = "git init -q -b main && git config user.email b@example.com && git config user.name B \
+        && mkdir -p a b && for i in $(seq 1 5000); do echo $i > a/f$i.txt; done && git add a && git commit -q -m base \
+        && for i in $(seq 1 2500); do echo x >> a/f$i.txt; done && for i in $(seq 1 5000); do echo $i > b/u$i.txt; done";
+    let st = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(d.path())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .status()
+        .expect("sh");
+    assert!(st.success());
+    let mut s = Session::new(SessionOptions {
+        cwd: d.path().to_path_buf(),
+        adapters: Some(Arc::new(Catalog::builtin())),
+        ..Default::default()
+    });
+    let time = |s: &mut Session, src: &str| -> Duration {
+        let t = Instant::now();
+        s.exec(src, Position::Value).expect("runs");
+        t.elapsed()
+    };
+    let raw_src = "^git status --porcelain=v2";
+    time(&mut s, raw_src);
+    time(&mut s, "git status");
+    let (mut raw, mut adapted) = (Vec::new(), Vec::new());
+    for _ in 0..15 {
+        raw.push(time(&mut s, raw_src));
+        adapted.push(time(&mut s, "git status"));
+    }
+    let (r, a) = (p50(raw), p50(adapted));
+    let extra = a.as_secs_f64() * 1e3 - r.as_secs_f64() * 1e3;
+    let out = std::process::Command::new("git")
+        .args(["status", "--porcelain=v2"])
+        .current_dir(d.path())
+        .output()
+        .expect("git");
+    let c = Catalog::builtin();
+    let spec = spec(&c, "git", "status");
+    let mut parse_only = Vec::new();
+    for _ in 0..15 {
+        let t = Instant::now();
+        let v = parse::parse(&spec, &out.stdout).expect("parses");
+        parse_only.push(t.elapsed());
+        drop(v);
+    }
+    let p = p50(parse_only).as_secs_f64() * 1e3;
+    println!(
+        "{:<44} {extra:>8.2} ms beyond git (git {:.1} ms, adapted {:.1} ms; parse alone {p:.2} ms of {} KB)  (target <= 10 ms: {})",
+        "git status, 10,000 files (7,500 entries)",
+        r.as_secs_f64() * 1e3,
+        a.as_secs_f64() * 1e3,
+        out.stdout.len() / 1000,
+        verdict(extra <= 10.0 && p <= 10.0)
+    );
+}
+
+fn main() {
+    println!("adapter benchmarks");
+    let c = Catalog::builtin();
+    lookup_and_build(&c);
+    parsers(&c);
+    git_status_10k();
+}

@@ -1,0 +1,437 @@
+//! The type mini-language of adapter outputs and the conversion of parsed
+//! text or JSON into typed values.
+//!
+//! `str int float bool path datetime size size_kb value record`, `T?`,
+//! `list<T>`, `table` (columns from the data) and `table<{name: T, ...}>`
+//! (column names may contain spaces: `CONTAINER ID: str`).
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Arc;
+
+use serde_json::Value as J;
+
+use crate::value::{json, Record, Value};
+
+/// A declared output type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ty {
+    Str,
+    Int,
+    Float,
+    Bool,
+    Path,
+    DateTime,
+    /// Bytes.
+    Size,
+    /// Kilobytes, converted to a size.
+    SizeKb,
+    /// Any value (the JSON mapping of `json.parse`).
+    Value,
+    Record,
+    Nullable(Box<Ty>),
+    List(Box<Ty>),
+    /// `None`: columns come from the data.
+    Table(Option<Vec<(String, Ty)>>),
+}
+
+impl Ty {
+    /// Parse a type expression; the error is a short phrase and the byte
+    /// offset in `s` where it was found.
+    pub fn parse(s: &str) -> Result<Ty, (usize, String)> {
+        let mut p = TyParser { s, i: 0 };
+        p.ws();
+        let t = p.ty()?;
+        p.ws();
+        if p.i != s.len() {
+            return Err((p.i, format!("unexpected `{}` after the type", &s[p.i..])));
+        }
+        Ok(t)
+    }
+
+    /// The columns of a table type (with the nullable wrapper removed).
+    pub fn columns(&self) -> Option<&[(String, Ty)]> {
+        match self {
+            Ty::Table(Some(c)) => Some(c),
+            Ty::Nullable(t) => t.columns(),
+            _ => None,
+        }
+    }
+
+    pub fn is_nullable(&self) -> bool {
+        matches!(self, Ty::Nullable(_) | Ty::Value)
+    }
+}
+
+impl std::fmt::Display for Ty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ty::Str => f.write_str("str"),
+            Ty::Int => f.write_str("int"),
+            Ty::Float => f.write_str("float"),
+            Ty::Bool => f.write_str("bool"),
+            Ty::Path => f.write_str("path"),
+            Ty::DateTime => f.write_str("datetime"),
+            Ty::Size => f.write_str("size"),
+            Ty::SizeKb => f.write_str("size_kb"),
+            Ty::Value => f.write_str("value"),
+            Ty::Record => f.write_str("record"),
+            Ty::Nullable(t) => write!(f, "{t}?"),
+            Ty::List(t) => write!(f, "list<{t}>"),
+            Ty::Table(None) => f.write_str("table"),
+            Ty::Table(Some(cols)) => {
+                f.write_str("table<{")?;
+                for (i, (n, t)) in cols.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{n}: {t}")?;
+                }
+                f.write_str("}>")
+            }
+        }
+    }
+}
+
+struct TyParser<'a> {
+    s: &'a str,
+    i: usize,
+}
+
+impl TyParser<'_> {
+    fn ws(&mut self) {
+        while self.s[self.i..].starts_with([' ', '\t', '\n']) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        self.ws();
+        if self.s[self.i..].starts_with(c) {
+            self.i += c.len_utf8();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, c: char) -> Result<(), (usize, String)> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err((self.i, format!("expected `{c}`")))
+        }
+    }
+
+    fn ty(&mut self) -> Result<Ty, (usize, String)> {
+        self.ws();
+        let start = self.i;
+        let rest = &self.s[self.i..];
+        let n = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let word = &rest[..n];
+        self.i += n;
+        let base = match word {
+            "str" => Ty::Str,
+            "int" => Ty::Int,
+            "float" => Ty::Float,
+            "bool" => Ty::Bool,
+            "path" => Ty::Path,
+            "datetime" => Ty::DateTime,
+            "size" => Ty::Size,
+            "size_kb" => Ty::SizeKb,
+            "value" => Ty::Value,
+            "record" => Ty::Record,
+            "list" => {
+                self.expect('<')?;
+                let t = self.ty()?;
+                self.expect('>')?;
+                Ty::List(Box::new(t))
+            }
+            "table" => {
+                if self.eat('<') {
+                    self.expect('{')?;
+                    let mut cols: Vec<(String, Ty)> = Vec::new();
+                    loop {
+                        self.ws();
+                        if self.eat('}') {
+                            break;
+                        }
+                        let rest = &self.s[self.i..];
+                        let Some(colon) = rest.find(':') else {
+                            return Err((self.i, "expected `name: type`".into()));
+                        };
+                        let name = rest[..colon].trim();
+                        if name.is_empty() || name.contains([',', '{', '}', '<', '>']) {
+                            return Err((self.i, format!("bad column name `{name}`")));
+                        }
+                        if cols.iter().any(|(c, _)| c == name) {
+                            return Err((self.i, format!("column `{name}` appears twice")));
+                        }
+                        self.i += colon + 1;
+                        let t = self.ty()?;
+                        cols.push((name.to_string(), t));
+                        if !self.eat(',') {
+                            self.expect('}')?;
+                            break;
+                        }
+                    }
+                    self.expect('>')?;
+                    if cols.is_empty() {
+                        return Err((start, "a table type needs at least one column".into()));
+                    }
+                    Ty::Table(Some(cols))
+                } else {
+                    Ty::Table(None)
+                }
+            }
+            "" => return Err((start, "expected a type".into())),
+            other => return Err((start, format!("unknown type `{other}`"))),
+        };
+        if self.eat('?') {
+            return Ok(Ty::Nullable(Box::new(base)));
+        }
+        Ok(base)
+    }
+}
+
+/// Words that mean "no value" in a text column of a nullable type.
+fn is_null_word(s: &str) -> bool {
+    s.is_empty() || s == "-"
+}
+
+/// A text field converted to `ty`; the error is a short phrase.
+pub fn from_text(raw: &[u8], ty: &Ty) -> Result<Value, String> {
+    let s = || String::from_utf8_lossy(raw);
+    Ok(match ty {
+        Ty::Nullable(inner) => {
+            if is_null_word(s().trim()) {
+                Value::Null
+            } else {
+                from_text(raw, inner)?
+            }
+        }
+        Ty::Str | Ty::Value => Value::str(s()),
+        Ty::Path => Value::os_path(OsStr::from_bytes(raw).to_os_string()),
+        Ty::Int => {
+            let t = s();
+            let t = t.trim();
+            t.parse::<i64>()
+                .map(Value::Int)
+                .map_err(|_| format!("`{t}` is not an int"))?
+        }
+        Ty::Float => {
+            let t = s();
+            let t = t.trim().trim_end_matches('%');
+            t.parse::<f64>()
+                .map(Value::Float)
+                .map_err(|_| format!("`{t}` is not a float"))?
+        }
+        Ty::Bool => bool_word(s().trim()).ok_or_else(|| format!("`{}` is not a bool", s()))?,
+        Ty::DateTime => datetime(s().trim())?,
+        Ty::Size => {
+            let t = s();
+            let t = t.trim();
+            Value::Size(
+                t.parse::<u64>()
+                    .map_err(|_| format!("`{t}` is not a byte count"))?,
+            )
+        }
+        Ty::SizeKb => {
+            let t = s();
+            let t = t.trim();
+            let kb = t
+                .parse::<u64>()
+                .map_err(|_| format!("`{t}` is not a kilobyte count"))?;
+            Value::Size(
+                kb.checked_mul(1024)
+                    .ok_or_else(|| format!("`{t}` KiB overflows a size"))?,
+            )
+        }
+        Ty::Record | Ty::List(_) | Ty::Table(_) => {
+            return Err(format!("a text field cannot be a {ty}"));
+        }
+    })
+}
+
+fn bool_word(s: &str) -> Option<Value> {
+    match s.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "1" | "y" => Some(Value::Bool(true)),
+        "false" | "no" | "0" | "n" => Some(Value::Bool(false)),
+        _ => None,
+    }
+}
+
+fn datetime(s: &str) -> Result<Value, String> {
+    use jiff::{tz::TimeZone, Timestamp, Zoned};
+    if let Ok(ts) = s.parse::<Timestamp>() {
+        return Ok(Value::DateTime(Arc::new(ts.to_zoned(TimeZone::UTC))));
+    }
+    if let Ok(z) = s.parse::<Zoned>() {
+        return Ok(Value::DateTime(Arc::new(z)));
+    }
+    if let Ok(secs) = s.parse::<i64>() {
+        if let Ok(ts) = Timestamp::from_second(secs) {
+            return Ok(Value::DateTime(Arc::new(ts.to_zoned(TimeZone::UTC))));
+        }
+    }
+    Err(format!("`{s}` is not a datetime"))
+}
+
+/// A JSON value converted to `ty`. `cols_from` maps a column name to the key
+/// it is read from (columns not in it read their own name).
+pub fn from_json(j: &J, ty: &Ty, keys: &dyn Fn(&str) -> String) -> Result<Value, String> {
+    Ok(match (ty, j) {
+        (Ty::Nullable(_), J::Null) => Value::Null,
+        (Ty::Nullable(inner), _) => from_json(j, inner, keys)?,
+        (Ty::Value, _) => json::from_json(j),
+        (Ty::Str, J::String(s)) => Value::str(s),
+        (Ty::Str, J::Number(_) | J::Bool(_)) => Value::str(j.to_string()),
+        (Ty::Path, J::String(s)) => Value::path(s),
+        (Ty::Int, J::Number(n)) => match n.as_i64() {
+            Some(i) => Value::Int(i),
+            None => return Err(format!("`{n}` is not an int")),
+        },
+        (Ty::Int, J::String(s)) => Value::Int(
+            s.trim()
+                .parse::<i64>()
+                .map_err(|_| format!("`{s}` is not an int"))?,
+        ),
+        (Ty::Float, J::Number(n)) => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+        (Ty::Float, J::String(s)) => from_text(s.as_bytes(), ty)?,
+        (Ty::Bool, J::Bool(b)) => Value::Bool(*b),
+        (Ty::Bool, J::String(s)) => {
+            bool_word(s.trim()).ok_or_else(|| format!("`{s}` is not a bool"))?
+        }
+        (Ty::DateTime, J::String(s)) => datetime(s.trim())?,
+        (Ty::DateTime, J::Number(n)) => datetime(&n.to_string())?,
+        (Ty::Size, J::Number(n)) => {
+            Value::Size(n.as_u64().ok_or_else(|| format!("`{n}` is not a size"))?)
+        }
+        (Ty::SizeKb, J::Number(n)) => Value::Size(
+            n.as_u64()
+                .and_then(|k| k.checked_mul(1024))
+                .ok_or_else(|| format!("`{n}` is not a kilobyte count"))?,
+        ),
+        (Ty::Size | Ty::SizeKb, J::String(s)) => from_text(s.as_bytes(), ty)?,
+        (Ty::Record, J::Object(_)) => json::from_json(j),
+        (Ty::List(inner), J::Array(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, it) in items.iter().enumerate() {
+                out.push(from_json(it, inner, keys).map_err(|e| format!("item {i}: {e}"))?);
+            }
+            Value::list(out)
+        }
+        (Ty::Table(None), J::Array(items)) => {
+            let mut rows = Vec::with_capacity(items.len());
+            for (i, it) in items.iter().enumerate() {
+                match &json::from_json(it) {
+                    Value::Record(r) => rows.push(r.clone()),
+                    _ => return Err(format!("row {i} is not an object")),
+                }
+            }
+            Value::Table(Arc::new(rows))
+        }
+        (Ty::Table(Some(cols)), J::Array(items)) => {
+            let mut rows = Vec::with_capacity(items.len());
+            for (i, it) in items.iter().enumerate() {
+                rows.push(Arc::new(
+                    row_from_json(it, cols, keys).map_err(|e| format!("row {i}: {e}"))?,
+                ));
+            }
+            Value::Table(Arc::new(rows))
+        }
+        (t, other) => {
+            return Err(format!("expected {t}, found {}", json_kind(other)));
+        }
+    })
+}
+
+/// One object as a row of declared columns (a missing key is null when the
+/// column is nullable, else an error).
+pub fn row_from_json(
+    j: &J,
+    cols: &[(String, Ty)],
+    keys: &dyn Fn(&str) -> String,
+) -> Result<Record, String> {
+    let J::Object(m) = j else {
+        return Err(format!("expected an object, found {}", json_kind(j)));
+    };
+    let mut r = Record::with_capacity(cols.len());
+    for (name, t) in cols {
+        let key = keys(name);
+        let v = match m.get(&key) {
+            Some(x) => from_json(x, t, keys).map_err(|e| format!("`{name}`: {e}"))?,
+            None if t.is_nullable() => Value::Null,
+            None => return Err(format!("missing field `{key}`")),
+        };
+        r.insert(name.clone(), v);
+    }
+    Ok(r)
+}
+
+fn json_kind(j: &J) -> &'static str {
+    match j {
+        J::Null => "null",
+        J::Bool(_) => "a bool",
+        J::Number(_) => "a number",
+        J::String(_) => "a string",
+        J::Array(_) => "an array",
+        J::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_types() {
+        for src in [
+            "str",
+            "int?",
+            "list<path>",
+            "table<{filesystem: str, size: size_kb, mounted: path}>",
+            "table<{CONTAINER ID: str, NAMES: list<str>?}>",
+            "table",
+            "record",
+            "value",
+        ] {
+            let t = Ty::parse(src).unwrap_or_else(|e| panic!("{src}: {e:?}"));
+            assert_eq!(t.to_string(), src);
+        }
+        for (src, at) in [
+            ("strng", 0),
+            ("list<int", 8),
+            ("table<{a: int, a: str}>", 15),
+            ("table<{}>", 0),
+            ("int x", 4),
+        ] {
+            let e = Ty::parse(src).unwrap_err();
+            assert_eq!(e.0, at, "{src}: {e:?}");
+        }
+    }
+
+    #[test]
+    fn text_fields() {
+        assert!(matches!(from_text(b"42", &Ty::Int), Ok(Value::Int(42))));
+        assert!(matches!(
+            from_text(b"4", &Ty::SizeKb),
+            Ok(Value::Size(4096))
+        ));
+        assert!(matches!(
+            from_text(b"-", &Ty::Nullable(Box::new(Ty::Path))),
+            Ok(Value::Null)
+        ));
+        assert!(from_text(b"x", &Ty::Int).is_err());
+        assert!(matches!(
+            from_text(b"2024-01-02T03:04:05+01:00", &Ty::DateTime),
+            Ok(Value::DateTime(_))
+        ));
+        assert!(matches!(
+            from_text(b"12.5%", &Ty::Float),
+            Ok(Value::Float(f)) if f == 12.5
+        ));
+    }
+}
