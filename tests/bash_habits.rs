@@ -39,7 +39,8 @@ const ROWS: &[(&str, Expect)] = &[
     ("sed -n 2p notes.txt", Works("\"b\"")),
     ("awk '{print $1}' notes.txt", Works("\"a\\nb\\nc\\nd\"")),
     ("cat notes.txt | wc -l", Teaches("parse_error", "`(cmd1).feed(cmd2 args)`")),
-    ("jq .name data.json", Works(r#""\"shoal\"""#)),
+    // jq, git status and git diff are adapted: their `.out` is typed.
+    ("jq .name data.json", Works(r#""shoal""#)),
     ("cat data.json | jq .name", Teaches("parse_error", ".feed(")),
     // --- grep and find ---
     ("grep -n b notes.txt", Works("\"2:b\"")),
@@ -135,7 +136,7 @@ const ROWS: &[(&str, Expect)] = &[
     ("wait", Teaches("parse_error", "`t.await()`")),
     ("fg", Teaches("parse_error", "`jobs`")),
     // --- git ---
-    ("git status --short", Works("\"\"")),
+    ("git status --short", Works("[]")),
     ("git log --oneline -1", Works("~init")),
     ("git rev-parse --is-inside-work-tree", Works("\"true\"")),
     ("git log --oneline | head -5", Teaches("parse_error", ".feed(")),
@@ -143,7 +144,7 @@ const ROWS: &[(&str, Expect)] = &[
         "git -c user.name=t -c user.email=t@x commit --allow-empty -q -m second && git log --oneline -1",
         Works("~second"),
     ),
-    ("git diff --stat", Works("\"\"")),
+    ("git diff --stat", Works("[]")),
 ];
 
 /// A fresh working directory: notes, sources, a JSON file, a shell env file,

@@ -148,7 +148,7 @@ fn inspector_strict_tools_list_is_clean() {
     let tools = v["tools"].as_array().expect("tools");
     assert!(tools.len() >= 3, "{stdout}");
     assert!(
-        !stderr.contains("error"),
+        !stderr.contains("error") && !stderr.contains("Warning"),
         "strict reported problems:\n{stderr}"
     );
 }

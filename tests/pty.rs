@@ -609,15 +609,13 @@ fn mcp_resources_and_subscription() {
         "nothing after unsubscribe"
     );
     // Unknown PTYs: not subscribable; reads error.
+    // The kernel's own code (contract §9), not a -32602 wrapper.
     let e = m.call("resources/subscribe", json!({"uri": "shoal://pty/99999"}));
-    assert_eq!(e["error"]["code"], json!(-32602), "{e}");
+    assert_eq!(e["error"]["code"], json!(-32022), "{e}");
     m.tool("shoal_pty_close", json!({"pty_id": id}), false);
     let e = m.call("resources/read", json!({"uri": uri}));
-    assert_eq!(e["error"]["code"], json!(-32602), "{e}");
-    assert!(
-        e["error"]["message"].as_str().unwrap().contains("-32022"),
-        "{e}"
-    );
+    assert_eq!(e["error"]["code"], json!(-32022), "{e}");
+    assert_eq!(e["error"]["data"]["pty_id"], json!("pty:1"), "{e}");
 }
 
 #[test]
@@ -678,9 +676,11 @@ fn flood_never_blocks_another_session() {
     }
     eprintln!("worst exec latency during the flood: {worst:?} over {n} execs");
     assert!(n > 3, "execs during the flood: {n}");
+    // 50 ms over the same exec's worst latency before the flood on this
+    // machine (its scheduling noise): a blocked daemon would take seconds.
     assert!(
-        worst <= Duration::from_millis(50),
-        "an exec in another session took {worst:?} during the flood"
+        worst <= Duration::from_millis(50) + base,
+        "an exec in another session took {worst:?} during the flood (before: {base:?})"
     );
     let r = a.ok("pty.read", json!({"pty_id": id}));
     assert!(screen_text(&r).contains("THE-LAST-LINE"), "{r}");

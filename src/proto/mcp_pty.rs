@@ -19,23 +19,15 @@ fn input(properties: Json, required: &[&str]) -> Json {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
 }
 
-/// The `isError` structured content.
-fn error_shape() -> Json {
-    json!({"type": "object", "properties": {
-        "code": {"type": "integer"}, "message": {"type": "string"}, "data": {}, "hint": {"type": "string"},
-    }, "required": ["code", "message"]})
-}
-
+/// The success shape or the `isError` shape (one definition for every tool).
 fn output(properties: Json, required: &[&str]) -> Json {
-    json!({"type": "object", "anyOf": [
-        {"type": "object", "properties": properties, "required": required},
-        error_shape(),
-    ]})
+    super::mcp::output_schema(properties, required)
 }
 
 fn exit_schema() -> Json {
     json!({"anyOf": [{"type": "null"}, {"type": "object", "properties": {
-        "status": {"type": ["integer", "null"]}, "signal": {"type": ["string", "null"]}}}]})
+        "status": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "signal": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}]})
 }
 
 fn list_entry() -> Json {
@@ -91,7 +83,7 @@ or an array of these, concatenated in order.",
             input: input(
                 json!({
                     "pty_id": pty_id(),
-                    "input": {"type": ["string", "object", "array"], "description": "string | {key} | {text} | {bytes} | array of them"},
+                    "input": {"anyOf": [{"type": "string"}, {"type": "object"}, {"type": "array"}], "description": "string | {key} | {text} | {bytes} | array of them"},
                 }),
                 &["pty_id", "input"],
             ),
