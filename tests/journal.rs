@@ -253,7 +253,11 @@ fn durable_channels_replay_past_the_ring_and_continue_after_restart() {
         assert!(r.get("error").is_none(), "{r}");
     }
     // 90: every event after seq 0, contiguous, with payloads rebuilt from the store.
-    let js = read_events(&mut c, json!({"channel": "journal", "since": 0}));
+    // Batched mode publishes an exec's journal event just after its reply.
+    let js = eventually("every journal event", Duration::from_secs(10), || {
+        let js = read_events(&mut c, json!({"channel": "journal", "since": 0}));
+        (js.len() + 1 >= n).then_some(js)
+    });
     let seqs: Vec<u64> = js.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, (1..n as u64).collect::<Vec<_>>());
     for e in &js[..3] {
