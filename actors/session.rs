@@ -24,7 +24,7 @@ use super::msg::{Crash, Exec, ExecReply, SessionError};
 use crate::lang::{
     ChannelInjector, ExecError, Interrupter, Position, Session as LangSession, SessionOptions,
 };
-use crate::proto::{bound, elide, kernel, wire};
+use crate::proto::{bound, kernel, wire};
 use crate::value::{ShoalError, Value};
 
 /// State of a named session that outlives its Session actor.
@@ -422,9 +422,11 @@ impl Actor for Session {
         ctx.set_mailbox_capacity(64);
         let (tx, rx) = mpsc::channel::<Job>();
         let shared = self.shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("shoal-session-{}", self.shared.name))
-            .spawn(move || worker(shared, rx));
+        // The worker evaluates on its own (large) stack: no thread per exec.
+        let spawned = crate::lang::session::spawn_eval_thread(
+            format!("shoal-session-{}", self.shared.name),
+            move |stack| worker(shared, rx, stack),
+        );
         match spawned {
             Ok(_) => self.jobs = Some(tx),
             Err(e) => {
@@ -516,7 +518,7 @@ impl Handler<Crash> for Session {
 }
 
 /// The worker thread: owns the language session, runs jobs in order.
-fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>) {
+fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>, stack: usize) {
     let mut lang: Option<LangSession> = None;
     while let Ok(job) = rx.recv() {
         if job.cancel.is_cancelled() {
@@ -525,7 +527,7 @@ fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>) {
             continue;
         }
         shared.busy.store(true, Ordering::Relaxed);
-        let (result, journal) = run_job(&shared, &mut lang, &job);
+        let (result, journal) = run_job(&shared, &mut lang, &job, stack);
         job.cancel.finish();
         // With batched durability the client does not wait for the journal:
         // reply first, then record (still on this thread, so entries keep the
@@ -635,6 +637,7 @@ fn run_job(
     shared: &SessionShared,
     lang: &mut Option<LangSession>,
     job: &Job,
+    stack: usize,
 ) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
     if lang.is_none() {
         let opts = SessionOptions {
@@ -710,7 +713,9 @@ fn run_job(
     }
     let ts = crate::journal::now_ns();
     let t0 = Instant::now();
-    let outcome = catch_unwind(AssertUnwindSafe(|| session.exec(&job.src, job.position)));
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        session.exec_here(&job.src, job.position, stack)
+    }));
     let elapsed = t0.elapsed();
     let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
     let cwd = session.cwd();
@@ -748,29 +753,12 @@ fn run_job(
             (Err(SessionError::Raised { error: e, n }), j)
         }
         Ok(Ok(value)) => {
-            let uri = kernel::ref_uri(shared.peek_next());
-            // The reply carries the value elided under the default budget
-            // (exec_elided re-reads it with the caller's budget); encoding a
-            // million items in full is the journal's business, not the reply's.
-            let encoded = catch_unwind(AssertUnwindSafe(|| {
-                elide::elide(&value, &elide::Budget::default(), &uri)
-            }));
+            // The reply carries the value itself; the connection elides it under
+            // the caller's budget (wire encoding happens at the edges).
             let rendered = catch_unwind(AssertUnwindSafe(|| {
                 crate::value::render::block_limited(&value, shared.render_width, RENDER_MAX_ITEMS)
             }));
             let n = shared.push(value.clone());
-            let wire = match encoded {
-                Ok(w) => w,
-                Err(p) => {
-                    return (
-                        Err(SessionError::Internal(format!(
-                            "encoding panicked: {}",
-                            panic_message(&p)
-                        ))),
-                        None,
-                    )
-                }
-            };
             let render = match rendered {
                 Ok(r) => r,
                 Err(p) => {
@@ -782,7 +770,7 @@ fn run_job(
             let j = pending(
                 n,
                 PendingRan::Value {
-                    value,
+                    value: value.clone(),
                     render,
                     bounded: bounded.clone(),
                 },
@@ -790,7 +778,7 @@ fn run_job(
             (
                 Ok(ExecReply {
                     n,
-                    wire,
+                    value,
                     render: bounded,
                     elapsed_ms,
                     journal: None,
