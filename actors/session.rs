@@ -719,10 +719,19 @@ fn run_job(
     let elapsed = t0.elapsed();
     let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
     let cwd = session.cwd();
-    *shared.live.lock().unwrap_or_else(|p| p.into_inner()) = Some(LiveState {
-        cwd: cwd.clone(),
-        env: session.env(),
-    });
+    {
+        // Most execs change neither: compare rather than copy the environment.
+        let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
+        let same = live
+            .as_ref()
+            .is_some_and(|l| l.cwd == cwd && session.env_is(&l.env));
+        if !same {
+            *live = Some(LiveState {
+                cwd: cwd.clone(),
+                env: session.env(),
+            });
+        }
+    }
     let pending = |n: u64, ran: PendingRan| {
         shared.services.as_ref().map(|_| PendingJournal {
             n,

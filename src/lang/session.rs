@@ -227,6 +227,18 @@ impl Session {
             .collect()
     }
 
+    /// Whether the session environment is exactly `env` (in order), without
+    /// copying it.
+    pub fn env_is(&self, env: &[(String, String)]) -> bool {
+        self.interp.env.len() == env.len()
+            && self
+                .interp
+                .env
+                .iter()
+                .zip(env)
+                .all(|((k, v), (k2, v2))| k == k2 && v == v2)
+    }
+
     /// Names value-bound at the top level by earlier execs (`let`/`var`).
     pub fn bound_names(&self) -> Vec<String> {
         self.interp.value_bound_names()
