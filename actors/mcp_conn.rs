@@ -824,13 +824,13 @@ impl Handler<BusEvent> for McpConn {
             .filter(|(_, c)| **c == ev.channel)
             .map(|(u, _)| u.clone())
             .collect();
-        let small = serde_json::to_vec(&ev.payload)
+        let small = serde_json::to_vec(&*ev.payload)
             .map(|b| b.len() <= 8192)
             .unwrap_or(false);
         for uri in uris {
             let mut params = json!({"uri": uri, "seq": ev.seq});
             if small {
-                params["payload"] = ev.payload.clone();
+                params["payload"] = (*ev.payload).clone();
             }
             let frame = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params});
             conn::write(&self.tx, ctx, &frame);
