@@ -525,7 +525,11 @@ pub fn run(opts: DaemonOptions) -> i32 {
     if let Some(b) = bound {
         b.remove();
     }
-    // Everything acknowledged becomes durable before the process ends.
+    // Everything acknowledged becomes durable before the process ends: records
+    // the session workers still hand over (batched replies go first) included.
+    if !super::session::wait_records_handed_off(std::time::Duration::from_secs(5)) {
+        tracing::warn!("a session worker did not hand over its journal record in time");
+    }
     if let Err(e) = shutdown_writer.shutdown() {
         tracing::error!("journal flush at shutdown failed: {e}");
     }

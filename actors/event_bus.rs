@@ -218,7 +218,9 @@ impl EventBus {
                     channel: s.channel.clone(),
                     seq: s.latest_dropped,
                     ts: journal::now_ns(),
-                    payload: Arc::new(json!({"dropped": s.dropped, "latest_seq": s.latest_dropped})),
+                    payload: Arc::new(
+                        json!({"dropped": s.dropped, "latest_seq": s.latest_dropped}),
+                    ),
                 };
                 s.dropped = 0;
                 marker

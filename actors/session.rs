@@ -549,14 +549,71 @@ fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>, stack: usize) {
                     r.journal = Some("degraded");
                 }
             }
+            // Acknowledged but not yet handed to the journal writer: the
+            // daemon's shutdown waits for it (see `wait_records_handed_off`).
+            let guard = journal.as_ref().map(|_| RecordInFlight::begin());
             let _ = job.reply.send(result);
             if let Some(j) = journal {
                 let _ = j.record(&shared);
             }
+            drop(guard);
         }
         shared.busy.store(false, Ordering::Relaxed);
     }
     tracing::debug!(session = %shared.name, "worker thread ends");
+}
+
+/// Execs acknowledged (batched durability) whose journal record the worker
+/// has not yet handed to the journal writer.
+static RECORDS_IN_FLIGHT: (Mutex<usize>, std::sync::Condvar) =
+    (Mutex::new(0), std::sync::Condvar::new());
+
+struct RecordInFlight;
+
+impl RecordInFlight {
+    fn begin() -> RecordInFlight {
+        *RECORDS_IN_FLIGHT
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) += 1;
+        RecordInFlight
+    }
+}
+
+impl Drop for RecordInFlight {
+    fn drop(&mut self) {
+        let mut n = RECORDS_IN_FLIGHT
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            RECORDS_IN_FLIGHT.1.notify_all();
+        }
+    }
+}
+
+/// Wait (at most `limit`) until every acknowledged exec's journal record has
+/// been handed to the journal writer: the daemon calls it before its final
+/// flush, so a batched exec acknowledged just before shutdown is durable.
+/// `false` when the limit passed first.
+pub fn wait_records_handed_off(limit: std::time::Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    let mut n = RECORDS_IN_FLIGHT
+        .0
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    while *n > 0 {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return false;
+        };
+        n = RECORDS_IN_FLIGHT
+            .1
+            .wait_timeout(n, left)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+    true
 }
 
 /// Items of a list or table rendered for the reply and the journal; past it
