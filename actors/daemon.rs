@@ -556,7 +556,11 @@ pub fn run(opts: DaemonOptions) -> i32 {
     wait_for_interrupted(&draining, SHUTDOWN_GRACE);
     // No PTY program outlives the daemon.
     crate::pty::kill_all();
-    // Everything acknowledged becomes durable before the process ends.
+    // Everything acknowledged becomes durable before the process ends: records
+    // the session workers still hand over (batched replies go first) included.
+    if !super::session::wait_records_handed_off(std::time::Duration::from_secs(5)) {
+        tracing::warn!("a session worker did not hand over its journal record in time");
+    }
     if let Err(e) = shutdown_writer.shutdown() {
         tracing::error!("journal flush at shutdown failed: {e}");
     }

@@ -34,13 +34,15 @@ pub struct BusEvent {
     pub seq: u64,
     /// ns since the epoch.
     pub ts: i64,
-    pub payload: Json,
+    /// Shared: the ring, every subscriber queue and the publisher's answer hold
+    /// the same payload (events are published on every exec).
+    pub payload: Arc<Json>,
 }
 
 impl BusEvent {
     /// The wire shape `{"channel","seq","ts","payload"}`.
     pub fn to_json(&self) -> Json {
-        json!({"channel": self.channel, "seq": self.seq, "ts": self.ts, "payload": self.payload})
+        json!({"channel": self.channel, "seq": self.seq, "ts": self.ts, "payload": *self.payload})
     }
 }
 
@@ -152,7 +154,7 @@ impl EventBus {
             channel,
             seq: ch.next,
             ts: journal::now_ns(),
-            payload,
+            payload: Arc::new(payload),
         };
         ch.next += 1;
         if ch.ring.len() >= RING {
@@ -165,7 +167,7 @@ impl EventBus {
                     channel: ev.channel.clone(),
                     seq: ev.seq,
                     ts: ev.ts,
-                    payload: ev.payload.clone(),
+                    payload: (*ev.payload).clone(),
                 };
                 // Queues only (blocks only if the writer's queue is full: backpressure).
                 if let Err(e) = w.submit(op, None) {
@@ -216,7 +218,9 @@ impl EventBus {
                     channel: s.channel.clone(),
                     seq: s.latest_dropped,
                     ts: journal::now_ns(),
-                    payload: json!({"dropped": s.dropped, "latest_seq": s.latest_dropped}),
+                    payload: Arc::new(
+                        json!({"dropped": s.dropped, "latest_seq": s.latest_dropped}),
+                    ),
                 };
                 s.dropped = 0;
                 marker
@@ -377,7 +381,7 @@ impl Handler<ReadEvents> for EventBus {
                             channel: msg.channel.clone(),
                             seq: e.seq,
                             ts: e.ts,
-                            payload: e.payload,
+                            payload: Arc::new(e.payload),
                         })
                         .collect();
                     out.extend(ring);
@@ -483,7 +487,7 @@ mod tests {
             })
             .await
             .unwrap();
-            while got.lock().unwrap().last().map(|e| &e.payload) != Some(&json!("late")) {
+            while got.lock().unwrap().last().map(|e| &*e.payload) != Some(&json!("late")) {
                 assert!(std::time::Instant::now() < deadline, "no late event");
                 actix_rt::time::sleep(Duration::from_millis(5)).await;
             }

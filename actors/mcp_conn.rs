@@ -827,7 +827,7 @@ pub async fn get_value(
 }
 
 /// Run `src`, then answer `{ref, uri, value, render, elapsed_ms}` with the
-/// value elided under `budget` (read back from the transcript).
+/// value elided under `budget`.
 pub async fn exec_elided(
     handle: SessionHandle,
     src: String,
@@ -848,18 +848,18 @@ pub async fn exec_elided(
         .map_err(|_| SessionError::Closed(name.clone()))
         .and_then(|r| r)
         .map_err(conn::session_error)?;
-    let req = GetRequest {
-        elide: budget,
-        ..GetRequest::default()
-    };
-    let value = match get_value(&handle, kernel::ref_name(x.n), req).await {
-        Ok(mut v) => v["value"].take(),
-        // The transcript entry is gone (session closed meanwhile): bound what we have.
-        Err(_) if serde_json::to_vec(&x.wire).map(|b| b.len()).unwrap_or(0) <= budget.max_bytes => {
-            x.wire
-        }
-        Err(e) => return Err(e),
-    };
+    // Elide once, here, from the value the session stored as out:n (no
+    // second round trip to read it back).
+    let uri = kernel::ref_uri(x.n);
+    let value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::proto::elide::elide(&x.value, &budget, &uri)
+    }))
+    .map_err(|p| {
+        RpcError::internal(format!(
+            "encoding panicked: {}",
+            super::session::panic_message(&p)
+        ))
+    })?;
     let mut r = kernel::with_warnings(
         kernel::exec_result(x.n, value, x.render, x.elapsed_ms),
         &x.warnings,
@@ -912,13 +912,13 @@ impl Handler<BusEvent> for McpConn {
             .filter(|(_, c)| **c == ev.channel)
             .map(|(u, _)| u.clone())
             .collect();
-        let small = serde_json::to_vec(&ev.payload)
+        let small = serde_json::to_vec(&*ev.payload)
             .map(|b| b.len() <= 8192)
             .unwrap_or(false);
         for uri in uris {
             let mut params = json!({"uri": uri, "seq": ev.seq});
             if small {
-                params["payload"] = ev.payload.clone();
+                params["payload"] = (*ev.payload).clone();
             }
             let frame = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params});
             conn::write(&self.tx, ctx, &frame);

@@ -137,7 +137,9 @@ pub struct Exec {
 #[derive(Debug, Clone)]
 pub struct ExecReply {
     pub n: u64,
-    pub wire: Json,
+    /// The value stored as `out:n` (cheap `Arc` clones): the connection
+    /// elides it under the caller's budget at the edge.
+    pub value: crate::value::Value,
     pub render: String,
     pub elapsed_ms: f64,
     /// `Some("degraded")` when the journal could not commit lately (batched mode: the

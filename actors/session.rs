@@ -24,7 +24,7 @@ use super::msg::{Crash, Exec, ExecReply, SessionError};
 use crate::lang::{
     ChannelInjector, ExecError, Interrupter, Position, Session as LangSession, SessionOptions,
 };
-use crate::proto::{bound, elide, kernel, wire};
+use crate::proto::{bound, kernel, wire};
 use crate::value::{ShoalError, Value};
 
 /// State of a named session that outlives its Session actor.
@@ -437,9 +437,11 @@ impl Actor for Session {
         ctx.set_mailbox_capacity(64);
         let (tx, rx) = mpsc::channel::<Job>();
         let shared = self.shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("shoal-session-{}", self.shared.name))
-            .spawn(move || worker(shared, rx));
+        // The worker evaluates on its own (large) stack: no thread per exec.
+        let spawned = crate::lang::session::spawn_eval_thread(
+            format!("shoal-session-{}", self.shared.name),
+            move |stack| worker(shared, rx, stack),
+        );
         match spawned {
             Ok(_) => self.jobs = Some(tx),
             Err(e) => {
@@ -531,7 +533,7 @@ impl Handler<Crash> for Session {
 }
 
 /// The worker thread: owns the language session, runs jobs in order.
-fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>) {
+fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>, stack: usize) {
     let mut lang: Option<LangSession> = None;
     while let Ok(job) = rx.recv() {
         if job.cancel.is_cancelled() {
@@ -540,7 +542,7 @@ fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>) {
             continue;
         }
         shared.busy.store(true, Ordering::Relaxed);
-        let (result, journal) = run_job(&shared, &mut lang, &job);
+        let (result, journal) = run_job(&shared, &mut lang, &job, stack);
         job.cancel.finish();
         // With batched durability the client does not wait for the journal:
         // reply first, then record (still on this thread, so entries keep the
@@ -562,14 +564,71 @@ fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>) {
                     r.journal = Some("degraded");
                 }
             }
+            // Acknowledged but not yet handed to the journal writer: the
+            // daemon's shutdown waits for it (see `wait_records_handed_off`).
+            let guard = journal.as_ref().map(|_| RecordInFlight::begin());
             let _ = job.reply.send(result);
             if let Some(j) = journal {
                 let _ = j.record(&shared);
             }
+            drop(guard);
         }
         shared.busy.store(false, Ordering::Relaxed);
     }
     tracing::debug!(session = %shared.name, "worker thread ends");
+}
+
+/// Execs acknowledged (batched durability) whose journal record the worker
+/// has not yet handed to the journal writer.
+static RECORDS_IN_FLIGHT: (Mutex<usize>, std::sync::Condvar) =
+    (Mutex::new(0), std::sync::Condvar::new());
+
+struct RecordInFlight;
+
+impl RecordInFlight {
+    fn begin() -> RecordInFlight {
+        *RECORDS_IN_FLIGHT
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) += 1;
+        RecordInFlight
+    }
+}
+
+impl Drop for RecordInFlight {
+    fn drop(&mut self) {
+        let mut n = RECORDS_IN_FLIGHT
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            RECORDS_IN_FLIGHT.1.notify_all();
+        }
+    }
+}
+
+/// Wait (at most `limit`) until every acknowledged exec's journal record has
+/// been handed to the journal writer: the daemon calls it before its final
+/// flush, so a batched exec acknowledged just before shutdown is durable.
+/// `false` when the limit passed first.
+pub fn wait_records_handed_off(limit: std::time::Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    let mut n = RECORDS_IN_FLIGHT
+        .0
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    while *n > 0 {
+        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+            return false;
+        };
+        n = RECORDS_IN_FLIGHT
+            .1
+            .wait_timeout(n, left)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+    true
 }
 
 /// Items of a list or table rendered for the reply and the journal; past it
@@ -650,6 +709,7 @@ fn run_job(
     shared: &SessionShared,
     lang: &mut Option<LangSession>,
     job: &Job,
+    stack: usize,
 ) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
     if lang.is_none() {
         let opts = SessionOptions {
@@ -728,14 +788,25 @@ fn run_job(
     }
     let ts = crate::journal::now_ns();
     let t0 = Instant::now();
-    let outcome = catch_unwind(AssertUnwindSafe(|| session.exec(&job.src, job.position)));
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        session.exec_here(&job.src, job.position, stack)
+    }));
     let elapsed = t0.elapsed();
     let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
     let cwd = session.cwd();
-    *shared.live.lock().unwrap_or_else(|p| p.into_inner()) = Some(LiveState {
-        cwd: cwd.clone(),
-        env: session.env(),
-    });
+    {
+        // Most execs change neither: compare rather than copy the environment.
+        let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
+        let same = live
+            .as_ref()
+            .is_some_and(|l| l.cwd == cwd && session.env_is(&l.env));
+        if !same {
+            *live = Some(LiveState {
+                cwd: cwd.clone(),
+                env: session.env(),
+            });
+        }
+    }
     let pending = |n: u64, ran: PendingRan| {
         shared.services.as_ref().map(|_| PendingJournal {
             n,
@@ -774,29 +845,12 @@ fn run_job(
             )
         }
         Ok(Ok(value)) => {
-            let uri = kernel::ref_uri(shared.peek_next());
-            // The reply carries the value elided under the default budget
-            // (exec_elided re-reads it with the caller's budget); encoding a
-            // million items in full is the journal's business, not the reply's.
-            let encoded = catch_unwind(AssertUnwindSafe(|| {
-                elide::elide(&value, &elide::Budget::default(), &uri)
-            }));
+            // The reply carries the value itself; the connection elides it under
+            // the caller's budget (wire encoding happens at the edges).
             let rendered = catch_unwind(AssertUnwindSafe(|| {
                 crate::value::render::block_limited(&value, shared.render_width, RENDER_MAX_ITEMS)
             }));
             let n = shared.push(value.clone());
-            let wire = match encoded {
-                Ok(w) => w,
-                Err(p) => {
-                    return (
-                        Err(SessionError::Internal(format!(
-                            "encoding panicked: {}",
-                            panic_message(&p)
-                        ))),
-                        None,
-                    )
-                }
-            };
             let render = match rendered {
                 Ok(r) => r,
                 Err(p) => {
@@ -808,7 +862,7 @@ fn run_job(
             let j = pending(
                 n,
                 PendingRan::Value {
-                    value,
+                    value: value.clone(),
                     render,
                     bounded: bounded.clone(),
                 },
@@ -816,7 +870,7 @@ fn run_job(
             (
                 Ok(ExecReply {
                     n,
-                    wire,
+                    value,
                     render: bounded,
                     elapsed_ms,
                     journal: None,

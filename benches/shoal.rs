@@ -1,16 +1,21 @@
 //! `make bench`: end-to-end latency of the daemon, printed as p50/p99.
 //!
-//! - kernel `exec 6 * 7` round trip on one attached connection;
-//! - MCP `tools/call shoal_exec 6 * 7` round trip, on the socket and through the `shoal mcp` shim;
+//! - the hot path (issue 12), side by side in one run: the floor (an
+//!   unknown-method round trip) beside kernel `exec "null"`, kernel
+//!   `exec "6 * 7"`, MCP `shoal_exec "6 * 7"` on the socket and through the
+//!   `shoal mcp` shim; idle RSS, RSS after 10,000 and 20,000 execs; execs/s
+//!   with 1, 4 and 16 concurrent clients on distinct sessions. With
+//!   SHOAL_BENCH_BEFORE=<path of an older shoal binary> the same figures are
+//!   taken for it too, in alternating rounds (the machine is shared and noisy);
 //! - shim cold start (no daemon; autostart) to the first `initialize` reply;
-//! - idle daemon RSS;
 //! - MCP surface (issue 5): `tools/list` size (advertised, and the full
 //!   13-tool list with the reference schemas), eliding a 1,000,000-item list
 //!   in-process, MCP `shoal_get` of a 10-item slice of it.
 //!
 //! A custom harness (criterion's statistics add little to process-level
 //! round trips). Sizes: SHOAL_BENCH_N (default 2000) round trips,
-//! SHOAL_BENCH_COLD (default 15) cold starts.
+//! SHOAL_BENCH_COLD (default 15) cold starts; SHOAL_BENCH_ONLY=hot stops
+//! after the hot path.
 
 #![allow(clippy::print_stdout)] // a benchmark report is its stdout
 
@@ -39,7 +44,10 @@ impl Root {
         self.0.path().join("s.sock")
     }
     fn cmd(&self) -> Command {
-        let mut c = Command::new(BIN);
+        self.cmd_bin(Path::new(BIN))
+    }
+    fn cmd_bin(&self, bin: &Path) -> Command {
+        let mut c = Command::new(bin);
         let p = self.0.path();
         c.env("XDG_RUNTIME_DIR", p.join("run"))
             .env("XDG_STATE_HOME", p.join("state"))
@@ -74,8 +82,12 @@ impl Line {
 }
 
 fn start_daemon(root: &Root) -> Child {
+    start_daemon_bin(root, Path::new(BIN))
+}
+
+fn start_daemon_bin(root: &Root, bin: &Path) -> Child {
     let child = root
-        .cmd()
+        .cmd_bin(bin)
         .arg("daemon")
         .arg("--socket")
         .arg(root.sock())
@@ -238,35 +250,290 @@ fn mcp_bench(m: &mut Line, n: usize) {
     );
 }
 
+/// One daemon of the side-by-side hot-path run ("after": this build;
+/// "before": SHOAL_BENCH_BEFORE).
+struct Subject {
+    label: &'static str,
+    bin: PathBuf,
+    root: Root,
+    daemon: Child,
+    kernel: Line,
+    mcp: Line,
+    shim: Child,
+    shim_in: std::process::ChildStdin,
+    shim_out: BufReader<std::process::ChildStdout>,
+    idle_rss_kb: u64,
+    samples: Vec<Vec<f64>>,
+}
+
+const HOT_PATHS: [&str; 5] = [
+    "floor: unknown-method round trip",
+    "kernel exec `null`",
+    "kernel exec `6 * 7`",
+    "MCP shoal_exec `6 * 7` (socket)",
+    "MCP shoal_exec `6 * 7` (via shim)",
+];
+
+fn rpc(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+fn init_frame() -> Value {
+    rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "bench", "version": "0"}}),
+    )
+}
+
+impl Subject {
+    fn start(label: &'static str, bin: PathBuf) -> Subject {
+        let root = Root::new();
+        let daemon = start_daemon_bin(&root, &bin);
+        std::thread::sleep(Duration::from_millis(300));
+        let idle_rss_kb = rss_kb(daemon.id());
+        let mut kernel = Line::open(&root.sock());
+        kernel.call(&rpc(0, "session.attach", json!({"session": "hot"})));
+        let mut mcp = Line::open(&root.sock());
+        mcp.call(&init_frame());
+        let mut shim = root
+            .cmd_bin(&bin)
+            .args(["mcp", "--socket"])
+            .arg(root.sock())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let shim_in = shim.stdin.take().unwrap();
+        let shim_out = BufReader::new(shim.stdout.take().unwrap());
+        let mut s = Subject {
+            label,
+            bin,
+            root,
+            daemon,
+            kernel,
+            mcp,
+            shim,
+            shim_in,
+            shim_out,
+            idle_rss_kb,
+            samples: vec![Vec::new(); HOT_PATHS.len()],
+        };
+        s.via_shim(&init_frame());
+        for (i, r) in s.probe().into_iter().enumerate() {
+            if r.get("error").is_some() && i != 0 {
+                println!("note: {label}: {} answers an error: {r}", HOT_PATHS[i]);
+            }
+        }
+        s
+    }
+
+    fn via_shim(&mut self, v: &Value) -> Value {
+        let mut b = serde_json::to_vec(v).unwrap();
+        b.push(b'\n');
+        self.shim_in.write_all(&b).unwrap();
+        let mut s = String::new();
+        self.shim_out.read_line(&mut s).unwrap();
+        serde_json::from_str(&s).unwrap()
+    }
+
+    fn frames() -> [Value; 5] {
+        let call = rpc(
+            2,
+            "tools/call",
+            json!({"name": "shoal_exec", "arguments": {"src": "6 * 7"}}),
+        );
+        [
+            rpc(1, "bench.no_such_method", json!({})),
+            rpc(1, "exec", json!({"src": "null"})),
+            rpc(1, "exec", json!({"src": "6 * 7"})),
+            call.clone(),
+            call,
+        ]
+    }
+
+    fn one(&mut self, i: usize, f: &Value) -> Value {
+        match i {
+            0..=2 => self.kernel.call(f),
+            3 => self.mcp.call(f),
+            _ => self.via_shim(f),
+        }
+    }
+
+    fn probe(&mut self) -> Vec<Value> {
+        let frames = Subject::frames();
+        (0..frames.len()).map(|i| self.one(i, &frames[i])).collect()
+    }
+
+    /// One round: `n` timed round trips of each path, after a short warm-up.
+    fn round(&mut self, n: usize) {
+        let frames = Subject::frames();
+        for (i, f) in frames.iter().enumerate() {
+            for _ in 0..n.min(50) {
+                self.one(i, f);
+            }
+            for _ in 0..n {
+                let t = Instant::now();
+                std::hint::black_box(self.one(i, f));
+                self.samples[i].push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+        }
+    }
+
+    fn execs(&mut self, n: usize) {
+        let f = rpc(1, "exec", json!({"src": "6 * 7"}));
+        for _ in 0..n {
+            self.kernel.call(&f);
+        }
+    }
+
+    /// Execs per second with `clients` connections, each on its own session,
+    /// each running `6 * 7` back to back for `dur`.
+    fn throughput(&self, clients: usize, dur: Duration) -> f64 {
+        let sock = self.root.sock();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(clients));
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let sock = sock.clone();
+                let barrier = barrier.clone();
+                std::thread::spawn(move || {
+                    let mut l = Line::open(&sock);
+                    l.call(&rpc(
+                        0,
+                        "session.attach",
+                        json!({"session": format!("tp{c}")}),
+                    ));
+                    let f = rpc(1, "exec", json!({"src": "6 * 7"}));
+                    l.call(&f);
+                    barrier.wait();
+                    let t = Instant::now();
+                    let mut k = 0u64;
+                    while t.elapsed() < dur {
+                        l.call(&f);
+                        k += 1;
+                    }
+                    k as f64 / t.elapsed().as_secs_f64()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    }
+
+    fn stop(mut self) {
+        drop(self.shim_in);
+        let _ = self.shim.wait();
+        let _ = self.daemon.kill();
+        let _ = self.daemon.wait();
+        drop(self.bin);
+    }
+}
+
+fn pcts(samples: &[f64]) -> (f64, f64) {
+    let mut s = samples.to_vec();
+    s.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let pct = |p: f64| s[((s.len() as f64 - 1.0) * p).round() as usize];
+    (pct(0.5), pct(0.99))
+}
+
+/// The hot path side by side: every figure for this build, and for the
+/// SHOAL_BENCH_BEFORE binary when given, in alternating rounds.
+fn hot_path_bench(n: usize) {
+    let mut subjects = vec![Subject::start("after", PathBuf::from(BIN))];
+    if let Some(before) = std::env::var_os("SHOAL_BENCH_BEFORE").map(PathBuf::from) {
+        if before.is_file() {
+            subjects.insert(0, Subject::start("before", before));
+        } else {
+            println!(
+                "note: SHOAL_BENCH_BEFORE={} is not a file",
+                before.display()
+            );
+        }
+    }
+    let rounds = 10;
+    for _ in 0..rounds {
+        for s in subjects.iter_mut() {
+            s.round(n.div_ceil(rounds));
+        }
+    }
+    println!("hot path (round trips: p50 / p99; {rounds} alternating rounds)");
+    for (i, name) in HOT_PATHS.iter().enumerate() {
+        let cells: Vec<String> = subjects
+            .iter()
+            .map(|s| {
+                let (p50, p99) = pcts(&s.samples[i]);
+                format!("{}: p50 {p50:>7.3} ms  p99 {p99:>7.3} ms", s.label)
+            })
+            .collect();
+        println!("  {name:<36} {}", cells.join("   |   "));
+    }
+    for s in &subjects {
+        let floor = pcts(&s.samples[0]).0;
+        let k = pcts(&s.samples[2]).0;
+        let shim = pcts(&s.samples[4]).0;
+        println!(
+            "  {:<6} kernel exec `6 * 7` = {:.1}x the floor; the shim's MCP call adds {:.3} ms over it",
+            s.label,
+            k / floor,
+            shim - k
+        );
+    }
+    // Memory: idle, then after 10,000 and 20,000 execs (it must settle).
+    let mut after10k = Vec::new();
+    for s in subjects.iter_mut() {
+        s.execs(10_000);
+        after10k.push(rss_kb(s.daemon.id()));
+    }
+    for (j, s) in subjects.iter_mut().enumerate() {
+        s.execs(10_000);
+        println!(
+            "  {:<6} daemon RSS: idle {:.1} MB, after 10,000 execs {:.1} MB, after 20,000 {:.1} MB",
+            s.label,
+            s.idle_rss_kb as f64 / 1024.0,
+            after10k[j] as f64 / 1024.0,
+            rss_kb(s.daemon.id()) as f64 / 1024.0
+        );
+    }
+    // Throughput, alternating per client count.
+    for clients in [1, 4, 16] {
+        let cells: Vec<String> = subjects
+            .iter()
+            .map(|s| {
+                let r = (0..2)
+                    .map(|_| s.throughput(clients, Duration::from_millis(700)))
+                    .fold(0.0, f64::max);
+                format!("{}: {r:>8.0} execs/s", s.label)
+            })
+            .collect();
+        println!(
+            "  throughput, {clients:>2} clients (distinct sessions)   {}",
+            cells.join("   |   ")
+        );
+    }
+    for s in subjects {
+        s.stop();
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
-    journal_bench();
     let n = env_n("SHOAL_BENCH_N", 2000);
+    hot_path_bench(n);
+    if std::env::var("SHOAL_BENCH_ONLY").is_ok_and(|v| v == "hot") {
+        return;
+    }
+    journal_bench();
     let cold = env_n("SHOAL_BENCH_COLD", 15);
     let root = Root::new();
     let mut daemon = start_daemon(&root);
-    std::thread::sleep(Duration::from_millis(300));
-    println!(
-        "{:<40} {:.1} MB",
-        "idle daemon RSS",
-        rss_kb(daemon.id()) as f64 / 1024.0
-    );
 
     let exec = json!({"jsonrpc": "2.0", "id": 1, "method": "exec", "params": {"src": "6 * 7"}});
     let mut k = Line::open(&root.sock());
     k.call(&json!({"jsonrpc": "2.0", "id": 0, "method": "session.attach", "params": {"session": "bench"}}));
-    let probe = k.call(&exec);
-    if probe.get("error").is_some() {
-        println!(
-            "note: exec fails ({}); timing the error path",
-            probe["error"]["message"]
-        );
+    for _ in 0..n {
+        k.call(&exec);
     }
-    report(
-        "kernel exec `6 * 7` round trip",
-        timed(n, || drop(k.call(&exec))),
-        "ms",
-    );
     // What the journal added to those execs, measured inside the session (batched mode).
     let st = k.call(&json!({"jsonrpc": "2.0", "id": 3, "method": "daemon.status", "params": {}}));
     println!(
@@ -276,46 +543,13 @@ fn main() {
         st["result"]["journal"]["exec_overhead_p99_us"]
     );
 
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                      "params": {"name": "shoal_exec", "arguments": {"src": "6 * 7"}}});
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                       "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
     let mut m = Line::open(&root.sock());
     m.call(&init);
-    report(
-        "MCP tools/call round trip (socket)",
-        timed(n, || drop(m.call(&call))),
-        "ms",
-    );
 
     mcp_bench(&mut m, n);
 
-    let mut shim = root
-        .cmd()
-        .args(["mcp", "--socket"])
-        .arg(root.sock())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut sin = shim.stdin.take().unwrap();
-    let mut sout = BufReader::new(shim.stdout.take().unwrap());
-    let mut via_shim = |v: &Value| {
-        let mut b = serde_json::to_vec(v).unwrap();
-        b.push(b'\n');
-        sin.write_all(&b).unwrap();
-        let mut s = String::new();
-        sout.read_line(&mut s).unwrap();
-    };
-    via_shim(&init);
-    report(
-        "MCP tools/call round trip (via shim)",
-        timed(n, || via_shim(&call)),
-        "ms",
-    );
-    drop(sin);
-    let _ = shim.wait();
     println!(
         "{:<40} {:.1} MB",
         "daemon RSS after the round trips",

@@ -60,11 +60,6 @@ impl Interrupter {
     }
 }
 
-/// One evaluation session. `Send`: the daemon runs it on a worker thread.
-///
-/// `exec` runs the program on a dedicated thread with a large stack
-/// ([`EVAL_STACK`]) so deep (but legal) recursion cannot overflow the
-/// caller's stack; calls nest at most 10,000 deep (`recursion_limit`).
 /// Delivers events into a session's channels from another thread.
 #[derive(Clone)]
 pub struct ChannelInjector {
@@ -84,6 +79,12 @@ impl std::fmt::Debug for ChannelInjector {
     }
 }
 
+/// One evaluation session. `Send`: the daemon runs it on a worker thread.
+///
+/// `exec` runs the program on a dedicated thread with a large stack
+/// ([`EVAL_STACK`]) so deep (but legal) recursion cannot overflow the
+/// caller's stack; calls nest at most 10,000 deep (`recursion_limit`).
+/// `exec_here` evaluates on a thread [`spawn_eval_thread`] started.
 pub struct Session {
     interp: Interp,
     /// The likely bash habits of the last `exec`'s source.
@@ -115,30 +116,16 @@ impl Session {
         }
     }
 
-    /// Parse and evaluate `src`. The interrupt flag is cleared when an exec
+    /// Parse and evaluate `src` on a fresh thread with a large stack (see
+    /// [`spawn_eval_thread`]). The interrupt flag is cleared when an exec
     /// starts; an interrupt raised during the exec stops it with
-    /// `ErrorCode::Cancelled`.
+    /// `ErrorCode::Cancelled`. A long-lived caller that runs many execs
+    /// should own an evaluation thread and call [`exec_here`](Self::exec_here).
     pub fn exec(&mut self, src: &str, position: Position) -> Result<Value, ExecError> {
-        self.interp.interrupter.reset();
-        self.interp.exit_requested = false;
-        self.warnings.clear();
-        if let Some(b) = self.interp.memory {
-            b.reset();
-        }
-        let ctx = ParseContext {
-            value_bound: self.interp.value_bound_names().into_iter().collect(),
-            bound: self.interp.globals.local_names().into_iter().collect(),
-        };
-        let (prog, warnings) = parse_with_warnings(src, &ctx).map_err(ExecError::Parse)?;
-        self.warnings = warnings;
-        let pos = match position {
-            Position::Stmt => Pos::Stmt,
-            Position::Value => Pos::Value,
-        };
-        self.interp.src = Arc::from(src);
+        let (prog, pos) = self.prepare(src, position)?;
         let mut result = None;
         // A big stack first; a modest one if the system refuses it.
-        for stack in [EVAL_STACK, 64 << 20] {
+        for stack in EVAL_STACKS {
             let interp = &mut self.interp;
             let prog = &prog;
             let outcome = std::thread::scope(|s| {
@@ -181,6 +168,57 @@ impl Session {
         std::mem::take(&mut self.warnings)
     }
 
+    /// Like [`exec`](Self::exec), but evaluates on the calling thread, which
+    /// must have been started by [`spawn_eval_thread`] (whose closure is told
+    /// `stack_size`) and call this near the top of its stack: the native
+    /// stack guard measures from here, so deep recursion still ends in
+    /// `recursion_limit`. Stack pages a deep evaluation committed are given
+    /// back afterwards, so one deep exec does not stay resident.
+    pub fn exec_here(
+        &mut self,
+        src: &str,
+        position: Position,
+        stack_size: usize,
+    ) -> Result<Value, ExecError> {
+        let (prog, pos) = self.prepare(src, position)?;
+        let interp = &mut self.interp;
+        interp.enter_thread(stack_size);
+        interp.depth = 0;
+        interp.fn_depth = 0;
+        let result = interp.run_program(&prog, pos);
+        if interp.stack_peak() > STACK_TRIM_ABOVE {
+            release_stack_below_here();
+        }
+        drop(prog);
+        self.interp.exit_requested = false;
+        result.map_err(ExecError::Raised)
+    }
+
+    fn prepare(
+        &mut self,
+        src: &str,
+        position: Position,
+    ) -> Result<(crate::lang::ast::Program, Pos), ExecError> {
+        self.interp.interrupter.reset();
+        self.interp.exit_requested = false;
+        self.warnings.clear();
+        if let Some(b) = self.interp.memory {
+            b.reset();
+        }
+        let ctx = ParseContext {
+            value_bound: self.interp.value_bound_names().into_iter().collect(),
+            bound: self.interp.globals.local_names().into_iter().collect(),
+        };
+        let (prog, warnings) = parse_with_warnings(src, &ctx).map_err(ExecError::Parse)?;
+        self.warnings = warnings;
+        let pos = match position {
+            Position::Stmt => Pos::Stmt,
+            Position::Value => Pos::Value,
+        };
+        self.interp.src = Arc::from(src);
+        Ok((prog, pos))
+    }
+
     pub fn interrupter(&self) -> Interrupter {
         self.interp.interrupter.clone()
     }
@@ -216,6 +254,18 @@ impl Session {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
+    }
+
+    /// Whether the session environment is exactly `env` (in order), without
+    /// copying it.
+    pub fn env_is(&self, env: &[(String, String)]) -> bool {
+        self.interp.env.len() == env.len()
+            && self
+                .interp
+                .env
+                .iter()
+                .zip(env)
+                .all(|((k, v), (k2, v2))| k == k2 && v == v2)
     }
 
     /// Names value-bound at the top level by earlier execs (`let`/`var`).
@@ -268,6 +318,89 @@ impl Session {
         ChannelInjector {
             channels: self.interp.channels.clone(),
         }
+    }
+}
+
+/// Evaluation stacks to try, biggest first ([`EVAL_STACK`], then 64 MiB when
+/// the system refuses to reserve that much).
+const EVAL_STACKS: [usize; 2] = [EVAL_STACK, 64 << 20];
+
+/// After an exec that used more native stack than this, the stack pages
+/// below the caller's frame are returned to the system.
+const STACK_TRIM_ABOVE: usize = 4 << 20;
+
+/// Start a thread for evaluation with a large stack ([`EVAL_STACK`], or 64 MiB
+/// if the system refuses that); `f` is told the stack size it runs on, for
+/// [`Session::exec_here`]. The memory is only reserved: pages are committed
+/// as the stack grows.
+pub fn spawn_eval_thread<F, T>(name: String, f: F) -> std::io::Result<std::thread::JoinHandle<T>>
+where
+    F: FnOnce(usize) -> T + Send + 'static,
+    T: Send + 'static,
+{
+    // A refused spawn drops its closure, so the closure travels in a slot
+    // the next attempt can take it from.
+    let slot = Arc::new(std::sync::Mutex::new(Some(f)));
+    let mut last = None;
+    for stack in EVAL_STACKS {
+        let slot2 = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name(name.clone())
+            .stack_size(stack)
+            .spawn(move || {
+                let f = slot2
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take()
+                    .expect("the evaluation closure runs once");
+                drop(slot2);
+                f(stack)
+            });
+        match spawned {
+            Ok(h) => return Ok(h),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("cannot start the evaluation thread")))
+}
+
+/// Give back (`MADV_DONTNEED`) the committed pages of this thread's stack
+/// below the current frame, keeping a margin for the frames still to come.
+fn release_stack_below_here() {
+    const MARGIN: usize = 256 << 10;
+    let here = {
+        let x = 0u8;
+        std::hint::black_box(&x) as *const u8 as usize
+    };
+    let mut low: *mut libc::c_void = std::ptr::null_mut();
+    let mut size: libc::size_t = 0;
+    // SAFETY: pthread_getattr_np fills `attr` for the calling thread; it is
+    // destroyed once read. `low`/`size` are plain out-parameters.
+    let ok = unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return;
+        }
+        let r = libc::pthread_attr_getstack(&attr, &mut low, &mut size);
+        libc::pthread_attr_destroy(&mut attr);
+        r == 0
+    };
+    let low = low as usize;
+    if !ok || low == 0 || here <= low || here > low + size {
+        return;
+    }
+    let page = 4096usize;
+    let start = (low + page - 1) & !(page - 1);
+    let end = here.saturating_sub(MARGIN) & !(page - 1);
+    if end <= start {
+        return;
+    }
+    // SAFETY: [start, end) lies inside this thread's own stack mapping
+    // (bounds from pthread_attr_getstack, the guard excluded) and below the
+    // live frames by MARGIN; no live data is there, and anonymous pages read
+    // back as zero if the stack grows into them again.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
     }
 }
 

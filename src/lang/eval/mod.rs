@@ -117,6 +117,8 @@ pub struct Interp {
     stack_base: usize,
     /// Native stack bytes evaluation may use before `recursion_limit`.
     stack_budget: usize,
+    /// The most native stack bytes a checked frame used since `enter_thread`.
+    stack_peak: std::cell::Cell<usize>,
     /// Aliases being expanded (guards `alias ls = ls -a`).
     alias_guard: Vec<String>,
     /// Tool constraints pushed by `with reef: {…}`, innermost last.
@@ -168,6 +170,7 @@ impl Interp {
             src: Arc::from(""),
             stack_base: 0,
             stack_budget: 0,
+            stack_peak: std::cell::Cell::new(0),
             alias_guard: Vec::new(),
             reef_stack: Vec::new(),
             sink: None,
@@ -211,6 +214,12 @@ impl Interp {
         // Keep a generous margin for value methods, rendering and the
         // process machinery that run below the last checked frame.
         self.stack_budget = stack_size.saturating_sub(stack_size / 8 + (4 << 20));
+        self.stack_peak.set(0);
+    }
+
+    /// The most native stack bytes evaluation used since [`enter_thread`](Self::enter_thread).
+    pub fn stack_peak(&self) -> usize {
+        self.stack_peak.get()
     }
 
     /// `Err(recursion_limit)` when the native stack is nearly exhausted.
@@ -219,6 +228,9 @@ impl Interp {
             return Ok(());
         }
         let used = self.stack_base.saturating_sub(stack_addr());
+        if used > self.stack_peak.get() {
+            self.stack_peak.set(used);
+        }
         if used > self.stack_budget {
             return Err(ShoalError::new(
                 ErrorCode::RecursionLimit,
