@@ -323,6 +323,12 @@ pub fn validate_args(tool: &str, args: &Json) -> Result<(), Json> {
         t if t.starts_with("shoal_pty_") => return super::mcp_pty::validate_args(t, args),
         _ => return Ok(()),
     };
+    check_args(v, tool, args)
+}
+
+/// Run one tool's argument validator; `Err` is the isError structured
+/// content `{code:-32602, message, data:{errors:[{path, message}]}}`.
+pub fn check_args(v: &jsonschema::Validator, tool: &str, args: &Json) -> Result<(), Json> {
     let errors: Vec<Json> = v
         .iter_errors(args)
         .take(20)

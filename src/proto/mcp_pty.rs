@@ -7,7 +7,6 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Value as Json};
 
-use super::rpc::INVALID_PARAMS;
 
 const PTY_ID: &str = "a PTY of this session, pty:N";
 
@@ -204,23 +203,7 @@ pub fn validate_args(tool: &str, args: &Json) -> Result<(), Json> {
     let Some((_, v)) = validators().iter().find(|(n, _)| *n == tool) else {
         return Ok(());
     };
-    let errors: Vec<Json> = v
-        .iter_errors(args)
-        .take(20)
-        .map(|e| json!({"path": e.instance_path().to_string(), "message": e.to_string()}))
-        .collect();
-    if errors.is_empty() {
-        return Ok(());
-    }
-    let first = errors[0]["message"]
-        .as_str()
-        .unwrap_or("invalid")
-        .to_string();
-    Err(json!({
-        "code": INVALID_PARAMS,
-        "message": format!("invalid arguments for {tool}: {first}"),
-        "data": {"errors": errors},
-    }))
+    super::mcp::check_args(v, tool, args)
 }
 
 /// `resources/templates/list` entry of a PTY screen.
