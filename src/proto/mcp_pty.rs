@@ -7,7 +7,6 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Value as Json};
 
-
 const PTY_ID: &str = "a PTY of this session, pty:N";
 
 fn pty_id() -> Json {
