@@ -381,6 +381,19 @@ fn resize_repaints_a_tui() {
     assert!(!screen_text(&r).contains("row-020"), "{r}");
     let z = a.ok("pty.resize", json!({"pty_id": id, "cols": 100, "rows": 30}));
     assert_eq!(z["rows"], json!(30));
+    // less repaints on SIGWINCH; one that arrived while less was still
+    // setting up its handler is lost, so ask for a redraw (Ctrl-L), which
+    // less draws at the size the terminal now has.
+    let probe = a.ok(
+        "pty.read",
+        json!({"pty_id": id, "wait_for": "row-029", "timeout_ms": 2000}),
+    );
+    if probe["matched"] != json!(true) {
+        a.ok(
+            "pty.send",
+            json!({"pty_id": id, "input": {"key": "ctrl-l"}}),
+        );
+    }
     let r = read_until(&mut a, &id, "row-029");
     assert_eq!(r["screen"].as_array().unwrap().len(), 30);
     assert_eq!(r["cols"], json!(100));
