@@ -611,13 +611,8 @@ impl McpConn {
         if self.subs.contains_key(&u) {
             return Box::pin(ready(Ok(json!({}))));
         }
-        let max = self.cx.limits.max_subscriptions_per_connection;
-        if self.subs.len() + self.pty_subs.len() >= max {
-            return Box::pin(ready(Err(conn::limit_error(
-                "max_subscriptions_per_connection",
-                max as u64,
-                "too many subscriptions on this connection",
-            ))));
+        if let Err(e) = self.subscription_room() {
+            return Box::pin(ready(Err(e)));
         }
         self.subs.insert(u, channel.clone());
         if self.bus_subs.contains_key(&channel) {
@@ -640,18 +635,27 @@ impl McpConn {
         }))
     }
 
+    /// `[limits] max_subscriptions_per_connection` over event and PTY
+    /// subscriptions together.
+    fn subscription_room(&self) -> Result<(), RpcError> {
+        let max = self.cx.limits.max_subscriptions_per_connection;
+        if self.subs.len() + self.pty_subs.len() >= max {
+            return Err(conn::limit_error(
+                "max_subscriptions_per_connection",
+                max as u64,
+                "too many subscriptions on this connection",
+            ));
+        }
+        Ok(())
+    }
+
     /// `shoal://pty/N`: a screen-update loop on this connection.
     fn subscribe_pty(&mut self, u: String, id: u64) -> Reply {
         if self.pty_subs.contains_key(&u) {
             return Box::pin(ready(Ok(json!({}))));
         }
-        let max = self.cx.limits.max_subscriptions_per_connection;
-        if self.subs.len() + self.pty_subs.len() >= max {
-            return Box::pin(ready(Err(conn::limit_error(
-                "max_subscriptions_per_connection",
-                max as u64,
-                "too many subscriptions on this connection",
-            ))));
+        if let Err(e) = self.subscription_room() {
+            return Box::pin(ready(Err(e)));
         }
         Box::pin(self.session().then(move |h, act, _ctx| {
             let watch = h.map(|h| super::pty::watch(&h, id));
