@@ -17,6 +17,9 @@
 
 use std::time::{Duration, Instant};
 
+#[path = "workloads/shell.rs"]
+mod shell_workload;
+
 use shoal::lang::{parse, ParseContext, Position, Session, SessionOptions};
 
 fn runs() -> usize {
@@ -140,7 +143,7 @@ fn main() {
     );
 
     println!("shell benchmarks");
-    for r in shoal::shell::bench::bench_all() {
+    for r in shell_workload::bench_all() {
         println!("{r}");
     }
 }

@@ -27,6 +27,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+#[path = "workloads/journal.rs"]
+mod journal_workload;
+
 const BIN: &str = env!("CARGO_BIN_EXE_shoal");
 
 struct Root(tempfile::TempDir);
@@ -148,7 +151,7 @@ fn env_n(k: &str, d: usize) -> usize {
 /// throughput and `journal.query` p50s.
 fn journal_bench() {
     let n = env_n("SHOAL_BENCH_JOURNAL_N", 100_000);
-    match shoal::journal::bench::bench_journal(n) {
+    match journal_workload::bench_journal(n) {
         Ok(r) => println!("{r}"),
         Err(e) => println!("journal bench failed: {e}"),
     }

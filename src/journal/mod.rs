@@ -39,9 +39,6 @@ pub mod schema;
 pub mod store;
 pub mod writer;
 
-#[doc(hidden)]
-pub mod bench;
-
 #[cfg(test)]
 mod tests;
 

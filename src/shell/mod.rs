@@ -3,11 +3,12 @@
 //! environment it needs as arguments. OWNER: evaluator helper.
 
 #[doc(hidden)]
-pub mod bench;
 pub mod builtins;
 pub mod glob;
 pub mod lookup;
 pub mod process;
+#[doc(hidden)]
+pub mod procstat;
 pub mod reef;
 pub mod words;
 

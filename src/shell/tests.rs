@@ -557,7 +557,7 @@ fn many_runs_leave_no_zombie_and_no_fd() {
 }
 
 fn leak_check_body() {
-    use crate::shell::bench::{open_fds, zombie_children};
+    use crate::shell::procstat::{open_fds, zombie_children};
     let (_root, dir) = case_dir();
     let mut s = session_in(&dir);
     // Warm-up (lazy statics, the spill dir).

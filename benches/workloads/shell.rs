@@ -1,5 +1,5 @@
-//! Process-layer benchmarks (issue 4), run through the public
-//! [`Session::exec`] API so the lead can wire them into `make bench`:
+//! The process-layer workload of `make bench` (benches/lang.rs includes it), run
+//! through the public [`Session::exec`] API. Lives under benches/, never in the library:
 //!
 //! * [`bench_capture`]: capture N bytes of stdout in value position
 //!   (`let o = (sh { head -c N /dev/zero })`, then `o.stdout.len()`):
@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::lang::session::{Position, Session, SessionOptions};
-use crate::value::Value;
+use shoal::lang::session::{Position, Session, SessionOptions};
+use shoal::shell::procstat::{open_fds, zombie_children};
+use shoal::value::Value;
 
 /// Figures of one benchmark; absent figures are `None`.
 #[derive(Clone, Debug, Default)]
@@ -89,41 +90,6 @@ pub fn rss_bytes() -> Option<u64> {
     // SAFETY: sysconf has no memory-safety preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     Some(pages * page.max(1) as u64)
-}
-
-/// Number of open file descriptors of this process.
-pub fn open_fds() -> Option<usize> {
-    Some(std::fs::read_dir("/proc/self/fd").ok()?.count())
-}
-
-/// Children of this process that are zombies (state `Z`).
-pub fn zombie_children() -> usize {
-    let me = std::process::id().to_string();
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    let mut n = 0;
-    for e in rd.flatten() {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !name.bytes().all(|b| b.is_ascii_digit()) {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{name}/stat")) else {
-            continue;
-        };
-        // "pid (comm) S ppid ..."; comm may contain spaces and parens.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let mut it = rest.split_whitespace();
-        let state = it.next();
-        let ppid = it.next();
-        if state == Some("Z") && ppid == Some(me.as_str()) {
-            n += 1;
-        }
-    }
-    n
 }
 
 /// Samples RSS every few milliseconds until dropped; yields the peak.
@@ -255,27 +221,4 @@ pub fn bench_leaks(iters: usize) -> BenchReport {
 /// All of the above with the issue's sizes (1 GiB, 1000, 1000).
 pub fn bench_all() -> Vec<BenchReport> {
     vec![bench_capture(1 << 30), bench_true(1000), bench_leaks(1000)]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Small sizes: the figures are computed and the workloads succeed.
-    #[test]
-    fn small_benches_run_clean() {
-        let c = bench_capture(20 << 20);
-        assert!(c.error.is_none(), "{c}");
-        assert!(c.throughput_mb_s.is_some());
-        let t = bench_true(20);
-        assert!(t.error.is_none(), "{t}");
-        assert!(t.p50.is_some());
-        // Zombie and fd counts are asserted by an isolated test
-        // (`shell::tests::many_runs_leave_no_zombie_and_no_fd`): tests
-        // running in parallel here would disturb them.
-        let l = bench_leaks(50);
-        assert!(l.error.is_none(), "{l}");
-        assert!(l.zombies.is_some() && l.fd_delta.is_some(), "{l}");
-        assert!(!l.to_string().is_empty());
-    }
 }

@@ -1,6 +1,6 @@
-//! Micro-benchmarks of the journal, for `make bench` (the lead wires them) and for the test
-//! `journal::bench::tests::report` (`cargo test --release --lib journal::bench -- --nocapture`).
-//! Never prints: the caller formats the [`BenchReport`].
+//! The journal workload of `make bench` (benches/shoal.rs includes it): batched append
+//! throughput and query p50s over a fresh store. Lives under benches/, never in the library;
+//! never prints: the caller formats the [`BenchReport`].
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::json;
 
-use super::*;
+use shoal::journal::*;
 
 /// Figures of one run.
 #[derive(Clone, Debug, Serialize)]
@@ -291,23 +291,4 @@ fn run(dir: &std::path::Path, n: usize) -> Result<BenchReport> {
         query_failed_p50_us: time_query(&w, &q(&|q| q.ok = Some(false)), &all, reps)?,
         file_bytes: store.stats()?.file_bytes,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    /// Small in debug builds; 100k entries in release (or `SHOAL_BENCH_N`).
-    #[test]
-    fn report() {
-        let n = std::env::var("SHOAL_BENCH_N")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(if cfg!(debug_assertions) {
-                2_000
-            } else {
-                100_000
-            });
-        let r = super::bench_journal(n).expect("bench");
-        eprintln!("{r}");
-        assert_eq!(r.entries, n);
-    }
 }
