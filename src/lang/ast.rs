@@ -7,27 +7,7 @@
 
 use std::sync::Arc;
 
-/// Byte offsets `[start, end)` into the source text.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Span {
-    pub start: u32,
-    pub end: u32,
-}
-
-impl Span {
-    pub fn new(start: usize, end: usize) -> Span {
-        Span {
-            start: start as u32,
-            end: end as u32,
-        }
-    }
-    pub fn to(self, other: Span) -> Span {
-        Span {
-            start: self.start.min(other.start),
-            end: self.end.max(other.end),
-        }
-    }
-}
+pub use crate::value::code::{BinOp, Span, UnOp};
 
 /// A whole program: a sequence of statements.
 #[derive(Clone, Debug)]
@@ -239,53 +219,6 @@ pub enum Literal {
     DateTime(String),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UnOp {
-    Not,
-    Neg,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Rem,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-    In,
-    And,
-    Or,
-    Coalesce,
-}
-
-impl BinOp {
-    pub fn symbol(self) -> &'static str {
-        match self {
-            BinOp::Add => "+",
-            BinOp::Sub => "-",
-            BinOp::Mul => "*",
-            BinOp::Div => "/",
-            BinOp::Rem => "%",
-            BinOp::Eq => "==",
-            BinOp::Ne => "!=",
-            BinOp::Lt => "<",
-            BinOp::Le => "<=",
-            BinOp::Gt => ">",
-            BinOp::Ge => ">=",
-            BinOp::In => "in",
-            BinOp::And => "&&",
-            BinOp::Or => "||",
-            BinOp::Coalesce => "??",
-        }
-    }
-}
-
 /// A call argument: positional (`name == None`) or named (`name: value`).
 #[derive(Clone, Debug)]
 pub struct Arg {
@@ -423,4 +356,28 @@ pub enum RedirectKind {
     Append,
     /// `<`
     In,
+}
+
+/// The head text of an alias command.
+pub fn word_text(w: &WordKind) -> String {
+    match w {
+        WordKind::Plain(s) | WordKind::Path(s) | WordKind::Glob(s) => s.clone(),
+        WordKind::LongFlag { name, .. } => format!("--{name}"),
+        WordKind::ShortFlags(s) => format!("-{s}"),
+        WordKind::EndOfFlags => "--".to_string(),
+        WordKind::Dash => "-".to_string(),
+        WordKind::Expr(_) => "(expr)".to_string(),
+    }
+}
+
+impl crate::value::Code for Command {
+    fn render(&self) -> String {
+        format!("command({})", word_text(&self.head.kind))
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
 }

@@ -4,7 +4,7 @@
 
 pub mod ast;
 pub mod eval;
-pub mod memory;
+pub use crate::value::memory;
 pub mod parse;
 pub mod scope;
 pub mod session;

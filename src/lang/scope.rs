@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use indexmap::IndexMap;
 
 use crate::lang::ast::FnDef;
-use crate::value::Value;
+use crate::value::{Code, Value};
 
 #[derive(Debug, Clone)]
 pub struct Binding {
@@ -508,7 +508,7 @@ mod tests {
                     .expect("evaluates")
             };
             match &v {
-                Value::Closure(c) => c.def.clone(),
+                Value::Closure(c) => closure(c).def.clone(),
                 other => panic!("not a closure: {other:?}"),
             }
         };
@@ -556,4 +556,55 @@ mod tests {
         Scope::recycle(&mut pool, h, false);
         assert_eq!(Arc::strong_count(&other), 1);
     }
+}
+
+/// A function or lambda with its captured scope: what a `Value::Closure` holds.
+pub struct Closure {
+    pub def: Arc<FnDef>,
+    pub env: ScopeRef,
+}
+
+impl std::fmt::Debug for Closure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Closure")
+            .field("name", &self.def.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Code for Closure {
+    fn render(&self) -> String {
+        let mut params: Vec<String> = self.def.params.iter().map(|p| p.name.clone()).collect();
+        if let Some(r) = &self.def.rest {
+            params.push(format!("...{}", r.name));
+        }
+        match &self.def.name {
+            Some(n) => format!("fn {n}({})", params.join(", ")),
+            None => format!("closure({})", params.join(", ")),
+        }
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}
+
+/// The closure behind a `Value::Closure` handle. Only this module's [`Closure`] is ever
+/// stored there (the evaluator makes every closure value), so the downcast holds.
+pub fn closure(c: &Arc<dyn Code>) -> Arc<Closure> {
+    c.clone()
+        .into_any()
+        .downcast::<Closure>()
+        .expect("a Value::Closure holds a lang::scope::Closure")
+}
+
+/// The parsed command behind a `Value::Command` handle (an alias target; the evaluator makes
+/// every one from an `ast::Command`).
+pub fn command(c: &Arc<dyn Code>) -> Arc<crate::lang::ast::Command> {
+    c.clone()
+        .into_any()
+        .downcast::<crate::lang::ast::Command>()
+        .expect("a Value::Command holds an ast::Command")
 }

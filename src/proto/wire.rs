@@ -140,15 +140,7 @@ impl<'a> Enc<'a> {
             }
             Value::Task(t) => json!({"$": "task", "id": t.id, "done": false}),
             Value::Closure(c) => {
-                let fallback = || {
-                    let params: Vec<&str> = c.def.params.iter().map(|p| p.name.as_str()).collect();
-                    format!(
-                        "fn {}({})",
-                        c.def.name.as_deref().unwrap_or(""),
-                        params.join(", ")
-                    )
-                };
-                json!({"$": "closure", "repr": safe_inline(v).unwrap_or_else(fallback)})
+                json!({"$": "closure", "repr": safe_inline(v).unwrap_or_else(|| c.render())})
             }
             Value::Command(_) => {
                 json!({"$": "cmd", "repr": safe_inline(v).unwrap_or_else(|| "<command>".into())})

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::lang::ast::Span;
+use crate::value::code::Span;
 
 /// Declares the codes once: the enum, its spelling, and the list of all.
 macro_rules! error_codes {

@@ -162,7 +162,7 @@ pub fn materialise_check(v: &Value) -> crate::value::SResult<()> {
         }
     }
     // A JSON number plus its text.
-    crate::lang::memory::reserve(items.saturating_mul(48))
+    crate::value::memory::reserve(items.saturating_mul(48))
 }
 
 /// Compact JSON text (`.json()`, `json.stringify`).

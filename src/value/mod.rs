@@ -9,14 +9,13 @@ use std::sync::{Arc, Mutex};
 
 use indexmap::IndexMap;
 
-use crate::lang::ast::{Command, FnDef};
-use crate::lang::scope::ScopeRef;
-
+pub mod code;
 pub mod coerce;
 pub mod datetime;
 pub mod error;
 pub mod glob;
 pub mod json;
+pub mod memory;
 pub mod methods;
 pub mod ns;
 pub mod ops;
@@ -26,6 +25,7 @@ pub mod render;
 #[cfg(test)]
 mod deep_tests;
 
+pub use code::Code;
 pub use error::{ErrorCode, SResult, ShoalError};
 pub use methods::feed_bytes;
 pub use output::OutputBytes;
@@ -62,9 +62,10 @@ pub enum Value {
     Error(Arc<ShoalError>),
     Outcome(Arc<Outcome>),
     Task(Arc<TaskRef>),
-    Closure(Arc<Closure>),
-    /// An alias target: a parsed command.
-    Command(Arc<Command>),
+    /// A function or lambda with its captured scope (made and run by `lang`).
+    Closure(Arc<dyn Code>),
+    /// An alias target: a parsed command (made and run by `lang`).
+    Command(Arc<dyn Code>),
     /// A named secret (redacted).
     Secret(Arc<SecretVal>),
 }
@@ -117,7 +118,7 @@ pub struct Outcome {
     /// derived from `stdout`).
     pub out: Option<Value>,
     /// Byte span of the invocation in the source that ran it, when known.
-    pub span: Option<crate::lang::ast::Span>,
+    pub span: Option<code::Span>,
     /// Captured output was cut at `[limits] spill_bytes` (the stream was
     /// closed for the child).
     pub truncated: bool,
@@ -127,20 +128,6 @@ pub struct Outcome {
 #[derive(Debug)]
 pub struct TaskRef {
     pub id: u64,
-}
-
-/// A function or lambda with its captured scope.
-pub struct Closure {
-    pub def: Arc<FnDef>,
-    pub env: ScopeRef,
-}
-
-impl std::fmt::Debug for Closure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Closure")
-            .field("name", &self.def.name)
-            .finish_non_exhaustive()
-    }
 }
 
 /// A single-consumer lazy sequence (language.md §12.11).

@@ -42,7 +42,7 @@ pub fn call(host: &mut dyn Host, ns: &str, member: &str, args: Args) -> SResult<
             "parse" => {
                 let s = text_arg(&args, ns, member)?;
                 // Parsed values take several times the text's size.
-                crate::lang::memory::reserve((s.len() as u64).saturating_mul(8))?;
+                crate::value::memory::reserve((s.len() as u64).saturating_mul(8))?;
                 json::parse(s).ok_or_else(|| ShoalError::arg_error("json.parse(): invalid JSON"))
             }
             "stringify" => {

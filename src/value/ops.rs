@@ -2,7 +2,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::lang::ast::{BinOp, UnOp};
+use crate::value::code::{BinOp, UnOp};
 use crate::value::{render, Record, SResult, ShoalError, Value};
 
 fn cannot(op: &str, a: &Value, b: &Value) -> ShoalError {

@@ -1,7 +1,6 @@
 //! Rendering (language.md §14). OWNER: values helper.
 use std::fmt::Write as _;
 
-use crate::lang::ast::WordKind;
 use crate::value::{Outcome, Record, Value};
 
 /// The canonical one-line form (`value.get format:"inline"`).
@@ -190,18 +189,6 @@ fn write_record(out: &mut String, r: &Record, depth: usize) {
     out.push('}');
 }
 
-/// The head text of an alias command.
-pub fn word_text(w: &WordKind) -> String {
-    match w {
-        WordKind::Plain(s) | WordKind::Path(s) | WordKind::Glob(s) => s.clone(),
-        WordKind::LongFlag { name, .. } => format!("--{name}"),
-        WordKind::ShortFlags(s) => format!("-{s}"),
-        WordKind::EndOfFlags => "--".to_string(),
-        WordKind::Dash => "-".to_string(),
-        WordKind::Expr(_) => "(expr)".to_string(),
-    }
-}
-
 /// `outcome(status: 0, ok: true)` / `outcome(signal: SIGSEGV, ok: false)`.
 pub fn outcome(o: &Outcome) -> String {
     let mut s = match (&o.status, &o.signal) {
@@ -301,23 +288,7 @@ fn write_inline(out: &mut String, v: &Value, depth: usize) {
         Value::Task(t) => {
             let _ = write!(out, "task({})", t.id);
         }
-        Value::Closure(c) => {
-            let mut params: Vec<String> = c.def.params.iter().map(|p| p.name.clone()).collect();
-            if let Some(r) = &c.def.rest {
-                params.push(format!("...{}", r.name));
-            }
-            match &c.def.name {
-                Some(n) => {
-                    let _ = write!(out, "fn {n}({})", params.join(", "));
-                }
-                None => {
-                    let _ = write!(out, "closure({})", params.join(", "));
-                }
-            }
-        }
-        Value::Command(c) => {
-            let _ = write!(out, "command({})", word_text(&c.head.kind));
-        }
+        Value::Closure(c) | Value::Command(c) => out.push_str(&c.render()),
         Value::Secret(s) => {
             let _ = write!(out, "secret({})", s.name);
         }

@@ -8,10 +8,8 @@ use crate::lang::ast::{Arg, Expr, ExprKind, FnBody, FnDef, TypeAnn};
 use crate::lang::eval::command::CArg;
 use crate::lang::eval::expr::{make_regex, now_value, today_value};
 use crate::lang::eval::{Ctl, EResult, Interp, Pos, MAX_DEPTH};
-use crate::lang::scope::{Scope, ScopeRef};
-use crate::value::{
-    methods, ops, Args, Closure, ErrorCode, GlobVal, RangeVal, Record, ShoalError, Value,
-};
+use crate::lang::scope::{closure, command, Closure, Scope, ScopeRef};
+use crate::value::{methods, ops, Args, ErrorCode, GlobVal, RangeVal, Record, ShoalError, Value};
 
 /// Names handled as special call forms (§5.1), before any binding.
 const SPECIAL_FORMS: &[&str] = &[
@@ -81,7 +79,7 @@ impl Interp {
         named: Vec<(String, Value)>,
     ) -> EResult<Value> {
         match f {
-            Value::Closure(c) => self.call_closure(c, pos, named),
+            Value::Closure(c) => self.call_closure(&closure(c), pos, named),
             Value::Command(cmd) => {
                 let mut cargs: Vec<CArg> = pos.into_iter().map(CArg::Val).collect();
                 for (k, v) in named {
@@ -92,7 +90,7 @@ impl Interp {
                     });
                 }
                 let scope = self.globals.clone();
-                self.run_alias(cmd, cargs, &scope, Pos::Value)
+                self.run_alias(&command(cmd), cargs, &scope, Pos::Value)
             }
             other => Err(ShoalError::type_error(format!(
                 "cannot call a value of type {}",

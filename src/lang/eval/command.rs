@@ -11,9 +11,10 @@ use crate::lang::ast::{Command, RedirectKind, Word, WordKind};
 use crate::lang::eval::call::rest_elem_type;
 use crate::lang::eval::{Ctl, EResult, Interp, Pos};
 use crate::lang::scope::ScopeRef;
+use crate::lang::scope::{closure, command, Closure};
 use crate::shell::builtins::{self, BArg};
 use crate::shell::{glob, lookup, words};
-use crate::value::{render, Closure, GlobVal, Outcome, OutputBytes, ShoalError, Value};
+use crate::value::{render, GlobVal, Outcome, OutputBytes, ShoalError, Value};
 
 /// An evaluated command argument.
 #[derive(Clone, Debug)]
@@ -424,11 +425,13 @@ impl Interp {
         if !inv.head_is_path && !self.alias_guard.contains(&inv.head) {
             if let Some(v) = scope.lookup(&inv.head) {
                 match &v {
-                    Value::Closure(c) => return self.call_closure_cmd(c, inv.cargs, inv.block),
+                    Value::Closure(c) => {
+                        return self.call_closure_cmd(&closure(c), inv.cargs, inv.block)
+                    }
                     Value::Command(a) => {
                         let name = inv.head.clone();
                         self.alias_guard.push(name);
-                        let r = self.expand_alias(a, inv, scope, pos);
+                        let r = self.expand_alias(&command(a), inv, scope, pos);
                         self.alias_guard.pop();
                         return r;
                     }

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use crate::lang::ast::{Arg, BinOp, Expr, ExprKind, InterpPart, Literal};
 use crate::lang::eval::{Ctl, EResult, Interp, Pos};
-use crate::lang::scope::{Scope, ScopeRef};
+use crate::lang::scope::{Closure, Scope, ScopeRef};
 use crate::value::{
-    datetime, methods, ns, ops, render, Args, Closure, ErrorCode, RangeVal, Record, RegexVal,
-    ShoalError, Value,
+    datetime, methods, ns, ops, render, Args, ErrorCode, RangeVal, Record, RegexVal, ShoalError,
+    Value,
 };
 
 /// Evaluated named arguments, in source order.

@@ -302,6 +302,7 @@ impl Interp {
             }
             _ => match &self.eval_expr(cmd, scope, Pos::Value)? {
                 Value::Command(a) => {
+                    let a = &crate::lang::scope::command(a);
                     let (head, head_is_path) = self.head_name(&a.head, scope)?;
                     let mut cargs = Vec::new();
                     for w in &a.args {

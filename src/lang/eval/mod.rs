@@ -367,7 +367,7 @@ impl Host for Interp {
     }
     fn call1(&mut self, f: &Value, arg: Value) -> SResult<Value> {
         let r = match f {
-            Value::Closure(c) => self.call_closure1(c, arg),
+            Value::Closure(c) => self.call_closure1(&crate::lang::scope::closure(c), arg),
             _ => self.call_value(f, vec![arg], Vec::new()),
         };
         r.map_err(|c| self.ctl_to_err(c))

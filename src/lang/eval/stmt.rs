@@ -6,8 +6,9 @@ use std::sync::Arc;
 use crate::lang::ast::{AssignOp, AssignTarget, BinOp, Block, Stmt, StmtKind};
 use crate::lang::eval::{Ctl, EResult, Interp, Pos};
 use crate::lang::parse::{parse, ParseContext};
+use crate::lang::scope::Closure;
 use crate::lang::scope::{AssignError, Scope, ScopeRef};
-use crate::value::{ops, Closure, ErrorCode, Record, ShoalError, Value};
+use crate::value::{ops, ErrorCode, Record, ShoalError, Value};
 
 impl Interp {
     pub(crate) fn eval_stmt(&mut self, st: &Stmt, scope: &ScopeRef, pos: Pos) -> EResult<Value> {

@@ -1,11 +1,11 @@
 //! Collection methods (list, table, range; §12.4).
-use crate::lang::memory;
+use crate::value::memory;
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::{arity, count_arg, no_named, req, str_arg, stream_of};
-use crate::lang::ast::BinOp;
+use crate::value::code::BinOp;
 use crate::value::{ops, Args, Host, RangeVal, Record, SResult, ShoalError, Value};
 
 /// A borrowed-cheap view of a list, table or range.

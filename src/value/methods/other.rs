@@ -171,7 +171,7 @@ fn resolve(host: &dyn Host, p: &Path) -> PathBuf {
 /// A whole file, bounded by the session's memory budget.
 fn read_file(full: &Path, p: &Path) -> SResult<Vec<u8>> {
     let f = std::fs::File::open(full).map_err(|e| io_err(p, e))?;
-    crate::lang::memory::read_bounded(f).map_err(|e| io_err(p, e))?
+    crate::value::memory::read_bounded(f).map_err(|e| io_err(p, e))?
 }
 
 fn io_err(p: &Path, e: std::io::Error) -> ShoalError {

@@ -158,7 +158,7 @@ fn spread(host: &mut dyn Host, v: &Value) -> SResult<Vec<Value>> {
         Value::Stream(s) => collect_stream(host, s),
         other => match coll::Coll::from_value(other) {
             Some(c) => {
-                crate::lang::memory::reserve_items::<Value>(c.len())?;
+                crate::value::memory::reserve_items::<Value>(c.len())?;
                 Ok(c.to_vec())
             }
             None => Err(ShoalError::type_error(format!(

@@ -3,7 +3,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::*;
-use crate::lang::ast::BinOp;
+use crate::value::code::BinOp;
 use crate::value::{ops, render, Record};
 
 struct TestHost {
@@ -19,7 +19,7 @@ impl Host for TestHost {
         match &**op {
             "id" => Ok(a),
             "double" => ops::binary(BinOp::Mul, &a, &Value::Int(2)),
-            "neg" => ops::unary(crate::lang::ast::UnOp::Neg, &a),
+            "neg" => ops::unary(crate::value::code::UnOp::Neg, &a),
             "even" => Ok(Value::Bool(equals_int(
                 &ops::binary(BinOp::Rem, &a, &Value::Int(2))?,
                 0,
