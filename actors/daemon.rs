@@ -18,10 +18,10 @@ use super::health::{rss_bytes, Registration, Registry};
 use super::journal_writer::{JournalWriter, Services};
 use super::listener::{self, Listener};
 use super::msg::{
-    AttachSession, CloseSession, GetServices, GetStatus, ListSessions, SessionError, SessionHandle,
-    Shutdown, StopSession,
+    CloseSession, GetServices, GetStatus, ListSessions, SessionError, Shutdown, StopSession,
 };
 use super::session::SessionShared;
+use super::session_handle::{AttachSession, SessionHandle};
 use super::session_supervisor::SessionSupervisor;
 use crate::config::{self, Config};
 use crate::journal;

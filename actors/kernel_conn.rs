@@ -19,10 +19,10 @@ use super::event_bus::{BusEvent, Publish, ReadEvents, SubId, SubscribeReplay, Un
 use super::health::Registration;
 use super::journal_writer::{self as jw, Services};
 use super::msg::{
-    AttachSession, ClientCount, CloseSession, Crash, GetServices, GetStatus, GetValue,
-    ListSessions, SessionError, SessionHandle,
+    ClientCount, CloseSession, Crash, GetServices, GetStatus, GetValue, ListSessions, SessionError,
 };
 use super::session::CallCancel;
+use super::session_handle::{AttachSession, SessionHandle};
 use crate::lang::Position;
 use crate::paths;
 use crate::proto::frame::Frame;
@@ -138,7 +138,7 @@ impl KernelConn {
                     async move {
                         f.await
                             .map(|s| json!({"sessions": s}))
-                            .map_err(|e| RpcError::internal(e.to_string()))
+                            .map_err(RpcError::from)
                     }
                     .into_actor(self),
                 )
@@ -147,10 +147,7 @@ impl KernelConn {
             "daemon.status" => {
                 self.cx.daemon_stats.enqueue();
                 let f = self.cx.daemon.send(GetStatus);
-                Box::pin(
-                    async move { f.await.map_err(|e| RpcError::internal(e.to_string())) }
-                        .into_actor(self),
-                )
+                Box::pin(async move { f.await.map_err(RpcError::from) }.into_actor(self))
             }
             "exec" => match exec_params(&p).and_then(|(s, pos)| {
                 let b = crate::proto::elide::Budget::from_json(p.get("elide"))
@@ -246,9 +243,7 @@ impl KernelConn {
             no_adapters: kind == "conformance",
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
-            let handle = r
-                .map_err(|e| RpcError::internal(e.to_string()))?
-                .map_err(conn::session_error)?;
+            let handle = r?.map_err(conn::session_error)?;
             act.set_attachment(Some(Attachment {
                 handle: handle.clone(),
                 tty,
@@ -278,8 +273,7 @@ impl KernelConn {
         self.cx.daemon_stats.enqueue();
         let f = self.cx.daemon.send(CloseSession { name: name.clone() });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
-            r.map_err(|e| RpcError::internal(e.to_string()))?
-                .map_err(conn::session_error)?;
+            r?.map_err(conn::session_error)?;
             if act.attached.as_ref().is_some_and(|a| a.handle.name == name) {
                 act.attached = None;
             }
@@ -334,8 +328,7 @@ impl KernelConn {
                     let entries = s
                         .journal
                         .send(jw::QueryJournal { query, scope })
-                        .await
-                        .map_err(|e| RpcError::internal(e.to_string()))?
+                        .await?
                         .map_err(journal_error)?;
                     serde_json::to_value(entries).map_err(|e| RpcError::internal(e.to_string()))
                 })
@@ -350,8 +343,7 @@ impl KernelConn {
                     let e = s
                         .journal
                         .send(jw::GetEntry { id })
-                        .await
-                        .map_err(|e| RpcError::internal(e.to_string()))?
+                        .await?
                         .map_err(journal_error)?
                         .filter(|e| {
                             jw::scope_for(&principal) == crate::journal::Scope::All
@@ -389,7 +381,7 @@ impl KernelConn {
                             .with_data(json!({"hash": hash}))
                     };
                     match s.journal.send(jw::GetBlob { hash: hash.clone() }).await {
-                        Err(e) => Err(RpcError::internal(e.to_string())),
+                        Err(e) => Err(e.into()),
                         Ok(Ok(Some(bytes))) => {
                             let key = hash.strip_prefix("blake3:").unwrap_or(&hash);
                             Ok(crate::proto::mcp::bounded_blob_max(
@@ -446,8 +438,7 @@ impl KernelConn {
                             since,
                             limit,
                         })
-                        .await
-                        .map_err(|e| RpcError::internal(e.to_string()))?;
+                        .await?;
                     Ok(json!({
                         "channel": channel,
                         "events": events.iter().map(BusEvent::to_json).collect::<Vec<_>>(),
@@ -477,11 +468,7 @@ impl KernelConn {
                     }
                 }
                 self.with_services(move |s| async move {
-                    let ev = s
-                        .bus
-                        .send(Publish { channel, payload })
-                        .await
-                        .map_err(|e| RpcError::internal(e.to_string()))?;
+                    let ev = s.bus.send(Publish { channel, payload }).await?;
                     Ok(json!({"channel": ev.channel, "seq": ev.seq, "ts": ev.ts}))
                 })
             }
@@ -516,8 +503,7 @@ impl KernelConn {
                                 sub,
                                 since,
                             })
-                            .await
-                            .map_err(|e| RpcError::internal(e.to_string()))?;
+                            .await?;
                         Ok((channel, id, bus))
                     }
                     .into_actor(act)

@@ -34,10 +34,9 @@ use super::event_bus::{BusEvent, ListChannels, ReadEvents, SubId, Subscribe, Uns
 use super::health::Registration;
 use super::journal_writer::{self as jw, Services};
 use super::kernel_conn::exec_params_with_default;
-use super::msg::{
-    AttachSession, ClientCount, Exec, GetServices, GetValue, SessionError, SessionHandle,
-};
+use super::msg::{ClientCount, Exec, GetServices, GetValue, SessionError};
 use super::session::CallCancel;
+use super::session_handle::{AttachSession, SessionHandle};
 use crate::lang::Position;
 use crate::proto::elide::Budget;
 use crate::proto::kernel::{self, GetFormat, GetRequest};
@@ -450,11 +449,7 @@ impl McpConn {
                 };
                 Box::pin(
                     async move {
-                        let names = s
-                            .bus
-                            .send(ListChannels)
-                            .await
-                            .map_err(|e| RpcError::internal(e.to_string()))?;
+                        let names = s.bus.send(ListChannels).await?;
                         Ok(mcp::completion_result(names, &prefix))
                     }
                     .into_actor(self),
@@ -624,7 +619,7 @@ impl McpConn {
             sub,
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
-            let id = r.map_err(|e| RpcError::internal(e.to_string()))?;
+            let id = r?;
             if act.subs.values().any(|c| *c == channel) {
                 act.bus_subs.insert(channel, id);
             } else if let Some(s) = &act.services {
@@ -713,9 +708,7 @@ impl McpConn {
             no_adapters: false,
         });
         Box::pin(f.into_actor(self).map(|r, act, _ctx| {
-            let h = r
-                .map_err(|e| RpcError::internal(e.to_string()))?
-                .map_err(conn::session_error)?;
+            let h = r?.map_err(conn::session_error)?;
             // Concurrent first calls may both attach: keep the first handle.
             if let Some(old) = &act.attached {
                 if old.addr.connected() && old.name == h.name {
@@ -736,8 +729,7 @@ async fn query_journal(s: &Services, query: crate::journal::Query) -> Result<Vec
     let entries = s
         .journal
         .send(jw::QueryJournal { query, scope })
-        .await
-        .map_err(|e| RpcError::internal(e.to_string()))?
+        .await?
         .map_err(|e| match e {
             crate::journal::JournalError::Invalid(m) => RpcError::invalid_params(m),
             e => RpcError::internal(e.to_string()),
@@ -782,7 +774,7 @@ async fn read_service(s: &Services, p: &uri::ParsedUri, u: &str) -> Result<Json,
                     .with_data(json!({"hash": hash}))
             };
             let bytes = match s.journal.send(jw::GetBlob { hash: hash.clone() }).await {
-                Err(e) => return Err(RpcError::internal(e.to_string())),
+                Err(e) => return Err(e.into()),
                 Ok(Ok(Some(b))) => b,
                 Ok(Ok(None)) | Ok(Err(crate::journal::JournalError::Invalid(_))) => {
                     return Err(unknown())
@@ -803,8 +795,7 @@ async fn read_service(s: &Services, p: &uri::ParsedUri, u: &str) -> Result<Json,
                     since: p.get("since").and_then(|v| v.parse().ok()),
                     limit: p.get("limit").and_then(|v| v.parse().ok()),
                 })
-                .await
-                .map_err(|e| RpcError::internal(e.to_string()))?;
+                .await?;
             let events: Vec<Json> = events.iter().map(BusEvent::to_json).collect();
             Ok(mcp::read_result(u, &mcp::events_result(&channel, events)))
         }

@@ -17,6 +17,7 @@
 //! worker thread, journal reads on blocking threads); serialization happens
 //! only in the connection actors; the journal writer is the only redb writer.
 
+pub mod call_cancel;
 pub mod conn;
 pub mod daemon;
 pub mod event_bus;
@@ -28,4 +29,5 @@ pub mod mcp_conn;
 pub mod msg;
 pub mod pty;
 pub mod session;
+pub mod session_handle;
 pub mod session_supervisor;

@@ -1,16 +1,14 @@
 //! Typed messages between actors, with named fields. Commands are imperative
 //! (`Exec`, `CloseSession`); nothing here is `Serialize`: the connection
-//! actors convert to and from the wire.
+//! actors convert to and from the wire. A leaf: it names no actor (the handle to a session
+//! and the message that returns it live in `session_handle.rs`).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use actix::prelude::*;
 use serde_json::Value as Json;
 
-use super::health::ActorStats;
-use super::session::SessionShared;
-use super::session_supervisor::SessionSupervisor;
+use super::call_cancel::CallCancel;
 use crate::lang::{ParseError, Position};
 use crate::value::ShoalError;
 
@@ -38,59 +36,6 @@ pub enum SessionError {
     /// A request-level failure with its JSON-RPC code (e.g. `-32005`).
     #[error("{}", .0.message)]
     Rpc(crate::proto::rpc::RpcError),
-}
-
-/// Attach a connection to a named session, creating it if needed.
-#[derive(Message)]
-#[rtype(result = "Result<SessionHandle, SessionError>")]
-pub struct AttachSession {
-    pub name: String,
-    pub cwd: Option<PathBuf>,
-    /// The client's environment (contract §9): a session this attach creates
-    /// starts with exactly it; `None` gives [`crate::paths::base_env`].
-    pub env: Option<Vec<(String, String)>>,
-    /// A session this attach creates loads no adapters (the conformance
-    /// harness measures the language without them, language.md §10.3).
-    pub no_adapters: bool,
-}
-
-/// What a connection holds once attached.
-#[derive(Clone)]
-pub struct SessionHandle {
-    pub name: String,
-    pub addr: Addr<SessionSupervisor>,
-    pub stats: Arc<ActorStats>,
-    pub shared: Arc<SessionShared>,
-    pub created: bool,
-    /// The session already existed and the attaching client's environment
-    /// differs from the one it started with.
-    pub env_differs: bool,
-    /// The journal and the event bus.
-    pub services: Option<super::journal_writer::Services>,
-}
-
-impl SessionHandle {
-    /// Send with mailbox accounting.
-    pub fn send<M>(&self, msg: M) -> actix::dev::Request<SessionSupervisor, M>
-    where
-        M: Message + Send + 'static,
-        M::Result: Send,
-        SessionSupervisor: Handler<M>,
-    {
-        self.stats.enqueue();
-        self.addr.send(msg)
-    }
-
-    /// Fire-and-forget with mailbox accounting (low-rate signals only).
-    pub fn notify<M>(&self, msg: M)
-    where
-        M: Message + Send + 'static,
-        M::Result: Send,
-        SessionSupervisor: Handler<M>,
-    {
-        self.stats.enqueue();
-        self.addr.do_send(msg)
-    }
 }
 
 /// End a session: interrupt its evaluation, drop its in-memory state.
@@ -131,7 +76,7 @@ pub struct Exec {
     pub tty: bool,
     /// This call's own cancellation (contract §10): cancelling it never
     /// touches another call of the session.
-    pub cancel: Arc<super::session::CallCancel>,
+    pub cancel: Arc<CallCancel>,
 }
 
 #[derive(Debug, Clone)]
@@ -159,7 +104,7 @@ pub struct GetValue {
 }
 
 /// Interrupt whatever the session is running (operator paths; a client's cancel
-/// goes through its call's own [`super::session::CallCancel`]).
+/// goes through its call's own [`CallCancel`]).
 /// Answered from the actor thread without waiting for the worker.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -196,4 +141,12 @@ pub struct PtyCall {
 #[rtype(result = "Result<tokio::sync::watch::Receiver<u64>, crate::proto::rpc::RpcError>")]
 pub struct PtyWatch {
     pub id: u64,
+}
+
+/// A request whose target actor is gone or whose mailbox is closed: `-32603` at the edge.
+/// The only conversion of an actor-system error; every handler uses it through `?`.
+impl From<MailboxError> for crate::proto::rpc::RpcError {
+    fn from(e: MailboxError) -> Self {
+        crate::proto::rpc::RpcError::internal(e.to_string())
+    }
 }

@@ -20,7 +20,8 @@ use serde_json::{json, Map, Value as Json};
 
 use super::conn::Writer;
 use super::health::Registration;
-use super::msg::{PtyCall, PtyWatch, SessionHandle};
+use super::msg::{PtyCall, PtyWatch};
+use super::session_handle::SessionHandle;
 use super::session_supervisor::SessionSupervisor;
 use crate::proto::frame;
 use crate::proto::rpc::RpcError;

@@ -202,12 +202,7 @@ impl Handler<GetValue> for SessionSupervisor {
                     answer(&v, &msg.req, msg.tty)
                 }
                 Ok(Ok(None)) => Err(err),
-                Ok(Err(e)) => Err(SessionError::Rpc(
-                    crate::proto::rpc::RpcError::new(crate::proto::rpc::UNKNOWN_REF, e.to_string())
-                        .with_data(
-                            serde_json::json!({"ref": kernel::ref_name(n), "code": "journal"}),
-                        ),
-                )),
+                Ok(Err(e)) => Err(SessionError::Rpc(kernel::stored_value_unreadable(n, &e))),
                 Err(_) => Err(err),
             }
         })

@@ -17,6 +17,12 @@ pub fn ref_name(n: u64) -> String {
     format!("out:{n}")
 }
 
+/// A stored value the journal could not read back: `UNKNOWN_REF` with the ref and `code: journal`.
+pub fn stored_value_unreadable(n: u64, error: &dyn std::fmt::Display) -> RpcError {
+    RpcError::new(super::rpc::UNKNOWN_REF, error.to_string())
+        .with_data(serde_json::json!({"ref": ref_name(n), "code": "journal"}))
+}
+
 pub fn ref_uri(n: u64) -> String {
     format!("shoal://out/{n}")
 }

@@ -1,0 +1,66 @@
+//! The handle a connection holds to one session (its supervisor's address, its mailbox
+//! counters, the services), and [`AttachSession`], the message to the daemon that returns it.
+//! It only sends messages: it never evaluates and never touches a socket.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use actix::prelude::*;
+
+use super::health::ActorStats;
+use super::msg::SessionError;
+use super::session::SessionShared;
+use super::session_supervisor::SessionSupervisor;
+
+/// Attach a connection to a named session, creating it if needed.
+#[derive(Message)]
+#[rtype(result = "Result<SessionHandle, SessionError>")]
+pub struct AttachSession {
+    pub name: String,
+    pub cwd: Option<PathBuf>,
+    /// The client's environment (contract §9): a session this attach creates
+    /// starts with exactly it; `None` gives [`crate::paths::base_env`].
+    pub env: Option<Vec<(String, String)>>,
+    /// A session this attach creates loads no adapters (the conformance
+    /// harness measures the language without them, language.md §10.3).
+    pub no_adapters: bool,
+}
+
+/// What a connection holds once attached.
+#[derive(Clone)]
+pub struct SessionHandle {
+    pub name: String,
+    pub addr: Addr<SessionSupervisor>,
+    pub stats: Arc<ActorStats>,
+    pub shared: Arc<SessionShared>,
+    pub created: bool,
+    /// The session already existed and the attaching client's environment
+    /// differs from the one it started with.
+    pub env_differs: bool,
+    /// The journal and the event bus.
+    pub services: Option<super::journal_writer::Services>,
+}
+
+impl SessionHandle {
+    /// Send with mailbox accounting.
+    pub fn send<M>(&self, msg: M) -> actix::dev::Request<SessionSupervisor, M>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        SessionSupervisor: Handler<M>,
+    {
+        self.stats.enqueue();
+        self.addr.send(msg)
+    }
+
+    /// Fire-and-forget with mailbox accounting (low-rate signals only).
+    pub fn notify<M>(&self, msg: M)
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        SessionSupervisor: Handler<M>,
+    {
+        self.stats.enqueue();
+        self.addr.do_send(msg)
+    }
+}
