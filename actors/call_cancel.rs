@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::lang::Interrupter;
+use crate::sync::Locked;
 
 /// The cancellation handle of one call (one [`Exec`](super::msg::Exec)), shared by the
 /// connection that issued it and the session that runs it. Cancelling a call
@@ -34,7 +35,7 @@ impl CallCancel {
 
     /// Cancel this call (idempotent).
     pub fn cancel(&self) {
-        let g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let g = self.state.locked();
         self.cancelled.store(true, Ordering::SeqCst);
         if let CallState::Running(i) = &*g {
             i.interrupt();
@@ -49,15 +50,12 @@ impl CallCancel {
 
     /// Still waiting in the session's queue.
     pub(super) fn is_queued(&self) -> bool {
-        matches!(
-            *self.state.lock().unwrap_or_else(|p| p.into_inner()),
-            CallState::Queued
-        )
+        matches!(*self.state.locked(), CallState::Queued)
     }
 
     /// The worker starts this call: `false` when it was cancelled first.
     pub(super) fn begin(&self, i: Option<&Interrupter>) -> bool {
-        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = self.state.locked();
         if self.is_cancelled() {
             *g = CallState::Finished;
             return false;
@@ -75,12 +73,12 @@ impl CallCancel {
         if !self.is_cancelled() {
             return;
         }
-        if let CallState::Running(i) = &*self.state.lock().unwrap_or_else(|p| p.into_inner()) {
+        if let CallState::Running(i) = &*self.state.locked() {
             i.interrupt();
         }
     }
 
     pub(super) fn finish(&self) {
-        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = CallState::Finished;
+        *self.state.locked() = CallState::Finished;
     }
 }

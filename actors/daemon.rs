@@ -26,6 +26,7 @@ use super::session_supervisor::SessionSupervisor;
 use crate::config::{self, Config};
 use crate::journal;
 use crate::paths;
+use crate::sync::Locked;
 
 /// Command-line options of `shoal daemon`.
 #[derive(Debug, Clone, Default)]
@@ -364,7 +365,7 @@ impl Handler<Shutdown> for Daemon {
         self.reg.stats.set_state("stopping");
         tracing::info!(reason = %msg.reason, sessions = self.sessions.len(), "shutting down: {}", msg.reason);
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
-        let mut draining = self.draining.lock().unwrap_or_else(|p| p.into_inner());
+        let mut draining = self.draining.locked();
         for (_, (addr, shared, stats)) in std::mem::take(&mut self.sessions) {
             shared.interrupt();
             stats.enqueue();
@@ -576,7 +577,7 @@ fn wait_for_interrupted(
     draining: &std::sync::Mutex<Vec<Arc<SessionShared>>>,
     grace: std::time::Duration,
 ) {
-    let sessions = std::mem::take(&mut *draining.lock().unwrap_or_else(|p| p.into_inner()));
+    let sessions = std::mem::take(&mut *draining.locked());
     let deadline = Instant::now() + grace;
     loop {
         let busy: Vec<&str> = sessions

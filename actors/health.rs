@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use crate::sync::Locked;
 use serde_json::{json, Value as Json};
 
 #[derive(Debug)]
@@ -45,13 +46,13 @@ impl ActorStats {
         self.restarts.store(n, Ordering::Relaxed);
     }
     pub fn set_error(&self, e: impl Into<String>) {
-        *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.into());
+        *self.last_error.locked() = Some(e.into());
     }
     pub fn set_state(&self, s: &'static str) {
-        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = s;
+        *self.state.locked() = s;
     }
     pub fn state(&self) -> &'static str {
-        *self.state.lock().unwrap_or_else(|p| p.into_inner())
+        *self.state.locked()
     }
     pub fn mailbox(&self) -> u64 {
         self.enqueued
@@ -68,7 +69,7 @@ impl ActorStats {
             "mailbox": self.mailbox(),
             "handled": self.handled.load(Ordering::Relaxed),
             "restarts": self.restarts.load(Ordering::Relaxed),
-            "last_error": self.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            "last_error": self.last_error.locked().clone(),
             "age_ms": self.started.elapsed().as_millis() as u64,
         })
     }
@@ -109,7 +110,7 @@ impl Registry {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<ActorStats>>> {
-        self.actors.lock().unwrap_or_else(|p| p.into_inner())
+        self.actors.locked()
     }
 
     pub fn snapshot(&self) -> Vec<Json> {

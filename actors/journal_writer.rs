@@ -22,6 +22,7 @@ use crate::journal::{
     self, Cwd, Entry, EntryId, Finish, JournalError, NewEntry, Op, OutputData, OutputKind, Query,
     Scope, StoreStats,
 };
+use crate::sync::Locked;
 use crate::value::{ShoalError, Value};
 
 type Writer = journal::JournalWriter;
@@ -52,15 +53,9 @@ impl Services {
     /// Journal figures for `daemon.status` (store counters refreshed every second).
     pub fn status_json(&self) -> Json {
         let w = self.writer.stats();
-        let s = *self.store_stats.lock().unwrap_or_else(|p| p.into_inner());
+        let s = *self.store_stats.locked();
         let (p50, p99) = {
-            let mut v: Vec<u64> = self
-                .overhead
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .iter()
-                .copied()
-                .collect();
+            let mut v: Vec<u64> = self.overhead.locked().iter().copied().collect();
             v.sort_unstable();
             let pct = |p: f64| {
                 (!v.is_empty()).then(|| v[((v.len() - 1) as f64 * p).round() as usize] as f64 / 1e3)
@@ -125,7 +120,7 @@ impl JournalWriter {
         let stats = self.reg.stats.clone();
         actix_rt::spawn(async move {
             match tokio::task::spawn_blocking(move || w.store().stats()).await {
-                Ok(Ok(s)) => *cache.lock().unwrap_or_else(|p| p.into_inner()) = Some(s),
+                Ok(Ok(s)) => *cache.locked() = Some(s),
                 Ok(Err(e)) => stats.set_error(format!("journal stats: {e}")),
                 Err(e) => stats.set_error(format!("journal stats: {e}")),
             }
@@ -381,7 +376,7 @@ pub fn record_exec(svc: &Services, r: ExecRecord<'_>) -> Result<EntryId, Journal
     let t0 = Instant::now();
     let id = record(svc, r);
     let ns = t0.elapsed().as_nanos().min(u64::MAX as u128) as u64;
-    let mut o = svc.overhead.lock().unwrap_or_else(|p| p.into_inner());
+    let mut o = svc.overhead.locked();
     if o.len() >= OVERHEAD_SAMPLES {
         o.pop_front();
     }

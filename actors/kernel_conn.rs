@@ -28,6 +28,7 @@ use crate::paths;
 use crate::proto::frame::Frame;
 use crate::proto::kernel;
 use crate::proto::rpc::{self, RpcError};
+use crate::sync::Locked;
 
 type Reply = LocalBoxActorFuture<KernelConn, Result<Json, RpcError>>;
 
@@ -287,12 +288,7 @@ impl KernelConn {
         F: FnOnce(Services) -> Fut + 'static,
         Fut: std::future::Future<Output = Result<Json, RpcError>> + 'static,
     {
-        let known = self.services.clone().or_else(|| {
-            self.attached
-                .as_ref()
-                .and_then(|a| a.handle.services.clone())
-        });
-        if let Some(s) = known {
+        if let Some(s) = self.known_services() {
             return Box::pin(f(s).into_actor(self));
         }
         self.cx.daemon_stats.enqueue();
@@ -456,14 +452,7 @@ impl KernelConn {
                 // The publishing client's session sees the event on its own
                 // `channel(...)` too (the language side of the bus).
                 if let Some(att) = &self.attached {
-                    if let Some(inj) = att
-                        .handle
-                        .shared
-                        .injector
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .as_ref()
-                    {
+                    if let Some(inj) = att.handle.shared.injector.locked().as_ref() {
                         inj.inject(&channel, crate::value::json::from_json(&payload));
                     }
                 }
@@ -486,11 +475,7 @@ impl KernelConn {
                 }
                 let svc = self.with_services(|_| async { Ok(Json::Null) });
                 Box::pin(svc.then(move |r, act, ctx| {
-                    let bus = act.services.clone().or_else(|| {
-                        act.attached
-                            .as_ref()
-                            .and_then(|a| a.handle.services.clone())
-                    });
+                    let bus = act.known_services();
                     let sub = ctx.address().recipient();
                     async move {
                         r?;
@@ -697,7 +682,7 @@ fn id_key(id: &Json) -> String {
 }
 
 fn lock_calls(c: &Calls) -> std::sync::MutexGuard<'_, HashMap<String, Arc<CallCancel>>> {
-    c.lock().unwrap_or_else(|p| p.into_inner())
+    c.locked()
 }
 
 /// One frame, classified by the reader task.

@@ -42,6 +42,7 @@ use crate::proto::elide::Budget;
 use crate::proto::kernel::{self, GetFormat, GetRequest};
 use crate::proto::rpc::{self, RpcError};
 use crate::proto::{mcp, uri};
+use crate::sync::Locked;
 
 type Reply = LocalBoxActorFuture<McpConn, Result<Json, RpcError>>;
 
@@ -520,12 +521,7 @@ impl McpConn {
             ("session", Some("cwd")) => Box::pin(self.session().map(move |h, _act, _ctx| {
                 let h = h?;
                 // The live cwd (after `cd`), else where the session starts.
-                let live = h
-                    .shared
-                    .live
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone();
+                let live = h.shared.live.locked().clone();
                 let cwd = live.map_or_else(|| h.shared.cwd.clone(), |l| l.cwd);
                 Ok(mcp::read_result(
                     &u,
@@ -536,12 +532,7 @@ impl McpConn {
                 let h = h?;
                 // The session's environment as of its last exec (`env.X = …`
                 // included); before the first exec, the one it will inherit.
-                let live = h
-                    .shared
-                    .live
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone();
+                let live = h.shared.live.locked().clone();
                 let pairs: Vec<(String, String)> = match live {
                     Some(l) => l.env,
                     None => h.shared.env.clone(),

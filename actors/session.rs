@@ -25,6 +25,7 @@ use crate::lang::{
     ChannelInjector, ExecError, Interrupter, Position, Session as LangSession, SessionOptions,
 };
 use crate::proto::{bound, kernel, wire};
+use crate::sync::Locked;
 use crate::value::{ShoalError, Value};
 
 /// State of a named session that outlives its Session actor.
@@ -163,7 +164,7 @@ impl SessionShared {
 
     /// Keep at most `n` transcript values in memory (older ones come from the journal).
     pub fn with_resident_values(self, n: usize) -> Self {
-        *self.transcript.lock().unwrap_or_else(|p| p.into_inner()) = Transcript::new(n);
+        *self.transcript.locked() = Transcript::new(n);
         self
     }
 
@@ -202,7 +203,7 @@ impl SessionShared {
             tracing::warn!(session = %self.name, "cannot read the journal's transcript: {e}");
             0
         });
-        *self.reserved.lock().unwrap_or_else(|p| p.into_inner()) = last;
+        *self.reserved.locked() = last;
         let _ = self.base.set(last);
     }
 
@@ -213,7 +214,7 @@ impl SessionShared {
             return Ok(());
         };
         let next = self.peek_next();
-        let mut reserved = self.reserved.lock().unwrap_or_else(|p| p.into_inner());
+        let mut reserved = self.reserved.locked();
         if next <= *reserved {
             return Ok(());
         }
@@ -243,7 +244,7 @@ impl SessionShared {
 
     /// The `n` the next [`push`](Self::push) will return.
     pub fn peek_next(&self) -> u64 {
-        let t = self.transcript.lock().unwrap_or_else(|p| p.into_inner());
+        let t = self.transcript.locked();
         self.base() + t.items.len() as u64 + 1
     }
 
@@ -262,14 +263,14 @@ impl SessionShared {
     }
 
     pub fn push(&self, v: Value) -> u64 {
-        let mut t = self.transcript.lock().unwrap_or_else(|p| p.into_inner());
+        let mut t = self.transcript.locked();
         t.push(v, self.services.is_some());
         self.base() + t.items.len() as u64
     }
 
     /// `out:n` if this session object holds it in memory (older ones: the journal).
     pub fn get(&self, n: u64) -> Option<Value> {
-        let t = self.transcript.lock().unwrap_or_else(|p| p.into_inner());
+        let t = self.transcript.locked();
         n.checked_sub(1 + self.base())
             .and_then(|i| t.items.get(i as usize))
             .and_then(Option::clone)
@@ -281,21 +282,12 @@ impl SessionShared {
     }
 
     pub fn transcript_len(&self) -> usize {
-        self.transcript
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .items
-            .len()
+        self.transcript.locked().items.len()
     }
 
     /// Interrupt the running evaluation, if any.
     pub fn interrupt(&self) {
-        if let Some(i) = self
-            .interrupter
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-        {
+        if let Some(i) = self.interrupter.locked().as_ref() {
             i.interrupt();
         }
     }
@@ -511,20 +503,14 @@ struct RecordInFlight;
 
 impl RecordInFlight {
     fn begin() -> RecordInFlight {
-        *RECORDS_IN_FLIGHT
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) += 1;
+        *RECORDS_IN_FLIGHT.0.locked() += 1;
         RecordInFlight
     }
 }
 
 impl Drop for RecordInFlight {
     fn drop(&mut self) {
-        let mut n = RECORDS_IN_FLIGHT
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut n = RECORDS_IN_FLIGHT.0.locked();
         *n = n.saturating_sub(1);
         if *n == 0 {
             RECORDS_IN_FLIGHT.1.notify_all();
@@ -538,10 +524,7 @@ impl Drop for RecordInFlight {
 /// `false` when the limit passed first.
 pub fn wait_records_handed_off(limit: std::time::Duration) -> bool {
     let deadline = Instant::now() + limit;
-    let mut n = RECORDS_IN_FLIGHT
-        .0
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
+    let mut n = RECORDS_IN_FLIGHT.0.locked();
     while *n > 0 {
         let Some(left) = deadline.checked_duration_since(Instant::now()) else {
             return false;
@@ -662,9 +645,8 @@ fn run_job(
             (s, i)
         })) {
             Ok((s, i)) => {
-                *shared.injector.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some(s.channel_injector());
-                *shared.interrupter.lock().unwrap_or_else(|p| p.into_inner()) = Some(i);
+                *shared.injector.locked() = Some(s.channel_injector());
+                *shared.interrupter.locked() = Some(i);
                 *lang = Some(s);
             }
             Err(p) => {
@@ -687,22 +669,11 @@ fn run_job(
             None,
         );
     };
-    if let Some(i) = shared
-        .interrupter
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-    {
+    if let Some(i) = shared.interrupter.locked().as_ref() {
         i.reset();
     }
     // From here a cancel of this call interrupts it (and only it).
-    let started = job.cancel.begin(
-        shared
-            .interrupter
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref(),
-    );
+    let started = job.cancel.begin(shared.interrupter.locked().as_ref());
     if !started {
         return (Err(cancelled_before_running()), None);
     }
@@ -720,7 +691,7 @@ fn run_job(
     let cwd = session.cwd();
     {
         // Most execs change neither: compare rather than copy the environment.
-        let mut live = shared.live.lock().unwrap_or_else(|p| p.into_inner());
+        let mut live = shared.live.locked();
         let same = live
             .as_ref()
             .is_some_and(|l| l.cwd == cwd && session.env_is(&l.env));

@@ -18,6 +18,7 @@ use super::apply::{read_counter, Counters, Tx};
 use super::cas::{self, CasTables};
 use super::schema::{self, *};
 use super::{Entry, EntryId, Finish, JournalError, NewEntry, OutputRef, Result};
+use crate::sync::RwLocked;
 
 /// Retention limits (`journal.max_entries`, `journal.max_bytes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,8 +197,7 @@ impl Store {
     /// The open database (an error while a reopen is in progress or failed).
     pub(crate) fn db(&self) -> Result<std::sync::Arc<Database>> {
         self.db
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .read_locked()
             .clone()
             .ok_or_else(|| JournalError::Storage("the journal is being reopened".into()))
     }
@@ -206,7 +206,7 @@ impl Store {
     /// poisons the open database). Fails, leaving the store closed, while the file cannot be
     /// opened (e.g. no space for recovery) or a reader still holds the old handle; call again.
     pub fn reopen(&self) -> Result<()> {
-        let mut g = self.db.write().unwrap_or_else(|p| p.into_inner());
+        let mut g = self.db.write_locked();
         if let Some(old) = g.take() {
             if let Err(old) = std::sync::Arc::try_unwrap(old) {
                 *g = Some(old);

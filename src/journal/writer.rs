@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::store::{Op, Store};
 use super::{now_ns, Entry, EntryId, JournalError, Query, Result, Scope};
+use crate::sync::Locked;
 
 /// `journal.durability`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,10 +131,6 @@ pub struct JournalWriter {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl JournalWriter {
     /// Start the writer thread for `store` (one writer per store).
     pub fn start(store: Arc<Store>, cfg: WriterConfig) -> Result<JournalWriter> {
@@ -195,7 +192,7 @@ impl JournalWriter {
     pub fn submit(&self, mut op: Op, done: Option<Done>) -> Result<Submitted> {
         let entry_id;
         {
-            let mut g = lock(&self.sub);
+            let mut g = self.sub.locked();
             let sub = g.as_mut().ok_or(JournalError::WriterGone)?;
             entry_id = match &mut op {
                 Op::Append { id, .. } | Op::Record { id, .. } => {
@@ -214,7 +211,7 @@ impl JournalWriter {
                 self.shared.queued.fetch_sub(1, Ordering::SeqCst);
                 return Err(JournalError::WriterGone);
             }
-            lock(&self.shared.stats).submitted += 1;
+            self.shared.stats.locked().submitted += 1;
             drop(g);
             if let Some(d) = ack_now {
                 d(Ok(entry_id));
@@ -265,7 +262,7 @@ impl JournalWriter {
     }
 
     fn send_ctl(&self, m: Msg) -> Result<()> {
-        let g = lock(&self.sub);
+        let g = self.sub.locked();
         let sub = g.as_ref().ok_or(JournalError::WriterGone)?;
         sub.tx.send(m).map_err(|_| JournalError::WriterGone)
     }
@@ -282,7 +279,7 @@ impl JournalWriter {
     }
 
     pub fn stats(&self) -> WriterStats {
-        let mut s = lock(&self.shared.stats).clone();
+        let mut s = self.shared.stats.locked().clone();
         s.queued = self.shared.queued.load(Ordering::SeqCst);
         s
     }
@@ -299,11 +296,11 @@ impl JournalWriter {
     }
 
     fn stop(&self, m: Msg) -> Result<()> {
-        let sub = lock(&self.sub).take();
+        let sub = self.sub.locked().take();
         if let Some(sub) = sub {
             let _ = sub.tx.send(m);
         }
-        let t = lock(&self.thread).take();
+        let t = self.thread.locked().take();
         if let Some(t) = t {
             if t.join().is_err() {
                 return Err(JournalError::Storage(
@@ -440,7 +437,7 @@ impl Worker {
         if self.retry.is_some() && self.pending.len() > cap {
             let n = self.pending.len() - cap;
             self.pending.drain(..n);
-            let mut s = lock(&self.shared.stats);
+            let mut s = self.shared.stats.locked();
             s.dropped_ops += n as u64;
             drop(s);
             self.shared.queued.fetch_sub(n as u64, Ordering::SeqCst);
@@ -457,7 +454,7 @@ impl Worker {
 
     /// A failure: degraded, retry later (the pause doubles up to [`RETRY_MAX`]).
     fn failed(&mut self, e: &JournalError) {
-        let mut s = lock(&self.shared.stats);
+        let mut s = self.shared.stats.locked();
         s.last_error = Some(e.to_string());
         if !s.degraded {
             s.degraded = true;
@@ -477,7 +474,7 @@ impl Worker {
             tracing::info!("journal commits succeed again");
             self.last_log = None;
         }
-        let mut s = lock(&self.shared.stats);
+        let mut s = self.shared.stats.locked();
         s.degraded = false;
         s.degraded_since = 0;
         self.shared.degraded.store(false, Ordering::SeqCst);
@@ -490,7 +487,7 @@ impl Worker {
         }
         self.store.reopen()?;
         self.needs_reopen = false;
-        lock(&self.shared.stats).reopens += 1;
+        self.shared.stats.locked().reopens += 1;
         tracing::info!("journal store reopened");
         Ok(())
     }
@@ -542,7 +539,7 @@ impl Worker {
             Ok(results) => {
                 self.shared.queued.fetch_sub(n, Ordering::SeqCst);
                 {
-                    let mut s = lock(&self.shared.stats);
+                    let mut s = self.shared.stats.locked();
                     s.commits += 1;
                     s.committed_ops += n;
                     s.last_commit_us = us;
@@ -574,7 +571,7 @@ impl Worker {
             }
             Err(e) => {
                 {
-                    let mut s = lock(&self.shared.stats);
+                    let mut s = self.shared.stats.locked();
                     s.failed_commits += 1;
                 }
                 self.log_failure("commit", &e, n);
@@ -590,7 +587,7 @@ impl Worker {
                     }
                     None => {
                         self.shared.queued.fetch_sub(n, Ordering::SeqCst);
-                        lock(&self.shared.stats).failed_ops += n;
+                        self.shared.stats.locked().failed_ops += n;
                         for d in dones.into_iter().flatten() {
                             d(Err(e.clone()));
                         }
@@ -607,7 +604,7 @@ impl Worker {
         let batch = std::mem::take(&mut self.pending);
         let n = batch.len() as u64;
         self.shared.queued.fetch_sub(n, Ordering::SeqCst);
-        lock(&self.shared.stats).failed_ops += n;
+        self.shared.stats.locked().failed_ops += n;
         for (_, d) in batch {
             if let Some(d) = d {
                 d(Err(e.clone()));

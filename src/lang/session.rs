@@ -10,6 +10,7 @@ use indexmap::IndexMap;
 use crate::lang::eval::{BusSink, Channels, Interp, Pos, StatementSink, EVAL_STACK};
 use crate::lang::memory::MemBudget;
 use crate::lang::parse::{parse_with_warnings, ParseContext, ParseError, Warning};
+use crate::sync::Locked;
 use crate::value::{Record, ShoalError, Value};
 
 /// Whether the final statement is evaluated in statement position (a failing
@@ -349,8 +350,7 @@ where
             .stack_size(stack)
             .spawn(move || {
                 let f = slot2
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
+                    .locked()
                     .take()
                     .expect("the evaluation closure runs once");
                 drop(slot2);

@@ -21,6 +21,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::spawn::{self, Exit};
 use super::term::{Rendered, Term};
+use crate::sync::Locked;
 
 /// Bytes read from the master per poll round.
 pub const READ_CHUNK: usize = 64 * 1024;
@@ -70,16 +71,13 @@ impl Shared {
 
     /// The screen now.
     pub fn screen(&self) -> Arc<Rendered> {
-        self.screen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.screen.locked().clone()
     }
 
     /// The screen, consuming the `changed` bit.
     pub fn read_screen(&self) -> (Arc<Rendered>, bool) {
         let s = self.screen();
-        let mut last = self.last_read.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = self.last_read.locked();
         let changed = *last != Some(s.hash);
         *last = Some(s.hash);
         (s, changed)
@@ -88,8 +86,7 @@ impl Shared {
     /// Scrollback from the emulator of an ended I/O thread.
     pub fn retired_scrollback(&self, n: usize) -> Vec<String> {
         self.retired
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .locked()
             .as_ref()
             .map(|t| t.scrollback(n))
             .unwrap_or_default()
@@ -97,15 +94,15 @@ impl Shared {
 
     fn publish(&self, term: &mut Term) {
         let r = Arc::new(term.render().clone());
-        *self.screen.lock().unwrap_or_else(|p| p.into_inner()) = r;
+        *self.screen.locked() = r;
     }
 
     pub fn life(&self) -> Life {
-        *self.life.lock().unwrap_or_else(|p| p.into_inner())
+        *self.life.locked()
     }
 
     pub fn last_output(&self) -> Instant {
-        *self.last_output.lock().unwrap_or_else(|p| p.into_inner())
+        *self.last_output.locked()
     }
 
     pub fn subscribe(&self) -> watch::Receiver<u64> {
@@ -113,12 +110,12 @@ impl Shared {
     }
 
     pub fn touch(&self) {
-        *self.last_output.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        *self.last_output.locked() = Instant::now();
         self.changes.send_modify(|g| *g += 1);
     }
 
     fn set_life(&self, f: impl FnOnce(&mut Life)) {
-        f(&mut self.life.lock().unwrap_or_else(|p| p.into_inner()));
+        f(&mut self.life.locked());
         self.changes.send_modify(|g| *g += 1);
     }
 }
@@ -391,7 +388,7 @@ impl IoThread {
         let IoThread {
             shared, term, cmds, ..
         } = self;
-        *shared.retired.lock().unwrap_or_else(|p| p.into_inner()) = Some(term);
+        *shared.retired.locked() = Some(term);
         // Commands queued meanwhile are answered from the retired emulator.
         while let Ok(c) = cmds.try_recv() {
             match c {

@@ -26,6 +26,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use crate::sync::Locked;
 use tokio::sync::oneshot;
 
 pub use spawn::{Exit, SpawnSpec};
@@ -203,17 +204,14 @@ impl PtyHandle {
             cmds: Mutex::new(Some(tx)),
             closed: std::sync::atomic::AtomicBool::new(false),
         });
-        OPEN.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, Arc::downgrade(&h));
+        OPEN.locked().insert(id, Arc::downgrade(&h));
         Ok(h)
     }
 
     fn command(&self, c: Cmd) -> bool {
         let sent = self
             .cmds
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .locked()
             .as_ref()
             .is_some_and(|tx| tx.send(c).is_ok());
         if sent {
@@ -317,7 +315,7 @@ impl PtyHandle {
     pub fn read(&self, opts: ReadOpts) -> impl std::future::Future<Output = ReadResult> + 'static {
         let shared = self.shared.clone();
         // Scrollback is asked of the I/O thread once the wait is over.
-        let tx = self.cmds.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let tx = self.cmds.locked().clone();
         let wake = self.wake.clone();
         let mut changes = shared.subscribe();
         async move {
@@ -405,11 +403,9 @@ fn check(shared: &Shared, opts: &ReadOpts) -> (bool, Option<Instant>) {
 
 impl Drop for PtyHandle {
     fn drop(&mut self) {
-        OPEN.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.id);
+        OPEN.locked().remove(&self.id);
         // The I/O thread sees the channel disconnect and kills the group.
-        drop(self.cmds.lock().unwrap_or_else(|p| p.into_inner()).take());
+        drop(self.cmds.locked().take());
         io::wake(&self.wake);
     }
 }
@@ -417,8 +413,7 @@ impl Drop for PtyHandle {
 /// Open PTYs of `session` (for `shoal status`), ascending by id.
 pub fn open_in_session(session: &str) -> Vec<PtyInfo> {
     let open: Vec<Arc<PtyHandle>> = OPEN
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+        .locked()
         .values()
         .filter_map(Weak::upgrade)
         .filter(|h| h.session == session && !h.closed.load(Ordering::Relaxed))

@@ -7,6 +7,7 @@
 //! table under one lock, so a pid is never signalled after it was reaped
 //! (and possibly reused). [`kill_all`] ends every group at daemon exit.
 
+use crate::sync::Locked;
 use std::collections::BTreeSet;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -95,7 +96,7 @@ pub fn signal_name(sig: i32) -> String {
 static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
 fn live() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+    LIVE.locked()
 }
 
 /// Resolve `cmd` on the `PATH` of `env` (a name with `/` is a path).

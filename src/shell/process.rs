@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::sync::Locked;
 use crate::value::output::{OutputSink, SpillQuota, MEM_LIMIT};
 use crate::value::OutputBytes;
 
@@ -103,12 +104,12 @@ pub enum RunError {
 static BUFS: Mutex<Vec<Box<[u8]>>> = Mutex::new(Vec::new());
 
 fn take_buf() -> Box<[u8]> {
-    let pooled = BUFS.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    let pooled = BUFS.locked().pop();
     pooled.unwrap_or_else(|| vec![0u8; READ_BUF].into_boxed_slice())
 }
 
 fn give_buf(b: Box<[u8]>) {
-    let mut g = BUFS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut g = BUFS.locked();
     if g.len() < 4 {
         g.push(b);
     }

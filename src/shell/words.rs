@@ -49,20 +49,6 @@ pub fn parse_float_word(s: &str) -> Option<f64> {
     t.replace('_', "").parse::<f64>().ok()
 }
 
-fn duration_unit_ns(unit: &str) -> Option<f64> {
-    Some(match unit {
-        "ns" => 1.0,
-        "us" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "m" => 60e9,
-        "h" => 3600e9,
-        "d" => 86400e9,
-        "w" => 604800e9,
-        _ => return None,
-    })
-}
-
 /// `250ms`, `1m30s`, `-5s`, `90` (a bare number means seconds).
 pub fn parse_duration_word(s: &str) -> Option<i64> {
     let t = s.trim();
@@ -92,7 +78,7 @@ pub fn parse_duration_word(s: &str) -> Option<i64> {
             .map(|i| i + num_end)
             .unwrap_or(rest.len());
         let n: f64 = rest[..num_end].replace('_', "").parse().ok()?;
-        let mult = duration_unit_ns(&rest[num_end..unit_end])?;
+        let mult = crate::value::coerce::duration_unit_ns(&rest[num_end..unit_end])?;
         total += n * mult;
         rest = &rest[unit_end..];
     }

@@ -43,11 +43,10 @@ pub fn parse_size(s: &str) -> Option<u64> {
     Some(v as u64)
 }
 
-/// Parse a duration literal (`250ms`, `1.5h`, `-90s`); `None` when invalid.
-/// With `bare_seconds`, a plain integer means seconds (`5` → `5s`).
-pub fn parse_duration(s: &str, bare_seconds: bool) -> Option<i64> {
-    let (n, is_int, unit) = split_number(s.trim())?;
-    let mult: f64 = match unit {
+/// Nanoseconds in one duration unit (`ns` … `w`): the one unit table of the crate (duration
+/// literals, shell duration words, `.duration()` coercion).
+pub fn duration_unit_ns(unit: &str) -> Option<f64> {
+    Some(match unit {
         "ns" => 1.0,
         "us" => 1e3,
         "ms" => 1e6,
@@ -56,8 +55,17 @@ pub fn parse_duration(s: &str, bare_seconds: bool) -> Option<i64> {
         "h" => 3600e9,
         "d" => 86_400e9,
         "w" => 604_800e9,
-        "" if bare_seconds && is_int => 1e9,
         _ => return None,
+    })
+}
+
+/// Parse a duration literal (`250ms`, `1.5h`, `-90s`); `None` when invalid.
+/// With `bare_seconds`, a plain integer means seconds (`5` → `5s`).
+pub fn parse_duration(s: &str, bare_seconds: bool) -> Option<i64> {
+    let (n, is_int, unit) = split_number(s.trim())?;
+    let mult: f64 = match unit {
+        "" if bare_seconds && is_int => 1e9,
+        u => duration_unit_ns(u)?,
     };
     let v = (n * mult).round();
     if !v.is_finite() || !(-9.2e18..9.2e18).contains(&v) {

@@ -21,6 +21,7 @@
 //! The spill directory is `$TMPDIR/shoal-<uid>/spill` (mode 0700, owner
 //! checked) unless [`set_spill_dir`] chose another one.
 
+use crate::sync::Locked;
 use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
@@ -464,18 +465,14 @@ pub fn default_spill_dir() -> PathBuf {
 
 /// Use `dir` for spill files from now on (created 0700 on first use).
 pub fn set_spill_dir(dir: impl Into<PathBuf>) {
-    let mut g = SPILL_DIR.lock().unwrap_or_else(|p| p.into_inner());
+    let mut g = SPILL_DIR.locked();
     *g = Some(dir.into());
-    READY.lock().unwrap_or_else(|p| p.into_inner()).take();
+    READY.locked().take();
 }
 
 /// The directory spill files go to now.
 pub fn spill_dir() -> PathBuf {
-    SPILL_DIR
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone()
-        .unwrap_or_else(default_spill_dir)
+    SPILL_DIR.locked().clone().unwrap_or_else(default_spill_dir)
 }
 
 /// The verified directory (created once per configured path).
@@ -537,7 +534,7 @@ fn sweep_stale(dir: &Path) {
 
 fn ready_dir() -> io::Result<PathBuf> {
     let dir = spill_dir();
-    let mut g = READY.lock().unwrap_or_else(|p| p.into_inner());
+    let mut g = READY.locked();
     if g.as_deref() == Some(dir.as_path()) {
         return Ok(dir);
     }
@@ -582,7 +579,7 @@ pub fn create_spill_file() -> io::Result<SpillFile> {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => {
                 // The directory may have been removed under us: retry once.
-                READY.lock().unwrap_or_else(|p| p.into_inner()).take();
+                READY.locked().take();
                 let dir2 = ready_dir()?;
                 let path = dir2.join(format!("{}-{n}.out", std::process::id()));
                 return OpenOptions::new()

@@ -148,21 +148,6 @@ pub(super) fn carg_argv(cargs: &[CArg]) -> Result<Vec<OsString>, ShoalError> {
     Ok(out)
 }
 
-pub(super) fn levenshtein(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 /// Stdin bytes of a fed value (§10.7); a spilled outcome or bytes value is
 /// streamed from its spill file, not loaded.
 pub(crate) fn feed_bytes(v: &Value) -> Result<OutputBytes, ShoalError> {
@@ -533,7 +518,7 @@ impl Interp {
             if c == name {
                 continue;
             }
-            let d = levenshtein(name, &c);
+            let d = crate::value::methods::suggest::edit_distance(name, &c);
             if d <= max && d < len && best.as_ref().is_none_or(|(bd, _)| d < *bd) {
                 best = Some((d, c));
             }

@@ -13,6 +13,7 @@ use crate::lang::ast::{Block, Command};
 use crate::lang::eval::{Channels, EResult, Interp, Pos};
 use crate::lang::scope::ScopeRef;
 use crate::lang::session::Interrupter;
+use crate::sync::Locked;
 use crate::value::{ErrorCode, Record, SResult, ShoalError, StreamVal, TaskRef, Value};
 
 /// Stack size of background task threads.
@@ -92,7 +93,7 @@ fn channel_of(channels: &Channels, name: &str) -> Channel {
 /// also the way in for events published from outside the session).
 pub(crate) fn channel_push(channels: &Channels, name: &str, v: Value) {
     let ch = channel_of(channels, name);
-    let mut st = lock(&ch.inner.state);
+    let mut st = ch.inner.state.locked();
     let seq = st.next_seq;
     st.next_seq += 1;
     st.ring.push_back((seq, v, now_dt()));
@@ -136,7 +137,7 @@ impl Interp {
             interrupter: child.interrupter.clone(),
         });
         let id = {
-            let mut t = lock(&self.tasks);
+            let mut t = self.tasks.locked();
             t.next_id += 1;
             let id = t.next_id;
             t.entries.push(TaskEntry {
@@ -156,12 +157,13 @@ impl Interp {
                     Ok(v) => Ok(v),
                     Err(c) => Err(child.ctl_to_err(c)),
                 };
-                *lock(&st.result) = Some(r);
+                *st.result.locked() = Some(r);
                 st.done.store(true, Ordering::SeqCst);
                 st.cond.notify_all();
             });
         if let Err(e) = spawned {
-            *lock(&state.result) = Some(Err(ShoalError::custom(format!("cannot start task: {e}"))));
+            *state.result.locked() =
+                Some(Err(ShoalError::custom(format!("cannot start task: {e}"))));
             state.done.store(true, Ordering::SeqCst);
         }
         Ok(Value::Task(Arc::new(TaskRef { id })))
@@ -200,7 +202,8 @@ impl Interp {
     }
 
     fn task_state(&self, id: u64) -> Option<(Arc<TaskState>, String)> {
-        lock(&self.tasks)
+        self.tasks
+            .locked()
             .entries
             .iter()
             .find(|e| e.id == id)
@@ -214,7 +217,7 @@ impl Interp {
         };
         match name {
             "await" | "wait" => {
-                let mut g = lock(&st.result);
+                let mut g = st.result.locked();
                 loop {
                     if let Some(r) = g.as_ref() {
                         return match r {
@@ -265,7 +268,7 @@ impl Interp {
 
     /// `jobs` (§10.11).
     pub(crate) fn jobs_table(&self) -> Value {
-        let t = lock(&self.tasks);
+        let t = self.tasks.locked();
         let rows = t
             .entries
             .iter()
@@ -276,7 +279,7 @@ impl Interp {
                 } else if !done {
                     "running"
                 } else {
-                    match lock(&e.state.result).as_ref() {
+                    match e.state.result.locked().as_ref() {
                         Some(Ok(_)) => "done",
                         Some(Err(err)) if err.code == ErrorCode::Cancelled => "cancelled",
                         _ => "failed",
@@ -330,7 +333,7 @@ impl Interp {
             }
             "latest" => {
                 let ch = self.channel(name);
-                let st = lock(&ch.inner.state);
+                let st = ch.inner.state.locked();
                 Ok(Some(
                     st.ring
                         .back()
@@ -381,7 +384,7 @@ impl Interp {
                 }
                 let ch = self.channel(name);
                 let deadline = timeout.map(|t| Instant::now() + t);
-                let mut st = lock(&ch.inner.state);
+                let mut st = ch.inner.state.locked();
                 let want = st.next_seq;
                 loop {
                     if let Some((_, v, _)) = st.ring.iter().find(|(s, _, _)| *s >= want) {
@@ -418,10 +421,10 @@ impl Interp {
         let mut next = if replay {
             from_seq
         } else {
-            lock(&ch.inner.state).next_seq
+            ch.inner.state.locked().next_seq
         };
         let iter = std::iter::from_fn(move || {
-            let mut st = lock(&ch.inner.state);
+            let mut st = ch.inner.state.locked();
             loop {
                 if let Some((seq, v, ts)) = st.ring.iter().find(|(s, _, _)| *s >= next).cloned() {
                     next = seq + 1;
@@ -463,13 +466,13 @@ impl Interp {
             _ => return Err(ShoalError::arg_error("on expects a channel and a handler").into()),
         };
         let scope = self.globals.clone();
-        let start = lock(&self.channel(&name).inner.state).next_seq;
+        let start = self.channel(&name).inner.state.locked().next_seq;
         self.start_task(format!("on {name}"), &scope, move |it| {
             let events = it.events_stream(&name, start, true);
             let Value::Stream(s) = &events else {
                 return Ok(Value::Null);
             };
-            let src = lock(&s.source).take();
+            let src = s.source.locked().take();
             if let Some(src) = src {
                 for ev in src {
                     let ev = ev?;
@@ -681,7 +684,7 @@ impl Interp {
             .with_hint("bound it first, e.g. `.take(n)`")
             .into());
         }
-        let src = lock(&s.source).take();
+        let src = s.source.locked().take();
         let Some(src) = src else {
             return Err(
                 ShoalError::new(ErrorCode::StreamConsumed, "stream already consumed").into(),

@@ -186,18 +186,8 @@ fn size_mult(u: &str) -> Option<u128> {
 }
 
 fn dur_mult(u: &str) -> Option<u128> {
-    const S: u128 = 1_000_000_000;
-    Some(match u {
-        "ns" => 1,
-        "us" => 1_000,
-        "ms" => 1_000_000,
-        "s" => S,
-        "m" => 60 * S,
-        "h" => 3600 * S,
-        "d" => 86_400 * S,
-        "w" => 604_800 * S,
-        _ => return None,
-    })
+    // Every unit is a whole number of nanoseconds below 2^53: exact as f64.
+    crate::value::coerce::duration_unit_ns(u).map(|ns| ns as u128)
 }
 
 impl<'a> Parser<'a> {

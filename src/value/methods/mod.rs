@@ -9,7 +9,7 @@ use crate::value::{
 mod coll;
 mod other;
 mod stream;
-mod suggest;
+pub mod suggest;
 mod text;
 
 pub use coll::{range_len, Coll};

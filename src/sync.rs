@@ -1,0 +1,32 @@
+//! Lock-poison recovery, once for the crate. A thread that panics while holding a lock leaves
+//! the data as it was at the panic; every holder in this crate keeps its data consistent at
+//! each step (no multi-step invariants across a panic point), so the next holder takes the lock
+//! as it is instead of propagating the panic. Never blocks beyond the lock itself.
+
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Take a lock, recovering it if a previous holder panicked.
+pub trait Locked<T: ?Sized> {
+    fn locked(&self) -> MutexGuard<'_, T>;
+}
+
+impl<T: ?Sized> Locked<T> for Mutex<T> {
+    fn locked(&self) -> MutexGuard<'_, T> {
+        self.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Read and write an `RwLock`, recovering it if a previous writer panicked.
+pub trait RwLocked<T: ?Sized> {
+    fn read_locked(&self) -> RwLockReadGuard<'_, T>;
+    fn write_locked(&self) -> RwLockWriteGuard<'_, T>;
+}
+
+impl<T: ?Sized> RwLocked<T> for RwLock<T> {
+    fn read_locked(&self) -> RwLockReadGuard<'_, T> {
+        self.read().unwrap_or_else(PoisonError::into_inner)
+    }
+    fn write_locked(&self) -> RwLockWriteGuard<'_, T> {
+        self.write().unwrap_or_else(PoisonError::into_inner)
+    }
+}
