@@ -639,35 +639,7 @@ pub fn restore_from_journal(
             .send(jw::TranscriptValue { session, n })
             .await
             .ok()?;
-        let (wire, render) = match got {
-            Ok(Some(x)) => x,
-            Ok(None) => return None,
-            Err(crate::journal::JournalError::Invalid(m)) => {
-                return Some(Err(SessionError::Rpc(
-                    RpcError::new(rpc::UNKNOWN_REF, m).with_data(json!({"ref": reference})),
-                )))
-            }
-            Err(e) => return Some(Err(SessionError::Internal(e.to_string()))),
-        };
-        Some(match crate::proto::wire::decode(&wire) {
-            Some(v) => kernel::value_get(&v, n, &req, tty, width).map_err(SessionError::Rpc),
-            None if req.path.is_none()
-                && req.slice.is_none()
-                && req.format == kernel::GetFormat::Json =>
-            {
-                Ok(json!({"ref": kernel::ref_name(n), "value": wire}))
-            }
-            None => {
-                let _ = render;
-                Err(SessionError::Rpc(
-                    RpcError::new(
-                        rpc::BAD_PATH_OR_SLICE,
-                        "this value was restored from the journal and only its JSON form is available",
-                    )
-                    .with_data(json!({"ref": reference})),
-                ))
-            }
-        })
+        kernel::restored_value_get(n, got, &req, tty, width).map(|r| r.map_err(SessionError::Rpc))
     }
 }
 

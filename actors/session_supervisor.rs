@@ -193,16 +193,12 @@ impl Handler<GetValue> for SessionSupervisor {
                 session: self.shared.name.clone(),
                 n,
             });
+        let (req, tty) = (msg.req, msg.tty);
         Box::pin(async move {
             match f.await {
-                Ok(Ok(Some((wire, _render)))) => {
-                    let v = crate::proto::wire::decode(&wire).ok_or_else(|| {
-                        SessionError::Internal(format!("stored value of out:{n} does not decode"))
-                    })?;
-                    answer(&v, &msg.req, msg.tty)
-                }
-                Ok(Ok(None)) => Err(err),
-                Ok(Err(e)) => Err(SessionError::Rpc(kernel::stored_value_unreadable(n, &e))),
+                Ok(got) => kernel::restored_value_get(n, got, &req, tty, width)
+                    .map(|r| r.map_err(SessionError::Rpc))
+                    .unwrap_or(Err(err)),
                 Err(_) => Err(err),
             }
         })

@@ -199,6 +199,43 @@ pub fn get_params(p: &Map<String, Json>) -> Result<(String, GetRequest), RpcErro
     ))
 }
 
+/// `value.get` of a value read back from the journal (an `out:N` from before a daemon
+/// restart): paths, slices and elision when the stored JSON decodes, else the stored JSON
+/// itself when nothing beyond it was asked. `None`: the journal does not hold it. The one
+/// restore path of both the session supervisor and the kernel connection.
+pub fn restored_value_get(
+    n: u64,
+    got: crate::journal::Result<Option<(Json, String)>>,
+    req: &GetRequest,
+    tty: bool,
+    width: usize,
+) -> Option<Result<Json, RpcError>> {
+    let wire = match got {
+        Ok(Some((wire, _render))) => wire,
+        Ok(None) => return None,
+        Err(crate::journal::JournalError::Invalid(m)) => {
+            return Some(Err(
+                RpcError::new(rpc::UNKNOWN_REF, m).with_data(json!({"ref": ref_name(n)}))
+            ))
+        }
+        Err(e) => return Some(Err(stored_value_unreadable(n, &e))),
+    };
+    Some(match super::wire::decode(&wire) {
+        Some(v) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            value_get(&v, n, req, tty, width)
+        }))
+        .unwrap_or_else(|_| Err(RpcError::internal("value.get panicked on a restored value"))),
+        None if req.path.is_none() && req.slice.is_none() && req.format == GetFormat::Json => {
+            Ok(json!({"ref": ref_name(n), "value": wire}))
+        }
+        None => Err(RpcError::new(
+            BAD_PATH_OR_SLICE,
+            "this value was restored from the journal and only its JSON form is available",
+        )
+        .with_data(json!({"ref": ref_name(n)}))),
+    })
+}
+
 /// `value.get` on transcript value `out:n` (reference §2.4, §4.5–§4.7):
 /// lookup → path → slice → format. The URI of an elided result reflects the
 /// path, not the slice.
