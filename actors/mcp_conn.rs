@@ -294,11 +294,10 @@ impl McpConn {
             Some(a) => a.clone(),
         };
         if !args.is_object() {
-            return Box::pin(ready(Ok(mcp::tool_error(json!({
-                "code": rpc::INVALID_PARAMS,
-                "message": "tool arguments must be an object",
-                "data": {"errors": [{"path": "", "message": "arguments must be an object"}]},
-            })))));
+            return Box::pin(ready(Ok(mcp::tool_error(mcp::invalid_arguments(
+                "tool arguments must be an object".into(),
+                vec![mcp::argument_error("", "arguments must be an object")],
+            )))));
         }
         if let Err(structured) = mcp::validate_args(name, &args) {
             return Box::pin(ready(Ok(mcp::tool_error(structured))));
@@ -365,11 +364,10 @@ impl McpConn {
         let query: crate::journal::Query = match serde_json::from_value(Json::Object(args)) {
             Ok(q) => q,
             Err(e) => {
-                return Box::pin(ready(Ok(mcp::tool_error(json!({
-                    "code": rpc::INVALID_PARAMS,
-                    "message": format!("invalid shoal_journal arguments: {e}"),
-                    "data": {"errors": [{"path": "", "message": e.to_string()}]},
-                })))))
+                return Box::pin(ready(Ok(mcp::tool_error(mcp::invalid_arguments(
+                    format!("invalid shoal_journal arguments: {e}"),
+                    vec![mcp::argument_error("", &e.to_string())],
+                )))))
             }
         };
         let Some(s) = self.services.clone() else {

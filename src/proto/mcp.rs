@@ -332,7 +332,7 @@ pub fn check_args(v: &jsonschema::Validator, tool: &str, args: &Json) -> Result<
     let errors: Vec<Json> = v
         .iter_errors(args)
         .take(20)
-        .map(|e| json!({"path": e.instance_path().to_string(), "message": e.to_string()}))
+        .map(|e| argument_error(&e.instance_path().to_string(), &e.to_string()))
         .collect();
     if errors.is_empty() {
         return Ok(());
@@ -341,11 +341,21 @@ pub fn check_args(v: &jsonschema::Validator, tool: &str, args: &Json) -> Result<
         .as_str()
         .unwrap_or("invalid")
         .to_string();
-    Err(json!({
-        "code": INVALID_PARAMS,
-        "message": format!("invalid arguments for {tool}: {first}"),
-        "data": {"errors": errors},
-    }))
+    Err(invalid_arguments(
+        format!("invalid arguments for {tool}: {first}"),
+        errors,
+    ))
+}
+
+/// The one shape of a tool's argument error (the structured content of its `isError`
+/// result): `{code:-32602, message, data:{errors:[{path, message}]}}`.
+pub fn invalid_arguments(message: String, errors: Vec<Json>) -> Json {
+    json!({"code": INVALID_PARAMS, "message": message, "data": {"errors": errors}})
+}
+
+/// One entry of [`invalid_arguments`]'s `errors`.
+pub fn argument_error(path: &str, message: &str) -> Json {
+    json!({"path": path, "message": message})
 }
 
 /// The addressable URI of a result, in order: `uri`, `value.uri` (elided),
