@@ -150,14 +150,14 @@ impl KernelConn {
                 let f = self.cx.daemon.send(GetStatus);
                 Box::pin(async move { f.await.map_err(RpcError::from) }.into_actor(self))
             }
-            "exec" => match exec_params(&p).and_then(|(s, pos)| {
+            "exec" => match kernel::exec_params(&p, Position::Stmt).and_then(|(s, pos)| {
                 let b = crate::proto::elide::Budget::from_json(p.get("elide"))
                     .map_err(RpcError::invalid_params)?;
                 Ok((s, pos, b))
             }) {
                 Err(e) => Box::pin(ready(Err(e))),
                 Ok((src, position, budget)) => Box::pin(
-                    super::mcp_conn::exec_elided(handle, src, position, tty, budget, cancel)
+                    super::exec::exec_elided(handle, src, position, tty, budget, cancel)
                         .into_actor(self),
                 ),
             },
@@ -529,54 +529,6 @@ impl KernelConn {
         }
         self.attached = next;
     }
-}
-
-/// `exec` params: `src`, `position` (default stmt), `mode` (run only for now).
-pub fn exec_params(p: &Map<String, Json>) -> Result<(String, Position), RpcError> {
-    exec_params_with_default(p, Position::Stmt)
-}
-
-pub fn exec_params_with_default(
-    p: &Map<String, Json>,
-    default: Position,
-) -> Result<(String, Position), RpcError> {
-    let src = rpc::req_str(p, "src")?.to_string();
-    let position = match rpc::opt_str(p, "position")? {
-        None => default,
-        Some("value") => Position::Value,
-        Some("stmt") => Position::Stmt,
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "position must be stmt or value (got {other:?})"
-            )))
-        }
-    };
-    match rpc::opt_str(p, "mode")? {
-        None | Some("run") => {}
-        Some("plan") => {
-            return Err(RpcError::invalid_params(
-                "mode \"plan\" is not available in this daemon yet",
-            ))
-        }
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "mode must be run or plan (got {other:?})"
-            )))
-        }
-    }
-    if rpc::opt_bool(p, "background")?.unwrap_or(false)
-        || rpc::opt_bool(p, "async")?.unwrap_or(false)
-    {
-        return Err(RpcError::invalid_params(
-            "background tasks are not available in this daemon yet",
-        ));
-    }
-    if p.get("timeout_ms").is_some_and(|v| !v.is_null()) {
-        return Err(RpcError::invalid_params(
-            "timeout_ms is not available in this daemon yet",
-        ));
-    }
-    Ok((src, position))
 }
 
 impl Actor for KernelConn {

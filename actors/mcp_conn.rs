@@ -33,8 +33,8 @@ use super::conn::{self, ConnContext, FrameItem, Writer};
 use super::event_bus::{BusEvent, ListChannels, ReadEvents, SubId, Subscribe, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::{self as jw, Services};
-use super::kernel_conn::exec_params_with_default;
-use super::msg::{ClientCount, Exec, GetServices, GetValue, SessionError};
+use super::exec::exec_elided;
+use super::msg::{ClientCount, GetServices, GetValue, SessionError};
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
 use crate::lang::Position;
@@ -315,7 +315,7 @@ impl McpConn {
     }
 
     fn tool_exec(&mut self, args: Map<String, Json>, cancel: Arc<CallCancel>) -> Reply {
-        let parsed = exec_params_with_default(&args, Position::Value).and_then(|(s, p)| {
+        let parsed = kernel::exec_params(&args, Position::Value).and_then(|(s, p)| {
             let b = Budget::from_json(args.get("elide")).map_err(RpcError::invalid_params)?;
             Ok((s, p, b))
         });
@@ -808,50 +808,6 @@ pub async fn get_value(
         .map_err(|_| SessionError::Closed(name))
         .and_then(|r| r)
         .map_err(conn::session_error)
-}
-
-/// Run `src`, then answer `{ref, uri, value, render, elapsed_ms}` with the
-/// value elided under `budget`.
-pub async fn exec_elided(
-    handle: SessionHandle,
-    src: String,
-    position: Position,
-    tty: bool,
-    budget: Budget,
-    cancel: Arc<CallCancel>,
-) -> Result<Json, RpcError> {
-    let name = handle.name.clone();
-    let x = handle
-        .send(Exec {
-            src,
-            position,
-            tty,
-            cancel,
-        })
-        .await
-        .map_err(|_| SessionError::Closed(name.clone()))
-        .and_then(|r| r)
-        .map_err(conn::session_error)?;
-    // Elide once, here, from the value the session stored as out:n (no
-    // second round trip to read it back).
-    let uri = kernel::ref_uri(x.n);
-    let value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::proto::elide::elide(&x.value, &budget, &uri)
-    }))
-    .map_err(|p| {
-        RpcError::internal(format!(
-            "encoding panicked: {}",
-            super::session::panic_message(&p)
-        ))
-    })?;
-    let mut r = kernel::with_warnings(
-        kernel::exec_result(x.n, value, x.render, x.elapsed_ms),
-        &x.warnings,
-    );
-    if let (Some(j), Some(o)) = (x.journal, r.as_object_mut()) {
-        o.insert("journal".into(), json!(j));
-    }
-    Ok(r)
 }
 
 impl Actor for McpConn {

@@ -21,6 +21,7 @@ pub mod call_cancel;
 pub mod conn;
 pub mod daemon;
 pub mod event_bus;
+pub mod exec;
 pub mod health;
 pub mod journal_writer;
 pub mod kernel_conn;

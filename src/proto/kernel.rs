@@ -10,7 +10,7 @@ use super::bound::bound_render;
 use super::elide::{self, Budget, HARD_CAP};
 use super::rpc::{self, RpcError, BAD_PATH_OR_SLICE, PARSE_ERROR, RAISED};
 use super::valpath;
-use crate::lang::{ParseError, Warning};
+use crate::lang::{ParseError, Position, Warning};
 use crate::value::{render, ShoalError, Value};
 
 pub fn ref_name(n: u64) -> String {
@@ -313,6 +313,51 @@ fn raw(v: &Value, reference: &str, limit: usize) -> Result<Json, RpcError> {
         )
         .with_data(json!({"ref": reference}))),
     }
+}
+
+/// `exec` params (the kernel's `exec`, the MCP `shoal_exec` tool): `src`, `position`
+/// (`default` when absent), `mode` (run only for now).
+pub fn exec_params(
+    p: &Map<String, Json>,
+    default: Position,
+) -> Result<(String, Position), RpcError> {
+    let src = super::rpc::req_str(p, "src")?.to_string();
+    let position = match super::rpc::opt_str(p, "position")? {
+        None => default,
+        Some("value") => Position::Value,
+        Some("stmt") => Position::Stmt,
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "position must be stmt or value (got {other:?})"
+            )))
+        }
+    };
+    match super::rpc::opt_str(p, "mode")? {
+        None | Some("run") => {}
+        Some("plan") => {
+            return Err(RpcError::invalid_params(
+                "mode \"plan\" is not available in this daemon yet",
+            ))
+        }
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "mode must be run or plan (got {other:?})"
+            )))
+        }
+    }
+    if super::rpc::opt_bool(p, "background")?.unwrap_or(false)
+        || super::rpc::opt_bool(p, "async")?.unwrap_or(false)
+    {
+        return Err(RpcError::invalid_params(
+            "background tasks are not available in this daemon yet",
+        ));
+    }
+    if p.get("timeout_ms").is_some_and(|v| !v.is_null()) {
+        return Err(RpcError::invalid_params(
+            "timeout_ms is not available in this daemon yet",
+        ));
+    }
+    Ok((src, position))
 }
 
 #[cfg(test)]

@@ -1,0 +1,60 @@
+//! The exec round trip both connection actors make (the kernel's `exec`, the MCP
+//! `shoal_exec` tool): send [`Exec`] to the session, then elide the stored value under the
+//! caller's budget and build the result. Below both connections; it never touches a socket.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value as Json};
+
+use super::call_cancel::CallCancel;
+use super::conn;
+use super::msg::{Exec, SessionError};
+use super::session_handle::SessionHandle;
+use crate::lang::Position;
+use crate::proto::elide::Budget;
+use crate::proto::kernel;
+use crate::proto::rpc::RpcError;
+
+/// Run `src`, then answer `{ref, uri, value, render, elapsed_ms}` with the
+/// value elided under `budget`.
+pub async fn exec_elided(
+    handle: SessionHandle,
+    src: String,
+    position: Position,
+    tty: bool,
+    budget: Budget,
+    cancel: Arc<CallCancel>,
+) -> Result<Json, RpcError> {
+    let name = handle.name.clone();
+    let x = handle
+        .send(Exec {
+            src,
+            position,
+            tty,
+            cancel,
+        })
+        .await
+        .map_err(|_| SessionError::Closed(name.clone()))
+        .and_then(|r| r)
+        .map_err(conn::session_error)?;
+    // Elide once, here, from the value the session stored as out:n (no
+    // second round trip to read it back).
+    let uri = kernel::ref_uri(x.n);
+    let value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::proto::elide::elide(&x.value, &budget, &uri)
+    }))
+    .map_err(|p| {
+        RpcError::internal(format!(
+            "encoding panicked: {}",
+            super::session::panic_message(&p)
+        ))
+    })?;
+    let mut r = kernel::with_warnings(
+        kernel::exec_result(x.n, value, x.render, x.elapsed_ms),
+        &x.warnings,
+    );
+    if let (Some(j), Some(o)) = (x.journal, r.as_object_mut()) {
+        o.insert("journal".into(), json!(j));
+    }
+    Ok(r)
+}
