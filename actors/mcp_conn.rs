@@ -31,9 +31,9 @@ use serde_json::{json, Map, Value as Json};
 
 use super::conn::{self, ConnContext, FrameItem, Writer};
 use super::event_bus::{BusEvent, ListChannels, ReadEvents, SubId, Subscribe, Unsubscribe};
+use super::exec::exec_elided;
 use super::health::Registration;
 use super::journal_writer::{self as jw, Services};
-use super::exec::exec_elided;
 use super::msg::{ClientCount, GetServices, GetValue, SessionError};
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};

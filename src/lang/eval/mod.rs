@@ -22,7 +22,9 @@ use crate::lang::session::Interrupter;
 use crate::value::{ErrorCode, Host, Record, SResult, ShoalError, Value};
 
 mod adapted;
+mod args;
 mod call;
+mod closure_cmd;
 mod command;
 mod dirs;
 mod expr;
@@ -36,7 +38,7 @@ mod task;
 #[cfg(test)]
 mod tests;
 
-pub use command::argv_string;
+pub use args::argv_string;
 pub use task::Tasks;
 
 /// Maximum nesting of calls (language.md §5.5).
