@@ -26,10 +26,10 @@ use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// Bytes of one captured stream kept in memory before it spills to a file.
 pub const MEM_LIMIT: usize = 8 << 20;
@@ -447,114 +447,12 @@ impl Default for OutputBytes {
     }
 }
 
-// ---- the spill directory -------------------------------------------------
+// ---- spill files ---------------------------------------------------------
 
-static SPILL_DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
+pub use super::spill_dir::{default_spill_dir, private_temp_dir, set_spill_dir, spill_dir};
+use super::spill_dir::{ready_dir, READY};
+
 static SPILL_SEQ: AtomicU64 = AtomicU64::new(0);
-
-fn uid() -> u32 {
-    rustix::process::getuid().as_raw()
-}
-
-/// The default spill directory: `$TMPDIR/shoal-<uid>/spill`.
-pub fn default_spill_dir() -> PathBuf {
-    std::env::temp_dir()
-        .join(format!("shoal-{}", uid()))
-        .join("spill")
-}
-
-/// Use `dir` for spill files from now on (created 0700 on first use).
-pub fn set_spill_dir(dir: impl Into<PathBuf>) {
-    let mut g = SPILL_DIR.locked();
-    *g = Some(dir.into());
-    READY.locked().take();
-}
-
-/// The directory spill files go to now.
-pub fn spill_dir() -> PathBuf {
-    SPILL_DIR.locked().clone().unwrap_or_else(default_spill_dir)
-}
-
-/// The verified directory (created once per configured path).
-static READY: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-/// Create `dir` with mode 0700 (its parent must exist) and check that it is
-/// a real directory (not a symlink) owned by us that nobody else can enter.
-fn ensure_private_dir(dir: &Path) -> io::Result<()> {
-    match fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    let md = fs::symlink_metadata(dir)?;
-    if !md.is_dir() {
-        return Err(io::Error::other(format!(
-            "{} is not a directory",
-            dir.display()
-        )));
-    }
-    if md.uid() != uid() {
-        return Err(io::Error::other(format!(
-            "{} is owned by another user",
-            dir.display()
-        )));
-    }
-    if md.mode() & 0o077 != 0 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
-}
-
-/// `$TMPDIR/shoal-<uid>/<sub>`, both levels created 0700 and checked to be
-/// real directories owned by us (the parent sits in a world-writable
-/// directory, so a name someone else made first is refused, never followed).
-pub fn private_temp_dir(sub: &str) -> io::Result<PathBuf> {
-    let base = std::env::temp_dir().join(format!("shoal-{}", uid()));
-    ensure_private_dir(&base)?;
-    let dir = base.join(sub);
-    ensure_private_dir(&dir)?;
-    Ok(dir)
-}
-
-/// Remove spill files left behind by processes that no longer exist.
-fn sweep_stale(dir: &Path) {
-    let Ok(rd) = fs::read_dir(dir) else { return };
-    let me = std::process::id();
-    for e in rd.flatten() {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some(pid) = name.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid != me && !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = fs::remove_file(e.path());
-        }
-    }
-}
-
-fn ready_dir() -> io::Result<PathBuf> {
-    let dir = spill_dir();
-    let mut g = READY.locked();
-    if g.as_deref() == Some(dir.as_path()) {
-        return Ok(dir);
-    }
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if dir == default_spill_dir() {
-            // `$TMPDIR/shoal-<uid>` sits in a world-writable directory: it
-            // must be ours and private too, or someone could swap `spill`.
-            ensure_private_dir(parent)?;
-        } else if fs::symlink_metadata(parent).is_err() {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(parent)?;
-        }
-    }
-    ensure_private_dir(&dir)?;
-    sweep_stale(&dir);
-    *g = Some(dir.clone());
-    Ok(dir)
-}
 
 /// Create a new, empty spill file (mode 0600, read-write).
 pub fn create_spill_file() -> io::Result<SpillFile> {
@@ -878,75 +776,5 @@ impl OutputSink {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn small_stays_in_memory() {
-        let mut s = OutputSink::new(16);
-        s.push(b"hello ");
-        s.push(b"world");
-        let (b, dropped) = s.finish();
-        assert!(!b.is_spilled());
-        assert_eq!(dropped, 0);
-        assert_eq!(&b[..], b"hello world");
-        assert_eq!(b.len(), 11);
-        assert_eq!(&*b.head(5), b"hello");
-    }
-
-    #[test]
-    fn large_spills_and_reads_back() {
-        {
-            let mut s = OutputSink::new(1000);
-            let mut want = Vec::new();
-            for i in 0..500u32 {
-                let chunk = format!("line {i}\n");
-                want.extend_from_slice(chunk.as_bytes());
-                s.push(chunk.as_bytes());
-            }
-            let (b, dropped) = s.finish();
-            assert_eq!(dropped, 0);
-            assert!(b.is_spilled());
-            let path = b.spill_path().expect("path").to_path_buf();
-            assert!(path.exists());
-            let mode = fs::metadata(path.parent().expect("dir"))
-                .expect("dir")
-                .mode();
-            assert_eq!(mode & 0o777, 0o700);
-            let fmode = fs::metadata(&path).expect("file").mode();
-            assert_eq!(fmode & 0o777, 0o600);
-            assert_eq!(b.len(), want.len());
-            assert_eq!(&*b.head(7), b"line 0\n");
-            assert_eq!(&*b.head(2000), &want[..2000]);
-            let mut r = Vec::new();
-            b.reader().read_to_end(&mut r).expect("read");
-            assert_eq!(r, want);
-            let mut w = Vec::new();
-            b.write_to(&mut w).expect("write");
-            assert_eq!(w, want);
-            assert_eq!(&*b.read_all().expect("all"), &want[..]);
-            assert_eq!(&b[..], &want[..]);
-            assert!(b == OutputBytes::from(want.clone()));
-            let bounded = b.bounded(10);
-            assert!(bounded.starts_with(b"line 0\nlin"));
-            assert!(String::from_utf8_lossy(&bounded).contains("more not shown"));
-            let c = b.clone();
-            drop(b);
-            assert!(path.exists(), "a clone keeps the file");
-            drop(c);
-            assert!(!path.exists(), "last drop removes the file");
-        }
-    }
-
-    #[test]
-    fn len_does_not_load() {
-        let mut s = OutputSink::new(10);
-        s.push(&[1u8; 100]);
-        let (b, _) = s.finish();
-        assert_eq!(b.len(), 100);
-        match &b.0 {
-            Repr::Spilled(sp) => assert!(sp.loaded.get().is_none()),
-            Repr::Mem(_) => panic!("not spilled"),
-        }
-    }
-}
+#[path = "output_tests.rs"]
+mod tests;
