@@ -1,4 +1,4 @@
-//! `make bench`: PTY figures (issue 14), printed as p50/p99 or rates.
+//! `make bench`: PTY figures, printed as p50/p99 or rates.
 //!
 //! - `shoal_pty_read` round trip over MCP (raw frames on the socket) of an
 //!   idle 80x24 `cat`;

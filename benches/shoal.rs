@@ -1,6 +1,6 @@
 //! `make bench`: end-to-end latency of the daemon, printed as p50/p99.
 //!
-//! - the hot path (issue 12), side by side in one run: the floor (an
+//! - the hot path, side by side in one run: the floor (an
 //!   unknown-method round trip) beside kernel `exec "null"`, kernel
 //!   `exec "6 * 7"`, MCP `shoal_exec "6 * 7"` on the socket and through the
 //!   `shoal mcp` shim; idle RSS, RSS after 10,000 and 20,000 execs; execs/s
@@ -8,7 +8,7 @@
 //!   SHOAL_BENCH_BEFORE=<path of an older shoal binary> the same figures are
 //!   taken for it too, in alternating rounds (the machine is shared and noisy);
 //! - shim cold start (no daemon; autostart) to the first `initialize` reply;
-//! - MCP surface (issue 5): `tools/list` size (advertised, and the full
+//! - MCP surface: `tools/list` size (advertised, and the full
 //!   13-tool list with the reference schemas), eliding a 1,000,000-item list
 //!   in-process, MCP `shoal_get` of a 10-item slice of it.
 //!
@@ -198,7 +198,7 @@ fn reference_tools() -> Value {
     json!({"tools": tools})
 }
 
-/// Issue 5's budgets: `tools/list` ≤ 12 KB; eliding 1,000,000 items ≤ 100 ms;
+/// The MCP surface's budgets: `tools/list` ≤ 12 KB; eliding 1,000,000 items ≤ 100 ms;
 /// `shoal_get` of a 10-item slice of them p50 ≤ 1 ms.
 fn mcp_bench(m: &mut Line, n: usize) {
     let list = m.call(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}));

@@ -74,7 +74,7 @@ fn kernel_framing_errors_keep_the_connection() {
     assert_eq!(a["result"]["session"], json!("default"), "{a}");
     assert_eq!(
         a["result"]["principal"],
-        json!(format!("uid:{}", unsafe { libc::geteuid() }))
+        json!(format!("uid:{}", rustix::process::geteuid().as_raw()))
     );
     assert_eq!(b["id"], json!("b"));
     assert_eq!(b["result"]["sessions"][0]["name"], json!("default"), "{b}");
@@ -243,7 +243,7 @@ fn non_socket_path_is_never_replaced() {
 
 #[test]
 fn another_uid_is_refused() {
-    if unsafe { libc::geteuid() } != 0 {
+    if rustix::process::geteuid().as_raw() != 0 {
         // Switching uid needs root; as a normal user the 0600 socket already
         // keeps others out (covered by socket_modes_...).
         return;

@@ -1,4 +1,4 @@
-//! The exec hot path (issue 12): the session worker thread evaluates on its own
+//! The exec hot path: the session worker thread evaluates on its own
 //! large stack (no thread per exec), and the reply elides the value once, at
 //! the connection. What must not be traded away for it: deep recursion ends in
 //! `recursion_limit` (never a crash) on the daemon's worker, the stack a deep

@@ -53,7 +53,7 @@ fn srcs(entries: &[Value]) -> Vec<String> {
 
 fn local_principal() -> String {
     // SAFETY: geteuid has no preconditions.
-    format!("uid:{}", unsafe { libc::geteuid() })
+    format!("uid:{}", rustix::process::geteuid().as_raw())
 }
 
 #[test]

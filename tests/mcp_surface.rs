@@ -1,4 +1,4 @@
-//! The MCP surface and values on the wire, with raw frames (issue 5):
+//! The MCP surface and values on the wire, with raw frames:
 //! scenarios §2 items 11–13, §4 items 21–28, §5 items 33–39, §6 items 40–45,
 //! resources, subscriptions, cancellation and progress.
 

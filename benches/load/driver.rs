@@ -1,4 +1,4 @@
-//! The load test (issue 10): N concurrent MCP clients across M sessions on one
+//! The load test: N concurrent MCP clients across M sessions on one
 //! daemon, each looping over a mix of `shoal_exec`, `shoal_get`,
 //! `shoal_journal` and `resources/read`, for a fixed time and at most a fixed
 //! number of calls per client. Loopback (a Unix socket) only.

@@ -1,5 +1,4 @@
 //! Lexical scopes: a chain of binding tables shared by closures.
-//! OWNER: evaluator helper (may be reshaped; keep the name `ScopeRef`).
 //!
 //! A scope is an `Arc` so closures can capture it; bindings live behind a
 //! `Mutex` so a captured `var` can be mutated by the closure and the change is

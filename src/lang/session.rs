@@ -1,5 +1,5 @@
 //! A language session: scope, cwd, environment, and `exec` of source text.
-//! OWNER: evaluator helper. The public interface below is what the daemon uses.
+//! The public interface below is what the daemon uses.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

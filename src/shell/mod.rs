@@ -1,6 +1,6 @@
 //! The command layer: external processes, structured builtins, globbing and
 //! `PATH` lookup. Pure of evaluator state: everything here takes the cwd and
-//! environment it needs as arguments. OWNER: evaluator helper.
+//! environment it needs as arguments.
 
 #[doc(hidden)]
 pub mod builtins;

@@ -504,8 +504,8 @@ mod tests {
     }
 
     fn alive(pid: u32) -> bool {
-        // SAFETY: signal 0 only checks for existence.
-        unsafe { libc::kill(pid as libc::pid_t, 0) == 0 }
+        rustix::process::Pid::from_raw(pid as i32)
+            .is_some_and(|p| rustix::process::test_kill_process(p).is_ok())
     }
 
     #[test]

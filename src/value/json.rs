@@ -1,4 +1,4 @@
-//! The value <-> JSON mapping of language.md §13.1. OWNER: values helper.
+//! The value <-> JSON mapping of language.md §13.1.
 use std::sync::Arc;
 
 use serde_json::{Map, Number};

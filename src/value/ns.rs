@@ -1,5 +1,4 @@
 //! Data namespaces `json yaml toml csv math os config` (language.md §13).
-//! OWNER: values helper.
 use std::sync::Arc;
 
 use crate::value::{json, render, Args, Host, Record, SResult, ShoalError, Value};

@@ -1,4 +1,4 @@
-//! Operators (language.md §6). OWNER: values helper.
+//! Operators (language.md §6).
 use std::cmp::Ordering;
 use std::sync::Arc;
 

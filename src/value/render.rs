@@ -1,4 +1,4 @@
-//! Rendering (language.md §14). OWNER: values helper.
+//! Rendering (language.md §14).
 use std::fmt::Write as _;
 
 use crate::value::{Outcome, Record, Value};

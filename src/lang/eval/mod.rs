@@ -1,4 +1,4 @@
-//! The tree-walking evaluator. OWNER: evaluator helper.
+//! The tree-walking evaluator.
 //!
 //! [`Interp`] holds everything an evaluation needs (cwd, environment, the
 //! global scope, the directory stack, tasks). Lexical scopes are passed

@@ -1,4 +1,4 @@
-//! Method dispatch and field access (language.md §12). OWNER: values helper.
+//! Method dispatch and field access (language.md §12).
 use std::sync::{Arc, Mutex};
 
 use crate::value::{
