@@ -504,7 +504,9 @@ pub fn run(opts: DaemonOptions) -> i32 {
         let signal_stats = dreg.stats.clone();
         let daemon_id = dreg.id();
         let breg = registry.register("event_bus", "events", Some(daemon_id));
+        let bus_stats = breg.stats.clone();
         let bus = EventBus::new(Some(writer.clone()), start_seqs, breg).start();
+        let bus = super::health::Counted::new(bus, bus_stats);
         let jreg = registry.register("journal_writer", "journal", Some(daemon_id));
         let services = JournalWriter::start_services(writer, bus, jreg);
         let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));

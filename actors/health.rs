@@ -11,8 +11,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::sync::Locked;
+use actix::prelude::*;
 use serde_json::{json, Value as Json};
+
+use crate::sync::Locked;
 
 #[derive(Debug)]
 pub struct ActorStats {
@@ -72,6 +74,59 @@ impl ActorStats {
             "last_error": self.last_error.locked().clone(),
             "age_ms": self.started.elapsed().as_millis() as u64,
         })
+    }
+}
+
+/// An actor's address that counts what it queues: every `send`/`do_send` through it adds to
+/// the actor's mailbox depth, and the actor's handlers count it off with
+/// [`ActorStats::handled`]. What services share (the journal, the event bus) is one of these,
+/// so their depth in `shoal status` is real.
+pub struct Counted<A: Actor> {
+    addr: Addr<A>,
+    stats: Arc<ActorStats>,
+}
+
+impl<A: Actor> Clone for Counted<A> {
+    fn clone(&self) -> Self {
+        Counted {
+            addr: self.addr.clone(),
+            stats: self.stats.clone(),
+        }
+    }
+}
+
+impl<A: Actor> Counted<A> {
+    pub fn new(addr: Addr<A>, stats: Arc<ActorStats>) -> Self {
+        Counted { addr, stats }
+    }
+
+    /// Send and await the reply, counted.
+    pub fn send<M>(&self, msg: M) -> actix::dev::Request<A, M>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        A: Handler<M>,
+        A::Context: actix::dev::ToEnvelope<A, M>,
+    {
+        self.stats.enqueue();
+        self.addr.send(msg)
+    }
+
+    /// Fire and forget, counted.
+    pub fn do_send<M>(&self, msg: M)
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        A: Handler<M>,
+        A::Context: actix::dev::ToEnvelope<A, M>,
+    {
+        self.stats.enqueue();
+        self.addr.do_send(msg)
+    }
+
+    /// The bare address (for what must not count, e.g. `connected()`).
+    pub fn addr(&self) -> &Addr<A> {
+        &self.addr
     }
 }
 

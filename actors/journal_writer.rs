@@ -17,7 +17,7 @@ use base64::Engine as _;
 use serde_json::{json, Value as Json};
 
 use super::event_bus::{EventBus, Publish};
-use super::health::Registration;
+use super::health::{Counted, Registration};
 use crate::journal::{
     self, Cwd, Entry, EntryId, Finish, JournalError, NewEntry, Op, OutputData, OutputKind, Query,
     Scope, StoreStats,
@@ -30,8 +30,8 @@ type Writer = journal::JournalWriter;
 /// What connections and sessions need of the journal and the bus (cheap to clone).
 #[derive(Clone)]
 pub struct Services {
-    pub journal: Addr<JournalWriter>,
-    pub bus: Addr<EventBus>,
+    pub journal: Counted<JournalWriter>,
+    pub bus: Counted<EventBus>,
     pub writer: Arc<Writer>,
     store_stats: Arc<Mutex<Option<StoreStats>>>,
     /// What journaling cost the last execs (ns, newest last): encoding, submit, events.
@@ -97,7 +97,12 @@ pub struct JournalWriter {
 
 impl JournalWriter {
     /// Start the actor and bundle the services (the bus must already run).
-    pub fn start_services(writer: Arc<Writer>, bus: Addr<EventBus>, reg: Registration) -> Services {
+    pub fn start_services(
+        writer: Arc<Writer>,
+        bus: Counted<EventBus>,
+        reg: Registration,
+    ) -> Services {
+        let stats = reg.stats.clone();
         let store_stats = Arc::new(Mutex::new(writer.store().stats().ok()));
         let journal = JournalWriter {
             writer: writer.clone(),
@@ -106,7 +111,7 @@ impl JournalWriter {
         }
         .start();
         Services {
-            journal,
+            journal: Counted::new(journal, stats),
             bus,
             writer,
             store_stats,
