@@ -326,3 +326,31 @@ where
         },
     }
 }
+
+/// The span of one request: protocol, connection, session (when attached), request id and
+/// method. Entered while the request is dispatched and again when its reply is written, so
+/// a log line leads back to its call.
+pub fn request_span(
+    proto: &'static str,
+    conn: u64,
+    session: Option<&str>,
+    id: &Json,
+    method: &str,
+) -> tracing::Span {
+    tracing::info_span!(
+        "request",
+        proto,
+        conn,
+        session = session.unwrap_or("-"),
+        id = %id,
+        method
+    )
+}
+
+/// Log the end of a request inside its span (errors with their code).
+pub fn request_done(res: &Result<Json, rpc::RpcError>) {
+    match res {
+        Ok(_) => tracing::debug!("request done"),
+        Err(e) => tracing::debug!(code = e.code, error = %e.message, "request failed"),
+    }
+}

@@ -93,6 +93,9 @@ impl KernelConn {
         cancel: Arc<CallCancel>,
         ctx: &mut Context<Self>,
     ) {
+        let session = self.attached.as_ref().map(|a| a.handle.name.clone());
+        let span = conn::request_span("kernel", self.cx.id, session.as_deref(), &id, &method);
+        let entered = span.clone().entered();
         let fut = if cancel.is_cancelled() {
             Box::pin(ready(Err(conn::session_error(
                 super::session::cancelled_before_running(),
@@ -100,7 +103,10 @@ impl KernelConn {
         } else {
             self.dispatch(&method, params, cancel)
         };
+        drop(entered);
         ctx.wait(fut.map(move |res, act, ctx| {
+            let _span = span.entered();
+            conn::request_done(&res);
             lock_calls(&act.calls).remove(&id_key(&id));
             if let Err(e) = &res {
                 if e.code == rpc::INTERNAL_ERROR {

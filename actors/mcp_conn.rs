@@ -166,11 +166,16 @@ impl McpConn {
     }
 
     fn request(&mut self, id: Json, method: String, params: Json, ctx: &mut Context<Self>) {
+        let session = self.attached.as_ref().map(|h| h.name.clone());
+        let span = conn::request_span("mcp", self.cx.id, session.as_deref(), &id, &method);
+        let _entered = span.clone().entered();
         let concurrent = matches!(method.as_str(), "tools/call" | "resources/read");
         if !concurrent || self.inflight.len() >= MAX_IN_FLIGHT {
             // In order; at the in-flight cap this also stops reading (backpressure).
             let fut = self.dispatch(&method, params, CallCancel::new(), ctx);
             ctx.wait(fut.map(move |res, act, ctx| {
+                let _span = span.entered();
+                conn::request_done(&res);
                 let frame = rpc::reply(&id, res);
                 conn::write(&act.tx, ctx, &frame);
             }));
@@ -201,6 +206,8 @@ impl McpConn {
         );
         let fut = self.dispatch(&method, params, cancel, ctx);
         ctx.spawn(fut.map(move |res, act, ctx| {
+            let _span = span.entered();
+            conn::request_done(&res);
             let done = act.inflight.remove(&key);
             if let Some(h) = done.as_ref().and_then(|f| f.progress) {
                 ctx.cancel_future(h);
