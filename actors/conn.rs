@@ -1,6 +1,6 @@
 //! Connection plumbing shared by KernelConn and McpConn: the bounded frame
 //! reader as a stream, the writer task that owns the socket's write half, and
-//! the first-frame sniffing that decides the protocol (contract §1).
+//! the first-frame sniffing that decides the protocol (docs/protocol.md §1).
 //!
 //! Frames before the first request or notification that names a method
 //! (malformed JSON, oversized frames, junk without id) are answered here with
@@ -87,7 +87,7 @@ pub fn hung_up(fd: &std::os::fd::OwnedFd) -> bool {
 /// How often a connection whose client stopped sending checks for a hang-up.
 pub const HANGUP_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// A reached `[limits]` quota: `-32040` naming the key (contract §10).
+/// A reached `[limits]` quota: `-32040` naming the key (docs/protocol.md §10).
 pub fn limit_error(key: &str, max: u64, what: &str) -> rpc::RpcError {
     rpc::RpcError::new(
         rpc::RESOURCE_LIMIT,

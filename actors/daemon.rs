@@ -183,7 +183,7 @@ impl Handler<AttachSession> for Daemon {
         }
         if let Some((addr, shared, stats)) = self.sessions.get(&msg.name) {
             if addr.connected() {
-                // An existing session keeps its own environment (contract §9).
+                // An existing session keeps its own environment (docs/protocol.md §9).
                 let env_differs = msg.env.as_ref().is_some_and(|e| !same_env(e, &shared.env));
                 return Ok(SessionHandle {
                     name: msg.name,
@@ -377,7 +377,7 @@ impl Handler<Shutdown> for Daemon {
     }
 }
 
-/// Longest session name, in bytes (contract §10).
+/// Longest session name, in bytes (docs/protocol.md §10).
 pub const MAX_SESSION_NAME: usize = 256;
 
 /// Session names are non-empty, at most [`MAX_SESSION_NAME`] bytes, with no

@@ -1,5 +1,5 @@
 //! Health bookkeeping shared by every actor: kind, name, state, mailbox depth,
-//! handled count, restarts, last error and age (contract §7).
+//! handled count, restarts, last error and age (docs/protocol.md §7).
 //!
 //! Each actor registers an [`ActorStats`] in the daemon's [`Registry`] when it
 //! starts and keeps the returned [`Registration`]; dropping it (the actor

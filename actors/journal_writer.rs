@@ -1,4 +1,4 @@
-//! The JournalWriter actor: the daemon's face of the journal (contract §6).
+//! The JournalWriter actor: the daemon's face of the journal (docs/protocol.md §6).
 //!
 //! It owns the one [`journal::JournalWriter`] (the group-commit writer thread, the only redb
 //! writer) and answers reads (`journal.query`, `blob.get`, persisted transcript values) on

@@ -1,4 +1,4 @@
-//! KernelConn: one kernel JSON-RPC connection (contract §2,
+//! KernelConn: one kernel JSON-RPC connection (docs/protocol.md §2,
 //! reference-protocol §1.3–§2). Frames in, typed messages out, frames back.
 //!
 //! Requests are handled strictly in order (each waits in the actor context),
@@ -364,7 +364,7 @@ impl KernelConn {
                         "blob.get requires a hash",
                     ))));
                 };
-                // Bounded like every other read (contract §3): past `max_bytes` (default the
+                // Bounded like every other read (docs/protocol.md §3): past `max_bytes` (default the
                 // elision budget, at most the hard cap) the value comes back as a ref.
                 let max_bytes = match p.get("max_bytes") {
                     None | Some(Json::Null) => crate::proto::elide::Budget::default().max_bytes,
@@ -642,7 +642,7 @@ impl KernelConn {
     /// order, so while one runs the actor reads nothing; the reader task keeps
     /// reading meanwhile: a `cancel {id}` notification reaches the call it
     /// names (running or still queued), and a client that hangs up cancels
-    /// the calls it was waiting for (contract §10).
+    /// the calls it was waiting for (docs/protocol.md §10).
     pub fn start_with(
         cx: ConnContext,
         tx: Writer,
@@ -682,7 +682,7 @@ fn spawn_reader(
                 Ok(Frame::Line(bytes)) => match rpc::classify(&bytes) {
                     rpc::Incoming::Invalid { id, error } => KernelItem::Invalid { id, error },
                     rpc::Incoming::Notification { method, params } => {
-                        // Other notifications are ignored (contract §2).
+                        // Other notifications are ignored (docs/protocol.md §2).
                         if method == "cancel" {
                             if let Some(id) = params.get("id") {
                                 if let Some(c) = lock_calls(&calls).get(&id_key(id)) {

@@ -2,7 +2,7 @@
 //! peer's uid (`SO_PEERCRED`), and hands each connection to [`super::conn`],
 //! which starts a KernelConn or McpConn once the first frame is known.
 //!
-//! Also the socket rules of contract §1: `0700` dir (when shoal owns it),
+//! Also the socket rules of docs/protocol.md §1: `0700` dir (when shoal owns it),
 //! `0600` socket, a live listener, a foreign-owned path or a non-socket path is
 //! never replaced; a stale socket is. A lock file beside the socket keeps two
 //! daemons from racing on one path.
@@ -48,7 +48,7 @@ impl BoundSocket {
     }
 }
 
-/// Prepare the socket directory and bind, following contract §1.
+/// Prepare the socket directory and bind, following docs/protocol.md §1.
 pub fn prepare_socket(path: &Path) -> Result<(StdUnixListener, BoundSocket), String> {
     let euid = paths::euid();
     let dir = path

@@ -1,4 +1,4 @@
-//! McpConn: the MCP-facing actor (contract §2, reference-protocol §5–§6).
+//! McpConn: the MCP-facing actor (docs/protocol.md §2, reference-protocol §5–§6).
 //!
 //! `initialize` negotiates the protocol version; `tools/call` validates the
 //! arguments against the advertised schema, turns the call into typed session
@@ -764,7 +764,7 @@ async fn read_service(s: &Services, p: &uri::ParsedUri, u: &str) -> Result<Json,
         "val" => {
             let hash = p.segs[0].clone();
             // Read errors are the kernel's own (code, message, data), not
-            // wrapped in a -32602 string (contract §9).
+            // wrapped in a -32602 string (docs/protocol.md §9).
             let unknown = || {
                 RpcError::new(rpc::UNKNOWN_REF, "unknown value hash")
                     .with_data(json!({"hash": hash}))
@@ -890,7 +890,7 @@ impl StreamHandler<FrameItem> for McpConn {
     fn finished(&mut self, ctx: &mut Context<Self>) {
         // The client stopped sending: answer what is in flight, then stop. A half-close
         // (the shim after its client closed stdin) waits for the answers; a hang-up (the
-        // shim was killed) cancels the calls in flight (contract §10).
+        // shim was killed) cancels the calls in flight (docs/protocol.md §10).
         if self.inflight.is_empty() {
             ctx.stop();
             return;

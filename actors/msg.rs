@@ -74,7 +74,7 @@ pub struct Exec {
     pub position: Position,
     /// Keep ANSI escapes in the render.
     pub tty: bool,
-    /// This call's own cancellation (contract §10): cancelling it never
+    /// This call's own cancellation (docs/protocol.md §10): cancelling it never
     /// touches another call of the session.
     pub cancel: Arc<CallCancel>,
 }

@@ -169,7 +169,7 @@ impl Handler<PtyCall> for SessionSupervisor {
                 if self.ptys.entries.len() + self.ptys.opening >= self.ptys.max {
                     return ready(Err(api::limit_reached(self.ptys.max)));
                 }
-                // The Leash gate (contract §5: `proc_spawn` on the resolved
+                // The Leash gate (docs/protocol.md §5: `proc_spawn` on the resolved
                 // binary, approval -32011, deny -32010) belongs here, before
                 // the spawn; this daemon has no policy engine yet.
                 let (cwd, base) = session_env(&self.shared);

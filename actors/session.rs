@@ -463,12 +463,12 @@ fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>, stack: usize) {
         // With batched durability the client does not wait for the journal:
         // reply first, then record (still on this thread, so entries keep the
         // order of execs). With immediate durability the reply waits for the
-        // commit (contract §6).
+        // commit (docs/protocol.md §6).
         if shared.immediate_durability() {
             let mut result = result;
             if let Some(j) = journal {
                 if let Err(e) = j.record(&shared) {
-                    // Not durable, so not acknowledged as a success (contract §10).
+                    // Not durable, so not acknowledged as a success (docs/protocol.md §10).
                     result = Err(journal_unavailable(&e));
                 }
             }

@@ -18,7 +18,7 @@ use super::session_supervisor::SessionSupervisor;
 pub struct AttachSession {
     pub name: String,
     pub cwd: Option<PathBuf>,
-    /// The client's environment (contract §9): a session this attach creates
+    /// The client's environment (docs/protocol.md §9): a session this attach creates
     /// starts with exactly it; `None` gives [`crate::paths::base_env`].
     pub env: Option<Vec<(String, String)>>,
     /// A session this attach creates loads no adapters (the conformance

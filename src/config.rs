@@ -1,4 +1,4 @@
-//! The strict `shoal.toml` loader (contract §1).
+//! The strict `shoal.toml` loader (docs/protocol.md §1).
 //!
 //! Every key is known: unknown keys, wrong types and bad values are errors that
 //! name `file:line:column`. Config types are plain data, separate from runtime
@@ -21,7 +21,7 @@ pub struct Config {
     pub limits: LimitsConfig,
 }
 
-/// `[limits]`: every quota the daemon enforces (contract §10). A reached
+/// `[limits]`: every quota the daemon enforces (docs/protocol.md §10). A reached
 /// limit is a `-32040` `resource_limit` error that names its key.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]

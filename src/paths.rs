@@ -1,4 +1,4 @@
-//! Where things live (contract §1): the socket, the state directory, the config file.
+//! Where things live (docs/protocol.md §1): the socket, the state directory, the config file.
 //!
 //! Pure functions of explicit arguments and the environment; the one thing
 //! here that creates a file is [`open_lock_file`] (lock files beside the
@@ -23,7 +23,7 @@ const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 
 /// The environment of a session whose client sent none (a kernel client
 /// that did not pass `env`): [`BASE_ENV_KEYS`] only. Every other variable of
-/// the daemon's own environment stays out of sessions (contract §9).
+/// the daemon's own environment stays out of sessions (docs/protocol.md §9).
 pub fn base_env() -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = BASE_ENV_KEYS
         .iter()

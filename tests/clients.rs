@@ -1,4 +1,4 @@
-//! Clients as they really are (contract §9), over raw frames: the client's
+//! Clients as they really are (docs/protocol.md §9), over raw frames: the client's
 //! environment and directory reach the session it creates (and the
 //! daemon's never do), readable text for UTF-8 bytes, resource errors that
 //! carry the kernel's own code, paginated `resources/list`, completion of

@@ -1,4 +1,4 @@
-//! Daemon hardening (contract §10): session names, lock files,
+//! Daemon hardening (docs/protocol.md §10): session names, lock files,
 //! unattached connections, quotas, per-call cancellation, disconnects,
 //! descriptor exhaustion, journal faults, durable `out:N` numbering and
 //! SIGTERM. Faults are real: tmpfs mounts, prlimit, SIGKILL.

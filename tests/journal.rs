@@ -155,7 +155,7 @@ fn execs_are_journaled_with_exact_filters() {
         "{kinds:?}"
     );
 
-    // 58 and contract §6: filters are exact and applied before limit.
+    // 58 and docs/protocol.md §6: filters are exact and applied before limit.
     assert_eq!(query(&mut c, json!({"until": 1})), Vec::<Value>::new());
     assert_eq!(
         query(&mut c, json!({"effects": ["fs.delete"]})),
@@ -188,7 +188,7 @@ fn execs_are_journaled_with_exact_filters() {
     let r = c.call("journal.query", json!({"limit": "ten"}));
     assert_eq!(r["error"]["code"], json!(-32602), "{r}");
 
-    // journal.query needs an attachment (contract §10), then shows every session's entries.
+    // journal.query needs an attachment (docs/protocol.md §10), then shows every session's entries.
     let mut c2 = d.conn();
     let r = c2.call("journal.query", json!({"limit": 1}));
     assert_eq!(r["error"]["code"], json!(-32000), "{r}");
@@ -344,7 +344,7 @@ fn durable_channels_replay_past_the_ring_and_continue_after_restart() {
     let mut c = d.conn();
     c.attach("replay");
     let r = c.ok("exec", json!({"src": "40 + 2"}));
-    // Numbers are reserved in blocks ahead of use (contract §10): after a restart numbering
+    // Numbers are reserved in blocks ahead of use (docs/protocol.md §10): after a restart numbering
     // continues past the reservation, so past every number handed out.
     let got: u64 = r["ref"].as_str().unwrap()[4..].parse().unwrap();
     assert!(got > n as u64 + 2, "out:N continues: {r}");

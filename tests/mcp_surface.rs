@@ -419,7 +419,7 @@ fn resources_list_templates_read() {
     assert!(r["structuredContent"]["display"].is_string());
     let r = m.read("shoal://session/env");
     assert_eq!(r["structuredContent"]["granted"], json!(true));
-    // The kernel's own error, not wrapped (contract §9).
+    // The kernel's own error, not wrapped (docs/protocol.md §9).
     let e = m.call("resources/read", json!({"uri": "shoal://out/99"}));
     assert_eq!(e["error"]["code"], json!(-32004), "{e}");
     let e = m.call("resources/read", json!({"uri": "http://x"}));
@@ -569,7 +569,7 @@ fn refs_survive_a_restart_with_paths_and_slices() {
     let r = m.read("shoal://out/1?path=a");
     assert_eq!(r["structuredContent"]["$"], json!("list"));
     // New values continue the numbering, past the numbers reserved before the restart
-    // (contract §10: reserved durably ahead of use).
+    // (docs/protocol.md §10: reserved durably ahead of use).
     let r = m.exec("7")["ref"].as_str().unwrap().to_string();
     assert!(r[4..].parse::<u64>().unwrap() > 1, "{r}");
 }

@@ -622,7 +622,7 @@ fn mcp_resources_and_subscription() {
         "nothing after unsubscribe"
     );
     // Unknown PTYs: not subscribable; reads error.
-    // The kernel's own code (contract §9), not a -32602 wrapper.
+    // The kernel's own code (docs/protocol.md §9), not a -32602 wrapper.
     let e = m.call("resources/subscribe", json!({"uri": "shoal://pty/99999"}));
     assert_eq!(e["error"]["code"], json!(-32022), "{e}");
     m.tool("shoal_pty_close", json!({"pty_id": id}), false);

@@ -143,7 +143,7 @@ fn spawn_daemon(socket: &Path) -> Result<std::process::Child, String> {
 }
 
 /// This process's environment as the `env` object of an attach: a session
-/// the attach creates starts with exactly it (contract §9).
+/// the attach creates starts with exactly it (docs/protocol.md §9).
 pub fn env_json() -> serde_json::Map<String, serde_json::Value> {
     shoal::paths::client_env()
         .into_iter()

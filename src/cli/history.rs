@@ -48,7 +48,7 @@ fn open_source(socket: &Path, state_dir: &Path) -> Result<Source, String> {
     if let Ok(stream) = connect(socket) {
         let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
         let mut c = Client::new(stream).map_err(|e| e.to_string())?;
-        // Every journal method needs an attached connection (contract §10).
+        // Every journal method needs an attached connection (docs/protocol.md §10).
         let attach = json!({"session": "default", "client": {"kind": "history", "tty": false}});
         remote(&mut c, "session.attach", attach)?;
         return Ok(Source::Daemon(c));

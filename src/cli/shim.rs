@@ -30,7 +30,7 @@ pub fn run(socket: Option<PathBuf>, session: Option<String>, token: Option<Strin
         "jsonrpc": "2.0",
         "method": "shoal/attach",
         // The client's environment and directory: a session this creates
-        // starts with exactly these (contract §9).
+        // starts with exactly these (docs/protocol.md §9).
         "params": {
             "session": session,
             "token": token,

@@ -1,4 +1,4 @@
-//! `shoal status [--json] [--watch]`: the operator view of contract §7.
+//! `shoal status [--json] [--watch]`: the operator view of docs/protocol.md §7.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! `journal.query`: filters, visibility scope and the index-driven planner.
 //!
-//! Semantics (contract §6): every filter is applied before `limit`; results are newest first
+//! Semantics (docs/protocol.md §6): every filter is applied before `limit`; results are newest first
 //! (by entry id); `since`/`until` are inclusive bounds on the start time `ts` (ns); `principal`
 //! and `head` (first whitespace word of `src`) match exactly; `ok` matches finished entries only;
 //! `effects` is all-of, each name matching an effect kind exactly after `.`→`_`; `limit` 0 or

@@ -91,7 +91,7 @@ pub fn raised(e: &ShoalError, n: u64) -> RpcError {
         "span": e.span.map(|s| json!({"start": s.start, "end": s.end})),
         "hint": e.hint,
         "status": e.status,
-        // Bounded like everything else (contract §3); the whole stderr is at `?path=stderr`.
+        // Bounded like everything else (docs/protocol.md §3); the whole stderr is at `?path=stderr`.
         "stderr": e.stderr.as_ref().map(|s| {
             let head = &s[..s.len().min(Budget::default().max_bytes + 1)];
             let text = String::from_utf8_lossy(head);
@@ -112,7 +112,7 @@ pub fn raised(e: &ShoalError, n: u64) -> RpcError {
     }))
 }
 
-/// `value.get` formats (contract §2).
+/// `value.get` formats (docs/protocol.md §2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GetFormat {
     Json,

@@ -1,4 +1,4 @@
-//! The MCP surface (contract §2, reference-protocol §5): version negotiation,
+//! The MCP surface (docs/protocol.md §2, reference-protocol §5): version negotiation,
 //! the advertised tools with input and output schemas, argument validation
 //! with the jsonschema crate, and folding kernel results into `CallToolResult`s.
 //!
@@ -15,7 +15,7 @@ use super::uri;
 pub const VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
 pub const NEWEST: &str = "2025-11-25";
 
-/// Methods that make a first frame an MCP connection (contract §1).
+/// Methods that make a first frame an MCP connection (docs/protocol.md §1).
 pub fn is_mcp_method(method: &str) -> bool {
     matches!(
         method,
@@ -39,7 +39,7 @@ pub fn negotiate(requested: Option<&str>) -> &'static str {
         .unwrap_or(NEWEST)
 }
 
-/// The language card for agents (contract §9): the `shoal_language`
+/// The language card for agents (docs/protocol.md §9): the `shoal_language`
 /// prompt and the `shoal://docs/language` resource. Every example in it runs
 /// in `tests/language_card.rs`.
 pub const LANGUAGE_CARD: &str = include_str!("../../docs/language.md");
@@ -130,7 +130,7 @@ pub fn exec_input_schema() -> Json {
 
 /// A tool's `outputSchema`: its success shape (`properties`, `required`)
 /// or the error shape `{code, message, data?}` that every `isError` result
-/// carries (contract §9: clients validate errors against it too).
+/// carries (docs/protocol.md §9: clients validate errors against it too).
 pub fn output_schema(properties: Json, required: &[&str]) -> Json {
     let mut props = properties;
     if let Some(p) = props.as_object_mut() {
@@ -482,7 +482,7 @@ pub fn tool_error_rpc(e: &RpcError) -> Json {
 /// Transcript refs per `resources/list` page.
 pub const RESOURCES_PAGE: u64 = 100;
 
-/// A `resources/list` page (contract §9): `cursor` is `None` for the first
+/// A `resources/list` page (docs/protocol.md §9): `cursor` is `None` for the first
 /// page, which starts with the fixed roots; refs go newest first, from
 /// `last_ref` down, [`RESOURCES_PAGE`] at a time, and `nextCursor` names the
 /// next ref below the page, so refs created meanwhile never shift a page.
@@ -674,7 +674,7 @@ pub fn read_result(uri: &str, result: &Json) -> Json {
     })
 }
 
-/// The channel a subscribable URI watches (contract §2): `shoal://events/{ch}`
+/// The channel a subscribable URI watches (docs/protocol.md §2): `shoal://events/{ch}`
 /// → `ch`, `shoal://journal` → `journal`.
 pub fn subscription_channel(u: &str) -> Result<String, String> {
     let p = uri::parse(u)?;

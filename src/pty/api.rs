@@ -1,5 +1,5 @@
 //! The `pty.*` requests and results as JSON (reference-protocol §10,
-//! contract §8): parameters parsed into [`PtyOp`], answers built from typed
+//! docs/protocol.md §8): parameters parsed into [`PtyOp`], answers built from typed
 //! values. The kernel methods and the MCP tools share both.
 
 use std::time::Duration;

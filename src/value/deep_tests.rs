@@ -1,4 +1,4 @@
-//! Values of any nesting depth (contract §10): built, rendered, encoded,
+//! Values of any nesting depth (docs/protocol.md §10): built, rendered, encoded,
 //! elided, compared, cloned and dropped on a thread with a small stack.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Per-session memory accounting (`[limits] session_memory`, contract §10).
+//! Per-session memory accounting (`[limits] session_memory`, docs/protocol.md §10).
 //!
 //! A counting global allocator attributes every allocation made on an
 //! evaluation thread (the exec thread, task threads, `parallel` workers) to

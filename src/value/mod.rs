@@ -273,7 +273,7 @@ fn take_children(v: &mut Value, out: &mut Vec<Value>) {
 }
 
 /// Dropping never recurses through nesting: a 100k-deep list is taken apart
-/// with an explicit stack (contract §10), so no thread's stack can overflow.
+/// with an explicit stack (docs/protocol.md §10), so no thread's stack can overflow.
 impl Drop for Value {
     fn drop(&mut self) {
         if !nests(self) {

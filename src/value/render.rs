@@ -12,7 +12,7 @@ pub fn inline(v: &Value) -> String {
 
 /// Containers nested deeper than this render as `[…]` / `{…}` (the value
 /// itself is intact and reachable through `value.get` paths): rendering never
-/// recurses without bound (contract §10).
+/// recurses without bound (docs/protocol.md §10).
 pub const MAX_DEPTH: usize = 100;
 
 /// Display form: strings raw, everything else inline (interpolation, `.str()`).
@@ -344,7 +344,7 @@ pub fn block_limited(v: &Value, width: usize, max_items: usize) -> String {
 /// counted in a closing `…(N more bytes)` line.
 pub const BLOCK_BYTES_TEXT: usize = 64 << 10;
 
-/// Bytes as the block render shows them (contract §9): valid UTF-8 text
+/// Bytes as the block render shows them (docs/protocol.md §9): valid UTF-8 text
 /// without NUL renders as that text (a final newline dropped), bounded to
 /// [`BLOCK_BYTES_TEXT`] on a character boundary; anything else is binary
 /// and stays `bytes(N)`.
