@@ -104,7 +104,7 @@ impl Handler<PtyCall> for Pty {
 
 /// A session's PTYs, kept by its SessionSupervisor.
 pub struct PtyTable {
-    entries: BTreeMap<u64, (Addr<Pty>, Arc<PtyHandle>)>,
+    entries: BTreeMap<u64, (super::health::Counted<Pty>, Arc<PtyHandle>)>,
     /// Opens in flight (they count against the limit).
     opening: usize,
     max: usize,
@@ -196,7 +196,8 @@ impl Handler<PtyCall> for SessionSupervisor {
                     let reg = act
                         .registry
                         .register("pty", id_name(h.id), Some(act.reg.id()));
-                    let addr = Pty::new(h.clone(), reg).start();
+                    let stats = reg.stats.clone();
+                    let addr = super::health::Counted::new(Pty::new(h.clone(), reg).start(), stats);
                     let info = h.info();
                     tracing::info!(session = %act.shared.name, pty = %id_name(h.id), pid = h.pid, cmd = %h.cmd, "pty opened");
                     act.ptys.entries.insert(h.id, (addr, h));
