@@ -456,6 +456,57 @@ impl Scope {
     }
 }
 
+/// A function or lambda with its captured scope: what a `Value::Closure` holds.
+pub struct Closure {
+    pub def: Arc<FnDef>,
+    pub env: ScopeRef,
+}
+
+impl std::fmt::Debug for Closure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Closure")
+            .field("name", &self.def.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Code for Closure {
+    fn render(&self) -> String {
+        let mut params: Vec<String> = self.def.params.iter().map(|p| p.name.clone()).collect();
+        if let Some(r) = &self.def.rest {
+            params.push(format!("...{}", r.name));
+        }
+        match &self.def.name {
+            Some(n) => format!("fn {n}({})", params.join(", ")),
+            None => format!("closure({})", params.join(", ")),
+        }
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+}
+
+/// The closure behind a `Value::Closure` handle. Only this module's [`Closure`] is ever
+/// stored there (the evaluator makes every closure value), so the downcast holds.
+pub fn closure(c: &Arc<dyn Code>) -> Arc<Closure> {
+    c.clone()
+        .into_any()
+        .downcast::<Closure>()
+        .expect("a Value::Closure holds a lang::scope::Closure")
+}
+
+/// The parsed command behind a `Value::Command` handle (an alias target; the evaluator makes
+/// every one from an `ast::Command`).
+pub fn command(c: &Arc<dyn Code>) -> Arc<crate::lang::ast::Command> {
+    c.clone()
+        .into_any()
+        .downcast::<crate::lang::ast::Command>()
+        .expect("a Value::Command holds an ast::Command")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -555,55 +606,4 @@ mod tests {
         Scope::recycle(&mut pool, h, false);
         assert_eq!(Arc::strong_count(&other), 1);
     }
-}
-
-/// A function or lambda with its captured scope: what a `Value::Closure` holds.
-pub struct Closure {
-    pub def: Arc<FnDef>,
-    pub env: ScopeRef,
-}
-
-impl std::fmt::Debug for Closure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Closure")
-            .field("name", &self.def.name)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Code for Closure {
-    fn render(&self) -> String {
-        let mut params: Vec<String> = self.def.params.iter().map(|p| p.name.clone()).collect();
-        if let Some(r) = &self.def.rest {
-            params.push(format!("...{}", r.name));
-        }
-        match &self.def.name {
-            Some(n) => format!("fn {n}({})", params.join(", ")),
-            None => format!("closure({})", params.join(", ")),
-        }
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
-        self
-    }
-}
-
-/// The closure behind a `Value::Closure` handle. Only this module's [`Closure`] is ever
-/// stored there (the evaluator makes every closure value), so the downcast holds.
-pub fn closure(c: &Arc<dyn Code>) -> Arc<Closure> {
-    c.clone()
-        .into_any()
-        .downcast::<Closure>()
-        .expect("a Value::Closure holds a lang::scope::Closure")
-}
-
-/// The parsed command behind a `Value::Command` handle (an alias target; the evaluator makes
-/// every one from an `ast::Command`).
-pub fn command(c: &Arc<dyn Code>) -> Arc<crate::lang::ast::Command> {
-    c.clone()
-        .into_any()
-        .downcast::<crate::lang::ast::Command>()
-        .expect("a Value::Command holds an ast::Command")
 }
