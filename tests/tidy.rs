@@ -130,44 +130,51 @@ fn every_file_opens_with_a_module_doc() {
     report("files that do not open with //!", bad);
 }
 
-#[test]
-fn no_owners_and_no_issue_numbers() {
-    let owner = ["OWNER", ":"].concat();
-    let mut bad = Vec::new();
+/// Every line, in the files `file` selects, for which `bad` holds: `path:line: text`.
+fn offending_lines(file: impl Fn(&str) -> bool, bad: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut out = Vec::new();
     for (p, text) in rust_files() {
+        if !file(&p) {
+            continue;
+        }
         for (i, line) in text.lines().enumerate() {
-            let lower = line.to_ascii_lowercase();
-            let issue_number = ["issue ", "issue #", "issues "].iter().any(|w| {
-                lower.match_indices(w).any(|(k, _)| {
-                    lower[k + w.len()..]
-                        .chars()
-                        .next()
-                        .is_some_and(|c| c.is_ascii_digit())
-                })
-            });
-            if line.contains(&owner) || issue_number {
-                bad.push(format!("{p}:{}: {}", i + 1, line.trim()));
+            if bad(line) {
+                out.push(format!("{p}:{}: {}", i + 1, line.trim()));
             }
         }
     }
+    out
+}
+
+#[test]
+fn no_owners_and_no_issue_numbers() {
+    let owner = ["OWNER", ":"].concat();
+    let issue_number = |line: &str| {
+        let lower = line.to_ascii_lowercase();
+        ["issue ", "issue #", "issues "].iter().any(|w| {
+            lower.match_indices(w).any(|(k, _)| {
+                lower[k + w.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit())
+            })
+        })
+    };
+    let bad = offending_lines(|_| true, |l| l.contains(&owner) || issue_number(l));
     report("owner tags or issue numbers in code", bad);
 }
 
 #[test]
 fn unsafe_only_in_the_allow_list() {
     let kw = ["uns", "afe"].concat();
-    let mut bad = Vec::new();
-    for (p, text) in rust_files() {
-        if UNSAFE_ALLOWED.contains(&p.as_str()) {
-            continue;
-        }
-        for (i, line) in text.lines().enumerate() {
+    let lint = format!("{kw}_op_in_{kw}_fn");
+    let bad = offending_lines(
+        |p| !UNSAFE_ALLOWED.contains(&p),
+        |line| {
             let code = line.split("//").next().unwrap_or("");
-            if has_word(code, &kw) && !code.contains(&format!("{kw}_op_in_{kw}_fn")) {
-                bad.push(format!("{p}:{}: {}", i + 1, line.trim()));
-            }
-        }
-    }
+            has_word(code, &kw) && !code.contains(&lint)
+        },
+    );
     report(
         &format!("`{kw}` outside the allow-list (prefer rustix)"),
         bad,
@@ -184,31 +191,17 @@ fn unsafe_only_in_the_allow_list() {
 #[test]
 fn no_ignored_tests() {
     let attr = ["#[", "ignore"].concat();
-    let mut bad = Vec::new();
-    for (p, text) in rust_files() {
-        for (i, line) in text.lines().enumerate() {
-            if line.trim_start().starts_with(&attr) {
-                bad.push(format!("{p}:{}", i + 1));
-            }
-        }
-    }
+    let bad = offending_lines(|_| true, |l| l.trim_start().starts_with(&attr));
     report("ignored tests", bad);
 }
 
 #[test]
 fn the_core_does_not_name_the_actor_framework() {
     let name = ["act", "ix"].concat();
-    let mut bad = Vec::new();
-    for (p, text) in rust_files() {
-        if !p.starts_with("src/") {
-            continue;
-        }
-        for (i, line) in text.lines().enumerate() {
-            if line.to_ascii_lowercase().contains(&name) {
-                bad.push(format!("{p}:{}: {}", i + 1, line.trim()));
-            }
-        }
-    }
+    let bad = offending_lines(
+        |p| p.starts_with("src/"),
+        |l| l.to_ascii_lowercase().contains(&name),
+    );
     report("src/ names the actor framework (only actors/ may)", bad);
 }
 
