@@ -243,7 +243,8 @@ impl Handler<AttachSession> for Daemon {
             reg,
             self.config.session.max_restarts_per_minute,
         )
-        .with_pty_limit(self.config.limits.max_ptys_per_session);
+        .with_pty_limit(self.config.limits.max_ptys_per_session)
+        .with_task_limit(self.config.limits.max_tasks_per_session);
         let addr = sup.start();
         tracing::info!(session = %msg.name, cwd = %shared.cwd.display(), "session created");
         self.sessions.insert(

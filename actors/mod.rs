@@ -29,3 +29,4 @@ pub mod msg;
 pub mod pty;
 pub mod session;
 pub mod session_supervisor;
+pub mod task;

@@ -9,4 +9,5 @@ pub mod paths;
 pub mod proto;
 pub mod pty;
 pub mod shell;
+pub mod task;
 pub mod value;
