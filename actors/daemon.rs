@@ -317,12 +317,22 @@ impl Handler<ListSessions> for Daemon {
 }
 
 impl Handler<GetStatus> for Daemon {
-    type Result = MessageResult<GetStatus>;
+    type Result = ResponseFuture<Json>;
 
     fn handle(&mut self, _msg: GetStatus, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         let i = &self.info;
-        MessageResult(json!({
+        // Each supervisor's child table (tasks with state, age, pid); a
+        // supervisor that does not answer in time shows without it.
+        let tables: Vec<_> = self
+            .sessions
+            .values()
+            .map(|(addr, _, stats)| {
+                stats.enqueue();
+                addr.send(super::session_supervisor::ListChildren)
+            })
+            .collect();
+        let mut status = json!({
             "daemon": {
                 "pid": i.pid,
                 "version": env!("CARGO_PKG_VERSION"),
@@ -340,7 +350,34 @@ impl Handler<GetStatus> for Daemon {
             "limits": self.limits_json(),
             "adapters": {"count": self.adapters.len(), "warnings": self.adapters.warnings},
             "rss_bytes": rss_bytes(),
-        }))
+        });
+        Box::pin(async move {
+            let mut i = 0;
+            for t in tables {
+                let table = tokio::time::timeout(std::time::Duration::from_millis(500), t)
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+                if let (Some(table), Some(s)) = (table, status["sessions"].get_mut(i)) {
+                    let live = table["tasks"].as_array().map_or(0, |t| {
+                        t.iter()
+                            .filter(|r| {
+                                !matches!(
+                                    r["state"].as_str(),
+                                    Some("completed" | "failed" | "cancelled")
+                                )
+                            })
+                            .count()
+                    });
+                    s["tasks"] = json!(live);
+                    s["task_list"] = table["tasks"].clone();
+                    s["children"] = table["children"].clone();
+                    s["restarts"] = table["restarts"].clone();
+                }
+                i += 1;
+            }
+            status
+        })
     }
 }
 

@@ -52,6 +52,12 @@ const METHODS: &[&str] = &[
     "pty.resize",
     "pty.close",
     "pty.list",
+    "task.get",
+    "task.list",
+    "task.await",
+    "task.cancel",
+    "task.suspend",
+    "task.resume",
 ];
 
 pub struct KernelConn {
@@ -155,14 +161,21 @@ impl KernelConn {
             "exec" => match exec_params(&p).and_then(|(s, pos)| {
                 let b = crate::proto::elide::Budget::from_json(p.get("elide"))
                     .map_err(RpcError::invalid_params)?;
-                Ok((s, pos, b))
+                Ok((s, pos, b, super::task::task_opts(&p)?))
             }) {
                 Err(e) => Box::pin(ready(Err(e))),
-                Ok((src, position, budget)) => Box::pin(
+                Ok((src, position, budget, Some(opts))) => Box::pin(
+                    super::task::exec_as_task(handle, src, position, tty, budget, opts)
+                        .into_actor(self),
+                ),
+                Ok((src, position, budget, None)) => Box::pin(
                     super::mcp_conn::exec_elided(handle, src, position, tty, budget, cancel)
                         .into_actor(self),
                 ),
             },
+            m if m.starts_with("task.") => {
+                Box::pin(super::task::kernel_method(handle, m.to_string(), p).into_actor(self))
+            }
             "value.get" => match kernel::get_params(&p) {
                 Err(e) => Box::pin(ready(Err(e))),
                 Ok((reference, req)) => {
@@ -592,18 +605,6 @@ pub fn exec_params_with_default(
                 "mode must be run or plan (got {other:?})"
             )))
         }
-    }
-    if rpc::opt_bool(p, "background")?.unwrap_or(false)
-        || rpc::opt_bool(p, "async")?.unwrap_or(false)
-    {
-        return Err(RpcError::invalid_params(
-            "background tasks are not available in this daemon yet",
-        ));
-    }
-    if p.get("timeout_ms").is_some_and(|v| !v.is_null()) {
-        return Err(RpcError::invalid_params(
-            "timeout_ms is not available in this daemon yet",
-        ));
     }
     Ok((src, position))
 }

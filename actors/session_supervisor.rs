@@ -598,3 +598,152 @@ impl Handler<StopSession> for SessionSupervisor {
         ctx.stop();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn start(registry: &Arc<Registry>, name: &str) -> (Addr<SessionSupervisor>, u64) {
+        let reg = registry.register("session_supervisor", name, None);
+        let id = reg.id();
+        let shared = Arc::new(SessionShared::new(
+            name.into(),
+            std::env::temp_dir(),
+            80,
+        ));
+        (
+            SessionSupervisor::new(shared, registry.clone(), reg, 3).start(),
+            id,
+        )
+    }
+
+    async fn table(a: &Addr<SessionSupervisor>) -> Json {
+        a.send(ListChildren).await.unwrap()
+    }
+
+    /// The session child's actor id, once the table has one.
+    async fn session_actor(a: &Addr<SessionSupervisor>) -> Option<u64> {
+        table(a).await["children"]
+            .as_array()?
+            .iter()
+            .find(|c| c["child"] == "session")?["actor"]
+            .as_u64()
+    }
+
+    #[test]
+    fn a_panicking_session_is_restarted_by_message_and_counted() {
+        let sys = System::new();
+        sys.block_on(async {
+            let registry = Arc::new(Registry::default());
+            let (a, a_id) = start(&registry, "a");
+            let (b, _) = start(&registry, "b");
+            let a_first = session_actor(&a).await.unwrap();
+            let b_first = session_actor(&b).await.unwrap();
+            a.do_send(Crash);
+            // The supervisor has no timer: only the child's exit notice
+            // can make it restart.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let t = table(&a).await;
+                if t["restarts"] == 1 && session_actor(&a).await.is_some_and(|x| x != a_first) {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "no restart: {t}");
+                actix_rt::time::sleep(Duration::from_millis(5)).await;
+            }
+            // The other session is untouched.
+            assert_eq!(session_actor(&b).await, Some(b_first));
+            assert_eq!(table(&b).await["restarts"], 0);
+            // The child table is what status shows: the registry rows whose
+            // parent is this supervisor.
+            let rows: Vec<u64> = registry
+                .snapshot()
+                .iter()
+                .filter(|r| r["parent"] == a_id)
+                .filter_map(|r| r["id"].as_u64())
+                .collect();
+            let children: Vec<u64> = table(&a).await["children"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|c| c["actor"].as_u64())
+                .collect();
+            assert_eq!(rows, children);
+            let restarted = registry
+                .snapshot()
+                .into_iter()
+                .find(|r| r["id"] == children[0])
+                .unwrap();
+            assert_eq!(restarted["restarts"], 1);
+        });
+    }
+
+    #[test]
+    fn a_task_is_a_child_and_cancels_alone() {
+        let sys = System::new();
+        sys.block_on(async {
+            let registry = Arc::new(Registry::default());
+            let (a, a_id) = start(&registry, "t");
+            let mut ids = Vec::new();
+            for _ in 0..2 {
+                let (id, _) = a
+                    .send(StartTask {
+                        src: "sh { sleep 30 }".into(),
+                        position: Position::Value,
+                        tty: false,
+                    })
+                    .await
+                    .unwrap()
+                    .unwrap();
+                ids.push(id);
+            }
+            let t = table(&a).await;
+            let labels: Vec<&str> = t["children"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|c| c["child"].as_str())
+                .collect();
+            assert!(labels.contains(&tasks::ref_name(ids[0]).as_str()), "{t}");
+            assert_eq!(
+                registry
+                    .snapshot()
+                    .iter()
+                    .filter(|r| r["parent"] == a_id && r["kind"] == "task")
+                    .count(),
+                2
+            );
+            let Ok(TaskAnswer::Done) = a
+                .send(TaskCall(TaskOp::Control(ids[0], TaskControl::Cancel)))
+                .await
+                .unwrap()
+            else {
+                panic!("cancel not carried out");
+            };
+            let Ok(TaskAnswer::Watch(view)) = a.send(TaskCall(TaskOp::Watch(ids[0]))).await.unwrap()
+            else {
+                panic!("no view");
+            };
+            let v = super::super::task::wait_final(view, Some(Duration::from_secs(10))).await;
+            assert_eq!(v.record.state, tasks::TaskState::Cancelled);
+            let Ok(TaskAnswer::Record(other)) = a.send(TaskCall(TaskOp::Get(ids[1]))).await.unwrap()
+            else {
+                panic!("no record");
+            };
+            assert_eq!(other["state"], "running", "{other}");
+            // Leave no process behind.
+            a.send(TaskCall(TaskOp::Control(ids[1], TaskControl::Cancel)))
+                .await
+                .unwrap()
+                .unwrap();
+            let Ok(TaskAnswer::Watch(view)) = a.send(TaskCall(TaskOp::Watch(ids[1]))).await.unwrap()
+            else {
+                panic!("no view");
+            };
+            let v = super::super::task::wait_final(view, Some(Duration::from_secs(10))).await;
+            assert_eq!(v.record.state, tasks::TaskState::Cancelled);
+            a.do_send(StopSession);
+        });
+    }
+}

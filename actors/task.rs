@@ -262,3 +262,156 @@ impl Handler<Control> for Task {
         }
     }
 }
+
+/// `exec` with `background` (alias `async`) or `timeout_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskOpts {
+    pub background: bool,
+    pub timeout_ms: Option<u64>,
+}
+
+/// The task options of `exec` params (`None`: an ordinary foreground exec).
+pub fn task_opts(p: &serde_json::Map<String, serde_json::Value>) -> Result<Option<TaskOpts>, RpcError> {
+    let background = rpc::opt_bool(p, "background")?.unwrap_or(false)
+        || rpc::opt_bool(p, "async")?.unwrap_or(false);
+    let timeout_ms = match p.get("timeout_ms") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| {
+            RpcError::invalid_params("timeout_ms must be a non-negative integer")
+        })?),
+    };
+    Ok((background || timeout_ms.is_some()).then_some(TaskOpts {
+        background,
+        timeout_ms,
+    }))
+}
+
+/// `{task, events}` of a task.
+pub fn task_created(id: u64) -> serde_json::Value {
+    serde_json::json!({"task": task::ref_name(id), "events": task::channel(id)})
+}
+
+/// Wait until the task's record is final, at most `limit` (`None`: no limit).
+/// The view as last seen.
+pub async fn wait_final(
+    mut view: watch::Receiver<TaskView>,
+    limit: Option<Duration>,
+) -> TaskView {
+    let done = |v: &TaskView| v.record.state.is_final() && v.reply.is_some();
+    let wait = view.wait_for(done);
+    let seen = match limit {
+        Some(d) => tokio::time::timeout(d, wait).await.ok().and_then(|r| r.ok()).map(|v| v.clone()),
+        None => wait.await.ok().map(|v| v.clone()),
+    };
+    seen.unwrap_or_else(|| view.borrow().clone())
+}
+
+/// Parse `{task: "task:N"}`.
+pub fn task_param(p: &serde_json::Map<String, serde_json::Value>) -> Result<u64, RpcError> {
+    let r = rpc::req_str(p, "task")?;
+    task::parse_ref(r).ok_or_else(|| super::session_supervisor::unknown_task(r))
+}
+
+/// Run `src` as a task: `{task, events}` at once with `background`; with a
+/// `timeout_ms` only, the inline result if it ends in time, else `{task,
+/// events, timed_out: true}` with the work still running (never killed).
+pub async fn exec_as_task(
+    handle: super::msg::SessionHandle,
+    src: String,
+    position: crate::lang::Position,
+    tty: bool,
+    budget: crate::proto::elide::Budget,
+    opts: TaskOpts,
+) -> Result<serde_json::Value, RpcError> {
+    let (id, view) = handle
+        .send(super::session_supervisor::StartTask { src, position, tty })
+        .await
+        .map_err(|_| super::conn::session_error(SessionError::Closed(handle.name.clone())))??;
+    let limit = match (opts.background, opts.timeout_ms) {
+        (false, Some(ms)) if ms > 0 => Duration::from_millis(ms),
+        _ => return Ok(task_created(id)),
+    };
+    let seen = wait_final(view, Some(limit)).await;
+    match seen.reply.as_deref() {
+        Some(Ok(x)) => super::mcp_conn::exec_reply_json(x.clone(), &budget),
+        Some(Err(e)) => Err(super::conn::session_error(e.clone())),
+        None => {
+            let mut r = task_created(id);
+            r["timed_out"] = serde_json::json!(true);
+            Ok(r)
+        }
+    }
+}
+
+/// Ask the supervisor about its tasks.
+pub async fn task_call(
+    handle: &super::msg::SessionHandle,
+    op: super::session_supervisor::TaskOp,
+) -> Result<super::session_supervisor::TaskAnswer, RpcError> {
+    handle
+        .send(super::session_supervisor::TaskCall(op))
+        .await
+        .map_err(|_| super::conn::session_error(SessionError::Closed(handle.name.clone())))?
+}
+
+/// One task's record as JSON.
+pub async fn task_record(
+    handle: &super::msg::SessionHandle,
+    id: u64,
+) -> Result<serde_json::Value, RpcError> {
+    use super::session_supervisor::{TaskAnswer, TaskOp};
+    match task_call(handle, TaskOp::Get(id)).await? {
+        TaskAnswer::Record(r) => Ok(r),
+        _ => Err(RpcError::internal("unexpected answer to task.get")),
+    }
+}
+
+/// `task.get`, `task.list`, `task.await`, `task.cancel`, `task.suspend`,
+/// `task.resume` (reference §2.5; `-32021` for an unknown or other-session task).
+pub async fn kernel_method(
+    handle: super::msg::SessionHandle,
+    method: String,
+    p: serde_json::Map<String, serde_json::Value>,
+) -> Result<serde_json::Value, RpcError> {
+    use super::session_supervisor::{TaskAnswer, TaskOp};
+    if method == "task.list" {
+        return match task_call(&handle, TaskOp::List).await? {
+            TaskAnswer::List(l) => Ok(serde_json::Value::Array(l)),
+            _ => Err(RpcError::internal("unexpected answer to task.list")),
+        };
+    }
+    let id = task_param(&p)?;
+    match method.as_str() {
+        "task.get" => task_record(&handle, id).await,
+        "task.await" => {
+            let limit = match p.get("timeout_ms") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(v) => Some(Duration::from_millis(v.as_u64().ok_or_else(|| {
+                    RpcError::invalid_params("timeout_ms must be a non-negative integer")
+                })?)),
+            };
+            let TaskAnswer::Watch(view) = task_call(&handle, TaskOp::Watch(id)).await? else {
+                return Err(RpcError::internal("unexpected answer to task.await"));
+            };
+            let _ = wait_final(view, limit).await;
+            task_record(&handle, id).await
+        }
+        m => {
+            let c = match m {
+                "task.cancel" => TaskControl::Cancel,
+                "task.suspend" => TaskControl::Suspend,
+                _ => TaskControl::Resume,
+            };
+            task_call(&handle, TaskOp::Control(id, c)).await?;
+            let rec = task_record(&handle, id).await?;
+            if c == TaskControl::Cancel {
+                return Ok(serde_json::json!({
+                    "task": task::ref_name(id),
+                    "cancel_requested": true,
+                    "state": rec["state"],
+                }));
+            }
+            Ok(rec)
+        }
+    }
+}
