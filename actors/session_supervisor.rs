@@ -276,9 +276,11 @@ impl SessionSupervisor {
         ctx: &mut Context<Self>,
     ) -> Result<(u64, tokio::sync::watch::Receiver<TaskView>), RpcError> {
         if self.failed {
-            return Err(super::conn::session_error(self.child().err().unwrap_or_else(
-                || SessionError::Internal("session failed".into()),
-            )));
+            return Err(super::conn::session_error(
+                self.child()
+                    .err()
+                    .unwrap_or_else(|| SessionError::Internal("session failed".into())),
+            ));
         }
         self.tasks
             .prune(Instant::now(), tasks::RETAIN, tasks::RETAIN_MAX);
@@ -289,7 +291,10 @@ impl SessionSupervisor {
                 "running background tasks in this session",
             ));
         }
-        let lang = self.shared.fork_lang().map_err(super::conn::session_error)?;
+        let lang = self
+            .shared
+            .fork_lang()
+            .map_err(super::conn::session_error)?;
         let id = tasks::next_id();
         let kind = ChildKind::Task(id);
         let reg = self
@@ -607,11 +612,7 @@ mod tests {
     fn start(registry: &Arc<Registry>, name: &str) -> (Addr<SessionSupervisor>, u64) {
         let reg = registry.register("session_supervisor", name, None);
         let id = reg.id();
-        let shared = Arc::new(SessionShared::new(
-            name.into(),
-            std::env::temp_dir(),
-            80,
-        ));
+        let shared = Arc::new(SessionShared::new(name.into(), std::env::temp_dir(), 80));
         (
             SessionSupervisor::new(shared, registry.clone(), reg, 3).start(),
             id,
@@ -721,13 +722,15 @@ mod tests {
             else {
                 panic!("cancel not carried out");
             };
-            let Ok(TaskAnswer::Watch(view)) = a.send(TaskCall(TaskOp::Watch(ids[0]))).await.unwrap()
+            let Ok(TaskAnswer::Watch(view)) =
+                a.send(TaskCall(TaskOp::Watch(ids[0]))).await.unwrap()
             else {
                 panic!("no view");
             };
             let v = super::super::task::wait_final(view, Some(Duration::from_secs(10))).await;
             assert_eq!(v.record.state, tasks::TaskState::Cancelled);
-            let Ok(TaskAnswer::Record(other)) = a.send(TaskCall(TaskOp::Get(ids[1]))).await.unwrap()
+            let Ok(TaskAnswer::Record(other)) =
+                a.send(TaskCall(TaskOp::Get(ids[1]))).await.unwrap()
             else {
                 panic!("no record");
             };
@@ -737,7 +740,8 @@ mod tests {
                 .await
                 .unwrap()
                 .unwrap();
-            let Ok(TaskAnswer::Watch(view)) = a.send(TaskCall(TaskOp::Watch(ids[1]))).await.unwrap()
+            let Ok(TaskAnswer::Watch(view)) =
+                a.send(TaskCall(TaskOp::Watch(ids[1]))).await.unwrap()
             else {
                 panic!("no view");
             };

@@ -271,7 +271,9 @@ pub struct TaskOpts {
 }
 
 /// The task options of `exec` params (`None`: an ordinary foreground exec).
-pub fn task_opts(p: &serde_json::Map<String, serde_json::Value>) -> Result<Option<TaskOpts>, RpcError> {
+pub fn task_opts(
+    p: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<TaskOpts>, RpcError> {
     let background = rpc::opt_bool(p, "background")?.unwrap_or(false)
         || rpc::opt_bool(p, "async")?.unwrap_or(false);
     let timeout_ms = match p.get("timeout_ms") {
@@ -293,14 +295,15 @@ pub fn task_created(id: u64) -> serde_json::Value {
 
 /// Wait until the task's record is final, at most `limit` (`None`: no limit).
 /// The view as last seen.
-pub async fn wait_final(
-    mut view: watch::Receiver<TaskView>,
-    limit: Option<Duration>,
-) -> TaskView {
+pub async fn wait_final(mut view: watch::Receiver<TaskView>, limit: Option<Duration>) -> TaskView {
     let done = |v: &TaskView| v.record.state.is_final() && v.reply.is_some();
     let wait = view.wait_for(done);
     let seen = match limit {
-        Some(d) => tokio::time::timeout(d, wait).await.ok().and_then(|r| r.ok()).map(|v| v.clone()),
+        Some(d) => tokio::time::timeout(d, wait)
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .map(|v| v.clone()),
         None => wait.await.ok().map(|v| v.clone()),
     };
     seen.unwrap_or_else(|| view.borrow().clone())

@@ -620,7 +620,10 @@ mod tests {
         let r = run(spec, &|| start.elapsed() > Duration::from_millis(100));
         assert!(matches!(r, Err(RunError::Interrupted)));
         let took = start.elapsed();
-        assert!(took >= CANCEL_GRACE, "SIGTERM came before the grace: {took:?}");
+        assert!(
+            took >= CANCEL_GRACE,
+            "SIGTERM came before the grace: {took:?}"
+        );
         assert!(took < CANCEL_GRACE * 2, "SIGTERM did not end it: {took:?}");
     }
 
