@@ -602,6 +602,8 @@ fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>, stack: usize) {
         shared.busy.store(true, Ordering::Relaxed);
         let (result, journal) = run_job(&shared, &mut lang, &job.spec, stack, true);
         job.spec.cancel.finish();
+        // Before the reply, so a task started right after it sees this
+        // exec's bindings: the state background tasks fork from.
         if let Some(l) = &lang {
             *shared.fork_seed.lock().unwrap_or_else(|p| p.into_inner()) = Some(ForkSeed(l.fork()));
         }
