@@ -116,6 +116,8 @@ pub enum TaskOp {
     Control(u64, TaskControl),
     /// The view to wait on (`task.await`, MCP `tasks/result`).
     Watch(u64),
+    /// The records themselves: one task's, or all (`None`).
+    Records(Option<u64>),
 }
 
 #[derive(Message)]
@@ -124,6 +126,7 @@ pub struct TaskCall(pub TaskOp);
 
 pub enum TaskAnswer {
     Record(Json),
+    Records(Vec<tasks::TaskRecord>),
     List(Vec<Json>),
     Watch(tokio::sync::watch::Receiver<TaskView>),
     /// The control request was carried out (the caller reads the record again).
@@ -342,6 +345,10 @@ impl SessionSupervisor {
                 self.tasks.values().map(|e| e.record().to_json()).collect(),
             )),
             TaskOp::Watch(id) => Ok(TaskAnswer::Watch(entry(&self.tasks, id)?.1)),
+            TaskOp::Records(Some(id)) => Ok(TaskAnswer::Records(vec![entry(&self.tasks, id)?.0])),
+            TaskOp::Records(None) => Ok(TaskAnswer::Records(
+                self.tasks.values().map(|e| e.record()).collect(),
+            )),
             TaskOp::Control(id, c) => {
                 let (rec, _) = entry(&self.tasks, id)?;
                 match self.children.get(&ChildKind::Task(id)) {
