@@ -352,8 +352,7 @@ impl Handler<GetStatus> for Daemon {
             "rss_bytes": rss_bytes(),
         });
         Box::pin(async move {
-            let mut i = 0;
-            for t in tables {
+            for (i, t) in tables.into_iter().enumerate() {
                 let table = tokio::time::timeout(std::time::Duration::from_millis(500), t)
                     .await
                     .ok()
@@ -374,7 +373,6 @@ impl Handler<GetStatus> for Daemon {
                     s["children"] = table["children"].clone();
                     s["restarts"] = table["restarts"].clone();
                 }
-                i += 1;
             }
             status
         })

@@ -312,7 +312,7 @@ impl SessionSupervisor {
             tty: msg.tty,
             cancel: CallCancel::new(),
         };
-        let start = Task::new(id, self.shared.clone(), lang, spec, reg, exit);
+        let start = Task::prepare(id, self.shared.clone(), lang, spec, reg, exit);
         let view = start.view.clone();
         let addr = start.task.start();
         self.children.insert(

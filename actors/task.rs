@@ -60,7 +60,7 @@ pub struct TaskStart {
 
 impl Task {
     /// A task `id` of `shared` running `src` on `lang` (a fork).
-    pub fn new(
+    pub fn prepare(
         id: u64,
         shared: Arc<SessionShared>,
         lang: LangSession,
