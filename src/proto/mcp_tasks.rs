@@ -106,7 +106,7 @@ pub fn list_page(records: &[TaskRecord], cursor: Option<&str>) -> Result<Json, S
 fn cancel_input_schema() -> Json {
     json!({
         "type": "object",
-        "properties": {"task": {"type": "string", "pattern": "^task:[0-9]+$", "description": "the task ref, task:N"}},
+        "properties": {"task": {"type": "string", "pattern": "^task:[0-9]+$"}},
         "required": ["task"],
         "additionalProperties": false,
     })
@@ -117,7 +117,7 @@ pub fn tools() -> Vec<Json> {
     vec![json!({
         "name": "shoal_cancel",
         "title": "Cancel a background task",
-        "description": "Cancel one background task (task:N) of this session: SIGINT to its process group, SIGTERM after 3 s, SIGKILL after 3 more. Other tasks are not touched.",
+        "description": "Cancel one background task (task:N): SIGINT, SIGTERM after 3 s, SIGKILL after 3 more.",
         "inputSchema": cancel_input_schema(),
         "outputSchema": super::mcp::output_schema(
             json!({
@@ -127,7 +127,6 @@ pub fn tools() -> Vec<Json> {
             }),
             &["task", "cancel_requested", "state"],
         ),
-        "annotations": {"destructiveHint": true, "idempotentHint": true, "openWorldHint": false},
     })]
 }
 
