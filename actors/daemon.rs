@@ -244,7 +244,8 @@ impl Handler<AttachSession> for Daemon {
             reg,
             self.config.session.max_restarts_per_minute,
         )
-        .with_pty_limit(self.config.limits.max_ptys_per_session);
+        .with_pty_limit(self.config.limits.max_ptys_per_session)
+        .with_task_limit(self.config.limits.max_tasks_per_session);
         let addr = sup.start();
         tracing::info!(session = %msg.name, cwd = %shared.cwd.display(), "session created");
         self.sessions.insert(
@@ -317,12 +318,22 @@ impl Handler<ListSessions> for Daemon {
 }
 
 impl Handler<GetStatus> for Daemon {
-    type Result = MessageResult<GetStatus>;
+    type Result = ResponseFuture<Json>;
 
     fn handle(&mut self, _msg: GetStatus, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         let i = &self.info;
-        MessageResult(json!({
+        // Each supervisor's child table (tasks with state, age, pid); a
+        // supervisor that does not answer in time shows without it.
+        let tables: Vec<_> = self
+            .sessions
+            .values()
+            .map(|(addr, _, stats)| {
+                stats.enqueue();
+                addr.send(super::session_supervisor::ListChildren)
+            })
+            .collect();
+        let mut status = json!({
             "daemon": {
                 "pid": i.pid,
                 "version": env!("CARGO_PKG_VERSION"),
@@ -340,7 +351,32 @@ impl Handler<GetStatus> for Daemon {
             "limits": self.limits_json(),
             "adapters": {"count": self.adapters.len(), "warnings": self.adapters.warnings},
             "rss_bytes": rss_bytes(),
-        }))
+        });
+        Box::pin(async move {
+            for (i, t) in tables.into_iter().enumerate() {
+                let table = tokio::time::timeout(std::time::Duration::from_millis(500), t)
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+                if let (Some(table), Some(s)) = (table, status["sessions"].get_mut(i)) {
+                    let live = table["tasks"].as_array().map_or(0, |t| {
+                        t.iter()
+                            .filter(|r| {
+                                !matches!(
+                                    r["state"].as_str(),
+                                    Some("completed" | "failed" | "cancelled")
+                                )
+                            })
+                            .count()
+                    });
+                    s["tasks"] = json!(live);
+                    s["task_list"] = table["tasks"].clone();
+                    s["children"] = table["children"].clone();
+                    s["restarts"] = table["restarts"].clone();
+                }
+            }
+            status
+        })
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::{json, Value as Json};
 
 use super::call_cancel::CallCancel;
 use super::conn;
-use super::msg::{Exec, SessionError};
+use super::msg::{Exec, ExecReply, SessionError};
 use super::session_handle::SessionHandle;
 use crate::lang::Position;
 use crate::proto::elide::Budget;
@@ -37,11 +37,17 @@ pub async fn exec_elided(
         .map_err(|_| SessionError::Closed(name.clone()))
         .and_then(|r| r)
         .map_err(conn::session_error)?;
+    exec_reply_json(x, &budget)
+}
+
+/// `{ref, uri, value, render, elapsed_ms}` of an exec's reply, the value
+/// elided under `budget`.
+pub fn exec_reply_json(x: ExecReply, budget: &Budget) -> Result<Json, RpcError> {
     // Elide once, here, from the value the session stored as out:n (no
     // second round trip to read it back).
     let uri = kernel::ref_uri(x.n);
     let value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::proto::elide::elide(&x.value, &budget, &uri)
+        crate::proto::elide::elide(&x.value, budget, &uri)
     }))
     .map_err(|p| {
         RpcError::internal(format!(

@@ -53,6 +53,12 @@ const METHODS: &[&str] = &[
     "pty.resize",
     "pty.close",
     "pty.list",
+    "task.get",
+    "task.list",
+    "task.await",
+    "task.cancel",
+    "task.suspend",
+    "task.resume",
 ];
 
 pub struct KernelConn {
@@ -159,14 +165,21 @@ impl KernelConn {
             "exec" => match kernel::exec_params(&p, Position::Stmt).and_then(|(s, pos)| {
                 let b = crate::proto::elide::Budget::from_json(p.get("elide"))
                     .map_err(RpcError::invalid_params)?;
-                Ok((s, pos, b))
+                Ok((s, pos, b, super::task::task_opts(&p)?))
             }) {
                 Err(e) => Box::pin(ready(Err(e))),
-                Ok((src, position, budget)) => Box::pin(
+                Ok((src, position, budget, Some(opts))) => Box::pin(
+                    super::task::exec_as_task(handle, src, position, tty, budget, opts)
+                        .into_actor(self),
+                ),
+                Ok((src, position, budget, None)) => Box::pin(
                     super::exec::exec_elided(handle, src, position, tty, budget, cancel)
                         .into_actor(self),
                 ),
             },
+            m if m.starts_with("task.") => {
+                Box::pin(super::task::kernel_method(handle, m.to_string(), p).into_actor(self))
+            }
             "value.get" => match kernel::get_params(&p) {
                 Err(e) => Box::pin(ready(Err(e))),
                 Ok((reference, req)) => {

@@ -169,7 +169,10 @@ impl McpConn {
         let session = self.attached.as_ref().map(|h| h.name.clone());
         let span = conn::request_span("mcp", self.cx.id, session.as_deref(), &id, &method);
         let _entered = span.clone().entered();
-        let concurrent = matches!(method.as_str(), "tools/call" | "resources/read");
+        let concurrent = matches!(
+            method.as_str(),
+            "tools/call" | "resources/read" | "tasks/result"
+        );
         if !concurrent || self.inflight.len() >= MAX_IN_FLIGHT {
             // In order; at the in-flight cap this also stops reading (backpressure).
             let fut = self.dispatch(&method, params, CallCancel::new(), ctx);
@@ -271,6 +274,16 @@ impl McpConn {
             "resources/read" => self.resources_read(params),
             "resources/subscribe" => self.subscribe(params, ctx),
             "resources/unsubscribe" => self.unsubscribe(params, ctx),
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => {
+                let method = method.to_string();
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    async move {
+                        let h = h?;
+                        super::mcp_tasks::method(h, method, params, Budget::default()).await
+                    }
+                    .into_actor(act)
+                }))
+            }
             other => Box::pin(ready(Err(RpcError::method_not_found(other)))),
         }
     }
@@ -310,7 +323,25 @@ impl McpConn {
             return Box::pin(ready(Ok(mcp::tool_error(structured))));
         }
         let args: Map<String, Json> = args.as_object().cloned().unwrap_or_default();
+        // A task-augmented call (MCP Tasks): `shoal_exec` only.
+        if let Some(t) = p.get("task").filter(|t| !t.is_null()) {
+            if !t.is_object() || name != "shoal_exec" {
+                return Box::pin(ready(Err(RpcError::invalid_params(format!(
+                    "task-augmented calls are supported by shoal_exec only (got {name:?}, task {t})"
+                )))));
+            }
+            return self.tool_exec_task(args);
+        }
         match name {
+            "shoal_cancel" => Box::pin(self.session().then(move |h, act, _ctx| {
+                async move {
+                    match h {
+                        Ok(h) => Ok(super::mcp_tasks::cancel_tool(h, args).await),
+                        Err(e) => Ok(mcp::tool_error_rpc(&e)),
+                    }
+                }
+                .into_actor(act)
+            })),
             "shoal_exec" => self.tool_exec(args, cancel),
             "shoal_get" => self.tool_get(args),
             "shoal_journal" => self.tool_journal(args),
@@ -321,12 +352,31 @@ impl McpConn {
         }
     }
 
+    /// `tools/call` of `shoal_exec` with `params.task`: a `CreateTaskResult`
+    /// now, `notifications/tasks/status` as the task changes.
+    fn tool_exec_task(&mut self, args: Map<String, Json>) -> Reply {
+        let (src, position) = match kernel::exec_params(&args, Position::Value) {
+            Ok(x) => x,
+            Err(e) => return Box::pin(ready(Err(e))),
+        };
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            async move { super::mcp_tasks::create(h?, src, position).await }
+                .into_actor(act)
+                .map(|r, act, ctx| {
+                    let (created, view) = r?;
+                    let updates = super::mcp_tasks::status_updates(act.tx.clone(), view);
+                    ctx.spawn(updates.into_actor(act));
+                    Ok(created)
+                })
+        }))
+    }
+
     fn tool_exec(&mut self, args: Map<String, Json>, cancel: Arc<CallCancel>) -> Reply {
         let parsed = kernel::exec_params(&args, Position::Value).and_then(|(s, p)| {
             let b = Budget::from_json(args.get("elide")).map_err(RpcError::invalid_params)?;
-            Ok((s, p, b))
+            Ok((s, p, b, super::task::task_opts(&args)?))
         });
-        let (src, position, budget) = match parsed {
+        let (src, position, budget, opts) = match parsed {
             Ok(x) => x,
             Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
         };
@@ -336,12 +386,16 @@ impl McpConn {
                     Ok(h) => h,
                     Err(e) => return Ok(mcp::tool_error_rpc(&e)),
                 };
-                Ok(
-                    match exec_elided(handle, src, position, false, budget, cancel).await {
-                        Ok(x) => mcp::tool_success(x),
-                        Err(e) => mcp::tool_error_rpc(&e),
-                    },
-                )
+                let r = match opts {
+                    Some(o) => {
+                        super::task::exec_as_task(handle, src, position, false, budget, o).await
+                    }
+                    None => exec_elided(handle, src, position, false, budget, cancel).await,
+                };
+                Ok(match r {
+                    Ok(x) => mcp::tool_success(x),
+                    Err(e) => mcp::tool_error_rpc(&e),
+                })
             }
             .into_actor(act)
         }))
@@ -523,6 +577,12 @@ impl McpConn {
                 }))
             }
             ("docs", Some("language")) => Box::pin(ready(Ok(mcp::card_read_result()))),
+            ("task", Some(_)) | ("jobs", None) => {
+                let segs = parsed.segs.clone();
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    async move { super::mcp_tasks::read(h?, u, segs).await }.into_actor(act)
+                }))
+            }
             ("session", Some("cwd")) => Box::pin(self.session().map(move |h, _act, _ctx| {
                 let h = h?;
                 // The live cwd (after `cd`), else where the session starts.

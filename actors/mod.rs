@@ -8,6 +8,7 @@
 //! │   └── McpConn           MCP
 //! ├── SessionSupervisor(n)  one per named session; re-creates a dead Session
 //! │   ├── Session           owns the evaluation worker thread
+//! │   ├── Task(n)           one per background task, on a fork of the session
 //! │   └── Pty(n)            one per PTY; its I/O thread feeds the emulator
 //! ├── JournalWriter         owns the journal's group-commit writer thread
 //! └── EventBus              channels, rings, per-subscriber bounded queues
@@ -27,8 +28,10 @@ pub mod journal_writer;
 pub mod kernel_conn;
 pub mod listener;
 pub mod mcp_conn;
+pub mod mcp_tasks;
 pub mod msg;
 pub mod pty;
 pub mod session;
 pub mod session_handle;
 pub mod session_supervisor;
+pub mod task;

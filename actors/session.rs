@@ -59,6 +59,18 @@ pub struct SessionShared {
     pub spill_bytes: u64,
     /// Adapters of the language session (`None`: commands run as written).
     pub adapters: Option<Arc<crate::adapters::Catalog>>,
+    /// A fork of the language session as of its last exec: background tasks
+    /// start from a copy of it without waiting for the worker (contract §4).
+    pub fork_seed: Mutex<Option<ForkSeed>>,
+}
+
+/// The language state a background task starts from.
+pub struct ForkSeed(LangSession);
+
+impl std::fmt::Debug for ForkSeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ForkSeed")
+    }
 }
 
 /// What a session's views show: its cwd and environment as of the last exec.
@@ -150,6 +162,7 @@ impl SessionShared {
             injector: Mutex::new(None),
             adapters: None,
             live: Mutex::new(None),
+            fork_seed: Mutex::new(None),
             session_memory: 0,
             spill_bytes: 0,
         }
@@ -210,10 +223,15 @@ impl SessionShared {
     /// Make sure the next `out:N` is durably reserved before it is handed out: numbers are
     /// reserved [`RESERVE_BLOCK`] at a time, the mark committed durably (worker thread only).
     fn reserve_next(&self) -> Result<(), SessionError> {
+        let next = self.peek_next();
+        self.reserve_upto(next)
+    }
+
+    /// Reserve durably every number up to at least `next`.
+    fn reserve_upto(&self, next: u64) -> Result<(), SessionError> {
         let Some(svc) = &self.services else {
             return Ok(());
         };
-        let next = self.peek_next();
         let mut reserved = self.reserved.locked();
         if next <= *reserved {
             return Ok(());
@@ -263,9 +281,33 @@ impl SessionShared {
     }
 
     pub fn push(&self, v: Value) -> u64 {
-        let mut t = self.transcript.locked();
-        t.push(v, self.services.is_some());
-        self.base() + t.items.len() as u64
+        let n = {
+            let mut t = self.transcript.locked();
+            t.push(v, self.services.is_some());
+            self.base() + t.items.len() as u64
+        };
+        // Tasks and the worker push concurrently: a number may pass the
+        // reserved block between `reserve_next` and here; reserve it now.
+        let behind = n > *self.reserved.locked();
+        if behind {
+            if let Err(e) = self.reserve_upto(n) {
+                tracing::error!(session = %self.name, "out:{n} handed out unreserved: {e:?}");
+            }
+        }
+        n
+    }
+
+    /// A copy of the language state for a background task: from the last
+    /// exec's seed, or a fresh language session before the first exec.
+    pub fn fork_lang(&self) -> Result<LangSession, SessionError> {
+        if let Some(seed) = self
+            .fork_seed
+            .locked()
+            .as_ref()
+        {
+            return Ok(seed.0.fork());
+        }
+        new_lang(self)
     }
 
     /// `out:n` if this session object holds it in memory (older ones: the journal).
@@ -323,17 +365,24 @@ pub fn cancelled_before_running() -> SessionError {
 }
 
 struct Job {
-    src: String,
-    position: Position,
-    tty: bool,
-    cancel: Arc<CallCancel>,
+    spec: JobSpec,
     reply: oneshot::Sender<Result<ExecReply, SessionError>>,
+}
+
+/// What one evaluation runs (a foreground exec or a background task).
+pub struct JobSpec {
+    pub src: String,
+    pub position: Position,
+    pub tty: bool,
+    pub cancel: Arc<CallCancel>,
 }
 
 pub struct Session {
     shared: Arc<SessionShared>,
     jobs: Option<mpsc::Sender<Job>>,
     reg: Registration,
+    /// Tells the supervisor when this actor ends (a panic included).
+    _exit: Option<super::session_supervisor::ExitNotice>,
 }
 
 impl Session {
@@ -342,7 +391,13 @@ impl Session {
             shared,
             jobs: None,
             reg,
+            _exit: None,
         }
+    }
+
+    pub fn with_exit_notice(mut self, exit: super::session_supervisor::ExitNotice) -> Self {
+        self._exit = Some(exit);
+        self
     }
 }
 
@@ -385,10 +440,12 @@ impl Handler<Exec> for Session {
         let (reply, rx) = oneshot::channel();
         let cancel = msg.cancel;
         let job = Job {
-            src: msg.src,
-            position: msg.position,
-            tty: msg.tty,
-            cancel: cancel.clone(),
+            spec: JobSpec {
+                src: msg.src,
+                position: msg.position,
+                tty: msg.tty,
+                cancel: cancel.clone(),
+            },
             reply,
         };
         let sent = self
@@ -452,14 +509,19 @@ impl Handler<Crash> for Session {
 fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>, stack: usize) {
     let mut lang: Option<LangSession> = None;
     while let Ok(job) = rx.recv() {
-        if job.cancel.is_cancelled() {
-            job.cancel.finish();
+        if job.spec.cancel.is_cancelled() {
+            job.spec.cancel.finish();
             let _ = job.reply.send(Err(cancelled_before_running()));
             continue;
         }
         shared.busy.store(true, Ordering::Relaxed);
-        let (result, journal) = run_job(&shared, &mut lang, &job, stack);
-        job.cancel.finish();
+        let (result, journal) = run_job(&shared, &mut lang, &job.spec, stack, true);
+        job.spec.cancel.finish();
+        // Before the reply, so a task started right after it sees this
+        // exec's bindings: the state background tasks fork from.
+        if let Some(l) = &lang {
+            *shared.fork_seed.locked() = Some(ForkSeed(l.fork()));
+        }
         // With batched durability the client does not wait for the journal:
         // reply first, then record (still on this thread, so entries keep the
         // order of execs). With immediate durability the reply waits for the
@@ -612,53 +674,88 @@ impl PendingJournal {
     }
 }
 
+/// A language session for `shared` (its cwd, environment, limits, adapters
+/// and the bus bridge of `user.*` channels).
+fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionError> {
+    let opts = SessionOptions {
+        cwd: shared.cwd.clone(),
+        env: Vec::new(),
+        config: Default::default(),
+        memory_limit: shared.session_memory,
+        spill_limit: shared.spill_bytes,
+        adapters: shared.adapters.clone(),
+    };
+    catch_unwind(AssertUnwindSafe(|| {
+        let mut s = LangSession::new(opts);
+        s.replace_env(shared.env.clone());
+        if let Some(svc) = &shared.services {
+            // `user.*` channels are the language's side of the event bus:
+            // what the session emits there is published for every client.
+            let bus = svc.bus.clone();
+            s.set_bus_sink(Some(Arc::new(move |channel: &str, v: &Value| {
+                bus.do_send(Publish {
+                    channel: channel.to_string(),
+                    payload: wire::encode(v),
+                });
+            })));
+        }
+        s
+    }))
+    .map_err(|p| {
+        let m = panic_message(&p);
+        tracing::error!(session = %shared.name, "language session failed to start: {m}");
+        SessionError::Internal(format!("language session unavailable: {m}"))
+    })
+}
+
+/// Run one background task's evaluation on the calling thread (started by
+/// `spawn_eval_thread`), on its own fork `lang`: stored as `out:N`, journaled.
+pub fn run_task(
+    shared: &SessionShared,
+    lang: LangSession,
+    spec: &JobSpec,
+    stack: usize,
+) -> Result<ExecReply, SessionError> {
+    let mut lang = Some(lang);
+    let (mut result, journal) = run_job(shared, &mut lang, spec, stack, false);
+    spec.cancel.finish();
+    if let Some(j) = journal {
+        if let Err(e) = j.record(shared) {
+            if shared.immediate_durability() {
+                result = Err(journal_unavailable(&e));
+            }
+        }
+    }
+    if let Ok(r) = &mut result {
+        if shared.journal_degraded() {
+            r.journal = Some("degraded");
+        }
+    }
+    result
+}
+
+/// Evaluate `job` in `lang`. The foreground (`foreground`: the session's
+/// worker) creates the language session on first use and updates the
+/// session's views; a task's fork leaves them alone.
 fn run_job(
     shared: &SessionShared,
     lang: &mut Option<LangSession>,
-    job: &Job,
+    job: &JobSpec,
     stack: usize,
+    foreground: bool,
 ) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
     if lang.is_none() {
-        let opts = SessionOptions {
-            cwd: shared.cwd.clone(),
-            env: Vec::new(),
-            config: Default::default(),
-            memory_limit: shared.session_memory,
-            spill_limit: shared.spill_bytes,
-            adapters: shared.adapters.clone(),
-        };
-        match catch_unwind(AssertUnwindSafe(|| {
-            let mut s = LangSession::new(opts);
-            s.replace_env(shared.env.clone());
-            if let Some(svc) = &shared.services {
-                // `user.*` channels are the language's side of the event bus:
-                // what the session emits there is published for every client.
-                let bus = svc.bus.clone();
-                s.set_bus_sink(Some(Arc::new(move |channel: &str, v: &Value| {
-                    bus.do_send(Publish {
-                        channel: channel.to_string(),
-                        payload: wire::encode(v),
-                    });
-                })));
-            }
-            let i = s.interrupter();
-            (s, i)
-        })) {
-            Ok((s, i)) => {
-                *shared.injector.locked() = Some(s.channel_injector());
-                *shared.interrupter.locked() = Some(i);
+        match new_lang(shared) {
+            Ok(s) => {
+                if foreground {
+                    *shared.injector.locked() =
+                        Some(s.channel_injector());
+                    *shared.interrupter.locked() =
+                        Some(s.interrupter());
+                }
                 *lang = Some(s);
             }
-            Err(p) => {
-                let m = panic_message(&p);
-                tracing::error!(session = %shared.name, "language session failed to start: {m}");
-                return (
-                    Err(SessionError::Internal(format!(
-                        "language session unavailable: {m}"
-                    ))),
-                    None,
-                );
-            }
+            Err(e) => return (Err(e), None),
         }
     }
     let Some(session) = lang.as_mut() else {
@@ -669,11 +766,10 @@ fn run_job(
             None,
         );
     };
-    if let Some(i) = shared.interrupter.locked().as_ref() {
-        i.reset();
-    }
+    let interrupter = session.interrupter();
+    interrupter.reset();
     // From here a cancel of this call interrupts it (and only it).
-    let started = job.cancel.begin(shared.interrupter.locked().as_ref());
+    let started = job.cancel.begin(Some(&interrupter));
     if !started {
         return (Err(cancelled_before_running()), None);
     }
@@ -689,7 +785,7 @@ fn run_job(
     let elapsed = t0.elapsed();
     let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
     let cwd = session.cwd();
-    {
+    if foreground {
         // Most execs change neither: compare rather than copy the environment.
         let mut live = shared.live.locked();
         let same = live

@@ -10,4 +10,5 @@ pub mod proto;
 pub mod pty;
 pub mod shell;
 pub mod sync;
+pub mod task;
 pub mod value;

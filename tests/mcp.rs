@@ -63,7 +63,8 @@ fn handshake_negotiation_and_unknown_methods() {
             "shoal_pty_read",
             "shoal_pty_resize",
             "shoal_pty_close",
-            "shoal_pty_list"
+            "shoal_pty_list",
+            "shoal_cancel"
         ],
         "only working tools are advertised"
     );
@@ -114,7 +115,8 @@ fn tool_argument_validation_and_errors() {
         "tools/call",
         json!({"name": "shoal_exec", "arguments": {"src": "1", "background": true}}),
     );
-    assert_eq!(r["isError"], json!(true));
+    assert_eq!(r["isError"], json!(false), "{r}");
+    assert!(r["structuredContent"]["task"].is_string(), "{r}");
 }
 
 #[test]

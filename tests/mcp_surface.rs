@@ -93,14 +93,15 @@ fn tools_list_is_small_and_complete() {
     let mut m = Mcp::open(&d, "t");
     let r = m.ok("tools/list", json!({}));
     let size = serde_json::to_vec(&r).unwrap().len();
-    assert!(size <= 12 * 1024, "tools/list is {size} bytes");
+    // 13 KiB with the task fields of shoal_exec and shoal_cancel.
+    assert!(size <= 13 * 1024, "tools/list is {size} bytes");
     for t in r["tools"].as_array().unwrap() {
         assert!(jsonschema::meta::is_valid(&t["inputSchema"]), "{t}");
         assert!(jsonschema::meta::is_valid(&t["outputSchema"]), "{t}");
         assert_eq!(t["inputSchema"]["type"], json!("object"));
     }
     // Unknown tool: JSON-RPC error; unadvertised capabilities are not tools.
-    for name in ["nope", "shoal_plan", "shoal_cancel"] {
+    for name in ["nope", "shoal_plan"] {
         let e = m.call("tools/call", json!({"name": name, "arguments": {}}));
         assert_eq!(e["error"]["code"], json!(-32602), "{name}: {e}");
     }

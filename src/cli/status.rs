@@ -169,6 +169,38 @@ pub fn human(st: &Value) -> String {
             ));
         }
     }
+    let tasks: Vec<(Value, Value)> = st["sessions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|sess| {
+            let name = sess["name"].clone();
+            sess["task_list"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |t| (name.clone(), t))
+        })
+        .collect();
+    if !tasks.is_empty() {
+        out.push_str(&format!(
+            "\n{:<10} {:<20} {:<10} {:>9} {:>8}  {}\n",
+            "TASK", "SESSION", "STATE", "AGE", "PID", "SRC"
+        ));
+        for (sess, t) in tasks {
+            let src: String = t["src"].as_str().unwrap_or("").chars().take(40).collect();
+            out.push_str(&format!(
+                "{:<10} {:<20} {:<10} {:>9} {:>8}  {}\n",
+                s(&t["task"]),
+                s(&sess),
+                s(&t["state"]),
+                format!("{}ms", s(&t["elapsed_ms"])),
+                s(&t["pid"]),
+                src.replace('\n', " ")
+            ));
+        }
+    }
     let j = &st["journal"];
     if j.is_null() {
         out.push_str("\njournal    not running\n");

@@ -224,6 +224,25 @@ impl Session {
         self.interp.interrupter.clone()
     }
 
+    /// A copy of this session for a background task (like `cmd &` in a POSIX
+    /// shell): its own interrupter and process slot, a snapshot of the
+    /// top-level bindings, cwd and environment; nothing flows back.
+    pub fn fork(&self) -> Session {
+        let globals = self.interp.globals.clone();
+        let mut interp = self.interp.fork(&globals);
+        interp.sink = None;
+        Session {
+            interp,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The pid (= process group) of the external program this session runs
+    /// now, 0 when none: read from any thread.
+    pub fn child_pid_slot(&self) -> Arc<std::sync::atomic::AtomicU32> {
+        self.interp.child_pid.clone()
+    }
+
     /// Replace the whole environment with `env` (`PWD` follows the cwd).
     pub fn replace_env(&mut self, env: Vec<(String, String)>) {
         self.interp.env = env.into_iter().collect();

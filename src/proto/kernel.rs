@@ -345,18 +345,6 @@ pub fn exec_params(
             )))
         }
     }
-    if super::rpc::opt_bool(p, "background")?.unwrap_or(false)
-        || super::rpc::opt_bool(p, "async")?.unwrap_or(false)
-    {
-        return Err(RpcError::invalid_params(
-            "background tasks are not available in this daemon yet",
-        ));
-    }
-    if p.get("timeout_ms").is_some_and(|v| !v.is_null()) {
-        return Err(RpcError::invalid_params(
-            "timeout_ms is not available in this daemon yet",
-        ));
-    }
     Ok((src, position))
 }
 

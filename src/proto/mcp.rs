@@ -64,6 +64,7 @@ pub fn initialize_result(version: &str) -> Json {
             "resources": {"subscribe": true, "listChanged": false},
             "prompts": {"listChanged": false},
             "completions": {},
+            "tasks": super::mcp_tasks::capability(),
         },
         "serverInfo": {"name": "shoal", "title": "Shoal", "version": env!("CARGO_PKG_VERSION")},
         "instructions": INSTRUCTIONS,
@@ -118,8 +119,10 @@ pub fn exec_input_schema() -> Json {
         "type": "object",
         "properties": {
             "src": {"type": "string", "description": "Shoal source to run"},
-            // `plan`, `background` and `timeout_ms` join when plans and tasks exist.
+            // `plan` joins when plans exist.
             "mode": {"enum": ["run"]},
+            "background": {"type": "boolean", "description": "run as a task: {task, events} at once"},
+            "timeout_ms": {"type": "integer", "minimum": 0, "description": "wait budget; past it {task, events, timed_out}, still running"},
             "position": {"enum": ["stmt", "value"], "description": "value (default): a failing final command yields its outcome; stmt: it raises"},
             "elide": elide_schema(),
         },
@@ -155,7 +158,7 @@ pub fn output_schema(properties: Json, required: &[&str]) -> Json {
 }
 
 pub fn exec_output_schema() -> Json {
-    output_schema(
+    let mut s = output_schema(
         json!({
             "ref": {"type": "string", "description": "transcript ref, out:N"},
             "uri": {"type": "string"},
@@ -164,9 +167,16 @@ pub fn exec_output_schema() -> Json {
             "elapsed_ms": {"type": "number"},
             "journal": {"enum": ["degraded"], "description": "present when the journal could not commit lately: the result is not yet durable"},
             "warnings": warnings_schema(),
+            "task": {"type": "string"},
+            "events": {"type": "string"},
+            "timed_out": {"type": "boolean"},
         }),
         &["ref", "uri", "value", "render", "elapsed_ms"],
-    )
+    );
+    if let Some(any) = s.get_mut("anyOf").and_then(Json::as_array_mut) {
+        any.push(json!({"required": ["task", "events"]}));
+    }
+    s
 }
 
 /// Likely bash habits in valid source: `[{code, message, span, hint}]`,
@@ -273,6 +283,7 @@ pub fn tools(caps: Caps) -> Json {
             "inputSchema": exec_input_schema(),
             "outputSchema": exec_output_schema(),
             "annotations": {"openWorldHint": true},
+            "execution": {"taskSupport": "optional"},
         }),
         json!({
             "name": "shoal_get",
@@ -294,6 +305,7 @@ pub fn tools(caps: Caps) -> Json {
         }));
     }
     t.extend(super::mcp_pty::tools());
+    t.extend(super::mcp_tasks::tools());
     Json::Array(t)
 }
 
@@ -321,6 +333,7 @@ pub fn validate_args(tool: &str, args: &Json) -> Result<(), Json> {
         "shoal_get" => &validators().get,
         "shoal_journal" => &validators().journal,
         t if t.starts_with("shoal_pty_") => return super::mcp_pty::validate_args(t, args),
+        "shoal_cancel" => return super::mcp_tasks::validate_args(tool, args),
         _ => return Ok(()),
     };
     check_args(v, tool, args)
@@ -628,6 +641,16 @@ pub fn resource_templates(caps: Caps) -> Json {
             "Session views: cwd, env",
         ),
         super::mcp_pty::template(),
+        t(
+            "shoal://task/{n}",
+            "task",
+            "A background task's record (state, src, elapsed_ms, result_ref); subscribable",
+        ),
+        t(
+            "shoal://task/{n}/out",
+            "task-output",
+            "A finished background task's value",
+        ),
     ];
     if caps.journal {
         v.push(t(
@@ -681,8 +704,12 @@ pub fn subscription_channel(u: &str) -> Result<String, String> {
     match (p.root.as_str(), p.segs.first()) {
         ("events", Some(ch)) => Ok(ch.clone()),
         ("journal", None) => Ok("journal".into()),
+        ("jobs", None) => Ok("jobs".into()),
+        ("task", Some(n)) if n.parse::<u64>().is_ok_and(|n| n > 0) && p.segs.len() <= 2 => {
+            Ok(format!("task.{n}"))
+        }
         _ => Err(format!(
-            "only shoal://events/{{channel}} and shoal://journal are subscribable (got {u})"
+            "only shoal://events/{{channel}}, shoal://journal, shoal://jobs and shoal://task/{{n}} are subscribable (got {u})"
         )),
     }
 }

@@ -1,8 +1,8 @@
 //! Spawning external programs (language.md §10.3 step 8, §10.5, §10.6).
 //!
 //! * Each child runs in its own process group (`setpgid(0, 0)`), so an
-//!   interrupt can signal the whole group (SIGINT, then SIGKILL after a grace
-//!   period), grandchildren included.
+//!   interrupt can signal the whole group (SIGINT, SIGTERM after 3 s, SIGKILL
+//!   after 3 more), grandchildren included.
 //! * stdin is `/dev/null` unless fed bytes (written by a helper thread, EPIPE
 //!   ignored) or redirected from a file.
 //! * stdout and stderr are drained by the calling thread with `poll(2)` on
@@ -163,32 +163,49 @@ fn wait_exit_for(pidfd: Option<&OwnedFd>, d: Duration) -> bool {
     }
 }
 
-/// Kill the child's process group (SIGINT, grace, SIGKILL) and reap it.
+/// After SIGINT, how long the group has before SIGTERM; after SIGTERM,
+/// before SIGKILL (contract §4).
+pub const CANCEL_GRACE: Duration = Duration::from_secs(3);
+
+/// End the child's process group: SIGINT, SIGTERM after [`CANCEL_GRACE`],
+/// SIGKILL after as long again; then reap it. A stopped (suspended) group is
+/// continued so it sees the signals.
 fn kill_and_reap(child: &mut Child, pidfd: Option<&OwnedFd>) {
     let pid = child.id();
-    signal_group(pid, libc::SIGINT);
-    // A stopped (suspended) group only sees the signal once continued.
-    signal_group(pid, libc::SIGCONT);
-    let deadline = Instant::now() + Duration::from_millis(300);
-    if pidfd.is_some() {
-        // The leader stays a zombie (its pid, and so the group id, reserved)
-        // until we reap it below, so the SIGKILL cannot hit a reused group.
-        wait_exit_for(pidfd, Duration::from_millis(300));
-        signal_group(pid, libc::SIGKILL);
-        let _ = child.wait();
-        return;
+    let mut exited = false;
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        signal_group(pid, sig);
+        signal_group(pid, libc::SIGCONT);
+        exited = match pidfd {
+            // The leader stays a zombie (its pid, and so the group id,
+            // reserved) until we reap it below, so no later signal can hit a
+            // reused group.
+            Some(fd) => wait_exit_for(Some(fd), CANCEL_GRACE),
+            None => wait_exit_polling(child, CANCEL_GRACE),
+        };
+        if exited {
+            break;
+        }
     }
+    // The leader is gone (or never listened): make sure the whole group is.
+    signal_group(pid, libc::SIGKILL);
+    if !exited && pidfd.is_none() {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+}
+
+/// Without a pidfd: poll `try_wait` for at most `d` (the leader is not
+/// reaped before the deadline only if it is still running).
+fn wait_exit_polling(child: &mut Child, d: Duration) -> bool {
+    let deadline = Instant::now() + d;
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
-            // The leader is gone; make sure the rest of the group is too.
-            signal_group(pid, libc::SIGKILL);
-            return;
+            return true;
         }
         thread::sleep(Duration::from_millis(5));
     }
-    signal_group(pid, libc::SIGKILL);
-    let _ = child.kill();
-    let _ = child.wait();
+    false
 }
 
 fn status_parts(st: ExitStatus) -> (Option<i64>, Option<String>) {
@@ -584,6 +601,31 @@ mod tests {
         assert!(big.stdout.is_spilled());
         let r = sh("wc -c", StdinSpec::Bytes(big.stdout.clone()));
         assert_eq!(String::from_utf8_lossy(&r.stdout).trim(), "20971520");
+    }
+
+    #[test]
+    fn cancel_escalates_to_sigterm_after_the_grace() {
+        // The program ignores SIGINT: SIGTERM, 3 s later, ends it.
+        let spec = SpawnSpec {
+            program: "/bin/sh".into(),
+            argv0: "sh".into(),
+            args: vec!["-c".into(), "trap '' INT; exec sleep 30".into()],
+            cwd: std::env::temp_dir(),
+            env: std::env::vars_os().collect(),
+            stdin: StdinSpec::Null,
+            stdout: StdoutSpec::Capture,
+            pid_slot: None,
+            spill_quota: None,
+        };
+        let start = Instant::now();
+        let r = run(spec, &|| start.elapsed() > Duration::from_millis(100));
+        assert!(matches!(r, Err(RunError::Interrupted)));
+        let took = start.elapsed();
+        assert!(
+            took >= CANCEL_GRACE,
+            "SIGTERM came before the grace: {took:?}"
+        );
+        assert!(took < CANCEL_GRACE * 2, "SIGTERM did not end it: {took:?}");
     }
 
     #[test]

@@ -110,7 +110,7 @@ fn now_dt() -> Value {
 impl Interp {
     /// A copy of this evaluator for a background task: own interrupter,
     /// snapshot of the visible bindings.
-    fn fork(&self, scope: &ScopeRef) -> Interp {
+    pub(crate) fn fork(&self, scope: &ScopeRef) -> Interp {
         let mut c = self.child();
         c.interrupter = Interrupter::default();
         for (k, b) in scope.visible_bindings() {

@@ -1,0 +1,420 @@
+//! Task: one background task of a session (contract §4), a child in its
+//! SessionSupervisor's table.
+//!
+//! The actor owns the task's record (published through a `watch` channel, so
+//! `task.get`/`task.await` and status read it without messaging), its own
+//! cancellation and its process slot. The evaluation runs on a thread of its
+//! own over a fork of the session's language state, so neither the session
+//! nor another task waits for it. It never blocks its arbiter: the thread
+//! reports the end by a oneshot the actor awaits.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use tokio::sync::{oneshot, watch};
+
+use super::event_bus::{EventBus, Publish};
+use super::health::Registration;
+use super::msg::{ExecReply, SessionError};
+use super::session::{CallCancel, JobSpec, SessionShared};
+use super::session_supervisor::ExitNotice;
+use crate::lang::Session as LangSession;
+use crate::proto::rpc::{self, RpcError};
+use crate::proto::wire;
+use crate::task::{self, Ending, TaskRecord, TaskState};
+use crate::value::Value;
+
+/// What watchers of a task see: its record and, once it ended, its reply.
+#[derive(Clone)]
+pub struct TaskView {
+    pub record: TaskRecord,
+    pub reply: Option<Arc<Result<ExecReply, SessionError>>>,
+}
+
+/// How often a cancelled task's interrupt is asserted again (an evaluation
+/// that was just starting may have cleared it).
+const REASSERT: Duration = Duration::from_millis(100);
+
+pub struct Task {
+    id: u64,
+    shared: Arc<SessionShared>,
+    work: Option<(LangSession, JobSpec)>,
+    cancel: Arc<CallCancel>,
+    pid: Arc<AtomicU32>,
+    /// The process group stopped by `task.suspend` (0: none).
+    stopped_pid: u32,
+    tx: watch::Sender<TaskView>,
+    bus: Option<super::health::Counted<EventBus>>,
+    reg: Registration,
+    _exit: ExitNotice,
+}
+
+/// What the supervisor keeps of a task it started.
+pub struct TaskStart {
+    pub task: Task,
+    pub view: watch::Receiver<TaskView>,
+    pub pid: Arc<AtomicU32>,
+}
+
+impl Task {
+    /// A task `id` of `shared` running `src` on `lang` (a fork).
+    pub fn prepare(
+        id: u64,
+        shared: Arc<SessionShared>,
+        lang: LangSession,
+        spec: JobSpec,
+        reg: Registration,
+        exit: ExitNotice,
+    ) -> TaskStart {
+        let record = TaskRecord::new(id, &shared.name, &spec.src, crate::journal::now_ns());
+        let (tx, view) = watch::channel(TaskView {
+            record,
+            reply: None,
+        });
+        let pid = lang.child_pid_slot();
+        let bus = shared.services.as_ref().map(|s| s.bus.clone());
+        TaskStart {
+            task: Task {
+                id,
+                cancel: spec.cancel.clone(),
+                shared,
+                work: Some((lang, spec)),
+                pid: pid.clone(),
+                stopped_pid: 0,
+                tx,
+                bus,
+                reg,
+                _exit: exit,
+            },
+            view,
+            pid,
+        }
+    }
+
+    fn publish(&self, payload: Value) {
+        if let Some(bus) = &self.bus {
+            bus.do_send(Publish {
+                channel: task::channel(self.id),
+                payload: wire::encode(&payload),
+            });
+            // `shoal://jobs` watchers hear of every change of every task.
+            bus.do_send(Publish {
+                channel: JOBS_CHANNEL.into(),
+                payload: wire::encode(&Value::str(task::ref_name(self.id))),
+            });
+        }
+    }
+
+    fn finish(&mut self, r: Result<ExecReply, SessionError>) {
+        let ending = match &r {
+            Ok(reply) => Ending::Value {
+                n: reply.n,
+                ok: !matches!(&reply.value, Value::Outcome(o) if !o.ok),
+            },
+            Err(e) => Ending::Error {
+                n: match e {
+                    SessionError::Raised { n, .. } => Some(*n),
+                    _ => None,
+                },
+                error: super::conn::session_error(e.clone()).to_json(),
+            },
+        };
+        self.tx.send_modify(|v| {
+            v.record.finish(ending, crate::journal::now_ns());
+            v.reply = Some(Arc::new(r));
+        });
+        let rec = self.tx.borrow().record.clone();
+        self.reg.stats.set_state(rec.state.as_str());
+        let mut m = crate::value::Record::new();
+        m.insert("state".into(), Value::str(rec.state.as_str()));
+        m.insert(
+            "ref".into(),
+            rec.result_ref
+                .map_or(Value::Null, |n| Value::str(format!("out:{n}"))),
+        );
+        self.publish(Value::record(m));
+    }
+
+    fn set_state(&mut self, s: TaskState) {
+        self.tx.send_modify(|v| v.record.state = s);
+        self.reg.stats.set_state(s.as_str());
+        self.publish(Value::str(s.as_str()));
+    }
+}
+
+/// The bus channel on which every task change is announced (`shoal://jobs`).
+pub const JOBS_CHANNEL: &str = "jobs";
+
+impl Actor for Task {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(64);
+        let Some((lang, spec)) = self.work.take() else {
+            return;
+        };
+        self.publish(Value::str("started"));
+        let (done_tx, done_rx) = oneshot::channel();
+        let shared = self.shared.clone();
+        let spawned = crate::lang::session::spawn_eval_thread(
+            format!("shoal-task-{}", self.id),
+            move |stack| {
+                let r = super::session::run_task(&shared, lang, &spec, stack);
+                let _ = done_tx.send(r);
+            },
+        );
+        if let Err(e) = spawned {
+            self.finish(Err(SessionError::Internal(format!(
+                "cannot start the task's thread: {e}"
+            ))));
+            ctx.stop();
+            return;
+        }
+        ctx.spawn(done_rx.into_actor(self).map(|r, act, ctx| {
+            let r = r.unwrap_or_else(|_| {
+                Err(SessionError::Internal(
+                    "the task's thread ended without a result".into(),
+                ))
+            });
+            act.finish(r);
+            ctx.stop();
+        }));
+        ctx.run_interval(REASSERT, |act, _ctx| act.cancel.reassert());
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        // Stopped before the evaluation ended (session closed, daemon
+        // stopping): the processes get the cancel sequence.
+        if !self.tx.borrow().record.state.is_final() {
+            self.cancel.cancel();
+            if self.stopped_pid != 0 {
+                crate::shell::process::signal_group(self.stopped_pid, libc::SIGCONT);
+            }
+        }
+    }
+}
+
+/// A control request for one task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskControl {
+    Cancel,
+    Suspend,
+    Resume,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<(), RpcError>")]
+pub struct Control(pub TaskControl);
+
+impl Handler<Control> for Task {
+    type Result = Result<(), RpcError>;
+
+    fn handle(&mut self, msg: Control, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let state = self.tx.borrow().record.state;
+        if state.is_final() {
+            return Ok(());
+        }
+        match msg.0 {
+            TaskControl::Cancel => {
+                self.tx.send_modify(|v| {
+                    v.record.request_cancel();
+                });
+                self.reg.stats.set_state("cancelling");
+                // SIGINT, SIGTERM after 3 s, SIGKILL after 3 more: the
+                // process layer does it once the interrupt is seen.
+                self.cancel.cancel();
+                if self.stopped_pid != 0 {
+                    crate::shell::process::signal_group(self.stopped_pid, libc::SIGCONT);
+                    self.stopped_pid = 0;
+                }
+                Ok(())
+            }
+            TaskControl::Suspend => {
+                if state == TaskState::Suspended {
+                    return Ok(());
+                }
+                let pid = self.pid.load(Ordering::SeqCst);
+                if pid == 0 || state != TaskState::Running {
+                    return Err(RpcError::new(
+                        rpc::TASK_CONTROL_UNAVAILABLE,
+                        "the task runs no external program right now: nothing to suspend",
+                    )
+                    .with_data(serde_json::json!({"task": task::ref_name(self.id)})));
+                }
+                crate::shell::process::signal_group(pid, libc::SIGSTOP);
+                self.stopped_pid = pid;
+                self.tx.send_modify(|v| v.record.pid = pid);
+                self.set_state(TaskState::Suspended);
+                Ok(())
+            }
+            TaskControl::Resume => {
+                if state != TaskState::Suspended {
+                    return Ok(());
+                }
+                crate::shell::process::signal_group(self.stopped_pid, libc::SIGCONT);
+                self.stopped_pid = 0;
+                self.set_state(TaskState::Running);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `exec` with `background` (alias `async`) or `timeout_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskOpts {
+    pub background: bool,
+    pub timeout_ms: Option<u64>,
+}
+
+/// The task options of `exec` params (`None`: an ordinary foreground exec).
+pub fn task_opts(
+    p: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<TaskOpts>, RpcError> {
+    let background = rpc::opt_bool(p, "background")?.unwrap_or(false)
+        || rpc::opt_bool(p, "async")?.unwrap_or(false);
+    let timeout_ms = match p.get("timeout_ms") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| {
+            RpcError::invalid_params("timeout_ms must be a non-negative integer")
+        })?),
+    };
+    Ok((background || timeout_ms.is_some()).then_some(TaskOpts {
+        background,
+        timeout_ms,
+    }))
+}
+
+/// `{task, events}` of a task.
+pub fn task_created(id: u64) -> serde_json::Value {
+    serde_json::json!({"task": task::ref_name(id), "events": task::channel(id)})
+}
+
+/// Wait until the task's record is final, at most `limit` (`None`: no limit).
+/// The view as last seen.
+pub async fn wait_final(mut view: watch::Receiver<TaskView>, limit: Option<Duration>) -> TaskView {
+    let done = |v: &TaskView| v.record.state.is_final() && v.reply.is_some();
+    let wait = view.wait_for(done);
+    let seen = match limit {
+        Some(d) => tokio::time::timeout(d, wait)
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .map(|v| v.clone()),
+        None => wait.await.ok().map(|v| v.clone()),
+    };
+    seen.unwrap_or_else(|| view.borrow().clone())
+}
+
+/// Parse `{task: "task:N"}`.
+pub fn task_param(p: &serde_json::Map<String, serde_json::Value>) -> Result<u64, RpcError> {
+    let r = rpc::req_str(p, "task")?;
+    task::parse_ref(r).ok_or_else(|| super::session_supervisor::unknown_task(r))
+}
+
+/// Run `src` as a task: `{task, events}` at once with `background`; with a
+/// `timeout_ms` only, the inline result if it ends in time, else `{task,
+/// events, timed_out: true}` with the work still running (never killed).
+pub async fn exec_as_task(
+    handle: super::session_handle::SessionHandle,
+    src: String,
+    position: crate::lang::Position,
+    tty: bool,
+    budget: crate::proto::elide::Budget,
+    opts: TaskOpts,
+) -> Result<serde_json::Value, RpcError> {
+    let (id, view) = handle
+        .send(super::session_supervisor::StartTask { src, position, tty })
+        .await
+        .map_err(|_| super::conn::session_error(SessionError::Closed(handle.name.clone())))??;
+    let limit = match (opts.background, opts.timeout_ms) {
+        (false, Some(ms)) if ms > 0 => Duration::from_millis(ms),
+        _ => return Ok(task_created(id)),
+    };
+    let seen = wait_final(view, Some(limit)).await;
+    match seen.reply.as_deref() {
+        Some(Ok(x)) => super::exec::exec_reply_json(x.clone(), &budget),
+        Some(Err(e)) => Err(super::conn::session_error(e.clone())),
+        None => {
+            let mut r = task_created(id);
+            r["timed_out"] = serde_json::json!(true);
+            Ok(r)
+        }
+    }
+}
+
+/// Ask the supervisor about its tasks.
+pub async fn task_call(
+    handle: &super::session_handle::SessionHandle,
+    op: super::session_supervisor::TaskOp,
+) -> Result<super::session_supervisor::TaskAnswer, RpcError> {
+    handle
+        .send(super::session_supervisor::TaskCall(op))
+        .await
+        .map_err(|_| super::conn::session_error(SessionError::Closed(handle.name.clone())))?
+}
+
+/// One task's record as JSON.
+pub async fn task_record(
+    handle: &super::session_handle::SessionHandle,
+    id: u64,
+) -> Result<serde_json::Value, RpcError> {
+    use super::session_supervisor::{TaskAnswer, TaskOp};
+    match task_call(handle, TaskOp::Get(id)).await? {
+        TaskAnswer::Record(r) => Ok(r),
+        _ => Err(RpcError::internal("unexpected answer to task.get")),
+    }
+}
+
+/// `task.get`, `task.list`, `task.await`, `task.cancel`, `task.suspend`,
+/// `task.resume` (reference §2.5; `-32021` for an unknown or other-session task).
+pub async fn kernel_method(
+    handle: super::session_handle::SessionHandle,
+    method: String,
+    p: serde_json::Map<String, serde_json::Value>,
+) -> Result<serde_json::Value, RpcError> {
+    use super::session_supervisor::{TaskAnswer, TaskOp};
+    if method == "task.list" {
+        return match task_call(&handle, TaskOp::List).await? {
+            TaskAnswer::List(l) => Ok(serde_json::Value::Array(l)),
+            _ => Err(RpcError::internal("unexpected answer to task.list")),
+        };
+    }
+    let id = task_param(&p)?;
+    match method.as_str() {
+        "task.get" => task_record(&handle, id).await,
+        "task.await" => {
+            let limit = match p.get("timeout_ms") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(v) => Some(Duration::from_millis(v.as_u64().ok_or_else(|| {
+                    RpcError::invalid_params("timeout_ms must be a non-negative integer")
+                })?)),
+            };
+            let TaskAnswer::Watch(view) = task_call(&handle, TaskOp::Watch(id)).await? else {
+                return Err(RpcError::internal("unexpected answer to task.await"));
+            };
+            let _ = wait_final(view, limit).await;
+            task_record(&handle, id).await
+        }
+        m => {
+            let c = match m {
+                "task.cancel" => TaskControl::Cancel,
+                "task.suspend" => TaskControl::Suspend,
+                _ => TaskControl::Resume,
+            };
+            task_call(&handle, TaskOp::Control(id, c)).await?;
+            let rec = task_record(&handle, id).await?;
+            if c == TaskControl::Cancel {
+                return Ok(serde_json::json!({
+                    "task": task::ref_name(id),
+                    "cancel_requested": true,
+                    "state": rec["state"],
+                }));
+            }
+            Ok(rec)
+        }
+    }
+}
