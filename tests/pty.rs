@@ -696,11 +696,12 @@ fn flood_never_blocks_another_session() {
         v[(v.len() * q / 100).min(v.len() - 1)]
     };
     let (q50, q99) = (pct(&mut quiet, 50), pct(&mut quiet, 99));
+    let q_worst = quiet[quiet.len() - 1];
     let n = lat.len();
     let (p50, p99, worst) = (pct(&mut lat, 50), pct(&mut lat, 99), lat[n - 1]);
     eprintln!(
         "flood of {flood_time:?}: {n} execs in another session, p50 {p50:?} p99 {p99:?} worst {worst:?}; \
-         without the flood p50 {q50:?} p99 {q99:?}"
+         without the flood p50 {q50:?} p99 {q99:?} worst {q_worst:?}"
     );
     assert!(n > 3, "execs during the flood: {n}");
     // "Within 50 ms throughout", as strictly as a shared machine allows.
@@ -713,8 +714,9 @@ fn flood_never_blocks_another_session() {
     // - 99% answer within 50 ms over the machine's own p99 for that exec,
     //   measured in this run before and after the flood (a scheduler stall
     //   of a loaded machine is not the daemon's);
-    // - none waits a second (a blocked arbiter would wait for the flood,
-    //   seconds long).
+    // - none waits a second more than the worst stall without the flood (a
+    //   blocked arbiter would wait for the flood itself, many seconds long;
+    //   this run's quiet worst was seen near 0.4 s with other builds running).
     assert!(
         p50 <= Duration::from_millis(50),
         "p50 of an exec in another session was {p50:?} during the flood"
@@ -724,8 +726,8 @@ fn flood_never_blocks_another_session() {
         "p99 of an exec in another session was {p99:?} during the flood (without: {q99:?})"
     );
     assert!(
-        worst < Duration::from_secs(1),
-        "an exec in another session took {worst:?} during the flood"
+        worst < Duration::from_secs(1) + q_worst,
+        "an exec in another session took {worst:?} during the flood (without: {q_worst:?})"
     );
     let r = a.ok("pty.read", json!({"pty_id": id}));
     assert!(screen_text(&r).contains("THE-LAST-LINE"), "{r}");
