@@ -469,10 +469,12 @@ impl<'de> Visitor<'de> for Typed<'_> {
         match self.base() {
             Ty::Record => Generic.visit_map(m),
             // A single object where a table is declared is a one-row table.
-            Ty::Table(None) if self.top && matches!(self.ty, Ty::Table(_)) => match &Generic.visit_map(m)? {
-                Value::Record(r) => Ok(Value::Table(Arc::new(vec![r.clone()]))),
-                _ => Err(mismatch()),
-            },
+            Ty::Table(None) if self.top && matches!(self.ty, Ty::Table(_)) => {
+                match &Generic.visit_map(m)? {
+                    Value::Record(r) => Ok(Value::Table(Arc::new(vec![r.clone()]))),
+                    _ => Err(mismatch()),
+                }
+            }
             Ty::Table(Some(cols)) if self.top && matches!(self.ty, Ty::Table(_)) => {
                 let r = Row {
                     cols: self.ctx.cols_of(cols),

@@ -190,7 +190,10 @@ fn parse_json(
             _ => Value::Null,
         });
     }
-    if let Some(v) = fast.then(|| super::fastjson::document(spec, bytes)).flatten() {
+    if let Some(v) = fast
+        .then(|| super::fastjson::document(spec, bytes))
+        .flatten()
+    {
         return Ok(v);
     }
     // The tree path: several documents, and every failure (one wording, one
@@ -846,8 +849,13 @@ mod tests {
         }
         // The direct path serves the everyday shapes.
         let s = spec("json", "table<{name: str, version: str}>");
-        assert!(crate::adapters::fastjson::document(&s, br#"[{"name": "a", "version": "1"}]"#).is_some());
-        assert!(crate::adapters::fastjson::document(&spec("json", "value"), br#"{"a": [1]}"#).is_some());
+        assert!(
+            crate::adapters::fastjson::document(&s, br#"[{"name": "a", "version": "1"}]"#)
+                .is_some()
+        );
+        assert!(
+            crate::adapters::fastjson::document(&spec("json", "value"), br#"{"a": [1]}"#).is_some()
+        );
         // Column keys: two columns may read one key (the tree path serves).
         let mut s = spec("json", "table<{ID: str, name: str, again: str}>");
         s.keys = vec![("again".into(), "ID".into())];

@@ -101,7 +101,10 @@ impl Shared {
 
     fn publish(&self, term: &mut Term) {
         let r = Arc::new(term.render().clone());
-        let old = std::mem::replace(&mut *self.screen.lock().unwrap_or_else(|p| p.into_inner()), r);
+        let old = std::mem::replace(
+            &mut *self.screen.lock().unwrap_or_else(|p| p.into_inner()),
+            r,
+        );
         // The previous screen is freed after the lock is released.
         drop(old);
     }
