@@ -57,10 +57,16 @@ fn lookup_and_build(c: &Catalog) {
 }
 
 fn throughput(name: &str, spec: &parse::OutputSpec, bytes: &[u8]) {
+    throughput_with(name, spec, bytes, true)
+}
+
+/// `fast: false` is the JSON path through a `serde_json` tree (the path
+/// before the direct visitor, kept for failures): a before/after figure.
+fn throughput_with(name: &str, spec: &parse::OutputSpec, bytes: &[u8], fast: bool) {
     let mut samples = Vec::new();
     for _ in 0..7 {
         let t = Instant::now();
-        let v = parse::parse(spec, bytes).expect("parses");
+        let v = parse::parse_with(spec, bytes, fast).expect("parses");
         samples.push(t.elapsed());
         drop(v);
     }
@@ -125,6 +131,18 @@ fn parsers(c: &Catalog) {
         &json,
     );
     throughput("parse json value (jq)", &spec(c, "jq", "."), &json);
+    throughput_with(
+        "  the same through a serde_json tree",
+        &spec(c, "jq", "."),
+        &json,
+        false,
+    );
+    throughput_with(
+        "  pip list through a serde_json tree",
+        &spec(c, "pip", "list"),
+        &json,
+        false,
+    );
 }
 
 fn git_status_10k() {

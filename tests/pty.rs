@@ -662,24 +662,24 @@ fn flood_never_blocks_another_session() {
     let mut b = d.conn();
     b.attach("other");
     b.ok("exec", json!({"src": "1 + 1"}));
-    let mut base = Duration::ZERO;
-    for _ in 0..200 {
-        let t = Instant::now();
-        b.ok("exec", json!({"src": "1 + 1"}));
-        base = base.max(t.elapsed());
-    }
-    eprintln!("worst exec latency before the flood: {base:?}");
-    let mut worst = Duration::ZERO;
+    // The noise floor: the same exec with no flood, before and after it.
+    let floor = |b: &mut Conn| -> Vec<Duration> {
+        (0..200)
+            .map(|_| {
+                let t = Instant::now();
+                b.ok("exec", json!({"src": "1 + 1"}));
+                t.elapsed()
+            })
+            .collect()
+    };
+    let mut quiet = floor(&mut b);
     let mut lat = Vec::new();
-    let mut n = 0;
     let t0 = Instant::now();
     loop {
         let t = Instant::now();
         let r = b.ok("exec", json!({"src": "1 + 1"}));
-        worst = worst.max(t.elapsed());
         lat.push(t.elapsed());
         assert_eq!(r["value"], json!({"$": "int", "v": 2}));
-        n += 1;
         let st = a.ok("pty.read", json!({"pty_id": id}));
         if st["alive"] == json!(false) {
             break;
@@ -689,22 +689,45 @@ fn flood_never_blocks_another_session() {
             "flood did not finish"
         );
     }
-    eprintln!("worst exec latency during the flood: {worst:?} over {n} execs");
+    let flood_time = t0.elapsed();
+    quiet.extend(floor(&mut b));
+    let pct = |v: &mut Vec<Duration>, q: usize| {
+        v.sort();
+        v[(v.len() * q / 100).min(v.len() - 1)]
+    };
+    let (q50, q99) = (pct(&mut quiet, 50), pct(&mut quiet, 99));
+    let q_worst = quiet[quiet.len() - 1];
+    let n = lat.len();
+    let (p50, p99, worst) = (pct(&mut lat, 50), pct(&mut lat, 99), lat[n - 1]);
+    eprintln!(
+        "flood of {flood_time:?}: {n} execs in another session, p50 {p50:?} p99 {p99:?} worst {worst:?}; \
+         without the flood p50 {q50:?} p99 {q99:?} worst {q_worst:?}"
+    );
     assert!(n > 3, "execs during the flood: {n}");
-    // The flood never blocks another session: 99% of the execs answer
-    // within 50 ms over this machine's noise floor (the worst latency of the
-    // same exec before the flood), and none waits a second; a blocked daemon
-    // would take as long as the flood.
-    lat.sort();
-    let p99 = lat[lat.len() * 99 / 100];
-    eprintln!("p99 exec latency during the flood: {p99:?}");
+    // "Within 50 ms throughout", as strictly as a shared machine allows.
+    // The daemon side has no waiting to add: the PTY's I/O thread is its
+    // own OS thread (niced), the arbiters only copy a published screen, and
+    // a flood the emulator cannot keep up with stops being read (the child
+    // blocks in write). What remains is the CPU the flood itself costs (cat
+    // plus the emulator on 2 cores that other builds share), so:
+    // - the typical exec answers within 50 ms, absolutely;
+    // - 99% answer within 50 ms over the machine's own p99 for that exec,
+    //   measured in this run before and after the flood (a scheduler stall
+    //   of a loaded machine is not the daemon's);
+    // - none waits a second more than the worst stall without the flood (a
+    //   blocked arbiter would wait for the flood itself, many seconds long;
+    //   this run's quiet worst was seen near 0.4 s with other builds running).
     assert!(
-        p99 <= Duration::from_millis(50) + base,
-        "p99 of an exec in another session was {p99:?} during the flood (before: {base:?})"
+        p50 <= Duration::from_millis(50),
+        "p50 of an exec in another session was {p50:?} during the flood"
     );
     assert!(
-        worst < Duration::from_secs(1),
-        "an exec in another session took {worst:?} during the flood"
+        p99 <= Duration::from_millis(50) + q99,
+        "p99 of an exec in another session was {p99:?} during the flood (without: {q99:?})"
+    );
+    assert!(
+        worst < Duration::from_secs(1) + q_worst,
+        "an exec in another session took {worst:?} during the flood (without: {q_worst:?})"
     );
     let r = a.ok("pty.read", json!({"pty_id": id}));
     assert!(screen_text(&r).contains("THE-LAST-LINE"), "{r}");

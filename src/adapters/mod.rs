@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 pub mod builtin;
 pub mod effects;
+mod fastjson;
 pub mod format;
 pub mod parse;
 pub mod types;

@@ -104,6 +104,16 @@ fn fail<T>(line: usize, msg: impl Into<String>) -> Result<T, Failure> {
 
 /// Parse `bytes` by `spec`.
 pub fn parse(spec: &OutputSpec, bytes: &[u8]) -> Result<Value, Failure> {
+    parse_with(spec, bytes, true)
+}
+
+/// `fast`: JSON goes straight to typed values when it can ([`fastjson`]);
+/// without it (tests and the benchmark compare the two) always through a
+/// `serde_json` tree.
+///
+/// [`fastjson`]: super::fastjson
+#[doc(hidden)]
+pub fn parse_with(spec: &OutputSpec, bytes: &[u8], fast: bool) -> Result<Value, Failure> {
     let keys = |c: &str| -> String {
         spec.keys
             .iter()
@@ -112,8 +122,12 @@ pub fn parse(spec: &OutputSpec, bytes: &[u8]) -> Result<Value, Failure> {
             .unwrap_or_else(|| c.to_string())
     };
     match spec.parser {
-        Parser::Json => parse_json(spec, bytes, &keys),
+        Parser::Json => parse_json(spec, bytes, &keys, fast),
         Parser::Ndjson => {
+            if let Some(v) = fast.then(|| super::fastjson::ndjson(spec, bytes)).flatten() {
+                return Ok(v);
+            }
+            // The tree path: the same value, and the failures' wording.
             let mut items = Vec::new();
             for (i, line) in lines(bytes).enumerate() {
                 if line.iter().all(u8::is_ascii_whitespace) {
@@ -166,6 +180,7 @@ fn parse_json(
     spec: &OutputSpec,
     bytes: &[u8],
     keys: &dyn Fn(&str) -> String,
+    fast: bool,
 ) -> Result<Value, Failure> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(match &spec.ty {
@@ -175,6 +190,14 @@ fn parse_json(
             _ => Value::Null,
         });
     }
+    if let Some(v) = fast
+        .then(|| super::fastjson::document(spec, bytes))
+        .flatten()
+    {
+        return Ok(v);
+    }
+    // The tree path: several documents, and every failure (one wording, one
+    // line rule for both paths).
     let mut j = json_documents(spec, bytes)?;
     for k in &spec.select {
         j = match j {
@@ -193,11 +216,13 @@ fn parse_json(
     if let (Ty::Table(_), J::Object(_)) = (&spec.ty, &j) {
         j = J::Array(vec![j]);
     }
-    if let (Ty::Table(_) | Ty::List(_), J::Array(items)) = (&spec.ty, j.clone()) {
-        // Row-level errors name the line of the row when it is one per line.
-        return typed_items(&spec.ty, items.into_iter().map(|x| (0, x)).collect(), keys);
+    match (&spec.ty, j) {
+        (Ty::Table(_) | Ty::List(_), J::Array(items)) => {
+            // Row-level errors name the line of the row when it is one per line.
+            typed_items(&spec.ty, items.into_iter().map(|x| (0, x)).collect(), keys)
+        }
+        (ty, j) => from_json(&j, ty, keys).or_else(|e| fail(0, e)),
     }
-    from_json(&j, &spec.ty, keys).or_else(|e| fail(0, e))
 }
 
 /// One JSON document, or several in a row (`jq '.[]'`, `sqlite3` with two
@@ -279,19 +304,22 @@ fn typed_items(
     }
 }
 
-fn split_ws(line: &[u8]) -> Vec<&[u8]> {
-    line.split(|b| b.is_ascii_whitespace())
-        .filter(|w| !w.is_empty())
-        .collect()
+fn split_ws<'a>(line: &'a [u8], out: &mut Vec<&'a [u8]>) {
+    out.clear();
+    out.extend(
+        line.split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty()),
+    );
 }
 
-fn split_tab(line: &[u8]) -> Vec<&[u8]> {
-    line.split(|b| *b == b'\t').collect()
+fn split_tab<'a>(line: &'a [u8], out: &mut Vec<&'a [u8]>) {
+    out.clear();
+    out.extend(line.split(|b| *b == b'\t'));
 }
 
 /// Two or more spaces (or a tab) separate columns.
-fn split_wide(line: &[u8]) -> Vec<&[u8]> {
-    let mut out = Vec::new();
+fn split_wide<'a>(line: &'a [u8], out: &mut Vec<&'a [u8]>) {
+    out.clear();
     let mut i = 0;
     let n = line.len();
     while i < n && line[i] == b' ' {
@@ -313,7 +341,6 @@ fn split_wide(line: &[u8]) -> Vec<&[u8]> {
     if start < n {
         out.push(&line[start..n]);
     }
-    out
 }
 
 /// Join the overflow words of a whitespace-split line into the last column,
@@ -326,16 +353,16 @@ fn rejoin<'a>(line: &'a [u8], fields: &[&'a [u8]], ncols: usize) -> &'a [u8] {
     &line[start..end]
 }
 
-fn columns(
-    spec: &OutputSpec,
-    bytes: &[u8],
-    split: fn(&[u8]) -> Vec<&[u8]>,
-) -> Result<Value, Failure> {
+type Split = for<'a> fn(&'a [u8], &mut Vec<&'a [u8]>);
+
+fn columns(spec: &OutputSpec, bytes: &[u8], split: Split) -> Result<Value, Failure> {
     let Some(cols) = spec.ty.columns() else {
         return fail(0, "columns need a table type with columns");
     };
     let ncols = cols.len();
     let mut rows = Vec::new();
+    // One field buffer for every line.
+    let mut fields: Vec<&[u8]> = Vec::with_capacity(ncols + 4);
     for (i, raw) in lines(bytes).enumerate() {
         if i < spec.header {
             continue;
@@ -344,10 +371,10 @@ fn columns(
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let mut fields = split(line);
+        split(line, &mut fields);
         // cols2 rows whose cells are single-space separated (numeric tables)
         if spec.parser == Parser::Cols2 && fields.len() < ncols {
-            fields = split_ws(line);
+            split_ws(line, &mut fields);
         }
         let joined;
         if fields.len() > ncols {
@@ -386,13 +413,15 @@ fn tsv_with_header(bytes: &[u8]) -> Result<Value, Failure> {
     let Some(head) = it.next() else {
         return Ok(Value::Table(Arc::new(Vec::new())));
     };
-    let names: Vec<String> = split_tab(head)
-        .into_iter()
+    let mut f = Vec::new();
+    split_tab(head, &mut f);
+    let names: Vec<String> = f
+        .iter()
         .map(|h| String::from_utf8_lossy(h).trim().to_string())
         .collect();
     let mut rows = Vec::new();
     for (i, line) in it.enumerate() {
-        let f = split_tab(line);
+        split_tab(line, &mut f);
         if f.len() != names.len() {
             return fail(
                 i + 2,
@@ -401,7 +430,7 @@ fn tsv_with_header(bytes: &[u8]) -> Result<Value, Failure> {
         }
         let r: Record = names
             .iter()
-            .zip(f)
+            .zip(&f)
             .map(|(n, v)| (n.clone(), Value::str(String::from_utf8_lossy(v))))
             .collect();
         rows.push(Arc::new(r));
@@ -448,9 +477,9 @@ fn kv(bytes: &[u8]) -> Result<Value, Failure> {
 }
 
 /// Undo git's C-style path quoting (`"a\tb"`, octal escapes).
-fn unquote(p: &[u8]) -> Result<Vec<u8>, String> {
+fn unquote(p: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
     if p.len() < 2 || p[0] != b'"' || p[p.len() - 1] != b'"' {
-        return Ok(p.to_vec());
+        return Ok(std::borrow::Cow::Borrowed(p));
     }
     let body = &p[1..p.len() - 1];
     let mut out = Vec::with_capacity(body.len());
@@ -485,7 +514,7 @@ fn unquote(p: &[u8]) -> Result<Vec<u8>, String> {
             other => return Err(format!("unknown escape `\\{}`", other as char)),
         });
     }
-    Ok(out)
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 /// The state word of a porcelain XY code.
@@ -762,5 +791,78 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.line, 1);
+    }
+
+    /// The direct JSON path gives the tree path's value whenever that
+    /// succeeds, and the tree path's failure otherwise.
+    #[test]
+    fn fast_json_matches_the_tree_path() {
+        let cases: &[(&str, &str, &[&str], &str)] = &[
+            ("json", "value", &[], r#"{"b": [1, -2, 3.5, 18446744073709551615, "x\u00e9\n"], "a": {"z": null, "y": true}, "b": 7}"#),
+            ("json", "value", &[], r#"[{"n": 1}, {"n": 2, "m": [ {"q": 1} ]}]"#),
+            ("json", "value", &[], r#"[{"n": 1}, 2, []]"#),
+            ("json", "value", &[], r#"[]"#),
+            ("json", "value", &[], r#""just a string""#),
+            ("json", "value", &[], "1\n2\n{\"a\":1}"),
+            ("json", "record", &[], r#"{"k": [1, {"x": 2}]}"#),
+            ("json", "record", &[], r#"[1]"#),
+            ("json", "table", &[], r#"[{"a": 1}, {"b": "two"}]"#),
+            ("json", "table", &[], r#"{"a": 1}"#),
+            ("json", "table", &[], r#"[{"a": 1}, 3]"#),
+            ("json", "table<{name: str, version: str}>", &[], r#"[{"name": "a", "version": "1.0", "extra": {"deep": [1, 2]}}, {"version": "2", "name": "b"}]"#),
+            ("json", "table<{name: str, n: int}>", &[], r#"[{"name": "a", "n": "12"}, {"name": 5, "n": 3}]"#),
+            ("json", "table<{name: str, n: int}>", &[], r#"[{"name": "a", "n": 1.5}]"#),
+            ("json", "table<{name: str, n: int}>", &[], r#"[{"name": "a"}]"#),
+            ("json", "table<{name: str, n: int?}>", &[], r#"[{"name": "a"}, {"name": "b", "n": null}, {"name": "c", "n": 4, "n": 5}]"#),
+            ("json", "table<{name: str, n: int}>", &[], r#"{"name": "single", "n": 1}"#),
+            ("json", "table<{name: str, n: int}>", &[], "[{\"name\": \"a\", \"n\": 1}]\n[{\"name\": \"b\", \"n\": 2}]"),
+            ("json", "table<{name: str, size: size, kb: size_kb, f: float, ok: bool, p: path, t: datetime, s: str}>", &[],
+                r#"[{"name": "x", "size": 10, "kb": 2, "f": 3, "ok": "yes", "p": "/a b", "t": "2024-01-02T03:04:05Z", "s": 1.25},
+                    {"name": "y", "size": "11", "kb": "3", "f": "4.5%", "ok": false, "p": "rel", "t": 1700000000, "s": true}]"#),
+            ("json", "table<{name: str, size: size}>", &[], r#"[{"name": "x", "size": -1}]"#),
+            ("json", "table<{name: str, kids: table<{k: int}>?, tags: list<str>}>", &[], r#"[{"name": "x", "kids": [{"k": 1}], "tags": ["a", "b"]}, {"name": "y", "tags": []}]"#),
+            ("json", "list<int>", &[], r#"[1, 2, "3"]"#),
+            ("json", "list<int>", &[], r#"[1, 2, "x"]"#),
+            ("json", "int", &[], r#"42"#),
+            ("json", "table<{name: str}>", &["blockdevices"], r#"{"other": 1, "blockdevices": [{"name": "vda"}]}"#),
+            ("json", "table<{name: str}>", &["blockdevices"], r#"{"other": 1}"#),
+            ("json", "table<{name: str}>", &["a", "1"], r#"{"a": [[{"name": "no"}], [{"name": "yes"}]]}"#),
+            ("json", "table<{name: str}>", &["a", "5"], r#"{"a": [[{"name": "no"}]]}"#),
+            ("json", "record", &[], "{\n\"a\": 1,\n}"),
+            ("json", "value", &[], "[1, 2"),
+            ("ndjson", "table<{id: str}>", &[], "{\"id\": \"a\"}\n\n{\"id\": \"b\", \"x\": 1}\n"),
+            ("ndjson", "table<{id: str}>", &[], "{\"id\": \"a\"}\n{\"nope\": 1}\n"),
+            ("ndjson", "table", &[], "{\"id\": \"a\"}\n{\"z\": [1]}\n"),
+            ("ndjson", "list<int>", &[], "1\n2\n"),
+            ("ndjson", "list<int>", &[], "1\nx\n"),
+        ];
+        for (parser, ty, select, text) in cases {
+            let mut s = spec(parser, ty);
+            s.select = select.iter().map(|k| k.to_string()).collect();
+            let fast = parse_with(&s, text.as_bytes(), true);
+            let tree = parse_with(&s, text.as_bytes(), false);
+            assert_eq!(
+                format!("{fast:?}"),
+                format!("{tree:?}"),
+                "{parser} {ty} {select:?} {text}"
+            );
+        }
+        // The direct path serves the everyday shapes.
+        let s = spec("json", "table<{name: str, version: str}>");
+        assert!(
+            crate::adapters::fastjson::document(&s, br#"[{"name": "a", "version": "1"}]"#)
+                .is_some()
+        );
+        assert!(
+            crate::adapters::fastjson::document(&spec("json", "value"), br#"{"a": [1]}"#).is_some()
+        );
+        // Column keys: two columns may read one key (the tree path serves).
+        let mut s = spec("json", "table<{ID: str, name: str, again: str}>");
+        s.keys = vec![("again".into(), "ID".into())];
+        let text = br#"[{"ID": "a", "name": "n"}]"#;
+        assert_eq!(
+            format!("{:?}", parse_with(&s, text, true)),
+            format!("{:?}", parse_with(&s, text, false))
+        );
     }
 }

@@ -255,7 +255,7 @@ pub fn from_text(raw: &[u8], ty: &Ty) -> Result<Value, String> {
     })
 }
 
-fn bool_word(s: &str) -> Option<Value> {
+pub(super) fn bool_word(s: &str) -> Option<Value> {
     match s.to_ascii_lowercase().as_str() {
         "true" | "yes" | "1" | "y" => Some(Value::Bool(true)),
         "false" | "no" | "0" | "n" => Some(Value::Bool(false)),
@@ -263,7 +263,7 @@ fn bool_word(s: &str) -> Option<Value> {
     }
 }
 
-fn datetime(s: &str) -> Result<Value, String> {
+pub(super) fn datetime(s: &str) -> Result<Value, String> {
     use jiff::{tz::TimeZone, Timestamp, Zoned};
     if let Ok(ts) = s.parse::<Timestamp>() {
         return Ok(Value::DateTime(Arc::new(ts.to_zoned(TimeZone::UTC))));

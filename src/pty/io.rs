@@ -5,8 +5,10 @@
 //! Backpressure is structural: a chunk read is fed to the emulator before the
 //! next read, so while the emulator is behind nothing is read, the kernel's
 //! PTY buffer fills and the child blocks in `write`. The emulator belongs to
-//! this thread alone: after each chunk it publishes the rendered screen (an
-//! `Arc` swapped under a lock held for a pointer copy), so readers on the
+//! this thread alone: it publishes the rendered screen (an `Arc` swapped
+//! under a lock held for a pointer copy) as soon as the master has nothing
+//! more to read, and at most every [`PUBLISH_EVERY`] while a flood lasts, so
+//! a flood costs one rendering per 2 ms, not one per chunk; readers on the
 //! arbiter never wait for emulation; scrollback and resizes are commands.
 //! No other thread ever waits on the child.
 
@@ -15,7 +17,7 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, watch};
 
@@ -25,8 +27,10 @@ use crate::sync::Locked;
 
 /// Bytes read from the master per poll round.
 pub const READ_CHUNK: usize = 64 * 1024;
-/// The I/O thread's nice value.
-pub const IO_NICE: libc::c_int = 10;
+/// While output keeps arriving the screen is published at most this often;
+/// it is published at once whenever the master has nothing more to read
+/// (an echo is visible without waiting for this).
+pub const PUBLISH_EVERY: Duration = Duration::from_millis(2);
 /// Input bytes queued for the child at most.
 pub const MAX_PENDING_INPUT: usize = 4 << 20;
 
@@ -94,7 +98,9 @@ impl Shared {
 
     fn publish(&self, term: &mut Term) {
         let r = Arc::new(term.render().clone());
-        *self.screen.locked() = r;
+        let old = std::mem::replace(&mut *self.screen.locked(), r);
+        // The previous screen is freed after the lock is released.
+        drop(old);
     }
 
     pub fn life(&self) -> Life {
@@ -210,11 +216,16 @@ impl IoThread {
     /// Run until the child is reaped and either the master is at EOF or a
     /// close was asked (or every handle is gone).
     pub fn run(mut self) {
-        // Emulation is background work: under a flood this thread yields the
-        // CPU to the daemon's arbiter (nice is per thread on Linux).
-        // SAFETY: setpriority on this thread's own tid.
+        // Emulation is background work: the thread is SCHED_BATCH (per
+        // thread on Linux), so a wakeup of the daemon's arbiters preempts it
+        // under a flood, while its fair share of the CPU keeps the flood
+        // moving on a loaded machine (a positive nice starved it there:
+        // 100 MB took minutes beside other builds).
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sched_setscheduler on the calling thread (pid 0) with a
+        // valid parameter block; a failure leaves the normal policy.
         unsafe {
-            libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, IO_NICE);
+            libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
         }
         let mut buf = vec![0u8; READ_CHUNK];
         let mut pending: VecDeque<Pending> = VecDeque::new();
@@ -224,6 +235,9 @@ impl IoThread {
         let mut exit: Option<Exit> = None;
         let mut reaped = false;
         let mut eof = false;
+        // Output fed to the emulator but not yet published.
+        let mut dirty = false;
+        let mut published = Instant::now();
         loop {
             if reaped && (eof || closing) {
                 break;
@@ -257,8 +271,15 @@ impl IoThread {
                     revents: 0,
                 },
             ];
+            // With output unpublished, only look: nothing ready means that
+            // output is all there is for now, so it is published.
+            let timeout = if dirty { 0 } else { -1 };
             // SAFETY: poll over three pollfds we own.
-            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            if r == 0 {
+                self.flush(&mut dirty, &mut published);
+                continue;
+            }
             if r < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() == io::ErrorKind::Interrupted {
@@ -305,6 +326,8 @@ impl IoThread {
                             let _ = reply.send(());
                         }
                         Ok(Cmd::Scrollback { n, reply }) => {
+                            // The screen a read returns beside it is as new.
+                            self.flush(&mut dirty, &mut published);
                             let _ = reply.send(self.term.scrollback(n));
                         }
                         Err(TryRecvError::Empty) => break,
@@ -344,19 +367,28 @@ impl IoThread {
                 }
             }
             if rev & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
-                if let Read::Eof = self.read_once(&mut buf) {
-                    eof = true;
+                match self.read_once(&mut buf) {
+                    Read::Eof => eof = true,
+                    Read::Data => {
+                        dirty = true;
+                        if published.elapsed() >= PUBLISH_EVERY {
+                            self.flush(&mut dirty, &mut published);
+                        }
+                    }
+                    Read::Empty => {}
                 }
             }
             if !reaped && fds[2].revents != 0 {
                 // The child exited: what it wrote last is still in the PTY buffer.
                 while !eof {
                     match self.read_once(&mut buf) {
-                        Read::Data => {}
+                        Read::Data => dirty = true,
                         Read::Empty => break,
                         Read::Eof => eof = true,
                     }
                 }
+                // The last screen is out before the exit is.
+                self.flush(&mut dirty, &mut published);
                 if let Some(e) = spawn::reap(self.pid) {
                     exit = Some(e);
                     reaped = true;
@@ -371,6 +403,7 @@ impl IoThread {
                 }
             }
             if eof && !self.shared.life().eof {
+                self.flush(&mut dirty, &mut published);
                 self.shared.set_life(|l| l.eof = true);
                 for p in pending.drain(..) {
                     let _ = p
@@ -380,6 +413,7 @@ impl IoThread {
                 pending_bytes = 0;
             }
         }
+        self.flush(&mut dirty, &mut published);
         for p in pending.drain(..) {
             let _ = p
                 .reply
@@ -411,13 +445,22 @@ impl IoThread {
         }
     }
 
+    /// Publish the screen if output arrived since the last time.
+    fn flush(&mut self, dirty: &mut bool, at: &mut Instant) {
+        if *dirty {
+            self.shared.publish(&mut self.term);
+            self.shared.touch();
+            *dirty = false;
+            *at = Instant::now();
+        }
+    }
+
+    /// Read one chunk and feed it to the emulator (not yet published).
     fn read_once(&mut self, buf: &mut [u8]) -> Read {
         match read_fd(&self.master, buf) {
             Ok(0) => Read::Eof,
             Ok(n) => {
                 self.term.process(&buf[..n]);
-                self.shared.publish(&mut self.term);
-                self.shared.touch();
                 Read::Data
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Read::Empty,

@@ -1,0 +1,560 @@
+//! JSON straight into typed values: a serde visitor guided by the declared
+//! type, with no intermediate `serde_json::Value` tree and no per-cell key
+//! allocation.
+//!
+//! This is the fast path of the `json` and `ndjson` parsers. It produces
+//! exactly what the tree path of [`super::parse`] produces when that
+//! succeeds; whenever it meets anything else (a type mismatch, a syntax
+//! error, several documents in a row, two columns reading one key) it gives
+//! up with `None` and the tree path runs, so that failures keep one wording
+//! and one line-numbering rule.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::parse::OutputSpec;
+use super::types::{bool_word, datetime, from_text, Ty};
+use crate::value::{Record, Value};
+
+/// The column a JSON key feeds, by declared column index.
+struct Cols<'a> {
+    cols: &'a [(String, Ty)],
+    /// JSON key of each column (the `keys` mapping or the column's name).
+    keys: Vec<&'a str>,
+}
+
+impl<'a> Cols<'a> {
+    fn new(cols: &'a [(String, Ty)], spec: &'a OutputSpec) -> Option<Cols<'a>> {
+        let keys: Vec<&str> = cols
+            .iter()
+            .map(|(c, _)| {
+                spec.keys
+                    .iter()
+                    .find(|(k, _)| k == c)
+                    .map(|(_, v)| v.as_str())
+                    .unwrap_or(c.as_str())
+            })
+            .collect();
+        // Two columns reading one key: left to the tree path.
+        for (i, k) in keys.iter().enumerate() {
+            if keys[..i].contains(k) {
+                return None;
+            }
+        }
+        Some(Cols { cols, keys })
+    }
+}
+
+/// Every table type reachable from `ty`, with its column keys; `None` when
+/// one of them cannot use the fast path.
+fn col_sets<'a>(ty: &'a Ty, spec: &'a OutputSpec, out: &mut Vec<Cols<'a>>) -> Option<()> {
+    match ty {
+        Ty::Nullable(t) | Ty::List(t) => col_sets(t, spec, out),
+        Ty::Table(Some(cols)) => {
+            out.push(Cols::new(cols, spec)?);
+            for (_, t) in cols {
+                col_sets(t, spec, out)?;
+            }
+            Some(())
+        }
+        _ => Some(()),
+    }
+}
+
+struct Ctx<'a> {
+    sets: Vec<Cols<'a>>,
+}
+
+impl Ctx<'_> {
+    fn cols_of(&self, cols: &[(String, Ty)]) -> &Cols<'_> {
+        // Identity of the column slice: each table type has its own.
+        self.sets
+            .iter()
+            .find(|s| std::ptr::eq(s.cols, cols))
+            .expect("every reachable table type has its column set")
+    }
+}
+
+/// Parse one whole document by `spec` (after its `select` path); `None`
+/// whenever the tree path must decide.
+pub fn document(spec: &OutputSpec, bytes: &[u8]) -> Option<Value> {
+    let mut sets = Vec::new();
+    col_sets(&spec.ty, spec, &mut sets)?;
+    let ctx = Ctx { sets };
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let v = Select {
+        path: &spec.select,
+        leaf: Typed {
+            ty: &spec.ty,
+            ctx: &ctx,
+            top: true,
+        },
+    }
+    .deserialize(&mut de)
+    .ok()?;
+    // Trailing data (several documents): the tree path joins them.
+    de.end().ok()?;
+    Some(v)
+}
+
+/// `ndjson`: one document per non-blank line, items of a table or list.
+pub fn ndjson(spec: &OutputSpec, bytes: &[u8]) -> Option<Value> {
+    let mut sets = Vec::new();
+    col_sets(&spec.ty, spec, &mut sets)?;
+    let ctx = Ctx { sets };
+    let item_ty = match &spec.ty {
+        Ty::List(t) => &**t,
+        Ty::Table(_) => &spec.ty,
+        _ => return None,
+    };
+    let mut items = Vec::new();
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    if !body.is_empty() {
+        for line in body.split(|b| *b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let mut de = serde_json::Deserializer::from_slice(line);
+            let v = match item_ty {
+                Ty::Table(Some(cols)) => Row {
+                    cols: ctx.cols_of(cols),
+                    ctx: &ctx,
+                }
+                .deserialize(&mut de)
+                .ok()
+                .map(|r| Value::Record(Arc::new(r)))?,
+                Ty::Table(None) => match Generic.deserialize(&mut de).ok()? {
+                    v @ Value::Record(_) => v,
+                    _ => return None,
+                },
+                t => Typed {
+                    ty: t,
+                    ctx: &ctx,
+                    top: false,
+                }
+                .deserialize(&mut de)
+                .ok()?,
+            };
+            de.end().ok()?;
+            items.push(v);
+        }
+    }
+    Some(match &spec.ty {
+        Ty::Table(_) => Value::Table(Arc::new(
+            items
+                .into_iter()
+                .filter_map(|v| match &v {
+                    Value::Record(r) => Some(r.clone()),
+                    _ => None,
+                })
+                .collect(),
+        )),
+        _ => Value::list(items),
+    })
+}
+
+/// Walk down the `select` keys, then type the value found there.
+struct Select<'a> {
+    path: &'a [String],
+    leaf: Typed<'a>,
+}
+
+impl<'de> DeserializeSeed<'de> for Select<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        if self.path.is_empty() {
+            return self.leaf.deserialize(d);
+        }
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Select<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object to select from")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
+        let want = self.path[0].as_str();
+        let mut found = None;
+        while let Some(hit) = m.next_key_seed(KeyIs(want))? {
+            if hit {
+                // A repeated key: the tree path keeps the last; so do we.
+                found = Some(m.next_value_seed(Select {
+                    path: &self.path[1..],
+                    leaf: self.leaf,
+                })?);
+            } else {
+                m.next_value::<IgnoredAny>()?;
+            }
+        }
+        found.ok_or_else(|| de::Error::custom("no such key"))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Value, A::Error> {
+        let Ok(want) = self.path[0].parse::<usize>() else {
+            return Err(de::Error::custom("not an index"));
+        };
+        let mut i = 0;
+        let mut found = None;
+        loop {
+            if i == want {
+                match s.next_element_seed(Select {
+                    path: &self.path[1..],
+                    leaf: self.leaf,
+                })? {
+                    Some(v) => found = Some(v),
+                    None => break,
+                }
+            } else if s.next_element::<IgnoredAny>()?.is_none() {
+                break;
+            }
+            i += 1;
+        }
+        found.ok_or_else(|| de::Error::custom("index out of range"))
+    }
+}
+
+/// A map key compared with one wanted key.
+struct KeyIs<'a>(&'a str);
+
+impl<'de> DeserializeSeed<'de> for KeyIs<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyIs<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<bool, E> {
+        Ok(s == self.0)
+    }
+}
+
+/// A map key as the index of the column it feeds.
+struct KeyCol<'a>(&'a Cols<'a>);
+
+impl<'de> DeserializeSeed<'de> for KeyCol<'_> {
+    type Value = Option<usize>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyCol<'_> {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Option<usize>, E> {
+        Ok(self.0.keys.iter().position(|k| *k == s))
+    }
+}
+
+fn mismatch<E: de::Error>() -> E {
+    E::custom("type mismatch")
+}
+
+/// One object as a row of declared columns.
+struct Row<'a> {
+    cols: &'a Cols<'a>,
+    ctx: &'a Ctx<'a>,
+}
+
+impl<'de> DeserializeSeed<'de> for Row<'_> {
+    type Value = Record;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Record, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Row<'_> {
+    type Value = Record;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Record, A::Error> {
+        let n = self.cols.cols.len();
+        let mut slots: Vec<Option<Value>> = vec![None; n];
+        while let Some(k) = m.next_key_seed(KeyCol(self.cols))? {
+            match k {
+                Some(c) => {
+                    slots[c] = Some(m.next_value_seed(Typed {
+                        ty: &self.cols.cols[c].1,
+                        ctx: self.ctx,
+                        top: false,
+                    })?)
+                }
+                None => {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let mut r = Record::with_capacity(n);
+        for ((name, t), v) in self.cols.cols.iter().zip(slots) {
+            let v = match v {
+                Some(v) => v,
+                None if t.is_nullable() => Value::Null,
+                None => return Err(de::Error::custom("missing field")),
+            };
+            r.insert(name.clone(), v);
+        }
+        Ok(r)
+    }
+}
+
+/// A value of a declared type (the rules of `types::from_json`).
+#[derive(Clone, Copy)]
+struct Typed<'a> {
+    ty: &'a Ty,
+    ctx: &'a Ctx<'a>,
+    /// The document itself (a single object is a one-row table there).
+    top: bool,
+}
+
+impl Typed<'_> {
+    /// The type with a nullable wrapper removed.
+    fn base(&self) -> &Ty {
+        match self.ty {
+            Ty::Nullable(t) => t,
+            t => t,
+        }
+    }
+
+    fn number<E: de::Error>(&self, n: Num) -> Result<Value, E> {
+        Ok(match (self.base(), n) {
+            (Ty::Value, Num::I(i)) => Value::Int(i),
+            (Ty::Value, Num::U(u)) => match i64::try_from(u) {
+                Ok(i) => Value::Int(i),
+                Err(_) => Value::Float(u as f64),
+            },
+            (Ty::Value, Num::F(f)) => Value::Float(f),
+            (Ty::Str, n) => Value::str(n.text()),
+            (Ty::Int, Num::I(i)) => Value::Int(i),
+            (Ty::Int, Num::U(u)) => Value::Int(i64::try_from(u).map_err(|_| mismatch::<E>())?),
+            (Ty::Float, Num::I(i)) => Value::Float(i as f64),
+            (Ty::Float, Num::U(u)) => Value::Float(u as f64),
+            (Ty::Float, Num::F(f)) => Value::Float(f),
+            (Ty::DateTime, n @ (Num::I(_) | Num::U(_))) => {
+                datetime(&n.text()).map_err(|_| mismatch::<E>())?
+            }
+            (Ty::Size, Num::U(u)) => Value::Size(u),
+            (Ty::SizeKb, Num::U(u)) => Value::Size(u.checked_mul(1024).ok_or_else(mismatch)?),
+            _ => return Err(mismatch()),
+        })
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Num {
+    I(i64),
+    U(u64),
+    F(f64),
+}
+
+impl Num {
+    /// serde_json's rendering of the number.
+    fn text(self) -> String {
+        match self {
+            Num::I(i) => i.to_string(),
+            Num::U(u) => u.to_string(),
+            Num::F(f) => serde_json::Number::from_f64(f)
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Typed<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        if let Ty::Value = self.base() {
+            return Generic.deserialize(d);
+        }
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Typed<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}", self.ty)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        match self.ty {
+            Ty::Nullable(_) | Ty::Value => Ok(Value::Null),
+            _ => Err(mismatch()),
+        }
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        self.visit_unit()
+    }
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Value, E> {
+        match self.base() {
+            Ty::Bool | Ty::Value => Ok(Value::Bool(b)),
+            Ty::Str => Ok(Value::str(if b { "true" } else { "false" })),
+            _ => Err(mismatch()),
+        }
+    }
+    fn visit_i64<E: de::Error>(self, i: i64) -> Result<Value, E> {
+        // serde_json visits non-negative integers as u64.
+        match u64::try_from(i) {
+            Ok(u) => self.number(Num::U(u)),
+            Err(_) => self.number(Num::I(i)),
+        }
+    }
+    fn visit_u64<E: de::Error>(self, u: u64) -> Result<Value, E> {
+        self.number(Num::U(u))
+    }
+    fn visit_f64<E: de::Error>(self, f: f64) -> Result<Value, E> {
+        self.number(Num::F(f))
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Value, E> {
+        Ok(match self.base() {
+            Ty::Str | Ty::Value => Value::str(s),
+            Ty::Path => Value::path(s),
+            Ty::Int => Value::Int(s.trim().parse::<i64>().map_err(|_| mismatch::<E>())?),
+            t @ (Ty::Float | Ty::Size | Ty::SizeKb) => {
+                from_text(s.as_bytes(), t).map_err(|_| mismatch::<E>())?
+            }
+            Ty::Bool => bool_word(s.trim()).ok_or_else(mismatch)?,
+            Ty::DateTime => datetime(s.trim()).map_err(|_| mismatch::<E>())?,
+            _ => return Err(mismatch()),
+        })
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Value, A::Error> {
+        let cap = s.size_hint().unwrap_or(0).min(4096);
+        match self.base() {
+            Ty::List(inner) => {
+                let mut out = Vec::with_capacity(cap);
+                while let Some(v) = s.next_element_seed(Typed {
+                    ty: inner,
+                    ctx: self.ctx,
+                    top: false,
+                })? {
+                    out.push(v);
+                }
+                Ok(Value::list(out))
+            }
+            Ty::Table(None) => {
+                let mut out = Vec::with_capacity(cap);
+                while let Some(v) = s.next_element_seed(Generic)? {
+                    match &v {
+                        Value::Record(r) => out.push(r.clone()),
+                        _ => return Err(mismatch()),
+                    }
+                }
+                Ok(Value::Table(Arc::new(out)))
+            }
+            Ty::Table(Some(cols)) => {
+                let cols = self.ctx.cols_of(cols);
+                let mut out = Vec::with_capacity(cap);
+                while let Some(r) = s.next_element_seed(Row {
+                    cols,
+                    ctx: self.ctx,
+                })? {
+                    out.push(Arc::new(r));
+                }
+                Ok(Value::Table(Arc::new(out)))
+            }
+            _ => Err(mismatch()),
+        }
+    }
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Value, A::Error> {
+        match self.base() {
+            Ty::Record => Generic.visit_map(m),
+            // A single object where a table is declared is a one-row table.
+            Ty::Table(None) if self.top && matches!(self.ty, Ty::Table(_)) => {
+                match &Generic.visit_map(m)? {
+                    Value::Record(r) => Ok(Value::Table(Arc::new(vec![r.clone()]))),
+                    _ => Err(mismatch()),
+                }
+            }
+            Ty::Table(Some(cols)) if self.top && matches!(self.ty, Ty::Table(_)) => {
+                let r = Row {
+                    cols: self.ctx.cols_of(cols),
+                    ctx: self.ctx,
+                }
+                .visit_map(m)?;
+                Ok(Value::Table(Arc::new(vec![Arc::new(r)])))
+            }
+            _ => Err(mismatch()),
+        }
+    }
+}
+
+/// Any JSON as a value (the mapping of `value::json::from_json`: objects as
+/// records with sorted keys, arrays of objects as tables).
+struct Generic;
+
+impl<'de> DeserializeSeed<'de> for Generic {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Generic {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E: de::Error>(self, i: i64) -> Result<Value, E> {
+        Ok(Value::Int(i))
+    }
+    fn visit_u64<E: de::Error>(self, u: u64) -> Result<Value, E> {
+        Ok(match i64::try_from(u) {
+            Ok(i) => Value::Int(i),
+            Err(_) => Value::Float(u as f64),
+        })
+    }
+    fn visit_f64<E: de::Error>(self, f: f64) -> Result<Value, E> {
+        Ok(Value::Float(f))
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::str(s))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(s.size_hint().unwrap_or(0).min(4096));
+        while let Some(v) = s.next_element_seed(Generic)? {
+            items.push(v);
+        }
+        // A non-empty array of objects is a table.
+        if !items.is_empty() && items.iter().all(|v| matches!(v, Value::Record(_))) {
+            let rows = items
+                .into_iter()
+                .filter_map(|v| match &v {
+                    Value::Record(r) => Some(r.clone()),
+                    _ => None,
+                })
+                .collect();
+            return Ok(Value::Table(Arc::new(rows)));
+        }
+        Ok(Value::list(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
+        let mut pairs: Vec<(String, Value)> = Vec::with_capacity(m.size_hint().unwrap_or(0));
+        while let Some(k) = m.next_key::<String>()? {
+            let v = m.next_value_seed(Generic)?;
+            pairs.push((k, v));
+        }
+        // Sorted keys; a repeated key keeps its last value.
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        let r: Record = pairs.into_iter().collect();
+        Ok(Value::record(r))
+    }
+}
