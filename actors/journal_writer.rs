@@ -109,7 +109,11 @@ impl JournalWriter {
         let journal = JournalWriter {
             writer: writer.clone(),
             store_stats: store_stats.clone(),
-            refreshed: None,
+            // Read just now: the first tick has nothing new to read.
+            refreshed: {
+                let ws = writer.stats();
+                Some((ws.commits, ws.failed_commits, ws.reopens))
+            },
             reg,
         }
         .start();

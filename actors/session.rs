@@ -569,15 +569,13 @@ impl Handler<Exec> for Session {
             };
             let r = match r {
                 Ok((r, events)) => {
-                    if let (Some(bus), false) = (bus, events.is_empty()) {
-                        // After the reply is on its way to the client (a
-                        // yielded task runs once the tasks ready now have).
-                        actix_rt::spawn(async move {
-                            tokio::task::yield_now().await;
-                            for e in events {
-                                bus.do_send(e);
-                            }
-                        });
+                    // In reply order, so events keep the order of execs. A
+                    // kernel connection writes them after the reply (it takes
+                    // no message while a request is in flight).
+                    if let Some(bus) = &bus {
+                        for e in events {
+                            bus.do_send(e);
+                        }
                     }
                     r
                 }

@@ -663,14 +663,15 @@ fn writer_batched_parks_ops_and_commits_at_max_batch() {
                 .unwrap();
             assert_eq!(sub.entry_id, Some(i as u64 + 1));
         }
-        // The 50th and 100th parked ops wake the writer for a commit; the
-        // 20 after them wait for flush_ms (a minute) or a flush.
+        // max_batch parked ops wake the writer for a commit long before
+        // flush_ms (a minute); what it finds parked then goes along.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while store.stats().unwrap().entries < 100 {
+        while store.stats().unwrap().entries < 50 {
             assert!(std::time::Instant::now() < deadline, "no max_batch commit");
             std::thread::yield_now();
         }
-        assert_eq!(w.stats().queued, 20);
+        let st = w.stats();
+        assert_eq!(st.queued + st.committed_ops, 120, "{st:?}");
         // Read-your-writes takes the parked ones too, in submit order.
         let q = Query {
             limit: Some(1000),
