@@ -635,69 +635,6 @@ fn writer_batched_timer_and_crash_opens_cleanly() {
     assert!(s.check_refcounts().unwrap().is_empty());
 }
 
-#[test]
-fn writer_batched_parks_ops_and_commits_at_max_batch() {
-    let d = tmp();
-    let path = d.path().join("journal.redb");
-    {
-        let store = Arc::new(Store::open(&path, StoreOptions::default()).unwrap());
-        let w = JournalWriter::start(
-            store.clone(),
-            WriterConfig {
-                durability: Durability::Batched,
-                flush_ms: 60_000,
-                max_batch: 50,
-                ..WriterConfig::default()
-            },
-        )
-        .unwrap();
-        for i in 0..120 {
-            let sub = w
-                .submit(
-                    Op::Append {
-                        id: None,
-                        entry: ne("p", i, "ls", &[]),
-                    },
-                    None,
-                )
-                .unwrap();
-            assert_eq!(sub.entry_id, Some(i as u64 + 1));
-        }
-        // max_batch parked ops wake the writer for a commit long before
-        // flush_ms (a minute); what it finds parked then goes along.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while store.stats().unwrap().entries < 50 {
-            assert!(std::time::Instant::now() < deadline, "no max_batch commit");
-            std::thread::yield_now();
-        }
-        let st = w.stats();
-        assert_eq!(st.queued + st.committed_ops, 120, "{st:?}");
-        // Read-your-writes takes the parked ones too, in submit order.
-        let q = Query {
-            limit: Some(1000),
-            ..Query::default()
-        };
-        let got = w.query(&q, &Scope::All).unwrap();
-        assert_eq!(got.len(), 120);
-        assert_eq!(got.first().map(|e| e.id), Some(120));
-        assert_eq!(got.last().map(|e| e.id), Some(1));
-        for i in 0..5 {
-            w.submit(
-                Op::Append {
-                    id: None,
-                    entry: ne("p", 200 + i, "ls", &[]),
-                },
-                None,
-            )
-            .unwrap();
-        }
-        // Shutdown commits what is still parked.
-        w.shutdown().unwrap();
-    }
-    let s = Store::open(&path, StoreOptions::default()).unwrap();
-    assert_eq!(s.stats().unwrap().entries, 125);
-}
-
 fn assert_refused(bytes: &[u8], want: fn(&JournalError) -> bool) {
     let d = tmp();
     let path = d.path().join("journal.redb");

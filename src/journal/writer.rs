@@ -105,8 +105,6 @@ pub struct WriterStats {
 
 enum Msg {
     Op(Box<Op>, Option<Done>),
-    /// Batched mode: ops wait in [`Shared::parked`] (sent when the first one is parked).
-    Parked,
     Flush(bool, FlushDone),
     Shutdown,
     Crash,
@@ -118,11 +116,6 @@ struct Submitter {
 }
 
 struct Shared {
-    /// Batched mode: acknowledged ops waiting for the next timed commit. Only the first op
-    /// of a batch (and every `max_batch`-th) wakes the writer thread: the rest are handed
-    /// off without a wake-up. Bounded by the queue size; past it ops go through the channel
-    /// (which blocks when full) after everything parked before them.
-    parked: Mutex<Vec<Op>>,
     stats: Mutex<WriterStats>,
     queued: AtomicU64,
     degraded: std::sync::atomic::AtomicBool,
@@ -156,7 +149,6 @@ impl JournalWriter {
         let next_id = store.next_id()?;
         let (tx, rx) = mpsc::sync_channel(cfg.queue.max(1));
         let shared = Arc::new(Shared {
-            parked: Mutex::new(Vec::new()),
             stats: Mutex::new(WriterStats {
                 durability: cfg.durability,
                 ..WriterStats::default()
@@ -218,30 +210,6 @@ impl JournalWriter {
                 Durability::Batched => (None, done),
             };
             self.shared.queued.fetch_add(1, Ordering::SeqCst);
-            if self.cfg.durability == Durability::Batched {
-                let mut parked = lock(&self.shared.parked);
-                if parked.len() < self.cfg.queue.max(1) {
-                    parked.push(op);
-                    let kick = parked.len() == 1 || parked.len() % self.cfg.max_batch.max(1) == 0;
-                    drop(parked);
-                    // A full channel means the writer is awake and will take them anyway.
-                    if kick
-                        && matches!(
-                            sub.tx.try_send(Msg::Parked),
-                            Err(mpsc::TrySendError::Disconnected(_))
-                        )
-                    {
-                        self.shared.queued.fetch_sub(1, Ordering::SeqCst);
-                        return Err(JournalError::WriterGone);
-                    }
-                    lock(&self.shared.stats).submitted += 1;
-                    drop(g);
-                    if let Some(d) = ack_now {
-                        d(Ok(entry_id));
-                    }
-                    return Ok(Submitted { entry_id });
-                }
-            }
             if sub.tx.send(Msg::Op(Box::new(op), cb)).is_err() {
                 self.shared.queued.fetch_sub(1, Ordering::SeqCst);
                 return Err(JournalError::WriterGone);
@@ -408,23 +376,7 @@ impl Worker {
                     }
                 }
             };
-            // What was parked was submitted before any other message. A `Parked` kick
-            // leaves them parked until the commit is due: later ops then need no wake-up.
-            if !matches!(msg, Msg::Parked) {
-                self.take_parked();
-            }
             match msg {
-                Msg::Parked => {
-                    let parked = lock(&self.shared.parked).len();
-                    if parked > 0 {
-                        self.oldest_ack.get_or_insert_with(Instant::now);
-                        if self.retry.is_none()
-                            && parked + self.pending.len() >= self.cfg.max_batch.max(1)
-                        {
-                            let _ = self.commit(true);
-                        }
-                    }
-                }
                 Msg::Op(op, done) => {
                     self.pending.push((*op, done));
                     match self.cfg.durability {
@@ -470,15 +422,6 @@ impl Worker {
                 }
                 Msg::Crash => return,
             }
-        }
-    }
-
-    /// Move the parked ops (batched mode) into `pending`, in submit order.
-    fn take_parked(&mut self) {
-        let parked = std::mem::take(&mut *lock(&self.shared.parked));
-        if !parked.is_empty() {
-            self.oldest_ack.get_or_insert_with(Instant::now);
-            self.pending.extend(parked.into_iter().map(|op| (op, None)));
         }
     }
 
@@ -556,10 +499,6 @@ impl Worker {
     /// immediate mode answers the ops with the error (they were never acknowledged); batched
     /// mode keeps them (they were) and tries again on the retry schedule.
     fn commit(&mut self, durable: bool) -> Result<()> {
-        self.take_parked();
-        if self.cfg.durability == Durability::Batched {
-            self.bound_pending();
-        }
         if let Err(e) = self.reopen_if_needed() {
             let n = self.pending.len() as u64;
             self.log_failure("reopen", &e, n);
