@@ -69,8 +69,9 @@ pub struct Daemon {
     connections: Arc<std::sync::atomic::AtomicUsize>,
     /// Sessions interrupted at shutdown, for `run` to wait on (bounded) before exiting.
     draining: Arc<std::sync::Mutex<Vec<Arc<SessionShared>>>>,
-    /// Built-in plus user adapters, loaded once at start.
-    adapters: Arc<crate::adapters::Catalog>,
+    /// Built-in plus user adapters, loaded once, when first needed (a
+    /// session or `daemon.status`): an idle daemon holds none of it.
+    adapters: Option<Arc<crate::adapters::Catalog>>,
 }
 
 impl Daemon {
@@ -92,10 +93,16 @@ impl Daemon {
             services: None,
             connections: Arc::default(),
             draining: Arc::default(),
-            adapters: Arc::new(crate::adapters::Catalog::load(
-                crate::adapters::user_dir().as_deref(),
-            )),
+            adapters: None,
         }
+    }
+
+    fn adapters(&mut self) -> &Arc<crate::adapters::Catalog> {
+        self.adapters.get_or_insert_with(|| {
+            Arc::new(crate::adapters::Catalog::load(
+                crate::adapters::user_dir().as_deref(),
+            ))
+        })
     }
 
     /// Where shutdown leaves the interrupted sessions (see [`run`]).
@@ -231,7 +238,7 @@ impl Handler<AttachSession> for Daemon {
             shared = shared.with_services(s.clone());
         }
         if !msg.no_adapters {
-            shared.adapters = Some(self.adapters.clone());
+            shared.adapters = Some(self.adapters().clone());
         }
         let shared = Arc::new(shared);
         let reg =
@@ -322,6 +329,7 @@ impl Handler<GetStatus> for Daemon {
 
     fn handle(&mut self, _msg: GetStatus, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
+        let adapters = self.adapters().clone();
         let i = &self.info;
         // Each supervisor's child table (tasks with state, age, pid); a
         // supervisor that does not answer in time shows without it.
@@ -349,7 +357,7 @@ impl Handler<GetStatus> for Daemon {
             "sessions": self.sessions.values().map(|(_, s, _)| Daemon::session_json(s)).collect::<Vec<_>>(),
             "journal": self.services.as_ref().map(Services::status_json),
             "limits": self.limits_json(),
-            "adapters": {"count": self.adapters.len(), "warnings": self.adapters.warnings},
+            "adapters": {"count": adapters.len(), "warnings": adapters.warnings},
             "rss_bytes": rss_bytes(),
         });
         Box::pin(async move {

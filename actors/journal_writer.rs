@@ -92,6 +92,8 @@ impl Services {
 pub struct JournalWriter {
     writer: Arc<Writer>,
     store_stats: Arc<Mutex<Option<StoreStats>>>,
+    /// The writer's (commits, failed commits, reopens) at the last store read.
+    refreshed: Option<(u64, u64, u64)>,
     reg: Registration,
 }
 
@@ -107,6 +109,11 @@ impl JournalWriter {
         let journal = JournalWriter {
             writer: writer.clone(),
             store_stats: store_stats.clone(),
+            // Read just now: the first tick has nothing new to read.
+            refreshed: {
+                let ws = writer.stats();
+                Some((ws.commits, ws.failed_commits, ws.reopens))
+            },
             reg,
         }
         .start();
@@ -120,6 +127,17 @@ impl JournalWriter {
     }
 
     fn refresh(&mut self, _ctx: &mut Context<Self>) {
+        // The store's counters only move with a commit or a reopen: an idle
+        // daemon reads nothing (and keeps no blocking thread alive for it).
+        let ws = self.writer.stats();
+        if let Some(e) = ws.last_error {
+            self.reg.stats.set_error(e);
+        }
+        let mark = (ws.commits, ws.failed_commits, ws.reopens);
+        if self.refreshed == Some(mark) {
+            return;
+        }
+        self.refreshed = Some(mark);
         let w = self.writer.clone();
         let cache = self.store_stats.clone();
         let stats = self.reg.stats.clone();
@@ -130,9 +148,6 @@ impl JournalWriter {
                 Err(e) => stats.set_error(format!("journal stats: {e}")),
             }
         });
-        if let Some(e) = self.writer.stats().last_error {
-            self.reg.stats.set_error(e);
-        }
     }
 
     /// Run `f` against the writer on a blocking thread.
@@ -377,9 +392,15 @@ fn summary(v: &Value) -> Json {
 /// Journal one exec and publish its events (`journal` → `session.transcript` → `render`).
 /// Runs on the session's worker thread (never an arbiter): in immediate mode it waits for the
 /// commit, in batched mode it only queues. Returns the entry id.
-pub fn record_exec(svc: &Services, r: ExecRecord<'_>) -> Result<EntryId, JournalError> {
+/// Queue one exec's journal record on the writer; its events (`journal`,
+/// `session.transcript`, `render`) go to `events`, for the caller to publish.
+pub fn record_exec(
+    svc: &Services,
+    r: ExecRecord<'_>,
+    events: &mut Vec<Publish>,
+) -> Result<EntryId, JournalError> {
     let t0 = Instant::now();
-    let id = record(svc, r);
+    let id = record(svc, r, events);
     let ns = t0.elapsed().as_nanos().min(u64::MAX as u128) as u64;
     let mut o = svc.overhead.locked();
     if o.len() >= OVERHEAD_SAMPLES {
@@ -389,7 +410,11 @@ pub fn record_exec(svc: &Services, r: ExecRecord<'_>) -> Result<EntryId, Journal
     id
 }
 
-fn record(svc: &Services, r: ExecRecord<'_>) -> Result<EntryId, JournalError> {
+fn record(
+    svc: &Services,
+    r: ExecRecord<'_>,
+    events: &mut Vec<Publish>,
+) -> Result<EntryId, JournalError> {
     let (ok, status, outputs) = match &r.ran {
         Ran::Value {
             value,
@@ -452,7 +477,7 @@ fn record(svc: &Services, r: ExecRecord<'_>) -> Result<EntryId, JournalError> {
         .writer
         .submit_wait(op)?
         .ok_or_else(|| JournalError::Invalid("the journal allocated no entry id".into()))?;
-    svc.bus.do_send(Publish {
+    events.push(Publish {
         channel: "journal".into(),
         payload: json!({"$": "record", "v": {
             "entry_id": {"$": "int", "v": id},
@@ -463,7 +488,7 @@ fn record(svc: &Services, r: ExecRecord<'_>) -> Result<EntryId, JournalError> {
     });
     if let Ran::Value { value, bounded, .. } = &r.ran {
         let reference = crate::proto::kernel::ref_name(r.n);
-        svc.bus.do_send(Publish {
+        events.push(Publish {
             channel: "session.transcript".into(),
             payload: json!({"$": "record", "v": {
                 "n": {"$": "int", "v": r.n},
@@ -471,7 +496,7 @@ fn record(svc: &Services, r: ExecRecord<'_>) -> Result<EntryId, JournalError> {
                 "summary": summary(value),
             }}),
         });
-        svc.bus.do_send(Publish {
+        events.push(Publish {
             channel: "render".into(),
             payload: json!({"$": "record", "v": {
                 "ref": tagged_str(&reference),

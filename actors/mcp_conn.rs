@@ -299,11 +299,7 @@ impl McpConn {
                 "tools/call requires name",
             ))));
         };
-        let advertised = mcp::tools(self.caps());
-        let known = advertised
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["name"] == name));
-        if !known {
+        if !mcp::is_tool(self.caps(), name) {
             return Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unknown tool {name:?}"
             ))

@@ -99,6 +99,60 @@ pub struct Transcript {
 /// About 32 bytes a unit: ~128 MB of values per session.
 const RESIDENT_WEIGHT_MAX: u64 = 4 << 20;
 
+/// Whether `v` encodes to at most about `limit` bytes: a walk that gives up as
+/// soon as the count passes it (so it costs at most ~`limit / 16` steps).
+fn encodes_small(v: &Value, limit: usize) -> bool {
+    let mut left = limit as i64;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        left -= 16;
+        match v {
+            Value::Str(s) => left -= s.len() as i64,
+            Value::Path(p) => left -= p.as_os_str().len() as i64,
+            Value::Bytes(b) => left -= b.len() as i64,
+            Value::Outcome(o) => left -= (o.stdout.len() + o.stderr.len()) as i64,
+            Value::Error(e) => {
+                left -= (e.msg.len() + e.stderr.as_ref().map_or(0, |b| b.len())) as i64
+            }
+            Value::List(l) => {
+                left -= 16 * l.len() as i64;
+                if left >= 0 {
+                    stack.extend(l.iter());
+                }
+            }
+            Value::Record(r) => {
+                left -= 16 * r.len() as i64;
+                if left >= 0 {
+                    for (k, v) in r.iter() {
+                        left -= k.len() as i64;
+                        stack.push(v);
+                    }
+                }
+            }
+            Value::Table(t) => {
+                left -= 16 * t.len() as i64;
+                if left >= 0 {
+                    for r in t.iter() {
+                        left -= 16 * r.len() as i64;
+                        if left < 0 {
+                            break;
+                        }
+                        for (k, v) in r.iter() {
+                            left -= k.len() as i64;
+                            stack.push(v);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        if left < 0 {
+            return false;
+        }
+    }
+    true
+}
+
 /// A cheap, top-level estimate of a value's memory in ~32-byte units.
 fn weight(v: &Value) -> u64 {
     let n = match v {
@@ -364,9 +418,14 @@ pub fn cancelled_before_running() -> SessionError {
     )
 }
 
+/// What the worker answers: the result, and the exec's bus events when its
+/// journal record was handed off before the reply (the arbiter publishes them
+/// as it takes the reply: no second wake-up of its thread).
+type JobReply = (Result<ExecReply, SessionError>, Vec<Publish>);
+
 struct Job {
     spec: JobSpec,
-    reply: oneshot::Sender<Result<ExecReply, SessionError>>,
+    reply: oneshot::Sender<JobReply>,
 }
 
 /// What one evaluation runs (a foreground exec or a background task).
@@ -455,6 +514,7 @@ impl Handler<Exec> for Session {
             .unwrap_or(false);
         let stats = self.reg.stats.clone();
         let name = self.shared.name.clone();
+        let bus = self.shared.services.as_ref().map(|s| s.bus.clone());
         Box::pin(async move {
             if !sent {
                 stats.set_error("worker thread is gone");
@@ -480,11 +540,22 @@ impl Handler<Exec> for Session {
                     }
                 }
             };
-            let r = r.unwrap_or_else(|_| {
-                Err(SessionError::Internal(format!(
+            let r = match r {
+                Ok((r, events)) => {
+                    // In reply order, so events keep the order of execs. A
+                    // kernel connection writes them after the reply (it takes
+                    // no message while a request is in flight).
+                    if let Some(bus) = &bus {
+                        for e in events {
+                            bus.do_send(e);
+                        }
+                    }
+                    r
+                }
+                Err(_) => Err(SessionError::Internal(format!(
                     "session {name}: worker thread ended during exec"
-                )))
-            });
+                ))),
+            };
             if let Err(SessionError::Internal(m)) = &r {
                 stats.set_error(m.clone());
             }
@@ -511,7 +582,9 @@ fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>, stack: usize) {
     while let Ok(job) = rx.recv() {
         if job.spec.cancel.is_cancelled() {
             job.spec.cancel.finish();
-            let _ = job.reply.send(Err(cancelled_before_running()));
+            let _ = job
+                .reply
+                .send((Err(cancelled_before_running()), Vec::new()));
             continue;
         }
         shared.busy.store(true, Ordering::Relaxed);
@@ -522,38 +595,58 @@ fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>, stack: usize) {
         if let Some(l) = &lang {
             *shared.fork_seed.locked() = Some(ForkSeed(l.fork()));
         }
-        // With batched durability the client does not wait for the journal:
-        // reply first, then record (still on this thread, so entries keep the
-        // order of execs). With immediate durability the reply waits for the
-        // commit (docs/protocol.md §6).
-        if shared.immediate_durability() {
-            let mut result = result;
-            if let Some(j) = journal {
-                if let Err(e) = j.record(&shared) {
+        let mut result = result;
+        let mut events = Vec::new();
+        // With immediate durability the reply waits for the commit (docs/protocol.md §6).
+        // With batched durability the client does not wait for the journal: a
+        // small record (the common case) is handed to the writer before the
+        // reply (it only queues), a large one after it (its encoding would
+        // delay the reply). Either way on this thread, so entries keep the
+        // order of execs.
+        let (before, after) = match journal {
+            Some(j) if shared.immediate_durability() || j.is_small() => (Some(j), None),
+            j => (None, j),
+        };
+        if let Some(j) = before {
+            if let Err(e) = j.record(&shared, &mut events) {
+                if shared.immediate_durability() {
                     // Not durable, so not acknowledged as a success (docs/protocol.md §10).
                     result = Err(journal_unavailable(&e));
                 }
             }
-            let _ = job.reply.send(result);
-        } else {
-            let mut result = result;
+        }
+        if !shared.immediate_durability() {
             if let Ok(r) = &mut result {
                 if shared.journal_degraded() {
                     r.journal = Some("degraded");
                 }
             }
-            // Acknowledged but not yet handed to the journal writer: the
-            // daemon's shutdown waits for it (see `wait_records_handed_off`).
-            let guard = journal.as_ref().map(|_| RecordInFlight::begin());
-            let _ = job.reply.send(result);
-            if let Some(j) = journal {
-                let _ = j.record(&shared);
-            }
-            drop(guard);
         }
+        // Acknowledged but not yet handed to the journal writer: the daemon's
+        // shutdown waits for it (see `wait_records_handed_off`).
+        let guard = after.as_ref().map(|_| RecordInFlight::begin());
+        if let Err((_, events)) = job.reply.send((result, events)) {
+            // The caller is gone: publish what it would have.
+            publish(&shared, events);
+        }
+        if let Some(j) = after {
+            let mut events = Vec::new();
+            let _ = j.record(&shared, &mut events);
+            publish(&shared, events);
+        }
+        drop(guard);
         shared.busy.store(false, Ordering::Relaxed);
     }
     tracing::debug!(session = %shared.name, "worker thread ends");
+}
+
+/// Publish events from the worker thread.
+fn publish(shared: &SessionShared, events: Vec<Publish>) {
+    if let Some(svc) = &shared.services {
+        for e in events {
+            svc.bus.do_send(e);
+        }
+    }
 }
 
 /// Execs acknowledged (batched durability) whose journal record the worker
@@ -623,9 +716,26 @@ enum PendingRan {
     Raised(ShoalError),
 }
 
+/// Records of values (and renders) encoding to at most about this many bytes
+/// are handed to the journal before the reply (batched durability).
+const SMALL_RECORD: usize = 8 << 10;
+
 impl PendingJournal {
-    /// Journal the exec; the error is the reason it is not durable.
-    fn record(self, shared: &SessionShared) -> Result<(), String> {
+    /// Cheap to encode: recorded before the reply.
+    fn is_small(&self) -> bool {
+        match &self.ran {
+            PendingRan::Value { value, render, .. } => {
+                render.len() <= SMALL_RECORD && encodes_small(value, SMALL_RECORD)
+            }
+            PendingRan::Raised(e) => {
+                e.msg.len() + e.stderr.as_ref().map_or(0, |b| b.len()) <= SMALL_RECORD
+            }
+        }
+    }
+
+    /// Journal the exec (its events go to `events`); the error is the reason
+    /// it is not durable.
+    fn record(self, shared: &SessionShared, events: &mut Vec<Publish>) -> Result<(), String> {
         let Some(svc) = &shared.services else {
             return Ok(());
         };
@@ -664,7 +774,7 @@ impl PendingJournal {
             n: self.n,
             ran,
         };
-        match journal_writer::record_exec(svc, rec) {
+        match journal_writer::record_exec(svc, rec, events) {
             Ok(_) => Ok(()),
             Err(e) => {
                 tracing::debug!(session = %shared.name, "exec not journaled: {e}");
@@ -720,11 +830,13 @@ pub fn run_task(
     let (mut result, journal) = run_job(shared, &mut lang, spec, stack, false);
     spec.cancel.finish();
     if let Some(j) = journal {
-        if let Err(e) = j.record(shared) {
+        let mut events = Vec::new();
+        if let Err(e) = j.record(shared, &mut events) {
             if shared.immediate_durability() {
                 result = Err(journal_unavailable(&e));
             }
         }
+        publish(shared, events);
     }
     if let Ok(r) = &mut result {
         if shared.journal_degraded() {

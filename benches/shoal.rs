@@ -455,6 +455,7 @@ fn hot_path_bench(n: usize) {
         }
     }
     let rounds = 10;
+    println!("machine load before the hot path: {}", loadavg());
     for _ in 0..rounds {
         for s in subjects.iter_mut() {
             s.round(n.div_ceil(rounds));
@@ -514,9 +515,17 @@ fn hot_path_bench(n: usize) {
             cells.join("   |   ")
         );
     }
+    println!("machine load after the hot path: {}", loadavg());
     for s in subjects {
         s.stop();
     }
+}
+
+/// `/proc/loadavg`'s 1, 5 and 15 minute averages (the machine is shared).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 fn main() {

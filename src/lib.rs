@@ -6,6 +6,7 @@ pub mod config;
 pub mod journal;
 pub mod lang;
 pub mod paths;
+pub mod procmem;
 pub mod proto;
 pub mod pty;
 pub mod shell;

@@ -141,11 +141,15 @@ fn main() -> ExitCode {
             socket,
             state_dir,
             config,
-        } => shoal::actors::daemon::run(shoal::actors::daemon::DaemonOptions {
-            socket,
-            state_dir,
-            config,
-        }),
+        } => {
+            // Before any thread exists.
+            shoal::procmem::limit_arenas();
+            shoal::actors::daemon::run(shoal::actors::daemon::DaemonOptions {
+                socket,
+                state_dir,
+                config,
+            })
+        }
         Command::Mcp {
             socket,
             session,

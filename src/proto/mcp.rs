@@ -309,6 +309,27 @@ pub fn tools(caps: Caps) -> Json {
     Json::Array(t)
 }
 
+/// Whether `name` is one of the tools [`tools`] advertises for `caps`, without
+/// building the list (it is asked on every `tools/call`).
+pub fn is_tool(caps: Caps, name: &str) -> bool {
+    static NAMES: OnceLock<[Vec<String>; 4]> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        [(false, false), (false, true), (true, false), (true, true)].map(|(journal, events)| {
+            tools(Caps { journal, events })
+                .as_array()
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|t| t["name"].as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+    });
+    names[(caps.journal as usize) << 1 | caps.events as usize]
+        .iter()
+        .any(|n| n == name)
+}
+
 struct Validators {
     exec: jsonschema::Validator,
     get: jsonschema::Validator,
@@ -342,6 +363,10 @@ pub fn validate_args(tool: &str, args: &Json) -> Result<(), Json> {
 /// Run one tool's argument validator; `Err` is the isError structured
 /// content `{code:-32602, message, data:{errors:[{path, message}]}}`.
 pub fn check_args(v: &jsonschema::Validator, tool: &str, args: &Json) -> Result<(), Json> {
+    // Valid arguments (the common case) take the short path: no error list.
+    if v.is_valid(args) {
+        return Ok(());
+    }
     let errors: Vec<Json> = v
         .iter_errors(args)
         .take(20)
