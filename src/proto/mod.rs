@@ -11,6 +11,7 @@ pub mod kernel;
 pub mod mcp;
 pub mod mcp_pty;
 pub mod rpc;
+pub mod syntax;
 pub mod uri;
 pub mod valpath;
 pub mod wire;
