@@ -18,8 +18,11 @@ use shoal::proto::{kernel, mcp, rpc, syntax, uri, valpath};
 use shoal::pty::keys;
 use shoal::value::{Record, Value};
 
+/// One fuzz entry point.
+pub type Entry = fn(&[u8]);
+
 /// Every target by name, for the replay test.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Entry)] = &[
     ("parse", parse),
     ("frame", frame),
     ("valpath", valpath_target),
