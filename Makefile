@@ -68,15 +68,21 @@ CONFORMANCE ?= ../shared/conformance/run
 conformance: build
 	$(CONFORMANCE) --shoal target/release/shoal --min-pass 975
 
-# cargo-fuzz targets (nightly; `cargo install cargo-fuzz`), each for a fixed
-# budget: the lexer and parser, kernel/MCP frame decoding and classification,
-# value.get paths, shoal:// URIs, the config TOML. Crashes land in
-# fuzz/artifacts/<target>/ and become regression tests in tests/fuzz_regressions.rs.
-FUZZ_TARGETS ?= parse frame valpath uri config
+# cargo-fuzz targets (nightly; cargo-fuzz is installed from crates.io when
+# missing), each for a fixed budget of FUZZ_SECS: the lexer and parser,
+# kernel/MCP frame decoding and classification, value.get paths, shoal:// URIs,
+# the config TOML and pty.send input. They start from the checked-in corpus
+# (tests/fuzz_corpus/<target>, read only; new inputs go to fuzz/corpus/).
+# Crashes land in fuzz/artifacts/<target>/; each becomes a file in
+# tests/fuzz_corpus/<target>/, replayed on stable by tests/fuzz_regressions.rs.
+FUZZ_TARGETS ?= parse frame valpath uri config pty_input
 FUZZ_SECS    ?= 30
 fuzz:
+	command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz
 	cd fuzz && for t in $(FUZZ_TARGETS); do \
-	  $(CARGO) +nightly fuzz run -O $$t -- -max_total_time=$(FUZZ_SECS) -rss_limit_mb=4096 || exit 1; \
+	  mkdir -p corpus/$$t; \
+	  $(CARGO) +nightly fuzz run -O $$t corpus/$$t ../tests/fuzz_corpus/$$t -- \
+	    -max_total_time=$(FUZZ_SECS) -rss_limit_mb=4096 -timeout=10 || exit 1; \
 	done
 
 clean-venv:

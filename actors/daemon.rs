@@ -117,7 +117,8 @@ impl Daemon {
         self
     }
 
-    /// Each `[limits]` quota with its current use, where the daemon can count it.
+    /// Each `[limits]` quota with its current use, where the daemon can count it. Per-session
+    /// and per-connection quotas show the busiest session or connection.
     fn limits_json(&self) -> Json {
         let l = &self.config.limits;
         let live = self
@@ -125,6 +126,18 @@ impl Daemon {
             .values()
             .filter(|(a, _, _)| a.connected())
             .count();
+        let spill_used = self
+            .sessions
+            .values()
+            .map(|(_, s, _)| spill_used(s))
+            .max()
+            .unwrap_or(0);
+        let ptys_used = self
+            .sessions
+            .keys()
+            .map(|name| crate::pty::open_in_session(name).len())
+            .max()
+            .unwrap_or(0);
         json!({
             "sessions": {"used": live, "max": l.max_sessions, "key": "max_sessions"},
             "connections": {
@@ -133,13 +146,18 @@ impl Daemon {
                 "key": "max_connections",
             },
             "subscriptions_per_connection": {
+                "used": self.registry.max_subscriptions(),
                 "max": l.max_subscriptions_per_connection,
                 "key": "max_subscriptions_per_connection",
             },
             "tasks_per_session": {"max": l.max_tasks_per_session, "key": "max_tasks_per_session"},
-            "ptys_per_session": {"max": l.max_ptys_per_session, "key": "max_ptys_per_session"},
+            "ptys_per_session": {
+                "used": ptys_used,
+                "max": l.max_ptys_per_session,
+                "key": "max_ptys_per_session",
+            },
             "session_memory": {"max": l.session_memory, "key": "session_memory"},
-            "spill_bytes": {"max": l.spill_bytes, "key": "spill_bytes"},
+            "spill_bytes": {"used": spill_used, "max": l.spill_bytes, "key": "spill_bytes"},
         })
     }
 
@@ -163,6 +181,7 @@ impl Daemon {
             "transcript": shared.transcript_len(),
             "tasks": 0,
             "ptys": ptys.len(),
+            "spill_bytes": spill_used(shared),
             "pty_list": ptys.iter().map(crate::pty::api::list_entry).collect::<Vec<_>>(),
             "age_ms": shared.created.elapsed().as_millis() as u64,
         })
@@ -421,6 +440,15 @@ impl Handler<Shutdown> for Daemon {
     }
 }
 
+/// Bytes in a session's spill files now (0 before its first exec).
+fn spill_used(shared: &SessionShared) -> u64 {
+    shared
+        .spill
+        .locked()
+        .as_ref()
+        .map_or(0, |q| q.used())
+}
+
 /// Longest session name, in bytes (docs/protocol.md §10).
 pub const MAX_SESSION_NAME: usize = 256;
 
@@ -600,13 +628,18 @@ pub fn run(opts: DaemonOptions) -> i32 {
     if let Some(b) = bound {
         b.remove();
     }
-    wait_for_interrupted(&draining, SHUTDOWN_GRACE);
+    let drained = wait_for_interrupted(&draining, SHUTDOWN_GRACE);
     // No PTY program outlives the daemon.
     crate::pty::kill_all();
     // Everything acknowledged becomes durable before the process ends: records
     // the session workers still hand over (batched replies go first) included.
     if !super::session::wait_records_handed_off(std::time::Duration::from_secs(5)) {
         tracing::warn!("a session worker did not hand over its journal record in time");
+    } else {
+        // A clean stop: the next start continues right after the last `out:N` used.
+        for s in &drained {
+            s.release_reservation();
+        }
     }
     if let Err(e) = shutdown_writer.shutdown() {
         tracing::error!("journal flush at shutdown failed: {e}");
@@ -619,10 +652,11 @@ pub fn run(opts: DaemonOptions) -> i32 {
 /// signalled and reaped by the worker threads) before the process exits anyway.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// The drained sessions come back (their journal state is settled last).
 fn wait_for_interrupted(
     draining: &std::sync::Mutex<Vec<Arc<SessionShared>>>,
     grace: std::time::Duration,
-) {
+) -> Vec<Arc<SessionShared>> {
     let sessions = std::mem::take(&mut *draining.locked());
     let deadline = Instant::now() + grace;
     loop {
@@ -632,11 +666,11 @@ fn wait_for_interrupted(
             .map(|s| s.name.as_str())
             .collect();
         if busy.is_empty() {
-            return;
+            return sessions;
         }
         if Instant::now() >= deadline {
             tracing::warn!(?busy, "sessions still running at exit");
-            return;
+            return sessions;
         }
         for s in &sessions {
             s.interrupt();

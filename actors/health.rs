@@ -26,6 +26,8 @@ pub struct ActorStats {
     enqueued: AtomicU64,
     handled: AtomicU64,
     restarts: AtomicU64,
+    /// Subscriptions a connection holds (0 for other actors).
+    subscriptions: AtomicU64,
     last_error: Mutex<Option<String>>,
     state: Mutex<&'static str>,
 }
@@ -46,6 +48,10 @@ impl ActorStats {
     }
     pub fn set_restarts(&self, n: u64) {
         self.restarts.store(n, Ordering::Relaxed);
+    }
+    /// A connection's subscription count changed (`shoal status` shows the busiest).
+    pub fn set_subscriptions(&self, n: usize) {
+        self.subscriptions.store(n as u64, Ordering::Relaxed);
     }
     pub fn set_error(&self, e: impl Into<String>) {
         *self.last_error.locked() = Some(e.into());
@@ -154,6 +160,7 @@ impl Registry {
             enqueued: AtomicU64::new(0),
             handled: AtomicU64::new(0),
             restarts: AtomicU64::new(0),
+            subscriptions: AtomicU64::new(0),
             last_error: Mutex::new(None),
             state: Mutex::new("running"),
         });
@@ -166,6 +173,15 @@ impl Registry {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<ActorStats>>> {
         self.actors.locked()
+    }
+
+    /// The most subscriptions any one live actor (connection) holds.
+    pub fn max_subscriptions(&self) -> u64 {
+        self.lock()
+            .values()
+            .map(|s| s.subscriptions.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0)
     }
 
     pub fn snapshot(&self) -> Vec<Json> {

@@ -34,6 +34,8 @@ type Reply = LocalBoxActorFuture<KernelConn, Result<Json, RpcError>>;
 
 const METHODS: &[&str] = &[
     "session.attach",
+    "parse",
+    "complete",
     "session.list",
     "session.close",
     "exec",
@@ -132,8 +134,12 @@ impl KernelConn {
             Ok(p) => p.clone(),
             Err(e) => return Box::pin(ready(Err(e))),
         };
-        if method == "session.attach" {
-            return self.attach(p);
+        match method {
+            "session.attach" => return self.attach(p),
+            // Context-free: answered before attaching, by no session.
+            "parse" => return Box::pin(crate::proto::syntax::parse_async(&p).into_actor(self)),
+            "complete" => return Box::pin(ready(crate::proto::syntax::complete_method(&p))),
+            _ => {}
         }
         let Some(att) = &self.attached else {
             return Box::pin(ready(Err(RpcError::new(
@@ -516,12 +522,15 @@ impl KernelConn {
                         if let Some(old) = act.subs.insert(channel.clone(), id) {
                             bus.do_send(Unsubscribe { id: old });
                         }
+                        act.reg.stats.set_subscriptions(act.subs.len());
                         Ok(json!({"channel": channel, "subscribed": true}))
                     })
                 }))
             }
             _ => {
-                if let Some(id) = self.subs.remove(&channel) {
+                let removed = self.subs.remove(&channel);
+                self.reg.stats.set_subscriptions(self.subs.len());
+                if let Some(id) = removed {
                     if let Some(s) = self.known_services() {
                         s.bus.do_send(Unsubscribe { id });
                     }

@@ -662,6 +662,7 @@ impl McpConn {
             return Box::pin(ready(Err(e)));
         }
         self.subs.insert(u, channel.clone());
+        self.count_subscriptions();
         if self.bus_subs.contains_key(&channel) {
             return Box::pin(ready(Ok(json!({}))));
         }
@@ -680,6 +681,13 @@ impl McpConn {
             }
             Ok(json!({}))
         }))
+    }
+
+    /// Publish this connection's subscription count (for `shoal status`).
+    fn count_subscriptions(&self) {
+        self.reg
+            .stats
+            .set_subscriptions(self.subs.len() + self.pty_subs.len());
     }
 
     /// `[limits] max_subscriptions_per_connection` over event and PTY
@@ -715,6 +723,7 @@ impl McpConn {
                     if let Some(old) = act.pty_subs.insert(u, handle) {
                         ctx.cancel_future(old);
                     }
+                    act.count_subscriptions();
                     Ok(json!({}))
                 })
         }))
@@ -729,7 +738,9 @@ impl McpConn {
         if let Some(h) = self.pty_subs.remove(u) {
             ctx.cancel_future(h);
         }
-        if let Some(channel) = self.subs.remove(u) {
+        let removed = self.subs.remove(u);
+        self.count_subscriptions();
+        if let Some(channel) = removed {
             if !self.subs.values().any(|c| *c == channel) {
                 if let (Some(id), Some(s)) = (self.bus_subs.remove(&channel), &self.services) {
                     s.bus.do_send(Unsubscribe { id });

@@ -57,6 +57,8 @@ pub struct SessionShared {
     /// `[limits] session_memory` and `spill_bytes` (0: the defaults).
     pub session_memory: u64,
     pub spill_bytes: u64,
+    /// The language session's spill allowance, for `shoal status` (set by the worker).
+    pub spill: Mutex<Option<Arc<crate::value::output::SpillQuota>>>,
     /// Adapters of the language session (`None`: commands run as written).
     pub adapters: Option<Arc<crate::adapters::Catalog>>,
     /// A fork of the language session as of its last exec: background tasks
@@ -219,6 +221,7 @@ impl SessionShared {
             fork_seed: Mutex::new(None),
             session_memory: 0,
             spill_bytes: 0,
+            spill: Mutex::new(None),
         }
     }
 
@@ -311,6 +314,31 @@ impl SessionShared {
                 tracing::error!(session = %self.name, "cannot reserve out:N numbers: {e}");
                 Err(journal_unavailable(&e.to_string()))
             }
+        }
+    }
+
+    /// At a clean shutdown (no exec running any more), give back the reserved `out:N`
+    /// numbers that were never handed out, durably, so the next start continues right
+    /// after the last one used instead of a whole block later.
+    pub fn release_reservation(&self) {
+        let Some(svc) = &self.services else {
+            return;
+        };
+        if self.base.get().is_none() || self.busy.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut reserved = self.reserved.locked();
+        let used = self.peek_next() - 1;
+        if used >= *reserved {
+            return;
+        }
+        let op = crate::journal::Op::ReleaseRefs {
+            session: self.name.clone(),
+            upto: used,
+        };
+        match svc.writer.submit_wait(op).and_then(|_| svc.writer.flush()) {
+            Ok(()) => *reserved = used,
+            Err(e) => tracing::warn!(session = %self.name, "cannot release out:N numbers: {e}"),
         }
     }
 
@@ -864,6 +892,7 @@ fn run_job(
                         Some(s.channel_injector());
                     *shared.interrupter.locked() =
                         Some(s.interrupter());
+                    *shared.spill.locked() = s.spill_quota();
                 }
                 *lang = Some(s);
             }

@@ -700,3 +700,278 @@ fn accept_backs_off_when_descriptors_run_out() {
     assert!(lines <= 3, "{lines} accept-failure lines");
     assert!(log.contains("backing off"), "{log}");
 }
+
+// Row 11 (the rest): `parse` and `complete` are context-free and answer before attaching.
+#[test]
+fn parse_and_complete_answer_before_attach() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut c = d.conn();
+    let r = c.ok("parse", json!({"src": "let x = [1, 2]\nx.len() + 1"}));
+    assert_eq!(r["ast_version"], json!(2), "{r}");
+    assert_eq!(r["ast"]["stmts"].as_array().map(Vec::len), Some(2), "{r}");
+    let r = c.call("parse", json!({"src": "let = 1"}));
+    assert_eq!(err_code(&r), -32001, "{r}");
+    let span = &r["error"]["data"]["span"];
+    assert!(
+        span["start"].as_u64().unwrap() <= span["end"].as_u64().unwrap(),
+        "{r}"
+    );
+    assert!(r["error"]["data"].get("hint").is_some(), "{r}");
+    assert_eq!(err_code(&c.call("parse", json!({}))), -32602);
+    let r = c.ok(
+        "complete",
+        json!({"src": "let total = 1\nfn tally() { 2 }\nta", "cursor": 1000}),
+    );
+    assert_eq!(r["candidates"], json!(["tally"]), "{r}");
+    let r = c.ok("complete", json!({"src": "wh"}));
+    assert_eq!(r["candidates"], json!(["while"]), "{r}");
+    // Not on a character boundary: an answer, not a dropped connection.
+    let r = c.ok("complete", json!({"src": "é", "cursor": 1}));
+    assert!(r["candidates"].as_array().unwrap().len() > 10, "{r}");
+    // A tree too deep to return is refused, and the connection goes on.
+    let deep = format!("{}1{}", "[".repeat(250), "]".repeat(250));
+    let chain = vec!["1"; 999].join(" + ");
+    let src = format!("{}{chain}{}", "(".repeat(200), ")".repeat(200));
+    for s in [deep, src] {
+        let r = c.call("parse", json!({ "src": s }));
+        if r.get("error").is_some() {
+            assert!([-32602, -32001].contains(&err_code(&r)), "{r}");
+        }
+    }
+    // Everything else still needs an attachment.
+    assert_eq!(err_code(&c.call("exec", json!({"src": "1"}))), -32000);
+    c.attach("p");
+    assert_eq!(
+        c.ok("exec", json!({"src": "6 * 7"}))["value"],
+        json!({"$": "int", "v": 42})
+    );
+}
+
+// `shoal status` (human and --json) shows each limit's use and the journal's health.
+#[test]
+fn status_shows_limit_use_and_journal_health() {
+    let root = Root::new();
+    let d = start_with_config(
+        &root,
+        "[limits]\nmax_sessions = 8\nmax_ptys_per_session = 3\n",
+    );
+    let mut c = d.conn();
+    c.attach("spilly");
+    // 12 MB of captured output: over the in-memory limit, so it is spilled (and kept while
+    // the value is held as out:1).
+    let r = c.ok("exec", json!({"src": "sh { head -c 12000000 /dev/zero }"}));
+    assert!(r["ref"].is_string(), "{r}");
+    for ch in ["user.a", "user.b", "user.c"] {
+        c.ok("events.subscribe", json!({"channel": ch}));
+    }
+    let p = c.ok("pty.open", json!({"cmd": "sleep", "args": ["30"]}));
+    assert!(p["pty_id"].is_string() || p["pty_id"].is_number(), "{p}");
+    let (code, out, err) = run(
+        &root,
+        &["status", "--json", "--socket", d.socket.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let st: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let l = &st["limits"];
+    assert_eq!(l["sessions"]["max"], json!(8), "{l}");
+    assert!(l["sessions"]["used"].as_u64().unwrap() >= 1, "{l}");
+    assert!(l["connections"]["used"].as_u64().unwrap() >= 1, "{l}");
+    assert_eq!(l["subscriptions_per_connection"]["used"], json!(3), "{l}");
+    assert_eq!(l["ptys_per_session"]["used"], json!(1), "{l}");
+    assert_eq!(l["ptys_per_session"]["max"], json!(3), "{l}");
+    let spill = l["spill_bytes"]["used"].as_u64().unwrap();
+    assert!(spill >= 4_000_000, "{l}");
+    assert_eq!(l["spill_bytes"]["max"], json!(4u64 << 30), "{l}");
+    let sess = st["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == json!("spilly"))
+        .unwrap_or_else(|| panic!("{st}"));
+    assert_eq!(sess["spill_bytes"].as_u64(), Some(spill), "{sess}");
+    assert_eq!(st["journal"]["health"], json!("ok"), "{st}");
+
+    let (code, text, _) = run(
+        &root,
+        &["status", "--socket", d.socket.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 0);
+    for want in [
+        "subscriptions per connection 3/64",
+        "ptys per session 1/3",
+        "/4.0 GiB",
+        "spill per session",
+        "health   ok",
+    ] {
+        assert!(text.contains(want), "{want:?} missing:\n{text}");
+    }
+    assert!(text.contains("sessions ") && text.contains("/8"), "{text}");
+    c.ok("pty.close", json!({"pty_id": p["pty_id"]}));
+}
+
+fn ref_n(r: &Value) -> u64 {
+    r["ref"].as_str().unwrap_or_else(|| panic!("{r}"))[4..]
+        .parse()
+        .unwrap()
+}
+
+// `out:N` after restarts: a clean stop (SIGTERM) gives back the unused reservation, so the
+// numbering goes on right after the last number; a SIGKILL still skips past every number
+// possibly handed out, and an old ref answers its own value or -32004.
+#[test]
+fn out_numbering_after_sigterm_and_sigkill() {
+    let root = Root::new();
+    let cfg = config(&root, "b.toml", "[journal]\ndurability = \"batched\"\n");
+    let args = ["--config", cfg.to_str().unwrap()];
+    let mut d = Daemon::start_with(&root, &root.socket(), &args, &[]);
+    let mut c = d.conn();
+    c.attach("num");
+    for i in 1..=3u64 {
+        assert_eq!(ref_n(&c.ok("exec", json!({"src": format!("{i}")}))), i);
+    }
+    d.signal(libc::SIGTERM);
+    assert_eq!(
+        d.wait_timeout(Duration::from_secs(15)).unwrap().code(),
+        Some(0)
+    );
+    drop(c);
+    drop(d);
+    let mut d = Daemon::start_with(&root, &root.socket(), &args, &[]);
+    let mut c = d.conn();
+    c.attach("num");
+    assert_eq!(
+        ref_n(&c.ok("exec", json!({"src": "40"}))),
+        4,
+        "a clean stop skipped numbers"
+    );
+    assert_eq!(
+        c.ok("value.get", json!({"ref": "out:2"}))["value"],
+        json!({"$": "int", "v": 2})
+    );
+    // Twice in a row (a restart with no exec keeps the mark where it was).
+    d.signal(libc::SIGTERM);
+    assert_eq!(
+        d.wait_timeout(Duration::from_secs(15)).unwrap().code(),
+        Some(0)
+    );
+    drop(c);
+    drop(d);
+    let mut d = Daemon::start_with(&root, &root.socket(), &args, &[]);
+    d.signal(libc::SIGTERM);
+    assert_eq!(
+        d.wait_timeout(Duration::from_secs(15)).unwrap().code(),
+        Some(0)
+    );
+    drop(d);
+    let d = Daemon::start_with(&root, &root.socket(), &args, &[]);
+    let mut c = d.conn();
+    c.attach("num");
+    assert_eq!(ref_n(&c.ok("exec", json!({"src": "50"}))), 5);
+    let held = ref_n(&c.ok("exec", json!({"src": "60"})));
+    assert_eq!(held, 6);
+    d.signal(libc::SIGKILL);
+    drop(c);
+    drop(d);
+    let d = Daemon::start_with(&root, &root.socket(), &args, &[]);
+    let mut c = d.conn();
+    c.attach("num");
+    let n = ref_n(&c.ok("exec", json!({"src": "70"})));
+    assert!(
+        n > held,
+        "out:{n} may have been handed out before the crash"
+    );
+    let r = c.call("value.get", json!({"ref": "out:6"}));
+    match r.get("result") {
+        Some(res) => assert_eq!(res["value"], json!({"$": "int", "v": 60}), "{r}"),
+        None => assert_eq!(err_code(&r), -32004, "{r}"),
+    }
+}
+
+fn pids_running(needle: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmd)
+                .replace('\0', " ")
+                .contains(needle)
+                .then_some(pid)
+        })
+        .collect()
+}
+
+// SIGTERM exits 0 and removes the socket while a session's child is stopped (SIGSTOP); the
+// child does not outlive the daemon.
+#[test]
+fn sigterm_exits_zero_with_a_stopped_child() {
+    let root = Root::new();
+    let mut d = Daemon::start(&root);
+    let mut a = d.conn();
+    a.attach("stopped");
+    a.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "exec", "params": {"src": "sh { sleep 62.75 }"}}),
+    );
+    let pid = eventually("the child", Duration::from_secs(10), || {
+        pids_running("sleep 62.75").first().copied()
+    });
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    eventually("the child stopped", Duration::from_secs(10), || {
+        let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        st.rsplit(')')
+            .next()?
+            .trim_start()
+            .starts_with('T')
+            .then_some(())
+    });
+    d.signal(libc::SIGTERM);
+    let st = d.wait_timeout(Duration::from_secs(20));
+    let left = pids_running("sleep 62.75");
+    for p in &left {
+        kill_pid(*p);
+    }
+    let st = st.expect("daemon did not exit");
+    assert_eq!(st.code(), Some(0), "{st}");
+    assert!(!d.socket.exists());
+    assert!(
+        left.is_empty(),
+        "the stopped child outlived the daemon: {left:?}"
+    );
+}
+
+// SIGTERM exits 0 and removes the socket while the state dir is full (the final flush fails).
+#[test]
+fn sigterm_exits_zero_with_a_full_disk() {
+    let root = Root::new();
+    let cfg = config(
+        &root,
+        "full.toml",
+        "[journal]\ndurability = \"batched\"\nflush_ms = 20\n",
+    );
+    let fs = Tmpfs::mount(&root.state_dir(), "3m");
+    let args = ["--config", cfg.to_str().unwrap()];
+    let mut d = Daemon::start_with(&root, &root.socket(), &args, &[]);
+    let mut c = d.conn();
+    c.attach("full");
+    c.ok("exec", json!({"src": "1"}));
+    let _filler = fs.fill();
+    let mut i = 0;
+    eventually("a degraded result", Duration::from_secs(20), || {
+        i += 1;
+        let r = c.call("exec", json!({"src": format!("{BIG}.len() + {i}")}));
+        (r.get("result")?["journal"] == json!("degraded")).then_some(())
+    });
+    d.signal(libc::SIGTERM);
+    let st = d
+        .wait_timeout(Duration::from_secs(20))
+        .expect("daemon did not exit");
+    assert_eq!(st.code(), Some(0), "{st}");
+    assert!(!d.socket.exists());
+    drop(c);
+    drop(d);
+    drop(fs);
+}

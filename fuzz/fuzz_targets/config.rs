@@ -1,13 +1,7 @@
-//! The config TOML (`shoal.toml`, strict, with `file:line:column` errors).
+//! cargo-fuzz target `config`: see `fuzz/entries.rs`.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "../entries.rs"]
+mod entries;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    if let Err(e) = shoal::config::parse(text, std::path::Path::new("f.toml")) {
-        let _ = e.to_string();
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| entries::config(data));

@@ -123,17 +123,18 @@ pub fn human(st: &Value) -> String {
     }
 
     out.push_str(&format!(
-        "\n{:<20} {:>7} {:>10} {:>5} {:>4} {:>5}  {}\n",
-        "SESSION", "CLIENTS", "TRANSCRIPT", "TASKS", "PTYS", "BUSY", "CWD"
+        "\n{:<20} {:>7} {:>10} {:>5} {:>4} {:>10} {:>5}  {}\n",
+        "SESSION", "CLIENTS", "TRANSCRIPT", "TASKS", "PTYS", "SPILL", "BUSY", "CWD"
     ));
     for sess in st["sessions"].as_array().cloned().unwrap_or_default() {
         out.push_str(&format!(
-            "{:<20} {:>7} {:>10} {:>5} {:>4} {:>5}  {}\n",
+            "{:<20} {:>7} {:>10} {:>5} {:>4} {:>10} {:>5}  {}\n",
             s(&sess["name"]),
             s(&sess["clients"]),
             s(&sess["transcript"]),
             s(&sess["tasks"]),
             s(&sess["ptys"]),
+            sess["spill_bytes"].as_u64().map_or("-".into(), bytes),
             s(&sess["busy"]),
             s(&sess["cwd"])
         ));
@@ -238,7 +239,9 @@ pub fn human(st: &Value) -> String {
     out
 }
 
-/// `limits    sessions 3/64 · connections 5/256 · ...` (use where the daemon counts it).
+/// `limits     sessions 3/64 · connections 5/256 · spill per session 10.0 MiB/4.0 GiB · ...`:
+/// each quota with its use where the daemon counts it (per-session and per-connection
+/// quotas show the busiest one), else its maximum.
 fn limits(l: &Value) -> String {
     let Some(m) = l.as_object() else {
         return String::new();
@@ -246,17 +249,17 @@ fn limits(l: &Value) -> String {
     let parts: Vec<String> = m
         .iter()
         .map(|(name, v)| {
-            let max = match (name.as_str(), v["max"].as_u64()) {
-                ("session_memory" | "spill_bytes", Some(b)) => bytes(b),
-                (_, Some(n)) => n.to_string(),
-                _ => "-".into(),
+            let in_bytes = name == "session_memory" || name == "spill_bytes";
+            let label = match name.as_str() {
+                "spill_bytes" => "spill per session".to_string(),
+                "session_memory" => "memory per session".to_string(),
+                n => n.replace('_', " "),
             };
+            let num = |n: u64| if in_bytes { bytes(n) } else { n.to_string() };
+            let max = v["max"].as_u64().map_or("-".into(), num);
             match v["used"].as_u64() {
-                Some(u) if name == "session_memory" || name == "spill_bytes" => {
-                    format!("{name} {}/{max}", bytes(u))
-                }
-                Some(u) => format!("{name} {u}/{max}"),
-                None => format!("{name} max {max}"),
+                Some(u) => format!("{label} {}/{max}", num(u)),
+                None => format!("{label} max {max}"),
             }
         })
         .collect();

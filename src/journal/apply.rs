@@ -169,6 +169,15 @@ impl Tx<'_> {
                 }
                 Ok(None)
             }
+            Op::ReleaseRefs { session, upto } => {
+                let key = super::store::reserve_key(&session);
+                let have = opt_counter(&self.meta, &key)?;
+                if upto < have {
+                    self.meta
+                        .insert(key.as_str(), enc_u64s(&[upto]).as_slice())?;
+                }
+                Ok(None)
+            }
             Op::PinBlob(h) => {
                 let key = cas::parse_hash(&h)?;
                 if self.pins.get(key.as_slice())?.is_none() {

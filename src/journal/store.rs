@@ -109,6 +109,12 @@ pub enum Op {
         session: String,
         upto: u64,
     },
+    /// Give back the unused part of a reservation at a clean shutdown: lower the mark to
+    /// `upto`, the last number handed out (never raises it).
+    ReleaseRefs {
+        session: String,
+        upto: u64,
+    },
     /// Keep a blob regardless of entries and transcripts (`HEX` or `blake3:HEX`).
     PinBlob(String),
     UnpinBlob(String),

@@ -9,25 +9,36 @@ use std::sync::Arc;
 
 pub use crate::value::code::{BinOp, Span, UnOp};
 
+use serde::{Serialize, Serializer};
+
+/// The AST serializes (the kernel `parse` method's `ast`) as plain nested JSON.
+fn arc<T: Serialize, S: Serializer>(v: &Arc<T>, s: S) -> Result<S::Ok, S::Error> {
+    (**v).serialize(s)
+}
+
+fn opt_arc<T: Serialize, S: Serializer>(v: &Option<Arc<T>>, s: S) -> Result<S::Ok, S::Error> {
+    v.as_deref().serialize(s)
+}
+
 /// A whole program: a sequence of statements.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Program {
     pub stmts: Vec<Stmt>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Block {
     pub stmts: Vec<Stmt>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Stmt {
     pub kind: StmtKind,
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub enum StmtKind {
     /// `let x = e`, `var x: int = e`, `export let ...`. `name` may be `_`.
     Let {
@@ -39,12 +50,14 @@ pub enum StmtKind {
     },
     /// `fn name(...) { ... }` (optionally `export fn`).
     Fn {
+        #[serde(serialize_with = "arc")]
         def: Arc<FnDef>,
         export: bool,
     },
     /// `alias name = command ...`
     Alias {
         name: String,
+        #[serde(serialize_with = "arc")]
         command: Arc<Command>,
     },
     /// `use ./path/mod.shl`
@@ -73,13 +86,13 @@ pub enum StmtKind {
     Expr(Expr),
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum AssignTarget {
     Var(String),
     Env(String),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum AssignOp {
     Set,
     Add,
@@ -88,13 +101,13 @@ pub enum AssignOp {
     Div,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Expr {
     pub kind: ExprKind,
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub enum ExprKind {
     Literal(Literal),
     /// An interpolated string `"a {x} b"`; parts in order.
@@ -147,7 +160,7 @@ pub enum ExprKind {
     },
     /// `x => e`, `(a, b) => { ... }`, and implicit item lambdas (`.name > 1` as a
     /// whole argument), which use the parameter name [`ITEM_PARAM`].
-    Lambda(Arc<FnDef>),
+    Lambda(#[serde(serialize_with = "arc")] Arc<FnDef>),
     If {
         cond: Box<Expr>,
         then: Block,
@@ -179,7 +192,7 @@ pub enum ExprKind {
     /// `spawn { body }`
     Spawn(Block),
     /// A command (CMD-mode statement, `(cmd args)` substitution, `.feed(cmd)` argument).
-    Command(Arc<Command>),
+    Command(#[serde(serialize_with = "arc")] Arc<Command>),
     /// `sh { ... }`, `python3 '''...'''`.
     InterpBlock {
         tool: String,
@@ -194,13 +207,13 @@ pub enum ExprKind {
 /// written in source because `$` is not an identifier character.
 pub const ITEM_PARAM: &str = "$item";
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub enum InterpPart {
     Lit(String),
     Expr(Expr),
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Literal {
     Null,
     Bool(bool),
@@ -220,14 +233,14 @@ pub enum Literal {
 }
 
 /// A call argument: positional (`name == None`) or named (`name: value`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Arg {
     pub name: Option<String>,
     pub value: Expr,
 }
 
 /// A function or lambda definition.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct FnDef {
     /// `Some` for `fn NAME`, `None` for lambdas.
     pub name: Option<String>,
@@ -239,13 +252,13 @@ pub struct FnDef {
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub enum FnBody {
     Block(Block),
     Expr(Box<Expr>),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Param {
     pub name: String,
     pub ty: Option<TypeAnn>,
@@ -253,14 +266,14 @@ pub struct Param {
 }
 
 /// `NAME [< T, ... >] [?]`
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TypeAnn {
     pub name: String,
     pub args: Vec<TypeAnn>,
     pub optional: bool,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct MatchArm {
     /// Alternatives (`p1 | p2`); at least one.
     pub patterns: Vec<Pattern>,
@@ -269,7 +282,7 @@ pub struct MatchArm {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Pattern {
     /// `_`
     Wildcard,
@@ -296,7 +309,7 @@ pub enum Pattern {
 }
 
 /// A command in CMD mode (language.md §10.1).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Command {
     /// `NAME=value` prefixes.
     pub env: Vec<(String, Word)>,
@@ -308,17 +321,18 @@ pub struct Command {
     /// Trailing `&`.
     pub background: bool,
     /// Trailing `{ ... }` block: a zero-parameter lambda appended as the last argument.
+    #[serde(serialize_with = "opt_arc")]
     pub block: Option<Arc<FnDef>>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Word {
     pub kind: WordKind,
     pub span: Span,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub enum WordKind {
     /// A plain word: a string argument.
     Plain(String),
@@ -342,13 +356,13 @@ pub enum WordKind {
     Dash,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Redirect {
     pub kind: RedirectKind,
     pub target: Word,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum RedirectKind {
     /// `>`
     Out,

@@ -251,6 +251,11 @@ impl Session {
             .insert("PWD".into(), self.interp.cwd.to_string_lossy().into_owned());
     }
 
+    /// The spill allowance of this session's captured output.
+    pub fn spill_quota(&self) -> Option<Arc<crate::value::output::SpillQuota>> {
+        self.interp.spill.clone()
+    }
+
     pub fn cwd(&self) -> PathBuf {
         self.interp.cwd.clone()
     }

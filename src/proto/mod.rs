@@ -12,6 +12,7 @@ pub mod mcp;
 pub mod mcp_pty;
 pub mod mcp_tasks;
 pub mod rpc;
+pub mod syntax;
 pub mod uri;
 pub mod valpath;
 pub mod wire;

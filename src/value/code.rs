@@ -8,7 +8,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 /// Byte offsets `[start, end)` into the source text.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
 pub struct Span {
     pub start: u32,
     pub end: u32,
@@ -29,13 +29,13 @@ impl Span {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum UnOp {
     Not,
     Neg,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum BinOp {
     Add,
     Sub,
