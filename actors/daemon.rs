@@ -442,11 +442,7 @@ impl Handler<Shutdown> for Daemon {
 
 /// Bytes in a session's spill files now (0 before its first exec).
 fn spill_used(shared: &SessionShared) -> u64 {
-    shared
-        .spill
-        .locked()
-        .as_ref()
-        .map_or(0, |q| q.used())
+    shared.spill.locked().as_ref().map_or(0, |q| q.used())
 }
 
 /// Longest session name, in bytes (docs/protocol.md §10).

@@ -382,11 +382,7 @@ impl SessionShared {
     /// A copy of the language state for a background task: from the last
     /// exec's seed, or a fresh language session before the first exec.
     pub fn fork_lang(&self) -> Result<LangSession, SessionError> {
-        if let Some(seed) = self
-            .fork_seed
-            .locked()
-            .as_ref()
-        {
+        if let Some(seed) = self.fork_seed.locked().as_ref() {
             return Ok(seed.0.fork());
         }
         new_lang(self)
@@ -888,10 +884,8 @@ fn run_job(
         match new_lang(shared) {
             Ok(s) => {
                 if foreground {
-                    *shared.injector.locked() =
-                        Some(s.channel_injector());
-                    *shared.interrupter.locked() =
-                        Some(s.interrupter());
+                    *shared.injector.locked() = Some(s.channel_injector());
+                    *shared.interrupter.locked() = Some(s.interrupter());
                     *shared.spill.locked() = s.spill_quota();
                 }
                 *lang = Some(s);
