@@ -41,8 +41,8 @@ use super::session::CallCancel;
 use crate::lang::Position;
 use crate::proto::elide::Budget;
 use crate::proto::kernel::{self, GetFormat, GetRequest};
-use crate::proto::rpc::{self, RpcError};
 use crate::proto::mcp_era::{self, Era};
+use crate::proto::rpc::{self, RpcError};
 use crate::proto::{mcp, uri};
 
 type Reply = LocalBoxActorFuture<McpConn, Result<Json, RpcError>>;
@@ -843,13 +843,7 @@ impl McpConn {
     /// is `notifications/subscriptions/acknowledged` with the honored URIs
     /// (event channels, the journal, PTY screens); the request is answered
     /// only when the stream ends, and a `notifications/cancelled` ends it.
-    fn listen(
-        &mut self,
-        id: Json,
-        params: &Json,
-        env: mcp_era::Envelope,
-        ctx: &mut Context<Self>,
-    ) {
+    fn listen(&mut self, id: Json, params: &Json, env: mcp_era::Envelope, ctx: &mut Context<Self>) {
         let key = id_key(&id);
         let uris = match mcp_era::listen_uris(params) {
             Ok(u) => u,

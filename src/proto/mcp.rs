@@ -27,6 +27,7 @@ pub fn is_mcp_method(method: &str) -> bool {
         "prompts/",
         "completion/",
         "logging/",
+        "subscriptions/",
     ]
     .iter()
     .any(|p| method.starts_with(p))
@@ -798,6 +799,7 @@ mod tests {
             "tools/list",
             "notifications/initialized",
             "shoal/attach",
+            "subscriptions/listen",
         ] {
             assert!(is_mcp_method(m), "{m}");
         }

@@ -174,9 +174,7 @@ pub fn finish(method: &str, mut result: Json) -> Json {
         o.entry("ttlMs").or_insert_with(|| json!(0));
         o.entry("cacheScope").or_insert_with(|| json!("private"));
     }
-    let meta = o
-        .entry("_meta")
-        .or_insert_with(|| Json::Object(Map::new()));
+    let meta = o.entry("_meta").or_insert_with(|| Json::Object(Map::new()));
     if let Some(m) = meta.as_object_mut() {
         m.entry(SERVER_INFO_KEY).or_insert_with(server_info);
     }
@@ -196,8 +194,11 @@ pub fn error(method: &str, uri: Option<&str>, e: RpcError) -> RpcError {
             } else {
                 data = json!({"uri": uri, "detail": data});
             }
-            RpcError::new(rpc::INVALID_PARAMS, format!("resource not found: {}", e.message))
-                .with_data(data)
+            RpcError::new(
+                rpc::INVALID_PARAMS,
+                format!("resource not found: {}", e.message),
+            )
+            .with_data(data)
         }
         _ => e,
     }
@@ -305,11 +306,7 @@ mod tests {
         );
         assert_eq!(e.code, rpc::INVALID_PARAMS);
         assert_eq!(e.data.unwrap()["uri"], "shoal://out/99");
-        let e = error(
-            "tools/call",
-            None,
-            RpcError::new(rpc::UNKNOWN_REF, "x"),
-        );
+        let e = error("tools/call", None, RpcError::new(rpc::UNKNOWN_REF, "x"));
         assert_eq!(e.code, rpc::UNKNOWN_REF);
     }
 }
