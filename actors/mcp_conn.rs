@@ -947,12 +947,16 @@ impl McpConn {
             l.acked = true;
             let listen_id = l.id.clone();
             for (channel, sid) in ids {
-                if act.bus_subs.contains_key(&channel) {
-                    if let Some(s) = &act.services {
-                        s.bus.do_send(Unsubscribe { id: sid });
+                match act.bus_subs.entry(channel) {
+                    std::collections::hash_map::Entry::Occupied(_) => {
+                        // Another subscription got there first: one per channel.
+                        if let Some(s) = &act.services {
+                            s.bus.do_send(Unsubscribe { id: sid });
+                        }
                     }
-                } else {
-                    act.bus_subs.insert(channel, sid);
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(sid);
+                    }
                 }
             }
             let filter = json!({"resourceSubscriptions": honored});
