@@ -1,13 +1,21 @@
-//! McpConn: the MCP-facing actor (contract §2, reference-protocol §5–§6).
+//! McpConn: the MCP-facing actor (contract §2, §12, reference-protocol §5–§6).
 //!
-//! `initialize` negotiates the protocol version; `tools/call` validates the
+//! Two eras on one connection type: `initialize` negotiates a 2025 version
+//! and makes the connection legacy; a request carrying the 2026-07-28
+//! envelope in `_meta` is served without a handshake and makes it modern
+//! (`proto::mcp_era` wraps the same handlers' results and errors). In the
+//! modern era a request's session is the one its `_meta["shoal/session"]`
+//! names, else the shim's; `subscriptions/listen` replaces
+//! `resources/subscribe`.
+//!
+//! `tools/call` validates the
 //! arguments against the advertised schema, turns the call into typed session
 //! messages and folds the reply into a `CallToolResult` (bounded text, a
 //! resource link, structured content matching the `outputSchema`). Tool
 //! failures are `isError` results; JSON-RPC errors are for broken envelopes,
-//! unknown tools and unknown methods (`server/discover` gets `-32601` at once).
-//! The session is attached lazily: the shim's `shoal/attach` notification
-//! names it, else `default`.
+//! unknown tools and unknown methods. `server/discover` is answered at once in
+//! either era. The session is attached lazily: the shim's `shoal/attach`
+//! notification names it, else `default`.
 //!
 //! `tools/call` and `resources/read` run concurrently (at most
 //! [`MAX_IN_FLIGHT`]; past that the connection stops reading until one
