@@ -84,6 +84,8 @@ struct Listen {
     chans: Vec<(String, String)>,
     /// PTY screen loops.
     ptys: Vec<SpawnHandle>,
+    /// PTY URIs asked for (counted against the quota while being set up).
+    n_ptys: usize,
     /// Acknowledged: nothing is delivered on the stream before.
     acked: bool,
 }
@@ -775,7 +777,7 @@ impl McpConn {
         let listened: usize = self
             .listens
             .values()
-            .map(|l| l.chans.len() + l.ptys.len())
+            .map(|l| l.chans.len() + l.n_ptys)
             .sum();
         if self.subs.len() + self.pty_subs.len() + listened + n > max {
             return Err(conn::limit_error(
@@ -890,6 +892,7 @@ impl McpConn {
                 id: id.clone(),
                 chans,
                 ptys: Vec::new(),
+                n_ptys: ptys.len(),
                 acked: false,
             },
         );
@@ -975,6 +978,7 @@ impl McpConn {
                 handles.push(ctx.spawn(updates.into_actor(act)));
             }
             if let Some(l) = act.listens.get_mut(&key) {
+                l.n_ptys = handles.len();
                 l.ptys = handles;
             }
         }));
