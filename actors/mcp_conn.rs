@@ -1,13 +1,21 @@
-//! McpConn: the MCP-facing actor (docs/protocol.md §2, reference-protocol §5–§6).
+//! McpConn: the MCP-facing actor (docs/protocol.md §2, §12, reference-protocol §5–§6).
 //!
-//! `initialize` negotiates the protocol version; `tools/call` validates the
+//! Two eras on one connection type: `initialize` negotiates a 2025 version
+//! and makes the connection legacy; a request carrying the 2026-07-28
+//! envelope in `_meta` is served without a handshake and makes it modern
+//! (`proto::mcp_era` wraps the same handlers' results and errors). In the
+//! modern era a request's session is the one its `_meta["shoal/session"]`
+//! names, else the shim's; `subscriptions/listen` replaces
+//! `resources/subscribe`.
+//!
+//! `tools/call` validates the
 //! arguments against the advertised schema, turns the call into typed session
 //! messages and folds the reply into a `CallToolResult` (bounded text, a
 //! resource link, structured content matching the `outputSchema`). Tool
 //! failures are `isError` results; JSON-RPC errors are for broken envelopes,
-//! unknown tools and unknown methods (`server/discover` gets `-32601` at once).
-//! The session is attached lazily: the shim's `shoal/attach` notification
-//! names it, else `default`.
+//! unknown tools and unknown methods. `server/discover` is answered at once in
+//! either era. The session is attached lazily: the shim's `shoal/attach`
+//! notification names it, else `default`.
 //!
 //! `tools/call` and `resources/read` run concurrently (at most
 //! [`MAX_IN_FLIGHT`]; past that the connection stops reading until one
@@ -40,6 +48,7 @@ use super::session_handle::{AttachSession, SessionHandle};
 use crate::lang::Position;
 use crate::proto::elide::Budget;
 use crate::proto::kernel::{self, GetFormat, GetRequest};
+use crate::proto::mcp_era::{self, Era};
 use crate::proto::rpc::{self, RpcError};
 use crate::proto::{mcp, uri};
 use crate::sync::Locked;
@@ -59,6 +68,30 @@ struct InFlight {
     /// This call's own cancellation (never another call's).
     cancel: Arc<CallCancel>,
 }
+
+/// The era a connection settled on: `initialize` makes it legacy, a first
+/// request with the 2026-07-28 envelope makes it modern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ConnEra {
+    Legacy,
+    Modern,
+}
+
+/// One `subscriptions/listen` stream (its JSON-RPC id tags every frame).
+struct Listen {
+    id: Json,
+    /// Event and journal URIs with their channels.
+    chans: Vec<(String, String)>,
+    /// PTY screen loops.
+    ptys: Vec<SpawnHandle>,
+    /// PTY URIs asked for (counted against the quota while being set up).
+    n_ptys: usize,
+    /// Acknowledged: nothing is delivered on the stream before.
+    acked: bool,
+}
+
+/// Sessions a connection's stateless requests may name besides the shim's.
+pub const MAX_NAMED_SESSIONS: usize = 16;
 
 pub struct McpConn {
     cx: ConnContext,
@@ -81,6 +114,13 @@ pub struct McpConn {
     services: Option<Services>,
     /// The client hung up: stop once the in-flight calls have answered.
     closing: bool,
+    era: Option<ConnEra>,
+    /// The session the request being dispatched names (`_meta["shoal/session"]`).
+    req_session: Option<String>,
+    /// Sessions named by stateless requests (other than `want_session`).
+    named: HashMap<String, SessionHandle>,
+    /// Open `subscriptions/listen` streams by request id.
+    listens: HashMap<String, Listen>,
 }
 
 fn id_key(id: &Json) -> String {
@@ -105,6 +145,10 @@ impl McpConn {
             pty_subs: HashMap::new(),
             services: None,
             closing: false,
+            era: None,
+            req_session: None,
+            named: HashMap::new(),
+            listens: HashMap::new(),
         }
     }
 
@@ -148,6 +192,10 @@ impl McpConn {
                     return;
                 };
                 let key = id_key(id);
+                if self.listens.contains_key(&key) {
+                    self.end_listen(&key, ctx);
+                    return;
+                }
                 let Some(f) = self.inflight.get_mut(&key) else {
                     return;
                 };
@@ -165,8 +213,96 @@ impl McpConn {
         }
     }
 
+    /// Settle the era of a request and serve it in that era's envelope.
     fn request(&mut self, id: Json, method: String, params: Json, ctx: &mut Context<Self>) {
-        let session = self.attached.as_ref().map(|h| h.name.clone());
+        let era = if method == "initialize" {
+            // The handshake belongs to 2025 even when a client stamps the envelope on it.
+            if self.era == Some(ConnEra::Modern) {
+                let requested = params
+                    .get("protocolVersion")
+                    .and_then(Json::as_str)
+                    .unwrap_or("");
+                let e = mcp_era::unsupported(requested);
+                conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+                return;
+            }
+            self.era = Some(ConnEra::Legacy);
+            Era::Legacy
+        } else {
+            match mcp_era::classify(&params) {
+                Ok(e) => e,
+                Err(e) => {
+                    conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+                    return;
+                }
+            }
+        };
+        let refuse = match (&era, self.era) {
+            (Era::Modern(_), Some(ConnEra::Legacy)) => Some(RpcError::new(
+                rpc::INVALID_REQUEST,
+                "this connection serves the handshake era (initialize); requests carrying the 2026-07-28 envelope are not accepted on it",
+            )),
+            (Era::Legacy, Some(ConnEra::Modern)) => Some(RpcError::invalid_params(format!(
+                "this connection serves 2026-07-28: params._meta must carry {} and {}",
+                mcp_era::PROTOCOL_VERSION_KEY,
+                mcp_era::CLIENT_CAPABILITIES_KEY
+            ))),
+            (Era::Modern(_), _) if mcp_era::removed_in_modern(&method) => {
+                Some(RpcError::method_not_found(&method))
+            }
+            _ => None,
+        };
+        if let Some(e) = refuse {
+            conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+            return;
+        }
+        match era {
+            Era::Legacy => {
+                if method == "server/discover" {
+                    let r = Ok(mcp_era::discover_result());
+                    conn::write(&self.tx, ctx, &rpc::reply(&id, r));
+                    return;
+                }
+                self.request_in(id, method, params, None, ctx)
+            }
+            Era::Modern(env) => {
+                self.era = Some(ConnEra::Modern);
+                match method.as_str() {
+                    "server/discover" => {
+                        let r = Ok(mcp_era::discover_result());
+                        conn::write(&self.tx, ctx, &rpc::reply(&id, r));
+                    }
+                    "subscriptions/listen" => self.listen(id, &params, env, ctx),
+                    _ => self.request_in(id, method, params, Some(env), ctx),
+                }
+            }
+        }
+    }
+
+    /// Dispatch one request; `modern` wraps its answer in the 2026 envelope.
+    fn request_in(
+        &mut self,
+        id: Json,
+        method: String,
+        params: Json,
+        modern: Option<mcp_era::Envelope>,
+        ctx: &mut Context<Self>,
+    ) {
+        let finish: Option<(String, Option<String>)> = modern.as_ref().map(|_| {
+            let uri = params.get("uri").and_then(Json::as_str).map(str::to_string);
+            (method.clone(), uri)
+        });
+        let envelope = move |res: Result<Json, RpcError>| match &finish {
+            None => res,
+            Some((m, uri)) => res
+                .map(|r| mcp_era::finish(m, r))
+                .map_err(|e| mcp_era::error(m, uri.as_deref(), e)),
+        };
+        self.req_session = modern.and_then(|e| e.session);
+        let session = self
+            .req_session
+            .clone()
+            .or_else(|| self.attached.as_ref().map(|h| h.name.clone()));
         let span = conn::request_span("mcp", self.cx.id, session.as_deref(), &id, &method);
         let _entered = span.clone().entered();
         let concurrent = matches!(
@@ -176,10 +312,11 @@ impl McpConn {
         if !concurrent || self.inflight.len() >= MAX_IN_FLIGHT {
             // In order; at the in-flight cap this also stops reading (backpressure).
             let fut = self.dispatch(&method, params, CallCancel::new(), ctx);
+            self.req_session = None;
             ctx.wait(fut.map(move |res, act, ctx| {
                 let _span = span.entered();
                 conn::request_done(&res);
-                let frame = rpc::reply(&id, res);
+                let frame = rpc::reply(&id, envelope(res));
                 conn::write(&act.tx, ctx, &frame);
             }));
             return;
@@ -208,6 +345,7 @@ impl McpConn {
             },
         );
         let fut = self.dispatch(&method, params, cancel, ctx);
+        self.req_session = None;
         ctx.spawn(fut.map(move |res, act, ctx| {
             let _span = span.entered();
             conn::request_done(&res);
@@ -218,7 +356,7 @@ impl McpConn {
             if done.is_some_and(|f| f.cancelled) {
                 tracing::debug!(conn = act.cx.id, request = %key, "cancelled request finished; no reply");
             } else {
-                let frame = rpc::reply(&id, res);
+                let frame = rpc::reply(&id, envelope(res));
                 conn::write(&act.tx, ctx, &frame);
             }
             if act.closing && act.inflight.is_empty() {
@@ -457,32 +595,26 @@ impl McpConn {
     }
 
     fn resources_list(&mut self, params: Json) -> Reply {
-        let first_page = params.get("cursor").is_none();
-        Box::pin(self.resources_list_core(params).then(move |r, act, _ctx| {
-            // PTYs are listed once, on the first page.
-            let ptys = first_page.then(|| super::pty::resource_entries(act.attached.clone()));
-            async move {
-                let mut r = r?;
-                if let Some(list) = r["resources"].as_array_mut() {
-                    if let Some(ptys) = ptys {
-                        list.extend(ptys.await);
-                    }
-                }
-                Ok(r)
-            }
-            .into_actor(act)
-        }))
-    }
-
-    fn resources_list_core(&mut self, params: Json) -> Reply {
         let caps = self.caps();
         let cursor = params
             .get("cursor")
             .and_then(Json::as_str)
             .map(str::to_string);
-        Box::pin(self.session().map(move |h, _act, _ctx| {
-            let last = h.map(|h| h.shared.last_ref()).unwrap_or(0);
-            mcp::resources_page(caps, last, cursor.as_deref())
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            async move {
+                let h = h.ok();
+                let last = h.as_ref().map(|h| h.shared.last_ref()).unwrap_or(0);
+                let mut r = mcp::resources_page(caps, last, cursor.as_deref())?;
+                // PTYs are listed once, on the first page.
+                if cursor.is_none() {
+                    let ptys = super::pty::resource_entries(h).await;
+                    if let Some(list) = r["resources"].as_array_mut() {
+                        list.extend(ptys);
+                    }
+                }
+                Ok(r)
+            }
+            .into_actor(act)
         }))
     }
 
@@ -673,7 +805,7 @@ impl McpConn {
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             let id = r?;
-            if act.subs.values().any(|c| *c == channel) {
+            if act.channel_wanted(&channel) && !act.bus_subs.contains_key(&channel) {
                 act.bus_subs.insert(channel, id);
             } else if let Some(s) = &act.services {
                 // Unsubscribed while the subscription was being set up.
@@ -693,8 +825,19 @@ impl McpConn {
     /// `[limits] max_subscriptions_per_connection` over event and PTY
     /// subscriptions together.
     fn subscription_room(&self) -> Result<(), RpcError> {
+        self.subscription_room_for(1)
+    }
+
+    /// Room for `n` more subscribed URIs (`resources/subscribe` and
+    /// `subscriptions/listen` count together).
+    fn subscription_room_for(&self, n: usize) -> Result<(), RpcError> {
         let max = self.cx.limits.max_subscriptions_per_connection;
-        if self.subs.len() + self.pty_subs.len() >= max {
+        let listened: usize = self
+            .listens
+            .values()
+            .map(|l| l.chans.len() + l.n_ptys)
+            .sum();
+        if self.subs.len() + self.pty_subs.len() + listened + n > max {
             return Err(conn::limit_error(
                 "max_subscriptions_per_connection",
                 max as u64,
@@ -718,7 +861,7 @@ impl McpConn {
                 .into_actor(act)
                 .map(move |r, act, ctx| {
                     let changes = r?;
-                    let updates = super::pty::updates(act.tx.clone(), u.clone(), changes);
+                    let updates = super::pty::updates(act.tx.clone(), u.clone(), changes, None);
                     let handle = ctx.spawn(updates.into_actor(act));
                     if let Some(old) = act.pty_subs.insert(u, handle) {
                         ctx.cancel_future(old);
@@ -741,17 +884,239 @@ impl McpConn {
         let removed = self.subs.remove(u);
         self.count_subscriptions();
         if let Some(channel) = removed {
-            if !self.subs.values().any(|c| *c == channel) {
-                if let (Some(id), Some(s)) = (self.bus_subs.remove(&channel), &self.services) {
-                    s.bus.do_send(Unsubscribe { id });
-                }
-            }
+            self.release_channel(&channel);
         }
         Box::pin(ready(Ok(json!({}))))
     }
 
-    /// The attached session, attaching on first use.
+    /// Some subscription (legacy or listen) still watches `channel`.
+    fn channel_wanted(&self, channel: &str) -> bool {
+        self.subs.values().any(|c| c == channel)
+            || self
+                .listens
+                .values()
+                .any(|l| l.chans.iter().any(|(_, c)| c == channel))
+    }
+
+    /// Drop the bus subscription of `channel` once nothing watches it.
+    fn release_channel(&mut self, channel: &str) {
+        if self.channel_wanted(channel) {
+            return;
+        }
+        if let (Some(id), Some(s)) = (self.bus_subs.remove(channel), &self.services) {
+            s.bus.do_send(Unsubscribe { id });
+        }
+    }
+
+    /// `subscriptions/listen` (2026-07-28): one long-lived request whose
+    /// stream carries `notifications/resources/updated` for the URIs it
+    /// asked for, each frame tagged with the request's id. The first frame
+    /// is `notifications/subscriptions/acknowledged` with the honored URIs
+    /// (event channels, the journal, PTY screens); the request is answered
+    /// only when the stream ends, and a `notifications/cancelled` ends it.
+    fn listen(&mut self, id: Json, params: &Json, env: mcp_era::Envelope, ctx: &mut Context<Self>) {
+        let key = id_key(&id);
+        let uris = match mcp_era::listen_uris(params) {
+            Ok(u) => u,
+            Err(e) => return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e))),
+        };
+        if self.listens.contains_key(&key) || self.inflight.contains_key(&key) {
+            let e = RpcError::new(rpc::INVALID_REQUEST, "request id already in use");
+            return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+        }
+        let mut chans: Vec<(String, String)> = Vec::new();
+        let mut ptys: Vec<(String, u64)> = Vec::new();
+        for u in uris {
+            if chans.iter().any(|(x, _)| *x == u) || ptys.iter().any(|(x, _)| *x == u) {
+                continue;
+            }
+            if let Some(n) = super::pty::watch_uri(&u) {
+                ptys.push((u, n));
+            } else if let Ok(ch) = mcp::subscription_channel(&u) {
+                if self.services.is_some() {
+                    chans.push((u, ch));
+                }
+            }
+        }
+        if let Err(e) = self.subscription_room_for(chans.len() + ptys.len()) {
+            return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+        }
+        let mut need: Vec<String> = Vec::new();
+        for (_, c) in &chans {
+            if !self.bus_subs.contains_key(c) && !self.channel_wanted(c) && !need.contains(c) {
+                need.push(c.clone());
+            }
+        }
+        self.listens.insert(
+            key.clone(),
+            Listen {
+                id: id.clone(),
+                chans,
+                ptys: Vec::new(),
+                n_ptys: ptys.len(),
+                acked: false,
+            },
+        );
+        let bus = self.services.as_ref().map(|s| s.bus.clone());
+        let sub = ctx.address().recipient::<BusEvent>();
+        self.req_session = env.session;
+        let session = if ptys.is_empty() {
+            None
+        } else {
+            Some(self.session())
+        };
+        self.req_session = None;
+        let setup = async move {
+            let mut ids = Vec::new();
+            if let Some(bus) = bus {
+                for channel in need {
+                    if let Ok(id) = bus
+                        .send(Subscribe {
+                            channel: channel.clone(),
+                            sub: sub.clone(),
+                        })
+                        .await
+                    {
+                        ids.push((channel, id));
+                    }
+                }
+            }
+            ids
+        };
+        let watches = move |h: Option<Result<SessionHandle, RpcError>>| async move {
+            let mut out = Vec::new();
+            if let Some(Ok(h)) = h {
+                for (u, n) in ptys {
+                    if let Ok(rx) = super::pty::watch(&h, n).await {
+                        out.push((u, rx));
+                    }
+                }
+            }
+            out
+        };
+        let session: LocalBoxActorFuture<Self, Option<Result<SessionHandle, RpcError>>> =
+            match session {
+                Some(f) => Box::pin(f.map(|h, _act, _ctx| Some(h))),
+                None => Box::pin(ready(None)),
+            };
+        let fut = session.then(move |h, act, _ctx| {
+            async move { (setup.await, watches(h).await) }.into_actor(act)
+        });
+        ctx.spawn(fut.map(move |(ids, watched), act, ctx| {
+            let Some(l) = act.listens.get_mut(&key) else {
+                // Cancelled while being set up.
+                for (channel, sid) in ids {
+                    if act.channel_wanted(&channel) && !act.bus_subs.contains_key(&channel) {
+                        act.bus_subs.insert(channel, sid);
+                    } else if let Some(s) = &act.services {
+                        s.bus.do_send(Unsubscribe { id: sid });
+                    }
+                }
+                return;
+            };
+            let mut honored: Vec<String> = l.chans.iter().map(|(u, _)| u.clone()).collect();
+            honored.extend(watched.iter().map(|(u, _)| u.clone()));
+            l.acked = true;
+            let listen_id = l.id.clone();
+            for (channel, sid) in ids {
+                match act.bus_subs.entry(channel) {
+                    std::collections::hash_map::Entry::Occupied(_) => {
+                        // Another subscription got there first: one per channel.
+                        if let Some(s) = &act.services {
+                            s.bus.do_send(Unsubscribe { id: sid });
+                        }
+                    }
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(sid);
+                    }
+                }
+            }
+            let filter = json!({"resourceSubscriptions": honored});
+            conn::write(&act.tx, ctx, &mcp_era::acknowledged(&listen_id, &filter));
+            let mut handles = Vec::new();
+            for (u, rx) in watched {
+                let updates = super::pty::updates(act.tx.clone(), u, rx, Some(listen_id.clone()));
+                handles.push(ctx.spawn(updates.into_actor(act)));
+            }
+            if let Some(l) = act.listens.get_mut(&key) {
+                l.n_ptys = handles.len();
+                l.ptys = handles;
+            }
+        }));
+    }
+
+    /// End a listen stream (the client cancelled it): no answer follows.
+    fn end_listen(&mut self, key: &str, ctx: &mut Context<Self>) {
+        let Some(l) = self.listens.remove(key) else {
+            return;
+        };
+        for h in l.ptys {
+            ctx.cancel_future(h);
+        }
+        for (_, channel) in &l.chans {
+            self.release_channel(channel);
+        }
+    }
+
+    /// The session of the request being dispatched: the one it names
+    /// explicitly (`_meta["shoal/session"]`), else the shim's.
     fn session(&mut self) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
+        match self.req_session.clone() {
+            Some(name) if name != self.want_session => self.named_session(name),
+            _ => self.default_session(),
+        }
+    }
+
+    /// A session a stateless request names: attached on first use, kept
+    /// for the connection (at most [`MAX_NAMED_SESSIONS`]).
+    fn named_session(
+        &mut self,
+        name: String,
+    ) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
+        if let Some(h) = self.named.get(&name) {
+            if h.addr.connected() {
+                return Box::pin(ready(Ok(h.clone())));
+            }
+        }
+        if self.token.is_some() || self.cx.foreign {
+            return Box::pin(ready(Err(RpcError::new(
+                rpc::AUTH_FAILED,
+                "bearer tokens are not available in this daemon yet",
+            ))));
+        }
+        if !self.named.contains_key(&name) && self.named.len() >= MAX_NAMED_SESSIONS {
+            return Box::pin(ready(Err(RpcError::new(
+                rpc::RESOURCE_LIMIT,
+                format!("at most {MAX_NAMED_SESSIONS} sessions can be named on one connection"),
+            )
+            .with_data(json!({"code": "resource_limit", "max": MAX_NAMED_SESSIONS})))));
+        }
+        self.cx.daemon_stats.enqueue();
+        let f = self.cx.daemon.send(AttachSession {
+            name: name.clone(),
+            cwd: self.want_cwd.clone(),
+            env: self.want_env.clone(),
+            no_adapters: false,
+        });
+        Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
+            let h = r
+                .map_err(|e| RpcError::internal(e.to_string()))?
+                .map_err(conn::session_error)?;
+            if let Some(old) = act.named.get(&name) {
+                if old.addr.connected() && old.name == h.name {
+                    return Ok(old.clone());
+                }
+            }
+            if let Some(old) = act.named.insert(name, h.clone()) {
+                old.notify(ClientCount { delta: -1 });
+            }
+            h.notify(ClientCount { delta: 1 });
+            Ok(h)
+        }))
+    }
+
+    /// The shim's session, attaching on first use.
+    fn default_session(&mut self) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
         if let Some(h) = &self.attached {
             if h.addr.connected() {
                 return Box::pin(ready(Ok(h.clone())));
@@ -905,6 +1270,9 @@ impl Actor for McpConn {
         if let Some(h) = self.attached.take() {
             h.notify(ClientCount { delta: -1 });
         }
+        for (_, h) in self.named.drain() {
+            h.notify(ClientCount { delta: -1 });
+        }
         if let Some(s) = &self.services {
             for (_, id) in self.bus_subs.drain() {
                 s.bus.do_send(Unsubscribe { id });
@@ -929,10 +1297,28 @@ impl Handler<BusEvent> for McpConn {
         let small = serde_json::to_vec(&*ev.payload)
             .map(|b| b.len() <= 8192)
             .unwrap_or(false);
-        for uri in uris {
+        let listened: Vec<(String, Json)> = self
+            .listens
+            .values()
+            .filter(|l| l.acked)
+            .flat_map(|l| {
+                l.chans
+                    .iter()
+                    .filter(|(_, c)| *c == ev.channel)
+                    .map(|(u, _)| (u.clone(), l.id.clone()))
+            })
+            .collect();
+        let tagged = uris
+            .into_iter()
+            .map(|u| (u, None))
+            .chain(listened.into_iter().map(|(u, id)| (u, Some(id))));
+        for (uri, listen) in tagged {
             let mut params = json!({"uri": uri, "seq": ev.seq});
             if small {
                 params["payload"] = (*ev.payload).clone();
+            }
+            if let Some(id) = listen {
+                params["_meta"] = json!({mcp_era::SUBSCRIPTION_ID_KEY: id});
             }
             let frame = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params});
             conn::write(&self.tx, ctx, &frame);

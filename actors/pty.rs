@@ -334,14 +334,24 @@ pub fn watch(
 /// Deliver `notifications/resources/updated {uri, seq}` for every change of
 /// the screen, coalesced to at most one per [`UPDATE_EVERY`]; a last one
 /// when the PTY goes away. Runs until cancelled (unsubscribe) or then.
-pub async fn updates(tx: Writer, uri: String, mut changes: tokio::sync::watch::Receiver<u64>) {
+/// `listen`: the `subscriptions/listen` id the updates belong to (stamped
+/// into `_meta`), `None` for a `resources/subscribe`.
+pub async fn updates(
+    tx: Writer,
+    uri: String,
+    mut changes: tokio::sync::watch::Receiver<u64>,
+    listen: Option<serde_json::Value>,
+) {
     let mut seq = 0u64;
     changes.borrow_and_update();
     loop {
         let open = changes.changed().await.is_ok();
         changes.borrow_and_update();
-        let frame = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+        let mut frame = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
             "params": {"uri": uri, "seq": seq}});
+        if let Some(id) = &listen {
+            frame["params"]["_meta"] = json!({crate::proto::mcp_era::SUBSCRIPTION_ID_KEY: id});
+        }
         seq += 1;
         if tx.send(frame::encode(&frame)).await.is_err() || !open {
             return;

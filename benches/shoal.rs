@@ -10,7 +10,10 @@
 //! - shim cold start (no daemon; autostart) to the first `initialize` reply;
 //! - MCP surface: `tools/list` size (advertised, and the full
 //!   13-tool list with the reference schemas), eliding a 1,000,000-item list
-//!   in-process, MCP `shoal_get` of a 10-item slice of it.
+//!   in-process, MCP `shoal_get` of a 10-item slice of it;
+//! - MCP eras (issue 17): a stateless 2026-07-28 `tools/call` of `6 * 7`
+//!   beside the same call on a 2025 handshake connection, interleaved, and
+//!   the stateless/legacy ratio (SHOAL_BENCH_ONLY=era runs only this).
 //!
 //! A custom harness (criterion's statistics add little to process-level
 //! round trips). Sizes: SHOAL_BENCH_N (default 2000) round trips,
@@ -250,6 +253,62 @@ fn mcp_bench(m: &mut Line, n: usize) {
         "MCP shoal_get 10-item slice of 1,000,000",
         timed(n, || drop(m.call(&get))),
         "ms",
+    );
+}
+
+/// MCP 2026-07-28 vs the 2025 handshake on one daemon: a stateless
+/// `tools/call` of `6 * 7` (envelope in `_meta`, no initialize) against the
+/// same call on an initialized connection, interleaved call by call so both
+/// see the same machine; the p50/p99 ratio modern/legacy.
+fn mcp_era_bench(sock: &Path, n: usize) {
+    let mut legacy = Line::open(sock);
+    legacy.call(&init_frame());
+    let mut modern = Line::open(sock);
+    let args = json!({"name": "shoal_exec", "arguments": {"src": "6 * 7"}});
+    let old = rpc(2, "tools/call", args.clone());
+    let mut p = args;
+    p["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "0"},
+    });
+    let new = rpc(2, "tools/call", p);
+    let r = modern.call(&new);
+    assert_eq!(r["result"]["resultType"], json!("complete"), "{r}");
+    assert_eq!(
+        r["result"]["structuredContent"]["value"]["v"],
+        json!(42),
+        "{r}"
+    );
+    for _ in 0..n.min(200) {
+        legacy.call(&old);
+        modern.call(&new);
+    }
+    let (mut ls, mut ms) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        // Alternate which era goes first so neither always follows the other.
+        let one = |line: &mut Line, f: &Value, out: &mut Vec<f64>| {
+            let t = Instant::now();
+            line.call(f);
+            out.push(t.elapsed().as_secs_f64() * 1000.0);
+        };
+        if i % 2 == 0 {
+            one(&mut legacy, &old, &mut ls);
+            one(&mut modern, &new, &mut ms);
+        } else {
+            one(&mut modern, &new, &mut ms);
+            one(&mut legacy, &old, &mut ls);
+        }
+    }
+    let (l50, l99) = pcts(&ls);
+    let (m50, m99) = pcts(&ms);
+    report("MCP tools/call 6 * 7, 2025-11-25 (legacy)", ls, "ms");
+    report("MCP tools/call 6 * 7, 2026-07-28 (stateless)", ms, "ms");
+    println!(
+        "{:<40} p50 {:.3}   p99 {:.3}",
+        "MCP stateless/legacy ratio",
+        m50 / l50,
+        m99 / l99
     );
 }
 
@@ -531,6 +590,14 @@ fn loadavg() -> String {
 fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
     let n = env_n("SHOAL_BENCH_N", 2000);
+    if std::env::var("SHOAL_BENCH_ONLY").is_ok_and(|v| v == "era") {
+        let root = Root::new();
+        let mut daemon = start_daemon(&root);
+        mcp_era_bench(&root.sock(), n);
+        let _ = daemon.kill();
+        let _ = daemon.wait();
+        return;
+    }
     hot_path_bench(n);
     if std::env::var("SHOAL_BENCH_ONLY").is_ok_and(|v| v == "hot") {
         return;
@@ -561,6 +628,7 @@ fn main() {
     m.call(&init);
 
     mcp_bench(&mut m, n);
+    mcp_era_bench(&root.sock(), n);
 
     println!(
         "{:<40} {:.1} MB",

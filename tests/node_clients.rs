@@ -1,6 +1,7 @@
 //! The clients people run, against `shoal mcp` (autostarting the daemon on a
-//! private socket): the official TypeScript SDK 1.x and the MCP Inspector
-//! CLI 2.x. Both validate `structuredContent` against the tool's
+//! private socket): the official TypeScript SDK 1.x, the TypeScript client
+//! 2.x (both eras) and the MCP Inspector CLI 2.x (`--protocol-era modern`
+//! and `legacy`). Both validate `structuredContent` against the tool's
 //! `outputSchema` even on error results, so every error path is exercised.
 //! Node 22 and the packages come from `make node` (`tests/node`, installed
 //! by `make test`); a missing install fails with a clear message.
@@ -133,15 +134,61 @@ fn typescript_sdk_accepts_every_result() {
     );
 }
 
+/// The TypeScript client 2.x (`@modelcontextprotocol/client`) negotiating
+/// the era itself settles on 2026-07-28; without negotiation it does the
+/// 2025-11-25 handshake. Both list the tools and call `shoal_exec`.
+#[test]
+fn typescript_client_2x_in_both_eras() {
+    for mode in ["auto", "legacy"] {
+        let root = Root::new();
+        let sock = root.socket();
+        let out = Command::new(node())
+            .arg(node_dir().join("ts2_client.mjs"))
+            .arg(BIN)
+            .arg(&sock)
+            .arg(root.path())
+            .arg(mode)
+            .current_dir(node_dir())
+            .env("HOME", root.path())
+            .output()
+            .expect("run node");
+        stop_daemons(&sock);
+        let (stdout, stderr) = text_of(&out);
+        assert!(
+            out.status.success(),
+            "TypeScript client 2.x ({mode}) failed ({}):\n{stdout}\n{stderr}",
+            out.status
+        );
+        for check in ["era", "tools_listed", "exec_value", "exec_error", "classic"] {
+            assert!(
+                stdout.contains(&format!("\"check\":\"{check}\",\"ok\":true")),
+                "{mode}: {check} missing:\n{stdout}"
+            );
+        }
+    }
+}
+
+/// `--strict` in both eras: the 2026-07-28 envelope (server/discover, no
+/// handshake) and the 2025 handshake.
 #[test]
 fn inspector_strict_tools_list_is_clean() {
+    for era in ["modern", "legacy"] {
+        strict_tools_list(era);
+    }
+}
+
+fn strict_tools_list(era: &str) {
     let root = Root::new();
-    let out = run_inspector(&root, &["--strict"], &["--method", "tools/list"]);
+    let out = run_inspector(
+        &root,
+        &["--strict", "--protocol-era", era],
+        &["--method", "tools/list"],
+    );
     stop_daemons(&root.socket());
     let (stdout, stderr) = text_of(&out);
     assert!(
         out.status.success(),
-        "--strict failed ({}):\n{stderr}",
+        "--strict ({era}) failed ({}):\n{stderr}",
         out.status
     );
     let v: Value = serde_json::from_str(&stdout).expect("tools/list JSON");
@@ -149,7 +196,7 @@ fn inspector_strict_tools_list_is_clean() {
     assert!(tools.len() >= 3, "{stdout}");
     assert!(
         !stderr.contains("error") && !stderr.contains("Warning"),
-        "strict reported problems:\n{stderr}"
+        "strict ({era}) reported problems:\n{stderr}"
     );
 }
 
@@ -159,6 +206,12 @@ fn inspector_strict_tools_list_is_clean() {
 /// rejection.
 #[test]
 fn inspector_delivers_valid_and_error_results() {
+    for era in ["modern", "legacy"] {
+        delivers_valid_and_error_results(era);
+    }
+}
+
+fn delivers_valid_and_error_results(era: &str) {
     let root = Root::new();
     let call = |tool: &str, args: &[&str]| {
         let mut after = vec!["--method", "tools/call", "--tool-name", tool];
@@ -166,7 +219,7 @@ fn inspector_delivers_valid_and_error_results() {
             after.push("--tool-arg");
             after.push(a);
         }
-        run_inspector(&root, &[], &after)
+        run_inspector(&root, &["--protocol-era", era], &after)
     };
     let cases: &[(&str, &[&str], bool, &str)] = &[
         ("shoal_exec", &["src=6 * 7"], true, "42"),
@@ -195,12 +248,12 @@ fn inspector_delivers_valid_and_error_results() {
         let (stdout, stderr) = text_of(&out);
         let code = out.status.code();
         if *ok {
-            assert_eq!(code, Some(0), "{tool} {args:?}:\n{stdout}\n{stderr}");
+            assert_eq!(code, Some(0), "{era}: {tool} {args:?}:\n{stdout}\n{stderr}");
         } else {
             assert_eq!(
                 code,
                 Some(5),
-                "{tool} {args:?} should be a delivered error result:\n{stdout}\n{stderr}"
+                "{era}: {tool} {args:?} should be a delivered error result:\n{stdout}\n{stderr}"
             );
             assert!(stdout.contains("\"isError\": true"), "{stdout}");
         }

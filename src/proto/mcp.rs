@@ -27,6 +27,7 @@ pub fn is_mcp_method(method: &str) -> bool {
         "prompts/",
         "completion/",
         "logging/",
+        "subscriptions/",
     ]
     .iter()
     .any(|p| method.starts_with(p))

@@ -51,6 +51,7 @@ fn first_frame_methods() {
         "tools/list",
         "notifications/initialized",
         "shoal/attach",
+        "subscriptions/listen",
     ] {
         assert!(is_mcp_method(m), "{m}");
     }

@@ -1,0 +1,312 @@
+//! The 2026-07-28 ("modern") envelope of the MCP surface (contract §12).
+//!
+//! One engine serves both eras: `proto::mcp` builds tools, resources and
+//! prompts once, and this module only wraps them. A modern request carries its
+//! own protocol version and client capabilities in `params._meta`; there is no
+//! handshake. [`classify`] reads that envelope, [`finish`] stamps the result
+//! (`resultType`, cache hints on cacheable results, the `serverInfo` `_meta`),
+//! and [`error`] applies the revision's error rules (resource-not-found is
+//! `-32602` with `data.uri`, SEP-2164).
+
+use serde_json::{json, Map, Value as Json};
+
+use super::mcp::{self, INSTRUCTIONS, VERSIONS};
+use super::rpc::{self, RpcError};
+
+/// The stateless revision.
+pub const MODERN: &str = "2026-07-28";
+/// `-32022`: the request names a modern version this server does not speak.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+/// The explicit session handle of a stateless request (contract §12): a
+/// `_meta` key, so it never collides with a tool's own arguments.
+pub const SESSION_KEY: &str = "shoal/session";
+
+/// Which era a request belongs to.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Era {
+    /// No modern envelope: the 2025 handshake rules.
+    Legacy,
+    /// A valid 2026-07-28 envelope.
+    Modern(Envelope),
+}
+
+/// What a modern request says about itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Envelope {
+    pub version: &'static str,
+    pub client_capabilities: Json,
+    pub client_info: Option<Json>,
+    /// `_meta["shoal/session"]`, when the request names its session.
+    pub session: Option<String>,
+}
+
+impl Envelope {
+    /// The client declared the MCP extension `id` in this request.
+    pub fn has_extension(&self, id: &str) -> bool {
+        self.client_capabilities
+            .get("extensions")
+            .and_then(|e| e.get(id))
+            .is_some()
+    }
+}
+
+/// Every version this server speaks, handshake ones first.
+pub fn supported_versions() -> Vec<&'static str> {
+    VERSIONS.iter().copied().chain([MODERN]).collect()
+}
+
+/// The `-32022` error for an unsupported modern version.
+pub fn unsupported(requested: &str) -> RpcError {
+    RpcError::new(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+        .with_data(json!({"supported": [MODERN], "requested": requested}))
+}
+
+/// Read a request's envelope. The version key alone marks a modern request
+/// (legacy `_meta` never carries it), so a half-built envelope is refused
+/// with `-32602` naming what is missing rather than served as legacy.
+pub fn classify(params: &Json) -> Result<Era, RpcError> {
+    let Some(meta) = params.get("_meta").and_then(Json::as_object) else {
+        return Ok(Era::Legacy);
+    };
+    let Some(version) = meta.get(PROTOCOL_VERSION_KEY) else {
+        return Ok(Era::Legacy);
+    };
+    let Some(caps) = meta.get(CLIENT_CAPABILITIES_KEY) else {
+        return Err(RpcError::invalid_params(format!(
+            "params._meta is missing the required envelope key {CLIENT_CAPABILITIES_KEY}"
+        )));
+    };
+    let Some(version) = version.as_str() else {
+        return Err(RpcError::invalid_params(
+            "the protocol-version envelope value must be a string",
+        ));
+    };
+    if version != MODERN {
+        return Err(unsupported(version));
+    }
+    if !caps.is_object() {
+        return Err(RpcError::invalid_params(format!(
+            "{CLIENT_CAPABILITIES_KEY} must be an object"
+        )));
+    }
+    let session = match meta.get(SESSION_KEY) {
+        None | Some(Json::Null) => None,
+        Some(Json::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(_) => {
+            return Err(RpcError::invalid_params(format!(
+                "_meta[{SESSION_KEY:?}] must be a non-empty session name"
+            )))
+        }
+    };
+    Ok(Era::Modern(Envelope {
+        version: MODERN,
+        client_capabilities: caps.clone(),
+        client_info: meta.get(CLIENT_INFO_KEY).cloned(),
+        session,
+    }))
+}
+
+/// Methods of the 2025 era that the stateless revision removed.
+pub fn removed_in_modern(method: &str) -> bool {
+    matches!(
+        method,
+        "ping" | "resources/subscribe" | "resources/unsubscribe" | "logging/setLevel"
+    )
+}
+
+/// The server's capabilities in the modern era: as the handshake's, with
+/// `extensions` (none are offered until the tasks extension can be served).
+pub fn capabilities() -> Json {
+    json!({
+        "tools": {"listChanged": false},
+        "resources": {"subscribe": true, "listChanged": false},
+        "prompts": {"listChanged": false},
+        "completions": {},
+        "extensions": {},
+    })
+}
+
+fn server_info() -> Json {
+    mcp::initialize_result(MODERN)["serverInfo"].clone()
+}
+
+/// `server/discover`: both eras' versions, capabilities, instructions.
+pub fn discover_result() -> Json {
+    finish(
+        "server/discover",
+        json!({
+            "supportedVersions": supported_versions(),
+            "capabilities": capabilities(),
+            "instructions": INSTRUCTIONS,
+        }),
+    )
+}
+
+/// Results a client may cache; they carry `ttlMs` and `cacheScope` (both
+/// required on the 2026 wire). Lists of a session's refs change with every
+/// exec, so everything is immediately stale and private.
+fn cacheable(method: &str) -> bool {
+    matches!(
+        method,
+        "server/discover"
+            | "tools/list"
+            | "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "prompts/list"
+    )
+}
+
+/// Stamp a modern result: `resultType`, cache hints where cacheable, and
+/// the server's identity in `_meta`.
+pub fn finish(method: &str, mut result: Json) -> Json {
+    let Some(o) = result.as_object_mut() else {
+        return result;
+    };
+    o.entry("resultType").or_insert_with(|| json!("complete"));
+    if cacheable(method) {
+        o.entry("ttlMs").or_insert_with(|| json!(0));
+        o.entry("cacheScope").or_insert_with(|| json!("private"));
+    }
+    let meta = o.entry("_meta").or_insert_with(|| Json::Object(Map::new()));
+    if let Some(m) = meta.as_object_mut() {
+        m.entry(SERVER_INFO_KEY).or_insert_with(server_info);
+    }
+    result
+}
+
+/// The revision's error rules: an unknown resource is `-32602` with
+/// `data.uri` (SEP-2164) instead of the kernel's own not-found codes.
+pub fn error(method: &str, uri: Option<&str>, e: RpcError) -> RpcError {
+    let not_found = matches!(e.code, rpc::UNKNOWN_REF | rpc::UNKNOWN_PTY);
+    match uri {
+        Some(uri) if method == "resources/read" && not_found => {
+            let mut data = e.data.clone().unwrap_or_else(|| json!({}));
+            if let Some(d) = data.as_object_mut() {
+                d.insert("uri".into(), json!(uri));
+                d.insert("code".into(), json!(e.code));
+            } else {
+                data = json!({"uri": uri, "detail": data});
+            }
+            RpcError::new(
+                rpc::INVALID_PARAMS,
+                format!("resource not found: {}", e.message),
+            )
+            .with_data(data)
+        }
+        _ => e,
+    }
+}
+
+/// The first frame of a `subscriptions/listen` stream: the honored subset.
+pub fn acknowledged(listen_id: &Json, honored: &Json) -> Json {
+    json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
+        "notifications": honored,
+        "_meta": {SUBSCRIPTION_ID_KEY: listen_id},
+    }})
+}
+
+/// The graceful end of a listen stream (its JSON-RPC result).
+pub fn listen_closed(listen_id: &Json) -> Json {
+    json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: listen_id}})
+}
+
+/// The `resourceSubscriptions` a `subscriptions/listen` asks for (the other
+/// filter keys are list-changed events, which Shoal never sends: its lists
+/// are fixed or paginated by ref).
+pub fn listen_uris(params: &Json) -> Result<Vec<String>, RpcError> {
+    let Some(filter) = params.get("notifications").and_then(Json::as_object) else {
+        return Err(RpcError::invalid_params(
+            "subscriptions/listen requires notifications (a SubscriptionFilter object)",
+        ));
+    };
+    match filter.get("resourceSubscriptions") {
+        None | Some(Json::Null) => Ok(Vec::new()),
+        Some(Json::Array(a)) => a
+            .iter()
+            .map(|u| {
+                u.as_str().map(str::to_string).ok_or_else(|| {
+                    RpcError::invalid_params("resourceSubscriptions must be a list of URIs")
+                })
+            })
+            .collect(),
+        Some(_) => Err(RpcError::invalid_params(
+            "resourceSubscriptions must be a list of URIs",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(v: &str) -> Json {
+        json!({"_meta": {PROTOCOL_VERSION_KEY: v, CLIENT_CAPABILITIES_KEY: {}}})
+    }
+
+    #[test]
+    fn classification() {
+        assert_eq!(classify(&json!({})).unwrap(), Era::Legacy);
+        assert_eq!(
+            classify(&json!({"_meta": {"progressToken": 1}})).unwrap(),
+            Era::Legacy
+        );
+        let Era::Modern(e) = classify(&env(MODERN)).unwrap() else {
+            panic!("modern")
+        };
+        assert_eq!(e.version, MODERN);
+        assert_eq!(e.session, None);
+        let e = classify(&env("2027-01-01")).unwrap_err();
+        assert_eq!(e.code, UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(e.data.unwrap()["supported"], json!([MODERN]));
+        let e = classify(&json!({"_meta": {PROTOCOL_VERSION_KEY: MODERN}})).unwrap_err();
+        assert_eq!(e.code, rpc::INVALID_PARAMS);
+        let mut p = env(MODERN);
+        p["_meta"][SESSION_KEY] = json!("work");
+        let Era::Modern(e) = classify(&p).unwrap() else {
+            panic!("modern")
+        };
+        assert_eq!(e.session.as_deref(), Some("work"));
+        p["_meta"][SESSION_KEY] = json!(3);
+        assert_eq!(classify(&p).unwrap_err().code, rpc::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn stamping() {
+        let d = discover_result();
+        assert_eq!(d["resultType"], "complete");
+        assert_eq!(d["ttlMs"], 0);
+        assert_eq!(d["cacheScope"], "private");
+        assert!(d["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(MODERN)));
+        assert!(d["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2025-11-25")));
+        assert_eq!(d["_meta"][SERVER_INFO_KEY]["name"], "shoal");
+        let r = finish("tools/call", json!({"content": []}));
+        assert_eq!(r["resultType"], "complete");
+        assert!(r.get("ttlMs").is_none());
+    }
+
+    #[test]
+    fn not_found_is_invalid_params() {
+        let e = error(
+            "resources/read",
+            Some("shoal://out/99"),
+            RpcError::new(rpc::UNKNOWN_REF, "unknown ref out:99"),
+        );
+        assert_eq!(e.code, rpc::INVALID_PARAMS);
+        assert_eq!(e.data.unwrap()["uri"], "shoal://out/99");
+        let e = error("tools/call", None, RpcError::new(rpc::UNKNOWN_REF, "x"));
+        assert_eq!(e.code, rpc::UNKNOWN_REF);
+    }
+}
