@@ -464,6 +464,8 @@ pub fn run(opts: DaemonOptions) -> i32 {
         env!("CARGO_PKG_VERSION")
     );
 
+    crate::leash::install(&config.policy, config.plans.ttl.0, Some(state_dir.clone()));
+
     // The journal: a corrupt or foreign file stops the start, untouched.
     let journal_path = state_dir.join("journal.redb");
     let opened = open_journal(&journal_path, &config);

@@ -287,9 +287,14 @@ pub fn local_principal() -> String {
     format!("uid:{}", crate::paths::euid())
 }
 
-/// Contract §6: the local human sees every entry, any other principal its own.
+/// Contract §6: the local human and principals granted `journal_read` see
+/// every entry, any other principal its own.
 pub fn scope_for(principal: &str) -> Scope {
-    if principal == local_principal() {
+    let granted = crate::leash::runtime()
+        .policy
+        .get(principal)
+        .is_some_and(|p| p.journal_read);
+    if principal == local_principal() || granted {
         Scope::All
     } else {
         Scope::Principal(principal.to_string())

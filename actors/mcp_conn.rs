@@ -71,6 +71,8 @@ pub struct McpConn {
     want_env: Option<Vec<(String, String)>>,
     token: Option<String>,
     attached: Option<SessionHandle>,
+    /// The principal's policy and sandbox (Leash), set on attach.
+    gate: Option<Arc<crate::leash::Gate>>,
     inflight: HashMap<String, InFlight>,
     /// Subscribed URI → its channel.
     subs: HashMap<String, String>,
@@ -99,6 +101,7 @@ impl McpConn {
             want_env: None,
             token: None,
             attached: None,
+            gate: None,
             inflight: HashMap::new(),
             subs: HashMap::new(),
             bus_subs: HashMap::new(),
@@ -306,6 +309,7 @@ impl McpConn {
         let args: Map<String, Json> = args.as_object().cloned().unwrap_or_default();
         match name {
             "shoal_exec" => self.tool_exec(args, cancel),
+            n if crate::proto::mcp_leash::is_leash_tool(n) => self.tool_leash(n, args, cancel),
             "shoal_get" => self.tool_get(args),
             "shoal_journal" => self.tool_journal(args),
             n if n.starts_with("shoal_pty_") => self.tool_pty(n, args),
@@ -325,13 +329,16 @@ impl McpConn {
             Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
         };
         Box::pin(self.session().then(move |h, act, _ctx| {
+            let gate = act.gate.clone();
             async move {
                 let handle = match h {
                     Ok(h) => h,
                     Err(e) => return Ok(mcp::tool_error_rpc(&e)),
                 };
                 Ok(
-                    match exec_elided(handle, src, position, false, budget, cancel).await {
+                    match exec_elided(handle, src, position, false, budget, cancel, gate, true)
+                        .await
+                    {
                         Ok(x) => mcp::tool_success(x),
                         Err(e) => mcp::tool_error_rpc(&e),
                     },
@@ -375,9 +382,13 @@ impl McpConn {
         let Some(s) = self.services.clone() else {
             return Box::pin(ready(Err(RpcError::internal("the journal is not running"))));
         };
+        let principal = match self.principal_now() {
+            Ok(p) => p,
+            Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
+        };
         Box::pin(
             async move {
-                Ok(match query_journal(&s, query).await {
+                Ok(match query_journal(&s, query, &principal).await {
                     Ok(entries) => mcp::tool_success(mcp::journal_result(entries)),
                     Err(e) => mcp::tool_error_rpc(&e),
                 })
@@ -386,13 +397,64 @@ impl McpConn {
         )
     }
 
+    /// `shoal_plan`, `shoal_apply`, `shoal_cap_request`.
+    fn tool_leash(
+        &mut self,
+        tool: &str,
+        args: Map<String, Json>,
+        cancel: Arc<CallCancel>,
+    ) -> Reply {
+        let tool = tool.to_string();
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            let gate = act.gate.clone();
+            async move {
+                let r = match (h, gate) {
+                    (Err(e), _) => Err(e),
+                    (Ok(_), None) => Err(RpcError::internal("attached without a principal")),
+                    (Ok(h), Some(gate)) => match tool.as_str() {
+                        "shoal_plan" => match rpc::req_str(&args, "src") {
+                            Ok(src) => super::leash_calls::plan(h, gate, src.to_string()).await,
+                            Err(e) => Err(e),
+                        },
+                        "shoal_apply" => {
+                            match super::leash_calls::plan_ref_param(&args).and_then(|r| {
+                                Budget::from_json(args.get("elide"))
+                                    .map(|b| (r, b))
+                                    .map_err(RpcError::invalid_params)
+                            }) {
+                                Ok((r, b)) => {
+                                    super::leash_calls::apply(h, gate, r, false, b, cancel).await
+                                }
+                                Err(e) => Err(e),
+                            }
+                        }
+                        _ => match super::leash_calls::cap_request_params(&args) {
+                            Ok((plan_ref, kinds)) => {
+                                super::leash_calls::plan_op(
+                                    h,
+                                    gate,
+                                    super::plan_store::PlanOp::Request { plan_ref, kinds },
+                                )
+                                .await
+                            }
+                            Err(e) => Err(e),
+                        },
+                    },
+                };
+                Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
+            }
+            .into_actor(act)
+        }))
+    }
+
     /// `shoal_pty_*`: the `pty.*` request of the same name in the session.
     fn tool_pty(&mut self, tool: &str, args: Map<String, Json>) -> Reply {
         let method = crate::pty::api::tool_method(tool).unwrap_or("pty.list");
         Box::pin(self.session().then(move |h, act, _ctx| {
+            let gate = act.gate.clone();
             async move {
                 let r = match h {
-                    Ok(h) => super::pty::call(&h, method, &args).await,
+                    Ok(h) => super::pty::call_as(&h, method, &args, gate).await,
                     Err(e) => Err(e),
                 };
                 Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
@@ -576,13 +638,39 @@ impl McpConn {
             ("session", Some(other)) => Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unsupported session view: {other}"
             ))))),
+            ("plan", Some(r)) => {
+                // shoal://plan/REF: the caller's own plan (contract §5).
+                let r = r.to_string();
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    let gate = act.gate.clone();
+                    async move {
+                        let handle = h?;
+                        let gate =
+                            gate.ok_or_else(|| RpcError::internal("attached without a principal"))?;
+                        let j = super::leash_calls::plan_op(
+                            handle,
+                            gate,
+                            super::plan_store::PlanOp::Get(r),
+                        )
+                        .await?;
+                        Ok(mcp::read_result(&u, &j))
+                    }
+                    .into_actor(act)
+                }))
+            }
             ("journal", None) | ("val", Some(_)) | ("events", Some(_)) => {
                 let Some(s) = self.services.clone() else {
                     return Box::pin(ready(Err(RpcError::invalid_params(format!(
                         "unsupported resource root: {u} (the journal is not running)"
                     )))));
                 };
-                Box::pin(async move { read_service(&s, &parsed, &u).await }.into_actor(self))
+                let principal = match self.principal_now() {
+                    Ok(p) => p,
+                    Err(e) => return Box::pin(ready(Err(e))),
+                };
+                Box::pin(
+                    async move { read_service(&s, &parsed, &u, &principal).await }.into_actor(self),
+                )
             }
             _ => Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unsupported resource: {u}"
@@ -692,18 +780,32 @@ impl McpConn {
         Box::pin(ready(Ok(json!({}))))
     }
 
+    /// The caller's principal (journal scoping, contract §6).
+    fn principal_now(&self) -> Result<String, RpcError> {
+        match &self.gate {
+            Some(g) => super::leash_calls::recheck(self.token.as_deref(), self.cx.foreign, g)
+                .map(|_| g.principal.clone()),
+            None => super::leash_calls::principal(self.token.as_deref(), self.cx.foreign),
+        }
+    }
+
     /// The attached session, attaching on first use.
     fn session(&mut self) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
-        if let Some(h) = &self.attached {
+        if let (Some(h), Some(g)) = (&self.attached, &self.gate) {
             if h.addr.connected() {
-                return Box::pin(ready(Ok(h.clone())));
+                // A revoked token is refused on its next call.
+                let r = super::leash_calls::recheck(self.token.as_deref(), self.cx.foreign, g)
+                    .map(|_| h.clone());
+                return Box::pin(ready(r));
             }
         }
-        if self.token.is_some() || self.cx.foreign {
-            return Box::pin(ready(Err(RpcError::new(
-                rpc::AUTH_FAILED,
-                "bearer tokens are not available in this daemon yet",
-            ))));
+        let principal = match super::leash_calls::principal(self.token.as_deref(), self.cx.foreign)
+        {
+            Ok(p) => p,
+            Err(e) => return Box::pin(ready(Err(e))),
+        };
+        if self.gate.as_ref().is_none_or(|g| g.principal != principal) {
+            self.gate = Some(Arc::new(crate::leash::Gate::for_principal(&principal)));
         }
         self.cx.daemon_stats.enqueue();
         let f = self.cx.daemon.send(AttachSession {
@@ -731,8 +833,12 @@ impl McpConn {
     }
 }
 
-async fn query_journal(s: &Services, query: crate::journal::Query) -> Result<Vec<Json>, RpcError> {
-    let scope = jw::scope_for(&jw::local_principal());
+async fn query_journal(
+    s: &Services,
+    query: crate::journal::Query,
+    principal: &str,
+) -> Result<Vec<Json>, RpcError> {
+    let scope = jw::scope_for(principal);
     let entries = s
         .journal
         .send(jw::QueryJournal { query, scope })
@@ -749,7 +855,12 @@ async fn query_journal(s: &Services, query: crate::journal::Query) -> Result<Vec
 }
 
 /// `resources/read` of `shoal://journal`, `shoal://val/..`, `shoal://events/..`.
-async fn read_service(s: &Services, p: &uri::ParsedUri, u: &str) -> Result<Json, RpcError> {
+async fn read_service(
+    s: &Services,
+    p: &uri::ParsedUri,
+    u: &str,
+    principal: &str,
+) -> Result<Json, RpcError> {
     match p.root.as_str() {
         "journal" => {
             let q = crate::journal::Query {
@@ -770,7 +881,7 @@ async fn read_service(s: &Services, p: &uri::ParsedUri, u: &str) -> Result<Json,
                 principal: p.get("principal").map(str::to_string),
                 limit: p.get("limit").and_then(|v| v.parse().ok()),
             };
-            let entries = query_journal(s, q).await?;
+            let entries = query_journal(s, q, principal).await?;
             Ok(mcp::read_result(u, &mcp::journal_result(entries)))
         }
         "val" => {
@@ -839,6 +950,8 @@ pub async fn exec_elided(
     tty: bool,
     budget: Budget,
     cancel: Arc<CallCancel>,
+    gate: Option<Arc<crate::leash::Gate>>,
+    check: bool,
 ) -> Result<Json, RpcError> {
     let name = handle.name.clone();
     let x = handle
@@ -847,6 +960,8 @@ pub async fn exec_elided(
             position,
             tty,
             cancel,
+            gate,
+            check,
         })
         .await
         .map_err(|_| SessionError::Closed(name.clone()))

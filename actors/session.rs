@@ -411,12 +411,26 @@ struct Job {
     position: Position,
     tty: bool,
     cancel: Arc<CallCancel>,
+    /// The caller's principal: its verdict gates the run (when `check`) and
+    /// its sandbox confines the children.
+    gate: Option<Arc<crate::leash::Gate>>,
+    check: bool,
     reply: oneshot::Sender<Result<ExecReply, SessionError>>,
+}
+
+/// What the worker thread is asked to do.
+enum Work {
+    Exec(Job),
+    /// Derive the effects of a source (planning; nothing runs).
+    Derive {
+        src: String,
+        reply: oneshot::Sender<Result<Vec<crate::leash::Effect>, SessionError>>,
+    },
 }
 
 pub struct Session {
     shared: Arc<SessionShared>,
-    jobs: Option<mpsc::Sender<Job>>,
+    jobs: Option<mpsc::Sender<Work>>,
     reg: Registration,
 }
 
@@ -435,7 +449,7 @@ impl Actor for Session {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(64);
-        let (tx, rx) = mpsc::channel::<Job>();
+        let (tx, rx) = mpsc::channel::<Work>();
         let shared = self.shared.clone();
         // The worker evaluates on its own (large) stack: no thread per exec.
         let spawned = crate::lang::session::spawn_eval_thread(
@@ -473,12 +487,14 @@ impl Handler<Exec> for Session {
             position: msg.position,
             tty: msg.tty,
             cancel: cancel.clone(),
+            gate: msg.gate,
+            check: msg.check,
             reply,
         };
         let sent = self
             .jobs
             .as_ref()
-            .map(|tx| tx.send(job).is_ok())
+            .map(|tx| tx.send(Work::Exec(job)).is_ok())
             .unwrap_or(false);
         let stats = self.reg.stats.clone();
         let name = self.shared.name.clone();
@@ -520,6 +536,39 @@ impl Handler<Exec> for Session {
     }
 }
 
+impl Handler<super::msg::DerivePlan> for Session {
+    type Result = ResponseFuture<Result<Vec<crate::leash::Effect>, SessionError>>;
+
+    fn handle(&mut self, msg: super::msg::DerivePlan, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let (reply, rx) = oneshot::channel();
+        let sent = self
+            .jobs
+            .as_ref()
+            .map(|tx| {
+                tx.send(Work::Derive {
+                    src: msg.src,
+                    reply,
+                })
+                .is_ok()
+            })
+            .unwrap_or(false);
+        let name = self.shared.name.clone();
+        Box::pin(async move {
+            if !sent {
+                return Err(SessionError::Internal(format!(
+                    "session {name}: worker thread is gone"
+                )));
+            }
+            rx.await.unwrap_or_else(|_| {
+                Err(SessionError::Internal(format!(
+                    "session {name}: worker thread ended while planning"
+                )))
+            })
+        })
+    }
+}
+
 impl Handler<Crash> for Session {
     type Result = ();
 
@@ -533,9 +582,27 @@ impl Handler<Crash> for Session {
 }
 
 /// The worker thread: owns the language session, runs jobs in order.
-fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>, stack: usize) {
+fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack: usize) {
     let mut lang: Option<LangSession> = None;
-    while let Ok(job) = rx.recv() {
+    while let Ok(work) = rx.recv() {
+        let job = match work {
+            Work::Exec(job) => job,
+            Work::Derive { src, reply } => {
+                let r = match ensure_lang(&shared, &mut lang) {
+                    Err(e) => Err(e),
+                    Ok(session) => catch_unwind(AssertUnwindSafe(|| session.derive_effects(&src)))
+                        .map_err(|p| {
+                            SessionError::Internal(format!(
+                                "planning panicked: {}",
+                                panic_message(&p)
+                            ))
+                        })
+                        .and_then(|r| r.map_err(SessionError::Parse)),
+                };
+                let _ = reply.send(r);
+                continue;
+            }
+        };
         if job.cancel.is_cancelled() {
             job.cancel.finish();
             let _ = job.reply.send(Err(cancelled_before_running()));
@@ -638,6 +705,7 @@ const RENDER_MAX_ITEMS: usize = 2000;
 /// What one exec leaves for the journal, recorded after or before the reply.
 struct PendingJournal {
     n: u64,
+    principal: Option<String>,
     src: String,
     cwd: PathBuf,
     ts: i64,
@@ -687,7 +755,10 @@ impl PendingJournal {
         };
         let rec = ExecRecord {
             session: &shared.name,
-            principal: &journal_writer::local_principal(),
+            principal: &self
+                .principal
+                .clone()
+                .unwrap_or_else(journal_writer::local_principal),
             cwd: &self.cwd,
             src: &self.src,
             ts: self.ts,
@@ -705,12 +776,34 @@ impl PendingJournal {
     }
 }
 
-fn run_job(
+/// The Leash gate of a run (contract §5): derive the effects and refuse
+/// unless the principal's verdict is `allow`. A parse error passes through
+/// (the exec reports it as usual).
+fn gate_run(
+    gate: &crate::leash::Gate,
+    session: &LangSession,
+    src: &str,
+) -> Result<(), SessionError> {
+    let effects = match catch_unwind(AssertUnwindSafe(|| session.derive_effects(src))) {
+        Ok(Ok(e)) => e,
+        Ok(Err(_)) => return Ok(()),
+        Err(p) => {
+            return Err(SessionError::Internal(format!(
+                "planning panicked: {}",
+                panic_message(&p)
+            )))
+        }
+    };
+    let d = gate.decide(&effects);
+    crate::leash::refusal(&gate.principal, &d, &effects)
+        .map_or(Ok(()), |e| Err(SessionError::Rpc(e)))
+}
+
+/// The language session, started on first use.
+fn ensure_lang<'a>(
     shared: &SessionShared,
-    lang: &mut Option<LangSession>,
-    job: &Job,
-    stack: usize,
-) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
+    lang: &'a mut Option<LangSession>,
+) -> Result<&'a mut LangSession, SessionError> {
     if lang.is_none() {
         let opts = SessionOptions {
             cwd: shared.cwd.clone(),
@@ -746,14 +839,24 @@ fn run_job(
             Err(p) => {
                 let m = panic_message(&p);
                 tracing::error!(session = %shared.name, "language session failed to start: {m}");
-                return (
-                    Err(SessionError::Internal(format!(
-                        "language session unavailable: {m}"
-                    ))),
-                    None,
-                );
+                return Err(SessionError::Internal(format!(
+                    "language session unavailable: {m}"
+                )));
             }
         }
+    }
+    lang.as_mut()
+        .ok_or_else(|| SessionError::Internal("language session unavailable".into()))
+}
+
+fn run_job(
+    shared: &SessionShared,
+    lang: &mut Option<LangSession>,
+    job: &Job,
+    stack: usize,
+) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
+    if let Err(e) = ensure_lang(shared, lang) {
+        return (Err(e), None);
     }
     let Some(session) = lang.as_mut() else {
         return (
@@ -763,6 +866,11 @@ fn run_job(
             None,
         );
     };
+    if let (Some(gate), true) = (&job.gate, job.check) {
+        if let Err(e) = gate_run(gate, session, &job.src) {
+            return (Err(e), None);
+        }
+    }
     if let Some(i) = shared
         .interrupter
         .lock()
@@ -788,8 +896,11 @@ fn run_job(
     }
     let ts = crate::journal::now_ns();
     let t0 = Instant::now();
+    let sandbox = job.gate.as_ref().and_then(|g| g.sandbox.clone());
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        session.exec_here(&job.src, job.position, stack)
+        crate::leash::landlock::with_rules(sandbox, || {
+            session.exec_here(&job.src, job.position, stack)
+        })
     }));
     let elapsed = t0.elapsed();
     let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
@@ -810,6 +921,7 @@ fn run_job(
     let pending = |n: u64, ran: PendingRan| {
         shared.services.as_ref().map(|_| PendingJournal {
             n,
+            principal: job.gate.as_ref().map(|g| g.principal.clone()),
             src: job.src.clone(),
             cwd: cwd.clone(),
             ts,

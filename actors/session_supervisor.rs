@@ -29,6 +29,8 @@ pub struct SessionSupervisor {
     /// The session's PTYs (`actors/pty.rs` handles `PtyCall`).
     pub(super) ptys: super::pty::PtyTable,
     child: Option<(Addr<Session>, Arc<super::health::ActorStats>)>,
+    /// The session's plans (`actors/plan_store.rs`), started on first use.
+    plans: Option<Addr<super::plan_store::PlanStore>>,
     restarts: u64,
     recent: Vec<Instant>,
     max_per_minute: u32,
@@ -47,6 +49,7 @@ impl SessionSupervisor {
             registry,
             reg,
             child: None,
+            plans: None,
             restarts: 0,
             recent: Vec::new(),
             max_per_minute,
@@ -112,6 +115,32 @@ impl SessionSupervisor {
             .set_error(format!("session actor died; restart #{}", self.restarts));
         tracing::warn!(session = %self.shared.name, restarts = self.restarts, "session actor died; re-creating it");
         self.start_child();
+    }
+
+    /// The PlanStore child (re-created if it stopped).
+    pub(super) fn plan_store(&mut self) -> Addr<super::plan_store::PlanStore> {
+        match &self.plans {
+            Some(a) if a.connected() => a.clone(),
+            _ => {
+                let reg = self.registry.register(
+                    "plan_store",
+                    self.shared.name.clone(),
+                    Some(self.reg.id()),
+                );
+                let bus = self.shared.services.as_ref().map(|s| s.bus.clone());
+                let a = super::plan_store::PlanStore::new(bus, reg).start();
+                self.plans = Some(a.clone());
+                a
+            }
+        }
+    }
+
+    /// The live Session actor.
+    pub(super) fn session_child(&mut self) -> Result<Addr<Session>, SessionError> {
+        self.child().map(|(a, s)| {
+            s.enqueue();
+            a
+        })
     }
 
     fn check(&mut self) {
