@@ -338,6 +338,7 @@ impl Handler<GetStatus> for Daemon {
             "journal": self.services.as_ref().map(Services::status_json),
             "limits": self.limits_json(),
             "adapters": {"count": self.adapters.len(), "warnings": self.adapters.warnings},
+            "leash": crate::leash::status_json(),
             "rss_bytes": rss_bytes(),
         }))
     }

@@ -339,6 +339,8 @@ pub struct ExecRecord<'a> {
     /// Its `out:N`.
     pub n: u64,
     pub ran: Ran<'a>,
+    /// The derived effects (Leash), when the run was planned.
+    pub effects: Vec<serde_json::Value>,
 }
 
 /// Largest stdout/stderr read back from a spill file for the journal.
@@ -442,8 +444,11 @@ fn record(svc: &Services, r: ExecRecord<'_>) -> Result<EntryId, JournalError> {
             cwd: cwd_of(r.cwd),
             src: r.src.to_string(),
             ast: None,
-            effects: Vec::new(),
-            opaque: false,
+            opaque: r
+                .effects
+                .iter()
+                .any(|e| e.get("kind").and_then(|k| k.as_str()) == Some("opaque")),
+            effects: r.effects,
         },
         finish: Finish {
             dur_ns: r.dur_ns,

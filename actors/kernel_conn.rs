@@ -168,6 +168,21 @@ impl KernelConn {
                         .into_actor(self),
                 )
             }
+            "exec" if p.get("mode").and_then(Json::as_str) == Some("approved") => {
+                match crate::proto::elide::Budget::from_json(p.get("elide"))
+                    .map_err(RpcError::invalid_params)
+                {
+                    Err(e) => Box::pin(ready(Err(e))),
+                    Ok(budget) => {
+                        Box::pin(
+                            async move {
+                                lc::exec_approved(handle, gate, &p, tty, budget, cancel).await
+                            }
+                            .into_actor(self),
+                        )
+                    }
+                }
+            }
             "exec" if is_plan_mode(&p) => match exec_params(&p) {
                 Err(e) => Box::pin(ready(Err(e))),
                 Ok((src, _)) => Box::pin(lc::plan(handle, gate, src).into_actor(self)),

@@ -150,10 +150,62 @@ pub async fn apply(
     budget: Budget,
     cancel: Arc<CallCancel>,
 ) -> Result<Json, RpcError> {
+    apply_checked(handle, gate, plan_ref, None, tty, budget, cancel).await
+}
+
+/// `exec {mode:"approved", plan_ref, src}`: no bypass. The plan must be
+/// the caller's, approved (or allowed), and of exactly this source;
+/// anything else is `-32010`.
+pub async fn exec_approved(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    p: &Map<String, Json>,
+    tty: bool,
+    budget: Budget,
+    cancel: Arc<CallCancel>,
+) -> Result<Json, RpcError> {
+    let denied = |m: &str| RpcError::new(rpc::LEASH_DENIED, m.to_string());
+    let src = rpc::req_str(p, "src")?.to_string();
+    let Some(plan_ref) = p.get("plan_ref").and_then(Json::as_str).map(str::to_string) else {
+        return Err(denied(
+            "mode \"approved\" needs the plan_ref of an approved plan",
+        ));
+    };
+    apply_checked(handle, gate, plan_ref, Some(src), tty, budget, cancel)
+        .await
+        .map_err(|e| {
+            if e.code == rpc::APPROVAL_REQUIRED || e.code == rpc::UNKNOWN_PLAN {
+                RpcError::new(
+                    rpc::LEASH_DENIED,
+                    format!("not an approved plan: {}", e.message),
+                )
+                .with_data(e.data.clone().unwrap_or(Json::Null))
+            } else {
+                e
+            }
+        })
+}
+
+async fn apply_checked(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    plan_ref: String,
+    src: Option<String>,
+    tty: bool,
+    budget: Budget,
+    cancel: Arc<CallCancel>,
+) -> Result<Json, RpcError> {
     let plan = match call(&handle, &gate, PlanOp::Apply(plan_ref.clone())).await? {
         PlanReply::Run(p) => p,
         PlanReply::Json(_) => return Err(RpcError::internal("unexpected plan store reply")),
     };
+    if src.is_some_and(|s| s != plan.src) {
+        return Err(RpcError::new(
+            rpc::LEASH_DENIED,
+            "the source differs from the approved plan's",
+        )
+        .with_data(json!({"plan_ref": plan_ref})));
+    }
     let now = derive(&handle, &plan.src).await?;
     if now != plan.effects {
         return Err(RpcError::new(

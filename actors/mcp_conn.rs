@@ -487,9 +487,37 @@ impl McpConn {
             .get("cursor")
             .and_then(Json::as_str)
             .map(str::to_string);
-        Box::pin(self.session().map(move |h, _act, _ctx| {
-            let last = h.map(|h| h.shared.last_ref()).unwrap_or(0);
-            mcp::resources_page(caps, last, cursor.as_deref())
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            let gate = act.gate.clone();
+            async move {
+                let last = h.as_ref().map(|h| h.shared.last_ref()).unwrap_or(0);
+                let mut page = mcp::resources_page(caps, last, cursor.as_deref())?;
+                // The caller's live plans, on the first page.
+                if let (Ok(h), Some(g), None) = (h, gate, cursor.as_deref()) {
+                    if let Ok(Json::Array(plans)) = super::leash_calls::plan_op(
+                        h,
+                        g,
+                        super::plan_store::PlanOp::List,
+                    )
+                    .await
+                    {
+                        if let Some(list) = page["resources"].as_array_mut() {
+                            for p in plans {
+                                let r = p["plan_ref"].as_str().unwrap_or("");
+                                let hex = r.strip_prefix("plan:").unwrap_or(r);
+                                list.push(json!({
+                                    "uri": format!("shoal://plan/{hex}"),
+                                    "name": r,
+                                    "description": format!("plan ({}), {}", p["verdict"].as_str().unwrap_or(""), p["approval"].as_str().unwrap_or("")),
+                                    "mimeType": "application/json",
+                                }));
+                            }
+                        }
+                    }
+                }
+                Ok(page)
+            }
+            .into_actor(act)
         }))
     }
 
@@ -639,8 +667,12 @@ impl McpConn {
                 "unsupported session view: {other}"
             ))))),
             ("plan", Some(r)) => {
-                // shoal://plan/REF: the caller's own plan (contract §5).
-                let r = r.to_string();
+                // shoal://plan/HEX (or plan:HEX): the caller's own plan (contract §5).
+                let r = if r.starts_with("plan:") {
+                    r.to_string()
+                } else {
+                    format!("plan:{r}")
+                };
                 Box::pin(self.session().then(move |h, act, _ctx| {
                     let gate = act.gate.clone();
                     async move {

@@ -706,6 +706,7 @@ const RENDER_MAX_ITEMS: usize = 2000;
 struct PendingJournal {
     n: u64,
     principal: Option<String>,
+    effects: Vec<serde_json::Value>,
     src: String,
     cwd: PathBuf,
     ts: i64,
@@ -765,6 +766,7 @@ impl PendingJournal {
             dur_ns: self.dur_ns,
             n: self.n,
             ran,
+            effects: self.effects,
         };
         match journal_writer::record_exec(svc, rec) {
             Ok(_) => Ok(()),
@@ -783,10 +785,11 @@ fn gate_run(
     gate: &crate::leash::Gate,
     session: &LangSession,
     src: &str,
-) -> Result<(), SessionError> {
+    check: bool,
+) -> Result<Vec<serde_json::Value>, SessionError> {
     let effects = match catch_unwind(AssertUnwindSafe(|| session.derive_effects(src))) {
         Ok(Ok(e)) => e,
-        Ok(Err(_)) => return Ok(()),
+        Ok(Err(_)) => return Ok(Vec::new()),
         Err(p) => {
             return Err(SessionError::Internal(format!(
                 "planning panicked: {}",
@@ -794,9 +797,15 @@ fn gate_run(
             )))
         }
     };
+    let json = || effects.iter().map(crate::leash::Effect::to_json).collect();
+    if !check {
+        return Ok(json());
+    }
     let d = gate.decide(&effects);
-    crate::leash::refusal(&gate.principal, &d, &effects)
-        .map_or(Ok(()), |e| Err(SessionError::Rpc(e)))
+    match crate::leash::refusal(&gate.principal, &d, &effects) {
+        Some(e) => Err(SessionError::Rpc(e)),
+        None => Ok(json()),
+    }
 }
 
 /// The language session, started on first use.
@@ -866,9 +875,11 @@ fn run_job(
             None,
         );
     };
-    if let (Some(gate), true) = (&job.gate, job.check) {
-        if let Err(e) = gate_run(gate, session, &job.src) {
-            return (Err(e), None);
+    let mut effects = Vec::new();
+    if let Some(gate) = &job.gate {
+        match gate_run(gate, session, &job.src, job.check) {
+            Ok(e) => effects = e,
+            Err(e) => return (Err(e), None),
         }
     }
     if let Some(i) = shared
@@ -922,6 +933,7 @@ fn run_job(
         shared.services.as_ref().map(|_| PendingJournal {
             n,
             principal: job.gate.as_ref().map(|g| g.principal.clone()),
+            effects: effects.clone(),
             src: job.src.clone(),
             cwd: cwd.clone(),
             ts,

@@ -89,6 +89,9 @@ impl Plan {
         let mut j = self.to_json();
         if let Some(o) = j.as_object_mut() {
             o.insert("src".into(), json!(self.src));
+            // The syntax tree has no wire form in this daemon.
+            o.insert("ast".into(), Json::Null);
+            o.insert("ast_version".into(), json!(2));
             o.insert("created".into(), json!(rfc3339(self.created_ns)));
         }
         j
