@@ -63,7 +63,10 @@ fn handshake_negotiation_and_unknown_methods() {
             "shoal_pty_read",
             "shoal_pty_resize",
             "shoal_pty_close",
-            "shoal_pty_list"
+            "shoal_pty_list",
+            "shoal_plan",
+            "shoal_apply",
+            "shoal_cap_request"
         ],
         "only working tools are advertised"
     );
