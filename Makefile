@@ -48,7 +48,7 @@ test: venv node
 	$(CARGO) test --locked
 
 bench:
-	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters
+	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash
 
 # 100 MCP clients over 10 sessions for 60 s (SHOAL_LOAD_SECS to change); p50/p99
 # per tool, errors (must be 0), peak RSS. `make test` runs a 10 s version (tests/load.rs).
@@ -70,9 +70,10 @@ conformance: build
 
 # cargo-fuzz targets (nightly; `cargo install cargo-fuzz`), each for a fixed
 # budget: the lexer and parser, kernel/MCP frame decoding and classification,
-# value.get paths, shoal:// URIs, the config TOML. Crashes land in
+# value.get paths, shoal:// URIs, the config TOML, Leash policy files and
+# effect lists. Crashes land in
 # fuzz/artifacts/<target>/ and become regression tests in tests/fuzz_regressions.rs.
-FUZZ_TARGETS ?= parse frame valpath uri config
+FUZZ_TARGETS ?= parse frame valpath uri config policy effects
 FUZZ_SECS    ?= 30
 fuzz:
 	cd fuzz && for t in $(FUZZ_TARGETS); do \

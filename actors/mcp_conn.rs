@@ -975,6 +975,10 @@ pub async fn get_value(
 
 /// Run `src`, then answer `{ref, uri, value, render, elapsed_ms}` with the
 /// value elided under `budget`.
+/// `gate`: the caller's principal (its sandbox confines the children);
+/// with `check`, its verdict gates the run (false only for an approved
+/// plan's apply).
+#[allow(clippy::too_many_arguments)]
 pub async fn exec_elided(
     handle: SessionHandle,
     src: String,

@@ -467,3 +467,53 @@ fn policy_keys_are_checked_with_positions() {
         assert!(err.contains(&format!("shoal.toml{want}")), "{text}: {err}");
     }
 }
+
+#[test]
+fn adapted_commands_plan_with_concrete_effects() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let repo = root.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let st = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .env("HOME", root.path())
+            .output()
+            .expect("git");
+        assert!(st.status.success(), "{args:?}: {st:?}");
+    };
+    git(&["init", "-q"]);
+    git(&[
+        "remote",
+        "add",
+        "origin",
+        "https://github.com/example/repo.git",
+    ]);
+    let mut c = d.conn();
+    c.attach("g");
+    c.ok("exec", json!({"src": format!("cd {}", repo.display())}));
+    // Issue 16: `git push origin main` has no opaque effect.
+    let p = plan(&mut c, "git push origin main");
+    let k = kinds(&p);
+    assert!(!k.contains(&"opaque".to_string()), "{p}");
+    assert!(
+        p["effects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == json!("net_connect")
+                && e["host"] == json!("github.com")
+                && e["port"] == json!(443)),
+        "{p}"
+    );
+    let p = plan(&mut c, "git status");
+    assert!(kinds(&p).contains(&"fs_read".to_string()), "{p}");
+    assert!(kinds(&p).contains(&"proc_spawn".to_string()), "{p}");
+    assert_eq!(p["reversibility"], json!("reversible"), "{p}");
+    // An unknown binary stays opaque.
+    assert_eq!(
+        kinds(&plan(&mut c, "some-unknown-tool --x")),
+        vec!["opaque"]
+    );
+}
