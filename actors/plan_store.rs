@@ -217,9 +217,11 @@ impl PlanStore {
                 }
                 if p.approval == Approval::Approved || p.verdict == Verdict::Allow {
                     p.approval = Approval::Approved;
+                    let enforced = crate::leash::Gate::for_principal(&p.principal).caps_enforced();
                     return Ok(PlanReply::Json(json!({
                         "grant": "approved",
                         "plan_ref": plan_ref,
+                        "enforced": enforced,
                         "granted_effects": kinds,
                         "expires": crate::leash::plan::rfc3339(p.expires_ns),
                     })));
