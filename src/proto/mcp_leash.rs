@@ -11,26 +11,12 @@ use super::mcp::{check_args, output_schema};
 fn plan_output() -> Json {
     output_schema(
         json!({
-            "plan_ref": {"type": "string", "description": "plan:<16 hex>, bound to this session and principal"},
-            "effects": {"type": "array", "items": {"type": "object"}, "description": "[{kind, ...}] as reference §7.1"},
-            "reversibility": {"enum": ["reversible", "irreversible"]},
+            "plan_ref": {"type": "string"},
+            "effects": {"type": "array"},
             "verdict": {"enum": ["allow", "deny", "approval_required"]},
-            "approval_pending": {"type": "boolean"},
-            "approved": {"type": "boolean"},
-            "approval": {"enum": ["pending", "approved", "denied"]},
-            "reason": {"type": ["string", "null"]},
-            "session": {"type": "string"},
-            "principal": {"type": "string"},
-            "expires": {"type": "string", "description": "RFC 3339; the plan answers -32012 after it"},
+            "expires": {"type": "string"},
         }),
-        &[
-            "plan_ref",
-            "effects",
-            "reversibility",
-            "verdict",
-            "approval_pending",
-            "expires",
-        ],
+        &["plan_ref", "effects", "verdict", "expires"],
     )
 }
 
@@ -49,12 +35,11 @@ fn defs() -> Vec<Def> {
         Def {
             name: "shoal_plan",
             title: "Plan Shoal source",
-            description: "Derive the effects of Shoal source without running it, check them \
-against this principal's policy and store the plan: returns plan_ref, effects, reversibility, \
-verdict (allow | deny | approval_required) and expires. Apply it with shoal_apply.",
+            description:
+                "Plan source without running it: effects, reversibility, verdict, plan_ref.",
             input: json!({
                 "type": "object",
-                "properties": {"src": {"type": "string", "description": "Shoal source"}},
+                "properties": {"src": {"type": "string"}},
                 "required": ["src"],
                 "additionalProperties": false,
             }),
@@ -65,9 +50,7 @@ verdict (allow | deny | approval_required) and expires. Apply it with shoal_appl
         Def {
             name: "shoal_apply",
             title: "Apply a plan",
-            description: "Run a stored plan of this session and principal once it is allowed or \
-approved; the result is that of shoal_exec. -32011 while approval is pending, -32012 when \
-unknown or expired.",
+            description: "Run an allowed or approved plan (result as shoal_exec).",
             input: json!({
                 "type": "object",
                 "properties": {
@@ -77,17 +60,17 @@ unknown or expired.",
                 "required": ["plan_ref"],
                 "additionalProperties": false,
             }),
-            output: super::mcp::exec_output_schema(),
+            output: output_schema(
+                json!({"ref": {"type": "string"}, "value": {"type": "object"}}),
+                &["ref", "value"],
+            ),
             read_only: false,
             destructive: true,
         },
         Def {
             name: "shoal_cap_request",
             title: "Request approval of a plan",
-            description: "Ask for a plan's approval. Effects this principal's policy grants are \
-approved; the rest wait for the user (shoal plan approve, or an elicitation in the client), and \
-uncovered_effects lists them. effects (kinds, e.g. \"fs.write\") narrows the request; empty \
-requests all.",
+            description: "Request a plan's approval; uncovered_effects await the user.",
             input: json!({
                 "type": "object",
                 "properties": {
@@ -98,15 +81,7 @@ requests all.",
                 "additionalProperties": false,
             }),
             output: output_schema(
-                json!({
-                    "grant": {"enum": ["approved", "approval_pending"]},
-                    "plan_ref": {"type": "string"},
-                    "why": {"type": "string"},
-                    "uncovered_effects": {"type": "array", "items": {"type": "string"}},
-                    "granted_effects": {"type": "array", "items": {"type": "string"}},
-                    "enforced": {"type": "boolean"},
-                    "expires": {"type": "string"},
-                }),
+                json!({"grant": {"enum": ["approved", "approval_pending"]}, "plan_ref": {"type": "string"}}),
                 &["grant", "plan_ref"],
             ),
             read_only: false,
