@@ -48,7 +48,7 @@ test: venv node
 	$(CARGO) test --locked
 
 bench:
-	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters
+	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash
 
 # 100 MCP clients over 10 sessions for 60 s (SHOAL_LOAD_SECS to change); p50/p99
 # per tool, errors (must be 0), peak RSS. `make test` runs a 10 s version (tests/load.rs).
@@ -71,11 +71,11 @@ conformance: build
 # cargo-fuzz targets (nightly; cargo-fuzz is installed from crates.io when
 # missing), each for a fixed budget of FUZZ_SECS: the lexer and parser,
 # kernel/MCP frame decoding and classification, value.get paths, shoal:// URIs,
-# the config TOML and pty.send input. They start from the checked-in corpus
+# the config TOML, pty.send input, Leash policy files and effect lists. They start from the checked-in corpus
 # (tests/fuzz_corpus/<target>, read only; new inputs go to fuzz/corpus/).
 # Crashes land in fuzz/artifacts/<target>/; each becomes a file in
 # tests/fuzz_corpus/<target>/, replayed on stable by tests/fuzz_regressions.rs.
-FUZZ_TARGETS ?= parse frame valpath uri config pty_input
+FUZZ_TARGETS ?= parse frame valpath uri config pty_input policy effects
 FUZZ_SECS    ?= 30
 fuzz:
 	command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz

@@ -377,6 +377,7 @@ impl Handler<GetStatus> for Daemon {
             "journal": self.services.as_ref().map(Services::status_json),
             "limits": self.limits_json(),
             "adapters": {"count": adapters.len(), "warnings": adapters.warnings},
+            "leash": crate::leash::status_json(),
             "rss_bytes": rss_bytes(),
         });
         Box::pin(async move {
@@ -532,6 +533,8 @@ pub fn run(opts: DaemonOptions) -> i32 {
         "daemon starting (version {})",
         env!("CARGO_PKG_VERSION")
     );
+
+    crate::leash::install(&config.policy, config.plans.ttl.0, Some(state_dir.clone()));
 
     // The journal: a corrupt or foreign file stops the start, untouched.
     let journal_path = state_dir.join("journal.redb");

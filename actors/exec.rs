@@ -16,7 +16,9 @@ use crate::proto::kernel;
 use crate::proto::rpc::RpcError;
 
 /// Run `src`, then answer `{ref, uri, value, render, elapsed_ms}` with the
-/// value elided under `budget`.
+/// value elided under `budget`. With `gate` and `check`, the caller's verdict gates the
+/// run; the gate's sandbox confines its children either way.
+#[allow(clippy::too_many_arguments)]
 pub async fn exec_elided(
     handle: SessionHandle,
     src: String,
@@ -24,6 +26,8 @@ pub async fn exec_elided(
     tty: bool,
     budget: Budget,
     cancel: Arc<CallCancel>,
+    gate: Option<Arc<crate::leash::Gate>>,
+    check: bool,
 ) -> Result<Json, RpcError> {
     let name = handle.name.clone();
     let x = handle
@@ -32,6 +36,8 @@ pub async fn exec_elided(
             position,
             tty,
             cancel,
+            gate,
+            check,
         })
         .await
         .map_err(|_| SessionError::Closed(name.clone()))

@@ -302,9 +302,14 @@ pub fn local_principal() -> String {
     format!("uid:{}", crate::paths::euid())
 }
 
-/// Contract §6: the local human sees every entry, any other principal its own.
+/// Contract §6: the local human and principals granted `journal_read` see
+/// every entry, any other principal its own.
 pub fn scope_for(principal: &str) -> Scope {
-    if principal == local_principal() {
+    let granted = crate::leash::runtime()
+        .policy
+        .get(principal)
+        .is_some_and(|p| p.journal_read);
+    if principal == local_principal() || granted {
         Scope::All
     } else {
         Scope::Principal(principal.to_string())
@@ -349,6 +354,8 @@ pub struct ExecRecord<'a> {
     /// Its `out:N`.
     pub n: u64,
     pub ran: Ran<'a>,
+    /// The derived effects (Leash), when the run was planned.
+    pub effects: Vec<serde_json::Value>,
 }
 
 /// Largest stdout/stderr read back from a spill file for the journal.
@@ -462,8 +469,11 @@ fn record(
             cwd: cwd_of(r.cwd),
             src: r.src.to_string(),
             ast: None,
-            effects: Vec::new(),
-            opaque: false,
+            opaque: r
+                .effects
+                .iter()
+                .any(|e| e.get("kind").and_then(|k| k.as_str()) == Some("opaque")),
+            effects: r.effects,
         },
         finish: Finish {
             dur_ns: r.dur_ns,

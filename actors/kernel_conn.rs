@@ -18,13 +18,14 @@ use super::conn::{self, ConnContext, FrameItem, Writer};
 use super::event_bus::{BusEvent, Publish, ReadEvents, SubId, SubscribeReplay, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::{self as jw, Services};
+use super::leash_calls as lc;
 use super::msg::{
     ClientCount, CloseSession, Crash, GetServices, GetStatus, GetValue, ListSessions, SessionError,
 };
+use super::plan_store::PlanOp;
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
 use crate::lang::Position;
-use crate::paths;
 use crate::proto::frame::Frame;
 use crate::proto::kernel;
 use crate::proto::rpc::{self, RpcError};
@@ -61,6 +62,13 @@ const METHODS: &[&str] = &[
     "task.cancel",
     "task.suspend",
     "task.resume",
+    "explain",
+    "plan.get",
+    "plan.list",
+    "plan.apply",
+    "plan.approve",
+    "plan.deny",
+    "cap.request",
 ];
 
 pub struct KernelConn {
@@ -78,6 +86,10 @@ pub struct KernelConn {
 struct Attachment {
     handle: SessionHandle,
     tty: bool,
+    /// The principal's policy and sandbox (Leash).
+    gate: Arc<crate::leash::Gate>,
+    /// The bearer token, re-checked before every call (a revoke holds at once).
+    token: Option<String>,
 }
 
 impl KernelConn {
@@ -149,6 +161,10 @@ impl KernelConn {
         };
         let handle = att.handle.clone();
         let tty = att.tty;
+        let gate = att.gate.clone();
+        if let Err(e) = lc::recheck(att.token.as_deref(), self.cx.foreign, &gate) {
+            return Box::pin(ready(Err(e)));
+        }
         match method {
             "session.list" => {
                 self.cx.daemon_stats.enqueue();
@@ -168,6 +184,60 @@ impl KernelConn {
                 let f = self.cx.daemon.send(GetStatus);
                 Box::pin(async move { f.await.map_err(RpcError::from) }.into_actor(self))
             }
+            "exec" if p.get("mode").and_then(Json::as_str) == Some("approved") => {
+                match crate::proto::elide::Budget::from_json(p.get("elide"))
+                    .map_err(RpcError::invalid_params)
+                {
+                    Err(e) => Box::pin(ready(Err(e))),
+                    Ok(budget) => {
+                        Box::pin(
+                            async move {
+                                lc::exec_approved(handle, gate, &p, tty, budget, cancel).await
+                            }
+                            .into_actor(self),
+                        )
+                    }
+                }
+            }
+            "exec" if is_plan_mode(&p) => match kernel::exec_params(&p, Position::Stmt) {
+                Err(e) => Box::pin(ready(Err(e))),
+                Ok((src, _)) => Box::pin(lc::plan(handle, gate, src).into_actor(self)),
+            },
+            "explain" => match rpc::req_str(&p, "src") {
+                Err(e) => Box::pin(ready(Err(e))),
+                Ok(src) => Box::pin(lc::explain(handle, gate, src.to_string()).into_actor(self)),
+            },
+            "plan.get" | "plan.list" | "plan.approve" | "plan.deny" | "cap.request" => {
+                let op = match method {
+                    "plan.list" => Ok(PlanOp::List),
+                    "plan.get" => lc::plan_ref_param(&p).map(PlanOp::Get),
+                    "plan.approve" => lc::plan_ref_param(&p).map(PlanOp::Approve),
+                    "plan.deny" => lc::plan_ref_param(&p).map(PlanOp::Deny),
+                    _ => lc::cap_request_params(&p)
+                        .map(|(plan_ref, kinds)| PlanOp::Request { plan_ref, kinds }),
+                };
+                let is_list = method == "plan.list";
+                match op {
+                    Err(e) => Box::pin(ready(Err(e))),
+                    Ok(op) => Box::pin(
+                        async move {
+                            let r = lc::plan_op(handle, gate, op).await?;
+                            Ok(if is_list { json!({"plans": r}) } else { r })
+                        }
+                        .into_actor(self),
+                    ),
+                }
+            }
+            "plan.apply" => match lc::plan_ref_param(&p).and_then(|r| {
+                let b = crate::proto::elide::Budget::from_json(p.get("elide"))
+                    .map_err(RpcError::invalid_params)?;
+                Ok((r, b))
+            }) {
+                Err(e) => Box::pin(ready(Err(e))),
+                Ok((r, budget)) => {
+                    Box::pin(lc::apply(handle, gate, r, tty, budget, cancel).into_actor(self))
+                }
+            },
             "exec" => match kernel::exec_params(&p, Position::Stmt).and_then(|(s, pos)| {
                 let b = crate::proto::elide::Budget::from_json(p.get("elide"))
                     .map_err(RpcError::invalid_params)?;
@@ -175,12 +245,21 @@ impl KernelConn {
             }) {
                 Err(e) => Box::pin(ready(Err(e))),
                 Ok((src, position, budget, Some(opts))) => Box::pin(
-                    super::task::exec_as_task(handle, src, position, tty, budget, opts)
+                    super::task::exec_as_task(handle, src, position, tty, budget, opts, Some(gate))
                         .into_actor(self),
                 ),
                 Ok((src, position, budget, None)) => Box::pin(
-                    super::exec::exec_elided(handle, src, position, tty, budget, cancel)
-                        .into_actor(self),
+                    super::exec::exec_elided(
+                        handle,
+                        src,
+                        position,
+                        tty,
+                        budget,
+                        cancel,
+                        Some(gate),
+                        true,
+                    )
+                    .into_actor(self),
                 ),
             },
             m if m.starts_with("task.") => {
@@ -218,9 +297,11 @@ impl KernelConn {
             "events.read" | "events.publish" | "events.subscribe" | "events.unsubscribe" => {
                 self.events_method(method, p)
             }
-            "journal.query" | "journal.get" | "blob.get" => self.journal_method(method, p),
+            "journal.query" | "journal.get" | "blob.get" => {
+                self.journal_method(method, p, gate.principal.clone())
+            }
             m if m.starts_with("pty.") => {
-                Box::pin(super::pty::call(&handle, m, &p).into_actor(self))
+                Box::pin(super::pty::call_as(&handle, m, &p, Some(gate)).into_actor(self))
             }
             "debug.crash" => {
                 handle.notify(Crash);
@@ -249,15 +330,18 @@ impl KernelConn {
                 ),
                 Some(_) => return Err(RpcError::invalid_params("client must be an object")),
             };
-            if token.is_some() || self.cx.foreign {
-                return Err(RpcError::new(
-                    rpc::AUTH_FAILED,
-                    "bearer tokens are not available in this daemon yet",
-                ));
-            }
-            Ok((session, cwd, env, kind, tty))
+            let principal = lc::principal(token, self.cx.foreign)?;
+            Ok((
+                session,
+                cwd,
+                env,
+                kind,
+                tty,
+                principal,
+                token.map(str::to_string),
+            ))
         })();
-        let (session, cwd, env, kind, tty) = match parsed {
+        let (session, cwd, env, kind, tty, principal, token) = match parsed {
             Ok(x) => x,
             Err(e) => return Box::pin(ready(Err(e))),
         };
@@ -270,21 +354,34 @@ impl KernelConn {
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             let handle = r?.map_err(conn::session_error)?;
+            let gate = Arc::new(crate::leash::Gate::for_principal(&principal));
+            let enforced = gate.caps_enforced();
+            let opaque = gate.decide(&[crate::leash::Effect::Opaque]).verdict;
+            let has_policy = gate.policy.get(&principal).is_some();
             act.set_attachment(Some(Attachment {
                 handle: handle.clone(),
                 tty,
+                gate,
+                token,
             }));
             tracing::debug!(conn = act.cx.id, session = %handle.name, client = %kind, "attached");
             Ok(json!({
                 "session": handle.name,
                 "created": handle.created,
                 "env_differs": handle.env_differs,
-                "principal": format!("uid:{}", paths::euid()),
+                "principal": principal,
                 "client": {"kind": kind, "tty": tty},
                 "cwd": {"display": handle.shared.cwd.display().to_string()},
                 "env_hash": "local",
-                "caps_enforced": false,
-                "channels": [],
+                "caps": {
+                    "enforced": enforced,
+                    "tier": crate::leash::tier(),
+                    "available_tier": crate::leash::tier(),
+                    "policy_principal": has_policy.then_some(&principal),
+                    "opaque": opaque.as_str(),
+                },
+                "caps_enforced": enforced,
+                "channels": ["session.transcript", "journal", "approval", "render"],
             }))
         }))
     }
@@ -332,8 +429,7 @@ impl KernelConn {
     }
 
     /// `journal.query`, `journal.get`, `blob.get`.
-    fn journal_method(&mut self, method: &str, p: Map<String, Json>) -> Reply {
-        let principal = jw::local_principal();
+    fn journal_method(&mut self, method: &str, p: Map<String, Json>, principal: String) -> Reply {
         match method {
             "journal.query" => {
                 let query: crate::journal::Query = match serde_json::from_value(Json::Object(p)) {
@@ -557,6 +653,11 @@ impl KernelConn {
         }
         self.attached = next;
     }
+}
+
+/// `mode: "plan"`: derive and store a plan instead of running.
+pub fn is_plan_mode(p: &Map<String, Json>) -> bool {
+    p.get("mode").and_then(Json::as_str) == Some("plan")
 }
 
 impl Actor for KernelConn {

@@ -104,6 +104,8 @@ pub struct McpConn {
     want_env: Option<Vec<(String, String)>>,
     token: Option<String>,
     attached: Option<SessionHandle>,
+    /// The principal's policy and sandbox (Leash), set on attach.
+    gate: Option<Arc<crate::leash::Gate>>,
     inflight: HashMap<String, InFlight>,
     /// Subscribed URI → its channel.
     subs: HashMap<String, String>,
@@ -139,6 +141,7 @@ impl McpConn {
             want_env: None,
             token: None,
             attached: None,
+            gate: None,
             inflight: HashMap::new(),
             subs: HashMap::new(),
             bus_subs: HashMap::new(),
@@ -477,6 +480,7 @@ impl McpConn {
                 .into_actor(act)
             })),
             "shoal_exec" => self.tool_exec(args, cancel),
+            n if crate::proto::mcp_leash::is_leash_tool(n) => self.tool_leash(n, args, cancel),
             "shoal_get" => self.tool_get(args),
             "shoal_journal" => self.tool_journal(args),
             n if n.starts_with("shoal_pty_") => self.tool_pty(n, args),
@@ -494,7 +498,8 @@ impl McpConn {
             Err(e) => return Box::pin(ready(Err(e))),
         };
         Box::pin(self.session().then(move |h, act, _ctx| {
-            async move { super::mcp_tasks::create(h?, src, position).await }
+            let gate = act.gate.clone();
+            async move { super::mcp_tasks::create(h?, src, position, gate).await }
                 .into_actor(act)
                 .map(|r, act, ctx| {
                     let (created, view) = r?;
@@ -515,6 +520,7 @@ impl McpConn {
             Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
         };
         Box::pin(self.session().then(move |h, act, _ctx| {
+            let gate = act.gate.clone();
             async move {
                 let handle = match h {
                     Ok(h) => h,
@@ -522,9 +528,12 @@ impl McpConn {
                 };
                 let r = match opts {
                     Some(o) => {
-                        super::task::exec_as_task(handle, src, position, false, budget, o).await
+                        super::task::exec_as_task(handle, src, position, false, budget, o, gate)
+                            .await
                     }
-                    None => exec_elided(handle, src, position, false, budget, cancel).await,
+                    None => {
+                        exec_elided(handle, src, position, false, budget, cancel, gate, true).await
+                    }
                 };
                 Ok(match r {
                     Ok(x) => mcp::tool_success(x),
@@ -568,9 +577,13 @@ impl McpConn {
         let Some(s) = self.services.clone() else {
             return Box::pin(ready(Err(RpcError::internal("the journal is not running"))));
         };
+        let principal = match self.principal_now() {
+            Ok(p) => p,
+            Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
+        };
         Box::pin(
             async move {
-                Ok(match query_journal(&s, query).await {
+                Ok(match query_journal(&s, query, &principal).await {
                     Ok(entries) => mcp::tool_success(mcp::journal_result(entries)),
                     Err(e) => mcp::tool_error_rpc(&e),
                 })
@@ -579,13 +592,64 @@ impl McpConn {
         )
     }
 
+    /// `shoal_plan`, `shoal_apply`, `shoal_cap_request`.
+    fn tool_leash(
+        &mut self,
+        tool: &str,
+        args: Map<String, Json>,
+        cancel: Arc<CallCancel>,
+    ) -> Reply {
+        let tool = tool.to_string();
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            let gate = act.gate.clone();
+            async move {
+                let r = match (h, gate) {
+                    (Err(e), _) => Err(e),
+                    (Ok(_), None) => Err(RpcError::internal("attached without a principal")),
+                    (Ok(h), Some(gate)) => match tool.as_str() {
+                        "shoal_plan" => match rpc::req_str(&args, "src") {
+                            Ok(src) => super::leash_calls::plan(h, gate, src.to_string()).await,
+                            Err(e) => Err(e),
+                        },
+                        "shoal_apply" => {
+                            match super::leash_calls::plan_ref_param(&args).and_then(|r| {
+                                Budget::from_json(args.get("elide"))
+                                    .map(|b| (r, b))
+                                    .map_err(RpcError::invalid_params)
+                            }) {
+                                Ok((r, b)) => {
+                                    super::leash_calls::apply(h, gate, r, false, b, cancel).await
+                                }
+                                Err(e) => Err(e),
+                            }
+                        }
+                        _ => match super::leash_calls::cap_request_params(&args) {
+                            Ok((plan_ref, kinds)) => {
+                                super::leash_calls::plan_op(
+                                    h,
+                                    gate,
+                                    super::plan_store::PlanOp::Request { plan_ref, kinds },
+                                )
+                                .await
+                            }
+                            Err(e) => Err(e),
+                        },
+                    },
+                };
+                Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
+            }
+            .into_actor(act)
+        }))
+    }
+
     /// `shoal_pty_*`: the `pty.*` request of the same name in the session.
     fn tool_pty(&mut self, tool: &str, args: Map<String, Json>) -> Reply {
         let method = crate::pty::api::tool_method(tool).unwrap_or("pty.list");
         Box::pin(self.session().then(move |h, act, _ctx| {
+            let gate = act.gate.clone();
             async move {
                 let r = match h {
-                    Ok(h) => super::pty::call(&h, method, &args).await,
+                    Ok(h) => super::pty::call_as(&h, method, &args, gate).await,
                     Err(e) => Err(e),
                 };
                 Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
@@ -601,18 +665,39 @@ impl McpConn {
             .and_then(Json::as_str)
             .map(str::to_string);
         Box::pin(self.session().then(move |h, act, _ctx| {
+            let gate = act.gate.clone();
             async move {
                 let h = h.ok();
                 let last = h.as_ref().map(|h| h.shared.last_ref()).unwrap_or(0);
-                let mut r = mcp::resources_page(caps, last, cursor.as_deref())?;
-                // PTYs are listed once, on the first page.
+                let mut page = mcp::resources_page(caps, last, cursor.as_deref())?;
+                // PTYs and the caller's live plans are listed once, on the first page.
                 if cursor.is_none() {
-                    let ptys = super::pty::resource_entries(h).await;
-                    if let Some(list) = r["resources"].as_array_mut() {
-                        list.extend(ptys);
+                    let mut extra = super::pty::resource_entries(h.clone()).await;
+                    if let (Some(h), Some(g)) = (h, gate) {
+                        if let Ok(Json::Array(plans)) = super::leash_calls::plan_op(
+                            h,
+                            g,
+                            super::plan_store::PlanOp::List,
+                        )
+                        .await
+                        {
+                            for p in plans {
+                                let r = p["plan_ref"].as_str().unwrap_or("");
+                                let hex = r.strip_prefix("plan:").unwrap_or(r);
+                                extra.push(json!({
+                                    "uri": format!("shoal://plan/{hex}"),
+                                    "name": r,
+                                    "description": format!("plan ({}), {}", p["verdict"].as_str().unwrap_or(""), p["approval"].as_str().unwrap_or("")),
+                                    "mimeType": "application/json",
+                                }));
+                            }
+                        }
+                    }
+                    if let Some(list) = page["resources"].as_array_mut() {
+                        list.extend(extra);
                     }
                 }
-                Ok(r)
+                Ok(page)
             }
             .into_actor(act)
         }))
@@ -755,13 +840,43 @@ impl McpConn {
             ("session", Some(other)) => Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unsupported session view: {other}"
             ))))),
+            ("plan", Some(r)) => {
+                // shoal://plan/HEX (or plan:HEX): the caller's own plan (contract §5).
+                let r = if r.starts_with("plan:") {
+                    r.to_string()
+                } else {
+                    format!("plan:{r}")
+                };
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    let gate = act.gate.clone();
+                    async move {
+                        let handle = h?;
+                        let gate =
+                            gate.ok_or_else(|| RpcError::internal("attached without a principal"))?;
+                        let j = super::leash_calls::plan_op(
+                            handle,
+                            gate,
+                            super::plan_store::PlanOp::Get(r),
+                        )
+                        .await?;
+                        Ok(mcp::read_result(&u, &j))
+                    }
+                    .into_actor(act)
+                }))
+            }
             ("journal", None) | ("val", Some(_)) | ("events", Some(_)) => {
                 let Some(s) = self.services.clone() else {
                     return Box::pin(ready(Err(RpcError::invalid_params(format!(
                         "unsupported resource root: {u} (the journal is not running)"
                     )))));
                 };
-                Box::pin(async move { read_service(&s, &parsed, &u).await }.into_actor(self))
+                let principal = match self.principal_now() {
+                    Ok(p) => p,
+                    Err(e) => return Box::pin(ready(Err(e))),
+                };
+                Box::pin(
+                    async move { read_service(&s, &parsed, &u, &principal).await }.into_actor(self),
+                )
             }
             _ => Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unsupported resource: {u}"
@@ -1058,6 +1173,26 @@ impl McpConn {
         }
     }
 
+    /// The caller's principal (journal scoping, docs/protocol.md §6).
+    fn principal_now(&self) -> Result<String, RpcError> {
+        match &self.gate {
+            Some(g) => super::leash_calls::recheck(self.token.as_deref(), self.cx.foreign, g)
+                .map(|_| g.principal.clone()),
+            None => super::leash_calls::principal(self.token.as_deref(), self.cx.foreign),
+        }
+    }
+
+    /// Admit this call's principal: the gate is set on first use, and a
+    /// revoked token is refused on its next call.
+    fn admit(&mut self) -> Result<(), RpcError> {
+        if let Some(g) = &self.gate {
+            return super::leash_calls::recheck(self.token.as_deref(), self.cx.foreign, g);
+        }
+        let principal = super::leash_calls::principal(self.token.as_deref(), self.cx.foreign)?;
+        self.gate = Some(Arc::new(crate::leash::Gate::for_principal(&principal)));
+        Ok(())
+    }
+
     /// The session of the request being dispatched: the one it names
     /// explicitly (`_meta["shoal/session"]`), else the shim's.
     fn session(&mut self) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
@@ -1075,14 +1210,12 @@ impl McpConn {
     ) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
         if let Some(h) = self.named.get(&name) {
             if h.addr.connected() {
-                return Box::pin(ready(Ok(h.clone())));
+                let h = h.clone();
+                return Box::pin(ready(self.admit().map(|_| h)));
             }
         }
-        if self.token.is_some() || self.cx.foreign {
-            return Box::pin(ready(Err(RpcError::new(
-                rpc::AUTH_FAILED,
-                "bearer tokens are not available in this daemon yet",
-            ))));
+        if let Err(e) = self.admit() {
+            return Box::pin(ready(Err(e)));
         }
         if !self.named.contains_key(&name) && self.named.len() >= MAX_NAMED_SESSIONS {
             return Box::pin(ready(Err(RpcError::new(
@@ -1099,9 +1232,7 @@ impl McpConn {
             no_adapters: false,
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
-            let h = r
-                .map_err(|e| RpcError::internal(e.to_string()))?
-                .map_err(conn::session_error)?;
+            let h = r?.map_err(conn::session_error)?;
             if let Some(old) = act.named.get(&name) {
                 if old.addr.connected() && old.name == h.name {
                     return Ok(old.clone());
@@ -1119,14 +1250,12 @@ impl McpConn {
     fn default_session(&mut self) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
         if let Some(h) = &self.attached {
             if h.addr.connected() {
-                return Box::pin(ready(Ok(h.clone())));
+                let h = h.clone();
+                return Box::pin(ready(self.admit().map(|_| h)));
             }
         }
-        if self.token.is_some() || self.cx.foreign {
-            return Box::pin(ready(Err(RpcError::new(
-                rpc::AUTH_FAILED,
-                "bearer tokens are not available in this daemon yet",
-            ))));
+        if let Err(e) = self.admit() {
+            return Box::pin(ready(Err(e)));
         }
         self.cx.daemon_stats.enqueue();
         let f = self.cx.daemon.send(AttachSession {
@@ -1152,8 +1281,12 @@ impl McpConn {
     }
 }
 
-async fn query_journal(s: &Services, query: crate::journal::Query) -> Result<Vec<Json>, RpcError> {
-    let scope = jw::scope_for(&jw::local_principal());
+async fn query_journal(
+    s: &Services,
+    query: crate::journal::Query,
+    principal: &str,
+) -> Result<Vec<Json>, RpcError> {
+    let scope = jw::scope_for(principal);
     let entries = s
         .journal
         .send(jw::QueryJournal { query, scope })
@@ -1169,7 +1302,12 @@ async fn query_journal(s: &Services, query: crate::journal::Query) -> Result<Vec
 }
 
 /// `resources/read` of `shoal://journal`, `shoal://val/..`, `shoal://events/..`.
-async fn read_service(s: &Services, p: &uri::ParsedUri, u: &str) -> Result<Json, RpcError> {
+async fn read_service(
+    s: &Services,
+    p: &uri::ParsedUri,
+    u: &str,
+    principal: &str,
+) -> Result<Json, RpcError> {
     match p.root.as_str() {
         "journal" => {
             let q = crate::journal::Query {
@@ -1190,7 +1328,7 @@ async fn read_service(s: &Services, p: &uri::ParsedUri, u: &str) -> Result<Json,
                 principal: p.get("principal").map(str::to_string),
                 limit: p.get("limit").and_then(|v| v.parse().ok()),
             };
-            let entries = query_journal(s, q).await?;
+            let entries = query_journal(s, q, principal).await?;
             Ok(mcp::read_result(u, &mcp::journal_result(entries)))
         }
         "val" => {

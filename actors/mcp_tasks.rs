@@ -45,12 +45,14 @@ pub async fn create(
     h: SessionHandle,
     src: String,
     position: Position,
+    gate: Option<std::sync::Arc<crate::leash::Gate>>,
 ) -> Result<(Json, watch::Receiver<TaskView>), RpcError> {
     let (id, view) = h
         .send(StartTask {
             src,
             position,
             tty: false,
+            gate,
         })
         .await
         .map_err(|_| RpcError::internal("the session is gone"))??;

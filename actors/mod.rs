@@ -9,6 +9,7 @@
 //! ├── SessionSupervisor(n)  one per named session; re-creates a dead Session
 //! │   ├── Session           owns the evaluation worker thread
 //! │   ├── Task(n)           one per background task, on a fork of the session
+//! │   ├── PlanStore         the session's plans (Leash)
 //! │   └── Pty(n)            one per PTY; its I/O thread feeds the emulator
 //! ├── JournalWriter         owns the journal's group-commit writer thread
 //! └── EventBus              channels, rings, per-subscriber bounded queues
@@ -26,10 +27,12 @@ pub mod exec;
 pub mod health;
 pub mod journal_writer;
 pub mod kernel_conn;
+pub mod leash_calls;
 pub mod listener;
 pub mod mcp_conn;
 pub mod mcp_tasks;
 pub mod msg;
+pub mod plan_store;
 pub mod pty;
 pub mod session;
 pub mod session_handle;

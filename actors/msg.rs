@@ -77,6 +77,18 @@ pub struct Exec {
     /// This call's own cancellation (docs/protocol.md §10): cancelling it never
     /// touches another call of the session.
     pub cancel: Arc<CallCancel>,
+    /// The caller's principal (Leash): its sandbox confines the children,
+    /// and with `check` its verdict gates the run.
+    pub gate: Option<Arc<crate::leash::Gate>>,
+    /// Refuse unless the verdict allows (false for an approved plan's apply).
+    pub check: bool,
+}
+
+/// Derive the effects of a source in the session (planning; nothing runs).
+#[derive(Message)]
+#[rtype(result = "Result<Vec<crate::leash::Effect>, SessionError>")]
+pub struct DerivePlan {
+    pub src: String,
 }
 
 #[derive(Debug, Clone)]
@@ -133,6 +145,9 @@ pub struct Crash;
 #[rtype(result = "Result<Json, crate::proto::rpc::RpcError>")]
 pub struct PtyCall {
     pub op: crate::pty::api::PtyOp,
+    /// The caller's principal (Leash): an open is gated by its verdict and
+    /// the child confined by its sandbox.
+    pub gate: Option<Arc<crate::leash::Gate>>,
 }
 
 /// Watch a PTY of the session: a counter that ticks on every screen change

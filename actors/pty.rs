@@ -169,9 +169,19 @@ impl Handler<PtyCall> for SessionSupervisor {
                 if self.ptys.entries.len() + self.ptys.opening >= self.ptys.max {
                     return ready(Err(api::limit_reached(self.ptys.max)));
                 }
-                // The Leash gate (docs/protocol.md §5: `proc_spawn` on the resolved
-                // binary, approval -32011, deny -32010) belongs here, before
-                // the spawn; this daemon has no policy engine yet.
+                // The Leash gate (docs/protocol.md §5): a program on a PTY is an
+                // opaque effect, checked like exec, before the spawn.
+                let sandbox = match &msg.gate {
+                    Some(g) => {
+                        let effects = [crate::leash::Effect::Opaque];
+                        let d = g.decide(&effects);
+                        if let Some(e) = crate::leash::refusal(&g.principal, &d, &effects) {
+                            return ready(Err(e));
+                        }
+                        g.sandbox.clone()
+                    }
+                    None => None,
+                };
                 let (cwd, base) = session_env(&self.shared);
                 let spec = SpawnSpec {
                     cmd: req.cmd.clone(),
@@ -183,8 +193,9 @@ impl Handler<PtyCall> for SessionSupervisor {
                 };
                 let session = self.shared.name.clone();
                 self.ptys.opening += 1;
-                let spawned =
-                    actix_rt::task::spawn_blocking(move || PtyHandle::open(&spec, &session));
+                let spawned = actix_rt::task::spawn_blocking(move || {
+                    crate::leash::landlock::with_rules(sandbox, || PtyHandle::open(&spec, &session))
+                });
                 let cmd = req.cmd;
                 Box::pin(spawned.into_actor(self).map(move |r, act, _ctx| {
                     act.ptys.opening -= 1;
@@ -220,7 +231,7 @@ impl Handler<PtyCall> for SessionSupervisor {
                 let Some((addr, h)) = entry else {
                     return ready(Err(api::unknown_pty(&id_name(id))));
                 };
-                let f = addr.send(PtyCall { op });
+                let f = addr.send(PtyCall { op, gate: None });
                 Box::pin(
                     async move {
                         match f.await {
@@ -255,13 +266,23 @@ pub fn call(
     method: &str,
     params: &Map<String, Json>,
 ) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
+    call_as(handle, method, params, None)
+}
+
+/// [`call`] for a principal: `pty.open` is gated by its verdict.
+pub fn call_as(
+    handle: &SessionHandle,
+    method: &str,
+    params: &Map<String, Json>,
+    gate: Option<Arc<crate::leash::Gate>>,
+) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
     let op = api::parse(method, params);
     let handle = handle.clone();
     async move {
         let op = op?;
         let name = handle.name.clone();
         handle
-            .send(PtyCall { op })
+            .send(PtyCall { op, gate })
             .await
             .map_err(|_| super::conn::session_error(super::msg::SessionError::Closed(name)))?
     }

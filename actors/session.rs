@@ -458,11 +458,25 @@ pub struct JobSpec {
     pub position: Position,
     pub tty: bool,
     pub cancel: Arc<CallCancel>,
+    /// The caller's principal: its verdict gates the run (when `check`) and
+    /// its sandbox confines the children.
+    pub gate: Option<Arc<crate::leash::Gate>>,
+    pub check: bool,
+}
+
+/// What the worker thread is asked to do.
+enum Work {
+    Exec(Job),
+    /// Derive the effects of a source (planning; nothing runs).
+    Derive {
+        src: String,
+        reply: oneshot::Sender<Result<Vec<crate::leash::Effect>, SessionError>>,
+    },
 }
 
 pub struct Session {
     shared: Arc<SessionShared>,
-    jobs: Option<mpsc::Sender<Job>>,
+    jobs: Option<mpsc::Sender<Work>>,
     reg: Registration,
     /// Tells the supervisor when this actor ends (a panic included).
     _exit: Option<super::session_supervisor::ExitNotice>,
@@ -489,7 +503,7 @@ impl Actor for Session {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(64);
-        let (tx, rx) = mpsc::channel::<Job>();
+        let (tx, rx) = mpsc::channel::<Work>();
         let shared = self.shared.clone();
         // The worker evaluates on its own (large) stack: no thread per exec.
         let spawned = crate::lang::session::spawn_eval_thread(
@@ -528,13 +542,15 @@ impl Handler<Exec> for Session {
                 position: msg.position,
                 tty: msg.tty,
                 cancel: cancel.clone(),
+                gate: msg.gate,
+                check: msg.check,
             },
             reply,
         };
         let sent = self
             .jobs
             .as_ref()
-            .map(|tx| tx.send(job).is_ok())
+            .map(|tx| tx.send(Work::Exec(job)).is_ok())
             .unwrap_or(false);
         let stats = self.reg.stats.clone();
         let name = self.shared.name.clone();
@@ -588,6 +604,39 @@ impl Handler<Exec> for Session {
     }
 }
 
+impl Handler<super::msg::DerivePlan> for Session {
+    type Result = ResponseFuture<Result<Vec<crate::leash::Effect>, SessionError>>;
+
+    fn handle(&mut self, msg: super::msg::DerivePlan, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let (reply, rx) = oneshot::channel();
+        let sent = self
+            .jobs
+            .as_ref()
+            .map(|tx| {
+                tx.send(Work::Derive {
+                    src: msg.src,
+                    reply,
+                })
+                .is_ok()
+            })
+            .unwrap_or(false);
+        let name = self.shared.name.clone();
+        Box::pin(async move {
+            if !sent {
+                return Err(SessionError::Internal(format!(
+                    "session {name}: worker thread is gone"
+                )));
+            }
+            rx.await.unwrap_or_else(|_| {
+                Err(SessionError::Internal(format!(
+                    "session {name}: worker thread ended while planning"
+                )))
+            })
+        })
+    }
+}
+
 impl Handler<Crash> for Session {
     type Result = ();
 
@@ -601,9 +650,27 @@ impl Handler<Crash> for Session {
 }
 
 /// The worker thread: owns the language session, runs jobs in order.
-fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Job>, stack: usize) {
+fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack: usize) {
     let mut lang: Option<LangSession> = None;
-    while let Ok(job) = rx.recv() {
+    while let Ok(work) = rx.recv() {
+        let job = match work {
+            Work::Exec(job) => job,
+            Work::Derive { src, reply } => {
+                let r = match ensure_lang(&shared, &mut lang) {
+                    Err(e) => Err(e),
+                    Ok(session) => catch_unwind(AssertUnwindSafe(|| session.derive_effects(&src)))
+                        .map_err(|p| {
+                            SessionError::Internal(format!(
+                                "planning panicked: {}",
+                                panic_message(&p)
+                            ))
+                        })
+                        .and_then(|r| r.map_err(SessionError::Parse)),
+                };
+                let _ = reply.send(r);
+                continue;
+            }
+        };
         if job.spec.cancel.is_cancelled() {
             job.spec.cancel.finish();
             let _ = job
@@ -724,6 +791,8 @@ const RENDER_MAX_ITEMS: usize = 2000;
 /// What one exec leaves for the journal, recorded after or before the reply.
 struct PendingJournal {
     n: u64,
+    principal: Option<String>,
+    effects: Vec<serde_json::Value>,
     src: String,
     cwd: PathBuf,
     ts: i64,
@@ -790,13 +859,17 @@ impl PendingJournal {
         };
         let rec = ExecRecord {
             session: &shared.name,
-            principal: &journal_writer::local_principal(),
+            principal: &self
+                .principal
+                .clone()
+                .unwrap_or_else(journal_writer::local_principal),
             cwd: &self.cwd,
             src: &self.src,
             ts: self.ts,
             dur_ns: self.dur_ns,
             n: self.n,
             ran,
+            effects: self.effects,
         };
         match journal_writer::record_exec(svc, rec, events) {
             Ok(_) => Ok(()),
@@ -842,6 +915,62 @@ fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionError> {
     })
 }
 
+/// The Leash gate of a run (docs/protocol.md §5): derive the effects and refuse
+/// unless the principal's verdict is `allow`. A parse error passes through
+/// (the exec reports it as usual).
+fn gate_run(
+    gate: &crate::leash::Gate,
+    session: &LangSession,
+    src: &str,
+    check: bool,
+) -> Result<Vec<serde_json::Value>, SessionError> {
+    let effects = match catch_unwind(AssertUnwindSafe(|| session.derive_effects(src))) {
+        Ok(Ok(e)) => e,
+        Ok(Err(_)) => return Ok(Vec::new()),
+        Err(p) => {
+            return Err(SessionError::Internal(format!(
+                "planning panicked: {}",
+                panic_message(&p)
+            )))
+        }
+    };
+    let json = || effects.iter().map(crate::leash::Effect::to_json).collect();
+    if !check {
+        return Ok(json());
+    }
+    let d = gate.decide(&effects);
+    match crate::leash::refusal(&gate.principal, &d, &effects) {
+        Some(e) => Err(SessionError::Rpc(e)),
+        None => Ok(json()),
+    }
+}
+
+/// The Leash verdict for running `src` in `lang` (a background task's start).
+pub fn check_gate(
+    gate: &crate::leash::Gate,
+    lang: &LangSession,
+    src: &str,
+) -> Result<(), SessionError> {
+    gate_run(gate, lang, src, true).map(|_| ())
+}
+
+/// The worker's language session, started on first use (with the session's
+/// views: channel injector, interrupter, spill allowance).
+fn ensure_lang<'a>(
+    shared: &SessionShared,
+    lang: &'a mut Option<LangSession>,
+) -> Result<&'a mut LangSession, SessionError> {
+    if lang.is_none() {
+        let s = new_lang(shared)?;
+        *shared.injector.locked() = Some(s.channel_injector());
+        *shared.interrupter.locked() = Some(s.interrupter());
+        *shared.spill.locked() = s.spill_quota();
+        *lang = Some(s);
+    }
+    lang.as_mut()
+        .ok_or_else(|| SessionError::Internal("language session unavailable".into()))
+}
+
 /// Run one background task's evaluation on the calling thread (started by
 /// `spawn_eval_thread`), on its own fork `lang`: stored as `out:N`, journaled.
 pub fn run_task(
@@ -880,17 +1009,9 @@ fn run_job(
     stack: usize,
     foreground: bool,
 ) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
-    if lang.is_none() {
-        match new_lang(shared) {
-            Ok(s) => {
-                if foreground {
-                    *shared.injector.locked() = Some(s.channel_injector());
-                    *shared.interrupter.locked() = Some(s.interrupter());
-                    *shared.spill.locked() = s.spill_quota();
-                }
-                *lang = Some(s);
-            }
-            Err(e) => return (Err(e), None),
+    if foreground {
+        if let Err(e) = ensure_lang(shared, lang) {
+            return (Err(e), None);
         }
     }
     let Some(session) = lang.as_mut() else {
@@ -901,6 +1022,13 @@ fn run_job(
             None,
         );
     };
+    let mut effects = Vec::new();
+    if let Some(gate) = &job.gate {
+        match gate_run(gate, session, &job.src, job.check) {
+            Ok(e) => effects = e,
+            Err(e) => return (Err(e), None),
+        }
+    }
     let interrupter = session.interrupter();
     interrupter.reset();
     // From here a cancel of this call interrupts it (and only it).
@@ -914,8 +1042,11 @@ fn run_job(
     }
     let ts = crate::journal::now_ns();
     let t0 = Instant::now();
+    let sandbox = job.gate.as_ref().and_then(|g| g.sandbox.clone());
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        session.exec_here(&job.src, job.position, stack)
+        crate::leash::landlock::with_rules(sandbox, || {
+            session.exec_here(&job.src, job.position, stack)
+        })
     }));
     let elapsed = t0.elapsed();
     let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
@@ -936,6 +1067,8 @@ fn run_job(
     let pending = |n: u64, ran: PendingRan| {
         shared.services.as_ref().map(|_| PendingJournal {
             n,
+            principal: job.gate.as_ref().map(|g| g.principal.clone()),
+            effects: effects.clone(),
             src: job.src.clone(),
             cwd: cwd.clone(),
             ts,

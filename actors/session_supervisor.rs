@@ -34,6 +34,7 @@ use crate::task::{self as tasks, Entry, TaskTable};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ChildKind {
     Session,
+    PlanStore,
     Task(u64),
 }
 
@@ -41,6 +42,7 @@ impl ChildKind {
     pub fn label(&self) -> String {
         match self {
             ChildKind::Session => "session".into(),
+            ChildKind::PlanStore => "plan_store".into(),
             ChildKind::Task(n) => tasks::ref_name(*n),
         }
     }
@@ -74,6 +76,7 @@ impl Drop for ExitNotice {
 
 enum ChildAddr {
     Session(Addr<Session>),
+    PlanStore(Addr<super::plan_store::PlanStore>),
     Task(Addr<Task>),
 }
 
@@ -106,6 +109,9 @@ pub struct StartTask {
     pub src: String,
     pub position: Position,
     pub tty: bool,
+    /// The caller's principal: its verdict gates the start, its sandbox
+    /// confines the task's children.
+    pub gate: Option<Arc<crate::leash::Gate>>,
 }
 
 /// A `task.*` request on this session's tasks.
@@ -155,6 +161,8 @@ pub struct SessionSupervisor {
     tasks: TaskTable<TaskEntry>,
     max_tasks: usize,
     generation: u64,
+    /// The session's plans (`actors/plan_store.rs`), started on first use
+    /// (their child-table slot is [`ChildKind::PlanStore`]).
     restarts: u64,
     recent: Vec<Instant>,
     max_per_minute: u32,
@@ -271,6 +279,48 @@ impl SessionSupervisor {
         self.start_child(ctx);
     }
 
+    /// The PlanStore child, started on first use (and again after it died).
+    pub(super) fn plan_store(
+        &mut self,
+        ctx: &mut Context<Self>,
+    ) -> super::health::Counted<super::plan_store::PlanStore> {
+        if let Some(ChildSlot {
+            addr: ChildAddr::PlanStore(a),
+            stats,
+            ..
+        }) = self.children.get(&ChildKind::PlanStore)
+        {
+            return super::health::Counted::new(a.clone(), stats.clone());
+        }
+        let reg =
+            self.registry
+                .register("plan_store", self.shared.name.clone(), Some(self.reg.id()));
+        let stats = reg.stats.clone();
+        let exit = self.notice(ChildKind::PlanStore, ctx);
+        let generation = exit.generation;
+        let bus = self.shared.services.as_ref().map(|s| s.bus.clone());
+        let a = super::plan_store::PlanStore::new(bus, reg)
+            .with_exit_notice(exit)
+            .start();
+        self.children.insert(
+            ChildKind::PlanStore,
+            ChildSlot {
+                addr: ChildAddr::PlanStore(a.clone()),
+                stats: stats.clone(),
+                generation,
+            },
+        );
+        super::health::Counted::new(a, stats)
+    }
+
+    /// The live Session actor.
+    pub(super) fn session_child(&mut self) -> Result<Addr<Session>, SessionError> {
+        self.child().map(|(a, s)| {
+            s.enqueue();
+            a
+        })
+    }
+
     /// Start a task on a fork of the session's state. The one place a
     /// background task is spawned (the policy gate belongs here).
     fn start_task(
@@ -298,6 +348,10 @@ impl SessionSupervisor {
             .shared
             .fork_lang()
             .map_err(super::conn::session_error)?;
+        // The Leash gate: refused before any task exists.
+        if let Some(g) = &msg.gate {
+            super::session::check_gate(g, &lang, &msg.src).map_err(super::conn::session_error)?;
+        }
         let id = tasks::next_id();
         let kind = ChildKind::Task(id);
         let reg = self
@@ -311,6 +365,9 @@ impl SessionSupervisor {
             position: msg.position,
             tty: msg.tty,
             cancel: CallCancel::new(),
+            gate: msg.gate,
+            // Checked above; the sandbox still applies.
+            check: false,
         };
         let start = Task::prepare(id, self.shared.clone(), lang, spec, reg, exit);
         let view = start.view.clone();
@@ -436,6 +493,10 @@ impl Handler<ChildExited> for SessionSupervisor {
                 if !self.failed && !self.stopping {
                     self.restart(ctx);
                 }
+            }
+            // Plans live in memory: a new PlanStore starts on next use.
+            ChildKind::PlanStore => {
+                tracing::warn!(session = %self.shared.name, "plan store stopped");
             }
             ChildKind::Task(id) => {
                 let unfinished = self
@@ -691,6 +752,7 @@ mod tests {
                         src: "sh { sleep 30 }".into(),
                         position: Position::Value,
                         tty: false,
+                        gate: None,
                     })
                     .await
                     .unwrap()

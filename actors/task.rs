@@ -325,9 +325,15 @@ pub async fn exec_as_task(
     tty: bool,
     budget: crate::proto::elide::Budget,
     opts: TaskOpts,
+    gate: Option<std::sync::Arc<crate::leash::Gate>>,
 ) -> Result<serde_json::Value, RpcError> {
     let (id, view) = handle
-        .send(super::session_supervisor::StartTask { src, position, tty })
+        .send(super::session_supervisor::StartTask {
+            src,
+            position,
+            tty,
+            gate,
+        })
         .await
         .map_err(|_| super::conn::session_error(SessionError::Closed(handle.name.clone())))??;
     let limit = match (opts.background, opts.timeout_ms) {

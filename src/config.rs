@@ -19,6 +19,38 @@ pub struct Config {
     pub session: SessionConfig,
     pub journal: JournalConfig,
     pub limits: LimitsConfig,
+    /// `[policy.principal."NAME"]` sections (Leash, contract §5).
+    pub policy: crate::leash::policy::PolicyConfig,
+    pub plans: PlansConfig,
+}
+
+/// `[plans]`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlansConfig {
+    /// How long a plan can be applied after it was made (`90s`, `30m`, `1h`, `2d`).
+    pub ttl: PlanTtl,
+}
+
+impl Default for PlansConfig {
+    fn default() -> Self {
+        PlansConfig {
+            ttl: PlanTtl(crate::leash::DEFAULT_PLAN_TTL),
+        }
+    }
+}
+
+/// A checked `plans.ttl`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlanTtl(pub std::time::Duration);
+
+impl<'de> Deserialize<'de> for PlanTtl {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        crate::leash::parse_duration(&s)
+            .map(PlanTtl)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// `[limits]`: every quota the daemon enforces (docs/protocol.md §10). A reached

@@ -5,6 +5,7 @@ pub mod adapters;
 pub mod config;
 pub mod journal;
 pub mod lang;
+pub mod leash;
 pub mod paths;
 pub mod procmem;
 pub mod proto;

@@ -109,6 +109,59 @@ enum Command {
         #[command(subcommand)]
         command: AdapterCommand,
     },
+    /// Bearer tokens for other principals (stored hashed in the state dir).
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+        #[arg(long = "state-dir", global = true)]
+        state_dir: Option<PathBuf>,
+    },
+    /// Plans waiting for a human: list, show, approve, deny.
+    Plan {
+        #[command(subcommand)]
+        command: PlanCommand,
+        #[arg(long, global = true)]
+        socket: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// A new token for PRINCIPAL; the token alone is printed on the last line.
+    Create {
+        principal: String,
+        /// Lifetime (90s, 30m, 1h, 2d); default: until revoked.
+        #[arg(long)]
+        ttl: Option<String>,
+    },
+    /// Tokens with their state (active, expired, revoked); never the secrets.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token by id or by the token itself; the daemon refuses it at once.
+    Revoke { token: String },
+}
+
+#[derive(Subcommand)]
+enum PlanCommand {
+    /// Live plans of every session (or of --session).
+    List {
+        #[arg(long)]
+        session: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One plan: effects, verdict, source.
+    Show {
+        plan_ref: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a plan (its owner may then apply it).
+    Approve { plan_ref: String },
+    /// Deny a plan (it can no longer be approved or applied).
+    Deny { plan_ref: String },
 }
 
 #[derive(Subcommand)]
@@ -210,6 +263,19 @@ fn main() -> ExitCode {
         Command::Adapter { command } => match command {
             AdapterCommand::List { json } => cli::adapter::list(json),
             AdapterCommand::Check { file } => cli::adapter::check(&file),
+        },
+        Command::Token { command, state_dir } => match command {
+            TokenCommand::Create { principal, ttl } => {
+                cli::leash::token_create(state_dir, &principal, ttl)
+            }
+            TokenCommand::List { json } => cli::leash::token_list(state_dir, json),
+            TokenCommand::Revoke { token } => cli::leash::token_revoke(state_dir, &token),
+        },
+        Command::Plan { command, socket } => match command {
+            PlanCommand::List { session, json } => cli::leash::plan_list(socket, session, json),
+            PlanCommand::Show { plan_ref, json } => cli::leash::plan_show(socket, &plan_ref, json),
+            PlanCommand::Approve { plan_ref } => cli::leash::plan_decide(socket, &plan_ref, true),
+            PlanCommand::Deny { plan_ref } => cli::leash::plan_decide(socket, &plan_ref, false),
         },
     };
     ExitCode::from(code.clamp(0, 255) as u8)

@@ -65,7 +65,10 @@ fn handshake_negotiation_and_unknown_methods() {
             "shoal_pty_resize",
             "shoal_pty_close",
             "shoal_pty_list",
-            "shoal_cancel"
+            "shoal_cancel",
+            "shoal_plan",
+            "shoal_apply",
+            "shoal_cap_request"
         ],
         "only working tools are advertised"
     );

@@ -93,8 +93,8 @@ fn tools_list_is_small_and_complete() {
     let mut m = Mcp::open(&d, "t");
     let r = m.ok("tools/list", json!({}));
     let size = serde_json::to_vec(&r).unwrap().len();
-    // 13 KiB with the task fields of shoal_exec and shoal_cancel.
-    assert!(size <= 13 * 1024, "tools/list is {size} bytes");
+    // 15 KiB for all 13 tools (every output schema admits the error shape).
+    assert!(size <= 15 * 1024, "tools/list is {size} bytes");
     for t in r["tools"].as_array().unwrap() {
         assert!(jsonschema::meta::is_valid(&t["inputSchema"]), "{t}");
         assert!(jsonschema::meta::is_valid(&t["outputSchema"]), "{t}");

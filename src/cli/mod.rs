@@ -4,6 +4,7 @@ pub mod adapter;
 pub mod client;
 pub mod exec;
 pub mod history;
+pub mod leash;
 pub mod output;
 pub mod shim;
 pub mod status;

@@ -122,6 +122,29 @@ pub fn human(st: &Value) -> String {
         walk(&mut out, r, &actors, 0);
     }
 
+    if let Some(l) = st.get("leash").filter(|l| l.is_object()) {
+        let ps: Vec<String> = l["principals"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                format!(
+                    "{} (caps_enforced {}, opaque {})",
+                    s(&p["name"]),
+                    s(&p["caps_enforced"]),
+                    s(&p["opaque"])
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "\nleash     tier {} (Landlock ABI {}) · plans ttl {}s · {}\n",
+            s(&l["tier"]),
+            s(&l["landlock_abi"]),
+            s(&l["plan_ttl_s"]),
+            ps.join(", ")
+        ));
+    }
+
     out.push_str(&format!(
         "\n{:<20} {:>7} {:>10} {:>5} {:>4} {:>10} {:>5}  {}\n",
         "SESSION", "CLIENTS", "TRANSCRIPT", "TASKS", "PTYS", "SPILL", "BUSY", "CWD"

@@ -293,6 +293,26 @@ impl Session {
                 .all(|((k, v), (k2, v2))| k == k2 && v == v2)
     }
 
+    /// The effects `src` would have if run now (Leash planning): parsed as
+    /// an exec would parse it, derived without executing anything.
+    pub fn derive_effects(&self, src: &str) -> Result<Vec<crate::leash::Effect>, ParseError> {
+        let bound: std::collections::HashSet<String> =
+            self.interp.globals.local_names().into_iter().collect();
+        let ctx = ParseContext {
+            value_bound: self.interp.value_bound_names().into_iter().collect(),
+            bound: bound.clone(),
+        };
+        let prog = crate::lang::parse::parse(src, &ctx)?;
+        let env = |n: &str| self.interp.env.get(n).cloned();
+        let cx = crate::leash::derive::Context {
+            cwd: &self.interp.cwd,
+            env: &env,
+            adapters: self.interp.adapters.as_deref(),
+            bound: &bound,
+        };
+        Ok(crate::leash::derive::derive(&prog, &cx))
+    }
+
     /// Names value-bound at the top level by earlier execs (`let`/`var`).
     pub fn bound_names(&self) -> Vec<String> {
         self.interp.value_bound_names()

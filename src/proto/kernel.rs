@@ -333,15 +333,10 @@ pub fn exec_params(
         }
     };
     match super::rpc::opt_str(p, "mode")? {
-        None | Some("run") => {}
-        Some("plan") => {
-            return Err(RpcError::invalid_params(
-                "mode \"plan\" is not available in this daemon yet",
-            ))
-        }
+        None | Some("run") | Some("plan") | Some("approved") => {}
         Some(other) => {
             return Err(RpcError::invalid_params(format!(
-                "mode must be run or plan (got {other:?})"
+                "mode must be run, plan or approved (got {other:?})"
             )))
         }
     }

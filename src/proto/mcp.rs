@@ -307,6 +307,7 @@ pub fn tools(caps: Caps) -> Json {
     }
     t.extend(super::mcp_pty::tools());
     t.extend(super::mcp_tasks::tools());
+    t.extend(super::mcp_leash::tools());
     Json::Array(t)
 }
 
@@ -356,6 +357,7 @@ pub fn validate_args(tool: &str, args: &Json) -> Result<(), Json> {
         "shoal_journal" => &validators().journal,
         t if t.starts_with("shoal_pty_") => return super::mcp_pty::validate_args(t, args),
         "shoal_cancel" => return super::mcp_tasks::validate_args(tool, args),
+        t if super::mcp_leash::is_leash_tool(t) => return super::mcp_leash::validate_args(t, args),
         _ => return Ok(()),
     };
     check_args(v, tool, args)

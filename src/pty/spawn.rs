@@ -157,6 +157,15 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<Spawned> {
             Ok(())
         });
     }
+    // Leash: the principal's filesystem grants, enforced by Landlock.
+    let sandbox = crate::leash::landlock::prepare()?;
+    if let Some(rs) = &sandbox {
+        let fd = rs.raw();
+        // SAFETY: restrict_self makes two syscalls and allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || crate::leash::landlock::restrict_self(fd));
+        }
+    }
     // The table lock is held across the spawn so a reaper never sees the pid
     // before it is registered.
     let mut table = live();

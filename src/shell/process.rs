@@ -252,7 +252,17 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
         }
     };
     cmd.stderr(Stdio::piped());
+    // Leash: the principal's filesystem grants, enforced by Landlock.
+    let sandbox = crate::leash::landlock::prepare().map_err(RunError::Spawn)?;
+    if let Some(rs) = &sandbox {
+        let fd = rs.raw();
+        // SAFETY: restrict_self makes two syscalls and allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || crate::leash::landlock::restrict_self(fd));
+        }
+    }
     let child = cmd.spawn().map_err(RunError::Spawn)?;
+    drop(sandbox);
     // `cmd` holds the parent's copies of redirect files; drop them now so the
     // child is the only holder.
     drop(cmd);

@@ -605,14 +605,17 @@ impl Interp {
                 .iter()
                 .map(|t| {
                     let mut child = self.child();
+                    let sandbox = crate::leash::landlock::current();
                     std::thread::Builder::new()
                         .name("shoal-parallel".into())
                         .stack_size(stack)
                         .spawn_scoped(sc, move || {
                             child.enter_thread(stack);
-                            child
-                                .call_value(t, vec![], vec![])
-                                .map_err(|c| child.ctl_to_err(c))
+                            crate::leash::landlock::with_rules(sandbox, || {
+                                child
+                                    .call_value(t, vec![], vec![])
+                                    .map_err(|c| child.ctl_to_err(c))
+                            })
                         })
                 })
                 .collect();

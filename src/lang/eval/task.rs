@@ -148,12 +148,14 @@ impl Interp {
             id
         };
         let st = state.clone();
+        // Leash: the task's children stay confined like the spawner's.
+        let sandbox = crate::leash::landlock::current();
         let spawned = std::thread::Builder::new()
             .name(format!("shoal-task-{id}"))
             .stack_size(TASK_STACK)
             .spawn(move || {
                 child.enter_thread(TASK_STACK);
-                let r = match body(&mut child) {
+                let r = match crate::leash::landlock::with_rules(sandbox, || body(&mut child)) {
                     Ok(v) => Ok(v),
                     Err(c) => Err(child.ctl_to_err(c)),
                 };

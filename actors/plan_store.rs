@@ -1,0 +1,376 @@
+//! PlanStore: one per session, a child of its SessionSupervisor. Holds the
+//! session's plans (contract §5): each bound to its owner (the ref hashes
+//! session, principal, source and effects), expiring after `plans.ttl`,
+//! approved by `cap.request` within the owner's policy or by the human.
+//! Every change of a plan's standing is an `approval` event.
+
+use std::collections::HashMap;
+
+use actix::prelude::*;
+use serde_json::{json, Value as Json};
+
+use super::event_bus::{EventBus, Publish};
+use super::health::{Counted, Registration};
+use super::session_supervisor::SessionSupervisor;
+use crate::leash::plan::{Approval, Plan};
+use crate::leash::{effect, Verdict};
+use crate::proto::rpc::{RpcError, APPROVAL_REQUIRED, LEASH_DENIED, UNKNOWN_PLAN};
+
+/// Plans a session keeps at most (the oldest go first).
+const MAX_PLANS: usize = 1024;
+
+pub struct PlanStore {
+    plans: HashMap<String, Plan>,
+    bus: Option<Counted<EventBus>>,
+    reg: Registration,
+    /// Tells the supervisor when this actor stops (dropped with it).
+    _exit: Option<super::session_supervisor::ExitNotice>,
+}
+
+/// Who asks.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub principal: String,
+}
+
+impl Caller {
+    /// The local uid: the human at this machine, who approves and denies.
+    pub fn is_human(&self) -> bool {
+        self.principal == crate::leash::runtime().local
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum PlanOp {
+    /// Store a fresh plan (or refresh the same owner's identical one).
+    Put(Box<Plan>),
+    Get(String),
+    List,
+    /// `cap.request`: approve what the owner's policy grants.
+    Request {
+        plan_ref: String,
+        kinds: Vec<String>,
+    },
+    /// `shoal plan approve` (the human).
+    Approve(String),
+    /// `shoal plan deny` (the human).
+    Deny(String),
+    /// `plan.apply`: the plan, if it may run now.
+    Apply(String),
+}
+
+/// A plan request for the session's PlanStore (through its supervisor).
+#[derive(Message)]
+#[rtype(result = "Result<PlanReply, RpcError>")]
+pub struct PlanCall {
+    pub caller: Caller,
+    pub op: PlanOp,
+}
+
+#[derive(Debug)]
+pub enum PlanReply {
+    Json(Json),
+    /// `Apply`: the plan to run.
+    Run(Box<Plan>),
+}
+
+fn unknown(plan_ref: &str) -> RpcError {
+    RpcError::new(UNKNOWN_PLAN, "unknown or expired plan_ref")
+        .with_data(json!({"plan_ref": plan_ref}))
+}
+
+impl PlanStore {
+    pub fn new(bus: Option<Counted<EventBus>>, reg: Registration) -> PlanStore {
+        PlanStore {
+            plans: HashMap::new(),
+            bus,
+            reg,
+            _exit: None,
+        }
+    }
+
+    /// Report this actor's end to its supervisor.
+    pub fn with_exit_notice(mut self, exit: super::session_supervisor::ExitNotice) -> Self {
+        self._exit = Some(exit);
+        self
+    }
+
+    fn publish(&self, event: &str, plan: &Plan) {
+        if let Some(bus) = &self.bus {
+            let mut payload = plan.to_json();
+            if let Some(o) = payload.as_object_mut() {
+                o.insert("event".into(), json!(event));
+            }
+            bus.do_send(Publish {
+                channel: "approval".into(),
+                payload,
+            });
+        }
+    }
+
+    fn sweep(&mut self) {
+        let now = crate::journal::now_ns();
+        let gone: Vec<String> = self
+            .plans
+            .values()
+            .filter(|p| p.expired(now))
+            .map(|p| p.plan_ref.clone())
+            .collect();
+        for r in gone {
+            if let Some(p) = self.plans.remove(&r) {
+                self.publish("expired", &p);
+            }
+        }
+    }
+
+    /// The caller's live plan `r` (or the human's view of any plan here).
+    fn owned(&mut self, r: &str, caller: &Caller, human_ok: bool) -> Result<&mut Plan, RpcError> {
+        let now = crate::journal::now_ns();
+        if self.plans.get(r).is_some_and(|p| p.expired(now)) {
+            if let Some(p) = self.plans.remove(r) {
+                self.publish("expired", &p);
+            }
+        }
+        let p = self.plans.get_mut(r).ok_or_else(|| unknown(r))?;
+        if p.principal != caller.principal && !(human_ok && caller.is_human()) {
+            return Err(
+                RpcError::new(LEASH_DENIED, "plan belongs to another principal")
+                    .with_data(json!({"plan_ref": r})),
+            );
+        }
+        Ok(p)
+    }
+
+    fn handle_op(&mut self, caller: Caller, op: PlanOp) -> Result<PlanReply, RpcError> {
+        match op {
+            PlanOp::Put(plan) => {
+                self.sweep();
+                let mut plan = *plan;
+                if let Some(old) = self.plans.get(&plan.plan_ref) {
+                    // Same owner, source and effects: keep its standing.
+                    plan.approval = old.approval;
+                    plan.created_ns = old.created_ns;
+                }
+                if self.plans.len() >= MAX_PLANS && !self.plans.contains_key(&plan.plan_ref) {
+                    if let Some(oldest) = self
+                        .plans
+                        .values()
+                        .min_by_key(|p| p.created_ns)
+                        .map(|p| p.plan_ref.clone())
+                    {
+                        self.plans.remove(&oldest);
+                    }
+                }
+                if plan.approval_pending() {
+                    self.publish("pending", &plan);
+                }
+                let j = plan.to_json();
+                self.plans.insert(plan.plan_ref.clone(), plan);
+                Ok(PlanReply::Json(j))
+            }
+            PlanOp::Get(r) => Ok(PlanReply::Json(
+                self.owned(&r, &caller, true)?.detail_json(),
+            )),
+            PlanOp::List => {
+                self.sweep();
+                let mut v: Vec<&Plan> = self
+                    .plans
+                    .values()
+                    .filter(|p| p.principal == caller.principal || caller.is_human())
+                    .collect();
+                v.sort_by(|a, b| {
+                    a.created_ns
+                        .cmp(&b.created_ns)
+                        .then(a.plan_ref.cmp(&b.plan_ref))
+                });
+                Ok(PlanReply::Json(Json::Array(
+                    v.into_iter().map(Plan::to_json).collect(),
+                )))
+            }
+            PlanOp::Request { plan_ref, kinds } => {
+                let p = self.owned(&plan_ref, &caller, false)?;
+                if p.verdict == Verdict::Deny {
+                    return Err(RpcError::new(
+                        LEASH_DENIED,
+                        format!(
+                            "policy denies requested effects: {}",
+                            p.reason.as_deref().unwrap_or("not granted")
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": plan_ref})));
+                }
+                if p.approval == Approval::Denied {
+                    return Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
+                        .with_data(json!({"plan_ref": plan_ref})));
+                }
+                let requested: Vec<&str> = kinds
+                    .iter()
+                    .filter_map(|k| effect::normalize_kind(k))
+                    .collect();
+                let mut uncovered: Vec<&'static str> = Vec::new();
+                if !kinds.is_empty() {
+                    for e in &p.effects {
+                        if !requested.contains(&e.kind()) && !uncovered.contains(&e.kind()) {
+                            uncovered.push(e.kind());
+                        }
+                    }
+                }
+                if !uncovered.is_empty() {
+                    return Ok(PlanReply::Json(json!({
+                        "grant": "approval_pending",
+                        "plan_ref": plan_ref,
+                        "why": "requested effect scope does not cover the plan",
+                        "uncovered_effects": uncovered,
+                        "expires": crate::leash::plan::rfc3339(p.expires_ns),
+                    })));
+                }
+                if p.approval == Approval::Approved || p.verdict == Verdict::Allow {
+                    p.approval = Approval::Approved;
+                    let enforced = crate::leash::Gate::for_principal(&p.principal).caps_enforced();
+                    return Ok(PlanReply::Json(json!({
+                        "grant": "approved",
+                        "plan_ref": plan_ref,
+                        "enforced": enforced,
+                        "granted_effects": kinds,
+                        "expires": crate::leash::plan::rfc3339(p.expires_ns),
+                    })));
+                }
+                // What the owner's policy grants only with a human's consent.
+                let gate = crate::leash::Gate::for_principal(&p.principal);
+                let d = gate.decide(&p.effects);
+                let mut pending: Vec<&'static str> = Vec::new();
+                for e in &d.ask {
+                    if !pending.contains(&e.kind()) {
+                        pending.push(e.kind());
+                    }
+                }
+                if pending.is_empty() {
+                    // Every effect is within the grants (auto_apply asked
+                    // for a request): the owner's policy approves it.
+                    p.approval = Approval::Approved;
+                    let p = p.clone();
+                    self.publish("approved", &p);
+                    return Ok(PlanReply::Json(json!({
+                        "grant": "approved",
+                        "plan_ref": plan_ref,
+                        "enforced": gate.caps_enforced(),
+                        "granted_effects": kinds,
+                        "expires": crate::leash::plan::rfc3339(p.expires_ns),
+                    })));
+                }
+                let j = json!({
+                    "grant": "approval_pending",
+                    "plan_ref": plan_ref,
+                    "why": format!("the policy of {} asks a human for these; approve with `shoal plan approve {plan_ref}`", p.principal),
+                    "uncovered_effects": pending,
+                    "expires": crate::leash::plan::rfc3339(p.expires_ns),
+                });
+                let p = p.clone();
+                self.publish("pending", &p);
+                Ok(PlanReply::Json(j))
+            }
+            PlanOp::Approve(r) | PlanOp::Deny(r) if !caller.is_human() => Err(RpcError::new(
+                LEASH_DENIED,
+                "only the local user approves or denies plans (shoal plan approve|deny)",
+            )
+            .with_data(json!({"plan_ref": r}))),
+            PlanOp::Approve(r) => {
+                let p = self.owned(&r, &caller, true)?;
+                if p.verdict == Verdict::Deny {
+                    return Err(RpcError::new(
+                        LEASH_DENIED,
+                        format!(
+                            "policy denies this plan ({}); change the policy instead",
+                            p.reason.as_deref().unwrap_or("not granted")
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": r})));
+                }
+                p.approval = Approval::Approved;
+                let p = p.clone();
+                self.publish("approved", &p);
+                Ok(PlanReply::Json(p.to_json()))
+            }
+            PlanOp::Deny(r) => {
+                let p = self.owned(&r, &caller, true)?;
+                p.approval = Approval::Denied;
+                let p = p.clone();
+                self.publish("denied", &p);
+                Ok(PlanReply::Json(p.to_json()))
+            }
+            PlanOp::Apply(r) => {
+                let p = self.owned(&r, &caller, false)?;
+                match (p.approval, p.verdict) {
+                    (Approval::Denied, _) => {
+                        Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
+                            .with_data(json!({"plan_ref": r})))
+                    }
+                    (_, Verdict::Deny) => Err(RpcError::new(
+                        LEASH_DENIED,
+                        format!(
+                            "policy denies this plan: {}",
+                            p.reason.as_deref().unwrap_or("not granted")
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": r}))),
+                    (Approval::Approved, _) | (_, Verdict::Allow) => {
+                        Ok(PlanReply::Run(Box::new(p.clone())))
+                    }
+                    _ => Err(RpcError::new(APPROVAL_REQUIRED, "plan approval pending")
+                        .with_data(json!({"plan_ref": r, "approval_pending": true}))),
+                }
+            }
+        }
+    }
+}
+
+impl Actor for PlanStore {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _ctx: &mut Context<Self>) {
+        // Expired plans are swept on every store and list, and refused on
+        // every access, so no timer keeps the actor alive.
+        self.reg.stats.set_state("idle");
+    }
+}
+
+impl Handler<PlanCall> for PlanStore {
+    type Result = Result<PlanReply, RpcError>;
+
+    fn handle(&mut self, msg: PlanCall, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        self.handle_op(msg.caller, msg.op)
+    }
+}
+
+impl Handler<PlanCall> for SessionSupervisor {
+    type Result = ResponseFuture<Result<PlanReply, RpcError>>;
+
+    fn handle(&mut self, msg: PlanCall, ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let store = self.plan_store(ctx);
+        Box::pin(async move {
+            store
+                .send(msg)
+                .await
+                .unwrap_or_else(|_| Err(RpcError::internal("the plan store stopped")))
+        })
+    }
+}
+
+impl Handler<super::msg::DerivePlan> for SessionSupervisor {
+    type Result = ResponseFuture<Result<Vec<crate::leash::Effect>, super::msg::SessionError>>;
+
+    fn handle(&mut self, msg: super::msg::DerivePlan, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let child = self.session_child();
+        Box::pin(async move {
+            let addr = child?;
+            addr.send(msg).await.unwrap_or_else(|_| {
+                Err(super::msg::SessionError::Internal(
+                    "the session actor died while planning".into(),
+                ))
+            })
+        })
+    }
+}

@@ -1,0 +1,322 @@
+//! A principal's filesystem grants lowered to Landlock rules for its
+//! spawned children (contract §5; this kernel has ABI 7).
+//!
+//! Each grant glob is reduced to its longest glob-free prefix (`/**` is
+//! `/`); roots that do not exist are dropped. Writes (create, write,
+//! truncate, rename into) are confined to the `fs.write` roots and removals
+//! to the `fs.delete` roots; reads and execution are confined to the
+//! `fs.read` roots when that list is non-empty (an empty list leaves reads
+//! to the verdict, or nothing could even be executed). The ruleset is built
+//! in the parent; the child only calls `landlock_restrict_self` between fork
+//! and exec. Network is not confined.
+
+use std::cell::RefCell;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::policy::{PathGlob, PrincipalPolicy};
+
+const EXECUTE: u64 = 1 << 0;
+const WRITE_FILE: u64 = 1 << 1;
+const READ_FILE: u64 = 1 << 2;
+const READ_DIR: u64 = 1 << 3;
+const REMOVE_DIR: u64 = 1 << 4;
+const REMOVE_FILE: u64 = 1 << 5;
+const MAKE_ALL: u64 = 0b111_1111 << 6; // MAKE_CHAR ..= MAKE_SYM
+const REFER: u64 = 1 << 13;
+const TRUNCATE: u64 = 1 << 14;
+
+const READ: u64 = EXECUTE | READ_FILE | READ_DIR;
+const WRITE: u64 = WRITE_FILE | MAKE_ALL | REFER | TRUNCATE;
+const DELETE: u64 = REMOVE_DIR | REMOVE_FILE;
+/// Rights that may be granted on a non-directory.
+const FILE_RIGHTS: u64 = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE;
+
+/// The lowered grants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rules {
+    pub read: Option<Vec<PathBuf>>,
+    pub write: Vec<PathBuf>,
+    pub delete: Vec<PathBuf>,
+}
+
+/// Longest glob-free prefix of an (expanded, absolute) glob.
+fn root_of(glob: &str) -> Option<PathBuf> {
+    let mut out = PathBuf::from("/");
+    for c in glob.split('/').filter(|c| !c.is_empty()) {
+        if crate::value::glob::is_glob(c) {
+            break;
+        }
+        if c == ".." {
+            out.pop();
+        } else if c != "." {
+            out.push(c);
+        }
+    }
+    glob.starts_with('/').then_some(out)
+}
+
+fn roots(grants: &[PathGlob], home: Option<&str>) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = grants
+        .iter()
+        .filter_map(|g| root_of(&g.expanded(home)))
+        .filter(|p| p.exists())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+impl Rules {
+    /// `None` when the grants do not confine anything (every list grants `/`).
+    pub fn lower(p: &PrincipalPolicy, home: Option<&str>) -> Option<Rules> {
+        let root = Path::new("/");
+        let read = roots(&p.fs.read, home);
+        let write = roots(&p.fs.write, home);
+        let delete = roots(&p.fs.delete, home);
+        let read = if read.is_empty() || read.iter().any(|r| r == root) {
+            None
+        } else {
+            Some(read)
+        };
+        let open_write = write.iter().any(|r| r == root);
+        let open_delete = delete.iter().any(|r| r == root);
+        if read.is_none() && open_write && open_delete {
+            return None;
+        }
+        Some(Rules {
+            read,
+            write,
+            delete,
+        })
+    }
+
+    /// Build the ruleset (in the parent, before fork).
+    pub fn ruleset(&self) -> io::Result<Ruleset> {
+        let abi = abi();
+        if abi <= 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "Landlock is not available on this kernel",
+            ));
+        }
+        let mut handled = WRITE | DELETE;
+        if abi < 2 {
+            handled &= !REFER;
+        }
+        if abi < 3 {
+            handled &= !TRUNCATE;
+        }
+        if self.read.is_some() {
+            handled |= READ;
+        }
+        // struct landlock_ruleset_attr { __u64 handled_access_fs; }
+        let attr: u64 = handled;
+        // SAFETY: `attr` outlives the call; the size matches its type.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                &attr as *const u64,
+                std::mem::size_of::<u64>(),
+                0u32,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the kernel returned a new descriptor that we own.
+        let rs = Ruleset(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+        let add = |path: &Path, rights: u64| -> io::Result<()> { rs.add(path, rights & handled) };
+        if let Some(read) = &self.read {
+            for r in read {
+                add(r, READ)?;
+            }
+        }
+        for r in &self.write {
+            add(r, WRITE | self.read.as_ref().map_or(0, |_| READ))?;
+        }
+        for r in &self.delete {
+            add(r, DELETE)?;
+        }
+        for dev in ["/dev/null", "/dev/tty", "/dev/zero", "/dev/full"] {
+            let _ = add(Path::new(dev), WRITE_FILE | READ_FILE);
+        }
+        if let Ok(true) = std::fs::metadata("/dev/pts").map(|m| m.is_dir()) {
+            let _ = add(Path::new("/dev/pts"), WRITE_FILE | READ_FILE);
+        }
+        Ok(rs)
+    }
+}
+
+/// A Landlock ruleset descriptor.
+#[derive(Debug)]
+pub struct Ruleset(OwnedFd);
+
+#[repr(C, packed)]
+struct PathBeneath {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+impl Ruleset {
+    fn add(&self, path: &Path, mut rights: u64) -> io::Result<()> {
+        let c = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
+        // SAFETY: `c` is a valid C string; O_PATH opens no data.
+        let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        if !std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false) {
+            rights &= FILE_RIGHTS;
+        }
+        if rights == 0 {
+            return Ok(());
+        }
+        let attr = PathBeneath {
+            allowed_access: rights,
+            parent_fd: fd.as_raw_fd(),
+        };
+        // SAFETY: `attr` is the packed landlock_path_beneath_attr and lives
+        // across the call. LANDLOCK_RULE_PATH_BENEATH = 1.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                self.0.as_raw_fd(),
+                1u32,
+                &attr as *const PathBeneath,
+                0u32,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    pub fn raw(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// In the child between fork and exec: confine it. Async-signal-safe
+/// (two syscalls, no allocation).
+pub fn restrict_self(ruleset: RawFd) -> io::Result<()> {
+    // SAFETY: plain syscalls on integers.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The kernel's Landlock ABI version (0: none).
+pub fn abi() -> i64 {
+    static ABI: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *ABI.get_or_init(|| {
+        // SAFETY: LANDLOCK_CREATE_RULESET_VERSION (1) with a null attribute.
+        let v = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<u64>(),
+                0usize,
+                1u32,
+            )
+        };
+        v.max(0)
+    })
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Arc<Rules>>> = const { RefCell::new(None) };
+}
+
+/// Run `f` with `rules` confining every child this thread spawns.
+pub fn with_rules<T>(rules: Option<Arc<Rules>>, f: impl FnOnce() -> T) -> T {
+    struct Reset(Option<Arc<Rules>>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let prev = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = prev);
+        }
+    }
+    let prev = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), rules));
+    let _reset = Reset(prev);
+    f()
+}
+
+/// The rules of the current thread, if any.
+pub fn current() -> Option<Arc<Rules>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// The ruleset for a spawn on this thread (`None`: not confined). An error
+/// means the child must not run unconfined.
+pub fn prepare() -> io::Result<Option<Ruleset>> {
+    match current() {
+        None => Ok(None),
+        Some(r) => r.ruleset().map(Some),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_and_lowering() {
+        assert_eq!(root_of("/a/b/**"), Some(PathBuf::from("/a/b")));
+        assert_eq!(root_of("/**"), Some(PathBuf::from("/")));
+        assert_eq!(root_of("/a/*.txt"), Some(PathBuf::from("/a")));
+        let p: PrincipalPolicy = toml::from_str("fs.write = [\"/tmp/**\"]").unwrap();
+        let r = Rules::lower(&p, None).unwrap();
+        assert_eq!(r.write, vec![PathBuf::from("/tmp")]);
+        assert!(r.read.is_none());
+        let open = super::super::policy::local_default();
+        assert!(Rules::lower(&open, None).is_none());
+    }
+
+    #[test]
+    fn confines_a_child() {
+        if abi() <= 0 {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let inside = d.path().join("in");
+        let outside = d.path().join("out");
+        std::fs::create_dir(&inside).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        let rules = Rules {
+            read: None,
+            write: vec![inside.clone()],
+            delete: vec![],
+        };
+        let rs = rules.ruleset().unwrap();
+        let fd = rs.raw();
+        let script = format!(
+            "echo a > {}/f; echo b > {}/f",
+            inside.display(),
+            outside.display()
+        );
+        let mut cmd = std::process::Command::new("/bin/sh");
+        cmd.arg("-c").arg(&script);
+        // SAFETY: restrict_self is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || restrict_self(fd));
+        }
+        let out = cmd.output().unwrap();
+        assert!(inside.join("f").exists());
+        assert!(!outside.join("f").exists());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("ermission denied"));
+    }
+}

@@ -1,0 +1,198 @@
+//! Leash: plans before effects, a policy per principal, tokens and the
+//! OS sandbox (contract §5, reference-protocol.md §7).
+//!
+//! Pure except for the token file and the Landlock calls: `derive` walks
+//! the syntax tree, `policy` decides, `plan` names and describes plans,
+//! `tokens` keeps bearer tokens hashed on disk, `landlock` lowers a
+//! principal's filesystem grants for its children.
+
+pub mod derive;
+pub mod effect;
+pub mod landlock;
+pub mod plan;
+pub mod policy;
+pub mod tokens;
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+pub use effect::Effect;
+pub use policy::{Decision, Policy, Verdict};
+
+/// The daemon-wide Leash state: the policy, the token store, the plan TTL.
+pub struct Runtime {
+    pub policy: Arc<Policy>,
+    pub tokens: Option<tokens::Store>,
+    pub plan_ttl: Duration,
+    /// The local uid principal (`uid:N`).
+    pub local: String,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// Install the daemon's runtime (once, at start).
+pub fn install(policy: &policy::PolicyConfig, plan_ttl: Duration, state_dir: Option<PathBuf>) {
+    let local = local_principal();
+    let _ = RUNTIME.set(Runtime {
+        policy: Arc::new(Policy::from_config(policy, &local)),
+        tokens: state_dir.map(|d| tokens::Store::new(d.join("tokens.json"))),
+        plan_ttl,
+        local,
+    });
+}
+
+/// The runtime (the built-in defaults when none was installed).
+pub fn runtime() -> &'static Runtime {
+    RUNTIME.get_or_init(|| {
+        let local = local_principal();
+        Runtime {
+            policy: Arc::new(Policy::from_config(&Default::default(), &local)),
+            tokens: None,
+            plan_ttl: DEFAULT_PLAN_TTL,
+            local,
+        }
+    })
+}
+
+pub const DEFAULT_PLAN_TTL: Duration = Duration::from_secs(3600);
+
+pub fn local_principal() -> String {
+    format!("uid:{}", crate::paths::euid())
+}
+
+/// What a connection's principal brings to each run: its policy and its
+/// sandbox.
+#[derive(Debug)]
+pub struct Gate {
+    pub principal: String,
+    pub policy: Arc<Policy>,
+    /// The principal's filesystem grants lowered for Landlock (`None`: the
+    /// children are not confined).
+    pub sandbox: Option<Arc<landlock::Rules>>,
+}
+
+impl Gate {
+    pub fn for_principal(principal: &str) -> Gate {
+        let rt = runtime();
+        let home = std::env::var("HOME").ok();
+        let sandbox = rt
+            .policy
+            .get(principal)
+            .and_then(|p| landlock::Rules::lower(p, home.as_deref()))
+            .map(Arc::new);
+        Gate {
+            principal: principal.to_string(),
+            policy: rt.policy.clone(),
+            sandbox,
+        }
+    }
+
+    pub fn is_local(&self) -> bool {
+        self.principal == runtime().local
+    }
+
+    /// Are this principal's filesystem grants enforced by the OS?
+    pub fn caps_enforced(&self) -> bool {
+        self.sandbox.is_some() && landlock::abi() > 0
+    }
+
+    pub fn decide(&self, effects: &[Effect]) -> Decision {
+        let home = std::env::var("HOME").ok();
+        self.policy
+            .decide(&self.principal, effects, home.as_deref())
+    }
+}
+
+/// `plans.ttl` and friends: `90s`, `30m`, `1h`, `2d`, or bare seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (like 90s, 30m, 1h, 2d)"))?;
+    let mult = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (s, m, h or d)")),
+    };
+    let secs = n
+        .checked_mul(mult)
+        .filter(|s| *s > 0)
+        .ok_or_else(|| format!("{s:?} is out of range (1s ..)"))?;
+    Ok(Duration::from_secs(secs))
+}
+
+/// The error a refused run answers (`None` when the verdict allows it):
+/// `-32010` for deny, `-32011` when approval is required.
+pub fn refusal(
+    principal: &str,
+    d: &Decision,
+    effects: &[Effect],
+) -> Option<crate::proto::rpc::RpcError> {
+    use crate::proto::rpc::{RpcError, APPROVAL_REQUIRED, LEASH_DENIED};
+    let data = serde_json::json!({
+        "principal": principal,
+        "verdict": d.verdict.as_str(),
+        "reason": d.reason,
+        "effects": effects.iter().map(Effect::to_json).collect::<Vec<_>>(),
+    });
+    let reason = d.reason.as_deref().unwrap_or("not granted");
+    match d.verdict {
+        Verdict::Allow => None,
+        Verdict::Deny => Some(
+            RpcError::new(LEASH_DENIED, format!("policy denies this: {reason}")).with_data(data),
+        ),
+        Verdict::ApprovalRequired => Some(
+            RpcError::new(
+                APPROVAL_REQUIRED,
+                format!(
+                    "approval required: {reason}; plan it (exec mode \"plan\" or shoal_plan), then have it approved and apply the plan"
+                ),
+            )
+            .with_data(data),
+        ),
+    }
+}
+
+/// The host's sandbox tier (reference §1.4): `A` Linux with Landlock, `B`
+/// Linux without.
+pub fn tier() -> &'static str {
+    if landlock::abi() > 0 {
+        "A"
+    } else {
+        "B"
+    }
+}
+
+/// The `leash` part of `daemon.status`: the sandbox tier and, per
+/// configured principal, whether its grants are OS-enforced.
+pub fn status_json() -> serde_json::Value {
+    let rt = runtime();
+    let principals: Vec<serde_json::Value> = rt
+        .policy
+        .principals
+        .keys()
+        .map(|name| {
+            let g = Gate::for_principal(name);
+            serde_json::json!({
+                "name": name,
+                "caps_enforced": g.caps_enforced(),
+                "opaque": g.decide(&[Effect::Opaque]).verdict.as_str(),
+                "auto_apply": format!("{:?}", rt.policy.principals[name].auto_apply).to_lowercase(),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "tier": tier(),
+        "landlock_abi": landlock::abi(),
+        "plan_ttl_s": rt.plan_ttl.as_secs(),
+        "tokens": rt.tokens.as_ref().map(|t| t.path().display().to_string()),
+        "principals": principals,
+    })
+}

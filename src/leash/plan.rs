@@ -1,0 +1,123 @@
+//! Plans: a source, its derived effects and its owner (contract §5).
+
+use serde_json::{json, Value as Json};
+
+use super::effect::{wire_reversibility, Effect};
+use super::policy::Verdict;
+
+/// `plan:` + 16 hex of BLAKE3 over session, principal, source and effects:
+/// bound to its owner, so two callers never share or overwrite one.
+pub fn plan_ref(session: &str, principal: &str, src: &str, effects: &[Effect]) -> String {
+    let mut h = blake3::Hasher::new();
+    for part in [session, principal, src] {
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part.as_bytes());
+    }
+    let effects = serde_json::to_vec(effects).unwrap_or_default();
+    h.update(&effects);
+    let hex = h.finalize().to_hex();
+    format!("plan:{}", &hex[..16])
+}
+
+/// Where a stored plan stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Approval {
+    /// Waiting for `cap.request` or a human.
+    Pending,
+    Approved,
+    /// A human said no.
+    Denied,
+}
+
+impl Approval {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approval::Pending => "pending",
+            Approval::Approved => "approved",
+            Approval::Denied => "denied",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub plan_ref: String,
+    pub session: String,
+    pub principal: String,
+    pub src: String,
+    pub effects: Vec<Effect>,
+    pub verdict: Verdict,
+    pub reason: Option<String>,
+    pub approval: Approval,
+    /// Unix ns.
+    pub created_ns: i64,
+    pub expires_ns: i64,
+}
+
+impl Plan {
+    pub fn expired(&self, now_ns: i64) -> bool {
+        now_ns >= self.expires_ns
+    }
+
+    pub fn approval_pending(&self) -> bool {
+        self.verdict == Verdict::ApprovalRequired && self.approval == Approval::Pending
+    }
+
+    pub fn effects_json(&self) -> Json {
+        Json::Array(self.effects.iter().map(Effect::to_json).collect())
+    }
+
+    /// The plan result (`exec mode:"plan"`, `shoal_plan`, `plan.list` rows).
+    pub fn to_json(&self) -> Json {
+        json!({
+            "plan_ref": self.plan_ref,
+            "effects": self.effects_json(),
+            "reversibility": wire_reversibility(&self.effects),
+            "verdict": self.verdict.as_str(),
+            "approval_pending": self.approval_pending(),
+            "approved": self.approval == Approval::Approved,
+            "approval": self.approval.as_str(),
+            "reason": self.reason,
+            "session": self.session,
+            "principal": self.principal,
+            "expires": rfc3339(self.expires_ns),
+        })
+    }
+
+    /// `plan.get`: the row plus the source.
+    pub fn detail_json(&self) -> Json {
+        let mut j = self.to_json();
+        if let Some(o) = j.as_object_mut() {
+            o.insert("src".into(), json!(self.src));
+            // The syntax tree has no wire form in this daemon.
+            o.insert("ast".into(), Json::Null);
+            o.insert("ast_version".into(), json!(2));
+            o.insert("created".into(), json!(rfc3339(self.created_ns)));
+        }
+        j
+    }
+}
+
+/// An RFC 3339 UTC timestamp of unix ns.
+pub fn rfc3339(ns: i64) -> String {
+    jiff::Timestamp::from_nanosecond(ns as i128)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_are_owner_bound() {
+        let e = vec![Effect::Opaque];
+        let a = plan_ref("s1", "uid:0", "sh { x }", &e);
+        assert_eq!(a, plan_ref("s1", "uid:0", "sh { x }", &e));
+        assert_ne!(a, plan_ref("s2", "uid:0", "sh { x }", &e));
+        assert_ne!(a, plan_ref("s1", "agent", "sh { x }", &e));
+        assert_ne!(a, plan_ref("s1", "uid:0", "sh { y }", &e));
+        assert_ne!(a, plan_ref("s1", "uid:0", "sh { x }", &[]));
+        assert_eq!(a.len(), 21);
+    }
+}
