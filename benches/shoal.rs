@@ -11,7 +11,7 @@
 //! - MCP surface: `tools/list` size (advertised, and the full
 //!   13-tool list with the reference schemas), eliding a 1,000,000-item list
 //!   in-process, MCP `shoal_get` of a 10-item slice of it;
-//! - MCP eras (issue 17): a stateless 2026-07-28 `tools/call` of `6 * 7`
+//! - MCP eras: a stateless 2026-07-28 `tools/call` of `6 * 7`
 //!   beside the same call on a 2025 handshake connection, interleaved, and
 //!   the stateless/legacy ratio (SHOAL_BENCH_ONLY=era runs only this).
 //!

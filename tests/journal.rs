@@ -157,8 +157,13 @@ fn execs_are_journaled_with_exact_filters() {
 
     // 58 and docs/protocol.md §6: filters are exact and applied before limit.
     assert_eq!(query(&mut c, json!({"until": 1})), Vec::<Value>::new());
+    // Runs record their derived effects: only the `rm` deleted anything.
     assert_eq!(
-        query(&mut c, json!({"effects": ["fs.delete"]})),
+        srcs(&query(&mut c, json!({"effects": ["fs.delete"]}))),
+        ["rm gone.txt"]
+    );
+    assert_eq!(
+        query(&mut c, json!({"effects": ["net.connect"]})),
         Vec::<Value>::new()
     );
     assert_eq!(

@@ -1,6 +1,6 @@
 //! Leash through the real daemon (raw kernel and MCP frames): plans and
 //! their verdicts, owner binding, expiry, a policy-bound token principal
-//! confined by Landlock, refusals and revocation (issue 15; scenarios §7
+//! confined by Landlock, refusals and revocation (scenarios §7
 //! and §4 items 29–30).
 
 mod common;
@@ -493,7 +493,7 @@ fn adapted_commands_plan_with_concrete_effects() {
     let mut c = d.conn();
     c.attach("g");
     c.ok("exec", json!({"src": format!("cd {}", repo.display())}));
-    // Issue 16: `git push origin main` has no opaque effect.
+    // Adapters feed the planner: `git push origin main` has no opaque effect.
     let p = plan(&mut c, "git push origin main");
     let k = kinds(&p);
     assert!(!k.contains(&"opaque".to_string()), "{p}");

@@ -93,15 +93,15 @@ fn tools_list_is_small_and_complete() {
     let mut m = Mcp::open(&d, "t");
     let r = m.ok("tools/list", json!({}));
     let size = serde_json::to_vec(&r).unwrap().len();
-    // 15 KiB for all 13 tools (every output schema admits the error shape).
-    assert!(size <= 15 * 1024, "tools/list is {size} bytes");
+    // 16 KiB for all 13 tools (every output schema admits the error shape).
+    assert!(size <= 16 * 1024, "tools/list is {size} bytes");
     for t in r["tools"].as_array().unwrap() {
         assert!(jsonschema::meta::is_valid(&t["inputSchema"]), "{t}");
         assert!(jsonschema::meta::is_valid(&t["outputSchema"]), "{t}");
         assert_eq!(t["inputSchema"]["type"], json!("object"));
     }
     // Unknown tool: JSON-RPC error; unadvertised capabilities are not tools.
-    for name in ["nope", "shoal_plan"] {
+    for name in ["nope", "shoal_fork"] {
         let e = m.call("tools/call", json!({"name": name, "arguments": {}}));
         assert_eq!(e["error"]["code"], json!(-32602), "{name}: {e}");
     }

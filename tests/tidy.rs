@@ -25,6 +25,12 @@ const TOO_LONG_FOR_NOW: &[&str] = &[
     "actors/kernel_conn.rs",
     "actors/session_supervisor.rs",
     "actors/session.rs",
+    // Grew past the limit when the tasks, Leash, hardening and 2026 branches met: status
+    // (daemon), tool schemas (mcp), parsers (adapters), and the fault tests.
+    "actors/daemon.rs",
+    "src/proto/mcp.rs",
+    "src/adapters/parse.rs",
+    "tests/hardening.rs",
 ];
 
 /// Files allowed to use `unsafe`, each for a reason no safe wrapper (std or rustix) covers.
@@ -43,6 +49,9 @@ const UNSAFE_ALLOWED: &[&str] = &[
     "src/pty/io.rs",
     // Releasing the evaluation thread's unused stack pages (pthread stack bounds, madvise).
     "src/lang/session.rs",
+    // Landlock's three system calls (no rustix wrapper): the ruleset is built in the parent,
+    // restrict_self runs between fork and exec.
+    "src/leash/landlock.rs",
     // Adopting a socket-activated listener fd.
     "actors/daemon.rs",
     // A zero-timeout poll for a hung-up peer.

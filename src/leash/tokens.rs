@@ -44,20 +44,11 @@ fn now_ns() -> i64 {
 }
 
 fn random32() -> Result<[u8; 32], String> {
+    use std::io::Read;
     let mut b = [0u8; 32];
-    let mut got = 0;
-    while got < b.len() {
-        // SAFETY: the pointer and length describe the unfilled tail of `b`.
-        let n = unsafe { libc::getrandom(b[got..].as_mut_ptr().cast(), b.len() - got, 0) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(format!("getrandom: {e}"));
-        }
-        got += n as usize;
-    }
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| format!("reading /dev/urandom: {e}"))?;
     Ok(b)
 }
 

@@ -223,7 +223,7 @@ pub fn listen_closed(listen_id: &Json) -> Json {
 pub fn listen_uris(params: &Json) -> Result<Vec<String>, RpcError> {
     let Some(filter) = params.get("notifications").and_then(Json::as_object) else {
         return Err(RpcError::invalid_params(
-            "subscriptions/listen requires notifications (a SubscriptionFilter object)",
+            "subscriptions/listen requires params.notifications, an object naming what to stream",
         ));
     };
     match filter.get("resourceSubscriptions") {
