@@ -4,9 +4,6 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use common::*;
 
 const CHECKS: &[&str] = &[
@@ -29,48 +26,5 @@ const CHECKS: &[&str] = &[
 
 #[test]
 fn mcp_tasks_python_sdk_2x() {
-    let py = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    assert!(
-        py.exists(),
-        "no Python venv with the MCP SDK at {}: run `make venv` (or `make test`, which creates it)",
-        py.display()
-    );
-    let root = Root::new();
-    let sock = root.socket();
-    let script = format!("{}/tests/tasks_sdk_checks.py", env!("CARGO_MANIFEST_DIR"));
-    let mut cmd = Command::new(&py);
-    let envs: Vec<_> = root
-        .command()
-        .get_envs()
-        .map(|(k, v)| (k.to_os_string(), v.map(|v| v.to_os_string())))
-        .collect();
-    for (k, v) in envs {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
-    let out = cmd
-        .arg(&script)
-        .arg(BIN)
-        .arg(&sock)
-        .arg(root.path())
-        .output()
-        .expect("run python");
-    for p in daemons_on(&sock) {
-        kill_pid(p);
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "python MCP client failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
-    for c in CHECKS {
-        assert!(
-            stdout.contains(&format!("\"check\": \"{c}\", \"ok\": true")),
-            "{c}:\n{stdout}"
-        );
-    }
+    run_sdk_checks(".venv", "tasks_sdk_checks.py", CHECKS);
 }

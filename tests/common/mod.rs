@@ -294,3 +294,55 @@ pub fn kill_pid(pid: i32) {
         libc::kill(pid, libc::SIGKILL);
     }
 }
+
+/// Run the Python SDK check script `tests/<script>` with the venv `venv` against a fresh
+/// daemon root (the script starts `shoal mcp` itself), and assert that it exits 0 and that
+/// every name in `checks` printed `"ok": true`.
+pub fn run_sdk_checks(venv: &str, script: &str, checks: &[&str]) {
+    let py = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(venv)
+        .join("bin/python");
+    assert!(
+        py.exists(),
+        "no Python venv with the MCP SDK at {}: run `make venv` (or `make test`, which creates it)",
+        py.display()
+    );
+    let root = Root::new();
+    let sock = root.socket();
+    let script = format!("{}/tests/{script}", env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = Command::new(&py);
+    let envs: Vec<_> = root
+        .command()
+        .get_envs()
+        .map(|(k, v)| (k.to_os_string(), v.map(|v| v.to_os_string())))
+        .collect();
+    for (k, v) in envs {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let out = cmd
+        .arg(&script)
+        .arg(BIN)
+        .arg(&sock)
+        .arg(root.path())
+        .output()
+        .expect("run python");
+    for p in daemons_on(&sock) {
+        kill_pid(p);
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "python MCP client failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    for c in checks {
+        assert!(
+            stdout.contains(&format!("\"check\": \"{c}\", \"ok\": true")),
+            "{c}:\n{stdout}"
+        );
+    }
+}
