@@ -477,8 +477,10 @@ impl McpConn {
             return Box::pin(ready(Ok(mcp::tool_error(structured))));
         }
         let args: Map<String, Json> = args.as_object().cloned().unwrap_or_default();
-        // A task-augmented call (MCP Tasks): `shoal_exec` only.
-        if let Some(t) = p.get("task").filter(|t| !t.is_null()) {
+        // A task-augmented call (MCP Tasks 2025): `shoal_exec` only. At
+        // 2026-07-28 task creation is the server's call and `task` is ignored.
+        let legacy_task = self.era != Some(ConnEra::Modern);
+        if let Some(t) = p.get("task").filter(|t| legacy_task && !t.is_null()) {
             if !t.is_object() || name != "shoal_exec" {
                 return Box::pin(ready(Err(RpcError::invalid_params(format!(
                     "task-augmented calls are supported by shoal_exec only (got {name:?}, task {t})"

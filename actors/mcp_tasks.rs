@@ -218,7 +218,11 @@ pub async fn ext_exec(
         .map_err(|_| RpcError::internal("the session is gone"))??;
     let seen = tokio::select! {
         seen = task::wait_final(view, Some(mcp_tasks_ext::TASK_AFTER)) => seen,
-        _ = cancel.wake.notified(), if !cancel.is_cancelled() => {
+        _ = async {
+            if !cancel.is_cancelled() {
+                cancel.wake.notified().await;
+            }
+        } => {
             task::task_call(&h, TaskOp::Control(id, TaskControl::Cancel)).await?;
             return Err(RpcError::internal("the call was cancelled (its task too)"));
         }

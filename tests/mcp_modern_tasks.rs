@@ -203,6 +203,46 @@ fn a_task_is_cancelled_and_its_process_ends() {
     // Cancelling a terminal task is refused.
     let r = c.call("tasks/cancel", env(json!({"taskId": task}), "mc", true));
     assert_eq!(r["error"]["code"], -32602, "{r}");
+
+    // A call cancelled before its handle is out cancels its task too.
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": "X", "method": "tools/call", "params": env(
+        json!({"name": "shoal_exec", "arguments": {"src": "sh { sleep 30 }"}}), "mc", true)}),
+    );
+    let (task2, pid2) = eventually("the second task's pid", Duration::from_secs(10), || {
+        let list = k.ok("task.list", json!({}));
+        list.as_array()?
+            .iter()
+            .find(|r| r["task"] != json!(task))
+            .and_then(|r| Some((r["task"].as_str()?.to_string(), r["pid"].as_u64()? as u32)))
+    });
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "X"}}));
+    eventually("the call's process ends", Duration::from_secs(10), || {
+        gone(pid2).then_some(())
+    });
+    let rec = k.ok("task.get", json!({"task": task2}));
+    assert!(
+        rec["state"] == "cancelling" || rec["state"] == "cancelled",
+        "{rec}"
+    );
+    // No answer to the cancelled call: the next frame answers this request.
+    let r = c.ok("tools/list", env(json!({}), "mc", true));
+    assert!(r["tools"].is_array(), "{r}");
+    // A 2025 `task` parameter is not how 2026 creates tasks: ignored.
+    let r = exec_with(&mut c, "mc", json!({"src": "1 + 2"}), json!({"ttl": 1000}));
+    assert_eq!(r["resultType"], "complete", "{r}");
+    assert_eq!(r["structuredContent"]["value"], json!({"$": "int", "v": 3}));
+}
+
+fn exec_with(c: &mut Conn, session: &str, args: Value, task: Value) -> Value {
+    c.ok(
+        "tools/call",
+        env(
+            json!({"name": "shoal_exec", "arguments": args, "task": task}),
+            session,
+            true,
+        ),
+    )
 }
 
 /// `tests/tasks_ext_checks.py`: the Python SDK 2.x `Client` with a
