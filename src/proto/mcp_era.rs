@@ -224,7 +224,7 @@ pub fn listen_closed(listen_id: &Json) -> Json {
 pub fn listen_uris(params: &Json) -> Result<Vec<String>, RpcError> {
     let Some(filter) = params.get("notifications").and_then(Json::as_object) else {
         return Err(RpcError::invalid_params(
-            "subscriptions/listen requires notifications (a SubscriptionFilter object)",
+            "subscriptions/listen requires notifications (a filter object)",
         ));
     };
     match filter.get("resourceSubscriptions") {
