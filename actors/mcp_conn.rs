@@ -49,6 +49,7 @@ use crate::lang::Position;
 use crate::proto::elide::Budget;
 use crate::proto::kernel::{self, GetFormat, GetRequest};
 use crate::proto::mcp_era::{self, Era};
+use crate::proto::mcp_tasks_ext;
 use crate::proto::rpc::{self, RpcError};
 use crate::proto::{mcp, uri};
 use crate::sync::Locked;
@@ -82,9 +83,10 @@ struct Listen {
     id: Json,
     /// Event and journal URIs with their channels.
     chans: Vec<(String, String)>,
-    /// PTY screen loops.
+    /// PTY screen loops and task status loops (`taskIds`).
     ptys: Vec<SpawnHandle>,
-    /// PTY URIs asked for (counted against the quota while being set up).
+    /// PTY URIs and task ids asked for (counted against the quota while
+    /// being set up).
     n_ptys: usize,
     /// Acknowledged: nothing is delivered on the stream before.
     acked: bool,
@@ -123,6 +125,8 @@ pub struct McpConn {
     named: HashMap<String, SessionHandle>,
     /// Open `subscriptions/listen` streams by request id.
     listens: HashMap<String, Listen>,
+    /// The request being dispatched declared the Tasks extension (2026).
+    req_tasks_ext: bool,
 }
 
 fn id_key(id: &Json) -> String {
@@ -152,6 +156,7 @@ impl McpConn {
             req_session: None,
             named: HashMap::new(),
             listens: HashMap::new(),
+            req_tasks_ext: false,
         }
     }
 
@@ -301,6 +306,9 @@ impl McpConn {
                 .map(|r| mcp_era::finish(m, r))
                 .map_err(|e| mcp_era::error(m, uri.as_deref(), e)),
         };
+        self.req_tasks_ext = modern
+            .as_ref()
+            .is_some_and(|e| e.has_extension(mcp_tasks_ext::EXTENSION));
         self.req_session = modern.and_then(|e| e.session);
         let session = self
             .req_session
@@ -316,6 +324,7 @@ impl McpConn {
             // In order; at the in-flight cap this also stops reading (backpressure).
             let fut = self.dispatch(&method, params, CallCancel::new(), ctx);
             self.req_session = None;
+            self.req_tasks_ext = false;
             ctx.wait(fut.map(move |res, act, ctx| {
                 let _span = span.entered();
                 conn::request_done(&res);
@@ -349,6 +358,7 @@ impl McpConn {
         );
         let fut = self.dispatch(&method, params, cancel, ctx);
         self.req_session = None;
+        self.req_tasks_ext = false;
         ctx.spawn(fut.map(move |res, act, ctx| {
             let _span = span.entered();
             conn::request_done(&res);
@@ -415,7 +425,17 @@ impl McpConn {
             "resources/read" => self.resources_read(params),
             "resources/subscribe" => self.subscribe(params, ctx),
             "resources/unsubscribe" => self.unsubscribe(params, ctx),
-            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => {
+            // The 2026 Tasks extension: get, update, cancel (no list, no result).
+            "tasks/get" | "tasks/update" | "tasks/cancel" if self.era == Some(ConnEra::Modern) => {
+                let method = method.to_string();
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    async move { super::mcp_tasks::ext_method(h?, method, params).await }
+                        .into_actor(act)
+                }))
+            }
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel"
+                if self.era != Some(ConnEra::Modern) =>
+            {
                 let method = method.to_string();
                 Box::pin(self.session().then(move |h, act, _ctx| {
                     async move {
@@ -460,8 +480,10 @@ impl McpConn {
             return Box::pin(ready(Ok(mcp::tool_error(structured))));
         }
         let args: Map<String, Json> = args.as_object().cloned().unwrap_or_default();
-        // A task-augmented call (MCP Tasks): `shoal_exec` only.
-        if let Some(t) = p.get("task").filter(|t| !t.is_null()) {
+        // A task-augmented call (MCP Tasks 2025): `shoal_exec` only. At
+        // 2026-07-28 task creation is the server's call and `task` is ignored.
+        let legacy_task = self.era != Some(ConnEra::Modern);
+        if let Some(t) = p.get("task").filter(|t| legacy_task && !t.is_null()) {
             if !t.is_object() || name != "shoal_exec" {
                 return Box::pin(ready(Err(RpcError::invalid_params(format!(
                     "task-augmented calls are supported by shoal_exec only (got {name:?}, task {t})"
@@ -519,6 +541,11 @@ impl McpConn {
             Ok(x) => x,
             Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
         };
+        // Server-directed task creation only for work that leaves the session's
+        // state alone (a task runs on a fork).
+        let ext = self.req_tasks_ext
+            && opts.is_none()
+            && !crate::proto::mcp_tasks_ext::may_change_session(&src);
         Box::pin(self.session().then(move |h, act, _ctx| {
             let gate = act.gate.clone();
             async move {
@@ -526,6 +553,11 @@ impl McpConn {
                     Ok(h) => h,
                     Err(e) => return Ok(mcp::tool_error_rpc(&e)),
                 };
+                if ext {
+                    // Server-directed task creation (Tasks extension).
+                    let r = super::mcp_tasks::ext_exec(handle, src, position, budget, cancel, gate);
+                    return Ok(r.await.unwrap_or_else(|e| mcp::tool_error_rpc(&e)));
+                }
                 let r = match opts {
                     Some(o) => {
                         super::task::exec_as_task(handle, src, position, false, budget, o, gate)
@@ -1035,6 +1067,10 @@ impl McpConn {
             Ok(u) => u,
             Err(e) => return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e))),
         };
+        let task_ids = match mcp_tasks_ext::listen_task_ids(params) {
+            Ok(t) => t,
+            Err(e) => return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e))),
+        };
         if self.listens.contains_key(&key) || self.inflight.contains_key(&key) {
             let e = RpcError::new(rpc::INVALID_REQUEST, "request id already in use");
             return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
@@ -1053,7 +1089,7 @@ impl McpConn {
                 }
             }
         }
-        if let Err(e) = self.subscription_room_for(chans.len() + ptys.len()) {
+        if let Err(e) = self.subscription_room_for(chans.len() + ptys.len() + task_ids.len()) {
             return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
         }
         let mut need: Vec<String> = Vec::new();
@@ -1068,14 +1104,18 @@ impl McpConn {
                 id: id.clone(),
                 chans,
                 ptys: Vec::new(),
-                n_ptys: ptys.len(),
+                n_ptys: ptys.len() + task_ids.len(),
                 acked: false,
             },
         );
         let bus = self.services.as_ref().map(|s| s.bus.clone());
         let sub = ctx.address().recipient::<BusEvent>();
         self.req_session = env.session;
-        let session = if ptys.is_empty() {
+        let asked_tasks = params
+            .get("notifications")
+            .and_then(|n| n.get("taskIds"))
+            .is_some_and(Json::is_array);
+        let session = if ptys.is_empty() && task_ids.is_empty() {
             None
         } else {
             Some(self.session())
@@ -1100,14 +1140,20 @@ impl McpConn {
         };
         let watches = move |h: Option<Result<SessionHandle, RpcError>>| async move {
             let mut out = Vec::new();
+            let mut tasks = Vec::new();
             if let Some(Ok(h)) = h {
                 for (u, n) in ptys {
                     if let Ok(rx) = super::pty::watch(&h, n).await {
                         out.push((u, rx));
                     }
                 }
+                for n in task_ids {
+                    if let Some(view) = super::mcp_tasks::ext_watch(&h, n).await {
+                        tasks.push((n, view));
+                    }
+                }
             }
-            out
+            (out, tasks)
         };
         let session: LocalBoxActorFuture<Self, Option<Result<SessionHandle, RpcError>>> =
             match session {
@@ -1117,7 +1163,7 @@ impl McpConn {
         let fut = session.then(move |h, act, _ctx| {
             async move { (setup.await, watches(h).await) }.into_actor(act)
         });
-        ctx.spawn(fut.map(move |(ids, watched), act, ctx| {
+        ctx.spawn(fut.map(move |(ids, (watched, tasks)), act, ctx| {
             let Some(l) = act.listens.get_mut(&key) else {
                 // Cancelled while being set up.
                 for (channel, sid) in ids {
@@ -1146,11 +1192,23 @@ impl McpConn {
                     }
                 }
             }
-            let filter = json!({"resourceSubscriptions": honored});
+            let mut filter = json!({"resourceSubscriptions": honored});
+            if asked_tasks {
+                let t: Vec<String> = tasks
+                    .iter()
+                    .map(|(n, _)| crate::task::ref_name(*n))
+                    .collect();
+                filter["taskIds"] = json!(t);
+            }
             conn::write(&act.tx, ctx, &mcp_era::acknowledged(&listen_id, &filter));
             let mut handles = Vec::new();
             for (u, rx) in watched {
                 let updates = super::pty::updates(act.tx.clone(), u, rx, Some(listen_id.clone()));
+                handles.push(ctx.spawn(updates.into_actor(act)));
+            }
+            for (_, view) in tasks {
+                let updates =
+                    super::mcp_tasks::ext_status_updates(act.tx.clone(), view, listen_id.clone());
                 handles.push(ctx.spawn(updates.into_actor(act)));
             }
             if let Some(l) = act.listens.get_mut(&key) {

@@ -7,6 +7,9 @@
 use serde_json::{json, Map, Value as Json};
 use tokio::sync::watch;
 
+use std::sync::Arc;
+
+use super::call_cancel::CallCancel;
 use super::conn::Writer;
 use super::session_handle::SessionHandle;
 use super::session_supervisor::{StartTask, TaskAnswer, TaskOp};
@@ -14,7 +17,7 @@ use super::task::{self, TaskControl, TaskView};
 use crate::lang::Position;
 use crate::proto::elide::Budget;
 use crate::proto::rpc::{self, RpcError};
-use crate::proto::{frame, mcp, mcp_tasks};
+use crate::proto::{frame, mcp, mcp_tasks, mcp_tasks_ext};
 use crate::task::TaskRecord;
 
 /// MCP names an unknown task with `-32602`.
@@ -174,5 +177,159 @@ pub async fn read(h: SessionHandle, uri: String, segs: Vec<String>) -> Result<Js
         _ => Err(RpcError::invalid_params(format!(
             "unknown task resource {uri}"
         ))),
+    }
+}
+
+/// The tool result (or error) a terminal task's view holds.
+fn ext_outcome(seen: &TaskView, budget: &Budget) -> mcp_tasks_ext::Outcome {
+    use mcp_tasks_ext::Outcome;
+    if !mcp_tasks::is_terminal(mcp_tasks::status(&seen.record)) {
+        return Outcome::None;
+    }
+    if seen.record.cancel_requested {
+        return Outcome::None;
+    }
+    match seen.reply.as_deref() {
+        Some(Ok(x)) => match super::exec::exec_reply_json(x.clone(), budget) {
+            Ok(v) => Outcome::Result(mcp::tool_success(v)),
+            Err(e) => Outcome::Result(mcp::tool_error_rpc(&e)),
+        },
+        Some(Err(e)) => Outcome::Error(super::conn::session_error(e.clone())),
+        None => Outcome::None,
+    }
+}
+
+/// A modern `shoal_exec` from a client that declared the Tasks extension:
+/// the tool result if the work ends within [`mcp_tasks_ext::TASK_AFTER`],
+/// else the task handle (`resultType: "task"`) with the work going on. A
+/// call cancelled before the handle is out cancels its task.
+pub async fn ext_exec(
+    h: SessionHandle,
+    src: String,
+    position: Position,
+    budget: Budget,
+    cancel: Arc<CallCancel>,
+    gate: Option<Arc<crate::leash::Gate>>,
+) -> Result<Json, RpcError> {
+    let (id, view) = h
+        .send(StartTask {
+            src,
+            position,
+            tty: false,
+            gate,
+        })
+        .await
+        .map_err(|_| RpcError::internal("the session is gone"))??;
+    let seen = tokio::select! {
+        seen = task::wait_final(view, Some(mcp_tasks_ext::TASK_AFTER)) => seen,
+        _ = async {
+            if !cancel.is_cancelled() {
+                cancel.wake.notified().await;
+            }
+        } => {
+            task::task_call(&h, TaskOp::Control(id, TaskControl::Cancel)).await?;
+            return Err(RpcError::internal("the call was cancelled (its task too)"));
+        }
+    };
+    let done = seen.record.state.is_final() && seen.reply.is_some();
+    if !done {
+        return Ok(mcp_tasks_ext::created(&seen.record));
+    }
+    let mut r = match ext_outcome(&seen, &budget) {
+        mcp_tasks_ext::Outcome::Result(r) => r,
+        mcp_tasks_ext::Outcome::Error(e) => mcp::tool_error_rpc(&e),
+        mcp_tasks_ext::Outcome::None => {
+            mcp::tool_error_rpc(&RpcError::internal("the task ended without a result"))
+        }
+    };
+    r["_meta"] = mcp_tasks::related_meta(id);
+    Ok(r)
+}
+
+async fn ext_view(h: &SessionHandle, id: u64) -> Result<TaskView, RpcError> {
+    record(h, id).await?;
+    let TaskAnswer::Watch(view) = task::task_call(h, TaskOp::Watch(id)).await? else {
+        return Err(RpcError::internal("unexpected answer for a task watch"));
+    };
+    let v = view.borrow().clone();
+    Ok(v)
+}
+
+/// `tasks/get`, `tasks/update`, `tasks/cancel` of the Tasks extension.
+pub async fn ext_method(h: SessionHandle, method: String, params: Json) -> Result<Json, RpcError> {
+    let id = task_id(&params)?;
+    let budget = Budget::default();
+    match method.as_str() {
+        "tasks/get" => {
+            let seen = ext_view(&h, id).await?;
+            let outcome = ext_outcome(&seen, &budget);
+            Ok(mcp_tasks_ext::get_result(&seen.record, outcome))
+        }
+        "tasks/update" => {
+            // Shoal tasks never enter input_required: there is nothing an
+            // input response could answer.
+            let rec = record(&h, id).await?;
+            Err(RpcError::invalid_params(format!(
+                "task {} is {}, not input_required: shoal tasks never ask for input",
+                crate::task::ref_name(id),
+                mcp_tasks::status(&rec)
+            ))
+            .with_data(
+                json!({"taskId": crate::task::ref_name(id), "status": mcp_tasks::status(&rec)}),
+            ))
+        }
+        "tasks/cancel" => {
+            let rec = record(&h, id).await?;
+            if mcp_tasks::is_terminal(mcp_tasks::status(&rec)) {
+                return Err(RpcError::invalid_params(format!(
+                    "task {} is already {}",
+                    crate::task::ref_name(id),
+                    mcp_tasks::status(&rec)
+                ))
+                .with_data(
+                    json!({"taskId": crate::task::ref_name(id), "status": mcp_tasks::status(&rec)}),
+                ));
+            }
+            task::task_call(&h, TaskOp::Control(id, TaskControl::Cancel)).await?;
+            let seen = ext_view(&h, id).await?;
+            Ok(mcp_tasks_ext::get_result(
+                &seen.record,
+                mcp_tasks_ext::Outcome::None,
+            ))
+        }
+        other => Err(RpcError::method_not_found(other)),
+    }
+}
+
+/// A task watch on a `subscriptions/listen` stream.
+pub async fn ext_watch(h: &SessionHandle, id: u64) -> Option<watch::Receiver<TaskView>> {
+    match task::task_call(h, TaskOp::Watch(id)).await {
+        Ok(TaskAnswer::Watch(view)) => Some(view),
+        _ => None,
+    }
+}
+
+/// `notifications/tasks/status` on a listen stream (tagged with its id):
+/// the current status at once, then each change until it is terminal.
+pub async fn ext_status_updates(
+    tx: Writer,
+    mut view: watch::Receiver<TaskView>,
+    subscription: Json,
+) {
+    let mut last: Option<&'static str> = None;
+    loop {
+        let rec = view.borrow_and_update().record.clone();
+        let now = mcp_tasks::status(&rec);
+        if last != Some(now) {
+            let f = json!({"jsonrpc": "2.0", "method": "notifications/tasks/status",
+                "params": mcp_tasks_ext::status_params(&rec, &subscription)});
+            if tx.send(frame::encode(&f)).await.is_err() {
+                return;
+            }
+            last = Some(now);
+        }
+        if mcp_tasks::is_terminal(now) || view.changed().await.is_err() {
+            return;
+        }
     }
 }

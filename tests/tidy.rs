@@ -49,6 +49,8 @@ const UNSAFE_ALLOWED: &[&str] = &[
     "src/pty/io.rs",
     // Releasing the evaluation thread's unused stack pages (pthread stack bounds, madvise).
     "src/lang/session.rs",
+    // mallopt(M_ARENA_MAX) before any thread starts (no safe wrapper).
+    "src/procmem.rs",
     // Landlock's three system calls (no rustix wrapper): the ruleset is built in the parent,
     // restrict_self runs between fork and exec.
     "src/leash/landlock.rs",
@@ -63,6 +65,7 @@ const UNSAFE_ALLOWED: &[&str] = &[
     "benches/workloads/shell.rs",
     "tests/common/mod.rs",
     "tests/daemon.rs",
+    "tests/hardening.rs",
 ];
 
 const ROOTS: &[&str] = &["src", "actors", "crates", "benches", "tests", "fuzz"];

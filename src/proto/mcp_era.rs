@@ -121,14 +121,15 @@ pub fn removed_in_modern(method: &str) -> bool {
 }
 
 /// The server's capabilities in the modern era: as the handshake's, with
-/// `extensions` (none are offered until the tasks extension can be served).
+/// `extensions`: the Tasks extension (`proto::mcp_tasks_ext`).
 pub fn capabilities() -> Json {
+    use super::mcp_tasks_ext as ext;
     json!({
         "tools": {"listChanged": false},
         "resources": {"subscribe": true, "listChanged": false},
         "prompts": {"listChanged": false},
         "completions": {},
-        "extensions": {},
+        "extensions": {ext::EXTENSION: ext::capability()},
     })
 }
 

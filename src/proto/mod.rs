@@ -13,6 +13,7 @@ pub mod mcp_era;
 pub mod mcp_leash;
 pub mod mcp_pty;
 pub mod mcp_tasks;
+pub mod mcp_tasks_ext;
 pub mod rpc;
 pub mod syntax;
 pub mod uri;
