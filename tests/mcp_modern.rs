@@ -5,9 +5,6 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::process::Command;
-
 use common::*;
 use serde_json::{json, Value};
 
@@ -325,52 +322,9 @@ fn listen_streams_pty_screens() {
     assert_eq!(r["result"]["isError"], false, "{r}");
 }
 
-fn python() -> PathBuf {
-    let py = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    assert!(
-        py.exists(),
-        "no Python venv with the MCP SDK at {}: run `make venv` (or `make test`, which creates it)",
-        py.display()
-    );
-    py
-}
-
 /// `tests/mcp_era_checks.py` through the shim in `mode`; its stdout.
 fn era_suite(mode: &str) -> String {
-    let root = Root::new();
-    let sock = root.socket();
-    let script = format!("{}/tests/mcp_era_checks.py", env!("CARGO_MANIFEST_DIR"));
-    let mut cmd = Command::new(python());
-    let envs: Vec<_> = root
-        .command()
-        .get_envs()
-        .map(|(k, v)| (k.to_os_string(), v.map(|v| v.to_os_string())))
-        .collect();
-    for (k, v) in envs {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
-    let out = cmd
-        .arg(&script)
-        .arg(BIN)
-        .arg(&sock)
-        .arg(root.path())
-        .arg(mode)
-        .output()
-        .expect("run python");
-    for p in daemons_on(&sock) {
-        kill_pid(p);
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "python MCP client ({mode}) failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
-    stdout
+    run_sdk_script(".venv", "mcp_era_checks.py", &[mode])
 }
 
 /// The checks the legacy suite (`tests/mcp_sdk.rs`) asserts, in both eras.

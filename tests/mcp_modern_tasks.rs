@@ -260,43 +260,7 @@ fn exec_with(c: &mut Conn, session: &str, args: Value, task: Value) -> Value {
 /// `ClientExtension` that claims `resultType: "task"`, through the shim.
 #[test]
 fn python_sdk_resolves_a_task_handle() {
-    let py = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    assert!(
-        py.exists(),
-        "no Python venv with the MCP SDK at {}: run `make venv` (or `make test`, which creates it)",
-        py.display()
-    );
-    let root = Root::new();
-    let sock = root.socket();
-    let script = format!("{}/tests/tasks_ext_checks.py", env!("CARGO_MANIFEST_DIR"));
-    let mut cmd = std::process::Command::new(py);
-    let envs: Vec<_> = root
-        .command()
-        .get_envs()
-        .map(|(k, v)| (k.to_os_string(), v.map(|v| v.to_os_string())))
-        .collect();
-    for (k, v) in envs {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
-    let out = cmd
-        .arg(&script)
-        .arg(BIN)
-        .arg(&sock)
-        .output()
-        .expect("run python");
-    for p in daemons_on(&sock) {
-        kill_pid(p);
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "python MCP client failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
+    let stdout = run_sdk_script(".venv", "tasks_ext_checks.py", &[]);
     for check in [
         "advertised",
         "short_inline",

@@ -295,10 +295,10 @@ pub fn kill_pid(pid: i32) {
     }
 }
 
-/// Run the Python SDK check script `tests/<script>` with the venv `venv` against a fresh
-/// daemon root (the script starts `shoal mcp` itself), and assert that it exits 0 and that
-/// every name in `checks` printed `"ok": true`.
-pub fn run_sdk_checks(venv: &str, script: &str, checks: &[&str]) {
+/// Run `tests/<script> SHOAL_BIN SOCKET WORKDIR [extra...]` with the Python of the venv
+/// `venv` in a fresh root (the script starts `shoal mcp` itself); assert it exits 0, end the
+/// daemons it started, and return its stdout. A missing venv fails with a clear message.
+pub fn run_sdk_script(venv: &str, script: &str, extra: &[&str]) -> String {
     let py = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join(venv)
         .join("bin/python");
@@ -327,22 +327,33 @@ pub fn run_sdk_checks(venv: &str, script: &str, checks: &[&str]) {
         .arg(BIN)
         .arg(&sock)
         .arg(root.path())
+        .args(extra)
         .output()
         .expect("run python");
     for p in daemons_on(&sock) {
         kill_pid(p);
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "python MCP client failed ({}):\n{stdout}\n{stderr}",
+        "python MCP client {script} {extra:?} failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
+    stdout
+}
+
+/// Assert that every name in `checks` printed `"ok": true` in a check script's `stdout`.
+pub fn assert_checks(stdout: &str, checks: &[&str]) {
     for c in checks {
         assert!(
             stdout.contains(&format!("\"check\": \"{c}\", \"ok\": true")),
             "{c}:\n{stdout}"
         );
     }
+}
+
+/// [`run_sdk_script`] then [`assert_checks`].
+pub fn run_sdk_checks(venv: &str, script: &str, checks: &[&str]) {
+    assert_checks(&run_sdk_script(venv, script, &[]), checks);
 }
