@@ -186,6 +186,15 @@ pub enum AssignError {
     Immutable,
 }
 
+/// Why [`Scope::update`] did not store a new value.
+#[derive(Debug)]
+pub enum UpdateError<E> {
+    /// The binding is missing or immutable.
+    Assign(AssignError),
+    /// The update function itself failed; the binding is unchanged.
+    Op(E),
+}
+
 /// Parameters are immutable, value-bound bindings.
 const PARAM_MUTABLE: bool = false;
 const PARAM_VALUE_BOUND: bool = true;
@@ -403,6 +412,35 @@ impl Scope {
         match &self.parent {
             Some(p) => p.assign(name, value),
             None => Err(AssignError::NotFound),
+        }
+    }
+
+    /// Replace the mutable binding `name` with `f(current)` as one step:
+    /// the owning scope's lock is held from the read to the write, so two
+    /// threads running `n += 1` on a shared `var` never lose an update.
+    /// `f` must not touch scopes (it runs under the lock).
+    pub fn update<E>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&Value) -> Result<Value, E>,
+    ) -> Result<Value, UpdateError<E>> {
+        if self.has_vars.load(Ordering::Acquire) {
+            let mut t = self.table();
+            if let Some(b) = t.get_mut(name) {
+                if !b.mutable {
+                    return Err(UpdateError::Assign(AssignError::Immutable));
+                }
+                let v = f(&b.value).map_err(UpdateError::Op)?;
+                b.value = v.clone();
+                return Ok(v);
+            }
+        }
+        if self.param(name).is_some() {
+            return Err(UpdateError::Assign(AssignError::Immutable));
+        }
+        match &self.parent {
+            Some(p) => p.update(name, f),
+            None => Err(UpdateError::Assign(AssignError::NotFound)),
         }
     }
 

@@ -7,7 +7,7 @@ use crate::lang::ast::{AssignOp, AssignTarget, BinOp, Block, Stmt, StmtKind};
 use crate::lang::eval::{Ctl, EResult, Interp, Pos};
 use crate::lang::parse::{parse, ParseContext};
 use crate::lang::scope::Closure;
-use crate::lang::scope::{AssignError, Scope, ScopeRef};
+use crate::lang::scope::{AssignError, Scope, ScopeRef, UpdateError};
 use crate::value::{ops, ErrorCode, Record, ShoalError, Value};
 
 impl Interp {
@@ -207,22 +207,22 @@ impl Interp {
         match target {
             AssignTarget::Var(name) => {
                 let rhs = self.eval_expr(value, scope, Pos::Value)?;
-                let v = match op_binop(op) {
-                    None => rhs,
-                    Some(bop) => {
-                        let cur = scope
-                            .lookup_binding(name)
-                            .ok_or_else(|| not_assignable(name))?;
-                        if !cur.mutable {
-                            return Err(immutable(name).into());
-                        }
-                        ops::binary(bop, &cur.value, &rhs).map_err(|e| self.lift(e))?
-                    }
+                let result = match op_binop(op) {
+                    None => scope
+                        .assign(name, rhs.clone())
+                        .map(|()| rhs)
+                        .map_err(UpdateError::Assign),
+                    // Read, combine and write under one lock: parallel
+                    // thunks sharing a `var` never lose an update.
+                    Some(bop) => scope.update(name, |cur| ops::binary(bop, cur, &rhs)),
                 };
-                match scope.assign(name, v.clone()) {
-                    Ok(()) => Ok(v),
-                    Err(AssignError::NotFound) => Err(not_assignable(name).into()),
-                    Err(AssignError::Immutable) => Err(immutable(name).into()),
+                match result {
+                    Ok(v) => Ok(v),
+                    Err(UpdateError::Op(e)) => Err(self.lift(e)),
+                    Err(UpdateError::Assign(AssignError::NotFound)) => {
+                        Err(not_assignable(name).into())
+                    }
+                    Err(UpdateError::Assign(AssignError::Immutable)) => Err(immutable(name).into()),
                 }
             }
             AssignTarget::Env(name) => {

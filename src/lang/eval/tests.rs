@@ -613,5 +613,11 @@ parallel(() => c.events().take(1).collect().first().payload, () => { c.emit(42);
             "var n = 0\nparallel(() => { n += 1 }, () => { n += 1 })\nn",
             "2",
         ),
+        // Many racing compound assignments: the read-modify-write is one
+        // step under the scope's lock, so no increment is lost.
+        (
+            "var n = 0\nlet bump = () => { for i in 0..5000 { n += 1 } }\nparallel(bump, bump, bump, bump)\nn",
+            "20000",
+        ),
     ]);
 }
