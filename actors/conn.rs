@@ -226,7 +226,14 @@ pub fn write<A>(tx: &Writer, ctx: &mut Context<A>, value: &Json)
 where
     A: Actor<Context = Context<A>>,
 {
-    let bytes = frame::encode(value);
+    write_frame(tx, ctx, frame::encode(value));
+}
+
+/// Queue one encoded frame (`\n`-terminated) for the connection's writer.
+pub fn write_frame<A>(tx: &Writer, ctx: &mut Context<A>, bytes: Vec<u8>)
+where
+    A: Actor<Context = Context<A>>,
+{
     match tx.try_send(bytes) {
         Ok(()) => {}
         Err(mpsc::error::TrySendError::Full(bytes)) => {

@@ -133,8 +133,7 @@ impl KernelConn {
                     act.reg.stats.set_error(format!("{method}: {}", e.message));
                 }
             }
-            let frame = rpc::reply(&id, res);
-            conn::write(&act.tx, ctx, &frame);
+            conn::write_frame(&act.tx, ctx, rpc::reply_frame(&id, res, None));
         }));
     }
 

@@ -296,15 +296,12 @@ impl McpConn {
         modern: Option<mcp_era::Envelope>,
         ctx: &mut Context<Self>,
     ) {
-        let finish: Option<(String, Option<String>)> = modern.as_ref().map(|_| {
-            let uri = params.get("uri").and_then(Json::as_str).map(str::to_string);
-            (method.clone(), uri)
-        });
-        let envelope = move |res: Result<Json, RpcError>| match &finish {
-            None => res,
-            Some((m, uri)) => res
-                .map(|r| mcp_era::finish(m, r))
-                .map_err(|e| mcp_era::error(m, uri.as_deref(), e)),
+        let stamp = modern
+            .as_ref()
+            .map(|_| mcp_era::Stamp::for_request(&method, &params));
+        let reply_frame = move |id: &Json, res: Result<Json, RpcError>| match &stamp {
+            None => rpc::reply_frame(id, res, None),
+            Some(s) => s.reply_frame(id, res),
         };
         self.req_tasks_ext = modern
             .as_ref()
@@ -328,8 +325,7 @@ impl McpConn {
             ctx.wait(fut.map(move |res, act, ctx| {
                 let _span = span.entered();
                 conn::request_done(&res);
-                let frame = rpc::reply(&id, envelope(res));
-                conn::write(&act.tx, ctx, &frame);
+                conn::write_frame(&act.tx, ctx, reply_frame(&id, res));
             }));
             return;
         }
@@ -369,8 +365,7 @@ impl McpConn {
             if done.is_some_and(|f| f.cancelled) {
                 tracing::debug!(conn = act.cx.id, request = %key, "cancelled request finished; no reply");
             } else {
-                let frame = rpc::reply(&id, envelope(res));
-                conn::write(&act.tx, ctx, &frame);
+                conn::write_frame(&act.tx, ctx, reply_frame(&id, res));
             }
             if act.closing && act.inflight.is_empty() {
                 ctx.stop();

@@ -21,6 +21,7 @@ use super::event_bus::Publish;
 use super::health::Registration;
 use super::journal_writer::{self, ExecRecord, Ran, Services};
 use super::msg::{Crash, Exec, ExecReply, SessionError};
+use crate::journal::reserve::RefReservation;
 use crate::lang::{
     ChannelInjector, ExecError, Interrupter, Position, Session as LangSession, SessionOptions,
 };
@@ -42,8 +43,8 @@ pub struct SessionShared {
     /// `out:N` numbers up to `base` were used before this session object existed (journal
     /// transcript rows from before a restart); set on the worker thread before the first exec.
     pub base: OnceLock<u64>,
-    /// `out:N` numbers up to this one are durably reserved in the journal (worker thread).
-    reserved: Mutex<u64>,
+    /// Which `out:N` numbers are durably reserved in the journal.
+    reserved: RefReservation,
     /// The journal and event bus (absent in unit tests).
     pub services: Option<Services>,
     pub clients: AtomicI64,
@@ -210,7 +211,7 @@ impl SessionShared {
             render_width,
             transcript: Mutex::new(Transcript::new(4096)),
             base: OnceLock::new(),
-            reserved: Mutex::new(0),
+            reserved: RefReservation::default(),
             services: None,
             clients: AtomicI64::new(0),
             busy: AtomicBool::new(false),
@@ -273,12 +274,12 @@ impl SessionShared {
             tracing::warn!(session = %self.name, "cannot read the journal's transcript: {e}");
             0
         });
-        *self.reserved.locked() = last;
+        self.reserved.start_at(last);
         let _ = self.base.set(last);
     }
 
-    /// Make sure the next `out:N` is durably reserved before it is handed out: numbers are
-    /// reserved [`RESERVE_BLOCK`] at a time, the mark committed durably (worker thread only).
+    /// Make sure the next `out:N` is durably reserved before it is handed out
+    /// (worker thread only; see [`RefReservation`]).
     fn reserve_next(&self) -> Result<(), SessionError> {
         let next = self.peek_next();
         self.reserve_upto(next)
@@ -289,32 +290,12 @@ impl SessionShared {
         let Some(svc) = &self.services else {
             return Ok(());
         };
-        let mut reserved = self.reserved.locked();
-        if next <= *reserved {
-            return Ok(());
-        }
-        let upto = next + RESERVE_BLOCK - 1;
-        let op = crate::journal::Op::ReserveRefs {
-            session: self.name.clone(),
-            upto,
-        };
-        let r = svc.writer.submit_wait(op).and_then(|_| {
-            if svc.writer.config().durability == crate::journal::Durability::Batched {
-                svc.writer.flush()
-            } else {
-                Ok(())
-            }
-        });
-        match r {
-            Ok(()) => {
-                *reserved = upto;
-                Ok(())
-            }
-            Err(e) => {
+        self.reserved
+            .ensure(&svc.writer, &self.name, next)
+            .map_err(|e| {
                 tracing::error!(session = %self.name, "cannot reserve out:N numbers: {e}");
-                Err(journal_unavailable(&e.to_string()))
-            }
-        }
+                journal_unavailable(&e.to_string())
+            })
     }
 
     /// At a clean shutdown (no exec running any more), give back the reserved `out:N`
@@ -327,18 +308,9 @@ impl SessionShared {
         if self.base.get().is_none() || self.busy.load(Ordering::Relaxed) {
             return;
         }
-        let mut reserved = self.reserved.locked();
         let used = self.peek_next() - 1;
-        if used >= *reserved {
-            return;
-        }
-        let op = crate::journal::Op::ReleaseRefs {
-            session: self.name.clone(),
-            upto: used,
-        };
-        match svc.writer.submit_wait(op).and_then(|_| svc.writer.flush()) {
-            Ok(()) => *reserved = used,
-            Err(e) => tracing::warn!(session = %self.name, "cannot release out:N numbers: {e}"),
+        if let Err(e) = self.reserved.release(&svc.writer, &self.name, used) {
+            tracing::warn!(session = %self.name, "cannot release out:N numbers: {e}");
         }
     }
 
@@ -370,7 +342,7 @@ impl SessionShared {
         };
         // Tasks and the worker push concurrently: a number may pass the
         // reserved block between `reserve_next` and here; reserve it now.
-        let behind = n > *self.reserved.locked();
+        let behind = !self.reserved.covers(n);
         if behind {
             if let Err(e) = self.reserve_upto(n) {
                 tracing::error!(session = %self.name, "out:{n} handed out unreserved: {e:?}");
@@ -414,9 +386,6 @@ impl SessionShared {
 }
 
 pub use super::call_cancel::CallCancel;
-
-/// `out:N` numbers reserved per durable journal write.
-const RESERVE_BLOCK: u64 = 64;
 
 /// The journal cannot make this exec durable: `-32603` with `data.journal: "unavailable"`.
 pub fn journal_unavailable(error: &str) -> SessionError {

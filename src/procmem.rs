@@ -1,9 +1,11 @@
-//! The daemon's own memory footprint: allocator arenas.
+//! The daemon's own footprint: allocator arenas, background threads.
 //!
 //! - [`limit_arenas`]: glibc gives every thread that allocates an arena of its
 //!   own (up to 8 per core), each keeping freed memory for its thread. The
 //!   daemon's threads (arbiter, journal writer, one worker per session,
 //!   blocking readers) allocate little each; two arenas serve them all.
+//! - [`background_thread`]: threads whose work nobody waits on (journal
+//!   commits, terminal emulation) yield the CPU to the request path.
 //!
 //! It never drops resident pages to make the resident-set figure look smaller:
 //! clean file-backed pages (the binary's code) are shared page cache, and
@@ -18,5 +20,21 @@ pub fn limit_arenas() {
     // SAFETY: mallopt only sets allocator tunables; M_ARENA_MAX takes a count.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, ARENAS);
+    }
+}
+
+/// Mark the calling thread as background work: SCHED_BATCH (per thread on
+/// Linux), so a wakeup of the request path (arbiter, session worker)
+/// preempts it, while it keeps its fair share of the CPU on a busy machine
+/// (a positive nice starves it there). A failure leaves the normal policy.
+pub fn background_thread() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sched_setscheduler on the calling thread (pid 0) with a
+        // valid parameter block.
+        unsafe {
+            libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
+        }
     }
 }

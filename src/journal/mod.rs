@@ -35,6 +35,7 @@
 mod apply;
 pub mod cas;
 pub mod query;
+pub mod reserve;
 pub mod schema;
 pub mod store;
 pub mod writer;

@@ -57,6 +57,12 @@ A failing command gives an outcome (.ok, .status, .stdout, .stderr); position:\"
 Large values come back elided as {\"$\":\"ref\"}: read parts with shoal_get (path, slice) or resources/read. \
 Errors carry a hint. Read the prompt shoal_language (or resource shoal://docs/language) for the full card.";
 
+/// Who the server is: the handshake's `serverInfo`, and the 2026-07-28
+/// `_meta` stamp on every result.
+pub fn server_info() -> Json {
+    json!({"name": "shoal", "title": "Shoal", "version": env!("CARGO_PKG_VERSION")})
+}
+
 pub fn initialize_result(version: &str) -> Json {
     json!({
         "protocolVersion": version,
@@ -67,7 +73,7 @@ pub fn initialize_result(version: &str) -> Json {
             "completions": {},
             "tasks": super::mcp_tasks::capability(),
         },
-        "serverInfo": {"name": "shoal", "title": "Shoal", "version": env!("CARGO_PKG_VERSION")},
+        "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
     })
 }

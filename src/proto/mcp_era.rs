@@ -20,7 +20,6 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
 pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 /// The explicit session handle of a stateless request (contract §12): a
@@ -40,8 +39,9 @@ pub enum Era {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Envelope {
     pub version: &'static str,
-    pub client_capabilities: Json,
-    pub client_info: Option<Json>,
+    /// The extension ids the client declared in its capabilities (the only
+    /// part of them the server acts on; the rest is not copied per request).
+    pub extensions: Vec<String>,
     /// `_meta["shoal/session"]`, when the request names its session.
     pub session: Option<String>,
 }
@@ -49,10 +49,7 @@ pub struct Envelope {
 impl Envelope {
     /// The client declared the MCP extension `id` in this request.
     pub fn has_extension(&self, id: &str) -> bool {
-        self.client_capabilities
-            .get("extensions")
-            .and_then(|e| e.get(id))
-            .is_some()
+        self.extensions.iter().any(|e| e == id)
     }
 }
 
@@ -104,10 +101,14 @@ pub fn classify(params: &Json) -> Result<Era, RpcError> {
             )))
         }
     };
+    let extensions = caps
+        .get("extensions")
+        .and_then(Json::as_object)
+        .map(|e| e.keys().cloned().collect())
+        .unwrap_or_default();
     Ok(Era::Modern(Envelope {
         version: MODERN,
-        client_capabilities: caps.clone(),
-        client_info: meta.get(CLIENT_INFO_KEY).cloned(),
+        extensions,
         session,
     }))
 }
@@ -131,10 +132,6 @@ pub fn capabilities() -> Json {
         "completions": {},
         "extensions": {ext::EXTENSION: ext::capability()},
     })
-}
-
-fn server_info() -> Json {
-    mcp::initialize_result(MODERN)["serverInfo"].clone()
 }
 
 /// `server/discover`: both eras' versions, capabilities, instructions.
@@ -166,28 +163,88 @@ fn cacheable(method: &str) -> bool {
 
 /// Stamp a modern result: `resultType`, cache hints where cacheable, and
 /// the server's identity in `_meta`.
-pub fn finish(method: &str, mut result: Json) -> Json {
+pub fn finish(method: &str, result: Json) -> Json {
+    stamp_value(cacheable(method), result)
+}
+
+fn stamp_value(cacheable: bool, mut result: Json) -> Json {
     let Some(o) = result.as_object_mut() else {
         return result;
     };
     o.entry("resultType").or_insert_with(|| json!("complete"));
-    if cacheable(method) {
+    if cacheable {
         o.entry("ttlMs").or_insert_with(|| json!(0));
         o.entry("cacheScope").or_insert_with(|| json!("private"));
     }
     let meta = o.entry("_meta").or_insert_with(|| Json::Object(Map::new()));
     if let Some(m) = meta.as_object_mut() {
-        m.entry(SERVER_INFO_KEY).or_insert_with(server_info);
+        m.entry(SERVER_INFO_KEY).or_insert_with(mcp::server_info);
     }
     result
 }
 
-/// The revision's error rules: an unknown resource is `-32602` with
-/// `data.uri` (SEP-2164) instead of the kernel's own not-found codes.
-pub fn error(method: &str, uri: Option<&str>, e: RpcError) -> RpcError {
+/// The stamp members pre-serialized, `[plain, cacheable]`: what
+/// [`stamp_value`] adds to a result that has none of these keys.
+fn stamp_members() -> &'static [String; 2] {
+    static MEMBERS: std::sync::OnceLock<[String; 2]> = std::sync::OnceLock::new();
+    MEMBERS.get_or_init(|| {
+        let members = |cacheable: bool| {
+            let Json::Object(o) = stamp_value(cacheable, json!({})) else {
+                unreachable!("a stamped object stays an object")
+            };
+            let s = Json::Object(o).to_string();
+            s[1..s.len() - 1].to_string()
+        };
+        [members(false), members(true)]
+    })
+}
+
+/// How a modern request's answer is stamped, decided before dispatch (the
+/// request's method and URI are gone by the time the answer exists).
+#[derive(Clone, Debug)]
+pub struct Stamp {
+    cacheable: bool,
+    /// The URI of a `resources/read`, for the revision's not-found rule.
+    read_uri: Option<String>,
+}
+
+impl Stamp {
+    pub fn for_request(method: &str, params: &Json) -> Stamp {
+        let read_uri = (method == "resources/read")
+            .then(|| params.get("uri").and_then(Json::as_str).map(str::to_string))
+            .flatten();
+        Stamp {
+            cacheable: cacheable(method),
+            read_uri,
+        }
+    }
+
+    /// The reply frame for request `id`. A result without stamp keys of its
+    /// own (the common case) gets the pre-serialized members appended as
+    /// bytes; any other is stamped as a value.
+    pub fn reply_frame(&self, id: &Json, res: Result<Json, RpcError>) -> Vec<u8> {
+        match res {
+            Err(e) => rpc::reply_frame(id, Err(error(self.read_uri.as_deref(), e)), None),
+            Ok(Json::Object(o))
+                if !["resultType", "_meta", "ttlMs", "cacheScope"]
+                    .iter()
+                    .any(|k| o.contains_key(*k)) =>
+            {
+                let members = &stamp_members()[usize::from(self.cacheable)];
+                rpc::reply_frame(id, Ok(Json::Object(o)), Some(members))
+            }
+            Ok(r) => rpc::reply_frame(id, Ok(stamp_value(self.cacheable, r)), None),
+        }
+    }
+}
+
+/// The revision's error rules: an unknown resource (`read_uri`: the URI of
+/// a `resources/read`) is `-32602` with `data.uri` (SEP-2164) instead of the
+/// kernel's own not-found codes.
+pub fn error(read_uri: Option<&str>, e: RpcError) -> RpcError {
     let not_found = matches!(e.code, rpc::UNKNOWN_REF | rpc::UNKNOWN_PTY);
-    match uri {
-        Some(uri) if method == "resources/read" && not_found => {
+    match read_uri {
+        Some(uri) if not_found => {
             let mut data = e.data.clone().unwrap_or_else(|| json!({}));
             if let Some(d) = data.as_object_mut() {
                 d.insert("uri".into(), json!(uri));
@@ -296,18 +353,40 @@ mod tests {
         let r = finish("tools/call", json!({"content": []}));
         assert_eq!(r["resultType"], "complete");
         assert!(r.get("ttlMs").is_none());
+        // The byte-level stamp gives the same result as the value one, for
+        // plain and cacheable methods, and leaves a result's own keys alone.
+        for (method, result) in [
+            ("tools/call", json!({"content": [], "isError": false})),
+            ("prompts/list", json!({"prompts": []})),
+            ("tools/call", json!({})),
+            (
+                "tools/call",
+                json!({"resultType": "task", "task": {"id": "t"}}),
+            ),
+            ("resources/read", json!({"contents": [], "_meta": {"x": 1}})),
+        ] {
+            let f =
+                Stamp::for_request(method, &json!({})).reply_frame(&json!(9), Ok(result.clone()));
+            let v: Json = serde_json::from_slice(&f).unwrap();
+            assert_eq!(v["result"], finish(method, result), "{method}");
+            assert_eq!(v["id"], 9);
+        }
     }
 
     #[test]
     fn not_found_is_invalid_params() {
         let e = error(
-            "resources/read",
             Some("shoal://out/99"),
             RpcError::new(rpc::UNKNOWN_REF, "unknown ref out:99"),
         );
         assert_eq!(e.code, rpc::INVALID_PARAMS);
         assert_eq!(e.data.unwrap()["uri"], "shoal://out/99");
-        let e = error("tools/call", None, RpcError::new(rpc::UNKNOWN_REF, "x"));
+        let e = error(None, RpcError::new(rpc::UNKNOWN_REF, "x"));
         assert_eq!(e.code, rpc::UNKNOWN_REF);
+        let read = Stamp::for_request("resources/read", &json!({"uri": "shoal://out/5"}));
+        let f = read.reply_frame(&json!(3), Err(RpcError::new(rpc::UNKNOWN_REF, "gone")));
+        let v: Json = serde_json::from_slice(&f).unwrap();
+        assert_eq!(v["error"]["code"], rpc::INVALID_PARAMS);
+        assert_eq!(v["error"]["data"]["uri"], "shoal://out/5");
     }
 }

@@ -151,6 +151,36 @@ pub fn reply(id: &Value, r: Result<Value, RpcError>) -> Value {
     }
 }
 
+/// The reply frame (compact JSON and `\n`) for request `id`, written
+/// straight into bytes: the same frame as `frame::encode(&reply(id, r))`
+/// without building the wrapper object. `members`, when given, are
+/// pre-serialized `"key":value` pairs appended inside an object result (the
+/// caller checked the result has none of those keys).
+pub fn reply_frame(id: &Value, r: Result<Value, RpcError>, members: Option<&str>) -> Vec<u8> {
+    let result = match r {
+        Ok(v) => v,
+        Err(e) => return super::frame::encode(&error_response(id, &e)),
+    };
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    let ok = serde_json::to_writer(&mut out, id).is_ok();
+    out.extend_from_slice(b",\"result\":");
+    if !ok || serde_json::to_writer(&mut out, &result).is_err() {
+        return super::frame::encode(&response(id, result));
+    }
+    if let (Some(m), Value::Object(o)) = (members, &result) {
+        // The result ends with its closing brace: add the members before it.
+        out.pop();
+        if !o.is_empty() {
+            out.push(b',');
+        }
+        out.extend_from_slice(m.as_bytes());
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"}\n");
+    out
+}
+
 /// The frame-limit refusal (id unknown: the frame was never read whole).
 pub fn oversized(limit: usize, len: u64) -> Value {
     error_response(
@@ -198,6 +228,41 @@ pub fn opt_bool(o: &Map<String, Value>, key: &str) -> Result<Option<bool>, RpcEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reply_frame_matches_the_encoded_reply() {
+        let ids = [json!(7), json!("a\"b"), Value::Null];
+        let results = [
+            json!({"x": [1, {"y": "z"}]}),
+            json!({}),
+            json!([1]),
+            json!("s"),
+        ];
+        for id in &ids {
+            for r in &results {
+                let want = crate::proto::frame::encode(&reply(id, Ok(r.clone())));
+                assert_eq!(reply_frame(id, Ok(r.clone()), None), want);
+            }
+            let e = RpcError::invalid_params("bad");
+            let want = crate::proto::frame::encode(&reply(id, Err(e.clone())));
+            assert_eq!(reply_frame(id, Err(e), None), want);
+        }
+        let m = r#""k":1,"m":{"n":true}"#;
+        let f = reply_frame(&json!(1), Ok(json!({"a": 2})), Some(m));
+        let v: Value = serde_json::from_slice(&f).unwrap();
+        assert_eq!(
+            v,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"a": 2, "k": 1, "m": {"n": true}}})
+        );
+        assert_eq!(f.last(), Some(&b'\n'));
+        let f = reply_frame(&json!(1), Ok(json!({})), Some(m));
+        let v: Value = serde_json::from_slice(&f).unwrap();
+        assert_eq!(v["result"], json!({"k": 1, "m": {"n": true}}));
+        // A non-object result takes no members.
+        let f = reply_frame(&json!(1), Ok(json!([1])), Some(m));
+        let v: Value = serde_json::from_slice(&f).unwrap();
+        assert_eq!(v["result"], json!([1]));
+    }
 
     #[test]
     fn classification_table() {

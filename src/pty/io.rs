@@ -216,17 +216,9 @@ impl IoThread {
     /// Run until the child is reaped and either the master is at EOF or a
     /// close was asked (or every handle is gone).
     pub fn run(mut self) {
-        // Emulation is background work: the thread is SCHED_BATCH (per
-        // thread on Linux), so a wakeup of the daemon's arbiters preempts it
-        // under a flood, while its fair share of the CPU keeps the flood
-        // moving on a loaded machine (a positive nice starved it there:
-        // 100 MB took minutes beside other builds).
-        let param = libc::sched_param { sched_priority: 0 };
-        // SAFETY: sched_setscheduler on the calling thread (pid 0) with a
-        // valid parameter block; a failure leaves the normal policy.
-        unsafe {
-            libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
-        }
+        // Emulation is background work (a flood keeps moving on a loaded
+        // machine, and never delays a request).
+        crate::procmem::background_thread();
         let mut buf = vec![0u8; READ_CHUNK];
         let mut pending: VecDeque<Pending> = VecDeque::new();
         let mut pending_bytes = 0usize;
