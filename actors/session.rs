@@ -650,11 +650,11 @@ fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack: usize) {
         shared.busy.store(true, Ordering::Relaxed);
         let (result, journal) = run_job(&shared, &mut lang, &job.spec, stack, true);
         job.spec.cancel.finish();
-        // Before the reply, so a task started right after it sees this
-        // exec's bindings: the state background tasks fork from.
-        if let Some(l) = &lang {
-            *shared.fork_seed.locked() = Some(ForkSeed(l.fork()));
-        }
+        // The state background tasks fork from is refreshed after the reply,
+        // under the seed's lock taken now: a task started right after the
+        // reply waits for the refresh and sees this exec's bindings, and the
+        // reply does not wait for the copy.
+        let mut seed = lang.is_some().then(|| shared.fork_seed.locked());
         let mut result = result;
         let mut events = Vec::new();
         // With immediate durability the reply waits for the commit (docs/protocol.md §6).
@@ -689,6 +689,10 @@ fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack: usize) {
             // The caller is gone: publish what it would have.
             publish(&shared, events);
         }
+        if let (Some(seed), Some(l)) = (seed.as_mut(), &lang) {
+            **seed = Some(ForkSeed(l.fork()));
+        }
+        drop(seed);
         if let Some(j) = after {
             let mut events = Vec::new();
             let _ = j.record(&shared, &mut events);
@@ -903,15 +907,23 @@ fn gate_run(
             )))
         }
     };
-    let json = || effects.iter().map(crate::leash::Effect::to_json).collect();
-    if !check {
-        return Ok(json());
+    gate_effects(gate, &effects, check)
+}
+
+/// The Leash verdict on derived `effects` (`check`: enforce it), and the
+/// effects as the journal records them.
+fn gate_effects(
+    gate: &crate::leash::Gate,
+    effects: &[crate::leash::Effect],
+    check: bool,
+) -> Result<Vec<serde_json::Value>, SessionError> {
+    if check {
+        let d = gate.decide(effects);
+        if let Some(e) = crate::leash::refusal(&gate.principal, &d, effects) {
+            return Err(SessionError::Rpc(e));
+        }
     }
-    let d = gate.decide(&effects);
-    match crate::leash::refusal(&gate.principal, &d, &effects) {
-        Some(e) => Err(SessionError::Rpc(e)),
-        None => Ok(json()),
-    }
+    Ok(effects.iter().map(crate::leash::Effect::to_json).collect())
 }
 
 /// The Leash verdict for running `src` in `lang` (a background task's start).
@@ -991,9 +1003,35 @@ fn run_job(
             None,
         );
     };
+    // One parse serves the gate and the evaluation; a parse error is the
+    // exec's own answer (reported below, like any other result).
+    let prepared = match catch_unwind(AssertUnwindSafe(|| {
+        session.prepare_exec(&job.src, job.position)
+    })) {
+        Ok(p) => p,
+        Err(p) => {
+            return (
+                Err(SessionError::Internal(format!(
+                    "parsing panicked: {}",
+                    panic_message(&p)
+                ))),
+                None,
+            )
+        }
+    };
     let mut effects = Vec::new();
-    if let Some(gate) = &job.gate {
-        match gate_run(gate, session, &job.src, job.check) {
+    if let (Some(gate), Ok(p)) = (&job.gate, &prepared) {
+        let derived = match catch_unwind(AssertUnwindSafe(|| session.effects_of(p))) {
+            Ok(e) => e,
+            Err(p) => {
+                let m = panic_message(&p);
+                return (
+                    Err(SessionError::Internal(format!("planning panicked: {m}"))),
+                    None,
+                );
+            }
+        };
+        match gate_effects(gate, &derived, job.check) {
             Ok(e) => effects = e,
             Err(e) => return (Err(e), None),
         }
@@ -1014,7 +1052,7 @@ fn run_job(
     let sandbox = job.gate.as_ref().and_then(|g| g.sandbox.clone());
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         crate::leash::landlock::with_rules(sandbox, || {
-            session.exec_here(&job.src, job.position, stack)
+            prepared.and_then(|p| session.exec_prepared_here(p, stack))
         })
     }));
     let elapsed = t0.elapsed();

@@ -27,6 +27,13 @@ pub enum ExecError {
     Raised(ShoalError),
 }
 
+/// A parsed exec: its program and the names the parse saw bound.
+pub struct Prepared {
+    prog: crate::lang::ast::Program,
+    pos: Pos,
+    bound: std::collections::HashSet<String>,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct SessionOptions {
     pub cwd: PathBuf,
@@ -123,7 +130,7 @@ impl Session {
     /// `ErrorCode::Cancelled`. A long-lived caller that runs many execs
     /// should own an evaluation thread and call [`exec_here`](Self::exec_here).
     pub fn exec(&mut self, src: &str, position: Position) -> Result<Value, ExecError> {
-        let (prog, pos) = self.prepare(src, position)?;
+        let (prog, pos, _) = self.prepare(src, position)?;
         let mut result = None;
         // A big stack first; a modest one if the system refuses it.
         for stack in EVAL_STACKS {
@@ -181,7 +188,41 @@ impl Session {
         position: Position,
         stack_size: usize,
     ) -> Result<Value, ExecError> {
-        let (prog, pos) = self.prepare(src, position)?;
+        let prepared = self.prepare_exec(src, position)?;
+        self.exec_prepared_here(prepared, stack_size)
+    }
+
+    /// Parse `src` for [`exec_prepared_here`](Self::exec_prepared_here), so
+    /// a gated exec parses once for both its effects and its evaluation.
+    /// Resets the per-exec state (interrupter, memory budget, warnings).
+    pub fn prepare_exec(&mut self, src: &str, position: Position) -> Result<Prepared, ExecError> {
+        let (prog, pos, ctx) = self.prepare(src, position)?;
+        Ok(Prepared {
+            prog,
+            pos,
+            bound: ctx.bound,
+        })
+    }
+
+    /// The effects a prepared exec would have (Leash).
+    pub fn effects_of(&self, p: &Prepared) -> Vec<crate::leash::Effect> {
+        let env = |n: &str| self.interp.env.get(n).cloned();
+        let cx = crate::leash::derive::Context {
+            cwd: &self.interp.cwd,
+            env: &env,
+            adapters: self.interp.adapters.as_deref(),
+            bound: &p.bound,
+        };
+        crate::leash::derive::derive(&p.prog, &cx)
+    }
+
+    /// Evaluate a prepared exec, as [`exec_here`](Self::exec_here) does.
+    pub fn exec_prepared_here(
+        &mut self,
+        prepared: Prepared,
+        stack_size: usize,
+    ) -> Result<Value, ExecError> {
+        let Prepared { prog, pos, .. } = prepared;
         let interp = &mut self.interp;
         interp.enter_thread(stack_size);
         interp.depth = 0;
@@ -199,7 +240,7 @@ impl Session {
         &mut self,
         src: &str,
         position: Position,
-    ) -> Result<(crate::lang::ast::Program, Pos), ExecError> {
+    ) -> Result<(crate::lang::ast::Program, Pos, ParseContext), ExecError> {
         self.interp.interrupter.reset();
         self.interp.exit_requested = false;
         self.warnings.clear();
@@ -217,7 +258,7 @@ impl Session {
             Position::Value => Pos::Value,
         };
         self.interp.src = Arc::from(src);
-        Ok((prog, pos))
+        Ok((prog, pos, ctx))
     }
 
     pub fn interrupter(&self) -> Interrupter {

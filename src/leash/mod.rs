@@ -70,6 +70,8 @@ pub struct Gate {
     /// The principal's filesystem grants lowered for Landlock (`None`: the
     /// children are not confined).
     pub sandbox: Option<Arc<landlock::Rules>>,
+    /// `$HOME` of the daemon (what `~` in a grant means), read once.
+    home: Option<String>,
 }
 
 impl Gate {
@@ -85,6 +87,7 @@ impl Gate {
             principal: principal.to_string(),
             policy: rt.policy.clone(),
             sandbox,
+            home,
         }
     }
 
@@ -98,9 +101,8 @@ impl Gate {
     }
 
     pub fn decide(&self, effects: &[Effect]) -> Decision {
-        let home = std::env::var("HOME").ok();
         self.policy
-            .decide(&self.principal, effects, home.as_deref())
+            .decide(&self.principal, effects, self.home.as_deref())
     }
 }
 
@@ -136,28 +138,24 @@ pub fn refusal(
     effects: &[Effect],
 ) -> Option<crate::proto::rpc::RpcError> {
     use crate::proto::rpc::{RpcError, APPROVAL_REQUIRED, LEASH_DENIED};
+    let reason = d.reason.as_deref().unwrap_or("not granted");
+    let (code, message) = match d.verdict {
+        Verdict::Allow => return None,
+        Verdict::Deny => (LEASH_DENIED, format!("policy denies this: {reason}")),
+        Verdict::ApprovalRequired => (
+            APPROVAL_REQUIRED,
+            format!(
+                "approval required: {reason}; plan it (exec mode \"plan\" or shoal_plan), then have it approved and apply the plan"
+            ),
+        ),
+    };
     let data = serde_json::json!({
         "principal": principal,
         "verdict": d.verdict.as_str(),
         "reason": d.reason,
         "effects": effects.iter().map(Effect::to_json).collect::<Vec<_>>(),
     });
-    let reason = d.reason.as_deref().unwrap_or("not granted");
-    match d.verdict {
-        Verdict::Allow => None,
-        Verdict::Deny => Some(
-            RpcError::new(LEASH_DENIED, format!("policy denies this: {reason}")).with_data(data),
-        ),
-        Verdict::ApprovalRequired => Some(
-            RpcError::new(
-                APPROVAL_REQUIRED,
-                format!(
-                    "approval required: {reason}; plan it (exec mode \"plan\" or shoal_plan), then have it approved and apply the plan"
-                ),
-            )
-            .with_data(data),
-        ),
-    }
+    Some(RpcError::new(code, message).with_data(data))
 }
 
 /// The host's sandbox tier (reference §1.4): `A` Linux with Landlock, `B`
