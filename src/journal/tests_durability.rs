@@ -183,9 +183,10 @@ fn writer_batched_timer_and_crash_opens_cleanly() {
             })
             .unwrap();
         }
-        // the timer commits within flush_ms (polled with a deadline)
+        // the timer commits within flush_ms (polled with a deadline); the
+        // writer's counters move just after the commit is visible
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while store.stats().unwrap().entries < 20 {
+        while store.stats().unwrap().entries < 20 || w.stats().queued > 0 {
             assert!(
                 std::time::Instant::now() < deadline,
                 "the batched writer never committed"
