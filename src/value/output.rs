@@ -55,55 +55,9 @@ struct Spilled {
     loaded: OnceLock<Arc<[u8]>>,
 }
 
-/// Bytes of stdout (and, separately, of stderr) an [`OutputTail`] keeps.
-pub const TAIL_BYTES: usize = 4 << 10;
-
-/// The last [`TAIL_BYTES`] of a running program's stdout and stderr, shared
-/// between the thread that drains its pipes and whoever shows it (a
-/// background task's record). Bounded: older bytes are dropped as new ones
-/// arrive.
-#[derive(Debug, Default)]
-pub struct OutputTail {
-    bufs: std::sync::Mutex<[Vec<u8>; 2]>,
-}
-
-impl OutputTail {
-    pub fn new() -> Arc<OutputTail> {
-        Arc::new(OutputTail::default())
-    }
-
-    /// Append bytes of stdout (`stderr` false) or stderr.
-    pub fn push(&self, stderr: bool, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
-        let mut g = self.bufs.locked();
-        let b = &mut g[usize::from(stderr)];
-        if bytes.len() >= TAIL_BYTES {
-            b.clear();
-            b.extend_from_slice(&bytes[bytes.len() - TAIL_BYTES..]);
-            return;
-        }
-        let over = (b.len() + bytes.len()).saturating_sub(TAIL_BYTES);
-        b.drain(..over);
-        b.extend_from_slice(bytes);
-    }
-
-    /// `(stdout, stderr)` as text (invalid UTF-8 replaced; a character cut
-    /// at the front is dropped).
-    pub fn snapshot(&self) -> (String, String) {
-        let g = self.bufs.locked();
-        let text = |b: &[u8]| {
-            let skip = b
-                .iter()
-                .take(3)
-                .take_while(|c| (0x80..0xc0).contains(*c))
-                .count();
-            String::from_utf8_lossy(&b[skip..]).into_owned()
-        };
-        (text(&g[0]), text(&g[1]))
-    }
-}
+#[path = "output_tail.rs"]
+mod tail;
+pub use tail::{OutputTail, TAIL_BYTES};
 
 /// A session's allowance of bytes in spill files (`[limits] spill_bytes`).
 /// Bytes are taken before they are written and given back when the spill
