@@ -383,7 +383,15 @@ impl SessionSupervisor {
             // Checked above; the sandbox still applies.
             check: false,
         };
-        let start = Task::prepare(id, self.shared.clone(), lang, spec, reg, exit);
+        let start = Task::prepare(
+            id,
+            self.shared.clone(),
+            lang,
+            spec,
+            reg,
+            exit,
+            self.retention.retain,
+        );
         let view = start.view.clone();
         let addr = start.task.start();
         self.children.insert(

@@ -61,7 +61,8 @@ pub struct TaskStart {
 }
 
 impl Task {
-    /// A task `id` of `shared` running `src` on `lang` (a fork).
+    /// A task `id` of `shared` running `src` on `lang` (a fork), its record
+    /// kept `retain` once finished.
     pub fn prepare(
         id: u64,
         shared: Arc<SessionShared>,
@@ -69,9 +70,11 @@ impl Task {
         spec: JobSpec,
         reg: Registration,
         exit: ExitNotice,
+        retain: Duration,
     ) -> TaskStart {
         let mut record = TaskRecord::new(id, &shared.name, &spec.src, crate::journal::now_ns());
         record.tail = Some(crate::value::output::OutputTail::new());
+        record.retain = retain;
         let (tx, view) = watch::channel(TaskView {
             record,
             reply: None,

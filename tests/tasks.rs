@@ -357,7 +357,7 @@ fn daemon_with(root: &Root, toml: &str) -> Daemon {
 #[test]
 fn tasks_retain_max_keeps_the_newest_finished_records() {
     let root = Root::new();
-    let d = daemon_with(&root, "[tasks]\nretain = \"1h\"\nretain_max = 2\n");
+    let d = daemon_with(&root, "[tasks]\nretain = \"2h\"\nretain_max = 2\n");
     let mut c = d.conn();
     c.attach("r");
     let long = start(&mut c, "sh { sleep 30 }");
@@ -383,6 +383,10 @@ fn tasks_retain_max_keeps_the_newest_finished_records() {
     );
     let r = c.call("task.get", json!({"task": done[0]}));
     assert_eq!(r["error"]["code"], json!(-32021), "{r}");
+    // MCP clients are told the configured retention.
+    let mut m = legacy(&d, "r");
+    let t = m.ok("tasks/get", json!({"taskId": done[3]}));
+    assert_eq!(t["ttl"], json!(7_200_000), "{t}");
     c.ok("task.cancel", json!({"task": long}));
     assert_eq!(await_task(&mut c, &long)["state"], "cancelled");
 }

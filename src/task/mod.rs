@@ -128,6 +128,8 @@ pub struct TaskRecord {
     pub cancel_requested: bool,
     /// The last bytes its programs wrote, while it runs.
     pub tail: Option<Arc<crate::value::output::OutputTail>>,
+    /// How long the record stays once finished (`tasks.retain`; MCP `ttl`).
+    pub retain: Duration,
 }
 
 impl TaskRecord {
@@ -146,6 +148,7 @@ impl TaskRecord {
             pid: 0,
             cancel_requested: false,
             tail: None,
+            retain: RETAIN,
         }
     }
 
