@@ -150,7 +150,9 @@ impl Daemon {
                 "max": l.max_subscriptions_per_connection,
                 "key": "max_subscriptions_per_connection",
             },
-            "tasks_per_session": {"max": l.max_tasks_per_session, "key": "max_tasks_per_session"},
+            // `used` (the busiest session's live tasks) is filled in from the
+            // session tables.
+            "tasks_per_session": {"used": 0, "max": l.max_tasks_per_session, "key": "max_tasks_per_session"},
             "ptys_per_session": {
                 "used": ptys_used,
                 "max": l.max_ptys_per_session,
@@ -271,7 +273,11 @@ impl Handler<AttachSession> for Daemon {
             self.config.session.max_restarts_per_minute,
         )
         .with_pty_limit(self.config.limits.max_ptys_per_session)
-        .with_task_limit(self.config.limits.max_tasks_per_session);
+        .with_task_limit(self.config.limits.max_tasks_per_session)
+        .with_retention(crate::task::Retention {
+            retain: self.config.tasks.retain.0,
+            max: self.config.tasks.retain_max,
+        });
         let addr = sup.start();
         tracing::info!(session = %msg.name, cwd = %shared.cwd.display(), "session created");
         self.sessions.insert(
@@ -381,6 +387,7 @@ impl Handler<GetStatus> for Daemon {
             "rss_bytes": rss_bytes(),
         });
         Box::pin(async move {
+            let mut busiest = 0;
             for (i, t) in tables.into_iter().enumerate() {
                 let table = tokio::time::timeout(std::time::Duration::from_millis(500), t)
                     .await
@@ -398,11 +405,13 @@ impl Handler<GetStatus> for Daemon {
                             .count()
                     });
                     s["tasks"] = json!(live);
+                    busiest = busiest.max(live);
                     s["task_list"] = table["tasks"].clone();
                     s["children"] = table["children"].clone();
                     s["restarts"] = table["restarts"].clone();
                 }
             }
+            status["limits"]["tasks_per_session"]["used"] = json!(busiest);
             status
         })
     }
@@ -430,6 +439,8 @@ impl Handler<Shutdown> for Daemon {
         tracing::info!(reason = %msg.reason, sessions = self.sessions.len(), "shutting down: {}", msg.reason);
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
         let mut draining = self.draining.locked();
+        // Every task's programs get SIGINT now; `run` ends what is left.
+        super::task::cancel_all();
         for (_, (addr, shared, stats)) in std::mem::take(&mut self.sessions) {
             shared.interrupt();
             stats.enqueue();
@@ -627,6 +638,12 @@ pub fn run(opts: DaemonOptions) -> i32 {
     if let Some(b) = bound {
         b.remove();
     }
+    // No task's process group outlives the daemon: SIGINT (sent by the
+    // Shutdown handler), SIGKILL after the grace.
+    let left = super::task::end_all(TASK_STOP_GRACE);
+    if left > 0 {
+        tracing::warn!(left, "task evaluations still running at exit");
+    }
     let drained = wait_for_interrupted(&draining, SHUTDOWN_GRACE);
     // No PTY program outlives the daemon.
     crate::pty::kill_all();
@@ -646,6 +663,10 @@ pub fn run(opts: DaemonOptions) -> i32 {
     tracing::info!(code, "daemon stopped");
     code
 }
+
+/// At shutdown, how long a task's programs have after SIGINT before their
+/// process group is killed (and as long again to be reaped).
+const TASK_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How long shutdown waits for interrupted evaluations to end (their process groups are
 /// signalled and reaped by the worker threads) before the process exits anyway.

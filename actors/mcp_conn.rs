@@ -924,6 +924,23 @@ impl McpConn {
             Ok(c) => c,
             Err(m) => return Box::pin(ready(Err(RpcError::invalid_params(m)))),
         };
+        if let Some(n) = super::mcp_tasks::channel_task(&channel) {
+            // Only this session's tasks (-32021 otherwise, like task.get).
+            let check = self.session().then(move |h, act, _ctx| {
+                async move { super::mcp_tasks::check_watch(h?, vec![n]).await }.into_actor(act)
+            });
+            return Box::pin(check.then(move |r, act, ctx| -> Reply {
+                match r {
+                    Ok(()) => act.subscribe_channel(u, channel, ctx),
+                    Err(e) => Box::pin(ready(Err(e))),
+                }
+            }));
+        }
+        self.subscribe_channel(u, channel, ctx)
+    }
+
+    /// `resources/subscribe` of an event channel (its URI checked).
+    fn subscribe_channel(&mut self, u: String, channel: String, ctx: &mut Context<Self>) -> Reply {
         let Some(s) = self.services.clone() else {
             return Box::pin(ready(Err(RpcError::invalid_params(
                 "subscriptions need the event bus, which this daemon does not run",
@@ -1057,6 +1074,39 @@ impl McpConn {
     /// (event channels, the journal, PTY screens); the request is answered
     /// only when the stream ends, and a `notifications/cancelled` ends it.
     fn listen(&mut self, id: Json, params: &Json, env: mcp_era::Envelope, ctx: &mut Context<Self>) {
+        // Task URIs name this session's tasks only (-32021 otherwise, like
+        // task.get); checked before the stream exists.
+        let named: Vec<u64> = mcp_era::listen_uris(params)
+            .map(|us| {
+                us.iter()
+                    .filter_map(|u| mcp::subscription_channel(u).ok())
+                    .filter_map(|c| super::mcp_tasks::channel_task(&c))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if named.is_empty() {
+            return self.listen_checked(id, params, env, ctx);
+        }
+        self.req_session = env.session.clone();
+        let session = self.session();
+        self.req_session = None;
+        let params = params.clone();
+        let check = session.then(move |h, act, _ctx| {
+            async move { super::mcp_tasks::check_watch(h?, named).await }.into_actor(act)
+        });
+        ctx.wait(check.map(move |r, act, ctx| match r {
+            Ok(()) => act.listen_checked(id, &params, env, ctx),
+            Err(e) => conn::write(&act.tx, ctx, &rpc::reply(&id, Err(e))),
+        }));
+    }
+
+    fn listen_checked(
+        &mut self,
+        id: Json,
+        params: &Json,
+        env: mcp_era::Envelope,
+        ctx: &mut Context<Self>,
+    ) {
         let key = id_key(&id);
         let uris = match mcp_era::listen_uris(params) {
             Ok(u) => u,

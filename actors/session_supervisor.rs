@@ -90,6 +90,7 @@ struct ChildSlot {
 struct TaskEntry {
     view: tokio::sync::watch::Receiver<TaskView>,
     pid: Arc<std::sync::atomic::AtomicU32>,
+    cancel: Arc<CallCancel>,
 }
 
 impl Entry for TaskEntry {
@@ -160,6 +161,7 @@ pub struct SessionSupervisor {
     children: std::collections::BTreeMap<ChildKind, ChildSlot>,
     tasks: TaskTable<TaskEntry>,
     max_tasks: usize,
+    retention: tasks::Retention,
     generation: u64,
     /// The session's plans (`actors/plan_store.rs`), started on first use
     /// (their child-table slot is [`ChildKind::PlanStore`]).
@@ -184,6 +186,7 @@ impl SessionSupervisor {
             children: Default::default(),
             tasks: TaskTable::new(),
             max_tasks: crate::config::LimitsConfig::default().max_tasks_per_session,
+            retention: tasks::Retention::default(),
             generation: 0,
             restarts: 0,
             recent: Vec::new(),
@@ -206,6 +209,18 @@ impl SessionSupervisor {
     pub fn with_task_limit(mut self, max: usize) -> Self {
         self.max_tasks = max;
         self
+    }
+
+    /// `[tasks] retain` and `retain_max`.
+    pub fn with_retention(mut self, r: tasks::Retention) -> Self {
+        self.retention = r;
+        self
+    }
+
+    /// Drop the finished records past their retention.
+    fn prune_tasks(&mut self) {
+        self.tasks
+            .prune(Instant::now(), self.retention.retain, self.retention.max);
     }
 
     fn notice(&mut self, kind: ChildKind, ctx: &mut Context<Self>) -> ExitNotice {
@@ -335,8 +350,7 @@ impl SessionSupervisor {
                     .unwrap_or_else(|| SessionError::Internal("session failed".into())),
             ));
         }
-        self.tasks
-            .prune(Instant::now(), tasks::RETAIN, tasks::RETAIN_MAX);
+        self.prune_tasks();
         if self.tasks.live() >= self.max_tasks {
             return Err(super::conn::limit_error(
                 "max_tasks_per_session",
@@ -369,7 +383,15 @@ impl SessionSupervisor {
             // Checked above; the sandbox still applies.
             check: false,
         };
-        let start = Task::prepare(id, self.shared.clone(), lang, spec, reg, exit);
+        let start = Task::prepare(
+            id,
+            self.shared.clone(),
+            lang,
+            spec,
+            reg,
+            exit,
+            self.retention.retain,
+        );
         let view = start.view.clone();
         let addr = start.task.start();
         self.children.insert(
@@ -385,12 +407,16 @@ impl SessionSupervisor {
             TaskEntry {
                 view: start.view,
                 pid: start.pid,
+                cancel: start.cancel,
             },
         );
         Ok((id, view))
     }
 
     fn task_call(&mut self, op: TaskOp) -> Result<TaskAnswer, RpcError> {
+        if matches!(op, TaskOp::List | TaskOp::Records(None)) {
+            self.prune_tasks();
+        }
         let entry = |t: &TaskTable<TaskEntry>, id: u64| {
             t.get(id)
                 .ok_or_else(|| unknown_task(&tasks::ref_name(id)))
@@ -467,6 +493,11 @@ impl SessionSupervisor {
     /// End every running task (session close, daemon stop): each gets the
     /// cancel sequence on its own process group.
     fn stop_tasks(&mut self) {
+        // Directly first (no message needed: the actor system may be
+        // stopping), then through each actor (it continues a suspended group).
+        for e in self.tasks.values() {
+            e.cancel.cancel();
+        }
         for (k, c) in &self.children {
             if let (ChildKind::Task(_), ChildAddr::Task(a)) = (k, &c.addr) {
                 a.do_send(Control(TaskControl::Cancel));

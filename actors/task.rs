@@ -23,6 +23,7 @@ use super::session_supervisor::ExitNotice;
 use crate::lang::Session as LangSession;
 use crate::proto::rpc::{self, RpcError};
 use crate::proto::wire;
+use crate::sync::Locked;
 use crate::task::{self, Ending, TaskRecord, TaskState};
 use crate::value::Value;
 
@@ -56,10 +57,12 @@ pub struct TaskStart {
     pub task: Task,
     pub view: watch::Receiver<TaskView>,
     pub pid: Arc<AtomicU32>,
+    pub cancel: Arc<CallCancel>,
 }
 
 impl Task {
-    /// A task `id` of `shared` running `src` on `lang` (a fork).
+    /// A task `id` of `shared` running `src` on `lang` (a fork), its record
+    /// kept `retain` once finished.
     pub fn prepare(
         id: u64,
         shared: Arc<SessionShared>,
@@ -67,14 +70,18 @@ impl Task {
         spec: JobSpec,
         reg: Registration,
         exit: ExitNotice,
+        retain: Duration,
     ) -> TaskStart {
-        let record = TaskRecord::new(id, &shared.name, &spec.src, crate::journal::now_ns());
+        let mut record = TaskRecord::new(id, &shared.name, &spec.src, crate::journal::now_ns());
+        record.tail = Some(crate::value::output::OutputTail::new());
+        record.retain = retain;
         let (tx, view) = watch::channel(TaskView {
             record,
             reply: None,
         });
         let pid = lang.child_pid_slot();
         let bus = shared.services.as_ref().map(|s| s.bus.clone());
+        let cancel = spec.cancel.clone();
         TaskStart {
             task: Task {
                 id,
@@ -90,6 +97,7 @@ impl Task {
             },
             view,
             pid,
+            cancel,
         }
     }
 
@@ -158,10 +166,15 @@ impl Actor for Task {
         self.publish(Value::str("started"));
         let (done_tx, done_rx) = oneshot::channel();
         let shared = self.shared.clone();
+        let tail = self.tx.borrow().record.tail.clone();
+        let live = LiveGuard::register(self.id, self.cancel.clone(), self.pid.clone());
         let spawned = crate::lang::session::spawn_eval_thread(
             format!("shoal-task-{}", self.id),
             move |stack| {
+                let _live = live;
+                crate::shell::process::set_thread_tail(tail);
                 let r = super::session::run_task(&shared, lang, &spec, stack);
+                crate::shell::process::set_thread_tail(None);
                 let _ = done_tx.send(r);
             },
         );
@@ -194,6 +207,78 @@ impl Actor for Task {
             }
         }
     }
+}
+
+/// Every task whose evaluation thread still runs, daemon-wide, so that
+/// stopping the daemon can end their process groups without the actor
+/// system (which is already down by then).
+static LIVE: std::sync::Mutex<std::collections::BTreeMap<u64, LiveTask>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+struct LiveTask {
+    cancel: Arc<CallCancel>,
+    pid: Arc<AtomicU32>,
+}
+
+/// Registers a task in [`LIVE`]; its drop (the evaluation thread's end, a
+/// panic included) removes it.
+struct LiveGuard(u64);
+
+impl LiveGuard {
+    fn register(id: u64, cancel: Arc<CallCancel>, pid: Arc<AtomicU32>) -> LiveGuard {
+        LIVE.locked().insert(id, LiveTask { cancel, pid });
+        LiveGuard(id)
+    }
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        LIVE.locked().remove(&self.0);
+    }
+}
+
+/// Tasks whose evaluation has not ended yet (all sessions).
+pub fn live_count() -> usize {
+    LIVE.locked().len()
+}
+
+/// Start the cancel sequence of every running task (daemon shutdown; a
+/// suspended group is continued so it sees the signal).
+pub fn cancel_all() {
+    for t in LIVE.locked().values() {
+        t.cancel.cancel();
+        crate::shell::process::signal_group(t.pid.load(Ordering::SeqCst), libc::SIGCONT);
+    }
+}
+
+/// Daemon shutdown: cancel every task, give their programs `grace` to end
+/// after SIGINT, then SIGKILL the process groups still there and wait (at
+/// most `grace` again) for the evaluation threads to reap them. The number
+/// of tasks still running at the end.
+pub fn end_all(grace: Duration) -> usize {
+    let wait = |d: Duration| {
+        let deadline = std::time::Instant::now() + d;
+        loop {
+            let n = live_count();
+            if n == 0 || std::time::Instant::now() >= deadline {
+                return n;
+            }
+            // An evaluation that was just starting may have cleared it.
+            for t in LIVE.locked().values() {
+                t.cancel.reassert();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    cancel_all();
+    if wait(grace) == 0 {
+        return 0;
+    }
+    for t in LIVE.locked().values() {
+        let pid = t.pid.load(Ordering::SeqCst);
+        crate::shell::process::signal_group(pid, libc::SIGKILL);
+    }
+    wait(grace)
 }
 
 /// A control request for one task.

@@ -22,6 +22,39 @@ pub struct Config {
     /// `[policy.principal."NAME"]` sections (Leash, contract §5).
     pub policy: crate::leash::policy::PolicyConfig,
     pub plans: PlansConfig,
+    pub tasks: TasksConfig,
+}
+
+/// `[tasks]`: how long finished background tasks stay listed.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct TasksConfig {
+    /// How long a finished task's record is kept (`90s`, `30m`, `1h`, `2d`).
+    pub retain: TaskRetain,
+    /// At most this many finished records per session (the oldest go first).
+    pub retain_max: usize,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        TasksConfig {
+            retain: TaskRetain(crate::task::RETAIN),
+            retain_max: crate::task::RETAIN_MAX,
+        }
+    }
+}
+
+/// A checked `tasks.retain`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TaskRetain(pub std::time::Duration);
+
+impl<'de> Deserialize<'de> for TaskRetain {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        crate::leash::parse_duration(&s)
+            .map(TaskRetain)
+            .map_err(|e| serde::de::Error::custom(format!("tasks.retain: {e}")))
+    }
 }
 
 /// `[plans]`.
@@ -326,6 +359,15 @@ fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
             );
         }
     }
+    if !(1..=1_000_000).contains(&c.tasks.retain_max) {
+        return bad(
+            "retain_max",
+            format!(
+                "tasks.retain_max must be between 1 and 1000000 (got {})",
+                c.tasks.retain_max
+            ),
+        );
+    }
     if c.journal.max_entries == Some(0) {
         return bad("max_entries", "max_entries must be at least 1".into());
     }
@@ -444,6 +486,14 @@ mod tests {
             (
                 "[limits]\nspill_bytes = 5\n",
                 "c.toml:2:15: spill_bytes must be at least",
+            ),
+            (
+                "[tasks]\nretain = \"soon\"\n",
+                "c.toml:2:10: tasks.retain: \"soon\" is not a duration",
+            ),
+            (
+                "[tasks]\nretain_max = 0\n",
+                "c.toml:2:14: tasks.retain_max must be between 1 and 1000000",
             ),
             (
                 "[journal]\nflush = 1\n",

@@ -67,7 +67,7 @@ pub fn task_object(r: &TaskRecord) -> Json {
         "status": st,
         "createdAt": iso(r.started_ns),
         "lastUpdatedAt": iso(r.finished_ns.unwrap_or(r.started_ns)),
-        "ttl": task::RETAIN.as_millis() as u64,
+        "ttl": r.retain.as_millis() as u64,
         "pollInterval": POLL_INTERVAL_MS,
     });
     if let Some(m) = message {

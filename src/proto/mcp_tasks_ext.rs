@@ -74,7 +74,7 @@ pub fn task_fields(r: &TaskRecord) -> Json {
         "status": legacy["status"],
         "createdAt": legacy["createdAt"],
         "lastUpdatedAt": legacy["lastUpdatedAt"],
-        "ttlMs": task::RETAIN.as_millis() as u64,
+        "ttlMs": r.retain.as_millis() as u64,
         "pollIntervalMs": POLL_INTERVAL_MS,
     });
     if let Some(m) = legacy.get("statusMessage") {

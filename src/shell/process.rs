@@ -28,7 +28,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::sync::Locked;
-use crate::value::output::{OutputSink, SpillQuota, MEM_LIMIT};
+use crate::value::output::{OutputSink, OutputTail, SpillQuota, MEM_LIMIT};
 use crate::value::OutputBytes;
 
 /// Bytes of stdout (and, separately, of stderr) kept in memory per process
@@ -98,6 +98,23 @@ pub enum RunError {
     Spawn(io::Error),
     /// The interrupt callback fired; the process group was killed and reaped.
     Interrupted,
+}
+
+thread_local! {
+    /// The tail that programs run by this thread feed (a background task's
+    /// evaluation thread sets one; other threads have none).
+    static TAIL: std::cell::RefCell<Option<Arc<OutputTail>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Let the programs this thread runs from now on copy the last bytes of
+/// their captured stdout and stderr into `tail` (`None`: stop). Programs
+/// run by other threads (parallel thunks) are not covered.
+pub fn set_thread_tail(tail: Option<Arc<OutputTail>>) {
+    TAIL.with(|t| *t.borrow_mut() = tail);
+}
+
+fn thread_tail() -> Option<Arc<OutputTail>> {
+    TAIL.with(|t| t.borrow().clone())
 }
 
 /// Read buffers, reused across runs (each run takes one and gives it back).
@@ -293,6 +310,8 @@ struct Stream {
     /// Bytes read so far (to grow the pipe buffer of big streams once).
     seen: u64,
     grown: bool,
+    /// Where the last bytes also go (`true`: this is stderr).
+    tail: Option<(Arc<OutputTail>, bool)>,
 }
 
 trait ReadFd: Read + AsRawFd + Send {}
@@ -305,7 +324,13 @@ impl Stream {
             sink: OutputSink::default().with_quota(quota),
             seen: 0,
             grown: false,
+            tail: None,
         }
+    }
+
+    fn with_tail(mut self, tail: Option<Arc<OutputTail>>, stderr: bool) -> Stream {
+        self.tail = tail.map(|t| (t, stderr));
+        self
     }
 
     /// One `read` (the pipe is readable or hung up). Past the spill quota
@@ -319,7 +344,12 @@ impl Stream {
 
     fn pump_once(&mut self, buf: &mut [u8]) {
         let Some(p) = self.pipe.as_mut() else { return };
-        if let Some(r) = self.sink.splice_from(p.as_raw_fd(), READ_BUF) {
+        // A tailed stream is read through user space (the tail sees it).
+        let spliced = match &self.tail {
+            None => self.sink.splice_from(p.as_raw_fd(), READ_BUF),
+            Some(_) => None,
+        };
+        if let Some(r) = spliced {
             match r {
                 Ok(0) => self.pipe = None,
                 Ok(_) => {}
@@ -332,6 +362,9 @@ impl Stream {
             Ok(0) => self.pipe = None,
             Ok(n) => {
                 self.sink.push(&buf[..n]);
+                if let Some((t, stderr)) = &self.tail {
+                    t.push(*stderr, &buf[..n]);
+                }
                 self.seen += n as u64;
                 if !self.grown && self.seen > (256 << 10) {
                     self.grown = true;
@@ -375,8 +408,9 @@ fn wait_child(
         _ => None,
     };
     let err_pipe: Option<Box<dyn ReadFd>> = child.stderr.take().map(|p| Box::new(p) as _);
-    let mut out = Stream::new(out_pipe, quota.clone());
-    let mut err = Stream::new(err_pipe, quota);
+    let tail = thread_tail();
+    let mut out = Stream::new(out_pipe, quota.clone()).with_tail(tail.clone(), false);
+    let mut err = Stream::new(err_pipe, quota).with_tail(tail, true);
     let pidfd = pidfd_open(pid);
     let mut buf = take_buf();
     let mut exit: Option<ExitStatus> = None;

@@ -7,14 +7,32 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value as Json};
 
-/// Finished records are kept this long (`tasks.retain`).
+/// Finished records are kept this long by default (`tasks.retain`).
 pub const RETAIN: Duration = Duration::from_secs(3600);
-/// At most this many finished records per session are kept.
+/// At most this many finished records per session are kept by default
+/// (`tasks.retain_max`).
 pub const RETAIN_MAX: usize = 1000;
+
+/// How long finished records stay (`[tasks]` in shoal.toml).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention {
+    pub retain: Duration,
+    pub max: usize,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            retain: RETAIN,
+            max: RETAIN_MAX,
+        }
+    }
+}
 
 /// `task:N` numbers are daemon-wide, from 1.
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
@@ -108,6 +126,10 @@ pub struct TaskRecord {
     /// The process group the task runs now (0: none).
     pub pid: u32,
     pub cancel_requested: bool,
+    /// The last bytes its programs wrote, while it runs.
+    pub tail: Option<Arc<crate::value::output::OutputTail>>,
+    /// How long the record stays once finished (`tasks.retain`; MCP `ttl`).
+    pub retain: Duration,
 }
 
 impl TaskRecord {
@@ -125,6 +147,8 @@ impl TaskRecord {
             error: None,
             pid: 0,
             cancel_requested: false,
+            tail: None,
+            retain: RETAIN,
         }
     }
 
@@ -150,6 +174,7 @@ impl TaskRecord {
         self.finished_ns = Some(now_ns);
         self.finished = Some(Instant::now());
         self.pid = 0;
+        self.tail = None;
         match ending {
             Ending::Value { n, .. } => self.result_ref = Some(n),
             Ending::Error { n, error } => {
@@ -159,10 +184,11 @@ impl TaskRecord {
         }
     }
 
-    /// The kernel `TaskRecord` (reference §2.5 plus `src`, `elapsed_ms`
-    /// and `pid`).
+    /// The kernel `TaskRecord` (reference §2.5 plus `src`, `elapsed_ms`,
+    /// `pid` and, while it runs, `tail: {stdout, stderr}`: the last
+    /// [`TAIL_BYTES`](crate::value::output::TAIL_BYTES) of each).
     pub fn to_json(&self) -> Json {
-        json!({
+        let mut j = json!({
             "task": ref_name(self.id),
             "session": self.session,
             "state": self.state.as_str(),
@@ -173,7 +199,12 @@ impl TaskRecord {
             "result_ref": self.result_ref.map(|n| format!("out:{n}")),
             "error": self.error,
             "pid": if self.pid == 0 { Json::Null } else { json!(self.pid) },
-        })
+        });
+        if let Some(t) = self.tail.as_ref().filter(|_| !self.state.is_final()) {
+            let (stdout, stderr) = t.snapshot();
+            j["tail"] = json!({"stdout": stdout, "stderr": stderr});
+        }
+        j
     }
 
     /// The final `task.N` event payload: `{state, ref}`.
@@ -229,11 +260,13 @@ impl<T: Entry> TaskTable<T> {
 
     /// Drop finished records past `retain` or past `max` of them (oldest first).
     pub fn prune(&mut self, now: Instant, retain: Duration, max: usize) {
-        let finished: Vec<(u64, Instant)> = self
+        // Oldest finished first (ids are not in finishing order).
+        let mut finished: Vec<(u64, Instant)> = self
             .entries
             .iter()
             .filter_map(|(id, t)| t.record().finished.map(|f| (*id, f)))
             .collect();
+        finished.sort_by_key(|(id, f)| (*f, *id));
         let excess = finished.len().saturating_sub(max);
         for (i, (id, f)) in finished.iter().enumerate() {
             if i < excess || now.duration_since(*f) > retain {

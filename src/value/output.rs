@@ -55,6 +55,10 @@ struct Spilled {
     loaded: OnceLock<Arc<[u8]>>,
 }
 
+#[path = "output_tail.rs"]
+mod tail;
+pub use tail::{OutputTail, TAIL_BYTES};
+
 /// A session's allowance of bytes in spill files (`[limits] spill_bytes`).
 /// Bytes are taken before they are written and given back when the spill
 /// file holding them is removed.

@@ -71,3 +71,25 @@ fn len_does_not_load() {
         Repr::Mem(_) => panic!("not spilled"),
     }
 }
+
+#[test]
+fn the_tail_keeps_the_last_bytes_of_each_stream() {
+    let t = OutputTail::new();
+    t.push(false, b"hello ");
+    t.push(true, b"oops");
+    t.push(false, b"world");
+    assert_eq!(t.snapshot(), ("hello world".into(), "oops".into()));
+    let big = vec![b'x'; TAIL_BYTES * 3];
+    t.push(false, &big);
+    t.push(false, b"end");
+    let (out, _) = t.snapshot();
+    assert_eq!(out.len(), TAIL_BYTES);
+    assert!(out.ends_with("xend"));
+    // A multi-byte character cut at the front is dropped, not mangled.
+    let t = OutputTail::new();
+    let mut s = "é".repeat(TAIL_BYTES / 2).into_bytes();
+    s.push(b'z');
+    t.push(false, &s);
+    let (out, _) = t.snapshot();
+    assert!(out.ends_with("éz") && !out.contains('\u{fffd}'), "{out:?}");
+}
