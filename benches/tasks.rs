@@ -11,7 +11,7 @@
 //!   p50 ≤ 50 ms;
 //! - one event to 100 subscribers: 100 kernel connections subscribed to
 //!   `user.fan`, from sending `events.publish` until the last of them has
-//!   read it (one thread polls all sockets). Then again with one subscriber
+//!   read it (one thread waits on all sockets). Then again with one subscriber
 //!   whose socket is never read (stalled until the bus drops for it, which is
 //!   checked by its `{dropped}` marker) beside 99 readers. Target ≤ 1 ms for
 //!   both.
@@ -23,8 +23,7 @@
 #![allow(clippy::print_stdout)] // a benchmark report is its stdout
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
-use std::os::fd::AsRawFd;
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -82,8 +81,9 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on the daemon this bench started.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        if let Some(pid) = rustix::process::Pid::from_raw(self.0.id() as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.0.try_wait() {
@@ -300,13 +300,14 @@ fn cancel(c: &mut Line, next: &mut u64, n: usize) {
     );
 }
 
-/// A subscriber read without blocking, by `poll(2)` over all of them.
+/// A subscriber, read on a single-threaded tokio runtime so that one thread
+/// waits on all of them at once (epoll), not 100 threads.
 struct Sub {
-    s: UnixStream,
-    buf: Vec<u8>,
+    r: tokio::io::BufReader<tokio::net::UnixStream>,
 }
 
 impl Sub {
+    /// Attached and subscribed to `user.fan`; call inside the runtime.
     fn open(p: &Path, i: usize) -> Sub {
         let mut l = Line::open(p);
         l.ok(
@@ -317,117 +318,88 @@ impl Sub {
         assert!(l.events.is_empty(), "subscriber {i} got a replay");
         let s = l.w;
         s.set_nonblocking(true).unwrap();
-        Sub { s, buf: Vec::new() }
+        Sub {
+            r: tokio::io::BufReader::new(tokio::net::UnixStream::from_std(s).unwrap()),
+        }
     }
 
-    /// Whole frames readable now.
-    fn frames(&mut self) -> Vec<Value> {
-        let mut chunk = [0u8; 65536];
+    /// Reads until the `user.fan` event whose payload is `tag`; when it read it.
+    async fn until(&mut self, tag: &str) -> Instant {
+        use tokio::io::AsyncBufReadExt;
         loop {
-            match self.s.read(&mut chunk) {
-                Ok(0) => panic!("a subscriber's connection closed"),
-                Ok(k) => self.buf.extend_from_slice(&chunk[..k]),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) => panic!("read: {e}"),
+            let mut line = String::new();
+            let n = self.r.read_line(&mut line).await.expect("read an event");
+            assert!(n > 0, "a subscriber's connection closed");
+            let at = Instant::now();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            let p = &v["params"]["payload"];
+            if v["method"] == "event" && (p.as_str() == Some(tag) || p["v"].as_str() == Some(tag)) {
+                return at;
             }
         }
-        let mut out = Vec::new();
-        while let Some(nl) = self.buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.buf.drain(..=nl).collect();
-            out.push(serde_json::from_slice(&line).unwrap());
-        }
-        out
     }
 }
 
-/// Reads every subscriber in `subs` until each has seen the `user.fan` event
-/// whose payload is `tag` (waiting at most `wait` for readiness). Answers the
-/// time the last one read it.
-fn until_all(subs: &mut [Sub], tag: &str, wait: Duration) -> Instant {
-    let mut pending: Vec<bool> = vec![true; subs.len()];
-    let mut left = subs.len();
-    let mut last = Instant::now();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while left > 0 {
-        let mut fds: Vec<libc::pollfd> = subs
-            .iter()
-            .zip(&pending)
-            .filter(|(_, p)| **p)
-            .map(|(s, _)| libc::pollfd {
-                fd: s.s.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        // SAFETY: poll(2) over a live array of pollfds owned by this frame.
-        let r = unsafe {
-            libc::poll(
-                fds.as_mut_ptr(),
-                fds.len() as libc::nfds_t,
-                wait.as_millis() as i32,
-            )
+/// Publishes `tag` on `user.fan` and waits until every one of `subs` has
+/// read it. Answers the time from the send to the last read.
+fn publish_to_all(
+    rt: &tokio::runtime::Runtime,
+    publ: &mut Line,
+    subs: &mut [Sub],
+    tag: &str,
+) -> f64 {
+    use futures_util::stream::{FuturesUnordered, StreamExt};
+    let t0 = Instant::now();
+    let id = publ.send(
+        "events.publish",
+        json!({"channel": "user.fan", "payload": tag}),
+    );
+    let last = rt.block_on(async {
+        let mut waits: FuturesUnordered<_> = subs.iter_mut().map(|s| s.until(tag)).collect();
+        let mut last = t0;
+        let all = async {
+            while let Some(at) = waits.next().await {
+                last = last.max(at);
+            }
         };
-        assert!(r >= 0, "poll failed");
-        if r == 0 && wait.is_zero() {
-            return last;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{left} subscribers never got {tag}"
-        );
-        let ready: Vec<i32> = fds
-            .iter()
-            .filter(|f| f.revents != 0)
-            .map(|f| f.fd)
-            .collect();
-        for (i, s) in subs.iter_mut().enumerate() {
-            if !pending[i] || !ready.contains(&s.s.as_raw_fd()) {
-                continue;
-            }
-            for f in s.frames() {
-                let p = &f["params"]["payload"];
-                if f["method"] == "event"
-                    && (p.as_str() == Some(tag) || p["v"].as_str() == Some(tag))
-                {
-                    pending[i] = false;
-                    left -= 1;
-                    last = Instant::now();
-                }
-            }
-        }
-    }
-    last
+        tokio::time::timeout(Duration::from_secs(30), all)
+            .await
+            .unwrap_or_else(|_| panic!("not every subscriber got {tag} in 30 s"));
+        last
+    });
+    let r = publ.response(id);
+    assert!(r.get("error").is_none(), "{r}");
+    ms(last - t0)
 }
 
-/// `rounds` publishes of a small event, each timed from the send until the
-/// last of `subs` has read it.
-fn fan_rounds(publ: &mut Line, subs: &mut [Sub], phase: &str, rounds: usize) -> Vec<f64> {
-    let mut samples = Vec::with_capacity(rounds);
-    for i in 0..rounds + 20 {
-        let tag = format!("{phase}-{i}");
-        let t0 = Instant::now();
-        let id = publ.send(
-            "events.publish",
-            json!({"channel": "user.fan", "payload": tag}),
-        );
-        let last = until_all(subs, &tag, Duration::from_secs(10));
-        let r = publ.response(id);
-        assert!(r.get("error").is_none(), "{r}");
-        if i >= 20 {
-            samples.push(ms(last - t0));
-        }
-    }
-    samples
+/// `rounds` publishes of a small event after a warm-up.
+fn fan_rounds(
+    rt: &tokio::runtime::Runtime,
+    publ: &mut Line,
+    subs: &mut [Sub],
+    phase: &str,
+    rounds: usize,
+) -> Vec<f64> {
+    (0..rounds + 20)
+        .map(|i| publish_to_all(rt, publ, subs, &format!("{phase}-{i}")))
+        .skip(20)
+        .collect()
 }
 
 fn fan_out(sock: &Path, rounds: usize) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .unwrap();
+    let _in_rt = rt.enter();
     let mut publ = Line::open(sock);
     publ.ok(
         "session.attach",
         json!({"session": "publisher", "client": {"kind": "bench", "tty": false}}),
     );
     let mut subs: Vec<Sub> = (0..100).map(|i| Sub::open(sock, i)).collect();
-    let s = fan_rounds(&mut publ, &mut subs, "all", rounds);
+    let s = fan_rounds(&rt, &mut publ, &mut subs, "all", rounds);
     report("one event to 100 subscribers (last read)", s, "ms");
 
     // One subscriber stops reading: its socket, its connection's writer
@@ -439,17 +411,11 @@ fn fan_out(sock: &Path, rounds: usize) {
         json!({"session": "fan", "client": {"kind": "bench", "tty": false}}),
     );
     stalled.ok("events.subscribe", json!({"channel": "user.fan"}));
-    let filler = "x".repeat(1024);
+    let pad = "x".repeat(1024);
     for k in 0..1500 {
-        let id = publ.send(
-            "events.publish",
-            json!({"channel": "user.fan", "payload": {"fill": k, "pad": filler}}),
-        );
-        until_all(&mut subs, "", Duration::ZERO);
-        let r = publ.response(id);
-        assert!(r.get("error").is_none(), "{r}");
+        publish_to_all(&rt, &mut publ, &mut subs, &format!("fill-{k}-{pad}"));
     }
-    let s = fan_rounds(&mut publ, &mut subs, "stalled", rounds);
+    let s = fan_rounds(&rt, &mut publ, &mut subs, "stalled", rounds);
     report("one event to 99 readers beside a stalled one", s, "ms");
 
     // The stalled one was really stalled: once read, its stream carries the
