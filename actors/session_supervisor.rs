@@ -101,6 +101,11 @@ impl Entry for TaskEntry {
         }
         r
     }
+
+    fn progress(&self) -> (tasks::TaskState, Option<Instant>) {
+        let v = self.view.borrow();
+        (v.record.state, v.record.finished)
+    }
 }
 
 /// Start a background task (`exec` with `background` or `timeout_ms`).

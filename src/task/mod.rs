@@ -225,6 +225,12 @@ pub struct TaskTable<T> {
 /// What the table needs to know of an entry.
 pub trait Entry {
     fn record(&self) -> TaskRecord;
+    /// The state and finish time alone: what counting and pruning need, read
+    /// without copying the whole record (they run on every task start).
+    fn progress(&self) -> (TaskState, Option<Instant>) {
+        let r = self.record();
+        (r.state, r.finished)
+    }
 }
 
 impl<T: Entry> TaskTable<T> {
@@ -254,7 +260,7 @@ impl<T: Entry> TaskTable<T> {
     pub fn live(&self) -> usize {
         self.entries
             .values()
-            .filter(|t| !t.record().state.is_final())
+            .filter(|t| !t.progress().0.is_final())
             .count()
     }
 
@@ -264,7 +270,7 @@ impl<T: Entry> TaskTable<T> {
         let mut finished: Vec<(u64, Instant)> = self
             .entries
             .iter()
-            .filter_map(|(id, t)| t.record().finished.map(|f| (*id, f)))
+            .filter_map(|(id, t)| t.progress().1.map(|f| (*id, f)))
             .collect();
         finished.sort_by_key(|(id, f)| (*f, *id));
         let excess = finished.len().saturating_sub(max);
