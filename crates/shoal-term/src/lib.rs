@@ -28,11 +28,13 @@ fn nz(v: u16) -> NonZeroU16 {
     NonZeroU16::new(v.clamp(1, MAX_DIM)).unwrap_or(NonZeroU16::MIN)
 }
 
-/// Lines that left the top of the main screen, oldest first (as vt100's
-/// basic formatted text).
+/// Lines that left the top of the main screen, oldest first, as plain text
+/// with trailing blanks trimmed (each an exact-size allocation).
 struct Scrolled {
-    lines: VecDeque<String>,
+    lines: VecDeque<Box<str>>,
     cap: usize,
+    /// Reused for the row being captured.
+    scratch: String,
 }
 
 impl vt100::Callbacks for Scrolled {
@@ -40,14 +42,19 @@ impl vt100::Callbacks for Scrolled {
         if alternate_screen || self.cap == 0 {
             return;
         }
-        // Kept as vt100's "basic formatted" text (plain text unless the row
-        // has attributes); the SGR codes are stripped when it is read.
-        let mut line = String::new();
+        // vt100 only hands out a scrolled row as "basic formatted" text; its
+        // SGR sequences are dropped as they are written, so the stored line
+        // is already plain (what `basic_formatted_to_plain` would give).
+        self.scratch.clear();
+        let mut sink = PlainSink {
+            out: &mut self.scratch,
+            in_esc: false,
+        };
         let mut state = vt100::capture::BasicFormattedCaptureState::new();
-        if contents.write_formatted_basic(&mut line, &mut state).is_err() {
+        if contents.write_formatted_basic(&mut sink, &mut state).is_err() {
             return;
         }
-        line.shrink_to_fit();
+        let line: Box<str> = self.scratch.trim_end().into();
         if self.lines.len() == self.cap {
             self.lines.pop_front();
         }
@@ -55,15 +62,55 @@ impl vt100::Callbacks for Scrolled {
     }
 }
 
-/// A stored scrollback line as plain text, trailing blanks trimmed.
-fn plain(formatted: &str) -> String {
-    let mut line: String = if formatted.contains('\x1b') {
-        vt100::capture::basic_formatted_to_plain(formatted).collect()
-    } else {
-        formatted.to_string()
-    };
-    line.truncate(line.trim_end().len());
-    line
+/// A `fmt::Write` that keeps the text of vt100's basic formatted output and
+/// drops its escape sequences (each `ESC` through the next `m`, as
+/// `vt100::capture::basic_formatted_to_plain` splits them).
+struct PlainSink<'a> {
+    out: &'a mut String,
+    in_esc: bool,
+}
+
+impl std::fmt::Write for PlainSink<'_> {
+    fn write_str(&mut self, mut s: &str) -> std::fmt::Result {
+        // Most writes are one cell's text outside an escape.
+        if !self.in_esc && !s.as_bytes().contains(&0x1b) {
+            self.out.push_str(s);
+            return Ok(());
+        }
+        loop {
+            if self.in_esc {
+                match s.find('m') {
+                    Some(i) => {
+                        self.in_esc = false;
+                        s = &s[i + 1..];
+                    }
+                    None => return Ok(()),
+                }
+            }
+            match s.find('\x1b') {
+                Some(i) => {
+                    self.out.push_str(&s[..i]);
+                    self.in_esc = true;
+                    s = &s[i + 1..];
+                }
+                None => {
+                    self.out.push_str(s);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn write_char(&mut self, c: char) -> std::fmt::Result {
+        if self.in_esc {
+            self.in_esc = c != 'm';
+        } else if c == '\x1b' {
+            self.in_esc = true;
+        } else {
+            self.out.push(c);
+        }
+        Ok(())
+    }
 }
 
 /// The rendered screen.
@@ -112,6 +159,7 @@ impl Term {
                 Scrolled {
                     lines: VecDeque::new(),
                     cap: scrollback,
+                    scratch: String::new(),
                 },
             ),
             gen: 0,
@@ -202,7 +250,7 @@ impl Term {
     pub fn scrollback(&self, n: usize) -> Vec<String> {
         let lines = &self.parser.callbacks().lines;
         let skip = lines.len().saturating_sub(n);
-        lines.iter().skip(skip).map(|l| plain(l)).collect()
+        lines.iter().skip(skip).map(|l| l.to_string()).collect()
     }
 
     /// Approximate heap bytes held (grid cells and scrollback text).
@@ -215,7 +263,7 @@ impl Term {
             .callbacks()
             .lines
             .iter()
-            .map(|l| l.capacity() + std::mem::size_of::<String>())
+            .map(|l| l.len() + std::mem::size_of::<Box<str>>())
             .sum();
         grid + lines
     }
@@ -303,5 +351,73 @@ mod tests {
         assert_eq!(t.size(), (1, 1));
         t.process(b"abc");
         assert_eq!(t.render().rows.len(), 1);
+    }
+
+    /// The capture as it was first written: vt100's basic formatted text
+    /// per scrolled row, SGR stripped and trailing blanks trimmed on read.
+    struct Formatted(Vec<String>);
+
+    impl vt100::Callbacks for Formatted {
+        fn on_scroll(&mut self, contents: vt100::capture::RowContents<'_>, alternate: bool) {
+            if alternate {
+                return;
+            }
+            let mut line = String::new();
+            let mut state = vt100::capture::BasicFormattedCaptureState::new();
+            contents
+                .write_formatted_basic(&mut line, &mut state)
+                .unwrap();
+            let mut plain: String = vt100::capture::basic_formatted_to_plain(&line).collect();
+            plain.truncate(plain.trim_end().len());
+            self.0.push(plain);
+        }
+    }
+
+    #[test]
+    fn plain_capture_matches_the_formatted_one() {
+        let inputs: [&[u8]; 6] = [
+            b"\x1b[1;31mred\x1b[m plain  \r\n\x1b[44m   \x1b[m x\r\n",
+            "wide \u{4e16}\u{754c} and \u{1f600} emoji\r\ncombining e\u{301}\r\n".as_bytes(),
+            b"\x1b[7minverse\x1b[27m \x1b[38;5;200mcol\x1b[48;2;1;2;3mrgb\x1b[m\r\n",
+            b"a line long enough to wrap past the twenty columns of this screen\r\n",
+            b"tab\tstop\x1b[5Gover\r\n\x1b[2K\x1b[3mital\x1b[23m\x1b[4munder\x1b[24m   \r\n",
+            b"\x1b[1mbold\x1b[22m\x1b[2mdim\x1b[0m  trailing  \x1b[41m  \x1b[m\r\n",
+        ];
+        let mut t = Term::new(2, 20, 1000);
+        let mut want = vt100::Parser::new_with_callbacks(nz(2), nz(20), 0, Formatted(Vec::new()));
+        for _ in 0..3 {
+            for inp in inputs {
+                t.process(inp);
+                want.process(inp);
+            }
+        }
+        assert!(want.callbacks().0.len() > 30);
+        assert_eq!(t.scrollback(usize::MAX), want.callbacks().0);
+        // The capture's own sink, fed escapes split across writes.
+        let mut out = String::new();
+        let mut sink = PlainSink {
+            out: &mut out,
+            in_esc: false,
+        };
+        use std::fmt::Write;
+        sink.write_str("a\x1b[1").unwrap();
+        sink.write_char(';').unwrap();
+        sink.write_str("31mb\x1b[mc").unwrap();
+        sink.write_char('\x1b').unwrap();
+        sink.write_char('m').unwrap();
+        sink.write_char('d').unwrap();
+        assert_eq!(out, "abcd");
+    }
+
+    #[test]
+    fn scrollback_bytes_are_bounded() {
+        let mut t = Term::new(24, 80, SCROLLBACK_LINES);
+        let line = "\x1b[1;32m".to_string() + &"x".repeat(79) + "\x1b[m\r\n";
+        for _ in 0..3 * SCROLLBACK_LINES {
+            t.process(line.as_bytes());
+        }
+        assert_eq!(t.scrollback_len(), SCROLLBACK_LINES);
+        // Plain text only: 79 bytes a line plus the line's own header.
+        assert!(t.approx_bytes() < 2 * 24 * 80 * 32 + SCROLLBACK_LINES * 100);
     }
 }
