@@ -71,19 +71,31 @@ conformance: build
 # cargo-fuzz targets (nightly; cargo-fuzz is installed from crates.io when
 # missing), each for a fixed budget of FUZZ_SECS: the lexer and parser,
 # kernel/MCP frame decoding and classification, value.get paths, shoal:// URIs,
-# the config TOML, pty.send input, Leash policy files and effect lists. They start from the checked-in corpus
-# (tests/fuzz_corpus/<target>, read only; new inputs go to fuzz/corpus/).
-# Crashes land in fuzz/artifacts/<target>/; each becomes a file in
+# the config TOML, pty.send input, Leash policy files and effect lists.
+# Built once, optimised with debug assertions and overflow checks, without a
+# sanitizer (-s none: safe Rust; we hunt panics, aborts, stack overflows, hangs
+# and OOMs; an ASan build takes over an hour on a 2-core machine). Each input
+# runs on a 2 MiB stack (ulimit -s, the size tests/fuzz_regressions.rs uses);
+# one taking over FUZZ_TIMEOUT s or FUZZ_RSS_MB of memory is a finding.
+# Targets start from the checked-in corpus (tests/fuzz_corpus/<target>, read
+# only; new inputs go to fuzz/corpus/). Every target runs even after another
+# fails; crashes land in fuzz/artifacts/<target>/, and each becomes a file in
 # tests/fuzz_corpus/<target>/, replayed on stable by tests/fuzz_regressions.rs.
 FUZZ_TARGETS ?= parse frame valpath uri config pty_input policy effects
-FUZZ_SECS    ?= 30
+FUZZ_SECS    ?= 60
+FUZZ_TIMEOUT ?= 10
+FUZZ_RSS_MB  ?= 2048
+FUZZ_BUILD   ?= -O -a -s none --codegen-units 16
 fuzz:
 	command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz
-	cd fuzz && for t in $(FUZZ_TARGETS); do \
+	cd fuzz && $(CARGO) +nightly fuzz build $(FUZZ_BUILD)
+	cd fuzz && failed=; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p corpus/$$t; \
-	  $(CARGO) +nightly fuzz run -O $$t corpus/$$t ../tests/fuzz_corpus/$$t -- \
-	    -max_total_time=$(FUZZ_SECS) -rss_limit_mb=4096 -timeout=10 || exit 1; \
-	done
+	  ( ulimit -s 2048; $(CARGO) +nightly fuzz run $(FUZZ_BUILD) $$t corpus/$$t ../tests/fuzz_corpus/$$t -- \
+	    -max_total_time=$(FUZZ_SECS) -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=$(FUZZ_RSS_MB) \
+	    -malloc_limit_mb=$(FUZZ_RSS_MB) -print_final_stats=1 ) || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz findings in:$$failed (see fuzz/artifacts/)"; exit 1; fi
 
 clean-venv:
 	rm -rf $(VENV) $(VENV1)

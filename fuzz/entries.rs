@@ -13,6 +13,7 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use serde_json::Value as Json;
 use shoal::lang::{parse as lang_parse, ParseContext};
+use shoal::leash::{effect, plan, policy as leash_policy, Effect, Policy};
 use shoal::proto::frame::{Frame, FrameReader};
 use shoal::proto::{kernel, mcp, rpc, syntax, uri, valpath};
 use shoal::pty::keys;
@@ -29,6 +30,8 @@ pub const TARGETS: &[(&str, Entry)] = &[
     ("uri", uri_target),
     ("config", config),
     ("pty_input", pty_input),
+    ("policy", policy),
+    ("effects", effects),
 ];
 
 /// The lexer and parser: any text parses or fails with an error whose span
@@ -176,5 +179,72 @@ pub fn pty_input(data: &[u8]) {
             );
             assert!(!e.message.is_empty());
         }
+    }
+}
+
+/// Policy files: `[policy.principal."NAME"]` sections through the strict
+/// config loader, and a parsed policy deciding a fixed set of effects (and
+/// lowered to Landlock rules).
+pub fn policy(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let effects = [
+        Effect::Opaque,
+        Effect::FsWrite {
+            paths: vec!["/tmp/x/../y".into()],
+        },
+        Effect::NetConnect {
+            host: "github.com".into(),
+            port: 443,
+        },
+        Effect::ProcSpawn {
+            bin_hash: String::new(),
+            argv0: "git".into(),
+        },
+    ];
+    match shoal::config::parse(text, std::path::Path::new("f.toml")) {
+        Err(e) => {
+            let _ = e.to_string();
+        }
+        Ok(c) => {
+            let p = Policy::from_config(&c.policy, "uid:0");
+            for name in p.principals.keys() {
+                let _ = p.decide(name, &effects, Some("/home/u"));
+                if let Some(pp) = p.get(name) {
+                    let _ = shoal::leash::landlock::Rules::lower(pp, Some("/home/u"));
+                }
+            }
+        }
+    }
+}
+
+fn fixed_principal() -> leash_policy::PrincipalPolicy {
+    let c = shoal::config::parse(
+        "[policy.principal.\"a\"]\nopaque = \"ask\"\nnet = [\"*.example.org:*\"]\nenv_read = [\"HOME\"]\nfs.write = [\"~/p/**\"]\nfs.read = [\"/**\"]\n",
+        std::path::Path::new("f.toml"),
+    )
+    .expect("fixed policy parses");
+    c.policy.principal["a"].clone()
+}
+
+/// Effect lists as JSON (what `cap.request` and stored plans carry): parsed,
+/// decided under a scoped policy and the local default, named and reported.
+pub fn effects(data: &[u8]) {
+    let Ok(v) = serde_json::from_slice::<Json>(data) else {
+        return;
+    };
+    let Some(items) = v.as_array() else {
+        return;
+    };
+    let effects: Vec<Effect> = items.iter().filter_map(Effect::from_json).collect();
+    let _ = fixed_principal().decide(&effects, Some("/home/u"));
+    let _ = leash_policy::local_default().decide(&effects, None);
+    let _ = effect::wire_reversibility(&effects);
+    let _ = effect::auto_reversible(&effects);
+    let _ = plan::plan_ref("s", "agent", "src", &effects);
+    for e in &effects {
+        let _ = effect::normalize_kind(e.kind());
+        let _ = e.to_json();
     }
 }

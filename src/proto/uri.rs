@@ -72,10 +72,13 @@ pub fn parse(uri: &str) -> Result<ParsedUri, String> {
     Ok(ParsedUri { root, segs, query })
 }
 
-/// `kind:rest` → `shoal://kind/rest`.
+/// `kind:rest` → `shoal://kind/rest`. The kind is a plain word (ASCII
+/// alphanumerics, `_`, `-`): one with `/`, `?`, `#` or `%` would not come back
+/// from [`parse`] as the root.
 pub fn ref_to_uri(r: &str) -> Option<String> {
     let (kind, rest) = r.split_once(':')?;
-    if kind.is_empty() || rest.is_empty() || kind.contains('/') {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+    if kind.is_empty() || rest.is_empty() || !kind.bytes().all(word) {
         return None;
     }
     Some(format!("shoal://{kind}/{rest}"))
@@ -110,5 +113,9 @@ mod tests {
             Some("shoal://val/blake3:ab")
         );
         assert_eq!(ref_to_uri("nope"), None);
+        // Found by `make fuzz` (uri): the kind must survive the round trip.
+        for bad in ["?:o", "a?b:1", "a#b:1", "%6f:1", "a/b:1", ":1"] {
+            assert_eq!(ref_to_uri(bad), None, "{bad}");
+        }
     }
 }
