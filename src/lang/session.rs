@@ -206,14 +206,22 @@ impl Session {
 
     /// The effects a prepared exec would have (Leash).
     pub fn effects_of(&self, p: &Prepared) -> Vec<crate::leash::Effect> {
+        self.effects_in(&p.prog, &p.bound)
+    }
+
+    fn effects_in(
+        &self,
+        prog: &crate::lang::ast::Program,
+        bound: &std::collections::HashSet<String>,
+    ) -> Vec<crate::leash::Effect> {
         let env = |n: &str| self.interp.env.get(n).cloned();
         let cx = crate::leash::derive::Context {
             cwd: &self.interp.cwd,
             env: &env,
             adapters: self.interp.adapters.as_deref(),
-            bound: &p.bound,
+            bound,
         };
-        crate::leash::derive::derive(&p.prog, &cx)
+        crate::leash::derive::derive(prog, &cx)
     }
 
     /// Evaluate a prepared exec, as [`exec_here`](Self::exec_here) does.
@@ -236,6 +244,14 @@ impl Session {
         result.map_err(ExecError::Raised)
     }
 
+    /// What the parser knows of this session: its top-level names.
+    fn parse_context(&self) -> ParseContext {
+        ParseContext {
+            value_bound: self.interp.value_bound_names().into_iter().collect(),
+            bound: self.interp.globals.local_names().into_iter().collect(),
+        }
+    }
+
     fn prepare(
         &mut self,
         src: &str,
@@ -247,10 +263,7 @@ impl Session {
         if let Some(b) = self.interp.memory {
             b.reset();
         }
-        let ctx = ParseContext {
-            value_bound: self.interp.value_bound_names().into_iter().collect(),
-            bound: self.interp.globals.local_names().into_iter().collect(),
-        };
+        let ctx = self.parse_context();
         let (prog, warnings) = parse_with_warnings(src, &ctx).map_err(ExecError::Parse)?;
         self.warnings = warnings;
         let pos = match position {
@@ -337,21 +350,9 @@ impl Session {
     /// The effects `src` would have if run now (Leash planning): parsed as
     /// an exec would parse it, derived without executing anything.
     pub fn derive_effects(&self, src: &str) -> Result<Vec<crate::leash::Effect>, ParseError> {
-        let bound: std::collections::HashSet<String> =
-            self.interp.globals.local_names().into_iter().collect();
-        let ctx = ParseContext {
-            value_bound: self.interp.value_bound_names().into_iter().collect(),
-            bound: bound.clone(),
-        };
+        let ctx = self.parse_context();
         let prog = crate::lang::parse::parse(src, &ctx)?;
-        let env = |n: &str| self.interp.env.get(n).cloned();
-        let cx = crate::leash::derive::Context {
-            cwd: &self.interp.cwd,
-            env: &env,
-            adapters: self.interp.adapters.as_deref(),
-            bound: &bound,
-        };
-        Ok(crate::leash::derive::derive(&prog, &cx))
+        Ok(self.effects_in(&prog, &ctx.bound))
     }
 
     /// Names value-bound at the top level by earlier execs (`let`/`var`).

@@ -539,8 +539,9 @@ pub fn signal_name(sig: i32) -> String {
 mod tests {
     use super::*;
 
-    fn sh(script: &str, stdin: StdinSpec) -> ProcResult {
-        let spec = SpawnSpec {
+    /// `sh -c script`, output captured.
+    fn sh_spec(script: &str, stdin: StdinSpec) -> SpawnSpec {
+        SpawnSpec {
             program: "/bin/sh".into(),
             argv0: "sh".into(),
             args: vec!["-c".into(), script.into()],
@@ -550,8 +551,11 @@ mod tests {
             stdout: StdoutSpec::Capture,
             pid_slot: None,
             spill_quota: None,
-        };
-        run(spec, &|| false).expect("run")
+        }
+    }
+
+    fn sh(script: &str, stdin: StdinSpec) -> ProcResult {
+        run(sh_spec(script, stdin), &|| false).expect("run")
     }
 
     #[test]
@@ -650,17 +654,7 @@ mod tests {
     #[test]
     fn cancel_escalates_to_sigterm_after_the_grace() {
         // The program ignores SIGINT: SIGTERM, 3 s later, ends it.
-        let spec = SpawnSpec {
-            program: "/bin/sh".into(),
-            argv0: "sh".into(),
-            args: vec!["-c".into(), "trap '' INT; exec sleep 30".into()],
-            cwd: std::env::temp_dir(),
-            env: std::env::vars_os().collect(),
-            stdin: StdinSpec::Null,
-            stdout: StdoutSpec::Capture,
-            pid_slot: None,
-            spill_quota: None,
-        };
+        let spec = sh_spec("trap '' INT; exec sleep 30", StdinSpec::Null);
         let start = Instant::now();
         let r = run(spec, &|| start.elapsed() > Duration::from_millis(100));
         assert!(matches!(r, Err(RunError::Interrupted)));
@@ -674,17 +668,7 @@ mod tests {
 
     #[test]
     fn interrupt_kills_group() {
-        let spec = SpawnSpec {
-            program: "/bin/sh".into(),
-            argv0: "sh".into(),
-            args: vec!["-c".into(), "sleep 30 & sleep 30; wait".into()],
-            cwd: std::env::temp_dir(),
-            env: std::env::vars_os().collect(),
-            stdin: StdinSpec::Null,
-            stdout: StdoutSpec::Capture,
-            pid_slot: None,
-            spill_quota: None,
-        };
+        let spec = sh_spec("sleep 30 & sleep 30; wait", StdinSpec::Null);
         let start = Instant::now();
         let r = run(spec, &|| start.elapsed() > Duration::from_millis(200));
         assert!(matches!(r, Err(RunError::Interrupted)));
