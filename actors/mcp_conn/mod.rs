@@ -1,0 +1,647 @@
+//! McpConn: the MCP-facing actor (docs/protocol.md §2, §12, reference-protocol §5–§6).
+//!
+//! Two eras on one connection type: `initialize` negotiates a 2025 version
+//! and makes the connection legacy; a request carrying the 2026-07-28
+//! envelope in `_meta` is served without a handshake and makes it modern
+//! (`proto::mcp_era` wraps the same handlers' results and errors). In the
+//! modern era a request's session is the one its `_meta["shoal/session"]`
+//! names, else the shim's; `subscriptions/listen` replaces
+//! `resources/subscribe`.
+//!
+//! `tools/call` validates the
+//! arguments against the advertised schema, turns the call into typed session
+//! messages and folds the reply into a `CallToolResult` (bounded text, a
+//! resource link, structured content matching the `outputSchema`). Tool
+//! failures are `isError` results; JSON-RPC errors are for broken envelopes,
+//! unknown tools and unknown methods. `server/discover` is answered at once in
+//! either era. The session is attached lazily: the shim's `shoal/attach`
+//! notification names it, else `default`.
+//!
+//! `tools/call` and `resources/read` run concurrently (at most
+//! [`MAX_IN_FLIGHT`]; past that the connection stops reading until one
+//! finishes), so `notifications/cancelled` can reach an in-flight call: it
+//! cancels that call only (dropped from the session's queue, or its running
+//! evaluation interrupted) and the call's reply is dropped. A client that
+//! hangs up cancels its calls in flight; a half-close still gets answers. A
+//! `_meta.progressToken` on `shoal_exec` gets a `notifications/progress`
+//! every [`PROGRESS_EVERY`] while it runs. Resource subscriptions are
+//! multiplexed on this connection: one event-bus subscription per channel, at
+//! most `[limits] max_subscriptions_per_connection` URIs.
+//!
+//! This file holds the actor, the request path and dispatch; `tools`, `resources` and
+//! `subscriptions` hold those method families.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::fut::{ready, LocalBoxActorFuture};
+use actix::prelude::*;
+use serde_json::{json, Value as Json};
+
+use super::conn::{self, ConnContext, FrameItem, Writer};
+use super::event_bus::{SubId, Unsubscribe};
+use super::health::Registration;
+use super::journal_writer::Services;
+use super::msg::{ClientCount, GetServices, GetValue, SessionError};
+use super::session::CallCancel;
+use super::session_handle::{AttachSession, SessionHandle};
+use crate::proto::elide::Budget;
+use crate::proto::kernel::GetRequest;
+use crate::proto::mcp;
+use crate::proto::mcp_era::{self, Era};
+use crate::proto::mcp_tasks_ext;
+use crate::proto::rpc::{self, RpcError};
+
+mod resources;
+mod subscriptions;
+mod tools;
+
+type Reply = LocalBoxActorFuture<McpConn, Result<Json, RpcError>>;
+
+/// Concurrent `tools/call` / `resources/read` per connection.
+pub const MAX_IN_FLIGHT: usize = 32;
+/// Interval of `notifications/progress` for a running `shoal_exec`.
+pub const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+struct InFlight {
+    cancelled: bool,
+    /// The call evaluates in the session (cancellation interrupts it).
+    evaluates: bool,
+    progress: Option<SpawnHandle>,
+    /// This call's own cancellation (never another call's).
+    cancel: Arc<CallCancel>,
+}
+
+/// The era a connection settled on: `initialize` makes it legacy, a first
+/// request with the 2026-07-28 envelope makes it modern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ConnEra {
+    Legacy,
+    Modern,
+}
+
+/// One `subscriptions/listen` stream (its JSON-RPC id tags every frame).
+struct Listen {
+    id: Json,
+    /// Event and journal URIs with their channels.
+    chans: Vec<(String, String)>,
+    /// PTY screen loops and task status loops (`taskIds`).
+    ptys: Vec<SpawnHandle>,
+    /// PTY URIs and task ids asked for (counted against the quota while
+    /// being set up).
+    n_ptys: usize,
+    /// Acknowledged: nothing is delivered on the stream before.
+    acked: bool,
+}
+
+/// Sessions a connection's stateless requests may name besides the shim's.
+pub const MAX_NAMED_SESSIONS: usize = 16;
+
+pub struct McpConn {
+    cx: ConnContext,
+    tx: Writer,
+    reg: Registration,
+    version: Option<&'static str>,
+    want_session: String,
+    want_cwd: Option<PathBuf>,
+    /// The client's environment, forwarded by the shim.
+    want_env: Option<Vec<(String, String)>>,
+    token: Option<String>,
+    attached: Option<SessionHandle>,
+    /// The principal's policy and sandbox (Leash), set on attach.
+    gate: Option<Arc<crate::leash::Gate>>,
+    inflight: HashMap<String, InFlight>,
+    /// Subscribed URI → its channel.
+    subs: HashMap<String, String>,
+    /// One event-bus subscription per channel, shared by its URIs.
+    bus_subs: HashMap<String, SubId>,
+    /// `shoal://pty/N` subscriptions: their update loops.
+    pty_subs: HashMap<String, SpawnHandle>,
+    services: Option<Services>,
+    /// The client hung up: stop once the in-flight calls have answered.
+    closing: bool,
+    era: Option<ConnEra>,
+    /// The session the request being dispatched names (`_meta["shoal/session"]`).
+    req_session: Option<String>,
+    /// Sessions named by stateless requests (other than `want_session`).
+    named: HashMap<String, SessionHandle>,
+    /// Open `subscriptions/listen` streams by request id.
+    listens: HashMap<String, Listen>,
+    /// The request being dispatched declared the Tasks extension (2026).
+    req_tasks_ext: bool,
+}
+
+fn id_key(id: &Json) -> String {
+    id.to_string()
+}
+
+impl McpConn {
+    pub fn new(cx: ConnContext, tx: Writer, reg: Registration) -> Self {
+        McpConn {
+            cx,
+            tx,
+            reg,
+            version: None,
+            want_session: "default".into(),
+            want_cwd: None,
+            want_env: None,
+            token: None,
+            attached: None,
+            gate: None,
+            inflight: HashMap::new(),
+            subs: HashMap::new(),
+            bus_subs: HashMap::new(),
+            pty_subs: HashMap::new(),
+            services: None,
+            closing: false,
+            era: None,
+            req_session: None,
+            named: HashMap::new(),
+            listens: HashMap::new(),
+            req_tasks_ext: false,
+        }
+    }
+
+    fn caps(&self) -> mcp::Caps {
+        let on = self.services.is_some();
+        mcp::Caps {
+            journal: on,
+            events: on,
+        }
+    }
+
+    fn notification(&mut self, method: &str, params: Json, ctx: &mut Context<Self>) {
+        match method {
+            "shoal/attach" => {
+                let p = params.as_object().cloned().unwrap_or_default();
+                if let Some(s) = p
+                    .get("session")
+                    .and_then(Json::as_str)
+                    .filter(|s| !s.is_empty())
+                {
+                    self.want_session = s.to_string();
+                }
+                // A shim started from a directory that no longer exists still works.
+                self.want_cwd = p
+                    .get("cwd")
+                    .and_then(Json::as_str)
+                    .map(PathBuf::from)
+                    .filter(|d| d.is_dir());
+                match conn::env_param(p.get("env")) {
+                    Ok(env) => self.want_env = env,
+                    Err(m) => tracing::warn!(conn = self.cx.id, "shoal/attach: {m}; env ignored"),
+                }
+                self.token = p
+                    .get("token")
+                    .and_then(Json::as_str)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string);
+            }
+            "notifications/cancelled" => {
+                let Some(id) = params.get("requestId") else {
+                    return;
+                };
+                let key = id_key(id);
+                if self.listens.contains_key(&key) {
+                    self.end_listen(&key, ctx);
+                    return;
+                }
+                let Some(f) = self.inflight.get_mut(&key) else {
+                    return;
+                };
+                f.cancelled = true;
+                if let Some(h) = f.progress.take() {
+                    ctx.cancel_future(h);
+                }
+                if f.evaluates {
+                    tracing::debug!(conn = self.cx.id, request = %key, "cancelling this call");
+                }
+                f.cancel.cancel();
+            }
+            "notifications/initialized" => {}
+            other => tracing::debug!(conn = self.cx.id, method = other, "ignored notification"),
+        }
+    }
+
+    /// Settle the era of a request and serve it in that era's envelope.
+    fn request(&mut self, id: Json, method: String, params: Json, ctx: &mut Context<Self>) {
+        let era = if method == "initialize" {
+            // The handshake belongs to 2025 even when a client stamps the envelope on it.
+            if self.era == Some(ConnEra::Modern) {
+                let requested = params
+                    .get("protocolVersion")
+                    .and_then(Json::as_str)
+                    .unwrap_or("");
+                let e = mcp_era::unsupported(requested);
+                conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+                return;
+            }
+            self.era = Some(ConnEra::Legacy);
+            Era::Legacy
+        } else {
+            match mcp_era::classify(&params) {
+                Ok(e) => e,
+                Err(e) => {
+                    conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+                    return;
+                }
+            }
+        };
+        let refuse = match (&era, self.era) {
+            (Era::Modern(_), Some(ConnEra::Legacy)) => Some(RpcError::new(
+                rpc::INVALID_REQUEST,
+                "this connection serves the handshake era (initialize); requests carrying the 2026-07-28 envelope are not accepted on it",
+            )),
+            (Era::Legacy, Some(ConnEra::Modern)) => Some(RpcError::invalid_params(format!(
+                "this connection serves 2026-07-28: params._meta must carry {} and {}",
+                mcp_era::PROTOCOL_VERSION_KEY,
+                mcp_era::CLIENT_CAPABILITIES_KEY
+            ))),
+            (Era::Modern(_), _) if mcp_era::removed_in_modern(&method) => {
+                Some(RpcError::method_not_found(&method))
+            }
+            _ => None,
+        };
+        if let Some(e) = refuse {
+            conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+            return;
+        }
+        match era {
+            Era::Legacy => {
+                if method == "server/discover" {
+                    let r = Ok(mcp_era::discover_result());
+                    conn::write(&self.tx, ctx, &rpc::reply(&id, r));
+                    return;
+                }
+                self.request_in(id, method, params, None, ctx)
+            }
+            Era::Modern(env) => {
+                self.era = Some(ConnEra::Modern);
+                match method.as_str() {
+                    "server/discover" => {
+                        let r = Ok(mcp_era::discover_result());
+                        conn::write(&self.tx, ctx, &rpc::reply(&id, r));
+                    }
+                    "subscriptions/listen" => self.listen(id, &params, env, ctx),
+                    _ => self.request_in(id, method, params, Some(env), ctx),
+                }
+            }
+        }
+    }
+
+    /// Dispatch one request; `modern` wraps its answer in the 2026 envelope.
+    fn request_in(
+        &mut self,
+        id: Json,
+        method: String,
+        params: Json,
+        modern: Option<mcp_era::Envelope>,
+        ctx: &mut Context<Self>,
+    ) {
+        let stamp = modern
+            .as_ref()
+            .map(|_| mcp_era::Stamp::for_request(&method, &params));
+        let reply_frame = move |id: &Json, res: Result<Json, RpcError>| match &stamp {
+            None => rpc::reply_frame(id, res, None),
+            Some(s) => s.reply_frame(id, res),
+        };
+        self.req_tasks_ext = modern
+            .as_ref()
+            .is_some_and(|e| e.has_extension(mcp_tasks_ext::EXTENSION));
+        self.req_session = modern.and_then(|e| e.session);
+        let session = self
+            .req_session
+            .clone()
+            .or_else(|| self.attached.as_ref().map(|h| h.name.clone()));
+        let span = conn::request_span("mcp", self.cx.id, session.as_deref(), &id, &method);
+        let _entered = span.clone().entered();
+        let concurrent = matches!(
+            method.as_str(),
+            "tools/call" | "resources/read" | "tasks/result"
+        );
+        if !concurrent || self.inflight.len() >= MAX_IN_FLIGHT {
+            // In order; at the in-flight cap this also stops reading (backpressure).
+            let fut = self.dispatch(&method, params, CallCancel::new(), ctx);
+            self.req_session = None;
+            self.req_tasks_ext = false;
+            ctx.wait(fut.map(move |res, act, ctx| {
+                let _span = span.entered();
+                conn::request_done(&res);
+                conn::write_frame(&act.tx, ctx, reply_frame(&id, res));
+            }));
+            return;
+        }
+        let key = id_key(&id);
+        let evaluates = method == "tools/call"
+            && params.get("name").and_then(Json::as_str) == Some("shoal_exec");
+        let progress = if evaluates {
+            params
+                .get("_meta")
+                .and_then(|m| m.get("progressToken"))
+                .filter(|t| t.is_string() || t.is_number())
+                .cloned()
+                .map(|token| self.start_progress(token, ctx))
+        } else {
+            None
+        };
+        let cancel = CallCancel::new();
+        self.inflight.insert(
+            key.clone(),
+            InFlight {
+                cancelled: false,
+                evaluates,
+                progress,
+                cancel: cancel.clone(),
+            },
+        );
+        let fut = self.dispatch(&method, params, cancel, ctx);
+        self.req_session = None;
+        self.req_tasks_ext = false;
+        ctx.spawn(fut.map(move |res, act, ctx| {
+            let _span = span.entered();
+            conn::request_done(&res);
+            let done = act.inflight.remove(&key);
+            if let Some(h) = done.as_ref().and_then(|f| f.progress) {
+                ctx.cancel_future(h);
+            }
+            if done.is_some_and(|f| f.cancelled) {
+                tracing::debug!(conn = act.cx.id, request = %key, "cancelled request finished; no reply");
+            } else {
+                conn::write_frame(&act.tx, ctx, reply_frame(&id, res));
+            }
+            if act.closing && act.inflight.is_empty() {
+                ctx.stop();
+            }
+        }));
+    }
+
+    /// Periodic `notifications/progress` (elapsed seconds) until cancelled.
+    fn start_progress(&mut self, token: Json, ctx: &mut Context<Self>) -> SpawnHandle {
+        let t0 = Instant::now();
+        ctx.run_interval(PROGRESS_EVERY, move |act, ctx| {
+            let secs = t0.elapsed().as_secs_f64();
+            let frame = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                "progressToken": token,
+                "progress": (secs * 1000.0).round() / 1000.0,
+                "message": format!("running for {secs:.1}s"),
+            }});
+            conn::write(&act.tx, ctx, &frame);
+        })
+    }
+
+    fn dispatch(
+        &mut self,
+        method: &str,
+        params: Json,
+        cancel: Arc<CallCancel>,
+        ctx: &mut Context<Self>,
+    ) -> Reply {
+        match method {
+            "initialize" => {
+                let requested = params.get("protocolVersion").and_then(Json::as_str);
+                let v = mcp::negotiate(requested);
+                self.version = Some(v);
+                tracing::debug!(
+                    conn = self.cx.id,
+                    requested,
+                    negotiated = v,
+                    "mcp initialize"
+                );
+                Box::pin(ready(Ok(mcp::initialize_result(v))))
+            }
+            "ping" => Box::pin(ready(Ok(json!({})))),
+            "tools/list" => Box::pin(ready(Ok(json!({"tools": mcp::tools(self.caps())})))),
+            "tools/call" => self.tools_call(params, cancel),
+            "resources/list" => self.resources_list(params),
+            "prompts/list" => Box::pin(ready(Ok(mcp::prompts()))),
+            "prompts/get" => Box::pin(ready(mcp::prompt_get(
+                params.get("name").and_then(Json::as_str).unwrap_or(""),
+            ))),
+            "completion/complete" => self.complete(params),
+            "resources/templates/list" => Box::pin(ready(Ok(mcp::resource_templates(self.caps())))),
+            "resources/read" => self.resources_read(params),
+            "resources/subscribe" => self.subscribe(params, ctx),
+            "resources/unsubscribe" => self.unsubscribe(params, ctx),
+            // The 2026 Tasks extension: get, update, cancel (no list, no result).
+            "tasks/get" | "tasks/update" | "tasks/cancel" if self.era == Some(ConnEra::Modern) => {
+                let method = method.to_string();
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    async move { super::mcp_tasks::ext_method(h?, method, params).await }
+                        .into_actor(act)
+                }))
+            }
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel"
+                if self.era != Some(ConnEra::Modern) =>
+            {
+                let method = method.to_string();
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    async move {
+                        let h = h?;
+                        super::mcp_tasks::method(h, method, params, Budget::default()).await
+                    }
+                    .into_actor(act)
+                }))
+            }
+            other => Box::pin(ready(Err(RpcError::method_not_found(other)))),
+        }
+    }
+}
+
+impl McpConn {
+    /// The caller's principal (journal scoping, docs/protocol.md §6).
+    fn principal_now(&self) -> Result<String, RpcError> {
+        match &self.gate {
+            Some(g) => super::leash_calls::recheck(self.token.as_deref(), self.cx.foreign, g)
+                .map(|_| g.principal.clone()),
+            None => super::leash_calls::principal(self.token.as_deref(), self.cx.foreign),
+        }
+    }
+
+    /// Admit this call's principal: the gate is set on first use, and a
+    /// revoked token is refused on its next call.
+    fn admit(&mut self) -> Result<(), RpcError> {
+        if let Some(g) = &self.gate {
+            return super::leash_calls::recheck(self.token.as_deref(), self.cx.foreign, g);
+        }
+        let principal = super::leash_calls::principal(self.token.as_deref(), self.cx.foreign)?;
+        self.gate = Some(Arc::new(crate::leash::Gate::for_principal(&principal)));
+        Ok(())
+    }
+
+    /// The session of the request being dispatched: the one it names
+    /// explicitly (`_meta["shoal/session"]`), else the shim's.
+    fn session(&mut self) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
+        match self.req_session.clone() {
+            Some(name) if name != self.want_session => self.named_session(name),
+            _ => self.default_session(),
+        }
+    }
+
+    /// A session a stateless request names: attached on first use, kept
+    /// for the connection (at most [`MAX_NAMED_SESSIONS`]).
+    fn named_session(
+        &mut self,
+        name: String,
+    ) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
+        if let Some(h) = self.named.get(&name) {
+            if h.addr.connected() {
+                let h = h.clone();
+                return Box::pin(ready(self.admit().map(|_| h)));
+            }
+        }
+        if let Err(e) = self.admit() {
+            return Box::pin(ready(Err(e)));
+        }
+        if !self.named.contains_key(&name) && self.named.len() >= MAX_NAMED_SESSIONS {
+            return Box::pin(ready(Err(RpcError::new(
+                rpc::RESOURCE_LIMIT,
+                format!("at most {MAX_NAMED_SESSIONS} sessions can be named on one connection"),
+            )
+            .with_data(json!({"code": "resource_limit", "max": MAX_NAMED_SESSIONS})))));
+        }
+        self.cx.daemon_stats.enqueue();
+        let f = self.cx.daemon.send(AttachSession {
+            name: name.clone(),
+            cwd: self.want_cwd.clone(),
+            env: self.want_env.clone(),
+            no_adapters: false,
+        });
+        Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
+            let h = r?.map_err(conn::session_error)?;
+            if let Some(old) = act.named.get(&name) {
+                if old.addr.connected() && old.name == h.name {
+                    return Ok(old.clone());
+                }
+            }
+            if let Some(old) = act.named.insert(name, h.clone()) {
+                old.notify(ClientCount { delta: -1 });
+            }
+            h.notify(ClientCount { delta: 1 });
+            Ok(h)
+        }))
+    }
+
+    /// The shim's session, attaching on first use.
+    fn default_session(&mut self) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
+        if let Some(h) = &self.attached {
+            if h.addr.connected() {
+                let h = h.clone();
+                return Box::pin(ready(self.admit().map(|_| h)));
+            }
+        }
+        if let Err(e) = self.admit() {
+            return Box::pin(ready(Err(e)));
+        }
+        self.cx.daemon_stats.enqueue();
+        let f = self.cx.daemon.send(AttachSession {
+            name: self.want_session.clone(),
+            cwd: self.want_cwd.clone(),
+            env: self.want_env.clone(),
+            no_adapters: false,
+        });
+        Box::pin(f.into_actor(self).map(|r, act, _ctx| {
+            let h = r?.map_err(conn::session_error)?;
+            // Concurrent first calls may both attach: keep the first handle.
+            if let Some(old) = &act.attached {
+                if old.addr.connected() && old.name == h.name {
+                    return Ok(old.clone());
+                }
+            }
+            if let Some(old) = act.attached.replace(h.clone()) {
+                old.notify(ClientCount { delta: -1 });
+            }
+            h.notify(ClientCount { delta: 1 });
+            Ok(h)
+        }))
+    }
+}
+
+/// `value.get` through the session supervisor.
+pub async fn get_value(
+    handle: &SessionHandle,
+    reference: String,
+    req: GetRequest,
+) -> Result<Json, RpcError> {
+    let name = handle.name.clone();
+    handle
+        .send(GetValue {
+            reference,
+            req,
+            tty: false,
+        })
+        .await
+        .map_err(|_| SessionError::Closed(name))
+        .and_then(|r| r)
+        .map_err(conn::session_error)
+}
+
+impl Actor for McpConn {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(64);
+        // Which capabilities exist decides what is advertised: ask first.
+        self.cx.daemon_stats.enqueue();
+        let f = self.cx.daemon.send(GetServices);
+        ctx.wait(f.into_actor(self).map(|r, act, _ctx| {
+            act.services = r.ok().flatten();
+        }));
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        // Calls still queued or running are abandoned: cancel each (only them).
+        for f in self.inflight.values() {
+            f.cancel.cancel();
+        }
+        if let Some(h) = self.attached.take() {
+            h.notify(ClientCount { delta: -1 });
+        }
+        for (_, h) in self.named.drain() {
+            h.notify(ClientCount { delta: -1 });
+        }
+        if let Some(s) = &self.services {
+            for (_, id) in self.bus_subs.drain() {
+                s.bus.do_send(Unsubscribe { id });
+            }
+        }
+        tracing::debug!(conn = self.cx.id, "mcp connection closed");
+    }
+}
+
+impl StreamHandler<FrameItem> for McpConn {
+    fn handle(&mut self, FrameItem(item): FrameItem, ctx: &mut Context<Self>) {
+        self.reg.stats.handled_item();
+        match conn::incoming(&self.cx, &self.tx, ctx, item) {
+            Some(rpc::Incoming::Request { id, method, params }) => {
+                self.request(id, method, params, ctx)
+            }
+            Some(rpc::Incoming::Notification { method, params }) => {
+                self.notification(&method, params, ctx)
+            }
+            Some(rpc::Incoming::Invalid { .. }) | None => {}
+        }
+    }
+
+    fn finished(&mut self, ctx: &mut Context<Self>) {
+        // The client stopped sending: answer what is in flight, then stop. A half-close
+        // (the shim after its client closed stdin) waits for the answers; a hang-up (the
+        // shim was killed) cancels the calls in flight (docs/protocol.md §10).
+        if self.inflight.is_empty() {
+            ctx.stop();
+            return;
+        }
+        self.closing = true;
+        if let Some(peer) = self.cx.peer.clone() {
+            ctx.run_interval(conn::HANGUP_POLL, move |act, _ctx| {
+                if conn::hung_up(&peer) {
+                    for f in act.inflight.values_mut() {
+                        f.cancelled = true;
+                        f.cancel.cancel();
+                    }
+                }
+            });
+        }
+    }
+}

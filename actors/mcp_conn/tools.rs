@@ -1,0 +1,291 @@
+//! `tools/call`: the tool name and arguments checked against the advertised schemas, each
+//! tool turned into typed session, journal, Leash or PTY messages, and the reply folded into a
+//! `CallToolResult`. Tool failures become `isError` results here; nothing in this file writes
+//! to the connection.
+
+use std::sync::Arc;
+
+use actix::fut::ready;
+use actix::prelude::*;
+use serde_json::{json, Map, Value as Json};
+
+use crate::actors::exec::exec_elided;
+use crate::actors::journal_writer::{self as jw, Services};
+use crate::actors::session::CallCancel;
+use crate::lang::Position;
+use crate::proto::elide::Budget;
+use crate::proto::kernel;
+use crate::proto::mcp;
+use crate::proto::rpc::{self, RpcError};
+
+use super::{get_value, ConnEra, McpConn, Reply};
+
+impl McpConn {
+    pub(super) fn tools_call(&mut self, params: Json, cancel: Arc<CallCancel>) -> Reply {
+        let Some(p) = params.as_object() else {
+            return Box::pin(ready(Err(RpcError::invalid_params(
+                "tools/call params must be an object",
+            ))));
+        };
+        let Some(name) = p.get("name").and_then(Json::as_str) else {
+            return Box::pin(ready(Err(RpcError::invalid_params(
+                "tools/call requires name",
+            ))));
+        };
+        if !mcp::is_tool(self.caps(), name) {
+            return Box::pin(ready(Err(RpcError::invalid_params(format!(
+                "unknown tool {name:?}"
+            ))
+            .with_data(json!({"tool": name})))));
+        }
+        let args = match p.get("arguments") {
+            None | Some(Json::Null) => json!({}),
+            Some(a) => a.clone(),
+        };
+        if !args.is_object() {
+            return Box::pin(ready(Ok(mcp::tool_error(mcp::invalid_arguments(
+                "tool arguments must be an object".into(),
+                vec![mcp::argument_error("", "arguments must be an object")],
+            )))));
+        }
+        if let Err(structured) = mcp::validate_args(name, &args) {
+            return Box::pin(ready(Ok(mcp::tool_error(structured))));
+        }
+        let args: Map<String, Json> = args.as_object().cloned().unwrap_or_default();
+        // A task-augmented call (MCP Tasks 2025): `shoal_exec` only. At
+        // 2026-07-28 task creation is the server's call and `task` is ignored.
+        let legacy_task = self.era != Some(ConnEra::Modern);
+        if let Some(t) = p.get("task").filter(|t| legacy_task && !t.is_null()) {
+            if !t.is_object() || name != "shoal_exec" {
+                return Box::pin(ready(Err(RpcError::invalid_params(format!(
+                    "task-augmented calls are supported by shoal_exec only (got {name:?}, task {t})"
+                )))));
+            }
+            return self.tool_exec_task(args);
+        }
+        match name {
+            "shoal_cancel" => Box::pin(self.session().then(move |h, act, _ctx| {
+                async move {
+                    match h {
+                        Ok(h) => Ok(crate::actors::mcp_tasks::cancel_tool(h, args).await),
+                        Err(e) => Ok(mcp::tool_error_rpc(&e)),
+                    }
+                }
+                .into_actor(act)
+            })),
+            "shoal_exec" => self.tool_exec(args, cancel),
+            n if crate::proto::mcp_leash::is_leash_tool(n) => self.tool_leash(n, args, cancel),
+            "shoal_get" => self.tool_get(args),
+            "shoal_journal" => self.tool_journal(args),
+            n if n.starts_with("shoal_pty_") => self.tool_pty(n, args),
+            _ => Box::pin(ready(Err(RpcError::invalid_params(format!(
+                "unknown tool {name:?}"
+            ))))),
+        }
+    }
+
+    /// `tools/call` of `shoal_exec` with `params.task`: a `CreateTaskResult`
+    /// now, `notifications/tasks/status` as the task changes.
+    pub(super) fn tool_exec_task(&mut self, args: Map<String, Json>) -> Reply {
+        let (src, position) = match kernel::exec_params(&args, Position::Value) {
+            Ok(x) => x,
+            Err(e) => return Box::pin(ready(Err(e))),
+        };
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            let gate = act.gate.clone();
+            async move { crate::actors::mcp_tasks::create(h?, src, position, gate).await }
+                .into_actor(act)
+                .map(|r, act, ctx| {
+                    let (created, view) = r?;
+                    let updates = crate::actors::mcp_tasks::status_updates(act.tx.clone(), view);
+                    ctx.spawn(updates.into_actor(act));
+                    Ok(created)
+                })
+        }))
+    }
+
+    pub(super) fn tool_exec(&mut self, args: Map<String, Json>, cancel: Arc<CallCancel>) -> Reply {
+        let parsed = kernel::exec_params(&args, Position::Value).and_then(|(s, p)| {
+            let b = Budget::from_json(args.get("elide")).map_err(RpcError::invalid_params)?;
+            Ok((s, p, b, crate::actors::task::task_opts(&args)?))
+        });
+        let (src, position, budget, opts) = match parsed {
+            Ok(x) => x,
+            Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
+        };
+        // Server-directed task creation only for work that leaves the session's
+        // state alone (a task runs on a fork).
+        let ext = self.req_tasks_ext
+            && opts.is_none()
+            && !crate::proto::mcp_tasks_ext::may_change_session(&src);
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            let gate = act.gate.clone();
+            async move {
+                let handle = match h {
+                    Ok(h) => h,
+                    Err(e) => return Ok(mcp::tool_error_rpc(&e)),
+                };
+                if ext {
+                    // Server-directed task creation (Tasks extension).
+                    let r = crate::actors::mcp_tasks::ext_exec(
+                        handle, src, position, budget, cancel, gate,
+                    );
+                    return Ok(r.await.unwrap_or_else(|e| mcp::tool_error_rpc(&e)));
+                }
+                let r = match opts {
+                    Some(o) => {
+                        crate::actors::task::exec_as_task(
+                            handle, src, position, false, budget, o, gate,
+                        )
+                        .await
+                    }
+                    None => {
+                        exec_elided(handle, src, position, false, budget, cancel, gate, true).await
+                    }
+                };
+                Ok(match r {
+                    Ok(x) => mcp::tool_success(x),
+                    Err(e) => mcp::tool_error_rpc(&e),
+                })
+            }
+            .into_actor(act)
+        }))
+    }
+
+    pub(super) fn tool_get(&mut self, args: Map<String, Json>) -> Reply {
+        let (reference, req) = match kernel::get_params(&args) {
+            Ok(x) => x,
+            Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
+        };
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            async move {
+                let handle = match h {
+                    Ok(h) => h,
+                    Err(e) => return Ok(mcp::tool_error_rpc(&e)),
+                };
+                Ok(match get_value(&handle, reference, req).await {
+                    Ok(x) => mcp::tool_success(x),
+                    Err(e) => mcp::tool_error_rpc(&e),
+                })
+            }
+            .into_actor(act)
+        }))
+    }
+
+    pub(super) fn tool_journal(&mut self, args: Map<String, Json>) -> Reply {
+        let query: crate::journal::Query = match serde_json::from_value(Json::Object(args)) {
+            Ok(q) => q,
+            Err(e) => {
+                return Box::pin(ready(Ok(mcp::tool_error(mcp::invalid_arguments(
+                    format!("invalid shoal_journal arguments: {e}"),
+                    vec![mcp::argument_error("", &e.to_string())],
+                )))))
+            }
+        };
+        let Some(s) = self.services.clone() else {
+            return Box::pin(ready(Err(RpcError::internal("the journal is not running"))));
+        };
+        let principal = match self.principal_now() {
+            Ok(p) => p,
+            Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
+        };
+        Box::pin(
+            async move {
+                Ok(match query_journal(&s, query, &principal).await {
+                    Ok(entries) => mcp::tool_success(mcp::journal_result(entries)),
+                    Err(e) => mcp::tool_error_rpc(&e),
+                })
+            }
+            .into_actor(self),
+        )
+    }
+
+    /// `shoal_plan`, `shoal_apply`, `shoal_cap_request`.
+    pub(super) fn tool_leash(
+        &mut self,
+        tool: &str,
+        args: Map<String, Json>,
+        cancel: Arc<CallCancel>,
+    ) -> Reply {
+        let tool = tool.to_string();
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            let gate = act.gate.clone();
+            async move {
+                let r = match (h, gate) {
+                    (Err(e), _) => Err(e),
+                    (Ok(_), None) => Err(RpcError::internal("attached without a principal")),
+                    (Ok(h), Some(gate)) => match tool.as_str() {
+                        "shoal_plan" => match rpc::req_str(&args, "src") {
+                            Ok(src) => {
+                                crate::actors::leash_calls::plan(h, gate, src.to_string()).await
+                            }
+                            Err(e) => Err(e),
+                        },
+                        "shoal_apply" => {
+                            match crate::actors::leash_calls::plan_ref_param(&args).and_then(|r| {
+                                Budget::from_json(args.get("elide"))
+                                    .map(|b| (r, b))
+                                    .map_err(RpcError::invalid_params)
+                            }) {
+                                Ok((r, b)) => {
+                                    crate::actors::leash_calls::apply(h, gate, r, false, b, cancel)
+                                        .await
+                                }
+                                Err(e) => Err(e),
+                            }
+                        }
+                        _ => match crate::actors::leash_calls::cap_request_params(&args) {
+                            Ok((plan_ref, kinds)) => {
+                                crate::actors::leash_calls::plan_op(
+                                    h,
+                                    gate,
+                                    crate::actors::plan_store::PlanOp::Request { plan_ref, kinds },
+                                )
+                                .await
+                            }
+                            Err(e) => Err(e),
+                        },
+                    },
+                };
+                Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
+            }
+            .into_actor(act)
+        }))
+    }
+
+    /// `shoal_pty_*`: the `pty.*` request of the same name in the session.
+    pub(super) fn tool_pty(&mut self, tool: &str, args: Map<String, Json>) -> Reply {
+        let method = crate::pty::api::tool_method(tool).unwrap_or("pty.list");
+        Box::pin(self.session().then(move |h, act, _ctx| {
+            let gate = act.gate.clone();
+            async move {
+                let r = match h {
+                    Ok(h) => crate::actors::pty::call_as(&h, method, &args, gate).await,
+                    Err(e) => Err(e),
+                };
+                Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
+            }
+            .into_actor(act)
+        }))
+    }
+}
+
+pub(super) async fn query_journal(
+    s: &Services,
+    query: crate::journal::Query,
+    principal: &str,
+) -> Result<Vec<Json>, RpcError> {
+    let scope = jw::scope_for(principal);
+    let entries = s
+        .journal
+        .send(jw::QueryJournal { query, scope })
+        .await?
+        .map_err(|e| match e {
+            crate::journal::JournalError::Invalid(m) => RpcError::invalid_params(m),
+            e => RpcError::internal(e.to_string()),
+        })?;
+    entries
+        .into_iter()
+        .map(|e| serde_json::to_value(e).map_err(|e| RpcError::internal(e.to_string())))
+        .collect()
+}
