@@ -5,13 +5,22 @@
 //! the writer, never a commit here), so their seqs continue after a restart and `events.read`
 //! with a `since` older than the ring is served from the store (on a blocking thread).
 //!
-//! Subscribers are `Recipient<BusEvent>`s, each with its own bounded queue of [`QUEUE`] events
-//! and at most one delivery in flight: publishing never waits on a subscriber. A full queue
-//! counts further events instead of queueing them; once the queue drains the subscriber gets
-//! one marker `{dropped, latest_seq}` before anything newer (§6.10).
+//! Subscribers are `Recipient<BusEvent>`s, each with its own bounded queue of [`QUEUE`] events.
+//! Delivery is a non-blocking `try_send` into the subscriber's mailbox (no reply awaited, so
+//! one publish to many subscribers costs one mailbox push each); a full mailbox leaves the
+//! event queued here and retries after a backoff of 1 ms doubling to [`RETRY_MAX`], so
+//! publishing never waits on a subscriber and a stalled one never slows the others. A full
+//! queue counts further events instead of queueing them; once the queue drains the subscriber
+//! gets one marker `{dropped, latest_seq}` before anything newer (§6.10).
+//!
+//! Every subscriber of one publish holds the same [`BusEvent`]: its payload and the cell in
+//! which the first connection to write it leaves the encoded kernel frame, so a fan-out
+//! encodes the frame once, not once per subscriber. Encoding stays at the edge (the
+//! connection fills the cell); the bus never builds wire bytes.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use actix::prelude::*;
 use serde_json::{json, Value as Json};
@@ -23,11 +32,13 @@ use crate::journal::{self, JournalWriter as Writer, Op};
 pub const RING: usize = 1024;
 /// Events queued per subscriber before it starts dropping.
 pub const QUEUE: usize = 256;
+/// Longest wait before retrying a subscriber whose mailbox was full.
+pub const RETRY_MAX: Duration = Duration::from_millis(100);
 /// Channels persisted to (and replayed from) the journal.
 pub const DURABLE: [&str; 2] = ["journal", "session.transcript"];
 
 /// One event, as delivered and as returned by `events.read`.
-#[derive(Message, Clone, Debug, PartialEq)]
+#[derive(Message, Clone, Debug)]
 #[rtype(result = "()")]
 pub struct BusEvent {
     pub channel: String,
@@ -37,9 +48,39 @@ pub struct BusEvent {
     /// Shared: the ring, every subscriber queue and the publisher's answer hold
     /// the same payload (events are published on every exec).
     pub payload: Arc<Json>,
+    /// The encoded kernel `event` notification, filled by the first connection that writes
+    /// this event and reused by every other subscriber of the same publish.
+    frame: Arc<OnceLock<Vec<u8>>>,
+}
+
+/// Equal when channel, seq, ts and payload are (whether a frame was encoded yet is not part
+/// of the event).
+impl PartialEq for BusEvent {
+    fn eq(&self, o: &Self) -> bool {
+        self.channel == o.channel
+            && self.seq == o.seq
+            && self.ts == o.ts
+            && self.payload == o.payload
+    }
 }
 
 impl BusEvent {
+    pub fn new(channel: String, seq: u64, ts: i64, payload: Arc<Json>) -> Self {
+        BusEvent {
+            channel,
+            seq,
+            ts,
+            payload,
+            frame: Arc::default(),
+        }
+    }
+
+    /// This event's frame as `encode` makes it, encoded once however many subscribers write
+    /// it.
+    pub fn frame_with(&self, encode: impl FnOnce(&BusEvent) -> Vec<u8>) -> &[u8] {
+        self.frame.get_or_init(|| encode(self))
+    }
+
     /// The wire shape `{"channel","seq","ts","payload"}`.
     pub fn to_json(&self) -> Json {
         json!({"channel": self.channel, "seq": self.seq, "ts": self.ts, "payload": *self.payload})
@@ -103,7 +144,8 @@ struct Subscriber {
     queue: VecDeque<BusEvent>,
     dropped: u64,
     latest_dropped: u64,
-    in_flight: bool,
+    /// Set while its mailbox is full: the wait before the next try (a retry is scheduled).
+    backoff: Option<Duration>,
 }
 
 pub struct EventBus {
@@ -150,12 +192,7 @@ impl EventBus {
 
     fn publish(&mut self, channel: String, payload: Json, ctx: &mut Context<Self>) -> BusEvent {
         let ch = self.channels.entry(channel.clone()).or_default();
-        let ev = BusEvent {
-            channel,
-            seq: ch.next,
-            ts: journal::now_ns(),
-            payload: Arc::new(payload),
-        };
+        let ev = BusEvent::new(channel, ch.next, journal::now_ns(), Arc::new(payload));
         ch.next += 1;
         if ch.ring.len() >= RING {
             ch.ring.pop_front();
@@ -203,44 +240,70 @@ impl EventBus {
         self.pump(id, ctx);
     }
 
-    /// Deliver the next queued event of subscriber `id` unless one is in flight.
+    /// Deliver subscriber `id`'s queue unless a retry is already scheduled for it; a full
+    /// mailbox schedules the first retry.
     fn pump(&mut self, id: SubId, ctx: &mut Context<Self>) {
-        let Some(s) = self.subs.get_mut(&id) else {
-            return;
-        };
-        if s.in_flight {
+        if self.subs.get(&id).is_none_or(|s| s.backoff.is_some()) {
             return;
         }
-        let next = match s.queue.pop_front() {
-            Some(ev) => ev,
-            None if s.dropped > 0 => {
-                let marker = BusEvent {
-                    channel: s.channel.clone(),
-                    seq: s.latest_dropped,
-                    ts: journal::now_ns(),
-                    payload: Arc::new(
-                        json!({"dropped": s.dropped, "latest_seq": s.latest_dropped}),
-                    ),
-                };
-                s.dropped = 0;
-                marker
-            }
-            None => return,
+        if self.drain(id) {
+            self.schedule_retry(id, Duration::from_millis(1), ctx);
+        }
+    }
+
+    /// A scheduled retry of a subscriber whose mailbox was full: deliver what fits; if still
+    /// full, wait twice as long (at most [`RETRY_MAX`]).
+    fn retry(&mut self, id: SubId, ctx: &mut Context<Self>) {
+        let Some(waited) = self.subs.get_mut(&id).and_then(|s| s.backoff.take()) else {
+            return;
         };
-        s.in_flight = true;
-        let fut = s.sub.send(next);
-        ctx.spawn(fut.into_actor(self).map(move |r, act, ctx| match r {
-            Ok(()) => {
-                if let Some(s) = act.subs.get_mut(&id) {
-                    s.in_flight = false;
+        if self.drain(id) {
+            self.schedule_retry(id, (waited * 2).min(RETRY_MAX), ctx);
+        }
+    }
+
+    fn schedule_retry(&mut self, id: SubId, wait: Duration, ctx: &mut Context<Self>) {
+        if let Some(s) = self.subs.get_mut(&id) {
+            s.backoff = Some(wait);
+            ctx.run_later(wait, move |act, ctx| act.retry(id, ctx));
+        }
+    }
+
+    /// Move subscriber `id`'s queued events (then its `{dropped}` marker) into its mailbox
+    /// until the queue is empty or the mailbox is full. Answers whether it stopped on a full
+    /// mailbox. A closed mailbox prunes the subscriber.
+    fn drain(&mut self, id: SubId) -> bool {
+        let Some(s) = self.subs.get_mut(&id) else {
+            return false;
+        };
+        loop {
+            let next = match s.queue.pop_front() {
+                Some(ev) => ev,
+                None if s.dropped > 0 => {
+                    let marker = BusEvent::new(
+                        s.channel.clone(),
+                        s.latest_dropped,
+                        journal::now_ns(),
+                        Arc::new(json!({"dropped": s.dropped, "latest_seq": s.latest_dropped})),
+                    );
+                    s.dropped = 0;
+                    marker
                 }
-                act.pump(id, ctx);
+                None => return false,
+            };
+            match s.sub.try_send(next) {
+                Ok(()) => {}
+                Err(SendError::Full(ev)) => {
+                    s.queue.push_front(ev);
+                    return true;
+                }
+                Err(SendError::Closed(_)) => {
+                    // The subscriber is gone: prune it.
+                    self.subs.remove(&id);
+                    return false;
+                }
             }
-            Err(_) => {
-                // The subscriber is gone: prune it.
-                act.subs.remove(&id);
-            }
-        }));
+        }
     }
 
     fn subscribe(
@@ -260,7 +323,7 @@ impl EventBus {
                 queue: VecDeque::new(),
                 dropped: 0,
                 latest_dropped: 0,
-                in_flight: false,
+                backoff: None,
             },
         );
         if let Some(since) = replay {
@@ -377,11 +440,8 @@ impl Handler<ReadEvents> for EventBus {
                     let mut out: Vec<BusEvent> = stored
                         .into_iter()
                         .filter(|e| e.seq < first_in_ring)
-                        .map(|e| BusEvent {
-                            channel: msg.channel.clone(),
-                            seq: e.seq,
-                            ts: e.ts,
-                            payload: Arc::new(e.payload),
+                        .map(|e| {
+                            BusEvent::new(msg.channel.clone(), e.seq, e.ts, Arc::new(e.payload))
                         })
                         .collect();
                     out.extend(ring);
@@ -497,11 +557,13 @@ mod tests {
                 .position(|e| e.payload.get("dropped").is_some())
                 .unwrap();
             let delivered = &got[..marker_at];
-            // Contiguous from 0, at most the queue plus the one in flight.
+            // Contiguous from 0, at most the queue plus what the subscriber's mailbox holds
+            // (actix's default capacity of 16, plus the one slot a sender may overfill, plus
+            // the one being handled).
             for (i, e) in delivered.iter().enumerate() {
                 assert_eq!(e.seq, i as u64);
             }
-            assert!(delivered.len() <= QUEUE + 1, "{}", delivered.len());
+            assert!(delivered.len() <= QUEUE + 18, "{}", delivered.len());
             let m = &got[marker_at];
             assert_eq!(m.seq, n - 1);
             assert_eq!(m.payload["latest_seq"], json!(n - 1));

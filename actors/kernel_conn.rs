@@ -687,8 +687,13 @@ impl Handler<BusEvent> for KernelConn {
 
     fn handle(&mut self, ev: BusEvent, ctx: &mut Context<Self>) {
         self.reg.stats.handled_item();
-        let frame = json!({"jsonrpc": "2.0", "method": "event", "params": ev.to_json()});
-        conn::write(&self.tx, ctx, &frame);
+        // Encoded once per event: every kernel subscriber of this publish shares the bytes.
+        let frame = ev.frame_with(|ev| {
+            crate::proto::frame::encode(
+                &json!({"jsonrpc": "2.0", "method": "event", "params": ev.to_json()}),
+            )
+        });
+        conn::write_frame(&self.tx, ctx, frame.to_vec());
     }
 }
 
