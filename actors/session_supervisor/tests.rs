@@ -1,0 +1,268 @@
+//! Actor-tier tests of the session supervisor: a panic in a Session seen by
+//! message (no timer in the supervisor), restarted and counted, another
+//! session untouched; the child table matching the status rows; tasks as
+//! children; the restart limit. They run actors in-process, never a daemon.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::actors::task::TaskControl;
+use crate::lang::Position;
+use crate::task as tasks;
+
+fn start(registry: &Arc<Registry>, name: &str) -> (Addr<SessionSupervisor>, u64) {
+    let reg = registry.register("session_supervisor", name, None);
+    let id = reg.id();
+    let shared = Arc::new(SessionShared::new(name.into(), std::env::temp_dir(), 80));
+    (
+        SessionSupervisor::new(shared, registry.clone(), reg, 3).start(),
+        id,
+    )
+}
+
+async fn table(a: &Addr<SessionSupervisor>) -> Json {
+    a.send(ListChildren).await.unwrap()
+}
+
+/// The session child's actor id, once the table has one.
+async fn session_actor(a: &Addr<SessionSupervisor>) -> Option<u64> {
+    table(a).await["children"]
+        .as_array()?
+        .iter()
+        .find(|c| c["child"] == "session")?["actor"]
+        .as_u64()
+}
+
+/// Run `src` in the supervisor's session.
+async fn exec(a: &Addr<SessionSupervisor>, src: &str) -> Result<ExecReply, SessionError> {
+    a.send(Exec {
+        src: src.into(),
+        position: Position::Value,
+        tty: false,
+        cancel: crate::actors::session::CallCancel::new(),
+        gate: None,
+        check: false,
+    })
+    .await
+    .unwrap()
+}
+
+/// Crash the session child and wait (bounded) until the supervisor has
+/// restarted it `restarts` times in all, with a new actor.
+async fn crash_and_wait(a: &Addr<SessionSupervisor>, restarts: u64) {
+    let before = session_actor(a).await;
+    a.do_send(Crash);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let t = table(a).await;
+        let now = session_actor(a).await;
+        if t["restarts"] == restarts && now.is_some() && now != before {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no restart #{restarts}: {t}");
+        actix_rt::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[test]
+fn a_panicking_session_is_restarted_by_message_and_counted() {
+    let sys = System::new();
+    sys.block_on(async {
+        let registry = Arc::new(Registry::default());
+        let (a, a_id) = start(&registry, "a");
+        let (b, _) = start(&registry, "b");
+        let a_first = session_actor(&a).await.unwrap();
+        let b_first = session_actor(&b).await.unwrap();
+        a.do_send(Crash);
+        // The supervisor has no timer: only the child's exit notice
+        // can make it restart.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let t = table(&a).await;
+            if t["restarts"] == 1 && session_actor(&a).await.is_some_and(|x| x != a_first) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no restart: {t}");
+            actix_rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        // The other session is untouched.
+        assert_eq!(session_actor(&b).await, Some(b_first));
+        assert_eq!(table(&b).await["restarts"], 0);
+        // The child table is what status shows: the registry rows whose
+        // parent is this supervisor.
+        let rows: Vec<u64> = registry
+            .snapshot()
+            .iter()
+            .filter(|r| r["parent"] == a_id)
+            .filter_map(|r| r["id"].as_u64())
+            .collect();
+        let children: Vec<u64> = table(&a).await["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["actor"].as_u64())
+            .collect();
+        assert_eq!(rows, children);
+        let restarted = registry
+            .snapshot()
+            .into_iter()
+            .find(|r| r["id"] == children[0])
+            .unwrap();
+        assert_eq!(restarted["restarts"], 1);
+    });
+}
+
+#[test]
+fn a_task_is_a_child_and_cancels_alone() {
+    let sys = System::new();
+    sys.block_on(async {
+        let registry = Arc::new(Registry::default());
+        let (a, a_id) = start(&registry, "t");
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let (id, _) = a
+                .send(StartTask {
+                    src: "sh { sleep 30 }".into(),
+                    position: Position::Value,
+                    tty: false,
+                    gate: None,
+                })
+                .await
+                .unwrap()
+                .unwrap();
+            ids.push(id);
+        }
+        let t = table(&a).await;
+        let labels: Vec<&str> = t["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["child"].as_str())
+            .collect();
+        assert!(labels.contains(&tasks::ref_name(ids[0]).as_str()), "{t}");
+        assert_eq!(
+            registry
+                .snapshot()
+                .iter()
+                .filter(|r| r["parent"] == a_id && r["kind"] == "task")
+                .count(),
+            2
+        );
+        let Ok(TaskAnswer::Done) = a
+            .send(TaskCall(TaskOp::Control(ids[0], TaskControl::Cancel)))
+            .await
+            .unwrap()
+        else {
+            panic!("cancel not carried out");
+        };
+        let Ok(TaskAnswer::Watch(view)) = a.send(TaskCall(TaskOp::Watch(ids[0]))).await.unwrap()
+        else {
+            panic!("no view");
+        };
+        let v = crate::actors::task::wait_final(view, Some(Duration::from_secs(10))).await;
+        assert_eq!(v.record.state, tasks::TaskState::Cancelled);
+        let Ok(TaskAnswer::Record(other)) = a.send(TaskCall(TaskOp::Get(ids[1]))).await.unwrap()
+        else {
+            panic!("no record");
+        };
+        assert_eq!(other["state"], "running", "{other}");
+        // Leave no process behind.
+        a.send(TaskCall(TaskOp::Control(ids[1], TaskControl::Cancel)))
+            .await
+            .unwrap()
+            .unwrap();
+        let Ok(TaskAnswer::Watch(view)) = a.send(TaskCall(TaskOp::Watch(ids[1]))).await.unwrap()
+        else {
+            panic!("no view");
+        };
+        let v = crate::actors::task::wait_final(view, Some(Duration::from_secs(10))).await;
+        assert_eq!(v.record.state, tasks::TaskState::Cancelled);
+        a.do_send(StopSession);
+    });
+}
+
+#[test]
+fn a_restarted_session_keeps_its_transcript_and_answers() {
+    let sys = System::new();
+    sys.block_on(async {
+        let registry = Arc::new(Registry::default());
+        let (a, _) = start(&registry, "kept");
+        let (b, _) = start(&registry, "beside");
+        let first = exec(&a, "6 * 7").await.unwrap();
+        assert_eq!(first.n, 1);
+        exec(&b, "let y = 5").await.unwrap();
+        crash_and_wait(&a, 1).await;
+        // The transcript lives in the supervisor: out:1 survives the restart.
+        let got = a
+            .send(GetValue {
+                reference: "out:1".into(),
+                req: Default::default(),
+                tty: false,
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            got["value"],
+            serde_json::json!({"$": "int", "v": 42}),
+            "{got}"
+        );
+        // The new child evaluates, numbering goes on.
+        let next = exec(&a, "1 + 1").await.unwrap();
+        assert_eq!(next.n, 2);
+        assert!(matches!(next.value, crate::value::Value::Int(2)));
+        // The other session kept its bindings.
+        let y = exec(&b, "y + 1").await.unwrap();
+        assert!(matches!(y.value, crate::value::Value::Int(6)));
+        a.do_send(StopSession);
+        b.do_send(StopSession);
+    });
+}
+
+#[test]
+fn past_the_restart_limit_the_session_fails_and_says_so() {
+    let sys = System::new();
+    sys.block_on(async {
+        let registry = Arc::new(Registry::default());
+        // At most 3 restarts a minute.
+        let (a, a_id) = start(&registry, "limit");
+        let (b, _) = start(&registry, "other");
+        for n in 1..=3 {
+            crash_and_wait(&a, n).await;
+        }
+        a.do_send(Crash);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let t = loop {
+            let t = table(&a).await;
+            if t["failed"] == true {
+                break t;
+            }
+            assert!(Instant::now() < deadline, "never failed: {t}");
+            actix_rt::time::sleep(Duration::from_millis(5)).await;
+        };
+        // Not restarted a fourth time: no session child is left.
+        assert_eq!(t["restarts"], 3, "{t}");
+        assert_eq!(session_actor(&a).await, None, "{t}");
+        // It says so: the exec error and the supervisor's status row.
+        match exec(&a, "1").await {
+            Err(SessionError::Internal(m)) => assert!(m.contains("failed"), "{m}"),
+            other => panic!("a failed session answered {other:?}"),
+        }
+        let row = registry
+            .snapshot()
+            .into_iter()
+            .find(|r| r["id"] == a_id)
+            .unwrap();
+        assert_eq!(row["state"], "failed", "{row}");
+        assert_eq!(row["last_error"], "restart limit reached", "{row}");
+        assert_eq!(row["restarts"], 3, "{row}");
+        // The other session never noticed.
+        assert_eq!(table(&b).await["restarts"], 0);
+        assert!(matches!(
+            exec(&b, "2 + 2").await.unwrap().value,
+            crate::value::Value::Int(4)
+        ));
+        a.do_send(StopSession);
+        b.do_send(StopSession);
+    });
+}
