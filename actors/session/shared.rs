@@ -251,6 +251,24 @@ impl SessionShared {
         self.transcript.locked().items.len()
     }
 
+    /// The session's cwd and environment as of its last exec, else the ones it
+    /// starts with (`shoal://session/cwd`, `shoal://session/env`): a copy, so
+    /// a caller never holds the lock.
+    pub fn views(&self) -> (PathBuf, Vec<(String, String)>) {
+        match self.live.locked().clone() {
+            Some(l) => (l.cwd, l.env),
+            None => (self.cwd.clone(), self.env.clone()),
+        }
+    }
+
+    /// Deliver a `user.*` event to the language's `channel(...)` readers (none
+    /// before the first exec started the language session).
+    pub fn inject(&self, channel: &str, payload: Value) {
+        if let Some(inj) = self.injector.locked().as_ref() {
+            inj.inject(channel, payload);
+        }
+    }
+
     /// Interrupt the running evaluation, if any.
     pub fn interrupt(&self) {
         if let Some(i) = self.interrupter.locked().as_ref() {

@@ -51,12 +51,15 @@ pub struct ChildExited {
 /// [`ChildExited`] to the supervisor. No polling.
 pub struct ExitNotice {
     to: Recipient<ChildExited>,
+    /// The supervisor's stats: the notice is counted in its mailbox depth.
+    stats: Arc<ActorStats>,
     kind: ChildKind,
     pub(super) generation: u64,
 }
 
 impl Drop for ExitNotice {
     fn drop(&mut self) {
+        self.stats.enqueue();
         self.to.do_send(ChildExited {
             kind: self.kind,
             generation: self.generation,
@@ -76,8 +79,10 @@ pub(super) struct ChildSlot {
     pub(super) generation: u64,
 }
 
-/// The child table as `shoal status` shows it: `[{child, kind, state, age_ms,
-/// restarts, pid?}]` plus the task records.
+/// The child table as `shoal status` shows it: `{session, failed, restarts,
+/// children: [{child, actor, state, age_ms, restarts}], tasks: [record]}`.
+/// `children` are exactly the actors whose status row names this supervisor
+/// as parent: the Session, the PlanStore, each Task and each PTY.
 #[derive(Message)]
 #[rtype(result = "Json")]
 pub struct ListChildren;
@@ -86,6 +91,7 @@ impl SessionSupervisor {
         self.generation += 1;
         ExitNotice {
             to: ctx.address().recipient(),
+            stats: self.reg.stats.clone(),
             kind,
             generation: self.generation,
         }
@@ -193,7 +199,7 @@ impl SessionSupervisor {
     /// Start a task on a fork of the session's state. The one place a
     /// background task is spawned (the policy gate belongs here).
     fn children_json(&self) -> Json {
-        let children: Vec<Json> = self
+        let mut children: Vec<Json> = self
             .children
             .iter()
             .map(|(k, c)| {
@@ -206,6 +212,23 @@ impl SessionSupervisor {
                 })
             })
             .collect();
+        // The PTYs (their table is `actors/pty.rs`'s): their rows in the registry.
+        let me = serde_json::json!(self.reg.id());
+        children.extend(
+            self.registry
+                .snapshot()
+                .into_iter()
+                .filter(|r| r["parent"] == me && r["kind"] == "pty")
+                .map(|r| {
+                    serde_json::json!({
+                        "child": r["name"],
+                        "actor": r["id"],
+                        "state": r["state"],
+                        "age_ms": r["age_ms"],
+                        "restarts": 0,
+                    })
+                }),
+        );
         let tasks: Vec<Json> = self.tasks.values().map(|e| e.record().to_json()).collect();
         serde_json::json!({
             "session": self.shared.name,
@@ -240,13 +263,12 @@ impl Handler<ChildExited> for SessionSupervisor {
             ChildKind::PlanStore => {
                 tracing::warn!(session = %self.shared.name, "plan store stopped");
             }
+            // Never re-run (its effects may have happened): recorded failed.
             ChildKind::Task(id) => {
-                let unfinished = self
-                    .tasks
-                    .get(id)
-                    .is_some_and(|e| !e.record().state.is_final());
-                if unfinished {
-                    tracing::error!(session = %self.shared.name, task = id, "task actor died unfinished");
+                if let Some(e) = self.tasks.get(id) {
+                    if e.mark_died() {
+                        tracing::error!(session = %self.shared.name, task = id, "task actor died unfinished");
+                    }
                 }
             }
         }

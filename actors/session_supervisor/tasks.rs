@@ -25,10 +25,36 @@ pub(super) struct TaskEntry {
     pub(super) view: tokio::sync::watch::Receiver<TaskView>,
     pub(super) pid: Arc<std::sync::atomic::AtomicU32>,
     pub(super) cancel: Arc<CallCancel>,
+    /// Its final record when the task's actor died before the evaluation
+    /// ended (a panic): `failed`, and it no longer counts as running.
+    pub(super) died: std::sync::OnceLock<tasks::TaskRecord>,
+}
+
+impl TaskEntry {
+    /// The task's actor is gone: record the task failed unless it had
+    /// finished. Whether it was unfinished.
+    pub(super) fn mark_died(&self) -> bool {
+        let mut r = self.view.borrow().record.clone();
+        if r.state.is_final() {
+            return false;
+        }
+        let error = RpcError::internal("the task's actor died before its evaluation ended");
+        r.finish(
+            tasks::Ending::Error {
+                n: None,
+                error: error.to_json(),
+            },
+            crate::journal::now_ns(),
+        );
+        self.died.set(r).is_ok()
+    }
 }
 
 impl Entry for TaskEntry {
     fn record(&self) -> tasks::TaskRecord {
+        if let Some(r) = self.died.get() {
+            return r.clone();
+        }
         let mut r = self.view.borrow().record.clone();
         if !r.state.is_final() && r.pid == 0 {
             r.pid = self.pid.load(Ordering::SeqCst);
@@ -37,6 +63,9 @@ impl Entry for TaskEntry {
     }
 
     fn progress(&self) -> (tasks::TaskState, Option<Instant>) {
+        if let Some(r) = self.died.get() {
+            return (r.state, r.finished);
+        }
         let v = self.view.borrow();
         (v.record.state, v.record.finished)
     }
@@ -160,6 +189,7 @@ impl SessionSupervisor {
                 view: start.view,
                 pid: start.pid,
                 cancel: start.cancel,
+                died: std::sync::OnceLock::new(),
             },
         );
         Ok((id, view))

@@ -1,7 +1,9 @@
 //! Actor-tier tests of the session supervisor: a panic in a Session seen by
-//! message (no timer in the supervisor), restarted and counted, another
-//! session untouched; the child table matching the status rows; tasks as
-//! children; the restart limit. They run actors in-process, never a daemon.
+//! message (the supervisor has no timer), restarted and counted, another
+//! session untouched; the restart limit; the transcript across a restart; the
+//! child table equal to the status rows naming the supervisor (session, plan
+//! store, tasks, PTYs); tasks as children; a task whose actor dies recorded
+//! failed. They run actors in-process, never a daemon, and leave no process.
 
 use std::time::{Duration, Instant};
 
@@ -264,5 +266,146 @@ fn past_the_restart_limit_the_session_fails_and_says_so() {
         ));
         a.do_send(StopSession);
         b.do_send(StopSession);
+    });
+}
+
+/// Start `sh { sleep 30 }` as a background task; its id.
+async fn sleeping_task(a: &Addr<SessionSupervisor>) -> u64 {
+    a.send(StartTask {
+        src: "sh { sleep 30 }".into(),
+        position: Position::Value,
+        tty: false,
+        gate: None,
+    })
+    .await
+    .unwrap()
+    .unwrap()
+    .0
+}
+
+/// Cancel a task and wait for its final state (no process left behind).
+async fn cancel_task(a: &Addr<SessionSupervisor>, id: u64) {
+    let _ = a
+        .send(TaskCall(TaskOp::Control(id, TaskControl::Cancel)))
+        .await
+        .unwrap();
+    let Ok(TaskAnswer::Watch(view)) = a.send(TaskCall(TaskOp::Watch(id))).await.unwrap() else {
+        panic!("no view");
+    };
+    let v = crate::actors::task::wait_final(view, Some(Duration::from_secs(10))).await;
+    assert!(v.record.state.is_final(), "{:?}", v.record.state);
+}
+
+#[test]
+fn the_child_table_is_every_row_status_shows() {
+    let sys = System::new();
+    sys.block_on(async {
+        let registry = Arc::new(Registry::default());
+        let (a, a_id) = start(&registry, "rows");
+        let task = sleeping_task(&a).await;
+        // A plan store and a PTY are children too.
+        a.send(crate::actors::plan_store::PlanCall {
+            caller: crate::actors::plan_store::Caller {
+                principal: "tester".into(),
+            },
+            op: crate::actors::plan_store::PlanOp::List,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        let mut p = serde_json::Map::new();
+        p.insert("cmd".into(), serde_json::json!("cat"));
+        let op = crate::pty::api::parse("pty.open", &p).unwrap();
+        let opened = a
+            .send(crate::actors::msg::PtyCall { op, gate: None })
+            .await
+            .unwrap()
+            .unwrap();
+        let t = table(&a).await;
+        let mut shown: Vec<u64> = t["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["actor"].as_u64())
+            .collect();
+        let mut rows: Vec<u64> = registry
+            .snapshot()
+            .iter()
+            .filter(|r| r["parent"] == a_id)
+            .filter_map(|r| r["id"].as_u64())
+            .collect();
+        shown.sort_unstable();
+        rows.sort_unstable();
+        assert_eq!(shown, rows, "{t}");
+        let labels: Vec<&str> = t["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["child"].as_str())
+            .collect();
+        assert!(labels.contains(&"session"), "{t}");
+        assert!(labels.contains(&"plan_store"), "{t}");
+        assert!(labels.contains(&tasks::ref_name(task).as_str()), "{t}");
+        assert!(
+            labels.iter().any(|l| l.starts_with("pty:")),
+            "{t} (opened {opened})"
+        );
+        cancel_task(&a, task).await;
+        // Closing the session kills the PTY's process group.
+        a.send(StopSession).await.unwrap();
+    });
+}
+
+#[test]
+fn a_task_whose_actor_dies_unfinished_is_recorded_failed() {
+    let sys = System::new();
+    sys.block_on(async {
+        let registry = Arc::new(Registry::default());
+        let (a, _) = start(&registry, "died");
+        let task = sleeping_task(&a).await;
+        let other = sleeping_task(&a).await;
+        // The supervisor hears of a child's end only through its exit notice:
+        // deliver the one a dying task actor sends (whatever its incarnation;
+        // only the current one counts).
+        for generation in 0..16 {
+            a.do_send(ChildExited {
+                kind: ChildKind::Task(task),
+                generation,
+            });
+        }
+        let Ok(TaskAnswer::Record(r)) = a.send(TaskCall(TaskOp::Get(task))).await.unwrap() else {
+            panic!("no record");
+        };
+        assert_eq!(r["state"], "failed", "{r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("died")),
+            "{r}"
+        );
+        // Never re-run, and the other task runs on.
+        let t = table(&a).await;
+        assert!(
+            !t["children"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["child"] == tasks::ref_name(task).as_str()),
+            "{t}"
+        );
+        let Ok(TaskAnswer::Record(o)) = a.send(TaskCall(TaskOp::Get(other))).await.unwrap() else {
+            panic!("no record");
+        };
+        assert_eq!(o["state"], "running", "{o}");
+        let Ok(TaskAnswer::Watch(view)) = a.send(TaskCall(TaskOp::Watch(task))).await.unwrap()
+        else {
+            panic!("no view");
+        };
+        cancel_task(&a, other).await;
+        // Closing the session cancels the task whose actor it no longer
+        // counts; its evaluation ends (no process left behind).
+        a.send(StopSession).await.unwrap();
+        let v = crate::actors::task::wait_final(view, Some(Duration::from_secs(10))).await;
+        assert!(v.record.state.is_final(), "{:?}", v.record.state);
     });
 }
