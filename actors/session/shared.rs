@@ -55,7 +55,7 @@ pub struct SessionShared {
     /// Adapters of the language session (`None`: commands run as written).
     pub adapters: Option<Arc<crate::adapters::Catalog>>,
     /// A fork of the language session as of its last exec: background tasks
-    /// start from a copy of it without waiting for the worker (contract §4).
+    /// start from a copy of it without waiting for the worker.
     pub fork_seed: Mutex<Option<ForkSeed>>,
 }
 

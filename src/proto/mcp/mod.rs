@@ -1,4 +1,4 @@
-//! The MCP surface (docs/protocol.md §2, reference-protocol §5), pure: this
+//! The MCP surface (docs/protocol.md §2), pure: this
 //! file holds version negotiation, the handshake, the capabilities ([`Caps`])
 //! and the language card as prompt and resource. The advertised tools with
 //! their schemas and argument validation are `schemas.rs` (only tools whose

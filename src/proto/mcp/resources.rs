@@ -130,7 +130,7 @@ pub fn resource_templates(caps: Caps) -> Json {
     json!({"resourceTemplates": v})
 }
 
-/// A `resources/read` result (reference §6.4): `render`/`raw`/`inline`
+/// A `resources/read` result: `render`/`raw`/`inline`
 /// strings as `text/plain`, else pretty JSON of `payload`, bounded.
 pub fn read_result(uri: &str, result: &Json) -> Json {
     for k in ["render", "raw", "inline"] {
