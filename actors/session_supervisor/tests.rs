@@ -8,9 +8,10 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::actors::task::TaskControl;
+use crate::actors::task::{wait_final, TaskControl, TaskView};
 use crate::lang::Position;
 use crate::task as tasks;
+use crate::value::Value;
 
 fn start(registry: &Arc<Registry>, name: &str) -> (Addr<SessionSupervisor>, u64) {
     let reg = registry.register("session_supervisor", name, None);
@@ -26,13 +27,54 @@ async fn table(a: &Addr<SessionSupervisor>) -> Json {
     a.send(ListChildren).await.unwrap()
 }
 
-/// The session child's actor id, once the table has one.
-async fn session_actor(a: &Addr<SessionSupervisor>) -> Option<u64> {
-    table(a).await["children"]
+/// The child table once `done` holds of it (a bounded poll of the test's own;
+/// the supervisor itself has no timer).
+async fn table_when(a: &Addr<SessionSupervisor>, what: &str, done: impl Fn(&Json) -> bool) -> Json {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let t = table(a).await;
+        if done(&t) {
+            return t;
+        }
+        assert!(Instant::now() < deadline, "{what}: {t}");
+        actix_rt::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The session child's actor id in a table.
+fn session_in(t: &Json) -> Option<u64> {
+    t["children"]
         .as_array()?
         .iter()
         .find(|c| c["child"] == "session")?["actor"]
         .as_u64()
+}
+
+/// The session child's actor id, once the table has one.
+async fn session_actor(a: &Addr<SessionSupervisor>) -> Option<u64> {
+    session_in(&table(a).await)
+}
+
+/// The table's children: `field` of each.
+fn children<'a>(t: &'a Json, field: &str) -> Vec<&'a Json> {
+    t["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c[field])
+        .collect()
+}
+
+/// The actor ids of the registry rows whose parent is `parent`, sorted.
+fn rows_under(registry: &Registry, parent: u64) -> Vec<u64> {
+    let mut rows: Vec<u64> = registry
+        .snapshot()
+        .iter()
+        .filter(|r| r["parent"] == parent)
+        .filter_map(|r| r["id"].as_u64())
+        .collect();
+    rows.sort_unstable();
+    rows
 }
 
 /// Run `src` in the supervisor's session.
@@ -49,21 +91,61 @@ async fn exec(a: &Addr<SessionSupervisor>, src: &str) -> Result<ExecReply, Sessi
     .unwrap()
 }
 
-/// Crash the session child and wait (bounded) until the supervisor has
-/// restarted it `restarts` times in all, with a new actor.
+/// Crash the session child and wait until the supervisor has restarted it
+/// `restarts` times in all, with a new actor.
 async fn crash_and_wait(a: &Addr<SessionSupervisor>, restarts: u64) {
     let before = session_actor(a).await;
     a.do_send(Crash);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let t = table(a).await;
-        let now = session_actor(a).await;
-        if t["restarts"] == restarts && now.is_some() && now != before {
-            return;
-        }
-        assert!(Instant::now() < deadline, "no restart #{restarts}: {t}");
-        actix_rt::time::sleep(Duration::from_millis(5)).await;
+    // Only the child's exit notice can make the supervisor restart it.
+    table_when(a, &format!("restart #{restarts}"), |t| {
+        t["restarts"] == restarts && session_in(t).is_some() && session_in(t) != before
+    })
+    .await;
+}
+
+/// Start `sh { sleep 30 }` as a background task; its id.
+async fn sleeping_task(a: &Addr<SessionSupervisor>) -> u64 {
+    a.send(StartTask {
+        src: "sh { sleep 30 }".into(),
+        position: Position::Value,
+        tty: false,
+        gate: None,
+    })
+    .await
+    .unwrap()
+    .unwrap()
+    .0
+}
+
+async fn task_call(a: &Addr<SessionSupervisor>, op: TaskOp) -> TaskAnswer {
+    match a.send(TaskCall(op)).await.unwrap() {
+        Ok(answer) => answer,
+        Err(e) => panic!("task call failed: {e:?}"),
     }
+}
+
+/// A task's record.
+async fn record(a: &Addr<SessionSupervisor>, id: u64) -> Json {
+    let TaskAnswer::Record(r) = task_call(a, TaskOp::Get(id)).await else {
+        panic!("no record");
+    };
+    r
+}
+
+/// A task's view, to wait on.
+async fn view(a: &Addr<SessionSupervisor>, id: u64) -> tokio::sync::watch::Receiver<TaskView> {
+    let TaskAnswer::Watch(view) = task_call(a, TaskOp::Watch(id)).await else {
+        panic!("no view");
+    };
+    view
+}
+
+/// Cancel a task and wait for its final state (no process left behind).
+async fn cancel_task(a: &Addr<SessionSupervisor>, id: u64) -> tasks::TaskState {
+    let answer = task_call(a, TaskOp::Control(id, TaskControl::Cancel)).await;
+    assert!(matches!(answer, TaskAnswer::Done), "cancel not carried out");
+    let v = wait_final(view(a, id).await, Some(Duration::from_secs(10))).await;
+    v.record.state
 }
 
 #[test]
@@ -73,42 +155,23 @@ fn a_panicking_session_is_restarted_by_message_and_counted() {
         let registry = Arc::new(Registry::default());
         let (a, a_id) = start(&registry, "a");
         let (b, _) = start(&registry, "b");
-        let a_first = session_actor(&a).await.unwrap();
         let b_first = session_actor(&b).await.unwrap();
-        a.do_send(Crash);
-        // The supervisor has no timer: only the child's exit notice
-        // can make it restart.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let t = table(&a).await;
-            if t["restarts"] == 1 && session_actor(&a).await.is_some_and(|x| x != a_first) {
-                break;
-            }
-            assert!(Instant::now() < deadline, "no restart: {t}");
-            actix_rt::time::sleep(Duration::from_millis(5)).await;
-        }
+        crash_and_wait(&a, 1).await;
         // The other session is untouched.
         assert_eq!(session_actor(&b).await, Some(b_first));
         assert_eq!(table(&b).await["restarts"], 0);
         // The child table is what status shows: the registry rows whose
         // parent is this supervisor.
-        let rows: Vec<u64> = registry
-            .snapshot()
+        let t = table(&a).await;
+        let shown: Vec<u64> = children(&t, "actor")
             .iter()
-            .filter(|r| r["parent"] == a_id)
-            .filter_map(|r| r["id"].as_u64())
+            .filter_map(|a| a.as_u64())
             .collect();
-        let children: Vec<u64> = table(&a).await["children"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|c| c["actor"].as_u64())
-            .collect();
-        assert_eq!(rows, children);
+        assert_eq!(rows_under(&registry, a_id), shown);
         let restarted = registry
             .snapshot()
             .into_iter()
-            .find(|r| r["id"] == children[0])
+            .find(|r| r["id"] == shown[0])
             .unwrap();
         assert_eq!(restarted["restarts"], 1);
     });
@@ -120,28 +183,12 @@ fn a_task_is_a_child_and_cancels_alone() {
     sys.block_on(async {
         let registry = Arc::new(Registry::default());
         let (a, a_id) = start(&registry, "t");
-        let mut ids = Vec::new();
-        for _ in 0..2 {
-            let (id, _) = a
-                .send(StartTask {
-                    src: "sh { sleep 30 }".into(),
-                    position: Position::Value,
-                    tty: false,
-                    gate: None,
-                })
-                .await
-                .unwrap()
-                .unwrap();
-            ids.push(id);
-        }
+        let ids = [sleeping_task(&a).await, sleeping_task(&a).await];
         let t = table(&a).await;
-        let labels: Vec<&str> = t["children"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|c| c["child"].as_str())
-            .collect();
-        assert!(labels.contains(&tasks::ref_name(ids[0]).as_str()), "{t}");
+        assert!(
+            children(&t, "child").contains(&&Json::from(tasks::ref_name(ids[0]))),
+            "{t}"
+        );
         assert_eq!(
             registry
                 .snapshot()
@@ -150,35 +197,11 @@ fn a_task_is_a_child_and_cancels_alone() {
                 .count(),
             2
         );
-        let Ok(TaskAnswer::Done) = a
-            .send(TaskCall(TaskOp::Control(ids[0], TaskControl::Cancel)))
-            .await
-            .unwrap()
-        else {
-            panic!("cancel not carried out");
-        };
-        let Ok(TaskAnswer::Watch(view)) = a.send(TaskCall(TaskOp::Watch(ids[0]))).await.unwrap()
-        else {
-            panic!("no view");
-        };
-        let v = crate::actors::task::wait_final(view, Some(Duration::from_secs(10))).await;
-        assert_eq!(v.record.state, tasks::TaskState::Cancelled);
-        let Ok(TaskAnswer::Record(other)) = a.send(TaskCall(TaskOp::Get(ids[1]))).await.unwrap()
-        else {
-            panic!("no record");
-        };
+        assert_eq!(cancel_task(&a, ids[0]).await, tasks::TaskState::Cancelled);
+        let other = record(&a, ids[1]).await;
         assert_eq!(other["state"], "running", "{other}");
         // Leave no process behind.
-        a.send(TaskCall(TaskOp::Control(ids[1], TaskControl::Cancel)))
-            .await
-            .unwrap()
-            .unwrap();
-        let Ok(TaskAnswer::Watch(view)) = a.send(TaskCall(TaskOp::Watch(ids[1]))).await.unwrap()
-        else {
-            panic!("no view");
-        };
-        let v = crate::actors::task::wait_final(view, Some(Duration::from_secs(10))).await;
-        assert_eq!(v.record.state, tasks::TaskState::Cancelled);
+        assert_eq!(cancel_task(&a, ids[1]).await, tasks::TaskState::Cancelled);
         a.do_send(StopSession);
     });
 }
@@ -212,10 +235,10 @@ fn a_restarted_session_keeps_its_transcript_and_answers() {
         // The new child evaluates, numbering goes on.
         let next = exec(&a, "1 + 1").await.unwrap();
         assert_eq!(next.n, 2);
-        assert!(matches!(next.value, crate::value::Value::Int(2)));
+        assert!(matches!(next.value, Value::Int(2)));
         // The other session kept its bindings.
         let y = exec(&b, "y + 1").await.unwrap();
-        assert!(matches!(y.value, crate::value::Value::Int(6)));
+        assert!(matches!(y.value, Value::Int(6)));
         a.do_send(StopSession);
         b.do_send(StopSession);
     });
@@ -233,18 +256,10 @@ fn past_the_restart_limit_the_session_fails_and_says_so() {
             crash_and_wait(&a, n).await;
         }
         a.do_send(Crash);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let t = loop {
-            let t = table(&a).await;
-            if t["failed"] == true {
-                break t;
-            }
-            assert!(Instant::now() < deadline, "never failed: {t}");
-            actix_rt::time::sleep(Duration::from_millis(5)).await;
-        };
+        let t = table_when(&a, "never failed", |t| t["failed"] == true).await;
         // Not restarted a fourth time: no session child is left.
         assert_eq!(t["restarts"], 3, "{t}");
-        assert_eq!(session_actor(&a).await, None, "{t}");
+        assert_eq!(session_in(&t), None, "{t}");
         // It says so: the exec error and the supervisor's status row.
         match exec(&a, "1").await {
             Err(SessionError::Internal(m)) => assert!(m.contains("failed"), "{m}"),
@@ -262,38 +277,11 @@ fn past_the_restart_limit_the_session_fails_and_says_so() {
         assert_eq!(table(&b).await["restarts"], 0);
         assert!(matches!(
             exec(&b, "2 + 2").await.unwrap().value,
-            crate::value::Value::Int(4)
+            Value::Int(4)
         ));
         a.do_send(StopSession);
         b.do_send(StopSession);
     });
-}
-
-/// Start `sh { sleep 30 }` as a background task; its id.
-async fn sleeping_task(a: &Addr<SessionSupervisor>) -> u64 {
-    a.send(StartTask {
-        src: "sh { sleep 30 }".into(),
-        position: Position::Value,
-        tty: false,
-        gate: None,
-    })
-    .await
-    .unwrap()
-    .unwrap()
-    .0
-}
-
-/// Cancel a task and wait for its final state (no process left behind).
-async fn cancel_task(a: &Addr<SessionSupervisor>, id: u64) {
-    let _ = a
-        .send(TaskCall(TaskOp::Control(id, TaskControl::Cancel)))
-        .await
-        .unwrap();
-    let Ok(TaskAnswer::Watch(view)) = a.send(TaskCall(TaskOp::Watch(id))).await.unwrap() else {
-        panic!("no view");
-    };
-    let v = crate::actors::task::wait_final(view, Some(Duration::from_secs(10))).await;
-    assert!(v.record.state.is_final(), "{:?}", v.record.state);
 }
 
 #[test]
@@ -322,26 +310,15 @@ fn the_child_table_is_every_row_status_shows() {
             .unwrap()
             .unwrap();
         let t = table(&a).await;
-        let mut shown: Vec<u64> = t["children"]
-            .as_array()
-            .unwrap()
+        let mut shown: Vec<u64> = children(&t, "actor")
             .iter()
-            .filter_map(|c| c["actor"].as_u64())
-            .collect();
-        let mut rows: Vec<u64> = registry
-            .snapshot()
-            .iter()
-            .filter(|r| r["parent"] == a_id)
-            .filter_map(|r| r["id"].as_u64())
+            .filter_map(|a| a.as_u64())
             .collect();
         shown.sort_unstable();
-        rows.sort_unstable();
-        assert_eq!(shown, rows, "{t}");
-        let labels: Vec<&str> = t["children"]
-            .as_array()
-            .unwrap()
+        assert_eq!(shown, rows_under(&registry, a_id), "{t}");
+        let labels: Vec<&str> = children(&t, "child")
             .iter()
-            .filter_map(|c| c["child"].as_str())
+            .filter_map(|c| c.as_str())
             .collect();
         assert!(labels.contains(&"session"), "{t}");
         assert!(labels.contains(&"plan_store"), "{t}");
@@ -373,9 +350,7 @@ fn a_task_whose_actor_dies_unfinished_is_recorded_failed() {
                 generation,
             });
         }
-        let Ok(TaskAnswer::Record(r)) = a.send(TaskCall(TaskOp::Get(task))).await.unwrap() else {
-            panic!("no record");
-        };
+        let r = record(&a, task).await;
         assert_eq!(r["state"], "failed", "{r}");
         assert!(
             r["error"]["message"]
@@ -386,26 +361,17 @@ fn a_task_whose_actor_dies_unfinished_is_recorded_failed() {
         // Never re-run, and the other task runs on.
         let t = table(&a).await;
         assert!(
-            !t["children"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|c| c["child"] == tasks::ref_name(task).as_str()),
+            !children(&t, "child").contains(&&Json::from(tasks::ref_name(task))),
             "{t}"
         );
-        let Ok(TaskAnswer::Record(o)) = a.send(TaskCall(TaskOp::Get(other))).await.unwrap() else {
-            panic!("no record");
-        };
+        let o = record(&a, other).await;
         assert_eq!(o["state"], "running", "{o}");
-        let Ok(TaskAnswer::Watch(view)) = a.send(TaskCall(TaskOp::Watch(task))).await.unwrap()
-        else {
-            panic!("no view");
-        };
+        let dead = view(&a, task).await;
         cancel_task(&a, other).await;
         // Closing the session cancels the task whose actor it no longer
         // counts; its evaluation ends (no process left behind).
         a.send(StopSession).await.unwrap();
-        let v = crate::actors::task::wait_final(view, Some(Duration::from_secs(10))).await;
+        let v = wait_final(dead, Some(Duration::from_secs(10))).await;
         assert!(v.record.state.is_final(), "{:?}", v.record.state);
     });
 }
