@@ -427,6 +427,26 @@ fn status_lists_the_actor_tree() {
         .find(|s| s["name"] == "work")
         .unwrap();
     assert_eq!(work["clients"], json!(1));
+    // The session's child table is every actor row naming its supervisor.
+    let sup = actors
+        .iter()
+        .find(|a| a["kind"] == "session_supervisor" && a["name"] == "work")
+        .unwrap();
+    let mut rows: Vec<u64> = actors
+        .iter()
+        .filter(|a| a["parent"] == sup["id"])
+        .filter_map(|a| a["id"].as_u64())
+        .collect();
+    let mut children: Vec<u64> = work["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["actor"].as_u64())
+        .collect();
+    rows.sort_unstable();
+    children.sort_unstable();
+    assert!(!children.is_empty(), "{work}");
+    assert_eq!(rows, children, "{work}");
 
     drop(d);
     let (code, _, err) = run(&root, &["status", "--socket", &sock], &[]);

@@ -1,0 +1,217 @@
+//! `shoal daemon`: load the config, make the private state and log dirs, take
+//! the socket (or the one systemd passed), open the journal, start the actor
+//! tree (Daemon, EventBus, JournalWriter, Listener) and run it; at exit remove
+//! the socket and settle (`shutdown.rs`). Its own output is stderr and the log:
+//! stdout carries protocol frames only.
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use actix::prelude::*;
+
+use super::super::event_bus::EventBus;
+use super::super::health::{Counted, Registry};
+use super::super::journal_writer::JournalWriter;
+use super::super::listener::{self, Listener};
+use super::super::session::SessionShared;
+use super::setup::{
+    create_private_dir, init_logging, install_panic_hook, register_signals, spawn_signal_handlers,
+    take_listen_fd,
+};
+use super::shutdown::after_stop;
+use super::{Daemon, DaemonInfo, DaemonOptions};
+use crate::config::{self, Config};
+use crate::journal;
+use crate::paths;
+
+/// `shoal daemon`: returns the process exit code.
+pub fn run(opts: DaemonOptions) -> i32 {
+    // Socket activation first, before any thread exists.
+    let activated = take_listen_fd();
+
+    let (config_path, required) = paths::config_file(opts.config.as_deref());
+    let loaded = match config::load(&config_path, required) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("shoal daemon: {e}");
+            return 1;
+        }
+    };
+    let config = Arc::new(loaded.config);
+    let socket = paths::socket_path(opts.socket.as_deref());
+    let state_dir = paths::state_dir(opts.state_dir.as_deref());
+    let log_dir = paths::log_dir(&state_dir);
+    if let Err(e) = create_private_dir(&state_dir).and_then(|_| create_private_dir(&log_dir)) {
+        eprintln!(
+            "shoal daemon: cannot create state dir {}: {e}",
+            state_dir.display()
+        );
+        return 1;
+    }
+    let _guard = match init_logging(&log_dir, &config) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!(
+                "shoal daemon: cannot set up logging in {}: {e}",
+                log_dir.display()
+            );
+            return 1;
+        }
+    };
+    install_panic_hook();
+
+    // Handlers go in before the socket exists: a client that sees the socket
+    // may signal at once, and the default action would skip the cleanup.
+    let sys = System::new();
+    let signals = sys.block_on(async { register_signals() });
+
+    let socket_activated = activated.is_some();
+    let (std_listener, bound) = match activated {
+        Some(l) => (l, None),
+        None => match listener::prepare_socket(&socket) {
+            Ok((l, bound)) => (l, Some(bound)),
+            Err(e) => {
+                tracing::error!("cannot listen on {}: {e}", socket.display());
+                eprintln!("shoal daemon: {e}");
+                return 1;
+            }
+        },
+    };
+    tracing::info!(
+        pid = std::process::id(),
+        socket = %socket.display(),
+        state_dir = %state_dir.display(),
+        config = ?loaded.path,
+        socket_activated,
+        "daemon starting (version {})",
+        env!("CARGO_PKG_VERSION")
+    );
+
+    crate::leash::install(&config.policy, config.plans.ttl.0, Some(state_dir.clone()));
+
+    // The journal: a corrupt or foreign file stops the start, untouched.
+    let journal_path = state_dir.join("journal.redb");
+    let opened = open_journal(&journal_path, &config);
+    let (writer, start_seqs) = match opened {
+        Ok(x) => x,
+        Err(e) => {
+            tracing::error!("cannot open the journal {}: {e}", journal_path.display());
+            eprintln!("shoal daemon: cannot open the journal: {e}");
+            if let Some(b) = bound {
+                b.remove();
+            }
+            return 1;
+        }
+    };
+    let shutdown_writer = writer.clone();
+
+    let info = DaemonInfo {
+        pid: std::process::id(),
+        socket: socket.clone(),
+        state_dir,
+        config: loaded.path,
+        log_dir,
+        socket_activated,
+        started: Instant::now(),
+        started_unix_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0),
+    };
+
+    let draining: Arc<std::sync::Mutex<Vec<Arc<SessionShared>>>> = Arc::default();
+    let draining_run = draining.clone();
+    let started = sys.block_on(async move {
+        let registry = Arc::new(Registry::default());
+        let dreg = registry.register("daemon", "shoal", None);
+        let daemon_stats = dreg.stats.clone();
+        let signal_stats = dreg.stats.clone();
+        let daemon_id = dreg.id();
+        let breg = registry.register("event_bus", "events", Some(daemon_id));
+        let bus_stats = breg.stats.clone();
+        let bus = EventBus::new(Some(writer.clone()), start_seqs, breg).start();
+        let bus = Counted::new(bus, bus_stats);
+        let jreg = registry.register("journal_writer", "journal", Some(daemon_id));
+        let services = JournalWriter::start_services(writer, bus, jreg);
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let daemon = Daemon::new(info, config.clone(), registry.clone(), dreg)
+            .with_services(services)
+            .with_connections(open.clone())
+            .with_draining(draining_run)
+            .start();
+        let tokio_listener = match std_listener
+            .set_nonblocking(true)
+            .and_then(|_| tokio::net::UnixListener::from_std(std_listener))
+        {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!("cannot register the listener: {e}");
+                return false;
+            }
+        };
+        let lreg = registry.register("listener", socket.display().to_string(), Some(daemon_id));
+        Listener::new(
+            tokio_listener,
+            daemon.clone(),
+            daemon_stats,
+            config,
+            registry,
+            lreg,
+            open,
+        )
+        .start();
+        spawn_signal_handlers(daemon, signal_stats, signals);
+        let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+        tracing::info!(socket = %socket.display(), "daemon ready");
+        eprintln!("shoal daemon: ready {}", socket.display());
+        true
+    });
+    let code = if !started {
+        1
+    } else {
+        match sys.run() {
+            Ok(()) => 0,
+            Err(e) => {
+                tracing::error!("actor system failed: {e}");
+                1
+            }
+        }
+    };
+    if let Some(b) = bound {
+        b.remove();
+    }
+    after_stop(&draining, &shutdown_writer);
+    tracing::info!(code, "daemon stopped");
+    code
+}
+
+type OpenedJournal = (Arc<journal::JournalWriter>, Vec<(String, u64)>);
+
+/// Open `<state>/journal.redb` and start its writer thread.
+fn open_journal(path: &std::path::Path, config: &Config) -> journal::Result<OpenedJournal> {
+    let j = &config.journal;
+    let store = Arc::new(journal::Store::open(
+        path,
+        journal::StoreOptions {
+            retention: journal::Retention {
+                max_entries: j.max_entries,
+                max_bytes: j.max_bytes,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )?);
+    let start_seqs = EventBus::start_seqs(&store)?;
+    let writer = journal::JournalWriter::start(
+        store,
+        journal::WriterConfig {
+            durability: match j.durability {
+                config::JournalDurability::Immediate => journal::Durability::Immediate,
+                config::JournalDurability::Batched => journal::Durability::Batched,
+            },
+            flush_ms: j.flush_ms,
+            ..Default::default()
+        },
+    )?;
+    Ok((Arc::new(writer), start_seqs))
+}

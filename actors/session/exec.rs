@@ -1,0 +1,329 @@
+//! One evaluation, foreground or a background task's: the Leash gate on
+//! the derived effects, the run under the caller's sandbox, the value stored
+//! as `out:N`, its bounded render and the [`PendingJournal`] it leaves. Runs on
+//! an evaluation thread only (never an arbiter); it never encodes a reply.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::super::call_cancel::CallCancel;
+use super::super::event_bus::Publish;
+use super::super::msg::{ExecReply, SessionError};
+use super::record::{PendingJournal, PendingRan};
+use super::shared::{LiveState, SessionShared};
+use super::worker::publish;
+use super::{cancelled_before_running, journal_unavailable, panic_message};
+use crate::lang::{ExecError, Position, Session as LangSession, SessionOptions};
+use crate::proto::{bound, kernel, wire};
+use crate::sync::Locked;
+use crate::value::Value;
+
+/// What one evaluation runs (a foreground exec or a background task).
+pub struct JobSpec {
+    pub src: String,
+    pub position: Position,
+    pub tty: bool,
+    pub cancel: Arc<CallCancel>,
+    /// The caller's principal: its verdict gates the run (when `check`) and
+    /// its sandbox confines the children.
+    pub gate: Option<Arc<crate::leash::Gate>>,
+    pub check: bool,
+}
+
+/// Items of a list or table rendered for the reply and the journal; past it
+/// the render says how many more there are.
+const RENDER_MAX_ITEMS: usize = 2000;
+/// A language session for `shared` (its cwd, environment, limits, adapters
+/// and the bus bridge of `user.*` channels).
+pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionError> {
+    let opts = SessionOptions {
+        cwd: shared.cwd.clone(),
+        env: Vec::new(),
+        config: Default::default(),
+        memory_limit: shared.session_memory,
+        spill_limit: shared.spill_bytes,
+        adapters: shared.adapters.clone(),
+    };
+    catch_unwind(AssertUnwindSafe(|| {
+        let mut s = LangSession::new(opts);
+        s.replace_env(shared.env.clone());
+        if let Some(svc) = &shared.services {
+            // `user.*` channels are the language's side of the event bus:
+            // what the session emits there is published for every client.
+            let bus = svc.bus.clone();
+            s.set_bus_sink(Some(Arc::new(move |channel: &str, v: &Value| {
+                bus.do_send(Publish {
+                    channel: channel.to_string(),
+                    payload: wire::encode(v),
+                });
+            })));
+        }
+        s
+    }))
+    .map_err(|p| {
+        let m = panic_message(&p);
+        tracing::error!(session = %shared.name, "language session failed to start: {m}");
+        SessionError::Internal(format!("language session unavailable: {m}"))
+    })
+}
+
+/// The Leash gate of a run (docs/protocol.md §5): derive the effects and refuse
+/// unless the principal's verdict is `allow`. A parse error passes through
+/// (the exec reports it as usual).
+fn gate_run(
+    gate: &crate::leash::Gate,
+    session: &LangSession,
+    src: &str,
+    check: bool,
+) -> Result<Vec<serde_json::Value>, SessionError> {
+    let effects = match catch_unwind(AssertUnwindSafe(|| session.derive_effects(src))) {
+        Ok(Ok(e)) => e,
+        Ok(Err(_)) => return Ok(Vec::new()),
+        Err(p) => {
+            return Err(SessionError::Internal(format!(
+                "planning panicked: {}",
+                panic_message(&p)
+            )))
+        }
+    };
+    gate_effects(gate, &effects, check)
+}
+
+/// The Leash verdict on derived `effects` (`check`: enforce it), and the
+/// effects as the journal records them.
+fn gate_effects(
+    gate: &crate::leash::Gate,
+    effects: &[crate::leash::Effect],
+    check: bool,
+) -> Result<Vec<serde_json::Value>, SessionError> {
+    if check {
+        let d = gate.decide(effects);
+        if let Some(e) = crate::leash::refusal(&gate.principal, &d, effects) {
+            return Err(SessionError::Rpc(e));
+        }
+    }
+    Ok(effects.iter().map(crate::leash::Effect::to_json).collect())
+}
+
+/// The Leash verdict for running `src` in `lang` (a background task's start).
+pub fn check_gate(
+    gate: &crate::leash::Gate,
+    lang: &LangSession,
+    src: &str,
+) -> Result<(), SessionError> {
+    gate_run(gate, lang, src, true).map(|_| ())
+}
+
+/// The worker's language session, started on first use (with the session's
+/// views: channel injector, interrupter, spill allowance).
+pub(super) fn ensure_lang<'a>(
+    shared: &SessionShared,
+    lang: &'a mut Option<LangSession>,
+) -> Result<&'a mut LangSession, SessionError> {
+    if lang.is_none() {
+        let s = new_lang(shared)?;
+        *shared.injector.locked() = Some(s.channel_injector());
+        *shared.interrupter.locked() = Some(s.interrupter());
+        *shared.spill.locked() = s.spill_quota();
+        *lang = Some(s);
+    }
+    lang.as_mut()
+        .ok_or_else(|| SessionError::Internal("language session unavailable".into()))
+}
+
+/// Run one background task's evaluation on the calling thread (started by
+/// `spawn_eval_thread`), on its own fork `lang`: stored as `out:N`, journaled.
+pub fn run_task(
+    shared: &SessionShared,
+    lang: LangSession,
+    spec: &JobSpec,
+    stack: usize,
+) -> Result<ExecReply, SessionError> {
+    let mut lang = Some(lang);
+    let (mut result, journal) = run_job(shared, &mut lang, spec, stack, false);
+    spec.cancel.finish();
+    if let Some(j) = journal {
+        let mut events = Vec::new();
+        if let Err(e) = j.record(shared, &mut events) {
+            if shared.immediate_durability() {
+                result = Err(journal_unavailable(&e));
+            }
+        }
+        publish(shared, events);
+    }
+    if let Ok(r) = &mut result {
+        if shared.journal_degraded() {
+            r.journal = Some("degraded");
+        }
+    }
+    result
+}
+
+/// Evaluate `job` in `lang`. The foreground (`foreground`: the session's
+/// worker) creates the language session on first use and updates the
+/// session's views; a task's fork leaves them alone.
+pub(super) fn run_job(
+    shared: &SessionShared,
+    lang: &mut Option<LangSession>,
+    job: &JobSpec,
+    stack: usize,
+    foreground: bool,
+) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
+    if foreground {
+        if let Err(e) = ensure_lang(shared, lang) {
+            return (Err(e), None);
+        }
+    }
+    let Some(session) = lang.as_mut() else {
+        return (
+            Err(SessionError::Internal(
+                "language session unavailable".into(),
+            )),
+            None,
+        );
+    };
+    // One parse serves the gate and the evaluation; a parse error is the
+    // exec's own answer (reported below, like any other result).
+    let prepared = match catch_unwind(AssertUnwindSafe(|| {
+        session.prepare_exec(&job.src, job.position)
+    })) {
+        Ok(p) => p,
+        Err(p) => {
+            return (
+                Err(SessionError::Internal(format!(
+                    "parsing panicked: {}",
+                    panic_message(&p)
+                ))),
+                None,
+            )
+        }
+    };
+    let mut effects = Vec::new();
+    if let (Some(gate), Ok(p)) = (&job.gate, &prepared) {
+        let derived = match catch_unwind(AssertUnwindSafe(|| session.effects_of(p))) {
+            Ok(e) => e,
+            Err(p) => {
+                let m = panic_message(&p);
+                return (
+                    Err(SessionError::Internal(format!("planning panicked: {m}"))),
+                    None,
+                );
+            }
+        };
+        match gate_effects(gate, &derived, job.check) {
+            Ok(e) => effects = e,
+            Err(e) => return (Err(e), None),
+        }
+    }
+    let interrupter = session.interrupter();
+    interrupter.reset();
+    // From here a cancel of this call interrupts it (and only it).
+    let started = job.cancel.begin(Some(&interrupter));
+    if !started {
+        return (Err(cancelled_before_running()), None);
+    }
+    shared.ensure_base();
+    if let Err(e) = shared.reserve_next() {
+        return (Err(e), None);
+    }
+    let ts = crate::journal::now_ns();
+    let t0 = Instant::now();
+    let sandbox = job.gate.as_ref().and_then(|g| g.sandbox.clone());
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        crate::leash::landlock::with_rules(sandbox, || {
+            prepared.and_then(|p| session.exec_prepared_here(p, stack))
+        })
+    }));
+    let elapsed = t0.elapsed();
+    let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
+    let cwd = session.cwd();
+    if foreground {
+        // Most execs change neither: compare rather than copy the environment.
+        let mut live = shared.live.locked();
+        let same = live
+            .as_ref()
+            .is_some_and(|l| l.cwd == cwd && session.env_is(&l.env));
+        if !same {
+            *live = Some(LiveState {
+                cwd: cwd.clone(),
+                env: session.env(),
+            });
+        }
+    }
+    let pending = |n: u64, ran: PendingRan| {
+        shared.services.as_ref().map(|_| PendingJournal {
+            n,
+            principal: job.gate.as_ref().map(|g| g.principal.clone()),
+            effects: effects.clone(),
+            src: job.src.clone(),
+            cwd: cwd.clone(),
+            ts,
+            dur_ns: elapsed.as_nanos().min(i64::MAX as u128) as i64,
+            ran,
+        })
+    };
+    match outcome {
+        Err(p) => {
+            // Never resume state a panic may have half-mutated.
+            *lang = None;
+            let m = panic_message(&p);
+            tracing::error!(session = %shared.name, "evaluation panicked: {m}");
+            (
+                Err(SessionError::Internal(format!(
+                    "evaluation panicked ({m}); the session's bindings were reset"
+                ))),
+                None,
+            )
+        }
+        Ok(Err(ExecError::Parse(e))) => (Err(SessionError::Parse(e)), None),
+        Ok(Err(ExecError::Raised(e))) => {
+            let n = shared.push(Value::Error(Arc::new(e.clone())));
+            let j = pending(n, PendingRan::Raised(e.clone()));
+            let warnings = session.take_warnings().into_boxed_slice();
+            (
+                Err(SessionError::Raised {
+                    error: e,
+                    n,
+                    warnings,
+                }),
+                j,
+            )
+        }
+        Ok(Ok(value)) => {
+            // The reply carries the value itself; the connection elides it under
+            // the caller's budget (wire encoding happens at the edges).
+            let rendered = catch_unwind(AssertUnwindSafe(|| {
+                crate::value::render::block_limited(&value, shared.render_width, RENDER_MAX_ITEMS)
+            }));
+            let n = shared.push(value.clone());
+            let render = match rendered {
+                Ok(r) => r,
+                Err(p) => {
+                    tracing::warn!(session = %shared.name, "render panicked: {}", panic_message(&p));
+                    String::new()
+                }
+            };
+            let bounded = bound::bound_render(&render, job.tty, Some(&kernel::ref_uri(n)));
+            let j = pending(
+                n,
+                PendingRan::Value {
+                    value: value.clone(),
+                    render,
+                    bounded: bounded.clone(),
+                },
+            );
+            (
+                Ok(ExecReply {
+                    n,
+                    value,
+                    render: bounded,
+                    elapsed_ms,
+                    journal: None,
+                    warnings: session.take_warnings(),
+                }),
+                j,
+            )
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! The Session actor: owns one named session's evaluation worker thread and
+//! nothing else. It never evaluates on its arbiter (evaluation blocks: it
+//! spawns and waits on processes): it hands jobs to the worker (`worker.rs`)
+//! over a channel and awaits the reply.
+//!
+//! The language session lives on the worker thread; a panic in the language
+//! is caught there, reported as an error, and the (possibly half-mutated)
+//! language state is dropped rather than resumed. The transcript lives in
+//! [`SessionShared`] (`shared.rs`, `transcript.rs`), owned by the supervisor,
+//! so it survives a restart of this actor. One evaluation is `exec.rs`; what
+//! it leaves for the journal is `record.rs`.
+
+mod exec;
+mod record;
+mod shared;
+mod transcript;
+mod worker;
+
+use std::sync::{mpsc, Arc};
+
+use actix::prelude::*;
+use tokio::sync::oneshot;
+
+use super::health::Registration;
+use super::msg::{Crash, Exec, ExecReply, SessionError};
+
+pub use exec::{check_gate, run_task, JobSpec};
+pub use record::wait_records_handed_off;
+pub use shared::{ForkSeed, LiveState, SessionShared};
+pub use transcript::Transcript;
+use worker::{worker, Job, Work};
+
+pub use super::call_cancel::CallCancel;
+
+/// The journal cannot make this exec durable: `-32603` with `data.journal: "unavailable"`.
+pub fn journal_unavailable(error: &str) -> SessionError {
+    SessionError::Rpc(
+        crate::proto::rpc::RpcError::internal(format!(
+            "the journal is unavailable ({error}); the result was not recorded"
+        ))
+        .with_data(serde_json::json!({"journal": "unavailable", "error": error})),
+    )
+}
+
+/// How often a cancelled, still running call is interrupted again.
+const CANCEL_REASSERT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The reply to a call cancelled before it ran.
+pub fn cancelled_before_running() -> SessionError {
+    SessionError::Rpc(
+        crate::proto::rpc::RpcError::new(
+            crate::proto::rpc::RAISED,
+            "cancelled before it ran (removed from the session's queue)",
+        )
+        .with_data(serde_json::json!({"code": "cancelled", "ran": false})),
+    )
+}
+
+pub struct Session {
+    shared: Arc<SessionShared>,
+    jobs: Option<mpsc::Sender<Work>>,
+    reg: Registration,
+    /// Tells the supervisor when this actor ends (a panic included).
+    _exit: Option<super::session_supervisor::ExitNotice>,
+}
+
+impl Session {
+    pub fn new(shared: Arc<SessionShared>, reg: Registration) -> Self {
+        Session {
+            shared,
+            jobs: None,
+            reg,
+            _exit: None,
+        }
+    }
+
+    pub fn with_exit_notice(mut self, exit: super::session_supervisor::ExitNotice) -> Self {
+        self._exit = Some(exit);
+        self
+    }
+}
+
+impl Actor for Session {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(64);
+        let (tx, rx) = mpsc::channel::<Work>();
+        let shared = self.shared.clone();
+        // The worker evaluates on its own (large) stack: no thread per exec.
+        let spawned = crate::lang::session::spawn_eval_thread(
+            format!("shoal-session-{}", self.shared.name),
+            move |stack| worker(shared, rx, stack),
+        );
+        match spawned {
+            Ok(_) => self.jobs = Some(tx),
+            Err(e) => {
+                tracing::error!(session = %self.shared.name, "cannot start worker thread: {e}");
+                self.reg
+                    .stats
+                    .set_error(format!("cannot start worker thread: {e}"));
+                ctx.stop();
+            }
+        }
+        self.reg.stats.set_state("idle");
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        self.shared.interrupt();
+        tracing::info!(session = %self.shared.name, "session actor stopped");
+    }
+}
+
+impl Handler<Exec> for Session {
+    type Result = ResponseFuture<Result<ExecReply, SessionError>>;
+
+    fn handle(&mut self, msg: Exec, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let (reply, rx) = oneshot::channel();
+        let cancel = msg.cancel;
+        let job = Job {
+            spec: JobSpec {
+                src: msg.src,
+                position: msg.position,
+                tty: msg.tty,
+                cancel: cancel.clone(),
+                gate: msg.gate,
+                check: msg.check,
+            },
+            reply,
+        };
+        let sent = self
+            .jobs
+            .as_ref()
+            .map(|tx| tx.send(Work::Exec(job)).is_ok())
+            .unwrap_or(false);
+        let stats = self.reg.stats.clone();
+        let name = self.shared.name.clone();
+        let bus = self.shared.services.as_ref().map(|s| s.bus.clone());
+        Box::pin(async move {
+            if !sent {
+                stats.set_error("worker thread is gone");
+                return Err(SessionError::Internal(format!(
+                    "session {name}: worker thread is gone"
+                )));
+            }
+            let mut rx = rx;
+            let r = tokio::select! {
+                r = &mut rx => r,
+                _ = cancel.wake.notified() => {
+                    // Queued: answer now; the worker skips the job when it gets there.
+                    if cancel.is_queued() {
+                        return Err(cancelled_before_running());
+                    }
+                    // Running: keep the interrupt asserted until it ends.
+                    let mut tick = tokio::time::interval(CANCEL_REASSERT);
+                    loop {
+                        tokio::select! {
+                            r = &mut rx => break r,
+                            _ = tick.tick() => cancel.reassert(),
+                        }
+                    }
+                }
+            };
+            let r = match r {
+                Ok((r, events)) => {
+                    // In reply order, so events keep the order of execs. A
+                    // kernel connection writes them after the reply (it takes
+                    // no message while a request is in flight).
+                    if let Some(bus) = &bus {
+                        for e in events {
+                            bus.do_send(e);
+                        }
+                    }
+                    r
+                }
+                Err(_) => Err(SessionError::Internal(format!(
+                    "session {name}: worker thread ended during exec"
+                ))),
+            };
+            if let Err(SessionError::Internal(m)) = &r {
+                stats.set_error(m.clone());
+            }
+            r
+        })
+    }
+}
+
+impl Handler<super::msg::DerivePlan> for Session {
+    type Result = ResponseFuture<Result<Vec<crate::leash::Effect>, SessionError>>;
+
+    fn handle(&mut self, msg: super::msg::DerivePlan, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let (reply, rx) = oneshot::channel();
+        let sent = self
+            .jobs
+            .as_ref()
+            .map(|tx| {
+                tx.send(Work::Derive {
+                    src: msg.src,
+                    reply,
+                })
+                .is_ok()
+            })
+            .unwrap_or(false);
+        let name = self.shared.name.clone();
+        Box::pin(async move {
+            if !sent {
+                return Err(SessionError::Internal(format!(
+                    "session {name}: worker thread is gone"
+                )));
+            }
+            rx.await.unwrap_or_else(|_| {
+                Err(SessionError::Internal(format!(
+                    "session {name}: worker thread ended while planning"
+                )))
+            })
+        })
+    }
+}
+
+impl Handler<Crash> for Session {
+    type Result = ();
+
+    fn handle(&mut self, _msg: Crash, _ctx: &mut Context<Self>) {
+        self.reg.stats.handled();
+        panic!(
+            "session {}: crash requested by debug hook",
+            self.shared.name
+        );
+    }
+}
+
+pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".to_string()
+    }
+}

@@ -1,0 +1,278 @@
+//! The state of a named session that outlives its Session actor: the
+//! transcript and `out:N` numbering (durably reserved in the journal), the
+//! session's views (cwd, environment, client count, busy flag), the handles the
+//! worker publishes (interrupter, channel injector, spill allowance) and the
+//! fork seed background tasks start from. The supervisor owns it; it never
+//! evaluates and never blocks an arbiter (the journal reads in `ensure_base`
+//! run on the worker thread only).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use super::super::journal_writer::Services;
+use super::super::msg::SessionError;
+use super::exec::new_lang;
+use super::journal_unavailable;
+use super::transcript::Transcript;
+use crate::journal::reserve::RefReservation;
+use crate::lang::{ChannelInjector, Interrupter, Session as LangSession};
+use crate::sync::Locked;
+use crate::value::Value;
+
+/// State of a named session that outlives its Session actor.
+#[derive(Debug)]
+pub struct SessionShared {
+    pub name: String,
+    pub cwd: PathBuf,
+    /// The environment the session started with (the creating client's).
+    pub env: Vec<(String, String)>,
+    pub created: Instant,
+    pub render_width: usize,
+    /// `out:N` is `transcript[N-1-base]`.
+    pub transcript: Mutex<Transcript>,
+    /// `out:N` numbers up to `base` were used before this session object existed (journal
+    /// transcript rows from before a restart); set on the worker thread before the first exec.
+    pub base: OnceLock<u64>,
+    /// Which `out:N` numbers are durably reserved in the journal.
+    reserved: RefReservation,
+    /// The journal and event bus (absent in unit tests).
+    pub services: Option<Services>,
+    pub clients: AtomicI64,
+    pub busy: AtomicBool,
+    pub interrupter: Mutex<Option<Interrupter>>,
+    /// Delivers `user.*` events published by clients into the language's channels.
+    pub injector: Mutex<Option<ChannelInjector>>,
+    /// The language session's cwd and environment after its last exec
+    /// (`shoal://session/cwd`, `shoal://session/env`); `None` before the first.
+    pub live: Mutex<Option<LiveState>>,
+    /// `[limits] session_memory` and `spill_bytes` (0: the defaults).
+    pub session_memory: u64,
+    pub spill_bytes: u64,
+    /// The language session's spill allowance, for `shoal status` (set by the worker).
+    pub spill: Mutex<Option<Arc<crate::value::output::SpillQuota>>>,
+    /// Adapters of the language session (`None`: commands run as written).
+    pub adapters: Option<Arc<crate::adapters::Catalog>>,
+    /// A fork of the language session as of its last exec: background tasks
+    /// start from a copy of it without waiting for the worker.
+    pub fork_seed: Mutex<Option<ForkSeed>>,
+}
+
+/// The language state a background task starts from.
+pub struct ForkSeed(pub(super) LangSession);
+
+impl std::fmt::Debug for ForkSeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ForkSeed")
+    }
+}
+
+/// What a session's views show: its cwd and environment as of the last exec.
+#[derive(Debug, Clone)]
+pub struct LiveState {
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+impl SessionShared {
+    pub fn new(name: String, cwd: PathBuf, render_width: usize) -> Self {
+        SessionShared {
+            name,
+            cwd,
+            env: crate::paths::base_env(),
+            created: Instant::now(),
+            render_width,
+            transcript: Mutex::new(Transcript::new(4096)),
+            base: OnceLock::new(),
+            reserved: RefReservation::default(),
+            services: None,
+            clients: AtomicI64::new(0),
+            busy: AtomicBool::new(false),
+            interrupter: Mutex::new(None),
+            injector: Mutex::new(None),
+            adapters: None,
+            live: Mutex::new(None),
+            fork_seed: Mutex::new(None),
+            session_memory: 0,
+            spill_bytes: 0,
+            spill: Mutex::new(None),
+        }
+    }
+
+    /// Apply the `[limits]` a language session enforces itself.
+    pub fn with_limits(mut self, l: &crate::config::LimitsConfig) -> Self {
+        self.session_memory = l.session_memory;
+        self.spill_bytes = l.spill_bytes;
+        self
+    }
+
+    /// Keep at most `n` transcript values in memory (older ones come from the journal).
+    pub fn with_resident_values(self, n: usize) -> Self {
+        *self.transcript.locked() = Transcript::new(n);
+        self
+    }
+
+    /// Start with exactly `env` (the creating client's environment).
+    pub fn with_env(mut self, env: Vec<(String, String)>) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// Journal the session's execs and publish their events.
+    pub fn with_services(mut self, services: Services) -> Self {
+        self.services = Some(services);
+        self
+    }
+
+    fn base(&self) -> u64 {
+        self.base.get().copied().unwrap_or(0)
+    }
+
+    /// Continue `out:N` after the journal's last transcript row of this session (blocking
+    /// read: worker thread only).
+    pub(super) fn ensure_base(&self) {
+        if self.base.get().is_some() {
+            return;
+        }
+        // Continue past the last stored row and past every number reserved (handed out
+        // possibly, but lost with a crash before its row was committed).
+        let last = self.services.as_ref().map_or(Ok(0), |s| {
+            s.writer.sync_visible().and_then(|_| {
+                let store = s.writer.store();
+                let row = store.transcript_last(&self.name)?.unwrap_or(0);
+                Ok(row.max(store.refs_reserved(&self.name)?))
+            })
+        });
+        let last = last.unwrap_or_else(|e| {
+            tracing::warn!(session = %self.name, "cannot read the journal's transcript: {e}");
+            0
+        });
+        self.reserved.start_at(last);
+        let _ = self.base.set(last);
+    }
+
+    /// Make sure the next `out:N` is durably reserved before it is handed out
+    /// (worker thread only; see [`RefReservation`]).
+    pub(super) fn reserve_next(&self) -> Result<(), SessionError> {
+        let next = self.peek_next();
+        self.reserve_upto(next)
+    }
+
+    /// Reserve durably every number up to at least `next`.
+    fn reserve_upto(&self, next: u64) -> Result<(), SessionError> {
+        let Some(svc) = &self.services else {
+            return Ok(());
+        };
+        self.reserved
+            .ensure(&svc.writer, &self.name, next)
+            .map_err(|e| {
+                tracing::error!(session = %self.name, "cannot reserve out:N numbers: {e}");
+                journal_unavailable(&e.to_string())
+            })
+    }
+
+    /// At a clean shutdown (no exec running any more), give back the reserved `out:N`
+    /// numbers that were never handed out, durably, so the next start continues right
+    /// after the last one used instead of a whole block later.
+    pub fn release_reservation(&self) {
+        let Some(svc) = &self.services else {
+            return;
+        };
+        if self.base.get().is_none() || self.busy.load(Ordering::Relaxed) {
+            return;
+        }
+        let used = self.peek_next() - 1;
+        if let Err(e) = self.reserved.release(&svc.writer, &self.name, used) {
+            tracing::warn!(session = %self.name, "cannot release out:N numbers: {e}");
+        }
+    }
+
+    /// The `n` the next [`push`](Self::push) will return.
+    pub fn peek_next(&self) -> u64 {
+        let t = self.transcript.locked();
+        self.base() + t.items.len() as u64 + 1
+    }
+
+    /// Whether the journal is configured `immediate` (the reply waits for the commit).
+    /// The journal's last commit failed (batched results then say `journal: "degraded"`).
+    pub fn journal_degraded(&self) -> bool {
+        self.services
+            .as_ref()
+            .is_some_and(|s| s.writer.is_degraded())
+    }
+
+    pub fn immediate_durability(&self) -> bool {
+        self.services
+            .as_ref()
+            .is_some_and(|s| s.writer.config().durability == crate::journal::Durability::Immediate)
+    }
+
+    pub fn push(&self, v: Value) -> u64 {
+        let n = {
+            let mut t = self.transcript.locked();
+            t.push(v, self.services.is_some());
+            self.base() + t.items.len() as u64
+        };
+        // Tasks and the worker push concurrently: a number may pass the
+        // reserved block between `reserve_next` and here; reserve it now.
+        let behind = !self.reserved.covers(n);
+        if behind {
+            if let Err(e) = self.reserve_upto(n) {
+                tracing::error!(session = %self.name, "out:{n} handed out unreserved: {e:?}");
+            }
+        }
+        n
+    }
+
+    /// A copy of the language state for a background task: from the last
+    /// exec's seed, or a fresh language session before the first exec.
+    pub fn fork_lang(&self) -> Result<LangSession, SessionError> {
+        if let Some(seed) = self.fork_seed.locked().as_ref() {
+            return Ok(seed.0.fork());
+        }
+        new_lang(self)
+    }
+
+    /// `out:n` if this session object holds it in memory (older ones: the journal).
+    pub fn get(&self, n: u64) -> Option<Value> {
+        let t = self.transcript.locked();
+        n.checked_sub(1 + self.base())
+            .and_then(|i| t.items.get(i as usize))
+            .and_then(Option::clone)
+    }
+
+    /// The newest `out:N` number (0 when there is none).
+    pub fn last_ref(&self) -> u64 {
+        self.base() + self.transcript_len() as u64
+    }
+
+    pub fn transcript_len(&self) -> usize {
+        self.transcript.locked().items.len()
+    }
+
+    /// The session's cwd and environment as of its last exec, else the ones it
+    /// starts with (`shoal://session/cwd`, `shoal://session/env`): a copy, so
+    /// a caller never holds the lock.
+    pub fn views(&self) -> (PathBuf, Vec<(String, String)>) {
+        match self.live.locked().clone() {
+            Some(l) => (l.cwd, l.env),
+            None => (self.cwd.clone(), self.env.clone()),
+        }
+    }
+
+    /// Deliver a `user.*` event to the language's `channel(...)` readers (none
+    /// before the first exec started the language session).
+    pub fn inject(&self, channel: &str, payload: Value) {
+        if let Some(inj) = self.injector.locked().as_ref() {
+            inj.inject(channel, payload);
+        }
+    }
+
+    /// Interrupt the running evaluation, if any.
+    pub fn interrupt(&self) {
+        if let Some(i) = self.interrupter.locked().as_ref() {
+            i.interrupt();
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The session's worker thread: owns the language session, runs jobs in
+//! order, answers each caller and hands the exec's journal record over before
+//! or after the reply. It never touches an actor's state and never runs on an
+//! arbiter.
+
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
+
+use tokio::sync::oneshot;
+
+use super::super::event_bus::Publish;
+use super::super::msg::{ExecReply, SessionError};
+use super::exec::{ensure_lang, run_job, JobSpec};
+use super::record::RecordInFlight;
+use super::shared::{ForkSeed, SessionShared};
+use super::{cancelled_before_running, journal_unavailable, panic_message};
+use crate::lang::Session as LangSession;
+use crate::sync::Locked;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// What the worker answers: the result, and the exec's bus events when its
+/// journal record was handed off before the reply (the arbiter publishes them
+/// as it takes the reply: no second wake-up of its thread).
+pub(super) type JobReply = (Result<ExecReply, SessionError>, Vec<Publish>);
+
+pub(super) struct Job {
+    pub(super) spec: JobSpec,
+    pub(super) reply: oneshot::Sender<JobReply>,
+}
+
+/// What the worker thread is asked to do.
+pub(super) enum Work {
+    Exec(Job),
+    /// Derive the effects of a source (planning; nothing runs).
+    Derive {
+        src: String,
+        reply: oneshot::Sender<Result<Vec<crate::leash::Effect>, SessionError>>,
+    },
+}
+
+/// The worker thread: owns the language session, runs jobs in order.
+pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack: usize) {
+    let mut lang: Option<LangSession> = None;
+    while let Ok(work) = rx.recv() {
+        let job = match work {
+            Work::Exec(job) => job,
+            Work::Derive { src, reply } => {
+                let r = match ensure_lang(&shared, &mut lang) {
+                    Err(e) => Err(e),
+                    Ok(session) => catch_unwind(AssertUnwindSafe(|| session.derive_effects(&src)))
+                        .map_err(|p| {
+                            SessionError::Internal(format!(
+                                "planning panicked: {}",
+                                panic_message(&p)
+                            ))
+                        })
+                        .and_then(|r| r.map_err(SessionError::Parse)),
+                };
+                let _ = reply.send(r);
+                continue;
+            }
+        };
+        if job.spec.cancel.is_cancelled() {
+            job.spec.cancel.finish();
+            let _ = job
+                .reply
+                .send((Err(cancelled_before_running()), Vec::new()));
+            continue;
+        }
+        shared.busy.store(true, Ordering::Relaxed);
+        let (result, journal) = run_job(&shared, &mut lang, &job.spec, stack, true);
+        job.spec.cancel.finish();
+        // The state background tasks fork from is refreshed after the reply,
+        // under the seed's lock taken now: a task started right after the
+        // reply waits for the refresh and sees this exec's bindings, and the
+        // reply does not wait for the copy.
+        let mut seed = lang.is_some().then(|| shared.fork_seed.locked());
+        let mut result = result;
+        let mut events = Vec::new();
+        // With immediate durability the reply waits for the commit (docs/protocol.md §6).
+        // With batched durability the client does not wait for the journal: a
+        // small record (the common case) is handed to the writer before the
+        // reply (it only queues), a large one after it (its encoding would
+        // delay the reply). Either way on this thread, so entries keep the
+        // order of execs.
+        let (before, after) = match journal {
+            Some(j) if shared.immediate_durability() || j.is_small() => (Some(j), None),
+            j => (None, j),
+        };
+        if let Some(j) = before {
+            if let Err(e) = j.record(&shared, &mut events) {
+                if shared.immediate_durability() {
+                    // Not durable, so not acknowledged as a success (docs/protocol.md §10).
+                    result = Err(journal_unavailable(&e));
+                }
+            }
+        }
+        if !shared.immediate_durability() {
+            if let Ok(r) = &mut result {
+                if shared.journal_degraded() {
+                    r.journal = Some("degraded");
+                }
+            }
+        }
+        // Acknowledged but not yet handed to the journal writer: the daemon's
+        // shutdown waits for it (see `wait_records_handed_off`).
+        let guard = after.as_ref().map(|_| RecordInFlight::begin());
+        if let Err((_, events)) = job.reply.send((result, events)) {
+            // The caller is gone: publish what it would have.
+            publish(&shared, events);
+        }
+        if let (Some(seed), Some(l)) = (seed.as_mut(), &lang) {
+            **seed = Some(ForkSeed(l.fork()));
+        }
+        drop(seed);
+        if let Some(j) = after {
+            let mut events = Vec::new();
+            let _ = j.record(&shared, &mut events);
+            publish(&shared, events);
+        }
+        drop(guard);
+        shared.busy.store(false, Ordering::Relaxed);
+    }
+    tracing::debug!(session = %shared.name, "worker thread ends");
+}
+
+/// Publish events from the worker thread.
+pub(super) fn publish(shared: &SessionShared, events: Vec<Publish>) {
+    if let Some(svc) = &shared.services {
+        for e in events {
+            svc.bus.do_send(e);
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! MCP resources: `resources/list` pages (fixed roots, then transcript refs
+//! newest first), `resources/templates/list`, `resources/read` results,
+//! which URIs are subscribable and to which channel, and the hard-capped
+//! journal, events and blob answers. Pure: it builds answers from what the
+//! caller read; it never reads a value, the journal or the bus itself.
+
+use serde_json::{json, Value as Json};
+
+use super::super::bound::{bound_text, MAX_TEXT};
+use super::super::rpc::RpcError;
+use super::super::uri;
+use super::{Caps, CARD_URI};
+
+/// Transcript refs per `resources/list` page.
+pub const RESOURCES_PAGE: u64 = 100;
+
+/// A `resources/list` page (docs/protocol.md §9): `cursor` is `None` for the first
+/// page, which starts with the fixed roots; refs go newest first, from
+/// `last_ref` down, [`RESOURCES_PAGE`] at a time, and `nextCursor` names the
+/// next ref below the page, so refs created meanwhile never shift a page.
+pub fn resources_page(caps: Caps, last_ref: u64, cursor: Option<&str>) -> Result<Json, RpcError> {
+    let (fixed, top) = match cursor {
+        None => (true, last_ref),
+        Some(c) => {
+            let n = c
+                .strip_prefix("out<=")
+                .and_then(|n| n.parse::<u64>().ok())
+                .filter(|n| *n <= last_ref)
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!("invalid cursor {c:?}"))
+                        .with_data(json!({"cursor": c}))
+                })?;
+            (false, n)
+        }
+    };
+    let bottom = top.saturating_sub(RESOURCES_PAGE - 1).max(1);
+    let refs: Vec<u64> = if top == 0 {
+        Vec::new()
+    } else {
+        (bottom..=top).rev().collect()
+    };
+    let mut r = resources(caps, fixed, &refs);
+    if bottom > 1 && top > 0 {
+        r["nextCursor"] = json!(format!("out<={}", bottom - 1));
+    }
+    Ok(r)
+}
+
+/// `resources/list` entries: the fixed roots (when `fixed`) plus `out_refs`.
+fn resources(caps: Caps, fixed: bool, out_refs: &[u64]) -> Json {
+    let r = |uri: &str, name: &str, desc: &str| json!({"uri": uri, "name": name, "description": desc, "mimeType": "application/json"});
+    let mut v = Vec::new();
+    if fixed {
+        v.push(json!({"uri": CARD_URI, "name": "language", "title": "The Shoal language card",
+            "description": "How to use Shoal as an agent (also the prompt shoal_language)", "mimeType": "text/markdown"}));
+    }
+    if fixed && caps.journal {
+        v.push(r(
+            "shoal://journal",
+            "journal",
+            "The execution journal, newest first (subscribable)",
+        ));
+    }
+    if fixed {
+        v.push(r(
+            "shoal://session/cwd",
+            "cwd",
+            "The session's working directory",
+        ));
+        v.push(r(
+            "shoal://session/env",
+            "env",
+            "The session's environment variables",
+        ));
+    }
+    for n in out_refs {
+        v.push(r(
+            &super::super::kernel::ref_uri(*n),
+            &super::super::kernel::ref_name(*n),
+            "A transcript value",
+        ));
+    }
+    json!({"resources": v})
+}
+/// `resources/templates/list`.
+pub fn resource_templates(caps: Caps) -> Json {
+    let t = |tpl: &str, name: &str, desc: &str| json!({"uriTemplate": tpl, "name": name, "description": desc, "mimeType": "application/json"});
+    let mut v = vec![
+        t(
+            "shoal://out/{n}{?path,slice,format}",
+            "transcript-value",
+            "A transcript value; slice=A..B",
+        ),
+        t(
+            "shoal://session/{view}",
+            "session-view",
+            "Session views: cwd, env",
+        ),
+        super::super::mcp_pty::template(),
+        t(
+            "shoal://task/{n}",
+            "task",
+            "A background task's record (state, src, elapsed_ms, result_ref); subscribable",
+        ),
+        t(
+            "shoal://task/{n}/out",
+            "task-output",
+            "A finished background task's value",
+        ),
+    ];
+    if caps.journal {
+        v.push(t(
+            "shoal://val/{hash}",
+            "content-value",
+            "A content-addressed journal output",
+        ));
+        v.push(t(
+            "shoal://journal{?since,until,head,principal,ok,effects,limit}",
+            "journal",
+            "Journal entries, newest first",
+        ));
+    }
+    if caps.events {
+        v.push(t(
+            "shoal://events/{channel}{?since,limit}",
+            "events",
+            "Events of a channel (subscribable)",
+        ));
+    }
+    json!({"resourceTemplates": v})
+}
+
+/// A `resources/read` result: `render`/`raw`/`inline`
+/// strings as `text/plain`, else pretty JSON of `payload`, bounded.
+pub fn read_result(uri: &str, result: &Json) -> Json {
+    for k in ["render", "raw", "inline"] {
+        if let Some(s) = result.get(k).and_then(Json::as_str) {
+            return json!({
+                "contents": [{"uri": uri, "mimeType": "text/plain", "text": bound_text(s, MAX_TEXT, Some(uri))}],
+                "structuredContent": result,
+            });
+        }
+    }
+    let payload = result.get("value").unwrap_or(result);
+    let text = bound_text(
+        &serde_json::to_string_pretty(payload).unwrap_or_default(),
+        MAX_TEXT,
+        Some(uri),
+    );
+    json!({
+        "contents": [{"uri": uri, "mimeType": "application/json", "text": text}],
+        "structuredContent": payload,
+    })
+}
+
+/// The channel a subscribable URI watches (docs/protocol.md §2): `shoal://events/{ch}`
+/// → `ch`, `shoal://journal` → `journal`.
+pub fn subscription_channel(u: &str) -> Result<String, String> {
+    let p = uri::parse(u)?;
+    match (p.root.as_str(), p.segs.first()) {
+        ("events", Some(ch)) => Ok(ch.clone()),
+        ("journal", None) => Ok("journal".into()),
+        ("jobs", None) => Ok("jobs".into()),
+        ("task", Some(n)) if n.parse::<u64>().is_ok_and(|n| n > 0) && p.segs.len() <= 2 => {
+            Ok(format!("task.{n}"))
+        }
+        _ => Err(format!(
+            "only shoal://events/{{channel}}, shoal://journal, shoal://jobs and shoal://task/{{n}} are subscribable (got {u})"
+        )),
+    }
+}
+
+/// Keep the leading items of `items` whose encodings fit in the hard cap;
+/// `(kept, dropped)`.
+fn cap_items(items: Vec<Json>) -> (Vec<Json>, usize) {
+    let mut used = 64;
+    let total = items.len();
+    let mut kept = Vec::new();
+    for it in items {
+        used += serde_json::to_vec(&it).map(|b| b.len()).unwrap_or(0) + 1;
+        if used > super::super::elide::HARD_CAP {
+            break;
+        }
+        kept.push(it);
+    }
+    let dropped = total - kept.len();
+    (kept, dropped)
+}
+
+/// `shoal_journal` / `shoal://journal`: `{entries}`, bounded to the hard cap
+/// (`truncated`, `more` when entries were left off: narrow with `limit`/`until`).
+pub fn journal_result(entries: Vec<Json>) -> Json {
+    let (kept, dropped) = cap_items(entries);
+    let mut r = json!({"entries": kept});
+    if dropped > 0 {
+        r["truncated"] = json!(true);
+        r["more"] = json!(dropped);
+    }
+    r
+}
+
+/// `shoal://events/{ch}`: `{channel, events}`, bounded like the journal.
+pub fn events_result(channel: &str, events: Vec<Json>) -> Json {
+    let (kept, dropped) = cap_items(events);
+    let mut r = json!({"channel": channel, "events": kept});
+    if dropped > 0 {
+        r["truncated"] = json!(true);
+        r["more"] = json!(dropped);
+    }
+    r
+}
+
+/// A `blob.get` result bounded to the default byte budget: a stored value
+/// over it becomes an elided `{"$":"ref"}` with a text head.
+pub fn bounded_blob(blob: &Json, uri: &str) -> Json {
+    bounded_blob_max(blob, uri, super::super::elide::Budget::default().max_bytes)
+}
+
+/// [`bounded_blob`] with an explicit budget (`blob.get`'s `max_bytes`).
+pub fn bounded_blob_max(blob: &Json, uri: &str, max_bytes: usize) -> Json {
+    let len = serde_json::to_vec(blob).map(|b| b.len()).unwrap_or(0);
+    if len <= max_bytes {
+        return blob.clone();
+    }
+    let v = &blob["value"];
+    let of = v.get("$").and_then(Json::as_str).unwrap_or("json");
+    let head = serde_json::to_string_pretty(v).unwrap_or_default();
+    let head: Vec<&str> = head.lines().take(10).collect();
+    json!({"hash": blob["hash"], "value": {
+        "$": "ref", "uri": uri, "of": of, "n": len, "preview": {"$": "null"},
+        "render_head": bound_text(&head.join("\n"), 2048, Some(uri)),
+    }})
+}
+
+/// Parse `A..B` (`slice=` of an out URI).
+pub fn parse_slice(s: &str) -> Option<(usize, usize)> {
+    let (a, b) = s.split_once("..")?;
+    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+}

@@ -1,0 +1,150 @@
+//! Folding results into MCP `CallToolResult`s: bounded text for a model to
+//! read (renders, warnings, error messages with hints, argument errors,
+//! stderr), a resource link to the stored value, the structured content as
+//! given. Pure: it never validates arguments and never reads a value.
+
+use serde_json::{json, Value as Json};
+
+use super::super::bound::{bound_text, MAX_TEXT};
+use super::super::rpc::RpcError;
+use super::super::uri;
+
+/// One text line per warning of an exec result (`warning[code]: message (hint)`).
+fn warning_lines(structured: &Json) -> String {
+    let mut out = String::new();
+    for w in structured
+        .get("warnings")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let field = |k: &str| w.get(k).and_then(Json::as_str).unwrap_or("");
+        out.push_str(&format!(
+            "\nwarning[{}]: {} (hint: {})",
+            field("code"),
+            field("message"),
+            field("hint")
+        ));
+    }
+    out
+}
+/// The addressable URI of a result, in order: `uri`, `value.uri` (elided),
+/// `ref` converted.
+fn link_uri(structured: &Json) -> Option<String> {
+    if let Some(u) = structured.get("uri").and_then(Json::as_str) {
+        return Some(u.to_string());
+    }
+    if let Some(u) = structured
+        .get("value")
+        .and_then(|v| v.get("uri"))
+        .and_then(Json::as_str)
+    {
+        return Some(u.to_string());
+    }
+    structured
+        .get("ref")
+        .and_then(Json::as_str)
+        .and_then(uri::ref_to_uri)
+}
+
+fn resource_link(uri: &str, name: &str) -> Json {
+    json!({"type": "resource_link", "uri": uri, "name": name, "mimeType": "application/json"})
+}
+
+/// A successful tool result: bounded text, a resource link, structured content.
+pub fn tool_success(structured: Json) -> Json {
+    let uri = link_uri(&structured);
+    let text = match ["render", "inline", "raw"]
+        .iter()
+        .find_map(|k| structured.get(*k).and_then(Json::as_str))
+    {
+        Some(r) => bound_text(r, MAX_TEXT, uri.as_deref()),
+        None => bound_text(
+            &serde_json::to_string_pretty(&structured).unwrap_or_default(),
+            MAX_TEXT,
+            uri.as_deref(),
+        ),
+    };
+    let text = text + &warning_lines(&structured);
+    let mut content = vec![json!({"type": "text", "text": text})];
+    if let Some(uri) = &uri {
+        let name = structured.get("ref").and_then(Json::as_str).unwrap_or(uri);
+        content.push(resource_link(uri, name));
+    }
+    json!({"content": content, "structuredContent": structured, "isError": false})
+}
+
+/// A failed tool result carrying an error object `{code, message, data?}`;
+/// linked when the error was stored (`data.uri` / `data.ref`).
+pub fn tool_error(error: Json) -> Json {
+    let uri = error
+        .get("data")
+        .and_then(|d| {
+            d.get("uri")
+                .and_then(Json::as_str)
+                .map(str::to_string)
+                .or_else(|| {
+                    d.get("ref")
+                        .and_then(Json::as_str)
+                        .filter(|r| r.starts_with("out:"))
+                        .and_then(uri::ref_to_uri)
+                })
+        })
+        .filter(|_| error.get("code") == Some(&json!(super::super::rpc::RAISED)));
+    let text = bound_text(&error_text(&error), MAX_TEXT, uri.as_deref());
+    let mut content = vec![json!({"type": "text", "text": text})];
+    if let Some(u) = &uri {
+        let name = error["data"]["ref"].as_str().unwrap_or(u);
+        content.push(resource_link(u, name));
+    }
+    json!({"content": content, "structuredContent": error, "isError": true})
+}
+
+/// Stderr shown in an error's text at most (the whole of it is in the value).
+const ERROR_STDERR_TEXT: usize = 2048;
+
+/// The text of an error result, for a model to read: the message with its
+/// codes, the hint, argument errors, a failed command's status and stderr.
+fn error_text(error: &Json) -> String {
+    let data = error.get("data");
+    let field = |k: &str| data.and_then(|d| d.get(k));
+    let message = error["message"].as_str().unwrap_or("error");
+    let rpc_code = error["code"].as_i64().unwrap_or(0);
+    let mut out = match field("code").and_then(Json::as_str) {
+        Some(lang) => format!("error [{lang}, {rpc_code}]: {message}"),
+        None => format!("error [{rpc_code}]: {message}"),
+    };
+    if let Some(hint) = field("hint").and_then(Json::as_str) {
+        out.push_str("\nhint: ");
+        out.push_str(hint);
+    }
+    for e in field("errors")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let path = e["path"]
+            .as_str()
+            .filter(|p| !p.is_empty())
+            .unwrap_or("(arguments)");
+        out.push_str(&format!(
+            "\n  {path}: {}",
+            e["message"].as_str().unwrap_or("")
+        ));
+    }
+    if let Some(status) = field("status").filter(|s| !s.is_null()) {
+        out.push_str(&format!("\nstatus: {status}"));
+    }
+    if let Some(stderr) = field("stderr")
+        .and_then(Json::as_str)
+        .filter(|s| !s.is_empty())
+    {
+        out.push_str("\nstderr:\n");
+        out.push_str(&bound_text(stderr, ERROR_STDERR_TEXT, None));
+    }
+    out
+}
+
+pub fn tool_error_rpc(e: &RpcError) -> Json {
+    tool_error(e.to_json())
+}
