@@ -603,10 +603,7 @@ delete = ["{p}/**"]
         json!({"ref": rec["result_ref"], "format": "render"}),
     );
     let text = v.to_string();
-    assert!(
-        text.contains("TCP_NO") && !text.contains("TCP_OK"),
-        "{v}"
-    );
+    assert!(text.contains("TCP_NO") && !text.contains("TCP_OK"), "{v}");
     // And a program on a PTY.
     let cmd = format!("{}; echo END; sleep 30", connect_probe(port));
     let p = h.ok(
