@@ -15,8 +15,10 @@
 //! abstract unix sockets or signal processes outside their sandbox; where
 //! the kernel cannot enforce that, the spawn is refused. A non-hermetic
 //! principal whose `net_connect` grants all name a port may connect only to
-//! those ports (any host: Landlock knows ports, not hosts). Not covered:
-//! UDP, pathname unix sockets, raw sockets and other protocols.
+//! those ports (any host: Landlock knows ports, not hosts; below ABI 4 the
+//! port rules are left out). Not covered: UDP, pathname unix sockets (the
+//! daemon's own socket included, which admits its uid as the local
+//! principal), raw sockets and other protocols.
 
 use std::cell::RefCell;
 use std::ffi::CString;
@@ -92,11 +94,12 @@ impl Net {
         }
     }
 
-    pub fn as_str(&self) -> &'static str {
+    /// What the OS enforces at Landlock ABI `abi`.
+    pub fn enforced_at(&self, abi: i64) -> &'static str {
         match self {
-            Net::Open => "open",
-            Net::ConnectPorts(_) => "tcp-connect-ports",
-            Net::Sealed => "sealed",
+            Net::ConnectPorts(_) if abi >= 4 => "tcp-connect-ports",
+            Net::Sealed if abi >= 4 => "sealed",
+            _ => "open",
         }
     }
 }
@@ -161,14 +164,9 @@ impl Rules {
         if abi <= 0 {
             return Err("Landlock is not available on this kernel".into());
         }
-        if self.net != Net::Open && abi < 4 {
-            let what = if self.net == Net::Sealed {
-                "a hermetic principal's network confinement"
-            } else {
-                "a net_connect port confinement"
-            };
+        if self.net == Net::Sealed && abi < 4 {
             return Err(format!(
-                "this kernel's Landlock (ABI {abi}) cannot enforce {what} (TCP rules need ABI 4)"
+                "hermetic: this kernel's Landlock (ABI {abi}) cannot deny the network (TCP rules need ABI 4); the program is not started"
             ));
         }
         Ok(())
@@ -189,10 +187,12 @@ impl Rules {
         if self.read.is_some() {
             handled |= READ;
         }
+        // Port rules are an addition to the verdict: below ABI 4 they are
+        // left out (hermetic was refused above).
         let net = match self.net {
-            Net::Open => 0,
-            Net::ConnectPorts(_) => NET_CONNECT_TCP,
+            Net::ConnectPorts(_) if abi >= 4 => NET_CONNECT_TCP,
             Net::Sealed => NET_BIND_TCP | NET_CONNECT_TCP,
+            _ => 0,
         };
         let scoped = if self.net == Net::Sealed && abi >= 6 {
             SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL
@@ -246,7 +246,7 @@ impl Rules {
         if let Ok(true) = std::fs::metadata("/dev/pts").map(|m| m.is_dir()) {
             let _ = add(Path::new("/dev/pts"), WRITE_FILE | READ_FILE);
         }
-        if let Net::ConnectPorts(ports) = &self.net {
+        if let (Net::ConnectPorts(ports), true) = (&self.net, net != 0) {
             for p in ports {
                 rs.add_port(*p, NET_CONNECT_TCP)?;
             }
@@ -430,12 +430,17 @@ mod tests {
         assert!(r.enforceable_at(4).is_ok());
         let e = r.enforceable_at(3).unwrap_err();
         assert!(e.contains("hermetic") && e.contains("ABI 3"), "{e}");
+        assert_eq!(r.net.enforced_at(3), "open");
         assert!(r.enforceable_at(0).is_err());
         // net_connect grants that all name ports confine connect to them.
         let p: PrincipalPolicy =
             toml::from_str("net_connect = [\"a.example:443\", \"*:80\", \"b:443\"]").unwrap();
         let r = Rules::lower(&p, None).unwrap();
         assert_eq!(r.net, Net::ConnectPorts(vec![80, 443]));
+        // Below ABI 4 the port rules are left out, nothing is refused.
+        assert!(r.enforceable_at(3).is_ok());
+        assert_eq!(r.net.enforced_at(3), "open");
+        assert_eq!(r.net.enforced_at(4), "tcp-connect-ports");
         let p: PrincipalPolicy = toml::from_str("net_connect = [\"a:443\", \"b:*\"]").unwrap();
         assert_eq!(Rules::lower(&p, None).unwrap().net, Net::Open);
     }

@@ -105,7 +105,9 @@ impl Gate {
 
     /// What the OS confines of this principal's network use.
     pub fn net_confinement(&self) -> &'static str {
-        self.sandbox.as_ref().map_or("open", |r| r.net.as_str())
+        self.sandbox
+            .as_ref()
+            .map_or("open", |r| r.net.enforced_at(landlock::abi()))
     }
 
     pub fn decide(&self, effects: &[Effect]) -> Decision {
