@@ -526,6 +526,11 @@ fn connect_probe(port: u16) -> String {
     )
 }
 
+/// Python `code` (single-quote free), printing `PY_OK` or `PY_NO`.
+fn py_probe(code: &str) -> String {
+    format!("sh {{ python3 -c '{code}' 2>&1 && echo PY\"\"_OK || echo PY\"\"_NO }}")
+}
+
 #[test]
 fn hermetic_principals_get_no_tcp() {
     let root = Root::new();
@@ -573,6 +578,20 @@ delete = ["{p}/**"]
         "a non-hermetic principal connects: {out}"
     );
 
+    // UDP and the daemon's own unix socket: reachable for a non-hermetic
+    // principal, sealed off for a hermetic one (the socket filter).
+    let udp = py_probe(&format!(
+        "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (\"127.0.0.1\", {port}))"
+    ));
+    let unix = py_probe(&format!(
+        "import socket; socket.socket(socket.AF_UNIX).connect(\"{}\")",
+        root.socket().display()
+    ));
+    for probe in [&udp, &unix] {
+        let out = n.ok("exec", json!({"src": probe})).to_string();
+        assert!(out.contains("PY_OK"), "{probe}: {out}");
+    }
+
     let mut h = d.conn();
     let r = attach_token(&mut h, "sealed", &token(&root, "agent:h"));
     assert_eq!(r["result"]["caps_enforced"], json!(true), "{r}");
@@ -582,6 +601,13 @@ delete = ["{p}/**"]
         out.contains("TCP_NO") && out.contains("Permission denied") && !out.contains("TCP_OK"),
         "{out}"
     );
+    for probe in [&udp, &unix] {
+        let out = h.ok("exec", json!({"src": probe})).to_string();
+        assert!(
+            out.contains("PY_NO") && out.contains("Permission denied") && !out.contains("PY_OK"),
+            "{probe}: {out}"
+        );
+    }
     // Writes outside the grants still fail; inside they work.
     let src = format!("sh {{ echo x > {} }}", outside.display());
     let text = h.call("exec", json!({"src": src})).to_string();

@@ -10,15 +10,18 @@
 //! in the parent; the child only calls `landlock_restrict_self` between fork
 //! and exec.
 //!
-//! Network (TCP only, Landlock ABI 4+): a `hermetic` principal's children
-//! may neither connect nor bind any TCP port, and (ABI 6+) may not reach
+//! Network: a `hermetic` principal's children may neither connect nor bind
+//! any TCP port (Landlock ABI 4+), may not create sockets of any family (a
+//! seccomp filter: so no UDP, unix, raw or netlink sockets either, and the
+//! daemon's own socket is out of reach), and (ABI 6+) may not reach
 //! abstract unix sockets or signal processes outside their sandbox; where
-//! the kernel cannot enforce that, the spawn is refused. A non-hermetic
+//! the kernel cannot enforce that, the spawn is refused. Sockets inherited
+//! as open descriptors stay usable (the daemon passes none). A non-hermetic
 //! principal whose `net_connect` grants all name a port may connect only to
 //! those ports (any host: Landlock knows ports, not hosts; below ABI 4 the
-//! port rules are left out). Not covered: UDP, pathname unix sockets (the
-//! daemon's own socket included, which admits its uid as the local
-//! principal), raw sockets and other protocols.
+//! port rules are left out). Not covered for non-hermetic principals: UDP,
+//! pathname unix sockets (the daemon's own socket included, which admits
+//! its uid as the local principal), raw sockets and other protocols.
 
 use std::cell::RefCell;
 use std::ffi::CString;
@@ -164,6 +167,12 @@ impl Rules {
         if abi <= 0 {
             return Err("Landlock is not available on this kernel".into());
         }
+        if self.net == Net::Sealed && AUDIT_ARCH.is_none() {
+            return Err(
+                "hermetic: the socket filter is built for x86_64 and aarch64 only; the program is not started"
+                    .into(),
+            );
+        }
         if self.net == Net::Sealed && abi < 4 {
             return Err(format!(
                 "hermetic: this kernel's Landlock (ABI {abi}) cannot deny the network (TCP rules need ABI 4); the program is not started"
@@ -227,7 +236,10 @@ impl Rules {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: the kernel returned a new descriptor that we own.
-        let rs = Ruleset(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+        let rs = Ruleset {
+            fd: unsafe { OwnedFd::from_raw_fd(fd as RawFd) },
+            sealed: self.net == Net::Sealed,
+        };
         let add = |path: &Path, rights: u64| -> io::Result<()> { rs.add(path, rights & handled) };
         if let Some(read) = &self.read {
             for r in read {
@@ -269,9 +281,13 @@ struct NetPort {
     port: u64,
 }
 
-/// A Landlock ruleset descriptor.
+/// A Landlock ruleset descriptor (and whether the children are sealed off
+/// the network, which adds the socket filter).
 #[derive(Debug)]
-pub struct Ruleset(OwnedFd);
+pub struct Ruleset {
+    fd: OwnedFd,
+    sealed: bool,
+}
 
 #[repr(C, packed)]
 struct PathBeneath {
@@ -305,7 +321,7 @@ impl Ruleset {
         let r = unsafe {
             libc::syscall(
                 libc::SYS_landlock_add_rule,
-                self.0.as_raw_fd(),
+                self.fd.as_raw_fd(),
                 1u32,
                 &attr as *const PathBeneath,
                 0u32,
@@ -326,7 +342,7 @@ impl Ruleset {
         let r = unsafe {
             libc::syscall(
                 libc::SYS_landlock_add_rule,
-                self.0.as_raw_fd(),
+                self.fd.as_raw_fd(),
                 RULE_NET_PORT,
                 &attr as *const NetPort,
                 0u32,
@@ -339,8 +355,104 @@ impl Ruleset {
     }
 
     pub fn raw(&self) -> RawFd {
-        self.0.as_raw_fd()
+        self.fd.as_raw_fd()
     }
+
+    /// What the child applies between fork and exec (valid while `self`
+    /// lives, which the spawn outlasts).
+    pub fn confine(&self) -> Confine {
+        Confine {
+            fd: self.raw(),
+            sealed: self.sealed,
+        }
+    }
+}
+
+/// The confinement a child applies to itself: see [`Confine::apply`].
+#[derive(Clone, Copy, Debug)]
+pub struct Confine {
+    fd: RawFd,
+    sealed: bool,
+}
+
+impl Confine {
+    /// In the child between fork and exec: the Landlock ruleset, then for a
+    /// sealed (hermetic) child the socket filter. Async-signal-safe.
+    pub fn apply(self) -> io::Result<()> {
+        restrict_self(self.fd)?;
+        if self.sealed {
+            seal_sockets()?;
+        }
+        Ok(())
+    }
+}
+
+/// The architecture the socket filter is built for (`AUDIT_ARCH_*`).
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: Option<u32> = Some(0xC000_003E);
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: Option<u32> = Some(0xC000_00B7);
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const AUDIT_ARCH: Option<u32> = None;
+
+const fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+const BPF_LD_W_ABS: u16 = 0x20;
+const BPF_JEQ_K: u16 = 0x15;
+const BPF_JGE_K: u16 = 0x35;
+const BPF_RET_K: u16 = 0x06;
+const RET_ALLOW: u32 = 0x7fff_0000;
+const RET_ERRNO: u32 = 0x0005_0000;
+const RET_KILL_PROCESS: u32 = 0x8000_0000;
+
+/// A hermetic child's seccomp filter: `socket(2)` fails with `EACCES` (no
+/// socket of any family: UDP, unix, raw, netlink), `io_uring_setup` with
+/// `EPERM` (its ring could open sockets), syscalls of another ABI (x32,
+/// 32-bit compat) kill the process; everything else is allowed.
+/// `socketpair` stays (an unnamed pair reaches nothing outside).
+static SEAL: [libc::sock_filter; 11] = [
+    bpf(BPF_LD_W_ABS, 0, 0, 4), // seccomp_data.arch
+    bpf(
+        BPF_JEQ_K,
+        1,
+        0,
+        match AUDIT_ARCH {
+            Some(a) => a,
+            None => 0,
+        },
+    ),
+    bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
+    bpf(BPF_LD_W_ABS, 0, 0, 0), // seccomp_data.nr
+    bpf(BPF_JGE_K, 0, 1, 0x4000_0000),
+    bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
+    bpf(BPF_JEQ_K, 0, 1, libc::SYS_socket as u32),
+    bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EACCES as u32),
+    bpf(BPF_JEQ_K, 0, 1, libc::SYS_io_uring_setup as u32),
+    bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
+    bpf(BPF_RET_K, 0, 0, RET_ALLOW),
+];
+
+/// Install [`SEAL`] (no_new_privs is already set). Async-signal-safe.
+fn seal_sockets() -> io::Result<()> {
+    let prog = libc::sock_fprog {
+        len: SEAL.len() as u16,
+        filter: SEAL.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: `prog` points at a static filter and lives across the call;
+    // PR_SET_SECCOMP with SECCOMP_MODE_FILTER (2) only reads it.
+    let r = unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            2 as libc::c_ulong,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// In the child between fork and exec: confine it. Async-signal-safe
