@@ -57,6 +57,15 @@ pub enum PlanOp {
     Deny(String),
     /// `plan.apply`: the plan, if it may run now.
     Apply(String),
+    /// The user's answer to an MCP elicitation about the caller's own
+    /// pending plan (contract §5): a human decision, recorded with how it
+    /// was made.
+    Elicited {
+        plan_ref: String,
+        approve: bool,
+        /// How the user was asked (`MCP elicitation/create via CLIENT`).
+        via: String,
+    },
 }
 
 /// A plan request for the session's PlanStore (through its supervisor).
@@ -96,14 +105,41 @@ impl PlanStore {
     }
 
     fn publish(&self, event: &str, plan: &Plan) {
-        if let Some(bus) = &self.bus {
-            let mut payload = plan.to_json();
-            if let Some(o) = payload.as_object_mut() {
-                o.insert("event".into(), json!(event));
+        self.publish_by(event, plan, None);
+    }
+
+    /// An `approval` event; a human decision (`by`, `via`) also goes to the
+    /// durable `journal` channel, so the journal says who decided and how.
+    fn publish_by(&self, event: &str, plan: &Plan, decided: Option<(&str, &str)>) {
+        let Some(bus) = &self.bus else {
+            return;
+        };
+        let mut payload = plan.to_json();
+        if let Some(o) = payload.as_object_mut() {
+            o.insert("event".into(), json!(event));
+            if let Some((by, via)) = decided {
+                o.insert("by".into(), json!(by));
+                o.insert("via".into(), json!(via));
             }
+        }
+        bus.do_send(Publish {
+            channel: "approval".into(),
+            payload,
+        });
+        if let Some((by, via)) = decided {
+            tracing::info!(plan = %plan.plan_ref, principal = %plan.principal, by, via, decision = event, "plan decided by a human");
+            let s = |v: &str| json!({"$": "str", "v": v});
             bus.do_send(Publish {
-                channel: "approval".into(),
-                payload,
+                channel: "journal".into(),
+                payload: json!({"$": "record", "v": {
+                    "approval": s(event),
+                    "plan_ref": s(&plan.plan_ref),
+                    "session": s(&plan.session),
+                    "principal": s(&plan.principal),
+                    "head": s(crate::journal::head_of(&plan.src)),
+                    "by": s(by),
+                    "via": s(via),
+                }}),
             });
         }
     }
@@ -261,6 +297,7 @@ impl PlanStore {
                 let j = json!({
                     "grant": "approval_pending",
                     "plan_ref": plan_ref,
+                    "awaiting": "human",
                     "why": format!("the policy of {} asks a human for these; approve with `shoal plan approve {plan_ref}`", p.principal),
                     "uncovered_effects": pending,
                     "expires": crate::leash::plan::rfc3339(p.expires_ns),
@@ -288,14 +325,46 @@ impl PlanStore {
                 }
                 p.approval = Approval::Approved;
                 let p = p.clone();
-                self.publish("approved", &p);
+                let by = caller.principal.clone();
+                self.publish_by("approved", &p, Some((&by, "shoal plan approve")));
                 Ok(PlanReply::Json(p.to_json()))
             }
             PlanOp::Deny(r) => {
                 let p = self.owned(&r, &caller, true)?;
                 p.approval = Approval::Denied;
                 let p = p.clone();
-                self.publish("denied", &p);
+                let by = caller.principal.clone();
+                self.publish_by("denied", &p, Some((&by, "shoal plan deny")));
+                Ok(PlanReply::Json(p.to_json()))
+            }
+            PlanOp::Elicited {
+                plan_ref,
+                approve,
+                via,
+            } => {
+                let p = self.owned(&plan_ref, &caller, false)?;
+                if p.verdict == Verdict::Deny {
+                    return Err(RpcError::new(
+                        LEASH_DENIED,
+                        format!(
+                            "policy denies this plan ({}); no approval can change that",
+                            p.reason.as_deref().unwrap_or("not granted")
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": plan_ref})));
+                }
+                if p.approval == Approval::Denied {
+                    return Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
+                        .with_data(json!({"plan_ref": plan_ref})));
+                }
+                p.approval = if approve {
+                    Approval::Approved
+                } else {
+                    Approval::Denied
+                };
+                let p = p.clone();
+                let event = if approve { "approved" } else { "denied" };
+                self.publish_by(event, &p, Some(("user", &via)));
                 Ok(PlanReply::Json(p.to_json()))
             }
             PlanOp::Apply(r) => {

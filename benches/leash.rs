@@ -34,7 +34,7 @@ fn script() -> String {
         "touch /tmp/leash-bench/a.txt",
         "rm /tmp/leash-bench/b.txt",
         "cp /tmp/a /tmp/b",
-        "for i in 0..3 { echo $i }",
+        "for i in 0..3 { echo (i) }",
         "git status",
         "sh { echo hi }",
         "if x > 2 { mkdir /tmp/leash-bench/d }",

@@ -517,3 +517,149 @@ fn adapted_commands_plan_with_concrete_effects() {
         vec!["opaque"]
     );
 }
+
+/// A TCP connect to `port` from Python, printing `TCP_OK` or `TCP_NO` (spelt
+/// apart in the source, so only the output contains the words).
+fn connect_probe(port: u16) -> String {
+    format!(
+        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 5)' 2>&1 && echo TCP\"\"_OK || echo TCP\"\"_NO"
+    )
+}
+
+/// Python `code` (single-quote free), printing `PY_OK` or `PY_NO`.
+fn py_probe(code: &str) -> String {
+    format!("sh {{ python3 -c '{code}' 2>&1 && echo PY\"\"_OK || echo PY\"\"_NO }}")
+}
+
+#[test]
+fn hermetic_principals_get_no_tcp() {
+    let root = Root::new();
+    let project = root.path().join("project");
+    let outside = root.path().join("outside.txt");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(&outside, "keep\n").unwrap();
+    let section = |name: &str, hermetic: bool| {
+        format!(
+            r#"
+[policy.principal."{name}"]
+opaque = "allow"
+auto_apply = "in-grant"
+hermetic = {hermetic}
+
+[policy.principal."{name}".fs]
+read = ["/**"]
+write = ["{p}/**"]
+delete = ["{p}/**"]
+"#,
+            p = project.display()
+        )
+    };
+    let cfg = write_config(
+        &root,
+        &(section("agent:h", true) + &section("agent:n", false)),
+    );
+    let d = Daemon::start_with(
+        &root,
+        &root.socket(),
+        &["--config", cfg.to_str().unwrap()],
+        &[],
+    );
+    // The listener the probes aim at (never accepted: the backlog answers).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let probe = format!("sh {{ {} }}", connect_probe(port));
+
+    let mut n = d.conn();
+    let r = attach_token(&mut n, "plain", &token(&root, "agent:n"));
+    assert_eq!(r["result"]["principal"], json!("agent:n"), "{r}");
+    let out = n.ok("exec", json!({"src": probe})).to_string();
+    assert!(
+        out.contains("TCP_OK"),
+        "a non-hermetic principal connects: {out}"
+    );
+
+    // UDP and the daemon's own unix socket: reachable for a non-hermetic
+    // principal, sealed off for a hermetic one (the socket filter).
+    let udp = py_probe(&format!(
+        "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (\"127.0.0.1\", {port}))"
+    ));
+    let unix = py_probe(&format!(
+        "import socket; socket.socket(socket.AF_UNIX).connect(\"{}\")",
+        root.socket().display()
+    ));
+    for probe in [&udp, &unix] {
+        let out = n.ok("exec", json!({"src": probe})).to_string();
+        assert!(out.contains("PY_OK"), "{probe}: {out}");
+    }
+
+    let mut h = d.conn();
+    let r = attach_token(&mut h, "sealed", &token(&root, "agent:h"));
+    assert_eq!(r["result"]["caps_enforced"], json!(true), "{r}");
+    // Foreground: the connect fails at the OS level.
+    let out = h.ok("exec", json!({"src": probe})).to_string();
+    assert!(
+        out.contains("TCP_NO") && out.contains("Permission denied") && !out.contains("TCP_OK"),
+        "{out}"
+    );
+    for probe in [&udp, &unix] {
+        let out = h.ok("exec", json!({"src": probe})).to_string();
+        assert!(
+            out.contains("PY_NO") && out.contains("Permission denied") && !out.contains("PY_OK"),
+            "{probe}: {out}"
+        );
+    }
+    // Writes outside the grants still fail; inside they work.
+    let src = format!("sh {{ echo x > {} }}", outside.display());
+    let text = h.call("exec", json!({"src": src})).to_string();
+    assert!(text.contains("ermission denied"), "{text}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep\n");
+    let inside = project.join("in.txt");
+    h.ok(
+        "exec",
+        json!({"src": format!("sh {{ echo y > {} }}", inside.display())}),
+    );
+    assert_eq!(std::fs::read_to_string(&inside).unwrap(), "y\n");
+    // A background task is sealed the same way.
+    let r = h.ok("exec", json!({"src": probe, "background": true}));
+    let task = r["task"].as_str().unwrap().to_string();
+    let rec = h.ok("task.await", json!({"task": task, "timeout_ms": 20000}));
+    assert_eq!(rec["state"], "completed", "{rec}");
+    let v = h.ok(
+        "value.get",
+        json!({"ref": rec["result_ref"], "format": "render"}),
+    );
+    let text = v.to_string();
+    assert!(text.contains("TCP_NO") && !text.contains("TCP_OK"), "{v}");
+    // And a program on a PTY.
+    let cmd = format!("{}; echo END; sleep 30", connect_probe(port));
+    let p = h.ok(
+        "pty.open",
+        json!({"cmd": "sh", "args": ["-c", cmd], "cols": 120, "rows": 10}),
+    );
+    let id = p["pty_id"].clone();
+    let r = h.ok(
+        "pty.read",
+        json!({"pty_id": id, "wait_for": "END", "timeout_ms": 10000}),
+    );
+    assert_eq!(r["matched"], json!(true), "{r}");
+    let screen = r["screen"].to_string();
+    assert!(
+        screen.contains("TCP_NO") && !screen.contains("TCP_OK"),
+        "{screen}"
+    );
+    h.ok("pty.close", json!({"pty_id": id}));
+
+    // shoal status says what is sealed.
+    let sock = root.socket();
+    let (st, out, err) = run(
+        &root,
+        &["status", "--json", "--socket", sock.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(st, 0, "{err}");
+    assert!(
+        out.contains("\"net\":\"sealed\"") || out.contains("\"net\": \"sealed\""),
+        "{out}"
+    );
+    drop(listener);
+}

@@ -54,6 +54,7 @@ use crate::proto::mcp_era::{self, Era};
 use crate::proto::mcp_tasks_ext;
 use crate::proto::rpc::{self, RpcError};
 
+mod elicit;
 mod resources;
 mod subscriptions;
 mod tools;
@@ -131,6 +132,8 @@ pub struct McpConn {
     listens: HashMap<String, Listen>,
     /// The request being dispatched declared the Tasks extension (2026).
     req_tasks_ext: bool,
+    /// Leash approvals asked of the user (`elicitation/create`).
+    elicit: elicit::Elicit,
 }
 
 fn id_key(id: &Json) -> String {
@@ -161,6 +164,7 @@ impl McpConn {
             named: HashMap::new(),
             listens: HashMap::new(),
             req_tasks_ext: false,
+            elicit: Default::default(),
         }
     }
 
@@ -403,6 +407,7 @@ impl McpConn {
                 let requested = params.get("protocolVersion").and_then(Json::as_str);
                 let v = mcp::negotiate(requested);
                 self.version = Some(v);
+                self.elicit_initialized(&params);
                 tracing::debug!(
                     conn = self.cx.id,
                     requested,
@@ -613,6 +618,9 @@ impl Actor for McpConn {
 impl StreamHandler<FrameItem> for McpConn {
     fn handle(&mut self, FrameItem(item): FrameItem, ctx: &mut Context<Self>) {
         self.reg.stats.handled_item();
+        if self.elicit.take_response(&item) {
+            return;
+        }
         match conn::incoming(&self.cx, &self.tx, ctx, item) {
             Some(rpc::Incoming::Request { id, method, params }) => {
                 self.request(id, method, params, ctx)
@@ -628,6 +636,7 @@ impl StreamHandler<FrameItem> for McpConn {
         // The client stopped sending: answer what is in flight, then stop. A half-close
         // (the shim after its client closed stdin) waits for the answers; a hang-up (the
         // shim was killed) cancels the calls in flight (docs/protocol.md §10).
+        self.elicit.abandon();
         if self.inflight.is_empty() {
             ctx.stop();
             return;

@@ -74,6 +74,7 @@ impl McpConn {
                 .into_actor(act)
             })),
             "shoal_exec" => self.tool_exec(args, cancel),
+            "shoal_cap_request" => self.tool_cap_request(args, &params, cancel),
             n if crate::proto::mcp_leash::is_leash_tool(n) => self.tool_leash(n, args, cancel),
             "shoal_get" => self.tool_get(args),
             "shoal_journal" => self.tool_journal(args),

@@ -8,7 +8,20 @@
 //! `fs.read` roots when that list is non-empty (an empty list leaves reads
 //! to the verdict, or nothing could even be executed). The ruleset is built
 //! in the parent; the child only calls `landlock_restrict_self` between fork
-//! and exec. Network is not confined.
+//! and exec.
+//!
+//! Network: a `hermetic` principal's children may neither connect nor bind
+//! any TCP port (Landlock ABI 4+), may not create sockets of any family (a
+//! seccomp filter: so no UDP, unix, raw or netlink sockets either, and the
+//! daemon's own socket is out of reach), and (ABI 6+) may not reach
+//! abstract unix sockets or signal processes outside their sandbox; where
+//! the kernel cannot enforce that, the spawn is refused. Sockets inherited
+//! as open descriptors stay usable (the daemon passes none). A non-hermetic
+//! principal whose `net_connect` grants all name a port may connect only to
+//! those ports (any host: Landlock knows ports, not hosts; below ABI 4 the
+//! port rules are left out). Not covered for non-hermetic principals: UDP,
+//! pathname unix sockets (the daemon's own socket included, which admits
+//! its uid as the local principal), raw sockets and other protocols.
 
 use std::cell::RefCell;
 use std::ffi::CString;
@@ -30,6 +43,15 @@ const MAKE_ALL: u64 = 0b111_1111 << 6; // MAKE_CHAR ..= MAKE_SYM
 const REFER: u64 = 1 << 13;
 const TRUNCATE: u64 = 1 << 14;
 
+/// LANDLOCK_ACCESS_NET_BIND_TCP, LANDLOCK_ACCESS_NET_CONNECT_TCP.
+const NET_BIND_TCP: u64 = 1 << 0;
+const NET_CONNECT_TCP: u64 = 1 << 1;
+/// LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, LANDLOCK_SCOPE_SIGNAL.
+const SCOPE_ABSTRACT_UNIX: u64 = 1 << 0;
+const SCOPE_SIGNAL: u64 = 1 << 1;
+/// LANDLOCK_RULE_NET_PORT.
+const RULE_NET_PORT: u32 = 2;
+
 const READ: u64 = EXECUTE | READ_FILE | READ_DIR;
 const WRITE: u64 = WRITE_FILE | MAKE_ALL | REFER | TRUNCATE;
 const DELETE: u64 = REMOVE_DIR | REMOVE_FILE;
@@ -42,6 +64,47 @@ pub struct Rules {
     pub read: Option<Vec<PathBuf>>,
     pub write: Vec<PathBuf>,
     pub delete: Vec<PathBuf>,
+    pub net: Net,
+}
+
+/// What the children may do on the network.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Net {
+    /// Not confined.
+    #[default]
+    Open,
+    /// TCP connect only to these ports (bind not confined).
+    ConnectPorts(Vec<u16>),
+    /// `hermetic`: no TCP connect or bind at all; abstract unix sockets and
+    /// signals scoped to the sandbox where the kernel can (ABI 6+).
+    Sealed,
+}
+
+impl Net {
+    /// The `net_connect` grants lowered: only when every grant names a port.
+    fn of(p: &PrincipalPolicy) -> Net {
+        if p.hermetic {
+            return Net::Sealed;
+        }
+        let ports: Option<Vec<u16>> = p.net_connect.iter().map(|g| g.port).collect();
+        match ports {
+            Some(mut v) if !v.is_empty() => {
+                v.sort_unstable();
+                v.dedup();
+                Net::ConnectPorts(v)
+            }
+            _ => Net::Open,
+        }
+    }
+
+    /// What the OS enforces at Landlock ABI `abi`.
+    pub fn enforced_at(&self, abi: i64) -> &'static str {
+        match self {
+            Net::ConnectPorts(_) if abi >= 4 => "tcp-connect-ports",
+            Net::Sealed if abi >= 4 => "sealed",
+            _ => "open",
+        }
+    }
 }
 
 /// Longest glob-free prefix of an (expanded, absolute) glob.
@@ -72,7 +135,8 @@ fn roots(grants: &[PathGlob], home: Option<&str>) -> Vec<PathBuf> {
 }
 
 impl Rules {
-    /// `None` when the grants do not confine anything (every list grants `/`).
+    /// `None` when the grants do not confine anything (every list grants
+    /// `/` and the network is open).
     pub fn lower(p: &PrincipalPolicy, home: Option<&str>) -> Option<Rules> {
         let root = Path::new("/");
         let read = roots(&p.fs.read, home);
@@ -85,25 +149,43 @@ impl Rules {
         };
         let open_write = write.iter().any(|r| r == root);
         let open_delete = delete.iter().any(|r| r == root);
-        if read.is_none() && open_write && open_delete {
+        let net = Net::of(p);
+        if read.is_none() && open_write && open_delete && net == Net::Open {
             return None;
         }
         Some(Rules {
             read,
             write,
             delete,
+            net,
         })
+    }
+
+    /// Can a kernel of Landlock ABI `abi` enforce these rules? (`Err`: why
+    /// not; a spawn under them is refused.)
+    pub fn enforceable_at(&self, abi: i64) -> Result<(), String> {
+        if abi <= 0 {
+            return Err("Landlock is not available on this kernel".into());
+        }
+        if self.net == Net::Sealed && AUDIT_ARCH.is_none() {
+            return Err(
+                "hermetic: the socket filter is built for x86_64 and aarch64 only; the program is not started"
+                    .into(),
+            );
+        }
+        if self.net == Net::Sealed && abi < 4 {
+            return Err(format!(
+                "hermetic: this kernel's Landlock (ABI {abi}) cannot deny the network (TCP rules need ABI 4); the program is not started"
+            ));
+        }
+        Ok(())
     }
 
     /// Build the ruleset (in the parent, before fork).
     pub fn ruleset(&self) -> io::Result<Ruleset> {
         let abi = abi();
-        if abi <= 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "Landlock is not available on this kernel",
-            ));
-        }
+        self.enforceable_at(abi)
+            .map_err(|m| io::Error::new(io::ErrorKind::Unsupported, m))?;
         let mut handled = WRITE | DELETE;
         if abi < 2 {
             handled &= !REFER;
@@ -114,14 +196,39 @@ impl Rules {
         if self.read.is_some() {
             handled |= READ;
         }
-        // struct landlock_ruleset_attr { __u64 handled_access_fs; }
-        let attr: u64 = handled;
-        // SAFETY: `attr` outlives the call; the size matches its type.
+        // Port rules are an addition to the verdict: below ABI 4 they are
+        // left out (hermetic was refused above).
+        let net = match self.net {
+            Net::ConnectPorts(_) if abi >= 4 => NET_CONNECT_TCP,
+            Net::Sealed => NET_BIND_TCP | NET_CONNECT_TCP,
+            _ => 0,
+        };
+        let scoped = if self.net == Net::Sealed && abi >= 6 {
+            SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL
+        } else {
+            0
+        };
+        // struct landlock_ruleset_attr, as long as this kernel and these
+        // rules need: the fs field (ABI 1), handled_access_net (ABI 4),
+        // scoped (ABI 6).
+        let attr = RulesetAttr {
+            fs: handled,
+            net,
+            scoped,
+        };
+        let size = if scoped != 0 {
+            24
+        } else if net != 0 {
+            16
+        } else {
+            8
+        };
+        // SAFETY: `attr` outlives the call; `size` is a prefix of its type.
         let fd = unsafe {
             libc::syscall(
                 libc::SYS_landlock_create_ruleset,
-                &attr as *const u64,
-                std::mem::size_of::<u64>(),
+                &attr as *const RulesetAttr,
+                size as libc::size_t,
                 0u32,
             )
         };
@@ -129,7 +236,10 @@ impl Rules {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: the kernel returned a new descriptor that we own.
-        let rs = Ruleset(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+        let rs = Ruleset {
+            fd: unsafe { OwnedFd::from_raw_fd(fd as RawFd) },
+            sealed: self.net == Net::Sealed,
+        };
         let add = |path: &Path, rights: u64| -> io::Result<()> { rs.add(path, rights & handled) };
         if let Some(read) = &self.read {
             for r in read {
@@ -148,13 +258,36 @@ impl Rules {
         if let Ok(true) = std::fs::metadata("/dev/pts").map(|m| m.is_dir()) {
             let _ = add(Path::new("/dev/pts"), WRITE_FILE | READ_FILE);
         }
+        if let (Net::ConnectPorts(ports), true) = (&self.net, net != 0) {
+            for p in ports {
+                rs.add_port(*p, NET_CONNECT_TCP)?;
+            }
+        }
         Ok(rs)
     }
 }
 
-/// A Landlock ruleset descriptor.
+#[repr(C)]
+struct RulesetAttr {
+    fs: u64,
+    net: u64,
+    scoped: u64,
+}
+
+/// struct landlock_net_port_attr.
+#[repr(C)]
+struct NetPort {
+    allowed_access: u64,
+    port: u64,
+}
+
+/// A Landlock ruleset descriptor (and whether the children are sealed off
+/// the network, which adds the socket filter).
 #[derive(Debug)]
-pub struct Ruleset(OwnedFd);
+pub struct Ruleset {
+    fd: OwnedFd,
+    sealed: bool,
+}
 
 #[repr(C, packed)]
 struct PathBeneath {
@@ -188,7 +321,7 @@ impl Ruleset {
         let r = unsafe {
             libc::syscall(
                 libc::SYS_landlock_add_rule,
-                self.0.as_raw_fd(),
+                self.fd.as_raw_fd(),
                 1u32,
                 &attr as *const PathBeneath,
                 0u32,
@@ -200,9 +333,126 @@ impl Ruleset {
         Ok(())
     }
 
-    pub fn raw(&self) -> RawFd {
-        self.0.as_raw_fd()
+    fn add_port(&self, port: u16, rights: u64) -> io::Result<()> {
+        let attr = NetPort {
+            allowed_access: rights,
+            port: u64::from(port),
+        };
+        // SAFETY: `attr` is a landlock_net_port_attr living across the call.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                self.fd.as_raw_fd(),
+                RULE_NET_PORT,
+                &attr as *const NetPort,
+                0u32,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
+
+    pub fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// What the child applies between fork and exec (valid while `self`
+    /// lives, which the spawn outlasts).
+    pub fn confine(&self) -> Confine {
+        Confine {
+            fd: self.raw(),
+            sealed: self.sealed,
+        }
+    }
+}
+
+/// The confinement a child applies to itself: see [`Confine::apply`].
+#[derive(Clone, Copy, Debug)]
+pub struct Confine {
+    fd: RawFd,
+    sealed: bool,
+}
+
+impl Confine {
+    /// In the child between fork and exec: the Landlock ruleset, then for a
+    /// sealed (hermetic) child the socket filter. Async-signal-safe.
+    pub fn apply(self) -> io::Result<()> {
+        restrict_self(self.fd)?;
+        if self.sealed {
+            seal_sockets()?;
+        }
+        Ok(())
+    }
+}
+
+/// The architecture the socket filter is built for (`AUDIT_ARCH_*`).
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: Option<u32> = Some(0xC000_003E);
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: Option<u32> = Some(0xC000_00B7);
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const AUDIT_ARCH: Option<u32> = None;
+
+const fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+const BPF_LD_W_ABS: u16 = 0x20;
+const BPF_JEQ_K: u16 = 0x15;
+const BPF_JGE_K: u16 = 0x35;
+const BPF_RET_K: u16 = 0x06;
+const RET_ALLOW: u32 = 0x7fff_0000;
+const RET_ERRNO: u32 = 0x0005_0000;
+const RET_KILL_PROCESS: u32 = 0x8000_0000;
+
+/// A hermetic child's seccomp filter: `socket(2)` fails with `EACCES` (no
+/// socket of any family: UDP, unix, raw, netlink), `io_uring_setup` with
+/// `EPERM` (its ring could open sockets), syscalls of another ABI (x32,
+/// 32-bit compat) kill the process; everything else is allowed.
+/// `socketpair` stays (an unnamed pair reaches nothing outside).
+static SEAL: [libc::sock_filter; 11] = [
+    bpf(BPF_LD_W_ABS, 0, 0, 4), // seccomp_data.arch
+    bpf(
+        BPF_JEQ_K,
+        1,
+        0,
+        match AUDIT_ARCH {
+            Some(a) => a,
+            None => 0,
+        },
+    ),
+    bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
+    bpf(BPF_LD_W_ABS, 0, 0, 0), // seccomp_data.nr
+    bpf(BPF_JGE_K, 0, 1, 0x4000_0000),
+    bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
+    bpf(BPF_JEQ_K, 0, 1, libc::SYS_socket as u32),
+    bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EACCES as u32),
+    bpf(BPF_JEQ_K, 0, 1, libc::SYS_io_uring_setup as u32),
+    bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
+    bpf(BPF_RET_K, 0, 0, RET_ALLOW),
+];
+
+/// Install [`SEAL`] (no_new_privs is already set). Async-signal-safe.
+fn seal_sockets() -> io::Result<()> {
+    let prog = libc::sock_fprog {
+        len: SEAL.len() as u16,
+        filter: SEAL.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: `prog` points at a static filter and lives across the call;
+    // PR_SET_SECCOMP with SECCOMP_MODE_FILTER (2) only reads it.
+    let r = unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            2 as libc::c_ulong,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// In the child between fork and exec: confine it. Async-signal-safe
@@ -284,6 +534,74 @@ mod tests {
         assert!(r.read.is_none());
         let open = super::super::policy::local_default();
         assert!(Rules::lower(&open, None).is_none());
+        // hermetic confines even with every path granted.
+        let mut sealed = open.clone();
+        sealed.hermetic = true;
+        let r = Rules::lower(&sealed, None).unwrap();
+        assert_eq!(r.net, Net::Sealed);
+        assert!(r.enforceable_at(4).is_ok());
+        let e = r.enforceable_at(3).unwrap_err();
+        assert!(e.contains("hermetic") && e.contains("ABI 3"), "{e}");
+        assert_eq!(r.net.enforced_at(3), "open");
+        assert!(r.enforceable_at(0).is_err());
+        // net_connect grants that all name ports confine connect to them.
+        let p: PrincipalPolicy =
+            toml::from_str("net_connect = [\"a.example:443\", \"*:80\", \"b:443\"]").unwrap();
+        let r = Rules::lower(&p, None).unwrap();
+        assert_eq!(r.net, Net::ConnectPorts(vec![80, 443]));
+        // Below ABI 4 the port rules are left out, nothing is refused.
+        assert!(r.enforceable_at(3).is_ok());
+        assert_eq!(r.net.enforced_at(3), "open");
+        assert_eq!(r.net.enforced_at(4), "tcp-connect-ports");
+        let p: PrincipalPolicy = toml::from_str("net_connect = [\"a:443\", \"b:*\"]").unwrap();
+        assert_eq!(Rules::lower(&p, None).unwrap().net, Net::Open);
+    }
+
+    /// A child under `rules` tries TCP connects to each port; which succeed.
+    fn connects(rules: &Rules, ports: &[u16]) -> Vec<bool> {
+        let rs = rules.ruleset().unwrap();
+        let fd = rs.raw();
+        let script = ports
+            .iter()
+            .map(|p| format!("(exec 3<>/dev/tcp/127.0.0.1/{p}) 2>/dev/null && echo y || echo n"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let mut cmd = std::process::Command::new("/bin/bash");
+        cmd.arg("-c").arg(&script);
+        // SAFETY: restrict_self is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || restrict_self(fd));
+        }
+        let out = cmd.output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l == "y")
+            .collect()
+    }
+
+    #[test]
+    fn confines_tcp() {
+        if abi() < 4 || !Path::new("/bin/bash").exists() {
+            return;
+        }
+        let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (pa, pb) = (
+            a.local_addr().unwrap().port(),
+            b.local_addr().unwrap().port(),
+        );
+        let fs = |net| Rules {
+            read: None,
+            write: vec![PathBuf::from("/")],
+            delete: vec![PathBuf::from("/")],
+            net,
+        };
+        assert_eq!(connects(&fs(Net::Open), &[pa, pb]), vec![true, true]);
+        assert_eq!(connects(&fs(Net::Sealed), &[pa, pb]), vec![false, false]);
+        assert_eq!(
+            connects(&fs(Net::ConnectPorts(vec![pa])), &[pa, pb]),
+            vec![true, false]
+        );
     }
 
     #[test]
@@ -300,6 +618,7 @@ mod tests {
             read: None,
             write: vec![inside.clone()],
             delete: vec![],
+            net: Net::Open,
         };
         let rs = rules.ruleset().unwrap();
         let fd = rs.raw();

@@ -95,9 +95,19 @@ impl Gate {
         self.principal == runtime().local
     }
 
-    /// Are this principal's filesystem grants enforced by the OS?
+    /// Are this principal's grants (filesystem, and network where lowered)
+    /// enforced by the OS?
     pub fn caps_enforced(&self) -> bool {
-        self.sandbox.is_some() && landlock::abi() > 0
+        self.sandbox
+            .as_ref()
+            .is_some_and(|r| r.enforceable_at(landlock::abi()).is_ok())
+    }
+
+    /// What the OS confines of this principal's network use.
+    pub fn net_confinement(&self) -> &'static str {
+        self.sandbox
+            .as_ref()
+            .map_or("open", |r| r.net.enforced_at(landlock::abi()))
     }
 
     pub fn decide(&self, effects: &[Effect]) -> Decision {
@@ -181,6 +191,8 @@ pub fn status_json() -> serde_json::Value {
             serde_json::json!({
                 "name": name,
                 "caps_enforced": g.caps_enforced(),
+                "hermetic": rt.policy.principals[name].hermetic,
+                "net": g.net_confinement(),
                 "opaque": g.decide(&[Effect::Opaque]).verdict.as_str(),
                 "auto_apply": format!("{:?}", rt.policy.principals[name].auto_apply).to_lowercase(),
             })

@@ -70,7 +70,7 @@ fn defs() -> Vec<Def> {
         Def {
             name: "shoal_cap_request",
             title: "Request approval of a plan",
-            description: "Request a plan's approval; uncovered_effects await the user.",
+            description: "Request a plan's approval; uncovered_effects await the user (asked in the client when it supports elicitation).",
             input: json!({
                 "type": "object",
                 "properties": {
@@ -81,7 +81,7 @@ fn defs() -> Vec<Def> {
                 "additionalProperties": false,
             }),
             output: output_schema(
-                json!({"grant": {"enum": ["approved", "approval_pending"]}, "plan_ref": {"type": "string"}}),
+                json!({"grant": {"enum": ["approved", "approval_pending", "denied"]}, "plan_ref": {"type": "string"}}),
                 &["grant", "plan_ref"],
             ),
             read_only: false,

@@ -128,12 +128,49 @@ pub fn classify_value(v: Value) -> Incoming {
             method: String::new(),
             params,
         },
+        // A response (to a request this side sent): never answered; a
+        // connection that sent requests takes it with [`response_of`] first.
+        (Some(_), None) if o.contains_key("result") || o.contains_key("error") => {
+            Incoming::Notification {
+                method: String::new(),
+                params,
+            }
+        }
         (Some(id), Some(Value::String(method))) => Incoming::Request { id, method, params },
         (Some(id), _) => Incoming::Invalid {
             id,
             error: RpcError::new(INVALID_REQUEST, "invalid request: method must be a string"),
         },
     }
+}
+
+/// A JSON-RPC response frame (an `id`, no `method`, a `result` or an
+/// `error`): its id and outcome. `None` for anything else.
+pub fn response_of(bytes: &[u8]) -> Option<(Value, Result<Value, RpcError>)> {
+    let Ok(Value::Object(mut o)) = serde_json::from_slice::<Value>(bytes) else {
+        return None;
+    };
+    if o.contains_key("method") || o.get("jsonrpc") != Some(&json!("2.0")) {
+        return None;
+    }
+    let id = o.remove("id")?;
+    if let Some(r) = o.remove("result") {
+        return Some((id, Ok(r)));
+    }
+    let e = o.remove("error")?;
+    let code = e
+        .get("code")
+        .and_then(Value::as_i64)
+        .unwrap_or(INTERNAL_ERROR);
+    let message = e
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("error without a message");
+    let mut err = RpcError::new(code, message);
+    if let Some(d) = e.get("data") {
+        err = err.with_data(d.clone());
+    }
+    Some((id, Err(err)))
 }
 
 pub fn response(id: &Value, result: Value) -> Value {
@@ -283,6 +320,16 @@ mod tests {
                 r#"{"jsonrpc":"2.0","id":"a","method":5}"#,
                 "invalid -32600 \"a\"",
             ),
+            // A response is never answered.
+            (
+                r#"{"jsonrpc":"2.0","id":"s1","result":{}}"#,
+                "notification ",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"m"}}"#,
+                "notification ",
+            ),
+            (r#"{"jsonrpc":"2.0","id":2}"#, "invalid -32600 2"),
         ];
         for (frame, want) in cases {
             let got = match classify(frame.as_bytes()) {
@@ -292,5 +339,12 @@ mod tests {
             };
             assert_eq!(got, want, "{frame}");
         }
+        let (id, r) = response_of(br#"{"jsonrpc":"2.0","id":"s1","result":{"a":1}}"#).unwrap();
+        assert_eq!((id, r), (json!("s1"), Ok(json!({"a": 1}))));
+        let (_, r) =
+            response_of(br#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}}"#).unwrap();
+        assert_eq!(r.unwrap_err().code, -1);
+        assert!(response_of(br#"{"jsonrpc":"2.0","id":3,"method":"x"}"#).is_none());
+        assert!(response_of(br#"{"jsonrpc":"2.0","id":3}"#).is_none());
     }
 }

@@ -160,10 +160,10 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<Spawned> {
     // Leash: the principal's filesystem grants, enforced by Landlock.
     let sandbox = crate::leash::landlock::prepare()?;
     if let Some(rs) = &sandbox {
-        let fd = rs.raw();
-        // SAFETY: restrict_self makes two syscalls and allocates nothing.
+        let confine = rs.confine();
+        // SAFETY: apply makes a few syscalls and allocates nothing.
         unsafe {
-            cmd.pre_exec(move || crate::leash::landlock::restrict_self(fd));
+            cmd.pre_exec(move || confine.apply());
         }
     }
     // The table lock is held across the spawn so a reaper never sees the pid

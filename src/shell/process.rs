@@ -272,10 +272,10 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
     // Leash: the principal's filesystem grants, enforced by Landlock.
     let sandbox = crate::leash::landlock::prepare().map_err(RunError::Spawn)?;
     if let Some(rs) = &sandbox {
-        let fd = rs.raw();
-        // SAFETY: restrict_self makes two syscalls and allocates nothing.
+        let confine = rs.confine();
+        // SAFETY: apply makes a few syscalls and allocates nothing.
         unsafe {
-            cmd.pre_exec(move || crate::leash::landlock::restrict_self(fd));
+            cmd.pre_exec(move || confine.apply());
         }
     }
     let child = cmd.spawn().map_err(RunError::Spawn)?;
