@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::parse::OutputSpec;
-use super::types::{bool_word, datetime, from_text, Ty};
+use super::types::{bool_word, datetime, from_text, row_template, Ty};
 use crate::value::{Record, Value};
 
 /// The column a JSON key feeds, by declared column index.
@@ -23,6 +23,8 @@ struct Cols<'a> {
     cols: &'a [(String, Ty)],
     /// JSON key of each column (the `keys` mapping or the column's name).
     keys: Vec<&'a str>,
+    /// Every row starts as a copy of this (the keys hashed once per table).
+    template: Record,
 }
 
 impl<'a> Cols<'a> {
@@ -43,7 +45,15 @@ impl<'a> Cols<'a> {
                 return None;
             }
         }
-        Some(Cols { cols, keys })
+        // A row's columns seen so far are one bit each.
+        if cols.len() > 64 {
+            return None;
+        }
+        Some(Cols {
+            cols,
+            keys,
+            template: row_template(cols),
+        })
     }
 }
 
@@ -83,12 +93,23 @@ pub fn document(spec: &OutputSpec, bytes: &[u8]) -> Option<Value> {
     let mut sets = Vec::new();
     col_sets(&spec.ty, spec, &mut sets)?;
     let ctx = Ctx { sets };
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // UTF-8 checked once for the whole output, not string by string.
+    match std::str::from_utf8(bytes) {
+        Ok(text) => whole(spec, &ctx, serde_json::Deserializer::from_str(text)),
+        Err(_) => whole(spec, &ctx, serde_json::Deserializer::from_slice(bytes)),
+    }
+}
+
+fn whole<'de, R: serde_json::de::Read<'de>>(
+    spec: &OutputSpec,
+    ctx: &Ctx<'_>,
+    mut de: serde_json::Deserializer<R>,
+) -> Option<Value> {
     let v = Select {
         path: &spec.select,
         leaf: Typed {
             ty: &spec.ty,
-            ctx: &ctx,
+            ctx,
             top: true,
         },
     }
@@ -109,35 +130,22 @@ pub fn ndjson(spec: &OutputSpec, bytes: &[u8]) -> Option<Value> {
         Ty::Table(_) => &spec.ty,
         _ => return None,
     };
+    // UTF-8 checked once: the lines of valid text are valid text.
+    let text = std::str::from_utf8(bytes).ok();
     let mut items = Vec::new();
     let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     if !body.is_empty() {
+        let mut at = 0;
         for line in body.split(|b| *b == b'\n') {
+            let range = at..at + line.len();
+            at = range.end + 1;
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let mut de = serde_json::Deserializer::from_slice(line);
-            let v = match item_ty {
-                Ty::Table(Some(cols)) => Row {
-                    cols: ctx.cols_of(cols),
-                    ctx: &ctx,
-                }
-                .deserialize(&mut de)
-                .ok()
-                .map(|r| Value::Record(Arc::new(r)))?,
-                Ty::Table(None) => match Generic.deserialize(&mut de).ok()? {
-                    v @ Value::Record(_) => v,
-                    _ => return None,
-                },
-                t => Typed {
-                    ty: t,
-                    ctx: &ctx,
-                    top: false,
-                }
-                .deserialize(&mut de)
-                .ok()?,
+            let v = match text.and_then(|t| t.get(range)) {
+                Some(l) => item(item_ty, &ctx, serde_json::Deserializer::from_str(l))?,
+                None => item(item_ty, &ctx, serde_json::Deserializer::from_slice(line))?,
             };
-            de.end().ok()?;
             items.push(v);
         }
     }
@@ -153,6 +161,36 @@ pub fn ndjson(spec: &OutputSpec, bytes: &[u8]) -> Option<Value> {
         )),
         _ => Value::list(items),
     })
+}
+
+/// One line of `ndjson` as an item of `item_ty`.
+fn item<'de, R: serde_json::de::Read<'de>>(
+    item_ty: &Ty,
+    ctx: &Ctx<'_>,
+    mut de: serde_json::Deserializer<R>,
+) -> Option<Value> {
+    let v = match item_ty {
+        Ty::Table(Some(cols)) => Row {
+            cols: ctx.cols_of(cols),
+            ctx,
+        }
+        .deserialize(&mut de)
+        .ok()
+        .map(|r| Value::Record(Arc::new(r)))?,
+        Ty::Table(None) => match Generic.deserialize(&mut de).ok()? {
+            v @ Value::Record(_) => v,
+            _ => return None,
+        },
+        t => Typed {
+            ty: t,
+            ctx,
+            top: false,
+        }
+        .deserialize(&mut de)
+        .ok()?,
+    };
+    de.end().ok()?;
+    Some(v)
 }
 
 /// Walk down the `select` keys, then type the value found there.
@@ -236,8 +274,12 @@ impl<'de> Visitor<'de> for KeyIs<'_> {
     }
 }
 
-/// A map key as the index of the column it feeds.
-struct KeyCol<'a>(&'a Cols<'a>);
+/// A map key as the index of the column it feeds; `next` is the column
+/// after the last one found, tried first (keys usually come in order).
+struct KeyCol<'a> {
+    cols: &'a Cols<'a>,
+    next: usize,
+}
 
 impl<'de> DeserializeSeed<'de> for KeyCol<'_> {
     type Value = Option<usize>;
@@ -252,7 +294,11 @@ impl<'de> Visitor<'de> for KeyCol<'_> {
         f.write_str("a key")
     }
     fn visit_str<E: de::Error>(self, s: &str) -> Result<Option<usize>, E> {
-        Ok(self.0.keys.iter().position(|k| *k == s))
+        let keys = &self.cols.keys;
+        if keys.get(self.next) == Some(&s) {
+            return Ok(Some(self.next));
+        }
+        Ok(keys.iter().position(|k| *k == s))
     }
 }
 
@@ -279,30 +325,33 @@ impl<'de> Visitor<'de> for Row<'_> {
         f.write_str("an object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Record, A::Error> {
-        let n = self.cols.cols.len();
-        let mut slots: Vec<Option<Value>> = vec![None; n];
-        while let Some(k) = m.next_key_seed(KeyCol(self.cols))? {
+        let mut r = self.cols.template.clone();
+        let mut seen: u64 = 0;
+        let mut next = 0;
+        while let Some(k) = m.next_key_seed(KeyCol {
+            cols: self.cols,
+            next,
+        })? {
             match k {
                 Some(c) => {
-                    slots[c] = Some(m.next_value_seed(Typed {
+                    // A repeated key keeps its last value, as in the tree.
+                    r[c] = m.next_value_seed(Typed {
                         ty: &self.cols.cols[c].1,
                         ctx: self.ctx,
                         top: false,
-                    })?)
+                    })?;
+                    seen |= 1 << c;
+                    next = c + 1;
                 }
                 None => {
                     m.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        let mut r = Record::with_capacity(n);
-        for ((name, t), v) in self.cols.cols.iter().zip(slots) {
-            let v = match v {
-                Some(v) => v,
-                None if t.is_nullable() => Value::Null,
-                None => return Err(de::Error::custom("missing field")),
-            };
-            r.insert(name.clone(), v);
+        for (c, (_, t)) in self.cols.cols.iter().enumerate() {
+            if seen & (1 << c) == 0 && !t.is_nullable() {
+                return Err(de::Error::custom("missing field"));
+            }
         }
         Ok(r)
     }
@@ -547,14 +596,16 @@ impl<'de> Visitor<'de> for Generic {
         Ok(Value::list(items))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
-        let mut pairs: Vec<(String, Value)> = Vec::with_capacity(m.size_hint().unwrap_or(0));
+        let mut r = Record::with_capacity(m.size_hint().unwrap_or(0));
         while let Some(k) = m.next_key::<String>()? {
             let v = m.next_value_seed(Generic)?;
-            pairs.push((k, v));
+            // A repeated key keeps its last value.
+            r.insert(k, v);
         }
-        // Sorted keys; a repeated key keeps its last value.
-        pairs.sort_by(|a, b| a.0.cmp(&b.0));
-        let r: Record = pairs.into_iter().collect();
+        // Sorted keys (sorting keeps the stored hashes: nothing is rehashed).
+        if !r.keys().is_sorted() {
+            r.sort_keys();
+        }
         Ok(Value::record(r))
     }
 }
