@@ -29,7 +29,6 @@ const TOO_LONG_FOR_NOW: &[&str] = &[
     // (daemon), tool schemas (mcp), parsers (adapters), and the fault tests.
     "actors/daemon.rs",
     "src/proto/mcp.rs",
-    "src/adapters/parse.rs",
     "tests/hardening.rs",
 ];
 

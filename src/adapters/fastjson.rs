@@ -153,22 +153,22 @@ pub fn ndjson(spec: &OutputSpec, bytes: &[u8]) -> Option<Value> {
         Ty::Table(_) => Value::Table(Arc::new(
             items
                 .into_iter()
-                .filter_map(|v| match &v {
-                    Value::Record(r) => Some(r.clone()),
-                    _ => None,
+                .filter_map(|it| match it {
+                    Item::Row(r) => Some(r),
+                    Item::Other(_) => None,
                 })
                 .collect(),
         )),
-        _ => Value::list(items),
+        _ => Value::list(items.into_iter().map(Item::into_value).collect()),
     })
 }
 
-/// One line of `ndjson` as an item of `item_ty`.
+/// One line of `ndjson` as an item of `item_ty` (a table's rows bare).
 fn item<'de, R: serde_json::de::Read<'de>>(
     item_ty: &Ty,
     ctx: &Ctx<'_>,
     mut de: serde_json::Deserializer<R>,
-) -> Option<Value> {
+) -> Option<Item> {
     let v = match item_ty {
         Ty::Table(Some(cols)) => Row {
             cols: ctx.cols_of(cols),
@@ -176,18 +176,20 @@ fn item<'de, R: serde_json::de::Read<'de>>(
         }
         .deserialize(&mut de)
         .ok()
-        .map(|r| Value::Record(Arc::new(r)))?,
-        Ty::Table(None) => match Generic.deserialize(&mut de).ok()? {
-            v @ Value::Record(_) => v,
-            _ => return None,
+        .map(|r| Item::Row(Arc::new(r)))?,
+        Ty::Table(None) => match Element.deserialize(&mut de).ok()? {
+            it @ Item::Row(_) => it,
+            Item::Other(_) => return None,
         },
-        t => Typed {
-            ty: t,
-            ctx,
-            top: false,
-        }
-        .deserialize(&mut de)
-        .ok()?,
+        t => Item::Other(
+            Typed {
+                ty: t,
+                ctx,
+                top: false,
+            }
+            .deserialize(&mut de)
+            .ok()?,
+        ),
     };
     de.end().ok()?;
     Some(v)
@@ -492,10 +494,10 @@ impl<'de> Visitor<'de> for Typed<'_> {
             }
             Ty::Table(None) => {
                 let mut out = Vec::with_capacity(cap);
-                while let Some(v) = s.next_element_seed(Generic)? {
-                    match &v {
-                        Value::Record(r) => out.push(r.clone()),
-                        _ => return Err(mismatch()),
+                while let Some(it) = s.next_element_seed(Element)? {
+                    match it {
+                        Item::Row(r) => out.push(r),
+                        Item::Other(_) => return Err(mismatch()),
                     }
                 }
                 Ok(Value::Table(Arc::new(out)))
@@ -578,34 +580,103 @@ impl<'de> Visitor<'de> for Generic {
         Ok(Value::str(s))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Value, A::Error> {
-        let mut items = Vec::with_capacity(s.size_hint().unwrap_or(0).min(4096));
-        while let Some(v) = s.next_element_seed(Generic)? {
-            items.push(v);
+        // Rows while every element is an object (a non-empty array of
+        // objects is a table); items from the first element that is not.
+        let mut rows = Vec::new();
+        let mut items: Option<Vec<Value>> = None;
+        while let Some(it) = s.next_element_seed(Element)? {
+            match (it, &mut items) {
+                (Item::Row(r), None) => rows.push(r),
+                (it, Some(v)) => v.push(it.into_value()),
+                (Item::Other(x), None) => {
+                    let mut v: Vec<Value> = rows.drain(..).map(Value::Record).collect();
+                    v.push(x);
+                    items = Some(v);
+                }
+            }
         }
-        // A non-empty array of objects is a table.
-        if !items.is_empty() && items.iter().all(|v| matches!(v, Value::Record(_))) {
-            let rows = items
-                .into_iter()
-                .filter_map(|v| match &v {
-                    Value::Record(r) => Some(r.clone()),
-                    _ => None,
-                })
-                .collect();
-            return Ok(Value::Table(Arc::new(rows)));
-        }
-        Ok(Value::list(items))
+        Ok(match items {
+            Some(v) => Value::list(v),
+            None if rows.is_empty() => Value::list(Vec::new()),
+            None => Value::Table(Arc::new(rows)),
+        })
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
-        let mut r = Record::with_capacity(m.size_hint().unwrap_or(0));
-        while let Some(k) = m.next_key::<String>()? {
-            let v = m.next_value_seed(Generic)?;
-            // A repeated key keeps its last value.
-            r.insert(k, v);
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Value, A::Error> {
+        Ok(Value::Record(Arc::new(generic_record(m)?)))
+    }
+}
+
+/// An object as a record with sorted keys.
+fn generic_record<'de, A: MapAccess<'de>>(mut m: A) -> Result<Record, A::Error> {
+    let mut r = Record::with_capacity(m.size_hint().unwrap_or(0));
+    while let Some(k) = m.next_key::<String>()? {
+        let v = m.next_value_seed(Generic)?;
+        // A repeated key keeps its last value.
+        r.insert(k, v);
+    }
+    // Sorted keys (sorting keeps the stored hashes: nothing is rehashed).
+    if !r.keys().is_sorted() {
+        r.sort_keys();
+    }
+    Ok(r)
+}
+
+/// An array element of any JSON: an object stays a bare row until the
+/// array turns out not to be a table.
+enum Item {
+    Row(Arc<Record>),
+    Other(Value),
+}
+
+impl Item {
+    fn into_value(self) -> Value {
+        match self {
+            Item::Row(r) => Value::Record(r),
+            Item::Other(v) => v,
         }
-        // Sorted keys (sorting keeps the stored hashes: nothing is rehashed).
-        if !r.keys().is_sorted() {
-            r.sort_keys();
-        }
-        Ok(Value::record(r))
+    }
+}
+
+/// [`Generic`] for one array element.
+struct Element;
+
+impl<'de> DeserializeSeed<'de> for Element {
+    type Value = Item;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Item, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Element {
+    type Value = Item;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Item, E> {
+        Generic.visit_unit().map(Item::Other)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Item, E> {
+        Generic.visit_none().map(Item::Other)
+    }
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Item, E> {
+        Generic.visit_bool(b).map(Item::Other)
+    }
+    fn visit_i64<E: de::Error>(self, i: i64) -> Result<Item, E> {
+        Generic.visit_i64(i).map(Item::Other)
+    }
+    fn visit_u64<E: de::Error>(self, u: u64) -> Result<Item, E> {
+        Generic.visit_u64(u).map(Item::Other)
+    }
+    fn visit_f64<E: de::Error>(self, f: f64) -> Result<Item, E> {
+        Generic.visit_f64(f).map(Item::Other)
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Item, E> {
+        Generic.visit_str(s).map(Item::Other)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Item, A::Error> {
+        Generic.visit_seq(s).map(Item::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Item, A::Error> {
+        Ok(Item::Row(Arc::new(generic_record(m)?)))
     }
 }

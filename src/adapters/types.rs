@@ -309,9 +309,10 @@ pub fn from_text(raw: &[u8], ty: &Ty) -> Result<Value, String> {
                         .map_err(|_| format!("`{t}` is not a kilobyte count"))?
                 }
             };
-            Value::Size(kb.checked_mul(1024).ok_or_else(|| {
-                format!("`{}` KiB overflows a size", s().trim())
-            })?)
+            Value::Size(
+                kb.checked_mul(1024)
+                    .ok_or_else(|| format!("`{}` KiB overflows a size", s().trim()))?,
+            )
         }
         Ty::Record | Ty::List(_) | Ty::Table(_) => {
             return Err(format!("a text field cannot be a {ty}"));
@@ -482,11 +483,37 @@ mod tests {
     #[test]
     fn plain_counts_agree_with_the_string_path() {
         let cells = [
-            "42", " 42 ", "\t7\n", "+7", "-7", "007", "0", "-0", "+0", "",
-            " ", "-", "+", "--1", "+-1", "1_000", "1.5", "1e3", "0x10", "12a",
-            "9223372036854775807", "-9223372036854775808", "9223372036854775808",
-            "18446744073709551615", "18446744073709551616", "99999999999999999999",
-            "1234567890123456789", "\u{a0}5", "5\u{a0}", "\u{b}5", "٣",
+            "42",
+            " 42 ",
+            "\t7\n",
+            "+7",
+            "-7",
+            "007",
+            "0",
+            "-0",
+            "+0",
+            "",
+            " ",
+            "-",
+            "+",
+            "--1",
+            "+-1",
+            "1_000",
+            "1.5",
+            "1e3",
+            "0x10",
+            "12a",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "18446744073709551615",
+            "18446744073709551616",
+            "99999999999999999999",
+            "1234567890123456789",
+            "\u{a0}5",
+            "5\u{a0}",
+            "\u{b}5",
+            "٣",
         ];
         let int = |t: &str| t.trim().parse::<i64>().ok().map(Value::Int);
         let size = |t: &str| t.trim().parse::<u64>().ok().map(Value::Size);
@@ -513,7 +540,9 @@ mod tests {
         );
         // Not UTF-8: replacement characters in the message, never a panic.
         assert!(from_text(b"4\xff", &Ty::Int).is_err());
-        assert!(matches!(from_text(b"a\xffb", &Ty::Str), Ok(Value::Str(ref s)) if &**s == "a\u{fffd}b"));
+        assert!(
+            matches!(from_text(b"a\xffb", &Ty::Str), Ok(Value::Str(ref s)) if &**s == "a\u{fffd}b")
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::text::row_estimate;
-use super::{fail, lines, Failure, OutputSpec};
+use super::{fail, lines, Failure, OutputSpec, Repeats};
 use crate::adapters::types::{from_text, row_template, Ty};
 use crate::value::{Record, Value};
 
@@ -79,25 +79,6 @@ fn fields<const N: usize>(line: &[u8]) -> Option<[&[u8]; N]> {
     Some(out)
 }
 
-/// Short words repeated down a column (status codes, state names), each
-/// made into a string value once and shared by the rows.
-#[derive(Default)]
-struct Words(Vec<(Vec<u8>, Value)>);
-
-impl Words {
-    fn get(&mut self, w: &[u8]) -> Value {
-        if let Some((_, v)) = self.0.iter().find(|(k, _)| k == w) {
-            return v.clone();
-        }
-        let v = Value::str(String::from_utf8_lossy(w));
-        // Bounded: odd codes past the first few dozen are not shared.
-        if self.0.len() < 64 {
-            self.0.push((w.to_vec(), v.clone()));
-        }
-        v
-    }
-}
-
 /// `git status --porcelain=v2` (without `-z`).
 pub(super) fn porcelain_v2(spec: &OutputSpec, bytes: &[u8]) -> Result<Value, Failure> {
     let cols = spec.ty.columns().unwrap_or(&[]);
@@ -113,7 +94,7 @@ pub(super) fn porcelain_v2(spec: &OutputSpec, bytes: &[u8]) -> Result<Value, Fai
         .into_iter()
         .map(|c| (c.to_string(), Value::Null))
         .collect();
-    let mut words = Words::default();
+    let (mut codes, mut states) = (Repeats::default(), Repeats::default());
     let mut rows = Vec::with_capacity(row_estimate(bytes));
     for (i, line) in lines(bytes).enumerate() {
         let n = i + 1;
@@ -149,8 +130,8 @@ pub(super) fn porcelain_v2(spec: &OutputSpec, bytes: &[u8]) -> Result<Value, Fai
         };
         let path = unquote(path).or_else(|e| fail(n, e))?;
         let mut r = template.clone();
-        r[0] = words.get(status);
-        r[1] = words.get(state.as_bytes());
+        r[0] = codes.str(status);
+        r[1] = states.str(state.as_bytes());
         r[2] = from_text(&path, &path_ty).or_else(|e| fail(n, e))?;
         if let Some(o) = orig {
             let o = unquote(o).or_else(|e| fail(n, e))?;

@@ -6,6 +6,8 @@
 //! and NUL-separated records, `json.rs` the `serde_json` tree path of JSON
 //! (the direct path is [`super::fastjson`]).
 
+use std::sync::Arc;
+
 use serde_json::Value as J;
 
 use super::types::{from_text, Ty};
@@ -13,13 +15,13 @@ use crate::value::Value;
 
 mod git;
 mod json;
-mod text;
 #[cfg(test)]
 mod tests;
+mod text;
 
+use git::{porcelain_v2, z_records};
 use json::{parse_json, typed_items};
 use text::{columns, kv, split_tab, split_wide, split_ws, tsv_with_header};
-use git::{porcelain_v2, z_records};
 
 /// The parsers an adapter may name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,6 +181,46 @@ pub fn parse_with(spec: &OutputSpec, bytes: &[u8], fast: bool) -> Result<Value, 
         Parser::Kv => kv(bytes),
         Parser::PorcelainV2 => porcelain_v2(spec, bytes),
         Parser::ZRecords => z_records(spec, bytes),
+    }
+}
+
+/// The string cells of one column, shared while they repeat (a user name
+/// down `ps`, a status code down `git status`): the last few distinct
+/// values are kept, and a column that hardly repeats stops looking.
+#[derive(Default)]
+struct Repeats {
+    recent: Vec<Arc<str>>,
+    /// The slot the next new value replaces once `recent` is full.
+    next: usize,
+    looked: u32,
+    hits: u32,
+}
+
+impl Repeats {
+    const KEPT: usize = 8;
+
+    /// The cell as a string value (invalid UTF-8 replaced, as `str` cells
+    /// always are).
+    fn str(&mut self, raw: &[u8]) -> Value {
+        if self.looked >= 256 && self.hits < self.looked / 4 {
+            return Value::str(String::from_utf8_lossy(raw));
+        }
+        self.looked = self.looked.saturating_add(1);
+        if let Some(s) = self.recent.iter().find(|s| s.as_bytes() == raw) {
+            self.hits = self.hits.saturating_add(1);
+            return Value::Str(s.clone());
+        }
+        let Ok(text) = std::str::from_utf8(raw) else {
+            return Value::str(String::from_utf8_lossy(raw));
+        };
+        let s: Arc<str> = Arc::from(text);
+        if self.recent.len() < Self::KEPT {
+            self.recent.push(s.clone());
+        } else {
+            self.recent[self.next] = s.clone();
+            self.next = (self.next + 1) % Self::KEPT;
+        }
+        Value::Str(s)
     }
 }
 

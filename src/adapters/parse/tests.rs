@@ -211,8 +211,7 @@ fn fast_json_matches_the_tree_path() {
     // The direct path serves the everyday shapes.
     let s = spec("json", "table<{name: str, version: str}>");
     assert!(
-        crate::adapters::fastjson::document(&s, br#"[{"name": "a", "version": "1"}]"#)
-            .is_some()
+        crate::adapters::fastjson::document(&s, br#"[{"name": "a", "version": "1"}]"#).is_some()
     );
     assert!(
         crate::adapters::fastjson::document(&spec("json", "value"), br#"{"a": [1]}"#).is_some()
@@ -225,4 +224,31 @@ fn fast_json_matches_the_tree_path() {
         format!("{:?}", parse_with(&s, text, true)),
         format!("{:?}", parse_with(&s, text, false))
     );
+}
+
+/// Repeated string cells share one string; the values are those of
+/// `from_text` whether shared or not (and a column that hardly repeats
+/// stops looking).
+#[test]
+fn repeated_cells_are_shared_and_unchanged() {
+    let s = spec("cols", "table<{user: str, cmd: str, n: int}>");
+    let mut out = b"USER CMD N\n".to_vec();
+    for i in 0..600 {
+        out.extend_from_slice(format!("u{} c{i} {i}\n", i % 3).as_bytes());
+    }
+    out.extend_from_slice(b"u\xff c\xfe 1\nu0 c\xfe 2\n");
+    let v = parse(&s, &out).expect("parses");
+    let Value::Table(rows) = &v else { panic!() };
+    assert_eq!(rows.len(), 602);
+    let (Value::Str(a), Value::Str(b)) = (&rows[0]["user"], &rows[3]["user"]) else {
+        panic!("strings");
+    };
+    assert!(Arc::ptr_eq(a, b), "u0 is one string");
+    for (i, r) in rows.iter().take(600).enumerate() {
+        assert_eq!(render::inline(&r["user"]), format!("\"u{}\"", i % 3));
+        assert_eq!(render::inline(&r["cmd"]), format!("\"c{i}\""));
+    }
+    assert_eq!(render::inline(&rows[600]["user"]), "\"u\u{fffd}\"");
+    assert_eq!(render::inline(&rows[601]["cmd"]), "\"c\u{fffd}\"");
+    assert_eq!(render::inline(&rows[601]["user"]), "\"u0\"");
 }

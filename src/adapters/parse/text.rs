@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use super::{fail, lines, Failure, OutputSpec, Parser};
-use crate::adapters::types::{from_text, row_template};
+use super::{fail, lines, Failure, OutputSpec, Parser, Repeats};
+use crate::adapters::types::{from_text, row_template, Ty};
 use crate::value::{Record, Value};
 
 /// Runs of ASCII whitespace separate columns (padding of any width is one
@@ -81,6 +81,7 @@ pub(super) fn columns(spec: &OutputSpec, bytes: &[u8], split: Split) -> Result<V
     // Every row is a copy of one template (the keys hashed once) whose
     // values are then set in column order.
     let template = row_template(cols);
+    let mut repeats: Vec<Repeats> = cols.iter().map(|_| Repeats::default()).collect();
     // One field buffer for every line.
     let mut fields: Vec<&[u8]> = Vec::with_capacity(ncols + 4);
     for (i, raw) in lines(bytes).enumerate() {
@@ -112,6 +113,7 @@ pub(super) fn columns(spec: &OutputSpec, bytes: &[u8], split: Split) -> Result<V
         let mut r = template.clone();
         for (k, ((name, t), slot)) in cols.iter().zip(r.values_mut()).enumerate() {
             *slot = match fields.get(k) {
+                Some(f) if *t == Ty::Str => repeats[k].str(f),
                 Some(f) => from_text(f, t).or_else(|e| fail(i + 1, format!("`{name}`: {e}")))?,
                 None if t.is_nullable() => Value::Null,
                 None => {
@@ -130,11 +132,7 @@ pub(super) fn columns(spec: &OutputSpec, bytes: &[u8], split: Split) -> Result<V
 /// How many rows to make room for: the lines of the output, at most a
 /// million up front (past that the table grows as it goes).
 pub(super) fn row_estimate(bytes: &[u8]) -> usize {
-    bytes
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        .min(1 << 20)
+    bytes.iter().filter(|b| **b == b'\n').count().min(1 << 20)
 }
 
 pub(super) fn tsv_with_header(bytes: &[u8]) -> Result<Value, Failure> {
