@@ -203,7 +203,10 @@ impl Repeats {
     /// always are).
     fn str(&mut self, raw: &[u8]) -> Value {
         if self.looked >= 256 && self.hits < self.looked / 4 {
-            return Value::str(String::from_utf8_lossy(raw));
+            return match std::str::from_utf8(raw) {
+                Ok(text) => Value::str(text),
+                Err(_) => Value::str(String::from_utf8_lossy(raw)),
+            };
         }
         self.looked = self.looked.saturating_add(1);
         if let Some(s) = self.recent.iter().find(|s| s.as_bytes() == raw) {
