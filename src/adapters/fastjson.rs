@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::parse::OutputSpec;
-use super::types::{bool_word, datetime, from_text, Ty};
+use super::types::{bool_word, datetime, from_text, row_template, Ty};
 use crate::value::{Record, Value};
 
 /// The column a JSON key feeds, by declared column index.
@@ -23,6 +23,8 @@ struct Cols<'a> {
     cols: &'a [(String, Ty)],
     /// JSON key of each column (the `keys` mapping or the column's name).
     keys: Vec<&'a str>,
+    /// Every row starts as a copy of this (the keys hashed once per table).
+    template: Record,
 }
 
 impl<'a> Cols<'a> {
@@ -43,7 +45,15 @@ impl<'a> Cols<'a> {
                 return None;
             }
         }
-        Some(Cols { cols, keys })
+        // A row's columns seen so far are one bit each.
+        if cols.len() > 64 {
+            return None;
+        }
+        Some(Cols {
+            cols,
+            keys,
+            template: row_template(cols),
+        })
     }
 }
 
@@ -83,12 +93,23 @@ pub fn document(spec: &OutputSpec, bytes: &[u8]) -> Option<Value> {
     let mut sets = Vec::new();
     col_sets(&spec.ty, spec, &mut sets)?;
     let ctx = Ctx { sets };
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+    // UTF-8 checked once for the whole output, not string by string.
+    match std::str::from_utf8(bytes) {
+        Ok(text) => whole(spec, &ctx, serde_json::Deserializer::from_str(text)),
+        Err(_) => whole(spec, &ctx, serde_json::Deserializer::from_slice(bytes)),
+    }
+}
+
+fn whole<'de, R: serde_json::de::Read<'de>>(
+    spec: &OutputSpec,
+    ctx: &Ctx<'_>,
+    mut de: serde_json::Deserializer<R>,
+) -> Option<Value> {
     let v = Select {
         path: &spec.select,
         leaf: Typed {
             ty: &spec.ty,
-            ctx: &ctx,
+            ctx,
             top: true,
         },
     }
@@ -109,35 +130,22 @@ pub fn ndjson(spec: &OutputSpec, bytes: &[u8]) -> Option<Value> {
         Ty::Table(_) => &spec.ty,
         _ => return None,
     };
+    // UTF-8 checked once: the lines of valid text are valid text.
+    let text = std::str::from_utf8(bytes).ok();
     let mut items = Vec::new();
     let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
     if !body.is_empty() {
+        let mut at = 0;
         for line in body.split(|b| *b == b'\n') {
+            let range = at..at + line.len();
+            at = range.end + 1;
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            let mut de = serde_json::Deserializer::from_slice(line);
-            let v = match item_ty {
-                Ty::Table(Some(cols)) => Row {
-                    cols: ctx.cols_of(cols),
-                    ctx: &ctx,
-                }
-                .deserialize(&mut de)
-                .ok()
-                .map(|r| Value::Record(Arc::new(r)))?,
-                Ty::Table(None) => match Generic.deserialize(&mut de).ok()? {
-                    v @ Value::Record(_) => v,
-                    _ => return None,
-                },
-                t => Typed {
-                    ty: t,
-                    ctx: &ctx,
-                    top: false,
-                }
-                .deserialize(&mut de)
-                .ok()?,
+            let v = match text.and_then(|t| t.get(range)) {
+                Some(l) => item(item_ty, &ctx, serde_json::Deserializer::from_str(l))?,
+                None => item(item_ty, &ctx, serde_json::Deserializer::from_slice(line))?,
             };
-            de.end().ok()?;
             items.push(v);
         }
     }
@@ -145,14 +153,46 @@ pub fn ndjson(spec: &OutputSpec, bytes: &[u8]) -> Option<Value> {
         Ty::Table(_) => Value::Table(Arc::new(
             items
                 .into_iter()
-                .filter_map(|v| match &v {
-                    Value::Record(r) => Some(r.clone()),
-                    _ => None,
+                .filter_map(|it| match it {
+                    Item::Row(r) => Some(r),
+                    Item::Other(_) => None,
                 })
                 .collect(),
         )),
-        _ => Value::list(items),
+        _ => Value::list(items.into_iter().map(Item::into_value).collect()),
     })
+}
+
+/// One line of `ndjson` as an item of `item_ty` (a table's rows bare).
+fn item<'de, R: serde_json::de::Read<'de>>(
+    item_ty: &Ty,
+    ctx: &Ctx<'_>,
+    mut de: serde_json::Deserializer<R>,
+) -> Option<Item> {
+    let v = match item_ty {
+        Ty::Table(Some(cols)) => Row {
+            cols: ctx.cols_of(cols),
+            ctx,
+        }
+        .deserialize(&mut de)
+        .ok()
+        .map(|r| Item::Row(Arc::new(r)))?,
+        Ty::Table(None) => match Element.deserialize(&mut de).ok()? {
+            it @ Item::Row(_) => it,
+            Item::Other(_) => return None,
+        },
+        t => Item::Other(
+            Typed {
+                ty: t,
+                ctx,
+                top: false,
+            }
+            .deserialize(&mut de)
+            .ok()?,
+        ),
+    };
+    de.end().ok()?;
+    Some(v)
 }
 
 /// Walk down the `select` keys, then type the value found there.
@@ -236,8 +276,12 @@ impl<'de> Visitor<'de> for KeyIs<'_> {
     }
 }
 
-/// A map key as the index of the column it feeds.
-struct KeyCol<'a>(&'a Cols<'a>);
+/// A map key as the index of the column it feeds; `next` is the column
+/// after the last one found, tried first (keys usually come in order).
+struct KeyCol<'a> {
+    cols: &'a Cols<'a>,
+    next: usize,
+}
 
 impl<'de> DeserializeSeed<'de> for KeyCol<'_> {
     type Value = Option<usize>;
@@ -252,7 +296,11 @@ impl<'de> Visitor<'de> for KeyCol<'_> {
         f.write_str("a key")
     }
     fn visit_str<E: de::Error>(self, s: &str) -> Result<Option<usize>, E> {
-        Ok(self.0.keys.iter().position(|k| *k == s))
+        let keys = &self.cols.keys;
+        if keys.get(self.next) == Some(&s) {
+            return Ok(Some(self.next));
+        }
+        Ok(keys.iter().position(|k| *k == s))
     }
 }
 
@@ -279,30 +327,33 @@ impl<'de> Visitor<'de> for Row<'_> {
         f.write_str("an object")
     }
     fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Record, A::Error> {
-        let n = self.cols.cols.len();
-        let mut slots: Vec<Option<Value>> = vec![None; n];
-        while let Some(k) = m.next_key_seed(KeyCol(self.cols))? {
+        let mut r = self.cols.template.clone();
+        let mut seen: u64 = 0;
+        let mut next = 0;
+        while let Some(k) = m.next_key_seed(KeyCol {
+            cols: self.cols,
+            next,
+        })? {
             match k {
                 Some(c) => {
-                    slots[c] = Some(m.next_value_seed(Typed {
+                    // A repeated key keeps its last value, as in the tree.
+                    r[c] = m.next_value_seed(Typed {
                         ty: &self.cols.cols[c].1,
                         ctx: self.ctx,
                         top: false,
-                    })?)
+                    })?;
+                    seen |= 1 << c;
+                    next = c + 1;
                 }
                 None => {
                     m.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        let mut r = Record::with_capacity(n);
-        for ((name, t), v) in self.cols.cols.iter().zip(slots) {
-            let v = match v {
-                Some(v) => v,
-                None if t.is_nullable() => Value::Null,
-                None => return Err(de::Error::custom("missing field")),
-            };
-            r.insert(name.clone(), v);
+        for (c, (_, t)) in self.cols.cols.iter().enumerate() {
+            if seen & (1 << c) == 0 && !t.is_nullable() {
+                return Err(de::Error::custom("missing field"));
+            }
         }
         Ok(r)
     }
@@ -443,10 +494,10 @@ impl<'de> Visitor<'de> for Typed<'_> {
             }
             Ty::Table(None) => {
                 let mut out = Vec::with_capacity(cap);
-                while let Some(v) = s.next_element_seed(Generic)? {
-                    match &v {
-                        Value::Record(r) => out.push(r.clone()),
-                        _ => return Err(mismatch()),
+                while let Some(it) = s.next_element_seed(Element)? {
+                    match it {
+                        Item::Row(r) => out.push(r),
+                        Item::Other(_) => return Err(mismatch()),
                     }
                 }
                 Ok(Value::Table(Arc::new(out)))
@@ -529,32 +580,103 @@ impl<'de> Visitor<'de> for Generic {
         Ok(Value::str(s))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Value, A::Error> {
-        let mut items = Vec::with_capacity(s.size_hint().unwrap_or(0).min(4096));
-        while let Some(v) = s.next_element_seed(Generic)? {
-            items.push(v);
+        // Rows while every element is an object (a non-empty array of
+        // objects is a table); items from the first element that is not.
+        let mut rows = Vec::new();
+        let mut items: Option<Vec<Value>> = None;
+        while let Some(it) = s.next_element_seed(Element)? {
+            match (it, &mut items) {
+                (Item::Row(r), None) => rows.push(r),
+                (it, Some(v)) => v.push(it.into_value()),
+                (Item::Other(x), None) => {
+                    let mut v: Vec<Value> = rows.drain(..).map(Value::Record).collect();
+                    v.push(x);
+                    items = Some(v);
+                }
+            }
         }
-        // A non-empty array of objects is a table.
-        if !items.is_empty() && items.iter().all(|v| matches!(v, Value::Record(_))) {
-            let rows = items
-                .into_iter()
-                .filter_map(|v| match &v {
-                    Value::Record(r) => Some(r.clone()),
-                    _ => None,
-                })
-                .collect();
-            return Ok(Value::Table(Arc::new(rows)));
-        }
-        Ok(Value::list(items))
+        Ok(match items {
+            Some(v) => Value::list(v),
+            None if rows.is_empty() => Value::list(Vec::new()),
+            None => Value::Table(Arc::new(rows)),
+        })
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
-        let mut pairs: Vec<(String, Value)> = Vec::with_capacity(m.size_hint().unwrap_or(0));
-        while let Some(k) = m.next_key::<String>()? {
-            let v = m.next_value_seed(Generic)?;
-            pairs.push((k, v));
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Value, A::Error> {
+        Ok(Value::Record(Arc::new(generic_record(m)?)))
+    }
+}
+
+/// An object as a record with sorted keys.
+fn generic_record<'de, A: MapAccess<'de>>(mut m: A) -> Result<Record, A::Error> {
+    let mut r = Record::with_capacity(m.size_hint().unwrap_or(0));
+    while let Some(k) = m.next_key::<String>()? {
+        let v = m.next_value_seed(Generic)?;
+        // A repeated key keeps its last value.
+        r.insert(k, v);
+    }
+    // Sorted keys (sorting keeps the stored hashes: nothing is rehashed).
+    if !r.keys().is_sorted() {
+        r.sort_keys();
+    }
+    Ok(r)
+}
+
+/// An array element of any JSON: an object stays a bare row until the
+/// array turns out not to be a table.
+enum Item {
+    Row(Arc<Record>),
+    Other(Value),
+}
+
+impl Item {
+    fn into_value(self) -> Value {
+        match self {
+            Item::Row(r) => Value::Record(r),
+            Item::Other(v) => v,
         }
-        // Sorted keys; a repeated key keeps its last value.
-        pairs.sort_by(|a, b| a.0.cmp(&b.0));
-        let r: Record = pairs.into_iter().collect();
-        Ok(Value::record(r))
+    }
+}
+
+/// [`Generic`] for one array element.
+struct Element;
+
+impl<'de> DeserializeSeed<'de> for Element {
+    type Value = Item;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Item, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Element {
+    type Value = Item;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Item, E> {
+        Generic.visit_unit().map(Item::Other)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Item, E> {
+        Generic.visit_none().map(Item::Other)
+    }
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Item, E> {
+        Generic.visit_bool(b).map(Item::Other)
+    }
+    fn visit_i64<E: de::Error>(self, i: i64) -> Result<Item, E> {
+        Generic.visit_i64(i).map(Item::Other)
+    }
+    fn visit_u64<E: de::Error>(self, u: u64) -> Result<Item, E> {
+        Generic.visit_u64(u).map(Item::Other)
+    }
+    fn visit_f64<E: de::Error>(self, f: f64) -> Result<Item, E> {
+        Generic.visit_f64(f).map(Item::Other)
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Item, E> {
+        Generic.visit_str(s).map(Item::Other)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Item, A::Error> {
+        Generic.visit_seq(s).map(Item::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Item, A::Error> {
+        Ok(Item::Row(Arc::new(generic_record(m)?)))
     }
 }
