@@ -103,9 +103,6 @@ impl Message for FrameItem {
     type Result = ();
 }
 
-/// Outgoing frames go through a bounded queue to the writer task.
-pub type Writer = mpsc::Sender<Vec<u8>>;
-
 fn frames(reader: FrameReader<BufReader<OwnedReadHalf>>) -> impl Stream<Item = FrameItem> {
     stream::unfold(Some(reader), |state| async move {
         let mut reader = state?;
@@ -117,17 +114,112 @@ fn frames(reader: FrameReader<BufReader<OwnedReadHalf>>) -> impl Stream<Item = F
     })
 }
 
-fn spawn_writer(mut w: tokio::net::unix::OwnedWriteHalf) -> Writer {
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
-    actix_rt::spawn(async move {
-        while let Some(bytes) = rx.recv().await {
-            if w.write_all(&bytes).await.is_err() {
-                break;
-            }
+/// Frames queued for a connection's writer task before senders are told to wait.
+pub const WRITE_QUEUE: usize = 64;
+
+/// The sending side of a connection's socket. A frame is written straight to the socket when
+/// nothing is queued ahead of it and the socket takes it whole (the common case: no task
+/// hop); otherwise it, or the part the socket did not take, is queued for the writer task,
+/// which owns the order from then on. At most [`WRITE_QUEUE`] frames wait: past that
+/// `try_send` answers `Full` and `send` waits, which is the connection's backpressure.
+#[derive(Clone)]
+pub struct Writer {
+    shared: Arc<WriterShared>,
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+struct WriterShared {
+    sock: tokio::net::unix::OwnedWriteHalf,
+    /// Frames handed to the writer task and not yet fully written.
+    queued: std::sync::atomic::AtomicUsize,
+    /// Held while a frame is written directly and, if partly, queued: a second sender cannot
+    /// slip bytes into the middle of it.
+    direct: std::sync::Mutex<()>,
+    /// Signalled each time the writer task finishes a frame.
+    drained: tokio::sync::Notify,
+}
+
+/// Why a frame could not be taken.
+#[derive(Debug)]
+pub enum SendError {
+    /// [`WRITE_QUEUE`] frames are waiting already; the frame is handed back.
+    Full(Vec<u8>),
+    /// The peer is gone.
+    Closed,
+}
+
+impl Writer {
+    /// Take `bytes` without waiting: written now, or queued behind what is queued.
+    pub fn try_send(&self, bytes: Vec<u8>) -> Result<(), SendError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let s = &self.shared;
+        let _order = crate::sync::Locked::locked(&s.direct);
+        let queued = s.queued.load(SeqCst);
+        if queued >= WRITE_QUEUE {
+            return Err(SendError::Full(bytes));
         }
-        let _ = w.shutdown().await;
+        let rest = if queued == 0 {
+            match s.sock.try_write(&bytes) {
+                Ok(n) if n == bytes.len() => return Ok(()),
+                Ok(n) => bytes[n..].to_vec(),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => bytes,
+                Err(_) => return Err(SendError::Closed),
+            }
+        } else {
+            bytes
+        };
+        s.queued.fetch_add(1, SeqCst);
+        self.tx.send(rest).map_err(|_| {
+            s.queued.fetch_sub(1, SeqCst);
+            SendError::Closed
+        })
+    }
+
+    /// Take `bytes`, waiting while [`WRITE_QUEUE`] frames are queued.
+    pub async fn send(&self, mut bytes: Vec<u8>) -> Result<(), SendError> {
+        loop {
+            let drained = self.shared.drained.notified();
+            tokio::pin!(drained);
+            // Registered before the check, so a frame finished in between still wakes us.
+            drained.as_mut().enable();
+            match self.try_send(bytes) {
+                Err(SendError::Full(b)) => bytes = b,
+                r => return r,
+            }
+            drained.await;
+        }
+    }
+}
+
+fn spawn_writer(w: tokio::net::unix::OwnedWriteHalf) -> Writer {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let shared = Arc::new(WriterShared {
+        sock: w,
+        queued: Default::default(),
+        direct: Default::default(),
+        drained: Default::default(),
     });
-    tx
+    let s = shared.clone();
+    actix_rt::spawn(async move {
+        'frames: while let Some(bytes) = rx.recv().await {
+            let mut off = 0;
+            while off < bytes.len() {
+                match s.sock.try_write(&bytes[off..]) {
+                    Ok(n) => off += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        if s.sock.writable().await.is_err() {
+                            break 'frames;
+                        }
+                    }
+                    Err(_) => break 'frames,
+                }
+            }
+            s.queued.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            s.drained.notify_waiters();
+        }
+        // Dropping the last handle shuts the write half down (tokio's OwnedWriteHalf).
+    });
+    Writer { shared, tx }
 }
 
 /// Tell a refused peer why, then close.
@@ -235,14 +327,13 @@ where
     A: Actor<Context = Context<A>>,
 {
     match tx.try_send(bytes) {
-        Ok(()) => {}
-        Err(mpsc::error::TrySendError::Full(bytes)) => {
+        Ok(()) | Err(SendError::Closed) => {}
+        Err(SendError::Full(bytes)) => {
             let tx = tx.clone();
             ctx.wait(actix::fut::wrap_future(async move {
                 let _ = tx.send(bytes).await;
             }));
         }
-        Err(mpsc::error::TrySendError::Closed(_)) => {}
     }
 }
 

@@ -201,7 +201,8 @@ impl McpConn {
         )
     }
 
-    /// `shoal_plan`, `shoal_apply`, `shoal_cap_request`.
+    /// `shoal_plan` and `shoal_apply` (`shoal_cap_request` is `tool_cap_request`: it may ask
+    /// the user first).
     pub(super) fn tool_leash(
         &mut self,
         tool: &str,
@@ -235,17 +236,9 @@ impl McpConn {
                                 Err(e) => Err(e),
                             }
                         }
-                        _ => match crate::actors::leash_calls::cap_request_params(&args) {
-                            Ok((plan_ref, kinds)) => {
-                                crate::actors::leash_calls::plan_op(
-                                    h,
-                                    gate,
-                                    crate::actors::plan_store::PlanOp::Request { plan_ref, kinds },
-                                )
-                                .await
-                            }
-                            Err(e) => Err(e),
-                        },
+                        other => Err(RpcError::internal(format!(
+                            "{other} is not answered here (shoal_cap_request has its own path)"
+                        ))),
                     },
                 };
                 Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
