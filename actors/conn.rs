@@ -452,3 +452,53 @@ pub fn request_done(res: &Result<Json, rpc::RpcError>) {
         Err(e) => tracing::debug!(code = e.code, error = %e.message, "request failed"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames written directly, partly and through the queue arrive whole and in order; a
+    /// peer that does not read fills the queue to [`WRITE_QUEUE`], then `try_send` says
+    /// `Full` and hands the frame back; `send` waits until the peer reads.
+    #[test]
+    fn frames_stay_whole_and_in_order_under_backpressure() {
+        let sys = actix::System::new();
+        sys.block_on(async {
+            let (a, mut b) = UnixStream::pair().unwrap();
+            let (_r, w) = a.into_split();
+            let tx = spawn_writer(w);
+            let frame = |i: usize| format!("{i:06}:{}\n", "x".repeat(4096)).into_bytes();
+            let mut sent = 0;
+            loop {
+                match tx.try_send(frame(sent)) {
+                    Ok(()) => sent += 1,
+                    Err(SendError::Full(back)) => {
+                        assert_eq!(back, frame(sent), "the refused frame comes back");
+                        break;
+                    }
+                    Err(SendError::Closed) => panic!("closed"),
+                }
+                assert!(sent < 100_000, "never full");
+            }
+            // The socket took some directly; then exactly WRITE_QUEUE frames wait.
+            assert!(sent > WRITE_QUEUE, "{sent}");
+            let waiting = tx.clone();
+            let last = sent;
+            let late = actix_rt::spawn(async move { waiting.send(frame(last)).await.is_ok() });
+            let total = sent + 1;
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 65536];
+            while got.len() < total * frame(0).len() {
+                let n = b.read(&mut buf).await.unwrap();
+                assert!(n > 0, "closed early");
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert!(late.await.unwrap(), "send completes once the peer reads");
+            for (i, line) in got.split(|c| *c == b'\n').take(total).enumerate() {
+                let mut want = frame(i);
+                want.pop();
+                assert_eq!(line, &want[..], "frame {i}");
+            }
+        });
+    }
+}
