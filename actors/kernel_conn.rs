@@ -517,7 +517,40 @@ impl KernelConn {
     }
 
     /// `events.read`, `events.publish`, `events.subscribe`, `events.unsubscribe`.
-    fn events_method(&mut self, method: &str, p: Map<String, Json>) -> Reply {
+    /// A session-scoped channel (`task.N`, `jobs`) is first resolved to the bus
+    /// channel this session may use ([`crate::actors::task::scoped_channel`]).
+    fn events_method(&mut self, method: &str, mut p: Map<String, Json>) -> Reply {
+        let named = p.get("channel").and_then(Json::as_str).map(str::to_string);
+        let (Some(channel), Some(att)) = (named, &self.attached) else {
+            return self.events_on(method, p);
+        };
+        if !crate::actors::task::is_scoped_channel(&channel) || method == "events.publish" {
+            return self.events_on(method, p);
+        }
+        if method == "events.unsubscribe" {
+            // Only this connection's own subscriptions can be dropped: no check.
+            if channel == crate::actors::task::JOBS_CHANNEL {
+                let own = crate::actors::task::jobs_channel(&att.handle.name);
+                p.insert("channel".into(), json!(own));
+            }
+            return self.events_on(method, p);
+        }
+        let h = att.handle.clone();
+        let method = method.to_string();
+        let resolve = async move { crate::actors::task::scoped_channel(&h, &channel).await };
+        Box::pin(resolve.into_actor(self).then(move |r, act, _ctx| -> Reply {
+            match r {
+                Ok(bus) => {
+                    p.insert("channel".into(), json!(bus));
+                    act.events_on(&method, p)
+                }
+                Err(e) => Box::pin(ready(Err(e))),
+            }
+        }))
+    }
+
+    /// The events methods on a channel already scoped.
+    fn events_on(&mut self, method: &str, p: Map<String, Json>) -> Reply {
         let channel = match rpc::req_str(&p, "channel") {
             Ok(c) => c.to_string(),
             Err(e) => return Box::pin(ready(Err(e))),

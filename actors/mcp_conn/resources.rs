@@ -234,9 +234,27 @@ impl McpConn {
                     Ok(p) => p,
                     Err(e) => return Box::pin(ready(Err(e))),
                 };
-                Box::pin(
-                    async move { read_service(&s, &parsed, &u, &principal).await }.into_actor(self),
-                )
+                let scoped = parsed.root == "events"
+                    && parsed
+                        .segs
+                        .first()
+                        .is_some_and(|c| crate::actors::task::is_scoped_channel(c));
+                if !scoped {
+                    return Box::pin(
+                        async move { read_service(&s, &parsed, &u, &principal).await }
+                            .into_actor(self),
+                    );
+                }
+                // `task.N` and `jobs`: this session's own only (-32021 otherwise).
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    async move {
+                        let mut parsed = parsed;
+                        parsed.segs[0] =
+                            crate::actors::task::scoped_channel(&h?, &parsed.segs[0]).await?;
+                        read_service(&s, &parsed, &u, &principal).await
+                    }
+                    .into_actor(act)
+                }))
             }
             _ => Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unsupported resource: {u}"
