@@ -11,7 +11,6 @@ use super::{KernelConn, Reply};
 use crate::actors::conn;
 use crate::actors::event_bus::{BusEvent, Publish, ReadEvents, SubscribeReplay, Unsubscribe};
 use crate::proto::rpc::{self, RpcError};
-use crate::sync::Locked;
 
 impl KernelConn {
     /// `events.read`, `events.publish`, `events.subscribe`, `events.unsubscribe`.
@@ -103,9 +102,8 @@ impl KernelConn {
                 // The publishing client's session sees the event on its own
                 // `channel(...)` too (the language side of the bus).
                 if let Some(att) = &self.attached {
-                    if let Some(inj) = att.handle.shared.injector.locked().as_ref() {
-                        inj.inject(&channel, crate::value::json::from_json(&payload));
-                    }
+                    att.handle
+                        .inject(&channel, crate::value::json::from_json(&payload));
                 }
                 self.with_services(move |s| async move {
                     let ev = s.bus.send(Publish { channel, payload }).await?;

@@ -152,7 +152,7 @@ pub fn restore_from_journal(
 ) -> impl std::future::Future<Output = Option<Result<Json, SessionError>>> + 'static {
     let services = handle.services.clone();
     let session = handle.name.clone();
-    let width = handle.shared.render_width;
+    let width = handle.render_width();
     async move {
         let n = kernel::parse_ref(&reference)?;
         let s = services?;

@@ -380,7 +380,7 @@ impl KernelConn {
                 "env_differs": handle.env_differs,
                 "principal": principal,
                 "client": {"kind": kind, "tty": tty},
-                "cwd": {"display": handle.shared.cwd.display().to_string()},
+                "cwd": {"display": handle.start_cwd().display().to_string()},
                 "env_hash": "local",
                 "caps": {
                     "enforced": enforced,
