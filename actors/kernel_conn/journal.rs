@@ -1,7 +1,6 @@
 //! KernelConn's journal and value-restore calls: `journal.query`, `journal.get`,
-//! `blob.get`, the services lookup they share with the events methods, and the
-//! `value.get` fallback that reads an `out:N` from before a restart back from the
-//! journal. It only asks the journal actor; it never writes to it.
+//! `blob.get`, and the services lookup they share with the events methods. It
+//! only asks the journal actor; it never writes to it.
 
 use actix::fut::ready;
 use actix::prelude::*;
@@ -9,9 +8,7 @@ use serde_json::{json, Map, Value as Json};
 
 use super::{KernelConn, Reply};
 use crate::actors::journal_writer::{self as jw, Services};
-use crate::actors::msg::{GetServices, SessionError};
-use crate::actors::session_handle::SessionHandle;
-use crate::proto::kernel;
+use crate::actors::msg::GetServices;
 use crate::proto::rpc::{self, RpcError};
 
 impl KernelConn {
@@ -138,29 +135,5 @@ fn journal_error(e: crate::journal::JournalError) -> RpcError {
     match e {
         crate::journal::JournalError::Invalid(m) => RpcError::invalid_params(m),
         e => RpcError::internal(e.to_string()),
-    }
-}
-
-/// `value.get` of an `out:N` this session object does not hold (from before a daemon
-/// restart): the value persisted in the journal, with paths, slices and elision applied when
-/// it can be rebuilt, else its stored JSON.
-pub fn restore_from_journal(
-    handle: &SessionHandle,
-    reference: String,
-    req: kernel::GetRequest,
-    tty: bool,
-) -> impl std::future::Future<Output = Option<Result<Json, SessionError>>> + 'static {
-    let services = handle.services.clone();
-    let session = handle.name.clone();
-    let width = handle.render_width();
-    async move {
-        let n = kernel::parse_ref(&reference)?;
-        let s = services?;
-        let got = s
-            .journal
-            .send(jw::TranscriptValue { session, n })
-            .await
-            .ok()?;
-        kernel::restored_value_get(n, got, &req, tty, width).map(|r| r.map_err(SessionError::Rpc))
     }
 }

@@ -37,7 +37,6 @@ use super::session_handle::{AttachSession, SessionHandle};
 use crate::lang::Position;
 use crate::proto::kernel;
 use crate::proto::rpc::{self, RpcError};
-use journal::restore_from_journal;
 pub use reader::KernelItem;
 use reader::{id_key, lock_calls, Calls};
 
@@ -277,27 +276,20 @@ impl KernelConn {
             "value.get" => match kernel::get_params(&p) {
                 Err(e) => Box::pin(ready(Err(e))),
                 Ok((reference, req)) => {
-                    let (reference_copy, req_copy) = (reference.clone(), req.clone());
+                    // The supervisor reads an `out:N` from before a restart back
+                    // from the journal itself: one restore path.
                     let f = handle.send(GetValue {
                         reference,
                         req,
                         tty,
                     });
                     let name = handle.name.clone();
-                    let restore = restore_from_journal(&handle, reference_copy, req_copy, tty);
                     Box::pin(
                         async move {
-                            match f
-                                .await
+                            f.await
                                 .map_err(|_| SessionError::Closed(name))
                                 .and_then(|r| r)
-                            {
-                                Err(SessionError::UnknownRef { reference }) => restore
-                                    .await
-                                    .unwrap_or(Err(SessionError::UnknownRef { reference })),
-                                r => r,
-                            }
-                            .map_err(conn::session_error)
+                                .map_err(conn::session_error)
                         }
                         .into_actor(self),
                     )
