@@ -180,25 +180,6 @@ pub async fn read(h: SessionHandle, uri: String, segs: Vec<String>) -> Result<Js
     }
 }
 
-/// The task a subscription channel names (`task.N`, from `shoal://task/N`
-/// or `shoal://events/task.N`), if any.
-pub fn channel_task(channel: &str) -> Option<u64> {
-    channel
-        .strip_prefix("task.")?
-        .parse()
-        .ok()
-        .filter(|n| *n > 0)
-}
-
-/// Watching tasks (`resources/subscribe`, `subscriptions/listen`) is
-/// scoped like `task.get`: a task of another session, or none, is `-32021`.
-pub async fn check_watch(h: SessionHandle, ids: Vec<u64>) -> Result<(), RpcError> {
-    for id in ids {
-        task::task_record(&h, id).await?;
-    }
-    Ok(())
-}
-
 /// The tool result (or error) a terminal task's view holds.
 fn ext_outcome(seen: &TaskView, budget: &Budget) -> mcp_tasks_ext::Outcome {
     use mcp_tasks_ext::Outcome;

@@ -27,7 +27,6 @@ use crate::proto::frame;
 use crate::proto::rpc::RpcError;
 use crate::pty::api::{self, PtyOp};
 use crate::pty::{child_env, id_name, PtyHandle, SpawnSpec};
-use crate::sync::Locked;
 
 /// Screen-update notifications of one subscription come at most this often.
 pub const UPDATE_EVERY: Duration = Duration::from_millis(50);
@@ -141,8 +140,7 @@ impl PtyTable {
 fn session_env(
     shared: &super::session::SessionShared,
 ) -> (std::path::PathBuf, Vec<(String, String)>) {
-    let live = shared.live.locked().clone();
-    match live {
+    match shared.live_state() {
         Some(l) => (l.cwd, l.env),
         None => (
             shared.cwd.clone(),

@@ -32,7 +32,9 @@ pub struct SessionHandle {
     pub name: String,
     pub addr: Addr<SessionSupervisor>,
     pub stats: Arc<ActorStats>,
-    pub shared: Arc<SessionShared>,
+    /// Private: a connection reads the session's views through the methods
+    /// below (copies, the lock held only inside them), never its mutexes.
+    shared: Arc<SessionShared>,
     pub created: bool,
     /// The session already existed and the attaching client's environment
     /// differs from the one it started with.
@@ -42,6 +44,51 @@ pub struct SessionHandle {
 }
 
 impl SessionHandle {
+    /// A handle to the session `shared` names, supervised at `addr`. The
+    /// daemon sets `created` and `env_differs` as the attach found them.
+    pub fn new(
+        addr: Addr<SessionSupervisor>,
+        stats: Arc<ActorStats>,
+        shared: Arc<SessionShared>,
+        services: Option<super::journal_writer::Services>,
+    ) -> Self {
+        SessionHandle {
+            name: shared.name.clone(),
+            addr,
+            stats,
+            shared,
+            created: false,
+            env_differs: false,
+            services,
+        }
+    }
+
+    /// The session's cwd and environment as of its last exec, else the ones it
+    /// starts with (`shoal://session/cwd`, `shoal://session/env`).
+    pub fn views(&self) -> (PathBuf, Vec<(String, String)>) {
+        self.shared.views()
+    }
+
+    /// The directory the session started in.
+    pub fn start_cwd(&self) -> &std::path::Path {
+        &self.shared.cwd
+    }
+
+    /// The render width of the session's values.
+    pub fn render_width(&self) -> usize {
+        self.shared.render_width
+    }
+
+    /// The newest `out:N` of the session (0: none yet).
+    pub fn last_ref(&self) -> u64 {
+        self.shared.last_ref()
+    }
+
+    /// Deliver a client's `user.*` event to the language's `channel(...)` readers.
+    pub fn inject(&self, channel: &str, payload: crate::value::Value) {
+        self.shared.inject(channel, payload)
+    }
+
     /// Send with mailbox accounting.
     pub fn send<M>(&self, msg: M) -> actix::dev::Request<SessionSupervisor, M>
     where

@@ -107,9 +107,10 @@ impl Task {
                 channel: task::channel(self.id),
                 payload: wire::encode(&payload),
             });
-            // `shoal://jobs` watchers hear of every change of every task.
+            // `shoal://jobs` watchers of this session hear of every change
+            // of its tasks (and of no other session's).
             bus.do_send(Publish {
-                channel: JOBS_CHANNEL.into(),
+                channel: jobs_channel(&self.shared.name),
                 payload: wire::encode(&Value::str(task::ref_name(self.id))),
             });
         }
@@ -152,8 +153,57 @@ impl Task {
     }
 }
 
-/// The bus channel on which every task change is announced (`shoal://jobs`).
+/// The name a caller uses for its own session's jobs channel (`shoal://jobs`,
+/// `events.subscribe {channel: "jobs"}`).
 pub const JOBS_CHANNEL: &str = "jobs";
+
+/// The bus channel on which every change of `session`'s tasks is announced:
+/// `jobs.<session>` (session names hold no control characters; any other
+/// character, `.` included, is fine: the check is by equality).
+pub fn jobs_channel(session: &str) -> String {
+    format!("{JOBS_CHANNEL}.{session}")
+}
+
+/// A channel scoped to one session: `task.*` and `jobs`/`jobs.*`. Others
+/// (`user.*`, `session.transcript`, ...) are daemon-wide and need no session.
+pub fn is_scoped_channel(channel: &str) -> bool {
+    channel.starts_with("task.") || channel == JOBS_CHANNEL || channel.starts_with("jobs.")
+}
+
+/// The bus channel a caller attached to `h` may use for the `channel` it
+/// names (contract: tasks are scoped to their session):
+/// - `task.N`: only if N is a task of this session, else `-32021` like `task.get`;
+/// - `jobs`: this session's own `jobs.<session>`; naming that directly is fine,
+///   another session's jobs channel is refused (`-32021`);
+/// - any other channel: unchanged.
+///
+/// Every path that reads or subscribes to a caller-named channel goes through here.
+pub async fn scoped_channel(
+    h: &super::session_handle::SessionHandle,
+    channel: &str,
+) -> Result<String, RpcError> {
+    if let Some(rest) = channel.strip_prefix("task.") {
+        let unknown = || {
+            RpcError::new(rpc::UNKNOWN_TASK, format!("unknown task {channel:?}"))
+                .with_data(serde_json::json!({"channel": channel}))
+        };
+        let id: u64 = rest.parse().ok().filter(|n| *n > 0).ok_or_else(unknown)?;
+        task_record(h, id).await?;
+        return Ok(task::channel(id));
+    }
+    let own = jobs_channel(&h.name);
+    if channel == JOBS_CHANNEL || channel == own {
+        return Ok(own);
+    }
+    if channel.starts_with("jobs.") {
+        return Err(RpcError::new(
+            rpc::UNKNOWN_TASK,
+            format!("{channel:?} is not this session's jobs channel (use \"jobs\")"),
+        )
+        .with_data(serde_json::json!({"channel": channel, "session": h.name})));
+    }
+    Ok(channel.to_string())
+}
 
 impl Actor for Task {
     type Context = Context<Self>;

@@ -3,16 +3,36 @@
 //! each step (no multi-step invariants across a panic point), so the next holder takes the lock
 //! as it is instead of propagating the panic. Never blocks beyond the lock itself.
 
-use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{
+    Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
+use std::time::Duration;
 
 /// Take a lock, recovering it if a previous holder panicked.
 pub trait Locked<T: ?Sized> {
     fn locked(&self) -> MutexGuard<'_, T>;
+    /// The data through an exclusive borrow (no locking needed), poisoned or not.
+    fn locked_mut(&mut self) -> &mut T;
 }
 
 impl<T: ?Sized> Locked<T> for Mutex<T> {
     fn locked(&self) -> MutexGuard<'_, T> {
         self.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+    fn locked_mut(&mut self) -> &mut T {
+        self.get_mut().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Wait on `cond` for at most `d`, recovering the lock if a holder panicked meanwhile.
+pub fn wait_timeout_locked<'a, T>(
+    cond: &Condvar,
+    guard: MutexGuard<'a, T>,
+    d: Duration,
+) -> MutexGuard<'a, T> {
+    match cond.wait_timeout(guard, d) {
+        Ok((g, _)) => g,
+        Err(p) => p.into_inner().0,
     }
 }
 
@@ -20,6 +40,8 @@ impl<T: ?Sized> Locked<T> for Mutex<T> {
 pub trait RwLocked<T: ?Sized> {
     fn read_locked(&self) -> RwLockReadGuard<'_, T>;
     fn write_locked(&self) -> RwLockWriteGuard<'_, T>;
+    /// The data through an exclusive borrow (no locking needed), poisoned or not.
+    fn locked_mut(&mut self) -> &mut T;
 }
 
 impl<T: ?Sized> RwLocked<T> for RwLock<T> {
@@ -28,5 +50,8 @@ impl<T: ?Sized> RwLocked<T> for RwLock<T> {
     }
     fn write_locked(&self) -> RwLockWriteGuard<'_, T> {
         self.write().unwrap_or_else(PoisonError::into_inner)
+    }
+    fn locked_mut(&mut self) -> &mut T {
+        self.get_mut().unwrap_or_else(PoisonError::into_inner)
     }
 }

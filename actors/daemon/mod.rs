@@ -151,15 +151,14 @@ impl Handler<AttachSession> for Daemon {
             if addr.connected() {
                 // An existing session keeps its own environment (docs/protocol.md §9).
                 let env_differs = msg.env.as_ref().is_some_and(|e| !same_env(e, &shared.env));
-                return Ok(SessionHandle {
-                    name: msg.name,
-                    addr: addr.clone(),
-                    stats: stats.clone(),
-                    shared: shared.clone(),
-                    created: false,
-                    env_differs,
-                    services: self.services.clone(),
-                });
+                let mut h = SessionHandle::new(
+                    addr.clone(),
+                    stats.clone(),
+                    shared.clone(),
+                    self.services.clone(),
+                );
+                h.env_differs = env_differs;
+                return Ok(h);
             }
         }
         let live = self
@@ -222,15 +221,9 @@ impl Handler<AttachSession> for Daemon {
             msg.name.clone(),
             (addr.clone(), shared.clone(), stats.clone()),
         );
-        Ok(SessionHandle {
-            name: msg.name,
-            addr,
-            stats,
-            shared,
-            created: true,
-            env_differs: false,
-            services: self.services.clone(),
-        })
+        let mut h = SessionHandle::new(addr, stats, shared, self.services.clone());
+        h.created = true;
+        Ok(h)
     }
 }
 

@@ -12,7 +12,6 @@ use crate::proto::elide::Budget;
 use crate::proto::kernel::{GetFormat, GetRequest};
 use crate::proto::rpc::{self, RpcError};
 use crate::proto::{mcp, uri};
-use crate::sync::Locked;
 
 use super::tools::query_journal;
 use super::{get_value, McpConn, Reply};
@@ -28,7 +27,7 @@ impl McpConn {
             let gate = act.gate.clone();
             async move {
                 let h = h.ok();
-                let last = h.as_ref().map(|h| h.shared.last_ref()).unwrap_or(0);
+                let last = h.as_ref().map(crate::actors::session_handle::SessionHandle::last_ref).unwrap_or(0);
                 let mut page = mcp::resources_page(caps, last, cursor.as_deref())?;
                 // PTYs and the caller's live plans are listed once, on the first page.
                 if cursor.is_none() {
@@ -71,7 +70,7 @@ impl McpConn {
         };
         match target {
             mcp::CompleteTarget::OutRef => Box::pin(self.session().map(move |h, _act, _ctx| {
-                let last = h?.shared.last_ref();
+                let last = h?.last_ref();
                 // Newest first; a prefix narrows by leading digits.
                 let refs = (1..=last).rev().map(|n| n.to_string());
                 Ok(mcp::completion_result(refs, &prefix))
@@ -159,8 +158,7 @@ impl McpConn {
             ("session", Some("cwd")) => Box::pin(self.session().map(move |h, _act, _ctx| {
                 let h = h?;
                 // The live cwd (after `cd`), else where the session starts.
-                let live = h.shared.live.locked().clone();
-                let cwd = live.map_or_else(|| h.shared.cwd.clone(), |l| l.cwd);
+                let (cwd, _) = h.views();
                 Ok(mcp::read_result(
                     &u,
                     &json!({"display": cwd.display().to_string()}),
@@ -170,11 +168,7 @@ impl McpConn {
                 let h = h?;
                 // The session's environment as of its last exec (`env.X = …`
                 // included); before the first exec, the one it will inherit.
-                let live = h.shared.live.locked().clone();
-                let pairs: Vec<(String, String)> = match live {
-                    Some(l) => l.env,
-                    None => h.shared.env.clone(),
-                };
+                let (_, pairs) = h.views();
                 let mut names: Vec<String> = Vec::new();
                 let mut env = Map::new();
                 for (k, v) in pairs.into_iter().take(4096) {
@@ -234,9 +228,27 @@ impl McpConn {
                     Ok(p) => p,
                     Err(e) => return Box::pin(ready(Err(e))),
                 };
-                Box::pin(
-                    async move { read_service(&s, &parsed, &u, &principal).await }.into_actor(self),
-                )
+                let scoped = parsed.root == "events"
+                    && parsed
+                        .segs
+                        .first()
+                        .is_some_and(|c| crate::actors::task::is_scoped_channel(c));
+                if !scoped {
+                    return Box::pin(
+                        async move { read_service(&s, &parsed, &u, &principal).await }
+                            .into_actor(self),
+                    );
+                }
+                // `task.N` and `jobs`: this session's own only (-32021 otherwise).
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    async move {
+                        let mut parsed = parsed;
+                        parsed.segs[0] =
+                            crate::actors::task::scoped_channel(&h?, &parsed.segs[0]).await?;
+                        read_service(&s, &parsed, &u, &principal).await
+                    }
+                    .into_actor(act)
+                }))
             }
             _ => Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unsupported resource: {u}"

@@ -10,6 +10,7 @@ use serde_json::{json, Value as Json};
 use crate::actors::conn::{self};
 use crate::actors::event_bus::{BusEvent, Subscribe, Unsubscribe};
 use crate::actors::session_handle::SessionHandle;
+use crate::actors::task;
 use crate::proto::mcp;
 use crate::proto::mcp_era::{self};
 use crate::proto::mcp_tasks_ext;
@@ -31,15 +32,14 @@ impl McpConn {
             Ok(c) => c,
             Err(m) => return Box::pin(ready(Err(RpcError::invalid_params(m)))),
         };
-        if let Some(n) = crate::actors::mcp_tasks::channel_task(&channel) {
-            // Only this session's tasks (-32021 otherwise, like task.get).
+        if task::is_scoped_channel(&channel) {
+            // Only this session's tasks and jobs (-32021 otherwise, like task.get).
             let check = self.session().then(move |h, act, _ctx| {
-                async move { crate::actors::mcp_tasks::check_watch(h?, vec![n]).await }
-                    .into_actor(act)
+                async move { task::scoped_channel(&h?, &channel).await }.into_actor(act)
             });
             return Box::pin(check.then(move |r, act, ctx| -> Reply {
                 match r {
-                    Ok(()) => act.subscribe_channel(u, channel, ctx),
+                    Ok(bus_channel) => act.subscribe_channel(u, bus_channel, ctx),
                     Err(e) => Box::pin(ready(Err(e))),
                 }
             }));
@@ -194,28 +194,36 @@ impl McpConn {
         env: mcp_era::Envelope,
         ctx: &mut Context<Self>,
     ) {
-        // Task URIs name this session's tasks only (-32021 otherwise, like
-        // task.get); checked before the stream exists.
-        let named: Vec<u64> = mcp_era::listen_uris(params)
+        // Task and jobs URIs name this session's own only (-32021 otherwise,
+        // like task.get); resolved to their bus channels before the stream exists.
+        let scoped: Vec<(String, String)> = mcp_era::listen_uris(params)
             .map(|us| {
                 us.iter()
-                    .filter_map(|u| mcp::subscription_channel(u).ok())
-                    .filter_map(|c| crate::actors::mcp_tasks::channel_task(&c))
+                    .filter_map(|u| Some((u.clone(), mcp::subscription_channel(u).ok()?)))
+                    .filter(|(_, c)| task::is_scoped_channel(c))
                     .collect()
             })
             .unwrap_or_default();
-        if named.is_empty() {
-            return self.listen_checked(id, params, env, ctx);
+        if scoped.is_empty() {
+            return self.listen_checked(id, params, env, Vec::new(), ctx);
         }
         self.req_session = env.session.clone();
         let session = self.session();
         self.req_session = None;
         let params = params.clone();
         let check = session.then(move |h, act, _ctx| {
-            async move { crate::actors::mcp_tasks::check_watch(h?, named).await }.into_actor(act)
+            async move {
+                let h = h?;
+                let mut resolved = Vec::with_capacity(scoped.len());
+                for (u, c) in scoped {
+                    resolved.push((u, task::scoped_channel(&h, &c).await?));
+                }
+                Ok::<_, RpcError>(resolved)
+            }
+            .into_actor(act)
         });
         ctx.wait(check.map(move |r, act, ctx| match r {
-            Ok(()) => act.listen_checked(id, &params, env, ctx),
+            Ok(resolved) => act.listen_checked(id, &params, env, resolved, ctx),
             Err(e) => conn::write(&act.tx, ctx, &rpc::reply(&id, Err(e))),
         }));
     }
@@ -225,6 +233,7 @@ impl McpConn {
         id: Json,
         params: &Json,
         env: mcp_era::Envelope,
+        resolved: Vec<(String, String)>,
         ctx: &mut Context<Self>,
     ) {
         let key = id_key(&id);
@@ -249,6 +258,12 @@ impl McpConn {
             if let Some(n) = crate::actors::pty::watch_uri(&u) {
                 ptys.push((u, n));
             } else if let Ok(ch) = mcp::subscription_channel(&u) {
+                // A scoped channel only as `listen` resolved it (its bus name).
+                let ch = match resolved.iter().find(|(x, _)| *x == u) {
+                    Some((_, bus)) => bus.clone(),
+                    None if task::is_scoped_channel(&ch) => continue,
+                    None => ch,
+                };
                 if self.services.is_some() {
                     chans.push((u, ch));
                 }

@@ -255,10 +255,16 @@ impl SessionShared {
     /// starts with (`shoal://session/cwd`, `shoal://session/env`): a copy, so
     /// a caller never holds the lock.
     pub fn views(&self) -> (PathBuf, Vec<(String, String)>) {
-        match self.live.locked().clone() {
+        match self.live_state() {
             Some(l) => (l.cwd, l.env),
             None => (self.cwd.clone(), self.env.clone()),
         }
+    }
+
+    /// The cwd and environment after the last exec (`None` before the first):
+    /// a copy, so a caller never holds the lock.
+    pub fn live_state(&self) -> Option<LiveState> {
+        self.live.locked().clone()
     }
 
     /// Deliver a `user.*` event to the language's `channel(...)` readers (none

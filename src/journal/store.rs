@@ -434,7 +434,7 @@ impl Store {
     /// Rewrite the file to reclaim free space (offline maintenance: needs exclusive access, so
     /// not while a writer runs). Returns whether anything was compacted.
     pub fn compact(&mut self) -> Result<bool> {
-        let g = self.db.get_mut().unwrap_or_else(|p| p.into_inner());
+        let g = crate::sync::RwLocked::locked_mut(&mut self.db);
         let db = g
             .as_mut()
             .and_then(std::sync::Arc::get_mut)

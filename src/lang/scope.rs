@@ -301,11 +301,7 @@ impl Scope {
             }
             m.params.clear();
             if *m.has_vars.get_mut() {
-                let t = match m.vars.get_mut() {
-                    Ok(t) => t,
-                    Err(p) => p.into_inner(),
-                };
-                *t = Table::default();
+                *crate::sync::Locked::locked_mut(&mut m.vars) = Table::default();
                 *m.has_vars.get_mut() = false;
             }
             pool.push(s);
@@ -327,10 +323,7 @@ impl Scope {
     fn table(&self) -> MutexGuard<'_, Table> {
         // A poisoned lock only means a panic happened while it was held; the
         // table itself is still consistent (every mutation is a single insert).
-        match self.vars.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        crate::sync::Locked::locked(&self.vars)
     }
 
     /// Define (or shadow) `name` in this scope.

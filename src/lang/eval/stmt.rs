@@ -167,10 +167,7 @@ impl Interp {
                     .with_hint("bound it first, e.g. `.take(n)`")
                     .into());
                 }
-                let mut guard = match s.source.lock() {
-                    Ok(g) => g,
-                    Err(p) => p.into_inner(),
-                };
+                let mut guard = crate::sync::Locked::locked(&s.source);
                 match guard.take() {
                     Some(src) => src,
                     None => {

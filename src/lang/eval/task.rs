@@ -22,10 +22,7 @@ pub(crate) const TASK_STACK: usize = 64 << 20;
 const CHANNEL_RING: usize = 1024;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
+    crate::sync::Locked::locked(m)
 }
 
 struct TaskState {
@@ -230,10 +227,7 @@ impl Interp {
                     if self.interrupted() {
                         return Err(Interp::cancelled().into());
                     }
-                    g = match st.cond.wait_timeout(g, Duration::from_millis(20)) {
-                        Ok((g, _)) => g,
-                        Err(p) => p.into_inner().0,
-                    };
+                    g = crate::sync::wait_timeout_locked(&st.cond, g, Duration::from_millis(20));
                 }
             }
             "cancel" => {
@@ -404,10 +398,11 @@ impl Interp {
                             .into());
                         }
                     }
-                    st = match ch.inner.cond.wait_timeout(st, Duration::from_millis(20)) {
-                        Ok((g, _)) => g,
-                        Err(p) => p.into_inner().0,
-                    };
+                    st = crate::sync::wait_timeout_locked(
+                        &ch.inner.cond,
+                        st,
+                        Duration::from_millis(20),
+                    );
                 }
             }
             _ => Ok(None),
@@ -440,10 +435,8 @@ impl Interp {
                 if intr.is_interrupted() {
                     return Some(Err(Interp::cancelled()));
                 }
-                st = match ch.inner.cond.wait_timeout(st, Duration::from_millis(20)) {
-                    Ok((g, _)) => g,
-                    Err(p) => p.into_inner().0,
-                };
+                st =
+                    crate::sync::wait_timeout_locked(&ch.inner.cond, st, Duration::from_millis(20));
             }
         });
         stream("event", false, iter)

@@ -1,0 +1,470 @@
+//! KernelConn: one kernel JSON-RPC connection (docs/protocol.md §2,
+//! reference-protocol §1.3–§2). Frames in, typed messages out, frames back.
+//!
+//! Requests are handled strictly in order (each waits in the actor context),
+//! so pipelined `session.attach` + `exec` behave as if sent one by one and
+//! replies keep request order. Notifications are ignored; malformed frames get
+//! `-32700` and the connection stays.
+//!
+//! This file owns the actor, method dispatch, attach and close; the events,
+//! journal and reader parts are beside it. It never evaluates and never
+//! touches a session's state: it reaches a session only through its
+//! `SessionHandle`.
+
+mod events;
+mod journal;
+mod reader;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use actix::fut::{ready, LocalBoxActorFuture};
+use actix::prelude::*;
+use serde_json::{json, Map, Value as Json};
+
+use super::conn::{self, ConnContext, Writer};
+use super::event_bus::{BusEvent, SubId, Unsubscribe};
+use super::health::Registration;
+use super::journal_writer::Services;
+use super::leash_calls as lc;
+use super::msg::{
+    ClientCount, CloseSession, Crash, GetStatus, GetValue, ListSessions, SessionError,
+};
+use super::plan_store::PlanOp;
+use super::session::CallCancel;
+use super::session_handle::{AttachSession, SessionHandle};
+use crate::lang::Position;
+use crate::proto::kernel;
+use crate::proto::rpc::{self, RpcError};
+pub use reader::KernelItem;
+use reader::{id_key, lock_calls, Calls};
+
+type Reply = LocalBoxActorFuture<KernelConn, Result<Json, RpcError>>;
+
+const METHODS: &[&str] = &[
+    "session.attach",
+    "parse",
+    "complete",
+    "session.list",
+    "session.close",
+    "exec",
+    "value.get",
+    "daemon.status",
+    "debug.crash",
+    "journal.query",
+    "journal.get",
+    "blob.get",
+    "events.read",
+    "events.publish",
+    "events.subscribe",
+    "events.unsubscribe",
+    "pty.open",
+    "pty.send",
+    "pty.read",
+    "pty.resize",
+    "pty.close",
+    "pty.list",
+    "task.get",
+    "task.list",
+    "task.await",
+    "task.cancel",
+    "task.suspend",
+    "task.resume",
+    "explain",
+    "plan.get",
+    "plan.list",
+    "plan.apply",
+    "plan.approve",
+    "plan.deny",
+    "cap.request",
+];
+
+pub struct KernelConn {
+    cx: ConnContext,
+    tx: Writer,
+    reg: Registration,
+    attached: Option<Attachment>,
+    /// `events.subscribe` subscriptions of this connection, by channel.
+    subs: BTreeMap<String, SubId>,
+    services: Option<Services>,
+    /// Shared with the reader task (see [`KernelConn::start_with`]).
+    calls: Calls,
+}
+
+struct Attachment {
+    handle: SessionHandle,
+    tty: bool,
+    /// The principal's policy and sandbox (Leash).
+    gate: Arc<crate::leash::Gate>,
+    /// The bearer token, re-checked before every call (a revoke holds at once).
+    token: Option<String>,
+}
+
+impl KernelConn {
+    pub fn new(cx: ConnContext, tx: Writer, reg: Registration) -> Self {
+        KernelConn {
+            cx,
+            tx,
+            reg,
+            attached: None,
+            subs: BTreeMap::new(),
+            services: None,
+            calls: Arc::default(),
+        }
+    }
+
+    fn request(
+        &mut self,
+        id: Json,
+        method: String,
+        params: Json,
+        cancel: Arc<CallCancel>,
+        ctx: &mut Context<Self>,
+    ) {
+        let session = self.attached.as_ref().map(|a| a.handle.name.clone());
+        let span = conn::request_span("kernel", self.cx.id, session.as_deref(), &id, &method);
+        let entered = span.clone().entered();
+        let fut = if cancel.is_cancelled() {
+            Box::pin(ready(Err(conn::session_error(
+                super::session::cancelled_before_running(),
+            ))))
+        } else {
+            self.dispatch(&method, params, cancel)
+        };
+        drop(entered);
+        ctx.wait(fut.map(move |res, act, ctx| {
+            let _span = span.entered();
+            conn::request_done(&res);
+            lock_calls(&act.calls).remove(&id_key(&id));
+            if let Err(e) = &res {
+                if e.code == rpc::INTERNAL_ERROR {
+                    act.reg.stats.set_error(format!("{method}: {}", e.message));
+                }
+            }
+            conn::write_frame(&act.tx, ctx, rpc::reply_frame(&id, res, None));
+        }));
+    }
+
+    fn dispatch(&mut self, method: &str, params: Json, cancel: Arc<CallCancel>) -> Reply {
+        if !METHODS.contains(&method) || (method == "debug.crash" && !conn::debug_hooks()) {
+            return Box::pin(ready(Err(RpcError::method_not_found(method))));
+        }
+        let p = match rpc::params_object(&params) {
+            Ok(p) => p.clone(),
+            Err(e) => return Box::pin(ready(Err(e))),
+        };
+        match method {
+            "session.attach" => return self.attach(p),
+            // Context-free: answered before attaching, by no session.
+            "parse" => return Box::pin(crate::proto::syntax::parse_async(&p).into_actor(self)),
+            "complete" => return Box::pin(ready(crate::proto::syntax::complete_method(&p))),
+            _ => {}
+        }
+        let Some(att) = &self.attached else {
+            return Box::pin(ready(Err(RpcError::new(
+                rpc::NOT_ATTACHED,
+                "attach to a session first",
+            ))));
+        };
+        let handle = att.handle.clone();
+        let tty = att.tty;
+        let gate = att.gate.clone();
+        if let Err(e) = lc::recheck(att.token.as_deref(), self.cx.foreign, &gate) {
+            return Box::pin(ready(Err(e)));
+        }
+        match method {
+            "session.list" => {
+                self.cx.daemon_stats.enqueue();
+                let f = self.cx.daemon.send(ListSessions);
+                Box::pin(
+                    async move {
+                        f.await
+                            .map(|s| json!({"sessions": s}))
+                            .map_err(RpcError::from)
+                    }
+                    .into_actor(self),
+                )
+            }
+            "session.close" => self.close(p, handle),
+            "daemon.status" => {
+                self.cx.daemon_stats.enqueue();
+                let f = self.cx.daemon.send(GetStatus);
+                Box::pin(async move { f.await.map_err(RpcError::from) }.into_actor(self))
+            }
+            "exec" if p.get("mode").and_then(Json::as_str) == Some("approved") => {
+                match crate::proto::elide::Budget::from_json(p.get("elide"))
+                    .map_err(RpcError::invalid_params)
+                {
+                    Err(e) => Box::pin(ready(Err(e))),
+                    Ok(budget) => {
+                        Box::pin(
+                            async move {
+                                lc::exec_approved(handle, gate, &p, tty, budget, cancel).await
+                            }
+                            .into_actor(self),
+                        )
+                    }
+                }
+            }
+            "exec" if is_plan_mode(&p) => match kernel::exec_params(&p, Position::Stmt) {
+                Err(e) => Box::pin(ready(Err(e))),
+                Ok((src, _)) => Box::pin(lc::plan(handle, gate, src).into_actor(self)),
+            },
+            "explain" => match rpc::req_str(&p, "src") {
+                Err(e) => Box::pin(ready(Err(e))),
+                Ok(src) => Box::pin(lc::explain(handle, gate, src.to_string()).into_actor(self)),
+            },
+            "plan.get" | "plan.list" | "plan.approve" | "plan.deny" | "cap.request" => {
+                let op = match method {
+                    "plan.list" => Ok(PlanOp::List),
+                    "plan.get" => lc::plan_ref_param(&p).map(PlanOp::Get),
+                    "plan.approve" => lc::plan_ref_param(&p).map(PlanOp::Approve),
+                    "plan.deny" => lc::plan_ref_param(&p).map(PlanOp::Deny),
+                    _ => lc::cap_request_params(&p)
+                        .map(|(plan_ref, kinds)| PlanOp::Request { plan_ref, kinds }),
+                };
+                let is_list = method == "plan.list";
+                match op {
+                    Err(e) => Box::pin(ready(Err(e))),
+                    Ok(op) => Box::pin(
+                        async move {
+                            let r = lc::plan_op(handle, gate, op).await?;
+                            Ok(if is_list { json!({"plans": r}) } else { r })
+                        }
+                        .into_actor(self),
+                    ),
+                }
+            }
+            "plan.apply" => match lc::plan_ref_param(&p).and_then(|r| {
+                let b = crate::proto::elide::Budget::from_json(p.get("elide"))
+                    .map_err(RpcError::invalid_params)?;
+                Ok((r, b))
+            }) {
+                Err(e) => Box::pin(ready(Err(e))),
+                Ok((r, budget)) => {
+                    Box::pin(lc::apply(handle, gate, r, tty, budget, cancel).into_actor(self))
+                }
+            },
+            "exec" => match kernel::exec_params(&p, Position::Stmt).and_then(|(s, pos)| {
+                let b = crate::proto::elide::Budget::from_json(p.get("elide"))
+                    .map_err(RpcError::invalid_params)?;
+                Ok((s, pos, b, super::task::task_opts(&p)?))
+            }) {
+                Err(e) => Box::pin(ready(Err(e))),
+                Ok((src, position, budget, Some(opts))) => Box::pin(
+                    super::task::exec_as_task(handle, src, position, tty, budget, opts, Some(gate))
+                        .into_actor(self),
+                ),
+                Ok((src, position, budget, None)) => Box::pin(
+                    super::exec::exec_elided(
+                        handle,
+                        src,
+                        position,
+                        tty,
+                        budget,
+                        cancel,
+                        Some(gate),
+                        true,
+                    )
+                    .into_actor(self),
+                ),
+            },
+            m if m.starts_with("task.") => {
+                Box::pin(super::task::kernel_method(handle, m.to_string(), p).into_actor(self))
+            }
+            "value.get" => match kernel::get_params(&p) {
+                Err(e) => Box::pin(ready(Err(e))),
+                Ok((reference, req)) => {
+                    // The supervisor reads an `out:N` from before a restart back
+                    // from the journal itself: one restore path.
+                    let f = handle.send(GetValue {
+                        reference,
+                        req,
+                        tty,
+                    });
+                    let name = handle.name.clone();
+                    Box::pin(
+                        async move {
+                            f.await
+                                .map_err(|_| SessionError::Closed(name))
+                                .and_then(|r| r)
+                                .map_err(conn::session_error)
+                        }
+                        .into_actor(self),
+                    )
+                }
+            },
+            "events.read" | "events.publish" | "events.subscribe" | "events.unsubscribe" => {
+                self.events_method(method, p)
+            }
+            "journal.query" | "journal.get" | "blob.get" => {
+                self.journal_method(method, p, gate.principal.clone())
+            }
+            m if m.starts_with("pty.") => {
+                Box::pin(super::pty::call_as(&handle, m, &p, Some(gate)).into_actor(self))
+            }
+            "debug.crash" => {
+                handle.notify(Crash);
+                Box::pin(ready(Ok(json!({"crashed": handle.name}))))
+            }
+            _ => Box::pin(ready(Err(RpcError::method_not_found(method)))),
+        }
+    }
+
+    fn attach(&mut self, p: Map<String, Json>) -> Reply {
+        let parsed = (|| -> Result<_, RpcError> {
+            let session = rpc::opt_str(&p, "session")?
+                .unwrap_or("default")
+                .to_string();
+            if session.is_empty() {
+                return Err(RpcError::invalid_params("session must not be empty"));
+            }
+            let cwd = rpc::opt_str(&p, "cwd")?.map(PathBuf::from);
+            let env = conn::env_param(p.get("env")).map_err(RpcError::invalid_params)?;
+            let token = rpc::opt_str(&p, "token")?;
+            let (kind, tty) = match p.get("client") {
+                None | Some(Json::Null) => (String::new(), false),
+                Some(Json::Object(c)) => (
+                    rpc::opt_str(c, "kind")?.unwrap_or("").to_string(),
+                    rpc::opt_bool(c, "tty")?.unwrap_or(false),
+                ),
+                Some(_) => return Err(RpcError::invalid_params("client must be an object")),
+            };
+            let principal = lc::principal(token, self.cx.foreign)?;
+            Ok((
+                session,
+                cwd,
+                env,
+                kind,
+                tty,
+                principal,
+                token.map(str::to_string),
+            ))
+        })();
+        let (session, cwd, env, kind, tty, principal, token) = match parsed {
+            Ok(x) => x,
+            Err(e) => return Box::pin(ready(Err(e))),
+        };
+        self.cx.daemon_stats.enqueue();
+        let f = self.cx.daemon.send(AttachSession {
+            name: session,
+            cwd,
+            env,
+            no_adapters: kind == "conformance",
+        });
+        Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
+            let handle = r?.map_err(conn::session_error)?;
+            let gate = Arc::new(crate::leash::Gate::for_principal(&principal));
+            let enforced = gate.caps_enforced();
+            let opaque = gate.decide(&[crate::leash::Effect::Opaque]).verdict;
+            let has_policy = gate.policy.get(&principal).is_some();
+            act.set_attachment(Some(Attachment {
+                handle: handle.clone(),
+                tty,
+                gate,
+                token,
+            }));
+            tracing::debug!(conn = act.cx.id, session = %handle.name, client = %kind, "attached");
+            Ok(json!({
+                "session": handle.name,
+                "created": handle.created,
+                "env_differs": handle.env_differs,
+                "principal": principal,
+                "client": {"kind": kind, "tty": tty},
+                "cwd": {"display": handle.start_cwd().display().to_string()},
+                "env_hash": "local",
+                "caps": {
+                    "enforced": enforced,
+                    "tier": crate::leash::tier(),
+                    "available_tier": crate::leash::tier(),
+                    "policy_principal": has_policy.then_some(&principal),
+                    "opaque": opaque.as_str(),
+                },
+                "caps_enforced": enforced,
+                "channels": ["session.transcript", "journal", "approval", "render"],
+            }))
+        }))
+    }
+
+    fn close(&mut self, p: Map<String, Json>, current: SessionHandle) -> Reply {
+        let name = match rpc::opt_str(&p, "session") {
+            Ok(n) => n
+                .map(str::to_string)
+                .unwrap_or_else(|| current.name.clone()),
+            Err(e) => return Box::pin(ready(Err(e))),
+        };
+        self.cx.daemon_stats.enqueue();
+        let f = self.cx.daemon.send(CloseSession { name: name.clone() });
+        Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
+            r?.map_err(conn::session_error)?;
+            if act.attached.as_ref().is_some_and(|a| a.handle.name == name) {
+                act.attached = None;
+            }
+            Ok(json!({"session": name, "closed": true}))
+        }))
+    }
+}
+
+impl KernelConn {
+    fn known_services(&self) -> Option<Services> {
+        self.services.clone().or_else(|| {
+            self.attached
+                .as_ref()
+                .and_then(|a| a.handle.services.clone())
+        })
+    }
+
+    fn set_attachment(&mut self, next: Option<Attachment>) {
+        if let Some(old) = self.attached.take() {
+            old.handle.notify(ClientCount { delta: -1 });
+        }
+        if let Some(new) = &next {
+            new.handle.notify(ClientCount { delta: 1 });
+        }
+        self.attached = next;
+    }
+}
+
+/// `mode: "plan"`: derive and store a plan instead of running.
+pub fn is_plan_mode(p: &Map<String, Json>) -> bool {
+    p.get("mode").and_then(Json::as_str) == Some("plan")
+}
+
+impl Actor for KernelConn {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(64);
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        // Nobody will read the answers of calls still queued or running.
+        for (_, c) in lock_calls(&self.calls).drain() {
+            c.cancel();
+        }
+        if let Some(s) = self.known_services() {
+            for (_, id) in std::mem::take(&mut self.subs) {
+                s.bus.do_send(Unsubscribe { id });
+            }
+        }
+        self.set_attachment(None);
+        tracing::debug!(conn = self.cx.id, "kernel connection closed");
+    }
+}
+
+/// A subscribed event: an `event` notification on this connection.
+impl Handler<BusEvent> for KernelConn {
+    type Result = ();
+
+    fn handle(&mut self, ev: BusEvent, ctx: &mut Context<Self>) {
+        self.reg.stats.handled_item();
+        // Encoded once per event: every kernel subscriber of this publish shares the bytes.
+        let frame = ev.frame_with(|ev| {
+            crate::proto::frame::encode(
+                &json!({"jsonrpc": "2.0", "method": "event", "params": ev.to_json()}),
+            )
+        });
+        conn::write_frame(&self.tx, ctx, frame.to_vec());
+    }
+}
