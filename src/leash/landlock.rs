@@ -23,7 +23,9 @@
 //! `/proc/PID/mem`) and, at ABI 6+, from signalling processes outside
 //! their sandbox or reaching abstract unix sockets. The daemon opens its
 //! listener and connections close-on-exec, so no socket is inherited.
-//! The local uid principal is not confined.
+//! The local uid principal is not confined. Where the filter cannot be
+//! installed (no seccomp filters, an architecture other than x86_64 or
+//! aarch64) a token principal's spawn is refused.
 //!
 //! Network: a `hermetic` principal's children may neither connect nor bind
 //! any TCP port (Landlock ABI 4+), may not create sockets of any family (a
@@ -210,6 +212,15 @@ impl Rules {
             || self.net != Net::Open
     }
 
+    /// Who a refusal names.
+    fn who(&self) -> &'static str {
+        if self.net == Net::Sealed {
+            "hermetic"
+        } else {
+            "token principal"
+        }
+    }
+
     /// The seccomp filter the children get, if any.
     fn filter(&self) -> Option<&'static [libc::sock_filter]> {
         if self.net == Net::Sealed {
@@ -228,13 +239,15 @@ impl Rules {
             return Err("Landlock is not available on this kernel".into());
         }
         if self.filter().is_some() && AUDIT_ARCH.is_none() {
-            let who = if self.net == Net::Sealed {
-                "hermetic"
-            } else {
-                "token principal"
-            };
+            let who = self.who();
             return Err(format!(
                 "{who}: the socket filter is built for x86_64 and aarch64 only; the program is not started"
+            ));
+        }
+        if self.filter().is_some() && !filter_available() {
+            let who = self.who();
+            return Err(format!(
+                "{who}: this kernel cannot install the socket filter (seccomp); the program is not started"
             ));
         }
         if self.net == Net::Sealed && abi < 4 {
@@ -575,6 +588,19 @@ static NO_UNIX: [libc::sock_filter; 13] = [
     bpf(BPF_RET_K, 0, 0, RET_ALLOW),
 ];
 
+/// Can this kernel install the socket filters (seccomp filters with the
+/// errno and kill-process actions)?
+pub fn filter_available() -> bool {
+    static AVAIL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAIL.get_or_init(|| {
+        [RET_ERRNO, RET_KILL_PROCESS].iter().all(|action| {
+            // SAFETY: SECCOMP_GET_ACTION_AVAIL (2) reads one u32 that
+            // lives across the call.
+            unsafe { libc::syscall(libc::SYS_seccomp, 2u32, 0u32, action as *const u32) == 0 }
+        })
+    })
+}
+
 /// Install a socket filter (no_new_privs is already set).
 /// Async-signal-safe.
 fn install_filter(filter: &'static [libc::sock_filter]) -> io::Result<()> {
@@ -778,6 +804,7 @@ mod tests {
         if !Path::new("/usr/bin/python3").exists() || AUDIT_ARCH.is_none() {
             return;
         }
+        assert!(filter_available());
         let open = super::super::policy::local_default();
         let rs = Rules::for_token(Some(&open), None).ruleset().unwrap();
         let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
