@@ -4,13 +4,15 @@
 //! Pure except for the token file and the Landlock calls: `derive` walks
 //! the syntax tree, `policy` decides, `plan` names and describes plans,
 //! `tokens` keeps bearer tokens hashed on disk, `landlock` lowers a
-//! principal's filesystem grants for its children.
+//! principal's filesystem grants for its children, `seccomp` holds the
+//! socket filters token principals' children install after them.
 
 pub mod derive;
 pub mod effect;
 pub mod landlock;
 pub mod plan;
 pub mod policy;
+pub mod seccomp;
 pub mod tokens;
 
 use std::path::PathBuf;
