@@ -578,8 +578,9 @@ delete = ["{p}/**"]
         "a non-hermetic principal connects: {out}"
     );
 
-    // UDP and the daemon's own unix socket: reachable for a non-hermetic
-    // principal, sealed off for a hermetic one (the socket filter).
+    // UDP: reachable for a non-hermetic principal, sealed off for a hermetic
+    // one (the socket filter); the daemon's own unix socket is out of reach
+    // for both (every token principal gets the unix socket filter).
     let udp = py_probe(&format!(
         "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (\"127.0.0.1\", {port}))"
     ));
@@ -587,10 +588,13 @@ delete = ["{p}/**"]
         "import socket; socket.socket(socket.AF_UNIX).connect(\"{}\")",
         root.socket().display()
     ));
-    for probe in [&udp, &unix] {
-        let out = n.ok("exec", json!({"src": probe})).to_string();
-        assert!(out.contains("PY_OK"), "{probe}: {out}");
-    }
+    let out = n.ok("exec", json!({"src": udp})).to_string();
+    assert!(out.contains("PY_OK"), "{udp}: {out}");
+    let out = n.ok("exec", json!({"src": unix})).to_string();
+    assert!(
+        out.contains("PY_NO") && out.contains("Permission denied"),
+        "{unix}: {out}"
+    );
 
     let mut h = d.conn();
     let r = attach_token(&mut h, "sealed", &token(&root, "agent:h"));

@@ -40,6 +40,8 @@ const UNSAFE_ALLOWED: &[&str] = &[
     // Landlock's three system calls (no rustix wrapper): the ruleset is built in the parent,
     // restrict_self runs between fork and exec.
     "src/leash/landlock.rs",
+    // The seccomp socket filters (prctl, seccomp, close_range between fork and exec).
+    "src/leash/seccomp.rs",
     // Adopting a socket-activated listener fd.
     "actors/daemon/setup.rs",
     // A zero-timeout poll for a hung-up peer.

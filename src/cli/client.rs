@@ -65,8 +65,16 @@ pub fn connect(path: &Path) -> io::Result<UnixStream> {
 /// `SHOAL_NO_AUTOSTART` is non-empty). Racing callers serialise on a lock file
 /// beside the socket, so exactly one of them starts a daemon.
 pub fn connect_or_start(path: &Path) -> Result<UnixStream, String> {
-    if let Ok(s) = UnixStream::connect(path) {
-        return Ok(s);
+    match UnixStream::connect(path) {
+        Ok(s) => return Ok(s),
+        // No daemon this process could start would be reachable either.
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            return Err(format!(
+                "cannot connect to {}: {e}; no daemon is started (programs shoal runs for a token principal may not open unix sockets)",
+                path.display()
+            ))
+        }
+        Err(_) => {}
     }
     if std::env::var_os("SHOAL_NO_AUTOSTART").is_some_and(|v| !v.is_empty()) {
         return Err(format!(

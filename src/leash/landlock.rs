@@ -10,6 +10,23 @@
 //! in the parent; the child only calls `landlock_restrict_self` between fork
 //! and exec.
 //!
+//! Unix sockets: every token principal's children (hermetic or not) get a
+//! seccomp filter under which `socket(AF_UNIX, ..)` fails with `EACCES`,
+//! so they cannot reach the daemon's own socket (which admits their uid as
+//! the permissive local principal) nor any other pathname unix socket; a
+//! `shoal` client they run fails at once. `socketpair(2)` stays: its pair
+//! is connected to itself and cannot connect elsewhere (a datagram pair can
+//! still `sendto` a named datagram socket, never the daemon's stream
+//! socket). Where Landlock is available a token principal's children always
+//! get a Landlock domain, even when its grants are every path: that also
+//! keeps them from ptrace-attaching to the daemon (or `pidfd_getfd`,
+//! `/proc/PID/mem`) and, at ABI 6+, from signalling processes outside
+//! their sandbox or reaching abstract unix sockets. The daemon opens its
+//! listener and connections close-on-exec, so no socket is inherited.
+//! The local uid principal is not confined. Where the filter cannot be
+//! installed (no seccomp filters, an architecture other than x86_64 or
+//! aarch64) a token principal's spawn is refused.
+//!
 //! Network: a `hermetic` principal's children may neither connect nor bind
 //! any TCP port (Landlock ABI 4+), may not create sockets of any family (a
 //! seccomp filter: so no UDP, unix, raw or netlink sockets either, and the
@@ -20,8 +37,7 @@
 //! principal whose `net_connect` grants all name a port may connect only to
 //! those ports (any host: Landlock knows ports, not hosts; below ABI 4 the
 //! port rules are left out). Not covered for non-hermetic principals: UDP,
-//! pathname unix sockets (the daemon's own socket included, which admits
-//! its uid as the local principal), raw sockets and other protocols.
+//! raw sockets and other non-unix protocols.
 
 use std::cell::RefCell;
 use std::ffi::CString;
@@ -32,6 +48,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::policy::{PathGlob, PrincipalPolicy};
+use super::seccomp::{cloexec_from, filter_available, install_filter, AUDIT_ARCH, NO_UNIX, SEAL};
 
 const EXECUTE: u64 = 1 << 0;
 const WRITE_FILE: u64 = 1 << 1;
@@ -65,6 +82,9 @@ pub struct Rules {
     pub write: Vec<PathBuf>,
     pub delete: Vec<PathBuf>,
     pub net: Net,
+    /// A token principal's children: no `AF_UNIX` sockets (the socket
+    /// filter), and a Landlock domain wherever the kernel has one.
+    pub token: bool,
 }
 
 /// What the children may do on the network.
@@ -158,20 +178,78 @@ impl Rules {
             write,
             delete,
             net,
+            token: false,
         })
+    }
+
+    /// The rules of a token principal (any principal but the local uid):
+    /// its grants lowered, always with the unix socket filter. `p` is
+    /// `None` when the principal has no policy section (nothing is granted:
+    /// its verdicts refuse every run anyway).
+    pub fn for_token(p: Option<&PrincipalPolicy>, home: Option<&str>) -> Rules {
+        let open = || Rules {
+            read: None,
+            write: vec![PathBuf::from("/")],
+            delete: vec![PathBuf::from("/")],
+            net: Net::Open,
+            token: true,
+        };
+        match p {
+            None => Rules {
+                write: vec![],
+                delete: vec![],
+                ..open()
+            },
+            Some(p) => Rules::lower(p, home).map_or_else(open, |r| Rules { token: true, ..r }),
+        }
+    }
+
+    /// Do these rules need Landlock itself (a path or a port is confined)?
+    fn needs_landlock(&self) -> bool {
+        let root = Path::new("/");
+        self.read.is_some()
+            || !self.write.iter().any(|r| r == root)
+            || !self.delete.iter().any(|r| r == root)
+            || self.net != Net::Open
+    }
+
+    /// Who a refusal names.
+    fn who(&self) -> &'static str {
+        if self.net == Net::Sealed {
+            "hermetic"
+        } else {
+            "token principal"
+        }
+    }
+
+    /// The seccomp filter the children get, if any.
+    fn filter(&self) -> Option<&'static [libc::sock_filter]> {
+        if self.net == Net::Sealed {
+            Some(&SEAL[..])
+        } else if self.token {
+            Some(&NO_UNIX[..])
+        } else {
+            None
+        }
     }
 
     /// Can a kernel of Landlock ABI `abi` enforce these rules? (`Err`: why
     /// not; a spawn under them is refused.)
     pub fn enforceable_at(&self, abi: i64) -> Result<(), String> {
-        if abi <= 0 {
+        if abi <= 0 && self.needs_landlock() {
             return Err("Landlock is not available on this kernel".into());
         }
-        if self.net == Net::Sealed && AUDIT_ARCH.is_none() {
-            return Err(
-                "hermetic: the socket filter is built for x86_64 and aarch64 only; the program is not started"
-                    .into(),
-            );
+        if self.filter().is_some() && AUDIT_ARCH.is_none() {
+            let who = self.who();
+            return Err(format!(
+                "{who}: the socket filter is built for x86_64 and aarch64 only; the program is not started"
+            ));
+        }
+        if self.filter().is_some() && !filter_available() {
+            let who = self.who();
+            return Err(format!(
+                "{who}: this kernel cannot install the socket filter (seccomp); the program is not started"
+            ));
         }
         if self.net == Net::Sealed && abi < 4 {
             return Err(format!(
@@ -186,6 +264,11 @@ impl Rules {
         let abi = abi();
         self.enforceable_at(abi)
             .map_err(|m| io::Error::new(io::ErrorKind::Unsupported, m))?;
+        let filter = self.filter();
+        if abi <= 0 {
+            // Only the socket filter (enforceable_at refused the rest).
+            return Ok(Ruleset { fd: None, filter });
+        }
         let mut handled = WRITE | DELETE;
         if abi < 2 {
             handled &= !REFER;
@@ -203,7 +286,7 @@ impl Rules {
             Net::Sealed => NET_BIND_TCP | NET_CONNECT_TCP,
             _ => 0,
         };
-        let scoped = if self.net == Net::Sealed && abi >= 6 {
+        let scoped = if (self.net == Net::Sealed || self.token) && abi >= 6 {
             SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL
         } else {
             0
@@ -237,8 +320,8 @@ impl Rules {
         }
         // SAFETY: the kernel returned a new descriptor that we own.
         let rs = Ruleset {
-            fd: unsafe { OwnedFd::from_raw_fd(fd as RawFd) },
-            sealed: self.net == Net::Sealed,
+            fd: Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }),
+            filter,
         };
         let add = |path: &Path, rights: u64| -> io::Result<()> { rs.add(path, rights & handled) };
         if let Some(read) = &self.read {
@@ -281,12 +364,18 @@ struct NetPort {
     port: u64,
 }
 
-/// A Landlock ruleset descriptor (and whether the children are sealed off
-/// the network, which adds the socket filter).
+/// A Landlock ruleset descriptor (`None`: this kernel has no Landlock and
+/// the rules need only the socket filter) and the seccomp socket filter
+/// the children install after it.
 #[derive(Debug)]
 pub struct Ruleset {
-    fd: OwnedFd,
-    sealed: bool,
+    fd: Option<OwnedFd>,
+    filter: Option<&'static [libc::sock_filter]>,
+}
+
+/// The descriptor of a ruleset being built (always present then).
+fn built(fd: &Option<OwnedFd>) -> RawFd {
+    fd.as_ref().map_or(-1, |f| f.as_raw_fd())
 }
 
 #[repr(C, packed)]
@@ -321,7 +410,7 @@ impl Ruleset {
         let r = unsafe {
             libc::syscall(
                 libc::SYS_landlock_add_rule,
-                self.fd.as_raw_fd(),
+                built(&self.fd),
                 1u32,
                 &attr as *const PathBeneath,
                 0u32,
@@ -342,7 +431,7 @@ impl Ruleset {
         let r = unsafe {
             libc::syscall(
                 libc::SYS_landlock_add_rule,
-                self.fd.as_raw_fd(),
+                built(&self.fd),
                 RULE_NET_PORT,
                 &attr as *const NetPort,
                 0u32,
@@ -354,16 +443,17 @@ impl Ruleset {
         Ok(())
     }
 
+    /// The Landlock ruleset descriptor (`-1` when there is none).
     pub fn raw(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        built(&self.fd)
     }
 
     /// What the child applies between fork and exec (valid while `self`
     /// lives, which the spawn outlasts).
     pub fn confine(&self) -> Confine {
         Confine {
-            fd: self.raw(),
-            sealed: self.sealed,
+            fd: self.fd.as_ref().map(|f| f.as_raw_fd()),
+            filter: self.filter,
         }
     }
 }
@@ -371,85 +461,35 @@ impl Ruleset {
 /// The confinement a child applies to itself: see [`Confine::apply`].
 #[derive(Clone, Copy, Debug)]
 pub struct Confine {
-    fd: RawFd,
-    sealed: bool,
+    fd: Option<RawFd>,
+    filter: Option<&'static [libc::sock_filter]>,
 }
 
 impl Confine {
-    /// In the child between fork and exec: the Landlock ruleset, then for a
-    /// sealed (hermetic) child the socket filter. Async-signal-safe.
+    /// In the child between fork and exec: no_new_privs, the Landlock
+    /// ruleset, then the socket filter (hermetic: no socket at all; any
+    /// other token principal: no unix socket). An error fails the spawn.
+    /// Async-signal-safe.
     pub fn apply(self) -> io::Result<()> {
-        restrict_self(self.fd)?;
-        if self.sealed {
-            seal_sockets()?;
+        match self.fd {
+            Some(fd) => restrict_self(fd)?,
+            None => no_new_privs()?,
+        }
+        if let Some(filter) = self.filter {
+            install_filter(filter)?;
+            // A token principal's child inherits stdio only: a descriptor
+            // the daemon itself inherited without close-on-exec (a launcher's
+            // socket, say) is closed at exec too.
+            cloexec_from(3);
         }
         Ok(())
     }
 }
 
-/// The architecture the socket filter is built for (`AUDIT_ARCH_*`).
-#[cfg(target_arch = "x86_64")]
-const AUDIT_ARCH: Option<u32> = Some(0xC000_003E);
-#[cfg(target_arch = "aarch64")]
-const AUDIT_ARCH: Option<u32> = Some(0xC000_00B7);
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-const AUDIT_ARCH: Option<u32> = None;
-
-const fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
-    libc::sock_filter { code, jt, jf, k }
-}
-
-const BPF_LD_W_ABS: u16 = 0x20;
-const BPF_JEQ_K: u16 = 0x15;
-const BPF_JGE_K: u16 = 0x35;
-const BPF_RET_K: u16 = 0x06;
-const RET_ALLOW: u32 = 0x7fff_0000;
-const RET_ERRNO: u32 = 0x0005_0000;
-const RET_KILL_PROCESS: u32 = 0x8000_0000;
-
-/// A hermetic child's seccomp filter: `socket(2)` fails with `EACCES` (no
-/// socket of any family: UDP, unix, raw, netlink), `io_uring_setup` with
-/// `EPERM` (its ring could open sockets), syscalls of another ABI (x32,
-/// 32-bit compat) kill the process; everything else is allowed.
-/// `socketpair` stays (an unnamed pair reaches nothing outside).
-static SEAL: [libc::sock_filter; 11] = [
-    bpf(BPF_LD_W_ABS, 0, 0, 4), // seccomp_data.arch
-    bpf(
-        BPF_JEQ_K,
-        1,
-        0,
-        match AUDIT_ARCH {
-            Some(a) => a,
-            None => 0,
-        },
-    ),
-    bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
-    bpf(BPF_LD_W_ABS, 0, 0, 0), // seccomp_data.nr
-    bpf(BPF_JGE_K, 0, 1, 0x4000_0000),
-    bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
-    bpf(BPF_JEQ_K, 0, 1, libc::SYS_socket as u32),
-    bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EACCES as u32),
-    bpf(BPF_JEQ_K, 0, 1, libc::SYS_io_uring_setup as u32),
-    bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
-    bpf(BPF_RET_K, 0, 0, RET_ALLOW),
-];
-
-/// Install [`SEAL`] (no_new_privs is already set). Async-signal-safe.
-fn seal_sockets() -> io::Result<()> {
-    let prog = libc::sock_fprog {
-        len: SEAL.len() as u16,
-        filter: SEAL.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: `prog` points at a static filter and lives across the call;
-    // PR_SET_SECCOMP with SECCOMP_MODE_FILTER (2) only reads it.
-    let r = unsafe {
-        libc::prctl(
-            libc::PR_SET_SECCOMP,
-            2 as libc::c_ulong,
-            &prog as *const libc::sock_fprog,
-        )
-    };
-    if r != 0 {
+/// `PR_SET_NO_NEW_PRIVS`. Async-signal-safe.
+fn no_new_privs() -> io::Result<()> {
+    // SAFETY: a plain syscall on integers.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
@@ -458,11 +498,9 @@ fn seal_sockets() -> io::Result<()> {
 /// In the child between fork and exec: confine it. Async-signal-safe
 /// (two syscalls, no allocation).
 pub fn restrict_self(ruleset: RawFd) -> io::Result<()> {
-    // SAFETY: plain syscalls on integers.
+    no_new_privs()?;
+    // SAFETY: a plain syscall on integers.
     unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(io::Error::last_os_error());
-        }
         if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -595,12 +633,69 @@ mod tests {
             write: vec![PathBuf::from("/")],
             delete: vec![PathBuf::from("/")],
             net,
+            token: false,
         };
         assert_eq!(connects(&fs(Net::Open), &[pa, pb]), vec![true, true]);
         assert_eq!(connects(&fs(Net::Sealed), &[pa, pb]), vec![false, false]);
         assert_eq!(
             connects(&fs(Net::ConnectPorts(vec![pa])), &[pa, pb]),
             vec![true, false]
+        );
+    }
+
+    #[test]
+    fn token_rules_always_filter_unix_sockets() {
+        let open = super::super::policy::local_default();
+        let r = Rules::for_token(Some(&open), None);
+        assert!(r.token && !r.needs_landlock() && r.net == Net::Open);
+        assert!(
+            r.enforceable_at(0).is_ok(),
+            "the filter alone needs no Landlock"
+        );
+        let none = Rules::for_token(None, None);
+        assert!(none.token && none.write.is_empty() && none.needs_landlock());
+        let p: PrincipalPolicy = toml::from_str("fs.write = [\"/tmp/**\"]").unwrap();
+        let r = Rules::for_token(Some(&p), None);
+        assert!(r.token && r.write == vec![PathBuf::from("/tmp")]);
+        assert!(r.enforceable_at(0).is_err());
+    }
+
+    /// A child under a token principal's open rules: unix sockets fail,
+    /// a socketpair and TCP work.
+    #[test]
+    fn token_children_get_no_unix_socket() {
+        if !Path::new("/usr/bin/python3").exists() || AUDIT_ARCH.is_none() {
+            return;
+        }
+        assert!(filter_available());
+        let open = super::super::policy::local_default();
+        let rs = Rules::for_token(Some(&open), None).ruleset().unwrap();
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        let code = format!(
+            "import socket\n\
+             for f in (lambda: socket.socket(socket.AF_UNIX), \
+                       lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM), \
+                       socket.socketpair, \
+                       lambda: socket.create_connection((\"127.0.0.1\", {port}), 5)):\n\
+             \ttry: f(); print(\"ok\")\n\
+             \texcept OSError as e: print(e.errno)\n"
+        );
+        let confine = rs.confine();
+        let mut cmd = std::process::Command::new("/usr/bin/python3");
+        cmd.arg("-c").arg(&code);
+        // SAFETY: apply is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || confine.apply());
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let eacces = libc::EACCES.to_string();
+        assert_eq!(
+            text.lines().collect::<Vec<_>>(),
+            vec![eacces.as_str(), eacces.as_str(), "ok", "ok"],
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
         );
     }
 
@@ -619,6 +714,7 @@ mod tests {
             write: vec![inside.clone()],
             delete: vec![],
             net: Net::Open,
+            token: false,
         };
         let rs = rules.ruleset().unwrap();
         let fd = rs.raw();

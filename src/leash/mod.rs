@@ -4,13 +4,15 @@
 //! Pure except for the token file and the Landlock calls: `derive` walks
 //! the syntax tree, `policy` decides, `plan` names and describes plans,
 //! `tokens` keeps bearer tokens hashed on disk, `landlock` lowers a
-//! principal's filesystem grants for its children.
+//! principal's filesystem grants for its children, `seccomp` holds the
+//! socket filters token principals' children install after them.
 
 pub mod derive;
 pub mod effect;
 pub mod landlock;
 pub mod plan;
 pub mod policy;
+pub mod seccomp;
 pub mod tokens;
 
 use std::path::PathBuf;
@@ -67,8 +69,9 @@ pub fn local_principal() -> String {
 pub struct Gate {
     pub principal: String,
     pub policy: Arc<Policy>,
-    /// The principal's filesystem grants lowered for Landlock (`None`: the
-    /// children are not confined).
+    /// The principal's filesystem grants lowered for Landlock, plus the
+    /// socket filter for every token principal (`None`: the children are
+    /// not confined; only ever the local uid).
     pub sandbox: Option<Arc<landlock::Rules>>,
     /// `$HOME` of the daemon (what `~` in a grant means), read once.
     home: Option<String>,
@@ -78,11 +81,16 @@ impl Gate {
     pub fn for_principal(principal: &str) -> Gate {
         let rt = runtime();
         let home = std::env::var("HOME").ok();
-        let sandbox = rt
-            .policy
-            .get(principal)
-            .and_then(|p| landlock::Rules::lower(p, home.as_deref()))
-            .map(Arc::new);
+        let policy = rt.policy.get(principal);
+        // Every principal but the local uid is a token principal: its
+        // children always get the unix socket filter (the daemon's socket
+        // would admit them as the local uid).
+        let sandbox = if principal == rt.local {
+            policy.and_then(|p| landlock::Rules::lower(p, home.as_deref()))
+        } else {
+            Some(landlock::Rules::for_token(policy, home.as_deref()))
+        }
+        .map(Arc::new);
         Gate {
             principal: principal.to_string(),
             policy: rt.policy.clone(),

@@ -1,0 +1,145 @@
+//! The seccomp socket filters a token principal's children install after
+//! their Landlock domain (see `landlock.rs` for what each principal gets):
+//! hermetic children may create no socket at all, every other token
+//! principal's children no `AF_UNIX` socket. Static classic-BPF programs,
+//! installed between fork and exec (async-signal-safe).
+
+use std::io;
+
+/// Mark every descriptor from `low` up close-on-exec. Async-signal-safe.
+pub(super) fn cloexec_from(low: u32) {
+    const CLOSE_RANGE_CLOEXEC: u32 = 1 << 2;
+    // SAFETY: plain syscalls on integers.
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, low, u32::MAX, CLOSE_RANGE_CLOEXEC) == 0 {
+            return;
+        }
+        // Before Linux 5.11: one descriptor at a time, up to the limit.
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            lim.rlim_cur.min(1 << 16) as i32
+        } else {
+            1024
+        };
+        for fd in low as i32..top {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
+}
+
+/// The architecture the socket filter is built for (`AUDIT_ARCH_*`).
+#[cfg(target_arch = "x86_64")]
+pub(super) const AUDIT_ARCH: Option<u32> = Some(0xC000_003E);
+#[cfg(target_arch = "aarch64")]
+pub(super) const AUDIT_ARCH: Option<u32> = Some(0xC000_00B7);
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub(super) const AUDIT_ARCH: Option<u32> = None;
+
+const fn bpf(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
+    libc::sock_filter { code, jt, jf, k }
+}
+
+const BPF_LD_W_ABS: u16 = 0x20;
+const BPF_JEQ_K: u16 = 0x15;
+const BPF_JGE_K: u16 = 0x35;
+const BPF_RET_K: u16 = 0x06;
+const RET_ALLOW: u32 = 0x7fff_0000;
+const RET_ERRNO: u32 = 0x0005_0000;
+const RET_KILL_PROCESS: u32 = 0x8000_0000;
+
+/// A hermetic child's seccomp filter: `socket(2)` fails with `EACCES` (no
+/// socket of any family: UDP, unix, raw, netlink), `io_uring_setup` with
+/// `EPERM` (its ring could open sockets), syscalls of another ABI (x32,
+/// 32-bit compat) kill the process; everything else is allowed.
+/// `socketpair` stays (an unnamed pair reaches nothing outside).
+pub(super) static SEAL: [libc::sock_filter; 11] = [
+    bpf(BPF_LD_W_ABS, 0, 0, 4), // seccomp_data.arch
+    bpf(
+        BPF_JEQ_K,
+        1,
+        0,
+        match AUDIT_ARCH {
+            Some(a) => a,
+            None => 0,
+        },
+    ),
+    bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
+    bpf(BPF_LD_W_ABS, 0, 0, 0), // seccomp_data.nr
+    bpf(BPF_JGE_K, 0, 1, 0x4000_0000),
+    bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
+    bpf(BPF_JEQ_K, 0, 1, libc::SYS_socket as u32),
+    bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EACCES as u32),
+    bpf(BPF_JEQ_K, 0, 1, libc::SYS_io_uring_setup as u32),
+    bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
+    bpf(BPF_RET_K, 0, 0, RET_ALLOW),
+];
+
+/// Every other token principal's filter: `socket(2)` with domain
+/// `AF_UNIX` fails with `EACCES` (the low 32 bits of the argument are
+/// compared, as the kernel reads an `int`), `io_uring_setup` with `EPERM`
+/// (`IORING_OP_SOCKET` would bypass the filter), other syscall ABIs kill
+/// the process; everything else (TCP, UDP, `socketpair`) is allowed.
+pub(super) static NO_UNIX: [libc::sock_filter; 13] = [
+    bpf(BPF_LD_W_ABS, 0, 0, 4), // seccomp_data.arch
+    bpf(
+        BPF_JEQ_K,
+        1,
+        0,
+        match AUDIT_ARCH {
+            Some(a) => a,
+            None => 0,
+        },
+    ),
+    bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
+    bpf(BPF_LD_W_ABS, 0, 0, 0), // seccomp_data.nr
+    bpf(BPF_JGE_K, 0, 1, 0x4000_0000),
+    bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
+    bpf(BPF_JEQ_K, 0, 1, libc::SYS_io_uring_setup as u32),
+    bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
+    bpf(BPF_JEQ_K, 0, 3, libc::SYS_socket as u32),
+    bpf(BPF_LD_W_ABS, 0, 0, 16), // seccomp_data.args[0], low word
+    bpf(BPF_JEQ_K, 0, 1, libc::AF_UNIX as u32),
+    bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EACCES as u32),
+    bpf(BPF_RET_K, 0, 0, RET_ALLOW),
+];
+
+/// Can this kernel install the socket filters (seccomp filters with the
+/// errno and kill-process actions)?
+pub fn filter_available() -> bool {
+    static AVAIL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVAIL.get_or_init(|| {
+        [RET_ERRNO, RET_KILL_PROCESS].iter().all(|action| {
+            // SAFETY: SECCOMP_GET_ACTION_AVAIL (2) reads one u32 that
+            // lives across the call.
+            unsafe { libc::syscall(libc::SYS_seccomp, 2u32, 0u32, action as *const u32) == 0 }
+        })
+    })
+}
+
+/// Install a socket filter (no_new_privs is already set).
+/// Async-signal-safe.
+pub(super) fn install_filter(filter: &'static [libc::sock_filter]) -> io::Result<()> {
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: `prog` points at a static filter and lives across the call;
+    // PR_SET_SECCOMP with SECCOMP_MODE_FILTER (2) only reads it.
+    let r = unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            2 as libc::c_ulong,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
