@@ -124,28 +124,15 @@ impl Gate {
     }
 }
 
-/// `plans.ttl` and friends: `90s`, `30m`, `1h`, `2d`, or bare seconds.
+/// `plans.ttl` and friends: a duration word of the language's unit table (`90s`, `30m`, `1h`,
+/// `2d`, ...) or bare seconds; at least one second.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
-        Some(i) => s.split_at(i),
-        None => (s, "s"),
-    };
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (like 90s, 30m, 1h, 2d)"))?;
-    let mult = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86400,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (s, m, h or d)")),
-    };
-    let secs = n
-        .checked_mul(mult)
-        .filter(|s| *s > 0)
-        .ok_or_else(|| format!("{s:?} is out of range (1s ..)"))?;
-    Ok(Duration::from_secs(secs))
+    match crate::value::coerce::parse_duration(s, true) {
+        Some(ns) if ns >= 1_000_000_000 => Ok(Duration::from_nanos(ns as u64)),
+        Some(_) => Err(format!("{s:?} is out of range (1s ..)")),
+        None => Err(format!("{s:?} is not a duration (like 90s, 30m, 1h, 2d)")),
+    }
 }
 
 /// The error a refused run answers (`None` when the verdict allows it):
@@ -213,4 +200,31 @@ pub fn status_json() -> serde_json::Value {
         "tokens": rt.tokens.as_ref().map(|t| t.path().display().to_string()),
         "principals": principals,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_use_the_language_unit_table() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration(" 30m "), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(172_800)));
+        assert_eq!(parse_duration("1w"), Ok(Duration::from_secs(604_800)));
+        assert_eq!(parse_duration("5"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("1.5h"), Ok(Duration::from_secs(5400)));
+        assert!(parse_duration("500ms")
+            .unwrap_err()
+            .contains("out of range"));
+        assert!(parse_duration("0").unwrap_err().contains("out of range"));
+        assert!(parse_duration("-1h").unwrap_err().contains("out of range"));
+        assert!(parse_duration("soon")
+            .unwrap_err()
+            .contains("is not a duration"));
+        assert!(parse_duration("5x")
+            .unwrap_err()
+            .contains("is not a duration"));
+    }
 }
