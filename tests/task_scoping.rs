@@ -14,19 +14,6 @@ fn start(c: &mut Conn, src: &str) -> String {
     r["task"].as_str().expect("task ref").to_string()
 }
 
-/// A 2025-11-25 MCP connection attached to `session`, as a shim makes it.
-fn legacy(d: &Daemon, session: &str) -> Conn {
-    let mut c = d.conn();
-    c.send(&json!({"jsonrpc": "2.0", "method": "shoal/attach", "params": {"session": session}}));
-    c.ok(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"}}),
-    );
-    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    c
-}
-
 /// Frames until one satisfies `done` (deadline-bounded); the frames before it.
 fn until(c: &mut Conn, what: &str, done: impl Fn(&Value) -> bool) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -67,7 +54,7 @@ fn another_sessions_task_events_are_32021_on_kernel_and_mcp() {
             assert_eq!(r["error"]["code"], json!(-32021), "{m} {c}: {r}");
         }
     }
-    let mut mb = legacy(&d, "beta");
+    let mut mb = d.mcp_legacy("beta");
     for u in [
         format!("shoal://events/{ch}"),
         "shoal://events/jobs.alpha".to_string(),
@@ -85,7 +72,7 @@ fn another_sessions_task_events_are_32021_on_kernel_and_mcp() {
     aw.attach("alpha");
     let r = aw.ok("events.subscribe", json!({"channel": ch}));
     assert_eq!(r["subscribed"], json!(true), "{r}");
-    let mut ma = legacy(&d, "alpha");
+    let mut ma = d.mcp_legacy("alpha");
     let r = ma.ok(
         "resources/read",
         json!({"uri": format!("shoal://events/{ch}")}),
@@ -111,7 +98,7 @@ fn a_jobs_watcher_hears_of_its_own_sessions_tasks_only() {
     let r = b.ok("events.subscribe", json!({"channel": "jobs"}));
     assert_eq!(r["channel"], json!("jobs.beta"), "{r}");
     b.ok("events.subscribe", json!({"channel": "user.barrier"}));
-    let mut mb = legacy(&d, "beta");
+    let mut mb = d.mcp_legacy("beta");
     mb.ok("resources/subscribe", json!({"uri": "shoal://jobs"}));
     mb.ok(
         "resources/subscribe",

@@ -384,7 +384,7 @@ fn tasks_retain_max_keeps_the_newest_finished_records() {
     let r = c.call("task.get", json!({"task": done[0]}));
     assert_eq!(r["error"]["code"], json!(-32021), "{r}");
     // MCP clients are told the configured retention.
-    let mut m = legacy(&d, "r");
+    let mut m = d.mcp_legacy("r");
     let t = m.ok("tasks/get", json!({"taskId": done[3]}));
     assert_eq!(t["ttl"], json!(7_200_000), "{t}");
     c.ok("task.cancel", json!({"task": long}));
@@ -631,7 +631,7 @@ fn task_resources_of_another_session_are_32021() {
         assert_eq!(r["error"]["code"], json!(-32021), "read {u}: {r}");
     }
     // resources/subscribe (2025 MCP, a shim attached to the other session).
-    let mut lg = legacy(&d, "theirs");
+    let mut lg = d.mcp_legacy("theirs");
     for u in [&uris[0], &uris[2]] {
         let r = lg.call("resources/subscribe", json!({"uri": u}));
         assert_eq!(r["error"]["code"], json!(-32021), "subscribe {u}: {r}");
@@ -647,7 +647,7 @@ fn task_resources_of_another_session_are_32021() {
         r["contents"][0]["text"].as_str().unwrap().contains(&t),
         "{r}"
     );
-    let mut own = legacy(&d, "mine");
+    let mut own = d.mcp_legacy("mine");
     own.ok("resources/subscribe", json!({"uri": uris[0]}));
     m.send(
         &json!({"jsonrpc": "2.0", "id": "L2", "method": "subscriptions/listen",
@@ -670,17 +670,4 @@ fn task_resources_of_another_session_are_32021() {
             }
         }
     }
-}
-
-/// A 2025-11-25 MCP connection attached to `session`, as a shim makes it.
-fn legacy(d: &Daemon, session: &str) -> Conn {
-    let mut c = d.conn();
-    c.send(&json!({"jsonrpc": "2.0", "method": "shoal/attach", "params": {"session": session}}));
-    c.ok(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"}}),
-    );
-    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    c
 }

@@ -146,6 +146,21 @@ impl Daemon {
     pub fn conn(&self) -> Conn {
         Conn::open(&self.socket)
     }
+
+    /// A 2025-11-25 MCP connection attached to `session`, as a shim makes it.
+    pub fn mcp_legacy(&self, session: &str) -> Conn {
+        let mut c = self.conn();
+        c.send(
+            &json!({"jsonrpc": "2.0", "method": "shoal/attach", "params": {"session": session}}),
+        );
+        c.ok(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        c
+    }
 }
 
 impl Drop for Daemon {
