@@ -204,7 +204,7 @@ impl EventBus {
                     channel: ev.channel.clone(),
                     seq: ev.seq,
                     ts: ev.ts,
-                    payload: (*ev.payload).clone(),
+                    payload: ev.payload.clone(),
                 };
                 // Queues only (blocks only if the writer's queue is full: backpressure).
                 if let Err(e) = w.submit(op, None) {

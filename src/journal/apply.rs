@@ -137,7 +137,7 @@ impl Tx<'_> {
                 let p = name_prefix(&channel);
                 let key = with_id(&p, seq);
                 self.events
-                    .insert(key.as_slice(), encode_json(&(ts, payload))?.as_slice())?;
+                    .insert(key.as_slice(), encode_json(&(ts, &*payload))?.as_slice())?;
                 if let Some(max) = self.opts.retention.max_entries {
                     // keep at most `max` events per channel (seqs are dense)
                     loop {

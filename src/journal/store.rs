@@ -95,12 +95,14 @@ pub enum Op {
     DropTranscript {
         session: String,
     },
-    /// Persist one event of a replayable channel (`journal`, `session.transcript`).
+    /// Persist one event of a replayable channel (`journal`, `session.transcript`). The
+    /// payload is shared with the bus's copy of the event (queuing it, and keeping it for a
+    /// retry after a failed commit, copies no JSON).
     Event {
         channel: String,
         seq: u64,
         ts: i64,
-        payload: serde_json::Value,
+        payload: std::sync::Arc<serde_json::Value>,
     },
     /// Reserve `out:N` numbers of a session up to `upto` (a high-water mark that only grows,
     /// kept across `DropTranscript`): a restarted session continues past it, so no number that

@@ -16,7 +16,7 @@ fn restart_keeps_entries_transcripts_events() {
                 channel: "journal".into(),
                 seq,
                 ts: seq as i64,
-                payload: json!({"seq": seq}),
+                payload: std::sync::Arc::new(json!({"seq": seq})),
             })
             .unwrap();
         }
@@ -54,6 +54,62 @@ fn restart_keeps_entries_transcripts_events() {
     );
     // ids continue after restart
     assert_eq!(record(&s, ne("p", 6, "x", &[]), fin(true, "v")), id + 1);
+}
+
+#[test]
+fn batched_ops_wake_the_writer_once_per_flush_not_per_op() {
+    let d = tmp();
+    let store =
+        Arc::new(Store::open(d.path().join("journal.redb"), StoreOptions::default()).unwrap());
+    let w = JournalWriter::start(
+        store,
+        WriterConfig {
+            durability: Durability::Batched,
+            flush_ms: 60_000,
+            ..WriterConfig::default()
+        },
+    )
+    .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..500 {
+        let id = w
+            .submit_wait(Op::Record {
+                id: None,
+                entry: ne("p", i, "echo", &[]),
+                finish: fin(true, "v"),
+            })
+            .unwrap()
+            .unwrap();
+        ids.push(id);
+    }
+    // The first op woke the idle thread (a second wake-up is possible only while the thread
+    // is still starting); the others waited in the inbox for its deadline.
+    let st = w.stats();
+    assert!(st.wakes <= 2, "{st:?}");
+    assert_eq!(st.committed_ops, 0, "{st:?}");
+    // A read-your-writes query still sees every acknowledged op at once.
+    let q = Query {
+        limit: Some(500),
+        ..Query::default()
+    };
+    assert_eq!(w.query(&q, &Scope::All).unwrap().len(), 500);
+    // After a flush the thread goes idle; an op then wakes it again (or is taken by the
+    // thread on its way to sleep), and shutdown commits it.
+    w.flush().unwrap();
+    w.submit_wait(Op::Append {
+        id: None,
+        entry: ne("p", 9999, "ls", &[]),
+    })
+    .unwrap();
+    assert!(w.stats().wakes <= 4, "{:?}", w.stats());
+    w.shutdown().unwrap();
+    assert_eq!(w.store().stats().unwrap().entries, 501);
+    for id in ids {
+        assert!(
+            w.store().get_entry(id).unwrap().is_some(),
+            "acked {id} lost"
+        );
+    }
 }
 
 #[test]

@@ -11,6 +11,13 @@
 //!   `flush_ms` after the oldest unflushed acknowledgement, or when `max_batch` ops are pending.
 //!   A crash loses at most `flush_ms` of acknowledged ops, and redb recovers to the last commit.
 //!
+//! In batched mode an op does not wake the writer thread: it goes into a shared inbox that the
+//! thread drains when it wakes anyway (its flush deadline, a control message, `max_batch` ops
+//! waiting). Only the first op after the thread went idle, or a full batch, wakes it (the `armed`
+//! flag): a steady stream of execs costs the writer one wake-up per `flush_ms`, not one per op.
+//! The inbox holds at most `queue` ops; past that a submitter waits for the thread to drain it
+//! (backpressure, as the bounded channel gives in immediate mode).
+//!
 //! Entry ids are allocated at submit time (under the submit lock, so queue order = id order),
 //! which is what lets batched mode acknowledge with an id before the commit.
 //! [`JournalWriter::flush`] and shutdown (explicit or on drop) commit everything durably.
@@ -20,8 +27,8 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, SyncSender, TryRecvError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -102,10 +109,15 @@ pub struct WriterStats {
     pub reopens: u64,
     /// Acknowledged ops given up because too many piled up while degraded.
     pub dropped_ops: u64,
+    /// Batched mode: times a submitter woke the writer thread (the first op after it went
+    /// idle, or a full batch); a steady stream of ops wakes it about once per `flush_ms`.
+    pub wakes: u64,
 }
 
 enum Msg {
     Op(Box<Op>, Option<Done>),
+    /// Batched mode: ops wait in the inbox ([`Shared::inbox`]).
+    Wake,
     Flush(bool, FlushDone),
     Shutdown,
     Crash,
@@ -120,6 +132,20 @@ struct Shared {
     stats: Mutex<WriterStats>,
     queued: AtomicU64,
     degraded: std::sync::atomic::AtomicBool,
+    /// Batched mode: acknowledged ops not yet taken by the writer thread, in id order.
+    inbox: Mutex<Inbox>,
+    /// Signalled when the writer thread drained the inbox (a full inbox's submitter waits).
+    drained: Condvar,
+    /// The writer thread will drain the inbox without being told (it has a deadline, or a
+    /// wake-up is on its way). Cleared by the thread just before it sleeps with no deadline.
+    armed: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Default)]
+struct Inbox {
+    ops: Vec<Op>,
+    /// When the oldest op in `ops` was acknowledged.
+    since: Option<Instant>,
 }
 
 /// The writer handle (`Send + Sync`; share it by reference or `Arc`).
@@ -152,6 +178,9 @@ impl JournalWriter {
             }),
             queued: AtomicU64::new(0),
             degraded: std::sync::atomic::AtomicBool::new(false),
+            inbox: Mutex::new(Inbox::default()),
+            drained: Condvar::new(),
+            armed: std::sync::atomic::AtomicBool::new(false),
         });
         let mut w = Worker {
             store: store.clone(),
@@ -194,7 +223,7 @@ impl JournalWriter {
     /// Queue one op. Allocates the entry id of `Append`/`Record` (when `id` is `None`) and
     /// returns it at once; `done` runs when the op is acknowledged per the durability mode.
     /// Blocks only while the queue is full.
-    pub fn submit(&self, mut op: Op, done: Option<Done>) -> Result<Submitted> {
+    pub fn submit(&self, mut op: Op, mut done: Option<Done>) -> Result<Submitted> {
         let entry_id;
         {
             let mut g = self.sub.locked();
@@ -207,22 +236,63 @@ impl JournalWriter {
                 }
                 _ => None,
             };
-            let (cb, ack_now) = match self.cfg.durability {
-                Durability::Immediate => (done, None),
-                Durability::Batched => (None, done),
-            };
             self.shared.queued.fetch_add(1, Ordering::SeqCst);
-            if sub.tx.send(Msg::Op(Box::new(op), cb)).is_err() {
-                self.shared.queued.fetch_sub(1, Ordering::SeqCst);
-                return Err(JournalError::WriterGone);
+            match self.cfg.durability {
+                Durability::Immediate => {
+                    if sub.tx.send(Msg::Op(Box::new(op), done.take())).is_err() {
+                        self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+                        return Err(JournalError::WriterGone);
+                    }
+                }
+                Durability::Batched => {
+                    if let Err(e) = self.put_in_inbox(&sub.tx, op) {
+                        self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+                        return Err(e);
+                    }
+                }
             }
             self.shared.stats.locked().submitted += 1;
             drop(g);
-            if let Some(d) = ack_now {
+            // Batched: acknowledged once queued (immediate mode took `done` along).
+            if let Some(d) = done {
                 d(Ok(entry_id));
             }
         }
         Ok(Submitted { entry_id })
+    }
+
+    /// Batched mode: add `op` to the inbox (waiting while it is full), and wake the writer
+    /// thread only when it is idle or a batch is complete. Called under the submit lock.
+    fn put_in_inbox(&self, tx: &SyncSender<Msg>, op: Op) -> Result<()> {
+        let gone = |r: std::result::Result<(), TrySendError<Msg>>| match r {
+            Err(TrySendError::Disconnected(_)) => Err(JournalError::WriterGone),
+            _ => Ok(()),
+        };
+        let cap = self.cfg.queue.max(1);
+        let mut inbox = self.shared.inbox.locked();
+        while inbox.ops.len() >= cap {
+            // The thread was woken when the batch filled; a thread that died never drains.
+            gone(tx.try_send(Msg::Wake))?;
+            inbox = self
+                .shared
+                .drained
+                .wait_timeout(inbox, Duration::from_millis(50))
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+        inbox.since.get_or_insert_with(Instant::now);
+        inbox.ops.push(op);
+        let n = inbox.ops.len();
+        drop(inbox);
+        let full = n >= self.cfg.max_batch.max(1).min(cap);
+        // SeqCst pairs with the thread's clear-then-look in `Worker::idle`: either it sees
+        // this op in the inbox, or this sees `armed` false and wakes it.
+        if full || !self.shared.armed.swap(true, Ordering::SeqCst) {
+            // A full channel already holds a message the thread will wake for.
+            gone(tx.try_send(Msg::Wake))?;
+            self.shared.stats.locked().wakes += 1;
+        }
+        Ok(())
     }
 
     /// Queue one op and block until it is acknowledged (immediately in batched mode).
@@ -356,6 +426,10 @@ impl Worker {
         let flush = Duration::from_millis(self.cfg.flush_ms);
         let mut inbox: VecDeque<Msg> = VecDeque::new();
         loop {
+            self.take_inbox();
+            if inbox.is_empty() && self.retry.is_none() && self.due().is_none() {
+                self.idle();
+            }
             let msg = if let Some(m) = inbox.pop_front() {
                 m
             } else {
@@ -374,6 +448,7 @@ impl Worker {
                         match rx.recv_timeout(wait) {
                             Ok(m) => m,
                             Err(RecvTimeoutError::Timeout) => {
+                                self.take_inbox();
                                 let _ = self.commit(true);
                                 continue;
                             }
@@ -382,7 +457,10 @@ impl Worker {
                     }
                 }
             };
+            // Whatever the message, the inbox's ops came before it.
+            self.take_inbox();
             match msg {
+                Msg::Wake => self.batched_due(flush),
                 Msg::Op(op, done) => {
                     self.pending.push((*op, done));
                     match self.cfg.durability {
@@ -402,19 +480,7 @@ impl Worker {
                         }
                         Durability::Batched => {
                             self.oldest_ack.get_or_insert_with(Instant::now);
-                            // under a steady stream recv never times out: check the deadline
-                            let now = Instant::now();
-                            let late = match self.retry {
-                                Some((at, _)) => at <= now,
-                                None => {
-                                    self.due().is_some_and(|t| t + flush <= now)
-                                        || self.pending.len() >= self.cfg.max_batch.max(1)
-                                }
-                            };
-                            if late {
-                                let _ = self.commit(true);
-                            }
-                            self.bound_pending();
+                            self.batched_due(flush);
                         }
                     }
                 }
@@ -428,6 +494,49 @@ impl Worker {
                 }
                 Msg::Crash => return,
             }
+        }
+    }
+
+    /// Batched: commit when the deadline passed or a batch is complete (under a steady stream
+    /// the thread may never time out), and bound what piles up while degraded.
+    fn batched_due(&mut self, flush: Duration) {
+        let now = Instant::now();
+        let late = match self.retry {
+            Some((at, _)) => at <= now,
+            None => {
+                self.due().is_some_and(|t| t + flush <= now)
+                    || self.pending.len() >= self.cfg.max_batch.max(1)
+            }
+        };
+        if late {
+            let _ = self.commit(true);
+        }
+        self.bound_pending();
+    }
+
+    /// Move the inbox's ops (batched mode) to `pending`, oldest acknowledgement kept.
+    fn take_inbox(&mut self) {
+        let mut inbox = self.shared.inbox.locked();
+        if inbox.ops.is_empty() {
+            return;
+        }
+        let since = inbox.since.take();
+        self.pending
+            .extend(inbox.ops.drain(..).map(|op| (op, None)));
+        drop(inbox);
+        self.shared.drained.notify_all();
+        if let Some(t) = since {
+            self.oldest_ack = Some(self.oldest_ack.map_or(t, |o| o.min(t)));
+        }
+    }
+
+    /// About to sleep with nothing due: from now on a submitter must wake the thread. Clear
+    /// `armed` first, then look again (see [`JournalWriter::put_in_inbox`]).
+    fn idle(&mut self) {
+        self.shared.armed.store(false, Ordering::SeqCst);
+        self.take_inbox();
+        if !self.pending.is_empty() {
+            self.shared.armed.store(true, Ordering::SeqCst);
         }
     }
 
