@@ -85,6 +85,15 @@ impl Line {
         self.r.read_line(&mut s).unwrap();
         serde_json::from_str(&s).unwrap()
     }
+    /// One pre-encoded frame (newline included) and its reply line, not
+    /// decoded: what the server and the socket cost, without the client's
+    /// own JSON work.
+    fn call_raw(&mut self, frame: &[u8], reply: &mut String) {
+        self.w.write_all(frame).unwrap();
+        reply.clear();
+        self.r.read_line(reply).unwrap();
+        assert!(reply.ends_with('\n'), "a whole reply line");
+    }
 }
 
 fn start_daemon(root: &Root) -> Child {
@@ -259,7 +268,10 @@ fn mcp_bench(m: &mut Line, n: usize) {
 /// MCP 2026-07-28 vs the 2025 handshake on one daemon: a stateless
 /// `tools/call` of `6 * 7` (envelope in `_meta`, no initialize) against the
 /// same call on an initialized connection, interleaved call by call so both
-/// see the same machine; the p50/p99 ratio modern/legacy.
+/// see the same machine; the p50/p99 ratio modern/legacy. The timed calls
+/// send pre-encoded frames and do not decode the replies (both are checked
+/// once before), so the ratio is the server's and the socket's, not the
+/// bench client's JSON work on the longer modern frames.
 fn mcp_era_bench(sock: &Path, n: usize) {
     let mut legacy = Line::open(sock);
     legacy.call(&init_frame());
@@ -280,16 +292,29 @@ fn mcp_era_bench(sock: &Path, n: usize) {
         json!(42),
         "{r}"
     );
+    let r = legacy.call(&old);
+    assert_eq!(
+        r["result"]["structuredContent"]["value"]["v"],
+        json!(42),
+        "{r}"
+    );
+    let frame = |v: &Value| {
+        let mut b = serde_json::to_vec(v).unwrap();
+        b.push(b'\n');
+        b
+    };
+    let (old, new) = (frame(&old), frame(&new));
+    let mut reply = String::new();
     for _ in 0..n.min(200) {
-        legacy.call(&old);
-        modern.call(&new);
+        legacy.call_raw(&old, &mut reply);
+        modern.call_raw(&new, &mut reply);
     }
     let (mut ls, mut ms) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
         // Alternate which era goes first so neither always follows the other.
-        let one = |line: &mut Line, f: &Value, out: &mut Vec<f64>| {
+        let mut one = |line: &mut Line, f: &[u8], out: &mut Vec<f64>| {
             let t = Instant::now();
-            line.call(f);
+            line.call_raw(f, &mut reply);
             out.push(t.elapsed().as_secs_f64() * 1000.0);
         };
         if i % 2 == 0 {

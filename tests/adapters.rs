@@ -67,7 +67,7 @@ fn columns(v: &Value) -> Vec<String> {
     match &out(v) {
         Value::Table(rows) => rows
             .first()
-            .map(|r| r.keys().cloned().collect())
+            .map(|r| r.keys().map(|k| k.to_string()).collect())
             .unwrap_or_default(),
         other => panic!("not a table: {}", render::inline(other)),
     }
@@ -204,7 +204,7 @@ fn ps_finds_this_process() {
     assert_eq!(rows.len(), 1);
     let r = &rows[0];
     assert_eq!(
-        r.keys().cloned().collect::<Vec<_>>(),
+        r.keys().map(|k| &**k).collect::<Vec<_>>(),
         ["pid", "ppid", "user", "cpu", "mem", "command"]
     );
     assert!(matches!(r["ppid"], Value::Int(_)));

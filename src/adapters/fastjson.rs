@@ -75,6 +75,69 @@ fn col_sets<'a>(ty: &'a Ty, spec: &'a OutputSpec, out: &mut Vec<Cols<'a>>) -> Op
 
 struct Ctx<'a> {
     sets: Vec<Cols<'a>>,
+    /// Object keys of untyped JSON, shared between the records that repeat them.
+    keys: KeyCache,
+}
+
+/// The keys seen lately in untyped objects: an array of like objects makes
+/// one allocation per distinct key, not one per key per object. Gives up
+/// (plain allocation) when few keys repeat.
+#[derive(Default)]
+struct KeyCache(std::cell::RefCell<KeyCacheInner>);
+
+#[derive(Default)]
+struct KeyCacheInner {
+    recent: Vec<crate::value::Key>,
+    next: usize,
+    looked: u32,
+    hits: u32,
+}
+
+impl KeyCache {
+    const KEPT: usize = 32;
+
+    fn key(&self, s: &str) -> crate::value::Key {
+        let mut c = self.0.borrow_mut();
+        if c.looked >= 256 && c.hits < c.looked / 4 {
+            return s.into();
+        }
+        c.looked = c.looked.saturating_add(1);
+        if let Some(k) = c.recent.iter().find(|k| &***k == s) {
+            let k = k.clone();
+            c.hits = c.hits.saturating_add(1);
+            return k;
+        }
+        let k: crate::value::Key = s.into();
+        if c.recent.len() < Self::KEPT {
+            c.recent.push(k.clone());
+        } else {
+            let i = c.next;
+            c.recent[i] = k.clone();
+            c.next = (i + 1) % Self::KEPT;
+        }
+        k
+    }
+}
+
+/// An object key through the [`KeyCache`] (borrowed from the input when it
+/// has no escapes).
+struct KeySeed<'k>(&'k KeyCache);
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = crate::value::Key;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed<'_> {
+    type Value = crate::value::Key;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(self.0.key(s))
+    }
 }
 
 impl Ctx<'_> {
@@ -92,7 +155,10 @@ impl Ctx<'_> {
 pub fn document(spec: &OutputSpec, bytes: &[u8]) -> Option<Value> {
     let mut sets = Vec::new();
     col_sets(&spec.ty, spec, &mut sets)?;
-    let ctx = Ctx { sets };
+    let ctx = Ctx {
+        sets,
+        keys: KeyCache::default(),
+    };
     // UTF-8 checked once for the whole output, not string by string.
     match std::str::from_utf8(bytes) {
         Ok(text) => whole(spec, &ctx, serde_json::Deserializer::from_str(text)),
@@ -124,7 +190,10 @@ fn whole<'de, R: serde_json::de::Read<'de>>(
 pub fn ndjson(spec: &OutputSpec, bytes: &[u8]) -> Option<Value> {
     let mut sets = Vec::new();
     col_sets(&spec.ty, spec, &mut sets)?;
-    let ctx = Ctx { sets };
+    let ctx = Ctx {
+        sets,
+        keys: KeyCache::default(),
+    };
     let item_ty = match &spec.ty {
         Ty::List(t) => &**t,
         Ty::Table(_) => &spec.ty,
@@ -177,7 +246,7 @@ fn item<'de, R: serde_json::de::Read<'de>>(
         .deserialize(&mut de)
         .ok()
         .map(|r| Item::Row(Arc::new(r)))?,
-        Ty::Table(None) => match Element.deserialize(&mut de).ok()? {
+        Ty::Table(None) => match Element(&ctx.keys).deserialize(&mut de).ok()? {
             it @ Item::Row(_) => it,
             Item::Other(_) => return None,
         },
@@ -425,7 +494,7 @@ impl<'de> DeserializeSeed<'de> for Typed<'_> {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         if let Ty::Value = self.base() {
-            return Generic.deserialize(d);
+            return Generic(&self.ctx.keys).deserialize(d);
         }
         d.deserialize_any(self)
     }
@@ -494,7 +563,7 @@ impl<'de> Visitor<'de> for Typed<'_> {
             }
             Ty::Table(None) => {
                 let mut out = Vec::with_capacity(cap);
-                while let Some(it) = s.next_element_seed(Element)? {
+                while let Some(it) = s.next_element_seed(Element(&self.ctx.keys))? {
                     match it {
                         Item::Row(r) => out.push(r),
                         Item::Other(_) => return Err(mismatch()),
@@ -518,10 +587,10 @@ impl<'de> Visitor<'de> for Typed<'_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Value, A::Error> {
         match self.base() {
-            Ty::Record => Generic.visit_map(m),
+            Ty::Record => Generic(&self.ctx.keys).visit_map(m),
             // A single object where a table is declared is a one-row table.
             Ty::Table(None) if self.top && matches!(self.ty, Ty::Table(_)) => {
-                match &Generic.visit_map(m)? {
+                match &Generic(&self.ctx.keys).visit_map(m)? {
                     Value::Record(r) => Ok(Value::Table(Arc::new(vec![r.clone()]))),
                     _ => Err(mismatch()),
                 }
@@ -541,16 +610,16 @@ impl<'de> Visitor<'de> for Typed<'_> {
 
 /// Any JSON as a value (the mapping of `value::json::from_json`: objects as
 /// records with sorted keys, arrays of objects as tables).
-struct Generic;
+struct Generic<'k>(&'k KeyCache);
 
-impl<'de> DeserializeSeed<'de> for Generic {
+impl<'de> DeserializeSeed<'de> for Generic<'_> {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Generic {
+impl<'de> Visitor<'de> for Generic<'_> {
     type Value = Value;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("JSON")
@@ -584,7 +653,7 @@ impl<'de> Visitor<'de> for Generic {
         // objects is a table); items from the first element that is not.
         let mut rows = Vec::new();
         let mut items: Option<Vec<Value>> = None;
-        while let Some(it) = s.next_element_seed(Element)? {
+        while let Some(it) = s.next_element_seed(Element(self.0))? {
             match (it, &mut items) {
                 (Item::Row(r), None) => rows.push(r),
                 (it, Some(v)) => v.push(it.into_value()),
@@ -602,15 +671,15 @@ impl<'de> Visitor<'de> for Generic {
         })
     }
     fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Value, A::Error> {
-        Ok(Value::Record(Arc::new(generic_record(m)?)))
+        Ok(Value::Record(Arc::new(generic_record(m, self.0)?)))
     }
 }
 
 /// An object as a record with sorted keys.
-fn generic_record<'de, A: MapAccess<'de>>(mut m: A) -> Result<Record, A::Error> {
+fn generic_record<'de, A: MapAccess<'de>>(mut m: A, keys: &KeyCache) -> Result<Record, A::Error> {
     let mut r = Record::with_capacity(m.size_hint().unwrap_or(0));
-    while let Some(k) = m.next_key::<String>()? {
-        let v = m.next_value_seed(Generic)?;
+    while let Some(k) = m.next_key_seed(KeySeed(keys))? {
+        let v = m.next_value_seed(Generic(keys))?;
         // A repeated key keeps its last value.
         r.insert(k, v);
     }
@@ -638,45 +707,45 @@ impl Item {
 }
 
 /// [`Generic`] for one array element.
-struct Element;
+struct Element<'k>(&'k KeyCache);
 
-impl<'de> DeserializeSeed<'de> for Element {
+impl<'de> DeserializeSeed<'de> for Element<'_> {
     type Value = Item;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Item, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Element {
+impl<'de> Visitor<'de> for Element<'_> {
     type Value = Item;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("JSON")
     }
     fn visit_unit<E: de::Error>(self) -> Result<Item, E> {
-        Generic.visit_unit().map(Item::Other)
+        Generic(self.0).visit_unit().map(Item::Other)
     }
     fn visit_none<E: de::Error>(self) -> Result<Item, E> {
-        Generic.visit_none().map(Item::Other)
+        Generic(self.0).visit_none().map(Item::Other)
     }
     fn visit_bool<E: de::Error>(self, b: bool) -> Result<Item, E> {
-        Generic.visit_bool(b).map(Item::Other)
+        Generic(self.0).visit_bool(b).map(Item::Other)
     }
     fn visit_i64<E: de::Error>(self, i: i64) -> Result<Item, E> {
-        Generic.visit_i64(i).map(Item::Other)
+        Generic(self.0).visit_i64(i).map(Item::Other)
     }
     fn visit_u64<E: de::Error>(self, u: u64) -> Result<Item, E> {
-        Generic.visit_u64(u).map(Item::Other)
+        Generic(self.0).visit_u64(u).map(Item::Other)
     }
     fn visit_f64<E: de::Error>(self, f: f64) -> Result<Item, E> {
-        Generic.visit_f64(f).map(Item::Other)
+        Generic(self.0).visit_f64(f).map(Item::Other)
     }
     fn visit_str<E: de::Error>(self, s: &str) -> Result<Item, E> {
-        Generic.visit_str(s).map(Item::Other)
+        Generic(self.0).visit_str(s).map(Item::Other)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, s: A) -> Result<Item, A::Error> {
-        Generic.visit_seq(s).map(Item::Other)
+        Generic(self.0).visit_seq(s).map(Item::Other)
     }
     fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Item, A::Error> {
-        Ok(Item::Row(Arc::new(generic_record(m)?)))
+        Ok(Item::Row(Arc::new(generic_record(m, self.0)?)))
     }
 }

@@ -206,7 +206,9 @@ fn is_null_word(s: &str) -> bool {
 /// set the values in column order, so the keys are hashed once per table
 /// rather than once per cell.
 pub fn row_template(cols: &[(String, Ty)]) -> Record {
-    cols.iter().map(|(n, _)| (n.clone(), Value::Null)).collect()
+    cols.iter()
+        .map(|(n, _)| (n.as_str().into(), Value::Null))
+        .collect()
 }
 
 /// The text of a field: borrowed when it is UTF-8 (the usual case), with
@@ -431,7 +433,7 @@ pub fn row_from_json(
             None if t.is_nullable() => Value::Null,
             None => return Err(format!("missing field `{key}`")),
         };
-        r.insert(name.clone(), v);
+        r.insert(name.as_str().into(), v);
     }
     Ok(r)
 }
@@ -552,7 +554,7 @@ mod tests {
             panic!("a table type");
         };
         let r = row_template(&cols);
-        assert_eq!(r.keys().collect::<Vec<_>>(), ["b", "a", "c"]);
+        assert_eq!(r.keys().map(|k| &**k).collect::<Vec<_>>(), ["b", "a", "c"]);
         assert!(r.values().all(|v| matches!(v, Value::Null)));
         assert_eq!(r.get("a").map(|v| v.type_name()), Some("null"));
     }

@@ -171,7 +171,7 @@ fn fits(v: &Value, left: &mut i64, depth: usize) -> bool {
             let mut cols: indexmap::IndexSet<&str> = indexmap::IndexSet::new();
             for row in rows.iter() {
                 for k in row.keys() {
-                    cols.insert(k.as_str());
+                    cols.insert(k);
                 }
             }
             *left -= cols.len().saturating_sub(1) as i64;
@@ -278,8 +278,8 @@ pub fn elided(v: &Value, uri: &str) -> Json {
         let mut cols = Map::new();
         for row in rows.iter() {
             for (k, x) in row.iter() {
-                if !cols.contains_key(k) {
-                    cols.insert(k.clone(), json!(x.type_name()));
+                if !cols.contains_key(&**k) {
+                    cols.insert(k.to_string(), json!(x.type_name()));
                 }
             }
         }
@@ -393,7 +393,7 @@ mod tests {
         // A record whose encoding is exactly at the limit stays inline.
         let mut r = Record::new();
         for i in 0..50 {
-            r.insert(format!("k{i}"), Value::str("v\"\n"));
+            r.insert(format!("k{i}").into(), Value::str("v\"\n"));
         }
         let v = Value::record(r);
         let len = serde_json::to_vec(&wire::encode(&v)).unwrap().len();

@@ -70,17 +70,17 @@ fn clamp(a: usize, b: usize, len: usize) -> (usize, usize) {
 fn step(v: &Value, seg: &Seg) -> Result<Value, String> {
     match (v, seg) {
         (Value::Record(r), Seg::Field(k)) => r
-            .get(k)
+            .get(k.as_str())
             .cloned()
             .ok_or_else(|| format!("no field {k:?} in record")),
         (Value::Table(rows), Seg::Field(k)) if k == "rows" => Ok(Value::list(
             rows.iter().map(|r| Value::Record(r.clone())).collect(),
         )),
         (Value::Table(rows), Seg::Field(k)) => {
-            if rows.iter().any(|r| r.contains_key(k)) {
+            if rows.iter().any(|r| r.contains_key(k.as_str())) {
                 Ok(Value::list(
                     rows.iter()
-                        .map(|r| r.get(k).cloned().unwrap_or(Value::Null))
+                        .map(|r| r.get(k.as_str()).cloned().unwrap_or(Value::Null))
                         .collect(),
                 ))
             } else {

@@ -119,7 +119,7 @@ impl<'a> Enc<'a> {
                 let mut m = Map::new();
                 for (k, x) in r.iter() {
                     let j = self.child(Step::Field(k), x, depth);
-                    m.insert(k.clone(), j);
+                    m.insert(k.to_string(), j);
                 }
                 json!({"$": "record", "v": m})
             }
@@ -178,7 +178,7 @@ impl<'a> Enc<'a> {
         let mut cols: indexmap::IndexMap<&str, Vec<Json>> = indexmap::IndexMap::new();
         for row in rows {
             for k in row.keys() {
-                cols.entry(k.as_str()).or_default();
+                cols.entry(k).or_default();
             }
         }
         for (i, row) in rows.iter().enumerate() {
@@ -396,7 +396,7 @@ pub fn decode(j: &Json) -> Option<Value> {
         "record" => Value::record(
             v?.as_object()?
                 .iter()
-                .map(|(k, x)| Some((k.clone(), decode(x)?)))
+                .map(|(k, x)| Some((k.as_str().into(), decode(x)?)))
                 .collect::<Option<crate::value::Record>>()?,
         ),
         "table" => {
@@ -404,6 +404,7 @@ pub fn decode(j: &Json) -> Option<Value> {
             let cols = o.get("cols")?.as_object()?;
             let mut rows = vec![crate::value::Record::new(); n];
             for (k, cells) in cols {
+                let k: crate::value::Key = k.as_str().into();
                 let cells = cells.as_array()?;
                 if cells.len() != n {
                     return None;
@@ -498,7 +499,7 @@ mod tests {
     fn rec(pairs: &[(&str, Value)]) -> Record {
         pairs
             .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
+            .map(|(k, v)| ((*k).into(), v.clone()))
             .collect()
     }
 
@@ -660,8 +661,13 @@ mod tests {
             leaf().prop_recursive(3, 48, 6, |inner| {
                 prop_oneof![
                     proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::list),
-                    proptest::collection::vec(("[a-z]{1,6}", inner.clone()), 0..6)
-                        .prop_map(|kv| Value::record(kv.into_iter().collect::<Record>())),
+                    proptest::collection::vec(("[a-z]{1,6}", inner.clone()), 0..6).prop_map(|kv| {
+                        Value::record(
+                            kv.into_iter()
+                                .map(|(k, v)| (k.into(), v))
+                                .collect::<Record>(),
+                        )
+                    }),
                     proptest::collection::vec(
                         proptest::collection::vec(("[a-c]{1,2}", inner), 0..4),
                         0..5
@@ -674,6 +680,7 @@ mod tests {
                                     Arc::new(
                                         r.into_iter()
                                             .filter(|(_, v)| !matches!(v, Value::Null))
+                                            .map(|(k, v)| (k.into(), v))
                                             .collect::<Record>(),
                                     )
                                 })

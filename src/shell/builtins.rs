@@ -665,7 +665,7 @@ fn env(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         0 => {
             let mut r = Record::new();
             for (k, v) in ctx.env {
-                r.insert(k.clone(), Value::str(v));
+                r.insert(k.as_str().into(), Value::str(v));
             }
             Ok(Value::record(r))
         }

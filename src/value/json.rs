@@ -18,7 +18,7 @@ fn obj_sorted(pairs: Vec<(String, serde_json::Value)>) -> serde_json::Value {
 fn record_json(r: &Record, depth: usize) -> serde_json::Value {
     obj_sorted(
         r.iter()
-            .map(|(k, v)| (k.clone(), to_json_at(v, depth + 1)))
+            .map(|(k, v)| (k.to_string(), to_json_at(v, depth + 1)))
             .collect(),
     )
 }
@@ -136,7 +136,7 @@ fn obj_record(m: &Map<String, serde_json::Value>) -> Record {
     pairs.sort_by(|a, b| a.0.cmp(b.0));
     pairs
         .into_iter()
-        .map(|(k, v)| (k.clone(), from_json(v)))
+        .map(|(k, v)| (k.as_str().into(), from_json(v)))
         .collect()
 }
 

@@ -31,8 +31,13 @@ pub use error::{ErrorCode, SResult, ShoalError};
 pub use methods::feed_bytes;
 pub use output::OutputBytes;
 
+/// A record's field name: shared, so that rows built from one template (an
+/// adapter's table, a JSON array of like objects) clone their keys with a
+/// reference count instead of an allocation each.
+pub type Key = Arc<str>;
+
 /// Insertion-ordered record.
-pub type Record = IndexMap<String, Value>;
+pub type Record = IndexMap<Key, Value>;
 
 /// A Shoal value. Cloning is cheap (scalars are inline, aggregates are `Arc`s).
 #[derive(Clone, Debug)]

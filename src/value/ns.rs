@@ -183,11 +183,11 @@ fn csv_parse(s: &str) -> SResult<Value> {
         .has_headers(true)
         .flexible(false)
         .from_reader(s.as_bytes());
-    let headers: Vec<String> = rdr
+    let headers: Vec<crate::value::Key> = rdr
         .headers()
         .map_err(|e| ShoalError::arg_error(format!("csv.parse(): {e}")))?
         .iter()
-        .map(String::from)
+        .map(Into::into)
         .collect();
     let mut rows = Vec::new();
     for rec in rdr.records() {
@@ -223,14 +223,15 @@ fn csv_stringify(v: &Value) -> SResult<Value> {
             )))
         }
     };
-    let header: Vec<String> = rows
+    let header: Vec<crate::value::Key> = rows
         .first()
         .map(|r| r.keys().cloned().collect())
         .unwrap_or_default();
     let mut w = csv::Writer::from_writer(Vec::new());
     let err = |e: csv::Error| ShoalError::arg_error(format!("csv.stringify(): {e}"));
     if !header.is_empty() {
-        w.write_record(&header).map_err(err)?;
+        w.write_record(header.iter().map(|k| k.as_bytes()))
+            .map_err(err)?;
     }
     for r in &rows {
         let cells: Vec<String> = header
@@ -374,7 +375,7 @@ fn os(host: &mut dyn Host, f: &str, args: &Args) -> SResult<Value> {
         _ => Value::record(
             host.env_vars()
                 .into_iter()
-                .map(|(k, v)| (k, Value::str(v)))
+                .map(|(k, v)| (k.into(), Value::str(v)))
                 .collect(),
         ),
     })
@@ -463,7 +464,7 @@ mod tests {
         Value::record(
             pairs
                 .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
+                .map(|(k, v)| ((*k).into(), v.clone()))
                 .collect(),
         )
     }

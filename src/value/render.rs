@@ -465,7 +465,7 @@ fn table_block(rows: &[&Record], width: usize) -> String {
     if rows.is_empty() {
         return "[]".to_string();
     }
-    let mut cols: Vec<String> = Vec::new();
+    let mut cols: Vec<crate::value::Key> = Vec::new();
     for r in rows {
         for k in r.keys() {
             if !cols.contains(k) {
@@ -503,27 +503,28 @@ fn table_block(rows: &[&Record], width: usize) -> String {
         widths[imax] = wmax - 1;
     }
     let mut out = String::new();
-    let fmt_row = |out: &mut String, vals: &[String]| {
+    let fmt_row = |out: &mut String, vals: &mut dyn ExactSizeIterator<Item = &str>| {
         let mut line = String::new();
-        for (i, v) in vals.iter().enumerate() {
+        let n = vals.len();
+        for (i, v) in vals.enumerate() {
             if i > 0 {
                 line.push_str("  ");
             }
             let t = truncate(v, widths[i]);
             let pad = widths[i].saturating_sub(t.chars().count());
             line.push_str(&t);
-            if i + 1 < vals.len() {
+            if i + 1 < n {
                 line.extend(std::iter::repeat_n(' ', pad));
             }
         }
         out.push_str(line.trim_end());
         out.push('\n');
     };
-    fmt_row(&mut out, &cols);
+    fmt_row(&mut out, &mut cols.iter().map(|c| &**c));
     let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
-    fmt_row(&mut out, &rule);
+    fmt_row(&mut out, &mut rule.iter().map(String::as_str));
     for row in &cells {
-        fmt_row(&mut out, row);
+        fmt_row(&mut out, &mut row.iter().map(String::as_str));
     }
     out.pop();
     out

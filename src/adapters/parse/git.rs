@@ -92,7 +92,7 @@ pub(super) fn porcelain_v2(spec: &OutputSpec, bytes: &[u8]) -> Result<Value, Fai
     // The parser is declared only for these columns, in this order.
     let template: Record = ["status", "state", "path", "orig"]
         .into_iter()
-        .map(|c| (c.to_string(), Value::Null))
+        .map(|c| (c.into(), Value::Null))
         .collect();
     let (mut codes, mut states) = (Repeats::default(), Repeats::default());
     let mut rows = Vec::with_capacity(row_estimate(bytes));

@@ -142,9 +142,9 @@ pub(super) fn tsv_with_header(bytes: &[u8]) -> Result<Value, Failure> {
     };
     let mut f = Vec::new();
     split_tab(head, &mut f);
-    let names: Vec<String> = f
+    let names: Vec<crate::value::Key> = f
         .iter()
-        .map(|h| String::from_utf8_lossy(h).trim().to_string())
+        .map(|h| String::from_utf8_lossy(h).trim().into())
         .collect();
     let mut rows = Vec::new();
     for (i, line) in it.enumerate() {
@@ -169,7 +169,7 @@ pub(super) fn tsv_with_header(bytes: &[u8]) -> Result<Value, Failure> {
 /// the previous value (multi-line environment values).
 pub(super) fn kv(bytes: &[u8]) -> Result<Value, Failure> {
     let mut r = Record::new();
-    let mut last: Option<String> = None;
+    let mut last: Option<crate::value::Key> = None;
     for (i, raw) in lines(bytes).enumerate() {
         let line = String::from_utf8_lossy(raw);
         let line = line.strip_suffix('\r').unwrap_or(&line);
@@ -182,7 +182,7 @@ pub(super) fn kv(bytes: &[u8]) -> Result<Value, Failure> {
         let key = sep.map(|p| line[..p].trim()).unwrap_or("");
         match sep {
             Some(p) if !key.is_empty() && !key.contains(char::is_whitespace) => {
-                let key = key.to_string();
+                let key: crate::value::Key = key.into();
                 let val = line[p + 1..].trim_start_matches(' ').to_string();
                 r.insert(key.clone(), Value::str(val));
                 last = Some(key);

@@ -89,7 +89,7 @@ impl Interp {
                 let mut r = Record::new();
                 for (k, v) in fields {
                     let v = self.eval_expr(v, scope, Pos::Value)?;
-                    r.insert(k.clone(), v);
+                    r.insert(k.as_str().into(), v);
                 }
                 Ok(Value::record(r))
             }
@@ -546,7 +546,7 @@ impl Interp {
                                         .into_owned(),
                                 ),
                             };
-                            out.push((k.clone(), s));
+                            out.push((k.to_string(), s));
                         }
                         Some(out)
                     }
@@ -570,7 +570,7 @@ impl Interp {
                             Value::Str(s) => s.to_string(),
                             other => render::display(other),
                         };
-                        out.push((k.clone(), c));
+                        out.push((k.to_string(), c));
                     }
                     Some(out)
                 }

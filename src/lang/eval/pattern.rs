@@ -73,7 +73,9 @@ impl Interp {
             Pattern::Record(fields) => {
                 let Value::Record(r) = v else { return false };
                 for (k, sub) in fields {
-                    let Some(fv) = r.get(k) else { return false };
+                    let Some(fv) = r.get(k.as_str()) else {
+                        return false;
+                    };
                     match sub {
                         None => scope.define(k, fv.clone(), false, true),
                         Some(p) => {

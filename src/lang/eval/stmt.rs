@@ -288,7 +288,7 @@ impl Interp {
             };
             if let Some(n) = name {
                 if let Some(v) = mscope.lookup(&n) {
-                    exports.insert(n, v);
+                    exports.insert(n.into(), v);
                 }
             }
         }

@@ -130,7 +130,7 @@ pub fn record(r: &Arc<Record>, name: &str, args: &Args) -> SResult<Option<Value>
                 .get(1)
                 .ok_or_else(|| ShoalError::arg_error(".set() requires a value"))?;
             let mut n = r.as_ref().clone();
-            n.insert(k.to_string(), v.clone());
+            n.insert(k.into(), v.clone());
             Value::record(n)
         }
         "merge" => {

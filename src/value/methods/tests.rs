@@ -69,7 +69,7 @@ fn rec(pairs: &[(&str, Value)]) -> Value {
     Value::record(
         pairs
             .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
+            .map(|(k, v)| ((*k).into(), v.clone()))
             .collect(),
     )
 }
