@@ -16,6 +16,10 @@ use shoal::adapters::{self, parse, Catalog};
 use shoal::lang::{Position, Session, SessionOptions};
 use shoal::value::Value;
 
+#[path = "workloads/cpu.rs"]
+mod cpu;
+use cpu::thread_cpu;
+
 fn verdict(ok: bool) -> &'static str {
     if ok {
         "ok"
@@ -82,16 +86,6 @@ fn throughput_with(name: &str, spec: &parse::OutputSpec, bytes: &[u8], fast: boo
         bytes.len() / 1_000_000,
         verdict(mbs >= 50.0)
     );
-}
-
-/// CPU time of the calling thread (`/proc/thread-self/schedstat`), for a
-/// figure that a shared machine's load does not move.
-fn thread_cpu() -> Duration {
-    let ns = std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .unwrap_or(0);
-    Duration::from_nanos(ns)
 }
 
 fn spec(c: &Catalog, head: &str, words: &str) -> parse::OutputSpec {

@@ -56,6 +56,21 @@ fn restart_keeps_entries_transcripts_events() {
     assert_eq!(record(&s, ne("p", 6, "x", &[]), fin(true, "v")), id + 1);
 }
 
+/// `n` finished `echo` records (ts 0..n), each acknowledged; their ids.
+fn submit_echoes(w: &JournalWriter, n: i64) -> Vec<EntryId> {
+    (0..n)
+        .map(|i| {
+            w.submit_wait(Op::Record {
+                id: None,
+                entry: ne("p", i, "echo", &[]),
+                finish: fin(true, "v"),
+            })
+            .unwrap()
+            .unwrap()
+        })
+        .collect()
+}
+
 #[test]
 fn batched_ops_wake_the_writer_once_per_flush_not_per_op() {
     let d = tmp();
@@ -70,18 +85,7 @@ fn batched_ops_wake_the_writer_once_per_flush_not_per_op() {
         },
     )
     .unwrap();
-    let mut ids = Vec::new();
-    for i in 0..500 {
-        let id = w
-            .submit_wait(Op::Record {
-                id: None,
-                entry: ne("p", i, "echo", &[]),
-                finish: fin(true, "v"),
-            })
-            .unwrap()
-            .unwrap();
-        ids.push(id);
-    }
+    let ids = submit_echoes(&w, 500);
     // The first op woke the idle thread (a second wake-up is possible only while the thread
     // is still starting); the others waited in the inbox for its deadline.
     let st = w.stats();
@@ -128,17 +132,7 @@ fn writer_immediate_survives_crash() {
         )
         .unwrap();
         assert!(JournalWriter::start(store.clone(), WriterConfig::default()).is_err());
-        for i in 0..50 {
-            let id = w
-                .submit_wait(Op::Record {
-                    id: None,
-                    entry: ne("p", i, "echo", &[]),
-                    finish: fin(true, "v"),
-                })
-                .unwrap()
-                .unwrap();
-            acked.push(id);
-        }
+        acked.extend(submit_echoes(&w, 50));
         // concurrent submitters share commits
         std::thread::scope(|sc| {
             for t in 0..4 {
