@@ -10,7 +10,7 @@ use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
 use super::event_bus::{EventBus, Publish};
-use super::health::{Counted, Registration};
+use super::health::{Registration, Supervised};
 use super::session_supervisor::SessionSupervisor;
 use crate::leash::plan::{Approval, Plan};
 use crate::leash::{effect, Verdict};
@@ -21,7 +21,7 @@ const MAX_PLANS: usize = 1024;
 
 pub struct PlanStore {
     plans: HashMap<String, Plan>,
-    bus: Option<Counted<EventBus>>,
+    bus: Option<Supervised<EventBus>>,
     reg: Registration,
     /// Tells the supervisor when this actor stops (dropped with it).
     _exit: Option<super::session_supervisor::ExitNotice>,
@@ -89,7 +89,7 @@ fn unknown(plan_ref: &str) -> RpcError {
 }
 
 impl PlanStore {
-    pub fn new(bus: Option<Counted<EventBus>>, reg: Registration) -> PlanStore {
+    pub fn new(bus: Option<Supervised<EventBus>>, reg: Registration) -> PlanStore {
         PlanStore {
             plans: HashMap::new(),
             bus,

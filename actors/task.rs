@@ -47,7 +47,7 @@ pub struct Task {
     /// The process group stopped by `task.suspend` (0: none).
     stopped_pid: u32,
     tx: watch::Sender<TaskView>,
-    bus: Option<super::health::Counted<EventBus>>,
+    bus: Option<super::health::Supervised<EventBus>>,
     reg: Registration,
     _exit: ExitNotice,
 }

@@ -6,6 +6,7 @@
 //! touches a socket.
 
 mod run;
+mod services;
 mod setup;
 mod shutdown;
 mod status;
@@ -27,6 +28,7 @@ use crate::config::Config;
 use crate::journal;
 
 pub use run::run;
+pub use services::{CrashService, ServiceKind};
 
 /// Command-line options of `shoal daemon`.
 #[derive(Debug, Clone, Default)]
@@ -65,6 +67,8 @@ pub struct Daemon {
     default_cwd: PathBuf,
     stopping: bool,
     services: Option<Services>,
+    /// What restarts the EventBus, JournalWriter and Listener (`services.rs`).
+    service_set: Option<services::ServiceSet>,
     /// Connections open now (the listener counts them).
     connections: Arc<std::sync::atomic::AtomicUsize>,
     /// Sessions interrupted at shutdown, for `run` to wait on (bounded) before exiting.
@@ -91,6 +95,7 @@ impl Daemon {
             default_cwd,
             stopping: false,
             services: None,
+            service_set: None,
             connections: Arc::default(),
             draining: Arc::default(),
             adapters: None,
@@ -117,9 +122,9 @@ impl Daemon {
         self
     }
 
-    /// The journal and event bus every session and connection uses.
-    pub fn with_services(mut self, services: Services) -> Self {
-        self.services = Some(services);
+    /// What the daemon restarts its services from; [`Daemon::start_services`] starts them.
+    pub fn with_service_set(mut self, set: services::ServiceSet) -> Self {
+        self.service_set = Some(set);
         self
     }
 

@@ -24,6 +24,7 @@ use actix::prelude::*;
 use serde_json::{json, Map, Value as Json};
 
 use super::conn::{self, ConnContext, Writer};
+use super::daemon::{CrashService, ServiceKind};
 use super::event_bus::{BusEvent, SubId, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::Services;
@@ -304,10 +305,22 @@ impl KernelConn {
             m if m.starts_with("pty.") => {
                 Box::pin(super::pty::call_as(&handle, m, &p, Some(gate)).into_actor(self))
             }
-            "debug.crash" => {
-                handle.notify(Crash);
-                Box::pin(ready(Ok(json!({"crashed": handle.name}))))
-            }
+            "debug.crash" => match p.get("actor").and_then(Json::as_str) {
+                None | Some("session") => {
+                    handle.notify(Crash);
+                    Box::pin(ready(Ok(json!({"crashed": handle.name}))))
+                }
+                Some(a) => match ServiceKind::parse(a) {
+                    Some(kind) => {
+                        self.cx.daemon_stats.enqueue();
+                        self.cx.daemon.do_send(CrashService { kind });
+                        Box::pin(ready(Ok(json!({"crashed": a}))))
+                    }
+                    None => Box::pin(ready(Err(RpcError::invalid_params(format!(
+                        "unknown actor {a:?}: session, event_bus, journal_writer or listener"
+                    ))))),
+                },
+            },
             _ => Box::pin(ready(Err(RpcError::method_not_found(method)))),
         }
     }

@@ -14,12 +14,11 @@ mod tasks;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use actix::prelude::*;
 use serde_json::Value as Json;
 
-use super::health::{Registration, Registry};
+use super::health::{Registration, Registry, RestartBudget};
 use super::msg::{
     ClientCount, Crash, Exec, ExecReply, GetValue, Interrupt, SessionError, StopSession,
 };
@@ -44,10 +43,8 @@ pub struct SessionSupervisor {
     retention: task_table::Retention,
     /// The incarnation counter behind every [`ExitNotice`].
     generation: u64,
-    /// Restarts of the Session child so far, and those of the last minute.
-    restarts: u64,
-    recent: Vec<Instant>,
-    max_per_minute: u32,
+    /// Restarts of the Session child (at most `max_restarts_per_minute` a minute).
+    budget: RestartBudget,
     failed: bool,
     stopping: bool,
 }
@@ -68,9 +65,7 @@ impl SessionSupervisor {
             max_tasks: crate::config::LimitsConfig::default().max_tasks_per_session,
             retention: task_table::Retention::default(),
             generation: 0,
-            restarts: 0,
-            recent: Vec::new(),
-            max_per_minute,
+            budget: RestartBudget::new(max_per_minute),
             failed: false,
             stopping: false,
             ptys: super::pty::PtyTable::new(
