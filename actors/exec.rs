@@ -1,6 +1,8 @@
 //! The exec round trip both connection actors make (the kernel's `exec`, the MCP
 //! `shoal_exec` tool): send [`Exec`] to the session, then elide the stored value under the
-//! caller's budget and build the result. Below both connections; it never touches a socket.
+//! caller's budget and build the result; and `value.get`'s ([`get_value`]: the supervisor
+//! answers a typed [`kernel::ValueView`], encoded here). Below both connections; it never
+//! touches a socket.
 
 use std::sync::Arc;
 
@@ -8,11 +10,11 @@ use serde_json::{json, Value as Json};
 
 use super::call_cancel::CallCancel;
 use super::conn;
-use super::msg::{Exec, ExecReply, SessionError};
+use super::msg::{Exec, ExecReply, GetValue, SessionError};
 use super::session_handle::SessionHandle;
 use crate::lang::Position;
 use crate::proto::elide::Budget;
-use crate::proto::kernel;
+use crate::proto::kernel::{self, GetRequest};
 use crate::proto::rpc::RpcError;
 
 /// Run `src`, then answer `{ref, uri, value, render, elapsed_ms}` with the
@@ -69,4 +71,35 @@ pub fn exec_reply_json(x: ExecReply, budget: &Budget) -> Result<Json, RpcError> 
         o.insert("journal".into(), json!(j));
     }
     Ok(r)
+}
+
+/// `value.get` through the session supervisor (an `out:N` from before a restart is read
+/// back from the journal there), then its view encoded: the one `value.get` path of both
+/// connections.
+pub async fn get_value(
+    handle: &SessionHandle,
+    reference: String,
+    req: GetRequest,
+    tty: bool,
+) -> Result<Json, RpcError> {
+    let name = handle.name.clone();
+    let view = handle
+        .send(GetValue {
+            reference,
+            req,
+            tty,
+        })
+        .await
+        .map_err(|_| SessionError::Closed(name))
+        .and_then(|r| r)
+        .map_err(conn::session_error)?;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        kernel::value_view_json(&view)
+    }))
+    .map_err(|p| {
+        RpcError::internal(format!(
+            "value.get panicked: {}",
+            super::session::panic_message(&p)
+        ))
+    })
 }

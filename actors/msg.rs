@@ -106,9 +106,10 @@ pub struct ExecReply {
     pub warnings: Vec<crate::lang::Warning>,
 }
 
-/// Read a transcript value (`value.get`: path, slice, elision, format).
+/// Read a transcript value (`value.get`: path and slice selected, elision and format
+/// facts carried; the connection encodes the view).
 #[derive(Message)]
-#[rtype(result = "Result<Json, SessionError>")]
+#[rtype(result = "Result<crate::proto::kernel::ValueView, SessionError>")]
 pub struct GetValue {
     pub reference: String,
     pub req: crate::proto::kernel::GetRequest,

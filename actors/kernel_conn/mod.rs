@@ -29,9 +29,7 @@ use super::event_bus::{BusEvent, SubId, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::Services;
 use super::leash_calls as lc;
-use super::msg::{
-    ClientCount, CloseSession, Crash, GetStatus, GetValue, ListSessions, SessionError,
-};
+use super::msg::{ClientCount, CloseSession, Crash, GetStatus, ListSessions};
 use super::plan_store::PlanOp;
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
@@ -279,20 +277,10 @@ impl KernelConn {
                 Ok((reference, req)) => {
                     // The supervisor reads an `out:N` from before a restart back
                     // from the journal itself: one restore path.
-                    let f = handle.send(GetValue {
-                        reference,
-                        req,
-                        tty,
-                    });
-                    let name = handle.name.clone();
+                    let handle = handle.clone();
                     Box::pin(
-                        async move {
-                            f.await
-                                .map_err(|_| SessionError::Closed(name))
-                                .and_then(|r| r)
-                                .map_err(conn::session_error)
-                        }
-                        .into_actor(self),
+                        async move { super::exec::get_value(&handle, reference, req, tty).await }
+                            .into_actor(self),
                     )
                 }
             },

@@ -44,7 +44,7 @@ use super::conn::{self, ConnContext, FrameItem, Writer};
 use super::event_bus::{SubId, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::Services;
-use super::msg::{ClientCount, GetServices, GetValue, SessionError};
+use super::msg::{ClientCount, GetServices};
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
 use crate::proto::elide::Budget;
@@ -563,23 +563,13 @@ impl McpConn {
     }
 }
 
-/// `value.get` through the session supervisor.
+/// `value.get` through the session supervisor (MCP never keeps ANSI escapes).
 pub async fn get_value(
     handle: &SessionHandle,
     reference: String,
     req: GetRequest,
 ) -> Result<Json, RpcError> {
-    let name = handle.name.clone();
-    handle
-        .send(GetValue {
-            reference,
-            req,
-            tty: false,
-        })
-        .await
-        .map_err(|_| SessionError::Closed(name))
-        .and_then(|r| r)
-        .map_err(conn::session_error)
+    super::exec::get_value(handle, reference, req, false).await
 }
 
 impl Actor for McpConn {

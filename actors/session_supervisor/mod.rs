@@ -16,7 +16,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use actix::prelude::*;
-use serde_json::Value as Json;
 
 use super::health::{Registration, Registry, RestartBudget};
 use super::msg::{
@@ -128,11 +127,12 @@ impl Handler<Exec> for SessionSupervisor {
 }
 
 impl Handler<GetValue> for SessionSupervisor {
-    type Result = ResponseFuture<Result<Json, SessionError>>;
+    type Result = ResponseFuture<Result<kernel::ValueView, SessionError>>;
 
     /// In-memory refs are answered here at once; refs from before a restart
     /// are read back from the journal (on its blocking reader), decoded, and
-    /// answered the same way.
+    /// answered the same way. The answer is the selected value and its format facts: the
+    /// connection encodes it.
     fn handle(&mut self, msg: GetValue, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         let unknown = || SessionError::UnknownRef {
