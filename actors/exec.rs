@@ -8,9 +8,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
 
-use super::call_cancel::CallCancel;
 use super::conn;
-use super::msg::{Exec, ExecReply, GetValue, SessionError};
+use super::msg::{CallCancel, Exec, ExecReply, GetValue, SessionError};
 use super::session_handle::SessionHandle;
 use crate::lang::Position;
 use crate::proto::elide::Budget;

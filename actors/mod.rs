@@ -19,7 +19,6 @@
 //! worker thread, journal reads on blocking threads); serialization happens
 //! only in the connection actors; the journal writer is the only redb writer.
 
-pub mod call_cancel;
 pub mod conn;
 pub mod daemon;
 pub mod event_bus;

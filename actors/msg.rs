@@ -1,15 +1,18 @@
-//! Typed messages between actors, with named fields. Commands are imperative
-//! (`Exec`, `CloseSession`); nothing here is `Serialize`: the connection
-//! actors convert to and from the wire. A leaf: it names no actor (the handle to a session
-//! and the message that returns it live in `session_handle.rs`).
+//! Typed messages between actors, with named fields, and the one plain value they carry
+//! between a connection and a session ([`CallCancel`]). Commands are imperative (`Exec`,
+//! `CloseSession`); nothing here is `Serialize`: the connection actors convert to and from
+//! the wire. A leaf: it imports no other actor module (the handle to a session and the
+//! message that returns it live in `session_handle.rs`, messages that carry an actor's own
+//! types live beside that actor).
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 use serde_json::Value as Json;
 
-use super::call_cancel::CallCancel;
-use crate::lang::{ParseError, Position};
+use crate::lang::{Interrupter, ParseError, Position};
+use crate::sync::Locked;
 use crate::value::ShoalError;
 
 /// Why a session request failed (converted to a JSON-RPC error at the edge).
@@ -48,11 +51,6 @@ pub struct CloseSession {
 #[derive(Message)]
 #[rtype(result = "Vec<Json>")]
 pub struct ListSessions;
-
-/// The journal and event bus (for connections that are not attached).
-#[derive(Message)]
-#[rtype(result = "Option<super::journal_writer::Services>")]
-pub struct GetServices;
 
 /// The data behind `shoal status` / `daemon.status`.
 #[derive(Message)]
@@ -164,5 +162,80 @@ pub struct PtyWatch {
 impl From<MailboxError> for crate::proto::rpc::RpcError {
     fn from(e: MailboxError) -> Self {
         crate::proto::rpc::RpcError::internal(e.to_string())
+    }
+}
+
+/// The cancellation handle of one call (one [`Exec`]), shared by the
+/// connection that issued it and the session that runs it. Cancelling a call
+/// that is still queued means it never runs (its reply comes at once);
+/// cancelling the running call interrupts that evaluation and nothing else.
+#[derive(Debug, Default)]
+pub struct CallCancel {
+    state: Mutex<CallState>,
+    cancelled: AtomicBool,
+    /// Wakes the reply future of a cancelled call.
+    pub(super) wake: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default)]
+enum CallState {
+    #[default]
+    Queued,
+    Running(Interrupter),
+    Finished,
+}
+
+impl CallCancel {
+    pub fn new() -> Arc<CallCancel> {
+        Arc::new(CallCancel::default())
+    }
+
+    /// Cancel this call (idempotent).
+    pub fn cancel(&self) {
+        let g = self.state.locked();
+        self.cancelled.store(true, Ordering::SeqCst);
+        if let CallState::Running(i) = &*g {
+            i.interrupt();
+        }
+        drop(g);
+        self.wake.notify_one();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Still waiting in the session's queue.
+    pub(super) fn is_queued(&self) -> bool {
+        matches!(*self.state.locked(), CallState::Queued)
+    }
+
+    /// The worker starts this call: `false` when it was cancelled first.
+    pub(super) fn begin(&self, i: Option<&Interrupter>) -> bool {
+        let mut g = self.state.locked();
+        if self.is_cancelled() {
+            *g = CallState::Finished;
+            return false;
+        }
+        *g = match i {
+            Some(i) => CallState::Running(i.clone()),
+            None => CallState::Finished,
+        };
+        true
+    }
+
+    /// Interrupt again while the cancelled call still runs (an evaluation
+    /// that was just starting may have cleared the first interrupt).
+    pub(super) fn reassert(&self) {
+        if !self.is_cancelled() {
+            return;
+        }
+        if let CallState::Running(i) = &*self.state.locked() {
+            i.interrupt();
+        }
+    }
+
+    pub(super) fn finish(&self) {
+        *self.state.locked() = CallState::Finished;
     }
 }

@@ -20,7 +20,7 @@ use actix::prelude::*;
 
 use super::health::{Registration, Registry};
 use super::journal_writer::Services;
-use super::msg::{CloseSession, GetServices, ListSessions, SessionError, StopSession};
+use super::msg::{CloseSession, ListSessions, SessionError, StopSession};
 use super::session::SessionShared;
 use super::session_handle::{AttachSession, SessionHandle};
 use super::session_supervisor::SessionSupervisor;
@@ -284,6 +284,11 @@ impl Handler<ListSessions> for Daemon {
         )
     }
 }
+
+/// The journal and event bus (for connections that are not attached).
+#[derive(Message)]
+#[rtype(result = "Option<Services>")]
+pub struct GetServices;
 
 impl Handler<GetServices> for Daemon {
     type Result = MessageResult<GetServices>;

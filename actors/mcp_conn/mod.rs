@@ -41,10 +41,11 @@ use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
 use super::conn::{self, ConnContext, FrameItem, Writer};
+use super::daemon::GetServices;
 use super::event_bus::{SubId, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::Services;
-use super::msg::{ClientCount, GetServices};
+use super::msg::ClientCount;
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
 use crate::proto::elide::Budget;

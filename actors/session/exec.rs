@@ -7,8 +7,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::super::call_cancel::CallCancel;
 use super::super::event_bus::Publish;
+use super::super::msg::CallCancel;
 use super::super::msg::{ExecReply, SessionError};
 use super::record::{PendingJournal, PendingRan};
 use super::shared::{LiveState, SessionShared};
