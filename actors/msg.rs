@@ -6,7 +6,7 @@
 //! types live beside that actor).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use actix::prelude::*;
 use serde_json::Value as Json;
@@ -73,7 +73,8 @@ pub struct Exec {
     /// Keep ANSI escapes in the render.
     pub tty: bool,
     /// This call's own cancellation (docs/protocol.md §10): cancelling it never
-    /// touches another call of the session.
+    /// touches another call of the session. It also names the call ([`CallOrigin`]:
+    /// connection and request id), for the span the session's worker enters.
     pub cancel: Arc<CallCancel>,
     /// The caller's principal (Leash): its sandbox confines the children,
     /// and with `check` its verdict gates the run.
@@ -173,6 +174,8 @@ impl From<MailboxError> for crate::proto::rpc::RpcError {
 pub struct CallCancel {
     state: Mutex<CallState>,
     cancelled: AtomicBool,
+    /// Which call this is (set once by the connection that issued it).
+    origin: OnceLock<CallOrigin>,
     /// Wakes the reply future of a cancelled call.
     pub(super) wake: tokio::sync::Notify,
 }
@@ -185,9 +188,37 @@ enum CallState {
     Finished,
 }
 
+/// Which call an evaluation serves: the connection and the request id (a background task's
+/// evaluation names its task instead). The session's worker enters [`CallOrigin::span`]
+/// for the whole exec, so a log line from evaluation or the journal hand-off, on a thread
+/// where the connection's request span is not entered, still leads to its call.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CallOrigin {
+    /// The connection's id (0: none, a task).
+    pub conn: u64,
+    /// The request id as the client sent it (JSON text), or `task.N`.
+    pub request: String,
+}
+
+impl CallOrigin {
+    pub fn span(&self, session: &str) -> tracing::Span {
+        tracing::info_span!("exec", conn = self.conn, session, id = %self.request)
+    }
+}
+
 impl CallCancel {
     pub fn new() -> Arc<CallCancel> {
         Arc::new(CallCancel::default())
+    }
+
+    /// Name the call (the connection does, as it reads the request); later calls are no-ops.
+    pub fn set_origin(&self, origin: CallOrigin) {
+        let _ = self.origin.set(origin);
+    }
+
+    /// The call's origin (the default when nobody named it).
+    pub fn origin(&self) -> CallOrigin {
+        self.origin.get().cloned().unwrap_or_default()
     }
 
     /// Cancel this call (idempotent).

@@ -29,7 +29,7 @@ use super::event_bus::{BusEvent, SubId, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::Services;
 use super::leash_calls as lc;
-use super::msg::{ClientCount, CloseSession, Crash, GetStatus, ListSessions};
+use super::msg::{CallOrigin, ClientCount, CloseSession, Crash, GetStatus, ListSessions};
 use super::plan_store::PlanOp;
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
@@ -123,6 +123,10 @@ impl KernelConn {
     ) {
         let session = self.attached.as_ref().map(|a| a.handle.name.clone());
         let span = conn::request_span("kernel", self.cx.id, session.as_deref(), &id, &method);
+        cancel.set_origin(CallOrigin {
+            conn: self.cx.id,
+            request: id.to_string(),
+        });
         let entered = span.clone().entered();
         let fut = if cancel.is_cancelled() {
             Box::pin(ready(Err(conn::session_error(

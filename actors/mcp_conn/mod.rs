@@ -45,7 +45,7 @@ use super::daemon::GetServices;
 use super::event_bus::{SubId, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::Services;
-use super::msg::ClientCount;
+use super::msg::{CallOrigin, ClientCount};
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
 use crate::proto::elide::Budget;
@@ -322,13 +322,19 @@ impl McpConn {
             .or_else(|| self.attached.as_ref().map(|h| h.name.clone()));
         let span = conn::request_span("mcp", self.cx.id, session.as_deref(), &id, &method);
         let _entered = span.clone().entered();
+        let origin = CallOrigin {
+            conn: self.cx.id,
+            request: id.to_string(),
+        };
         let concurrent = matches!(
             method.as_str(),
             "tools/call" | "resources/read" | "tasks/result"
         );
         if !concurrent || self.inflight.len() >= MAX_IN_FLIGHT {
             // In order; at the in-flight cap this also stops reading (backpressure).
-            let fut = self.dispatch(&method, params, CallCancel::new(), ctx);
+            let cancel = CallCancel::new();
+            cancel.set_origin(origin);
+            let fut = self.dispatch(&method, params, cancel, ctx);
             self.req_session = None;
             self.req_tasks_ext = false;
             ctx.wait(fut.map(move |res, act, ctx| {
@@ -352,6 +358,7 @@ impl McpConn {
             None
         };
         let cancel = CallCancel::new();
+        cancel.set_origin(origin);
         self.inflight.insert(
             key.clone(),
             InFlight {

@@ -140,9 +140,11 @@ pub fn run_task(
     spec: &JobSpec,
     stack: usize,
 ) -> Result<ExecReply, SessionError> {
+    let _span = spec.cancel.origin().span(&shared.name).entered();
     let mut lang = Some(lang);
     let (mut result, journal) = run_job(shared, &mut lang, spec, stack, false);
     spec.cancel.finish();
+    tracing::debug!(ok = result.is_ok(), "task evaluated");
     if let Some(j) = journal {
         let mut events = Vec::new();
         if let Err(e) = j.record(shared, &mut events) {
