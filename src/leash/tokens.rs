@@ -11,6 +11,8 @@ use std::sync::Mutex;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
+use crate::sync::Locked;
+
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Entry {
     pub id: String,
@@ -132,7 +134,7 @@ impl Store {
 
     /// The principal of a valid (known, unexpired, unrevoked) bearer.
     pub fn validate(&self, bearer: &str) -> Option<String> {
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.cache.locked();
         let fresh = matches!((&*cache, self.stamp()), (Some((s, _)), Some(now)) if *s == now);
         if !fresh {
             *cache = self.read().ok().flatten();
