@@ -1,4 +1,4 @@
-//! EventBus: the kernel-global event channels (reference-protocol §6.8–§6.10).
+//! EventBus: the kernel-global event channels (docs/rules.md §19).
 //!
 //! Per channel: a ring of the last [`RING`] events and a seq counter from 0. The durable
 //! channels (`journal`, `session.transcript`) also go to the journal (an `Op::Event` queued on

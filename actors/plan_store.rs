@@ -1,5 +1,5 @@
 //! PlanStore: one per session, a child of its SessionSupervisor. Holds the
-//! session's plans (contract §5): each bound to its owner (the ref hashes
+//! session's plans (docs/rules.md §21): each bound to its owner (the ref hashes
 //! session, principal, source and effects), expiring after `plans.ttl`,
 //! approved by `cap.request` within the owner's policy or by the human.
 //! Every change of a plan's standing is an `approval` event.
@@ -58,7 +58,7 @@ pub enum PlanOp {
     /// `plan.apply`: the plan, if it may run now.
     Apply(String),
     /// The user's answer to an MCP elicitation about the caller's own
-    /// pending plan (contract §5): a human decision, recorded with how it
+    /// pending plan (docs/rules.md §21): a human decision, recorded with how it
     /// was made.
     Elicited {
         plan_ref: String,

@@ -19,7 +19,7 @@ pub struct Config {
     pub session: SessionConfig,
     pub journal: JournalConfig,
     pub limits: LimitsConfig,
-    /// `[policy.principal."NAME"]` sections (Leash, contract §5).
+    /// `[policy.principal."NAME"]` sections (Leash, docs/rules.md §21).
     pub policy: crate::leash::policy::PolicyConfig,
     pub plans: PlansConfig,
     pub tasks: TasksConfig,

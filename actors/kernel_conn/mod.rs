@@ -1,5 +1,5 @@
 //! KernelConn: one kernel JSON-RPC connection (docs/protocol.md §2,
-//! reference-protocol §1.3–§2). Frames in, typed messages out, frames back.
+//! docs/rules.md §18). Frames in, typed messages out, frames back.
 //!
 //! Requests are handled strictly in order (each waits in the actor context),
 //! so pipelined `session.attach` + `exec` behave as if sent one by one and

@@ -1,4 +1,4 @@
-//! McpConn: the MCP-facing actor (docs/protocol.md §2, §12, reference-protocol §5–§6).
+//! McpConn: the MCP-facing actor (docs/protocol.md §2, §12, docs/rules.md §18).
 //!
 //! Two eras on one connection type: `initialize` negotiates a 2025 version
 //! and makes the connection legacy; a request carrying the 2026-07-28

@@ -68,7 +68,7 @@ pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionErr
     })
 }
 
-/// The Leash gate of a run (docs/protocol.md §5): derive the effects and refuse
+/// The Leash gate of a run (docs/rules.md §21): derive the effects and refuse
 /// unless the principal's verdict is `allow`. A parse error passes through
 /// (the exec reports it as usual).
 fn gate_run(

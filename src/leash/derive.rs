@@ -1,4 +1,4 @@
-//! Effect derivation (reference-protocol.md §7.2): a static walk of the
+//! Effect derivation (docs/rules.md §21): a static walk of the
 //! syntax tree that never executes anything. What cannot be known
 //! statically (a non-literal argument, an unknown external command, an
 //! interpreter block) is `opaque`; a non-literal path argument makes the

@@ -1,4 +1,4 @@
-//! Bearer tokens (reference-protocol.md §1.5, contract §5): stored as keyed
+//! Bearer tokens (docs/rules.md §21): stored as keyed
 //! BLAKE3 digests in a 0600 file of the state dir, opened without following
 //! symlinks. The daemon re-reads the file when it changes, so a revoke takes
 //! effect on the next call, without a restart.
