@@ -11,6 +11,7 @@ use serde_json::{json, Value as Json};
 use super::conn;
 use super::msg::{CallCancel, Exec, ExecReply, GetValue, SessionError};
 use super::session_handle::SessionHandle;
+use super::session_supervisor::SessionSupervisor;
 use crate::lang::Position;
 use crate::proto::elide::Budget;
 use crate::proto::kernel::{self, GetRequest};
@@ -30,20 +31,18 @@ pub async fn exec_elided(
     gate: Option<Arc<crate::leash::Gate>>,
     check: bool,
 ) -> Result<Json, RpcError> {
-    let name = handle.name.clone();
-    let x = handle
-        .send(Exec {
+    let x = ask(
+        &handle,
+        Exec {
             src,
             position,
             tty,
             cancel,
             gate,
             check,
-        })
-        .await
-        .map_err(|_| SessionError::Closed(name.clone()))
-        .and_then(|r| r)
-        .map_err(conn::session_error)?;
+        },
+    )
+    .await?;
     exec_reply_json(x, &budget)
 }
 
@@ -81,17 +80,15 @@ pub async fn get_value(
     req: GetRequest,
     tty: bool,
 ) -> Result<Json, RpcError> {
-    let name = handle.name.clone();
-    let view = handle
-        .send(GetValue {
+    let view = ask(
+        handle,
+        GetValue {
             reference,
             req,
             tty,
-        })
-        .await
-        .map_err(|_| SessionError::Closed(name))
-        .and_then(|r| r)
-        .map_err(conn::session_error)?;
+        },
+    )
+    .await?;
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         kernel::value_view_json(&view)
     }))
@@ -101,4 +98,22 @@ pub async fn get_value(
             super::session::panic_message(&p)
         ))
     })
+}
+
+/// Send a request the session answers with `Result<T, SessionError>` and await it: a
+/// session gone meanwhile is [`SessionError::Closed`], and either failure becomes its wire
+/// error.
+async fn ask<M, T>(handle: &SessionHandle, msg: M) -> Result<T, RpcError>
+where
+    M: actix::Message<Result = Result<T, SessionError>> + Send + 'static,
+    T: Send + 'static,
+    SessionSupervisor: actix::Handler<M>,
+{
+    let name = handle.name.clone();
+    handle
+        .send(msg)
+        .await
+        .map_err(|_| SessionError::Closed(name))
+        .and_then(|r| r)
+        .map_err(conn::session_error)
 }

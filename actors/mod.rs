@@ -2,7 +2,8 @@
 //! an actor here, one per file. Only this tree names actix; `src/` is the core.
 //!
 //! ```text
-//! Daemon (root: config, health registry, session map, shutdown)
+//! Daemon (root: config, health registry, session map, shutdown; restarts the
+//! │        Listener, JournalWriter and EventBus: `daemon/services.rs`)
 //! ├── Listener              accepts, checks peer uid, sniffs the first frame
 //! │   ├── KernelConn        kernel JSON-RPC
 //! │   └── McpConn           MCP
