@@ -1,7 +1,8 @@
 //! The Daemon actor, root of the tree: owns the config, the health registry
 //! and the map of named sessions (one SessionSupervisor each); it attaches,
 //! creates and closes sessions. Its status answer is `status.rs`, its stop
-//! `shutdown.rs`, `shoal daemon`'s entry point `run.rs` (process setup in
+//! `shutdown.rs`, its supervision of EventBus, JournalWriter and Listener
+//! `services.rs`, `shoal daemon`'s entry point `run.rs` (process setup in
 //! `setup.rs`). It never evaluates, never waits for a session and never
 //! touches a socket.
 
@@ -68,7 +69,7 @@ pub struct Daemon {
     stopping: bool,
     services: Option<Services>,
     /// What restarts the EventBus, JournalWriter and Listener (`services.rs`).
-    service_set: Option<services::ServiceSet>,
+    service_set: services::ServiceSet,
     /// Connections open now (the listener counts them).
     connections: Arc<std::sync::atomic::AtomicUsize>,
     /// Sessions interrupted at shutdown, for `run` to wait on (bounded) before exiting.
@@ -79,11 +80,14 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// A daemon over `service_set`: what it starts and restarts its services from
+    /// ([`Daemon::start_services`] starts them).
     pub fn new(
         info: DaemonInfo,
         config: Arc<Config>,
         registry: Arc<Registry>,
         reg: Registration,
+        service_set: services::ServiceSet,
     ) -> Self {
         let default_cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
         Daemon {
@@ -95,7 +99,7 @@ impl Daemon {
             default_cwd,
             stopping: false,
             services: None,
-            service_set: None,
+            service_set,
             connections: Arc::default(),
             draining: Arc::default(),
             adapters: None,
@@ -119,12 +123,6 @@ impl Daemon {
     /// The listener's count of open connections (for `daemon.status`).
     pub fn with_connections(mut self, open: Arc<std::sync::atomic::AtomicUsize>) -> Self {
         self.connections = open;
-        self
-    }
-
-    /// What the daemon restarts its services from; [`Daemon::start_services`] starts them.
-    pub fn with_service_set(mut self, set: services::ServiceSet) -> Self {
-        self.service_set = Some(set);
         self
     }
 

@@ -149,8 +149,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
         );
         let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let daemon = Daemon::create(move |ctx| {
-            let mut d = Daemon::new(info, config, registry, dreg)
-                .with_service_set(set)
+            let mut d = Daemon::new(info, config, registry, dreg, set)
                 .with_connections(open)
                 .with_draining(draining_run);
             d.start_services(start_seqs, first, ctx);

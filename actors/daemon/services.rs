@@ -142,15 +142,11 @@ impl Daemon {
     }
 
     fn svc(&self) -> &ServiceSet {
-        self.service_set
-            .as_ref()
-            .expect("the daemon's services are set before it starts")
+        &self.service_set
     }
 
     fn svc_mut(&mut self) -> &mut ServiceSet {
-        self.service_set
-            .as_mut()
-            .expect("the daemon's services are set before it starts")
+        &mut self.service_set
     }
 
     /// Register the next incarnation of `kind`, its end reported to this daemon.
@@ -313,10 +309,7 @@ impl Handler<ServiceExited> for Daemon {
     fn handle(&mut self, msg: ServiceExited, ctx: &mut Context<Self>) {
         self.reg.stats.handled();
         let kind = msg.kind;
-        if self.stopping
-            || self.service_set.is_none()
-            || self.slot(kind).generation != msg.generation
-        {
+        if self.stopping || self.slot(kind).generation != msg.generation {
             return;
         }
         let slot = self.slot(kind);
@@ -359,7 +352,7 @@ impl Handler<CrashService> for Daemon {
                 }
             }
             ServiceKind::Listener => {
-                if let Some(l) = self.service_set.as_ref().and_then(|s| s.listener.as_ref()) {
+                if let Some(l) = &self.service_set.listener {
                     l.do_send(Crash);
                 }
             }
