@@ -175,3 +175,33 @@ fn past_the_limit_the_bus_stays_off_and_a_failing_listener_stops_the_daemon() {
     );
     assert!(!d.socket.exists(), "the socket is removed at exit");
 }
+
+#[test]
+fn a_journal_actor_that_keeps_crashing_stops_the_daemon() {
+    let root = Root::new();
+    let cfg = root.path().join("config/shoal.toml");
+    std::fs::write(&cfg, "[daemon]\nmax_restarts_per_minute = 1\n").unwrap();
+    let cfg_s = cfg.to_str().unwrap().to_string();
+    let mut d = Daemon::start_with(&root, &root.socket(), &["--config", &cfg_s], HOOKS);
+    let mut c = d.conn();
+    c.attach("s");
+    c.ok("exec", json!({"src": "1 + 1"}));
+    c.ok("debug.crash", json!({"actor": "journal_writer"}));
+    restarted(&root, &d, "journal_writer", 1);
+    c.ok("debug.crash", json!({"actor": "journal_writer"}));
+    let st = d
+        .wait_timeout(Duration::from_secs(20))
+        .expect("the daemon stops");
+    assert_eq!(st.code(), Some(1), "{st}");
+    let log = root.log();
+    assert!(
+        log.contains("the journal_writer crashed more than 1 times in a minute"),
+        "{log}"
+    );
+    // What was acknowledged is durable: a new daemon reads it back.
+    let d2 = Daemon::start(&root);
+    let mut c2 = d2.conn();
+    c2.attach("s");
+    let es = c2.ok("journal.query", json!({"limit": 1}));
+    assert_eq!(es[0]["src"], json!("1 + 1"), "{es}");
+}
