@@ -2,7 +2,8 @@
 //! (the `debug.crash` hook) is restarted and counted in `shoal status --json`, and the daemon
 //! keeps serving (an exec journals and reads back, a subscriber gets new events, a new
 //! connection is accepted); past `[daemon] max_restarts_per_minute` the bus stays off and
-//! shows failed, and a Listener that keeps crashing stops the daemon with exit code 1.
+//! shows failed, and a Listener or JournalWriter that keeps crashing stops the daemon with
+//! exit code 1 (what was acknowledged stays durable).
 
 mod common;
 
