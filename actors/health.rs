@@ -139,7 +139,7 @@ impl<A: Actor> Counted<A> {
 /// The address of an actor its supervisor restarts (the daemon's EventBus and JournalWriter):
 /// every clone reads one shared cell, which the supervisor swaps for the new incarnation, so
 /// a holder follows the restart without knowing of it. A send costs one uncontended read
-/// lock (held only to clone the address, never across an await); a message sent to a dead
+/// lock (held only while the message is queued, never across an await); a message sent to a dead
 /// incarnation before the swap is lost like any in-flight message.
 pub struct Supervised<A: Actor> {
     cell: Arc<RwLock<Counted<A>>>,
@@ -178,7 +178,8 @@ impl<A: Actor> Supervised<A> {
         A: Handler<M>,
         A::Context: actix::dev::ToEnvelope<A, M>,
     {
-        self.current().send(msg)
+        // Sent under the read guard (no clone); the guard ends with this statement.
+        self.cell.read_locked().send(msg)
     }
 
     /// Fire and forget to the current incarnation, counted.
@@ -189,7 +190,7 @@ impl<A: Actor> Supervised<A> {
         A: Handler<M>,
         A::Context: actix::dev::ToEnvelope<A, M>,
     {
-        self.current().do_send(msg)
+        self.cell.read_locked().do_send(msg)
     }
 }
 
