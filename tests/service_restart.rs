@@ -37,6 +37,42 @@ fn restarted(root: &Root, d: &Daemon, kind: &str, n: u64) -> Value {
     )
 }
 
+/// A daemon allowing one restart a minute, and a connection attached to `s`.
+fn limited_daemon(root: &Root) -> (Daemon, Conn) {
+    let cfg = root.path().join("config/shoal.toml");
+    std::fs::write(&cfg, "[daemon]\nmax_restarts_per_minute = 1\n").unwrap();
+    let cfg_s = cfg.to_str().unwrap().to_string();
+    let d = Daemon::start_with(root, &root.socket(), &["--config", &cfg_s], HOOKS);
+    let mut c = d.conn();
+    c.attach("s");
+    (d, c)
+}
+
+/// Crash `kind` once, wait for its restart, and crash it again (past a limit of one).
+fn crash_twice(root: &Root, d: &Daemon, c: &mut Conn, kind: &str) {
+    c.ok("debug.crash", json!({"actor": kind}));
+    restarted(root, d, kind, 1);
+    c.ok("debug.crash", json!({"actor": kind}));
+}
+
+/// Past the limit a vital service stops the daemon: exit code 1, the reason logged, the
+/// socket removed.
+fn stops_for_good(root: &Root, d: &mut Daemon, c: &mut Conn, kind: &str) {
+    crash_twice(root, d, c, kind);
+    let st = d
+        .wait_timeout(Duration::from_secs(20))
+        .expect("the daemon stops");
+    assert_eq!(st.code(), Some(1), "{st}");
+    let log = root.log();
+    for line in [
+        format!("the {kind} crashed more than 1 times in a minute"),
+        "the daemon cannot serve without it and stops".to_string(),
+    ] {
+        assert!(log.contains(&line), "{line}: {log}");
+    }
+    assert!(!d.socket.exists(), "the socket is removed at exit");
+}
+
 /// The next `event` notification on a connection that makes no calls.
 fn next_event(c: &mut Conn) -> Value {
     loop {
@@ -120,16 +156,9 @@ fn each_service_is_restarted_and_the_daemon_keeps_serving() {
 #[test]
 fn past_the_limit_the_bus_stays_off_and_a_failing_listener_stops_the_daemon() {
     let root = Root::new();
-    let cfg = root.path().join("config/shoal.toml");
-    std::fs::write(&cfg, "[daemon]\nmax_restarts_per_minute = 1\n").unwrap();
-    let cfg_s = cfg.to_str().unwrap().to_string();
-    let mut d = Daemon::start_with(&root, &root.socket(), &["--config", &cfg_s], HOOKS);
-    let mut c = d.conn();
-    c.attach("s");
+    let (mut d, mut c) = limited_daemon(&root);
 
-    c.ok("debug.crash", json!({"actor": "event_bus"}));
-    restarted(&root, &d, "event_bus", 1);
-    c.ok("debug.crash", json!({"actor": "event_bus"}));
+    crash_twice(&root, &d, &mut c, "event_bus");
     let failed = eventually("the bus given up", Duration::from_secs(10), || {
         let st = status(&root, &d)?;
         (st["services"]["event_bus"]["failed"] == json!(true)).then_some(st)
@@ -162,43 +191,15 @@ fn past_the_limit_the_bus_stays_off_and_a_failing_listener_stops_the_daemon() {
     assert!(root.log().contains("the daemon stops restarting it"));
 
     // The listener: one restart, then the daemon stops (it cannot accept without it).
-    c.ok("debug.crash", json!({"actor": "listener"}));
-    restarted(&root, &d, "listener", 1);
-    c.ok("debug.crash", json!({"actor": "listener"}));
-    let st = d
-        .wait_timeout(Duration::from_secs(20))
-        .expect("the daemon stops");
-    assert_eq!(st.code(), Some(1), "{st}");
-    let log = root.log();
-    assert!(
-        log.contains("the daemon cannot serve without it and stops"),
-        "{log}"
-    );
-    assert!(!d.socket.exists(), "the socket is removed at exit");
+    stops_for_good(&root, &mut d, &mut c, "listener");
 }
 
 #[test]
 fn a_journal_actor_that_keeps_crashing_stops_the_daemon() {
     let root = Root::new();
-    let cfg = root.path().join("config/shoal.toml");
-    std::fs::write(&cfg, "[daemon]\nmax_restarts_per_minute = 1\n").unwrap();
-    let cfg_s = cfg.to_str().unwrap().to_string();
-    let mut d = Daemon::start_with(&root, &root.socket(), &["--config", &cfg_s], HOOKS);
-    let mut c = d.conn();
-    c.attach("s");
+    let (mut d, mut c) = limited_daemon(&root);
     c.ok("exec", json!({"src": "1 + 1"}));
-    c.ok("debug.crash", json!({"actor": "journal_writer"}));
-    restarted(&root, &d, "journal_writer", 1);
-    c.ok("debug.crash", json!({"actor": "journal_writer"}));
-    let st = d
-        .wait_timeout(Duration::from_secs(20))
-        .expect("the daemon stops");
-    assert_eq!(st.code(), Some(1), "{st}");
-    let log = root.log();
-    assert!(
-        log.contains("the journal_writer crashed more than 1 times in a minute"),
-        "{log}"
-    );
+    stops_for_good(&root, &mut d, &mut c, "journal_writer");
     // What was acknowledged is durable: a new daemon reads it back.
     let d2 = Daemon::start(&root);
     let mut c2 = d2.conn();
