@@ -337,7 +337,7 @@ where
     }
 }
 
-/// A session failure as the JSON-RPC error the contract prescribes.
+/// A session failure as its JSON-RPC error (docs/rules.md §14).
 /// An `env` parameter (`session.attach`, `shoal/attach`): an object of
 /// string values, at most 4096 variables; absent or null is `None`.
 pub fn env_param(v: Option<&Json>) -> Result<Option<Vec<(String, String)>>, String> {

@@ -1,4 +1,4 @@
-//! EventBus: the kernel-global event channels (reference-protocol §6.8–§6.10).
+//! EventBus: the kernel-global event channels (docs/rules.md §19).
 //!
 //! Per channel: a ring of the last [`RING`] events and a seq counter from 0. The durable
 //! channels (`journal`, `session.transcript`) also go to the journal (an `Op::Event` queued on
@@ -13,20 +13,30 @@
 //! queue counts further events instead of queueing them; once the queue drains the subscriber
 //! gets one marker `{dropped, latest_seq}` before anything newer (§6.10).
 //!
+//! The subscriptions and the seq counters also live in a [`SubscriberBook`] outside the actor
+//! (written on subscribe, unsubscribe and prune; a counter is one atomic per publish), so
+//! when the daemon restarts a crashed bus the new one keeps every subscription (same ids) and
+//! every channel's seq: each subscriber of a channel that had events first gets one marker
+//! `{restarted: true, latest_seq}` (what was queued for it or in flight is lost; `events.read`
+//! recovers the durable channels from the journal). The rings are not kept.
+//!
 //! Every subscriber of one publish holds the same [`BusEvent`]: its payload and the cell in
 //! which the first connection to write it leaves the encoded kernel frame, so a fan-out
 //! encodes the frame once, not once per subscriber. Encoding stays at the edge (the
 //! connection fills the cell); the bus never builds wire bytes.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
 use super::health::Registration;
+use super::msg::Crash;
 use crate::journal::{self, JournalWriter as Writer, Op};
+use crate::sync::Locked;
 
 /// Events kept in memory per channel.
 pub const RING: usize = 1024;
@@ -134,8 +144,39 @@ pub struct Unsubscribe {
 
 #[derive(Default)]
 struct Channel {
-    next: u64,
+    /// The next seq (shared with the [`SubscriberBook`]).
+    next: Arc<AtomicU64>,
     ring: VecDeque<BusEvent>,
+}
+
+impl Channel {
+    fn next(&self) -> u64 {
+        self.next.load(Ordering::Relaxed)
+    }
+}
+
+/// What outlives one EventBus incarnation: every subscription and each channel's next seq.
+/// Owned by the daemon, handed to each bus it starts.
+#[derive(Clone, Default)]
+pub struct SubscriberBook(Arc<Mutex<Book>>);
+
+#[derive(Default)]
+struct Book {
+    next_sub: SubId,
+    subs: BTreeMap<SubId, (String, Recipient<BusEvent>)>,
+    seqs: HashMap<String, Arc<AtomicU64>>,
+}
+
+impl SubscriberBook {
+    /// A channel's shared seq counter (created at `start` the first time).
+    fn counter(&self, channel: &str, start: u64) -> Arc<AtomicU64> {
+        self.0
+            .locked()
+            .seqs
+            .entry(channel.to_string())
+            .or_insert_with(|| Arc::new(AtomicU64::new(start)))
+            .clone()
+    }
 }
 
 struct Subscriber {
@@ -148,10 +189,25 @@ struct Subscriber {
     backoff: Option<Duration>,
 }
 
+impl Subscriber {
+    fn new(channel: String, sub: Recipient<BusEvent>) -> Self {
+        Subscriber {
+            channel,
+            sub,
+            queue: VecDeque::new(),
+            dropped: 0,
+            latest_dropped: 0,
+            backoff: None,
+        }
+    }
+}
+
 pub struct EventBus {
     channels: HashMap<String, Channel>,
     subs: BTreeMap<SubId, Subscriber>,
-    next_sub: SubId,
+    book: SubscriberBook,
+    /// Subscribers taken over from a crashed incarnation (they get the restart marker).
+    resumed: Vec<SubId>,
     writer: Option<Arc<Writer>>,
     reg: Registration,
 }
@@ -163,20 +219,50 @@ impl EventBus {
         start_seqs: Vec<(String, u64)>,
         reg: Registration,
     ) -> Self {
+        EventBus::with_book(writer, start_seqs, SubscriberBook::default(), reg)
+    }
+
+    /// A bus over `book`: the first one (an empty book), or the restart of a crashed one,
+    /// which keeps its subscriptions and its seqs (a durable channel's seq is the larger of
+    /// the book's and `start_seqs`).
+    pub fn with_book(
+        writer: Option<Arc<Writer>>,
+        start_seqs: Vec<(String, u64)>,
+        book: SubscriberBook,
+        reg: Registration,
+    ) -> Self {
         let mut channels = HashMap::new();
-        for (ch, next) in start_seqs {
-            channels.insert(
-                ch,
-                Channel {
-                    next,
-                    ring: VecDeque::new(),
-                },
-            );
-        }
+        let (subs, resumed) = {
+            let mut b = book.0.locked();
+            for (ch, next) in start_seqs {
+                let c = b
+                    .seqs
+                    .entry(ch)
+                    .or_insert_with(|| Arc::new(AtomicU64::new(next)));
+                c.fetch_max(next, Ordering::Relaxed);
+            }
+            for (ch, next) in &b.seqs {
+                channels.insert(
+                    ch.clone(),
+                    Channel {
+                        next: next.clone(),
+                        ring: VecDeque::new(),
+                    },
+                );
+            }
+            let subs: BTreeMap<SubId, Subscriber> = b
+                .subs
+                .iter()
+                .map(|(id, (channel, sub))| (*id, Subscriber::new(channel.clone(), sub.clone())))
+                .collect();
+            let resumed = subs.keys().copied().collect();
+            (subs, resumed)
+        };
         EventBus {
             channels,
-            subs: BTreeMap::new(),
-            next_sub: 0,
+            subs,
+            book,
+            resumed,
             writer,
             reg,
         }
@@ -191,9 +277,16 @@ impl EventBus {
     }
 
     fn publish(&mut self, channel: String, payload: Json, ctx: &mut Context<Self>) -> BusEvent {
-        let ch = self.channels.entry(channel.clone()).or_default();
-        let ev = BusEvent::new(channel, ch.next, journal::now_ns(), Arc::new(payload));
-        ch.next += 1;
+        let book = &self.book;
+        let ch = self
+            .channels
+            .entry(channel.clone())
+            .or_insert_with(|| Channel {
+                next: book.counter(&channel, 0),
+                ring: VecDeque::new(),
+            });
+        let seq = ch.next.fetch_add(1, Ordering::Relaxed);
+        let ev = BusEvent::new(channel, seq, journal::now_ns(), Arc::new(payload));
         if ch.ring.len() >= RING {
             ch.ring.pop_front();
         }
@@ -300,6 +393,7 @@ impl EventBus {
                 Err(SendError::Closed(_)) => {
                     // The subscriber is gone: prune it.
                     self.subs.remove(&id);
+                    self.book.0.locked().subs.remove(&id);
                     return false;
                 }
             }
@@ -313,19 +407,14 @@ impl EventBus {
         replay: Option<Option<u64>>,
         ctx: &mut Context<Self>,
     ) -> SubId {
-        self.next_sub += 1;
-        let id = self.next_sub;
-        self.subs.insert(
-            id,
-            Subscriber {
-                channel: channel.clone(),
-                sub,
-                queue: VecDeque::new(),
-                dropped: 0,
-                latest_dropped: 0,
-                backoff: None,
-            },
-        );
+        let id = {
+            let mut b = self.book.0.locked();
+            b.next_sub += 1;
+            let id = b.next_sub;
+            b.subs.insert(id, (channel.clone(), sub.clone()));
+            id
+        };
+        self.subs.insert(id, Subscriber::new(channel.clone(), sub));
         if let Some(since) = replay {
             let events: Vec<BusEvent> = self
                 .channels
@@ -351,6 +440,36 @@ impl Actor for EventBus {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(4096);
+        // Taken over from a crashed bus: tell each subscriber of a channel that had
+        // events that what was queued for it may be lost.
+        for id in std::mem::take(&mut self.resumed) {
+            let Some(s) = self.subs.get(&id) else {
+                continue;
+            };
+            let latest = self
+                .channels
+                .get(&s.channel)
+                .and_then(|c| c.next().checked_sub(1));
+            if let Some(latest) = latest {
+                let marker = BusEvent::new(
+                    s.channel.clone(),
+                    latest,
+                    journal::now_ns(),
+                    Arc::new(json!({"restarted": true, "latest_seq": latest})),
+                );
+                self.enqueue(id, marker, ctx);
+            }
+        }
+    }
+}
+
+impl Handler<Crash> for EventBus {
+    type Result = ();
+
+    /// The debug hook: panic, for the daemon to restart the bus.
+    fn handle(&mut self, _msg: Crash, _ctx: &mut Context<Self>) {
+        self.reg.stats.handled();
+        panic!("event bus: crash requested by debug hook");
     }
 }
 
@@ -410,7 +529,7 @@ impl Handler<ReadEvents> for EventBus {
             .channels
             .get(&msg.channel)
             .and_then(|c| c.ring.front().map(|e| e.seq))
-            .unwrap_or_else(|| self.channels.get(&msg.channel).map_or(0, |c| c.next));
+            .unwrap_or_else(|| self.channels.get(&msg.channel).map_or(0, Channel::next));
         // Older than the ring (or an empty ring after a restart): the store has it.
         let from_store = match (msg.since, &self.writer) {
             (Some(s), Some(_)) => {
@@ -484,6 +603,7 @@ impl Handler<Unsubscribe> for EventBus {
     fn handle(&mut self, msg: Unsubscribe, _ctx: &mut Context<Self>) {
         self.reg.stats.handled();
         self.subs.remove(&msg.id);
+        self.book.0.locked().subs.remove(&msg.id);
     }
 }
 

@@ -1,18 +1,20 @@
 //! The exec round trip both connection actors make (the kernel's `exec`, the MCP
 //! `shoal_exec` tool): send [`Exec`] to the session, then elide the stored value under the
-//! caller's budget and build the result. Below both connections; it never touches a socket.
+//! caller's budget and build the result; and `value.get`'s ([`get_value`]: the supervisor
+//! answers a typed [`kernel::ValueView`], encoded here). Below both connections; it never
+//! touches a socket.
 
 use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
 
-use super::call_cancel::CallCancel;
 use super::conn;
-use super::msg::{Exec, ExecReply, SessionError};
+use super::msg::{CallCancel, Exec, ExecReply, GetValue, SessionError};
 use super::session_handle::SessionHandle;
+use super::session_supervisor::SessionSupervisor;
 use crate::lang::Position;
 use crate::proto::elide::Budget;
-use crate::proto::kernel;
+use crate::proto::kernel::{self, GetRequest};
 use crate::proto::rpc::RpcError;
 
 /// Run `src`, then answer `{ref, uri, value, render, elapsed_ms}` with the
@@ -29,20 +31,18 @@ pub async fn exec_elided(
     gate: Option<Arc<crate::leash::Gate>>,
     check: bool,
 ) -> Result<Json, RpcError> {
-    let name = handle.name.clone();
-    let x = handle
-        .send(Exec {
+    let x = ask(
+        &handle,
+        Exec {
             src,
             position,
             tty,
             cancel,
             gate,
             check,
-        })
-        .await
-        .map_err(|_| SessionError::Closed(name.clone()))
-        .and_then(|r| r)
-        .map_err(conn::session_error)?;
+        },
+    )
+    .await?;
     exec_reply_json(x, &budget)
 }
 
@@ -69,4 +69,51 @@ pub fn exec_reply_json(x: ExecReply, budget: &Budget) -> Result<Json, RpcError> 
         o.insert("journal".into(), json!(j));
     }
     Ok(r)
+}
+
+/// `value.get` through the session supervisor (an `out:N` from before a restart is read
+/// back from the journal there), then its view encoded: the one `value.get` path of both
+/// connections.
+pub async fn get_value(
+    handle: &SessionHandle,
+    reference: String,
+    req: GetRequest,
+    tty: bool,
+) -> Result<Json, RpcError> {
+    let view = ask(
+        handle,
+        GetValue {
+            reference,
+            req,
+            tty,
+        },
+    )
+    .await?;
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        kernel::value_view_json(&view)
+    }))
+    .map_err(|p| {
+        RpcError::internal(format!(
+            "value.get panicked: {}",
+            super::session::panic_message(&p)
+        ))
+    })
+}
+
+/// Send a request the session answers with `Result<T, SessionError>` and await it: a
+/// session gone meanwhile is [`SessionError::Closed`], and either failure becomes its wire
+/// error.
+async fn ask<M, T>(handle: &SessionHandle, msg: M) -> Result<T, RpcError>
+where
+    M: actix::Message<Result = Result<T, SessionError>> + Send + 'static,
+    T: Send + 'static,
+    SessionSupervisor: actix::Handler<M>,
+{
+    let name = handle.name.clone();
+    handle
+        .send(msg)
+        .await
+        .map_err(|_| SessionError::Closed(name))
+        .and_then(|r| r)
+        .map_err(conn::session_error)
 }

@@ -8,13 +8,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
-use crate::sync::Locked;
+use crate::sync::{Locked, RwLocked};
 
 #[derive(Debug)]
 pub struct ActorStats {
@@ -136,6 +136,106 @@ impl<A: Actor> Counted<A> {
     }
 }
 
+/// The address of an actor its supervisor restarts (the daemon's EventBus and JournalWriter):
+/// every clone reads one shared cell, which the supervisor swaps for the new incarnation, so
+/// a holder follows the restart without knowing of it. A send costs one uncontended read
+/// lock (held only while the message is queued, never across an await); a message sent to a dead
+/// incarnation before the swap is lost like any in-flight message.
+pub struct Supervised<A: Actor> {
+    cell: Arc<RwLock<Counted<A>>>,
+}
+
+impl<A: Actor> Clone for Supervised<A> {
+    fn clone(&self) -> Self {
+        Supervised {
+            cell: self.cell.clone(),
+        }
+    }
+}
+
+impl<A: Actor> Supervised<A> {
+    pub fn new(first: Counted<A>) -> Self {
+        Supervised {
+            cell: Arc::new(RwLock::new(first)),
+        }
+    }
+
+    /// The current incarnation.
+    pub fn current(&self) -> Counted<A> {
+        self.cell.read_locked().clone()
+    }
+
+    /// Point every clone at a new incarnation (the supervisor's restart).
+    pub fn replace(&self, next: Counted<A>) {
+        *self.cell.write_locked() = next;
+    }
+
+    /// Send to the current incarnation and await the reply, counted.
+    pub fn send<M>(&self, msg: M) -> actix::dev::Request<A, M>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        A: Handler<M>,
+        A::Context: actix::dev::ToEnvelope<A, M>,
+    {
+        // Sent under the read guard (no clone); the guard ends with this statement.
+        self.cell.read_locked().send(msg)
+    }
+
+    /// Fire and forget to the current incarnation, counted.
+    pub fn do_send<M>(&self, msg: M)
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        A: Handler<M>,
+        A::Context: actix::dev::ToEnvelope<A, M>,
+    {
+        self.cell.read_locked().do_send(msg)
+    }
+}
+
+/// A supervisor's restart accounting for one child: restarts so far, and at most
+/// `max_per_minute` of them in any minute (past it the supervisor gives up).
+#[derive(Debug)]
+pub struct RestartBudget {
+    max_per_minute: u32,
+    recent: Vec<Instant>,
+    restarts: u64,
+}
+
+impl RestartBudget {
+    pub fn new(max_per_minute: u32) -> Self {
+        RestartBudget {
+            max_per_minute,
+            recent: Vec::new(),
+            restarts: 0,
+        }
+    }
+
+    /// Take one restart: `false` (nothing counted) once the last minute already had
+    /// `max_per_minute` of them.
+    pub fn take(&mut self) -> bool {
+        let now = Instant::now();
+        self.recent
+            .retain(|t| now.duration_since(*t) < Duration::from_secs(60));
+        if self.recent.len() as u32 >= self.max_per_minute {
+            return false;
+        }
+        self.recent.push(now);
+        self.restarts += 1;
+        true
+    }
+
+    /// Restarts so far.
+    pub fn restarts(&self) -> u64 {
+        self.restarts
+    }
+
+    pub fn max_per_minute(&self) -> u32 {
+        self.max_per_minute
+    }
+}
+
 /// Every live actor's stats, by id (ids grow with start order).
 #[derive(Debug, Default)]
 pub struct Registry {
@@ -168,6 +268,7 @@ impl Registry {
         Registration {
             registry: self.clone(),
             stats,
+            exit: None,
         }
     }
 
@@ -189,22 +290,45 @@ impl Registry {
     }
 }
 
-/// Keeps an actor's row in the registry; dropping it removes the row.
-#[derive(Debug)]
+/// What a [`Registration`] runs when it drops: tells a supervisor its child ended.
+type ExitHook = Box<dyn FnOnce() + Send>;
+
+/// Keeps an actor's row in the registry; dropping it removes the row. The actor owns it, so
+/// its drop is the actor's end, a panic included: a supervisor that set [`Self::on_exit`]
+/// learns of the death by the message the hook sends, without polling.
 pub struct Registration {
     registry: Arc<Registry>,
     pub stats: Arc<ActorStats>,
+    exit: Option<ExitHook>,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("stats", &self.stats)
+            .field("exit_hook", &self.exit.is_some())
+            .finish()
+    }
 }
 
 impl Registration {
     pub fn id(&self) -> u64 {
         self.stats.id
     }
+
+    /// Run `f` when this registration drops (after its row is removed).
+    pub fn on_exit(mut self, f: impl FnOnce() + Send + 'static) -> Self {
+        self.exit = Some(Box::new(f));
+        self
+    }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
         self.registry.lock().remove(&self.stats.id);
+        if let Some(f) = self.exit.take() {
+            f();
+        }
     }
 }
 
@@ -235,5 +359,28 @@ mod tests {
         drop(b);
         assert_eq!(reg.snapshot().len(), 1);
         assert!(rss_bytes().unwrap() > 0);
+    }
+
+    #[test]
+    fn an_exit_hook_runs_once_the_row_is_gone() {
+        let reg = Arc::new(Registry::default());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let r2 = reg.clone();
+        let b = reg
+            .register("event_bus", "events", None)
+            .on_exit(move || tx.send(r2.snapshot().len()).unwrap());
+        assert!(rx.try_recv().is_err());
+        drop(b);
+        assert_eq!(rx.try_recv(), Ok(0));
+    }
+
+    #[test]
+    fn a_restart_budget_allows_max_per_minute() {
+        let mut b = RestartBudget::new(2);
+        assert!(b.take());
+        assert!(b.take());
+        assert!(!b.take());
+        assert_eq!(b.restarts(), 2);
+        assert_eq!(b.max_per_minute(), 2);
     }
 }

@@ -17,7 +17,8 @@ use base64::Engine as _;
 use serde_json::{json, Value as Json};
 
 use super::event_bus::{EventBus, Publish};
-use super::health::{Counted, Registration};
+use super::health::{Registration, Supervised};
+use super::msg::Crash;
 use crate::journal::{
     self, Cwd, Entry, EntryId, Finish, JournalError, NewEntry, Op, OutputData, OutputKind, Query,
     Scope, StoreStats,
@@ -27,13 +28,18 @@ use crate::value::{ShoalError, Value};
 
 type Writer = journal::JournalWriter;
 
-/// What connections and sessions need of the journal and the bus (cheap to clone).
+/// The store counters `daemon.status` shows, refreshed by the actor (shared by its
+/// incarnations, so a restart keeps them).
+pub type StoreCache = Arc<Mutex<Option<StoreStats>>>;
+
+/// What connections and sessions need of the journal and the bus (cheap to clone). The two
+/// actor addresses follow the daemon's restarts of those actors.
 #[derive(Clone)]
 pub struct Services {
-    pub journal: Counted<JournalWriter>,
-    pub bus: Counted<EventBus>,
+    pub journal: Supervised<JournalWriter>,
+    pub bus: Supervised<EventBus>,
     pub writer: Arc<Writer>,
-    store_stats: Arc<Mutex<Option<StoreStats>>>,
+    store_stats: StoreCache,
     /// What journaling cost the last execs (ns, newest last): encoding, submit, events.
     overhead: Arc<Mutex<VecDeque<u64>>>,
 }
@@ -50,6 +56,26 @@ impl std::fmt::Debug for Services {
 }
 
 impl Services {
+    pub fn new(
+        journal: Supervised<JournalWriter>,
+        bus: Supervised<EventBus>,
+        writer: Arc<Writer>,
+        store_stats: StoreCache,
+    ) -> Services {
+        Services {
+            journal,
+            bus,
+            writer,
+            store_stats,
+            overhead: Arc::new(Mutex::new(VecDeque::with_capacity(OVERHEAD_SAMPLES))),
+        }
+    }
+
+    /// The store counters' cache (a restarted JournalWriter keeps filling the same one).
+    pub fn store_cache(&self) -> StoreCache {
+        self.store_stats.clone()
+    }
+
     /// Journal figures for `daemon.status` (store counters refreshed every second).
     pub fn status_json(&self) -> Json {
         let w = self.writer.stats();
@@ -98,31 +124,22 @@ pub struct JournalWriter {
 }
 
 impl JournalWriter {
-    /// Start the actor and bundle the services (the bus must already run).
-    pub fn start_services(
-        writer: Arc<Writer>,
-        bus: Counted<EventBus>,
-        reg: Registration,
-    ) -> Services {
-        let stats = reg.stats.clone();
-        let store_stats = Arc::new(Mutex::new(writer.store().stats().ok()));
-        let journal = JournalWriter {
-            writer: writer.clone(),
-            store_stats: store_stats.clone(),
-            // Read just now: the first tick has nothing new to read.
+    /// A fresh cache of the store counters, read now.
+    pub fn store_cache(writer: &Writer) -> StoreCache {
+        Arc::new(Mutex::new(writer.store().stats().ok()))
+    }
+
+    /// One incarnation of the actor over `writer`, filling `store_stats`.
+    pub fn new(writer: Arc<Writer>, store_stats: StoreCache, reg: Registration) -> JournalWriter {
+        JournalWriter {
+            // Read just now (or by the previous incarnation): the first tick has nothing new.
             refreshed: {
                 let ws = writer.stats();
                 Some((ws.commits, ws.failed_commits, ws.reopens))
             },
-            reg,
-        }
-        .start();
-        Services {
-            journal: Counted::new(journal, stats),
-            bus,
             writer,
             store_stats,
-            overhead: Arc::new(Mutex::new(VecDeque::with_capacity(OVERHEAD_SAMPLES))),
+            reg,
         }
     }
 
@@ -172,6 +189,16 @@ impl Actor for JournalWriter {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(256);
         ctx.run_interval(Duration::from_secs(1), |act, ctx| act.refresh(ctx));
+    }
+}
+
+impl Handler<Crash> for JournalWriter {
+    type Result = ();
+
+    /// The debug hook: panic, for the daemon to restart this actor.
+    fn handle(&mut self, _msg: Crash, _ctx: &mut Context<Self>) {
+        self.reg.stats.handled();
+        panic!("journal writer actor: crash requested by debug hook");
     }
 }
 

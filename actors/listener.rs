@@ -22,6 +22,7 @@ use tokio::net::{UnixListener, UnixStream};
 use super::conn;
 use super::daemon::Daemon;
 use super::health::{ActorStats, Registration, Registry};
+use super::msg::Crash;
 use crate::config::Config;
 use crate::paths;
 
@@ -295,6 +296,16 @@ impl Actor for Listener {
             }));
         }
         self.reg.stats.set_state("accepting");
+    }
+}
+
+impl Handler<Crash> for Listener {
+    type Result = ();
+
+    /// The debug hook: panic, for the daemon to restart the accept loop.
+    fn handle(&mut self, _msg: Crash, _ctx: &mut Context<Self>) {
+        self.reg.stats.handled();
+        panic!("listener: crash requested by debug hook");
     }
 }
 

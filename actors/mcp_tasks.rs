@@ -9,8 +9,8 @@ use tokio::sync::watch;
 
 use std::sync::Arc;
 
-use super::call_cancel::CallCancel;
 use super::conn::Writer;
+use super::msg::CallCancel;
 use super::session_handle::SessionHandle;
 use super::session_supervisor::{StartTask, TaskAnswer, TaskOp};
 use super::task::{self, TaskControl, TaskView};

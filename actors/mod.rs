@@ -2,7 +2,8 @@
 //! an actor here, one per file. Only this tree names actix; `src/` is the core.
 //!
 //! ```text
-//! Daemon (root: config, health registry, session map, shutdown)
+//! Daemon (root: config, health registry, session map, shutdown; restarts the
+//! │        Listener, JournalWriter and EventBus: `daemon/services.rs`)
 //! ├── Listener              accepts, checks peer uid, sniffs the first frame
 //! │   ├── KernelConn        kernel JSON-RPC
 //! │   └── McpConn           MCP
@@ -19,7 +20,6 @@
 //! worker thread, journal reads on blocking threads); serialization happens
 //! only in the connection actors; the journal writer is the only redb writer.
 
-pub mod call_cancel;
 pub mod conn;
 pub mod daemon;
 pub mod event_bus;

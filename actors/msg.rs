@@ -1,15 +1,18 @@
-//! Typed messages between actors, with named fields. Commands are imperative
-//! (`Exec`, `CloseSession`); nothing here is `Serialize`: the connection
-//! actors convert to and from the wire. A leaf: it names no actor (the handle to a session
-//! and the message that returns it live in `session_handle.rs`).
+//! Typed messages between actors, with named fields, and the one plain value they carry
+//! between a connection and a session ([`CallCancel`]). Commands are imperative (`Exec`,
+//! `CloseSession`); nothing here is `Serialize`: the connection actors convert to and from
+//! the wire. A leaf: it imports no other actor module (the handle to a session and the
+//! message that returns it live in `session_handle.rs`, messages that carry an actor's own
+//! types live beside that actor).
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use actix::prelude::*;
 use serde_json::Value as Json;
 
-use super::call_cancel::CallCancel;
-use crate::lang::{ParseError, Position};
+use crate::lang::{Interrupter, ParseError, Position};
+use crate::sync::Locked;
 use crate::value::ShoalError;
 
 /// Why a session request failed (converted to a JSON-RPC error at the edge).
@@ -49,11 +52,6 @@ pub struct CloseSession {
 #[rtype(result = "Vec<Json>")]
 pub struct ListSessions;
 
-/// The journal and event bus (for connections that are not attached).
-#[derive(Message)]
-#[rtype(result = "Option<super::journal_writer::Services>")]
-pub struct GetServices;
-
 /// The data behind `shoal status` / `daemon.status`.
 #[derive(Message)]
 #[rtype(result = "Json")]
@@ -75,7 +73,8 @@ pub struct Exec {
     /// Keep ANSI escapes in the render.
     pub tty: bool,
     /// This call's own cancellation (docs/protocol.md §10): cancelling it never
-    /// touches another call of the session.
+    /// touches another call of the session. It also names the call ([`CallOrigin`]:
+    /// connection and request id), for the span the session's worker enters.
     pub cancel: Arc<CallCancel>,
     /// The caller's principal (Leash): its sandbox confines the children,
     /// and with `check` its verdict gates the run.
@@ -106,9 +105,10 @@ pub struct ExecReply {
     pub warnings: Vec<crate::lang::Warning>,
 }
 
-/// Read a transcript value (`value.get`: path, slice, elision, format).
+/// Read a transcript value (`value.get`: path and slice selected, elision and format
+/// facts carried; the connection encodes the view).
 #[derive(Message)]
-#[rtype(result = "Result<Json, SessionError>")]
+#[rtype(result = "Result<crate::proto::kernel::ValueView, SessionError>")]
 pub struct GetValue {
     pub reference: String,
     pub req: crate::proto::kernel::GetRequest,
@@ -163,5 +163,110 @@ pub struct PtyWatch {
 impl From<MailboxError> for crate::proto::rpc::RpcError {
     fn from(e: MailboxError) -> Self {
         crate::proto::rpc::RpcError::internal(e.to_string())
+    }
+}
+
+/// The cancellation handle of one call (one [`Exec`]), shared by the
+/// connection that issued it and the session that runs it. Cancelling a call
+/// that is still queued means it never runs (its reply comes at once);
+/// cancelling the running call interrupts that evaluation and nothing else.
+#[derive(Debug, Default)]
+pub struct CallCancel {
+    state: Mutex<CallState>,
+    cancelled: AtomicBool,
+    /// Which call this is (set once by the connection that issued it).
+    origin: OnceLock<CallOrigin>,
+    /// Wakes the reply future of a cancelled call.
+    pub(super) wake: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default)]
+enum CallState {
+    #[default]
+    Queued,
+    Running(Interrupter),
+    Finished,
+}
+
+/// Which call an evaluation serves: the connection and the request id (a background task's
+/// evaluation names its task instead). The session's worker enters [`CallOrigin::span`]
+/// for the whole exec, so a log line from evaluation or the journal hand-off, on a thread
+/// where the connection's request span is not entered, still leads to its call.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CallOrigin {
+    /// The connection's id (0: none, a task).
+    pub conn: u64,
+    /// The request id as the client sent it (JSON text), or `task.N`.
+    pub request: String,
+}
+
+impl CallOrigin {
+    pub fn span(&self, session: &str) -> tracing::Span {
+        tracing::info_span!("exec", conn = self.conn, session, id = %self.request)
+    }
+}
+
+impl CallCancel {
+    pub fn new() -> Arc<CallCancel> {
+        Arc::new(CallCancel::default())
+    }
+
+    /// Name the call (the connection does, as it reads the request); later calls are no-ops.
+    pub fn set_origin(&self, origin: CallOrigin) {
+        let _ = self.origin.set(origin);
+    }
+
+    /// The call's origin (the default when nobody named it).
+    pub fn origin(&self) -> CallOrigin {
+        self.origin.get().cloned().unwrap_or_default()
+    }
+
+    /// Cancel this call (idempotent).
+    pub fn cancel(&self) {
+        let g = self.state.locked();
+        self.cancelled.store(true, Ordering::SeqCst);
+        if let CallState::Running(i) = &*g {
+            i.interrupt();
+        }
+        drop(g);
+        self.wake.notify_one();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Still waiting in the session's queue.
+    pub(super) fn is_queued(&self) -> bool {
+        matches!(*self.state.locked(), CallState::Queued)
+    }
+
+    /// The worker starts this call: `false` when it was cancelled first.
+    pub(super) fn begin(&self, i: Option<&Interrupter>) -> bool {
+        let mut g = self.state.locked();
+        if self.is_cancelled() {
+            *g = CallState::Finished;
+            return false;
+        }
+        *g = match i {
+            Some(i) => CallState::Running(i.clone()),
+            None => CallState::Finished,
+        };
+        true
+    }
+
+    /// Interrupt again while the cancelled call still runs (an evaluation
+    /// that was just starting may have cleared the first interrupt).
+    pub(super) fn reassert(&self) {
+        if !self.is_cancelled() {
+            return;
+        }
+        if let CallState::Running(i) = &*self.state.locked() {
+            i.interrupt();
+        }
+    }
+
+    pub(super) fn finish(&self) {
+        *self.state.locked() = CallState::Finished;
     }
 }

@@ -1,5 +1,5 @@
 //! PlanStore: one per session, a child of its SessionSupervisor. Holds the
-//! session's plans (contract §5): each bound to its owner (the ref hashes
+//! session's plans (docs/rules.md §21): each bound to its owner (the ref hashes
 //! session, principal, source and effects), expiring after `plans.ttl`,
 //! approved by `cap.request` within the owner's policy or by the human.
 //! Every change of a plan's standing is an `approval` event.
@@ -10,7 +10,7 @@ use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
 use super::event_bus::{EventBus, Publish};
-use super::health::{Counted, Registration};
+use super::health::{Registration, Supervised};
 use super::session_supervisor::SessionSupervisor;
 use crate::leash::plan::{Approval, Plan};
 use crate::leash::{effect, Verdict};
@@ -21,7 +21,7 @@ const MAX_PLANS: usize = 1024;
 
 pub struct PlanStore {
     plans: HashMap<String, Plan>,
-    bus: Option<Counted<EventBus>>,
+    bus: Option<Supervised<EventBus>>,
     reg: Registration,
     /// Tells the supervisor when this actor stops (dropped with it).
     _exit: Option<super::session_supervisor::ExitNotice>,
@@ -58,7 +58,7 @@ pub enum PlanOp {
     /// `plan.apply`: the plan, if it may run now.
     Apply(String),
     /// The user's answer to an MCP elicitation about the caller's own
-    /// pending plan (contract §5): a human decision, recorded with how it
+    /// pending plan (docs/rules.md §21): a human decision, recorded with how it
     /// was made.
     Elicited {
         plan_ref: String,
@@ -89,7 +89,7 @@ fn unknown(plan_ref: &str) -> RpcError {
 }
 
 impl PlanStore {
-    pub fn new(bus: Option<Counted<EventBus>>, reg: Registration) -> PlanStore {
+    pub fn new(bus: Option<Supervised<EventBus>>, reg: Registration) -> PlanStore {
         PlanStore {
             plans: HashMap::new(),
             bus,

@@ -167,7 +167,7 @@ impl Handler<PtyCall> for SessionSupervisor {
                 if self.ptys.entries.len() + self.ptys.opening >= self.ptys.max {
                     return ready(Err(api::limit_reached(self.ptys.max)));
                 }
-                // The Leash gate (docs/protocol.md §5): a program on a PTY is an
+                // The Leash gate (docs/rules.md §21): a program on a PTY is an
                 // opaque effect, checked like exec, before the spawn.
                 let sandbox = match &msg.gate {
                     Some(g) => {

@@ -22,7 +22,7 @@ pub struct AttachSession {
     /// starts with exactly it; `None` gives [`crate::paths::base_env`].
     pub env: Option<Vec<(String, String)>>,
     /// A session this attach creates loads no adapters (the conformance
-    /// harness measures the language without them, language.md §10.3).
+    /// harness measures the language without them, docs/rules.md §8).
     pub no_adapters: bool,
 }
 

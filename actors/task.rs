@@ -1,4 +1,4 @@
-//! Task: one background task of a session (contract §4), a child in its
+//! Task: one background task of a session (docs/protocol.md §4), a child in its
 //! SessionSupervisor's table.
 //!
 //! The actor owns the task's record (published through a `watch` channel, so
@@ -47,7 +47,7 @@ pub struct Task {
     /// The process group stopped by `task.suspend` (0: none).
     stopped_pid: u32,
     tx: watch::Sender<TaskView>,
-    bus: Option<super::health::Counted<EventBus>>,
+    bus: Option<super::health::Supervised<EventBus>>,
     reg: Registration,
     _exit: ExitNotice,
 }
@@ -171,7 +171,7 @@ pub fn is_scoped_channel(channel: &str) -> bool {
 }
 
 /// The bus channel a caller attached to `h` may use for the `channel` it
-/// names (contract: tasks are scoped to their session):
+/// names (docs/protocol.md §4: tasks are scoped to their session):
 /// - `task.N`: only if N is a task of this session, else `-32021` like `task.get`;
 /// - `jobs`: this session's own `jobs.<session>`; naming that directly is fine,
 ///   another session's jobs channel is refused (`-32021`);
@@ -511,7 +511,7 @@ pub async fn task_record(
 }
 
 /// `task.get`, `task.list`, `task.await`, `task.cancel`, `task.suspend`,
-/// `task.resume` (reference §2.5; `-32021` for an unknown or other-session task).
+/// `task.resume` (`-32021` for an unknown or other-session task).
 pub async fn kernel_method(
     handle: super::session_handle::SessionHandle,
     method: String,

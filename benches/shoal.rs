@@ -169,7 +169,7 @@ fn journal_bench() {
     }
 }
 
-/// The 13 tools of reference §5.2 with their exact input schemas, a
+/// The 13 MCP tools (docs/rules.md §18) with their exact input schemas, a
 /// one-line description each and an output schema like ours: what
 /// `tools/list` would weigh once every capability exists.
 fn reference_tools() -> Value {

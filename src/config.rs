@@ -19,7 +19,7 @@ pub struct Config {
     pub session: SessionConfig,
     pub journal: JournalConfig,
     pub limits: LimitsConfig,
-    /// `[policy.principal."NAME"]` sections (Leash, contract §5).
+    /// `[policy.principal."NAME"]` sections (Leash, docs/rules.md §21).
     pub policy: crate::leash::policy::PolicyConfig,
     pub plans: PlansConfig,
     pub tasks: TasksConfig,
@@ -166,6 +166,9 @@ pub struct DaemonConfig {
     pub log_keep_days: usize,
     /// Largest accepted frame in bytes, both protocols.
     pub max_frame_bytes: u64,
+    /// Restarts of a crashed EventBus, JournalWriter or Listener allowed per minute
+    /// before the daemon stops restarting it.
+    pub max_restarts_per_minute: u32,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq, Default)]
@@ -194,6 +197,7 @@ impl Default for DaemonConfig {
             log_level: "info".into(),
             log_keep_days: 7,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            max_restarts_per_minute: 10,
         }
     }
 }

@@ -84,7 +84,7 @@ fn plans_reversibility_refs_and_approved_mode() {
         p["effects"][0]["paths"],
         json!([dir.join("a.txt").display().to_string()])
     );
-    // The local user's built-in policy is permissive (contract §5).
+    // The local user's built-in policy is permissive (docs/rules.md §21).
     assert_eq!(plan(&mut c, "sh { echo hi }")["verdict"], json!("allow"));
 
     // 50: refs are unique per source, applying runs that source.

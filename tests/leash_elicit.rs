@@ -1,4 +1,4 @@
-//! Leash approvals asked of the user in the MCP client (contract §5),
+//! Leash approvals asked of the user in the MCP client (docs/rules.md §21),
 //! through the official Python SDK 2.x: `elicitation/create` as a
 //! server-to-client request in the handshake era and as an input_required
 //! round at 2026-07-28; accept, decline, cancel, a client error, and a

@@ -1,4 +1,4 @@
-//! MCP 2026-07-28 beside the 2025 handshake (contract §12): raw frames on the
+//! MCP 2026-07-28 beside the 2025 handshake (docs/protocol.md §12): raw frames on the
 //! daemon socket for the envelope rules, and the Python SDK 2.x `Client`
 //! through the shim in both eras (`tests/mcp_era_checks.py`, the legacy
 //! suite's checks parametrized by era).

@@ -1,5 +1,5 @@
 //! The MCP Tasks extension of 2026-07-28 (`io.modelcontextprotocol/tasks`,
-//! contract §12) against the real daemon, in raw frames: server-directed
+//! docs/protocol.md §12) against the real daemon, in raw frames: server-directed
 //! task creation for a long `shoal_exec`, `tasks/get` polling to the result,
 //! `tasks/cancel` (the process checked gone in /proc), `tasks/update`, and
 //! `notifications/tasks/status` on a `subscriptions/listen` stream.

@@ -7,9 +7,12 @@
 //! - names no owner tag and no issue number (the tracker is not part of the code);
 //! - uses `unsafe` only if it is in [`UNSAFE_ALLOWED`] (prefer `rustix` over raw `libc`);
 //! - has no ignored test;
+//! - cites rules in the repository (`docs/rules.md`, `docs/protocol.md`), never the
+//!   specification files outside it;
 //! - stays under [`MAX_LINES`] lines unless it is in [`TOO_LONG_FOR_NOW`].
 //!
-//! Nothing under `src/` names the actor framework: only `actors/` does.
+//! Nothing under `src/` names the actor framework: only `actors/` does. `actors/msg.rs` is a
+//! leaf: it imports no other actor module.
 
 use std::path::{Path, PathBuf};
 
@@ -215,4 +218,40 @@ fn files_stay_under_the_line_limit() {
         }
     }
     report("files over the line limit", bad);
+}
+
+#[test]
+fn the_message_module_is_a_leaf() {
+    let bad = offending_lines(
+        |p| p == "actors/msg.rs",
+        |l| {
+            let code = l.split("//").next().unwrap_or("");
+            code.contains("super::") || code.contains("crate::actors")
+        },
+    );
+    report("actors/msg.rs names another actor module", bad);
+}
+
+#[test]
+fn comments_cite_rules_in_the_repository() {
+    // The specification files live outside the repository (a clone does not have them), and
+    // `docs/language.md` is the agent card, not the language specification.
+    let needles = [
+        ["language", ".md §"].concat(),
+        ["contract", ".md"].concat(),
+        ["contract", " §"].concat(),
+        ["reference", "-protocol"].concat(),
+        ["reference", " §"].concat(),
+    ];
+    let bad = offending_lines(
+        |_| true,
+        |line| {
+            line.find("//")
+                .is_some_and(|i| needles.iter().any(|n| line[i..].contains(n.as_str())))
+        },
+    );
+    report(
+        "comments citing specification files outside the repository (use docs/rules.md §N)",
+        bad,
+    );
 }

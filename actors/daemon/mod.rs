@@ -1,11 +1,13 @@
 //! The Daemon actor, root of the tree: owns the config, the health registry
 //! and the map of named sessions (one SessionSupervisor each); it attaches,
 //! creates and closes sessions. Its status answer is `status.rs`, its stop
-//! `shutdown.rs`, `shoal daemon`'s entry point `run.rs` (process setup in
+//! `shutdown.rs`, its supervision of EventBus, JournalWriter and Listener
+//! `services.rs`, `shoal daemon`'s entry point `run.rs` (process setup in
 //! `setup.rs`). It never evaluates, never waits for a session and never
 //! touches a socket.
 
 mod run;
+mod services;
 mod setup;
 mod shutdown;
 mod status;
@@ -19,7 +21,7 @@ use actix::prelude::*;
 
 use super::health::{Registration, Registry};
 use super::journal_writer::Services;
-use super::msg::{CloseSession, GetServices, ListSessions, SessionError, StopSession};
+use super::msg::{CloseSession, ListSessions, SessionError, StopSession};
 use super::session::SessionShared;
 use super::session_handle::{AttachSession, SessionHandle};
 use super::session_supervisor::SessionSupervisor;
@@ -27,6 +29,7 @@ use crate::config::Config;
 use crate::journal;
 
 pub use run::run;
+pub use services::{CrashService, ServiceKind};
 
 /// Command-line options of `shoal daemon`.
 #[derive(Debug, Clone, Default)]
@@ -65,6 +68,8 @@ pub struct Daemon {
     default_cwd: PathBuf,
     stopping: bool,
     services: Option<Services>,
+    /// What restarts the EventBus, JournalWriter and Listener (`services.rs`).
+    service_set: services::ServiceSet,
     /// Connections open now (the listener counts them).
     connections: Arc<std::sync::atomic::AtomicUsize>,
     /// Sessions interrupted at shutdown, for `run` to wait on (bounded) before exiting.
@@ -75,11 +80,14 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// A daemon over `service_set`: what it starts and restarts its services from
+    /// ([`Daemon::start_services`] starts them).
     pub fn new(
         info: DaemonInfo,
         config: Arc<Config>,
         registry: Arc<Registry>,
         reg: Registration,
+        service_set: services::ServiceSet,
     ) -> Self {
         let default_cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
         Daemon {
@@ -91,6 +99,7 @@ impl Daemon {
             default_cwd,
             stopping: false,
             services: None,
+            service_set,
             connections: Arc::default(),
             draining: Arc::default(),
             adapters: None,
@@ -114,12 +123,6 @@ impl Daemon {
     /// The listener's count of open connections (for `daemon.status`).
     pub fn with_connections(mut self, open: Arc<std::sync::atomic::AtomicUsize>) -> Self {
         self.connections = open;
-        self
-    }
-
-    /// The journal and event bus every session and connection uses.
-    pub fn with_services(mut self, services: Services) -> Self {
-        self.services = Some(services);
         self
     }
 
@@ -279,6 +282,11 @@ impl Handler<ListSessions> for Daemon {
         )
     }
 }
+
+/// The journal and event bus (for connections that are not attached).
+#[derive(Message)]
+#[rtype(result = "Option<Services>")]
+pub struct GetServices;
 
 impl Handler<GetServices> for Daemon {
     type Result = MessageResult<GetServices>;

@@ -1,19 +1,21 @@
 //! `shoal daemon`: load the config, make the private state and log dirs, take
 //! the socket (or the one systemd passed), open the journal, start the actor
-//! tree (Daemon, EventBus, JournalWriter, Listener) and run it; at exit remove
+//! tree (the Daemon, which starts and supervises EventBus, JournalWriter and Listener:
+//! `services.rs`) and run it; at exit remove
 //! the socket and settle (`shutdown.rs`). Its own output is stderr and the log:
 //! stdout carries protocol frames only.
 
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
 
 use super::super::event_bus::EventBus;
-use super::super::health::{Counted, Registry};
-use super::super::journal_writer::JournalWriter;
-use super::super::listener::{self, Listener};
+use super::super::health::Registry;
+use super::super::listener;
 use super::super::session::SessionShared;
+use super::services::ServiceSet;
 use super::setup::{
     create_private_dir, init_logging, install_panic_hook, register_signals, spawn_signal_handlers,
     take_listen_fd,
@@ -121,45 +123,38 @@ pub fn run(opts: DaemonOptions) -> i32 {
 
     let draining: Arc<std::sync::Mutex<Vec<Arc<SessionShared>>>> = Arc::default();
     let draining_run = draining.clone();
+    let exit_code = Arc::new(AtomicI32::new(0));
+    let exit_code_run = exit_code.clone();
     let started = sys.block_on(async move {
         let registry = Arc::new(Registry::default());
         let dreg = registry.register("daemon", "shoal", None);
-        let daemon_stats = dreg.stats.clone();
         let signal_stats = dreg.stats.clone();
-        let daemon_id = dreg.id();
-        let breg = registry.register("event_bus", "events", Some(daemon_id));
-        let bus_stats = breg.stats.clone();
-        let bus = EventBus::new(Some(writer.clone()), start_seqs, breg).start();
-        let bus = Counted::new(bus, bus_stats);
-        let jreg = registry.register("journal_writer", "journal", Some(daemon_id));
-        let services = JournalWriter::start_services(writer, bus, jreg);
-        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let daemon = Daemon::new(info, config.clone(), registry.clone(), dreg)
-            .with_services(services)
-            .with_connections(open.clone())
-            .with_draining(draining_run)
-            .start();
-        let tokio_listener = match std_listener
-            .set_nonblocking(true)
-            .and_then(|_| tokio::net::UnixListener::from_std(std_listener))
-        {
+        // The first accept loop's socket; each restart accepts on another dup of it.
+        let first = match std_listener.set_nonblocking(true).and_then(|_| {
+            std_listener
+                .try_clone()
+                .and_then(tokio::net::UnixListener::from_std)
+        }) {
             Ok(l) => l,
             Err(e) => {
                 tracing::error!("cannot register the listener: {e}");
                 return false;
             }
         };
-        let lreg = registry.register("listener", socket.display().to_string(), Some(daemon_id));
-        Listener::new(
-            tokio_listener,
-            daemon.clone(),
-            daemon_stats,
-            config,
-            registry,
-            lreg,
-            open,
-        )
-        .start();
+        let set = ServiceSet::new(
+            writer,
+            std_listener,
+            config.daemon.max_restarts_per_minute,
+            exit_code_run,
+        );
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let daemon = Daemon::create(move |ctx| {
+            let mut d = Daemon::new(info, config, registry, dreg, set)
+                .with_connections(open)
+                .with_draining(draining_run);
+            d.start_services(start_seqs, first, ctx);
+            d
+        });
         spawn_signal_handlers(daemon, signal_stats, signals);
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
         tracing::info!(socket = %socket.display(), "daemon ready");
@@ -170,7 +165,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
         1
     } else {
         match sys.run() {
-            Ok(()) => 0,
+            Ok(()) => exit_code.load(Ordering::Relaxed),
             Err(e) => {
                 tracing::error!("actor system failed: {e}");
                 1

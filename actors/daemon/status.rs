@@ -108,6 +108,7 @@ impl Handler<GetStatus> for Daemon {
             "actors": self.registry.snapshot(),
             "sessions": self.sessions.values().map(|(_, s, _)| Daemon::session_json(s)).collect::<Vec<_>>(),
             "journal": self.services.as_ref().map(Services::status_json),
+            "services": self.service_set.status_json(),
             "limits": self.limits_json(),
             "adapters": {"count": adapters.len(), "warnings": adapters.warnings},
             "leash": crate::leash::status_json(),

@@ -7,8 +7,8 @@ use actix::prelude::*;
 use serde_json::{json, Map, Value as Json};
 
 use super::{KernelConn, Reply};
+use crate::actors::daemon::GetServices;
 use crate::actors::journal_writer::{self as jw, Services};
-use crate::actors::msg::GetServices;
 use crate::proto::rpc::{self, RpcError};
 
 impl KernelConn {

@@ -1,5 +1,5 @@
 //! KernelConn: one kernel JSON-RPC connection (docs/protocol.md §2,
-//! reference-protocol §1.3–§2). Frames in, typed messages out, frames back.
+//! docs/rules.md §18). Frames in, typed messages out, frames back.
 //!
 //! Requests are handled strictly in order (each waits in the actor context),
 //! so pipelined `session.attach` + `exec` behave as if sent one by one and
@@ -24,13 +24,12 @@ use actix::prelude::*;
 use serde_json::{json, Map, Value as Json};
 
 use super::conn::{self, ConnContext, Writer};
+use super::daemon::{CrashService, ServiceKind};
 use super::event_bus::{BusEvent, SubId, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::Services;
 use super::leash_calls as lc;
-use super::msg::{
-    ClientCount, CloseSession, Crash, GetStatus, GetValue, ListSessions, SessionError,
-};
+use super::msg::{CallOrigin, ClientCount, CloseSession, Crash, GetStatus, ListSessions};
 use super::plan_store::PlanOp;
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
@@ -124,6 +123,10 @@ impl KernelConn {
     ) {
         let session = self.attached.as_ref().map(|a| a.handle.name.clone());
         let span = conn::request_span("kernel", self.cx.id, session.as_deref(), &id, &method);
+        cancel.set_origin(CallOrigin {
+            conn: self.cx.id,
+            request: id.to_string(),
+        });
         let entered = span.clone().entered();
         let fut = if cancel.is_cancelled() {
             Box::pin(ready(Err(conn::session_error(
@@ -278,20 +281,10 @@ impl KernelConn {
                 Ok((reference, req)) => {
                     // The supervisor reads an `out:N` from before a restart back
                     // from the journal itself: one restore path.
-                    let f = handle.send(GetValue {
-                        reference,
-                        req,
-                        tty,
-                    });
-                    let name = handle.name.clone();
+                    let handle = handle.clone();
                     Box::pin(
-                        async move {
-                            f.await
-                                .map_err(|_| SessionError::Closed(name))
-                                .and_then(|r| r)
-                                .map_err(conn::session_error)
-                        }
-                        .into_actor(self),
+                        async move { super::exec::get_value(&handle, reference, req, tty).await }
+                            .into_actor(self),
                     )
                 }
             },
@@ -304,10 +297,22 @@ impl KernelConn {
             m if m.starts_with("pty.") => {
                 Box::pin(super::pty::call_as(&handle, m, &p, Some(gate)).into_actor(self))
             }
-            "debug.crash" => {
-                handle.notify(Crash);
-                Box::pin(ready(Ok(json!({"crashed": handle.name}))))
-            }
+            "debug.crash" => match p.get("actor").and_then(Json::as_str) {
+                None | Some("session") => {
+                    handle.notify(Crash);
+                    Box::pin(ready(Ok(json!({"crashed": handle.name}))))
+                }
+                Some(a) => match ServiceKind::parse(a) {
+                    Some(kind) => {
+                        self.cx.daemon_stats.enqueue();
+                        self.cx.daemon.do_send(CrashService { kind });
+                        Box::pin(ready(Ok(json!({"crashed": a}))))
+                    }
+                    None => Box::pin(ready(Err(RpcError::invalid_params(format!(
+                        "unknown actor {a:?}: session, event_bus, journal_writer or listener"
+                    ))))),
+                },
+            },
             _ => Box::pin(ready(Err(RpcError::method_not_found(method)))),
         }
     }

@@ -1,4 +1,4 @@
-//! `shoal_cap_request` asking the user in the MCP client (contract §5): when
+//! `shoal_cap_request` asking the user in the MCP client (docs/rules.md §21): when
 //! the caller's policy leaves effects to a human and the client declared the
 //! elicitation capability (form mode), the user is asked with a form naming
 //! the plan, its source and the pending effects.

@@ -1,4 +1,4 @@
-//! McpConn: the MCP-facing actor (docs/protocol.md §2, §12, reference-protocol §5–§6).
+//! McpConn: the MCP-facing actor (docs/protocol.md §2, §12, docs/rules.md §18).
 //!
 //! Two eras on one connection type: `initialize` negotiates a 2025 version
 //! and makes the connection legacy; a request carrying the 2026-07-28
@@ -41,10 +41,11 @@ use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
 use super::conn::{self, ConnContext, FrameItem, Writer};
+use super::daemon::GetServices;
 use super::event_bus::{SubId, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::Services;
-use super::msg::{ClientCount, GetServices, GetValue, SessionError};
+use super::msg::{CallOrigin, ClientCount};
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
 use crate::proto::elide::Budget;
@@ -321,13 +322,19 @@ impl McpConn {
             .or_else(|| self.attached.as_ref().map(|h| h.name.clone()));
         let span = conn::request_span("mcp", self.cx.id, session.as_deref(), &id, &method);
         let _entered = span.clone().entered();
+        let origin = CallOrigin {
+            conn: self.cx.id,
+            request: id.to_string(),
+        };
         let concurrent = matches!(
             method.as_str(),
             "tools/call" | "resources/read" | "tasks/result"
         );
         if !concurrent || self.inflight.len() >= MAX_IN_FLIGHT {
             // In order; at the in-flight cap this also stops reading (backpressure).
-            let fut = self.dispatch(&method, params, CallCancel::new(), ctx);
+            let cancel = CallCancel::new();
+            cancel.set_origin(origin);
+            let fut = self.dispatch(&method, params, cancel, ctx);
             self.req_session = None;
             self.req_tasks_ext = false;
             ctx.wait(fut.map(move |res, act, ctx| {
@@ -351,6 +358,7 @@ impl McpConn {
             None
         };
         let cancel = CallCancel::new();
+        cancel.set_origin(origin);
         self.inflight.insert(
             key.clone(),
             InFlight {
@@ -563,23 +571,13 @@ impl McpConn {
     }
 }
 
-/// `value.get` through the session supervisor.
+/// `value.get` through the session supervisor (MCP never keeps ANSI escapes).
 pub async fn get_value(
     handle: &SessionHandle,
     reference: String,
     req: GetRequest,
 ) -> Result<Json, RpcError> {
-    let name = handle.name.clone();
-    handle
-        .send(GetValue {
-            reference,
-            req,
-            tty: false,
-        })
-        .await
-        .map_err(|_| SessionError::Closed(name))
-        .and_then(|r| r)
-        .map_err(conn::session_error)
+    super::exec::get_value(handle, reference, req, false).await
 }
 
 impl Actor for McpConn {

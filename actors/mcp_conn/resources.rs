@@ -195,7 +195,7 @@ impl McpConn {
                 "unsupported session view: {other}"
             ))))),
             ("plan", Some(r)) => {
-                // shoal://plan/HEX (or plan:HEX): the caller's own plan (contract §5).
+                // shoal://plan/HEX (or plan:HEX): the caller's own plan (docs/rules.md §21).
                 let r = if r.starts_with("plan:") {
                     r.to_string()
                 } else {

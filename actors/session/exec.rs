@@ -7,8 +7,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::super::call_cancel::CallCancel;
 use super::super::event_bus::Publish;
+use super::super::msg::CallCancel;
 use super::super::msg::{ExecReply, SessionError};
 use super::record::{PendingJournal, PendingRan};
 use super::shared::{LiveState, SessionShared};
@@ -68,7 +68,7 @@ pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionErr
     })
 }
 
-/// The Leash gate of a run (docs/protocol.md §5): derive the effects and refuse
+/// The Leash gate of a run (docs/rules.md §21): derive the effects and refuse
 /// unless the principal's verdict is `allow`. A parse error passes through
 /// (the exec reports it as usual).
 fn gate_run(
@@ -140,9 +140,11 @@ pub fn run_task(
     spec: &JobSpec,
     stack: usize,
 ) -> Result<ExecReply, SessionError> {
+    let _span = spec.cancel.origin().span(&shared.name).entered();
     let mut lang = Some(lang);
     let (mut result, journal) = run_job(shared, &mut lang, spec, stack, false);
     spec.cancel.finish();
+    tracing::debug!(ok = result.is_ok(), "task evaluated");
     if let Some(j) = journal {
         let mut events = Vec::new();
         if let Err(e) = j.record(shared, &mut events) {

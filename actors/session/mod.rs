@@ -30,7 +30,7 @@ pub use shared::{ForkSeed, LiveState, SessionShared};
 pub use transcript::Transcript;
 use worker::{worker, Job, Work};
 
-pub use super::call_cancel::CallCancel;
+pub use super::msg::CallCancel;
 
 /// The journal cannot make this exec durable: `-32603` with `data.journal: "unavailable"`.
 pub fn journal_unavailable(error: &str) -> SessionError {

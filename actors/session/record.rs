@@ -106,11 +106,7 @@ pub fn wait_records_handed_off(limit: std::time::Duration) -> bool {
         let Some(left) = deadline.checked_duration_since(Instant::now()) else {
             return false;
         };
-        n = RECORDS_IN_FLIGHT
-            .1
-            .wait_timeout(n, left)
-            .unwrap_or_else(|p| p.into_inner())
-            .0;
+        n = crate::sync::wait_timeout_locked(&RECORDS_IN_FLIGHT.1, n, left);
     }
     true
 }

@@ -60,6 +60,8 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
                 continue;
             }
         };
+        // This exec's call, for every line logged while it runs here.
+        let _span = job.spec.cancel.origin().span(&shared.name).entered();
         if job.spec.cancel.is_cancelled() {
             job.spec.cancel.finish();
             let _ = job
@@ -70,6 +72,7 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
         shared.busy.store(true, Ordering::Relaxed);
         let (result, journal) = run_job(&shared, &mut lang, &job.spec, stack, true);
         job.spec.cancel.finish();
+        tracing::debug!(ok = result.is_ok(), "exec evaluated");
         // The state background tasks fork from is refreshed after the reply,
         // under the seed's lock taken now: a task started right after the
         // reply waits for the refresh and sees this exec's bindings, and the
@@ -88,6 +91,7 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
             j => (None, j),
         };
         if let Some(j) = before {
+            tracing::debug!("exec handed to the journal before the reply");
             if let Err(e) = j.record(&shared, &mut events) {
                 if shared.immediate_durability() {
                     // Not durable, so not acknowledged as a success (docs/protocol.md §10).
@@ -114,6 +118,7 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
         }
         drop(seed);
         if let Some(j) = after {
+            tracing::debug!("exec handed to the journal after the reply");
             let mut events = Vec::new();
             let _ = j.record(&shared, &mut events);
             publish(&shared, events);

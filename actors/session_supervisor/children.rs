@@ -7,7 +7,6 @@
 //! task (its effects may have happened) and never evaluates.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use serde_json::Value as Json;
@@ -101,7 +100,7 @@ impl SessionSupervisor {
         let reg = self
             .registry
             .register("session", self.shared.name.clone(), Some(self.reg.id()));
-        reg.stats.set_restarts(self.restarts);
+        reg.stats.set_restarts(self.budget.restarts());
         let stats = reg.stats.clone();
         let exit = self.notice(ChildKind::Session, ctx);
         let generation = exit.generation;
@@ -123,7 +122,8 @@ impl SessionSupervisor {
         if self.failed {
             return Err(SessionError::Internal(format!(
                 "session {} failed: its actor crashed more than {} times in a minute",
-                self.shared.name, self.max_per_minute
+                self.shared.name,
+                self.budget.max_per_minute()
             )));
         }
         match self.children.get(&ChildKind::Session) {
@@ -138,10 +138,7 @@ impl SessionSupervisor {
 
     /// The Session child died: re-create it (counted), or give up.
     fn restart(&mut self, ctx: &mut Context<Self>) {
-        let now = Instant::now();
-        self.recent
-            .retain(|t| now.duration_since(*t) < Duration::from_secs(60));
-        if self.recent.len() as u32 >= self.max_per_minute {
+        if !self.budget.take() {
             self.failed = true;
             self.children.remove(&ChildKind::Session);
             self.reg.stats.set_state("failed");
@@ -149,13 +146,12 @@ impl SessionSupervisor {
             tracing::error!(session = %self.shared.name, "session actor keeps crashing; giving up");
             return;
         }
-        self.recent.push(now);
-        self.restarts += 1;
-        self.reg.stats.set_restarts(self.restarts);
+        let restarts = self.budget.restarts();
+        self.reg.stats.set_restarts(restarts);
         self.reg
             .stats
-            .set_error(format!("session actor died; restart #{}", self.restarts));
-        tracing::warn!(session = %self.shared.name, restarts = self.restarts, "session actor died; re-creating it");
+            .set_error(format!("session actor died; restart #{restarts}"));
+        tracing::warn!(session = %self.shared.name, restarts, "session actor died; re-creating it");
         self.start_child(ctx);
     }
 
@@ -208,7 +204,7 @@ impl SessionSupervisor {
                     "actor": c.stats.id,
                     "state": c.stats.state(),
                     "age_ms": c.stats.started.elapsed().as_millis() as u64,
-                    "restarts": if *k == ChildKind::Session { self.restarts } else { 0 },
+                    "restarts": if *k == ChildKind::Session { self.budget.restarts() } else { 0 },
                 })
             })
             .collect();
@@ -233,7 +229,7 @@ impl SessionSupervisor {
         serde_json::json!({
             "session": self.shared.name,
             "failed": self.failed,
-            "restarts": self.restarts,
+            "restarts": self.budget.restarts(),
             "children": children,
             "tasks": tasks,
         })

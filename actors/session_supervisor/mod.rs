@@ -14,12 +14,10 @@ mod tasks;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use actix::prelude::*;
-use serde_json::Value as Json;
 
-use super::health::{Registration, Registry};
+use super::health::{Registration, Registry, RestartBudget};
 use super::msg::{
     ClientCount, Crash, Exec, ExecReply, GetValue, Interrupt, SessionError, StopSession,
 };
@@ -44,10 +42,8 @@ pub struct SessionSupervisor {
     retention: task_table::Retention,
     /// The incarnation counter behind every [`ExitNotice`].
     generation: u64,
-    /// Restarts of the Session child so far, and those of the last minute.
-    restarts: u64,
-    recent: Vec<Instant>,
-    max_per_minute: u32,
+    /// Restarts of the Session child (at most `max_restarts_per_minute` a minute).
+    budget: RestartBudget,
     failed: bool,
     stopping: bool,
 }
@@ -68,9 +64,7 @@ impl SessionSupervisor {
             max_tasks: crate::config::LimitsConfig::default().max_tasks_per_session,
             retention: task_table::Retention::default(),
             generation: 0,
-            restarts: 0,
-            recent: Vec::new(),
-            max_per_minute,
+            budget: RestartBudget::new(max_per_minute),
             failed: false,
             stopping: false,
             ptys: super::pty::PtyTable::new(
@@ -133,11 +127,12 @@ impl Handler<Exec> for SessionSupervisor {
 }
 
 impl Handler<GetValue> for SessionSupervisor {
-    type Result = ResponseFuture<Result<Json, SessionError>>;
+    type Result = ResponseFuture<Result<kernel::ValueView, SessionError>>;
 
     /// In-memory refs are answered here at once; refs from before a restart
     /// are read back from the journal (on its blocking reader), decoded, and
-    /// answered the same way.
+    /// answered the same way. The answer is the selected value and its format facts: the
+    /// connection encodes it.
     fn handle(&mut self, msg: GetValue, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         let unknown = || SessionError::UnknownRef {

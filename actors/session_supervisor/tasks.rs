@@ -11,7 +11,7 @@ use std::time::Instant;
 use actix::prelude::*;
 use serde_json::Value as Json;
 
-use super::super::msg::SessionError;
+use super::super::msg::{CallOrigin, SessionError};
 use super::super::session::{CallCancel, JobSpec};
 use super::super::task::{Control, Task, TaskControl, TaskView};
 use super::children::{ChildAddr, ChildKind, ChildSlot};
@@ -159,7 +159,14 @@ impl SessionSupervisor {
             src: msg.src,
             position: msg.position,
             tty: msg.tty,
-            cancel: CallCancel::new(),
+            cancel: {
+                let c = CallCancel::new();
+                c.set_origin(CallOrigin {
+                    conn: 0,
+                    request: tasks::ref_name(id),
+                });
+                c
+            },
             gate: msg.gate,
             // Checked above; the sandbox still applies.
             check: false,

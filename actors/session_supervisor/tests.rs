@@ -12,6 +12,7 @@ use crate::actors::task::{wait_final, TaskControl, TaskView};
 use crate::lang::Position;
 use crate::task as tasks;
 use crate::value::Value;
+use serde_json::Value as Json;
 
 fn start(registry: &Arc<Registry>, name: &str) -> (Addr<SessionSupervisor>, u64) {
     let reg = registry.register("session_supervisor", name, None);
@@ -227,6 +228,7 @@ fn a_restarted_session_keeps_its_transcript_and_answers() {
             .await
             .unwrap()
             .unwrap();
+        let got = crate::proto::kernel::value_view_json(&got);
         assert_eq!(
             got["value"],
             serde_json::json!({"$": "int", "v": 42}),

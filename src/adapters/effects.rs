@@ -1,7 +1,7 @@
 //! Effect templates (`fs.read(cwd)`, `fs.read($paths|cwd)`,
 //! `net.connect($remote|origin)`, `net.connect(@kube)`) and their expansion
 //! into the concrete effects the planner checks against a policy
-//! (reference-protocol.md §7.1 vocabulary, JSON `{"kind": snake_case, ...}`).
+//! (docs/rules.md §21 vocabulary, JSON `{"kind": snake_case, ...}`).
 
 use std::path::{Path, PathBuf};
 

@@ -401,7 +401,7 @@ pub fn bin_hash(path: &Path) -> Option<String> {
 /// a non-zero exit).
 pub type Spawn<'a, E> = dyn FnMut(&str, Vec<OsString>) -> Result<Value, E> + 'a;
 
-/// The evaluator's hook (language.md §10.3 step 7): when `head args...` is
+/// The evaluator's hook (docs/rules.md §8): when `head args...` is
 /// an adapted command, run it with the adapter's argv and return the
 /// outcome whose `.out` is the typed value (`.stdout` keeps the bytes).
 /// `None`: not adapted, run it as written. `bypass` covers `^tool`, a path

@@ -153,7 +153,7 @@ pub enum ExprKind {
         index: Box<Expr>,
     },
     /// `callee(args)`. When `callee` is an `Ident` the evaluator applies the
-    /// special call resolution of language.md §5.1.
+    /// special call resolution of docs/rules.md §4.
     Call {
         callee: Box<Expr>,
         args: Vec<Arg>,
@@ -286,7 +286,7 @@ pub struct MatchArm {
 pub enum Pattern {
     /// `_`
     Wildcard,
-    /// `name` (also a bare type name such as `int`, and `null` per language.md §16.4
+    /// `name` (also a bare type name such as `int`, and `null` per docs/rules.md §3
     /// may be parsed either way).
     Bind(String),
     /// `true`, `false`, integer or string literal (and `null` if treated as literal).
@@ -308,7 +308,7 @@ pub enum Pattern {
     },
 }
 
-/// A command in CMD mode (language.md §10.1).
+/// A command in CMD mode (docs/rules.md §8).
 #[derive(Clone, Debug, Serialize)]
 pub struct Command {
     /// `NAME=value` prefixes.

@@ -2,7 +2,7 @@
 //!
 //! A scope is an `Arc` so closures can capture it; bindings live behind a
 //! `Mutex` so a captured `var` can be mutated by the closure and the change is
-//! visible to everyone holding the scope (language.md §7). Closures stored in
+//! visible to everyone holding the scope (docs/rules.md §6). Closures stored in
 //! the scope that captured them form an `Arc` cycle; sessions are long-lived and
 //! the leak is bounded by the number of function definitions, which is accepted.
 

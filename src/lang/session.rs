@@ -386,8 +386,8 @@ impl Session {
         self.interp.reef_snapshot()
     }
 
-    /// Receive the values of non-final top-level statements (language.md
-    /// §1 "statement sink"), e.g. to print them in a CLI. Called on the
+    /// Receive the values of non-final top-level statements (docs/rules.md
+    /// §1, the statement sink), e.g. to print them in a CLI. Called on the
     /// evaluation thread.
     pub fn set_sink(&mut self, sink: Option<StatementSink>) {
         self.interp.sink = sink;

@@ -1,4 +1,4 @@
-//! Effect derivation (reference-protocol.md §7.2): a static walk of the
+//! Effect derivation (docs/rules.md §21): a static walk of the
 //! syntax tree that never executes anything. What cannot be known
 //! statically (a non-literal argument, an unknown external command, an
 //! interpreter block) is `opaque`; a non-literal path argument makes the
@@ -509,16 +509,12 @@ pub fn bin_hash_cached(path: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let md = std::fs::metadata(path).ok()?;
     let key = (path.to_path_buf(), md.len(), md.mtime(), md.mtime_nsec());
-    if let Some(h) = CACHE
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .get(&key)
-    {
+    use crate::sync::Locked;
+    if let Some(h) = CACHE.locked().get_or_insert_with(HashMap::new).get(&key) {
         return Some(h.clone());
     }
     let h = crate::adapters::bin_hash(path)?;
-    let mut c = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = CACHE.locked();
     let map = c.get_or_insert_with(HashMap::new);
     if map.len() > 256 {
         map.clear();

@@ -1,4 +1,4 @@
-//! The effect vocabulary (reference-protocol.md §7.1): what a program may do
+//! The effect vocabulary (docs/rules.md §21): what a program may do
 //! to the world, as the planner derives it and a policy checks it.
 
 use serde::Serialize;

@@ -1,5 +1,5 @@
 //! A principal's filesystem grants lowered to Landlock rules for its
-//! spawned children (contract §5; this kernel has ABI 7).
+//! spawned children (docs/rules.md §21; this kernel has ABI 7).
 //!
 //! Each grant glob is reduced to its longest glob-free prefix (`/**` is
 //! `/`); roots that do not exist are dropped. Writes (create, write,

@@ -1,5 +1,5 @@
 //! Leash: plans before effects, a policy per principal, tokens and the
-//! OS sandbox (contract §5, reference-protocol.md §7).
+//! OS sandbox (docs/rules.md §21).
 //!
 //! Pure except for the token file and the Landlock calls: `derive` walks
 //! the syntax tree, `policy` decides, `plan` names and describes plans,
@@ -163,7 +163,7 @@ pub fn refusal(
     Some(RpcError::new(code, message).with_data(data))
 }
 
-/// The host's sandbox tier (reference §1.4): `A` Linux with Landlock, `B`
+/// The host's sandbox tier (docs/rules.md §21): `A` Linux with Landlock, `B`
 /// Linux without.
 pub fn tier() -> &'static str {
     if landlock::abi() > 0 {

@@ -1,4 +1,4 @@
-//! Plans: a source, its derived effects and its owner (contract §5).
+//! Plans: a source, its derived effects and its owner (docs/rules.md §21).
 
 use serde_json::{json, Value as Json};
 

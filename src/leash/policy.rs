@@ -1,5 +1,5 @@
 //! Policy per principal (`[policy.principal."NAME"]` in `shoal.toml`,
-//! reference-protocol.md §7.6 and §7.8, contract §5) and verdicts.
+//! docs/rules.md §21) and verdicts.
 //!
 //! The TOML types are strict (`deny_unknown_fields`, checked grant
 //! spellings), so every key is honoured or rejected with file:line:column
@@ -238,7 +238,7 @@ pub struct Decision {
     pub ask: Vec<Effect>,
 }
 
-/// The built-in policy of the local uid (contract §5: permissive).
+/// The built-in policy of the local uid (docs/rules.md §21: permissive).
 pub fn local_default() -> PrincipalPolicy {
     let all = || vec![PathGlob("/**".into())];
     PrincipalPolicy {

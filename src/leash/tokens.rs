@@ -1,4 +1,4 @@
-//! Bearer tokens (reference-protocol.md §1.5, contract §5): stored as keyed
+//! Bearer tokens (docs/rules.md §21): stored as keyed
 //! BLAKE3 digests in a 0600 file of the state dir, opened without following
 //! symlinks. The daemon re-reads the file when it changes, so a revoke takes
 //! effect on the next call, without a restart.
@@ -10,6 +10,8 @@ use std::sync::Mutex;
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
+
+use crate::sync::Locked;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Entry {
@@ -132,7 +134,7 @@ impl Store {
 
     /// The principal of a valid (known, unexpired, unrevoked) bearer.
     pub fn validate(&self, bearer: &str) -> Option<String> {
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.cache.locked();
         let fresh = matches!((&*cache, self.stamp()), (Some((s, _)), Some(now)) if *s == now);
         if !fresh {
             *cache = self.read().ok().flatten();

@@ -1,4 +1,4 @@
-//! Bounding of renders and tool text (reference-protocol §4.4): at most 64 KiB,
+//! Bounding of renders and tool text (docs/rules.md §17): at most 64 KiB,
 //! cut on whole lines, with a `…(R more lines, fetch via URI)` marker; ANSI
 //! escapes stripped for clients that are not terminals.
 

@@ -1,4 +1,4 @@
-//! Elision (reference-protocol §4.3 with docs/protocol.md §3): a value over its
+//! Elision (docs/rules.md §17 with docs/protocol.md §3): a value over its
 //! budget travels as `{"$":"ref", uri, of, n, cols?, preview, render_head}`
 //! and is fetched piecewise through `value.get` paths and slices.
 //!

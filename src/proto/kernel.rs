@@ -199,6 +199,33 @@ pub fn get_params(p: &Map<String, Json>) -> Result<(String, GetRequest), RpcErro
     ))
 }
 
+/// What `value.get` selected, before any wire encoding: the typed answer of the session
+/// supervisor, encoded by the connection with [`value_view_json`].
+#[derive(Clone, Debug)]
+pub struct ValueView {
+    pub n: u64,
+    pub selected: Selected,
+    /// Where elision markers and bounded text point (reflects the path, not the slice).
+    pub uri: String,
+    pub format: GetFormat,
+    pub elide: Budget,
+    /// `format: "raw"`: at most this many bytes.
+    pub raw_limit: usize,
+    /// Keep ANSI escapes in a render.
+    pub tty: bool,
+    /// Column width of a block render.
+    pub width: usize,
+}
+
+#[derive(Clone, Debug)]
+pub enum Selected {
+    /// The value at the path and slice asked for.
+    Value(Value),
+    /// A value restored from the journal whose stored JSON does not decode, answered as
+    /// stored (only when nothing beyond the whole value, as JSON, was asked).
+    Stored(Json),
+}
+
 /// `value.get` of a value read back from the journal (an `out:N` from before a daemon
 /// restart): paths, slices and elision when the stored JSON decodes, else the stored JSON
 /// itself when nothing beyond it was asked. `None`: the journal does not hold it. The one
@@ -209,7 +236,7 @@ pub fn restored_value_get(
     req: &GetRequest,
     tty: bool,
     width: usize,
-) -> Option<Result<Json, RpcError>> {
+) -> Option<Result<ValueView, RpcError>> {
     let wire = match got {
         Ok(Some((wire, _render))) => wire,
         Ok(None) => return None,
@@ -226,7 +253,7 @@ pub fn restored_value_get(
         }))
         .unwrap_or_else(|_| Err(RpcError::internal("value.get panicked on a restored value"))),
         None if req.path.is_none() && req.slice.is_none() && req.format == GetFormat::Json => {
-            Ok(json!({"ref": ref_name(n), "value": wire}))
+            Ok(view(n, Selected::Stored(wire), ref_uri(n), req, tty, width))
         }
         None => Err(RpcError::new(
             BAD_PATH_OR_SLICE,
@@ -236,16 +263,36 @@ pub fn restored_value_get(
     })
 }
 
-/// `value.get` on transcript value `out:n` (reference §2.4, §4.5–§4.7):
-/// lookup → path → slice → format. The URI of an elided result reflects the
-/// path, not the slice.
+fn view(
+    n: u64,
+    selected: Selected,
+    uri: String,
+    req: &GetRequest,
+    tty: bool,
+    width: usize,
+) -> ValueView {
+    ValueView {
+        n,
+        selected,
+        uri,
+        format: req.format,
+        elide: req.elide,
+        raw_limit: req.raw_limit,
+        tty,
+        width,
+    }
+}
+
+/// `value.get` on transcript value `out:n` (docs/rules.md §3): lookup → path → slice, and
+/// the format checked; [`value_view_json`] then formats. The URI of an elided result
+/// reflects the path, not the slice.
 pub fn value_get(
     v: &Value,
     n: u64,
     req: &GetRequest,
     tty: bool,
     width: usize,
-) -> Result<Json, RpcError> {
+) -> Result<ValueView, RpcError> {
     let reference = ref_name(n);
     let mut uri = ref_uri(n);
     let mut v = v.clone();
@@ -262,23 +309,45 @@ pub fn value_get(
             RpcError::new(BAD_PATH_OR_SLICE, m).with_data(json!({"ref": reference}))
         })?;
     }
-    Ok(match req.format {
-        GetFormat::Json => json!({"ref": reference, "value": elide::elide(&v, &req.elide, &uri)}),
+    if req.format == GetFormat::Raw && !matches!(v, Value::Str(_) | Value::Bytes(_)) {
+        return Err(RpcError::new(
+            BAD_PATH_OR_SLICE,
+            format!(
+                "raw format needs a str or bytes value, not {}",
+                v.type_name()
+            ),
+        )
+        .with_data(json!({"ref": reference})));
+    }
+    Ok(view(n, Selected::Value(v), uri, req, tty, width))
+}
+
+/// The wire answer of `value.get` (the connections' one encoder of a [`ValueView`]).
+pub fn value_view_json(view: &ValueView) -> Json {
+    let reference = ref_name(view.n);
+    let v = match &view.selected {
+        Selected::Stored(wire) => return json!({"ref": reference, "value": wire}),
+        Selected::Value(v) => v,
+    };
+    let uri = &view.uri;
+    match view.format {
+        GetFormat::Json => json!({"ref": reference, "value": elide::elide(v, &view.elide, uri)}),
         GetFormat::Inline => {
-            let s = render::inline(&v);
-            json!({"ref": reference, "inline": super::bound::bound_text(&s, HARD_CAP, Some(&uri))})
+            let s = render::inline(v);
+            json!({"ref": reference, "inline": super::bound::bound_text(&s, HARD_CAP, Some(uri))})
         }
         GetFormat::Render => {
-            let r = render::block(&v, width);
-            json!({"ref": reference, "render": bound_render(&r, tty, Some(&uri))})
+            let r = render::block(v, view.width);
+            json!({"ref": reference, "render": bound_render(&r, view.tty, Some(uri))})
         }
-        GetFormat::Raw => raw(&v, &reference, req.raw_limit)?,
-    })
+        GetFormat::Raw => raw(v, &reference, view.raw_limit),
+    }
 }
 
 /// `format:"raw"`: str → `{raw}`, bytes → `{raw_base64}`, bounded to
-/// `limit` bytes (`truncated`, `n` = total length; slice for the rest).
-fn raw(v: &Value, reference: &str, limit: usize) -> Result<Json, RpcError> {
+/// `limit` bytes (`truncated`, `n` = total length; slice for the rest). Any other
+/// type was refused by [`value_get`].
+fn raw(v: &Value, reference: &str, limit: usize) -> Json {
     match v {
         Value::Str(s) => {
             let mut cut = s.len().min(limit);
@@ -291,7 +360,7 @@ fn raw(v: &Value, reference: &str, limit: usize) -> Result<Json, RpcError> {
                 m["n"] = json!(s.len());
                 m["hint"] = json!("raw is bounded; use slice (in chars) for the rest");
             }
-            Ok(m)
+            m
         }
         Value::Bytes(b) => {
             let head = b.head(limit);
@@ -302,16 +371,9 @@ fn raw(v: &Value, reference: &str, limit: usize) -> Result<Json, RpcError> {
                 m["n"] = json!(b.len());
                 m["hint"] = json!("raw is bounded; use slice (in bytes) for the rest");
             }
-            Ok(m)
+            m
         }
-        other => Err(RpcError::new(
-            BAD_PATH_OR_SLICE,
-            format!(
-                "raw format needs a str or bytes value, not {}",
-                other.type_name()
-            ),
-        )
-        .with_data(json!({"ref": reference}))),
+        _ => json!({"ref": reference}),
     }
 }
 

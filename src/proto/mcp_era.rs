@@ -1,4 +1,4 @@
-//! The 2026-07-28 ("modern") envelope of the MCP surface (contract §12).
+//! The 2026-07-28 ("modern") envelope of the MCP surface (docs/protocol.md §12).
 //!
 //! One engine serves both eras: `proto::mcp` builds tools, resources and
 //! prompts once, and this module only wraps them. A modern request carries its
@@ -22,7 +22,7 @@ pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion"
 pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
-/// The explicit session handle of a stateless request (contract §12): a
+/// The explicit session handle of a stateless request (docs/protocol.md §12): a
 /// `_meta` key, so it never collides with a tool's own arguments.
 pub const SESSION_KEY: &str = "shoal/session";
 

@@ -1,4 +1,4 @@
-//! JSON-RPC 2.0 envelopes and the error codes of reference-protocol §3.1.
+//! JSON-RPC 2.0 envelopes and the error codes of docs/rules.md §14.
 //!
 //! Incoming frames are classified into requests, notifications and invalid
 //! frames here, so both connection actors answer malformed input identically.

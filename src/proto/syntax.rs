@@ -1,5 +1,5 @@
-//! The kernel's context-free `parse` and `complete` methods (reference-protocol
-//! §2): both answer before `session.attach` and touch no session.
+//! The kernel's context-free `parse` and `complete` methods (docs/rules.md
+//! §18): both answer before `session.attach` and touch no session.
 //!
 //! `parse` returns the serialized syntax tree. The tree is written through a
 //! writer that bounds both its size and its nesting, so a hostile program can

@@ -1,4 +1,4 @@
-//! `shoal://` URIs (reference-protocol §4.2, §6.3): parsing with
+//! `shoal://` URIs (docs/rules.md §16): parsing with
 //! percent-decoding, and the refs ↔ URIs conversion.
 
 /// A parsed `shoal://root/seg...?k=v&...`.

@@ -1,4 +1,4 @@
-//! `value.get` paths and slices (reference-protocol §4.5–§4.6).
+//! `value.get` paths and slices (docs/rules.md §16).
 //!
 //! Grammar: `.` separates and is skipped anywhere; `[N]` indexes, `[A..B]`
 //! takes a half-open, clamped range; any other run of characters up to the

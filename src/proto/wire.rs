@@ -1,5 +1,5 @@
-//! The tagged wire encoding of values (reference-protocol §4.1 with the
-//! contract's changes): `{"$":"int","v":42}` and friends.
+//! The tagged wire encoding of values (docs/rules.md §15): `{"$":"int","v":42}` and
+//! friends.
 //!
 //! Datetimes are RFC 3339 strings; record keys and table columns keep their
 //! insertion order. Encoding never fails and never panics: display-only kinds

@@ -1,4 +1,4 @@
-//! The `pty.*` requests and results as JSON (reference-protocol §10,
+//! The `pty.*` requests and results as JSON (docs/rules.md §22,
 //! docs/protocol.md §8): parameters parsed into [`PtyOp`], answers built from typed
 //! values. The kernel methods and the MCP tools share both.
 

@@ -1,4 +1,4 @@
-//! `pty.send` input (reference-protocol §10.2): the named-key table and the
+//! `pty.send` input (docs/rules.md §22): the named-key table and the
 //! recursive input encoding (strings, `{key}`, `{text}`, `{bytes}`, arrays).
 
 use base64::Engine;

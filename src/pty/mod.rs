@@ -1,4 +1,4 @@
-//! PTYs (docs/protocol.md §8, reference-protocol §10): real terminals for
+//! PTYs (docs/protocol.md §8, docs/rules.md §22): real terminals for
 //! interactive programs, read as screens without polling.
 //!
 //! - `keys.rs`: the named-key table and `pty.send` input encoding.

@@ -1,5 +1,5 @@
 //! Structured builtins that need no evaluator state beyond cwd and
-//! environment (language.md §11.1): `echo ls cat mkdir touch cp mv rm stat env
+//! environment (docs/rules.md §9): `echo ls cat mkdir touch cp mv rm stat env
 //! sleep head ln which`. Each returns the builtin's structured result (the
 //! outcome's `.out`); the evaluator wraps it in an outcome. Filesystem
 //! failures raise `custom`.

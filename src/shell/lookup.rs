@@ -1,4 +1,4 @@
-//! Executable lookup on a session `PATH` (language.md §5.1 step 3, §10.3).
+//! Executable lookup on a session `PATH` (docs/rules.md §4, §8).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! Spawning external programs (language.md §10.3 step 8, §10.5, §10.6).
+//! Spawning external programs (docs/rules.md §8).
 //!
 //! * Each child runs in its own process group (`setpgid(0, 0)`), so an
 //!   interrupt can signal the whole group (SIGINT, SIGTERM after 3 s, SIGKILL
@@ -181,7 +181,7 @@ fn wait_exit_for(pidfd: Option<&OwnedFd>, d: Duration) -> bool {
 }
 
 /// After SIGINT, how long the group has before SIGTERM; after SIGTERM,
-/// before SIGKILL (contract §4).
+/// before SIGKILL (docs/protocol.md §4).
 pub const CANCEL_GRACE: Duration = Duration::from_secs(3);
 
 /// End the child's process group: SIGINT, SIGTERM after [`CANCEL_GRACE`],

@@ -1,4 +1,4 @@
-//! Reef tool environments, minimal (language.md §13.6): `.reef.toml`
+//! Reef tool environments, minimal (docs/rules.md §11): `.reef.toml`
 //! manifests discovered by walking up from the cwd constrain which binary a
 //! bare command head resolves to; `reef.lock` beside a manifest pins paths and
 //! blake3 hashes. No provider is available here, so nothing is installed:

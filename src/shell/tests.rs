@@ -1,5 +1,5 @@
 //! Tests of the command layer through `Session::exec`: every builtin head of
-//! language.md §11.1 (table-driven, each case in a fresh directory with a
+//! docs/rules.md §9 (table-driven, each case in a fresh directory with a
 //! small fixture), and process semantics (§10.4–§10.8): exit status, signal
 //! names, stderr, huge output that spills and stays usable, stdin, `.feed`,
 //! interrupts that kill the whole process group, and no zombies or leaked

@@ -1,5 +1,5 @@
 //! Background tasks as data: states, records, the per-session table with its
-//! retention, and the rules that decide a task's final state (contract §4).
+//! retention, and the rules that decide a task's final state (docs/protocol.md §4).
 //!
 //! Pure: no threads, no signals, no actors. The Task actor
 //! (`actors/task.rs`) drives a record through its states; this module says
@@ -99,9 +99,9 @@ pub enum Ending {
     Error { n: Option<u64>, error: Json },
 }
 
-/// The final state of a task (reference §9 without its hazards): a cancel
-/// that was requested and cut the work short ends `cancelled`; a raised
-/// error or failed outcome otherwise ends `failed`.
+/// The final state of a task (docs/protocol.md §4): a cancel that was requested and cut
+/// the work short ends `cancelled`; a raised error or failed outcome otherwise ends
+/// `failed`.
 pub fn final_state(cancel_requested: bool, ending: &Ending) -> TaskState {
     match ending {
         Ending::Value { ok: true, .. } => TaskState::Completed,
@@ -184,8 +184,9 @@ impl TaskRecord {
         }
     }
 
-    /// The kernel `TaskRecord` (reference §2.5 plus `src`, `elapsed_ms`,
-    /// `pid` and, while it runs, `tail: {stdout, stderr}`: the last
+    /// The kernel `TaskRecord` (what `task.get` answers, docs/protocol.md §4): its
+    /// fields plus `src`, `elapsed_ms`, `pid` and, while it runs, `tail: {stdout,
+    /// stderr}`: the last
     /// [`TAIL_BYTES`](crate::value::output::TAIL_BYTES) of each).
     pub fn to_json(&self) -> Json {
         let mut j = json!({

@@ -1,4 +1,4 @@
-//! Word coercion for command-form calls (language.md §10.12) and unit-literal
+//! Word coercion for command-form calls (docs/rules.md §8) and unit-literal
 //! parsing helpers (`4kb`, `250ms`, `10:30am`).
 use std::sync::Arc;
 

@@ -1,4 +1,4 @@
-//! Datetime helpers (language.md §4.1): `t"…"` literals, now/today.
+//! Datetime helpers (docs/rules.md §3): `t"…"` literals, now/today.
 use jiff::{civil::Date, tz::TimeZone, Timestamp, Zoned};
 
 use crate::value::{SResult, ShoalError};

@@ -1,4 +1,4 @@
-//! The runtime error value of the language (`error` type, language.md §15).
+//! The runtime error value of the language (`error` type, docs/rules.md §13).
 //!
 //! Every failure the evaluator raises is a `ShoalError`; caught errors become
 //! `Value::Error`. Codes are a closed enum so a typo cannot invent a code.

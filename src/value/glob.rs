@@ -1,4 +1,4 @@
-//! Glob matching and expansion (language.md §10.2, §12.8): the one
+//! Glob matching and expansion (docs/rules.md §8, §10): the one
 //! implementation behind glob words, glob values and their methods.
 //!
 //! Patterns use `*` (any run within a component), `?` (one character),

@@ -1,4 +1,4 @@
-//! The value <-> JSON mapping of language.md §13.1.
+//! The value <-> JSON mapping of docs/rules.md §11.
 use std::sync::Arc;
 
 use serde_json::{Map, Number};

@@ -1,4 +1,4 @@
-//! Runtime values of the Shoal language (language.md §4) and everything that is
+//! Runtime values of the Shoal language (docs/rules.md §3) and everything that is
 //! pure about them: operators, rendering, methods, the JSON mapping and the data
 //! namespaces. Nothing here evaluates syntax, spawns processes or knows actors;
 //! callbacks into the evaluator go through the [`Host`] trait.
@@ -103,7 +103,7 @@ pub struct SecretVal {
     pub secret: String,
 }
 
-/// The result of running a command (language.md §10.5).
+/// The result of running a command (docs/rules.md §8).
 #[derive(Debug)]
 pub struct Outcome {
     /// Exit status; `None` when killed by a signal.
@@ -136,7 +136,7 @@ pub struct TaskRef {
     pub id: u64,
 }
 
-/// A single-consumer lazy sequence (language.md §12.11).
+/// A single-consumer lazy sequence (docs/rules.md §10).
 pub struct StreamVal {
     /// Render label: `value`, `datetime`, `event`.
     pub label: String,

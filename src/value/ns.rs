@@ -1,4 +1,4 @@
-//! Data namespaces `json yaml toml csv math os config` (language.md §13).
+//! Data namespaces `json yaml toml csv math os config` (docs/rules.md §11).
 use std::sync::Arc;
 
 use crate::value::{json, render, Args, Host, Record, SResult, ShoalError, Value};

@@ -1,4 +1,4 @@
-//! Operators (language.md §6).
+//! Operators (docs/rules.md §5).
 use std::cmp::Ordering;
 use std::sync::Arc;
 

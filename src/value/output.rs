@@ -1,5 +1,5 @@
 //! Byte payloads that may live on disk: the `bytes` value and an outcome's
-//! `.stdout` / `.stderr` (language.md §10.5).
+//! `.stdout` / `.stderr` (docs/rules.md §8).
 //!
 //! [`OutputBytes`] is either an in-memory `Arc<[u8]>` or a *spilled* stream:
 //! a private file in the spill directory plus a small in-memory head. The

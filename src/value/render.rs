@@ -1,4 +1,4 @@
-//! Rendering (language.md §14).
+//! Rendering (docs/rules.md §12).
 use std::fmt::Write as _;
 
 use crate::value::{Outcome, Record, Value};

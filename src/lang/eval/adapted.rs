@@ -1,4 +1,4 @@
-//! The evaluator's side of adapters (language.md §10.3 step 7): an adapted
+//! The evaluator's side of adapters (docs/rules.md §8): an adapted
 //! head runs through `crate::adapters::run_adapted`, which builds the argv
 //! and types the outcome; this file only lends it the spawner.
 

@@ -1,4 +1,4 @@
-//! Command words (language.md §10): what one evaluated argument is ([`CArg`]), evaluating
+//! Command words (docs/rules.md §8): what one evaluated argument is ([`CArg`]), evaluating
 //! words, heads, env prefixes and redirects, and turning arguments into argv or builtin
 //! arguments. It resolves no command and runs nothing.
 

@@ -1,4 +1,4 @@
-//! Calls (language.md §5.1 call resolution, §5.5 binding, §11.2 special call
+//! Calls (docs/rules.md §4: call resolution and binding; §9: special call
 //! forms and constructors).
 
 use std::sync::Arc;
@@ -210,7 +210,7 @@ impl Interp {
         }
     }
 
-    /// language.md §5.5: named by name, else positional by index, else
+    /// docs/rules.md §4: named by name, else positional by index, else
     /// default, else `missing argument`.
     fn bind_params(
         &mut self,

@@ -1,4 +1,4 @@
-//! Calling a closure in command form (language.md §10.12): binding flags and positional
+//! Calling a closure in command form (docs/rules.md §8): binding flags and positional
 //! words to its parameters and coercing them to the declared types, plus the signature
 //! text shown in its errors. It never spawns a process.
 

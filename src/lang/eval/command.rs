@@ -1,4 +1,4 @@
-//! Commands (language.md §10, §11): head resolution (closures, aliases, builtins,
+//! Commands (docs/rules.md §8, §9): head resolution (closures, aliases, builtins,
 //! session heads, externals), dispatch of one invocation, aliases and command-not-found
 //! diagnostics. Word evaluation is in `args.rs`, command-form closure calls in
 //! `closure_cmd.rs`, scripts in `scripts.rs`, the directory stack in `dirs.rs`, externals in
@@ -427,7 +427,7 @@ impl Interp {
                     env: &self.env,
                     interrupted: &interrupted,
                 };
-                // language.md §10.2: an empty glob contributes no argument;
+                // docs/rules.md §8: an empty glob contributes no argument;
                 // the note goes to the outcome's stderr.
                 let mut notes = Vec::new();
                 for a in &inv.cargs {

@@ -1,5 +1,5 @@
 //! `cd`, `pushd`, `popd`, `dirs`, `j`/`jump`: the session's directory
-//! state (language.md §11.1), allowed at the top level only.
+//! state (docs/rules.md §9), allowed at the top level only.
 
 use std::path::PathBuf;
 

@@ -1,4 +1,4 @@
-//! Expressions (language.md §5, §6.6, §9): literals, names, operators,
+//! Expressions (docs/rules.md §4, §5, §7): literals, names, operators,
 //! fields, methods, indexing, `if`, `match`, `try`, postfix `catch`, `with`.
 
 use std::sync::Arc;
@@ -248,7 +248,7 @@ impl Interp {
         Ok(Value::str(out))
     }
 
-    /// A bare name in expression position (language.md §5.1).
+    /// A bare name in expression position (docs/rules.md §4).
     pub(crate) fn eval_ident(&mut self, name: &str, scope: &ScopeRef) -> EResult<Value> {
         if let Some(v) = scope.lookup(name) {
             return Ok(v);
@@ -444,7 +444,7 @@ impl Interp {
         Ok(None)
     }
 
-    /// Evaluator-level method intercepts (language.md §12.2): callable record
+    /// Evaluator-level method intercepts (docs/rules.md §10): callable record
     /// fields, channel records, tasks. `None`: not intercepted.
     fn intercept_method(
         &mut self,
@@ -633,7 +633,7 @@ pub(crate) fn today_value() -> Value {
     Value::DateTime(Arc::new(datetime::today()))
 }
 
-/// `v[i]` (language.md §5.7).
+/// `v[i]` (docs/rules.md §4).
 pub(crate) fn index_value(recv: &Value, idx: &Value) -> Result<Value, ShoalError> {
     if let Value::Outcome(_) = recv {
         return Err(ShoalError::type_error("cannot index an outcome")

@@ -1,5 +1,5 @@
 //! External programs from the evaluator: spawning with redirects and
-//! environment prefixes, `.feed`, and interpreter blocks (language.md §10.5–§10.8).
+//! environment prefixes, `.feed`, and interpreter blocks (docs/rules.md §8).
 
 use crate::shell::builtins::io_msg;
 use std::ffi::OsString;

@@ -41,7 +41,7 @@ mod tests;
 pub use args::argv_string;
 pub use task::Tasks;
 
-/// Maximum nesting of calls (language.md §5.5).
+/// Maximum nesting of calls (docs/rules.md §4).
 pub const MAX_DEPTH: usize = 10_000;
 
 /// Stack size of the threads evaluation runs on. Debug builds use far
@@ -76,15 +76,15 @@ impl From<ShoalError> for Ctl {
 pub type EResult<T> = Result<T, Ctl>;
 
 /// Statement position (a failed external raises `cmd_failed`) or value
-/// position (the failed outcome is the value). language.md §10.4.
+/// position (the failed outcome is the value). docs/rules.md §8.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pos {
     Stmt,
     Value,
 }
 
-/// Receiver of non-final top-level statement values (language.md §1).
-/// Where `user.*` channel events go beyond the session (language.md §12.12:
+/// Receiver of non-final top-level statement values (docs/rules.md §1).
+/// Where `user.*` channel events go beyond the session (docs/rules.md §10:
 /// `user.*` channels are the language's side of the daemon's event bus).
 /// Called on the emitting thread with the channel name and the payload.
 pub type BusSink = Arc<dyn Fn(&str, &Value) + Send + Sync>;
@@ -93,7 +93,7 @@ pub(crate) use task::channel_push;
 
 pub type StatementSink = Box<dyn FnMut(&Value) + Send>;
 
-/// Named channels of a session (language.md §12.12).
+/// Named channels of a session (docs/rules.md §10).
 pub type Channels = Arc<Mutex<IndexMap<String, task::Channel>>>;
 
 /// The evaluator state of one session (or one script / background task).
@@ -145,7 +145,7 @@ pub struct Interp {
     pub memory: Option<&'static crate::lang::memory::MemBudget>,
     /// The session's spill allowance (`[limits] spill_bytes`).
     pub spill: Option<Arc<crate::value::output::SpillQuota>>,
-    /// Adapters for command heads (language.md §10.3 step 7).
+    /// Adapters for command heads (docs/rules.md §8).
     pub adapters: Option<Arc<crate::adapters::Catalog>>,
 }
 
@@ -291,7 +291,7 @@ impl Interp {
 
     /// Evaluate a whole program at the top level of the global scope.
     /// Non-final statements are in statement position; the final one in
-    /// `final_pos`. Returns the program result (language.md §1).
+    /// `final_pos`. Returns the program result (docs/rules.md §1).
     pub fn run_program(&mut self, prog: &Program, final_pos: Pos) -> Result<Value, ShoalError> {
         let scope = self.globals.clone();
         match self.eval_stmts_top(&prog.stmts, &scope, final_pos) {

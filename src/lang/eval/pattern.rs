@@ -1,4 +1,4 @@
-//! Match patterns (language.md §9).
+//! Match patterns (docs/rules.md §7).
 
 use crate::lang::ast::{Literal, Pattern};
 use crate::lang::eval::Interp;
@@ -20,7 +20,7 @@ impl Interp {
             Pattern::Wildcard => true,
             Pattern::Bind(name) => {
                 if name == "null" {
-                    // language.md §16.4: treated as the null literal.
+                    // docs/rules.md §3: treated as the null literal.
                     return matches!(v, Value::Null);
                 }
                 if name != "_" {

@@ -1,5 +1,5 @@
 //! The `reef` command, `which` resolution records and the constraint check
-//! on spawns (language.md §13.6, minimal: no tool providers).
+//! on spawns (docs/rules.md §11, minimal: no tool providers).
 
 use std::path::PathBuf;
 use std::sync::Arc;

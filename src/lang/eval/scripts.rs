@@ -1,4 +1,4 @@
-//! `run`, `source` and `.shl` scripts (language.md §10.9).
+//! `run`, `source` and `.shl` scripts (docs/rules.md §8).
 
 use crate::shell::builtins::io_msg;
 use std::ffi::OsString;

@@ -1,4 +1,4 @@
-//! Statements, blocks, loops and assignment (language.md §1, §7, §8, §9).
+//! Statements, blocks, loops and assignment (docs/rules.md §1, §6, §7).
 
 use crate::shell::builtins::io_msg;
 use std::sync::Arc;
@@ -131,7 +131,7 @@ impl Interp {
         Ok(Value::Null)
     }
 
-    /// The items of a `for` iterable (language.md §9).
+    /// The items of a `for` iterable (docs/rules.md §7).
     pub(crate) fn iterate(
         &mut self,
         v: &Value,

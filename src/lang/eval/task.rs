@@ -1,5 +1,5 @@
 //! Background tasks (`spawn`, `cmd &`, `jobs`), channels and the timer /
-//! file streams (language.md §9 spawn, §10.11, §12.10–§12.12).
+//! file streams (docs/rules.md §7, §8, §10).
 
 use crate::shell::builtins::io_msg;
 use std::collections::VecDeque;

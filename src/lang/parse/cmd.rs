@@ -1,4 +1,4 @@
-//! CMD mode (language.md §2.4, §10.1, §10.6): command words and their
+//! CMD mode (docs/rules.md §2, §8): command words and their
 //! classification (plain, path, glob, flags, `--`, `-`), environment prefixes,
 //! `^` heads, redirects, trailing `&` and trailing blocks, `&&`/`||` chains of
 //! commands, and the shell-habit teaching errors (pipes, heredocs, fd redirects,

@@ -1,4 +1,4 @@
-//! Control-flow expressions (language.md §9): `if`/`else`, `try`/`catch`,
+//! Control-flow expressions (docs/rules.md §7): `if`/`else`, `try`/`catch`,
 //! `with cwd:/env:/reef:`, and `match` with arms, alternatives and guards.
 //! Headers are parsed without trailing blocks (`if r.ok { … }` works).
 

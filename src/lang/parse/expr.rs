@@ -1,4 +1,4 @@
-//! Expressions (language.md §5, §9): precedence climbing, postfix chains with
+//! Expressions (docs/rules.md §4, §7): precedence climbing, postfix chains with
 //! trailing blocks and newline continuation, primaries (literals, lists, record
 //! vs block, `(`…`)` lambda / command substitution / group detection), lambdas
 //! and implicit item lambdas, calls, `if`/`match`/`try`/`with`/`spawn`,

@@ -1,4 +1,4 @@
-//! Bracketed primaries (language.md §5.3, §5.4, §10.8): `(`…`)` as lambda
+//! Bracketed primaries (docs/rules.md §4, §8): `(`…`)` as lambda
 //! parameters, command substitution or a group; lambda bodies; lists; `{`…`}`
 //! as record or block; and interpreter blocks (`sh { … }`, `python3'''…'''`).
 

@@ -1,4 +1,4 @@
-//! Modal lexer and parser of the Shoal language (language.md §1–§3, §5, §7–§10).
+//! Modal lexer and parser of the Shoal language (docs/rules.md §1, §2, §4, §6, §7, §8).
 //!
 //! The entry point is [`parse`]. Internally a single `parser::Parser` walks the
 //! source; the grammar position decides whether the next token is lexed in EXPR
@@ -54,7 +54,7 @@ pub struct Warning {
 #[derive(Clone, Debug, Default)]
 pub struct ParseContext {
     /// Names value-bound at the session's top level by earlier `let`/`var`
-    /// (statement dispatch rule 9 of language.md §3).
+    /// (statement dispatch, docs/rules.md §1: a value-bound identifier starts an expression).
     pub value_bound: HashSet<String>,
     /// Every top-level name bound by earlier input (values, functions,
     /// aliases): a bound name shadows a builtin, so no builtin-specific

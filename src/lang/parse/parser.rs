@@ -1,6 +1,6 @@
 //! The parser state, token plumbing (peek/bump with a one-entry cache keyed by
 //! position), the lexical scope stack of value-bound names, and statements:
-//! statement dispatch (language.md §3), `let`/`var`/`fn`/`alias`/`use`/`export`/
+//! statement dispatch (docs/rules.md §1), `let`/`var`/`fn`/`alias`/`use`/`export`/
 //! `return`/`for`/`while`, assignments and statement separators.
 
 use std::collections::HashMap;
@@ -406,7 +406,7 @@ impl<'a> Parser<'a> {
         matches!(self.slice(p, e), "re" | "t") && self.byte(e) == b'"'
     }
 
-    /// Content at `p` is a command (language.md §5.3, command substitution).
+    /// Content at `p` is a command (docs/rules.md §4, command substitution).
     pub(super) fn starts_like_command(&self, p: usize) -> bool {
         let b = self.byte(p);
         if p >= self.limit {

@@ -1,4 +1,4 @@
-//! Match patterns (language.md §9): wildcard, binders, literals, int ranges,
+//! Match patterns (docs/rules.md §7): wildcard, binders, literals, int ranges,
 //! `TYPE name`, record and list patterns with a trailing rest. Binders are
 //! declared value-bound in the arm's scope (opened by the caller).
 

@@ -1,4 +1,4 @@
-//! Statement forms (language.md §7, §8, §9): `let`/`var`/`export`,
+//! Statement forms (docs/rules.md §6, §7): `let`/`var`/`export`,
 //! assignments (`x = e`, `x += e`, `env.NAME = e`), `fn` definitions with typed
 //! and default parameters, `alias`, `use`, `for`, `while`, type annotations, and
 //! the parsing of string-interpolation holes in place.

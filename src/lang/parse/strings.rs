@@ -37,7 +37,7 @@ enum Raw {
     Hole(usize, usize),
 }
 
-/// Dedent a triple-quoted body (language.md §2.3).
+/// Dedent a triple-quoted body (docs/rules.md §2).
 pub(super) fn dedent(body: &str) -> String {
     let mut s = body;
     if let Some(r) = s.strip_prefix("\r\n") {

@@ -1,4 +1,4 @@
-//! Method dispatch and field access (language.md §12).
+//! Method dispatch and field access (docs/rules.md §10).
 use std::sync::{Arc, Mutex};
 
 use crate::value::{
