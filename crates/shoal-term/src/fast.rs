@@ -1,0 +1,723 @@
+//! The flood fast path: what `Term::process` does instead of making vt100
+//! draw rows that scroll off the screen before anyone can see them.
+//!
+//! A flood is mostly complete *simple lines* (printable ASCII, SGR
+//! sequences, `\r\n`) written at the bottom of a full-height scroll region.
+//! For a run of such lines producing `T` screen rows on a screen of `R` rows
+//! with the cursor at the start of a blank bottom row, the outcome of
+//! feeding every byte to vt100 is known without drawing most of them:
+//!
+//! - the first `R-1` screen rows scroll off first, as they are (vt100 does
+//!   that when fed `R-1` line feeds);
+//! - rows `0..T-(R-1)` of the run scroll off next: their plain text goes
+//!   straight into the scrollback (only the newest `cap` are built);
+//! - the last `R-1` rows end on the screen above a blank bottom row: vt100
+//!   draws those from the run's own bytes, after the SGR sequences that set
+//!   the pen at that row boundary;
+//! - vt100's count of rows that would be in an unbounded scrollback (it
+//!   decides how a later resize that grows the screen pulls rows down) and
+//!   its last printed character (`CSI b` repeats it) are brought to what
+//!   they would have been with scroll-ups (`CSI n S`) of a blank screen and,
+//!   when the drawn rows print nothing, one write of that character.
+//!
+//! The blank rows those steps scroll off are not history: `Scrolled::skip`
+//! drops them. Whether a run may start is decided from vt100's public state
+//! (main screen, cursor, bottom row) plus what vt100 does not expose: the
+//! main screen's scroll region, tracked by [`Scanner`], a mirror of vte's
+//! parser states over every byte fed.
+
+/// vte's parser states (vte 0.15), with the CSI parameters DECSTBM needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    Ground,
+    Esc,
+    EscInt,
+    CsiEntry,
+    CsiParam,
+    CsiInt,
+    CsiIgnore,
+    DcsEntry,
+    DcsParam,
+    DcsInt,
+    DcsIgnore,
+    DcsPass,
+    Osc,
+    /// SOS, PM and APC strings.
+    Str,
+}
+
+/// Why [`Scanner::scan`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The input ended.
+    End,
+    /// A line feed in the ground state: the next byte may start a run.
+    LineFeed(usize),
+    /// The final byte (at this index, already consumed) of a DECSTBM
+    /// (`CSI Pt;Pb r`) that vt100 will dispatch: its two parameters
+    /// (`None`: too many parameters to be sure of them).
+    ScrollRegion {
+        at: usize,
+        params: Option<(u16, u16)>,
+    },
+    /// RIS (`ESC c`) was consumed (the index after it): vt100 builds a
+    /// fresh screen.
+    Reset(usize),
+}
+
+/// Parameters counted in a CSI before DECSTBM's are no longer trusted
+/// (vte keeps 32).
+const MAX_TRUSTED_PARAMS: u16 = 16;
+
+/// A mirror of vte's state machine, carried across chunks.
+pub(crate) struct Scanner {
+    st: St,
+    /// The CSI collected an intermediate or private marker.
+    inter: bool,
+    /// Parameter group, subparameter within it, value being read.
+    group: u16,
+    sub: u16,
+    val: u16,
+    /// First subparameter of the first two groups.
+    first: [u16; 2],
+    /// Subparameters so far.
+    count: u16,
+    /// The previous byte was a line feed in the ground state, or nothing
+    /// was fed yet: vte is in its ground state with no partial UTF-8.
+    pub(crate) line_start: bool,
+}
+
+impl Scanner {
+    pub(crate) fn new() -> Scanner {
+        Scanner {
+            st: St::Ground,
+            inter: false,
+            group: 0,
+            sub: 0,
+            val: 0,
+            first: [0; 2],
+            count: 0,
+            line_start: true,
+        }
+    }
+
+    /// The state after a run of simple lines (ground, after `\n`).
+    pub(crate) fn after_lines(&mut self) {
+        self.st = St::Ground;
+        self.line_start = true;
+    }
+
+    fn csi_start(&mut self) {
+        self.inter = false;
+        self.group = 0;
+        self.sub = 0;
+        self.val = 0;
+        self.first = [0; 2];
+        self.count = 0;
+    }
+
+    /// End of a subparameter (`:`, `;` or the final byte).
+    fn end_sub(&mut self) {
+        if self.sub == 0 && (self.group as usize) < self.first.len() {
+            self.first[self.group as usize] = self.val;
+        }
+        self.count = self.count.saturating_add(1);
+        self.val = 0;
+    }
+
+    fn digit(&mut self, b: u8) {
+        self.val = self
+            .val
+            .saturating_mul(10)
+            .saturating_add((b - b'0') as u16);
+    }
+
+    /// CAN, SUB and ESC leave any state (vte's "anywhere").
+    fn anywhere(&mut self, b: u8) {
+        match b {
+            0x18 | 0x1a => self.st = St::Ground,
+            0x1b => self.st = St::Esc,
+            _ => {}
+        }
+    }
+
+    /// A CSI final byte that vte dispatches.
+    fn csi_final(&mut self, b: u8, at: usize) -> Option<Stop> {
+        self.st = St::Ground;
+        if b != b'r' || self.inter {
+            return None;
+        }
+        self.end_sub();
+        let params = (self.count <= MAX_TRUSTED_PARAMS).then_some((self.first[0], self.first[1]));
+        Some(Stop::ScrollRegion { at, params })
+    }
+
+    /// Advance over `bytes[from..]` until the input ends or something the
+    /// caller must act on.
+    pub(crate) fn scan(&mut self, bytes: &[u8], from: usize) -> Stop {
+        let mut i = from;
+        while i < bytes.len() {
+            if self.st == St::Ground {
+                // Only ESC leaves the ground state; only `\n` matters in it.
+                match memchr::memchr2(0x1b, b'\n', &bytes[i..]) {
+                    None => {
+                        self.line_start = false;
+                        return Stop::End;
+                    }
+                    Some(k) => {
+                        let at = i + k;
+                        if bytes[at] == b'\n' {
+                            self.line_start = true;
+                            return Stop::LineFeed(at + 1);
+                        }
+                        self.line_start = false;
+                        self.st = St::Esc;
+                        i = at + 1;
+                        continue;
+                    }
+                }
+            }
+            let b = bytes[i];
+            let at = i;
+            i += 1;
+            match self.st {
+                St::Ground => unreachable!("handled above"),
+                St::Esc => match b {
+                    0x20..=0x2f => self.st = St::EscInt,
+                    b'P' => self.st = St::DcsEntry,
+                    b'X' | b'^' | b'_' => self.st = St::Str,
+                    b'[' => {
+                        self.csi_start();
+                        self.st = St::CsiEntry;
+                    }
+                    b']' => self.st = St::Osc,
+                    b'c' => {
+                        self.st = St::Ground;
+                        return Stop::Reset(i);
+                    }
+                    0x30..=0x7e => self.st = St::Ground,
+                    0x18 | 0x1a => self.st = St::Ground,
+                    _ => {}
+                },
+                St::EscInt => match b {
+                    0x00..=0x17 | 0x19 | 0x1c..=0x1f | 0x20..=0x2f | 0x7f => {}
+                    0x30..=0x7e => self.st = St::Ground,
+                    _ => self.anywhere(b),
+                },
+                St::CsiEntry | St::CsiParam => match b {
+                    0x00..=0x17 | 0x19 | 0x1c..=0x1f | 0x7f => {}
+                    0x20..=0x2f => {
+                        self.inter = true;
+                        self.st = St::CsiInt;
+                    }
+                    b'0'..=b'9' => {
+                        self.digit(b);
+                        self.st = St::CsiParam;
+                    }
+                    b':' => {
+                        self.end_sub();
+                        self.sub = self.sub.saturating_add(1);
+                        self.st = St::CsiParam;
+                    }
+                    b';' => {
+                        self.end_sub();
+                        self.group = self.group.saturating_add(1);
+                        self.sub = 0;
+                        self.st = St::CsiParam;
+                    }
+                    0x3c..=0x3f => {
+                        if self.st == St::CsiEntry {
+                            self.inter = true;
+                            self.st = St::CsiParam;
+                        } else {
+                            self.st = St::CsiIgnore;
+                        }
+                    }
+                    0x40..=0x7e => {
+                        if let Some(stop) = self.csi_final(b, at) {
+                            return stop;
+                        }
+                    }
+                    _ => self.anywhere(b),
+                },
+                St::CsiInt => match b {
+                    0x00..=0x17 | 0x19 | 0x1c..=0x1f | 0x20..=0x2f | 0x7f => {}
+                    0x30..=0x3f => self.st = St::CsiIgnore,
+                    0x40..=0x7e => {
+                        if let Some(stop) = self.csi_final(b, at) {
+                            return stop;
+                        }
+                    }
+                    _ => self.anywhere(b),
+                },
+                St::CsiIgnore => match b {
+                    0x00..=0x17 | 0x19 | 0x1c..=0x1f | 0x20..=0x3f | 0x7f => {}
+                    0x40..=0x7e => self.st = St::Ground,
+                    _ => self.anywhere(b),
+                },
+                St::DcsEntry | St::DcsParam => match b {
+                    0x00..=0x17 | 0x19 | 0x1c..=0x1f | 0x7f => {}
+                    0x20..=0x2f => self.st = St::DcsInt,
+                    0x30..=0x3b => self.st = St::DcsParam,
+                    0x3c..=0x3f => {
+                        self.st = if self.st == St::DcsEntry {
+                            St::DcsParam
+                        } else {
+                            St::DcsIgnore
+                        }
+                    }
+                    0x40..=0x7e => self.st = St::DcsPass,
+                    _ => self.anywhere(b),
+                },
+                St::DcsInt => match b {
+                    0x00..=0x17 | 0x19 | 0x1c..=0x1f | 0x20..=0x2f | 0x7f => {}
+                    0x30..=0x3f => self.st = St::DcsIgnore,
+                    0x40..=0x7e => self.st = St::DcsPass,
+                    _ => self.anywhere(b),
+                },
+                St::DcsPass => match b {
+                    0x9c => self.st = St::Ground,
+                    _ => self.anywhere(b),
+                },
+                St::Osc => match b {
+                    0x07 => self.st = St::Ground,
+                    _ => self.anywhere(b),
+                },
+                St::DcsIgnore | St::Str => self.anywhere(b),
+            }
+        }
+        self.line_start = false;
+        Stop::End
+    }
+}
+
+/// One simple line of a run: where it starts, its printable characters, and
+/// where its last full SGR reset (`ESC[m` / `ESC[0m`) starts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Line {
+    pub(crate) start: u32,
+    /// Printable characters; the top bit says the line holds SGR sequences.
+    vis: u32,
+    /// `u32::MAX`: no full reset in the line.
+    reset: u32,
+}
+
+const SGR_BIT: u32 = 1 << 31;
+
+impl Line {
+    pub(crate) fn vis(&self) -> usize {
+        (self.vis & !SGR_BIT) as usize
+    }
+    pub(crate) fn has_sgr(&self) -> bool {
+        self.vis & SGR_BIT != 0
+    }
+    pub(crate) fn reset(&self) -> Option<usize> {
+        (self.reset != u32::MAX).then_some(self.reset as usize)
+    }
+    /// Screen rows the line takes (autowrap at `cols`).
+    pub(crate) fn rows(&self, cols: usize) -> usize {
+        self.vis().div_ceil(cols).max(1)
+    }
+}
+
+/// One simple line starting at `at`: its record and the index after its
+/// `\n`; `None` when the bytes there are anything else or end first.
+/// `bytes` must be shorter than `2^31`.
+fn parse_line(bytes: &[u8], at: usize) -> Option<(Line, usize)> {
+    let mut i = at;
+    let mut vis = 0u32;
+    let mut sgr = false;
+    let mut reset = u32::MAX;
+    loop {
+        let run = bytes[i..].iter().position(|b| !(0x20..=0x7e).contains(b))?;
+        vis += run as u32;
+        i += run;
+        match bytes[i] {
+            0x1b => {
+                if bytes.get(i + 1) != Some(&b'[') {
+                    return None;
+                }
+                let p = i + 2;
+                let n = bytes
+                    .get(p..)?
+                    .iter()
+                    .position(|b| !(b'0'..=b';').contains(b))?;
+                if bytes[p + n] != b'm' {
+                    return None;
+                }
+                if matches!(&bytes[p..p + n], b"" | b"0") {
+                    reset = i as u32;
+                }
+                sgr = true;
+                i = p + n + 1;
+            }
+            b'\r' => {
+                if bytes.get(i + 1) != Some(&b'\n') {
+                    return None;
+                }
+                let line = Line {
+                    start: at as u32,
+                    vis: vis | if sgr { SGR_BIT } else { 0 },
+                    reset,
+                };
+                return Some((line, i + 2));
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Simple lines from `at`, at most `max` of them, into `out` (cleared).
+/// Returns the index after the last one and whether `max` stopped it.
+pub(crate) fn parse_lines(
+    bytes: &[u8],
+    at: usize,
+    max: usize,
+    out: &mut Vec<Line>,
+) -> (usize, bool) {
+    out.clear();
+    let mut i = at;
+    while out.len() < max {
+        match parse_line(bytes, i) {
+            Some((line, next)) => {
+                out.push(line);
+                i = next;
+            }
+            None => return (i, false),
+        }
+    }
+    (i, true)
+}
+
+/// The printable bytes of a simple line (SGR sequences left out), appended
+/// to `out`.
+pub(crate) fn visible(bytes: &[u8], line: &Line, out: &mut Vec<u8>) {
+    let mut i = line.start as usize;
+    loop {
+        match bytes[i] {
+            b'\r' => return,
+            0x1b => {
+                while bytes[i] != b'm' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// The index of printable character `n` (0-based) of a simple line.
+pub(crate) fn char_index(bytes: &[u8], line: &Line, n: usize) -> usize {
+    let mut i = line.start as usize;
+    let mut seen = 0;
+    loop {
+        match bytes[i] {
+            0x1b => {
+                while bytes[i] != b'm' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            _ => {
+                if seen == n {
+                    return i;
+                }
+                seen += 1;
+                i += 1;
+            }
+        }
+    }
+}
+
+/// The SGR sequences of a simple line within `from..to`, in order, as
+/// index ranges.
+pub(crate) fn sgrs(
+    bytes: &[u8],
+    line: &Line,
+    from: usize,
+    to: usize,
+    mut each: impl FnMut(usize, usize),
+) {
+    let mut i = (line.start as usize).max(from);
+    while i < to {
+        match memchr::memchr2(0x1b, b'\r', &bytes[i..to]) {
+            Some(k) if bytes[i + k] == 0x1b => {
+                let s = i + k;
+                let mut e = s;
+                while bytes[e] != b'm' {
+                    e += 1;
+                }
+                each(s, e + 1);
+                i = e + 1;
+            }
+            _ => return,
+        }
+    }
+}
+
+/// The last printable character of a simple line, if any.
+pub(crate) fn last_char(bytes: &[u8], line: &Line) -> Option<u8> {
+    if line.vis() == 0 {
+        return None;
+    }
+    Some(bytes[char_index(bytes, line, line.vis() - 1)])
+}
+
+/// Does DECSTBM with these parameters leave the whole screen as the scroll
+/// region (as vt100 0.18 canonicalises and applies them)?
+fn region_is_full(top: u16, bottom: u16, rows: u16) -> bool {
+    let top = top.max(1) - 1;
+    let bottom = if bottom == 0 { rows } else { bottom };
+    let bottom = (bottom - 1).min(rows - 1);
+    top >= bottom || (top == 0 && bottom == rows - 1)
+}
+
+type Parser = vt100::Parser<crate::Scrolled>;
+
+fn size(parser: &Parser) -> (usize, usize) {
+    let (r, c) = parser.screen().size();
+    (r.get() as usize, c.get() as usize)
+}
+
+impl crate::Fast {
+    /// Feed `bytes` (shorter than 2^30) to vt100, taking the fast path for
+    /// every run of simple lines where it is exact.
+    pub(crate) fn process(&mut self, parser: &mut Parser, bytes: &[u8]) {
+        let n = bytes.len();
+        let (mut pos, mut fed) = (0, 0);
+        let mut may_try = self.scan.line_start;
+        loop {
+            if may_try {
+                let (end, capped) = parse_lines(bytes, pos, crate::MAX_RUN_LINES, &mut self.lines);
+                if !self.lines.is_empty() {
+                    if self.region_full {
+                        parser.process(&bytes[fed..pos]);
+                        fed = self.try_run(parser, bytes, end);
+                    }
+                    pos = end;
+                    self.scan.after_lines();
+                    // A run cut by the line cap goes on at once.
+                    may_try = capped;
+                    continue;
+                }
+            }
+            may_try = false;
+            if pos >= n {
+                break;
+            }
+            match self.scan.scan(bytes, pos) {
+                Stop::End => break,
+                Stop::LineFeed(next) => {
+                    pos = next;
+                    may_try = true;
+                }
+                Stop::ScrollRegion { at, params } => {
+                    // It applies to the screen vt100 is on when it gets there.
+                    parser.process(&bytes[fed..at]);
+                    fed = at;
+                    if !parser.screen().alternate_screen() {
+                        let (rows, _) = parser.screen().size();
+                        self.region_full =
+                            params.is_some_and(|(t, b)| region_is_full(t, b, rows.get()));
+                    }
+                    pos = at + 1;
+                }
+                Stop::Reset(next) => {
+                    self.region_full = true;
+                    pos = next;
+                }
+            }
+        }
+        parser.process(&bytes[fed..]);
+    }
+
+    /// The run in `self.lines` (ending at `end`), vt100 having been fed up
+    /// to its start: feed its lines one by one until the fast path's
+    /// conditions hold and enough rows remain, then take it. Returns how far
+    /// vt100 has been fed.
+    fn try_run(&mut self, parser: &mut Parser, bytes: &[u8], end: usize) -> usize {
+        let (rows, cols) = size(parser);
+        let need = rows - 1;
+        // At least one scroll of a blank screen beyond the rows drawn.
+        let threshold = 2 * need + 1;
+        let mut t: usize = self.lines.iter().map(|l| l.rows(cols)).sum();
+        let mut fed = self.lines[0].start as usize;
+        if parser.screen().alternate_screen() {
+            return fed;
+        }
+        for first in 0..self.lines.len() {
+            if t < threshold {
+                break;
+            }
+            if self.ready(parser, rows, cols) {
+                self.run(parser, bytes, first, end, t);
+                self.runs += 1;
+                return end;
+            }
+            let next = self.lines.get(first + 1).map_or(end, |l| l.start as usize);
+            parser.process(&bytes[fed..next]);
+            fed = next;
+            t -= self.lines[first].rows(cols);
+        }
+        fed
+    }
+
+    /// Cursor at the start of the bottom row, and that row blank.
+    fn ready(&self, parser: &Parser, rows: usize, cols: usize) -> bool {
+        let s = parser.screen();
+        let bottom = (rows - 1) as u16;
+        s.cursor_position() == (bottom, 0)
+            && (0..cols as u16).all(|c| s.cell(bottom, c) == Some(&self.blank))
+    }
+
+    /// Take the fast path for `self.lines[first..]`, `t` rows ending at
+    /// `end`.
+    fn run(&mut self, parser: &mut Parser, bytes: &[u8], first: usize, end: usize, t: usize) {
+        let (rows, cols) = size(parser);
+        let need = rows - 1;
+        let lines = &self.lines[first..];
+        // The rows above the cursor scroll off as they are.
+        parser.process(&crate::NEWLINES[..need]);
+        // The run's rows up to the last `need` follow them.
+        let pushed = t - need;
+        push_rows(
+            parser.callbacks_mut(),
+            bytes,
+            lines,
+            pushed,
+            cols,
+            &mut self.text,
+        );
+        // What vt100 does from here scrolls off blank rows: `pushed` of them
+        // (`t - 2 * need` scroll-ups of a blank screen, then the `need`
+        // rows drawn push the last of those out).
+        parser.callbacks_mut().skip = pushed;
+        let (bl, bpos) = boundary(bytes, lines, need, cols, end);
+        let mut scrolls = t - 2 * need;
+        let draws_a_char = bpos < end
+            && (bpos > lines[bl].start as usize || lines[bl..].iter().any(|l| l.vis() > 0));
+        if !draws_a_char {
+            // vt100 remembers the last character printed (`CSI b`).
+            if let Some(ch) = lines[..bl].iter().rev().find_map(|l| last_char(bytes, l)) {
+                parser.process(&[ch, b'\r', b'\n']);
+                scrolls -= 1;
+            }
+        }
+        // vt100 counts the rows an unbounded scrollback would hold (a resize
+        // that grows the screen pulls that many down): scroll-ups of a
+        // blank screen bring its count to what the run would have made.
+        self.text.clear();
+        while scrolls > 0 {
+            let k = scrolls.min(rows);
+            self.text.extend_from_slice(b"\x1b[");
+            self.text.extend_from_slice(k.to_string().as_bytes());
+            self.text.push(b'S');
+            scrolls -= k;
+            if self.text.len() >= 4096 || scrolls == 0 {
+                parser.process(&self.text);
+                self.text.clear();
+            }
+        }
+        // The pen at the boundary: the SGR sequences before it, from the
+        // last full reset on.
+        let (last_line, reset) = match lines.get(bl) {
+            Some(l) => {
+                let mut r = None;
+                sgrs(bytes, l, 0, bpos, |s, e| {
+                    if matches!(&bytes[s + 2..e - 1], b"" | b"0") {
+                        r = Some(s);
+                    }
+                });
+                (bl, r)
+            }
+            None => (lines.len() - 1, None),
+        };
+        let from = reset
+            .or_else(|| {
+                lines[..bl.min(lines.len())]
+                    .iter()
+                    .rev()
+                    .find_map(|l| l.reset())
+            })
+            .unwrap_or(lines[0].start as usize);
+        let k0 = lines
+            .partition_point(|l| l.start as usize <= from)
+            .saturating_sub(1);
+        for l in &lines[k0..=last_line] {
+            if l.has_sgr() {
+                sgrs(bytes, l, from, bpos, |s, e| parser.process(&bytes[s..e]));
+            }
+        }
+        // The rows that stay on the screen, drawn by vt100.
+        parser.process(&bytes[bpos..end]);
+        debug_assert_eq!(parser.callbacks().skip, 0);
+        parser.callbacks_mut().skip = 0;
+    }
+}
+
+/// Where the last `need` rows of the run start: the line and the byte
+/// (a line start, or the printable character that begins a wrapped row).
+fn boundary(bytes: &[u8], lines: &[Line], need: usize, cols: usize, end: usize) -> (usize, usize) {
+    if need == 0 {
+        return (lines.len(), end);
+    }
+    let mut acc = 0;
+    for k in (0..lines.len()).rev() {
+        let r = lines[k].rows(cols);
+        if acc + r == need {
+            return (k, lines[k].start as usize);
+        }
+        if acc + r > need {
+            let skip_rows = r - (need - acc);
+            return (k, char_index(bytes, &lines[k], skip_rows * cols));
+        }
+        acc += r;
+    }
+    // The caller's run has more rows than `need`.
+    (0, lines[0].start as usize)
+}
+
+/// The plain text of the run's rows `0..pushed` into the scrollback (only
+/// the newest `cap` of them are built).
+fn push_rows(
+    cb: &mut crate::Scrolled,
+    bytes: &[u8],
+    lines: &[Line],
+    pushed: usize,
+    cols: usize,
+    text: &mut Vec<u8>,
+) {
+    if cb.cap == 0 || pushed == 0 {
+        return;
+    }
+    let from = pushed - pushed.min(cb.cap);
+    let mut r0 = 0;
+    for l in lines {
+        if r0 >= pushed {
+            break;
+        }
+        let r = l.rows(cols);
+        if r0 + r > from {
+            let start = l.start as usize;
+            let vis: &[u8] = if l.has_sgr() {
+                text.clear();
+                visible(bytes, l, text);
+                text
+            } else {
+                &bytes[start..start + l.vis()]
+            };
+            for row in from.max(r0)..pushed.min(r0 + r) {
+                let j = row - r0;
+                let seg = &vis[(j * cols).min(vis.len())..((j + 1) * cols).min(vis.len())];
+                let keep = seg.iter().rposition(|&b| b != b' ').map_or(0, |p| p + 1);
+                let line = std::str::from_utf8(&seg[..keep]).unwrap_or_default();
+                cb.push(line.into());
+            }
+        }
+        r0 += r;
+    }
+}
