@@ -580,10 +580,20 @@ impl crate::Fast {
         let (rows, cols) = size(parser);
         let need = rows - 1;
         let lines = &self.lines[first..];
-        // The rows above the cursor scroll off as they are.
-        parser.process(&crate::NEWLINES[..need]);
+        let (cb_cap, pushed) = (parser.callbacks().cap, t - need);
+        // The rows above the cursor scroll off first, as they are: their
+        // plain text is what the capture in `on_scroll` makes of them
+        // (vt100's plain rendering of a row, trimmed, is the same text as
+        // its basic formatted one with the SGR sequences dropped).
+        if cb_cap > 0 {
+            let old: Vec<String> = parser.screen().rows(0, cols as u16).take(need).collect();
+            let cb = parser.callbacks_mut();
+            for mut row in old {
+                row.truncate(row.trim_end().len());
+                cb.push(row.into_boxed_str());
+            }
+        }
         // The run's rows up to the last `need` follow them.
-        let pushed = t - need;
         push_rows(
             parser.callbacks_mut(),
             bytes,
@@ -592,24 +602,24 @@ impl crate::Fast {
             cols,
             &mut self.text,
         );
-        // What vt100 does from here scrolls off blank rows: `pushed` of them
-        // (`t - 2 * need` scroll-ups of a blank screen, then the `need`
-        // rows drawn push the last of those out).
-        parser.callbacks_mut().skip = pushed;
+        // What vt100 does from here makes the run's `t` scrolls, none of
+        // them history: scroll-ups (`CSI n S`) clear the screen, bringing
+        // vt100's count of rows an unbounded scrollback would hold (a resize
+        // that grows the screen pulls that many down) to what the run would
+        // have made, then the `need` rows drawn scroll off the last blanks.
+        parser.callbacks_mut().skip = t;
         let (bl, bpos) = boundary(bytes, lines, need, cols, end);
-        let mut scrolls = t - 2 * need;
+        let mut scrolls = pushed;
         let draws_a_char = bpos < end
             && (bpos > lines[bl].start as usize || lines[bl..].iter().any(|l| l.vis() > 0));
         if !draws_a_char {
-            // vt100 remembers the last character printed (`CSI b`).
+            // vt100 remembers the last character printed (`CSI b`): print
+            // it on the bottom row, which then scrolls off.
             if let Some(ch) = lines[..bl].iter().rev().find_map(|l| last_char(bytes, l)) {
                 parser.process(&[ch, b'\r', b'\n']);
                 scrolls -= 1;
             }
         }
-        // vt100 counts the rows an unbounded scrollback would hold (a resize
-        // that grows the screen pulls that many down): scroll-ups of a
-        // blank screen bring its count to what the run would have made.
         self.text.clear();
         while scrolls > 0 {
             let k = scrolls.min(rows);

@@ -197,7 +197,6 @@ const MAX_RUN_LINES: usize = 2048;
 /// Input is scanned in pieces of at most this many bytes (offsets in the
 /// line records are `u32`, printable counts 31 bits).
 const MAX_PIECE: usize = 1 << 30;
-static NEWLINES: [u8; MAX_DIM as usize] = [b'\n'; MAX_DIM as usize];
 
 impl Term {
     pub fn new(rows: u16, cols: u16, scrollback: usize) -> Term {
