@@ -1,6 +1,7 @@
 //! Emulator throughput on its own (for profiling): `cargo run --release -p
-//! shoal-term --example flood [plain|sgr] [MiB] [scrollback lines] [ref]`
-//! (`ref`: vt100 fed every byte, no fast path).
+//! shoal-term --example flood [plain|sgr] [MiB] [scrollback lines] [ref|fast]
+//! [chunk bytes]` (`ref`: vt100 fed every byte, no fast path; chunks of
+//! 8 KiB unless given).
 
 #![allow(clippy::print_stdout)] // the figure is its output
 
@@ -26,6 +27,11 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(SCROLLBACK_LINES);
     let reference = args.next().as_deref() == Some("ref");
+    let chunk: usize = args
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8192)
+        .max(1);
     let mut data = Vec::with_capacity((mib << 20) + 256);
     let mut i = 0u64;
     while data.len() < mib << 20 {
@@ -43,7 +49,7 @@ fn main() {
         Term::new(24, 80, keep)
     };
     let (t0, c0) = (Instant::now(), thread_cpu());
-    for c in data.chunks(8192) {
+    for c in data.chunks(chunk) {
         t.process(c);
     }
     let (wall, cpu) = (

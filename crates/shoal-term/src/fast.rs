@@ -2,29 +2,37 @@
 //! draw rows that scroll off the screen before anyone can see them.
 //!
 //! A flood is mostly complete *simple lines* (printable ASCII, SGR
-//! sequences, `\r\n`) written at the bottom of a full-height scroll region.
-//! For a run of such lines producing `T` screen rows on a screen of `R` rows
-//! with the cursor at the start of a blank bottom row, the outcome of
-//! feeding every byte to vt100 is known without drawing most of them:
+//! sequences, each line ending in `\r\n`) written at the bottom of a
+//! full-height scroll region. For a run of such lines making `T` screen rows
+//! (autowrap: `max(1, ceil(len / cols))` per line) on a screen of `R` rows,
+//! with the cursor at the start of a blank bottom row on the main screen and
+//! `T >= 2(R-1) + 1`, the outcome of feeding every byte to vt100 is known
+//! without drawing most of them:
 //!
-//! - the first `R-1` screen rows scroll off first, as they are (vt100 does
-//!   that when fed `R-1` line feeds);
+//! - the `R-1` rows above the cursor scroll off first, as they are: their
+//!   plain text (vt100's `rows()`, trimmed: the same text the capture in
+//!   `on_scroll` makes of a row) goes to the scrollback;
 //! - rows `0..T-(R-1)` of the run scroll off next: their plain text goes
 //!   straight into the scrollback (only the newest `cap` are built);
+//! - vt100 then makes the run's `T` scrolls without history (`Scrolled::skip`
+//!   drops them): scroll-ups (`CSI n S`) of the screen, which bring its count
+//!   of rows an unbounded scrollback would hold (a resize that grows the
+//!   screen pulls that many rows down) to what the run would have made;
 //! - the last `R-1` rows end on the screen above a blank bottom row: vt100
-//!   draws those from the run's own bytes, after the SGR sequences that set
-//!   the pen at that row boundary;
-//! - vt100's count of rows that would be in an unbounded scrollback (it
-//!   decides how a later resize that grows the screen pulls rows down) and
-//!   its last printed character (`CSI b` repeats it) are brought to what
-//!   they would have been with scroll-ups (`CSI n S`) of a blank screen and,
-//!   when the drawn rows print nothing, one write of that character.
+//!   draws those from the run's own bytes (from the row boundary, possibly
+//!   mid-line), after the SGR sequences before that boundary from the last
+//!   full reset on, so the pen is what it would have been;
+//! - when those rows print nothing, the run's last printed character is
+//!   printed on a row that scrolls off (vt100 remembers it for `CSI b`).
 //!
-//! The blank rows those steps scroll off are not history: `Scrolled::skip`
-//! drops them. Whether a run may start is decided from vt100's public state
-//! (main screen, cursor, bottom row) plus what vt100 does not expose: the
+//! Whether a run may start is decided from vt100's public state (main
+//! screen, cursor, bottom row cells) plus what vt100 does not expose: the
 //! main screen's scroll region, tracked by [`Scanner`], a mirror of vte's
-//! parser states over every byte fed.
+//! parser states over every byte fed (split across chunks). vt100 0.18 has
+//! no autowrap-off or insert mode (`CSI ?7 l`, `CSI 4 h` are no-ops in it),
+//! and origin mode only moves cursor addressing, so neither changes what a
+//! simple line does. `diff_tests.rs` holds the result equal to vt100 fed
+//! every byte.
 
 /// vte's parser states (vte 0.15), with the CSI parameters DECSTBM needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -533,6 +541,10 @@ impl crate::Fast {
             }
         }
         parser.process(&bytes[fed..]);
+        // A very long styled line grew the text buffer: do not keep it.
+        if self.text.capacity() > 1 << 16 {
+            self.text = Vec::new();
+        }
     }
 
     /// The run in `self.lines` (ending at `end`), vt100 having been fed up
