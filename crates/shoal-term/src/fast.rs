@@ -508,6 +508,11 @@ impl crate::Fast {
                     }
                     pos = end;
                     self.scan.after_lines();
+                    if !self.pending.is_empty() {
+                        // The run's visible rows and the rest of the input
+                        // wait for the next chunk (or a read).
+                        return;
+                    }
                     // A run cut by the line cap goes on at once.
                     may_try = capped;
                     continue;
@@ -568,7 +573,11 @@ impl crate::Fast {
             if self.ready(parser, rows, cols) {
                 self.run(parser, bytes, first, end, t);
                 self.runs += 1;
-                return end;
+                return if self.pending.is_empty() {
+                    end
+                } else {
+                    bytes.len()
+                };
             }
             let next = self.lines.get(first + 1).map_or(end, |l| l.start as usize);
             parser.process(&bytes[fed..next]);
@@ -593,12 +602,20 @@ impl crate::Fast {
         let need = rows - 1;
         let lines = &self.lines[first..];
         let (cb_cap, pushed) = (parser.callbacks().cap, t - need);
+        // Rows above the cursor that are already blank rows to drop: the
+        // screen of a deferred run (see `materialize`).
+        let dropped = parser.callbacks().skip.min(need);
         // The rows above the cursor scroll off first, as they are: their
         // plain text is what the capture in `on_scroll` makes of them
         // (vt100's plain rendering of a row, trimmed, is the same text as
         // its basic formatted one with the SGR sequences dropped).
         if cb_cap > 0 {
-            let old: Vec<String> = parser.screen().rows(0, cols as u16).take(need).collect();
+            let old: Vec<String> = parser
+                .screen()
+                .rows(0, cols as u16)
+                .take(need)
+                .skip(dropped)
+                .collect();
             let cb = parser.callbacks_mut();
             for mut row in old {
                 row.truncate(row.trim_end().len());
@@ -674,11 +691,106 @@ impl crate::Fast {
                 sgrs(bytes, l, from, bpos, |s, e| parser.process(&bytes[s..e]));
             }
         }
-        // The rows that stay on the screen, drawn by vt100.
+        // The rows that stay on the screen, drawn by vt100, or kept with
+        // the rest of the input when that is the start of a simple line
+        // (the next chunk likely continues the flood, and then vt100 never
+        // draws them): the scrollback is then already what it would be.
+        // Only a tail that fits on the bottom row: one that wrapped would
+        // have scrolled rows into the scrollback already.
+        let tail_fits = line_prefix(&bytes[end..]).is_some_and(|vis| vis <= cols);
+        if bytes.len() - bpos <= MAX_PENDING && tail_fits {
+            self.pending.extend_from_slice(&bytes[bpos..]);
+            return;
+        }
         parser.process(&bytes[bpos..end]);
         debug_assert_eq!(parser.callbacks().skip, 0);
         parser.callbacks_mut().skip = 0;
     }
+
+    /// Feed vt100 the input a run left undrawn (before anything reads the
+    /// screen or resizes it, or input that is not simple lines). vt100 then
+    /// draws the rows it left on its blank screen, their scrolls dropping
+    /// the blank rows still to drop.
+    pub(crate) fn materialize(&mut self, parser: &mut Parser) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let p = std::mem::take(&mut self.pending);
+        parser.process(&p);
+        debug_assert_eq!(parser.callbacks().skip, 0);
+        parser.callbacks_mut().skip = 0;
+        // The scan resumes after those bytes (simple line content).
+        let mut i = 0;
+        while i < p.len() {
+            i = match self.scan.scan(&p, i) {
+                Stop::End => p.len(),
+                Stop::LineFeed(next) | Stop::Reset(next) => next,
+                Stop::ScrollRegion { at, .. } => at + 1,
+            };
+        }
+        self.pending = p;
+        self.pending.clear();
+    }
+
+    /// Feed input, after what a run left undrawn.
+    pub(crate) fn feed(&mut self, parser: &mut Parser, bytes: &[u8]) {
+        if self.pending.is_empty() {
+            for piece in bytes.chunks(crate::MAX_PIECE) {
+                self.process(parser, piece);
+            }
+            return;
+        }
+        if bytes.len() > crate::MAX_PIECE {
+            self.materialize(parser);
+            return self.feed(parser, bytes);
+        }
+        // vt100 stands where the undrawn input starts: go on from there.
+        self.carried += 1;
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        buf.extend_from_slice(&self.pending);
+        buf.extend_from_slice(bytes);
+        self.pending.clear();
+        self.process(parser, &buf);
+        if buf.capacity() > 1 << 17 {
+            buf = Vec::new();
+        }
+        self.buf = buf;
+    }
+}
+
+/// Input a run leaves undrawn at most.
+const MAX_PENDING: usize = 16 << 10;
+
+/// If these bytes are the start of a simple line (printable ASCII and
+/// complete SGR sequences, possibly ending inside an SGR sequence or with
+/// its `\r`), its printable characters so far.
+fn line_prefix(bytes: &[u8]) -> Option<usize> {
+    let (mut i, mut vis) = (0, 0);
+    while i < bytes.len() {
+        match bytes[i] {
+            0x20..=0x7e => {
+                vis += 1;
+                i += 1;
+            }
+            b'\r' if i + 1 == bytes.len() => return Some(vis),
+            0x1b => {
+                match bytes.get(i + 1) {
+                    None => return Some(vis),
+                    Some(b'[') => {}
+                    Some(_) => return None,
+                }
+                let p = i + 2;
+                match bytes[p..].iter().position(|b| !(b'0'..=b';').contains(b)) {
+                    None => return Some(vis),
+                    Some(k) if bytes[p + k] == b'm' => i = p + k + 1,
+                    Some(_) => return None,
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(vis)
 }
 
 /// Where the last `need` rows of the run start: the line and the byte

@@ -187,8 +187,15 @@ struct Fast {
     blank: vt100::Cell,
     lines: Vec<fast::Line>,
     text: Vec<u8>,
-    /// Runs taken (the differential test checks that it has work).
+    /// Input after a run's row boundary that vt100 has not been fed yet
+    /// (simple line content; see `Fast::materialize`).
+    pending: Vec<u8>,
+    /// Reused for pending input plus the next chunk.
+    buf: Vec<u8>,
+    /// Runs taken, and chunks fed after undrawn input (the differential
+    /// test checks that both have work).
     runs: u64,
+    carried: u64,
 }
 
 /// Simple lines parsed per run at most (bounds the line records; a run
@@ -211,7 +218,10 @@ impl Term {
             blank,
             lines: Vec::new(),
             text: Vec::new(),
+            pending: Vec::new(),
+            buf: Vec::new(),
             runs: 0,
+            carried: 0,
         });
         t
     }
@@ -246,11 +256,7 @@ impl Term {
         }
         match &mut self.fast {
             None => self.parser.process(bytes),
-            Some(f) => {
-                for piece in bytes.chunks(MAX_PIECE) {
-                    f.process(&mut self.parser, piece);
-                }
-            }
+            Some(f) => f.feed(&mut self.parser, bytes),
         }
         self.gen += 1;
     }
@@ -259,6 +265,7 @@ impl Term {
     pub fn set_size(&mut self, rows: u16, cols: u16) {
         let (rows, cols) = (nz(rows), nz(cols));
         if let Some(f) = &mut self.fast {
+            f.materialize(&mut self.parser);
             // vt100 resets both scroll regions when the size changes.
             if self.parser.screen().size() != (rows, cols) {
                 f.region_full = true;
@@ -286,6 +293,9 @@ impl Term {
 
     /// The screen now (cached while nothing changed).
     pub fn render(&mut self) -> &Rendered {
+        if let Some(f) = &mut self.fast {
+            f.materialize(&mut self.parser);
+        }
         if self.cache.as_ref().is_none_or(|(g, _)| *g != self.gen) {
             let screen = self.parser.screen();
             let (_, cols) = screen.size();
