@@ -25,6 +25,15 @@
 //! - when those rows print nothing, the run's last printed character is
 //!   printed on a row that scrolls off (vt100 remembers it for `CSI b`).
 //!
+//! Those last rows are not drawn at once when the input after the run is
+//! the start of a simple line that fits the bottom row (a PTY read ends
+//! mid-line): they wait, with that start, in `Fast::pending`, vt100 standing
+//! on its blank screen with `R-1` scrolls still to drop. The next chunk is
+//! scanned after them, so a flood in 4 KiB reads is one long run; reading
+//! the screen, resizing, or input that is not simple lines first feeds them
+//! (`Fast::materialize`). The scrollback is complete meanwhile: nothing
+//! pending has scrolled anything off.
+//!
 //! Whether a run may start is decided from vt100's public state (main
 //! screen, cursor, bottom row cells) plus what vt100 does not expose: the
 //! main screen's scroll region, tracked by [`Scanner`], a mirror of vte's
