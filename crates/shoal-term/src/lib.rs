@@ -19,6 +19,7 @@
 #[cfg(test)]
 mod diff_tests;
 mod fast;
+mod scan;
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::VecDeque;
@@ -180,7 +181,7 @@ pub struct Term {
 /// The fast path's state: the scan of every byte fed, what vt100 does not
 /// expose, and reused buffers.
 struct Fast {
-    scan: fast::Scanner,
+    scan: scan::Scanner,
     /// The main screen's scroll region is the whole screen.
     region_full: bool,
     /// A cell as vt100 makes a blank one (for the bottom-row check).
@@ -213,7 +214,7 @@ impl Term {
             .cell(0, 0)
             .cloned();
         t.fast = blank.map(|blank| Fast {
-            scan: fast::Scanner::new(),
+            scan: scan::Scanner::new(),
             region_full: true,
             blank,
             lines: Vec::new(),
