@@ -45,7 +45,7 @@ $(NODE_DIR)/node_modules/.ok: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.
 	touch $@
 
 test: venv node
-	$(CARGO) test --locked
+	$(CARGO) test --locked --workspace
 
 bench:
 	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash --bench tasks
@@ -57,7 +57,7 @@ load:
 
 lint:
 	$(CARGO) fmt --check
-	$(CARGO) clippy --all-targets --locked -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 fmt:
 	$(CARGO) fmt

@@ -4,7 +4,8 @@
 //!   idle 80x24 `cat`;
 //! - send → echo visible: `shoal_pty_send` of a fresh token, then
 //!   `shoal_pty_read` with `wait_for` that token;
-//! - emulator throughput (in-process `Term::process` of plain and SGR text);
+//! - emulator throughput (in-process `Term::process` of plain and SGR text,
+//!   64 MiB in 8 KiB chunks), and the same through vt100 alone;
 //! - memory per idle 80x24 PTY with 1000 lines of scrollback: the daemon's
 //!   RSS growth over 40 such PTYs, and the emulator's own estimate.
 //!
@@ -162,9 +163,13 @@ fn thread_cpu() -> Duration {
 
 /// MB/s of wall time and of the thread's CPU time (the machine may be
 /// shared: the CPU figure is what the emulator itself costs).
-fn throughput(sgr: bool) -> (f64, f64) {
+fn throughput(sgr: bool, reference: bool) -> (f64, f64) {
     let data = flood_text(64 << 20, sgr);
-    let mut t = Term::new(24, 80, SCROLLBACK_LINES);
+    let mut t = if reference {
+        Term::without_fast_path(24, 80, SCROLLBACK_LINES)
+    } else {
+        Term::new(24, 80, SCROLLBACK_LINES)
+    };
     let (t0, c0) = (Instant::now(), thread_cpu());
     for c in data.chunks(8192) {
         t.process(c);
@@ -181,9 +186,14 @@ fn main() {
         .unwrap_or(2000);
 
     for (name, sgr) in [("plain", false), ("SGR", true)] {
-        let (wall, cpu) = throughput(sgr);
+        let (wall, cpu) = throughput(sgr, false);
         println!(
             "emulator throughput, {name} text: {wall:.1} MB/s wall, {cpu:.1} MB/s of CPU time"
+        );
+        // The same bytes through vt100 alone (the fast path's reference).
+        let (wall, cpu) = throughput(sgr, true);
+        println!(
+            "  vt100 fed every byte, {name} text: {wall:.1} MB/s wall, {cpu:.1} MB/s of CPU time"
         );
     }
     let mut t = Term::new(24, 80, SCROLLBACK_LINES);

@@ -8,6 +8,18 @@
 //!
 //! Rendering the screen (trimmed rows, cursor, a content hash) is cached per
 //! generation, so repeated reads of an unchanged screen cost a copy.
+//!
+//! Floods take a fast path (`fast.rs`): runs of complete plain or SGR lines
+//! that scroll straight through the screen go to the scrollback without
+//! vt100 drawing them, and vt100 draws only the rows that stay visible.
+//! Everything a `Term` exposes is what feeding every byte to vt100 gives
+//! (`Term::without_fast_path` is that reference; the differential test in
+//! `diff_tests.rs` holds them equal).
+
+#[cfg(test)]
+mod diff_tests;
+mod fast;
+mod scan;
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::VecDeque;
@@ -35,10 +47,25 @@ struct Scrolled {
     cap: usize,
     /// Reused for the row being captured.
     scratch: String,
+    /// Scrolls to drop: blank rows the fast path scrolls off, not history.
+    skip: usize,
+}
+
+impl Scrolled {
+    fn push(&mut self, line: Box<str>) {
+        if self.lines.len() == self.cap {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line);
+    }
 }
 
 impl vt100::Callbacks for Scrolled {
     fn on_scroll(&mut self, contents: vt100::capture::RowContents<'_>, alternate_screen: bool) {
+        if self.skip > 0 {
+            self.skip -= 1;
+            return;
+        }
         if alternate_screen || self.cap == 0 {
             return;
         }
@@ -51,14 +78,14 @@ impl vt100::Callbacks for Scrolled {
             in_esc: false,
         };
         let mut state = vt100::capture::BasicFormattedCaptureState::new();
-        if contents.write_formatted_basic(&mut sink, &mut state).is_err() {
+        if contents
+            .write_formatted_basic(&mut sink, &mut state)
+            .is_err()
+        {
             return;
         }
         let line: Box<str> = self.scratch.trim_end().into();
-        if self.lines.len() == self.cap {
-            self.lines.pop_front();
-        }
-        self.lines.push_back(line);
+        self.push(line);
     }
 }
 
@@ -144,13 +171,66 @@ pub struct Snapshot {
 
 pub struct Term {
     parser: vt100::Parser<Scrolled>,
+    /// `None`: every byte goes to vt100 (the reference).
+    fast: Option<Fast>,
     gen: u64,
     cache: Option<(u64, Rendered)>,
     last_read: Option<u64>,
 }
 
+/// The fast path's state: the scan of every byte fed, what vt100 does not
+/// expose, and reused buffers.
+struct Fast {
+    scan: scan::Scanner,
+    /// The main screen's scroll region is the whole screen.
+    region_full: bool,
+    /// A cell as vt100 makes a blank one (for the bottom-row check).
+    blank: vt100::Cell,
+    lines: Vec<fast::Line>,
+    text: Vec<u8>,
+    /// Input after a run's row boundary that vt100 has not been fed yet
+    /// (simple line content; see `Fast::materialize`).
+    pending: Vec<u8>,
+    /// Reused for pending input plus the next chunk.
+    buf: Vec<u8>,
+    /// Runs taken, and chunks fed after undrawn input (the differential
+    /// test checks that both have work).
+    runs: u64,
+    carried: u64,
+}
+
+/// Simple lines parsed per run at most (bounds the line records; a run
+/// needs fewer than `2 * MAX_DIM` rows to pay).
+const MAX_RUN_LINES: usize = 2048;
+/// Input is scanned in pieces of at most this many bytes (offsets in the
+/// line records are `u32`, printable counts 31 bits).
+const MAX_PIECE: usize = 1 << 30;
+
 impl Term {
     pub fn new(rows: u16, cols: u16, scrollback: usize) -> Term {
+        let mut t = Term::without_fast_path(rows, cols, scrollback);
+        let blank = vt100::Parser::new(NonZeroU16::MIN, NonZeroU16::MIN, 0)
+            .screen()
+            .cell(0, 0)
+            .cloned();
+        t.fast = blank.map(|blank| Fast {
+            scan: scan::Scanner::new(),
+            region_full: true,
+            blank,
+            lines: Vec::new(),
+            text: Vec::new(),
+            pending: Vec::new(),
+            buf: Vec::new(),
+            runs: 0,
+            carried: 0,
+        });
+        t
+    }
+
+    /// A `Term` that feeds every byte to vt100: what `new` gives, more
+    /// slowly (the specification of the fast path, for tests and
+    /// measurements).
+    pub fn without_fast_path(rows: u16, cols: u16, scrollback: usize) -> Term {
         Term {
             parser: vt100::Parser::new_with_callbacks(
                 nz(rows),
@@ -160,8 +240,10 @@ impl Term {
                     lines: VecDeque::new(),
                     cap: scrollback,
                     scratch: String::new(),
+                    skip: 0,
                 },
             ),
+            fast: None,
             gen: 0,
             cache: None,
             last_read: None,
@@ -173,13 +255,24 @@ impl Term {
         if bytes.is_empty() {
             return;
         }
-        self.parser.process(bytes);
+        match &mut self.fast {
+            None => self.parser.process(bytes),
+            Some(f) => f.feed(&mut self.parser, bytes),
+        }
         self.gen += 1;
     }
 
     /// Resize the grid (rows leaving the top go to the scrollback).
     pub fn set_size(&mut self, rows: u16, cols: u16) {
-        self.parser.set_size(nz(rows), nz(cols));
+        let (rows, cols) = (nz(rows), nz(cols));
+        if let Some(f) = &mut self.fast {
+            f.materialize(&mut self.parser);
+            // vt100 resets both scroll regions when the size changes.
+            if self.parser.screen().size() != (rows, cols) {
+                f.region_full = true;
+            }
+        }
+        self.parser.set_size(rows, cols);
         self.gen += 1;
     }
 
@@ -201,6 +294,9 @@ impl Term {
 
     /// The screen now (cached while nothing changed).
     pub fn render(&mut self) -> &Rendered {
+        if let Some(f) = &mut self.fast {
+            f.materialize(&mut self.parser);
+        }
         if self.cache.as_ref().is_none_or(|(g, _)| *g != self.gen) {
             let screen = self.parser.screen();
             let (_, cols) = screen.size();
