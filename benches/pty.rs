@@ -22,6 +22,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use shoal::pty::term::{Term, SCROLLBACK_LINES};
 
+#[path = "workloads/cpu.rs"]
+mod cpu;
+use cpu::thread_cpu;
+
 const BIN: &str = env!("CARGO_BIN_EXE_shoal");
 
 struct Daemon {
@@ -149,16 +153,6 @@ fn flood_text(bytes: usize, sgr: bool) -> Vec<u8> {
         i += 1;
     }
     out
-}
-
-/// CPU time of the calling thread (the first field of
-/// `/proc/thread-self/schedstat`: nanoseconds on the CPU).
-fn thread_cpu() -> Duration {
-    let ns = std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .unwrap_or(0);
-    Duration::from_nanos(ns)
 }
 
 /// MB/s of wall time and of the thread's CPU time (the machine may be
