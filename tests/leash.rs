@@ -36,19 +36,6 @@ fn write_config(root: &Root, text: &str) -> PathBuf {
     p
 }
 
-fn attach_token(c: &mut Conn, session: &str, token: &str) -> Value {
-    c.call(
-        "session.attach",
-        json!({"session": session, "token": token, "client": {"kind": "test", "tty": false}}),
-    )
-}
-
-fn token(root: &Root, principal: &str) -> String {
-    let (st, out, err) = run(root, &["token", "create", principal], &[]);
-    assert_eq!(st, 0, "{err}");
-    out.lines().last().unwrap().to_string()
-}
-
 #[test]
 fn plans_reversibility_refs_and_approved_mode() {
     let root = Root::new();
@@ -221,9 +208,9 @@ fn policy_bound_token_principal_with_landlock() {
         &["--config", cfg.to_str().unwrap()],
         &[],
     );
-    let t = token(&root, "agent:p");
+    let t = create_token(&root, "agent:p");
     let mut c = d.conn();
-    let r = attach_token(&mut c, "agent", &t);
+    let r = c.attach_token("agent", &t);
     let att = &r["result"];
     assert_eq!(att["principal"], json!("agent:p"), "{r}");
     assert_eq!(att["caps_enforced"], json!(true), "{r}");
@@ -331,11 +318,11 @@ fn refusals_and_revocation() {
     );
     let mut c = d.conn();
     // A bad token.
-    let r = attach_token(&mut c, "x", "not-a-token");
+    let r = c.attach_token("x", "not-a-token");
     assert_eq!(code(&r), -32030, "{r}");
     // No policy section: refused exec, plan apply and PTY open, naming the section.
-    let t = token(&root, "agent:none");
-    let r = attach_token(&mut c, "none", &t);
+    let t = create_token(&root, "agent:none");
+    let r = c.attach_token("none", &t);
     assert_eq!(r["result"]["principal"], json!("agent:none"), "{r}");
     let section = "[policy.principal.\"agent:none\"]";
     let r = c.call("exec", json!({"src": "1 + 2"}));
@@ -361,9 +348,9 @@ fn refusals_and_revocation() {
     assert_eq!(c.ok("pty.list", json!({}))["ptys"], json!([]));
 
     // Revocation: the next call is refused, no restart.
-    let t2 = token(&root, "agent:p");
+    let t2 = create_token(&root, "agent:p");
     let mut c2 = d.conn();
-    attach_token(&mut c2, "p", &t2);
+    c2.attach_token("p", &t2);
     c2.ok("exec", json!({"src": "echo ok"}));
     let (st, out, _) = run(&root, &["token", "list"], &[]);
     assert_eq!(st, 0);
@@ -373,7 +360,7 @@ fn refusals_and_revocation() {
     assert_eq!(st, 0, "{err}");
     let r = c2.call("exec", json!({"src": "echo ok"}));
     assert_eq!(code(&r), -32030, "{r}");
-    let r = attach_token(&mut c2, "p", &t2);
+    let r = c2.attach_token("p", &t2);
     assert_eq!(code(&r), -32030, "{r}");
     // The file: 0600, hashed.
     let f = root.state_dir().join("tokens.json");
@@ -398,7 +385,7 @@ fn mcp_tools_and_plan_resources() {
         &["--config", cfg.to_str().unwrap()],
         &[],
     );
-    let t = token(&root, "agent:p");
+    let t = create_token(&root, "agent:p");
     let mut m = d.conn();
     m.ok("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}));
     m.send(&json!({"jsonrpc": "2.0", "method": "shoal/attach", "params": {"session": "mcp", "token": t}}));
@@ -570,7 +557,7 @@ delete = ["{p}/**"]
     let probe = format!("sh {{ {} }}", connect_probe(port));
 
     let mut n = d.conn();
-    let r = attach_token(&mut n, "plain", &token(&root, "agent:n"));
+    let r = n.attach_token("plain", &create_token(&root, "agent:n"));
     assert_eq!(r["result"]["principal"], json!("agent:n"), "{r}");
     let out = n.ok("exec", json!({"src": probe})).to_string();
     assert!(
@@ -597,7 +584,7 @@ delete = ["{p}/**"]
     );
 
     let mut h = d.conn();
-    let r = attach_token(&mut h, "sealed", &token(&root, "agent:h"));
+    let r = h.attach_token("sealed", &create_token(&root, "agent:h"));
     assert_eq!(r["result"]["caps_enforced"], json!(true), "{r}");
     // Foreground: the connect fails at the OS level.
     let out = h.ok("exec", json!({"src": probe})).to_string();
@@ -635,23 +622,13 @@ delete = ["{p}/**"]
     let text = v.to_string();
     assert!(text.contains("TCP_NO") && !text.contains("TCP_OK"), "{v}");
     // And a program on a PTY.
-    let cmd = format!("{}; echo END; sleep 30", connect_probe(port));
-    let p = h.ok(
-        "pty.open",
-        json!({"cmd": "sh", "args": ["-c", cmd], "cols": 120, "rows": 10}),
-    );
-    let id = p["pty_id"].clone();
-    let r = h.ok(
-        "pty.read",
-        json!({"pty_id": id, "wait_for": "END", "timeout_ms": 10000}),
-    );
-    assert_eq!(r["matched"], json!(true), "{r}");
-    let screen = r["screen"].to_string();
+    let screen = h
+        .pty_screen_after(&connect_probe(port), 120, 10)
+        .to_string();
     assert!(
         screen.contains("TCP_NO") && !screen.contains("TCP_OK"),
         "{screen}"
     );
-    h.ok("pty.close", json!({"pty_id": id}));
 
     // shoal status says what is sealed.
     let sock = root.socket();

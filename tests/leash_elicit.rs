@@ -101,9 +101,7 @@ fn elicitation_wait_ends_with_cancel_and_hangup() {
         &["--config", cfg.to_str().unwrap()],
         &[],
     );
-    let (st, out, err) = run(&root, &["token", "create", "agent:r"], &[]);
-    assert_eq!(st, 0, "{err}");
-    let tok = out.lines().last().unwrap().to_string();
+    let tok = create_token(&root, "agent:r");
 
     let mut c = mcp(&d, "raw", &tok);
     let pr = plan(&mut c, "sh { echo one }");

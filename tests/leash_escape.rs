@@ -13,19 +13,6 @@ use std::path::Path;
 use common::*;
 use serde_json::{json, Value};
 
-fn attach_token(c: &mut Conn, session: &str, token: &str) -> Value {
-    c.call(
-        "session.attach",
-        json!({"session": session, "token": token, "client": {"kind": "test", "tty": false}}),
-    )
-}
-
-fn token(root: &Root, principal: &str) -> String {
-    let (st, out, err) = run(root, &["token", "create", principal], &[]);
-    assert_eq!(st, 0, "{err}");
-    out.lines().last().unwrap().to_string()
-}
-
 /// Python `code` (single-quote free), then `PY_OK` or `PY_NO` (spelt apart
 /// in the source, so only the output contains the words).
 fn py(code: &str) -> String {
@@ -72,19 +59,7 @@ fn bg(c: &mut Conn, sh: &str) -> String {
 
 /// The same on a PTY; the screen once `END` shows.
 fn on_pty(c: &mut Conn, sh: &str) -> String {
-    let cmd = format!("{sh}; echo END; sleep 30");
-    let p = c.ok(
-        "pty.open",
-        json!({"cmd": "sh", "args": ["-c", cmd], "cols": 200, "rows": 20}),
-    );
-    let id = p["pty_id"].clone();
-    let r = c.ok(
-        "pty.read",
-        json!({"pty_id": id, "wait_for": "END", "timeout_ms": 10000}),
-    );
-    assert_eq!(r["matched"], json!(true), "{r}");
-    c.ok("pty.close", json!({"pty_id": id}));
-    r["screen"].to_string()
+    c.pty_screen_after(sh, 200, 20).to_string()
 }
 
 fn refused(out: &str) -> bool {
@@ -151,7 +126,7 @@ delete = ["{p}/**"]
         .unwrap_or_else(|| panic!("{status}"));
     for principal in ["agent:wide", "agent:proj"] {
         let mut c = d.conn();
-        let r = attach_token(&mut c, principal, &token(&root, principal));
+        let r = c.attach_token(principal, &create_token(&root, principal));
         assert_eq!(r["result"]["principal"], json!(principal), "{r}");
         // The daemon's socket: refused at socket(2), on every spawn path.
         let out = fg(&mut c, &unix);
@@ -194,7 +169,7 @@ delete = ["{p}/**"]
     // A shoal client run by a sandboxed child fails at once and clearly
     // (agent:wide may write the socket dir: it must not start a daemon).
     let mut c = d.conn();
-    attach_token(&mut c, "shim", &token(&root, "agent:wide"));
+    c.attach_token("shim", &create_token(&root, "agent:wide"));
     let bin = env!("CARGO_BIN_EXE_shoal");
     for args in [
         format!("exec --socket {} \"echo hi\"", sock.display()),

@@ -259,6 +259,41 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// `session.attach` with a principal's token; the whole response (errors included).
+    pub fn attach_token(&mut self, session: &str, token: &str) -> Value {
+        self.call(
+            "session.attach",
+            json!({"session": session, "token": token, "client": {"kind": "test", "tty": false}}),
+        )
+    }
+
+    /// Run `sh -c CMD; echo END` on a PTY of `cols` x `rows`, wait for `END`
+    /// and close it; the screen read then.
+    pub fn pty_screen_after(&mut self, cmd: &str, cols: u32, rows: u32) -> Value {
+        let cmd = format!("{cmd}; echo END; sleep 30");
+        let p = self.ok(
+            "pty.open",
+            json!({"cmd": "sh", "args": ["-c", cmd], "cols": cols, "rows": rows}),
+        );
+        let id = p["pty_id"].clone();
+        let r = self.ok(
+            "pty.read",
+            json!({"pty_id": id, "wait_for": "END", "timeout_ms": 10000}),
+        );
+        assert_eq!(r["matched"], json!(true), "{r}");
+        self.ok("pty.close", json!({"pty_id": id}));
+        r["screen"].clone()
+    }
+}
+
+/// A token for `principal` (`shoal token create`).
+pub fn create_token(root: &Root, principal: &str) -> String {
+    let (st, out, err) = run(root, &["token", "create", principal], &[]);
+    assert_eq!(st, 0, "{err}");
+    out.lines().last().unwrap().to_string()
+}
+
 /// Run `shoal` with args in a root's env; (status, stdout, stderr).
 pub fn run(root: &Root, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = root.command();
