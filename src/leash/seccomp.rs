@@ -53,12 +53,10 @@ const RET_ALLOW: u32 = 0x7fff_0000;
 const RET_ERRNO: u32 = 0x0005_0000;
 const RET_KILL_PROCESS: u32 = 0x8000_0000;
 
-/// A hermetic child's seccomp filter: `socket(2)` fails with `EACCES` (no
-/// socket of any family: UDP, unix, raw, netlink), `io_uring_setup` with
-/// `EPERM` (its ring could open sockets), syscalls of another ABI (x32,
-/// 32-bit compat) kill the process; everything else is allowed.
-/// `socketpair` stays (an unnamed pair reaches nothing outside).
-pub(super) static SEAL: [libc::sock_filter; 11] = [
+/// What both filters start with: a syscall of another ABI (a foreign
+/// `seccomp_data.arch`, or an x32 number) kills the process; the syscall
+/// number is loaded for what follows.
+const PROLOGUE: [libc::sock_filter; 6] = [
     bpf(BPF_LD_W_ABS, 0, 0, 4), // seccomp_data.arch
     bpf(
         BPF_JEQ_K,
@@ -73,33 +71,47 @@ pub(super) static SEAL: [libc::sock_filter; 11] = [
     bpf(BPF_LD_W_ABS, 0, 0, 0), // seccomp_data.nr
     bpf(BPF_JGE_K, 0, 1, 0x4000_0000),
     bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
+];
+
+/// A filter: [`PROLOGUE`] then `body` (`N` = 6 + `M`, checked when compiled;
+/// the prologue's jumps stay inside it, the body's inside the body).
+const fn after_prologue<const M: usize, const N: usize>(
+    body: [libc::sock_filter; M],
+) -> [libc::sock_filter; N] {
+    assert!(N == PROLOGUE.len() + M, "filter length");
+    let mut out = [bpf(0, 0, 0, 0); N];
+    let mut i = 0;
+    while i < PROLOGUE.len() {
+        out[i] = PROLOGUE[i];
+        i += 1;
+    }
+    let mut j = 0;
+    while j < M {
+        out[PROLOGUE.len() + j] = body[j];
+        j += 1;
+    }
+    out
+}
+
+/// A hermetic child's seccomp filter: `socket(2)` fails with `EACCES` (no
+/// socket of any family: UDP, unix, raw, netlink), `io_uring_setup` with
+/// `EPERM` (its ring could open sockets), syscalls of another ABI (x32,
+/// 32-bit compat) kill the process; everything else is allowed.
+/// `socketpair` stays (an unnamed pair reaches nothing outside).
+pub(super) static SEAL: [libc::sock_filter; 11] = after_prologue([
     bpf(BPF_JEQ_K, 0, 1, libc::SYS_socket as u32),
     bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EACCES as u32),
     bpf(BPF_JEQ_K, 0, 1, libc::SYS_io_uring_setup as u32),
     bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
     bpf(BPF_RET_K, 0, 0, RET_ALLOW),
-];
+]);
 
 /// Every other token principal's filter: `socket(2)` with domain
 /// `AF_UNIX` fails with `EACCES` (the low 32 bits of the argument are
 /// compared, as the kernel reads an `int`), `io_uring_setup` with `EPERM`
 /// (`IORING_OP_SOCKET` would bypass the filter), other syscall ABIs kill
 /// the process; everything else (TCP, UDP, `socketpair`) is allowed.
-pub(super) static NO_UNIX: [libc::sock_filter; 13] = [
-    bpf(BPF_LD_W_ABS, 0, 0, 4), // seccomp_data.arch
-    bpf(
-        BPF_JEQ_K,
-        1,
-        0,
-        match AUDIT_ARCH {
-            Some(a) => a,
-            None => 0,
-        },
-    ),
-    bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
-    bpf(BPF_LD_W_ABS, 0, 0, 0), // seccomp_data.nr
-    bpf(BPF_JGE_K, 0, 1, 0x4000_0000),
-    bpf(BPF_RET_K, 0, 0, RET_KILL_PROCESS),
+pub(super) static NO_UNIX: [libc::sock_filter; 13] = after_prologue([
     bpf(BPF_JEQ_K, 0, 1, libc::SYS_io_uring_setup as u32),
     bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
     bpf(BPF_JEQ_K, 0, 3, libc::SYS_socket as u32),
@@ -107,7 +119,7 @@ pub(super) static NO_UNIX: [libc::sock_filter; 13] = [
     bpf(BPF_JEQ_K, 0, 1, libc::AF_UNIX as u32),
     bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EACCES as u32),
     bpf(BPF_RET_K, 0, 0, RET_ALLOW),
-];
+]);
 
 /// Can this kernel install the socket filters (seccomp filters with the
 /// errno and kill-process actions)?
