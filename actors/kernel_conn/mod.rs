@@ -41,6 +41,7 @@ use reader::{id_key, lock_calls, Calls};
 
 type Reply = LocalBoxActorFuture<KernelConn, Result<Json, RpcError>>;
 
+/// The kernel methods besides `pty.*` ([`crate::pty::api::METHODS`]).
 const METHODS: &[&str] = &[
     "session.attach",
     "parse",
@@ -58,12 +59,6 @@ const METHODS: &[&str] = &[
     "events.publish",
     "events.subscribe",
     "events.unsubscribe",
-    "pty.open",
-    "pty.send",
-    "pty.read",
-    "pty.resize",
-    "pty.close",
-    "pty.list",
     "task.get",
     "task.list",
     "task.await",
@@ -150,7 +145,8 @@ impl KernelConn {
     }
 
     fn dispatch(&mut self, method: &str, params: Json, cancel: Arc<CallCancel>) -> Reply {
-        if !METHODS.contains(&method) || (method == "debug.crash" && !conn::debug_hooks()) {
+        let known = METHODS.contains(&method) || crate::pty::api::METHODS.contains(&method);
+        if !known || (method == "debug.crash" && !conn::debug_hooks()) {
             return Box::pin(ready(Err(RpcError::method_not_found(method))));
         }
         let p = match rpc::params_object(&params) {
