@@ -36,6 +36,7 @@ use serde_json::{json, Value as Json};
 use super::health::Registration;
 use super::msg::Crash;
 use crate::journal::{self, JournalWriter as Writer, Op};
+pub use crate::proto::event::Payload;
 use crate::sync::Locked;
 
 /// Events kept in memory per channel.
@@ -57,7 +58,7 @@ pub struct BusEvent {
     pub ts: i64,
     /// Shared: the ring, every subscriber queue and the publisher's answer hold
     /// the same payload (events are published on every exec).
-    pub payload: Arc<Json>,
+    pub payload: Arc<Payload>,
     /// The encoded kernel `event` notification, filled by the first connection that writes
     /// this event and reused by every other subscriber of the same publish.
     frame: Arc<OnceLock<Vec<u8>>>,
@@ -75,7 +76,7 @@ impl PartialEq for BusEvent {
 }
 
 impl BusEvent {
-    pub fn new(channel: String, seq: u64, ts: i64, payload: Arc<Json>) -> Self {
+    pub fn new(channel: String, seq: u64, ts: i64, payload: Arc<Payload>) -> Self {
         BusEvent {
             channel,
             seq,
@@ -93,7 +94,7 @@ impl BusEvent {
 
     /// The wire shape `{"channel","seq","ts","payload"}`.
     pub fn to_json(&self) -> Json {
-        json!({"channel": self.channel, "seq": self.seq, "ts": self.ts, "payload": *self.payload})
+        json!({"channel": self.channel, "seq": self.seq, "ts": self.ts, "payload": self.payload.to_json()})
     }
 }
 
@@ -102,7 +103,7 @@ impl BusEvent {
 #[rtype(result = "BusEvent")]
 pub struct Publish {
     pub channel: String,
-    pub payload: Json,
+    pub payload: Payload,
 }
 
 /// Events of `channel` with `seq > since` (the ring when `since` is absent), ascending; `limit`
@@ -276,7 +277,7 @@ impl EventBus {
             .collect()
     }
 
-    fn publish(&mut self, channel: String, payload: Json, ctx: &mut Context<Self>) -> BusEvent {
+    fn publish(&mut self, channel: String, payload: Payload, ctx: &mut Context<Self>) -> BusEvent {
         let book = &self.book;
         let ch = self
             .channels
@@ -377,7 +378,9 @@ impl EventBus {
                         s.channel.clone(),
                         s.latest_dropped,
                         journal::now_ns(),
-                        Arc::new(json!({"dropped": s.dropped, "latest_seq": s.latest_dropped})),
+                        Arc::new(
+                            json!({"dropped": s.dropped, "latest_seq": s.latest_dropped}).into(),
+                        ),
                     );
                     s.dropped = 0;
                     marker
@@ -455,7 +458,7 @@ impl Actor for EventBus {
                     s.channel.clone(),
                     latest,
                     journal::now_ns(),
-                    Arc::new(json!({"restarted": true, "latest_seq": latest})),
+                    Arc::new(json!({"restarted": true, "latest_seq": latest}).into()),
                 );
                 self.enqueue(id, marker, ctx);
             }
@@ -560,7 +563,12 @@ impl Handler<ReadEvents> for EventBus {
                         .into_iter()
                         .filter(|e| e.seq < first_in_ring)
                         .map(|e| {
-                            BusEvent::new(msg.channel.clone(), e.seq, e.ts, Arc::new(e.payload))
+                            BusEvent::new(
+                                msg.channel.clone(),
+                                e.seq,
+                                e.ts,
+                                Arc::new(e.payload.into()),
+                            )
                         })
                         .collect();
                     out.extend(ring);
@@ -647,7 +655,7 @@ mod tests {
             for i in 0..n {
                 bus.do_send(Publish {
                     channel: "user.t".into(),
-                    payload: json!(i),
+                    payload: json!(i).into(),
                 });
             }
             // Wait for the marker, then publish one more.
@@ -656,25 +664,31 @@ mod tests {
                 .lock()
                 .unwrap()
                 .iter()
-                .any(|e| e.payload.get("dropped").is_some())
+                .any(|e| e.payload.to_json().get("dropped").is_some())
             {
                 assert!(std::time::Instant::now() < deadline, "no marker");
                 actix_rt::time::sleep(Duration::from_millis(5)).await;
             }
             bus.send(Publish {
                 channel: "user.t".into(),
-                payload: json!("late"),
+                payload: json!("late").into(),
             })
             .await
             .unwrap();
-            while got.lock().unwrap().last().map(|e| &*e.payload) != Some(&json!("late")) {
+            while got
+                .lock()
+                .unwrap()
+                .last()
+                .map(|e| e.payload.to_json().into_owned())
+                != Some(json!("late"))
+            {
                 assert!(std::time::Instant::now() < deadline, "no late event");
                 actix_rt::time::sleep(Duration::from_millis(5)).await;
             }
             let got = got.lock().unwrap().clone();
             let marker_at = got
                 .iter()
-                .position(|e| e.payload.get("dropped").is_some())
+                .position(|e| e.payload.to_json().get("dropped").is_some())
                 .unwrap();
             let delivered = &got[..marker_at];
             // Contiguous from 0, at most the queue plus what the subscriber's mailbox holds
@@ -686,9 +700,9 @@ mod tests {
             assert!(delivered.len() <= QUEUE + 18, "{}", delivered.len());
             let m = &got[marker_at];
             assert_eq!(m.seq, n - 1);
-            assert_eq!(m.payload["latest_seq"], json!(n - 1));
+            assert_eq!(m.payload.to_json()["latest_seq"], json!(n - 1));
             assert_eq!(
-                m.payload["dropped"],
+                m.payload.to_json()["dropped"],
                 json!(n - delivered.len() as u64),
                 "every event is delivered or counted"
             );

@@ -16,13 +16,14 @@ use actix::prelude::*;
 use base64::Engine as _;
 use serde_json::{json, Value as Json};
 
-use super::event_bus::{EventBus, Publish};
+use super::event_bus::{EventBus, Payload, Publish};
 use super::health::{Registration, Supervised};
 use super::msg::Crash;
 use crate::journal::{
     self, Cwd, Entry, EntryId, Finish, JournalError, NewEntry, Op, OutputData, OutputKind, Query,
     Scope, StoreStats,
 };
+use crate::proto::event::Summary;
 use crate::sync::Locked;
 use crate::value::{ShoalError, Value};
 
@@ -399,28 +400,20 @@ fn cwd_of(p: &Path) -> Cwd {
     }
 }
 
-fn tagged_str(s: &str) -> Json {
-    json!({"$": "str", "v": s})
-}
-
 /// `session.transcript` summary of a value.
-fn summary(v: &Value) -> Json {
-    let mut m = serde_json::Map::new();
-    m.insert("type".into(), tagged_str(v.type_name()));
-    match v {
-        Value::Outcome(o) => {
-            m.insert("ok".into(), json!({"$": "bool", "v": o.ok}));
-            m.insert("cmd".into(), tagged_str(&o.cmd));
-        }
-        Value::List(l) => {
-            m.insert("n".into(), json!({"$": "int", "v": l.len()}));
-        }
-        Value::Table(t) => {
-            m.insert("n".into(), json!({"$": "int", "v": t.len()}));
-        }
-        _ => {}
+fn summary(v: &Value) -> Summary {
+    Summary {
+        type_name: v.type_name(),
+        outcome: match v {
+            Value::Outcome(o) => Some((o.ok, o.cmd.to_string())),
+            _ => None,
+        },
+        len: match v {
+            Value::List(l) => Some(l.len()),
+            Value::Table(t) => Some(t.len()),
+            _ => None,
+        },
     }
-    json!({"$": "record", "v": m})
 }
 
 /// Journal one exec and publish its events (`journal` → `session.transcript` → `render`).
@@ -514,31 +507,30 @@ fn record(
         .writer
         .submit_wait(op)?
         .ok_or_else(|| JournalError::Invalid("the journal allocated no entry id".into()))?;
+    // Typed payloads: no JSON is built for an exec's events (crate::proto::event).
     events.push(Publish {
         channel: "journal".into(),
-        payload: json!({"$": "record", "v": {
-            "entry_id": {"$": "int", "v": id},
-            "head": tagged_str(journal::head_of(r.src)),
-            "ok": {"$": "bool", "v": ok},
-            "principal": tagged_str(r.principal),
-        }}),
+        payload: Payload::Entry {
+            entry_id: id,
+            head: journal::head_of(r.src).to_string(),
+            ok,
+            principal: r.principal.to_string(),
+        },
     });
     if let Ran::Value { value, bounded, .. } = &r.ran {
-        let reference = crate::proto::kernel::ref_name(r.n);
         events.push(Publish {
             channel: "session.transcript".into(),
-            payload: json!({"$": "record", "v": {
-                "n": {"$": "int", "v": r.n},
-                "ref": tagged_str(&reference),
-                "summary": summary(value),
-            }}),
+            payload: Payload::Transcript {
+                n: r.n,
+                summary: summary(value),
+            },
         });
         events.push(Publish {
             channel: "render".into(),
-            payload: json!({"$": "record", "v": {
-                "ref": tagged_str(&reference),
-                "render": tagged_str(bounded),
-            }}),
+            payload: Payload::Render {
+                n: r.n,
+                render: bounded.to_string(),
+            },
         });
     }
     Ok(id)

@@ -124,7 +124,7 @@ impl PlanStore {
         }
         bus.do_send(Publish {
             channel: "approval".into(),
-            payload,
+            payload: payload.into(),
         });
         if let Some((by, via)) = decided {
             tracing::info!(plan = %plan.plan_ref, principal = %plan.principal, by, via, decision = event, "plan decided by a human");
@@ -139,7 +139,8 @@ impl PlanStore {
                     "head": s(crate::journal::head_of(&plan.src)),
                     "by": s(by),
                     "via": s(via),
-                }}),
+                }})
+                .into(),
             });
         }
     }

@@ -105,13 +105,13 @@ impl Task {
         if let Some(bus) = &self.bus {
             bus.do_send(Publish {
                 channel: task::channel(self.id),
-                payload: wire::encode(&payload),
+                payload: wire::encode(&payload).into(),
             });
             // `shoal://jobs` watchers of this session hear of every change
             // of its tasks (and of no other session's).
             bus.do_send(Publish {
                 channel: jobs_channel(&self.shared.name),
-                payload: wire::encode(&Value::str(task::ref_name(self.id))),
+                payload: wire::encode(&Value::str(task::ref_name(self.id))).into(),
             });
         }
     }

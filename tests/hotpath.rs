@@ -93,3 +93,115 @@ fn exec_elides_with_the_callers_budget_in_one_round_trip() {
         "{g}"
     );
 }
+
+/// The request of `id` was answered by the quick lane (the session actor itself) or by the
+/// worker, as the daemon's debug log says.
+fn lane_of(root: &Root, id: &str) -> &'static str {
+    eventually(
+        "the exec's log line",
+        std::time::Duration::from_secs(10),
+        || {
+            let log = root.log();
+            let line = log
+                .lines()
+                .find(|l| l.contains("exec evaluated") && l.contains(&format!("\"{id}\"")))?
+                .to_string();
+            Some(if line.contains("quick exec evaluated") {
+                "quick"
+            } else {
+                "worker"
+            })
+        },
+    )
+}
+
+/// Wait until session `name`'s worker has finished its last job (after its reply it
+/// still refreshes the state tasks fork from; an exec arriving meanwhile queues behind it).
+fn worker_idle(c: &mut Conn, name: &str) {
+    eventually("the worker idle", std::time::Duration::from_secs(5), || {
+        let st = c.ok("daemon.status", json!({}));
+        st["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["name"] == name && s["busy"] == json!(false))
+            .cloned()
+    });
+}
+
+#[test]
+fn quick_execs_are_answered_by_the_session_actor_and_journaled_in_order() {
+    let root = Root::new();
+    let d = Daemon::start_with(&root, &root.socket(), &[], &[("SHOAL_LOG", "shoal=debug")]);
+    let mut c = d.conn();
+    c.attach("q");
+    let exec = |c: &mut Conn, id: &str, src: &str| {
+        c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "exec", "params": {"src": src}}));
+        let r = c.recv();
+        assert_eq!(r["id"], json!(id), "{r}");
+        r
+    };
+    let r = exec(&mut c, "q-1", "let x = 6");
+    assert!(r.get("result").is_some(), "{r}");
+    worker_idle(&mut c, "q");
+    let r = exec(&mut c, "q-2", "x * 7");
+    assert_eq!(r["result"]["value"], json!({"$": "int", "v": 42}), "{r}");
+    assert_eq!(r["result"]["ref"], json!("out:2"), "{r}");
+    let r = exec(&mut c, "q-3", "[x].len()");
+    assert_eq!(r["result"]["value"]["v"], json!(1), "{r}");
+    // A quick program's error is an error like any other, stored as out:N.
+    worker_idle(&mut c, "q");
+    let r = exec(&mut c, "q-4", "x / 0");
+    assert_eq!(r["error"]["data"]["code"], json!("div_zero"), "{r}");
+    assert_eq!(lane_of(&root, "q-1"), "worker");
+    assert_eq!(lane_of(&root, "q-2"), "quick");
+    assert_eq!(lane_of(&root, "q-3"), "worker");
+    assert_eq!(lane_of(&root, "q-4"), "quick");
+
+    // Journaled, in order, and read back like any other value.
+    let entries = c.ok("journal.query", json!({"session": "q"}));
+    let srcs: Vec<&str> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["src"].as_str().unwrap())
+        .collect();
+    let want = ["let x = 6", "x * 7", "[x].len()", "x / 0"];
+    let mut newest_first = want.to_vec();
+    newest_first.reverse();
+    assert!(srcs == want || srcs == newest_first, "{entries}");
+    let g = c.ok("value.get", json!({"ref": "out:2"}));
+    assert_eq!(g["value"], json!({"$": "int", "v": 42}), "{g}");
+    // Its events went out as the worker's do.
+    let ev = c.ok("events.read", json!({"channel": "render"}));
+    let renders: Vec<&str> = ev["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["payload"]["v"]["render"]["v"].as_str())
+        .collect();
+    assert!(renders.contains(&"42"), "{ev}");
+
+    // While the worker is busy, a quick exec queues behind it: order is kept.
+    let mut other = d.conn();
+    other.attach("q");
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": "slow", "method": "exec", "params": {"src": "sleep 1"}}),
+    );
+    eventually("session q busy", std::time::Duration::from_secs(5), || {
+        let st = other.ok("daemon.status", json!({}));
+        st["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["name"] == "q" && s["busy"] == json!(true))
+            .cloned()
+    });
+    other.send(
+        &json!({"jsonrpc": "2.0", "id": "q-5", "method": "exec", "params": {"src": "x + 1"}}),
+    );
+    let slow = c.recv();
+    assert_eq!(slow["result"]["ref"], json!("out:5"), "{slow}");
+    let r = other.recv();
+    assert_eq!(r["result"]["value"], json!({"$": "int", "v": 7}), "{r}");
+    assert_eq!(r["result"]["ref"], json!("out:6"), "{r}");
+    assert_eq!(lane_of(&root, "q-5"), "worker");
+}

@@ -106,7 +106,13 @@ impl KernelConn {
                         .inject(&channel, crate::value::json::from_json(&payload));
                 }
                 self.with_services(move |s| async move {
-                    let ev = s.bus.send(Publish { channel, payload }).await?;
+                    let ev = s
+                        .bus
+                        .send(Publish {
+                            channel,
+                            payload: payload.into(),
+                        })
+                        .await?;
                     Ok(json!({"channel": ev.channel, "seq": ev.seq, "ts": ev.ts}))
                 })
             }

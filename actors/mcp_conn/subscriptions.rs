@@ -449,7 +449,7 @@ impl Handler<BusEvent> for McpConn {
         for (uri, listen) in tagged {
             let mut params = json!({"uri": uri, "seq": ev.seq});
             if small {
-                params["payload"] = (*ev.payload).clone();
+                params["payload"] = ev.payload.to_json().into_owned();
             }
             if let Some(id) = listen {
                 params["_meta"] = json!({mcp_era::SUBSCRIPTION_ID_KEY: id});

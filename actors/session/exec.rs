@@ -14,6 +14,7 @@ use super::record::{PendingJournal, PendingRan};
 use super::shared::{LiveState, SessionShared};
 use super::worker::publish;
 use super::{cancelled_before_running, journal_unavailable, panic_message};
+use crate::lang::session::Prepared;
 use crate::lang::{ExecError, Position, Session as LangSession, SessionOptions};
 use crate::proto::{bound, kernel, wire};
 use crate::sync::Locked;
@@ -55,7 +56,7 @@ pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionErr
             s.set_bus_sink(Some(Arc::new(move |channel: &str, v: &Value| {
                 bus.do_send(Publish {
                     channel: channel.to_string(),
-                    payload: wire::encode(v),
+                    payload: wire::encode(v).into(),
                 });
             })));
         }
@@ -162,6 +163,18 @@ pub fn run_task(
     result
 }
 
+/// Where an evaluation runs.
+#[derive(Clone, Copy)]
+pub(super) enum Lane {
+    /// An evaluation thread of `stack` bytes (the worker, a task's thread),
+    /// under the caller's sandbox.
+    Thread { stack: usize },
+    /// The session actor's arbiter, for a quick program
+    /// (`crate::lang::quick`): nothing it does can block or spawn, so it
+    /// needs neither a thread, a large stack nor a sandbox.
+    Quick,
+}
+
 /// Evaluate `job` in `lang`. The foreground (`foreground`: the session's
 /// worker) creates the language session on first use and updates the
 /// session's views; a task's fork leaves them alone.
@@ -177,6 +190,63 @@ pub(super) fn run_job(
             return (Err(e), None);
         }
     }
+    let prepared = match prepare(lang, job) {
+        Ok(p) => p,
+        Err(e) => return (Err(e), None),
+    };
+    finish_job(
+        shared,
+        lang,
+        job,
+        prepared,
+        Lane::Thread { stack },
+        foreground,
+    )
+}
+
+/// Run `job` on the calling (arbiter) thread if it is quick: `None` when it
+/// is not (nothing ran; the worker runs it as usual). The caller has made
+/// sure nothing here waits: the session's worker is idle, the language
+/// session exists, the `out:N` number is reserved, durability is batched.
+pub(super) fn run_quick(
+    shared: &SessionShared,
+    lang: &mut Option<LangSession>,
+    job: &JobSpec,
+) -> Option<(Result<ExecReply, SessionError>, Option<PendingJournal>)> {
+    let prepared = match prepare(lang, job) {
+        Ok(Ok(p)) if lang.as_ref().is_some_and(|s| s.is_quick(&p)) => Ok(p),
+        _ => return None,
+    };
+    Some(finish_job(shared, lang, job, prepared, Lane::Quick, true))
+}
+
+/// Parse `job` for `lang` (one parse serves the gate and the evaluation; a
+/// parse error is the exec's own answer, reported like any other result).
+fn prepare(
+    lang: &mut Option<LangSession>,
+    job: &JobSpec,
+) -> Result<Result<Prepared, ExecError>, SessionError> {
+    let Some(session) = lang.as_mut() else {
+        return Err(SessionError::Internal(
+            "language session unavailable".into(),
+        ));
+    };
+    catch_unwind(AssertUnwindSafe(|| {
+        session.prepare_exec(&job.src, job.position)
+    }))
+    .map_err(|p| SessionError::Internal(format!("parsing panicked: {}", panic_message(&p))))
+}
+
+/// The rest of an evaluation: the gate, the run (on `lane`), the value stored
+/// as `out:N`, its render and the journal record it leaves.
+fn finish_job(
+    shared: &SessionShared,
+    lang: &mut Option<LangSession>,
+    job: &JobSpec,
+    prepared: Result<Prepared, ExecError>,
+    lane: Lane,
+    foreground: bool,
+) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
     let Some(session) = lang.as_mut() else {
         return (
             Err(SessionError::Internal(
@@ -184,22 +254,6 @@ pub(super) fn run_job(
             )),
             None,
         );
-    };
-    // One parse serves the gate and the evaluation; a parse error is the
-    // exec's own answer (reported below, like any other result).
-    let prepared = match catch_unwind(AssertUnwindSafe(|| {
-        session.prepare_exec(&job.src, job.position)
-    })) {
-        Ok(p) => p,
-        Err(p) => {
-            return (
-                Err(SessionError::Internal(format!(
-                    "parsing panicked: {}",
-                    panic_message(&p)
-                ))),
-                None,
-            )
-        }
     };
     let mut effects = Vec::new();
     if let (Some(gate), Ok(p)) = (&job.gate, &prepared) {
@@ -232,10 +286,13 @@ pub(super) fn run_job(
     let ts = crate::journal::now_ns();
     let t0 = Instant::now();
     let sandbox = job.gate.as_ref().and_then(|g| g.sandbox.clone());
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        crate::leash::landlock::with_rules(sandbox, || {
+    let outcome = catch_unwind(AssertUnwindSafe(|| match lane {
+        Lane::Thread { stack } => crate::leash::landlock::with_rules(sandbox, || {
             prepared.and_then(|p| session.exec_prepared_here(p, stack))
-        })
+        }),
+        // Spawns nothing, so there is nothing to confine; and Landlock must
+        // never be applied to an arbiter thread.
+        Lane::Quick => prepared.and_then(|p| session.exec_prepared_quick(p)),
     }));
     let elapsed = t0.elapsed();
     let elapsed_ms = elapsed.as_secs_f64() * 1000.0;

@@ -1,9 +1,13 @@
 //! The Session actor: owns one named session's evaluation worker thread and
-//! nothing else. It never evaluates on its arbiter (evaluation blocks: it
-//! spawns and waits on processes): it hands jobs to the worker (`worker.rs`)
-//! over a channel and awaits the reply.
+//! nothing else. Evaluation blocks (it spawns and waits on processes), so the
+//! actor hands jobs to the worker (`worker.rs`) over a channel and awaits the
+//! reply. The one exception is a quick program (`crate::lang::quick`: scalar
+//! arithmetic, bounded by its source) while the worker is idle: the actor
+//! answers it itself, on its arbiter, which saves the two thread wake-ups of
+//! the hand-off (about 30 µs on a virtual machine) and can neither block nor
+//! spawn (docs/rules.md §1).
 //!
-//! The language session lives on the worker thread; a panic in the language
+//! The language session lives in the worker's [`Lane`]; a panic in the language
 //! is caught there, reported as an error, and the (possibly half-mutated)
 //! language state is dropped rather than resumed. The transcript lives in
 //! [`SessionShared`] (`shared.rs`, `transcript.rs`), owned by the supervisor,
@@ -28,7 +32,7 @@ pub use exec::{check_gate, run_task, JobSpec};
 pub use record::wait_records_handed_off;
 pub use shared::{ForkSeed, LiveState, SessionShared};
 pub use transcript::Transcript;
-use worker::{worker, Job, Work};
+use worker::{publish, worker, Job, Lane, Work};
 
 pub use super::msg::CallCancel;
 
@@ -58,6 +62,8 @@ pub fn cancelled_before_running() -> SessionError {
 
 pub struct Session {
     shared: Arc<SessionShared>,
+    /// The language state and queue depth shared with the worker.
+    lane: Arc<Lane>,
     jobs: Option<mpsc::Sender<Work>>,
     reg: Registration,
     /// Tells the supervisor when this actor ends (a panic included).
@@ -68,6 +74,7 @@ impl Session {
     pub fn new(shared: Arc<SessionShared>, reg: Registration) -> Self {
         Session {
             shared,
+            lane: Arc::default(),
             jobs: None,
             reg,
             _exit: None,
@@ -87,10 +94,11 @@ impl Actor for Session {
         ctx.set_mailbox_capacity(64);
         let (tx, rx) = mpsc::channel::<Work>();
         let shared = self.shared.clone();
+        let lane = self.lane.clone();
         // The worker evaluates on its own (large) stack: no thread per exec.
         let spawned = crate::lang::session::spawn_eval_thread(
             format!("shoal-session-{}", self.shared.name),
-            move |stack| worker(shared, rx, stack),
+            move |stack| worker(shared, lane, rx, stack),
         );
         match spawned {
             Ok(_) => self.jobs = Some(tx),
@@ -111,11 +119,81 @@ impl Actor for Session {
     }
 }
 
+impl Session {
+    /// Hand `work` to the worker (counted in the lane until it finishes).
+    fn hand_off(&self, work: Work) -> bool {
+        let Some(tx) = &self.jobs else {
+            return false;
+        };
+        self.lane
+            .queued
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let sent = tx.send(work).is_ok();
+        if !sent {
+            self.lane
+                .queued
+                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        sent
+    }
+
+    /// Answer `msg` here if it is quick and nothing would wait: the worker
+    /// idle (so execs keep their order), the language session started, the
+    /// journal taking the record without blocking. `None`: hand it off.
+    fn try_quick(&self, msg: &Exec) -> Option<Result<ExecReply, SessionError>> {
+        if !crate::lang::quick::may_be_quick(&msg.src)
+            || msg.cancel.is_cancelled()
+            || self.lane.queued.load(std::sync::atomic::Ordering::SeqCst) != 0
+            || self.shared.immediate_durability()
+            || !self.shared.answers_without_waiting()
+        {
+            return None;
+        }
+        let mut lang = self.lane.lang.try_lock().ok()?;
+        lang.as_ref()?;
+        let spec = JobSpec {
+            src: msg.src.clone(),
+            position: msg.position,
+            tty: msg.tty,
+            cancel: msg.cancel.clone(),
+            gate: msg.gate.clone(),
+            check: msg.check,
+        };
+        let _span = spec.cancel.origin().span(&self.shared.name).entered();
+        let (mut result, journal) = exec::run_quick(&self.shared, &mut lang, &spec)?;
+        drop(lang);
+        spec.cancel.finish();
+        tracing::debug!(ok = result.is_ok(), "quick exec evaluated");
+        // A quick record is small: handed to the journal before the reply, as
+        // the worker does with small records.
+        let mut events = Vec::new();
+        if let Some(j) = journal {
+            tracing::debug!("exec handed to the journal before the reply");
+            let _ = j.record(&self.shared, &mut events);
+        }
+        if let Ok(r) = &mut result {
+            if self.shared.journal_degraded() {
+                r.journal = Some("degraded");
+            }
+        }
+        // A quick program binds nothing, so the state tasks fork from stays
+        // current: no refresh.
+        publish(&self.shared, events);
+        Some(result)
+    }
+}
+
 impl Handler<Exec> for Session {
     type Result = ResponseFuture<Result<ExecReply, SessionError>>;
 
     fn handle(&mut self, msg: Exec, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
+        if let Some(r) = self.try_quick(&msg) {
+            if let Err(SessionError::Internal(m)) = &r {
+                self.reg.stats.set_error(m.clone());
+            }
+            return Box::pin(std::future::ready(r));
+        }
         let (reply, rx) = oneshot::channel();
         let cancel = msg.cancel;
         let job = Job {
@@ -129,11 +207,7 @@ impl Handler<Exec> for Session {
             },
             reply,
         };
-        let sent = self
-            .jobs
-            .as_ref()
-            .map(|tx| tx.send(Work::Exec(job)).is_ok())
-            .unwrap_or(false);
+        let sent = self.hand_off(Work::Exec(job));
         let stats = self.reg.stats.clone();
         let name = self.shared.name.clone();
         let bus = self.shared.services.as_ref().map(|s| s.bus.clone());
@@ -192,17 +266,10 @@ impl Handler<super::msg::DerivePlan> for Session {
     fn handle(&mut self, msg: super::msg::DerivePlan, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         let (reply, rx) = oneshot::channel();
-        let sent = self
-            .jobs
-            .as_ref()
-            .map(|tx| {
-                tx.send(Work::Derive {
-                    src: msg.src,
-                    reply,
-                })
-                .is_ok()
-            })
-            .unwrap_or(false);
+        let sent = self.hand_off(Work::Derive {
+            src: msg.src,
+            reply,
+        });
         let name = self.shared.name.clone();
         Box::pin(async move {
             if !sent {

@@ -152,6 +152,20 @@ impl SessionShared {
         let _ = self.base.set(last);
     }
 
+    /// Whether an exec can be answered now without waiting for the journal:
+    /// the transcript's base is known, the next `out:N` is durably reserved and
+    /// the journal takes the exec's ops (and its events') without blocking
+    /// (never with immediate durability). A quick exec runs on the arbiter only
+    /// then.
+    pub(super) fn answers_without_waiting(&self) -> bool {
+        let Some(svc) = &self.services else {
+            return self.base.get().is_some();
+        };
+        self.base.get().is_some()
+            && self.reserved.covers(self.peek_next())
+            && svc.writer.has_room(4)
+    }
+
     /// Make sure the next `out:N` is durably reserved before it is handed out
     /// (worker thread only; see [`RefReservation`]).
     pub(super) fn reserve_next(&self) -> Result<(), SessionError> {

@@ -97,12 +97,12 @@ pub enum Op {
     },
     /// Persist one event of a replayable channel (`journal`, `session.transcript`). The
     /// payload is shared with the bus's copy of the event (queuing it, and keeping it for a
-    /// retry after a failed commit, copies no JSON).
+    /// retry after a failed commit, copies no JSON); it is serialized here, once.
     Event {
         channel: String,
         seq: u64,
         ts: i64,
-        payload: std::sync::Arc<serde_json::Value>,
+        payload: std::sync::Arc<crate::proto::event::Payload>,
     },
     /// Reserve `out:N` numbers of a session up to `upto` (a high-water mark that only grows,
     /// kept across `DropTranscript`): a restarted session continues past it, so no number that

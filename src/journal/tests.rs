@@ -540,7 +540,7 @@ fn retention_by_bytes_and_event_pruning() {
             channel: "journal".into(),
             seq: i as u64,
             ts: i,
-            payload: std::sync::Arc::new(json!(i)),
+            payload: std::sync::Arc::new(json!(i).into()),
         })
         .unwrap();
     }

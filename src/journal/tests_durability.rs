@@ -16,7 +16,7 @@ fn restart_keeps_entries_transcripts_events() {
                 channel: "journal".into(),
                 seq,
                 ts: seq as i64,
-                payload: std::sync::Arc::new(json!({"seq": seq})),
+                payload: std::sync::Arc::new(json!({"seq": seq}).into()),
             })
             .unwrap();
         }

@@ -261,6 +261,13 @@ impl JournalWriter {
         Ok(Submitted { entry_id })
     }
 
+    /// Whether `n` more ops would be queued without waiting (batched durability and room in
+    /// the inbox); a thread that must not block checks this first.
+    pub fn has_room(&self, n: usize) -> bool {
+        self.cfg.durability == Durability::Batched
+            && self.shared.inbox.locked().ops.len() + n <= self.cfg.queue.max(1)
+    }
+
     /// Batched mode: add `op` to the inbox (waiting while it is full), and wake the writer
     /// thread only when it is idle or a batch is complete. Called under the submit lock.
     fn put_in_inbox(&self, tx: &SyncSender<Msg>, op: Op) -> Result<()> {

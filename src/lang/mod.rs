@@ -6,6 +6,7 @@ pub mod ast;
 pub mod eval;
 pub use crate::value::memory;
 pub mod parse;
+pub mod quick;
 pub mod scope;
 pub mod session;
 

@@ -6,6 +6,7 @@
 
 pub mod bound;
 pub mod elide;
+pub mod event;
 pub mod frame;
 pub mod kernel;
 pub mod mcp;

@@ -102,6 +102,12 @@ pub fn attach(b: &'static MemBudget) {
     let _ = CURRENT.try_with(|c| c.set(Some(b)));
 }
 
+/// Attribute this thread's allocations to `b` again (what [`current`] said
+/// before an [`attach`]): `None` detaches.
+pub fn restore(b: Option<&'static MemBudget>) {
+    let _ = CURRENT.try_with(|c| c.set(b));
+}
+
 /// The budget this thread's allocations count against, if any.
 pub fn current() -> Option<&'static MemBudget> {
     CURRENT.try_with(Cell::get).ok().flatten()
