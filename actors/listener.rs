@@ -175,6 +175,12 @@ pub struct Listener {
     reg: Registration,
     euid: u32,
     accepted: u64,
+    /// The arbiters connections are served on, round robin: this one first,
+    /// then up to one per core, each started when the rotation first needs
+    /// it (an idle daemon has one). Connections on different arbiters (and
+    /// the sessions they create) run on different cores.
+    arbiters: Vec<ArbiterHandle>,
+    max_arbiters: usize,
 }
 
 impl Listener {
@@ -197,7 +203,31 @@ impl Listener {
             reg,
             euid: paths::euid(),
             accepted: 0,
+            arbiters: vec![Arbiter::current()],
+            max_arbiters: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
         }
+    }
+
+    /// The arbiter for connection `id` (starting it if the rotation reaches a new one);
+    /// `None`: this one.
+    fn arbiter_for(&mut self, id: u64) -> Option<ArbiterHandle> {
+        let i = ((id.saturating_sub(1)) % self.max_arbiters as u64) as usize;
+        if i >= self.arbiters.len() {
+            // Arbiter::new panics when no thread can be started: serve on the
+            // arbiters there are.
+            match std::panic::catch_unwind(Arbiter::new) {
+                Ok(a) => {
+                    self.arbiters.push(a.handle());
+                    tracing::debug!(arbiter = i, "connection arbiter started");
+                }
+                Err(_) => {
+                    tracing::warn!("cannot start a connection arbiter");
+                    self.max_arbiters = self.arbiters.len();
+                }
+            }
+        }
+        let i = i.min(self.arbiters.len() - 1);
+        (i > 0).then(|| self.arbiters[i].clone())
     }
 }
 
@@ -364,7 +394,22 @@ impl StreamHandler<Accepted> for Listener {
             slot: Arc::new(slot),
             peer: None,
         };
-        actix_rt::spawn(conn::serve(stream, ctx));
+        let Some(arbiter) = self.arbiter_for(id) else {
+            actix_rt::spawn(conn::serve(stream, ctx));
+            return;
+        };
+        // The socket moves to the other arbiter's runtime (registered there).
+        match stream.into_std() {
+            Ok(std) => {
+                arbiter.spawn(async move {
+                    match UnixStream::from_std(std) {
+                        Ok(s) => conn::serve(s, ctx).await,
+                        Err(e) => tracing::warn!("cannot serve a connection: {e}"),
+                    }
+                });
+            }
+            Err(e) => tracing::warn!("cannot move a connection to its arbiter: {e}"),
+        }
     }
 
     fn finished(&mut self, _ctx: &mut Context<Self>) {

@@ -122,13 +122,6 @@ pub struct GetValue {
 #[rtype(result = "()")]
 pub struct Interrupt;
 
-/// A connection attached (+1) or left (-1).
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct ClientCount {
-    pub delta: i64,
-}
-
 /// Stop the session (supervisor and child).
 #[derive(Message)]
 #[rtype(result = "()")]

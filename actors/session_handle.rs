@@ -24,6 +24,9 @@ pub struct AttachSession {
     /// A session this attach creates loads no adapters (the conformance
     /// harness measures the language without them, docs/rules.md §8).
     pub no_adapters: bool,
+    /// The arbiter a session this attach creates runs on: the attaching
+    /// connection's, so its execs stay on one thread (`None`: the daemon's).
+    pub arbiter: Option<actix::ArbiterHandle>,
 }
 
 /// What a connection holds once attached.
@@ -98,6 +101,15 @@ impl SessionHandle {
     {
         self.stats.enqueue();
         self.addr.send(msg)
+    }
+
+    /// A connection attached (+1) or left (-1): counted at once, whichever
+    /// thread the session runs on, so what the attach answered is what
+    /// `session.list` says next.
+    pub fn count_client(&self, delta: i64) {
+        self.shared
+            .clients
+            .fetch_add(delta, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Fire-and-forget with mailbox accounting (low-rate signals only).

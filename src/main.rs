@@ -140,7 +140,11 @@ enum TokenCommand {
         json: bool,
     },
     /// Revoke a token by id or by the token itself; the daemon refuses it at once.
-    Revoke { token: String },
+    Revoke {
+        /// A token may start with `-` (its alphabet is base64url): taken as written.
+        #[arg(allow_hyphen_values = true)]
+        token: String,
+    },
 }
 
 #[derive(Subcommand)]

@@ -218,7 +218,12 @@ impl Handler<AttachSession> for Daemon {
             retain: self.config.tasks.retain.0,
             max: self.config.tasks.retain_max,
         });
-        let addr = sup.start();
+        // On the attaching connection's arbiter: its execs (the quick ones answered by the
+        // session actor itself) then never cross threads.
+        let addr = match &msg.arbiter {
+            Some(a) => SessionSupervisor::start_in_arbiter(a, move |_| sup),
+            None => sup.start(),
+        };
         tracing::info!(session = %msg.name, cwd = %shared.cwd.display(), "session created");
         self.sessions.insert(
             msg.name.clone(),

@@ -29,7 +29,7 @@ use super::event_bus::{BusEvent, SubId, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::Services;
 use super::leash_calls as lc;
-use super::msg::{CallOrigin, ClientCount, CloseSession, Crash, GetStatus, ListSessions};
+use super::msg::{CallOrigin, CloseSession, Crash, GetStatus, ListSessions};
 use super::plan_store::PlanOp;
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
@@ -353,6 +353,7 @@ impl KernelConn {
             cwd,
             env,
             no_adapters: kind == "conformance",
+            arbiter: Some(actix::Arbiter::current()),
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             let handle = r?.map_err(conn::session_error)?;
@@ -418,10 +419,10 @@ impl KernelConn {
 
     fn set_attachment(&mut self, next: Option<Attachment>) {
         if let Some(old) = self.attached.take() {
-            old.handle.notify(ClientCount { delta: -1 });
+            old.handle.count_client(-1);
         }
         if let Some(new) = &next {
-            new.handle.notify(ClientCount { delta: 1 });
+            new.handle.count_client(1);
         }
         self.attached = next;
     }

@@ -45,7 +45,7 @@ use super::daemon::GetServices;
 use super::event_bus::{SubId, Unsubscribe};
 use super::health::Registration;
 use super::journal_writer::Services;
-use super::msg::{CallOrigin, ClientCount};
+use super::msg::CallOrigin;
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
 use crate::proto::elide::Budget;
@@ -520,6 +520,7 @@ impl McpConn {
             cwd: self.want_cwd.clone(),
             env: self.want_env.clone(),
             no_adapters: false,
+            arbiter: Some(actix::Arbiter::current()),
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             let h = r?.map_err(conn::session_error)?;
@@ -529,9 +530,9 @@ impl McpConn {
                 }
             }
             if let Some(old) = act.named.insert(name, h.clone()) {
-                old.notify(ClientCount { delta: -1 });
+                old.count_client(-1);
             }
-            h.notify(ClientCount { delta: 1 });
+            h.count_client(1);
             Ok(h)
         }))
     }
@@ -553,6 +554,7 @@ impl McpConn {
             cwd: self.want_cwd.clone(),
             env: self.want_env.clone(),
             no_adapters: false,
+            arbiter: Some(actix::Arbiter::current()),
         });
         Box::pin(f.into_actor(self).map(|r, act, _ctx| {
             let h = r?.map_err(conn::session_error)?;
@@ -563,9 +565,9 @@ impl McpConn {
                 }
             }
             if let Some(old) = act.attached.replace(h.clone()) {
-                old.notify(ClientCount { delta: -1 });
+                old.count_client(-1);
             }
-            h.notify(ClientCount { delta: 1 });
+            h.count_client(1);
             Ok(h)
         }))
     }
@@ -599,10 +601,10 @@ impl Actor for McpConn {
             f.cancel.cancel();
         }
         if let Some(h) = self.attached.take() {
-            h.notify(ClientCount { delta: -1 });
+            h.count_client(-1);
         }
         for (_, h) in self.named.drain() {
-            h.notify(ClientCount { delta: -1 });
+            h.count_client(-1);
         }
         if let Some(s) = &self.services {
             for (_, id) in self.bus_subs.drain() {

@@ -327,7 +327,13 @@ fn finish_job(
             // Never resume state a panic may have half-mutated.
             *lang = None;
             let m = panic_message(&p);
-            tracing::error!(session = %shared.name, "evaluation panicked: {m}");
+            let origin = job.cancel.origin();
+            tracing::error!(
+                session = %shared.name,
+                conn = origin.conn,
+                id = %origin.request,
+                "evaluation panicked: {m}"
+            );
             (
                 Err(SessionError::Internal(format!(
                     "evaluation panicked ({m}); the session's bindings were reset"

@@ -159,7 +159,11 @@ impl Session {
             gate: msg.gate.clone(),
             check: msg.check,
         };
-        let _span = spec.cancel.origin().span(&self.shared.name).entered();
+        // The call's span, for debug lines: nothing here logs at a lower level
+        // but a panic, whose error line names the call itself (formatting the
+        // span's fields costs about as much as the evaluation).
+        let _span = tracing::enabled!(tracing::Level::DEBUG)
+            .then(|| spec.cancel.origin().span(&self.shared.name).entered());
         let (mut result, journal) = exec::run_quick(&self.shared, &mut lang, &spec)?;
         drop(lang);
         spec.cancel.finish();

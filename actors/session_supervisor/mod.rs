@@ -12,15 +12,12 @@ mod children;
 mod tasks;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use actix::prelude::*;
 
 use super::health::{Registration, Registry, RestartBudget};
-use super::msg::{
-    ClientCount, Crash, Exec, ExecReply, GetValue, Interrupt, SessionError, StopSession,
-};
+use super::msg::{Crash, Exec, ExecReply, GetValue, Interrupt, SessionError, StopSession};
 use super::session::{panic_message, SessionShared};
 use crate::proto::kernel;
 use crate::task::{self as task_table, TaskTable};
@@ -183,15 +180,6 @@ impl Handler<Interrupt> for SessionSupervisor {
         self.reg.stats.handled();
         // Sets the interrupt flag only: never waits for the worker.
         self.shared.interrupt();
-    }
-}
-
-impl Handler<ClientCount> for SessionSupervisor {
-    type Result = ();
-
-    fn handle(&mut self, msg: ClientCount, _ctx: &mut Context<Self>) {
-        self.reg.stats.handled();
-        self.shared.clients.fetch_add(msg.delta, Ordering::Relaxed);
     }
 }
 

@@ -37,13 +37,17 @@ pub fn parse_ref(s: &str) -> Option<u64> {
 
 /// `{ref, uri, value, render, elapsed_ms}`.
 pub fn exec_result(n: u64, value: Json, render: String, elapsed_ms: f64) -> Json {
-    json!({
-        "ref": ref_name(n),
-        "uri": ref_uri(n),
-        "value": value,
-        "render": render,
-        "elapsed_ms": (elapsed_ms * 1000.0).round() / 1000.0,
-    })
+    // Built in place: `json!` would copy `value` through serde.
+    let mut m = serde_json::Map::with_capacity(6);
+    m.insert("ref".into(), Json::String(ref_name(n)));
+    m.insert("uri".into(), Json::String(ref_uri(n)));
+    m.insert("value".into(), value);
+    m.insert("render".into(), Json::String(render));
+    m.insert(
+        "elapsed_ms".into(),
+        Json::from((elapsed_ms * 1000.0).round() / 1000.0),
+    );
+    Json::Object(m)
 }
 
 /// The `warnings` list of an exec (`[{code, message, span, hint}]`).
@@ -322,16 +326,24 @@ pub fn value_get(
     Ok(view(n, Selected::Value(v), uri, req, tty, width))
 }
 
+/// `{ref, value}`, with `value` moved in (`json!` would copy it through serde).
+fn ref_and_value(reference: String, value: Json) -> Json {
+    let mut m = serde_json::Map::with_capacity(2);
+    m.insert("ref".into(), Json::String(reference));
+    m.insert("value".into(), value);
+    Json::Object(m)
+}
+
 /// The wire answer of `value.get` (the connections' one encoder of a [`ValueView`]).
 pub fn value_view_json(view: &ValueView) -> Json {
     let reference = ref_name(view.n);
     let v = match &view.selected {
-        Selected::Stored(wire) => return json!({"ref": reference, "value": wire}),
+        Selected::Stored(wire) => return ref_and_value(reference, wire.clone()),
         Selected::Value(v) => v,
     };
     let uri = &view.uri;
     match view.format {
-        GetFormat::Json => json!({"ref": reference, "value": elide::elide(v, &view.elide, uri)}),
+        GetFormat::Json => ref_and_value(reference, elide::elide(v, &view.elide, uri)),
         GetFormat::Inline => {
             let s = render::inline(v);
             json!({"ref": reference, "inline": super::bound::bound_text(&s, HARD_CAP, Some(uri))})

@@ -96,16 +96,15 @@ impl<'a> Enc<'a> {
             return r;
         }
         match v {
-            Value::Null => json!({"$": "null"}),
-            Value::Bool(b) => json!({"$": "bool", "v": b}),
-            Value::Int(i) => json!({"$": "int", "v": i}),
-            Value::Float(f) => {
-                json!({"$": "float", "v": if f.is_finite() { json!(f) } else { Json::Null }})
-            }
-            Value::Str(s) => json!({"$": "str", "v": &**s}),
-            Value::Size(n) => json!({"$": "size", "v": n}),
-            Value::Duration(ns) => json!({"$": "duration", "v": ns}),
-            Value::Bytes(b) => json!({"$": "bytes", "v": b64(b)}),
+            Value::Null => tag_only("null"),
+            Value::Bool(b) => tagged("bool", Json::Bool(*b)),
+            Value::Int(i) => tagged("int", Json::from(*i)),
+            // Not finite: null (JSON has no NaN or infinity).
+            Value::Float(f) => tagged("float", Json::from(*f)),
+            Value::Str(s) => tagged("str", Json::String(s.to_string())),
+            Value::Size(n) => tagged("size", Json::from(*n)),
+            Value::Duration(ns) => tagged("duration", Json::from(*ns)),
+            Value::Bytes(b) => tagged("bytes", Json::String(b64(b))),
             Value::Path(p) => path(p),
             Value::List(items) => {
                 let v: Vec<Json> = items
@@ -113,15 +112,15 @@ impl<'a> Enc<'a> {
                     .enumerate()
                     .map(|(i, x)| self.child(Step::Index(i), x, depth))
                     .collect();
-                json!({"$": "list", "v": v})
+                tagged("list", Json::Array(v))
             }
             Value::Record(r) => {
-                let mut m = Map::new();
+                let mut m = Map::with_capacity(r.len());
                 for (k, x) in r.iter() {
                     let j = self.child(Step::Field(k), x, depth);
                     m.insert(k.to_string(), j);
                 }
-                json!({"$": "record", "v": m})
+                tagged("record", Json::Object(m))
             }
             Value::Table(rows) => self.table(rows, depth),
             Value::Outcome(o) => self.outcome(o, depth),
@@ -190,16 +189,20 @@ impl<'a> Enc<'a> {
                         self.path.pop();
                         j
                     }
-                    None => json!({"$": "null"}),
+                    None => tag_only("null"),
                 };
                 cells.push(cell);
             }
         }
-        let mut m = Map::new();
+        let mut m = Map::with_capacity(cols.len());
         for (k, cells) in cols {
             m.insert(k.to_string(), Json::Array(cells));
         }
-        json!({"$": "table", "cols": m, "n": rows.len()})
+        let mut t = Map::with_capacity(3);
+        t.insert("$".into(), Json::from("table"));
+        t.insert("cols".into(), Json::Object(m));
+        t.insert("n".into(), Json::from(rows.len()));
+        Json::Object(t)
     }
 
     fn outcome(&mut self, o: &'a Outcome, depth: usize) -> Json {
@@ -212,12 +215,16 @@ impl<'a> Enc<'a> {
             "status": o.status,
             "ok": o.ok,
             "signal": o.signal,
-            "out": out,
+            "out": null,
             "err": String::from_utf8_lossy(&o.stderr),
             "dur_ns": o.dur_ns,
             "pid": o.pid,
             "cmd": o.cmd,
         });
+        // Moved in (json! would copy the whole value through serde).
+        if let Some(m) = j.as_object_mut() {
+            m.insert("out".into(), out);
+        }
         // The key is absent (not null) when the span is unknown.
         if let (Some(sp), Some(m)) = (o.span, j.as_object_mut()) {
             m.insert("span".into(), json!({"start": sp.start, "end": sp.end}));
@@ -241,7 +248,23 @@ fn stdout_value(stdout: &[u8]) -> Json {
         }
     }
     let t = text.strip_suffix('\n').unwrap_or(&text);
-    json!({"$": "str", "v": t})
+    tagged("str", Json::String(t.to_string()))
+}
+
+/// `{"$": tag, "v": v}`, built in place (`json!` would copy `v` through serde,
+/// once per nesting level).
+fn tagged(tag: &str, v: Json) -> Json {
+    let mut m = Map::with_capacity(2);
+    m.insert("$".to_owned(), Json::String(tag.to_owned()));
+    m.insert("v".to_owned(), v);
+    Json::Object(m)
+}
+
+/// `{"$": tag}`.
+fn tag_only(tag: &str) -> Json {
+    let mut m = Map::with_capacity(1);
+    m.insert("$".to_owned(), Json::String(tag.to_owned()));
+    Json::Object(m)
 }
 
 /// [`encode`] written straight to JSON bytes: lists, records and scalars are
@@ -322,22 +345,20 @@ impl<'a> Enc<'a> {
 /// Plain JSON → tagged wire form (objects become records, in order).
 pub fn from_plain_json(j: &Json) -> Json {
     match j {
-        Json::Null => json!({"$": "null"}),
-        Json::Bool(b) => json!({"$": "bool", "v": b}),
+        Json::Null => tag_only("null"),
+        Json::Bool(b) => tagged("bool", Json::Bool(*b)),
         Json::Number(n) => match n.as_i64() {
-            Some(i) => json!({"$": "int", "v": i}),
-            None => json!({"$": "float", "v": n.as_f64()}),
+            Some(i) => tagged("int", Json::from(i)),
+            None => tagged("float", n.as_f64().map_or(Json::Null, Json::from)),
         },
-        Json::String(s) => json!({"$": "str", "v": s}),
-        Json::Array(a) => {
-            json!({"$": "list", "v": a.iter().map(from_plain_json).collect::<Vec<_>>()})
-        }
+        Json::String(s) => tagged("str", Json::String(s.clone())),
+        Json::Array(a) => tagged("list", Json::Array(a.iter().map(from_plain_json).collect())),
         Json::Object(o) => {
             let m: Map<String, Json> = o
                 .iter()
                 .map(|(k, v)| (k.clone(), from_plain_json(v)))
                 .collect();
-            json!({"$": "record", "v": m})
+            tagged("record", Json::Object(m))
         }
     }
 }
