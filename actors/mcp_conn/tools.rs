@@ -16,6 +16,7 @@ use crate::lang::Position;
 use crate::proto::elide::Budget;
 use crate::proto::kernel;
 use crate::proto::mcp;
+use crate::proto::mcp_call;
 use crate::proto::rpc::{self, RpcError};
 
 use super::{get_value, ConnEra, McpConn, Reply};
@@ -33,25 +34,22 @@ impl McpConn {
             ))));
         };
         if !mcp::is_tool(self.caps(), name) {
-            return Box::pin(ready(Err(RpcError::invalid_params(format!(
-                "unknown tool {name:?}"
-            ))
-            .with_data(json!({"tool": name})))));
+            return unknown_tool(name);
         }
         let args = match p.get("arguments") {
-            None | Some(Json::Null) => json!({}),
-            Some(a) => a.clone(),
+            None | Some(Json::Null) => Map::new(),
+            Some(Json::Object(a)) => a.clone(),
+            Some(_) => {
+                return Box::pin(ready(Ok(mcp::tool_error(mcp::invalid_arguments(
+                    "tool arguments must be an object".into(),
+                    vec![mcp::argument_error("", "arguments must be an object")],
+                )))))
+            }
         };
-        if !args.is_object() {
-            return Box::pin(ready(Ok(mcp::tool_error(mcp::invalid_arguments(
-                "tool arguments must be an object".into(),
-                vec![mcp::argument_error("", "arguments must be an object")],
-            )))));
-        }
-        if let Err(structured) = mcp::validate_args(name, &args) {
-            return Box::pin(ready(Ok(mcp::tool_error(structured))));
-        }
-        let args: Map<String, Json> = args.as_object().cloned().unwrap_or_default();
+        let args = match checked_args(name, args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
         // A task-augmented call (MCP Tasks 2025): `shoal_exec` only. At
         // 2026-07-28 task creation is the server's call and `task` is ignored.
         let legacy_task = self.era != Some(ConnEra::Modern);
@@ -82,6 +80,18 @@ impl McpConn {
             _ => Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unknown tool {name:?}"
             ))))),
+        }
+    }
+
+    /// The typed `tools/call` of `shoal_exec` (`proto::mcp_call`): what
+    /// [`Self::tools_call`] does for that tool without a `task`.
+    pub(super) fn exec_call(&mut self, args: Map<String, Json>, cancel: Arc<CallCancel>) -> Reply {
+        if !mcp::is_tool(self.caps(), mcp_call::EXEC_TOOL) {
+            return unknown_tool(mcp_call::EXEC_TOOL);
+        }
+        match checked_args(mcp_call::EXEC_TOOL, args) {
+            Ok(args) => self.tool_exec(args, cancel),
+            Err(r) => r,
         }
     }
 
@@ -261,6 +271,26 @@ impl McpConn {
             }
             .into_actor(act)
         }))
+    }
+}
+
+fn unknown_tool(name: &str) -> Reply {
+    Box::pin(ready(Err(RpcError::invalid_params(format!(
+        "unknown tool {name:?}"
+    ))
+    .with_data(json!({"tool": name})))))
+}
+
+/// The arguments checked against the tool's schema; `Err` is the `isError`
+/// result to answer.
+fn checked_args(tool: &str, args: Map<String, Json>) -> Result<Map<String, Json>, Reply> {
+    let args = Json::Object(args);
+    if let Err(structured) = mcp::validate_args(tool, &args) {
+        return Err(Box::pin(ready(Ok(mcp::tool_error(structured)))));
+    }
+    match args {
+        Json::Object(a) => Ok(a),
+        _ => unreachable!("built as an object above"),
     }
 }
 
