@@ -64,6 +64,44 @@ mod tools;
 
 type Reply = LocalBoxActorFuture<McpConn, Result<Json, RpcError>>;
 
+/// A request's answer: a result (or error), or the structured content of a
+/// successful `shoal_exec`, whose `CallToolResult` is written straight into
+/// the reply frame.
+enum Answer {
+    Value(Result<Json, RpcError>),
+    Success(Json),
+}
+
+impl Answer {
+    /// As a result value (the `CallToolResult` built).
+    fn into_result(self) -> Result<Json, RpcError> {
+        match self {
+            Answer::Value(r) => r,
+            Answer::Success(structured) => Ok(mcp::tool_success(structured)),
+        }
+    }
+
+    /// The reply frame for request `id`, stamped for the 2026 envelope when
+    /// `stamp` is given.
+    fn frame(self, id: &Json, stamp: Option<&mcp_era::Stamp>) -> Vec<u8> {
+        match (self, stamp) {
+            (Answer::Value(r), None) => rpc::reply_frame(id, r, None),
+            (Answer::Value(r), Some(s)) => s.reply_frame(id, r),
+            (Answer::Success(x), None) => mcp::tool_success_frame(id, &x, None),
+            (Answer::Success(x), Some(s)) => s.tool_success_frame(id, &x),
+        }
+    }
+
+    fn log_done(&self) {
+        match self {
+            Answer::Value(r) => conn::request_done(r),
+            Answer::Success(_) => conn::request_done(&Ok(Json::Null)),
+        }
+    }
+}
+
+type AnswerFut = LocalBoxActorFuture<McpConn, Answer>;
+
 /// Concurrent `tools/call` / `resources/read` per connection.
 pub const MAX_IN_FLIGHT: usize = 32;
 /// Interval of `notifications/progress` for a running `shoal_exec`.
@@ -381,10 +419,7 @@ impl McpConn {
         let stamp = modern
             .as_ref()
             .map(|_| mcp_era::Stamp::for_request(&method, call.params()));
-        let reply_frame = move |id: &Json, res: Result<Json, RpcError>| match &stamp {
-            None => rpc::reply_frame(id, res, None),
-            Some(s) => s.reply_frame(id, res),
-        };
+        let reply_frame = move |id: &Json, answer: Answer| answer.frame(id, stamp.as_ref());
         self.req_tasks_ext = modern
             .as_ref()
             .is_some_and(|e| e.has_extension(mcp_tasks_ext::EXTENSION));
@@ -395,9 +430,10 @@ impl McpConn {
             .or_else(|| self.attached.as_ref().map(|h| h.name.clone()));
         let span = conn::request_span("mcp", self.cx.id, session.as_deref(), &id, &method);
         let _entered = span.clone().entered();
+        let key = id_key(&id);
         let origin = CallOrigin {
             conn: self.cx.id,
-            request: id.to_string(),
+            request: key.clone(),
         };
         let concurrent = matches!(
             method.as_str(),
@@ -410,14 +446,13 @@ impl McpConn {
             let fut = self.dispatch_call(&method, call, cancel, ctx);
             self.req_session = None;
             self.req_tasks_ext = false;
-            ctx.wait(fut.map(move |res, act, ctx| {
+            ctx.wait(fut.map(move |answer, act, ctx| {
                 let _span = span.entered();
-                conn::request_done(&res);
-                conn::write_frame(&act.tx, ctx, reply_frame(&id, res));
+                answer.log_done();
+                conn::write_frame(&act.tx, ctx, reply_frame(&id, answer));
             }));
             return;
         }
-        let key = id_key(&id);
         let (evaluates, token) = match &call {
             Call::Exec { progress, .. } => (true, progress.clone()),
             Call::Params(params) => {
@@ -446,9 +481,9 @@ impl McpConn {
         let fut = self.dispatch_call(&method, call, cancel, ctx);
         self.req_session = None;
         self.req_tasks_ext = false;
-        ctx.spawn(fut.map(move |res, act, ctx| {
+        ctx.spawn(fut.map(move |answer, act, ctx| {
             let _span = span.entered();
-            conn::request_done(&res);
+            answer.log_done();
             let done = act.inflight.remove(&key);
             if let Some(h) = done.as_ref().and_then(|f| f.progress) {
                 ctx.cancel_future(h);
@@ -456,7 +491,7 @@ impl McpConn {
             if done.is_some_and(|f| f.cancelled) {
                 tracing::debug!(conn = act.cx.id, request = %key, "cancelled request finished; no reply");
             } else {
-                conn::write_frame(&act.tx, ctx, reply_frame(&id, res));
+                conn::write_frame(&act.tx, ctx, reply_frame(&id, answer));
             }
             if act.closing && act.inflight.is_empty() {
                 ctx.stop();
@@ -484,10 +519,13 @@ impl McpConn {
         call: Call,
         cancel: Arc<CallCancel>,
         ctx: &mut Context<Self>,
-    ) -> Reply {
+    ) -> AnswerFut {
         match call {
             Call::Exec { args, .. } => self.exec_call(args, cancel),
-            Call::Params(params) => self.dispatch(method, params, cancel, ctx),
+            Call::Params(params) => Box::pin(
+                self.dispatch(method, params, cancel, ctx)
+                    .map(|r, _act, _ctx| Answer::Value(r)),
+            ),
         }
     }
 

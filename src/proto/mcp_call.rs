@@ -10,6 +10,7 @@
 //! caller serves the request from its params parsed whole, so both paths
 //! answer every frame alike.
 
+use serde::de::{Deserializer, Error as _, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value as Json};
@@ -27,34 +28,105 @@ struct CallWire<'a> {
     name: &'a str,
     #[serde(default)]
     arguments: Option<Map<String, Json>>,
-    #[serde(rename = "_meta", default, borrow)]
-    meta: Option<&'a RawValue>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Meta>,
     #[serde(default, borrow)]
     task: Option<&'a RawValue>,
 }
 
 /// The `_meta` members of a call that the connection reads.
-#[derive(Deserialize, Debug, Default, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Meta {
-    #[serde(
-        rename = "io.modelcontextprotocol/protocolVersion",
-        default,
-        deserialize_with = "rpc::present"
-    )]
+    /// Present (`null` included) or absent.
     version: Option<Json>,
-    #[serde(
-        rename = "io.modelcontextprotocol/clientCapabilities",
-        default,
-        deserialize_with = "rpc::present"
-    )]
     capabilities: Option<Json>,
-    #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
-    _client_info: Option<Checked>,
-    #[serde(rename = "shoal/session", default)]
+    /// `null` reads as absent.
     session: Option<Json>,
-    #[serde(rename = "progressToken", default)]
     progress_token: Option<Json>,
+}
+
+/// `_meta` is read as a map only (a derived struct would also take an
+/// array) in the same pass as the call; a member it does not know or a
+/// duplicate fails the read, and the call takes the general path.
+impl<'de> Deserialize<'de> for Meta {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(MetaVisitor)
+    }
+}
+
+struct MetaVisitor;
+
+impl<'de> Visitor<'de> for MetaVisitor {
+    type Value = Meta;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a _meta object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Meta, A::Error> {
+        let mut m = Meta::default();
+        let mut client_info = false;
+        while let Some(key) = map.next_key::<MetaKey>()? {
+            let slot = match key {
+                MetaKey::Version => &mut m.version,
+                MetaKey::Capabilities => &mut m.capabilities,
+                MetaKey::Session => &mut m.session,
+                MetaKey::ProgressToken => &mut m.progress_token,
+                MetaKey::ClientInfo if !client_info => {
+                    client_info = true;
+                    map.next_value::<Checked>()?;
+                    continue;
+                }
+                MetaKey::ClientInfo => return Err(A::Error::custom("duplicate _meta member")),
+            };
+            if slot.is_some() {
+                return Err(A::Error::custom("duplicate _meta member"));
+            }
+            *slot = Some(map.next_value::<Json>()?);
+        }
+        if m.session.as_ref().is_some_and(Json::is_null) {
+            m.session = None;
+        }
+        Ok(m)
+    }
+}
+
+const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+
+/// A `_meta` member name this read knows (matched without allocating).
+enum MetaKey {
+    Version,
+    Capabilities,
+    Session,
+    ProgressToken,
+    ClientInfo,
+}
+
+impl<'de> Deserialize<'de> for MetaKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_identifier(MetaKeyVisitor)
+    }
+}
+
+struct MetaKeyVisitor;
+
+impl<'de> Visitor<'de> for MetaKeyVisitor {
+    type Value = MetaKey;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a _meta member name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<MetaKey, E> {
+        Ok(match key {
+            mcp_era::PROTOCOL_VERSION_KEY => MetaKey::Version,
+            mcp_era::CLIENT_CAPABILITIES_KEY => MetaKey::Capabilities,
+            mcp_era::SESSION_KEY => MetaKey::Session,
+            "progressToken" => MetaKey::ProgressToken,
+            CLIENT_INFO_KEY => MetaKey::ClientInfo,
+            other => return Err(E::custom(format_args!("_meta member {other:?}"))),
+        })
+    }
 }
 
 impl Meta {
@@ -95,14 +167,9 @@ pub fn exec_call(params: Option<&RawValue>) -> Option<ExecCall> {
     if wire.name != EXEC_TOOL || wire.task.is_some_and(|t| t.get() != "null") {
         return None;
     }
-    let meta = match wire.meta {
-        None => Meta::default(),
-        Some(m) if rpc::is_object_text(m.get().as_bytes()) => serde_json::from_str(m.get()).ok()?,
-        Some(_) => return None,
-    };
     Some(ExecCall {
         args: wire.arguments.unwrap_or_default(),
-        meta,
+        meta: wire.meta.unwrap_or_default(),
     })
 }
 
@@ -183,6 +250,7 @@ mod tests {
             json!({"name": "shoal_exec", "_meta": {"other": 1}}),
             json!({"name": "shoal_exec", "_meta": [1]}),
             json!({"name": "shoal_exec", "_meta": 1}),
+            json!({"name": "shoal_exec", "_meta": {mcp_era::SESSION_KEY: "a", "x": 1}}),
             json!(["shoal_exec"]),
             json!("shoal_exec"),
         ] {
@@ -195,6 +263,8 @@ mod tests {
             r#"{"name":"shoal_exec","_meta":{"io.modelcontextprotocol/clientInfo":{"n":"\ud800"}}}"#,
             r#"{"name":"shoal_exec","_meta":{"io.modelcontextprotocol/clientInfo":{"n":1e400}}}"#,
             r#"{"name":"shoal\u005fexec"}"#,
+            r#"{"name":"shoal_exec","_meta":{"progressToken":1,"progressToken":2}}"#,
+            r#"{"name":"shoal_exec","_meta":{"io.modelcontextprotocol/clientInfo":{},"io.modelcontextprotocol/clientInfo":{}}}"#,
         ] {
             let raw: Result<&RawValue, _> = serde_json::from_str(text);
             if let Ok(raw) = raw {

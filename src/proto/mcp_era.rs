@@ -233,6 +233,14 @@ impl Stamp {
         }
     }
 
+    /// The reply frame for request `id` answered with
+    /// `mcp::tool_success(structured)`, stamped (that result never has stamp
+    /// keys of its own), written without building the result.
+    pub fn tool_success_frame(&self, id: &Json, structured: &Json) -> Vec<u8> {
+        let members = &stamp_members()[usize::from(self.cacheable)];
+        mcp::tool_success_frame(id, structured, Some(members))
+    }
+
     /// The reply frame for request `id`. A result without stamp keys of its
     /// own (the common case) gets the pre-serialized members appended as
     /// bytes; any other is stamped as a value.
@@ -385,6 +393,13 @@ mod tests {
             assert_eq!(v["result"], finish(method, result), "{method}");
             assert_eq!(v["id"], 9);
         }
+        let structured =
+            json!({"ref": "out:1", "uri": "shoal://out/1", "value": 42, "render": "42"});
+        let stamp = Stamp::for_request("tools/call", &json!({}));
+        assert_eq!(
+            stamp.tool_success_frame(&json!(4), &structured),
+            stamp.reply_frame(&json!(4), Ok(mcp::tool_success(structured.clone())))
+        );
     }
 
     #[test]

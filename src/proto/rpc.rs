@@ -192,9 +192,14 @@ pub fn is_object_text(bytes: &[u8]) -> bool {
 pub fn classify_request(bytes: &[u8]) -> Result<RawRequest<'_>, Incoming> {
     let head = match is_object_text(bytes).then(|| serde_json::from_slice::<Head>(bytes)) {
         Some(Ok(h)) if h.jsonrpc.is_some_and(|v| v.get() == "\"2.0\"") => h,
-        _ => return Err(classify_parsed(bytes)),
+        _ => return Err(classify_whole(bytes)),
     };
     let params = head.params;
+    if params.is_some_and(|p| may_be_deep(p.get())) {
+        // Parsed on their own, params would get the whole nesting budget the
+        // frame's parse shares with the envelope: let that parse decide.
+        return Err(classify_whole(bytes));
+    }
     let method = match (head.id, head.method) {
         (Some(id), Some(Value::String(method))) => return Ok(RawRequest { id, method, params }),
         (None, Some(Value::String(method))) => method,
@@ -210,8 +215,17 @@ pub fn classify_request(bytes: &[u8]) -> Result<RawRequest<'_>, Incoming> {
     };
     match params_value(params) {
         Some(params) => Err(Incoming::Notification { method, params }),
-        None => Err(classify_parsed(bytes)),
+        None => Err(classify_whole(bytes)),
     }
+}
+
+/// Opening brackets from which raw params go to the whole-frame parse (far
+/// below serde_json's nesting limit of 128, far above any real request).
+const DEEP_PARAMS: usize = 100;
+
+fn may_be_deep(raw: &str) -> bool {
+    raw.len() >= DEEP_PARAMS
+        && raw.bytes().filter(|&b| b == b'[' || b == b'{').count() >= DEEP_PARAMS
 }
 
 /// Raw params as a value (`None` when they do not parse as one: too deep, a
@@ -232,14 +246,15 @@ pub fn classify(bytes: &[u8]) -> Incoming {
                 method: r.method,
                 params,
             },
-            None => classify_parsed(bytes),
+            None => classify_whole(bytes),
         },
         Err(other) => other,
     }
 }
 
-/// Classify a frame by parsing it whole into a value.
-fn classify_parsed(bytes: &[u8]) -> Incoming {
+/// Classify a frame by parsing it whole into a value: the reference the
+/// in-place read of [`classify`] answers like.
+pub fn classify_whole(bytes: &[u8]) -> Incoming {
     let v: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
         Err(e) => {
@@ -504,12 +519,26 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         frames.push(deep);
+        // Around serde_json's nesting limit: params parsed on their own get
+        // one level more than inside the frame; the answer must not change.
+        for n in [98, 99, 100, 101, 125, 126, 127, 128, 129] {
+            frames.push(format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{}1{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            ));
+            frames.push(format!(
+                r#"{{"jsonrpc":"2.0","method":"n","params":{}1{}}}"#,
+                "{\"a\":".repeat(n),
+                "}".repeat(n)
+            ));
+        }
         for f in &frames {
             let b = f.as_bytes();
-            assert_eq!(classify(b), classify_parsed(b), "{f}");
+            assert_eq!(classify(b), classify_whole(b), "{f}");
         }
         let bad_utf8 = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"extra\":\"\xff\"}";
-        assert_eq!(classify(bad_utf8), classify_parsed(bad_utf8));
+        assert_eq!(classify(bad_utf8), classify_whole(bad_utf8));
         let r =
             classify_request(br#"{"jsonrpc":"2.0","id":3,"method":"m","params":{"a":1}}"#).unwrap();
         assert_eq!((r.id, r.method.as_str()), (json!(3), "m"));

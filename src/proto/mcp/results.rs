@@ -69,29 +69,38 @@ fn text_item(text: String) -> Json {
     Json::Object(o)
 }
 
-/// A successful tool result: bounded text, a resource link, structured content.
-/// Built by moving `structured` in (the `json!` macro would copy it whole).
-pub fn tool_success(structured: Json) -> Json {
-    let uri = link_uri(&structured);
+/// The text and the resource link (`uri`, `name`) of a successful result.
+fn success_parts(structured: &Json) -> (String, Option<(String, String)>) {
+    let uri = link_uri(structured);
     let text = match ["render", "inline", "raw"]
         .iter()
         .find_map(|k| structured.get(*k).and_then(Json::as_str))
     {
         Some(r) => bound_text(r, MAX_TEXT, uri.as_deref()),
         None => bound_text(
-            &serde_json::to_string_pretty(&structured).unwrap_or_default(),
+            &serde_json::to_string_pretty(structured).unwrap_or_default(),
             MAX_TEXT,
             uri.as_deref(),
         ),
     };
-    let text = text + &warning_lines(&structured);
-    let mut content = Vec::with_capacity(2);
-    content.push(text_item(text));
-    if let Some(uri) = uri {
+    let text = text + &warning_lines(structured);
+    let link = uri.map(|uri| {
         let name = match structured.get("ref").and_then(Json::as_str) {
             Some(r) => r.to_string(),
             None => uri.clone(),
         };
+        (uri, name)
+    });
+    (text, link)
+}
+
+/// A successful tool result: bounded text, a resource link, structured content.
+/// Built by moving `structured` in (the `json!` macro would copy it whole).
+pub fn tool_success(structured: Json) -> Json {
+    let (text, link) = success_parts(&structured);
+    let mut content = Vec::with_capacity(2);
+    content.push(text_item(text));
+    if let Some((uri, name)) = link {
         content.push(link_item(uri, name));
     }
     let mut o = Map::with_capacity(3);
@@ -99,6 +108,46 @@ pub fn tool_success(structured: Json) -> Json {
     o.insert("structuredContent".into(), structured);
     o.insert("isError".into(), Json::Bool(false));
     Json::Object(o)
+}
+
+/// The reply frame for request `id` whose result is `tool_success(structured)`,
+/// written as bytes: the same frame as `rpc::reply_frame(id,
+/// Ok(tool_success(structured)), members)` without building the result.
+/// `members`: pre-serialized `"key":value` pairs appended to the result.
+pub fn tool_success_frame(id: &Json, structured: &Json, members: Option<&str>) -> Vec<u8> {
+    let (text, link) = success_parts(structured);
+    let mut out = Vec::with_capacity(320 + 2 * text.len());
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    let mut ok = put(&mut out, id);
+    out.extend_from_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
+    ok &= put(&mut out, text.as_str());
+    out.push(b'}');
+    if let Some((uri, name)) = &link {
+        out.extend_from_slice(b",{\"type\":\"resource_link\",\"uri\":");
+        ok &= put(&mut out, uri.as_str());
+        out.extend_from_slice(b",\"name\":");
+        ok &= put(&mut out, name.as_str());
+        out.extend_from_slice(b",\"mimeType\":\"application/json\"}");
+    }
+    out.extend_from_slice(b"],\"structuredContent\":");
+    ok &= put(&mut out, structured);
+    out.extend_from_slice(b",\"isError\":false");
+    if let Some(m) = members {
+        out.push(b',');
+        out.extend_from_slice(m.as_bytes());
+    }
+    out.extend_from_slice(b"}}\n");
+    if ok {
+        out
+    } else {
+        super::super::rpc::reply_frame(id, Ok(tool_success(structured.clone())), members)
+    }
+}
+
+/// Serialize `v` onto a frame buffer (`false`: it failed; the frame is then
+/// built the slow way).
+fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) -> bool {
+    serde_json::to_writer(out, v).is_ok()
 }
 
 /// A failed tool result carrying an error object `{code, message, data?}`;
@@ -212,9 +261,16 @@ mod tests {
             json!({"value": [1, 2]}),
             json!({"inline": "i"}),
         ] {
-            let (got, want) = (tool_success(s.clone()), reference(s));
+            let (got, want) = (tool_success(s.clone()), reference(s.clone()));
             assert_eq!(got, want);
             assert_eq!(got.to_string(), want.to_string());
+            for id in [json!(1), json!("a\"b"), Json::Null] {
+                for members in [None, Some(r#""resultType":"complete""#)] {
+                    let frame =
+                        super::super::super::rpc::reply_frame(&id, Ok(want.clone()), members);
+                    assert_eq!(tool_success_frame(&id, &s, members), frame);
+                }
+            }
         }
     }
 }
