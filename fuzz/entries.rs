@@ -75,7 +75,7 @@ pub fn frame(data: &[u8]) {
                 // The in-place read answers as the whole-value parse does,
                 // and the typed shoal_exec call settles the same era.
                 assert_eq!(rpc::classify(&line), rpc::classify_whole(&line));
-                if let Ok(req) = rpc::classify_request(&line) {
+                if let rpc::Classified::Raw(req) = rpc::classify_request(&line) {
                     if let Some(call) = mcp_call::exec_call(req.params) {
                         let params = rpc::params_value(req.params).expect("typed params parse");
                         assert_eq!(call.meta.era(), mcp_era::classify(&params));

@@ -747,8 +747,8 @@ impl StreamHandler<FrameItem> for McpConn {
         }
         match &item {
             Ok(Frame::Line(bytes)) => match rpc::classify_request(bytes) {
-                Ok(req) => self.raw_request(req, bytes, ctx),
-                Err(other) => self.incoming(other, ctx),
+                rpc::Classified::Raw(req) => self.raw_request(req, bytes, ctx),
+                rpc::Classified::Other(other) => self.incoming(other, ctx),
             },
             // Read errors and oversized frames: as on every connection.
             _ => {

@@ -185,37 +185,48 @@ pub fn is_object_text(bytes: &[u8]) -> bool {
     bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
+/// A frame classified by [`classify_request`].
+#[derive(Debug)]
+pub enum Classified<'a> {
+    /// A well-formed request, its params raw.
+    Raw(RawRequest<'a>),
+    /// Anything else, as [`classify`] answers it.
+    Other(Incoming),
+}
+
 /// Classify a frame, a request left with its params raw. Everything that is
 /// not a well-formed request (and any frame the in-place read does not take:
 /// duplicate or unknown members, another spelling of `"2.0"`) is classified
 /// by [`classify_value`] on the whole parsed frame, so both paths answer alike.
-pub fn classify_request(bytes: &[u8]) -> Result<RawRequest<'_>, Incoming> {
+pub fn classify_request(bytes: &[u8]) -> Classified<'_> {
     let head = match is_object_text(bytes).then(|| serde_json::from_slice::<Head>(bytes)) {
         Some(Ok(h)) if h.jsonrpc.is_some_and(|v| v.get() == "\"2.0\"") => h,
-        _ => return Err(classify_whole(bytes)),
+        _ => return Classified::Other(classify_whole(bytes)),
     };
     let params = head.params;
     if params.is_some_and(|p| may_be_deep(p.get())) {
         // Parsed on their own, params would get the whole nesting budget the
         // frame's parse shares with the envelope: let that parse decide.
-        return Err(classify_whole(bytes));
+        return Classified::Other(classify_whole(bytes));
     }
     let method = match (head.id, head.method) {
-        (Some(id), Some(Value::String(method))) => return Ok(RawRequest { id, method, params }),
+        (Some(id), Some(Value::String(method))) => {
+            return Classified::Raw(RawRequest { id, method, params })
+        }
         (None, Some(Value::String(method))) => method,
         // A response or junk without id: nothing to answer.
         (Some(_), None) if head.result.is_some() || head.error.is_some() => String::new(),
         (None, _) => String::new(),
         (Some(id), _) => {
-            return Err(Incoming::Invalid {
+            return Classified::Other(Incoming::Invalid {
                 id,
                 error: RpcError::new(INVALID_REQUEST, "invalid request: method must be a string"),
             })
         }
     };
     match params_value(params) {
-        Some(params) => Err(Incoming::Notification { method, params }),
-        None => Err(classify_whole(bytes)),
+        Some(params) => Classified::Other(Incoming::Notification { method, params }),
+        None => Classified::Other(classify_whole(bytes)),
     }
 }
 
@@ -240,7 +251,7 @@ pub fn params_value(params: Option<&RawValue>) -> Option<Value> {
 /// Classify a frame's bytes.
 pub fn classify(bytes: &[u8]) -> Incoming {
     match classify_request(bytes) {
-        Ok(r) => match params_value(r.params) {
+        Classified::Raw(r) => match params_value(r.params) {
             Some(params) => Incoming::Request {
                 id: r.id,
                 method: r.method,
@@ -248,7 +259,7 @@ pub fn classify(bytes: &[u8]) -> Incoming {
             },
             None => classify_whole(bytes),
         },
-        Err(other) => other,
+        Classified::Other(other) => other,
     }
 }
 
@@ -539,8 +550,11 @@ mod tests {
         }
         let bad_utf8 = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"extra\":\"\xff\"}";
         assert_eq!(classify(bad_utf8), classify_whole(bad_utf8));
-        let r =
-            classify_request(br#"{"jsonrpc":"2.0","id":3,"method":"m","params":{"a":1}}"#).unwrap();
+        let Classified::Raw(r) =
+            classify_request(br#"{"jsonrpc":"2.0","id":3,"method":"m","params":{"a":1}}"#)
+        else {
+            panic!("a request")
+        };
         assert_eq!((r.id, r.method.as_str()), (json!(3), "m"));
         assert_eq!(r.params.map(RawValue::get), Some(r#"{"a":1}"#));
     }
