@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 use shoal::lang::{parse as lang_parse, ParseContext};
 use shoal::leash::{effect, plan, policy as leash_policy, Effect, Policy};
 use shoal::proto::frame::{Frame, FrameReader};
-use shoal::proto::{kernel, mcp, rpc, syntax, uri, valpath};
+use shoal::proto::{kernel, mcp, mcp_call, mcp_era, rpc, syntax, uri, valpath};
 use shoal::pty::keys;
 use shoal::value::{Record, Value};
 
@@ -72,6 +72,15 @@ pub fn frame(data: &[u8]) {
             Ok(Some(Frame::Line(line))) => {
                 assert!(line.len() <= limit);
                 assert!(!line.contains(&b'\n'));
+                // The in-place read answers as the whole-value parse does,
+                // and the typed shoal_exec call settles the same era.
+                assert_eq!(rpc::classify(&line), rpc::classify_whole(&line));
+                if let rpc::Classified::Raw(req) = rpc::classify_request(&line) {
+                    if let Some(call) = mcp_call::exec_call(req.params) {
+                        let params = rpc::params_value(req.params).expect("typed params parse");
+                        assert_eq!(call.meta.era(), mcp_era::classify(&params));
+                    }
+                }
                 if let rpc::Incoming::Request { method, params, .. } = rpc::classify(&line) {
                     if method == "tools/call" {
                         if let (Some(name), Some(args)) =

@@ -49,8 +49,10 @@ use super::msg::CallOrigin;
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
 use crate::proto::elide::Budget;
+use crate::proto::frame::Frame;
 use crate::proto::kernel::GetRequest;
 use crate::proto::mcp;
+use crate::proto::mcp_call;
 use crate::proto::mcp_era::{self, Era};
 use crate::proto::mcp_tasks_ext;
 use crate::proto::rpc::{self, RpcError};
@@ -61,6 +63,44 @@ mod subscriptions;
 mod tools;
 
 type Reply = LocalBoxActorFuture<McpConn, Result<Json, RpcError>>;
+
+/// A request's answer: a result (or error), or the structured content of a
+/// successful `shoal_exec`, whose `CallToolResult` is written straight into
+/// the reply frame.
+enum Answer {
+    Value(Result<Json, RpcError>),
+    Success(Json),
+}
+
+impl Answer {
+    /// As a result value (the `CallToolResult` built).
+    fn into_result(self) -> Result<Json, RpcError> {
+        match self {
+            Answer::Value(r) => r,
+            Answer::Success(structured) => Ok(mcp::tool_success(structured)),
+        }
+    }
+
+    /// The reply frame for request `id`, stamped for the 2026 envelope when
+    /// `stamp` is given.
+    fn frame(self, id: &Json, stamp: Option<&mcp_era::Stamp>) -> Vec<u8> {
+        match (self, stamp) {
+            (Answer::Value(r), None) => rpc::reply_frame(id, r, None),
+            (Answer::Value(r), Some(s)) => s.reply_frame(id, r),
+            (Answer::Success(x), None) => mcp::tool_success_frame(id, &x, None),
+            (Answer::Success(x), Some(s)) => s.tool_success_frame(id, &x),
+        }
+    }
+
+    fn log_done(&self) {
+        match self {
+            Answer::Value(r) => conn::request_done(r),
+            Answer::Success(_) => conn::request_done(&Ok(Json::Null)),
+        }
+    }
+}
+
+type AnswerFut = LocalBoxActorFuture<McpConn, Answer>;
 
 /// Concurrent `tools/call` / `resources/read` per connection.
 pub const MAX_IN_FLIGHT: usize = 32;
@@ -96,6 +136,28 @@ struct Listen {
     n_ptys: usize,
     /// Acknowledged: nothing is delivered on the stream before.
     acked: bool,
+}
+
+/// A request's params: parsed whole, or the typed `shoal_exec` call
+/// (`proto::mcp_call`).
+enum Call {
+    Params(Json),
+    Exec {
+        args: serde_json::Map<String, Json>,
+        /// `_meta.progressToken` (a string or a number).
+        progress: Option<Json>,
+    },
+}
+
+impl Call {
+    /// The params as a value, where a caller reads one (`null` for the typed
+    /// call: nothing reads its params whole).
+    fn params(&self) -> &Json {
+        match self {
+            Call::Params(p) => p,
+            Call::Exec { .. } => &Json::Null,
+        }
+    }
 }
 
 /// Sessions a connection's stateless requests may name besides the shim's.
@@ -244,14 +306,61 @@ impl McpConn {
                 return;
             }
             self.era = Some(ConnEra::Legacy);
-            Era::Legacy
+            Ok(Era::Legacy)
         } else {
-            match mcp_era::classify(&params) {
-                Ok(e) => e,
-                Err(e) => {
-                    conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
-                    return;
-                }
+            mcp_era::classify(&params)
+        };
+        self.serve(id, method, Call::Params(params), era, ctx)
+    }
+
+    /// A frame read in place: the hot `tools/call` of `shoal_exec` is served
+    /// from its typed params; anything else from its params parsed whole (or
+    /// classified whole when they do not parse on their own).
+    fn raw_request(&mut self, req: rpc::RawRequest<'_>, bytes: &[u8], ctx: &mut Context<Self>) {
+        if req.method == "tools/call" {
+            if let Some(call) = mcp_call::exec_call(req.params) {
+                let era = call.meta.era();
+                let progress = call.meta.progress_token();
+                let call = Call::Exec {
+                    args: call.args,
+                    progress,
+                };
+                return self.serve(req.id, req.method, call, era, ctx);
+            }
+        }
+        match rpc::params_value(req.params) {
+            Some(params) => self.request(req.id, req.method, params, ctx),
+            None => self.incoming(rpc::classify(bytes), ctx),
+        }
+    }
+
+    /// A classified frame (what the in-place read left to the whole parse).
+    fn incoming(&mut self, incoming: rpc::Incoming, ctx: &mut Context<Self>) {
+        match incoming {
+            rpc::Incoming::Request { id, method, params } => self.request(id, method, params, ctx),
+            rpc::Incoming::Notification { method, params } => {
+                self.notification(&method, params, ctx)
+            }
+            rpc::Incoming::Invalid { id, error } => {
+                conn::write(&self.tx, ctx, &rpc::error_response(&id, &error))
+            }
+        }
+    }
+
+    /// Serve a request in the era its envelope settled (or refuse it).
+    fn serve(
+        &mut self,
+        id: Json,
+        method: String,
+        call: Call,
+        era: Result<Era, RpcError>,
+        ctx: &mut Context<Self>,
+    ) {
+        let era = match era {
+            Ok(e) => e,
+            Err(e) => {
+                conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+                return;
             }
         };
         let refuse = match (&era, self.era) {
@@ -280,17 +389,19 @@ impl McpConn {
                     conn::write(&self.tx, ctx, &rpc::reply(&id, r));
                     return;
                 }
-                self.request_in(id, method, params, None, ctx)
+                self.request_in(id, method, call, None, ctx)
             }
             Era::Modern(env) => {
                 self.era = Some(ConnEra::Modern);
-                match method.as_str() {
-                    "server/discover" => {
+                match (method.as_str(), call) {
+                    ("server/discover", _) => {
                         let r = Ok(mcp_era::discover_result());
                         conn::write(&self.tx, ctx, &rpc::reply(&id, r));
                     }
-                    "subscriptions/listen" => self.listen(id, &params, env, ctx),
-                    _ => self.request_in(id, method, params, Some(env), ctx),
+                    ("subscriptions/listen", Call::Params(params)) => {
+                        self.listen(id, &params, env, ctx)
+                    }
+                    (_, call) => self.request_in(id, method, call, Some(env), ctx),
                 }
             }
         }
@@ -301,17 +412,14 @@ impl McpConn {
         &mut self,
         id: Json,
         method: String,
-        params: Json,
+        call: Call,
         modern: Option<mcp_era::Envelope>,
         ctx: &mut Context<Self>,
     ) {
         let stamp = modern
             .as_ref()
-            .map(|_| mcp_era::Stamp::for_request(&method, &params));
-        let reply_frame = move |id: &Json, res: Result<Json, RpcError>| match &stamp {
-            None => rpc::reply_frame(id, res, None),
-            Some(s) => s.reply_frame(id, res),
-        };
+            .map(|_| mcp_era::Stamp::for_request(&method, call.params()));
+        let reply_frame = move |id: &Json, answer: Answer| answer.frame(id, stamp.as_ref());
         self.req_tasks_ext = modern
             .as_ref()
             .is_some_and(|e| e.has_extension(mcp_tasks_ext::EXTENSION));
@@ -322,9 +430,10 @@ impl McpConn {
             .or_else(|| self.attached.as_ref().map(|h| h.name.clone()));
         let span = conn::request_span("mcp", self.cx.id, session.as_deref(), &id, &method);
         let _entered = span.clone().entered();
+        let key = id_key(&id);
         let origin = CallOrigin {
             conn: self.cx.id,
-            request: id.to_string(),
+            request: key.clone(),
         };
         let concurrent = matches!(
             method.as_str(),
@@ -334,29 +443,30 @@ impl McpConn {
             // In order; at the in-flight cap this also stops reading (backpressure).
             let cancel = CallCancel::new();
             cancel.set_origin(origin);
-            let fut = self.dispatch(&method, params, cancel, ctx);
+            let fut = self.dispatch_call(&method, call, cancel, ctx);
             self.req_session = None;
             self.req_tasks_ext = false;
-            ctx.wait(fut.map(move |res, act, ctx| {
+            ctx.wait(fut.map(move |answer, act, ctx| {
                 let _span = span.entered();
-                conn::request_done(&res);
-                conn::write_frame(&act.tx, ctx, reply_frame(&id, res));
+                answer.log_done();
+                conn::write_frame(&act.tx, ctx, reply_frame(&id, answer));
             }));
             return;
         }
-        let key = id_key(&id);
-        let evaluates = method == "tools/call"
-            && params.get("name").and_then(Json::as_str) == Some("shoal_exec");
-        let progress = if evaluates {
-            params
-                .get("_meta")
-                .and_then(|m| m.get("progressToken"))
-                .filter(|t| t.is_string() || t.is_number())
-                .cloned()
-                .map(|token| self.start_progress(token, ctx))
-        } else {
-            None
+        let (evaluates, token) = match &call {
+            Call::Exec { progress, .. } => (true, progress.clone()),
+            Call::Params(params) => {
+                let evaluates = method == "tools/call"
+                    && params.get("name").and_then(Json::as_str) == Some(mcp_call::EXEC_TOOL);
+                let token = params
+                    .get("_meta")
+                    .and_then(|m| m.get("progressToken"))
+                    .filter(|t| evaluates && (t.is_string() || t.is_number()))
+                    .cloned();
+                (evaluates, token)
+            }
         };
+        let progress = token.map(|token| self.start_progress(token, ctx));
         let cancel = CallCancel::new();
         cancel.set_origin(origin);
         self.inflight.insert(
@@ -368,12 +478,12 @@ impl McpConn {
                 cancel: cancel.clone(),
             },
         );
-        let fut = self.dispatch(&method, params, cancel, ctx);
+        let fut = self.dispatch_call(&method, call, cancel, ctx);
         self.req_session = None;
         self.req_tasks_ext = false;
-        ctx.spawn(fut.map(move |res, act, ctx| {
+        ctx.spawn(fut.map(move |answer, act, ctx| {
             let _span = span.entered();
-            conn::request_done(&res);
+            answer.log_done();
             let done = act.inflight.remove(&key);
             if let Some(h) = done.as_ref().and_then(|f| f.progress) {
                 ctx.cancel_future(h);
@@ -381,7 +491,7 @@ impl McpConn {
             if done.is_some_and(|f| f.cancelled) {
                 tracing::debug!(conn = act.cx.id, request = %key, "cancelled request finished; no reply");
             } else {
-                conn::write_frame(&act.tx, ctx, reply_frame(&id, res));
+                conn::write_frame(&act.tx, ctx, reply_frame(&id, answer));
             }
             if act.closing && act.inflight.is_empty() {
                 ctx.stop();
@@ -401,6 +511,22 @@ impl McpConn {
             }});
             conn::write(&act.tx, ctx, &frame);
         })
+    }
+
+    fn dispatch_call(
+        &mut self,
+        method: &str,
+        call: Call,
+        cancel: Arc<CallCancel>,
+        ctx: &mut Context<Self>,
+    ) -> AnswerFut {
+        match call {
+            Call::Exec { args, .. } => self.exec_call(args, cancel),
+            Call::Params(params) => Box::pin(
+                self.dispatch(method, params, cancel, ctx)
+                    .map(|r, _act, _ctx| Answer::Value(r)),
+            ),
+        }
     }
 
     fn dispatch(
@@ -621,14 +747,15 @@ impl StreamHandler<FrameItem> for McpConn {
         if self.elicit.take_response(&item) {
             return;
         }
-        match conn::incoming(&self.cx, &self.tx, ctx, item) {
-            Some(rpc::Incoming::Request { id, method, params }) => {
-                self.request(id, method, params, ctx)
+        match &item {
+            Ok(Frame::Line(bytes)) => match rpc::classify_request(bytes) {
+                rpc::Classified::Raw(req) => self.raw_request(req, bytes, ctx),
+                rpc::Classified::Other(other) => self.incoming(other, ctx),
+            },
+            // Read errors and oversized frames: as on every connection.
+            _ => {
+                conn::incoming(&self.cx, &self.tx, ctx, item);
             }
-            Some(rpc::Incoming::Notification { method, params }) => {
-                self.notification(&method, params, ctx)
-            }
-            Some(rpc::Incoming::Invalid { .. }) | None => {}
         }
     }
 

@@ -16,9 +16,10 @@ use crate::lang::Position;
 use crate::proto::elide::Budget;
 use crate::proto::kernel;
 use crate::proto::mcp;
+use crate::proto::mcp_call;
 use crate::proto::rpc::{self, RpcError};
 
-use super::{get_value, ConnEra, McpConn, Reply};
+use super::{get_value, Answer, AnswerFut, ConnEra, McpConn, Reply};
 
 impl McpConn {
     pub(super) fn tools_call(&mut self, params: Json, cancel: Arc<CallCancel>) -> Reply {
@@ -33,25 +34,22 @@ impl McpConn {
             ))));
         };
         if !mcp::is_tool(self.caps(), name) {
-            return Box::pin(ready(Err(RpcError::invalid_params(format!(
-                "unknown tool {name:?}"
-            ))
-            .with_data(json!({"tool": name})))));
+            return unknown_tool(name);
         }
         let args = match p.get("arguments") {
-            None | Some(Json::Null) => json!({}),
-            Some(a) => a.clone(),
+            None | Some(Json::Null) => Map::new(),
+            Some(Json::Object(a)) => a.clone(),
+            Some(_) => {
+                return Box::pin(ready(Ok(mcp::tool_error(mcp::invalid_arguments(
+                    "tool arguments must be an object".into(),
+                    vec![mcp::argument_error("", "arguments must be an object")],
+                )))))
+            }
         };
-        if !args.is_object() {
-            return Box::pin(ready(Ok(mcp::tool_error(mcp::invalid_arguments(
-                "tool arguments must be an object".into(),
-                vec![mcp::argument_error("", "arguments must be an object")],
-            )))));
-        }
-        if let Err(structured) = mcp::validate_args(name, &args) {
-            return Box::pin(ready(Ok(mcp::tool_error(structured))));
-        }
-        let args: Map<String, Json> = args.as_object().cloned().unwrap_or_default();
+        let args = match checked_args(name, args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
         // A task-augmented call (MCP Tasks 2025): `shoal_exec` only. At
         // 2026-07-28 task creation is the server's call and `task` is ignored.
         let legacy_task = self.era != Some(ConnEra::Modern);
@@ -73,7 +71,10 @@ impl McpConn {
                 }
                 .into_actor(act)
             })),
-            "shoal_exec" => self.tool_exec(args, cancel),
+            "shoal_exec" => Box::pin(
+                self.tool_exec(args, cancel)
+                    .map(|a, _act, _ctx| a.into_result()),
+            ),
             "shoal_cap_request" => self.tool_cap_request(args, &params, cancel),
             n if crate::proto::mcp_leash::is_leash_tool(n) => self.tool_leash(n, args, cancel),
             "shoal_get" => self.tool_get(args),
@@ -82,6 +83,22 @@ impl McpConn {
             _ => Box::pin(ready(Err(RpcError::invalid_params(format!(
                 "unknown tool {name:?}"
             ))))),
+        }
+    }
+
+    /// The typed `tools/call` of `shoal_exec` (`proto::mcp_call`): what
+    /// [`Self::tools_call`] does for that tool without a `task`.
+    pub(super) fn exec_call(
+        &mut self,
+        args: Map<String, Json>,
+        cancel: Arc<CallCancel>,
+    ) -> AnswerFut {
+        if !mcp::is_tool(self.caps(), mcp_call::EXEC_TOOL) {
+            return Box::pin(unknown_tool(mcp_call::EXEC_TOOL).map(|r, _, _| Answer::Value(r)));
+        }
+        match checked_args(mcp_call::EXEC_TOOL, args) {
+            Ok(args) => self.tool_exec(args, cancel),
+            Err(r) => Box::pin(r.map(|r, _, _| Answer::Value(r))),
         }
     }
 
@@ -105,14 +122,20 @@ impl McpConn {
         }))
     }
 
-    pub(super) fn tool_exec(&mut self, args: Map<String, Json>, cancel: Arc<CallCancel>) -> Reply {
+    /// `shoal_exec`: a success is answered with its structured content (the
+    /// reply frame folds it into the `CallToolResult`).
+    pub(super) fn tool_exec(
+        &mut self,
+        args: Map<String, Json>,
+        cancel: Arc<CallCancel>,
+    ) -> AnswerFut {
         let parsed = kernel::exec_params(&args, Position::Value).and_then(|(s, p)| {
             let b = Budget::from_json(args.get("elide")).map_err(RpcError::invalid_params)?;
             Ok((s, p, b, crate::actors::task::task_opts(&args)?))
         });
         let (src, position, budget, opts) = match parsed {
             Ok(x) => x,
-            Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
+            Err(e) => return Box::pin(ready(Answer::Value(Ok(mcp::tool_error_rpc(&e))))),
         };
         // Server-directed task creation only for work that leaves the session's
         // state alone (a task runs on a fork).
@@ -124,14 +147,14 @@ impl McpConn {
             async move {
                 let handle = match h {
                     Ok(h) => h,
-                    Err(e) => return Ok(mcp::tool_error_rpc(&e)),
+                    Err(e) => return Answer::Value(Ok(mcp::tool_error_rpc(&e))),
                 };
                 if ext {
                     // Server-directed task creation (Tasks extension).
                     let r = crate::actors::mcp_tasks::ext_exec(
                         handle, src, position, budget, cancel, gate,
                     );
-                    return Ok(r.await.unwrap_or_else(|e| mcp::tool_error_rpc(&e)));
+                    return Answer::Value(Ok(r.await.unwrap_or_else(|e| mcp::tool_error_rpc(&e))));
                 }
                 let r = match opts {
                     Some(o) => {
@@ -144,10 +167,10 @@ impl McpConn {
                         exec_elided(handle, src, position, false, budget, cancel, gate, true).await
                     }
                 };
-                Ok(match r {
-                    Ok(x) => mcp::tool_success(x),
-                    Err(e) => mcp::tool_error_rpc(&e),
-                })
+                match r {
+                    Ok(x) => Answer::Success(x),
+                    Err(e) => Answer::Value(Ok(mcp::tool_error_rpc(&e))),
+                }
             }
             .into_actor(act)
         }))
@@ -261,6 +284,26 @@ impl McpConn {
             }
             .into_actor(act)
         }))
+    }
+}
+
+fn unknown_tool(name: &str) -> Reply {
+    Box::pin(ready(Err(RpcError::invalid_params(format!(
+        "unknown tool {name:?}"
+    ))
+    .with_data(json!({"tool": name})))))
+}
+
+/// The arguments checked against the tool's schema; `Err` is the `isError`
+/// result to answer.
+fn checked_args(tool: &str, args: Map<String, Json>) -> Result<Map<String, Json>, Reply> {
+    let args = Json::Object(args);
+    if let Err(structured) = mcp::validate_args(tool, &args) {
+        return Err(Box::pin(ready(Ok(mcp::tool_error(structured)))));
+    }
+    match args {
+        Json::Object(a) => Ok(a),
+        _ => unreachable!("built as an object above"),
     }
 }
 

@@ -71,10 +71,24 @@ pub fn classify(params: &Json) -> Result<Era, RpcError> {
     let Some(meta) = params.get("_meta").and_then(Json::as_object) else {
         return Ok(Era::Legacy);
     };
-    let Some(version) = meta.get(PROTOCOL_VERSION_KEY) else {
+    classify_members(
+        meta.get(PROTOCOL_VERSION_KEY),
+        meta.get(CLIENT_CAPABILITIES_KEY),
+        meta.get(SESSION_KEY),
+    )
+}
+
+/// [`classify`] from the three `_meta` members it reads (each `None` when
+/// absent; the session also when `null`), however the caller read them.
+pub fn classify_members(
+    version: Option<&Json>,
+    caps: Option<&Json>,
+    session: Option<&Json>,
+) -> Result<Era, RpcError> {
+    let Some(version) = version else {
         return Ok(Era::Legacy);
     };
-    let Some(caps) = meta.get(CLIENT_CAPABILITIES_KEY) else {
+    let Some(caps) = caps else {
         return Err(RpcError::invalid_params(format!(
             "params._meta is missing the required envelope key {CLIENT_CAPABILITIES_KEY}"
         )));
@@ -92,7 +106,7 @@ pub fn classify(params: &Json) -> Result<Era, RpcError> {
             "{CLIENT_CAPABILITIES_KEY} must be an object"
         )));
     }
-    let session = match meta.get(SESSION_KEY) {
+    let session = match session {
         None | Some(Json::Null) => None,
         Some(Json::String(s)) if !s.is_empty() => Some(s.clone()),
         Some(_) => {
@@ -217,6 +231,14 @@ impl Stamp {
             cacheable: cacheable(method),
             read_uri,
         }
+    }
+
+    /// The reply frame for request `id` answered with
+    /// `mcp::tool_success(structured)`, stamped (that result never has stamp
+    /// keys of its own), written without building the result.
+    pub fn tool_success_frame(&self, id: &Json, structured: &Json) -> Vec<u8> {
+        let members = &stamp_members()[usize::from(self.cacheable)];
+        mcp::tool_success_frame(id, structured, Some(members))
     }
 
     /// The reply frame for request `id`. A result without stamp keys of its
@@ -371,6 +393,13 @@ mod tests {
             assert_eq!(v["result"], finish(method, result), "{method}");
             assert_eq!(v["id"], 9);
         }
+        let structured =
+            json!({"ref": "out:1", "uri": "shoal://out/1", "value": 42, "render": "42"});
+        let stamp = Stamp::for_request("tools/call", &json!({}));
+        assert_eq!(
+            stamp.tool_success_frame(&json!(4), &structured),
+            stamp.reply_frame(&json!(4), Ok(mcp::tool_success(structured.clone())))
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod event;
 pub mod frame;
 pub mod kernel;
 pub mod mcp;
+pub mod mcp_call;
 pub mod mcp_era;
 pub mod mcp_leash;
 pub mod mcp_pty;

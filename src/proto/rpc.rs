@@ -3,6 +3,9 @@
 //! Incoming frames are classified into requests, notifications and invalid
 //! frames here, so both connection actors answer malformed input identically.
 
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 pub const PARSE_ERROR_RPC: i64 = -32700;
@@ -81,8 +84,188 @@ pub enum Incoming {
     Invalid { id: Value, error: RpcError },
 }
 
+/// A well-formed request read in place: its `params` are still the frame's
+/// bytes (`None`: absent or `null`), for a caller that reads only what it
+/// needs of them.
+#[derive(Debug)]
+pub struct RawRequest<'a> {
+    pub id: Value,
+    pub method: String,
+    pub params: Option<&'a RawValue>,
+}
+
+/// The envelope members of a frame, read without building a map: `id` and
+/// `method` as values (present, even when `null`), `params` as raw bytes,
+/// `result`/`error` only checked. Any other member sends the frame to the
+/// whole-value parse (serde's own skipping is laxer than a value parse).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Head<'a> {
+    #[serde(default, borrow)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<Value>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present_checked")]
+    result: Option<Checked>,
+    #[serde(default, deserialize_with = "present_checked")]
+    error: Option<Checked>,
+}
+
+/// A member that is there, `null` included (serde's `Option` reads `null` as
+/// absent).
+pub fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+fn present_checked<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Checked>, D::Error> {
+    Checked::deserialize(d).map(Some)
+}
+
+/// Any JSON value, read and dropped. Unlike serde's `IgnoredAny` it takes
+/// exactly what a [`Value`] parse takes (strings decoded, numbers in range,
+/// the nesting limit), without allocating: a frame read in place is refused
+/// where the whole-value parse would refuse it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> Visitor<'de> for CheckedVisitor {
+    type Value = Checked;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_none<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Checked, D::Error> {
+        Checked::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+}
+
+/// The bytes hold a JSON object (a derived struct would also take an array).
+pub fn is_object_text(bytes: &[u8]) -> bool {
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+/// A frame classified by [`classify_request`].
+#[derive(Debug)]
+pub enum Classified<'a> {
+    /// A well-formed request, its params raw.
+    Raw(RawRequest<'a>),
+    /// Anything else, as [`classify`] answers it.
+    Other(Incoming),
+}
+
+/// Classify a frame, a request left with its params raw. Everything that is
+/// not a well-formed request (and any frame the in-place read does not take:
+/// duplicate or unknown members, another spelling of `"2.0"`) is classified
+/// by [`classify_value`] on the whole parsed frame, so both paths answer alike.
+pub fn classify_request(bytes: &[u8]) -> Classified<'_> {
+    let head = match is_object_text(bytes).then(|| serde_json::from_slice::<Head>(bytes)) {
+        Some(Ok(h)) if h.jsonrpc.is_some_and(|v| v.get() == "\"2.0\"") => h,
+        _ => return Classified::Other(classify_whole(bytes)),
+    };
+    let params = head.params;
+    if params.is_some_and(|p| may_be_deep(p.get())) {
+        // Parsed on their own, params would get the whole nesting budget the
+        // frame's parse shares with the envelope: let that parse decide.
+        return Classified::Other(classify_whole(bytes));
+    }
+    let method = match (head.id, head.method) {
+        (Some(id), Some(Value::String(method))) => {
+            return Classified::Raw(RawRequest { id, method, params })
+        }
+        (None, Some(Value::String(method))) => method,
+        // A response or junk without id: nothing to answer.
+        (Some(_), None) if head.result.is_some() || head.error.is_some() => String::new(),
+        (None, _) => String::new(),
+        (Some(id), _) => {
+            return Classified::Other(Incoming::Invalid {
+                id,
+                error: RpcError::new(INVALID_REQUEST, "invalid request: method must be a string"),
+            })
+        }
+    };
+    match params_value(params) {
+        Some(params) => Classified::Other(Incoming::Notification { method, params }),
+        None => Classified::Other(classify_whole(bytes)),
+    }
+}
+
+/// Opening brackets from which raw params go to the whole-frame parse (far
+/// below serde_json's nesting limit of 128, far above any real request).
+const DEEP_PARAMS: usize = 100;
+
+fn may_be_deep(raw: &str) -> bool {
+    raw.len() >= DEEP_PARAMS
+        && raw.bytes().filter(|&b| b == b'[' || b == b'{').count() >= DEEP_PARAMS
+}
+
+/// Raw params as a value (`None` when they do not parse as one: too deep, a
+/// number out of range; the whole frame's parse then says why).
+pub fn params_value(params: Option<&RawValue>) -> Option<Value> {
+    match params {
+        None => Some(Value::Null),
+        Some(p) => serde_json::from_str(p.get()).ok(),
+    }
+}
+
 /// Classify a frame's bytes.
 pub fn classify(bytes: &[u8]) -> Incoming {
+    match classify_request(bytes) {
+        Classified::Raw(r) => match params_value(r.params) {
+            Some(params) => Incoming::Request {
+                id: r.id,
+                method: r.method,
+                params,
+            },
+            None => classify_whole(bytes),
+        },
+        Classified::Other(other) => other,
+    }
+}
+
+/// Classify a frame by parsing it whole into a value: the reference the
+/// in-place read of [`classify`] answers like.
+pub fn classify_whole(bytes: &[u8]) -> Incoming {
     let v: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
         Err(e) => {
@@ -299,6 +482,81 @@ mod tests {
         let f = reply_frame(&json!(1), Ok(json!([1])), Some(m));
         let v: Value = serde_json::from_slice(&f).unwrap();
         assert_eq!(v["result"], json!([1]));
+    }
+
+    /// The in-place read classifies every frame as the whole-value parse does.
+    #[test]
+    fn in_place_read_agrees_with_the_whole_parse() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{}1{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let mut frames: Vec<String> = [
+            r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#,
+            r#"  {"jsonrpc":"2.0","id":7,"method":"x","params":{"a":[1,{"b":null}]}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"x","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"x","params":[1,2]}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","method":"n","params":{"k":1}}"#,
+            r#"{"jsonrpc":"2.0","method":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":null,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":1e400}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":"\ud800"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","extra":"\ud800"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","extra":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","method":"y"}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"x"}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
+            r#"{"jsonrpc":2,"method":"x"}"#,
+            r#"{"id":1,"method":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x\u00e9"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":1e400}}"#,
+            r#"{"jsonrpc":"2.0","id":[1],"method":5}"#,
+            r#"{"jsonrpc":"2.0","id":1.5e3,"method":"x"} "#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x"} x"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x""#,
+            r#"[]"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#,
+            r#""s""#,
+            r#"{}"#,
+            r#"{not json"#,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        frames.push(deep);
+        // Around serde_json's nesting limit: params parsed on their own get
+        // one level more than inside the frame; the answer must not change.
+        for n in [98, 99, 100, 101, 125, 126, 127, 128, 129] {
+            frames.push(format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"x","params":{}1{}}}"#,
+                "[".repeat(n),
+                "]".repeat(n)
+            ));
+            frames.push(format!(
+                r#"{{"jsonrpc":"2.0","method":"n","params":{}1{}}}"#,
+                "{\"a\":".repeat(n),
+                "}".repeat(n)
+            ));
+        }
+        for f in &frames {
+            let b = f.as_bytes();
+            assert_eq!(classify(b), classify_whole(b), "{f}");
+        }
+        let bad_utf8 = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"extra\":\"\xff\"}";
+        assert_eq!(classify(bad_utf8), classify_whole(bad_utf8));
+        let Classified::Raw(r) =
+            classify_request(br#"{"jsonrpc":"2.0","id":3,"method":"m","params":{"a":1}}"#)
+        else {
+            panic!("a request")
+        };
+        assert_eq!((r.id, r.method.as_str()), (json!(3), "m"));
+        assert_eq!(r.params.map(RawValue::get), Some(r#"{"a":1}"#));
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub use resources::{
     bounded_blob, bounded_blob_max, events_result, journal_result, parse_slice, read_result,
     resource_templates, resources_page, subscription_channel, RESOURCES_PAGE,
 };
-pub use results::{tool_error, tool_error_rpc, tool_success};
+pub use results::{tool_error, tool_error_rpc, tool_success, tool_success_frame};
 pub use schemas::{
     argument_error, check_args, exec_input_schema, exec_output_schema, get_input_schema,
     get_output_schema, invalid_arguments, is_tool, journal_input_schema, journal_output_schema,
