@@ -4,8 +4,9 @@
 Runs each given `shoal` binary as a daemon under valgrind's callgrind, three
 times on private XDG dirs:
 
-  1. a first start on an empty state dir, then 2 s idle, then SIGTERM;
-  2. a restart on the journal that run left, idle, SIGTERM;
+  1. a first start on an empty state dir, one connection opened and closed
+     unused (a readiness probe), then 2 s idle, then SIGTERM;
+  2. a restart on the journal that run left, the same probe, idle, SIGTERM;
   3. a start, then a few kernel and MCP round trips (attach, `exec`,
      `initialize`, `tools/list`, `shoal_exec`), SIGTERM.
 
@@ -132,6 +133,8 @@ def profile(binary, home, out, requests):
     )
     try:
         wait_for(sock, proc)
+        # What a client's readiness probe does: connect, then close unused.
+        socket.socket(socket.AF_UNIX).connect(sock)
         if requests:
             round_trips(sock)
         time.sleep(2)
