@@ -131,9 +131,14 @@ fn report(name: &str, mut samples: Vec<f64>, unit: &str) {
 }
 
 fn rss_kb(pid: u32) -> u64 {
+    status_kb(pid, "VmRSS:")
+}
+
+/// A `kB` field of /proc/PID/status (`VmRSS:`, `RssAnon:`, `RssFile:`).
+fn status_kb(pid: u32, field: &str) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     s.lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
@@ -350,6 +355,8 @@ struct Subject {
     shim_in: std::process::ChildStdin,
     shim_out: BufReader<std::process::ChildStdout>,
     idle_rss_kb: u64,
+    /// Idle RssAnon and RssFile (kB).
+    idle_split_kb: (u64, u64),
     samples: Vec<Vec<f64>>,
 }
 
@@ -380,6 +387,10 @@ impl Subject {
         let daemon = start_daemon_bin(&root, &bin);
         std::thread::sleep(Duration::from_millis(300));
         let idle_rss_kb = rss_kb(daemon.id());
+        let idle_split_kb = (
+            status_kb(daemon.id(), "RssAnon:"),
+            status_kb(daemon.id(), "RssFile:"),
+        );
         let mut kernel = Line::open(&root.sock());
         kernel.call(&rpc(0, "session.attach", json!({"session": "hot"})));
         let mut mcp = Line::open(&root.sock());
@@ -406,6 +417,7 @@ impl Subject {
             shim_in,
             shim_out,
             idle_rss_kb,
+            idle_split_kb,
             samples: vec![Vec::new(); HOT_PATHS.len()],
         };
         s.via_shim(&init_frame());
@@ -576,9 +588,11 @@ fn hot_path_bench(n: usize) {
     for (j, s) in subjects.iter_mut().enumerate() {
         s.execs(10_000);
         println!(
-            "  {:<6} daemon RSS: idle {:.1} MB, after 10,000 execs {:.1} MB, after 20,000 {:.1} MB",
+            "  {:<6} daemon RSS: idle {:.1} MB (anon {:.1}, file {:.1}), after 10,000 execs {:.1} MB, after 20,000 {:.1} MB",
             s.label,
             s.idle_rss_kb as f64 / 1024.0,
+            s.idle_split_kb.0 as f64 / 1024.0,
+            s.idle_split_kb.1 as f64 / 1024.0,
             after10k[j] as f64 / 1024.0,
             rss_kb(s.daemon.id()) as f64 / 1024.0
         );

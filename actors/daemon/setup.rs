@@ -70,6 +70,9 @@ pub(super) fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Log lines queued for the appender thread.
+const LOG_QUEUE_LINES: usize = 1024;
+
 pub(super) fn init_logging(
     log_dir: &std::path::Path,
     config: &Config,
@@ -85,7 +88,9 @@ pub(super) fn init_logging(
         .map_err(|e| e.to_string())?;
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(false)
-        .buffered_lines_limit(8192)
+        // The queue is allocated and touched whole at start (32 bytes a line); past it a
+        // logging thread waits for the file write (lossy(false)).
+        .buffered_lines_limit(LOG_QUEUE_LINES)
         .finish(appender);
     let filter = std::env::var("SHOAL_LOG")
         .ok()

@@ -117,6 +117,49 @@ fn batched_ops_wake_the_writer_once_per_flush_not_per_op() {
 }
 
 #[test]
+fn batched_control_channel_full_of_flushes_still_drains() {
+    // Batched mode's channel holds CONTROL_QUEUE messages: many more flushers than that,
+    // with ops submitted between them, all return and lose nothing.
+    let d = tmp();
+    let store =
+        Arc::new(Store::open(d.path().join("journal.redb"), StoreOptions::default()).unwrap());
+    let w = JournalWriter::start(
+        store,
+        WriterConfig {
+            durability: Durability::Batched,
+            flush_ms: 60_000,
+            ..WriterConfig::default()
+        },
+    )
+    .unwrap();
+    let threads = 4 * crate::journal::writer::CONTROL_QUEUE;
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let w = &w;
+            s.spawn(move || {
+                w.submit_wait(Op::Append {
+                    id: None,
+                    entry: ne("p", t as i64, "ls", &[]),
+                })
+                .unwrap();
+                if t % 2 == 0 {
+                    w.flush().unwrap();
+                } else {
+                    w.sync_visible().unwrap();
+                }
+            });
+        }
+    });
+    let q = Query {
+        limit: Some(threads + 1),
+        ..Query::default()
+    };
+    assert_eq!(w.query(&q, &Scope::All).unwrap().len(), threads);
+    w.shutdown().unwrap();
+    assert_eq!(w.store().stats().unwrap().entries, threads as u64);
+}
+
+#[test]
 fn writer_immediate_survives_crash() {
     let d = tmp();
     let path = d.path().join("journal.redb");

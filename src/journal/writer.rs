@@ -47,6 +47,10 @@ pub enum Durability {
     Batched,
 }
 
+/// Batched mode: capacity of the writer thread's channel, which carries wake-ups, flushes and
+/// shutdown only (a sender past it waits for the thread to take one).
+pub(super) const CONTROL_QUEUE: usize = 64;
+
 /// Writer settings (`journal.durability`, `journal.flush_ms`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriterConfig {
@@ -55,7 +59,7 @@ pub struct WriterConfig {
     pub flush_ms: u64,
     /// Most ops per commit (batched mode commits as soon as this many are pending).
     pub max_batch: usize,
-    /// Capacity of the submit queue.
+    /// Capacity of the submit queue (immediate mode: the channel; batched mode: the inbox).
     pub queue: usize,
 }
 
@@ -170,7 +174,13 @@ impl JournalWriter {
             ));
         }
         let next_id = store.next_id()?;
-        let (tx, rx) = mpsc::sync_channel(cfg.queue.max(1));
+        // `sync_channel(n)` allocates and touches all its n slots at once (~40 bytes each).
+        // In batched mode ops wait in the inbox and the channel carries control messages only.
+        let capacity = match cfg.durability {
+            Durability::Immediate => cfg.queue.max(1),
+            Durability::Batched => cfg.queue.clamp(1, CONTROL_QUEUE),
+        };
+        let (tx, rx) = mpsc::sync_channel(capacity);
         let shared = Arc::new(Shared {
             stats: Mutex::new(WriterStats {
                 durability: cfg.durability,
@@ -348,9 +358,13 @@ impl JournalWriter {
     }
 
     fn send_ctl(&self, m: Msg) -> Result<()> {
-        let g = self.sub.locked();
-        let sub = g.as_ref().ok_or(JournalError::WriterGone)?;
-        sub.tx.send(m).map_err(|_| JournalError::WriterGone)
+        // Sent outside the submit lock: a full channel (batched mode keeps it small) then
+        // holds up this caller only, never the submitters.
+        let tx = {
+            let g = self.sub.locked();
+            g.as_ref().ok_or(JournalError::WriterGone)?.tx.clone()
+        };
+        tx.send(m).map_err(|_| JournalError::WriterGone)
     }
 
     /// Read-your-writes query: acknowledged entries are always included.
