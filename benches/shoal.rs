@@ -278,9 +278,16 @@ fn mcp_bench(m: &mut Line, n: usize) {
 /// once before), so the ratio is the server's and the socket's, not the
 /// bench client's JSON work on the longer modern frames.
 fn mcp_era_bench(sock: &Path, n: usize) {
+    // Connections are spread over the daemon's arbiters round robin: opened
+    // in the order legacy, modern, modern, legacy, each era has one connection
+    // on each of two neighbouring arbiters, and the calls alternate between
+    // the pairs, so where a connection landed weighs on both eras alike.
     let mut legacy = Line::open(sock);
     legacy.call(&init_frame());
     let mut modern = Line::open(sock);
+    let mut modern2 = Line::open(sock);
+    let mut legacy2 = Line::open(sock);
+    legacy2.call(&init_frame());
     let args = json!({"name": "shoal_exec", "arguments": {"src": "6 * 7"}});
     let old = rpc(2, "tools/call", args.clone());
     let mut p = args;
@@ -313,6 +320,8 @@ fn mcp_era_bench(sock: &Path, n: usize) {
     for _ in 0..n.min(200) {
         legacy.call_raw(&old, &mut reply);
         modern.call_raw(&new, &mut reply);
+        legacy2.call_raw(&old, &mut reply);
+        modern2.call_raw(&new, &mut reply);
     }
     let (mut ls, mut ms) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
@@ -322,12 +331,17 @@ fn mcp_era_bench(sock: &Path, n: usize) {
             line.call_raw(f, &mut reply);
             out.push(t.elapsed().as_secs_f64() * 1000.0);
         };
-        if i % 2 == 0 {
-            one(&mut legacy, &old, &mut ls);
-            one(&mut modern, &new, &mut ms);
+        let (l, m) = if (i / 2) % 2 == 0 {
+            (&mut legacy, &mut modern)
         } else {
-            one(&mut modern, &new, &mut ms);
-            one(&mut legacy, &old, &mut ls);
+            (&mut legacy2, &mut modern2)
+        };
+        if i % 2 == 0 {
+            one(l, &old, &mut ls);
+            one(m, &new, &mut ms);
+        } else {
+            one(m, &new, &mut ms);
+            one(l, &old, &mut ls);
         }
     }
     let (l50, l99) = pcts(&ls);
