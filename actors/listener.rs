@@ -175,11 +175,14 @@ pub struct Listener {
     reg: Registration,
     euid: u32,
     accepted: u64,
-    /// The arbiters connections are served on, round robin: this one first,
-    /// then up to one per core, each started when the rotation first needs
-    /// it (an idle daemon has one). Connections on different arbiters (and
-    /// the sessions they create) run on different cores.
+    /// The arbiters connections are served on, round robin, up to one per
+    /// core, each started when the rotation first reaches it (an idle daemon
+    /// has none). The System arbiter keeps the daemon's services (event bus,
+    /// journal writer, this listener), so their work never delays a reply;
+    /// connections on different arbiters (and the sessions they create) run
+    /// on different cores.
     arbiters: Vec<ArbiterHandle>,
+    /// How many there may be (0: none could be started; serve here).
     max_arbiters: usize,
 }
 
@@ -203,15 +206,18 @@ impl Listener {
             reg,
             euid: paths::euid(),
             accepted: 0,
-            arbiters: vec![Arbiter::current()],
+            arbiters: Vec::new(),
             max_arbiters: std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
         }
     }
 
     /// The arbiter for connection `id` (starting it if the rotation reaches a new one);
-    /// `None`: this one.
+    /// `None`: none could be started, serve on this one.
     fn arbiter_for(&mut self, id: u64) -> Option<ArbiterHandle> {
-        let i = ((id.saturating_sub(1)) % self.max_arbiters as u64) as usize;
+        if self.max_arbiters == 0 {
+            return None;
+        }
+        let i = (id.saturating_sub(1) % self.max_arbiters as u64) as usize;
         if i >= self.arbiters.len() {
             // Arbiter::new panics when no thread can be started: serve on the
             // arbiters there are.
@@ -226,8 +232,8 @@ impl Listener {
                 }
             }
         }
-        let i = i.min(self.arbiters.len() - 1);
-        (i > 0).then(|| self.arbiters[i].clone())
+        let n = self.arbiters.len();
+        (n > 0).then(|| self.arbiters[i.min(n - 1)].clone())
     }
 }
 

@@ -250,6 +250,10 @@ fn listen_streams_journal_and_events() {
     // Cancelling the listen request ends the stream: nothing more arrives
     // and no answer to L1 is sent.
     c.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "L1"}}));
+    // The connections run on different threads: once a request sent after the
+    // cancellation is answered, the cancellation has been taken.
+    let r = c.ok("tools/list", env(json!({}), json!({})));
+    assert!(r["tools"].is_array(), "{r}");
     k.ok(
         "events.publish",
         json!({"channel": "user.raw", "payload": {"n": 2}}),
