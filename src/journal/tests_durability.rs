@@ -71,12 +71,11 @@ fn submit_echoes(w: &JournalWriter, n: i64) -> Vec<EntryId> {
         .collect()
 }
 
-#[test]
-fn batched_ops_wake_the_writer_once_per_flush_not_per_op() {
-    let d = tmp();
+/// A batched writer on a fresh store in `d` that commits only when asked (flush_ms 60 s).
+fn batched_writer(d: &tempfile::TempDir) -> JournalWriter {
     let store =
         Arc::new(Store::open(d.path().join("journal.redb"), StoreOptions::default()).unwrap());
-    let w = JournalWriter::start(
+    JournalWriter::start(
         store,
         WriterConfig {
             durability: Durability::Batched,
@@ -84,7 +83,13 @@ fn batched_ops_wake_the_writer_once_per_flush_not_per_op() {
             ..WriterConfig::default()
         },
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn batched_ops_wake_the_writer_once_per_flush_not_per_op() {
+    let d = tmp();
+    let w = batched_writer(&d);
     let ids = submit_echoes(&w, 500);
     // The first op woke the idle thread (a second wake-up is possible only while the thread
     // is still starting); the others waited in the inbox for its deadline.
@@ -121,17 +126,7 @@ fn batched_control_channel_full_of_flushes_still_drains() {
     // Batched mode's channel holds CONTROL_QUEUE messages: many more flushers than that,
     // with ops submitted between them, all return and lose nothing.
     let d = tmp();
-    let store =
-        Arc::new(Store::open(d.path().join("journal.redb"), StoreOptions::default()).unwrap());
-    let w = JournalWriter::start(
-        store,
-        WriterConfig {
-            durability: Durability::Batched,
-            flush_ms: 60_000,
-            ..WriterConfig::default()
-        },
-    )
-    .unwrap();
+    let w = batched_writer(&d);
     let threads = 4 * crate::journal::writer::CONTROL_QUEUE;
     std::thread::scope(|s| {
         for t in 0..threads {
