@@ -630,15 +630,7 @@ fn a_busy_session_does_not_stall_the_others() {
     a.send(
         &json!({"jsonrpc": "2.0", "id": "slow", "method": "exec", "params": {"src": "sleep 1"}}),
     );
-    let busy = eventually("session a busy", Duration::from_secs(5), || {
-        let st = b.ok("daemon.status", json!({}));
-        let a = st["sessions"]
-            .as_array()?
-            .iter()
-            .find(|s| s["name"] == "a")?
-            .clone();
-        (a["busy"] == json!(true)).then_some(a)
-    });
+    let busy = session_busy(&mut b, "a", true);
     assert_eq!(busy["name"], json!("a"));
     let t0 = Instant::now();
     let r = b.ok("exec", json!({"src": "6 * 7"}));

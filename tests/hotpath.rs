@@ -118,14 +118,7 @@ fn lane_of(root: &Root, id: &str) -> &'static str {
 /// Wait until session `name`'s worker has finished its last job (after its reply it
 /// still refreshes the state tasks fork from; an exec arriving meanwhile queues behind it).
 fn worker_idle(c: &mut Conn, name: &str) {
-    eventually("the worker idle", std::time::Duration::from_secs(5), || {
-        let st = c.ok("daemon.status", json!({}));
-        st["sessions"]
-            .as_array()?
-            .iter()
-            .find(|s| s["name"] == name && s["busy"] == json!(false))
-            .cloned()
-    });
+    session_busy(c, name, false);
 }
 
 #[test]
@@ -187,14 +180,7 @@ fn quick_execs_are_answered_by_the_session_actor_and_journaled_in_order() {
     c.send(
         &json!({"jsonrpc": "2.0", "id": "slow", "method": "exec", "params": {"src": "sleep 1"}}),
     );
-    eventually("session q busy", std::time::Duration::from_secs(5), || {
-        let st = other.ok("daemon.status", json!({}));
-        st["sessions"]
-            .as_array()?
-            .iter()
-            .find(|s| s["name"] == "q" && s["busy"] == json!(true))
-            .cloned()
-    });
+    session_busy(&mut other, "q", true);
     other.send(
         &json!({"jsonrpc": "2.0", "id": "q-5", "method": "exec", "params": {"src": "x + 1"}}),
     );

@@ -186,6 +186,23 @@ pub fn wait_timeout(child: &mut Child, d: Duration) -> Option<std::process::Exit
 }
 
 /// Poll `f` until it returns Some, with a deadline.
+/// Wait (at most 5 s) until `daemon.status`, asked on `c`, shows session `name` with
+/// `busy` as given; its row then.
+pub fn session_busy(c: &mut Conn, name: &str, busy: bool) -> Value {
+    eventually(
+        &format!("session {name} busy: {busy}"),
+        Duration::from_secs(5),
+        || {
+            let st = c.ok("daemon.status", json!({}));
+            st["sessions"]
+                .as_array()?
+                .iter()
+                .find(|s| s["name"] == name && s["busy"] == json!(busy))
+                .cloned()
+        },
+    )
+}
+
 pub fn eventually<T>(what: &str, d: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + d;
     loop {
