@@ -16,7 +16,7 @@ use actix::prelude::*;
 use base64::Engine as _;
 use serde_json::{json, Value as Json};
 
-use super::event_bus::{EventBus, Payload, Publish};
+use super::event_bus::{BusHandle, Payload, Publish};
 use super::health::{Registration, Supervised};
 use super::msg::Crash;
 use crate::journal::{
@@ -38,7 +38,7 @@ pub type StoreCache = Arc<Mutex<Option<StoreStats>>>;
 #[derive(Clone)]
 pub struct Services {
     pub journal: Supervised<JournalWriter>,
-    pub bus: Supervised<EventBus>,
+    pub bus: BusHandle,
     pub writer: Arc<Writer>,
     store_stats: StoreCache,
     /// What journaling cost the last execs (ns, newest last): encoding, submit, events.
@@ -59,7 +59,7 @@ impl std::fmt::Debug for Services {
 impl Services {
     pub fn new(
         journal: Supervised<JournalWriter>,
-        bus: Supervised<EventBus>,
+        bus: BusHandle,
         writer: Arc<Writer>,
         store_stats: StoreCache,
     ) -> Services {

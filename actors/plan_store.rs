@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
-use super::event_bus::{EventBus, Publish};
-use super::health::{Registration, Supervised};
+use super::event_bus::BusHandle;
+use super::health::Registration;
 use super::session_supervisor::SessionSupervisor;
 use crate::leash::plan::{Approval, Plan};
 use crate::leash::{effect, Verdict};
@@ -21,7 +21,7 @@ const MAX_PLANS: usize = 1024;
 
 pub struct PlanStore {
     plans: HashMap<String, Plan>,
-    bus: Option<Supervised<EventBus>>,
+    bus: Option<BusHandle>,
     reg: Registration,
     /// Tells the supervisor when this actor stops (dropped with it).
     _exit: Option<super::session_supervisor::ExitNotice>,
@@ -89,7 +89,7 @@ fn unknown(plan_ref: &str) -> RpcError {
 }
 
 impl PlanStore {
-    pub fn new(bus: Option<Supervised<EventBus>>, reg: Registration) -> PlanStore {
+    pub fn new(bus: Option<BusHandle>, reg: Registration) -> PlanStore {
         PlanStore {
             plans: HashMap::new(),
             bus,
@@ -122,16 +122,13 @@ impl PlanStore {
                 o.insert("via".into(), json!(via));
             }
         }
-        bus.do_send(Publish {
-            channel: "approval".into(),
-            payload: payload.into(),
-        });
+        bus.publish("approval", payload);
         if let Some((by, via)) = decided {
             tracing::info!(plan = %plan.plan_ref, principal = %plan.principal, by, via, decision = event, "plan decided by a human");
             let s = |v: &str| json!({"$": "str", "v": v});
-            bus.do_send(Publish {
-                channel: "journal".into(),
-                payload: json!({"$": "record", "v": {
+            bus.publish(
+                "journal",
+                json!({"$": "record", "v": {
                     "approval": s(event),
                     "plan_ref": s(&plan.plan_ref),
                     "session": s(&plan.session),
@@ -139,9 +136,8 @@ impl PlanStore {
                     "head": s(crate::journal::head_of(&plan.src)),
                     "by": s(by),
                     "via": s(via),
-                }})
-                .into(),
-            });
+                }}),
+            );
         }
     }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use tokio::sync::{oneshot, watch};
 
-use super::event_bus::{EventBus, Publish};
+use super::event_bus::{BusHandle, Publish};
 use super::health::Registration;
 use super::msg::{ExecReply, SessionError};
 use super::session::{CallCancel, JobSpec, SessionShared};
@@ -47,7 +47,7 @@ pub struct Task {
     /// The process group stopped by `task.suspend` (0: none).
     stopped_pid: u32,
     tx: watch::Sender<TaskView>,
-    bus: Option<super::health::Supervised<EventBus>>,
+    bus: Option<BusHandle>,
     reg: Registration,
     _exit: ExitNotice,
 }
@@ -103,16 +103,18 @@ impl Task {
 
     fn publish(&self, payload: Value) {
         if let Some(bus) = &self.bus {
-            bus.do_send(Publish {
-                channel: task::channel(self.id),
-                payload: wire::encode(&payload).into(),
-            });
             // `shoal://jobs` watchers of this session hear of every change
             // of its tasks (and of no other session's).
-            bus.do_send(Publish {
-                channel: jobs_channel(&self.shared.name),
-                payload: wire::encode(&Value::str(task::ref_name(self.id))).into(),
-            });
+            bus.publish_all([
+                Publish {
+                    channel: task::channel(self.id),
+                    payload: wire::encode(&payload).into(),
+                },
+                Publish {
+                    channel: jobs_channel(&self.shared.name),
+                    payload: wire::encode(&Value::str(task::ref_name(self.id))).into(),
+                },
+            ]);
         }
     }
 

@@ -3,7 +3,8 @@
 //! - the hot path, side by side in one run: the floor (an
 //!   unknown-method round trip) beside kernel `exec "null"`, kernel
 //!   `exec "6 * 7"`, MCP `shoal_exec "6 * 7"` on the socket and through the
-//!   `shoal mcp` shim; idle RSS, RSS after 10,000 and 20,000 execs; execs/s
+//!   `shoal mcp` shim (each path on a session of its own, created by its
+//!   connection, so no call crosses threads to reach its session); idle RSS, RSS after 10,000 and 20,000 execs; execs/s
 //!   with 1, 4 and 16 concurrent clients on distinct sessions. With
 //!   SHOAL_BENCH_BEFORE=<path of an older shoal binary> the same figures are
 //!   taken for it too, in alternating rounds (the machine is shared and noisy);
@@ -409,9 +410,13 @@ impl Subject {
         kernel.call(&rpc(0, "session.attach", json!({"session": "hot"})));
         let mut mcp = Line::open(&root.sock());
         mcp.call(&init_frame());
+        // The shim's own session: a session runs on the arbiter of the connection that
+        // created it, and `default` was created by the socket MCP connection, on the
+        // other arbiter. Shared, every shim call would also pay two cross-thread hops,
+        // which is not the shim's cost.
         let mut shim = root
             .cmd_bin(&bin)
-            .args(["mcp", "--socket"])
+            .args(["mcp", "--session", "hot-shim", "--socket"])
             .arg(root.sock())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -123,6 +123,10 @@ pub fn run(opts: DaemonOptions) -> i32 {
 
     let draining: Arc<std::sync::Mutex<Vec<Arc<SessionShared>>>> = Arc::default();
     let draining_run = draining.clone();
+    // The bus's subscriptions, seqs and inbox: what is still in the inbox at a clean stop
+    // goes to the journal in `after_stop`.
+    let book = super::super::event_bus::SubscriberBook::default();
+    let book_run = book.clone();
     let exit_code = Arc::new(AtomicI32::new(0));
     let exit_code_run = exit_code.clone();
     let started = sys.block_on(async move {
@@ -143,6 +147,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
         };
         let set = ServiceSet::new(
             writer,
+            book_run,
             std_listener,
             config.daemon.max_restarts_per_minute,
             exit_code_run,
@@ -175,7 +180,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
     if let Some(b) = bound {
         b.remove();
     }
-    after_stop(&draining, &shutdown_writer);
+    after_stop(&draining, &shutdown_writer, &book);
     tracing::info!(code, "daemon stopped");
     code
 }

@@ -92,13 +92,14 @@ pub struct ServiceSet {
 impl ServiceSet {
     pub fn new(
         writer: Arc<journal::JournalWriter>,
+        book: SubscriberBook,
         listen: StdUnixListener,
         max_per_minute: u32,
         exit_code: Arc<AtomicI32>,
     ) -> Self {
         ServiceSet {
             writer,
-            book: SubscriberBook::default(),
+            book,
             listen,
             listener: None,
             max_per_minute,
@@ -229,9 +230,12 @@ impl Daemon {
         let bus = self.start_bus(start_seqs, ctx);
         let cache = JournalWriter::store_cache(&self.svc().writer);
         let journal = self.start_journal(ctx, cache.clone());
+        let immediate =
+            self.svc().writer.config().durability == crate::journal::Durability::Immediate;
+        let bus = self.svc().book.handle(Supervised::new(bus), immediate);
         self.services = Some(Services::new(
             Supervised::new(journal),
-            Supervised::new(bus),
+            bus,
             self.svc().writer.clone(),
             cache,
         ));

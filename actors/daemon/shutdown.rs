@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use actix::prelude::*;
 
+use super::super::event_bus::SubscriberBook;
 use super::super::msg::{Shutdown, StopSession};
 use super::super::session::SessionShared;
 use super::Daemon;
@@ -46,6 +47,7 @@ impl Handler<Shutdown> for Daemon {
 pub(super) fn after_stop(
     draining: &std::sync::Mutex<Vec<Arc<SessionShared>>>,
     writer: &journal::JournalWriter,
+    book: &SubscriberBook,
 ) {
     // No task's process group outlives the daemon: SIGINT (sent by the
     // Shutdown handler), SIGKILL after the grace.
@@ -65,6 +67,11 @@ pub(super) fn after_stop(
         for s in &drained {
             s.release_reservation();
         }
+    }
+    // Durable events the bus had not taken from its inbox yet.
+    let settled = book.settle(writer);
+    if settled > 0 {
+        tracing::debug!(settled, "events queued for the journal at shutdown");
     }
     if let Err(e) = writer.shutdown() {
         tracing::error!("journal flush at shutdown failed: {e}");

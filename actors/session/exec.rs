@@ -7,7 +7,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::super::event_bus::Publish;
 use super::super::msg::CallCancel;
 use super::super::msg::{ExecReply, SessionError};
 use super::record::{PendingJournal, PendingRan};
@@ -54,10 +53,7 @@ pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionErr
             // what the session emits there is published for every client.
             let bus = svc.bus.clone();
             s.set_bus_sink(Some(Arc::new(move |channel: &str, v: &Value| {
-                bus.do_send(Publish {
-                    channel: channel.to_string(),
-                    payload: wire::encode(v).into(),
-                });
+                bus.publish(channel, wire::encode(v));
             })));
         }
         s

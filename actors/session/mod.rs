@@ -246,9 +246,7 @@ impl Handler<Exec> for Session {
                     // kernel connection writes them after the reply (it takes
                     // no message while a request is in flight).
                     if let Some(bus) = &bus {
-                        for e in events {
-                            bus.do_send(e);
-                        }
+                        bus.publish_all(events);
                     }
                     r
                 }

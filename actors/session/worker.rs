@@ -161,8 +161,6 @@ pub(super) fn worker(
 /// Publish events from the worker thread.
 pub(super) fn publish(shared: &SessionShared, events: Vec<Publish>) {
     if let Some(svc) = &shared.services {
-        for e in events {
-            svc.bus.do_send(e);
-        }
+        svc.bus.publish_all(events);
     }
 }
