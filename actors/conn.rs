@@ -452,7 +452,7 @@ pub fn request_span(
 }
 
 /// Log the end of a request inside its span (errors with their code).
-pub fn request_done(res: &Result<Json, rpc::RpcError>) {
+pub fn request_done<T>(res: &Result<T, rpc::RpcError>) {
     match res {
         Ok(_) => tracing::debug!("request done"),
         Err(e) => tracing::debug!(code = e.code, error = %e.message, "request failed"),

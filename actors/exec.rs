@@ -46,6 +46,53 @@ pub async fn exec_elided(
     exec_reply_json(x, &budget)
 }
 
+/// [`exec_elided`] answered as the result object's JSON bytes
+/// ([`exec_reply_bytes`]): the kernel's plain `exec`.
+pub async fn exec_elided_bytes(
+    handle: SessionHandle,
+    exec: Exec,
+    budget: Budget,
+) -> Result<Vec<u8>, RpcError> {
+    let x = ask(&handle, exec).await?;
+    exec_reply_bytes(x, &budget)
+}
+
+/// What [`exec_reply_json`] answers, written straight to JSON bytes (the
+/// same members in the same order; a value within the budget is streamed
+/// without a JSON tree). Parses to exactly the same value.
+pub fn exec_reply_bytes(x: ExecReply, budget: &Budget) -> Result<Vec<u8>, RpcError> {
+    use std::io::Write;
+    let mut out = Vec::with_capacity(128 + x.render.len());
+    let _ = write!(
+        out,
+        r#"{{"ref":"out:{n}","uri":"shoal://out/{n}","value":"#,
+        n = x.n
+    );
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::proto::elide::elide_into(&x.value, budget, &kernel::ref_uri(x.n), &mut out)
+    }))
+    .map_err(|p| {
+        RpcError::internal(format!(
+            "encoding panicked: {}",
+            super::session::panic_message(&p)
+        ))
+    })?;
+    out.extend_from_slice(br#","render":"#);
+    let _ = serde_json::to_writer(&mut out, &x.render);
+    out.extend_from_slice(br#","elapsed_ms":"#);
+    let _ = serde_json::to_writer(&mut out, &Json::from(kernel::elapsed_ms(x.elapsed_ms)));
+    if !x.warnings.is_empty() {
+        out.extend_from_slice(br#","warnings":"#);
+        let _ = serde_json::to_writer(&mut out, &kernel::warnings_json(&x.warnings));
+    }
+    if let Some(j) = x.journal {
+        out.extend_from_slice(br#","journal":"#);
+        let _ = serde_json::to_writer(&mut out, j);
+    }
+    out.push(b'}');
+    Ok(out)
+}
+
 /// `{ref, uri, value, render, elapsed_ms}` of an exec's reply, the value
 /// elided under `budget`.
 pub fn exec_reply_json(x: ExecReply, budget: &Budget) -> Result<Json, RpcError> {
@@ -116,4 +163,79 @@ where
         .map_err(|_| SessionError::Closed(name))
         .and_then(|r| r)
         .map_err(conn::session_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::{Record, Value};
+
+    fn reply(n: u64, value: Value) -> ExecReply {
+        ExecReply {
+            n,
+            value,
+            render: "a \"render\"\n\u{1b}[1m".into(),
+            elapsed_ms: 1.234_567_8,
+            journal: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The kernel's bytes parse to exactly the tree the other callers build,
+    /// members in the same order, whatever the value and the budget.
+    #[test]
+    fn exec_reply_bytes_parse_to_exec_reply_json() {
+        let mut rec = Record::new();
+        rec.insert("k \"q\"".into(), Value::Float(0.5));
+        rec.insert("n".into(), Value::Null);
+        let mut deep = Value::Int(1);
+        for _ in 0..100 {
+            deep = Value::list(vec![deep]);
+        }
+        let values = [
+            Value::Int(42),
+            Value::Null,
+            Value::Bool(true),
+            Value::Float(0.0),
+            Value::str("line\nand \"quotes\" \u{7}"),
+            Value::record(rec),
+            Value::list((0..10).map(Value::Int).collect()),
+            Value::list((0..5000).map(Value::Int).collect()),
+            Value::str("x".repeat(100_000)),
+            deep,
+        ];
+        let budgets = [
+            Budget::default(),
+            Budget {
+                max_bytes: 16,
+                ..Budget::default()
+            },
+        ];
+        for (i, v) in values.iter().enumerate() {
+            for b in &budgets {
+                let mut x = reply(i as u64 + 1, v.clone());
+                if i % 3 == 0 {
+                    x.journal = Some("degraded");
+                }
+                if i % 4 == 1 {
+                    x.warnings.push(crate::lang::Warning {
+                        code: "dollar_in_string",
+                        message: "a \"$\"".into(),
+                        span: Default::default(),
+                        hint: "use {x}".into(),
+                    });
+                }
+                let bytes = exec_reply_bytes(x.clone(), b).unwrap();
+                let tree = exec_reply_json(x, b).unwrap();
+                let parsed: Json = serde_json::from_slice(&bytes).unwrap();
+                assert_eq!(parsed, tree, "value {i}");
+                // Same member order, same text.
+                assert_eq!(
+                    String::from_utf8(bytes).unwrap(),
+                    serde_json::to_string(&tree).unwrap(),
+                    "value {i}"
+                );
+            }
+        }
+    }
 }

@@ -41,6 +41,13 @@ use reader::{id_key, lock_calls, Calls};
 
 type Reply = LocalBoxActorFuture<KernelConn, Result<Json, RpcError>>;
 
+/// A result as a request's reply carries it: a JSON tree, or (a plain `exec`) the
+/// result object's JSON bytes, written without one.
+enum Body {
+    Json(Json),
+    Encoded(Vec<u8>),
+}
+
 /// The kernel methods besides `pty.*` ([`crate::pty::api::METHODS`]).
 const METHODS: &[&str] = &[
     "session.attach",
@@ -123,12 +130,17 @@ impl KernelConn {
             request: id.to_string(),
         });
         let entered = span.clone().entered();
-        let fut = if cancel.is_cancelled() {
+        let fut: LocalBoxActorFuture<Self, Result<Body, RpcError>> = if cancel.is_cancelled() {
             Box::pin(ready(Err(conn::session_error(
                 super::session::cancelled_before_running(),
             ))))
+        } else if let Some(f) = self.plain_exec(&method, &params, &cancel) {
+            f
         } else {
-            self.dispatch(&method, params, cancel)
+            Box::pin(
+                self.dispatch(&method, params, cancel)
+                    .map(|r, _, _| r.map(Body::Json)),
+            )
         };
         drop(entered);
         ctx.wait(fut.map(move |res, act, ctx| {
@@ -140,8 +152,48 @@ impl KernelConn {
                     act.reg.stats.set_error(format!("{method}: {}", e.message));
                 }
             }
-            conn::write_frame(&act.tx, ctx, rpc::reply_frame(&id, res, None));
+            let frame = match res {
+                Ok(Body::Encoded(result)) => rpc::encoded_reply_frame(&id, &result),
+                Ok(Body::Json(v)) => rpc::reply_frame(&id, Ok(v), None),
+                Err(e) => rpc::reply_frame(&id, Err(e), None),
+            };
+            conn::write_frame(&act.tx, ctx, frame);
         }));
+    }
+
+    /// A plain `exec` (attached, no `mode`, no task options, valid params),
+    /// answered with its result written as bytes
+    /// ([`super::exec::exec_reply_bytes`]). `None`: anything else, which
+    /// [`Self::dispatch`] answers (its own errors included).
+    fn plain_exec(
+        &mut self,
+        method: &str,
+        params: &Json,
+        cancel: &Arc<CallCancel>,
+    ) -> Option<LocalBoxActorFuture<Self, Result<Body, RpcError>>> {
+        if method != "exec" {
+            return None;
+        }
+        let att = self.attached.as_ref()?;
+        let p = params.as_object()?;
+        if p.contains_key("mode") || !matches!(super::task::task_opts(p), Ok(None)) {
+            return None;
+        }
+        let (src, position) = kernel::exec_params(p, Position::Stmt).ok()?;
+        let budget = crate::proto::elide::Budget::from_json(p.get("elide")).ok()?;
+        lc::recheck(att.token.as_deref(), self.cx.foreign, &att.gate).ok()?;
+        let exec = super::msg::Exec {
+            src,
+            position,
+            tty: att.tty,
+            cancel: cancel.clone(),
+            gate: Some(att.gate.clone()),
+            check: true,
+        };
+        let f = super::exec::exec_elided_bytes(att.handle.clone(), exec, budget);
+        Some(Box::pin(
+            async move { f.await.map(Body::Encoded) }.into_actor(self),
+        ))
     }
 
     fn dispatch(&mut self, method: &str, params: Json, cancel: Arc<CallCancel>) -> Reply {

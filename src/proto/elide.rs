@@ -105,6 +105,17 @@ pub fn elide(v: &Value, b: &Budget, uri: &str) -> Json {
     }
 }
 
+/// [`elide`] written to `out` as JSON bytes: a value within the budget is
+/// streamed ([`wire::encode_under_into`]), without a JSON tree.
+pub fn elide_into(v: &Value, b: &Budget, uri: &str, out: &mut Vec<u8>) {
+    let j = match v {
+        Value::Outcome(o) => outcome(o, b, uri),
+        _ if over_budget(v, b) => elided(v, uri),
+        _ => return wire::encode_under_into(v, uri, out),
+    };
+    let _ = serde_json::to_writer(&mut *out, &j);
+}
+
 /// Whether `v` must travel as a ref.
 pub fn over_budget(v: &Value, b: &Budget) -> bool {
     match v {
@@ -206,7 +217,7 @@ fn fits(v: &Value, left: &mut i64, depth: usize) -> bool {
                 None => *left -= 17 + o.stdout.len() as i64,
             }
         }
-        other => *left -= json_len(&wire::encode(other)),
+        other => *left -= wire::encoded_len(other) as i64,
     }
     *left >= 0
 }

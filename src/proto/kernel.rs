@@ -45,9 +45,14 @@ pub fn exec_result(n: u64, value: Json, render: String, elapsed_ms: f64) -> Json
     m.insert("render".into(), Json::String(render));
     m.insert(
         "elapsed_ms".into(),
-        Json::from((elapsed_ms * 1000.0).round() / 1000.0),
+        Json::from(self::elapsed_ms(elapsed_ms)),
     );
     Json::Object(m)
+}
+
+/// An exec's `elapsed_ms` as replies carry it: rounded to the microsecond.
+pub fn elapsed_ms(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
 }
 
 /// The `warnings` list of an exec (`[{code, message, span, hint}]`).

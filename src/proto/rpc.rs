@@ -401,6 +401,18 @@ pub fn reply_frame(id: &Value, r: Result<Value, RpcError>, members: Option<&str>
     out
 }
 
+/// A success frame whose result is already JSON bytes (`result`: one JSON value).
+pub fn encoded_reply_frame(id: &Value, result: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(32 + result.len());
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    // A JSON value always encodes (its keys are strings).
+    let _ = serde_json::to_writer(&mut out, id);
+    out.extend_from_slice(b",\"result\":");
+    out.extend_from_slice(result);
+    out.extend_from_slice(b"}\n");
+    out
+}
+
 /// The frame-limit refusal (id unknown: the frame was never read whole).
 pub fn oversized(limit: usize, len: u64) -> Value {
     error_response(

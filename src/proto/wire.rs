@@ -277,6 +277,16 @@ pub fn encode_to_vec(v: &Value) -> Vec<u8> {
     out
 }
 
+/// [`encode_under`] written to `out` as JSON bytes (see [`encode_to_vec`]).
+pub fn encode_under_into(v: &Value, uri: &str, out: &mut Vec<u8>) {
+    Enc::new(uri).write(v, 0, out);
+}
+
+/// The length of [`encode`]'s JSON text of `v`, without building its tree.
+pub fn encoded_len(v: &Value) -> usize {
+    encode_to_vec(v).len()
+}
+
 fn write_str(out: &mut Vec<u8>, s: &str) {
     // serde_json's string escaping; writing to a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, s);
