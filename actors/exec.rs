@@ -31,30 +31,31 @@ pub async fn exec_elided(
     gate: Option<Arc<crate::leash::Gate>>,
     check: bool,
 ) -> Result<Json, RpcError> {
-    let x = ask(
-        &handle,
-        Exec {
-            src,
-            position,
-            tty,
-            cancel,
-            gate,
-            check,
-        },
-    )
-    .await?;
+    let exec = Exec {
+        src,
+        position,
+        tty,
+        cancel,
+        gate,
+        check,
+    };
+    let x = handle.exec(exec).await.map_err(conn::session_error)?;
     exec_reply_json(x, &budget)
 }
 
 /// [`exec_elided`] answered as the result object's JSON bytes
-/// ([`exec_reply_bytes`]): the kernel's plain `exec`.
-pub async fn exec_elided_bytes(
-    handle: SessionHandle,
+/// ([`exec_reply_bytes`]): the kernel's plain `exec`. Sent now; the future
+/// awaits the reply.
+pub fn exec_elided_bytes(
+    handle: &SessionHandle,
     exec: Exec,
     budget: Budget,
-) -> Result<Vec<u8>, RpcError> {
-    let x = ask(&handle, exec).await?;
-    exec_reply_bytes(x, &budget)
+) -> impl std::future::Future<Output = Result<Vec<u8>, RpcError>> + 'static {
+    let reply = handle.exec(exec);
+    async move {
+        let x = reply.await.map_err(conn::session_error)?;
+        exec_reply_bytes(x, &budget)
+    }
 }
 
 /// What [`exec_reply_json`] answers, written straight to JSON bytes (the

@@ -354,16 +354,17 @@ pub fn blob_json(hash: &str, bytes: &[u8]) -> Json {
     json!({"hash": hash.strip_prefix("blake3:").unwrap_or(hash), "value": value})
 }
 
-/// What a finished exec hands to the journal.
+/// What a finished exec hands to the journal (the bytes and texts it keeps
+/// are moved in, not copied).
 pub enum Ran<'a> {
     Value {
         value: &'a Value,
         /// The tagged wire JSON, already serialized.
-        wire: &'a [u8],
+        wire: Vec<u8>,
         /// The full, unbounded render (stored).
-        render: &'a str,
+        render: String,
         /// The bounded render of the response (the `render` event).
-        bounded: &'a str,
+        bounded: String,
     },
     Raised {
         error: &'a ShoalError,
@@ -373,9 +374,9 @@ pub enum Ran<'a> {
 /// One exec, as journaled.
 pub struct ExecRecord<'a> {
     pub session: &'a str,
-    pub principal: &'a str,
+    pub principal: String,
     pub cwd: &'a Path,
-    pub src: &'a str,
+    pub src: String,
     /// start, ns since the epoch.
     pub ts: i64,
     pub dur_ns: i64,
@@ -442,16 +443,19 @@ fn record(
     r: ExecRecord<'_>,
     events: &mut Vec<Publish>,
 ) -> Result<EntryId, JournalError> {
-    let (ok, status, outputs) = match &r.ran {
+    // What the events need once the record has taken the rest.
+    let mut value_events = None;
+    let (ok, status, outputs) = match r.ran {
         Ran::Value {
             value,
             wire,
             render,
-            ..
+            bounded,
         } => {
+            value_events = Some((summary(value), bounded));
             let mut outputs = vec![
-                OutputData::new(OutputKind::Value, wire.to_vec()),
-                OutputData::new(OutputKind::Render, render.as_bytes()),
+                OutputData::new(OutputKind::Value, wire),
+                OutputData::new(OutputKind::Render, render),
             ];
             if let Value::Outcome(o) = value {
                 outputs.push(OutputData::new(
@@ -480,14 +484,16 @@ fn record(
             (false, Some(error.status.unwrap_or(1)), outputs)
         }
     };
+    let head = journal::head_of(&r.src).to_string();
+    let principal = r.principal.clone();
     let op = Op::Record {
         id: None,
         entry: NewEntry {
             session: r.session.to_string(),
-            principal: r.principal.to_string(),
+            principal: r.principal,
             ts: r.ts,
             cwd: cwd_of(r.cwd),
-            src: r.src.to_string(),
+            src: r.src,
             ast: None,
             opaque: r
                 .effects
@@ -512,24 +518,21 @@ fn record(
         channel: "journal".into(),
         payload: Payload::Entry {
             entry_id: id,
-            head: journal::head_of(r.src).to_string(),
+            head,
             ok,
-            principal: r.principal.to_string(),
+            principal,
         },
     });
-    if let Ran::Value { value, bounded, .. } = &r.ran {
+    if let Some((summary, bounded)) = value_events {
         events.push(Publish {
             channel: "session.transcript".into(),
-            payload: Payload::Transcript {
-                n: r.n,
-                summary: summary(value),
-            },
+            payload: Payload::Transcript { n: r.n, summary },
         });
         events.push(Publish {
             channel: "render".into(),
             payload: Payload::Render {
                 n: r.n,
-                render: bounded.to_string(),
+                render: bounded,
             },
         });
     }

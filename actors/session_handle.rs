@@ -8,7 +8,7 @@ use std::sync::Arc;
 use actix::prelude::*;
 
 use super::health::ActorStats;
-use super::msg::SessionError;
+use super::msg::{Exec, ExecReply, SessionError};
 use super::session::SessionShared;
 use super::session_supervisor::SessionSupervisor;
 
@@ -90,6 +90,38 @@ impl SessionHandle {
     /// Deliver a client's `user.*` event to the language's `channel(...)` readers.
     pub fn inject(&self, channel: &str, payload: crate::value::Value) {
         self.shared.inject(channel, payload)
+    }
+
+    /// Send an exec: straight to the Session actor while it lives, else through
+    /// the supervisor (which answers why there is none). A mailbox error is
+    /// the session's answer: its actor died during the exec, or it closed.
+    /// Sent now; the future (which holds no part of the handle) awaits the reply.
+    pub fn exec(
+        &self,
+        msg: Exec,
+    ) -> impl std::future::Future<Output = Result<ExecReply, SessionError>> + 'static {
+        let sent = match self.shared.actor() {
+            Some((addr, stats)) => {
+                stats.enqueue();
+                Ok(addr.send(msg))
+            }
+            None => Err(self.send(msg)),
+        };
+        let shared = self.shared.clone();
+        async move {
+            match sent {
+                Ok(direct) => direct.await.unwrap_or_else(|_| {
+                    Err(SessionError::Internal(format!(
+                        "session {}: the session actor died during exec; it is being restarted",
+                        shared.name
+                    )))
+                }),
+                Err(supervised) => supervised
+                    .await
+                    .map_err(|_| SessionError::Closed(shared.name.clone()))
+                    .and_then(|r| r),
+            }
+        }
     }
 
     /// Send with mailbox accounting.

@@ -644,3 +644,62 @@ fn a_busy_session_does_not_stall_the_others() {
     assert_eq!(slow["id"], json!("slow"));
     assert!(slow.get("result").is_some(), "{slow}");
 }
+
+/// The worker threads named `shoal-session-<name>` (thread names are cut to 15 bytes).
+fn session_threads(pid: i32, name: &str) -> usize {
+    let want = format!("shoal-session-{name}");
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter(|t| {
+                    std::fs::read_to_string(t.path().join("comm"))
+                        .is_ok_and(|c| c.trim_end() == want)
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Execs go straight to the Session actor, which the supervisor knows only
+/// weakly: closing the session still ends its actor and worker thread, and a
+/// session the debug hook crashed answers again after its restart.
+#[test]
+fn closing_a_session_ends_its_worker_and_a_crashed_one_comes_back() {
+    let root = Root::new();
+    let d = Daemon::start_with(&root, &root.socket(), &[], &[("SHOAL_DEBUG_HOOKS", "1")]);
+    let mut c = d.conn();
+    c.attach("z");
+    for i in 0..20 {
+        let r = c.ok("exec", json!({"src": format!("{i} * 2")}));
+        assert_eq!(r["value"], json!({"$": "int", "v": i * 2}), "{r}");
+    }
+    assert_eq!(session_threads(d.pid(), "z"), 1);
+    let mut c2 = d.conn();
+    c2.attach("other");
+    let r = c2.ok("session.close", json!({"session": "z"}));
+    assert_eq!(r["closed"], json!(true), "{r}");
+    eventually(
+        "the closed session's worker thread ends",
+        Duration::from_secs(10),
+        || (session_threads(d.pid(), "z") == 0).then_some(()),
+    );
+    let r = c.call("exec", json!({"src": "1"}));
+    assert!(
+        r.get("error").is_some(),
+        "a closed session answers no exec: {r}"
+    );
+
+    // A crash of the Session actor: the next exec reaches its successor.
+    c.attach("y");
+    assert_eq!(c.ok("exec", json!({"src": "1 + 1"}))["ref"], json!("out:1"));
+    c.ok("debug.crash", json!({"actor": "session"}));
+    let r = eventually(
+        "the restarted session answers",
+        Duration::from_secs(10),
+        || {
+            let r = c.call("exec", json!({"src": "2 + 2"}));
+            r.get("result").cloned()
+        },
+    );
+    assert_eq!(r["value"], json!({"$": "int", "v": 4}), "{r}");
+}

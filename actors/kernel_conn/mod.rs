@@ -190,7 +190,7 @@ impl KernelConn {
             gate: Some(att.gate.clone()),
             check: true,
         };
-        let f = super::exec::exec_elided_bytes(att.handle.clone(), exec, budget);
+        let f = super::exec::exec_elided_bytes(&att.handle, exec, budget);
         Some(Box::pin(
             async move { f.await.map(Body::Encoded) }.into_actor(self),
         ))

@@ -160,14 +160,13 @@ impl PendingJournal {
             return Ok(());
         };
         // The stored value is the full tagged encoding (refs survive restarts).
-        let wire;
-        let ran = match &self.ran {
+        let ran = match self.ran {
             PendingRan::Value {
-                value,
+                ref value,
                 render,
                 bounded,
             } => {
-                wire = match catch_unwind(AssertUnwindSafe(|| wire::encode_to_vec(value))) {
+                let wire = match catch_unwind(AssertUnwindSafe(|| wire::encode_to_vec(value))) {
                     Ok(w) => w,
                     Err(p) => {
                         let m = format!("encoding panicked: {}", panic_message(&p));
@@ -177,21 +176,20 @@ impl PendingJournal {
                 };
                 Ran::Value {
                     value,
-                    wire: &wire,
+                    wire,
                     render,
                     bounded,
                 }
             }
-            PendingRan::Raised(e) => Ran::Raised { error: e },
+            PendingRan::Raised(ref e) => Ran::Raised { error: e },
         };
         let rec = ExecRecord {
             session: &shared.name,
-            principal: &self
+            principal: self
                 .principal
-                .clone()
                 .unwrap_or_else(journal_writer::local_principal),
             cwd: &self.cwd,
-            src: &self.src,
+            src: self.src,
             ts: self.ts,
             dur_ns: self.dur_ns,
             n: self.n,

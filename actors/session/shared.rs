@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use super::super::health::ActorStats;
 use super::super::journal_writer::Services;
 use super::super::msg::SessionError;
 use super::exec::new_lang;
@@ -57,6 +58,12 @@ pub struct SessionShared {
     /// A fork of the language session as of its last exec: background tasks
     /// start from a copy of it without waiting for the worker.
     pub fork_seed: Mutex<Option<ForkSeed>>,
+    /// The live Session actor and its counters, set by the supervisor as it
+    /// starts one: a connection sends its execs there directly (one hop, not
+    /// two). Weak, so the supervisor dropping its children's addresses still
+    /// stops them; a dead one sends through the supervisor, which answers why
+    /// there is none.
+    actor: Mutex<Option<(actix::WeakAddr<super::Session>, Arc<ActorStats>)>>,
 }
 
 /// The language state a background task starts from.
@@ -97,7 +104,21 @@ impl SessionShared {
             session_memory: 0,
             spill_bytes: 0,
             spill: Mutex::new(None),
+            actor: Mutex::new(None),
         }
+    }
+
+    /// The Session actor execs go to directly, while it lives.
+    pub fn actor(&self) -> Option<(actix::Addr<super::Session>, Arc<ActorStats>)> {
+        let a = self.actor.locked();
+        let (weak, stats) = a.as_ref()?;
+        let addr = weak.upgrade().filter(actix::Addr::connected)?;
+        Some((addr, stats.clone()))
+    }
+
+    /// The supervisor started a new Session actor (`None`: there is none any more).
+    pub fn set_actor(&self, a: Option<(&actix::Addr<super::Session>, Arc<ActorStats>)>) {
+        *self.actor.locked() = a.map(|(addr, stats)| (addr.downgrade(), stats));
     }
 
     /// Apply the `[limits]` a language session enforces itself.

@@ -107,6 +107,7 @@ impl SessionSupervisor {
         let addr = Session::new(self.shared.clone(), reg)
             .with_exit_notice(exit)
             .start();
+        self.shared.set_actor(Some((&addr, stats.clone())));
         self.children.insert(
             ChildKind::Session,
             ChildSlot {
@@ -141,6 +142,7 @@ impl SessionSupervisor {
         if !self.budget.take() {
             self.failed = true;
             self.children.remove(&ChildKind::Session);
+            self.shared.set_actor(None);
             self.reg.stats.set_state("failed");
             self.reg.stats.set_error("restart limit reached");
             tracing::error!(session = %self.shared.name, "session actor keeps crashing; giving up");

@@ -98,6 +98,7 @@ impl Actor for SessionSupervisor {
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        self.shared.set_actor(None);
         self.shared.interrupt();
         self.ptys.kill_all();
         self.stop_tasks();
@@ -207,6 +208,7 @@ impl Handler<StopSession> for SessionSupervisor {
         // Dropping the children's addresses lets them stop once idle; the
         // worker thread ends after the (interrupted) evaluation.
         self.children.remove(&ChildKind::Session);
+        self.shared.set_actor(None);
         ctx.stop();
     }
 }
