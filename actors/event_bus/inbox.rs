@@ -1,11 +1,17 @@
 //! The bus's inbox: how publishes reach the bus without a message each (module doc of
 //! `event_bus`), and the [`BusHandle`] publishers hold.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 
 use super::{EventBus, Payload, Publish, WAKE_AT};
+
+/// Publishes the inbox holds at most: past it the oldest are dropped (and counted), so a
+/// bus that is gone for good (past its restart limit) cannot make publishers grow it
+/// without bound.
+pub const MAX_PENDING: usize = 16 * 1024;
 use crate::actors::health::Supervised;
 use crate::sync::Locked;
 
@@ -17,13 +23,15 @@ pub struct Inbox {
 
 #[derive(Default)]
 struct InboxState {
-    pending: Vec<Publish>,
+    pending: VecDeque<Publish>,
     /// The bus will look at the inbox unasked: a [`Drain`] is on its way or a tick is due.
     armed: bool,
     /// A [`Drain`] is on its way.
     wake_sent: bool,
     /// Live subscriptions (any channel), set by the bus.
     live: usize,
+    /// Publishes dropped for [`MAX_PENDING`] since the bus last took the inbox.
+    dropped: u64,
 }
 
 impl Inbox {
@@ -35,6 +43,11 @@ impl Inbox {
         if s.pending.len() == before {
             return false;
         }
+        if s.pending.len() > MAX_PENDING {
+            let over = s.pending.len() - MAX_PENDING;
+            s.pending.drain(..over);
+            s.dropped += over as u64;
+        }
         let now = prompt || s.live > 0 || s.pending.len() >= WAKE_AT;
         let wake = if now { !s.wake_sent } else { !s.armed };
         if wake {
@@ -44,11 +57,15 @@ impl Inbox {
         wake
     }
 
-    /// Everything waiting, in publish order (a [`Drain`] sent before this is answered).
-    pub(super) fn take(&self) -> Vec<Publish> {
+    /// Everything waiting, in publish order (a [`Drain`] sent before this is answered),
+    /// and how many publishes were dropped before it for [`MAX_PENDING`].
+    pub(super) fn take(&self) -> (VecDeque<Publish>, u64) {
         let mut s = self.state.locked();
         s.wake_sent = false;
-        std::mem::take(&mut s.pending)
+        (
+            std::mem::take(&mut s.pending),
+            std::mem::take(&mut s.dropped),
+        )
     }
 
     /// A tick found nothing new: disarm unless a publish came in meanwhile (answers whether

@@ -31,7 +31,9 @@
 //! looks at its inbox every [`TICK`] until a tick finds nothing. So a stream of execs with
 //! nobody listening costs the bus one wake-up per tick, and a durable event reaches the
 //! journal's queue within a tick. At a clean stop the daemon queues what is left for the
-//! journal ([`SubscriberBook::settle`]).
+//! journal ([`SubscriberBook::settle`]). The inbox holds at most [`MAX_PENDING`] publishes
+//! (a bus past its restart limit never takes it): past that the oldest are dropped, and the
+//! bus's row in `shoal status` says how many once it takes the inbox again.
 //!
 //! Every subscriber of one publish holds the same [`BusEvent`]: its payload and the cell in
 //! which the first connection to write it leaves the encoded kernel frame, so a fan-out
@@ -53,7 +55,7 @@ pub use crate::proto::event::Payload;
 
 mod inbox;
 use crate::sync::Locked;
-pub use inbox::{BusHandle, Drain, Inbox};
+pub use inbox::{BusHandle, Drain, Inbox, MAX_PENDING};
 
 /// Events kept in memory per channel.
 pub const RING: usize = 1024;
@@ -203,7 +205,7 @@ impl SubscriberBook {
     /// on `writer` (seqs from the book's counters), so nothing acknowledged is lost. The
     /// others had no one left to hear them.
     pub fn settle(&self, writer: &Writer) -> usize {
-        let pending = self.inbox.take();
+        let (pending, _) = self.inbox.take();
         let mut queued = 0;
         for p in pending {
             if !DURABLE.contains(&p.channel.as_str()) {
@@ -329,7 +331,16 @@ impl EventBus {
 
     /// Publish what waits in the inbox, in order; answers how many.
     fn take_inbox(&mut self, ctx: &mut Context<Self>) -> usize {
-        let pending = self.book.inbox.take();
+        let (pending, dropped) = self.book.inbox.take();
+        if dropped > 0 {
+            tracing::warn!(
+                dropped,
+                "event bus inbox was full: the oldest events were dropped"
+            );
+            self.reg
+                .stats
+                .set_error(format!("{dropped} events dropped: the inbox was full"));
+        }
         let n = pending.len();
         for p in pending {
             self.publish(p.channel, p.payload, ctx);

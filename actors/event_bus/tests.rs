@@ -23,6 +23,7 @@ fn the_inbox_wakes_the_bus_once_per_idle_spell_unless_someone_listens() {
     // The bus takes them in order; a tick that finds nothing new disarms.
     let got: Vec<Json> = inbox
         .take()
+        .0
         .iter()
         .map(|p| p.payload.to_json().into_owned())
         .collect();
@@ -32,7 +33,7 @@ fn the_inbox_wakes_the_bus_once_per_idle_spell_unless_someone_listens() {
         "armed: the tick takes it"
     );
     assert!(inbox.disarm_if_empty(), "something came in: keep ticking");
-    assert_eq!(inbox.take().len(), 1);
+    assert_eq!(inbox.take().0.len(), 1);
     assert!(!inbox.disarm_if_empty(), "idle: disarmed");
     assert!(inbox.push([publish("a", 4)], false), "idle again: wakes");
     inbox.take();
@@ -65,6 +66,31 @@ impl Handler<BusEvent> for Collect {
     fn handle(&mut self, ev: BusEvent, _ctx: &mut Context<Self>) {
         self.0.lock().unwrap().push(ev);
     }
+}
+
+#[test]
+fn an_inbox_nobody_takes_keeps_the_newest_events_and_counts_the_rest() {
+    // A bus gone for good never takes its inbox: publishers must not grow it without end.
+    let inbox = Inbox::default();
+    let n = MAX_PENDING as u64 + 1000;
+    for i in 0..n {
+        inbox.push([publish("a", i)], false);
+    }
+    let (kept, dropped) = inbox.take();
+    assert_eq!(kept.len(), MAX_PENDING);
+    assert_eq!(dropped, 1000);
+    assert_eq!(
+        kept[0].payload.to_json().into_owned(),
+        json!(1000),
+        "the oldest went"
+    );
+    assert_eq!(
+        kept.back().unwrap().payload.to_json().into_owned(),
+        json!(n - 1)
+    );
+    let (rest, dropped) = inbox.take();
+    assert!(rest.is_empty());
+    assert_eq!(dropped, 0, "the count starts again");
 }
 
 #[test]
@@ -146,7 +172,7 @@ fn settle_queues_the_durable_events_left_in_the_inbox_for_the_journal() {
     let stored = writer.store().events_read("journal", None, 0).unwrap();
     let got: Vec<(u64, Json)> = stored.into_iter().map(|e| (e.seq, e.payload)).collect();
     assert_eq!(got, vec![(0, json!(10)), (1, json!(12))]);
-    assert!(book.inbox.take().is_empty());
+    assert!(book.inbox.take().0.is_empty());
 }
 
 /// A subscriber on its own arbiter that takes 1 ms per event.
