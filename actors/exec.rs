@@ -62,15 +62,15 @@ pub fn exec_elided_bytes(
 /// same members in the same order; a value within the budget is streamed
 /// without a JSON tree). Parses to exactly the same value.
 pub fn exec_reply_bytes(x: ExecReply, budget: &Budget) -> Result<Vec<u8>, RpcError> {
-    use std::io::Write;
     let mut out = Vec::with_capacity(128 + x.render.len());
-    let _ = write!(
-        out,
-        r#"{{"ref":"out:{n}","uri":"shoal://out/{n}","value":"#,
-        n = x.n
-    );
+    let uri = kernel::ref_uri(x.n);
+    out.extend_from_slice(br#"{"ref":"#);
+    let _ = serde_json::to_writer(&mut out, &kernel::ref_name(x.n));
+    out.extend_from_slice(br#","uri":"#);
+    let _ = serde_json::to_writer(&mut out, &uri);
+    out.extend_from_slice(br#","value":"#);
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::proto::elide::elide_into(&x.value, budget, &kernel::ref_uri(x.n), &mut out)
+        crate::proto::elide::elide_into(&x.value, budget, &uri, &mut out)
     }))
     .map_err(|p| {
         RpcError::internal(format!(
