@@ -89,6 +89,26 @@ pub fn run(opts: DaemonOptions) -> i32 {
         env!("CARGO_PKG_VERSION")
     );
 
+    // Out of every token principal's reach (docs/leash.md): the state and
+    // log dirs, the config, the socket (and its dir when it is ours),
+    // the spill dir.
+    let mut protected = vec![state_dir.clone(), log_dir.clone(), socket.clone()];
+    // The config file given, and the default config dir (adapters, tokens).
+    protected.push(config_path.clone());
+    protected.extend(
+        paths::config_file(None)
+            .0
+            .parent()
+            .map(std::path::Path::to_path_buf),
+    );
+    protected.extend(
+        socket
+            .parent()
+            .filter(|d| paths::is_default_socket_dir(d))
+            .map(std::path::Path::to_path_buf),
+    );
+    protected.push(crate::value::output::spill_dir());
+    crate::leash::confine::protect(protected);
     crate::leash::install(&config.policy, config.plans.ttl.0, Some(state_dir.clone()));
 
     // The journal: a corrupt or foreign file stops the start, untouched.

@@ -32,6 +32,7 @@ pub use exec::{check_gate, run_task, JobSpec};
 pub use record::wait_records_handed_off;
 pub use shared::{ForkSeed, LiveState, SessionShared};
 pub use transcript::Transcript;
+pub use worker::confine_for;
 use worker::{publish, worker, Job, Lane, Work};
 
 pub use super::msg::CallCancel;
@@ -142,6 +143,9 @@ impl Session {
     /// journal taking the record without blocking. `None`: hand it off.
     fn try_quick(&self, msg: &Exec) -> Option<Result<ExecReply, SessionError>> {
         if !crate::lang::quick::may_be_quick(&msg.src)
+            // A token principal's programs are evaluated only on a confined
+            // thread (`leash::confine`), never on the arbiter.
+            || msg.gate.as_ref().is_some_and(|g| !g.is_local())
             || msg.cancel.is_cancelled()
             || self.lane.queued.load(std::sync::atomic::Ordering::SeqCst) != 0
             || self.shared.immediate_durability()

@@ -98,6 +98,11 @@ pub(super) fn worker(
                 .send((Err(cancelled_before_running()), Vec::new()));
             continue;
         }
+        if let Err(e) = confine_for(job.spec.gate.as_deref()) {
+            job.spec.cancel.finish();
+            let _ = job.reply.send((Err(e), Vec::new()));
+            continue;
+        }
         shared.busy.store(true, Ordering::Relaxed);
         let (result, journal) = run_job(&shared, lang, &job.spec, stack, true);
         job.spec.cancel.finish();
@@ -156,6 +161,27 @@ pub(super) fn worker(
         shared.busy.store(false, Ordering::Relaxed);
     }
     tracing::debug!(session = %shared.name, "worker thread ends");
+}
+
+/// Before a token principal's job: confine the calling (evaluation)
+/// thread for it, for good (`leash::confine`). The local uid's jobs run as
+/// the thread is: unconfined, or confined for the token it served before.
+/// An error means the job must not run.
+pub fn confine_for(gate: Option<&crate::leash::Gate>) -> Result<(), SessionError> {
+    let Some(gate) = gate.filter(|g| !g.is_local()) else {
+        return Ok(());
+    };
+    let denied = |m: String| {
+        SessionError::Rpc(crate::proto::rpc::RpcError::new(
+            crate::proto::rpc::LEASH_DENIED,
+            m,
+        ))
+    };
+    let rules = gate
+        .sandbox
+        .as_deref()
+        .ok_or_else(|| denied(format!("principal {} has no sandbox", gate.principal)))?;
+    crate::leash::confine::confine_thread(&gate.principal, rules).map_err(denied)
 }
 
 /// Publish events from the worker thread.

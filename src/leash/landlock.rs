@@ -183,24 +183,36 @@ impl Rules {
     }
 
     /// The rules of a token principal (any principal but the local uid):
-    /// its grants lowered, always with the unix socket filter. `p` is
-    /// `None` when the principal has no policy section (nothing is granted:
-    /// its verdicts refuse every run anyway).
+    /// its grants lowered, always with the unix socket filter, and always
+    /// a confined read list: its read grants plus the system's program
+    /// directories (`confine::system_reads`), so an empty `fs.read` grants
+    /// no user file. The daemon's own directories and `/proc` are cut out
+    /// of every list (`confine::carve_all`). `p` is `None` when the
+    /// principal has no policy section (nothing is granted: its verdicts
+    /// refuse every run anyway).
     pub fn for_token(p: Option<&PrincipalPolicy>, home: Option<&str>) -> Rules {
-        let open = || Rules {
-            read: None,
-            write: vec![PathBuf::from("/")],
-            delete: vec![PathBuf::from("/")],
-            net: Net::Open,
-            token: true,
+        let canonical = |v: Vec<PathBuf>| -> Vec<PathBuf> {
+            v.into_iter()
+                .filter_map(|r| r.canonicalize().ok())
+                .collect()
         };
-        match p {
-            None => Rules {
-                write: vec![],
-                delete: vec![],
-                ..open()
-            },
-            Some(p) => Rules::lower(p, home).map_or_else(open, |r| Rules { token: true, ..r }),
+        let (mut read, write, delete, net) = match p {
+            None => (Vec::new(), Vec::new(), Vec::new(), Net::Open),
+            Some(p) => (
+                canonical(roots(&p.fs.read, home)),
+                canonical(roots(&p.fs.write, home)),
+                canonical(roots(&p.fs.delete, home)),
+                Net::of(p),
+            ),
+        };
+        read.extend(super::confine::system_reads());
+        let protected = super::confine::protected();
+        Rules {
+            read: Some(super::confine::carve_all(read, &protected)),
+            write: super::confine::carve_all(write, &protected),
+            delete: super::confine::carve_all(delete, &protected),
+            net,
+            token: true,
         }
     }
 
@@ -391,7 +403,13 @@ impl Ruleset {
         // SAFETY: `c` is a valid C string; O_PATH opens no data.
         let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
         if fd < 0 {
-            return Err(io::Error::last_os_error());
+            let e = io::Error::last_os_error();
+            // A path that is gone since the rules were lowered grants
+            // nothing (one of many entries a grant was cut into, say).
+            if e.kind() == io::ErrorKind::NotFound {
+                return Ok(());
+            }
+            return Err(e);
         }
         // SAFETY: a fresh descriptor we own.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
@@ -481,6 +499,23 @@ impl Confine {
             // the daemon itself inherited without close-on-exec (a launcher's
             // socket, say) is closed at exec too.
             cloexec_from(3);
+        }
+        Ok(())
+    }
+}
+
+impl Confine {
+    /// Confine the calling thread itself (and what it creates from now
+    /// on): no_new_privs, the Landlock ruleset, the socket filter. Unlike
+    /// [`Confine::apply`] it leaves descriptors alone: they are the
+    /// daemon's, shared by every thread.
+    pub fn apply_to_thread(self) -> io::Result<()> {
+        match self.fd {
+            Some(fd) => restrict_self(fd)?,
+            None => no_new_privs()?,
+        }
+        if let Some(filter) = self.filter {
+            install_filter(filter)?;
         }
         Ok(())
     }

@@ -7,6 +7,7 @@
 //! principal's filesystem grants for its children, `seccomp` holds the
 //! socket filters token principals' children install after them.
 
+pub mod confine;
 pub mod derive;
 pub mod effect;
 pub mod landlock;

@@ -12,6 +12,28 @@ use std::sync::Mutex;
 
 static SPILL_DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
 
+thread_local! {
+    /// A confined evaluation thread's own private directory (a token
+    /// principal's, see `leash::confine`): its spill files and trash go
+    /// there instead of the daemon's, which it cannot reach.
+    static THREAD_BASE: std::cell::RefCell<Option<PathBuf>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Give the calling thread its own private base directory (or none).
+pub fn set_thread_private_base(dir: Option<PathBuf>) {
+    THREAD_BASE.with(|b| *b.borrow_mut() = dir);
+}
+
+fn thread_base() -> Option<PathBuf> {
+    THREAD_BASE.with(|b| b.borrow().clone())
+}
+
+/// Create `dir` 0700 (its parent must exist) and check that it is a real,
+/// private directory owned by us.
+pub fn ensure_private(dir: &Path) -> io::Result<()> {
+    ensure_private_dir(dir)
+}
+
 fn uid() -> u32 {
     rustix::process::getuid().as_raw()
 }
@@ -69,6 +91,11 @@ fn ensure_private_dir(dir: &Path) -> io::Result<()> {
 /// real directories owned by us (the parent sits in a world-writable
 /// directory, so a name someone else made first is refused, never followed).
 pub fn private_temp_dir(sub: &str) -> io::Result<PathBuf> {
+    if let Some(base) = thread_base() {
+        let dir = base.join(sub);
+        ensure_private_dir(&dir)?;
+        return Ok(dir);
+    }
     let base = std::env::temp_dir().join(format!("shoal-{}", uid()));
     ensure_private_dir(&base)?;
     let dir = base.join(sub);
@@ -93,6 +120,11 @@ fn sweep_stale(dir: &Path) {
 }
 
 pub(super) fn ready_dir() -> io::Result<PathBuf> {
+    if let Some(base) = thread_base() {
+        let dir = base.join("spill");
+        ensure_private_dir(&dir)?;
+        return Ok(dir);
+    }
     let dir = spill_dir();
     let mut g = READY.locked();
     if g.as_deref() == Some(dir.as_path()) {
