@@ -218,6 +218,61 @@ mod tests {
             .all(|p| !p.starts_with(root.join("a/b/state")) && !p.ends_with("link")));
     }
 
+    /// The kernel, not the evaluator, stops a confined thread: plain
+    /// `std::fs` calls on it fail outside the grants and in a protected
+    /// dir inside them, while another thread of the same process is
+    /// untouched; a confined thread refuses another principal.
+    #[test]
+    fn a_confined_thread_meets_the_kernel() {
+        if super::super::landlock::abi() < 1 {
+            eprintln!("skipped: this kernel has no Landlock");
+            return;
+        }
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        // The grant is `root`; its `state` dir is protected, so the rules
+        // are cut to `root`'s other entries (`proj`).
+        let proj = root.join("proj");
+        let guarded = root.join("state");
+        std::fs::create_dir_all(&proj).unwrap();
+        std::fs::create_dir_all(&guarded).unwrap();
+        let t2 = tempfile::tempdir().unwrap();
+        let outside = t2.path().join("outside.txt");
+        std::fs::write(&outside, "keep").unwrap();
+        std::fs::write(guarded.join("s"), "secret").unwrap();
+        let protected = vec![guarded.clone()];
+        assert_eq!(carve(&root, &protected), vec![proj.clone()]);
+        let rules = Rules {
+            read: Some(carve_all(vec![root.clone()], &protected)),
+            write: carve_all(vec![root.clone()], &protected),
+            delete: carve_all(vec![root.clone()], &protected),
+            net: super::super::landlock::Net::Open,
+            token: true,
+        };
+        let (o, p, g) = (outside.clone(), proj.clone(), guarded.clone());
+        std::thread::spawn(move || {
+            confine_thread("agent:unit", &rules).unwrap();
+            assert_eq!(confined_for().as_deref(), Some("agent:unit"));
+            std::fs::write(p.join("in.txt"), "ok").unwrap();
+            assert!(std::fs::read_to_string(&o).is_err(), "read outside");
+            assert!(std::fs::remove_file(&o).is_err(), "delete outside");
+            assert!(std::fs::write(&o, "x").is_err(), "write outside");
+            assert!(std::fs::read_to_string(g.join("s")).is_err(), "protected");
+            assert!(std::fs::read_to_string("/proc/self/environ").is_err());
+            // Threads it starts inherit the domain.
+            let o2 = o.clone();
+            std::thread::spawn(move || assert!(std::fs::read_to_string(&o2).is_err()))
+                .join()
+                .unwrap();
+            assert!(confine_thread("agent:other", &Rules::for_token(None, None)).is_err());
+        })
+        .join()
+        .unwrap();
+        // This thread is not confined.
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(proj.join("in.txt")).unwrap(), "ok");
+    }
+
     #[test]
     fn protected_always_has_proc_and_the_temp_base() {
         let p = protected();
