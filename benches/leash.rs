@@ -3,12 +3,22 @@
 //! - plan derivation plus verdict for a 200-statement script (target ≤ 2 ms);
 //! - the policy check a gated `exec` adds (derivation + verdict of typical
 //!   exec sources, in the session, as the daemon's worker does before
-//!   running them; target ≤ 20 µs p50).
+//!   running them; target ≤ 20 µs p50);
+//! - through the real daemon, a token principal's confined evaluation
+//!   against the local user's, in the same run: a trivial `exec` (target
+//!   ≤ 2× the local user's p50) and a spawn (`sh { : }`, target ≤ 5 ms
+//!   more than the local user's p50).
 
 #![allow(clippy::print_stdout)] // a benchmark report is its stdout
 
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
 
 use shoal::adapters::Catalog;
 use shoal::lang::{Session, SessionOptions};
@@ -48,6 +58,7 @@ fn script() -> String {
 
 fn main() {
     println!("leash benchmarks");
+    confinement();
     let cfg: PolicyConfig = toml::from_str(
         "[principal.\"agent\"]\nopaque = \"ask\"\nauto_apply = \"in-grant\"\nproc_spawn = [\"git\"]\nenv_write = [\"FOO\"]\nfs.read = [\"/**\"]\nfs.write = [\"/tmp/**\"]\nfs.delete = [\"/tmp/**\"]\n",
     )
@@ -98,4 +109,141 @@ fn main() {
             verdict(p <= Duration::from_micros(20))
         );
     }
+}
+
+const BIN: &str = env!("CARGO_BIN_EXE_shoal");
+
+struct Line {
+    w: UnixStream,
+    r: BufReader<UnixStream>,
+    id: u64,
+}
+
+impl Line {
+    fn open(p: &Path) -> Line {
+        let w = UnixStream::connect(p).expect("connect");
+        Line {
+            r: BufReader::new(w.try_clone().expect("clone")),
+            w,
+            id: 0,
+        }
+    }
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.id += 1;
+        let mut b = serde_json::to_vec(
+            &json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params}),
+        )
+        .expect("encode");
+        b.push(b'\n');
+        self.w.write_all(&b).expect("send");
+        let mut s = String::new();
+        self.r.read_line(&mut s).expect("reply");
+        let v: Value = serde_json::from_str(&s).expect("json");
+        assert!(v.get("error").is_none(), "{method}: {v}");
+        v
+    }
+}
+
+fn time_execs(c: &mut Line, src: &str, n: usize) -> Duration {
+    let mut times = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        c.call("exec", json!({"src": src}));
+        times.push(t.elapsed());
+    }
+    p50(times)
+}
+
+/// A token principal's confined evaluation against the local user's.
+fn confinement() {
+    let root = tempfile::Builder::new()
+        .prefix("shl")
+        .tempdir_in("/tmp")
+        .expect("temp dir");
+    let dir = root.path();
+    let project = dir.join("project");
+    std::fs::create_dir_all(&project).expect("project");
+    let cfg = dir.join("shoal.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[policy.principal.\"agent:bench\"]\nopaque = \"allow\"\nauto_apply = \"in-grant\"\n[policy.principal.\"agent:bench\".fs]\nread = [\"/**\"]\nwrite = [\"{p}/**\"]\ndelete = [\"{p}/**\"]\n",
+            p = project.display()
+        ),
+    )
+    .expect("config");
+    let env = |c: &mut Command| {
+        c.env("XDG_RUNTIME_DIR", dir)
+            .env("XDG_STATE_HOME", dir.join("state"))
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env_remove("SHOAL_SOCKET");
+    };
+    let sock = dir.join("s.sock");
+    let mut cmd = Command::new(BIN);
+    env(&mut cmd);
+    let mut daemon = cmd
+        .args(["daemon", "--socket"])
+        .arg(&sock)
+        .arg("--config")
+        .arg(&cfg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("daemon");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while UnixStream::connect(&sock).is_err() {
+        assert!(Instant::now() < deadline, "daemon did not start");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut cmd = Command::new(BIN);
+    env(&mut cmd);
+    let out = cmd
+        .args(["token", "create", "agent:bench", "--state-dir"])
+        .arg(dir.join("state/shoal"))
+        .output()
+        .expect("token");
+    let token = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    let mut local = Line::open(&sock);
+    local.call("session.attach", json!({"session": "bench-local"}));
+    let mut agent = Line::open(&sock);
+    agent.call(
+        "session.attach",
+        json!({"session": "bench-agent", "token": token}),
+    );
+    for (src, n) in [("6 * 7", 2000), ("sh { : }", 200)] {
+        // Warm both, then alternate rounds so load weighs on both alike.
+        time_execs(&mut local, src, n / 10);
+        time_execs(&mut agent, src, n / 10);
+        let (mut l, mut a) = (Vec::new(), Vec::new());
+        for _ in 0..4 {
+            l.push(time_execs(&mut local, src, n / 4));
+            a.push(time_execs(&mut agent, src, n / 4));
+        }
+        let (l, a) = (p50(l), p50(a));
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let ok = if src == "6 * 7" {
+            a <= l * 2
+        } else {
+            a <= l + Duration::from_millis(5)
+        };
+        let target = if src == "6 * 7" {
+            "≤ 2× local"
+        } else {
+            "≤ local + 5 ms"
+        };
+        println!(
+            "  exec {:<12} local p50 {:>7.3} ms   token (confined) p50 {:>7.3} ms   ({target}) {}",
+            format!("{src:?}"),
+            ms(l),
+            ms(a),
+            verdict(ok)
+        );
+    }
+    let _ = daemon.kill();
+    let _ = daemon.wait();
 }

@@ -57,7 +57,7 @@ fn the_kernel_confines_a_token_principals_evaluation() {
     std::fs::create_dir(&project).unwrap();
     let outside = root.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
-    for f in ["a", "b", "c", "d"] {
+    for f in ["a", "b", "c", "d", "e", "f"] {
         std::fs::write(outside.join(f), "keep\n").unwrap();
     }
     let cfg = config(&root, &project);
@@ -96,6 +96,32 @@ fn the_kernel_confines_a_token_principals_evaluation() {
     // Children of the confined thread.
     reply(&mut k, &format!("sh {{ rm -f {} }}", o("c")));
     assert!(outside.join("c").exists(), "a child deleted a file");
+
+    // Mode, times and attributes of an outside file, by name from a child
+    // (Landlock does not govern them; the attribute filter does).
+    let meta = |f: &str| {
+        let m = std::fs::metadata(outside.join(f)).unwrap();
+        (
+            std::os::unix::fs::PermissionsExt::mode(&m.permissions()),
+            m.modified().unwrap(),
+        )
+    };
+    let before = meta("e");
+    reply(
+        &mut k,
+        &format!(
+            "sh {{ chmod 777 {e}; touch -d 2001-01-01 {e}; python3 -c 'import os; os.utime(\"{e}\", (1, 1)); os.chmod(\"{e}\", 0o777)' }}",
+            e = o("e")
+        ),
+    );
+    assert_eq!(meta("e"), before, "a child changed an outside file's mode or times");
+    // Its own files it may still touch (through a descriptor).
+    std::fs::write(project.join("own"), "x").unwrap();
+    let r = reply(
+        &mut k,
+        &format!("sh {{ touch -d 2001-01-01 {} && echo TOUCHED }}", project.join("own").display()),
+    );
+    assert!(r.contains("TOUCHED"), "{r}");
 
     // The daemon's own files, though `fs.read` is every path.
     for src in [
@@ -142,6 +168,16 @@ fn the_kernel_confines_a_token_principals_evaluation() {
         json!({"src": format!("rm(\"{}\", permanent: true)", o("d"))}),
     );
     assert!(!outside.join("d").exists(), "control: local rm()");
+    reply(
+        &mut l,
+        &format!("sh {{ chmod 700 {e}; touch -d 2001-01-01 {e} }}", e = o("f")),
+    );
+    let m = std::fs::metadata(outside.join("f")).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777,
+        0o700,
+        "control: local chmod"
+    );
     let text = reply(&mut l, &format!("cat(\"{}\")", tokens_file.display()));
     assert!(text.contains(&digest), "control: local cat: {text}");
     let text = reply(&mut l, "path(\"/proc/self/environ\").read()");

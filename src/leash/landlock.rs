@@ -48,7 +48,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::policy::{PathGlob, PrincipalPolicy};
-use super::seccomp::{cloexec_from, filter_available, install_filter, AUDIT_ARCH, NO_UNIX, SEAL};
+use super::seccomp::{
+    cloexec_from, filter_available, install_filter, AUDIT_ARCH, NO_ATTR, NO_UNIX, SEAL,
+};
 
 const EXECUTE: u64 = 1 << 0;
 const WRITE_FILE: u64 = 1 << 1;
@@ -279,7 +281,11 @@ impl Rules {
         let filter = self.filter();
         if abi <= 0 {
             // Only the socket filter (enforceable_at refused the rest).
-            return Ok(Ruleset { fd: None, filter });
+            return Ok(Ruleset {
+                fd: None,
+                filter,
+                attrs: self.token,
+            });
         }
         let mut handled = WRITE | DELETE;
         if abi < 2 {
@@ -334,6 +340,7 @@ impl Rules {
         let rs = Ruleset {
             fd: Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }),
             filter,
+            attrs: self.token,
         };
         let add = |path: &Path, rights: u64| -> io::Result<()> { rs.add(path, rights & handled) };
         if let Some(read) = &self.read {
@@ -383,6 +390,9 @@ struct NetPort {
 pub struct Ruleset {
     fd: Option<OwnedFd>,
     filter: Option<&'static [libc::sock_filter]>,
+    /// A token principal's children: no attribute changes by name
+    /// (`seccomp::NO_ATTR`).
+    attrs: bool,
 }
 
 /// The descriptor of a ruleset being built (always present then).
@@ -472,6 +482,7 @@ impl Ruleset {
         Confine {
             fd: self.fd.as_ref().map(|f| f.as_raw_fd()),
             filter: self.filter,
+            attrs: self.attrs,
         }
     }
 }
@@ -481,6 +492,7 @@ impl Ruleset {
 pub struct Confine {
     fd: Option<RawFd>,
     filter: Option<&'static [libc::sock_filter]>,
+    attrs: bool,
 }
 
 impl Confine {
@@ -492,6 +504,9 @@ impl Confine {
         match self.fd {
             Some(fd) => restrict_self(fd)?,
             None => no_new_privs()?,
+        }
+        if self.attrs {
+            install_filter(&NO_ATTR[..])?;
         }
         if let Some(filter) = self.filter {
             install_filter(filter)?;
@@ -508,7 +523,8 @@ impl Confine {
     /// Confine the calling thread itself (and what it creates from now
     /// on): no_new_privs, the Landlock ruleset, the socket filter. Unlike
     /// [`Confine::apply`] it leaves descriptors alone: they are the
-    /// daemon's, shared by every thread.
+    /// daemon's, shared by every thread; and the attribute filter, which
+    /// is for children (the thread's own builtins are checked at run time).
     pub fn apply_to_thread(self) -> io::Result<()> {
         match self.fd {
             Some(fd) => restrict_self(fd)?,

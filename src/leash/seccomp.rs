@@ -1,8 +1,11 @@
 //! The seccomp socket filters a token principal's children install after
 //! their Landlock domain (see `landlock.rs` for what each principal gets):
 //! hermetic children may create no socket at all, every other token
-//! principal's children no `AF_UNIX` socket. Static classic-BPF programs,
-//! installed between fork and exec (async-signal-safe).
+//! principal's children no `AF_UNIX` socket. A second filter, [`NO_ATTR`],
+//! keeps every token principal's children from changing the mode, owner,
+//! times or extended attributes of a file *by name* (Landlock does not
+//! govern those: a child could `chmod` a file it may not even read). Static
+//! classic-BPF programs, installed between fork and exec (async-signal-safe).
 
 use std::io;
 
@@ -155,3 +158,77 @@ pub(super) fn install_filter(filter: &'static [libc::sock_filter]) -> io::Result
     }
     Ok(())
 }
+
+/// The syscalls that change a file's mode, owner, times or extended
+/// attributes by path (their descriptor forms stay: a descriptor was
+/// opened under Landlock). `utimensat` is handled apart: with a null path
+/// it is `futimens`.
+#[cfg(target_arch = "x86_64")]
+const BY_NAME: [i64; 14] = [
+    libc::SYS_chmod,
+    libc::SYS_fchmodat,
+    452, // fchmodat2
+    libc::SYS_chown,
+    libc::SYS_lchown,
+    libc::SYS_fchownat,
+    libc::SYS_utime,
+    libc::SYS_utimes,
+    libc::SYS_futimesat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    463, // setxattrat
+];
+#[cfg(target_arch = "aarch64")]
+const BY_NAME: [i64; 14] = [
+    libc::SYS_fchmodat,
+    452, // fchmodat2
+    libc::SYS_fchownat,
+    libc::SYS_setxattr,
+    libc::SYS_lsetxattr,
+    libc::SYS_removexattr,
+    libc::SYS_lremovexattr,
+    463, // setxattrat
+    466, // removexattrat
+    // Repeats keep one length for both architectures.
+    libc::SYS_fchmodat,
+    libc::SYS_fchmodat,
+    libc::SYS_fchmodat,
+    libc::SYS_fchmodat,
+    libc::SYS_fchmodat,
+];
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const BY_NAME: [i64; 14] = [-1; 14];
+
+#[cfg(target_arch = "x86_64")]
+const REMOVEXATTRAT_OR_UTIMENSAT: i64 = 466; // removexattrat
+#[cfg(not(target_arch = "x86_64"))]
+const REMOVEXATTRAT_OR_UTIMENSAT: i64 = libc::SYS_utimensat;
+
+const fn no_attr_body() -> [libc::sock_filter; 37] {
+    let mut out = [bpf(0, 0, 0, 0); 37];
+    let mut i = 0;
+    while i < BY_NAME.len() {
+        out[2 * i] = bpf(BPF_JEQ_K, 0, 1, BY_NAME[i] as u32);
+        out[2 * i + 1] = bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32);
+        i += 1;
+    }
+    let b = 2 * BY_NAME.len(); // 28
+    out[b] = bpf(BPF_JEQ_K, 0, 1, REMOVEXATTRAT_OR_UTIMENSAT as u32);
+    out[b + 1] = bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32);
+    // utimensat: allowed only with a null path (args[1], both words 0).
+    out[b + 2] = bpf(BPF_JEQ_K, 0, 5, libc::SYS_utimensat as u32);
+    out[b + 3] = bpf(BPF_LD_W_ABS, 0, 0, 24); // args[1], low word
+    out[b + 4] = bpf(BPF_JEQ_K, 0, 2, 0);
+    out[b + 5] = bpf(BPF_LD_W_ABS, 0, 0, 28); // args[1], high word
+    out[b + 6] = bpf(BPF_JEQ_K, 1, 0, 0);
+    out[b + 7] = bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32);
+    out[b + 8] = bpf(BPF_RET_K, 0, 0, RET_ALLOW);
+    out
+}
+
+/// Every token principal's second filter: the by-name attribute changes of
+/// [`BY_NAME`] (and `removexattrat`, and `utimensat` with a path) fail with
+/// `EPERM`; everything else is allowed.
+pub(super) static NO_ATTR: [libc::sock_filter; 43] = after_prologue(no_attr_body());
