@@ -83,7 +83,10 @@ fn the_kernel_confines_a_token_principals_evaluation() {
 
     // Builtins and methods in call form, in the daemon: the kernel refuses.
     reply(&mut k, &format!("rm(\"{}\", permanent: true)", o("a")));
-    assert!(outside.join("a").exists(), "rm() in call form deleted a file");
+    assert!(
+        outside.join("a").exists(),
+        "rm() in call form deleted a file"
+    );
     reply(&mut k, &format!("\"x\".save(\"{}\")", o("new")));
     assert!(!outside.join("new").exists(), ".save() wrote outside");
     reply(&mut k, &format!("touch(\"{}\")", o("t")));
@@ -114,12 +117,19 @@ fn the_kernel_confines_a_token_principals_evaluation() {
             e = o("e")
         ),
     );
-    assert_eq!(meta("e"), before, "a child changed an outside file's mode or times");
+    assert_eq!(
+        meta("e"),
+        before,
+        "a child changed an outside file's mode or times"
+    );
     // Its own files it may still touch (through a descriptor).
     std::fs::write(project.join("own"), "x").unwrap();
     let r = reply(
         &mut k,
-        &format!("sh {{ touch -d 2001-01-01 {} && echo TOUCHED }}", project.join("own").display()),
+        &format!(
+            "sh {{ touch -d 2001-01-01 {} && echo TOUCHED }}",
+            project.join("own").display()
+        ),
     );
     assert!(r.contains("TOUCHED"), "{r}");
 
@@ -145,7 +155,10 @@ fn the_kernel_confines_a_token_principals_evaluation() {
         "path(\"/proc/self/mem\").read()".to_string(),
     ] {
         let text = reply(&mut k, &src);
-        assert!(!text.contains(MARKER), "{src} read the daemon's env: {text}");
+        assert!(
+            !text.contains(MARKER),
+            "{src} read the daemon's env: {text}"
+        );
     }
     // Inside its grants it works.
     let r = k.ok(
@@ -170,7 +183,10 @@ fn the_kernel_confines_a_token_principals_evaluation() {
     assert!(!outside.join("d").exists(), "control: local rm()");
     reply(
         &mut l,
-        &format!("sh {{ chmod 700 {e}; touch -d 2001-01-01 {e} }}", e = o("f")),
+        &format!(
+            "sh {{ chmod 700 {e}; touch -d 2001-01-01 {e} }}",
+            e = o("f")
+        ),
     );
     let m = std::fs::metadata(outside.join("f")).unwrap();
     assert_eq!(
