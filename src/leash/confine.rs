@@ -274,6 +274,42 @@ mod tests {
     }
 
     #[test]
+    fn token_rules_always_filter_unix_sockets() {
+        let open = super::super::policy::local_default();
+        let r = Rules::for_token(Some(&open), None);
+        // Even all-path grants confine a token: reads are a list, the
+        // daemon's dirs and /proc are cut out, so no Landlock, no run.
+        assert!(r.token && r.needs_landlock() && r.net == super::super::landlock::Net::Open);
+        assert!(
+            r.enforceable_at(0).is_err(),
+            "fails closed without Landlock"
+        );
+        let read = r.read.as_ref().unwrap();
+        assert!(read.iter().all(|p| !p.starts_with("/proc")), "{read:?}");
+        let none = Rules::for_token(None, None);
+        assert!(none.token && none.write.is_empty() && none.needs_landlock());
+        let none_read = none.read.as_ref().unwrap();
+        assert!(none_read.contains(&PathBuf::from("/usr")), "{none_read:?}");
+        assert!(
+            none_read.iter().all(|p| !p.starts_with("/tmp")),
+            "{none_read:?}"
+        );
+        let p: super::super::policy::PrincipalPolicy =
+            toml::from_str("fs.write = [\"/tmp/**\"]").unwrap();
+        let r = Rules::for_token(Some(&p), None);
+        let base = protected();
+        assert!(r.token && !r.write.is_empty());
+        assert!(
+            r.write
+                .iter()
+                .all(|w| w.starts_with("/tmp") && !base.iter().any(|b| w.starts_with(b))),
+            "{:?}",
+            r.write
+        );
+        assert!(r.enforceable_at(0).is_err());
+    }
+
+    #[test]
     fn protected_always_has_proc_and_the_temp_base() {
         let p = protected();
         assert!(p.contains(&PathBuf::from("/proc")));

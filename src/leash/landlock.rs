@@ -219,7 +219,7 @@ impl Rules {
     }
 
     /// Do these rules need Landlock itself (a path or a port is confined)?
-    fn needs_landlock(&self) -> bool {
+    pub(super) fn needs_landlock(&self) -> bool {
         let root = Path::new("/");
         self.read.is_some()
             || !self.write.iter().any(|r| r == root)
@@ -692,41 +692,6 @@ mod tests {
             connects(&fs(Net::ConnectPorts(vec![pa])), &[pa, pb]),
             vec![true, false]
         );
-    }
-
-    #[test]
-    fn token_rules_always_filter_unix_sockets() {
-        let open = super::super::policy::local_default();
-        let r = Rules::for_token(Some(&open), None);
-        // Even all-path grants confine a token: reads are a list, the
-        // daemon's dirs and /proc are cut out, so no Landlock, no run.
-        assert!(r.token && r.needs_landlock() && r.net == Net::Open);
-        assert!(
-            r.enforceable_at(0).is_err(),
-            "fails closed without Landlock"
-        );
-        let read = r.read.as_ref().unwrap();
-        assert!(read.iter().all(|p| !p.starts_with("/proc")), "{read:?}");
-        let none = Rules::for_token(None, None);
-        assert!(none.token && none.write.is_empty() && none.needs_landlock());
-        let none_read = none.read.as_ref().unwrap();
-        assert!(none_read.contains(&PathBuf::from("/usr")), "{none_read:?}");
-        assert!(
-            none_read.iter().all(|p| !p.starts_with("/tmp")),
-            "{none_read:?}"
-        );
-        let p: PrincipalPolicy = toml::from_str("fs.write = [\"/tmp/**\"]").unwrap();
-        let r = Rules::for_token(Some(&p), None);
-        let base = super::super::confine::protected();
-        assert!(r.token && !r.write.is_empty());
-        assert!(
-            r.write
-                .iter()
-                .all(|w| w.starts_with("/tmp") && !base.iter().any(|b| w.starts_with(b))),
-            "{:?}",
-            r.write
-        );
-        assert!(r.enforceable_at(0).is_err());
     }
 
     /// A child under a token principal's open rules: unix sockets fail,
