@@ -65,6 +65,19 @@ pub(super) fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     crate::paths::private_dir(dir)
 }
 
+/// Files of the state dir an older daemon (or `shoal token create` under a
+/// loose umask) may have left readable: tightened to `0600` at start.
+pub(super) fn tighten_state_files(state_dir: &std::path::Path) {
+    for name in ["tokens.json", "journal.redb"] {
+        let p = state_dir.join(name);
+        if let Err(e) = crate::paths::tighten_file(&p) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!("cannot make {} private: {e}", p.display());
+            }
+        }
+    }
+}
+
 /// Log lines queued for the appender thread.
 const LOG_QUEUE_LINES: usize = 1024;
 
