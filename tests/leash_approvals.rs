@@ -180,6 +180,28 @@ fn auto_apply_never_waits_for_the_cli() {
     assert!(!f.exists(), "applied twice");
 }
 
+/// `approve_via` takes only known channels, checked with file:line:column.
+#[test]
+fn approve_via_values_are_checked() {
+    let root = Root::new();
+    let bad = config(
+        &root,
+        "[policy.principal.\"a\"]\napprove_via = [\"cli\", \"email\"]\n",
+    );
+    let (st, _, err) = run(&root, &["config", "check", bad.to_str().unwrap()], &[]);
+    assert_eq!(st, 1, "{err}");
+    assert!(
+        err.contains("shoal.toml:2:23:") && err.contains("email"),
+        "{err}"
+    );
+    let ok = config(
+        &root,
+        "[policy.principal.\"a\"]\napprove_via = [\"cli\", \"elicitation\", \"attach\"]\n",
+    );
+    let (st, _, err) = run(&root, &["config", "check", ok.to_str().unwrap()], &[]);
+    assert_eq!(st, 0, "{err}");
+}
+
 /// `approve_via = ["attach"]` lets an attached local client approve; a
 /// token principal whose policy does not list `elicitation` is never asked
 /// through its own MCP client, and the reply names the CLI.
