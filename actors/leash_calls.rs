@@ -112,6 +112,7 @@ pub async fn plan(handle: SessionHandle, gate: Arc<Gate>, src: String) -> Result
         verdict: d.verdict,
         reason: d.reason,
         approval: Approval::Pending,
+        approved_via: None,
         created_ns: now,
         expires_ns: now.saturating_add(ttl),
     };
@@ -141,7 +142,7 @@ pub async fn plan_op(handle: SessionHandle, gate: Arc<Gate>, op: PlanOp) -> Resu
 }
 
 /// `plan.apply` / `shoal_apply`: run an approved (or allowed) plan of the
-/// caller. The effects are derived again first: if they changed since
+/// caller, once. The effects are derived again first: if they changed since
 /// planning (a new cwd, new files for a glob), the plan must be made again.
 pub async fn apply(
     handle: SessionHandle,
@@ -196,17 +197,15 @@ async fn apply_checked(
     budget: Budget,
     cancel: Arc<CallCancel>,
 ) -> Result<Json, RpcError> {
-    let plan = match call(&handle, &gate, PlanOp::Apply(plan_ref.clone())).await? {
+    // The store checks the source and uses the plan up (it applies once).
+    let op = PlanOp::Apply {
+        plan_ref: plan_ref.clone(),
+        src,
+    };
+    let plan = match call(&handle, &gate, op).await? {
         PlanReply::Run(p) => p,
         PlanReply::Json(_) => return Err(RpcError::internal("unexpected plan store reply")),
     };
-    if src.is_some_and(|s| s != plan.src) {
-        return Err(RpcError::new(
-            rpc::LEASH_DENIED,
-            "the source differs from the approved plan's",
-        )
-        .with_data(json!({"plan_ref": plan_ref})));
-    }
     let now = derive(&handle, &plan.src).await?;
     if now != plan.effects {
         return Err(RpcError::new(

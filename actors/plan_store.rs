@@ -1,8 +1,10 @@
 //! PlanStore: one per session, a child of its SessionSupervisor. Holds the
 //! session's plans (docs/rules.md §21): each bound to its owner (the ref hashes
 //! session, principal, source and effects), expiring after `plans.ttl`,
-//! approved by `cap.request` within the owner's policy or by the human.
-//! Every change of a plan's standing is an `approval` event.
+//! approved by `cap.request` within the owner's policy (never under
+//! `auto_apply = "never"`) or by a human on a channel the owner's
+//! `approve_via` lists, and applied once. Every change of a plan's standing
+//! is an `approval` event.
 
 use std::collections::HashMap;
 
@@ -12,7 +14,8 @@ use serde_json::{json, Value as Json};
 use super::event_bus::BusHandle;
 use super::health::Registration;
 use super::session_supervisor::SessionSupervisor;
-use crate::leash::plan::{Approval, Plan};
+use crate::leash::plan::{approve_channels, auto_apply_of, channel_names, Approval, Plan};
+use crate::leash::policy::{ApproveVia, AutoApply};
 use crate::leash::{effect, Verdict};
 use crate::proto::rpc::{RpcError, APPROVAL_REQUIRED, LEASH_DENIED, UNKNOWN_PLAN};
 
@@ -51,12 +54,23 @@ pub enum PlanOp {
         plan_ref: String,
         kinds: Vec<String>,
     },
-    /// `shoal plan approve` (the human).
-    Approve(String),
-    /// `shoal plan deny` (the human).
-    Deny(String),
-    /// `plan.apply`: the plan, if it may run now.
-    Apply(String),
+    /// `plan.approve` (the human, on channel `via`: the CLI or another
+    /// attached local client).
+    Approve {
+        plan_ref: String,
+        via: ApproveVia,
+    },
+    /// `plan.deny` (the human, on any channel).
+    Deny {
+        plan_ref: String,
+        via: ApproveVia,
+    },
+    /// `plan.apply`: the plan, if it may run now (and then it is used up).
+    /// With `src` (`exec mode:"approved"`), only if it is the plan's source.
+    Apply {
+        plan_ref: String,
+        src: Option<String>,
+    },
     /// The user's answer to an MCP elicitation about the caller's own
     /// pending plan (docs/rules.md §21): a human decision, recorded with how it
     /// was made.
@@ -88,6 +102,24 @@ fn unknown(plan_ref: &str) -> RpcError {
         .with_data(json!({"plan_ref": plan_ref}))
 }
 
+fn already_applied(plan_ref: &str) -> RpcError {
+    RpcError::new(
+        APPROVAL_REQUIRED,
+        format!("plan {plan_ref} was already applied: a plan applies once; plan the source again (a new plan needs its own approval)"),
+    )
+    .with_data(json!({"plan_ref": plan_ref, "applied": true}))
+}
+
+/// How a human decision on `via` is recorded (`via` in events and the journal).
+fn via_text(via: ApproveVia, approve: bool) -> String {
+    let verb = if approve { "approve" } else { "deny" };
+    match via {
+        ApproveVia::Cli => format!("shoal plan {verb}"),
+        ApproveVia::Attach => format!("plan.{verb} from an attached client"),
+        ApproveVia::Elicitation => "MCP elicitation/create".into(),
+    }
+}
+
 impl PlanStore {
     pub fn new(bus: Option<BusHandle>, reg: Registration) -> PlanStore {
         PlanStore {
@@ -108,23 +140,26 @@ impl PlanStore {
         self.publish_by(event, plan, None);
     }
 
-    /// An `approval` event; a human decision (`by`, `via`) also goes to the
-    /// durable `journal` channel, so the journal says who decided and how.
-    fn publish_by(&self, event: &str, plan: &Plan, decided: Option<(&str, &str)>) {
+    /// An `approval` event; a human decision (`by`, `via`, and the
+    /// `approve_via` channel) also goes to the durable `journal` channel, so
+    /// the journal says who decided and how.
+    fn publish_by(&self, event: &str, plan: &Plan, decided: Option<(&str, &str, ApproveVia)>) {
         let Some(bus) = &self.bus else {
             return;
         };
         let mut payload = plan.to_json();
         if let Some(o) = payload.as_object_mut() {
             o.insert("event".into(), json!(event));
-            if let Some((by, via)) = decided {
+            if let Some((by, via, channel)) = decided {
                 o.insert("by".into(), json!(by));
                 o.insert("via".into(), json!(via));
+                o.insert("channel".into(), json!(channel.as_str()));
             }
         }
         bus.publish("approval", payload);
-        if let Some((by, via)) = decided {
-            tracing::info!(plan = %plan.plan_ref, principal = %plan.principal, by, via, decision = event, "plan decided by a human");
+        if let Some((by, via, channel)) = decided {
+            let channel = channel.as_str();
+            tracing::info!(plan = %plan.plan_ref, principal = %plan.principal, by, via, channel, decision = event, "plan decided by a human");
             let s = |v: &str| json!({"$": "str", "v": v});
             bus.publish(
                 "journal",
@@ -136,6 +171,7 @@ impl PlanStore {
                     "head": s(crate::journal::head_of(&plan.src)),
                     "by": s(by),
                     "via": s(via),
+                    "channel": s(channel),
                 }}),
             );
         }
@@ -180,9 +216,13 @@ impl PlanStore {
                 self.sweep();
                 let mut plan = *plan;
                 if let Some(old) = self.plans.get(&plan.plan_ref) {
-                    // Same owner, source and effects: keep its standing.
-                    plan.approval = old.approval;
-                    plan.created_ns = old.created_ns;
+                    // Same owner, source and effects: keep its standing,
+                    // unless it was applied (then this is a new plan).
+                    if old.approval != Approval::Applied {
+                        plan.approval = old.approval;
+                        plan.approved_via = old.approved_via;
+                        plan.created_ns = old.created_ns;
+                    }
                 }
                 if self.plans.len() >= MAX_PLANS && !self.plans.contains_key(&plan.plan_ref) {
                     if let Some(oldest) = self
@@ -236,6 +276,9 @@ impl PlanStore {
                     return Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
                         .with_data(json!({"plan_ref": plan_ref})));
                 }
+                if p.approval == Approval::Applied {
+                    return Err(already_applied(&plan_ref));
+                }
                 let requested: Vec<&str> = kinds
                     .iter()
                     .filter_map(|k| effect::normalize_kind(k))
@@ -257,8 +300,12 @@ impl PlanStore {
                         "expires": crate::leash::plan::rfc3339(p.expires_ns),
                     })));
                 }
+                let channels = channel_names(&approve_channels(&p.principal));
                 if p.approval == Approval::Approved || p.verdict == Verdict::Allow {
-                    p.approval = Approval::Approved;
+                    if p.approval != Approval::Approved {
+                        p.approval = Approval::Approved;
+                        p.approved_via = Some("policy");
+                    }
                     let enforced = crate::leash::Gate::for_principal(&p.principal).caps_enforced();
                     return Ok(PlanReply::Json(json!({
                         "grant": "approved",
@@ -267,6 +314,28 @@ impl PlanStore {
                         "granted_effects": kinds,
                         "expires": crate::leash::plan::rfc3339(p.expires_ns),
                     })));
+                }
+                if auto_apply_of(&p.principal) == AutoApply::Never {
+                    // Only a human approves: the agent's own request approves
+                    // nothing, whatever the grants.
+                    let mut pending: Vec<&'static str> = Vec::new();
+                    for e in &p.effects {
+                        if !pending.contains(&e.kind()) {
+                            pending.push(e.kind());
+                        }
+                    }
+                    let j = json!({
+                        "grant": "approval_pending",
+                        "plan_ref": plan_ref,
+                        "awaiting": "human",
+                        "why": format!("auto_apply = \"never\" for {}: only a human approves; approve with `shoal plan approve {plan_ref}`", p.principal),
+                        "uncovered_effects": pending,
+                        "approve_via": channels,
+                        "expires": crate::leash::plan::rfc3339(p.expires_ns),
+                    });
+                    let p = p.clone();
+                    self.publish("pending", &p);
+                    return Ok(PlanReply::Json(j));
                 }
                 // What the owner's policy grants only with a human's consent.
                 let gate = crate::leash::Gate::for_principal(&p.principal);
@@ -281,6 +350,7 @@ impl PlanStore {
                     // Every effect is within the grants (auto_apply asked
                     // for a request): the owner's policy approves it.
                     p.approval = Approval::Approved;
+                    p.approved_via = Some("policy");
                     let p = p.clone();
                     self.publish("approved", &p);
                     return Ok(PlanReply::Json(json!({
@@ -297,19 +367,40 @@ impl PlanStore {
                     "awaiting": "human",
                     "why": format!("the policy of {} asks a human for these; approve with `shoal plan approve {plan_ref}`", p.principal),
                     "uncovered_effects": pending,
+                    "approve_via": channels,
                     "expires": crate::leash::plan::rfc3339(p.expires_ns),
                 });
                 let p = p.clone();
                 self.publish("pending", &p);
                 Ok(PlanReply::Json(j))
             }
-            PlanOp::Approve(r) | PlanOp::Deny(r) if !caller.is_human() => Err(RpcError::new(
-                LEASH_DENIED,
-                "only the local user approves or denies plans (shoal plan approve|deny)",
-            )
-            .with_data(json!({"plan_ref": r}))),
-            PlanOp::Approve(r) => {
+            PlanOp::Approve { plan_ref: r, .. } | PlanOp::Deny { plan_ref: r, .. }
+                if !caller.is_human() =>
+            {
+                Err(RpcError::new(
+                    LEASH_DENIED,
+                    "only the local user approves or denies plans (shoal plan approve|deny)",
+                )
+                .with_data(json!({"plan_ref": r})))
+            }
+            PlanOp::Approve { plan_ref: r, via } => {
                 let p = self.owned(&r, &caller, true)?;
+                let channels = approve_channels(&p.principal);
+                if !channels.contains(&via) {
+                    return Err(RpcError::new(
+                        LEASH_DENIED,
+                        format!(
+                            "the policy of {} takes approvals on {} only (approve_via), not {}: approve with `shoal plan approve {r}`",
+                            p.principal,
+                            channel_names(&channels).join(", "),
+                            via.as_str()
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": r, "approve_via": channel_names(&channels)})));
+                }
+                if p.approval == Approval::Applied {
+                    return Err(already_applied(&r));
+                }
                 if p.verdict == Verdict::Deny {
                     return Err(RpcError::new(
                         LEASH_DENIED,
@@ -321,17 +412,19 @@ impl PlanStore {
                     .with_data(json!({"plan_ref": r})));
                 }
                 p.approval = Approval::Approved;
+                p.approved_via = Some(via.as_str());
                 let p = p.clone();
                 let by = caller.principal.clone();
-                self.publish_by("approved", &p, Some((&by, "shoal plan approve")));
+                self.publish_by("approved", &p, Some((&by, &via_text(via, true), via)));
                 Ok(PlanReply::Json(p.to_json()))
             }
-            PlanOp::Deny(r) => {
+            PlanOp::Deny { plan_ref: r, via } => {
                 let p = self.owned(&r, &caller, true)?;
                 p.approval = Approval::Denied;
+                p.approved_via = None;
                 let p = p.clone();
                 let by = caller.principal.clone();
-                self.publish_by("denied", &p, Some((&by, "shoal plan deny")));
+                self.publish_by("denied", &p, Some((&by, &via_text(via, false), via)));
                 Ok(PlanReply::Json(p.to_json()))
             }
             PlanOp::Elicited {
@@ -354,23 +447,48 @@ impl PlanStore {
                     return Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
                         .with_data(json!({"plan_ref": plan_ref})));
                 }
-                p.approval = if approve {
-                    Approval::Approved
+                if p.approval == Approval::Applied {
+                    return Err(already_applied(&plan_ref));
+                }
+                let channels = approve_channels(&p.principal);
+                if !channels.contains(&ApproveVia::Elicitation) {
+                    return Err(RpcError::new(
+                        LEASH_DENIED,
+                        format!(
+                            "the policy of {} does not take approvals by elicitation (approve_via: {}): approve with `shoal plan approve {plan_ref}`",
+                            p.principal,
+                            channel_names(&channels).join(", ")
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": plan_ref, "approve_via": channel_names(&channels)})));
+                }
+                if approve {
+                    p.approval = Approval::Approved;
+                    p.approved_via = Some(ApproveVia::Elicitation.as_str());
                 } else {
-                    Approval::Denied
-                };
+                    p.approval = Approval::Denied;
+                    p.approved_via = None;
+                }
                 let p = p.clone();
                 let event = if approve { "approved" } else { "denied" };
-                self.publish_by(event, &p, Some(("user", &via)));
+                self.publish_by(event, &p, Some(("user", &via, ApproveVia::Elicitation)));
                 Ok(PlanReply::Json(p.to_json()))
             }
-            PlanOp::Apply(r) => {
+            PlanOp::Apply { plan_ref: r, src } => {
                 let p = self.owned(&r, &caller, false)?;
+                if src.is_some_and(|s| s != p.src) {
+                    return Err(RpcError::new(
+                        LEASH_DENIED,
+                        "the source differs from the approved plan's",
+                    )
+                    .with_data(json!({"plan_ref": r})));
+                }
                 match (p.approval, p.verdict) {
                     (Approval::Denied, _) => {
                         Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
                             .with_data(json!({"plan_ref": r})))
                     }
+                    (Approval::Applied, _) => Err(already_applied(&r)),
                     (_, Verdict::Deny) => Err(RpcError::new(
                         LEASH_DENIED,
                         format!(
@@ -380,7 +498,12 @@ impl PlanStore {
                     )
                     .with_data(json!({"plan_ref": r}))),
                     (Approval::Approved, _) | (_, Verdict::Allow) => {
-                        Ok(PlanReply::Run(Box::new(p.clone())))
+                        // Used up as it starts: a second apply is refused
+                        // whatever becomes of this one.
+                        p.approval = Approval::Applied;
+                        let p = p.clone();
+                        self.publish("applied", &p);
+                        Ok(PlanReply::Run(Box::new(p)))
                     }
                     _ => Err(RpcError::new(APPROVAL_REQUIRED, "plan approval pending")
                         .with_data(json!({"plan_ref": r, "approval_pending": true}))),

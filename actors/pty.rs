@@ -142,17 +142,9 @@ fn session_env(
 ) -> (std::path::PathBuf, Vec<(String, String)>) {
     match shared.live_state() {
         Some(l) => (l.cwd, l.env),
-        None => (
-            shared.cwd.clone(),
-            std::env::vars_os()
-                .map(|(k, v)| {
-                    (
-                        k.to_string_lossy().into_owned(),
-                        v.to_string_lossy().into_owned(),
-                    )
-                })
-                .collect(),
-        ),
+        // Before the first exec: what the session starts with (never the
+        // daemon's own environment).
+        None => (shared.cwd.clone(), shared.env.clone()),
     }
 }
 
@@ -180,7 +172,16 @@ impl Handler<PtyCall> for SessionSupervisor {
                     }
                     None => None,
                 };
-                let (cwd, base) = session_env(&self.shared);
+                let (cwd, mut base) = session_env(&self.shared);
+                // A token principal's program inherits what its children
+                // may (docs/rules.md §21).
+                if let Some(v) = msg
+                    .gate
+                    .as_deref()
+                    .and_then(crate::lang::env_view::EnvView::for_gate)
+                {
+                    base.retain(|(k, _)| v.inherits(k));
+                }
                 let spec = SpawnSpec {
                     cmd: req.cmd.clone(),
                     args: req.args,

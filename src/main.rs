@@ -44,9 +44,13 @@ enum Command {
         /// Session name (env SHOAL_SESSION; default `default`).
         #[arg(long)]
         session: Option<String>,
-        /// Bearer token (env SHOAL_TOKEN).
-        #[arg(long)]
+        /// Bearer token. Prefer env SHOAL_TOKEN or --token-file: arguments are
+        /// visible to every user in the process list.
+        #[arg(long, conflicts_with = "token_file")]
         token: Option<String>,
+        /// Read the bearer token from this file (readable by its owner only).
+        #[arg(long = "token-file")]
+        token_file: Option<PathBuf>,
     },
     /// Show the daemon and its actor tree.
     Status {
@@ -215,11 +219,14 @@ fn main() -> ExitCode {
             socket,
             session,
             token,
-        } => cli::shim::run(
-            socket,
-            session.or_else(|| env("SHOAL_SESSION")),
-            token.or_else(|| env("SHOAL_TOKEN")),
-        ),
+            token_file,
+        } => match cli::shim::bearer(token, token_file.as_deref(), env("SHOAL_TOKEN")) {
+            Ok(token) => cli::shim::run(socket, session.or_else(|| env("SHOAL_SESSION")), token),
+            Err(e) => {
+                eprintln!("shoal mcp: {e}");
+                2
+            }
+        },
         Command::Status {
             json,
             watch,

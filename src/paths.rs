@@ -1,8 +1,9 @@
 //! Where things live (docs/protocol.md §1): the socket, the state directory, the config file.
 //!
-//! Pure functions of explicit arguments and the environment; the one thing
-//! here that creates a file is [`open_lock_file`] (lock files beside the
-//! socket, opened without following symlinks and checked for ownership). The
+//! Pure functions of explicit arguments and the environment; what creates
+//! files here is [`open_lock_file`] (lock files beside the socket, opened
+//! without following symlinks and checked for ownership) and the private
+//! file and directory helpers ([`private_dir`], [`private_file`]). The
 //! daemon and the shim resolve paths with the same rules, so a shim always
 //! finds the daemon it would have started.
 
@@ -186,6 +187,57 @@ pub fn open_lock_file(path: &Path) -> Result<std::fs::File, String> {
     Ok(f)
 }
 
+/// Create `dir` (and missing parents) `0700`, whatever the umask; an
+/// existing directory of this uid with a looser mode is tightened to `0700`.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    match std::fs::metadata(dir) {
+        Ok(m) => {
+            if m.is_dir() && m.uid() == euid() && m.mode() & 0o777 != 0o700 {
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Make sure `path` exists as a file only this uid can read: created `0600`
+/// (mode set after creation, so the umask does not matter) when absent,
+/// tightened when it is ours and looser. Never follows a symlink.
+pub fn private_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f.set_permissions(std::fs::Permissions::from_mode(0o600)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => tighten_file(path),
+        Err(e) => Err(e),
+    }
+}
+
+/// Tighten an existing regular file of this uid to `0600` (others' files and
+/// symlinks are left alone).
+pub fn tighten_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let m = std::fs::symlink_metadata(path)?;
+    if m.is_file() && m.uid() == euid() && m.mode() & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}
+
 /// The log directory under the state dir.
 pub fn log_dir(state: &Path) -> PathBuf {
     state.join("logs")
@@ -202,6 +254,34 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |k| m.get(k).map(OsString::from)
+    }
+
+    #[test]
+    fn private_files_and_dirs() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let d = tempfile::tempdir().unwrap();
+        let sub = d.path().join("a/b");
+        private_dir(&sub).unwrap();
+        assert_eq!(mode(&sub), 0o700);
+        std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o755)).unwrap();
+        private_dir(&sub).unwrap();
+        assert_eq!(mode(&sub), 0o700);
+        let f = sub.join("f");
+        private_file(&f).unwrap();
+        assert_eq!(mode(&f), 0o600);
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(&f, "kept").unwrap();
+        private_file(&f).unwrap();
+        assert_eq!(mode(&f), 0o600);
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "kept");
+        // A symlink is neither followed nor changed.
+        let target = sub.join("t");
+        std::fs::write(&target, "").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::symlink(&target, sub.join("l")).unwrap();
+        private_file(&sub.join("l")).unwrap();
+        assert_eq!(mode(&target), 0o644);
     }
 
     #[test]

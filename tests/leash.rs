@@ -100,6 +100,8 @@ fn plans_reversibility_refs_and_approved_mode() {
         json!({"src": "sh { echo OTHER }", "mode": "approved", "plan_ref": first["plan_ref"]}),
     );
     assert_eq!(code(&r), -32010, "{r}");
+    // A plan applies once: planned again, the same source runs once more.
+    plan(&mut c, "sh { echo FIRST }");
     let r = c.ok(
         "exec",
         json!({"src": "sh { echo FIRST }", "mode": "approved", "plan_ref": first["plan_ref"]}),

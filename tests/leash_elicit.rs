@@ -92,7 +92,7 @@ fn elicitation_wait_ends_with_cancel_and_hangup() {
     let cfg = root.path().join("shoal.toml");
     std::fs::write(
         &cfg,
-        "[policy.principal.\"agent:r\"]\nopaque = \"ask\"\nauto_apply = \"in-grant\"\nfs.read = [\"/**\"]\n",
+        "[policy.principal.\"agent:r\"]\nopaque = \"ask\"\nauto_apply = \"in-grant\"\napprove_via = [\"elicitation\", \"cli\"]\nfs.read = [\"/**\"]\n",
     )
     .unwrap();
     let d = Daemon::start_with(

@@ -25,6 +25,7 @@ POLICY = """
 [policy.principal."agent:e"]
 opaque = "ask"
 auto_apply = "in-grant"
+approve_via = ["elicitation", "cli"]
 
 [policy.principal."agent:e".fs]
 read = ["/**"]
@@ -54,8 +55,8 @@ class Run:
 
         params = StdioServerParameters(
             command=self.shoal,
-            args=["mcp", "--socket", self.socket, "--token", token, "--session", f"elicit-{mode}"],
-            env=dict(os.environ),
+            args=["mcp", "--socket", self.socket, "--session", f"elicit-{mode}"],
+            env={**os.environ, "SHOAL_TOKEN": token},
         )
         if answer is None:
             return Client(params, mode=mode)

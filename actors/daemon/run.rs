@@ -61,6 +61,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
         }
     };
     install_panic_hook();
+    super::setup::tighten_state_files(&state_dir);
 
     // Handlers go in before the socket exists: a client that sees the socket
     // may signal at once, and the default action would skip the cleanup.

@@ -58,16 +58,24 @@ pub(super) fn take_listen_fd() -> Option<std::os::unix::net::UnixListener> {
     Some(unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) })
 }
 
+/// Create `dir` `0700`, or tighten it to `0700` when it exists with a looser
+/// mode and belongs to this uid (a directory of someone else's is left as it
+/// is: the daemon cannot change it and does not pretend to).
 pub(super) fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    if !dir.exists() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    crate::paths::private_dir(dir)
+}
+
+/// Files of the state dir an older daemon (or `shoal token create` under a
+/// loose umask) may have left readable: tightened to `0600` at start.
+pub(super) fn tighten_state_files(state_dir: &std::path::Path) {
+    for name in ["tokens.json", "journal.redb"] {
+        let p = state_dir.join(name);
+        if let Err(e) = crate::paths::tighten_file(&p) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!("cannot make {} private: {e}", p.display());
+            }
+        }
     }
-    Ok(())
 }
 
 /// Log lines queued for the appender thread.
@@ -79,6 +87,7 @@ pub(super) fn init_logging(
 ) -> Result<tracing_appender::non_blocking::WorkerGuard, String> {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
+    private_logs(log_dir);
     let appender = tracing_appender::rolling::RollingFileAppender::builder()
         .rotation(tracing_appender::rolling::Rotation::DAILY)
         .filename_prefix("shoal")
@@ -91,7 +100,11 @@ pub(super) fn init_logging(
         // The queue is allocated and touched whole at start (32 bytes a line); past it a
         // logging thread waits for the file write (lossy(false)).
         .buffered_lines_limit(LOG_QUEUE_LINES)
-        .finish(appender);
+        .finish(PrivateLog {
+            inner: appender,
+            dir: log_dir.to_path_buf(),
+            next_check: std::time::Instant::now() + LOG_MODE_CHECK,
+        });
     let filter = std::env::var("SHOAL_LOG")
         .ok()
         .filter(|s| !s.is_empty())
@@ -107,6 +120,49 @@ pub(super) fn init_logging(
         .try_init()
         .map_err(|e| e.to_string())?;
     Ok(guard)
+}
+
+/// How often the log writer makes sure every log file is `0600` (a new day's
+/// file is created by the appender with the process umask).
+const LOG_MODE_CHECK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Today's log file created `0600` before the appender opens it (it keeps the
+/// mode of a file that exists), and every log file in `dir` made `0600`.
+fn private_logs(dir: &std::path::Path) {
+    let today = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
+    let _ = crate::paths::private_file(&dir.join(format!("shoal.{today}.log")));
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "log") {
+                let _ = crate::paths::tighten_file(&p);
+            }
+        }
+    }
+}
+
+/// The rolling appender, with the log files' modes kept `0600` (checked on a
+/// write at most every [`LOG_MODE_CHECK`]; the log dir is `0700` meanwhile).
+struct PrivateLog {
+    inner: tracing_appender::rolling::RollingFileAppender,
+    dir: std::path::PathBuf,
+    next_check: std::time::Instant,
+}
+
+impl std::io::Write for PrivateLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        let now = std::time::Instant::now();
+        if now >= self.next_check {
+            self.next_check = now + LOG_MODE_CHECK;
+            private_logs(&self.dir);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 pub(super) fn install_panic_hook() {

@@ -100,6 +100,9 @@ struct Attachment {
     gate: Arc<crate::leash::Gate>,
     /// The bearer token, re-checked before every call (a revoke holds at once).
     token: Option<String>,
+    /// The approval channel of this client's `plan.approve|deny`: the CLI
+    /// (client kind `cli`) or another attached client.
+    via: crate::leash::policy::ApproveVia,
 }
 
 impl KernelConn {
@@ -220,6 +223,7 @@ impl KernelConn {
         };
         let handle = att.handle.clone();
         let tty = att.tty;
+        let via = att.via;
         let gate = att.gate.clone();
         if let Err(e) = lc::recheck(att.token.as_deref(), self.cx.foreign, &gate) {
             return Box::pin(ready(Err(e)));
@@ -270,8 +274,12 @@ impl KernelConn {
                 let op = match method {
                     "plan.list" => Ok(PlanOp::List),
                     "plan.get" => lc::plan_ref_param(&p).map(PlanOp::Get),
-                    "plan.approve" => lc::plan_ref_param(&p).map(PlanOp::Approve),
-                    "plan.deny" => lc::plan_ref_param(&p).map(PlanOp::Deny),
+                    "plan.approve" => {
+                        lc::plan_ref_param(&p).map(|plan_ref| PlanOp::Approve { plan_ref, via })
+                    }
+                    "plan.deny" => {
+                        lc::plan_ref_param(&p).map(|plan_ref| PlanOp::Deny { plan_ref, via })
+                    }
                     _ => lc::cap_request_params(&p)
                         .map(|(plan_ref, kinds)| PlanOp::Request { plan_ref, kinds }),
                 };
@@ -413,11 +421,17 @@ impl KernelConn {
             let enforced = gate.caps_enforced();
             let opaque = gate.decide(&[crate::leash::Effect::Opaque]).verdict;
             let has_policy = gate.policy.get(&principal).is_some();
+            let via = if kind == "cli" {
+                crate::leash::policy::ApproveVia::Cli
+            } else {
+                crate::leash::policy::ApproveVia::Attach
+            };
             act.set_attachment(Some(Attachment {
                 handle: handle.clone(),
                 tty,
                 gate,
                 token,
+                via,
             }));
             tracing::debug!(conn = act.cx.id, session = %handle.name, client = %kind, "attached");
             Ok(json!({

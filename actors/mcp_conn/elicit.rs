@@ -22,6 +22,12 @@
 //! approve|deny`. Either decision is an `approval` event and a `journal`
 //! record naming the user and the client. A client without the capability
 //! gets the pending result as before.
+//!
+//! The client that asks is the agent's own, so its answer counts as a
+//! human's only when the plan owner's policy says so: `approve_via` must
+//! list `elicitation` (a token principal's default is the CLI alone).
+//! Otherwise nobody is asked and the pending result says how to approve
+//! (`shoal plan approve REF`); the plan store refuses such an answer too.
 
 use std::collections::HashMap;
 use std::io;
@@ -38,6 +44,7 @@ use crate::actors::leash_calls;
 use crate::actors::plan_store::PlanOp;
 use crate::actors::session::CallCancel;
 use crate::actors::session_handle::SessionHandle;
+use crate::leash::policy::ApproveVia;
 use crate::leash::Gate;
 use crate::proto::frame::Frame;
 use crate::proto::mcp;
@@ -386,6 +393,21 @@ impl McpConn {
                 };
                 if pending.get("awaiting").and_then(Json::as_str) != Some("human") {
                     return Step::Done(Ok(pending));
+                }
+                let channels = crate::leash::plan::approve_channels(&gate.principal);
+                if !channels.contains(&ApproveVia::Elicitation) {
+                    let mut j = pending;
+                    if let Some(o) = j.as_object_mut() {
+                        o.insert(
+                            "elicitation".into(),
+                            json!({"asked": false, "why": format!(
+                                "the policy of {} takes approvals on {} only (approve_via): approve with `shoal plan approve {plan_ref}`",
+                                gate.principal,
+                                crate::leash::plan::channel_names(&channels).join(", ")
+                            )}),
+                        );
+                    }
+                    return Step::Done(Ok(j));
                 }
                 if let Some(r) = retry {
                     let outcome = match r.answer {

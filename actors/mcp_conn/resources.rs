@@ -164,11 +164,18 @@ impl McpConn {
                     &json!({"display": cwd.display().to_string()}),
                 ))
             })),
-            ("session", Some("env")) => Box::pin(self.session().map(move |h, _act, _ctx| {
+            ("session", Some("env")) => Box::pin(self.session().map(move |h, act, _ctx| {
                 let h = h?;
                 // The session's environment as of its last exec (`env.X = …`
                 // included); before the first exec, the one it will inherit.
+                // A token principal sees only what its env_read grants
+                // (docs/rules.md §21).
+                let view = act
+                    .gate
+                    .as_deref()
+                    .and_then(crate::lang::env_view::EnvView::for_gate);
                 let (_, pairs) = h.views();
+                let pairs = crate::lang::env_view::visible(view.as_deref(), pairs);
                 let mut names: Vec<String> = Vec::new();
                 let mut env = Map::new();
                 for (k, v) in pairs.into_iter().take(4096) {

@@ -268,6 +268,12 @@ fn finish_job(
             Err(e) => return (Err(e), None),
         }
     }
+    // The caller's view of the environment (docs/rules.md §21), for this run.
+    session.set_env_view(
+        job.gate
+            .as_deref()
+            .and_then(crate::lang::env_view::EnvView::for_gate),
+    );
     let interrupter = session.interrupter();
     interrupter.reset();
     // From here a cancel of this call interrupts it (and only it).

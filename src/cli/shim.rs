@@ -1,7 +1,10 @@
 //! `shoal mcp`: a byte pipe between stdio and the daemon socket.
 //!
 //! It writes one frame of its own, the `shoal/attach` notification carrying
-//! `{session, token, cwd, env}`, then copies bytes both ways. It never prints to
+//! `{session, token, cwd, env}`, then copies bytes both ways. The token comes
+//! from `SHOAL_TOKEN` or `--token-file` (a file only its owner may read);
+//! `--token` still works but warns, since argv is public. The token never
+//! goes into the forwarded environment. It never prints to
 //! stdout itself. Exit 0 when the client closes stdin (after the daemon has
 //! answered what was sent); non-zero with one line on stderr when the daemon
 //! cannot be reached or drops the connection.
@@ -32,6 +35,67 @@ const REPLY_SPIN: Duration = Duration::from_micros(250);
 
 use serde_json::json;
 
+/// The warning `--token` prints.
+pub const ARGV_WARNING: &str =
+    "shoal mcp: warning: --token puts the token in the process list; use SHOAL_TOKEN or --token-file";
+
+/// The bearer token of `shoal mcp`: `--token` (with a warning on stderr),
+/// else `--token-file`, else `SHOAL_TOKEN` (`from_env`).
+pub fn bearer(
+    arg: Option<String>,
+    file: Option<&std::path::Path>,
+    from_env: Option<String>,
+) -> Result<Option<String>, String> {
+    if let Some(t) = arg {
+        eprintln!("{ARGV_WARNING}");
+        return Ok(Some(t));
+    }
+    match file {
+        Some(p) => read_token_file(p).map(Some),
+        None => Ok(from_env),
+    }
+}
+
+/// The token in `path`: a regular file no group or other user may access
+/// (refused otherwise, before it is read), trimmed.
+pub fn read_token_file(path: &std::path::Path) -> Result<String, String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| format!("--token-file {}: {e}", path.display()))?;
+    let md = f
+        .metadata()
+        .map_err(|e| format!("--token-file {}: {e}", path.display()))?;
+    if !md.is_file() {
+        return Err(format!(
+            "--token-file {}: not a regular file",
+            path.display()
+        ));
+    }
+    if md.mode() & 0o077 != 0 {
+        return Err(format!(
+            "--token-file {}: mode {:04o} lets group or others read it; run `chmod 600 {}`",
+            path.display(),
+            md.mode() & 0o7777,
+            path.display()
+        ));
+    }
+    let mut text = String::new();
+    f.take(64 * 1024)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("--token-file {}: {e}", path.display()))?;
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(format!(
+            "--token-file {}: the file is empty",
+            path.display()
+        ));
+    }
+    Ok(t.to_string())
+}
+
 pub fn run(socket: Option<PathBuf>, session: Option<String>, token: Option<String>) -> i32 {
     let path = shoal::paths::socket_path(socket.as_deref());
     let stream = match super::client::connect_or_start(&path) {
@@ -53,7 +117,7 @@ pub fn run(socket: Option<PathBuf>, session: Option<String>, token: Option<Strin
             "session": session,
             "token": token,
             "cwd": cwd,
-            "env": super::client::env_json(),
+            "env": forwarded_env(),
         },
     });
     let mut first = serde_json::to_vec(&attach).unwrap_or_default();
@@ -115,6 +179,14 @@ pub fn run(socket: Option<PathBuf>, session: Option<String>, token: Option<Strin
     }
 }
 
+/// The environment a session this attach creates starts with: the
+/// client's, without the bearer token.
+fn forwarded_env() -> serde_json::Map<String, serde_json::Value> {
+    let mut env = super::client::env_json();
+    env.remove("SHOAL_TOKEN");
+    env
+}
+
 enum Lost {
     Client,
     Daemon(io::Error),
@@ -165,5 +237,40 @@ fn copy_replies(from_daemon: &UnixStream, poke: Option<&OwnedFd>) -> Result<(), 
             let _ = rustix::io::read(p, &mut n);
             spin_until = Some(Instant::now() + REPLY_SPIN);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn token_files_must_be_private() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("tok");
+        std::fs::write(&p, "  secret-token\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(read_token_file(&p).unwrap(), "secret-token");
+        assert_eq!(
+            bearer(None, Some(&p), Some("env".into()))
+                .unwrap()
+                .as_deref(),
+            Some("secret-token")
+        );
+        assert_eq!(
+            bearer(None, None, Some("env".into())).unwrap().as_deref(),
+            Some("env")
+        );
+        for mode in [0o644, 0o640, 0o604, 0o660] {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            let e = read_token_file(&p).unwrap_err();
+            assert!(e.contains("chmod 600"), "{mode:o}: {e}");
+        }
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(&p, "\n").unwrap();
+        assert!(read_token_file(&p).unwrap_err().contains("empty"));
+        assert!(read_token_file(d.path()).is_err());
+        assert!(read_token_file(&d.path().join("missing")).is_err());
     }
 }

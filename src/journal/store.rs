@@ -189,6 +189,13 @@ impl Store {
     /// Open or create the journal at `path` (a file, conventionally `<state>/journal.redb`).
     pub fn open(path: impl AsRef<Path>, opts: StoreOptions) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
+        // 0600 whatever the umask: created so before redb writes to it, and
+        // tightened when an older daemon left it readable.
+        if let Err(e) = crate::paths::private_file(&path) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!("cannot make {} private: {e}", path.display());
+            }
+        }
         let db = schema::open_db(&path, opts.cache_bytes)?;
         Ok(Store {
             db: std::sync::RwLock::new(Some(std::sync::Arc::new(db))),

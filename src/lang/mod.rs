@@ -3,6 +3,7 @@
 //! no sockets. Processes are spawned by the evaluator on the calling thread.
 
 pub mod ast;
+pub mod env_view;
 pub mod eval;
 pub use crate::value::memory;
 pub mod parse;

@@ -322,6 +322,12 @@ impl Session {
         self.interp.child_pid.clone()
     }
 
+    /// What the next evaluations may read of the environment and pass to
+    /// their children (`None`: all of it; docs/rules.md §21).
+    pub fn set_env_view(&mut self, view: Option<std::sync::Arc<crate::lang::env_view::EnvView>>) {
+        self.interp.env_view = view;
+    }
+
     /// Replace the whole environment with `env` (`PWD` follows the cwd).
     pub fn replace_env(&mut self, env: Vec<(String, String)>) {
         self.interp.env = env.into_iter().collect();

@@ -3,7 +3,7 @@
 use serde_json::{json, Value as Json};
 
 use super::effect::{wire_reversibility, Effect};
-use super::policy::Verdict;
+use super::policy::{ApproveVia, AutoApply, Verdict};
 
 /// `plan:` + 16 hex of BLAKE3 over session, principal, source and effects:
 /// bound to its owner, so two callers never share or overwrite one.
@@ -27,6 +27,9 @@ pub enum Approval {
     Approved,
     /// A human said no.
     Denied,
+    /// Applied (or its apply started): a plan runs once; planning the same
+    /// source again makes a new plan that needs its own approval.
+    Applied,
 }
 
 impl Approval {
@@ -35,6 +38,7 @@ impl Approval {
             Approval::Pending => "pending",
             Approval::Approved => "approved",
             Approval::Denied => "denied",
+            Approval::Applied => "applied",
         }
     }
 }
@@ -49,6 +53,9 @@ pub struct Plan {
     pub verdict: Verdict,
     pub reason: Option<String>,
     pub approval: Approval,
+    /// The channel that approved it (`cli`, `elicitation`, `attach`;
+    /// `policy` when the owner's grants did).
+    pub approved_via: Option<&'static str>,
     /// Unix ns.
     pub created_ns: i64,
     pub expires_ns: i64,
@@ -77,6 +84,7 @@ impl Plan {
             "approval_pending": self.approval_pending(),
             "approved": self.approval == Approval::Approved,
             "approval": self.approval.as_str(),
+            "approved_via": self.approved_via,
             "reason": self.reason,
             "session": self.session,
             "principal": self.principal,
@@ -96,6 +104,31 @@ impl Plan {
         }
         j
     }
+}
+
+/// The channels on which a human may approve `principal`'s plans
+/// (`approve_via`; a principal without a policy section: the CLI only).
+pub fn approve_channels(principal: &str) -> Vec<ApproveVia> {
+    let rt = super::runtime();
+    let local = principal == rt.local;
+    match rt.policy.get(principal) {
+        Some(p) => p.approve_channels(local),
+        None if local => ApproveVia::ALL.to_vec(),
+        None => vec![ApproveVia::Cli],
+    }
+}
+
+/// `auto_apply` of `principal` (`never` without a policy section).
+pub fn auto_apply_of(principal: &str) -> AutoApply {
+    super::runtime()
+        .policy
+        .get(principal)
+        .map_or(AutoApply::Never, |p| p.auto_apply)
+}
+
+/// The names of `channels`, for replies and errors.
+pub fn channel_names(channels: &[ApproveVia]) -> Vec<&'static str> {
+    channels.iter().map(|c| c.as_str()).collect()
 }
 
 /// An RFC 3339 UTC timestamp of unix ns.

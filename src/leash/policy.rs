@@ -40,6 +40,33 @@ pub struct PrincipalPolicy {
     pub opaque: OpaqueMode,
     pub hermetic: bool,
     pub fs: FsGrants,
+    /// Channels a human may approve this principal's plans on (unset: the
+    /// CLI only for a token principal, every channel for the local uid).
+    pub approve_via: Option<Vec<ApproveVia>>,
+}
+
+/// An approval channel (`approve_via`).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApproveVia {
+    /// `shoal plan approve REF`.
+    Cli,
+    /// An MCP `elicitation/create` answered in the plan owner's client.
+    Elicitation,
+    /// A local-uid client attached to the session (other than the CLI).
+    Attach,
+}
+
+impl ApproveVia {
+    pub const ALL: [ApproveVia; 3] = [ApproveVia::Cli, ApproveVia::Elicitation, ApproveVia::Attach];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApproveVia::Cli => "cli",
+            ApproveVia::Elicitation => "elicitation",
+            ApproveVia::Attach => "attach",
+        }
+    }
 }
 
 /// `[policy.principal."NAME".fs]` (or dotted `fs.read = [...]`).
@@ -262,6 +289,7 @@ pub fn local_default() -> PrincipalPolicy {
             write: all(),
             delete: all(),
         },
+        approve_via: None,
     }
 }
 
@@ -273,6 +301,16 @@ pub fn missing_section(principal: &str) -> String {
 }
 
 impl PrincipalPolicy {
+    /// The channels that may approve this principal's plans (`local`: the
+    /// principal is the local uid).
+    pub fn approve_channels(&self, local: bool) -> Vec<ApproveVia> {
+        match &self.approve_via {
+            Some(v) => v.clone(),
+            None if local => ApproveVia::ALL.to_vec(),
+            None => vec![ApproveVia::Cli],
+        }
+    }
+
     /// Is `path` inside some of `grants`?
     fn fs_ok(grants: &[PathGlob], paths: &[String], home: Option<&str>) -> Option<String> {
         for p in paths {
@@ -514,6 +552,8 @@ fs.write = ["/proj/**"]
             "auto_apply = \"always\"",
             "fs.exec = []",
             "env.read = [\"HOME\"]",
+            "approve_via = [\"email\"]",
+            "approve_via = \"cli\"",
         ] {
             assert!(toml::from_str::<PrincipalPolicy>(bad).is_err(), "{bad}");
         }
@@ -521,5 +561,9 @@ fs.write = ["/proj/**"]
             toml::from_str("net = [\"*.x.org:*\"]\nspawn = [\"git\"]\nsecrets = [\"t\"]").unwrap();
         assert_eq!(ok.net_connect.len(), 1);
         assert_eq!(ok.proc_spawn.len(), 1);
+        assert_eq!(ok.approve_channels(false), vec![ApproveVia::Cli]);
+        assert_eq!(ok.approve_channels(true), ApproveVia::ALL.to_vec());
+        let e: PrincipalPolicy = toml::from_str("approve_via = [\"elicitation\"]").unwrap();
+        assert_eq!(e.approve_channels(true), vec![ApproveVia::Elicitation]);
     }
 }

@@ -152,7 +152,8 @@ impl Store {
 
     fn write(&self, file: &File) -> Result<(), String> {
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // The state dir: private (0700), like the daemon makes it.
+        crate::paths::private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let tmp = dir.join(format!(".tokens.{}.tmp", std::process::id()));
         let _ = std::fs::remove_file(&tmp);
         let mut f = std::fs::OpenOptions::new()
@@ -161,6 +162,9 @@ impl Store {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&tmp)
+            .map_err(|e| format!("{}: {e}", tmp.display()))?;
+        // 0600 whatever the umask.
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))
             .map_err(|e| format!("{}: {e}", tmp.display()))?;
         let text = serde_json::to_string_pretty(file).map_err(|e| e.to_string())?;
         f.write_all(text.as_bytes())
@@ -247,6 +251,14 @@ mod tests {
         assert_eq!(bearer.len(), 43);
         let mode = std::fs::metadata(s.path()).unwrap().mode() & 0o777;
         assert_eq!(mode, 0o600);
+        // A state dir the store creates is private.
+        let nested = Store::new(d.path().join("new/state/tokens.json"));
+        nested.create("agent:n", None).unwrap();
+        let dmode = std::fs::metadata(d.path().join("new/state"))
+            .unwrap()
+            .mode()
+            & 0o777;
+        assert_eq!(dmode, 0o700);
         assert!(!std::fs::read_to_string(s.path()).unwrap().contains(&bearer));
         assert_eq!(s.validate(&bearer).as_deref(), Some("agent:a"));
         assert_eq!(s.validate("nope"), None);

@@ -35,7 +35,7 @@ mkdirSync(out, { recursive: true });
 mkdirSync(join(workdir, "config", "shoal"), { recursive: true });
 writeFileSync(
   join(workdir, "config", "shoal", "shoal.toml"),
-  `[policy.principal."agent:ts"]\nopaque = "ask"\nauto_apply = "in-grant"\n\n[policy.principal."agent:ts".fs]\nread = ["/**"]\nwrite = ["${out}/**"]\n`,
+  `[policy.principal."agent:ts"]\nopaque = "ask"\nauto_apply = "in-grant"\napprove_via = ["elicitation", "cli"]\n\n[policy.principal."agent:ts".fs]\nread = ["/**"]\nwrite = ["${out}/**"]\n`,
 );
 const token = execFileSync(bin, ["token", "create", "agent:ts"], { env }).toString().trim().split("\n").pop();
 
@@ -43,9 +43,9 @@ let answer = "accept";
 const asked = [];
 const transport = new StdioClientTransport({
   command: bin,
-  args: ["mcp", "--socket", socket, "--token", token, "--session", "ts-elicit"],
+  args: ["mcp", "--socket", socket, "--session", "ts-elicit"],
   cwd: workdir,
-  env,
+  env: { ...env, SHOAL_TOKEN: token },
   stderr: "inherit",
 });
 const client = new Client(

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use indexmap::IndexMap;
+
 use crate::lang::ast::{Command, RedirectKind};
 use crate::lang::eval::{Ctl, EResult, Interp, Pos};
 use crate::lang::scope::ScopeRef;
@@ -422,9 +424,18 @@ impl Interp {
             h if builtins::is_fs_builtin(h) => {
                 let interrupter = self.interrupter.clone();
                 let interrupted = move || interrupter.is_interrupted();
+                // `env` shows what the principal may read (docs/rules.md §21).
+                let readable: IndexMap<String, String>;
+                let env = match &self.env_view {
+                    Some(v) if h == "env" => {
+                        readable = v.readable(&self.env).into_iter().collect();
+                        &readable
+                    }
+                    _ => &self.env,
+                };
                 let ctx = builtins::Ctx {
                     cwd: &self.cwd,
-                    env: &self.env,
+                    env,
                     interrupted: &interrupted,
                 };
                 // docs/rules.md §8: an empty glob contributes no argument;

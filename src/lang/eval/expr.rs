@@ -268,7 +268,7 @@ impl Interp {
         // An all-caps name is most often an environment variable.
         if name.bytes().any(|b| b.is_ascii_uppercase())
             && !name.bytes().any(|b| b.is_ascii_lowercase())
-            && self.env.contains_key(name)
+            && self.env_get(name).is_some()
         {
             e = e.with_hint(format!(
                 "`{name}` is an environment variable: `env.{name}` (in a string `{{env.{name}}}`)"
@@ -353,7 +353,7 @@ impl Interp {
     ) -> EResult<Value> {
         if let Some(root) = self.namespace_root(recv, scope) {
             return match root.as_str() {
-                "env" => match self.env.get(name) {
+                "env" => match self.env_get(name) {
                     Some(v) => Ok(Value::str(v)),
                     None => Err(ShoalError::field_missing(format!(
                         "no environment variable `{name}`"
@@ -593,6 +593,7 @@ impl Interp {
             for (k, v) in ov {
                 match v {
                     Some(s) => {
+                        self.env_own.insert(k.clone());
                         self.env.insert(k, s);
                     }
                     None => {

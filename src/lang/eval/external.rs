@@ -134,7 +134,7 @@ impl Interp {
         }
         let mut env: Vec<(OsString, OsString)> =
             Vec::with_capacity(self.env.len() + env_prefix.len());
-        let mut merged = self.env.clone();
+        let mut merged = self.child_env().into_owned();
         for (k, v) in env_prefix {
             merged.insert(k, v);
         }

@@ -147,6 +147,12 @@ pub struct Interp {
     pub spill: Option<Arc<crate::value::output::SpillQuota>>,
     /// Adapters for command heads (docs/rules.md §8).
     pub adapters: Option<Arc<crate::adapters::Catalog>>,
+    /// What the running principal may read of `env` (`None`: all of it);
+    /// set for each exec from its gate (docs/rules.md §21).
+    pub env_view: Option<Arc<crate::lang::env_view::EnvView>>,
+    /// Names this session's evaluations set themselves (`env.X = …`,
+    /// `with env:`): children get them whatever the view.
+    pub env_own: std::collections::BTreeSet<String>,
 }
 
 fn stack_addr() -> usize {
@@ -185,6 +191,8 @@ impl Interp {
             memory: None,
             spill: None,
             adapters: None,
+            env_view: None,
+            env_own: std::collections::BTreeSet::new(),
         }
     }
 
@@ -203,6 +211,8 @@ impl Interp {
         c.memory = self.memory;
         c.spill = self.spill.clone();
         c.adapters = self.adapters.clone();
+        c.env_view = self.env_view.clone();
+        c.env_own = self.env_own.clone();
         c
     }
 
@@ -342,11 +352,34 @@ impl Interp {
             .collect()
     }
 
+    /// The environment as the running principal may read it.
     pub(crate) fn env_pairs(&self) -> Vec<(String, String)> {
-        self.env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
+        match &self.env_view {
+            Some(v) => v.readable(&self.env),
+            None => self
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }
+    }
+
+    /// `env.NAME` as the running principal may read it (a hidden name
+    /// reads as unset).
+    pub(crate) fn env_get(&self, name: &str) -> Option<&String> {
+        match &self.env_view {
+            Some(v) if !v.allows(name) => None,
+            _ => self.env.get(name),
+        }
+    }
+
+    /// The environment a child program starts with (before its command's
+    /// own assignments).
+    pub(crate) fn child_env(&self) -> std::borrow::Cow<'_, IndexMap<String, String>> {
+        match &self.env_view {
+            Some(v) => std::borrow::Cow::Owned(v.child_env(&self.env, &self.env_own)),
+            None => std::borrow::Cow::Borrowed(&self.env),
+        }
     }
 
     /// Resolve a user path against the cwd (`~` expanded).

@@ -243,6 +243,7 @@ impl Interp {
                     }
                     other => {
                         let s = crate::lang::eval::argv_string(other)?;
+                        self.env_own.insert(name.clone());
                         self.env
                             .insert(name.clone(), s.to_string_lossy().into_owned());
                     }
