@@ -29,10 +29,20 @@ struct Walker<'a, 'c> {
     cx: &'a Context<'c>,
     out: Vec<Effect>,
     seen: HashSet<Effect>,
-    /// Functions and aliases this source defines (their bodies are walked
-    /// where they are defined).
+    /// Names this source binds (functions, aliases, values, parameters,
+    /// loop and pattern variables): a bare name among them is not a command.
     local: HashSet<String>,
     depth: usize,
+    /// The cwd later relative paths resolve against (`cd X` in the program
+    /// moves it; `None`: not known statically).
+    cwd: Option<PathBuf>,
+    /// Inside a function, lambda or alias body.
+    in_fn: usize,
+    /// Bodies are derived with the cwd unknown (the program changes its
+    /// cwd, so a body may run anywhere).
+    fn_cwd_unknown: bool,
+    /// The program changes its cwd somewhere.
+    saw_cd: bool,
 }
 
 /// A derivation that could not be completed statically.
@@ -40,20 +50,47 @@ struct Unknown;
 
 type R = Result<(), Unknown>;
 
-/// The effects of `prog`, de-duplicated in first-appearance order.
+/// The arguments of a builtin: command words, or a call's arguments.
+#[derive(Clone, Copy)]
+enum BArgs<'x> {
+    Words(&'x [Word]),
+    Call(&'x [Arg]),
+}
+
+/// The effects of `prog`, de-duplicated in first-appearance order. Fails
+/// closed: what cannot be classified is `opaque`.
 pub fn derive(prog: &Program, cx: &Context) -> Vec<Effect> {
+    let first = derive_pass(prog, cx, false);
+    match first {
+        // A program that changes its cwd: bodies may run after the change,
+        // so their relative paths are not known.
+        Ok((_, true)) => derive_pass(prog, cx, true)
+            .map(|(e, _)| e)
+            .unwrap_or_else(|Unknown| vec![Effect::Opaque]),
+        Ok((e, false)) => e,
+        Err(Unknown) => vec![Effect::Opaque],
+    }
+}
+
+fn derive_pass(
+    prog: &Program,
+    cx: &Context,
+    fn_cwd_unknown: bool,
+) -> Result<(Vec<Effect>, bool), Unknown> {
     let mut w = Walker {
         cx,
         out: Vec::new(),
         seen: HashSet::new(),
         local: HashSet::new(),
         depth: 0,
+        cwd: Some(cx.cwd.to_path_buf()),
+        in_fn: 0,
+        fn_cwd_unknown,
+        saw_cd: false,
     };
     collect_local(&prog.stmts, &mut w.local);
-    match w.stmts(&prog.stmts) {
-        Ok(()) => w.out,
-        Err(Unknown) => vec![Effect::Opaque],
-    }
+    w.stmts(&prog.stmts)?;
+    Ok((w.out, w.saw_cd))
 }
 
 fn collect_local(stmts: &[Stmt], into: &mut HashSet<String>) {
@@ -75,6 +112,41 @@ fn collect_local(stmts: &[Stmt], into: &mut HashSet<String>) {
     }
 }
 
+fn pattern_names(p: &Pattern, into: &mut HashSet<String>) {
+    match p {
+        Pattern::Bind(n) => {
+            into.insert(n.clone());
+        }
+        Pattern::Type { bind: Some(n), .. } => {
+            into.insert(n.clone());
+        }
+        Pattern::Record(fields) => {
+            for (k, sub) in fields {
+                match sub {
+                    Some(sp) => pattern_names(sp, into),
+                    None => {
+                        into.insert(k.clone());
+                    }
+                }
+            }
+        }
+        Pattern::List { items, rest } => {
+            for i in items {
+                pattern_names(i, into);
+            }
+            if let Some(Some(r)) = rest {
+                into.insert(r.clone());
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Language heads that are no command (`now`, `today`).
+fn is_value_word(n: &str) -> bool {
+    matches!(n, "now" | "today" | "true" | "false" | "null")
+}
+
 impl Walker<'_, '_> {
     fn push(&mut self, e: Effect) {
         if self.seen.insert(e.clone()) {
@@ -91,6 +163,14 @@ impl Walker<'_, '_> {
         }
     }
 
+    /// The cwd relative paths resolve against here (`None`: unknown).
+    fn cur_cwd(&self) -> Option<&Path> {
+        if self.in_fn > 0 && self.fn_cwd_unknown {
+            return None;
+        }
+        self.cwd.as_deref()
+    }
+
     fn stmts(&mut self, stmts: &[Stmt]) -> R {
         for s in stmts {
             self.stmt(s)?;
@@ -100,46 +180,85 @@ impl Walker<'_, '_> {
 
     fn block(&mut self, b: &Block) -> R {
         self.enter()?;
+        let before = self.cwd.clone();
         let mut inner = std::mem::take(&mut self.local);
         collect_local(&b.stmts, &mut inner);
         let saved = std::mem::replace(&mut self.local, inner);
         let r = self.stmts(&b.stmts);
         let inner = std::mem::replace(&mut self.local, saved);
         self.local.extend(inner);
+        if self.cwd != before {
+            // A cd inside a block that may not run (or run again): after
+            // it the cwd is not known.
+            self.cwd = None;
+        }
         self.depth -= 1;
         r
     }
 
+    /// A loop body: walked again with the cwd unknown when it moves it
+    /// (the next iteration starts elsewhere).
+    fn loop_body(&mut self, b: &Block) -> R {
+        let before = self.cwd.clone();
+        self.block(b)?;
+        if self.cwd != before {
+            self.cwd = None;
+            self.block(b)?;
+        }
+        Ok(())
+    }
+
     fn fn_def(&mut self, def: &FnDef) -> R {
         for p in def.params.iter().chain(def.rest.iter()) {
+            self.local.insert(p.name.clone());
             if let Some(d) = &p.default {
                 self.expr(d)?;
             }
         }
-        match &def.body {
+        self.in_fn += 1;
+        let saved_cwd = self.cwd.clone();
+        let r = match &def.body {
             FnBody::Block(b) => self.block(b),
             FnBody::Expr(e) => self.expr(e),
-        }
+        };
+        // Defining a function runs nothing: the cwd after it is as before.
+        self.cwd = saved_cwd;
+        self.in_fn -= 1;
+        r
     }
 
     fn stmt(&mut self, s: &Stmt) -> R {
         match &s.kind {
-            StmtKind::Let { value, .. } => self.expr(value),
+            StmtKind::Let { value, name, .. } => {
+                self.expr(value)?;
+                self.local.insert(name.clone());
+                Ok(())
+            }
             StmtKind::Fn { def, .. } => self.fn_def(def),
-            StmtKind::Alias { command, .. } => self.command(command),
+            StmtKind::Alias { command, .. } => {
+                // The alias body runs where it is called: like a function's.
+                self.in_fn += 1;
+                let saved_cwd = self.cwd.clone();
+                let r = self.command(command);
+                self.cwd = saved_cwd;
+                self.in_fn -= 1;
+                r
+            }
             StmtKind::Use { .. } => {
                 self.push(Effect::Opaque);
                 Ok(())
             }
             StmtKind::Return(e) => e.as_ref().map_or(Ok(()), |e| self.expr(e)),
             StmtKind::Break | StmtKind::Continue => Ok(()),
-            StmtKind::For { iter, body, .. } => {
+            StmtKind::For { iter, body, var } => {
                 self.expr(iter)?;
-                self.block(body)
+                self.local.insert(var.clone());
+                self.loop_body(body)
             }
             StmtKind::While { cond, body } => {
                 self.expr(cond)?;
-                self.block(body)
+                self.loop_body(body)?;
+                self.expr(cond)
             }
             StmtKind::Assign { target, value, .. } => {
                 if let AssignTarget::Env(n) = target {
@@ -167,9 +286,43 @@ impl Walker<'_, '_> {
         r
     }
 
+    /// Is `n` bound (by this source or the session) rather than a command?
+    fn is_bound(&self, n: &str) -> bool {
+        self.local.contains(n) || self.cx.bound.contains(n)
+    }
+
+    /// An unbound namespace root used as a receiver (`json.parse`, `env.X`).
+    fn is_namespace_root(&self, e: &Expr) -> bool {
+        matches!(&e.kind, ExprKind::Ident(n)
+            if !self.is_bound(n)
+                && (crate::value::ns::is_namespace(n) || matches!(n.as_str(), "env" | "secret" | "http")))
+    }
+
+    /// A bare name in value position: a command when it resolves to one
+    /// (`let x = whoami`, `hostname.out`), run with no arguments.
+    fn bare_name(&mut self, n: &str) -> R {
+        if self.is_bound(n) || is_value_word(n) {
+            return Ok(());
+        }
+        if crate::lang::eval::is_builtin_head(n) {
+            if self.builtin(n, BArgs::Words(&[]))?.is_some() {
+                return Ok(());
+            }
+            return self.external(n, &[]);
+        }
+        let path_var = (self.cx.env)("PATH");
+        let cwd = self.cur_cwd().unwrap_or(self.cx.cwd);
+        if crate::shell::lookup::on_path(n, path_var.as_deref(), cwd) {
+            return self.external(n, &[]);
+        }
+        // An undefined name raises; it does nothing.
+        Ok(())
+    }
+
     fn expr_inner(&mut self, e: &Expr) -> R {
         match &e.kind {
-            ExprKind::Literal(_) | ExprKind::Ident(_) => Ok(()),
+            ExprKind::Literal(_) => Ok(()),
+            ExprKind::Ident(n) => self.bare_name(n),
             ExprKind::Interp(parts) => {
                 for p in parts {
                     if let InterpPart::Expr(x) = p {
@@ -191,10 +344,13 @@ impl Walker<'_, '_> {
                 self.expr(end)
             }
             ExprKind::Field { recv, name, .. } => {
-                if is_ident(recv, "env") {
+                if is_ident(recv, "env") && !self.is_bound("env") {
                     self.push(Effect::EnvRead {
                         names: vec![name.clone()],
                     });
+                    return Ok(());
+                }
+                if self.is_namespace_root(recv) {
                     return Ok(());
                 }
                 self.expr(recv)
@@ -202,11 +358,20 @@ impl Walker<'_, '_> {
             ExprKind::MethodCall {
                 recv, name, args, ..
             } => {
-                if is_ident(recv, "http") {
+                if is_ident(recv, "http") && !self.is_bound("http") {
                     return self.http(name, args);
                 }
-                self.expr(recv)?;
-                self.args(args)
+                if is_ident(recv, "env") && !self.is_bound("env") {
+                    self.push(Effect::EnvRead {
+                        names: vec!["*".into()],
+                    });
+                    return self.args(args);
+                }
+                if !self.is_namespace_root(recv) {
+                    self.expr(recv)?;
+                }
+                self.args(args)?;
+                self.method_effects(recv, name, args)
             }
             ExprKind::Index { recv, index } => {
                 self.expr(recv)?;
@@ -214,15 +379,12 @@ impl Walker<'_, '_> {
             }
             ExprKind::Call { callee, args } => {
                 if let ExprKind::Field { recv, name, .. } = &callee.kind {
-                    if is_ident(recv, "http") {
+                    if is_ident(recv, "http") && !self.is_bound("http") {
                         return self.http(name, args);
                     }
                 }
                 if let ExprKind::Ident(n) = &callee.kind {
-                    if self.cx.bound.contains(n) && !self.local.contains(n) {
-                        // A function of an earlier exec: its body is not here.
-                        self.push(Effect::Opaque);
-                    }
+                    return self.call_named(n, args);
                 }
                 self.expr(callee)?;
                 self.args(args)
@@ -234,25 +396,52 @@ impl Walker<'_, '_> {
                 otherwise,
             } => {
                 self.expr(cond)?;
+                let before = self.cwd.clone();
                 self.block(then)?;
-                otherwise.as_ref().map_or(Ok(()), |o| self.expr(o))
+                let after_then = std::mem::replace(&mut self.cwd, before);
+                otherwise.as_ref().map_or(Ok(()), |o| self.expr(o))?;
+                if self.cwd != after_then {
+                    self.cwd = None;
+                }
+                Ok(())
             }
             ExprKind::Match { scrutinee, arms } => {
                 self.expr(scrutinee)?;
                 for a in arms {
+                    for p in &a.patterns {
+                        pattern_names(p, &mut self.local);
+                    }
                     if let Some(g) = &a.guard {
                         self.expr(g)?;
                     }
+                    let before = self.cwd.clone();
                     self.expr(&a.body)?;
+                    if self.cwd != before {
+                        self.cwd = None;
+                    }
                 }
                 Ok(())
             }
-            ExprKind::Try { body, handler, .. } => {
+            ExprKind::Try {
+                body,
+                handler,
+                name,
+            } => {
                 self.block(body)?;
+                if let Some(n) = name {
+                    self.local.insert(n.clone());
+                }
                 self.block(handler)
             }
-            ExprKind::Catch { expr, handler, .. } => {
+            ExprKind::Catch {
+                expr,
+                handler,
+                name,
+            } => {
                 self.expr(expr)?;
+                if let Some(n) = name {
+                    self.local.insert(n.clone());
+                }
                 self.expr(handler)
             }
             ExprKind::With {
@@ -272,6 +461,102 @@ impl Walker<'_, '_> {
                 self.push(Effect::Opaque);
                 Ok(())
             }
+        }
+    }
+
+    /// `name(args)`: a special form, a constructor, a function of this
+    /// source or the session, or a command in call form.
+    fn call_named(&mut self, n: &str, args: &[Arg]) -> R {
+        if self.local.contains(n) {
+            // Defined in this source: its body was walked where defined.
+            return self.args(args);
+        }
+        if self.cx.bound.contains(n) {
+            // A function of an earlier exec: its body is not here.
+            self.push(Effect::Opaque);
+            return self.args(args);
+        }
+        self.args(args)?;
+        let first = || args.iter().find(|a| a.name.is_none()).map(|a| &a.value);
+        match n {
+            "parallel" | "retry" | "on" | "now" | "today" | "assert" | "path" | "regex"
+            | "range" | "channel" | "every" => Ok(()),
+            "run" => {
+                self.push(Effect::Opaque);
+                if let Some(p) = first().and_then(literal_str) {
+                    let p = self.resolve(&p)?;
+                    self.push(Effect::FsRead { paths: vec![p] });
+                }
+                Ok(())
+            }
+            "open" | "tail" | "watch" => {
+                let p = first().map(|e| self.literal_path(e)).ok_or(Unknown)??;
+                self.push(Effect::FsRead { paths: vec![p] });
+                Ok(())
+            }
+            "glob" => {
+                let pat = first().and_then(literal_str).ok_or(Unknown)?;
+                let root = crate::value::glob::root_of(&pat, Path::new(""));
+                let root = self.resolve(&root.to_string_lossy())?;
+                self.push(Effect::FsRead { paths: vec![root] });
+                Ok(())
+            }
+            _ if crate::lang::eval::is_builtin_head(n) => {
+                if self.builtin(n, BArgs::Call(args))?.is_some() {
+                    return Ok(());
+                }
+                self.push(Effect::Opaque);
+                Ok(())
+            }
+            // An external command in call form (`id()`, `sh("-c", ..)`), or
+            // an undefined function: what it does is not in this source.
+            _ => {
+                self.push(Effect::Opaque);
+                Ok(())
+            }
+        }
+    }
+
+    /// A literal path expression (`"x"`, `path("x")`), resolved.
+    fn literal_path(&self, e: &Expr) -> Result<String, Unknown> {
+        if let Some(s) = literal_str(e) {
+            return self.resolve(&s);
+        }
+        if let ExprKind::Call { callee, args } = &e.kind {
+            if is_ident(callee, "path") && !self.is_bound("path") && args.len() == 1 {
+                if let Some(s) = literal_str(&args[0].value) {
+                    return self.resolve(&s);
+                }
+            }
+        }
+        Err(Unknown)
+    }
+
+    /// Methods that touch files (`.save(p)`, `.append(p)`, `.read()`,
+    /// `.lines()` on a path, ...).
+    fn method_effects(&mut self, recv: &Expr, name: &str, args: &[Arg]) -> R {
+        match name {
+            "save" | "append" | "write" => {
+                let p = match args.iter().find(|a| a.name.is_none()) {
+                    Some(a) => self.literal_path(&a.value)?,
+                    None => return Ok(()),
+                };
+                self.push(Effect::FsWrite { paths: vec![p] });
+                Ok(())
+            }
+            "read" | "read_bytes" | "lines" | "exists" | "is_dir" | "is_file" | "size"
+            | "modified" => {
+                if is_textual(recv) {
+                    return Ok(());
+                }
+                match self.literal_path(recv) {
+                    Ok(p) => self.push(Effect::FsRead { paths: vec![p] }),
+                    // A receiver that may be a path this source does not spell.
+                    Err(Unknown) => self.push(Effect::Opaque),
+                }
+                Ok(())
+            }
+            _ => Ok(()),
         }
     }
 
@@ -299,10 +584,12 @@ impl Walker<'_, '_> {
             | WordKind::EndOfFlags
             | WordKind::Dash => return Ok(None),
         };
-        Ok(Some(self.resolve(&text)))
+        Ok(Some(self.resolve(&text)?))
     }
 
-    fn resolve(&self, text: &str) -> String {
+    /// `text` as an absolute normalised path; `Err` when it is relative
+    /// and the cwd is not known here.
+    fn resolve(&self, text: &str) -> Result<String, Unknown> {
         let expanded = if text == "~" || text.starts_with("~/") {
             match (self.cx.env)("HOME") {
                 Some(h) => format!("{h}{}", &text[1..]),
@@ -315,9 +602,9 @@ impl Walker<'_, '_> {
         let joined = if p.is_absolute() {
             p.to_path_buf()
         } else {
-            self.cx.cwd.join(p)
+            self.cur_cwd().ok_or(Unknown)?.join(p)
         };
-        normalize(&joined).to_string_lossy().into_owned()
+        Ok(normalize(&joined).to_string_lossy().into_owned())
     }
 
     fn paths(&self, words: &[Word]) -> Result<Vec<String>, Unknown> {
@@ -335,6 +622,19 @@ impl Walker<'_, '_> {
         Ok(out)
     }
 
+    /// The path arguments of a builtin, in either form (a call's named
+    /// arguments are flags).
+    fn arg_paths(&self, args: BArgs) -> Result<Vec<String>, Unknown> {
+        match args {
+            BArgs::Words(w) => self.paths(w),
+            BArgs::Call(a) => a
+                .iter()
+                .filter(|a| a.name.is_none())
+                .map(|a| self.literal_path(&a.value))
+                .collect(),
+        }
+    }
+
     fn command(&mut self, c: &Command) -> R {
         self.enter()?;
         let r = self.command_inner(c);
@@ -345,6 +645,10 @@ impl Walker<'_, '_> {
     fn command_inner(&mut self, c: &Command) -> R {
         for (_, w) in &c.env {
             self.word_exprs(w)?;
+        }
+        if c.env.iter().any(|(k, _)| k == "PATH") {
+            // Which binary runs depends on a PATH this source sets.
+            self.push(Effect::Opaque);
         }
         for r in &c.redirects {
             let Some(p) = self.path_word(&r.target)? else {
@@ -379,16 +683,24 @@ impl Walker<'_, '_> {
         };
         if !c.forced {
             if self.local.contains(&head) {
-                // Defined in this source: its body was walked where defined.
+                // Defined in this source: its body was walked where defined
+                // (with the cwd unknown when the program moves it).
                 return Ok(());
             }
             if self.cx.bound.contains(&head) {
                 self.push(Effect::Opaque);
                 return Ok(());
             }
-            if let Some(()) = self.builtin(&head, &c.args)? {
+            if let Some(()) = self.builtin(&head, BArgs::Words(&c.args))? {
                 return Ok(());
             }
+        }
+        if head.ends_with(".shl") {
+            // A script: code this source does not show.
+            self.push(Effect::Opaque);
+            let p = self.resolve(&head)?;
+            self.push(Effect::FsRead { paths: vec![p] });
+            return Ok(());
         }
         self.external(&head, &c.args)
     }
@@ -402,11 +714,23 @@ impl Walker<'_, '_> {
         }
     }
 
+    /// `cd`/`pushd` to `args`: the cwd later paths resolve against.
+    fn change_dir(&mut self, args: BArgs) {
+        self.saw_cd = true;
+        let target = match self.arg_paths(args) {
+            Ok(p) if p.is_empty() => (self.cx.env)("HOME").map(PathBuf::from),
+            Ok(p) if p.len() == 1 && !p[0].ends_with("/-") => Some(PathBuf::from(&p[0])),
+            _ => None,
+        };
+        self.cwd = target;
+    }
+
     /// `Some(())` when `head` is a builtin (its effects pushed).
-    fn builtin(&mut self, head: &str, args: &[Word]) -> Result<Option<()>, Unknown> {
+    fn builtin(&mut self, head: &str, args: BArgs) -> Result<Option<()>, Unknown> {
         match head {
             "echo" | "sleep" | "pwd" | "dirs" | "jobs" | "exit" | "quit" | "assert" | "plan"
-            | "explain" | "interact" => {}
+            | "explain" => {}
+            "interact" => self.push(Effect::Opaque),
             "env" => self.push(Effect::EnvRead {
                 names: vec!["*".into()],
             }),
@@ -414,20 +738,39 @@ impl Walker<'_, '_> {
                 names: vec!["PATH".into()],
             }),
             "ls" | "cat" | "stat" | "head" | "open" => {
-                let mut p = self.paths(args)?;
+                let mut p = self.arg_paths(args)?;
                 if p.is_empty() {
-                    p.push(self.resolve("."));
+                    p.push(self.resolve(".")?);
                 }
                 self.push(Effect::FsRead { paths: p });
             }
-            "mkdir" | "touch" | "save" => {
-                let p = self.paths(args)?;
+            "mkdir" | "touch" => {
+                let p = self.arg_paths(args)?;
                 if !p.is_empty() {
                     self.push(Effect::FsWrite { paths: p });
                 }
             }
+            "save" => {
+                // `save PATH VALUE`: the first argument is the file.
+                let p = self.arg_paths(args).or_else(|Unknown| match args {
+                    BArgs::Call(a) => a
+                        .iter()
+                        .find(|a| a.name.is_none())
+                        .map(|a| self.literal_path(&a.value).map(|p| vec![p]))
+                        .unwrap_or(Ok(Vec::new())),
+                    BArgs::Words(w) => w
+                        .first()
+                        .map(|w| self.path_word(w).map(|p| p.into_iter().collect()))
+                        .unwrap_or(Ok(Vec::new())),
+                })?;
+                if let Some(first) = p.first() {
+                    self.push(Effect::FsWrite {
+                        paths: vec![first.clone()],
+                    });
+                }
+            }
             "ln" => {
-                let p = self.paths(args)?;
+                let p = self.arg_paths(args)?;
                 if p.len() > 1 {
                     self.push(Effect::FsWrite {
                         paths: p[1..].to_vec(),
@@ -435,7 +778,7 @@ impl Walker<'_, '_> {
                 }
             }
             "cp" | "mv" => {
-                let mut p = self.paths(args)?;
+                let mut p = self.arg_paths(args)?;
                 if p.len() < 2 {
                     return Err(Unknown);
                 }
@@ -447,22 +790,41 @@ impl Walker<'_, '_> {
                 }
             }
             "rm" => {
-                let p = self.paths(args)?;
+                let p = self.arg_paths(args)?;
                 if !p.is_empty() {
                     self.push(Effect::FsDelete { paths: p });
                 }
             }
-            "cd" | "j" | "jump" | "pushd" | "popd" => self.push(Effect::SessionWrite),
+            "cd" | "pushd" => {
+                self.push(Effect::SessionWrite);
+                self.change_dir(args);
+            }
+            "j" | "jump" | "popd" => {
+                self.push(Effect::SessionWrite);
+                self.saw_cd = true;
+                self.cwd = None;
+            }
             "journal" | "history" => self.push(Effect::JournalRead),
-            // Scripts, undo, reef, apply: what they do is not in this source.
-            "run" | "source" | "undo" | "reef" | "apply" => self.push(Effect::Opaque),
+            "run" | "source" => {
+                // Scripts: what they do is not in this source.
+                self.push(Effect::Opaque);
+                if let Ok(p) = self.arg_paths(args) {
+                    if let Some(first) = p.first() {
+                        self.push(Effect::FsRead {
+                            paths: vec![first.clone()],
+                        });
+                    }
+                }
+            }
+            "undo" | "reef" | "apply" => self.push(Effect::Opaque),
             _ => return Ok(None),
         }
         Ok(Some(()))
     }
 
     fn external(&mut self, head: &str, args: &[Word]) -> R {
-        if let Some(cat) = self.cx.adapters {
+        if let (Some(cat), Some(cwd)) = (self.cx.adapters, self.cur_cwd()) {
+            let cwd = cwd.to_path_buf();
             let mut argv = Vec::with_capacity(args.len());
             let mut literal = true;
             for w in args {
@@ -476,14 +838,13 @@ impl Walker<'_, '_> {
             }
             if literal {
                 let path_var = (self.cx.env)("PATH");
-                let bin =
-                    crate::shell::lookup::find_program(head, path_var.as_deref(), self.cx.cwd);
+                let bin = crate::shell::lookup::find_program(head, path_var.as_deref(), &cwd);
                 let hash = bin.as_deref().and_then(bin_hash_cached);
                 if let Some(effs) = crate::adapters::effects_of(
                     cat,
                     head,
                     &argv,
-                    self.cx.cwd,
+                    &cwd,
                     self.cx.env,
                     hash.as_deref(),
                 ) {
@@ -499,16 +860,27 @@ impl Walker<'_, '_> {
     }
 }
 
-/// BLAKE3 of a binary, cached by path, size and mtime (a plan hashes the
-/// same few tools over and over).
+/// A receiver that is text, never a path (`"a\nb".lines()`, a command's
+/// output).
+fn is_textual(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Literal(Literal::Str(_)) | ExprKind::Interp(_) | ExprKind::Command(_) => true,
+        ExprKind::Field { name, .. } => matches!(name.as_str(), "stdout" | "stderr"),
+        ExprKind::Group(x) => is_textual(x),
+        _ => false,
+    }
+}
+
+/// BLAKE3 of a binary, cached by file identity (device, inode, size and
+/// mtime: a plan and every spawn hash the same few tools over and over).
 pub fn bin_hash_cached(path: &Path) -> Option<String> {
     use std::collections::HashMap;
     use std::sync::Mutex;
-    type Key = (PathBuf, u64, i64, i64);
+    type Key = (u64, u64, u64, i64, i64);
     static CACHE: Mutex<Option<HashMap<Key, String>>> = Mutex::new(None);
     use std::os::unix::fs::MetadataExt;
     let md = std::fs::metadata(path).ok()?;
-    let key = (path.to_path_buf(), md.len(), md.mtime(), md.mtime_nsec());
+    let key = (md.dev(), md.ino(), md.len(), md.mtime(), md.mtime_nsec());
     use crate::sync::Locked;
     if let Some(h) = CACHE.locked().get_or_insert_with(HashMap::new).get(&key) {
         return Some(h.clone());

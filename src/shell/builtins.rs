@@ -115,6 +115,15 @@ pub fn io_msg(e: &std::io::Error) -> String {
     }
 }
 
+/// Leash at the site of the effect (docs/rules.md §21): `p` (relative to
+/// the evaluator's current cwd) must be granted for `access` to a gated
+/// principal; nothing is checked for the local uid.
+fn gate(access: crate::leash::runtime::Access, ctx: &Ctx, p: &Path) -> SResult<()> {
+    crate::leash::runtime::fs(access, ctx.cwd, p)
+}
+
+use crate::leash::runtime::Access;
+
 fn fs_err(head: &str, p: &Path, e: &std::io::Error) -> ShoalError {
     custom(format!("{head}: {}: {}", p.display(), io_msg(e)))
 }
@@ -228,6 +237,9 @@ fn ls(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         paths(&a.vals, "ls")?
     };
     let mut rows = Vec::new();
+    for t in &targets {
+        gate(Access::Read, ctx, t)?;
+    }
     for t in targets {
         let abs = normalize(&ctx.cwd.join(&t));
         let meta = std::fs::metadata(&abs)
@@ -264,6 +276,9 @@ fn stat(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         return Err(ShoalError::arg_error("stat: expected at least one path"));
     }
     let ps = paths(&a.vals, "stat")?;
+    for p in &ps {
+        gate(Access::Read, ctx, p)?;
+    }
     let mut rows = Vec::new();
     for p in &ps {
         let abs = normalize(&ctx.cwd.join(p));
@@ -280,8 +295,12 @@ fn cat(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     if a.vals.is_empty() {
         return Err(ShoalError::arg_error("cat: expected at least one path"));
     }
+    let ps = paths(&a.vals, "cat")?;
+    for p in &ps {
+        gate(Access::Read, ctx, p)?;
+    }
     let mut out = Vec::new();
-    for p in paths(&a.vals, "cat")? {
+    for p in ps {
         let abs = ctx.cwd.join(&p);
         if abs.is_dir() {
             return Err(custom(format!("cat: {}: is a directory", p.display())));
@@ -380,6 +399,7 @@ fn head_cmd(args: Vec<BArg>, ctx: &Ctx) -> SResult<Value> {
         );
     }
     let p = to_path(&vals[0], "head")?;
+    gate(Access::Read, ctx, &p)?;
     let count = match (flag_count, vals.get(1)) {
         (Some(n), _) => n,
         (None, None) => 10,
@@ -413,8 +433,12 @@ fn mkdir(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         return Err(ShoalError::arg_error("mkdir: expected at least one path"));
     }
     let parents = a.has(&["p", "parents"]);
+    let ps = paths(&a.vals, "mkdir")?;
+    for p in &ps {
+        gate(Access::Write, ctx, p)?;
+    }
     let mut out = Vec::new();
-    for p in paths(&a.vals, "mkdir")? {
+    for p in ps {
         let abs = ctx.cwd.join(&p);
         let r = if parents {
             std::fs::create_dir_all(&abs)
@@ -431,8 +455,12 @@ fn touch(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     if a.vals.is_empty() {
         return Err(ShoalError::arg_error("touch: expected at least one path"));
     }
+    let ps = paths(&a.vals, "touch")?;
+    for p in &ps {
+        gate(Access::Write, ctx, p)?;
+    }
     let mut out = Vec::new();
-    for p in paths(&a.vals, "touch")? {
+    for p in ps {
         let abs = ctx.cwd.join(&p);
         let f = if abs.is_dir() {
             std::fs::File::open(&abs)
@@ -450,6 +478,12 @@ fn touch(a: Parsed, ctx: &Ctx) -> SResult<Value> {
 }
 
 fn copy_recursive(src: &Path, dst: &Path) -> std::io::Result<()> {
+    // Each file of a tree is its own read and write (a tree may hold links).
+    let root = Path::new("/");
+    for (access, p) in [(Access::Read, src), (Access::Write, dst)] {
+        crate::leash::runtime::fs(access, root, p)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.msg))?;
+    }
     let meta = std::fs::symlink_metadata(src)?;
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(src)?;
@@ -482,6 +516,15 @@ fn cp(a: Parsed, ctx: &Ctx) -> SResult<Value> {
             "cp: target {} is not a directory",
             dest.display()
         )));
+    }
+    for src in &ps {
+        gate(Access::Read, ctx, src)?;
+        let target = if dest_is_dir {
+            dest.join(src.file_name().unwrap_or(src.as_os_str()))
+        } else {
+            dest.clone()
+        };
+        gate(Access::Write, ctx, &target)?;
     }
     let mut out = Vec::new();
     for src in ps {
@@ -543,6 +586,16 @@ fn mv(a: Parsed, ctx: &Ctx) -> SResult<Value> {
             dest.display()
         )));
     }
+    for src in &ps {
+        gate(Access::Delete, ctx, src)?;
+        gate(Access::Read, ctx, src)?;
+        let target = if dest_is_dir {
+            dest.join(src.file_name().unwrap_or(src.as_os_str()))
+        } else {
+            dest.clone()
+        };
+        gate(Access::Write, ctx, &target)?;
+    }
     let mut out = Vec::new();
     for src in ps {
         let src_abs = ctx.cwd.join(&src);
@@ -594,6 +647,9 @@ fn rm(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     let recursive = a.has(&["r", "R", "recursive"]);
     let ps = paths(&a.vals, "rm")?;
     // Validate everything first so a bad argument removes nothing.
+    for p in &ps {
+        gate(Access::Delete, ctx, p)?;
+    }
     for p in &ps {
         let meta = std::fs::symlink_metadata(ctx.cwd.join(p)).map_err(|e| fs_err("rm", p, &e))?;
         if permanent && meta.is_dir() && !recursive {
@@ -647,6 +703,12 @@ fn ln(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     let target = to_path(&a.vals[0], "ln")?;
     let link = to_path(&a.vals[1], "ln")?;
     let link_abs = ctx.cwd.join(&link);
+    gate(Access::Write, ctx, &link)?;
+    if !symbolic {
+        // Another name for a file is a way to write it later.
+        gate(Access::Read, ctx, &target)?;
+        gate(Access::Write, ctx, &target)?;
+    }
     let r = if symbolic {
         std::os::unix::fs::symlink(&target, &link_abs)
     } else {

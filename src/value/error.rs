@@ -67,6 +67,8 @@ error_codes! {
     AdapterParse => "adapter_parse",
     /// Evaluation interrupted (cancellation from another thread).
     Cancelled => "cancelled",
+    /// Leash refused an effect at the site that makes it (docs/rules.md §21).
+    PolicyDenied => "policy_denied",
 }
 
 impl ErrorCode {
