@@ -266,7 +266,15 @@ fn walk(cwd: &Path, base: &Path, comps: &[String], hidden: bool, out: &mut Vec<P
         walk(cwd, base, rest, hidden, out);
         // One or more.
         for (name, is_dir) in list_dir(&resolve(cwd, base)) {
-            if !is_dir || (name.starts_with('.') && !hidden) {
+            if name.starts_with('.') && !hidden {
+                continue;
+            }
+            if !is_dir {
+                // A trailing `**` is everything below, files included (as
+                // a Leash grant `dir/**` means).
+                if rest.is_empty() {
+                    out.push(base.join(&name));
+                }
                 continue;
             }
             walk(cwd, &base.join(&name), comps, hidden, out);
