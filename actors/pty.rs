@@ -193,7 +193,9 @@ impl Handler<PtyCall> for SessionSupervisor {
                 self.ptys.opening += 1;
                 let spawned = actix_rt::task::spawn_blocking(move || {
                     crate::leash::runtime::with_gate(run_gate, || {
-                        crate::leash::landlock::with_rules(sandbox, || PtyHandle::open(&spec, &session))
+                        crate::leash::landlock::with_rules(sandbox, || {
+                            PtyHandle::open(&spec, &session)
+                        })
                     })
                 });
                 let cmd = req.cmd;

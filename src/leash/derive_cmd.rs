@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{bin_hash_cached, is_ident, literal_str, normalize, word_text, BArgs, Unknown, Walker, R};
+use super::{
+    bin_hash_cached, is_ident, literal_str, normalize, word_text, BArgs, Unknown, Walker, R,
+};
 use super::{host_port, Effect};
 use crate::lang::ast::*;
 
@@ -416,4 +418,3 @@ fn is_textual(e: &Expr) -> bool {
         _ => false,
     }
 }
-

@@ -64,7 +64,12 @@ fn command_forms_keep_their_effects() {
     assert_eq!(eff("mv a b"), vec![r("/p/a"), w("/p/b"), d("/p/a")]);
     assert_eq!(eff("echo hi > out.txt"), vec![w("/p/out.txt")]);
     assert_eq!(eff("echo hi"), vec![]);
-    assert_eq!(eff("env"), vec![Effect::EnvRead { names: vec!["*".into()] }]);
+    assert_eq!(
+        eff("env"),
+        vec![Effect::EnvRead {
+            names: vec!["*".into()]
+        }]
+    );
 }
 
 #[test]
@@ -72,7 +77,10 @@ fn builtins_in_call_form_derive_the_same_effects() {
     assert_eq!(eff(r#"rm("/x/f", permanent: true)"#), vec![d("/x/f")]);
     assert_eq!(eff(r#"touch("t")"#), vec![w("/p/t")]);
     assert_eq!(eff(r#"mkdir("/o/d")"#), vec![w("/o/d")]);
-    assert_eq!(eff(r#"cp("/s/secret", "copy")"#), vec![r("/s/secret"), w("/p/copy")]);
+    assert_eq!(
+        eff(r#"cp("/s/secret", "copy")"#),
+        vec![r("/s/secret"), w("/p/copy")]
+    );
     assert_eq!(eff(r#"mv("a", "/b")"#), vec![r("/p/a"), w("/b"), d("/p/a")]);
     assert_eq!(eff(r#"cat("/s/secret")"#), vec![r("/s/secret")]);
     // A non-literal path is not static: the whole plan is opaque.
@@ -92,7 +100,10 @@ fn file_methods_and_functions_have_effects() {
     // Text is not a file.
     assert_eq!(eff(r#""a\nb".lines()"#), vec![]);
     // A receiver that may be a path it cannot see, a target it cannot read.
-    assert_eq!(eff(r#"let p = path("/s/k"); p.read()"#), vec![Effect::Opaque]);
+    assert_eq!(
+        eff(r#"let p = path("/s/k"); p.read()"#),
+        vec![Effect::Opaque]
+    );
     assert_eq!(eff(r#"let t = "/o/f"; "x".save(t)"#), vec![Effect::Opaque]);
 }
 
@@ -103,8 +114,18 @@ fn unknown_commands_are_opaque_in_every_position() {
     assert_eq!(eff("sh.out"), vec![Effect::Opaque]);
     assert_eq!(eff("id()"), vec![Effect::Opaque]);
     assert_eq!(eff(r#"sh("-c", "rm -rf /")"#), vec![Effect::Opaque]);
-    assert_eq!(eff("let e = env; e.SECRET"), vec![Effect::EnvRead { names: vec!["*".into()] }]);
-    assert_eq!(eff("env.HOME"), vec![Effect::EnvRead { names: vec!["HOME".into()] }]);
+    assert_eq!(
+        eff("let e = env; e.SECRET"),
+        vec![Effect::EnvRead {
+            names: vec!["*".into()]
+        }]
+    );
+    assert_eq!(
+        eff("env.HOME"),
+        vec![Effect::EnvRead {
+            names: vec!["HOME".into()]
+        }]
+    );
     // Bound names, parameters and namespaces are values, not commands.
     assert_eq!(eff("let sh = 1; sh + 1"), vec![]);
     assert_eq!(eff("fn f(id) { id + 1 }; f(2)"), vec![]);
@@ -119,7 +140,10 @@ fn unknown_commands_are_opaque_in_every_position() {
 
 #[test]
 fn scripts_are_opaque() {
-    assert_eq!(eff(r#"run("evil.shl")"#), vec![Effect::Opaque, r("/p/evil.shl")]);
+    assert_eq!(
+        eff(r#"run("evil.shl")"#),
+        vec![Effect::Opaque, r("/p/evil.shl")]
+    );
     assert_eq!(eff("run evil.shl"), vec![Effect::Opaque, r("/p/evil.shl")]);
     assert_eq!(eff("source lib.shl"), vec![Effect::Opaque, r("/p/lib.shl")]);
     assert!(eff("./evil.shl").contains(&Effect::Opaque));
@@ -132,22 +156,19 @@ fn cd_moves_later_relative_paths() {
         eff("cd /o; rm --permanent f"),
         vec![Effect::SessionWrite, d("/o/f")]
     );
-    assert_eq!(
-        eff("cd ..; cat x"),
-        vec![Effect::SessionWrite, r("/x")]
-    );
+    assert_eq!(eff("cd ..; cat x"), vec![Effect::SessionWrite, r("/x")]);
     assert_eq!(eff("cd; cat x"), vec![Effect::SessionWrite, r("/h/x")]);
     // Not literal, or not known after a branch: relative paths are unknown.
     assert_eq!(eff(r#"let t = "/o"; cd (t); rm f"#), vec![Effect::Opaque]);
     assert_eq!(eff("if true { cd /o }; rm f"), vec![Effect::Opaque]);
     assert_eq!(eff("popd; rm f"), vec![Effect::Opaque]);
     // Absolute paths stay known.
-    assert_eq!(
-        eff("popd; rm /a"),
-        vec![Effect::SessionWrite, d("/a")]
-    );
+    assert_eq!(eff("popd; rm /a"), vec![Effect::SessionWrite, d("/a")]);
     // A loop that moves: the second pass starts elsewhere.
-    assert_eq!(eff("for i in [1, 2] { rm f; cd sub }"), vec![Effect::Opaque]);
+    assert_eq!(
+        eff("for i in [1, 2] { rm f; cd sub }"),
+        vec![Effect::Opaque]
+    );
 }
 
 #[test]

@@ -95,8 +95,8 @@ impl Gate {
             Some(landlock::Rules::for_token(policy, home.as_deref()))
         }
         .map(Arc::new);
-        let permissive = principal == rt.local
-            && policy.is_some_and(|p| *p == policy::local_default());
+        let permissive =
+            principal == rt.local && policy.is_some_and(|p| *p == policy::local_default());
         let run = (!permissive)
             .then(|| Arc::new(runtime::RunGate::new(principal, policy, home.as_deref())));
         Gate {
@@ -116,10 +116,7 @@ impl Gate {
             policy: self.policy.clone(),
             sandbox: self.sandbox.clone(),
             home: self.home.clone(),
-            run: self
-                .run
-                .as_ref()
-                .map(|r| Arc::new(r.applying(effects))),
+            run: self.run.as_ref().map(|r| Arc::new(r.applying(effects))),
         }
     }
 

@@ -62,7 +62,11 @@ fn paths_resolve_against_the_current_cwd() {
         assert!(fs(Access::Read, &f.proj, Path::new("f")).is_ok());
         assert!(fs(Access::Write, &f.proj, Path::new("new/deeper/x")).is_ok());
         // The same relative name from another cwd is outside.
-        assert!(denied_code(fs(Access::Read, &f.outside, Path::new("secret"))));
+        assert!(denied_code(fs(
+            Access::Read,
+            &f.outside,
+            Path::new("secret")
+        )));
         // `..` out of the project.
         assert!(denied_code(fs(
             Access::Delete,
@@ -128,7 +132,10 @@ fn symlinks_are_resolved() {
         resolve(&f.proj, Path::new("link"), false),
         f.proj.join("link")
     );
-    assert_eq!(resolve(&f.proj, Path::new("dirlink/../x"), true), f.root.join("x"));
+    assert_eq!(
+        resolve(&f.proj, Path::new("dirlink/../x"), true),
+        f.root.join("x")
+    );
 }
 
 #[test]
@@ -214,7 +221,10 @@ fn spawns_need_a_granted_binary_or_opaque() {
     });
     let open = policy("opaque = \"allow\"");
     let g = Arc::new(RunGate::new("agent", Some(&open), None));
-    with_gate(Some(g), || assert!(spawn(Path::new("/usr/bin/env")).is_ok()));
+    with_gate(
+        Some(g),
+        || assert!(spawn(Path::new("/usr/bin/env")).is_ok()),
+    );
 }
 
 #[test]
