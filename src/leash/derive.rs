@@ -370,6 +370,14 @@ impl Walker<'_, '_> {
                     });
                     return self.args(args);
                 }
+                if is_ident(recv, "secret") && !self.is_bound("secret") && name == "get" {
+                    let names = match args.first().and_then(|a| literal_str(&a.value)) {
+                        Some(n) => vec![n],
+                        None => vec!["*".into()],
+                    };
+                    self.push(Effect::SecretUse { names });
+                    return self.args(args);
+                }
                 if !self.is_namespace_root(recv) {
                     self.expr(recv)?;
                 }

@@ -130,6 +130,12 @@ fn unknown_commands_are_opaque_in_every_position() {
     assert_eq!(eff("let sh = 1; sh + 1"), vec![]);
     assert_eq!(eff("fn f(id) { id + 1 }; f(2)"), vec![]);
     assert_eq!(eff(r#"json.parse("1")"#), vec![]);
+    assert_eq!(
+        eff(r#"secret.get("tok")"#),
+        vec![Effect::SecretUse {
+            names: vec!["tok".into()]
+        }]
+    );
     assert_eq!(eff("for id in [1] { id }"), vec![]);
     // A function of an earlier exec.
     assert_eq!(eff_with("f()", &["f"]), vec![Effect::Opaque]);
