@@ -217,6 +217,8 @@ async fn apply_checked(
             "effects": now.iter().map(crate::leash::Effect::to_json).collect::<Vec<_>>(),
         })));
     }
+    // The run-time gate lets through what the approved plan lists.
+    let applying = Arc::new(gate.applying(&plan.effects));
     let mut r = super::exec::exec_elided(
         handle,
         plan.src.clone(),
@@ -224,7 +226,7 @@ async fn apply_checked(
         tty,
         budget,
         cancel,
-        Some(gate),
+        Some(applying),
         false,
     )
     .await?;

@@ -161,16 +161,16 @@ impl Handler<PtyCall> for SessionSupervisor {
                 }
                 // The Leash gate (docs/rules.md §21): a program on a PTY is an
                 // opaque effect, checked like exec, before the spawn.
-                let sandbox = match &msg.gate {
+                let (sandbox, run_gate) = match &msg.gate {
                     Some(g) => {
                         let effects = [crate::leash::Effect::Opaque];
                         let d = g.decide(&effects);
                         if let Some(e) = crate::leash::refusal(&g.principal, &d, &effects) {
                             return ready(Err(e));
                         }
-                        g.sandbox.clone()
+                        (g.sandbox.clone(), g.run.clone())
                     }
-                    None => None,
+                    None => (None, None),
                 };
                 let (cwd, mut base) = session_env(&self.shared);
                 // A token principal's program inherits what its children
@@ -193,7 +193,11 @@ impl Handler<PtyCall> for SessionSupervisor {
                 let session = self.shared.name.clone();
                 self.ptys.opening += 1;
                 let spawned = actix_rt::task::spawn_blocking(move || {
-                    crate::leash::landlock::with_rules(sandbox, || PtyHandle::open(&spec, &session))
+                    crate::leash::runtime::with_gate(run_gate, || {
+                        crate::leash::landlock::with_rules(sandbox, || {
+                            PtyHandle::open(&spec, &session)
+                        })
+                    })
                 });
                 let cmd = req.cmd;
                 Box::pin(spawned.into_actor(self).map(move |r, act, _ctx| {

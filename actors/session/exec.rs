@@ -288,13 +288,18 @@ fn finish_job(
     let ts = crate::journal::now_ns();
     let t0 = Instant::now();
     let sandbox = job.gate.as_ref().and_then(|g| g.sandbox.clone());
-    let outcome = catch_unwind(AssertUnwindSafe(|| match lane {
-        Lane::Thread { stack } => crate::leash::landlock::with_rules(sandbox, || {
-            prepared.and_then(|p| session.exec_prepared_here(p, stack))
-        }),
-        // Spawns nothing, so there is nothing to confine; and Landlock must
-        // never be applied to an arbiter thread.
-        Lane::Quick => prepared.and_then(|p| session.exec_prepared_quick(p)),
+    // The run-time Leash gate: every effect site checks it while this runs
+    // (a thread-local only, so the arbiter's quick lane carries it too).
+    let run_gate = job.gate.as_ref().and_then(|g| g.run.clone());
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        crate::leash::runtime::with_gate(run_gate, || match lane {
+            Lane::Thread { stack } => crate::leash::landlock::with_rules(sandbox, || {
+                prepared.and_then(|p| session.exec_prepared_here(p, stack))
+            }),
+            // Spawns nothing, so there is nothing to confine; and Landlock must
+            // never be applied to an arbiter thread.
+            Lane::Quick => prepared.and_then(|p| session.exec_prepared_quick(p)),
+        })
     }));
     let elapsed = t0.elapsed();
     let elapsed_ms = elapsed.as_secs_f64() * 1000.0;

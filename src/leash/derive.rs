@@ -11,6 +11,9 @@ use super::effect::Effect;
 use crate::adapters::Catalog;
 use crate::lang::ast::*;
 
+#[path = "derive_cmd.rs"]
+mod cmd;
+
 /// What derivation may look at: the session's cwd, environment and adapter
 /// catalog, and the names the session bound before this source.
 pub struct Context<'a> {
@@ -29,10 +32,20 @@ struct Walker<'a, 'c> {
     cx: &'a Context<'c>,
     out: Vec<Effect>,
     seen: HashSet<Effect>,
-    /// Functions and aliases this source defines (their bodies are walked
-    /// where they are defined).
+    /// Names this source binds (functions, aliases, values, parameters,
+    /// loop and pattern variables): a bare name among them is not a command.
     local: HashSet<String>,
     depth: usize,
+    /// The cwd later relative paths resolve against (`cd X` in the program
+    /// moves it; `None`: not known statically).
+    cwd: Option<PathBuf>,
+    /// Inside a function, lambda or alias body.
+    in_fn: usize,
+    /// Bodies are derived with the cwd unknown (the program changes its
+    /// cwd, so a body may run anywhere).
+    fn_cwd_unknown: bool,
+    /// The program changes its cwd somewhere.
+    saw_cd: bool,
 }
 
 /// A derivation that could not be completed statically.
@@ -40,20 +53,47 @@ struct Unknown;
 
 type R = Result<(), Unknown>;
 
-/// The effects of `prog`, de-duplicated in first-appearance order.
+/// The arguments of a builtin: command words, or a call's arguments.
+#[derive(Clone, Copy)]
+enum BArgs<'x> {
+    Words(&'x [Word]),
+    Call(&'x [Arg]),
+}
+
+/// The effects of `prog`, de-duplicated in first-appearance order. Fails
+/// closed: what cannot be classified is `opaque`.
 pub fn derive(prog: &Program, cx: &Context) -> Vec<Effect> {
+    let first = derive_pass(prog, cx, false);
+    match first {
+        // A program that changes its cwd: bodies may run after the change,
+        // so their relative paths are not known.
+        Ok((_, true)) => derive_pass(prog, cx, true)
+            .map(|(e, _)| e)
+            .unwrap_or_else(|Unknown| vec![Effect::Opaque]),
+        Ok((e, false)) => e,
+        Err(Unknown) => vec![Effect::Opaque],
+    }
+}
+
+fn derive_pass(
+    prog: &Program,
+    cx: &Context,
+    fn_cwd_unknown: bool,
+) -> Result<(Vec<Effect>, bool), Unknown> {
     let mut w = Walker {
         cx,
         out: Vec::new(),
         seen: HashSet::new(),
         local: HashSet::new(),
         depth: 0,
+        cwd: Some(cx.cwd.to_path_buf()),
+        in_fn: 0,
+        fn_cwd_unknown,
+        saw_cd: false,
     };
     collect_local(&prog.stmts, &mut w.local);
-    match w.stmts(&prog.stmts) {
-        Ok(()) => w.out,
-        Err(Unknown) => vec![Effect::Opaque],
-    }
+    w.stmts(&prog.stmts)?;
+    Ok((w.out, w.saw_cd))
 }
 
 fn collect_local(stmts: &[Stmt], into: &mut HashSet<String>) {
@@ -75,6 +115,41 @@ fn collect_local(stmts: &[Stmt], into: &mut HashSet<String>) {
     }
 }
 
+fn pattern_names(p: &Pattern, into: &mut HashSet<String>) {
+    match p {
+        Pattern::Bind(n) => {
+            into.insert(n.clone());
+        }
+        Pattern::Type { bind: Some(n), .. } => {
+            into.insert(n.clone());
+        }
+        Pattern::Record(fields) => {
+            for (k, sub) in fields {
+                match sub {
+                    Some(sp) => pattern_names(sp, into),
+                    None => {
+                        into.insert(k.clone());
+                    }
+                }
+            }
+        }
+        Pattern::List { items, rest } => {
+            for i in items {
+                pattern_names(i, into);
+            }
+            if let Some(Some(r)) = rest {
+                into.insert(r.clone());
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Language heads that are no command (`now`, `today`).
+fn is_value_word(n: &str) -> bool {
+    matches!(n, "now" | "today" | "true" | "false" | "null")
+}
+
 impl Walker<'_, '_> {
     fn push(&mut self, e: Effect) {
         if self.seen.insert(e.clone()) {
@@ -91,6 +166,14 @@ impl Walker<'_, '_> {
         }
     }
 
+    /// The cwd relative paths resolve against here (`None`: unknown).
+    fn cur_cwd(&self) -> Option<&Path> {
+        if self.in_fn > 0 && self.fn_cwd_unknown {
+            return None;
+        }
+        self.cwd.as_deref()
+    }
+
     fn stmts(&mut self, stmts: &[Stmt]) -> R {
         for s in stmts {
             self.stmt(s)?;
@@ -100,46 +183,85 @@ impl Walker<'_, '_> {
 
     fn block(&mut self, b: &Block) -> R {
         self.enter()?;
+        let before = self.cwd.clone();
         let mut inner = std::mem::take(&mut self.local);
         collect_local(&b.stmts, &mut inner);
         let saved = std::mem::replace(&mut self.local, inner);
         let r = self.stmts(&b.stmts);
         let inner = std::mem::replace(&mut self.local, saved);
         self.local.extend(inner);
+        if self.cwd != before {
+            // A cd inside a block that may not run (or run again): after
+            // it the cwd is not known.
+            self.cwd = None;
+        }
         self.depth -= 1;
         r
     }
 
+    /// A loop body: walked again with the cwd unknown when it moves it
+    /// (the next iteration starts elsewhere).
+    fn loop_body(&mut self, b: &Block) -> R {
+        let before = self.cwd.clone();
+        self.block(b)?;
+        if self.cwd != before {
+            self.cwd = None;
+            self.block(b)?;
+        }
+        Ok(())
+    }
+
     fn fn_def(&mut self, def: &FnDef) -> R {
         for p in def.params.iter().chain(def.rest.iter()) {
+            self.local.insert(p.name.clone());
             if let Some(d) = &p.default {
                 self.expr(d)?;
             }
         }
-        match &def.body {
+        self.in_fn += 1;
+        let saved_cwd = self.cwd.clone();
+        let r = match &def.body {
             FnBody::Block(b) => self.block(b),
             FnBody::Expr(e) => self.expr(e),
-        }
+        };
+        // Defining a function runs nothing: the cwd after it is as before.
+        self.cwd = saved_cwd;
+        self.in_fn -= 1;
+        r
     }
 
     fn stmt(&mut self, s: &Stmt) -> R {
         match &s.kind {
-            StmtKind::Let { value, .. } => self.expr(value),
+            StmtKind::Let { value, name, .. } => {
+                self.expr(value)?;
+                self.local.insert(name.clone());
+                Ok(())
+            }
             StmtKind::Fn { def, .. } => self.fn_def(def),
-            StmtKind::Alias { command, .. } => self.command(command),
+            StmtKind::Alias { command, .. } => {
+                // The alias body runs where it is called: like a function's.
+                self.in_fn += 1;
+                let saved_cwd = self.cwd.clone();
+                let r = self.command(command);
+                self.cwd = saved_cwd;
+                self.in_fn -= 1;
+                r
+            }
             StmtKind::Use { .. } => {
                 self.push(Effect::Opaque);
                 Ok(())
             }
             StmtKind::Return(e) => e.as_ref().map_or(Ok(()), |e| self.expr(e)),
             StmtKind::Break | StmtKind::Continue => Ok(()),
-            StmtKind::For { iter, body, .. } => {
+            StmtKind::For { iter, body, var } => {
                 self.expr(iter)?;
-                self.block(body)
+                self.local.insert(var.clone());
+                self.loop_body(body)
             }
             StmtKind::While { cond, body } => {
                 self.expr(cond)?;
-                self.block(body)
+                self.loop_body(body)?;
+                self.expr(cond)
             }
             StmtKind::Assign { target, value, .. } => {
                 if let AssignTarget::Env(n) = target {
@@ -167,9 +289,43 @@ impl Walker<'_, '_> {
         r
     }
 
+    /// Is `n` bound (by this source or the session) rather than a command?
+    fn is_bound(&self, n: &str) -> bool {
+        self.local.contains(n) || self.cx.bound.contains(n)
+    }
+
+    /// An unbound namespace root used as a receiver (`json.parse`, `env.X`).
+    fn is_namespace_root(&self, e: &Expr) -> bool {
+        matches!(&e.kind, ExprKind::Ident(n)
+            if !self.is_bound(n)
+                && (crate::value::ns::is_namespace(n) || matches!(n.as_str(), "env" | "secret" | "http")))
+    }
+
+    /// A bare name in value position: a command when it resolves to one
+    /// (`let x = whoami`, `hostname.out`), run with no arguments.
+    fn bare_name(&mut self, n: &str) -> R {
+        if self.is_bound(n) || is_value_word(n) {
+            return Ok(());
+        }
+        if crate::lang::eval::is_builtin_head(n) {
+            if self.builtin(n, BArgs::Words(&[]))?.is_some() {
+                return Ok(());
+            }
+            return self.external(n, &[]);
+        }
+        let path_var = (self.cx.env)("PATH");
+        let cwd = self.cur_cwd().unwrap_or(self.cx.cwd);
+        if crate::shell::lookup::on_path(n, path_var.as_deref(), cwd) {
+            return self.external(n, &[]);
+        }
+        // An undefined name raises; it does nothing.
+        Ok(())
+    }
+
     fn expr_inner(&mut self, e: &Expr) -> R {
         match &e.kind {
-            ExprKind::Literal(_) | ExprKind::Ident(_) => Ok(()),
+            ExprKind::Literal(_) => Ok(()),
+            ExprKind::Ident(n) => self.bare_name(n),
             ExprKind::Interp(parts) => {
                 for p in parts {
                     if let InterpPart::Expr(x) = p {
@@ -191,10 +347,13 @@ impl Walker<'_, '_> {
                 self.expr(end)
             }
             ExprKind::Field { recv, name, .. } => {
-                if is_ident(recv, "env") {
+                if is_ident(recv, "env") && !self.is_bound("env") {
                     self.push(Effect::EnvRead {
                         names: vec![name.clone()],
                     });
+                    return Ok(());
+                }
+                if self.is_namespace_root(recv) {
                     return Ok(());
                 }
                 self.expr(recv)
@@ -202,11 +361,28 @@ impl Walker<'_, '_> {
             ExprKind::MethodCall {
                 recv, name, args, ..
             } => {
-                if is_ident(recv, "http") {
+                if is_ident(recv, "http") && !self.is_bound("http") {
                     return self.http(name, args);
                 }
-                self.expr(recv)?;
-                self.args(args)
+                if is_ident(recv, "env") && !self.is_bound("env") {
+                    self.push(Effect::EnvRead {
+                        names: vec!["*".into()],
+                    });
+                    return self.args(args);
+                }
+                if is_ident(recv, "secret") && !self.is_bound("secret") && name == "get" {
+                    let names = match args.first().and_then(|a| literal_str(&a.value)) {
+                        Some(n) => vec![n],
+                        None => vec!["*".into()],
+                    };
+                    self.push(Effect::SecretUse { names });
+                    return self.args(args);
+                }
+                if !self.is_namespace_root(recv) {
+                    self.expr(recv)?;
+                }
+                self.args(args)?;
+                self.method_effects(recv, name, args)
             }
             ExprKind::Index { recv, index } => {
                 self.expr(recv)?;
@@ -214,15 +390,12 @@ impl Walker<'_, '_> {
             }
             ExprKind::Call { callee, args } => {
                 if let ExprKind::Field { recv, name, .. } = &callee.kind {
-                    if is_ident(recv, "http") {
+                    if is_ident(recv, "http") && !self.is_bound("http") {
                         return self.http(name, args);
                     }
                 }
                 if let ExprKind::Ident(n) = &callee.kind {
-                    if self.cx.bound.contains(n) && !self.local.contains(n) {
-                        // A function of an earlier exec: its body is not here.
-                        self.push(Effect::Opaque);
-                    }
+                    return self.call_named(n, args);
                 }
                 self.expr(callee)?;
                 self.args(args)
@@ -234,25 +407,52 @@ impl Walker<'_, '_> {
                 otherwise,
             } => {
                 self.expr(cond)?;
+                let before = self.cwd.clone();
                 self.block(then)?;
-                otherwise.as_ref().map_or(Ok(()), |o| self.expr(o))
+                let after_then = std::mem::replace(&mut self.cwd, before);
+                otherwise.as_ref().map_or(Ok(()), |o| self.expr(o))?;
+                if self.cwd != after_then {
+                    self.cwd = None;
+                }
+                Ok(())
             }
             ExprKind::Match { scrutinee, arms } => {
                 self.expr(scrutinee)?;
                 for a in arms {
+                    for p in &a.patterns {
+                        pattern_names(p, &mut self.local);
+                    }
                     if let Some(g) = &a.guard {
                         self.expr(g)?;
                     }
+                    let before = self.cwd.clone();
                     self.expr(&a.body)?;
+                    if self.cwd != before {
+                        self.cwd = None;
+                    }
                 }
                 Ok(())
             }
-            ExprKind::Try { body, handler, .. } => {
+            ExprKind::Try {
+                body,
+                handler,
+                name,
+            } => {
                 self.block(body)?;
+                if let Some(n) = name {
+                    self.local.insert(n.clone());
+                }
                 self.block(handler)
             }
-            ExprKind::Catch { expr, handler, .. } => {
+            ExprKind::Catch {
+                expr,
+                handler,
+                name,
+            } => {
                 self.expr(expr)?;
+                if let Some(n) = name {
+                    self.local.insert(n.clone());
+                }
                 self.expr(handler)
             }
             ExprKind::With {
@@ -274,241 +474,18 @@ impl Walker<'_, '_> {
             }
         }
     }
-
-    fn http(&mut self, method: &str, args: &[Arg]) -> R {
-        if !matches!(method, "get" | "post" | "put" | "delete") {
-            self.push(Effect::Opaque);
-            return self.args(args);
-        }
-        let url = args.first().and_then(|a| literal_str(&a.value));
-        let (host, port) = match url.as_deref().and_then(host_port) {
-            Some(hp) => hp,
-            None => ("*".to_string(), 443),
-        };
-        self.push(Effect::NetConnect { host, port });
-        self.args(args)
-    }
-
-    /// A literal word as a path string; `Err` when it is not static.
-    fn path_word(&self, w: &Word) -> Result<Option<String>, Unknown> {
-        let text = match &w.kind {
-            WordKind::Plain(s) | WordKind::Path(s) | WordKind::Glob(s) => s.clone(),
-            WordKind::Expr(e) => literal_str(e).ok_or(Unknown)?,
-            WordKind::LongFlag { .. }
-            | WordKind::ShortFlags(_)
-            | WordKind::EndOfFlags
-            | WordKind::Dash => return Ok(None),
-        };
-        Ok(Some(self.resolve(&text)))
-    }
-
-    fn resolve(&self, text: &str) -> String {
-        let expanded = if text == "~" || text.starts_with("~/") {
-            match (self.cx.env)("HOME") {
-                Some(h) => format!("{h}{}", &text[1..]),
-                None => text.to_string(),
-            }
-        } else {
-            text.to_string()
-        };
-        let p = Path::new(&expanded);
-        let joined = if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            self.cx.cwd.join(p)
-        };
-        normalize(&joined).to_string_lossy().into_owned()
-    }
-
-    fn paths(&self, words: &[Word]) -> Result<Vec<String>, Unknown> {
-        let mut out = Vec::new();
-        let mut after_end = false;
-        for w in words {
-            if matches!(w.kind, WordKind::EndOfFlags) && !after_end {
-                after_end = true;
-                continue;
-            }
-            if let Some(p) = self.path_word(w)? {
-                out.push(p);
-            }
-        }
-        Ok(out)
-    }
-
-    fn command(&mut self, c: &Command) -> R {
-        self.enter()?;
-        let r = self.command_inner(c);
-        self.depth -= 1;
-        r
-    }
-
-    fn command_inner(&mut self, c: &Command) -> R {
-        for (_, w) in &c.env {
-            self.word_exprs(w)?;
-        }
-        for r in &c.redirects {
-            let Some(p) = self.path_word(&r.target)? else {
-                return Err(Unknown);
-            };
-            match r.kind {
-                RedirectKind::In => self.push(Effect::FsRead { paths: vec![p] }),
-                RedirectKind::Out | RedirectKind::Append => {
-                    self.push(Effect::FsWrite { paths: vec![p] })
-                }
-            }
-        }
-        for w in &c.args {
-            self.word_exprs(w)?;
-        }
-        if let Some(b) = &c.block {
-            self.fn_def(b)?;
-        }
-        let head = match &c.head.kind {
-            WordKind::Plain(s) | WordKind::Path(s) => s.clone(),
-            WordKind::Expr(e) => match literal_str(e) {
-                Some(s) => s,
-                None => {
-                    self.push(Effect::Opaque);
-                    return Ok(());
-                }
-            },
-            _ => {
-                self.push(Effect::Opaque);
-                return Ok(());
-            }
-        };
-        if !c.forced {
-            if self.local.contains(&head) {
-                // Defined in this source: its body was walked where defined.
-                return Ok(());
-            }
-            if self.cx.bound.contains(&head) {
-                self.push(Effect::Opaque);
-                return Ok(());
-            }
-            if let Some(()) = self.builtin(&head, &c.args)? {
-                return Ok(());
-            }
-        }
-        self.external(&head, &c.args)
-    }
-
-    /// Expressions inside words (`(cmd)` substitutions) have effects of their own.
-    fn word_exprs(&mut self, w: &Word) -> R {
-        match &w.kind {
-            WordKind::Expr(e) => self.expr(e),
-            WordKind::LongFlag { value: Some(v), .. } => self.word_exprs(v),
-            _ => Ok(()),
-        }
-    }
-
-    /// `Some(())` when `head` is a builtin (its effects pushed).
-    fn builtin(&mut self, head: &str, args: &[Word]) -> Result<Option<()>, Unknown> {
-        match head {
-            "echo" | "sleep" | "pwd" | "dirs" | "jobs" | "exit" | "quit" | "assert" | "plan"
-            | "explain" | "interact" => {}
-            "env" => self.push(Effect::EnvRead {
-                names: vec!["*".into()],
-            }),
-            "which" => self.push(Effect::EnvRead {
-                names: vec!["PATH".into()],
-            }),
-            "ls" | "cat" | "stat" | "head" | "open" => {
-                let mut p = self.paths(args)?;
-                if p.is_empty() {
-                    p.push(self.resolve("."));
-                }
-                self.push(Effect::FsRead { paths: p });
-            }
-            "mkdir" | "touch" | "save" => {
-                let p = self.paths(args)?;
-                if !p.is_empty() {
-                    self.push(Effect::FsWrite { paths: p });
-                }
-            }
-            "ln" => {
-                let p = self.paths(args)?;
-                if p.len() > 1 {
-                    self.push(Effect::FsWrite {
-                        paths: p[1..].to_vec(),
-                    });
-                }
-            }
-            "cp" | "mv" => {
-                let mut p = self.paths(args)?;
-                if p.len() < 2 {
-                    return Err(Unknown);
-                }
-                let dest = p.pop().unwrap_or_default();
-                self.push(Effect::FsRead { paths: p.clone() });
-                self.push(Effect::FsWrite { paths: vec![dest] });
-                if head == "mv" {
-                    self.push(Effect::FsDelete { paths: p });
-                }
-            }
-            "rm" => {
-                let p = self.paths(args)?;
-                if !p.is_empty() {
-                    self.push(Effect::FsDelete { paths: p });
-                }
-            }
-            "cd" | "j" | "jump" | "pushd" | "popd" => self.push(Effect::SessionWrite),
-            "journal" | "history" => self.push(Effect::JournalRead),
-            // Scripts, undo, reef, apply: what they do is not in this source.
-            "run" | "source" | "undo" | "reef" | "apply" => self.push(Effect::Opaque),
-            _ => return Ok(None),
-        }
-        Ok(Some(()))
-    }
-
-    fn external(&mut self, head: &str, args: &[Word]) -> R {
-        if let Some(cat) = self.cx.adapters {
-            let mut argv = Vec::with_capacity(args.len());
-            let mut literal = true;
-            for w in args {
-                match word_text(w) {
-                    Some(s) => argv.push(s),
-                    None => {
-                        literal = false;
-                        break;
-                    }
-                }
-            }
-            if literal {
-                let path_var = (self.cx.env)("PATH");
-                let bin =
-                    crate::shell::lookup::find_program(head, path_var.as_deref(), self.cx.cwd);
-                let hash = bin.as_deref().and_then(bin_hash_cached);
-                if let Some(effs) = crate::adapters::effects_of(
-                    cat,
-                    head,
-                    &argv,
-                    self.cx.cwd,
-                    self.cx.env,
-                    hash.as_deref(),
-                ) {
-                    for e in effs {
-                        self.push(e.into());
-                    }
-                    return Ok(());
-                }
-            }
-        }
-        self.push(Effect::Opaque);
-        Ok(())
-    }
 }
 
-/// BLAKE3 of a binary, cached by path, size and mtime (a plan hashes the
-/// same few tools over and over).
+/// BLAKE3 of a binary, cached by file identity (device, inode, size and
+/// mtime: a plan and every spawn hash the same few tools over and over).
 pub fn bin_hash_cached(path: &Path) -> Option<String> {
     use std::collections::HashMap;
     use std::sync::Mutex;
-    type Key = (PathBuf, u64, i64, i64);
+    type Key = (u64, u64, u64, i64, i64);
     static CACHE: Mutex<Option<HashMap<Key, String>>> = Mutex::new(None);
     use std::os::unix::fs::MetadataExt;
     let md = std::fs::metadata(path).ok()?;
-    let key = (path.to_path_buf(), md.len(), md.mtime(), md.mtime_nsec());
+    let key = (md.dev(), md.ino(), md.len(), md.mtime(), md.mtime_nsec());
     use crate::sync::Locked;
     if let Some(h) = CACHE.locked().get_or_insert_with(HashMap::new).get(&key) {
         return Some(h.clone());
@@ -605,14 +582,5 @@ pub fn normalize(p: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls() {
-        assert_eq!(host_port("https://x.org/a"), Some(("x.org".into(), 443)));
-        assert_eq!(host_port("http://x.org:8080"), Some(("x.org".into(), 8080)));
-        assert_eq!(host_port("http://[::1]:9/"), Some(("::1".into(), 9)));
-        assert_eq!(host_port("nope"), None);
-    }
-}
+#[path = "derive_tests.rs"]
+mod tests;

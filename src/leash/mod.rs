@@ -13,6 +13,7 @@ pub mod effect;
 pub mod landlock;
 pub mod plan;
 pub mod policy;
+pub mod runtime;
 pub mod seccomp;
 pub mod tokens;
 
@@ -76,6 +77,9 @@ pub struct Gate {
     pub sandbox: Option<Arc<landlock::Rules>>,
     /// `$HOME` of the daemon (what `~` in a grant means), read once.
     home: Option<String>,
+    /// The run-time gate installed on the evaluation threads of this
+    /// principal's runs (`None`: the permissive local default, unchecked).
+    pub run: Option<Arc<runtime::RunGate>>,
 }
 
 impl Gate {
@@ -92,11 +96,28 @@ impl Gate {
             Some(landlock::Rules::for_token(policy, home.as_deref()))
         }
         .map(Arc::new);
+        let permissive =
+            principal == rt.local && policy.is_some_and(|p| *p == policy::local_default());
+        let run = (!permissive)
+            .then(|| Arc::new(runtime::RunGate::new(principal, policy, home.as_deref())));
         Gate {
             principal: principal.to_string(),
             policy: rt.policy.clone(),
             sandbox,
             home,
+            run,
+        }
+    }
+
+    /// This gate while applying an approved plan of `effects`: what the
+    /// plan lists passes the run-time checks too.
+    pub fn applying(&self, effects: &[Effect]) -> Gate {
+        Gate {
+            principal: self.principal.clone(),
+            policy: self.policy.clone(),
+            sandbox: self.sandbox.clone(),
+            home: self.home.clone(),
+            run: self.run.as_ref().map(|r| Arc::new(r.applying(effects))),
         }
     }
 

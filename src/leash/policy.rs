@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Component, Path};
+use std::path::Path;
 
 use serde::{Deserialize, Deserializer};
 
@@ -183,50 +183,21 @@ impl PathGlob {
 }
 
 /// Does the (absolute, normalised) `path` match the grant glob `pat`?
-/// `**` matches zero or more components; other components are fnmatch.
+/// `**` matches zero or more components; other components are fnmatch
+/// (`*` never crosses `/`). The language's own matcher
+/// ([`crate::value::glob::match_path`]): grants and glob words agree.
 pub fn path_matches(pat: &str, path: &str) -> bool {
-    let p: Vec<&str> = pat.split('/').filter(|c| !c.is_empty()).collect();
-    let n: Vec<String> = Path::new(path)
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
-            _ => None,
-        })
-        .collect();
-    if !pat.starts_with('/') || !path.starts_with('/') {
-        return false;
-    }
-    match_parts(&p, &n)
+    crate::value::glob::match_path(pat, path)
 }
 
-fn match_parts(p: &[&str], n: &[String]) -> bool {
-    // Iterative `**` backtracking over components (linear in the number
-    // of `**`s times the path length; no recursion on user input).
-    let (mut pi, mut ni) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    loop {
-        if pi < p.len() && p[pi] == "**" {
-            star = Some((pi, ni));
-            pi += 1;
-            continue;
-        }
-        if pi < p.len() && ni < n.len() && crate::value::glob::match_component(p[pi], &n[ni]) {
-            pi += 1;
-            ni += 1;
-            continue;
-        }
-        if pi == p.len() && ni == n.len() {
-            return true;
-        }
-        match star {
-            Some((sp, sn)) if sn < n.len() => {
-                star = Some((sp, sn + 1));
-                pi = sp + 1;
-                ni = sn + 1;
-            }
-            _ => return false,
-        }
-    }
+/// The components of the absolute `path` before its first glob component.
+fn glob_free_root(path: &str) -> String {
+    let lit: Vec<&str> = path
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .take_while(|c| !crate::value::glob::is_glob(c))
+        .collect();
+    format!("/{}", lit.join("/"))
 }
 
 /// A verdict (wire strings `allow`, `deny`, `approval_required`).
@@ -312,14 +283,27 @@ impl PrincipalPolicy {
     }
 
     /// Is `path` inside some of `grants`?
+    ///
+    /// A path that is itself a glob (`rm proj/**/f` derived before
+    /// expansion) is covered only if every path it can match is: here,
+    /// conservatively, only by a grant `…/**` covering its glob-free root
+    /// (each expanded path is checked again at run time).
     fn fs_ok(grants: &[PathGlob], paths: &[String], home: Option<&str>) -> Option<String> {
         for p in paths {
             let norm = super::derive::normalize(Path::new(p));
             let norm = norm.to_string_lossy();
-            if !grants
-                .iter()
-                .any(|g| path_matches(&g.expanded(home), &norm))
-            {
+            let covered = if crate::value::glob::is_glob(&norm) {
+                let root = glob_free_root(&norm);
+                grants.iter().any(|g| {
+                    let g = g.expanded(home);
+                    g.ends_with("/**") && path_matches(&g, &root)
+                })
+            } else {
+                grants
+                    .iter()
+                    .any(|g| path_matches(&g.expanded(home), &norm))
+            };
+            if !covered {
                 return Some(norm.into_owned());
             }
         }
@@ -509,6 +493,60 @@ mod tests {
         assert!(!path_matches("/p/*.txt", "/p/d/a.txt"));
         assert!(path_matches("/p/**/t/*", "/p/a/b/t/x"));
         assert!(!path_matches("relative/**", "/relative/x"));
+    }
+
+    /// The grant matcher and the language's globbing agree: one table.
+    #[test]
+    fn one_glob_matcher() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for f in ["a/f", "a/b/f", "f", "a/x.txt", "a/b/c/f", "z/f"] {
+            let p = root.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "").unwrap();
+        }
+        let r = root.display().to_string();
+        for (pat, path, want) in [
+            ("/*/f", "/a/b/f", false),
+            ("/*/f", "/a/f", true),
+            ("/**/f", "/a/b/c/f", true),
+            ("/**/f", "/f", true),
+            ("/a/*", "/a/b/f", false),
+            ("/a/**", "/a/b/f", true),
+            ("/a/*.txt", "/a/x.txt", true),
+            ("/a/?.txt", "/a/x.txt", true),
+            ("/[az]/f", "/z/f", true),
+            ("/[!a]/f", "/a/f", false),
+        ] {
+            let (gpat, gpath) = (format!("{r}{pat}"), format!("{r}{path}"));
+            assert_eq!(path_matches(&gpat, &gpath), want, "{pat} vs {path}");
+            // The language's expansion of the same pattern finds exactly
+            // the paths the grant matcher accepts.
+            let found: Vec<String> = crate::value::glob::expand(&gpat, Path::new("/"), true)
+                .into_iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            assert_eq!(found.contains(&gpath), want, "expand {pat}: {found:?}");
+        }
+    }
+
+    /// A derived path that is a glob is covered only when a `/**` grant
+    /// covers its root (attack: `proj/*/f` granting `rm proj/**/f`).
+    #[test]
+    fn glob_paths_need_a_recursive_grant() {
+        let p: PrincipalPolicy = toml::from_str("fs.delete = [\"/proj/*/f\"]").unwrap();
+        let d = |s: &str| Effect::FsDelete {
+            paths: vec![s.into()],
+        };
+        assert!(p.check(&d("/proj/a/f"), None).is_ok());
+        assert!(p.check(&d("/proj/a/b/f"), None).is_err());
+        assert!(p.check(&d("/proj/**/f"), None).is_err());
+        assert!(p.check(&d("/proj/*/f"), None).is_err());
+        let p: PrincipalPolicy = toml::from_str("fs.delete = [\"/proj/**\"]").unwrap();
+        assert!(p.check(&d("/proj/**/f"), None).is_ok());
+        assert!(p.check(&d("/proj/a/*.txt"), None).is_ok());
+        assert!(p.check(&d("/other/**/f"), None).is_err());
+        assert!(p.check(&d("/**"), None).is_err());
     }
 
     #[test]

@@ -90,10 +90,10 @@ pub fn parse_error(e: &ParseError) -> RpcError {
 /// `-32002` with `{code, span, hint, status, stderr, ref, uri}`; the error is stored as `out:N`.
 /// A reached `[limits]` quota (`resource_limit`) is `-32040` with the same data.
 pub fn raised(e: &ShoalError, n: u64) -> RpcError {
-    let code = if e.code == crate::value::ErrorCode::ResourceLimit {
-        rpc::RESOURCE_LIMIT
-    } else {
-        RAISED
+    let code = match e.code {
+        crate::value::ErrorCode::ResourceLimit => rpc::RESOURCE_LIMIT,
+        crate::value::ErrorCode::PolicyDenied => rpc::LEASH_DENIED,
+        _ => RAISED,
     };
     RpcError::new(code, e.msg.clone()).with_data(json!({
         "code": e.code.as_str(),

@@ -130,6 +130,9 @@ fn winsize(rows: u16, cols: u16) -> libc::winsize {
 /// Open a PTY pair and start `spec` on its slave side.
 pub fn spawn(spec: &SpawnSpec) -> io::Result<Spawned> {
     let program = resolve(&spec.cmd, &spec.env, &spec.cwd)?;
+    // Leash: the binary itself must be granted (by identity) to a gated principal.
+    crate::leash::runtime::spawn(&program)
+        .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.msg))?;
     let ws = winsize(spec.rows, spec.cols);
     let (master, slave, _name) =
         openpty::openpty(None, Some(&ws), None).map_err(|e| io::Error::other(e.to_string()))?;

@@ -115,6 +115,15 @@ pub fn io_msg(e: &std::io::Error) -> String {
     }
 }
 
+/// Leash at the site of the effect (docs/rules.md §21): `p` (relative to
+/// the evaluator's current cwd) must be granted for `access` to a gated
+/// principal; nothing is checked for the local uid.
+fn gate(access: crate::leash::runtime::Access, ctx: &Ctx, p: &Path) -> SResult<()> {
+    crate::leash::runtime::fs(access, ctx.cwd, p)
+}
+
+use crate::leash::runtime::Access;
+
 fn fs_err(head: &str, p: &Path, e: &std::io::Error) -> ShoalError {
     custom(format!("{head}: {}: {}", p.display(), io_msg(e)))
 }
@@ -228,6 +237,9 @@ fn ls(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         paths(&a.vals, "ls")?
     };
     let mut rows = Vec::new();
+    for t in &targets {
+        gate(Access::Read, ctx, t)?;
+    }
     for t in targets {
         let abs = normalize(&ctx.cwd.join(&t));
         let meta = std::fs::metadata(&abs)
@@ -264,6 +276,9 @@ fn stat(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         return Err(ShoalError::arg_error("stat: expected at least one path"));
     }
     let ps = paths(&a.vals, "stat")?;
+    for p in &ps {
+        gate(Access::Read, ctx, p)?;
+    }
     let mut rows = Vec::new();
     for p in &ps {
         let abs = normalize(&ctx.cwd.join(p));
@@ -280,8 +295,12 @@ fn cat(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     if a.vals.is_empty() {
         return Err(ShoalError::arg_error("cat: expected at least one path"));
     }
+    let ps = paths(&a.vals, "cat")?;
+    for p in &ps {
+        gate(Access::Read, ctx, p)?;
+    }
     let mut out = Vec::new();
-    for p in paths(&a.vals, "cat")? {
+    for p in ps {
         let abs = ctx.cwd.join(&p);
         if abs.is_dir() {
             return Err(custom(format!("cat: {}: is a directory", p.display())));
@@ -292,129 +311,17 @@ fn cat(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     Ok(Value::bytes(out))
 }
 
-/// A `head` count: an int or a numeric word.
-fn head_count(v: &Value) -> SResult<usize> {
-    match v {
-        Value::Int(n) if *n >= 0 => Ok(*n as usize),
-        Value::Int(_) => Err(ShoalError::arg_error("head: count must not be negative")),
-        Value::Str(s) => match words::parse_int_word(s) {
-            Some(n) if n >= 0 => Ok(n as usize),
-            _ => Err(
-                ShoalError::arg_error(format!("head: expected a count, found \"{s}\""))
-                    .with_hint("`head FILE N`, `head -n N FILE` or `head -c N FILE` (bytes)"),
-            ),
-        },
-        other => Err(ShoalError::type_error(format!(
-            "head: count must be an int, found {}",
-            other.type_name()
-        ))),
-    }
-}
-
-/// `head FILE [N]`, and the POSIX forms `head -n N FILE`, `head -N FILE`,
-/// `head -nN`, `--lines=N`; `-c N` / `--bytes=N` give the first N bytes.
-fn head_cmd(args: Vec<BArg>, ctx: &Ctx) -> SResult<Value> {
-    let mut vals = Vec::new();
-    let mut flag_count: Option<usize> = None;
-    let mut want_bytes = false;
-    // A flag that takes the next argument as its count: Some(bytes?).
-    let mut pending: Option<bool> = None;
-    for a in args {
-        if let Some(b) = pending.take() {
-            let BArg::Val(v) = &a else {
-                return Err(ShoalError::arg_error(format!(
-                    "head: -{} expects a count",
-                    if b { "c" } else { "n" }
-                )));
-            };
-            flag_count = Some(head_count(v)?);
-            want_bytes = b;
-            continue;
-        }
-        match a {
-            BArg::Val(v) => vals.push(v),
-            BArg::Short(s) => {
-                let (kind, rest) = match s.as_bytes().first() {
-                    Some(b'n') => (Some(false), &s[1..]),
-                    Some(b'c') => (Some(true), &s[1..]),
-                    Some(d) if d.is_ascii_digit() => (Some(false), s.as_str()),
-                    _ => (None, ""),
-                };
-                let Some(b) = kind else {
-                    continue; // -q, -v: nothing to do for one file
-                };
-                if rest.is_empty() {
-                    pending = Some(b);
-                } else {
-                    flag_count = Some(head_count(&Value::str(rest))?);
-                    want_bytes = b;
-                }
-            }
-            BArg::Long { name, value } => {
-                let b = match name.as_str() {
-                    "lines" => false,
-                    "bytes" => true,
-                    _ => continue,
-                };
-                match value {
-                    Some(v) => {
-                        flag_count = Some(head_count(&v)?);
-                        want_bytes = b;
-                    }
-                    None => pending = Some(b),
-                }
-            }
-        }
-    }
-    if let Some(b) = pending {
-        return Err(ShoalError::arg_error(format!(
-            "head: -{} expects a count",
-            if b { "c" } else { "n" }
-        )));
-    }
-    let max = if flag_count.is_some() { 1 } else { 2 };
-    if vals.is_empty() || vals.len() > max {
-        return Err(
-            ShoalError::arg_error("head: expected a path and an optional count")
-                .with_hint("`head FILE N` or `head -n N FILE`, one file at a time"),
-        );
-    }
-    let p = to_path(&vals[0], "head")?;
-    let count = match (flag_count, vals.get(1)) {
-        (Some(n), _) => n,
-        (None, None) => 10,
-        (None, Some(v)) => head_count(v)?,
-    };
-    if want_bytes {
-        use std::io::Read;
-        let f = std::fs::File::open(ctx.cwd.join(&p)).map_err(|e| fs_err("head", &p, &e))?;
-        let mut buf = Vec::new();
-        f.take(count as u64)
-            .read_to_end(&mut buf)
-            .map_err(|e| fs_err("head", &p, &e))?;
-        return Ok(Value::bytes(buf));
-    }
-    let bytes = std::fs::read(ctx.cwd.join(&p)).map_err(|e| fs_err("head", &p, &e))?;
-    let text = String::from_utf8_lossy(&bytes);
-    let mut raw: Vec<&str> = text.split('\n').collect();
-    if text.is_empty() || text.ends_with('\n') {
-        raw.pop();
-    }
-    let lines: Vec<Value> = raw
-        .into_iter()
-        .take(count)
-        .map(|l| Value::str(l.strip_suffix('\r').unwrap_or(l)))
-        .collect();
-    Ok(Value::list(lines))
-}
-
 fn mkdir(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     if a.vals.is_empty() {
         return Err(ShoalError::arg_error("mkdir: expected at least one path"));
     }
     let parents = a.has(&["p", "parents"]);
+    let ps = paths(&a.vals, "mkdir")?;
+    for p in &ps {
+        gate(Access::Write, ctx, p)?;
+    }
     let mut out = Vec::new();
-    for p in paths(&a.vals, "mkdir")? {
+    for p in ps {
         let abs = ctx.cwd.join(&p);
         let r = if parents {
             std::fs::create_dir_all(&abs)
@@ -431,8 +338,12 @@ fn touch(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     if a.vals.is_empty() {
         return Err(ShoalError::arg_error("touch: expected at least one path"));
     }
+    let ps = paths(&a.vals, "touch")?;
+    for p in &ps {
+        gate(Access::Write, ctx, p)?;
+    }
     let mut out = Vec::new();
-    for p in paths(&a.vals, "touch")? {
+    for p in ps {
         let abs = ctx.cwd.join(&p);
         let f = if abs.is_dir() {
             std::fs::File::open(&abs)
@@ -450,6 +361,12 @@ fn touch(a: Parsed, ctx: &Ctx) -> SResult<Value> {
 }
 
 fn copy_recursive(src: &Path, dst: &Path) -> std::io::Result<()> {
+    // Each file of a tree is its own read and write (a tree may hold links).
+    let root = Path::new("/");
+    for (access, p) in [(Access::Read, src), (Access::Write, dst)] {
+        crate::leash::runtime::fs(access, root, p)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.msg))?;
+    }
     let meta = std::fs::symlink_metadata(src)?;
     if meta.file_type().is_symlink() {
         let target = std::fs::read_link(src)?;
@@ -482,6 +399,15 @@ fn cp(a: Parsed, ctx: &Ctx) -> SResult<Value> {
             "cp: target {} is not a directory",
             dest.display()
         )));
+    }
+    for src in &ps {
+        gate(Access::Read, ctx, src)?;
+        let target = if dest_is_dir {
+            dest.join(src.file_name().unwrap_or(src.as_os_str()))
+        } else {
+            dest.clone()
+        };
+        gate(Access::Write, ctx, &target)?;
     }
     let mut out = Vec::new();
     for src in ps {
@@ -543,6 +469,16 @@ fn mv(a: Parsed, ctx: &Ctx) -> SResult<Value> {
             dest.display()
         )));
     }
+    for src in &ps {
+        gate(Access::Delete, ctx, src)?;
+        gate(Access::Read, ctx, src)?;
+        let target = if dest_is_dir {
+            dest.join(src.file_name().unwrap_or(src.as_os_str()))
+        } else {
+            dest.clone()
+        };
+        gate(Access::Write, ctx, &target)?;
+    }
     let mut out = Vec::new();
     for src in ps {
         let src_abs = ctx.cwd.join(&src);
@@ -594,6 +530,9 @@ fn rm(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     let recursive = a.has(&["r", "R", "recursive"]);
     let ps = paths(&a.vals, "rm")?;
     // Validate everything first so a bad argument removes nothing.
+    for p in &ps {
+        gate(Access::Delete, ctx, p)?;
+    }
     for p in &ps {
         let meta = std::fs::symlink_metadata(ctx.cwd.join(p)).map_err(|e| fs_err("rm", p, &e))?;
         if permanent && meta.is_dir() && !recursive {
@@ -647,6 +586,12 @@ fn ln(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     let target = to_path(&a.vals[0], "ln")?;
     let link = to_path(&a.vals[1], "ln")?;
     let link_abs = ctx.cwd.join(&link);
+    gate(Access::Write, ctx, &link)?;
+    if !symbolic {
+        // Another name for a file is a way to write it later.
+        gate(Access::Read, ctx, &target)?;
+        gate(Access::Write, ctx, &target)?;
+    }
     let r = if symbolic {
         std::os::unix::fs::symlink(&target, &link_abs)
     } else {
@@ -762,6 +707,10 @@ fn which(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         None => Value::Null,
     })
 }
+
+#[path = "builtins_head.rs"]
+mod head;
+use head::head_cmd;
 
 #[cfg(test)]
 #[path = "builtins_tests.rs"]

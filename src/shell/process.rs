@@ -98,6 +98,8 @@ pub enum RunError {
     Spawn(io::Error),
     /// The interrupt callback fired; the process group was killed and reaped.
     Interrupted,
+    /// Leash refused the binary (nothing was started).
+    Denied(crate::value::ShoalError),
 }
 
 thread_local! {
@@ -237,6 +239,9 @@ fn status_parts(st: ExitStatus) -> (Option<i64>, Option<String>) {
 
 /// Run a program to completion. `interrupted` is polled while waiting.
 pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult, RunError> {
+    // Leash: a gated principal starts only binaries its policy grants (by
+    // identity), or unclassified ones where opaque effects are allowed.
+    crate::leash::runtime::spawn(&spec.program).map_err(RunError::Denied)?;
     let start = Instant::now();
     let mut cmd = Command::new(&spec.program);
     cmd.arg0(&spec.argv0);

@@ -67,6 +67,8 @@ error_codes! {
     AdapterParse => "adapter_parse",
     /// Evaluation interrupted (cancellation from another thread).
     Cancelled => "cancelled",
+    /// Leash refused an effect at the site that makes it (docs/rules.md §21).
+    PolicyDenied => "policy_denied",
 }
 
 impl ErrorCode {
@@ -154,7 +156,7 @@ mod tests {
 
     #[test]
     fn every_code_parses_back() {
-        assert_eq!(ErrorCode::ALL.len(), 34);
+        assert_eq!(ErrorCode::ALL.len(), 35);
         for &c in ErrorCode::ALL {
             assert_eq!(ErrorCode::parse(c.as_str()), Some(c));
         }

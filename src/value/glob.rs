@@ -152,6 +152,85 @@ pub fn expand(pattern: &str, cwd: &Path, hidden: bool) -> Vec<PathBuf> {
     out
 }
 
+/// The glob-free leading directory of `pattern` (what expanding it lists),
+/// joined with `cwd`.
+pub fn root_of(pattern: &str, cwd: &Path) -> PathBuf {
+    let mut root = PathBuf::new();
+    let comps: Vec<Component> = Path::new(pattern).components().collect();
+    for (i, c) in comps.iter().enumerate() {
+        let text = c.as_os_str().to_string_lossy();
+        if is_glob(&text) || i + 1 == comps.len() && !matches!(c, Component::RootDir) {
+            break;
+        }
+        root.push(c.as_os_str());
+    }
+    cwd.join(root)
+}
+
+/// [`expand`] for an evaluation under Leash: listing the pattern's root
+/// is a read of it (docs/rules.md §21).
+pub fn expand_checked(
+    pattern: &str,
+    cwd: &Path,
+    hidden: bool,
+) -> Result<Vec<PathBuf>, crate::value::ShoalError> {
+    crate::leash::runtime::fs(
+        crate::leash::runtime::Access::Read,
+        cwd,
+        &root_of(pattern, cwd),
+    )?;
+    Ok(expand(pattern, cwd, hidden))
+}
+
+/// Does the absolute, normalised `path` match the path glob `pat`
+/// component by component? `*`, `?` and classes never cross `/`; `**` as
+/// a whole component matches zero or more components, only where written.
+/// The one matcher behind Leash grants (docs/rules.md §21) and glob words.
+pub fn match_path(pat: &str, path: &str) -> bool {
+    if !pat.starts_with('/') || !path.starts_with('/') {
+        return false;
+    }
+    let p: Vec<&str> = pat.split('/').filter(|c| !c.is_empty()).collect();
+    let n: Vec<String> = Path::new(path)
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    match_parts(&p, &n)
+}
+
+fn match_parts(p: &[&str], n: &[String]) -> bool {
+    // Iterative `**` backtracking over components (linear in the number
+    // of `**`s times the path length; no recursion on user input).
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    loop {
+        if pi < p.len() && p[pi] == "**" {
+            star = Some((pi, ni));
+            pi += 1;
+            continue;
+        }
+        if pi < p.len() && ni < n.len() && match_component(p[pi], &n[ni]) {
+            pi += 1;
+            ni += 1;
+            continue;
+        }
+        if pi == p.len() && ni == n.len() {
+            return true;
+        }
+        match star {
+            Some((sp, sn)) if sn < n.len() => {
+                star = Some((sp, sn + 1));
+                pi = sp + 1;
+                ni = sn + 1;
+            }
+            _ => return false,
+        }
+    }
+}
+
 fn resolve(cwd: &Path, rel: &Path) -> PathBuf {
     if rel.as_os_str().is_empty() {
         cwd.to_path_buf()
@@ -187,7 +266,15 @@ fn walk(cwd: &Path, base: &Path, comps: &[String], hidden: bool, out: &mut Vec<P
         walk(cwd, base, rest, hidden, out);
         // One or more.
         for (name, is_dir) in list_dir(&resolve(cwd, base)) {
-            if !is_dir || (name.starts_with('.') && !hidden) {
+            if name.starts_with('.') && !hidden {
+                continue;
+            }
+            if !is_dir {
+                // A trailing `**` is everything below, files included (as
+                // a Leash grant `dir/**` means).
+                if rest.is_empty() {
+                    out.push(base.join(&name));
+                }
                 continue;
             }
             walk(cwd, &base.join(&name), comps, hidden, out);

@@ -196,7 +196,7 @@ impl Interp {
             WordKind::Path(s) => CArg::Val(Value::path(self.expand_home(s))),
             WordKind::Glob(s) => {
                 let pattern = self.expand_home(s);
-                let matches = glob::expand(&pattern, &self.cwd, false);
+                let matches = glob::expand_checked(&pattern, &self.cwd, false)?;
                 CArg::Glob { pattern, matches }
             }
             WordKind::Expr(e) => CArg::Val(self.eval_expr(e, scope, Pos::Value)?),
@@ -285,6 +285,11 @@ impl Interp {
                     .into())
                 }
             };
+            let access = match r.kind {
+                RedirectKind::In => crate::leash::runtime::Access::Read,
+                RedirectKind::Out | RedirectKind::Append => crate::leash::runtime::Access::Write,
+            };
+            crate::leash::runtime::fs(access, &self.cwd, &p)?;
             out.push((r.kind, self.cwd.join(p)));
         }
         Ok(out)

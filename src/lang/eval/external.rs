@@ -107,6 +107,8 @@ impl Interp {
         stdin_bytes: Option<OutputBytes>,
         pos: Pos,
     ) -> EResult<Value> {
+        // Leash: refused before any redirect file is opened.
+        crate::leash::runtime::spawn(&program)?;
         let io = |p: &Path, e: std::io::Error| {
             ShoalError::custom(format!("cannot open {}: {}", p.display(), io_msg(&e)))
         };
@@ -158,6 +160,7 @@ impl Interp {
         let res = match r {
             Ok(r) => r,
             Err(RunError::Interrupted) => return Err(Interp::cancelled().into()),
+            Err(RunError::Denied(e)) => return Err(e.into()),
             Err(RunError::Spawn(e)) => {
                 return Err(match e.kind() {
                     std::io::ErrorKind::NotFound => {

@@ -39,6 +39,7 @@ mod task;
 mod tests;
 
 pub use args::argv_string;
+pub(crate) use args::is_builtin_head;
 pub use task::Tasks;
 
 /// Maximum nesting of calls (docs/rules.md §4).

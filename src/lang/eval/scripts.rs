@@ -12,6 +12,13 @@ use crate::lang::scope::ScopeRef;
 use crate::shell::lookup;
 use crate::value::{ErrorCode, ShoalError, Value};
 
+/// Leash for running the script at `path` (docs/rules.md §21): an opaque
+/// effect (its effects were never planned) and a read of the file.
+pub(super) fn gate_script(what: &str, cwd: &Path, path: &Path) -> Result<(), ShoalError> {
+    crate::leash::runtime::opaque(&format!("{what} {}", path.display()))?;
+    crate::leash::runtime::fs(crate::leash::runtime::Access::Read, cwd, path)
+}
+
 impl Interp {
     /// `run TARGET args…` (§10.9).
     pub(crate) fn run_target(
@@ -50,6 +57,8 @@ impl Interp {
             };
             return self.run_external(inv, pos, scope);
         }
+        // Leash: a script is code the plan cannot see, and a read of it.
+        gate_script("run", &self.cwd, &abs)?;
         if ext == "shl" {
             return self.run_shl(&abs, carg_values(cargs));
         }
@@ -106,6 +115,7 @@ impl Interp {
 
     /// Run a `.shl` script in a child evaluator with a fresh scope (§10.9).
     pub(crate) fn run_shl(&mut self, path: &Path, args: Vec<Value>) -> EResult<Value> {
+        gate_script("run", &self.cwd, path)?;
         let src = std::fs::read_to_string(path).map_err(|e| {
             ShoalError::new(
                 ErrorCode::IoError,
@@ -138,6 +148,7 @@ impl Interp {
     /// `source PATH`: evaluate a file in the current scope (§10.9).
     pub(super) fn source_file(&mut self, p: &Path, scope: &ScopeRef) -> EResult<Value> {
         let abs = self.resolve_path(p);
+        gate_script("source", &self.cwd, &abs)?;
         let src = std::fs::read_to_string(&abs).map_err(|e| {
             ShoalError::new(
                 ErrorCode::IoError,

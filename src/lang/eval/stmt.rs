@@ -155,7 +155,7 @@ impl Interp {
             }
             Value::Glob(g) => {
                 let pattern = crate::shell::words::expand_tilde(&g.pattern);
-                let paths = crate::shell::glob::expand(&pattern, &g.cwd, g.hidden);
+                let paths = crate::value::glob::expand_checked(&pattern, &g.cwd, g.hidden)?;
                 Box::new(paths.into_iter().map(|p| Ok(Value::path(p))))
             }
             Value::Stream(s) => {
@@ -262,6 +262,7 @@ impl Interp {
         } else {
             p
         };
+        super::scripts::gate_script("use", &self.cwd, &p)?;
         let src = std::fs::read_to_string(&p).map_err(|e| {
             ShoalError::new(
                 ErrorCode::IoError,

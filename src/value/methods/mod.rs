@@ -78,10 +78,10 @@ pub fn call_method(host: &mut dyn Host, recv: &Value, name: &str, args: Args) ->
         }
         Value::Glob(g) if name == "expand" => {
             arity(&args, 0, name)?;
-            return Ok(other::expand_glob(host, g));
+            return other::expand_glob(host, g);
         }
         Value::Glob(g) => {
-            let list = other::expand_glob(host, g);
+            let list = other::expand_glob(host, g)?;
             return call_method(host, &list, name, args);
         }
         Value::List(_) | Value::Table(_) | Value::Range(_) => {

@@ -247,6 +247,8 @@ pub fn path(
                 )));
             }
             let full = resolve(host, p);
+            // Leash: even a file's existence is a read of it.
+            crate::leash::runtime::fs(crate::leash::runtime::Access::Read, host.cwd(), &full)?;
             match name {
                 "exists" => Value::Bool(std::fs::symlink_metadata(&full).is_ok()),
                 "is_dir" => Value::Bool(full.is_dir()),
@@ -292,10 +294,10 @@ pub const PATH_NAMES: &[&str] = &[
 ];
 
 /// Expand a glob value to a sorted list of paths (relative to its creation cwd).
-pub fn expand_glob(host: &dyn Host, g: &GlobVal) -> Value {
-    let found = crate::value::glob::expand(&g.pattern, &g.cwd, g.hidden);
+pub fn expand_glob(host: &dyn Host, g: &GlobVal) -> SResult<Value> {
+    let found = crate::value::glob::expand_checked(&g.pattern, &g.cwd, g.hidden)?;
     let same = g.cwd == host.cwd();
-    Value::list(
+    Ok(Value::list(
         found
             .into_iter()
             .map(|p| {
@@ -306,7 +308,7 @@ pub fn expand_glob(host: &dyn Host, g: &GlobVal) -> Value {
                 }
             })
             .collect(),
-    )
+    ))
 }
 
 pub fn bytes(b: &crate::value::OutputBytes, name: &str, args: &Args) -> SResult<Option<Value>> {
@@ -436,6 +438,7 @@ pub fn save(host: &mut dyn Host, recv: &Value, append: bool, args: &Args) -> SRe
     no_named(args, name)?;
     arity(args, 1, name)?;
     let path = path_arg(host, args.pos.first(), name)?;
+    crate::leash::runtime::fs(crate::leash::runtime::Access::Write, host.cwd(), &path)?;
     let bytes = match recv {
         Value::Str(s) => s.as_bytes().to_vec(),
         Value::Bytes(b) if b.is_spilled() => {
@@ -470,5 +473,6 @@ pub fn save(host: &mut dyn Host, recv: &Value, append: bool, args: &Args) -> SRe
 pub fn stream_target(host: &dyn Host, args: &Args, name: &str) -> SResult<(PathBuf, Value)> {
     arity(args, 1, name)?;
     let p = path_arg(host, args.pos.first(), name)?;
+    crate::leash::runtime::fs(crate::leash::runtime::Access::Write, host.cwd(), &p)?;
     Ok((p.clone(), Value::path(p)))
 }
