@@ -276,7 +276,17 @@ pub fn call_as(
 ) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
     let op = api::parse(method, params);
     let handle = handle.clone();
+    // A session shared read-only: its PTYs may be listed and read, never driven.
+    let reads = matches!(op, Ok(PtyOp::Read { .. } | PtyOp::List));
+    let who = gate
+        .as_ref()
+        .map(|g| g.principal.clone())
+        .unwrap_or_default();
+    let method = method.to_string();
     async move {
+        if !reads {
+            handle.writable(&who, &method)?;
+        }
         let op = op?;
         let name = handle.name.clone();
         handle

@@ -54,8 +54,10 @@ use crate::journal::{self, JournalWriter as Writer, Op};
 pub use crate::proto::event::Payload;
 
 mod inbox;
+mod scope;
 use crate::sync::Locked;
 pub use inbox::{BusHandle, Drain, Inbox, MAX_PENDING};
+pub use scope::{admits, Origin, Scope};
 
 /// Events kept in memory per channel.
 pub const RING: usize = 1024;
@@ -84,6 +86,8 @@ pub struct BusEvent {
     /// The encoded kernel `event` notification, filled by the first connection that writes
     /// this event and reused by every other subscriber of the same publish.
     frame: Arc<OnceLock<Vec<u8>>>,
+    /// The session it is of (`None`: of no session, or read back from the journal).
+    origin: Option<Arc<Origin>>,
 }
 
 /// Equal when channel, seq, ts and payload are (whether a frame was encoded yet is not part
@@ -105,7 +109,19 @@ impl BusEvent {
             ts,
             payload,
             frame: Arc::default(),
+            origin: None,
         }
+    }
+
+    /// The event as of session `origin`.
+    pub fn with_origin(mut self, origin: Option<Arc<Origin>>) -> Self {
+        self.origin = origin;
+        self
+    }
+
+    /// The session the event is of, if known.
+    pub fn origin(&self) -> Option<&Origin> {
+        self.origin.as_deref()
     }
 
     /// This event's frame as `encode` makes it, encoded once however many subscribers write
@@ -128,6 +144,14 @@ pub struct Publish {
     pub payload: Payload,
 }
 
+/// [`Publish`] as of session `origin` (a client's `events.publish`: its session's event).
+#[derive(Message)]
+#[rtype(result = "BusEvent")]
+pub struct PublishFrom {
+    pub publish: Publish,
+    pub origin: Option<Arc<Origin>>,
+}
+
 /// Events of `channel` with `seq > since` (the ring when `since` is absent), ascending; `limit`
 /// keeps the newest. Unknown channel: empty.
 #[derive(Message)]
@@ -136,6 +160,8 @@ pub struct ReadEvents {
     pub channel: String,
     pub since: Option<u64>,
     pub limit: Option<usize>,
+    /// The reader's scope (`None`: the local uid, every event).
+    pub scope: Option<Scope>,
 }
 
 /// A subscription's handle.
@@ -147,6 +173,8 @@ pub type SubId = u64;
 pub struct Subscribe {
     pub channel: String,
     pub sub: Recipient<BusEvent>,
+    /// The subscriber's scope (`None`: the local uid, every event).
+    pub scope: Option<Scope>,
 }
 
 /// Subscribe and replay the channel's ring (`seq > since`, everything buffered when `None`)
@@ -157,6 +185,7 @@ pub struct SubscribeReplay {
     pub channel: String,
     pub sub: Recipient<BusEvent>,
     pub since: Option<u64>,
+    pub scope: Option<Scope>,
 }
 
 #[derive(Message)]
@@ -190,7 +219,7 @@ pub struct SubscriberBook {
 #[derive(Default)]
 struct Book {
     next_sub: SubId,
-    subs: BTreeMap<SubId, (String, Recipient<BusEvent>)>,
+    subs: BTreeMap<SubId, (String, Recipient<BusEvent>, Option<Scope>)>,
     seqs: HashMap<String, Arc<AtomicU64>>,
 }
 
@@ -207,7 +236,7 @@ impl SubscriberBook {
     pub fn settle(&self, writer: &Writer) -> usize {
         let (pending, _) = self.inbox.take();
         let mut queued = 0;
-        for p in pending {
+        for (p, _) in pending {
             if !DURABLE.contains(&p.channel.as_str()) {
                 continue;
             }
@@ -240,6 +269,7 @@ impl SubscriberBook {
 struct Subscriber {
     channel: String,
     sub: Recipient<BusEvent>,
+    scope: Option<Scope>,
     queue: VecDeque<BusEvent>,
     dropped: u64,
     latest_dropped: u64,
@@ -248,10 +278,11 @@ struct Subscriber {
 }
 
 impl Subscriber {
-    fn new(channel: String, sub: Recipient<BusEvent>) -> Self {
+    fn new(channel: String, sub: Recipient<BusEvent>, scope: Option<Scope>) -> Self {
         Subscriber {
             channel,
             sub,
+            scope,
             queue: VecDeque::new(),
             dropped: 0,
             latest_dropped: 0,
@@ -313,7 +344,10 @@ impl EventBus {
             let subs: BTreeMap<SubId, Subscriber> = b
                 .subs
                 .iter()
-                .map(|(id, (channel, sub))| (*id, Subscriber::new(channel.clone(), sub.clone())))
+                .map(|(id, (channel, sub, scope))| {
+                    let s = Subscriber::new(channel.clone(), sub.clone(), scope.clone());
+                    (*id, s)
+                })
                 .collect();
             let resumed = subs.keys().copied().collect();
             (subs, resumed)
@@ -342,8 +376,8 @@ impl EventBus {
                 .set_error(format!("{dropped} events dropped: the inbox was full"));
         }
         let n = pending.len();
-        for p in pending {
-            self.publish(p.channel, p.payload, ctx);
+        for (p, origin) in pending {
+            self.publish(p.channel, p.payload, origin, ctx);
         }
         n
     }
@@ -376,7 +410,13 @@ impl EventBus {
             .collect()
     }
 
-    fn publish(&mut self, channel: String, payload: Payload, ctx: &mut Context<Self>) -> BusEvent {
+    fn publish(
+        &mut self,
+        channel: String,
+        payload: Payload,
+        origin: Option<Arc<Origin>>,
+        ctx: &mut Context<Self>,
+    ) -> BusEvent {
         let book = &self.book;
         let ch = self
             .channels
@@ -386,7 +426,8 @@ impl EventBus {
                 ring: VecDeque::new(),
             });
         let seq = ch.next.fetch_add(1, Ordering::Relaxed);
-        let ev = BusEvent::new(channel, seq, journal::now_ns(), Arc::new(payload));
+        let ev =
+            BusEvent::new(channel, seq, journal::now_ns(), Arc::new(payload)).with_origin(origin);
         if ch.ring.len() >= RING {
             ch.ring.pop_front();
         }
@@ -411,7 +452,7 @@ impl EventBus {
         let ids: Vec<SubId> = self
             .subs
             .iter()
-            .filter(|(_, s)| s.channel == ev.channel)
+            .filter(|(_, s)| s.channel == ev.channel && admits(s.scope.as_ref(), ev.origin()))
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
@@ -507,6 +548,7 @@ impl EventBus {
         &mut self,
         channel: String,
         sub: Recipient<BusEvent>,
+        scope: Option<Scope>,
         replay: Option<Option<u64>>,
         ctx: &mut Context<Self>,
     ) -> SubId {
@@ -516,10 +558,12 @@ impl EventBus {
             let mut b = self.book.book.locked();
             b.next_sub += 1;
             let id = b.next_sub;
-            b.subs.insert(id, (channel.clone(), sub.clone()));
+            b.subs
+                .insert(id, (channel.clone(), sub.clone(), scope.clone()));
             id
         };
-        self.subs.insert(id, Subscriber::new(channel.clone(), sub));
+        self.subs
+            .insert(id, Subscriber::new(channel.clone(), sub, scope.clone()));
         self.count_live();
         if let Some(since) = replay {
             let events: Vec<BusEvent> = self
@@ -529,6 +573,7 @@ impl EventBus {
                     c.ring
                         .iter()
                         .filter(|e| since.is_none_or(|s| e.seq > s))
+                        .filter(|e| admits(scope.as_ref(), e.origin()))
                         .cloned()
                         .collect()
                 })
@@ -602,7 +647,18 @@ impl Handler<Publish> for EventBus {
     fn handle(&mut self, msg: Publish, ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         self.take_inbox(ctx);
-        MessageResult(self.publish(msg.channel, msg.payload, ctx))
+        MessageResult(self.publish(msg.channel, msg.payload, None, ctx))
+    }
+}
+
+impl Handler<PublishFrom> for EventBus {
+    type Result = MessageResult<PublishFrom>;
+
+    fn handle(&mut self, msg: PublishFrom, ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        self.take_inbox(ctx);
+        let p = msg.publish;
+        MessageResult(self.publish(p.channel, p.payload, msg.origin, ctx))
     }
 }
 
@@ -620,15 +676,24 @@ fn tail(mut v: Vec<BusEvent>, limit: Option<usize>) -> Vec<BusEvent> {
 /// (`completion/complete` of `shoal://events/{channel}`).
 #[derive(Message)]
 #[rtype(result = "Vec<String>")]
-pub struct ListChannels;
+pub struct ListChannels {
+    /// The asker's scope: channels named after sessions or tasks are not listed for a token.
+    pub scope: Option<Scope>,
+}
 
 impl Handler<ListChannels> for EventBus {
     type Result = Vec<String>;
 
-    fn handle(&mut self, _msg: ListChannels, ctx: &mut Context<Self>) -> Vec<String> {
+    fn handle(&mut self, msg: ListChannels, ctx: &mut Context<Self>) -> Vec<String> {
         self.reg.stats.handled();
         self.take_inbox(ctx);
-        let mut names: Vec<String> = self.channels.keys().cloned().collect();
+        let scope = msg.scope;
+        let mut names: Vec<String> = self
+            .channels
+            .keys()
+            .filter(|n| scope.as_ref().is_none_or(|s| s.lists_channel(n)))
+            .cloned()
+            .collect();
         names.sort();
         names
     }
@@ -640,6 +705,7 @@ impl Handler<ReadEvents> for EventBus {
     fn handle(&mut self, msg: ReadEvents, ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         self.take_inbox(ctx);
+        let scope = msg.scope.clone();
         let ring: Vec<BusEvent> = self
             .channels
             .get(&msg.channel)
@@ -647,6 +713,7 @@ impl Handler<ReadEvents> for EventBus {
                 c.ring
                     .iter()
                     .filter(|e| msg.since.is_none_or(|s| e.seq > s))
+                    .filter(|e| admits(scope.as_ref(), e.origin()))
                     .cloned()
                     .collect()
             })
@@ -663,7 +730,8 @@ impl Handler<ReadEvents> for EventBus {
             }
             _ => false,
         };
-        if !from_store {
+        // Stored events carry no session: a scoped reader (a token) gets the ring's only.
+        if !from_store || scope.is_some() {
             return Box::pin(async move { tail(ring, msg.limit) });
         }
         let writer = self.writer.clone();
@@ -715,7 +783,7 @@ impl Handler<Subscribe> for EventBus {
 
     fn handle(&mut self, msg: Subscribe, ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        MessageResult(self.subscribe(msg.channel, msg.sub, None, ctx))
+        MessageResult(self.subscribe(msg.channel, msg.sub, msg.scope, None, ctx))
     }
 }
 
@@ -724,7 +792,7 @@ impl Handler<SubscribeReplay> for EventBus {
 
     fn handle(&mut self, msg: SubscribeReplay, ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        MessageResult(self.subscribe(msg.channel, msg.sub, Some(msg.since), ctx))
+        MessageResult(self.subscribe(msg.channel, msg.sub, msg.scope, Some(msg.since), ctx))
     }
 }
 

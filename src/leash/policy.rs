@@ -40,6 +40,9 @@ pub struct PrincipalPolicy {
     pub opaque: OpaqueMode,
     pub hermetic: bool,
     pub fs: FsGrants,
+    /// Sessions owned by other principals this one may attach to read-only
+    /// (globs over session names, `*` and `?` as in file names).
+    pub sessions: Vec<NonEmpty>,
 }
 
 /// `[policy.principal."NAME".fs]` (or dotted `fs.read = [...]`).
@@ -262,6 +265,7 @@ pub fn local_default() -> PrincipalPolicy {
             write: all(),
             delete: all(),
         },
+        sessions: vec![NonEmpty("*".into())],
     }
 }
 
@@ -273,6 +277,14 @@ pub fn missing_section(principal: &str) -> String {
 }
 
 impl PrincipalPolicy {
+    /// May this principal read session `name` of another principal (a glob
+    /// of `sessions` matches the whole name)?
+    pub fn shares_session(&self, name: &str) -> bool {
+        self.sessions
+            .iter()
+            .any(|g| crate::value::glob::match_component(&g.0, name))
+    }
+
     /// Is `path` inside some of `grants`?
     fn fs_ok(grants: &[PathGlob], paths: &[String], home: Option<&str>) -> Option<String> {
         for p in paths {
@@ -521,5 +533,19 @@ fs.write = ["/proj/**"]
             toml::from_str("net = [\"*.x.org:*\"]\nspawn = [\"git\"]\nsecrets = [\"t\"]").unwrap();
         assert_eq!(ok.net_connect.len(), 1);
         assert_eq!(ok.proc_spawn.len(), 1);
+        assert!(toml::from_str::<PrincipalPolicy>("sessions = [\"\"]").is_err());
+        assert!(toml::from_str::<PrincipalPolicy>("sessions = \"x\"").is_err());
+    }
+
+    #[test]
+    fn shared_sessions_are_whole_name_globs() {
+        let p: PrincipalPolicy = toml::from_str("sessions = [\"shared-*\", \"ci?\"]").unwrap();
+        assert!(p.shares_session("shared-a"));
+        assert!(p.shares_session("shared-a/b"));
+        assert!(p.shares_session("ci1"));
+        assert!(!p.shares_session("ci12"));
+        assert!(!p.shares_session("xshared-a"));
+        assert!(!p.shares_session("default"));
+        assert!(!PrincipalPolicy::default().shares_session("shared-a"));
     }
 }
