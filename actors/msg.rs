@@ -46,16 +46,24 @@ pub enum SessionError {
 #[rtype(result = "Result<(), SessionError>")]
 pub struct CloseSession {
     pub name: String,
+    /// Who asks: only the session's owner or the local uid may close it.
+    pub principal: String,
 }
 
+/// The sessions `principal` may see (all of them for the local uid).
 #[derive(Message)]
 #[rtype(result = "Vec<Json>")]
-pub struct ListSessions;
+pub struct ListSessions {
+    pub principal: String,
+}
 
-/// The data behind `shoal status` / `daemon.status`.
+/// The data behind `shoal status` / `daemon.status`, as `principal` may see it
+/// (a token principal: its own and shared sessions, no daemon internals).
 #[derive(Message)]
 #[rtype(result = "Json")]
-pub struct GetStatus;
+pub struct GetStatus {
+    pub principal: String,
+}
 
 /// Stop the daemon cleanly.
 #[derive(Message)]

@@ -193,7 +193,7 @@ impl Handler<PtyCall> for SessionSupervisor {
                 let session = self.shared.name.clone();
                 self.ptys.opening += 1;
                 let spawned = actix_rt::task::spawn_blocking(move || {
-                    crate::leash::runtime::with_gate(run_gate, || {
+                    crate::leash::run_gate::with_gate(run_gate, || {
                         crate::leash::landlock::with_rules(sandbox, || {
                             PtyHandle::open(&spec, &session)
                         })
@@ -281,7 +281,17 @@ pub fn call_as(
 ) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
     let op = api::parse(method, params);
     let handle = handle.clone();
+    // A session shared read-only: its PTYs may be listed and read, never driven.
+    let reads = matches!(op, Ok(PtyOp::Read { .. } | PtyOp::List));
+    let who = gate
+        .as_ref()
+        .map(|g| g.principal.clone())
+        .unwrap_or_default();
+    let method = method.to_string();
     async move {
+        if !reads {
+            handle.writable(&who, &method)?;
+        }
         let op = op?;
         let name = handle.name.clone();
         handle

@@ -1,5 +1,8 @@
 //! The handle a connection holds to one session (its supervisor's address, its mailbox
-//! counters, the services), and [`AttachSession`], the message to the daemon that returns it.
+//! counters, the services, what its principal may do there), [`AttachSession`], the message
+//! to the daemon that returns it, and the ownership rules (docs/rules.md §21): a session
+//! belongs to the principal whose attach created it; the owner and the local uid use it
+//! fully, a principal whose policy `sessions` shares it reads it, nobody else reaches it.
 //! It only sends messages: it never evaluates and never touches a socket.
 
 use std::path::PathBuf;
@@ -11,12 +14,60 @@ use super::health::ActorStats;
 use super::msg::{Exec, ExecReply, SessionError};
 use super::session::SessionShared;
 use super::session_supervisor::SessionSupervisor;
+use crate::proto::rpc::{self, RpcError};
+
+/// What an attached principal may do in a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// The owner, or the local uid: everything.
+    Full,
+    /// Shared by the reader's policy `sessions`: values, transcript, events,
+    /// `pty.read`/`pty.list`, task records and awaits; nothing that acts.
+    Read,
+}
+
+/// What `principal` may do in session `name` owned by `owner` (`None`: nothing,
+/// not even learn that it exists).
+pub fn access_of(principal: &str, owner: &str, name: &str) -> Option<Access> {
+    let rt = crate::leash::runtime();
+    if principal == owner || principal == rt.local {
+        return Some(Access::Full);
+    }
+    rt.policy
+        .get(principal)
+        .is_some_and(|p| p.shares_session(name))
+        .then_some(Access::Read)
+}
+
+/// The refusal of a session a principal may not reach: `-32010`, the same words whether
+/// the session exists or not.
+pub fn unavailable(principal: &str, name: &str) -> RpcError {
+    RpcError::new(
+        rpc::LEASH_DENIED,
+        format!("session {name:?} is not available to principal {principal:?}"),
+    )
+    .with_data(serde_json::json!({"principal": principal, "session": name}))
+}
+
+/// The refusal of an act in a session shared read-only: `-32010`.
+pub fn read_only(principal: &str, name: &str, what: &str) -> RpcError {
+    RpcError::new(
+        rpc::LEASH_DENIED,
+        format!(
+            "session {name:?} is shared with principal {principal:?} read-only: {what} is refused (only its owner may act in it)"
+        ),
+    )
+    .with_data(serde_json::json!({"principal": principal, "session": name, "access": "read"}))
+}
 
 /// Attach a connection to a named session, creating it if needed.
 #[derive(Message)]
 #[rtype(result = "Result<SessionHandle, SessionError>")]
 pub struct AttachSession {
     pub name: String,
+    /// Who attaches: a session this attach creates is theirs; an existing one
+    /// answers only as [`access_of`] allows.
+    pub principal: String,
     pub cwd: Option<PathBuf>,
     /// The client's environment (docs/protocol.md §9): a session this attach creates
     /// starts with exactly it; `None` gives [`crate::paths::base_env`].
@@ -39,6 +90,8 @@ pub struct SessionHandle {
     /// below (copies, the lock held only inside them), never its mutexes.
     shared: Arc<SessionShared>,
     pub created: bool,
+    /// What the attached principal may do here (the daemon decides at attach).
+    pub access: Access,
     /// The session already existed and the attaching client's environment
     /// differs from the one it started with.
     pub env_differs: bool,
@@ -61,8 +114,22 @@ impl SessionHandle {
             stats,
             shared,
             created: false,
+            access: Access::Full,
             env_differs: false,
             services,
+        }
+    }
+
+    /// The principal that owns the session.
+    pub fn owner(&self) -> &str {
+        &self.shared.owner
+    }
+
+    /// Refuse `what` unless the attached principal may act here (`principal` names it).
+    pub fn writable(&self, principal: &str, what: &str) -> Result<(), RpcError> {
+        match self.access {
+            Access::Full => Ok(()),
+            Access::Read => Err(read_only(principal, &self.name, what)),
         }
     }
 
@@ -100,23 +167,31 @@ impl SessionHandle {
         &self,
         msg: Exec,
     ) -> impl std::future::Future<Output = Result<ExecReply, SessionError>> + 'static {
-        let sent = match self.shared.actor() {
-            Some((addr, stats)) => {
-                stats.enqueue();
-                Ok(addr.send(msg))
+        // A principal that may only read the session never reaches its evaluation.
+        let sent = match self.access {
+            Access::Read => {
+                let who = msg.gate.as_ref().map_or("", |g| g.principal.as_str());
+                Err(read_only(who, &self.name, "exec"))
             }
-            None => Err(self.send(msg)),
+            Access::Full => Ok(match self.shared.actor() {
+                Some((addr, stats)) => {
+                    stats.enqueue();
+                    Ok(addr.send(msg))
+                }
+                None => Err(self.send(msg)),
+            }),
         };
         let shared = self.shared.clone();
         async move {
             match sent {
-                Ok(direct) => direct.await.unwrap_or_else(|_| {
+                Err(refused) => Err(SessionError::Rpc(refused)),
+                Ok(Ok(direct)) => direct.await.unwrap_or_else(|_| {
                     Err(SessionError::Internal(format!(
                         "session {}: the session actor died during exec; it is being restarted",
                         shared.name
                     )))
                 }),
-                Err(supervised) => supervised
+                Ok(Err(supervised)) => supervised
                     .await
                     .map_err(|_| SessionError::Closed(shared.name.clone()))
                     .and_then(|r| r),

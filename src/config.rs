@@ -96,6 +96,8 @@ pub struct LimitsConfig {
     pub session_memory: u64,
     /// Named sessions alive at once.
     pub max_sessions: usize,
+    /// Named sessions alive at once that one principal owns (created by its attach).
+    pub max_sessions_per_principal: usize,
     /// Client connections open at once.
     pub max_connections: usize,
     /// Running background tasks per session.
@@ -114,6 +116,7 @@ impl Default for LimitsConfig {
         LimitsConfig {
             session_memory: 1 << 30,
             max_sessions: 64,
+            max_sessions_per_principal: 16,
             max_connections: 256,
             max_tasks_per_session: 64,
             max_ptys_per_session: 16,
@@ -347,6 +350,11 @@ fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
     }
     for (key, value, max) in [
         ("max_sessions", l.max_sessions, 100_000),
+        (
+            "max_sessions_per_principal",
+            l.max_sessions_per_principal,
+            100_000,
+        ),
         ("max_connections", l.max_connections, 100_000),
         ("max_tasks_per_session", l.max_tasks_per_session, 100_000),
         ("max_ptys_per_session", l.max_ptys_per_session, 10_000),
@@ -486,6 +494,10 @@ mod tests {
             (
                 "[limits]\nmax_sessions = 0\n",
                 "c.toml:2:16: max_sessions must be between 1 and 100000",
+            ),
+            (
+                "[limits]\nmax_sessions_per_principal = 0\n",
+                "c.toml:2:30: max_sessions_per_principal must be between 1 and 100000",
             ),
             (
                 "[limits]\nspill_bytes = 5\n",

@@ -1,6 +1,7 @@
 //! The Daemon actor, root of the tree: owns the config, the health registry
 //! and the map of named sessions (one SessionSupervisor each); it attaches,
-//! creates and closes sessions. Its status answer is `status.rs`, its stop
+//! creates and closes sessions, each owned by the principal whose attach created it
+//! (who may reach which is `session_handle::access_of`). Its status answer is `status.rs`, its stop
 //! `shutdown.rs`, its supervision of EventBus, JournalWriter and Listener
 //! `services.rs`, `shoal daemon`'s entry point `run.rs` (process setup in
 //! `setup.rs`). It never evaluates, never waits for a session and never
@@ -23,7 +24,7 @@ use super::health::{Registration, Registry};
 use super::journal_writer::Services;
 use super::msg::{CloseSession, ListSessions, SessionError, StopSession};
 use super::session::SessionShared;
-use super::session_handle::{AttachSession, SessionHandle};
+use super::session_handle::{access_of, unavailable, Access, AttachSession, SessionHandle};
 use super::session_supervisor::SessionSupervisor;
 use crate::config::Config;
 use crate::journal;
@@ -151,6 +152,12 @@ impl Handler<AttachSession> for Daemon {
             return Err(SessionError::BadRequest(m));
         }
         if let Some((addr, shared, stats)) = self.sessions.get(&msg.name) {
+            // Someone else's session: reached only as its owner's rules allow, and a
+            // refusal says no more than it would of a session that does not exist.
+            let access = access_of(&msg.principal, &shared.owner, &msg.name);
+            if access.is_none() || (access == Some(Access::Read) && !addr.connected()) {
+                return Err(SessionError::Rpc(unavailable(&msg.principal, &msg.name)));
+            }
             if addr.connected() {
                 // An existing session keeps its own environment (docs/protocol.md §9).
                 let env_differs = msg.env.as_ref().is_some_and(|e| !same_env(e, &shared.env));
@@ -161,6 +168,7 @@ impl Handler<AttachSession> for Daemon {
                     self.services.clone(),
                 );
                 h.env_differs = env_differs;
+                h.access = access.unwrap_or(Access::Read);
                 return Ok(h);
             }
         }
@@ -170,6 +178,22 @@ impl Handler<AttachSession> for Daemon {
             .filter(|(a, _, _)| a.connected())
             .count();
         let max = self.config.limits.max_sessions;
+        let per_principal = self.config.limits.max_sessions_per_principal;
+        let local = msg.principal == crate::leash::runtime().local;
+        let owned = self
+            .sessions
+            .values()
+            .filter(|(a, s, _)| a.connected() && s.owner == msg.principal)
+            .count();
+        // The local uid owns the daemon: only the global cap counts for it.
+        if !local && owned >= per_principal {
+            tracing::warn!(session = %msg.name, principal = %msg.principal, max = per_principal, "refused a new session: max_sessions_per_principal reached");
+            return Err(SessionError::Rpc(super::conn::limit_error(
+                "max_sessions_per_principal",
+                per_principal as u64,
+                "too many sessions of this principal",
+            )));
+        }
         if live >= max {
             tracing::warn!(session = %msg.name, max, "refused a new session: max_sessions reached");
             return Err(SessionError::Rpc(super::conn::limit_error(
@@ -191,12 +215,19 @@ impl Handler<AttachSession> for Daemon {
         let mut shared =
             SessionShared::new(msg.name.clone(), cwd, self.config.session.render_width)
                 .with_resident_values(self.config.session.resident_values)
-                .with_limits(&self.config.limits);
+                .with_limits(&self.config.limits)
+                .with_owner(&msg.principal);
         if let Some(env) = msg.env {
             shared = shared.with_env(env);
         }
         if let Some(s) = &self.services {
-            shared = shared.with_services(s.clone());
+            // Everything the session publishes is stamped as its own, so a token sees the
+            // events of sessions it may read only (`event_bus::Scope`).
+            let mut s = s.clone();
+            s.bus = s
+                .bus
+                .stamped(super::event_bus::Origin::new(&msg.name, &msg.principal));
+            shared = shared.with_services(s);
         }
         if !msg.no_adapters {
             shared.adapters = Some(self.adapters().clone());
@@ -224,7 +255,7 @@ impl Handler<AttachSession> for Daemon {
             Some(a) => SessionSupervisor::start_in_arbiter(a, move |_| sup),
             None => sup.start(),
         };
-        tracing::info!(session = %msg.name, cwd = %shared.cwd.display(), "session created");
+        tracing::info!(session = %msg.name, owner = %msg.principal, cwd = %shared.cwd.display(), "session created");
         self.sessions.insert(
             msg.name.clone(),
             (addr.clone(), shared.clone(), stats.clone()),
@@ -249,6 +280,26 @@ impl Handler<CloseSession> for Daemon {
 
     fn handle(&mut self, msg: CloseSession, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
+        let local = msg.principal == crate::leash::runtime().local;
+        match self.sessions.get(&msg.name) {
+            // A token learns nothing of a session it may not close: missing and
+            // foreign are refused alike.
+            None if !local => {
+                return Err(SessionError::Rpc(unavailable(&msg.principal, &msg.name)))
+            }
+            Some((_, shared, _)) => match access_of(&msg.principal, &shared.owner, &msg.name) {
+                Some(Access::Full) => {}
+                Some(Access::Read) => {
+                    return Err(SessionError::Rpc(super::session_handle::read_only(
+                        &msg.principal,
+                        &msg.name,
+                        "session.close",
+                    )))
+                }
+                None => return Err(SessionError::Rpc(unavailable(&msg.principal, &msg.name))),
+            },
+            None => {}
+        }
         match self.sessions.remove(&msg.name) {
             Some((addr, _, stats)) => {
                 stats.enqueue();
@@ -277,11 +328,12 @@ impl Handler<CloseSession> for Daemon {
 impl Handler<ListSessions> for Daemon {
     type Result = MessageResult<ListSessions>;
 
-    fn handle(&mut self, _msg: ListSessions, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: ListSessions, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         MessageResult(
             self.sessions
                 .values()
+                .filter(|(_, s, _)| access_of(&msg.principal, &s.owner, &s.name).is_some())
                 .map(|(_, s, _)| Daemon::session_json(s))
                 .collect(),
         )

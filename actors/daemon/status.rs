@@ -1,6 +1,7 @@
 //! `daemon.status` / `shoal status`: the daemon's facts, every actor's row,
-//! each session with its child table, the journal's health and each
-//! `[limits]` quota with its use. It reads counters and asks supervisors with
+//! each session with its owner and child table, the journal's health and each
+//! `[limits]` quota with its use. A token principal is shown only the sessions
+//! it may reach and its own quota, none of the daemon's internals. It reads counters and asks supervisors with
 //! a deadline: it never waits on a stuck one and never changes anything.
 
 use actix::prelude::*;
@@ -37,6 +38,12 @@ impl Daemon {
             .unwrap_or(0);
         json!({
             "sessions": {"used": live, "max": l.max_sessions, "key": "max_sessions"},
+            // The busiest token principal's sessions (the local uid has no such cap).
+            "sessions_per_principal": {
+                "used": self.busiest_owner(),
+                "max": l.max_sessions_per_principal,
+                "key": "max_sessions_per_principal",
+            },
             "connections": {
                 "used": self.connections.load(std::sync::atomic::Ordering::Relaxed),
                 "max": l.max_connections,
@@ -59,10 +66,23 @@ impl Daemon {
             "spill_bytes": {"used": spill_used, "max": l.spill_bytes, "key": "spill_bytes"},
         })
     }
+    /// Live sessions of the token principal that owns the most.
+    fn busiest_owner(&self) -> usize {
+        let local = &crate::leash::runtime().local;
+        let mut per: std::collections::HashMap<&str, usize> = Default::default();
+        for (a, s, _) in self.sessions.values() {
+            if a.connected() && &s.owner != local {
+                *per.entry(s.owner.as_str()).or_default() += 1;
+            }
+        }
+        per.into_values().max().unwrap_or(0)
+    }
+
     pub(super) fn session_json(shared: &SessionShared) -> Json {
         let ptys = crate::pty::open_in_session(&shared.name);
         json!({
             "name": shared.name,
+            "owner": shared.owner,
             "cwd": shared.cwd.display().to_string(),
             "clients": shared.clients.load(std::sync::atomic::Ordering::Relaxed),
             "busy": shared.busy.load(std::sync::atomic::Ordering::Relaxed),
@@ -79,8 +99,12 @@ impl Daemon {
 impl Handler<GetStatus> for Daemon {
     type Result = ResponseFuture<Json>;
 
-    fn handle(&mut self, _msg: GetStatus, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: GetStatus, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
+        if msg.principal != crate::leash::runtime().local {
+            let status = self.token_status(&msg.principal);
+            return Box::pin(async move { status });
+        }
         let adapters = self.adapters().clone();
         let i = &self.info;
         // Each supervisor's child table (tasks with state, age, pid); a
@@ -141,6 +165,46 @@ impl Handler<GetStatus> for Daemon {
             }
             status["limits"]["tasks_per_session"]["used"] = json!(busiest);
             status
+        })
+    }
+}
+
+impl Daemon {
+    /// What a token principal's `daemon.status` shows: the version, the sessions it may
+    /// reach (with its access to each) and the session quotas as they apply to it.
+    fn token_status(&self, principal: &str) -> Json {
+        let mut owned = 0;
+        let sessions: Vec<Json> = self
+            .sessions
+            .values()
+            .filter_map(|(a, s, _)| {
+                let access = super::super::session_handle::access_of(principal, &s.owner, &s.name)?;
+                if a.connected() && s.owner == principal {
+                    owned += 1;
+                }
+                let mut row = Daemon::session_json(s);
+                row["access"] = json!(match access {
+                    super::super::session_handle::Access::Full => "full",
+                    super::super::session_handle::Access::Read => "read",
+                });
+                Some(row)
+            })
+            .collect();
+        let l = &self.config.limits;
+        json!({
+            "daemon": {
+                "version": env!("CARGO_PKG_VERSION"),
+                "uptime_ms": self.info.started.elapsed().as_millis() as u64,
+            },
+            "principal": principal,
+            "sessions": sessions,
+            "limits": {
+                "sessions_per_principal": {
+                    "used": owned,
+                    "max": l.max_sessions_per_principal,
+                    "key": "max_sessions_per_principal",
+                },
+            },
         })
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 
-use super::{EventBus, Payload, Publish, WAKE_AT};
+use super::{EventBus, Origin, Payload, Publish, WAKE_AT};
 
 /// Publishes the inbox holds at most: past it the oldest are dropped (and counted), so a
 /// bus that is gone for good (past its restart limit) cannot make publishers grow it
@@ -14,6 +14,9 @@ use super::{EventBus, Payload, Publish, WAKE_AT};
 pub const MAX_PENDING: usize = 16 * 1024;
 use crate::actors::health::Supervised;
 use crate::sync::Locked;
+
+/// A publish with the session it is of (`None`: of no session).
+pub type Stamped = (Publish, Option<Arc<Origin>>);
 
 /// Publishes not yet taken by the bus (see the module doc).
 #[derive(Default)]
@@ -23,7 +26,7 @@ pub struct Inbox {
 
 #[derive(Default)]
 struct InboxState {
-    pending: VecDeque<Publish>,
+    pending: VecDeque<Stamped>,
     /// The bus will look at the inbox unasked: a [`Drain`] is on its way or a tick is due.
     armed: bool,
     /// A [`Drain`] is on its way.
@@ -36,7 +39,7 @@ struct InboxState {
 
 impl Inbox {
     /// Add `events`; answers whether the publisher must wake the bus (module doc).
-    pub(super) fn push(&self, events: impl IntoIterator<Item = Publish>, prompt: bool) -> bool {
+    pub(super) fn push(&self, events: impl IntoIterator<Item = Stamped>, prompt: bool) -> bool {
         let mut s = self.state.locked();
         let before = s.pending.len();
         s.pending.extend(events);
@@ -59,7 +62,7 @@ impl Inbox {
 
     /// Everything waiting, in publish order (a [`Drain`] sent before this is answered),
     /// and how many publishes were dropped before it for [`MAX_PENDING`].
-    pub(super) fn take(&self) -> (VecDeque<Publish>, u64) {
+    pub(super) fn take(&self) -> (VecDeque<Stamped>, u64) {
         let mut s = self.state.locked();
         s.wake_sent = false;
         (
@@ -91,11 +94,32 @@ pub struct BusHandle {
     bus: Supervised<EventBus>,
     inbox: Arc<Inbox>,
     prompt: bool,
+    /// The session every publish through this handle is of (a session's own handle).
+    origin: Option<Arc<Origin>>,
 }
 
 impl BusHandle {
     pub(super) fn new(bus: Supervised<EventBus>, inbox: Arc<Inbox>, prompt: bool) -> Self {
-        BusHandle { bus, inbox, prompt }
+        BusHandle {
+            bus,
+            inbox,
+            prompt,
+            origin: None,
+        }
+    }
+
+    /// This handle for session `origin`: what is published through it is that session's
+    /// (a token principal sees it only if it may read the session, `scope.rs`).
+    pub fn stamped(&self, origin: Arc<Origin>) -> BusHandle {
+        BusHandle {
+            origin: Some(origin),
+            ..self.clone()
+        }
+    }
+
+    /// The session this handle publishes for, if any.
+    pub fn origin(&self) -> Option<&Arc<Origin>> {
+        self.origin.as_ref()
     }
 
     /// Publish `payload` on `channel`.
@@ -108,7 +132,9 @@ impl BusHandle {
 
     /// Publish `events` in order.
     pub fn publish_all(&self, events: impl IntoIterator<Item = Publish>) {
-        if self.inbox.push(events, self.prompt) {
+        let origin = &self.origin;
+        let stamped = events.into_iter().map(|p| (p, origin.clone()));
+        if self.inbox.push(stamped, self.prompt) {
             self.bus.do_send(Drain);
         }
     }

@@ -39,6 +39,11 @@
 //! which the first connection to write it leaves the encoded kernel frame, so a fan-out
 //! encodes the frame once, not once per subscriber. Encoding stays at the edge (the
 //! connection fills the cell); the bus never builds wire bytes.
+//!
+//! A session's publishes carry their [`Origin`] (the session and its owner, stamped by the
+//! session's own [`BusHandle`]); a token principal's subscriptions and reads carry a
+//! [`Scope`], and only events of sessions it owns or may read reach it (`scope.rs`). Reads
+//! are `read.rs`.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -54,8 +59,11 @@ use crate::journal::{self, JournalWriter as Writer, Op};
 pub use crate::proto::event::Payload;
 
 mod inbox;
+mod read;
+mod scope;
 use crate::sync::Locked;
 pub use inbox::{BusHandle, Drain, Inbox, MAX_PENDING};
+pub use scope::{admits, Origin, Scope};
 
 /// Events kept in memory per channel.
 pub const RING: usize = 1024;
@@ -84,6 +92,8 @@ pub struct BusEvent {
     /// The encoded kernel `event` notification, filled by the first connection that writes
     /// this event and reused by every other subscriber of the same publish.
     frame: Arc<OnceLock<Vec<u8>>>,
+    /// The session it is of (`None`: of no session, or read back from the journal).
+    origin: Option<Arc<Origin>>,
 }
 
 /// Equal when channel, seq, ts and payload are (whether a frame was encoded yet is not part
@@ -105,7 +115,19 @@ impl BusEvent {
             ts,
             payload,
             frame: Arc::default(),
+            origin: None,
         }
+    }
+
+    /// The event as of session `origin`.
+    pub fn with_origin(mut self, origin: Option<Arc<Origin>>) -> Self {
+        self.origin = origin;
+        self
+    }
+
+    /// The session the event is of, if known.
+    pub fn origin(&self) -> Option<&Origin> {
+        self.origin.as_deref()
     }
 
     /// This event's frame as `encode` makes it, encoded once however many subscribers write
@@ -128,6 +150,14 @@ pub struct Publish {
     pub payload: Payload,
 }
 
+/// [`Publish`] as of session `origin` (a client's `events.publish`: its session's event).
+#[derive(Message)]
+#[rtype(result = "BusEvent")]
+pub struct PublishFrom {
+    pub publish: Publish,
+    pub origin: Option<Arc<Origin>>,
+}
+
 /// Events of `channel` with `seq > since` (the ring when `since` is absent), ascending; `limit`
 /// keeps the newest. Unknown channel: empty.
 #[derive(Message)]
@@ -136,6 +166,8 @@ pub struct ReadEvents {
     pub channel: String,
     pub since: Option<u64>,
     pub limit: Option<usize>,
+    /// The reader's scope (`None`: the local uid, every event).
+    pub scope: Option<Scope>,
 }
 
 /// A subscription's handle.
@@ -147,6 +179,8 @@ pub type SubId = u64;
 pub struct Subscribe {
     pub channel: String,
     pub sub: Recipient<BusEvent>,
+    /// The subscriber's scope (`None`: the local uid, every event).
+    pub scope: Option<Scope>,
 }
 
 /// Subscribe and replay the channel's ring (`seq > since`, everything buffered when `None`)
@@ -157,6 +191,7 @@ pub struct SubscribeReplay {
     pub channel: String,
     pub sub: Recipient<BusEvent>,
     pub since: Option<u64>,
+    pub scope: Option<Scope>,
 }
 
 #[derive(Message)]
@@ -190,7 +225,7 @@ pub struct SubscriberBook {
 #[derive(Default)]
 struct Book {
     next_sub: SubId,
-    subs: BTreeMap<SubId, (String, Recipient<BusEvent>)>,
+    subs: BTreeMap<SubId, (String, Recipient<BusEvent>, Option<Scope>)>,
     seqs: HashMap<String, Arc<AtomicU64>>,
 }
 
@@ -207,7 +242,7 @@ impl SubscriberBook {
     pub fn settle(&self, writer: &Writer) -> usize {
         let (pending, _) = self.inbox.take();
         let mut queued = 0;
-        for p in pending {
+        for (p, _) in pending {
             if !DURABLE.contains(&p.channel.as_str()) {
                 continue;
             }
@@ -240,6 +275,7 @@ impl SubscriberBook {
 struct Subscriber {
     channel: String,
     sub: Recipient<BusEvent>,
+    scope: Option<Scope>,
     queue: VecDeque<BusEvent>,
     dropped: u64,
     latest_dropped: u64,
@@ -248,10 +284,11 @@ struct Subscriber {
 }
 
 impl Subscriber {
-    fn new(channel: String, sub: Recipient<BusEvent>) -> Self {
+    fn new(channel: String, sub: Recipient<BusEvent>, scope: Option<Scope>) -> Self {
         Subscriber {
             channel,
             sub,
+            scope,
             queue: VecDeque::new(),
             dropped: 0,
             latest_dropped: 0,
@@ -313,7 +350,10 @@ impl EventBus {
             let subs: BTreeMap<SubId, Subscriber> = b
                 .subs
                 .iter()
-                .map(|(id, (channel, sub))| (*id, Subscriber::new(channel.clone(), sub.clone())))
+                .map(|(id, (channel, sub, scope))| {
+                    let s = Subscriber::new(channel.clone(), sub.clone(), scope.clone());
+                    (*id, s)
+                })
                 .collect();
             let resumed = subs.keys().copied().collect();
             (subs, resumed)
@@ -342,8 +382,8 @@ impl EventBus {
                 .set_error(format!("{dropped} events dropped: the inbox was full"));
         }
         let n = pending.len();
-        for p in pending {
-            self.publish(p.channel, p.payload, ctx);
+        for (p, origin) in pending {
+            self.publish(p.channel, p.payload, origin, ctx);
         }
         n
     }
@@ -376,7 +416,13 @@ impl EventBus {
             .collect()
     }
 
-    fn publish(&mut self, channel: String, payload: Payload, ctx: &mut Context<Self>) -> BusEvent {
+    fn publish(
+        &mut self,
+        channel: String,
+        payload: Payload,
+        origin: Option<Arc<Origin>>,
+        ctx: &mut Context<Self>,
+    ) -> BusEvent {
         let book = &self.book;
         let ch = self
             .channels
@@ -386,7 +432,8 @@ impl EventBus {
                 ring: VecDeque::new(),
             });
         let seq = ch.next.fetch_add(1, Ordering::Relaxed);
-        let ev = BusEvent::new(channel, seq, journal::now_ns(), Arc::new(payload));
+        let ev =
+            BusEvent::new(channel, seq, journal::now_ns(), Arc::new(payload)).with_origin(origin);
         if ch.ring.len() >= RING {
             ch.ring.pop_front();
         }
@@ -411,7 +458,7 @@ impl EventBus {
         let ids: Vec<SubId> = self
             .subs
             .iter()
-            .filter(|(_, s)| s.channel == ev.channel)
+            .filter(|(_, s)| s.channel == ev.channel && admits(s.scope.as_ref(), ev.origin()))
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
@@ -507,6 +554,7 @@ impl EventBus {
         &mut self,
         channel: String,
         sub: Recipient<BusEvent>,
+        scope: Option<Scope>,
         replay: Option<Option<u64>>,
         ctx: &mut Context<Self>,
     ) -> SubId {
@@ -516,10 +564,12 @@ impl EventBus {
             let mut b = self.book.book.locked();
             b.next_sub += 1;
             let id = b.next_sub;
-            b.subs.insert(id, (channel.clone(), sub.clone()));
+            b.subs
+                .insert(id, (channel.clone(), sub.clone(), scope.clone()));
             id
         };
-        self.subs.insert(id, Subscriber::new(channel.clone(), sub));
+        self.subs
+            .insert(id, Subscriber::new(channel.clone(), sub, scope.clone()));
         self.count_live();
         if let Some(since) = replay {
             let events: Vec<BusEvent> = self
@@ -529,6 +579,7 @@ impl EventBus {
                     c.ring
                         .iter()
                         .filter(|e| since.is_none_or(|s| e.seq > s))
+                        .filter(|e| admits(scope.as_ref(), e.origin()))
                         .cloned()
                         .collect()
                 })
@@ -602,111 +653,45 @@ impl Handler<Publish> for EventBus {
     fn handle(&mut self, msg: Publish, ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         self.take_inbox(ctx);
-        MessageResult(self.publish(msg.channel, msg.payload, ctx))
+        MessageResult(self.publish(msg.channel, msg.payload, None, ctx))
     }
 }
 
-/// Keep the newest `limit` (None or 0: all).
-fn tail(mut v: Vec<BusEvent>, limit: Option<usize>) -> Vec<BusEvent> {
-    if let Some(l) = limit.filter(|l| *l > 0) {
-        if v.len() > l {
-            v.drain(..v.len() - l);
-        }
+impl Handler<PublishFrom> for EventBus {
+    type Result = MessageResult<PublishFrom>;
+
+    fn handle(&mut self, msg: PublishFrom, ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        self.take_inbox(ctx);
+        let p = msg.publish;
+        MessageResult(self.publish(p.channel, p.payload, msg.origin, ctx))
     }
-    v
 }
 
 /// The names of the channels that have had events, sorted
 /// (`completion/complete` of `shoal://events/{channel}`).
 #[derive(Message)]
 #[rtype(result = "Vec<String>")]
-pub struct ListChannels;
+pub struct ListChannels {
+    /// The asker's scope: channels named after sessions or tasks are not listed for a token.
+    pub scope: Option<Scope>,
+}
 
 impl Handler<ListChannels> for EventBus {
     type Result = Vec<String>;
 
-    fn handle(&mut self, _msg: ListChannels, ctx: &mut Context<Self>) -> Vec<String> {
+    fn handle(&mut self, msg: ListChannels, ctx: &mut Context<Self>) -> Vec<String> {
         self.reg.stats.handled();
         self.take_inbox(ctx);
-        let mut names: Vec<String> = self.channels.keys().cloned().collect();
+        let scope = msg.scope;
+        let mut names: Vec<String> = self
+            .channels
+            .keys()
+            .filter(|n| scope.as_ref().is_none_or(|s| s.lists_channel(n)))
+            .cloned()
+            .collect();
         names.sort();
         names
-    }
-}
-
-impl Handler<ReadEvents> for EventBus {
-    type Result = ResponseFuture<Vec<BusEvent>>;
-
-    fn handle(&mut self, msg: ReadEvents, ctx: &mut Context<Self>) -> Self::Result {
-        self.reg.stats.handled();
-        self.take_inbox(ctx);
-        let ring: Vec<BusEvent> = self
-            .channels
-            .get(&msg.channel)
-            .map(|c| {
-                c.ring
-                    .iter()
-                    .filter(|e| msg.since.is_none_or(|s| e.seq > s))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
-        let first_in_ring = self
-            .channels
-            .get(&msg.channel)
-            .and_then(|c| c.ring.front().map(|e| e.seq))
-            .unwrap_or_else(|| self.channels.get(&msg.channel).map_or(0, Channel::next));
-        // Older than the ring (or an empty ring after a restart): the store has it.
-        let from_store = match (msg.since, &self.writer) {
-            (Some(s), Some(_)) => {
-                DURABLE.contains(&msg.channel.as_str()) && s.saturating_add(1) < first_in_ring
-            }
-            _ => false,
-        };
-        if !from_store {
-            return Box::pin(async move { tail(ring, msg.limit) });
-        }
-        let writer = self.writer.clone();
-        let stats = self.reg.stats.clone();
-        Box::pin(async move {
-            let Some(w) = writer else {
-                return tail(ring, msg.limit);
-            };
-            let channel = msg.channel.clone();
-            let since = msg.since;
-            let limit = msg.limit.unwrap_or(0);
-            let read = tokio::task::spawn_blocking(move || {
-                w.sync_visible()?;
-                w.store().events_read(&channel, since, limit)
-            })
-            .await;
-            match read {
-                Ok(Ok(stored)) => {
-                    let mut out: Vec<BusEvent> = stored
-                        .into_iter()
-                        .filter(|e| e.seq < first_in_ring)
-                        .map(|e| {
-                            BusEvent::new(
-                                msg.channel.clone(),
-                                e.seq,
-                                e.ts,
-                                Arc::new(e.payload.into()),
-                            )
-                        })
-                        .collect();
-                    out.extend(ring);
-                    tail(out, msg.limit)
-                }
-                Ok(Err(e)) => {
-                    stats.set_error(format!("events.read from the journal: {e}"));
-                    tail(ring, msg.limit)
-                }
-                Err(e) => {
-                    stats.set_error(format!("events.read from the journal: {e}"));
-                    tail(ring, msg.limit)
-                }
-            }
-        })
     }
 }
 
@@ -715,7 +700,7 @@ impl Handler<Subscribe> for EventBus {
 
     fn handle(&mut self, msg: Subscribe, ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        MessageResult(self.subscribe(msg.channel, msg.sub, None, ctx))
+        MessageResult(self.subscribe(msg.channel, msg.sub, msg.scope, None, ctx))
     }
 }
 
@@ -724,7 +709,7 @@ impl Handler<SubscribeReplay> for EventBus {
 
     fn handle(&mut self, msg: SubscribeReplay, ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        MessageResult(self.subscribe(msg.channel, msg.sub, Some(msg.since), ctx))
+        MessageResult(self.subscribe(msg.channel, msg.sub, msg.scope, Some(msg.since), ctx))
     }
 }
 

@@ -5,11 +5,12 @@ use crate::actors::health::Registry;
 use std::sync::Mutex;
 use std::time::Duration;
 
-fn publish(channel: &str, v: u64) -> Publish {
-    Publish {
+fn publish(channel: &str, v: u64) -> (Publish, Option<Arc<Origin>>) {
+    let p = Publish {
         channel: channel.into(),
         payload: json!(v).into(),
-    }
+    };
+    (p, None)
 }
 
 #[test]
@@ -25,7 +26,7 @@ fn the_inbox_wakes_the_bus_once_per_idle_spell_unless_someone_listens() {
         .take()
         .0
         .iter()
-        .map(|p| p.payload.to_json().into_owned())
+        .map(|(p, _)| p.payload.to_json().into_owned())
         .collect();
     assert_eq!(got, vec![json!(0), json!(1), json!(2)]);
     assert!(
@@ -80,12 +81,12 @@ fn an_inbox_nobody_takes_keeps_the_newest_events_and_counts_the_rest() {
     assert_eq!(kept.len(), MAX_PENDING);
     assert_eq!(dropped, 1000);
     assert_eq!(
-        kept[0].payload.to_json().into_owned(),
+        kept[0].0.payload.to_json().into_owned(),
         json!(1000),
         "the oldest went"
     );
     assert_eq!(
-        kept.back().unwrap().payload.to_json().into_owned(),
+        kept.back().unwrap().0.payload.to_json().into_owned(),
         json!(n - 1)
     );
     let (rest, dropped) = inbox.take();
@@ -114,6 +115,7 @@ fn publishes_through_the_inbox_are_read_in_order_and_delivered_to_subscribers() 
                 channel: "q".into(),
                 since: None,
                 limit: None,
+                scope: None,
             })
         };
         let seqs: Vec<u64> = read(&bus).await.unwrap().iter().map(|e| e.seq).collect();
@@ -135,6 +137,7 @@ fn publishes_through_the_inbox_are_read_in_order_and_delivered_to_subscribers() 
         bus.send(Subscribe {
             channel: "q".into(),
             sub: sub.recipient(),
+            scope: None,
         })
         .await
         .unwrap();
@@ -201,6 +204,7 @@ fn a_slow_subscriber_gets_a_dropped_marker_then_newer_events() {
         bus.send(Subscribe {
             channel: "user.t".into(),
             sub: slow.recipient(),
+            scope: None,
         })
         .await
         .unwrap();
@@ -267,6 +271,7 @@ fn a_slow_subscriber_gets_a_dropped_marker_then_newer_events() {
                 channel: "user.t".into(),
                 since: None,
                 limit: None,
+                scope: None,
             })
             .await
             .unwrap();
@@ -277,6 +282,7 @@ fn a_slow_subscriber_gets_a_dropped_marker_then_newer_events() {
                 channel: "user.t".into(),
                 since: Some(n - 10),
                 limit: Some(3),
+                scope: None,
             })
             .await
             .unwrap();

@@ -1,6 +1,8 @@
 //! KernelConn's event-bus methods: `events.read`, `events.publish`,
 //! `events.subscribe`, `events.unsubscribe`, with session-scoped channels
 //! (`task.N`, `jobs`) resolved through `actors::task::scoped_channel` first.
+//! A token principal reads and hears only the events of sessions it may read
+//! (`event_bus::Scope`); what a client publishes is its session's event.
 //! It never names a bus channel of another session and never evaluates.
 
 use actix::fut::ready;
@@ -9,20 +11,28 @@ use serde_json::{json, Map, Value as Json};
 
 use super::{KernelConn, Reply};
 use crate::actors::conn;
-use crate::actors::event_bus::{BusEvent, Publish, ReadEvents, SubscribeReplay, Unsubscribe};
+use crate::actors::event_bus::{
+    BusEvent, Origin, Publish, PublishFrom, ReadEvents, Scope, SubscribeReplay, Unsubscribe,
+};
 use crate::proto::rpc::{self, RpcError};
 
 impl KernelConn {
     /// `events.read`, `events.publish`, `events.subscribe`, `events.unsubscribe`.
     /// A session-scoped channel (`task.N`, `jobs`) is first resolved to the bus
     /// channel this session may use ([`crate::actors::task::scoped_channel`]).
-    pub(super) fn events_method(&mut self, method: &str, mut p: Map<String, Json>) -> Reply {
+    pub(super) fn events_method(
+        &mut self,
+        method: &str,
+        mut p: Map<String, Json>,
+        principal: &str,
+    ) -> Reply {
+        let scope = Scope::for_principal(principal);
         let named = p.get("channel").and_then(Json::as_str).map(str::to_string);
         let (Some(channel), Some(att)) = (named, &self.attached) else {
-            return self.events_on(method, p);
+            return self.events_on(method, p, scope);
         };
         if !crate::actors::task::is_scoped_channel(&channel) || method == "events.publish" {
-            return self.events_on(method, p);
+            return self.events_on(method, p, scope);
         }
         if method == "events.unsubscribe" {
             // Only this connection's own subscriptions can be dropped: no check.
@@ -30,7 +40,7 @@ impl KernelConn {
                 let own = crate::actors::task::jobs_channel(&att.handle.name);
                 p.insert("channel".into(), json!(own));
             }
-            return self.events_on(method, p);
+            return self.events_on(method, p, scope);
         }
         let h = att.handle.clone();
         let method = method.to_string();
@@ -39,7 +49,7 @@ impl KernelConn {
             match r {
                 Ok(bus) => {
                     p.insert("channel".into(), json!(bus));
-                    act.events_on(&method, p)
+                    act.events_on(&method, p, scope)
                 }
                 Err(e) => Box::pin(ready(Err(e))),
             }
@@ -47,7 +57,7 @@ impl KernelConn {
     }
 
     /// The events methods on a channel already scoped.
-    fn events_on(&mut self, method: &str, p: Map<String, Json>) -> Reply {
+    fn events_on(&mut self, method: &str, p: Map<String, Json>, scope: Option<Scope>) -> Reply {
         let channel = match rpc::req_str(&p, "channel") {
             Ok(c) => c.to_string(),
             Err(e) => return Box::pin(ready(Err(e))),
@@ -83,6 +93,7 @@ impl KernelConn {
                             channel: channel.clone(),
                             since,
                             limit,
+                            scope,
                         })
                         .await?;
                     Ok(json!({
@@ -101,18 +112,17 @@ impl KernelConn {
                 let payload = p.get("payload").cloned().unwrap_or(Json::Null);
                 // The publishing client's session sees the event on its own
                 // `channel(...)` too (the language side of the bus).
-                if let Some(att) = &self.attached {
+                let origin = self.attached.as_ref().map(|att| {
                     att.handle
                         .inject(&channel, crate::value::json::from_json(&payload));
-                }
+                    Origin::new(&att.handle.name, att.handle.owner())
+                });
                 self.with_services(move |s| async move {
-                    let ev = s
-                        .bus
-                        .send(Publish {
-                            channel,
-                            payload: payload.into(),
-                        })
-                        .await?;
+                    let publish = Publish {
+                        channel,
+                        payload: payload.into(),
+                    };
+                    let ev = s.bus.send(PublishFrom { publish, origin }).await?;
                     Ok(json!({"channel": ev.channel, "seq": ev.seq, "ts": ev.ts}))
                 })
             }
@@ -142,6 +152,7 @@ impl KernelConn {
                                 channel: channel.clone(),
                                 sub,
                                 since,
+                                scope,
                             })
                             .await?;
                         Ok((channel, id, bus))

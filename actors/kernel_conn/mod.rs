@@ -178,6 +178,10 @@ impl KernelConn {
             return None;
         }
         let att = self.attached.as_ref()?;
+        // Read-only access: [`Self::dispatch`] answers (a refusal).
+        if att.handle.access != super::session_handle::Access::Full {
+            return None;
+        }
         let p = params.as_object()?;
         if p.contains_key("mode") || !matches!(super::task::task_opts(p), Ok(None)) {
             return None;
@@ -228,10 +232,18 @@ impl KernelConn {
         if let Err(e) = lc::recheck(att.token.as_deref(), self.cx.foreign, &gate) {
             return Box::pin(ready(Err(e)));
         }
+        // In a session shared read-only, only the reading methods are served.
+        if !reads_only(method) {
+            if let Err(e) = handle.writable(&gate.principal, method) {
+                return Box::pin(ready(Err(e)));
+            }
+        }
         match method {
             "session.list" => {
                 self.cx.daemon_stats.enqueue();
-                let f = self.cx.daemon.send(ListSessions);
+                let f = self.cx.daemon.send(ListSessions {
+                    principal: gate.principal.clone(),
+                });
                 Box::pin(
                     async move {
                         f.await
@@ -241,10 +253,12 @@ impl KernelConn {
                     .into_actor(self),
                 )
             }
-            "session.close" => self.close(p, handle),
+            "session.close" => self.close(p, handle, gate.principal.clone()),
             "daemon.status" => {
                 self.cx.daemon_stats.enqueue();
-                let f = self.cx.daemon.send(GetStatus);
+                let f = self.cx.daemon.send(GetStatus {
+                    principal: gate.principal.clone(),
+                });
                 Box::pin(async move { f.await.map_err(RpcError::from) }.into_actor(self))
             }
             "exec" if p.get("mode").and_then(Json::as_str) == Some("approved") => {
@@ -345,7 +359,7 @@ impl KernelConn {
                 }
             },
             "events.read" | "events.publish" | "events.subscribe" | "events.unsubscribe" => {
-                self.events_method(method, p)
+                self.events_method(method, p, &gate.principal)
             }
             "journal.query" | "journal.get" | "blob.get" => {
                 self.journal_method(method, p, gate.principal.clone())
@@ -410,6 +424,7 @@ impl KernelConn {
         self.cx.daemon_stats.enqueue();
         let f = self.cx.daemon.send(AttachSession {
             name: session,
+            principal: principal.clone(),
             cwd,
             env,
             no_adapters: kind == "conformance",
@@ -436,6 +451,11 @@ impl KernelConn {
             tracing::debug!(conn = act.cx.id, session = %handle.name, client = %kind, "attached");
             Ok(json!({
                 "session": handle.name,
+                "owner": handle.owner(),
+                "access": match handle.access {
+                    super::session_handle::Access::Full => "full",
+                    super::session_handle::Access::Read => "read",
+                },
                 "created": handle.created,
                 "env_differs": handle.env_differs,
                 "principal": principal,
@@ -455,7 +475,7 @@ impl KernelConn {
         }))
     }
 
-    fn close(&mut self, p: Map<String, Json>, current: SessionHandle) -> Reply {
+    fn close(&mut self, p: Map<String, Json>, current: SessionHandle, principal: String) -> Reply {
         let name = match rpc::opt_str(&p, "session") {
             Ok(n) => n
                 .map(str::to_string)
@@ -463,7 +483,10 @@ impl KernelConn {
             Err(e) => return Box::pin(ready(Err(e))),
         };
         self.cx.daemon_stats.enqueue();
-        let f = self.cx.daemon.send(CloseSession { name: name.clone() });
+        let f = self.cx.daemon.send(CloseSession {
+            name: name.clone(),
+            principal,
+        });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             r?.map_err(conn::session_error)?;
             if act.attached.as_ref().is_some_and(|a| a.handle.name == name) {
@@ -492,6 +515,29 @@ impl KernelConn {
         }
         self.attached = next;
     }
+}
+
+/// The methods a principal may call in a session shared with it read-only
+/// (`session.close` names its session and is decided by the daemon).
+fn reads_only(method: &str) -> bool {
+    matches!(
+        method,
+        "session.list"
+            | "session.close"
+            | "daemon.status"
+            | "value.get"
+            | "journal.query"
+            | "journal.get"
+            | "blob.get"
+            | "events.read"
+            | "events.subscribe"
+            | "events.unsubscribe"
+            | "task.get"
+            | "task.list"
+            | "task.await"
+            | "pty.read"
+            | "pty.list"
+    )
 }
 
 /// `mode: "plan"`: derive and store a plan instead of running.

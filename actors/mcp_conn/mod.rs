@@ -47,7 +47,7 @@ use super::health::Registration;
 use super::journal_writer::Services;
 use super::msg::CallOrigin;
 use super::session::CallCancel;
-use super::session_handle::{AttachSession, SessionHandle};
+use super::session_handle::SessionHandle;
 use crate::proto::elide::Budget;
 use crate::proto::frame::Frame;
 use crate::proto::kernel::GetRequest;
@@ -57,6 +57,7 @@ use crate::proto::mcp_era::{self, Era};
 use crate::proto::mcp_tasks_ext;
 use crate::proto::rpc::{self, RpcError};
 
+mod attach;
 mod elicit;
 mod resources;
 mod subscriptions;
@@ -169,6 +170,8 @@ pub struct McpConn {
     reg: Registration,
     version: Option<&'static str>,
     want_session: String,
+    /// The shim named the session (else a token principal gets its own default).
+    session_named: bool,
     want_cwd: Option<PathBuf>,
     /// The client's environment, forwarded by the shim.
     want_env: Option<Vec<(String, String)>>,
@@ -211,6 +214,7 @@ impl McpConn {
             reg,
             version: None,
             want_session: "default".into(),
+            session_named: false,
             want_cwd: None,
             want_env: None,
             token: None,
@@ -249,6 +253,7 @@ impl McpConn {
                     .filter(|s| !s.is_empty())
                 {
                     self.want_session = s.to_string();
+                    self.session_named = true;
                 }
                 // A shim started from a directory that no longer exists still works.
                 self.want_cwd = p
@@ -567,6 +572,7 @@ impl McpConn {
             "tasks/get" | "tasks/update" | "tasks/cancel" if self.era == Some(ConnEra::Modern) => {
                 let method = method.to_string();
                 Box::pin(self.session().then(move |h, act, _ctx| {
+                    let h = h.and_then(|h| act.task_access(h, &method));
                     async move { super::mcp_tasks::ext_method(h?, method, params).await }
                         .into_actor(act)
                 }))
@@ -576,6 +582,7 @@ impl McpConn {
             {
                 let method = method.to_string();
                 Box::pin(self.session().then(move |h, act, _ctx| {
+                    let h = h.and_then(|h| act.task_access(h, &method));
                     async move {
                         let h = h?;
                         super::mcp_tasks::method(h, method, params, Budget::default()).await
@@ -585,117 +592,6 @@ impl McpConn {
             }
             other => Box::pin(ready(Err(RpcError::method_not_found(other)))),
         }
-    }
-}
-
-impl McpConn {
-    /// The caller's principal (journal scoping, docs/protocol.md §6).
-    fn principal_now(&self) -> Result<String, RpcError> {
-        match &self.gate {
-            Some(g) => super::leash_calls::recheck(self.token.as_deref(), self.cx.foreign, g)
-                .map(|_| g.principal.clone()),
-            None => super::leash_calls::principal(self.token.as_deref(), self.cx.foreign),
-        }
-    }
-
-    /// Admit this call's principal: the gate is set on first use, and a
-    /// revoked token is refused on its next call.
-    fn admit(&mut self) -> Result<(), RpcError> {
-        if let Some(g) = &self.gate {
-            return super::leash_calls::recheck(self.token.as_deref(), self.cx.foreign, g);
-        }
-        let principal = super::leash_calls::principal(self.token.as_deref(), self.cx.foreign)?;
-        self.gate = Some(Arc::new(crate::leash::Gate::for_principal(&principal)));
-        Ok(())
-    }
-
-    /// The session of the request being dispatched: the one it names
-    /// explicitly (`_meta["shoal/session"]`), else the shim's.
-    fn session(&mut self) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
-        match self.req_session.clone() {
-            Some(name) if name != self.want_session => self.named_session(name),
-            _ => self.default_session(),
-        }
-    }
-
-    /// A session a stateless request names: attached on first use, kept
-    /// for the connection (at most [`MAX_NAMED_SESSIONS`]).
-    fn named_session(
-        &mut self,
-        name: String,
-    ) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
-        if let Some(h) = self.named.get(&name) {
-            if h.addr.connected() {
-                let h = h.clone();
-                return Box::pin(ready(self.admit().map(|_| h)));
-            }
-        }
-        if let Err(e) = self.admit() {
-            return Box::pin(ready(Err(e)));
-        }
-        if !self.named.contains_key(&name) && self.named.len() >= MAX_NAMED_SESSIONS {
-            return Box::pin(ready(Err(RpcError::new(
-                rpc::RESOURCE_LIMIT,
-                format!("at most {MAX_NAMED_SESSIONS} sessions can be named on one connection"),
-            )
-            .with_data(json!({"code": "resource_limit", "max": MAX_NAMED_SESSIONS})))));
-        }
-        self.cx.daemon_stats.enqueue();
-        let f = self.cx.daemon.send(AttachSession {
-            name: name.clone(),
-            cwd: self.want_cwd.clone(),
-            env: self.want_env.clone(),
-            no_adapters: false,
-            arbiter: Some(actix::Arbiter::current()),
-        });
-        Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
-            let h = r?.map_err(conn::session_error)?;
-            if let Some(old) = act.named.get(&name) {
-                if old.addr.connected() && old.name == h.name {
-                    return Ok(old.clone());
-                }
-            }
-            if let Some(old) = act.named.insert(name, h.clone()) {
-                old.count_client(-1);
-            }
-            h.count_client(1);
-            Ok(h)
-        }))
-    }
-
-    /// The shim's session, attaching on first use.
-    fn default_session(&mut self) -> LocalBoxActorFuture<Self, Result<SessionHandle, RpcError>> {
-        if let Some(h) = &self.attached {
-            if h.addr.connected() {
-                let h = h.clone();
-                return Box::pin(ready(self.admit().map(|_| h)));
-            }
-        }
-        if let Err(e) = self.admit() {
-            return Box::pin(ready(Err(e)));
-        }
-        self.cx.daemon_stats.enqueue();
-        let f = self.cx.daemon.send(AttachSession {
-            name: self.want_session.clone(),
-            cwd: self.want_cwd.clone(),
-            env: self.want_env.clone(),
-            no_adapters: false,
-            arbiter: Some(actix::Arbiter::current()),
-        });
-        Box::pin(f.into_actor(self).map(|r, act, _ctx| {
-            let h = r?.map_err(conn::session_error)?;
-            // Concurrent first calls may both attach: keep the first handle.
-            if let Some(old) = &act.attached {
-                if old.addr.connected() && old.name == h.name {
-                    return Ok(old.clone());
-                }
-            }
-            if let Some(old) = act.attached.replace(h.clone()) {
-                old.count_client(-1);
-            }
-            h.count_client(1);
-            Ok(h)
-        }))
     }
 }
 

@@ -6,7 +6,7 @@ use actix::fut::ready;
 use actix::prelude::*;
 use serde_json::{json, Map, Value as Json};
 
-use crate::actors::event_bus::{BusEvent, ListChannels, ReadEvents};
+use crate::actors::event_bus::{BusEvent, ListChannels, ReadEvents, Scope};
 use crate::actors::journal_writer::{self as jw, Services};
 use crate::proto::elide::Budget;
 use crate::proto::kernel::{GetFormat, GetRequest};
@@ -79,9 +79,13 @@ impl McpConn {
                 let Some(s) = self.services.clone() else {
                     return Box::pin(ready(Ok(mcp::completion_result([], &prefix))));
                 };
+                let scope = match self.bus_scope() {
+                    Ok(scope) => scope,
+                    Err(e) => return Box::pin(ready(Err(e))),
+                };
                 Box::pin(
                     async move {
-                        let names = s.bus.send(ListChannels).await?;
+                        let names = s.bus.send(ListChannels { scope }).await?;
                         Ok(mcp::completion_result(names, &prefix))
                     }
                     .into_actor(self),
@@ -323,6 +327,8 @@ pub(super) async fn read_service(
                     channel: channel.clone(),
                     since: p.get("since").and_then(|v| v.parse().ok()),
                     limit: p.get("limit").and_then(|v| v.parse().ok()),
+                    // A token reads the events of sessions it may read only.
+                    scope: Scope::for_principal(principal),
                 })
                 .await?;
             let events: Vec<Json> = events.iter().map(BusEvent::to_json).collect();

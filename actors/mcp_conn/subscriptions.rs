@@ -65,6 +65,11 @@ impl McpConn {
         if let Err(e) = self.subscription_room() {
             return Box::pin(ready(Err(e)));
         }
+        // A token hears the events of sessions it may read only.
+        let scope = match self.bus_scope() {
+            Ok(scope) => scope,
+            Err(e) => return Box::pin(ready(Err(e))),
+        };
         self.subs.insert(u, channel.clone());
         self.count_subscriptions();
         if self.bus_subs.contains_key(&channel) {
@@ -74,6 +79,7 @@ impl McpConn {
         let f = s.bus.send(Subscribe {
             channel: channel.clone(),
             sub,
+            scope,
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             let id = r?;
@@ -272,6 +278,11 @@ impl McpConn {
         if let Err(e) = self.subscription_room_for(chans.len() + ptys.len() + task_ids.len()) {
             return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
         }
+        // A token hears the events of sessions it may read only.
+        let scope = match self.bus_scope() {
+            Ok(scope) => scope,
+            Err(e) => return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e))),
+        };
         let mut need: Vec<String> = Vec::new();
         for (_, c) in &chans {
             if !self.bus_subs.contains_key(c) && !self.channel_wanted(c) && !need.contains(c) {
@@ -309,6 +320,7 @@ impl McpConn {
                         .send(Subscribe {
                             channel: channel.clone(),
                             sub: sub.clone(),
+                            scope: scope.clone(),
                         })
                         .await
                     {

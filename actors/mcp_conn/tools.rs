@@ -1,7 +1,8 @@
 //! `tools/call`: the tool name and arguments checked against the advertised schemas, each
 //! tool turned into typed session, journal, Leash or PTY messages, and the reply folded into a
 //! `CallToolResult`. Tool failures become `isError` results here; nothing in this file writes
-//! to the connection.
+//! to the connection. A tool that acts (all but reading values, the journal and PTYs) in a
+//! session shared with the caller read-only is refused (`-32010`) before it starts.
 
 use std::sync::Arc;
 
@@ -50,10 +51,30 @@ impl McpConn {
             Ok(a) => a,
             Err(r) => return r,
         };
+        if super::attach::tool_acts(name) {
+            let name = name.to_string();
+            let what = name.clone();
+            return self.acting(
+                &what,
+                |e| Ok(mcp::tool_error_rpc(&e)),
+                move |act| act.tool_run(&name, args, params, cancel),
+            );
+        }
+        self.tool_run(name, args, params.clone(), cancel)
+    }
+
+    /// A checked `tools/call` (`params` whole, for the task and elicitation fields).
+    fn tool_run(
+        &mut self,
+        name: &str,
+        args: Map<String, Json>,
+        params: Json,
+        cancel: Arc<CallCancel>,
+    ) -> Reply {
         // A task-augmented call (MCP Tasks 2025): `shoal_exec` only. At
         // 2026-07-28 task creation is the server's call and `task` is ignored.
         let legacy_task = self.era != Some(ConnEra::Modern);
-        if let Some(t) = p.get("task").filter(|t| legacy_task && !t.is_null()) {
+        if let Some(t) = params.get("task").filter(|t| legacy_task && !t.is_null()) {
             if !t.is_object() || name != "shoal_exec" {
                 return Box::pin(ready(Err(RpcError::invalid_params(format!(
                     "task-augmented calls are supported by shoal_exec only (got {name:?}, task {t})"
@@ -97,7 +118,11 @@ impl McpConn {
             return Box::pin(unknown_tool(mcp_call::EXEC_TOOL).map(|r, _, _| Answer::Value(r)));
         }
         match checked_args(mcp_call::EXEC_TOOL, args) {
-            Ok(args) => self.tool_exec(args, cancel),
+            Ok(args) => self.acting(
+                mcp_call::EXEC_TOOL,
+                |e| Answer::Value(Ok(mcp::tool_error_rpc(&e))),
+                move |act| act.tool_exec(args, cancel),
+            ),
             Err(r) => Box::pin(r.map(|r, _, _| Answer::Value(r))),
         }
     }

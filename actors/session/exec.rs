@@ -292,7 +292,7 @@ fn finish_job(
     // (a thread-local only, so the arbiter's quick lane carries it too).
     let run_gate = job.gate.as_ref().and_then(|g| g.run.clone());
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        crate::leash::runtime::with_gate(run_gate, || match lane {
+        crate::leash::run_gate::with_gate(run_gate, || match lane {
             Lane::Thread { stack } => crate::leash::landlock::with_rules(sandbox, || {
                 prepared.and_then(|p| session.exec_prepared_here(p, stack))
             }),

@@ -26,6 +26,12 @@ use crate::value::Value;
 #[derive(Debug)]
 pub struct SessionShared {
     pub name: String,
+    /// The principal whose attach created the session: it (and the local uid)
+    /// may use it fully, others only as their policy's `sessions` shares it.
+    pub owner: String,
+    /// The owner is the local uid (no confinement of the session's worker);
+    /// `false`: a token principal, whose sandbox the worker is to run under.
+    pub owner_is_local: bool,
     pub cwd: PathBuf,
     /// The environment the session started with (the creating client's).
     pub env: Vec<(String, String)>,
@@ -84,8 +90,11 @@ pub struct LiveState {
 
 impl SessionShared {
     pub fn new(name: String, cwd: PathBuf, render_width: usize) -> Self {
+        let local = crate::leash::runtime().local.clone();
         SessionShared {
             name,
+            owner: local,
+            owner_is_local: true,
             cwd,
             env: crate::paths::base_env(),
             created: Instant::now(),
@@ -131,6 +140,13 @@ impl SessionShared {
     /// Keep at most `n` transcript values in memory (older ones come from the journal).
     pub fn with_resident_values(self, n: usize) -> Self {
         *self.transcript.locked() = Transcript::new(n);
+        self
+    }
+
+    /// Owned by `principal` (the default: the local uid).
+    pub fn with_owner(mut self, principal: &str) -> Self {
+        self.owner_is_local = principal == crate::leash::runtime().local;
+        self.owner = principal.to_string();
         self
     }
 

@@ -155,6 +155,12 @@ impl Handler<GetValue> for SessionSupervisor {
         let Some(services) = self.shared.services.clone() else {
             return Box::pin(std::future::ready(Err(unknown())));
         };
+        // A token's session never reads back values from before it existed: they may be
+        // another principal's, of a session of the same name before a restart.
+        let before = self.shared.base.get().is_none_or(|b| n <= *b);
+        if !self.shared.owner_is_local && before {
+            return Box::pin(std::future::ready(Err(unknown())));
+        }
         let err = unknown();
         let f = services
             .journal

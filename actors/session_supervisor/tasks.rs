@@ -259,6 +259,18 @@ impl Handler<StartTask> for SessionSupervisor {
 
     fn handle(&mut self, msg: StartTask, ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
+        // Only the owner (or the local uid) starts work here, whichever path sent it.
+        if let Some(g) = &msg.gate {
+            let (owner, name) = (&self.shared.owner, &self.shared.name);
+            let access = crate::actors::session_handle::access_of(&g.principal, owner, name);
+            if access != Some(crate::actors::session_handle::Access::Full) {
+                return Err(crate::actors::session_handle::read_only(
+                    &g.principal,
+                    name,
+                    "starting a task",
+                ));
+            }
+        }
         self.start_task(msg, ctx)
     }
 }

@@ -13,7 +13,7 @@ pub mod effect;
 pub mod landlock;
 pub mod plan;
 pub mod policy;
-pub mod runtime;
+pub mod run_gate;
 pub mod seccomp;
 pub mod tokens;
 
@@ -79,7 +79,7 @@ pub struct Gate {
     home: Option<String>,
     /// The run-time gate installed on the evaluation threads of this
     /// principal's runs (`None`: the permissive local default, unchecked).
-    pub run: Option<Arc<runtime::RunGate>>,
+    pub run: Option<Arc<run_gate::RunGate>>,
 }
 
 impl Gate {
@@ -99,7 +99,7 @@ impl Gate {
         let permissive =
             principal == rt.local && policy.is_some_and(|p| *p == policy::local_default());
         let run = (!permissive)
-            .then(|| Arc::new(runtime::RunGate::new(principal, policy, home.as_deref())));
+            .then(|| Arc::new(run_gate::RunGate::new(principal, policy, home.as_deref())));
         Gate {
             principal: principal.to_string(),
             policy: rt.policy.clone(),

@@ -43,6 +43,9 @@ pub struct PrincipalPolicy {
     /// Channels a human may approve this principal's plans on (unset: the
     /// CLI only for a token principal, every channel for the local uid).
     pub approve_via: Option<Vec<ApproveVia>>,
+    /// Sessions owned by other principals this one may attach to read-only
+    /// (globs over session names, `*` and `?` as in file names).
+    pub sessions: Vec<NonEmpty>,
 }
 
 /// An approval channel (`approve_via`).
@@ -261,6 +264,7 @@ pub fn local_default() -> PrincipalPolicy {
             delete: all(),
         },
         approve_via: None,
+        sessions: vec![NonEmpty("*".into())],
     }
 }
 
@@ -280,6 +284,14 @@ impl PrincipalPolicy {
             None if local => ApproveVia::ALL.to_vec(),
             None => vec![ApproveVia::Cli],
         }
+    }
+
+    /// May this principal read session `name` of another principal (a glob
+    /// of `sessions` matches the whole name)?
+    pub fn shares_session(&self, name: &str) -> bool {
+        self.sessions
+            .iter()
+            .any(|g| crate::value::glob::match_component(&g.0, name))
     }
 
     /// Is `path` inside some of `grants`?
@@ -603,5 +615,19 @@ fs.write = ["/proj/**"]
         assert_eq!(ok.approve_channels(true), ApproveVia::ALL.to_vec());
         let e: PrincipalPolicy = toml::from_str("approve_via = [\"elicitation\"]").unwrap();
         assert_eq!(e.approve_channels(true), vec![ApproveVia::Elicitation]);
+        assert!(toml::from_str::<PrincipalPolicy>("sessions = [\"\"]").is_err());
+        assert!(toml::from_str::<PrincipalPolicy>("sessions = \"x\"").is_err());
+    }
+
+    #[test]
+    fn shared_sessions_are_whole_name_globs() {
+        let p: PrincipalPolicy = toml::from_str("sessions = [\"shared-*\", \"ci?\"]").unwrap();
+        assert!(p.shares_session("shared-a"));
+        assert!(p.shares_session("shared-a/b"));
+        assert!(p.shares_session("ci1"));
+        assert!(!p.shares_session("ci12"));
+        assert!(!p.shares_session("xshared-a"));
+        assert!(!p.shares_session("default"));
+        assert!(!PrincipalPolicy::default().shares_session("shared-a"));
     }
 }

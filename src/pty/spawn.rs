@@ -131,7 +131,7 @@ fn winsize(rows: u16, cols: u16) -> libc::winsize {
 pub fn spawn(spec: &SpawnSpec) -> io::Result<Spawned> {
     let program = resolve(&spec.cmd, &spec.env, &spec.cwd)?;
     // Leash: the binary itself must be granted (by identity) to a gated principal.
-    crate::leash::runtime::spawn(&program)
+    crate::leash::run_gate::spawn(&program)
         .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.msg))?;
     let ws = winsize(spec.rows, spec.cols);
     let (master, slave, _name) =

@@ -118,11 +118,11 @@ pub fn io_msg(e: &std::io::Error) -> String {
 /// Leash at the site of the effect (docs/rules.md §21): `p` (relative to
 /// the evaluator's current cwd) must be granted for `access` to a gated
 /// principal; nothing is checked for the local uid.
-fn gate(access: crate::leash::runtime::Access, ctx: &Ctx, p: &Path) -> SResult<()> {
-    crate::leash::runtime::fs(access, ctx.cwd, p)
+fn gate(access: crate::leash::run_gate::Access, ctx: &Ctx, p: &Path) -> SResult<()> {
+    crate::leash::run_gate::fs(access, ctx.cwd, p)
 }
 
-use crate::leash::runtime::Access;
+use crate::leash::run_gate::Access;
 
 fn fs_err(head: &str, p: &Path, e: &std::io::Error) -> ShoalError {
     custom(format!("{head}: {}: {}", p.display(), io_msg(e)))
@@ -364,7 +364,7 @@ fn copy_recursive(src: &Path, dst: &Path) -> std::io::Result<()> {
     // Each file of a tree is its own read and write (a tree may hold links).
     let root = Path::new("/");
     for (access, p) in [(Access::Read, src), (Access::Write, dst)] {
-        crate::leash::runtime::fs(access, root, p)
+        crate::leash::run_gate::fs(access, root, p)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.msg))?;
     }
     let meta = std::fs::symlink_metadata(src)?;

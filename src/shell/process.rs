@@ -241,7 +241,7 @@ fn status_parts(st: ExitStatus) -> (Option<i64>, Option<String>) {
 pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult, RunError> {
     // Leash: a gated principal starts only binaries its policy grants (by
     // identity), or unclassified ones where opaque effects are allowed.
-    crate::leash::runtime::spawn(&spec.program).map_err(RunError::Denied)?;
+    crate::leash::run_gate::spawn(&spec.program).map_err(RunError::Denied)?;
     let start = Instant::now();
     let mut cmd = Command::new(&spec.program);
     cmd.arg0(&spec.argv0);

@@ -174,8 +174,8 @@ pub fn expand_checked(
     cwd: &Path,
     hidden: bool,
 ) -> Result<Vec<PathBuf>, crate::value::ShoalError> {
-    crate::leash::runtime::fs(
-        crate::leash::runtime::Access::Read,
+    crate::leash::run_gate::fs(
+        crate::leash::run_gate::Access::Read,
         cwd,
         &root_of(pattern, cwd),
     )?;

@@ -286,10 +286,10 @@ impl Interp {
                 }
             };
             let access = match r.kind {
-                RedirectKind::In => crate::leash::runtime::Access::Read,
-                RedirectKind::Out | RedirectKind::Append => crate::leash::runtime::Access::Write,
+                RedirectKind::In => crate::leash::run_gate::Access::Read,
+                RedirectKind::Out | RedirectKind::Append => crate::leash::run_gate::Access::Write,
             };
-            crate::leash::runtime::fs(access, &self.cwd, &p)?;
+            crate::leash::run_gate::fs(access, &self.cwd, &p)?;
             out.push((r.kind, self.cwd.join(p)));
         }
         Ok(out)

@@ -606,13 +606,13 @@ impl Interp {
                 .map(|t| {
                     let mut child = self.child();
                     let sandbox = crate::leash::landlock::current();
-                    let gate = crate::leash::runtime::current();
+                    let gate = crate::leash::run_gate::current();
                     std::thread::Builder::new()
                         .name("shoal-parallel".into())
                         .stack_size(stack)
                         .spawn_scoped(sc, move || {
                             child.enter_thread(stack);
-                            crate::leash::runtime::with_gate(gate, || {
+                            crate::leash::run_gate::with_gate(gate, || {
                                 crate::leash::landlock::with_rules(sandbox, || {
                                     child
                                         .call_value(t, vec![], vec![])

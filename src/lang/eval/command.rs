@@ -280,7 +280,7 @@ impl Interp {
         let start = Instant::now();
         if matches!(head.as_str(), "cd" | "pushd" | "popd" | "j" | "jump") {
             // Leash: moving the session's directory is a session write.
-            crate::leash::runtime::check(&crate::leash::Effect::SessionWrite)?;
+            crate::leash::run_gate::check(&crate::leash::Effect::SessionWrite)?;
         }
         let result: Value = match head.as_str() {
             "jobs" => self.jobs_table(),

@@ -108,7 +108,7 @@ impl Interp {
         pos: Pos,
     ) -> EResult<Value> {
         // Leash: refused before any redirect file is opened.
-        crate::leash::runtime::spawn(&program)?;
+        crate::leash::run_gate::spawn(&program)?;
         let io = |p: &Path, e: std::io::Error| {
             ShoalError::custom(format!("cannot open {}: {}", p.display(), io_msg(&e)))
         };

@@ -15,8 +15,8 @@ use crate::value::{ErrorCode, ShoalError, Value};
 /// Leash for running the script at `path` (docs/rules.md §21): an opaque
 /// effect (its effects were never planned) and a read of the file.
 pub(super) fn gate_script(what: &str, cwd: &Path, path: &Path) -> Result<(), ShoalError> {
-    crate::leash::runtime::opaque(&format!("{what} {}", path.display()))?;
-    crate::leash::runtime::fs(crate::leash::runtime::Access::Read, cwd, path)
+    crate::leash::run_gate::opaque(&format!("{what} {}", path.display()))?;
+    crate::leash::run_gate::fs(crate::leash::run_gate::Access::Read, cwd, path)
 }
 
 impl Interp {

@@ -147,13 +147,13 @@ impl Interp {
         let st = state.clone();
         // Leash: the task's children stay confined like the spawner's.
         let sandbox = crate::leash::landlock::current();
-        let gate = crate::leash::runtime::current();
+        let gate = crate::leash::run_gate::current();
         let spawned = std::thread::Builder::new()
             .name(format!("shoal-task-{id}"))
             .stack_size(TASK_STACK)
             .spawn(move || {
                 child.enter_thread(TASK_STACK);
-                let r = match crate::leash::runtime::with_gate(gate, || {
+                let r = match crate::leash::run_gate::with_gate(gate, || {
                     crate::leash::landlock::with_rules(sandbox, || body(&mut child))
                 }) {
                     Ok(v) => Ok(v),
@@ -545,7 +545,7 @@ impl Interp {
             }
         }
         let abs = self.cwd.join(&p);
-        crate::leash::runtime::fs(crate::leash::runtime::Access::Read, &self.cwd, &p)?;
+        crate::leash::run_gate::fs(crate::leash::run_gate::Access::Read, &self.cwd, &p)?;
         let mut f = std::fs::File::open(&abs)
             .map_err(|e| ShoalError::not_found(format!("tail: {}: {}", p.display(), io_msg(&e))))?;
         if !from_start {
@@ -593,7 +593,7 @@ impl Interp {
             [Value::Glob(g)] => (g.cwd.clone(), Some((g.pattern.clone(), g.hidden))),
             _ => return Err(ShoalError::arg_error("watch expects a path or a glob").into()),
         };
-        crate::leash::runtime::fs(crate::leash::runtime::Access::Read, &self.cwd, &root)?;
+        crate::leash::run_gate::fs(crate::leash::run_gate::Access::Read, &self.cwd, &root)?;
         let mut recursive = true;
         for (k, v) in &named {
             match (k.as_str(), v) {

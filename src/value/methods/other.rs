@@ -248,7 +248,7 @@ pub fn path(
             }
             let full = resolve(host, p);
             // Leash: even a file's existence is a read of it.
-            crate::leash::runtime::fs(crate::leash::runtime::Access::Read, host.cwd(), &full)?;
+            crate::leash::run_gate::fs(crate::leash::run_gate::Access::Read, host.cwd(), &full)?;
             match name {
                 "exists" => Value::Bool(std::fs::symlink_metadata(&full).is_ok()),
                 "is_dir" => Value::Bool(full.is_dir()),
@@ -438,7 +438,7 @@ pub fn save(host: &mut dyn Host, recv: &Value, append: bool, args: &Args) -> SRe
     no_named(args, name)?;
     arity(args, 1, name)?;
     let path = path_arg(host, args.pos.first(), name)?;
-    crate::leash::runtime::fs(crate::leash::runtime::Access::Write, host.cwd(), &path)?;
+    crate::leash::run_gate::fs(crate::leash::run_gate::Access::Write, host.cwd(), &path)?;
     let bytes = match recv {
         Value::Str(s) => s.as_bytes().to_vec(),
         Value::Bytes(b) if b.is_spilled() => {
@@ -473,6 +473,6 @@ pub fn save(host: &mut dyn Host, recv: &Value, append: bool, args: &Args) -> SRe
 pub fn stream_target(host: &dyn Host, args: &Args, name: &str) -> SResult<(PathBuf, Value)> {
     arity(args, 1, name)?;
     let p = path_arg(host, args.pos.first(), name)?;
-    crate::leash::runtime::fs(crate::leash::runtime::Access::Write, host.cwd(), &p)?;
+    crate::leash::run_gate::fs(crate::leash::run_gate::Access::Write, host.cwd(), &p)?;
     Ok((p.clone(), Value::path(p)))
 }

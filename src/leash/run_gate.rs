@@ -397,5 +397,5 @@ fn real_prefix(p: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
-#[path = "runtime_tests.rs"]
+#[path = "run_gate_tests.rs"]
 mod tests;
