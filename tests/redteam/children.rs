@@ -244,7 +244,10 @@ fn sandboxed_children_stay_confined() {
         Some(&mut local),
         |ag| on_pty(ag, &pty_env),
     );
-    let pty_state = format!("cat {sd}/tokens.json");
+    let pty_state = format!(
+        "tr ',' '\\n' < {sd}/tokens.json | grep -F -- '{}'",
+        &tneedle[..12]
+    );
     rep.run_with(
         "11 pty child reads tokens.json",
         &Judge::NoLeak(tneedle.clone()),
