@@ -225,7 +225,7 @@ impl Actor for Task {
             move |stack| {
                 let _live = live;
                 crate::shell::process::set_thread_tail(tail);
-                let r = super::session::confine_for(spec.gate.as_deref())
+                let r = super::session::confine_for(&shared, spec.gate.as_deref())
                     .and_then(|()| super::session::run_task(&shared, lang, &spec, stack));
                 crate::shell::process::set_thread_tail(None);
                 let _ = done_tx.send(r);

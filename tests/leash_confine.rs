@@ -203,3 +203,74 @@ fn the_kernel_confines_a_token_principals_evaluation() {
     let text = reply(&mut l, "path(\"/proc/self/environ\").read()");
     assert!(text.contains(MARKER), "control: local environ: {text}");
 }
+
+/// The local user attached to a session a token owns runs under the
+/// owner's confinement: the token's closures (and its own programs) cannot
+/// borrow the local user's reach. Its own session stays unconfined.
+#[test]
+fn a_tokens_session_confines_the_local_user_in_it() {
+    let root = Root::new();
+    let project = root.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    let outside = root.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    for f in ["a", "b", "c"] {
+        std::fs::write(outside.join(f), "keep\n").unwrap();
+    }
+    let cfg = config(&root, &project);
+    let d = Daemon::start_with(
+        &root,
+        &root.socket(),
+        &["--config", cfg.to_str().unwrap()],
+        &[],
+    );
+    let token = create_token(&root, "agent:k");
+    let o = |f: &str| outside.join(f).display().to_string();
+
+    let mut k = d.conn();
+    let r = k.attach_token("agent", &token);
+    assert_eq!(r["result"]["caps_enforced"], json!(true), "{r}");
+    // The token leaves a closure behind for whoever calls it next.
+    k.ok(
+        "exec",
+        json!({"src": "fn zap(p) { rm(p, permanent: true) }"}),
+    );
+
+    let mut l = d.conn();
+    l.attach("agent");
+    reply(&mut l, &format!("zap(\"{}\")", o("a")));
+    assert!(
+        outside.join("a").exists(),
+        "the token's closure deleted as the local user"
+    );
+    reply(&mut l, &format!("rm(\"{}\", permanent: true)", o("b")));
+    assert!(
+        outside.join("b").exists(),
+        "the local user ran unconfined in a token's session"
+    );
+    // A program that is not quick, before the token ran any: still confined.
+    let mut k2 = d.conn();
+    let r = k2.attach_token("agent-fresh", &token);
+    assert!(r.get("result").is_some(), "{r}");
+    let mut l2 = d.conn();
+    l2.attach("agent-fresh");
+    reply(&mut l2, &format!("rm(\"{}\", permanent: true)", o("b")));
+    assert!(
+        outside.join("b").exists(),
+        "a token's fresh session ran the local user unconfined"
+    );
+    // A quick program of the token's is answered (on the arbiter, touching nothing).
+    let r = k.ok("exec", json!({"src": "6 * 7"}));
+    assert_eq!(r["render"], json!("42"), "{r}");
+
+    // Control: the local user's own session.
+    l.attach("mine");
+    l.ok(
+        "exec",
+        json!({"src": format!("rm(\"{}\", permanent: true)", o("c"))}),
+    );
+    assert!(
+        !outside.join("c").exists(),
+        "control: local rm() in its own session"
+    );
+}

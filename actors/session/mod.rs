@@ -141,11 +141,14 @@ impl Session {
     /// Answer `msg` here if it is quick and nothing would wait: the worker
     /// idle (so execs keep their order), the language session started, the
     /// journal taking the record without blocking. `None`: hand it off.
+    ///
+    /// A token principal's quick program is answered here too, unconfined:
+    /// a quick program calls, opens and spawns nothing (`lang::quick`), so
+    /// the kernel would have nothing to refuse it, and its gate still
+    /// decides in `finish_job`. Everything else it runs meets the confined
+    /// worker (`confine_for`).
     fn try_quick(&self, msg: &Exec) -> Option<Result<ExecReply, SessionError>> {
         if !crate::lang::quick::may_be_quick(&msg.src)
-            // A token principal's programs are evaluated only on a confined
-            // thread (`leash::confine`), never on the arbiter.
-            || msg.gate.as_ref().is_some_and(|g| !g.is_local())
             || msg.cancel.is_cancelled()
             || self.lane.queued.load(std::sync::atomic::Ordering::SeqCst) != 0
             || self.shared.immediate_durability()

@@ -98,7 +98,7 @@ pub(super) fn worker(
                 .send((Err(cancelled_before_running()), Vec::new()));
             continue;
         }
-        if let Err(e) = confine_for(job.spec.gate.as_deref()) {
+        if let Err(e) = confine_for(&shared, job.spec.gate.as_deref()) {
             job.spec.cancel.finish();
             let _ = job.reply.send((Err(e), Vec::new()));
             continue;
@@ -163,14 +163,35 @@ pub(super) fn worker(
     tracing::debug!(session = %shared.name, "worker thread ends");
 }
 
-/// Before a token principal's job: confine the calling (evaluation)
-/// thread for it, for good (`leash::confine`). The local uid's jobs run as
-/// the thread is: unconfined, or confined for the token it served before.
-/// An error means the job must not run.
-pub fn confine_for(gate: Option<&crate::leash::Gate>) -> Result<(), SessionError> {
-    let Some(gate) = gate.filter(|g| !g.is_local()) else {
-        return Ok(());
+/// Before a job: confine the calling (evaluation) thread, for good
+/// (`leash::confine`), when the session or the caller is a token principal.
+///
+/// A session a token owns runs every job under its owner's sandbox, whoever
+/// calls and whether or not the call names a principal: the local uid
+/// attached to it runs the owner's closures and aliases, which must not
+/// gain the local uid's reach. Elsewhere a token caller's own sandbox
+/// applies. Only a local-uid job in a local-uid session runs as the thread
+/// is. An error means the job must not run.
+pub fn confine_for(
+    shared: &SessionShared,
+    gate: Option<&crate::leash::Gate>,
+) -> Result<(), SessionError> {
+    let owners;
+    let gate = match gate {
+        Some(g) if !shared.owner_is_local && g.principal != shared.owner => {
+            owners = crate::leash::Gate::for_principal(&shared.owner);
+            &owners
+        }
+        Some(g) => g,
+        None if !shared.owner_is_local => {
+            owners = crate::leash::Gate::for_principal(&shared.owner);
+            &owners
+        }
+        None => return Ok(()),
     };
+    if gate.is_local() {
+        return Ok(());
+    }
     let denied = |m: String| {
         SessionError::Rpc(crate::proto::rpc::RpcError::new(
             crate::proto::rpc::LEASH_DENIED,
