@@ -216,13 +216,13 @@ fn reference_tools() -> Value {
     json!({"tools": tools})
 }
 
-/// The MCP surface's budgets: `tools/list` ≤ 12 KB; eliding 1,000,000 items ≤ 100 ms;
+/// The MCP surface's budgets: `tools/list` ≤ 8 KB; eliding 1,000,000 items ≤ 100 ms;
 /// `shoal_get` of a 10-item slice of them p50 ≤ 1 ms.
 fn mcp_bench(m: &mut Line, n: usize) {
     let list = m.call(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list"}));
     let tools = &list["result"]["tools"];
     println!(
-        "{:<40} {} bytes for {} advertised tools (budget 12288)",
+        "{:<40} {} bytes for {} advertised tools (budget 8192)",
         "MCP tools/list size",
         serde_json::to_vec(&list["result"]).unwrap().len(),
         tools.as_array().map_or(0, Vec::len)

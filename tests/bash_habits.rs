@@ -390,9 +390,13 @@ fn mcp_exec_carries_warnings() {
     let text = res["content"][0]["text"].as_str().unwrap();
     assert_eq!(text.matches("\nwarning[").count(), 2, "{text}");
     assert!(text.contains("warning[dollar_in_string]"), "{text}");
-    // The advertised output schema knows the field.
-    let tools = conn.call("tools/list", json!({}));
-    let exec = tools["result"]["tools"]
+    // The detailed output schema knows the field, and the result validates
+    // against it and against the advertised one, as strict clients check.
+    let detailed = shoal::proto::mcp::tools_detailed(shoal::proto::mcp::Caps {
+        journal: true,
+        events: true,
+    });
+    let exec = detailed
         .as_array()
         .unwrap()
         .iter()
@@ -403,7 +407,6 @@ fn mcp_exec_carries_warnings() {
         exec["outputSchema"]["properties"]["warnings"]["type"],
         json!("array")
     );
-    // ... and the result validates against it, as strict clients check.
     let v = jsonschema::validator_for(&exec["outputSchema"]).expect("schema compiles");
     assert!(v.is_valid(&res["structuredContent"]), "{r}");
 }

@@ -25,7 +25,7 @@ pub use results::{tool_error, tool_error_rpc, tool_success, tool_success_frame};
 pub use schemas::{
     argument_error, check_args, exec_input_schema, exec_output_schema, get_input_schema,
     get_output_schema, invalid_arguments, is_tool, journal_input_schema, journal_output_schema,
-    output_schema, tools, validate_args,
+    output_schema, tools, tools_detailed, validate_args,
 };
 
 pub const VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];

@@ -154,8 +154,49 @@ pub fn journal_output_schema() -> Json {
     )
 }
 
-/// The advertised tools: only those whose capability exists.
+/// The advertised tools (`tools/list`): only those whose capability exists,
+/// lean. Every result is an object (error results the shape
+/// `{code, message, data?}`), and that is all `outputSchema` says: the
+/// detailed shapes of [`tools_detailed`] would double the listing every
+/// client reads at start, for a check no client needs. Annotations that are
+/// the spec's defaults (`openWorldHint: true`, `readOnlyHint: false`,
+/// `destructiveHint` of a read-only tool) are left out.
 pub fn tools(caps: Caps) -> Json {
+    let mut t = tools_detailed(caps);
+    for tool in t.as_array_mut().into_iter().flatten() {
+        advertise(tool);
+    }
+    t
+}
+
+fn advertise(tool: &mut Json) {
+    let Some(o) = tool.as_object_mut() else {
+        return;
+    };
+    o.insert("outputSchema".into(), json!({"type": "object"}));
+    let empty = match o.get_mut("annotations").and_then(Json::as_object_mut) {
+        Some(a) => {
+            let read_only = a.get("readOnlyHint") == Some(&json!(true));
+            if a.get("openWorldHint") == Some(&json!(true)) {
+                a.remove("openWorldHint");
+            }
+            if !read_only {
+                a.remove("readOnlyHint");
+            } else {
+                a.remove("destructiveHint");
+            }
+            a.is_empty()
+        }
+        None => false,
+    };
+    if empty {
+        o.remove("annotations");
+    }
+}
+
+/// The tools with their detailed output schemas: the shapes every result
+/// keeps (the tests validate real results against them).
+pub fn tools_detailed(caps: Caps) -> Json {
     let mut t = vec![
         json!({
             "name": "shoal_exec",
