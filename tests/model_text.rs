@@ -90,6 +90,18 @@ fn a_failure_says_so_in_its_first_line_with_stderr() {
         assert_eq!(r["isError"], json!(false), "{src}");
         assert_eq!(r["structuredContent"]["value"]["ok"], json!(false), "{src}");
     }
+    // In statement position the failure is a tool error; its text ends with
+    // the same stderr section.
+    let r = m.ok(
+        "tools/call",
+        json!({"name": "shoal_exec", "arguments": {"src": "make nosuchtarget", "position": "stmt"}}),
+    );
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(r["isError"], json!(true), "{r}");
+    assert!(
+        text.ends_with("\n--- stderr ---\nmake: *** No rule to make target 'nosuchtarget'.  Stop."),
+        "{text}"
+    );
 }
 
 #[test]

@@ -330,4 +330,48 @@ mod tests {
         );
         assert!(t.ends_with("\ncells over 200 characters cut; shoal_get out:7 for all"));
     }
+
+    fn row(path: &str, name: &str, note: &str) -> Value {
+        let mut r = Record::new();
+        r.insert("path".into(), Value::path(path));
+        r.insert("name".into(), Value::str(name));
+        r.insert("note".into(), Value::str(note));
+        Value::record(r)
+    }
+
+    #[test]
+    fn text_layout_has_no_width() {
+        let long = "n".repeat(150);
+        let t = Value::list(vec![row("/d/a", "a", &long), row("/d/bb", "bb", "x")]);
+        // Text: whole cells, and `path` beside its `name` goes.
+        let b = render::block_in(&t, Layout::text(80));
+        assert!(!b.cells_cut);
+        let lines: Vec<&str> = b.text.lines().collect();
+        assert_eq!(lines[0], "name  note");
+        assert_eq!(lines[2], format!("a     {long}"));
+        assert_eq!(lines[3], "bb    x");
+        // A terminal: shrunk to its width.
+        let term = render::block(&t, 40);
+        assert!(term.lines().all(|l| l.chars().count() <= 40), "{term}");
+        assert!(term.contains('\u{2026}'), "{term}");
+        // Paths in different directories are not redundant.
+        let t = Value::list(vec![row("/d/a", "a", ""), row("/e/b", "b", "")]);
+        assert!(render::block_in(&t, Layout::text(80))
+            .text
+            .starts_with("path  name"));
+        // Records cap their values too; lists still wrap at the width.
+        let mut r = Record::new();
+        r.insert("k".into(), Value::str("z".repeat(250)));
+        let b = render::block_in(&Value::record(r), Layout::text(80));
+        assert!(b.cells_cut);
+        assert_eq!(b.text, format!("k  {}\u{2026}", "z".repeat(199)));
+        let words = Value::list((0..30).map(|i| Value::Int(i * 1000)).collect());
+        assert_eq!(
+            render::block_in(&words, Layout::text(80))
+                .text
+                .lines()
+                .count(),
+            30
+        );
+    }
 }
