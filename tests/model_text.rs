@@ -128,6 +128,15 @@ fn stderr_is_shown_after_output_and_bounded() {
             want.join("\n")
         )
     );
+    // A big output never pushes the status line or the stderr out of the text.
+    let (text, _) = exec(&mut m, "sh { seq 1 40000; echo oops >&2; exit 1 }");
+    assert!(text.starts_with("exit status 1\n1\n2\n"), "{}", &text[..40]);
+    assert!(
+        text.ends_with("\n--- stderr ---\noops"),
+        "{}",
+        &text[text.len() - 200..]
+    );
+    assert!(text.len() <= 65536, "{}", text.len());
     // At most 2 KiB: a 5 KiB stderr keeps its end.
     let (text, _) = exec(
         &mut m,
