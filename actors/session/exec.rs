@@ -17,7 +17,8 @@ use crate::lang::session::Prepared;
 use crate::lang::{ExecError, Position, Session as LangSession, SessionOptions};
 use crate::proto::{bound, kernel, wire};
 use crate::sync::Locked;
-use crate::value::Value;
+use crate::value::render::Layout;
+use crate::value::{shown, Value};
 
 /// What one evaluation runs (a foreground exec or a background task).
 pub struct JobSpec {
@@ -365,18 +366,30 @@ fn finish_job(
         Ok(Ok(value)) => {
             // The reply carries the value itself; the connection elides it under
             // the caller's budget (wire encoding happens at the edges).
+            // A terminal gets its width; text for a model or a pipe none
+            // (docs/rules.md §12).
+            let layout = if job.tty {
+                Layout::terminal(shared.render_width)
+            } else {
+                Layout::text(shared.render_width)
+            };
             let rendered = catch_unwind(AssertUnwindSafe(|| {
-                crate::value::render::block_limited(&value, shared.render_width, RENDER_MAX_ITEMS)
+                shown::shown(&value, layout, RENDER_MAX_ITEMS)
             }));
             let n = shared.push(value.clone());
-            let render = match rendered {
+            let shown = match rendered {
                 Ok(r) => r,
                 Err(p) => {
                     tracing::warn!(session = %shared.name, "render panicked: {}", panic_message(&p));
-                    String::new()
+                    shown::Shown::default()
                 }
             };
-            let bounded = bound::bound_render(&render, job.tty, Some(&kernel::ref_uri(n)));
+            let (reference, uri) = (kernel::ref_name(n), kernel::ref_uri(n));
+            let render = shown.text(&reference);
+            let bounded = shown.bounded(&reference, bound::MAX_TEXT, |body, room| {
+                bound::bound_text(body, room, Some(&uri))
+            });
+            let bounded = bound::bound_render(&bounded, job.tty, Some(&uri));
             let j = pending(
                 n,
                 PendingRan::Value {

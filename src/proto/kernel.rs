@@ -354,7 +354,15 @@ pub fn value_view_json(view: &ValueView) -> Json {
             json!({"ref": reference, "inline": super::bound::bound_text(&s, HARD_CAP, Some(uri))})
         }
         GetFormat::Render => {
-            let r = render::block(v, view.width);
+            // The exec text of the value, cells whole (docs/rules.md §12).
+            let layout = match view.tty {
+                true => render::Layout::terminal(view.width),
+                false => render::Layout {
+                    cell_cap: usize::MAX,
+                    ..render::Layout::text(view.width)
+                },
+            };
+            let r = crate::value::shown::shown(v, layout, usize::MAX).text(&reference);
             json!({"ref": reference, "render": bound_render(&r, view.tty, Some(uri))})
         }
         GetFormat::Raw => raw(v, &reference, view.raw_limit),

@@ -21,6 +21,7 @@ pub mod ns;
 pub mod ops;
 pub mod output;
 pub mod render;
+pub mod shown;
 pub mod spill_dir;
 
 #[cfg(test)]

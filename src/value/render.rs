@@ -319,11 +319,59 @@ pub fn redirect_bytes(v: &Value) -> Vec<u8> {
     }
 }
 
+/// How a block render lays tables and records out (docs/rules.md §12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// A list longer than this renders one item per line.
+    pub width: usize,
+    /// Tables and records shrink to `width` (a terminal); without it they
+    /// take the width their cells need (text for a model).
+    pub fit: bool,
+    /// Table and record cells longer than this many characters are cut (`…`).
+    pub cell_cap: usize,
+}
+
+/// Cells of a text render are cut past this many characters.
+pub const TEXT_CELL_CAP: usize = 200;
+
+impl Layout {
+    /// A terminal `width` columns wide: tables shrink to fit it.
+    pub fn terminal(width: usize) -> Layout {
+        Layout {
+            width,
+            fit: true,
+            cell_cap: usize::MAX,
+        }
+    }
+
+    /// Text without a terminal width: whole cells up to [`TEXT_CELL_CAP`];
+    /// `width` only decides whether a list fits on one line.
+    pub fn text(width: usize) -> Layout {
+        Layout {
+            width,
+            fit: false,
+            cell_cap: TEXT_CELL_CAP,
+        }
+    }
+}
+
+/// A block render and whether a cell of it was cut at [`Layout::cell_cap`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Block {
+    pub text: String,
+    pub cells_cut: bool,
+}
+
 /// Block form for humans: tables as aligned columns within `width` columns.
 /// [`block`] of at most `max_items` rows/items of a list or table, with a
 /// closing `…(N more items)` line: a million-item value renders in bounded
 /// time (the full value stays reachable through its ref).
 pub fn block_limited(v: &Value, width: usize, max_items: usize) -> String {
+    block_limited_in(v, Layout::terminal(width), max_items).text
+}
+
+/// [`block_limited`] laid out by `layout`.
+pub fn block_limited_in(v: &Value, layout: Layout, max_items: usize) -> Block {
     let (shown, more) = match v {
         Value::List(items) if items.len() > max_items => (
             Value::list(items[..max_items].to_vec()),
@@ -333,10 +381,10 @@ pub fn block_limited(v: &Value, width: usize, max_items: usize) -> String {
             Value::Table(std::sync::Arc::new(rows[..max_items].to_vec())),
             rows.len() - max_items,
         ),
-        _ => return block(v, width),
+        _ => return block_in(v, layout),
     };
-    let mut out = block(&shown, width);
-    out.push_str(&format!("\n\u{2026}({more} more items)"));
+    let mut out = block_in(&shown, layout);
+    out.text.push_str(&format!("\n\u{2026}({more} more items)"));
     out
 }
 
@@ -367,12 +415,27 @@ fn bytes_block(b: &[u8]) -> String {
 }
 
 pub fn block(v: &Value, width: usize) -> String {
+    block_in(v, Layout::terminal(width)).text
+}
+
+/// The block render laid out by `layout`.
+pub fn block_in(v: &Value, layout: Layout) -> Block {
+    let mut cut = false;
+    let text = block_text(v, layout, &mut cut);
+    Block {
+        text,
+        cells_cut: cut,
+    }
+}
+
+fn block_text(v: &Value, layout: Layout, cut: &mut bool) -> String {
+    let width = layout.width;
     match v {
         Value::Str(s) => s.to_string(),
         Value::Bytes(b) => bytes_block(b),
         Value::Table(rows) => {
             let rows: Vec<&Record> = rows.iter().map(|r| r.as_ref()).collect();
-            table_block(&rows, width)
+            table_block(&rows, layout, cut)
         }
         Value::List(items)
             if !items.is_empty() && items.iter().all(|x| matches!(x, Value::Record(_))) =>
@@ -384,7 +447,7 @@ pub fn block(v: &Value, width: usize) -> String {
                     _ => None,
                 })
                 .collect();
-            table_block(&rows, width)
+            table_block(&rows, layout, cut)
         }
         Value::List(items) => {
             let parts: Vec<String> = items.iter().map(inline).collect();
@@ -400,12 +463,18 @@ pub fn block(v: &Value, width: usize) -> String {
                 return "{}".to_string();
             }
             let kw = r.keys().map(|k| k.chars().count()).max().unwrap_or(0);
+            let max = if layout.fit {
+                width.saturating_sub(kw + 2).max(8)
+            } else {
+                usize::MAX
+            };
             let mut out = String::new();
             for (i, (k, v)) in r.iter().enumerate() {
                 if i > 0 {
                     out.push('\n');
                 }
-                let val = truncate(&cell(v), width.saturating_sub(kw + 2).max(8));
+                let val = capped(&cell(v), layout.cell_cap, cut);
+                let val = truncate(&val, max);
                 let _ = write!(out, "{k:<kw$}  {val}");
             }
             out
@@ -416,7 +485,7 @@ pub fn block(v: &Value, width: usize) -> String {
             while o.ok {
                 match &o.out {
                     Some(Value::Outcome(inner)) => o = inner,
-                    Some(out) => return block(out, width),
+                    Some(out) => return block_text(out, layout, cut),
                     None => break,
                 }
             }
@@ -437,6 +506,15 @@ pub fn block(v: &Value, width: usize) -> String {
         }
         other => inline(other),
     }
+}
+
+/// `s` cut to `cap` characters (noting the cut in `cut`).
+fn capped(s: &str, cap: usize, cut: &mut bool) -> String {
+    if s.chars().nth(cap).is_none() {
+        return s.to_string();
+    }
+    *cut = true;
+    truncate(s, cap)
 }
 
 fn cell(v: &Value) -> String {
@@ -461,10 +539,39 @@ fn truncate(s: &str, max: usize) -> String {
     t
 }
 
-fn table_block(rows: &[&Record], width: usize) -> String {
+/// The last component of a path-like cell and the rest before it.
+fn split_path(v: Option<&Value>) -> Option<(String, String)> {
+    let s = match v? {
+        Value::Path(p) => p.to_string_lossy().into_owned(),
+        Value::Str(s) => s.to_string(),
+        _ => return None,
+    };
+    let s = s.trim_end_matches('/');
+    Some(match s.rfind('/') {
+        Some(i) => (s[..i].to_string(), s[i + 1..].to_string()),
+        None => (String::new(), s.to_string()),
+    })
+}
+
+/// A `path` column says nothing a `name` column beside it does not when
+/// every row's path is one directory joined with its name (`ls`).
+fn path_is_redundant(rows: &[&Record]) -> bool {
+    let mut dir: Option<String> = None;
+    rows.iter().all(|r| {
+        let (Some((d, last)), Some(Value::Str(name))) = (split_path(r.get("path")), r.get("name"))
+        else {
+            return false;
+        };
+        let same_dir = dir.get_or_insert_with(|| d.clone()) == &d;
+        same_dir && last == **name
+    })
+}
+
+fn table_block(rows: &[&Record], layout: Layout, cut: &mut bool) -> String {
     if rows.is_empty() {
         return "[]".to_string();
     }
+    let width = if layout.fit { layout.width } else { usize::MAX };
     let mut cols: Vec<crate::value::Key> = Vec::new();
     for r in rows {
         for k in r.keys() {
@@ -473,11 +580,18 @@ fn table_block(rows: &[&Record], width: usize) -> String {
             }
         }
     }
+    if cols.iter().any(|c| &**c == "name") && path_is_redundant(rows) {
+        cols.retain(|c| &**c != "path");
+    }
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             cols.iter()
-                .map(|c| r.get(c).map(cell).unwrap_or_default())
+                .map(|c| {
+                    r.get(c)
+                        .map(|v| capped(&cell(v), layout.cell_cap, cut))
+                        .unwrap_or_default()
+                })
                 .collect()
         })
         .collect();

@@ -176,9 +176,6 @@ pub fn tool_error(error: Json) -> Json {
     json!({"content": content, "structuredContent": error, "isError": true})
 }
 
-/// Stderr shown in an error's text at most (the whole of it is in the value).
-const ERROR_STDERR_TEXT: usize = 2048;
-
 /// The text of an error result, for a model to read: the message with its
 /// codes, the hint, argument errors, a failed command's status and stderr.
 fn error_text(error: &Json) -> String {
@@ -215,8 +212,13 @@ fn error_text(error: &Json) -> String {
         .and_then(Json::as_str)
         .filter(|s| !s.is_empty())
     {
-        out.push_str("\nstderr:\n");
-        out.push_str(&bound_text(stderr, ERROR_STDERR_TEXT, None));
+        // The end of stderr is where the error is: its last lines, as an
+        // outcome's text shows them.
+        let bytes = crate::value::output::OutputBytes::from(stderr);
+        if let Some(section) = crate::value::shown::stderr_section(&bytes) {
+            out.push('\n');
+            out.push_str(&section);
+        }
     }
     out
 }
@@ -250,6 +252,24 @@ mod tests {
             content.push(json!({"type": "resource_link", "uri": uri, "name": name, "mimeType": "application/json"}));
         }
         json!({"content": content, "structuredContent": structured, "isError": false})
+    }
+
+    #[test]
+    fn error_text_shows_the_end_of_stderr() {
+        let stderr: String = (1..=30).map(|i| format!("e{i}\n")).collect();
+        let text = error_text(
+            &json!({"code": -32002, "message": "`make` exited with status 2",
+            "data": {"code": "cmd_failed", "status": 2, "stderr": stderr}}),
+        );
+        let want: Vec<String> = (11..=30).map(|i| format!("e{i}")).collect();
+        assert_eq!(
+            text,
+            format!(
+                "error [cmd_failed, -32002]: `make` exited with status 2\nstatus: 2\n\
+                 --- stderr (last 20 of 30 lines) ---\n{}",
+                want.join("\n")
+            )
+        );
     }
 
     #[test]
