@@ -274,6 +274,11 @@ fn finish_job(
             .as_deref()
             .and_then(crate::lang::env_view::EnvView::for_gate),
     );
+    // `cmd &`, `jobs` and task handles reach the session's tasks, for this caller.
+    session.set_task_host(crate::actors::session_supervisor::task_host(
+        shared,
+        job.gate.clone(),
+    ));
     let interrupter = session.interrupter();
     interrupter.reset();
     // From here a cancel of this call interrupts it (and only it).
@@ -365,8 +370,10 @@ fn finish_job(
         Ok(Ok(value)) => {
             // The reply carries the value itself; the connection elides it under
             // the caller's budget (wire encoding happens at the edges).
-            let rendered = catch_unwind(AssertUnwindSafe(|| {
-                crate::value::render::block_limited(&value, shared.render_width, RENDER_MAX_ITEMS)
+            let rendered = catch_unwind(AssertUnwindSafe(|| match &value {
+                // `cmd &`: how to read the task it started.
+                Value::Task(t) => crate::task::started_text(t.id),
+                v => crate::value::render::block_limited(v, shared.render_width, RENDER_MAX_ITEMS),
             }));
             let n = shared.push(value.clone());
             let render = match rendered {

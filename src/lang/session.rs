@@ -316,6 +316,21 @@ impl Session {
         }
     }
 
+    /// A session over `interp` (a fork of an evaluator, for a session task).
+    pub(crate) fn from_interp(mut interp: Interp) -> Session {
+        interp.sink = None;
+        Session {
+            interp,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Where `cmd &`, `jobs` and task handles reach the session's tasks
+    /// (the daemon sets it for each exec, with the caller's gate).
+    pub fn set_task_host(&mut self, host: Option<crate::lang::eval::TaskHostRef>) {
+        self.interp.task_host = host;
+    }
+
     /// The pid (= process group) of the external program this session runs
     /// now, 0 when none: read from any thread.
     pub fn child_pid_slot(&self) -> Arc<std::sync::atomic::AtomicU32> {
