@@ -154,6 +154,12 @@ fn sh_block_amp_starts_a_task() {
     let r = exec(&mut k, "let t = sh { echo bound } &\nt.await().out");
     assert_eq!(r["value"], json!({"$": "str", "v": "bound"}), "{r}");
 
+    // In a function defined by an earlier exec: the task runs the command
+    // as written there, with the call's arguments.
+    exec(&mut k, "fn later(x) { sh -c \"echo {x}\" & }");
+    let r = exec(&mut k, "later(\"from-fn\").await().out");
+    assert_eq!(r["value"], json!({"$": "str", "v": "from-fn"}), "{r}");
+
     // MCP.
     let r = tool(
         &mut m,

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::lang::ast::{Command, Expr};
+use crate::lang::ast::{Command, Expr, ExprKind, Program, Span, Stmt, StmtKind, WordKind};
 use crate::lang::eval::{EResult, Interp, Pos};
 use crate::lang::scope::ScopeRef;
 use crate::lang::session::{Interrupter, Session};
@@ -55,9 +55,16 @@ pub type TaskHostRef = Arc<dyn TaskHost>;
 impl Interp {
     /// Start `src` as a session task on a fork of this evaluator (bindings
     /// visible in `scope`, cwd, environment): `None` without a host.
-    fn host_task(&mut self, src: &str, scope: &ScopeRef) -> Option<EResult<Value>> {
+    fn host_task(&mut self, src: &str, body: Expr, scope: &ScopeRef) -> Option<EResult<Value>> {
         let host = self.task_host.clone()?;
-        let lang = Session::from_interp(self.fork(scope));
+        let span = body.span;
+        let prog = Program {
+            stmts: vec![Stmt {
+                kind: StmtKind::Expr(body),
+                span,
+            }],
+        };
+        let lang = Session::from_interp(self.fork(scope), prog);
         Some(
             host.start(src, lang)
                 .map(|id| Value::Task(Arc::new(TaskRef { id })))
@@ -65,24 +72,32 @@ impl Interp {
         )
     }
 
-    /// The source text of a span of the program being evaluated.
-    fn src_of(&self, start: u32, end: u32) -> Option<String> {
+    /// The source text of a span of the program being evaluated, when it
+    /// starts with `head` (a function from an earlier exec has spans of a
+    /// source this evaluation no longer has).
+    fn src_of(&self, span: Span, head: &str) -> Option<String> {
         self.src
-            .get(start as usize..end as usize)
+            .get(span.start as usize..span.end as usize)
+            .filter(|s| s.contains(head))
             .map(|s| s.trim_end_matches('&').trim().to_string())
     }
 
     /// `cmd args &`.
     pub(crate) fn spawn_command(&mut self, cmd: &Arc<Command>, scope: &ScopeRef) -> EResult<Value> {
+        let head = command_name(cmd);
         let desc = self
-            .src_of(cmd.span.start, cmd.span.end)
-            .unwrap_or_else(|| "command".into());
-        if let Some(r) = self.host_task(&desc, scope) {
-            return r;
-        }
+            .src_of(cmd.span, head.trim_start_matches('^'))
+            .unwrap_or_else(|| format!("{head} … &"));
         let mut c = (**cmd).clone();
         c.background = false;
         let c = Arc::new(c);
+        let body = Expr {
+            kind: ExprKind::Command(c.clone()),
+            span: cmd.span,
+        };
+        if let Some(r) = self.host_task(&desc, body, scope) {
+            return r;
+        }
         self.start_task(desc, scope, move |it| {
             let g = it.globals.clone();
             it.eval_command(&c, &g, Pos::Value)
@@ -92,10 +107,14 @@ impl Interp {
     /// `sh { … } &` (an interpreter block or a parenthesised command, in
     /// the background).
     pub(crate) fn spawn_expr(&mut self, e: &Expr, scope: &ScopeRef) -> EResult<Value> {
+        let tool = match &e.kind {
+            ExprKind::InterpBlock { tool, .. } => tool.as_str(),
+            _ => "(",
+        };
         let desc = self
-            .src_of(e.span.start, e.span.end)
-            .unwrap_or_else(|| "sh".into());
-        if let Some(r) = self.host_task(&desc, scope) {
+            .src_of(e.span, tool)
+            .unwrap_or_else(|| format!("{tool} … &"));
+        if let Some(r) = self.host_task(&desc, e.clone(), scope) {
             return r;
         }
         let e = e.clone();
@@ -193,4 +212,13 @@ pub(crate) fn job_row(t: &TaskInfo) -> Arc<Record> {
     r.insert("done".into(), Value::Bool(t.done));
     r.insert("suspended".into(), Value::Bool(t.state == "suspended"));
     Arc::new(r)
+}
+
+/// A command's head as written, for a task's description when its source
+/// text is out of reach.
+fn command_name(c: &Command) -> String {
+    match &c.head.kind {
+        WordKind::Plain(s) | WordKind::Path(s) | WordKind::Glob(s) => s.clone(),
+        _ => String::new(),
+    }
 }
