@@ -128,6 +128,10 @@ pub async fn get_value(
     req: GetRequest,
     tty: bool,
 ) -> Result<Json, RpcError> {
+    // `task:N`: the task's state, output tail and, once it ended, its value.
+    if let Some(id) = crate::task::parse_ref(&reference) {
+        return super::task::task_read(handle, id, &req.elide).await;
+    }
     let view = ask(
         handle,
         GetValue {

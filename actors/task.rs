@@ -426,9 +426,13 @@ pub fn task_opts(
     }))
 }
 
-/// `{task, events}` of a task.
+/// `{task, events, render}` of a task just started.
 pub fn task_created(id: u64) -> serde_json::Value {
-    serde_json::json!({"task": task::ref_name(id), "events": task::channel(id)})
+    serde_json::json!({
+        "task": task::ref_name(id),
+        "events": task::channel(id),
+        "render": task::started_text(id),
+    })
 }
 
 /// Wait until the task's record is final, at most `limit` (`None`: no limit).
@@ -560,5 +564,144 @@ pub async fn kernel_method(
             }
             Ok(rec)
         }
+    }
+}
+
+/// `shoal_get {"ref": "task:N"}` / `value.get` of a task ref: the task's
+/// record (state, `src`, `elapsed_ms`, `tail` while it runs), and once it
+/// ended its value (`value`, elided under `budget`; `result_ref`) or error.
+/// `render` is the text a model reads: a status line, then the output so far
+/// or the value's render.
+pub async fn task_read(
+    handle: &super::session_handle::SessionHandle,
+    id: u64,
+    budget: &crate::proto::elide::Budget,
+) -> Result<serde_json::Value, RpcError> {
+    use super::session_supervisor::{TaskAnswer, TaskOp};
+    let TaskAnswer::Watch(view) = task_call(handle, TaskOp::Watch(id)).await? else {
+        return Err(RpcError::internal("unexpected answer to a task read"));
+    };
+    let mut rec = task_record(handle, id).await?;
+    let reply = view.borrow().reply.clone();
+    let reply = reply.as_deref().filter(|_| is_final(&rec));
+    let status = match reply {
+        Some(Ok(ExecReply {
+            value: Value::Outcome(o),
+            ..
+        })) => outcome_status(o),
+        _ => None,
+    };
+    let mut text = read_status_line(&rec, status);
+    if let Some(reply) = reply {
+        match reply {
+            Ok(x) => {
+                let uri = crate::proto::kernel::ref_uri(x.n);
+                rec["value"] = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    crate::proto::elide::elide(&x.value, budget, &uri)
+                }))
+                .map_err(|_| RpcError::internal("encoding the task's value panicked"))?;
+                if !x.render.is_empty() {
+                    text.push('\n');
+                    text.push_str(&x.render);
+                }
+                if let Value::Outcome(o) = &x.value {
+                    stderr_tail(o, &mut text);
+                }
+            }
+            Err(e) => {
+                let e = super::conn::session_error(e.clone());
+                text.push('\n');
+                text.push_str(&e.message);
+            }
+        }
+    } else if let Some(t) = rec.get("tail") {
+        for (k, title) in [("stdout", "output so far"), ("stderr", "stderr so far")] {
+            let s = t.get(k).and_then(|s| s.as_str()).unwrap_or("");
+            if !s.is_empty() {
+                text.push_str(&format!("\n--- {title} (last bytes) ---\n{}", s.trim_end()));
+            }
+        }
+    }
+    rec["ref"] = serde_json::json!(task::ref_name(id));
+    rec["uri"] = serde_json::json!(format!("shoal://task/{id}"));
+    rec["render"] = serde_json::json!(text);
+    Ok(rec)
+}
+
+fn is_final(rec: &serde_json::Value) -> bool {
+    matches!(
+        rec["state"].as_str(),
+        Some("completed" | "failed" | "cancelled")
+    )
+}
+
+/// `task:3 running · 2.1 s · sleep 30`, `task:4 failed · exit status 2 ·
+/// …` (and the value's ref once it ended).
+fn read_status_line(rec: &serde_json::Value, status: Option<String>) -> String {
+    let ms = rec["elapsed_ms"].as_u64().unwrap_or(0);
+    let mut line = format!(
+        "{} {}{} · {}.{} s · {}",
+        rec["task"].as_str().unwrap_or("task"),
+        rec["state"].as_str().unwrap_or("unknown"),
+        status.map(|s| format!(" · {s}")).unwrap_or_default(),
+        ms / 1000,
+        (ms % 1000) / 100,
+        crate::proto::bound::bound_text(rec["src"].as_str().unwrap_or(""), 96, None)
+            .lines()
+            .next()
+            .unwrap_or(""),
+    );
+    if let Some(r) = rec["result_ref"].as_str() {
+        line.push_str(&format!(" · value {r}"));
+    }
+    line
+}
+
+/// `exit status N` / `killed by signal SIG` of a failed outcome.
+fn outcome_status(o: &crate::value::Outcome) -> Option<String> {
+    if o.ok {
+        return None;
+    }
+    match (&o.signal, o.status) {
+        (Some(sig), _) => Some(format!("killed by signal {sig}")),
+        (None, Some(n)) => Some(format!("exit status {n}")),
+        (None, None) => None,
+    }
+}
+
+/// Lines and bytes of stderr a task read shows at most (its last ones).
+const STDERR_LINES: usize = 20;
+const STDERR_BYTES: usize = 2048;
+
+/// The outcome's stderr, when any: its last lines under `--- stderr ---`.
+fn stderr_tail(o: &crate::value::Outcome, text: &mut String) {
+    if o.stderr.is_empty() {
+        return;
+    }
+    let bytes = o.stderr.head(o.stderr.len().min(1 << 20));
+    let all = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = all.trim_end().lines().collect();
+    let mut keep: Vec<&str> = Vec::new();
+    let mut size = 0;
+    for l in lines.iter().rev().take(STDERR_LINES) {
+        size += l.len() + 1;
+        if size > STDERR_BYTES && !keep.is_empty() {
+            break;
+        }
+        keep.push(l);
+    }
+    keep.reverse();
+    if keep.len() < lines.len() {
+        text.push_str(&format!(
+            "\n--- stderr (last {} of {} lines) ---",
+            keep.len(),
+            lines.len()
+        ));
+    } else {
+        text.push_str("\n--- stderr ---");
+    }
+    for l in keep {
+        text.push('\n');
+        text.push_str(l);
     }
 }

@@ -132,6 +132,8 @@ const ROWS: &[(&str, Expect)] = &[
     ("ps aux | grep shoal", Teaches("parse_error", "`(cmd1).feed(cmd2 args)`")),
     // --- jobs ---
     ("sleep 0 &", Works("~task(")),
+    ("sh { sleep 0 } &", Works("~task(")),
+    ("(sleep 0) &", Works("~task(")),
     ("jobs", Works("[]")),
     ("wait", Teaches("parse_error", "`t.await()`")),
     ("fg", Teaches("parse_error", "`jobs`")),

@@ -275,6 +275,11 @@ fn finish_job(
             .as_deref()
             .and_then(crate::lang::env_view::EnvView::for_gate),
     );
+    // `cmd &`, `jobs` and task handles reach the session's tasks, for this caller.
+    session.set_task_host(crate::actors::session_supervisor::task_host(
+        shared,
+        job.gate.clone(),
+    ));
     let interrupter = session.interrupter();
     interrupter.reset();
     // From here a cancel of this call interrupts it (and only it).
@@ -373,8 +378,13 @@ fn finish_job(
             } else {
                 Layout::text(shared.render_width)
             };
-            let rendered = catch_unwind(AssertUnwindSafe(|| {
-                shown::shown(&value, layout, RENDER_MAX_ITEMS)
+            let rendered = catch_unwind(AssertUnwindSafe(|| match &value {
+                // `cmd &`: how to read the task it started.
+                Value::Task(t) => shown::Shown {
+                    body: crate::task::started_text(t.id),
+                    ..shown::Shown::default()
+                },
+                v => shown::shown(v, layout, RENDER_MAX_ITEMS),
             }));
             let n = shared.push(value.clone());
             let shown = match rendered {

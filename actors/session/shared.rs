@@ -70,6 +70,11 @@ pub struct SessionShared {
     /// stops them; a dead one sends through the supervisor, which answers why
     /// there is none.
     actor: Mutex<Option<(actix::WeakAddr<super::Session>, Arc<ActorStats>)>>,
+    /// The supervisor (set as it starts): where an evaluation's `cmd &` and
+    /// `jobs` reach the session's tasks. Weak: the session's state never keeps
+    /// its supervisor alive.
+    supervisor:
+        Mutex<Option<actix::WeakAddr<crate::actors::session_supervisor::SessionSupervisor>>>,
 }
 
 /// The language state a background task starts from.
@@ -114,6 +119,7 @@ impl SessionShared {
             spill_bytes: 0,
             spill: Mutex::new(None),
             actor: Mutex::new(None),
+            supervisor: Mutex::new(None),
         }
     }
 
@@ -128,6 +134,21 @@ impl SessionShared {
     /// The supervisor started a new Session actor (`None`: there is none any more).
     pub fn set_actor(&self, a: Option<(&actix::Addr<super::Session>, Arc<ActorStats>)>) {
         *self.actor.locked() = a.map(|(addr, stats)| (addr.downgrade(), stats));
+    }
+
+    /// The supervisor, while it lives.
+    pub fn supervisor(
+        &self,
+    ) -> Option<actix::WeakAddr<crate::actors::session_supervisor::SessionSupervisor>> {
+        self.supervisor.locked().clone()
+    }
+
+    /// The supervisor started.
+    pub fn set_supervisor(
+        &self,
+        a: actix::WeakAddr<crate::actors::session_supervisor::SessionSupervisor>,
+    ) {
+        *self.supervisor.locked() = Some(a);
     }
 
     /// Apply the `[limits]` a language session enforces itself.

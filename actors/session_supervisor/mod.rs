@@ -9,6 +9,7 @@
 //! arbiter or encodes a reply for the wire.
 
 mod children;
+mod lang_tasks;
 mod tasks;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -24,6 +25,7 @@ use crate::task::{self as task_table, TaskTable};
 
 use children::ChildSlot;
 pub use children::{ChildExited, ChildKind, ExitNotice, ListChildren};
+pub use lang_tasks::task_host;
 use tasks::TaskEntry;
 pub use tasks::{unknown_task, StartTask, TaskAnswer, TaskCall, TaskOp};
 
@@ -94,6 +96,7 @@ impl Actor for SessionSupervisor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(256);
+        self.shared.set_supervisor(ctx.address().downgrade());
         self.start_child(ctx);
     }
 

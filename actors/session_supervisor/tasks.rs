@@ -118,9 +118,12 @@ impl SessionSupervisor {
         self.tasks
             .prune(Instant::now(), self.retention.retain, self.retention.max);
     }
-    fn start_task(
+    /// Start a task of `msg` on `lang` (a fork of the evaluation that asked
+    /// for it: `cmd &`), else on a fork of the session's last exec.
+    pub(super) fn start_task(
         &mut self,
         msg: StartTask,
+        lang: Option<crate::lang::Session>,
         ctx: &mut Context<Self>,
     ) -> Result<(u64, tokio::sync::watch::Receiver<TaskView>), RpcError> {
         if self.failed {
@@ -138,10 +141,13 @@ impl SessionSupervisor {
                 "running background tasks in this session",
             ));
         }
-        let lang = self
-            .shared
-            .fork_lang()
-            .map_err(super::super::conn::session_error)?;
+        let lang = match lang {
+            Some(l) => l,
+            None => self
+                .shared
+                .fork_lang()
+                .map_err(super::super::conn::session_error)?,
+        };
         // The Leash gate: refused before any task exists.
         if let Some(g) = &msg.gate {
             super::super::session::check_gate(g, &lang, &msg.src)
@@ -254,13 +260,10 @@ impl SessionSupervisor {
     }
 }
 
-impl Handler<StartTask> for SessionSupervisor {
-    type Result = Result<(u64, tokio::sync::watch::Receiver<TaskView>), RpcError>;
-
-    fn handle(&mut self, msg: StartTask, ctx: &mut Context<Self>) -> Self::Result {
-        self.reg.stats.handled();
-        // Only the owner (or the local uid) starts work here, whichever path sent it.
-        if let Some(g) = &msg.gate {
+impl SessionSupervisor {
+    /// Only the owner (or the local uid) starts work here, whichever path sent it.
+    pub(super) fn may_start(&self, gate: Option<&crate::leash::Gate>) -> Result<(), RpcError> {
+        if let Some(g) = gate {
             let (owner, name) = (&self.shared.owner, &self.shared.name);
             let access = crate::actors::session_handle::access_of(&g.principal, owner, name);
             if access != Some(crate::actors::session_handle::Access::Full) {
@@ -271,7 +274,17 @@ impl Handler<StartTask> for SessionSupervisor {
                 ));
             }
         }
-        self.start_task(msg, ctx)
+        Ok(())
+    }
+}
+
+impl Handler<StartTask> for SessionSupervisor {
+    type Result = Result<(u64, tokio::sync::watch::Receiver<TaskView>), RpcError>;
+
+    fn handle(&mut self, msg: StartTask, ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        self.may_start(msg.gate.as_deref())?;
+        self.start_task(msg, None, ctx)
     }
 }
 

@@ -198,6 +198,8 @@ pub enum ExprKind {
         tool: String,
         program: String,
     },
+    /// `sh { … } &`, `(cmd args) &`: a session task running the expression.
+    Background(Box<Expr>),
     /// A parenthesised expression. Grouping creates no semantic node: the evaluator
     /// treats `Group(e)` as `e` (so `(^false)` as a statement still raises).
     Group(Box<Expr>),

@@ -97,6 +97,9 @@ pub struct Session {
     interp: Interp,
     /// The likely bash habits of the last `exec`'s source.
     warnings: Vec<Warning>,
+    /// The program a session task runs (`cmd &`: the command as parsed
+    /// where it was written), in place of parsing the source it is given.
+    preset: Option<crate::lang::ast::Program>,
 }
 
 impl Session {
@@ -121,6 +124,7 @@ impl Session {
         Session {
             interp,
             warnings: Vec::new(),
+            preset: None,
         }
     }
 
@@ -289,12 +293,16 @@ impl Session {
             b.reset();
         }
         let ctx = self.parse_context();
-        let (prog, warnings) = parse_with_warnings(src, &ctx).map_err(ExecError::Parse)?;
-        self.warnings = warnings;
         let pos = match position {
             Position::Stmt => Pos::Stmt,
             Position::Value => Pos::Value,
         };
+        if let Some(prog) = self.preset.take() {
+            // Its spans are those of the source it was parsed from.
+            return Ok((prog, pos, ctx));
+        }
+        let (prog, warnings) = parse_with_warnings(src, &ctx).map_err(ExecError::Parse)?;
+        self.warnings = warnings;
         self.interp.src = Arc::from(src);
         Ok((prog, pos, ctx))
     }
@@ -313,7 +321,26 @@ impl Session {
         Session {
             interp,
             warnings: Vec::new(),
+            preset: None,
         }
+    }
+
+    /// A session over `interp` (a fork of an evaluator, for a session task)
+    /// whose next exec runs `prog` (already parsed: the source it is given
+    /// names it only).
+    pub(crate) fn from_interp(mut interp: Interp, prog: crate::lang::ast::Program) -> Session {
+        interp.sink = None;
+        Session {
+            interp,
+            warnings: Vec::new(),
+            preset: Some(prog),
+        }
+    }
+
+    /// Where `cmd &`, `jobs` and task handles reach the session's tasks
+    /// (the daemon sets it for each exec, with the caller's gate).
+    pub fn set_task_host(&mut self, host: Option<crate::lang::eval::TaskHostRef>) {
+        self.interp.task_host = host;
     }
 
     /// The pid (= process group) of the external program this session runs
@@ -382,6 +409,9 @@ impl Session {
     /// an exec would parse it, derived without executing anything.
     pub fn derive_effects(&self, src: &str) -> Result<Vec<crate::leash::Effect>, ParseError> {
         let ctx = self.parse_context();
+        if let Some(prog) = &self.preset {
+            return Ok(self.effects_in(prog, &ctx.bound));
+        }
         let prog = crate::lang::parse::parse(src, &ctx)?;
         Ok(self.effects_in(&prog, &ctx.bound))
     }

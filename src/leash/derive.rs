@@ -337,7 +337,9 @@ impl Walker<'_, '_> {
             ExprKind::List(xs) => xs.iter().try_for_each(|x| self.expr(x)),
             ExprKind::Record(kv) => kv.iter().try_for_each(|(_, x)| self.expr(x)),
             ExprKind::Block(b) | ExprKind::Spawn(b) => self.block(b),
-            ExprKind::Unary { expr, .. } | ExprKind::Group(expr) => self.expr(expr),
+            ExprKind::Unary { expr, .. } | ExprKind::Group(expr) | ExprKind::Background(expr) => {
+                self.expr(expr)
+            }
             ExprKind::Binary { lhs, rhs, .. } => {
                 self.expr(lhs)?;
                 self.expr(rhs)

@@ -28,7 +28,7 @@ impl Walker<'_, '_> {
         let first = || args.iter().find(|a| a.name.is_none()).map(|a| &a.value);
         match n {
             "parallel" | "retry" | "on" | "now" | "today" | "assert" | "path" | "regex"
-            | "range" | "channel" | "every" => Ok(()),
+            | "range" | "channel" | "every" | "task" => Ok(()),
             "run" => {
                 self.push(Effect::Opaque);
                 if let Some(p) = first().and_then(literal_str) {

@@ -137,7 +137,9 @@ impl<'a> Enc<'a> {
             Value::Range(r) => {
                 json!({"$": "range", "start": r.start, "end": r.end, "inclusive": r.inclusive})
             }
-            Value::Task(t) => json!({"$": "task", "id": t.id, "done": false}),
+            Value::Task(t) => {
+                json!({"$": "task", "id": t.id, "ref": crate::task::ref_name(t.id), "done": false})
+            }
             Value::Closure(c) => {
                 json!({"$": "closure", "repr": safe_inline(v).unwrap_or_else(|| c.render())})
             }

@@ -51,6 +51,16 @@ pub fn ref_name(id: u64) -> String {
     format!("task:{id}")
 }
 
+/// What a model reads of a task it just started (`cmd &`, `background:
+/// true`): its `task:N` and how to read it.
+pub fn started_text(id: u64) -> String {
+    let r = ref_name(id);
+    format!(
+        "{r} runs in the background (task({id}) in source)\n\
+         shoal_get {{\"ref\":\"{r}\"}} reads its state, output and value; `jobs` lists every task"
+    )
+}
+
 /// The event channel of a task (the bare number: `task.7`).
 pub fn channel(id: u64) -> String {
     format!("task.{id}")

@@ -45,6 +45,11 @@ impl Interp {
                 let (p, n) = self.eval_args(args, scope)?;
                 return self.call_value(&v, p, n);
             }
+            if name == "task" {
+                // `task(N)`: the session's task:N (a binding named `task` wins).
+                let (p, n) = self.eval_args(args, scope)?;
+                return self.task_by_number(p, n);
+            }
             if self.is_command_name(name, scope) {
                 let (p, n) = self.eval_args(args, scope)?;
                 let mut cargs: Vec<CArg> = p.into_iter().map(CArg::Val).collect();

@@ -283,7 +283,7 @@ impl Interp {
             crate::leash::run_gate::check(&crate::leash::Effect::SessionWrite)?;
         }
         let result: Value = match head.as_str() {
-            "jobs" => self.jobs_table(),
+            "jobs" => self.jobs_table()?,
             "exit" | "quit" => {
                 let vals = carg_values(inv.cargs);
                 match vals.as_slice() {

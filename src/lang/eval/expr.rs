@@ -174,6 +174,7 @@ impl Interp {
                 body,
             } => self.eval_with(cwd, env, reef, body, scope),
             ExprKind::Spawn(body) => self.spawn_block(body, scope),
+            ExprKind::Background(inner) => self.spawn_expr(inner, scope),
             ExprKind::Command(cmd) => {
                 let saved = self.cmd_span.replace(cmd.span);
                 let r = self.eval_command(cmd, scope, pos);

@@ -32,6 +32,7 @@ mod external;
 mod pattern;
 mod reef;
 mod scripts;
+mod session_tasks;
 mod stmt;
 mod task;
 
@@ -40,6 +41,7 @@ mod tests;
 
 pub use args::argv_string;
 pub(crate) use args::is_builtin_head;
+pub use session_tasks::{TaskControl, TaskHost, TaskHostRef, TaskInfo};
 pub use task::Tasks;
 
 /// Maximum nesting of calls (docs/rules.md §4).
@@ -154,6 +156,9 @@ pub struct Interp {
     /// Names this session's evaluations set themselves (`env.X = …`,
     /// `with env:`): children get them whatever the view.
     pub env_own: std::collections::BTreeSet<String>,
+    /// The daemon session's tasks (`cmd &`, `jobs`, task handles); `None`
+    /// outside the daemon. Set for each exec from its caller.
+    pub task_host: Option<TaskHostRef>,
 }
 
 fn stack_addr() -> usize {
@@ -194,6 +199,7 @@ impl Interp {
             adapters: None,
             env_view: None,
             env_own: std::collections::BTreeSet::new(),
+            task_host: None,
         }
     }
 
@@ -214,6 +220,7 @@ impl Interp {
         c.adapters = self.adapters.clone();
         c.env_view = self.env_view.clone();
         c.env_own = self.env_own.clone();
+        c.task_host = self.task_host.clone();
         c
     }
 

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::lang::ast::{Block, Command};
+use super::session_tasks::{job_row, TaskInfo};
+use crate::lang::ast::Block;
 use crate::lang::eval::{Channels, EResult, Interp, Pos};
 use crate::lang::scope::ScopeRef;
 use crate::lang::session::Interrupter;
@@ -41,14 +42,19 @@ struct TaskEntry {
     state: Arc<TaskState>,
 }
 
-/// The task table of a session.
+/// The task table of a session: the tasks this evaluator runs on its own
+/// threads (`spawn`, `on`; `cmd &` without a task host).
 #[derive(Default)]
 pub struct Tasks {
-    next_id: u64,
     entries: Vec<TaskEntry>,
 }
 
 impl Tasks {
+    /// Whether `id` is one of these tasks.
+    pub(crate) fn has(&self, id: u64) -> bool {
+        self.entries.iter().any(|e| e.id == id)
+    }
+
     /// Interrupt every running task (session teardown).
     pub fn cancel_all(&self) {
         for e in &self.entries {
@@ -104,6 +110,41 @@ fn now_dt() -> Value {
     Value::DateTime(Arc::new(jiff::Zoned::now()))
 }
 
+/// What a task handle answers.
+const TASK_METHODS: &[&str] = &[
+    "await",
+    "wait",
+    "cancel",
+    "is_done",
+    "suspend",
+    "resume",
+    "is_suspended",
+    "id",
+    "state",
+];
+
+fn unknown_method(name: &str) -> crate::lang::eval::Ctl {
+    ShoalError::field_missing(format!("unknown method `.{name}` on task"))
+        .with_hint("tasks have .await() .wait() .cancel() .is_done() .state .suspend() .resume()")
+        .into()
+}
+
+/// A local task's state, in the session tasks' words.
+fn local_state(st: &TaskState) -> &'static str {
+    let done = st.done.load(Ordering::SeqCst);
+    if !done && st.suspended.load(Ordering::SeqCst) {
+        "suspended"
+    } else if !done {
+        "running"
+    } else {
+        match st.result.locked().as_ref() {
+            Some(Ok(_)) => "completed",
+            Some(Err(err)) if err.code == ErrorCode::Cancelled => "cancelled",
+            _ => "failed",
+        }
+    }
+}
+
 impl Interp {
     /// A copy of this evaluator for a background task: own interrupter,
     /// snapshot of the visible bindings.
@@ -120,7 +161,12 @@ impl Interp {
         c
     }
 
-    fn start_task<F>(&mut self, desc: String, scope: &ScopeRef, body: F) -> EResult<Value>
+    pub(crate) fn start_task<F>(
+        &mut self,
+        desc: String,
+        scope: &ScopeRef,
+        body: F,
+    ) -> EResult<Value>
     where
         F: FnOnce(&mut Interp) -> EResult<Value> + Send + 'static,
     {
@@ -133,17 +179,16 @@ impl Interp {
             cond: Condvar::new(),
             interrupter: child.interrupter.clone(),
         });
-        let id = {
+        // One numbering with the session's tasks (`task(N)` is `task:N`).
+        let id = crate::task::next_id();
+        {
             let mut t = self.tasks.locked();
-            t.next_id += 1;
-            let id = t.next_id;
             t.entries.push(TaskEntry {
                 id,
                 desc,
                 state: state.clone(),
             });
-            id
-        };
+        }
         let st = state.clone();
         // Leash: the task's children stay confined like the spawner's.
         let sandbox = crate::leash::landlock::current();
@@ -185,24 +230,6 @@ impl Interp {
         })
     }
 
-    /// `cmd args &`.
-    pub(crate) fn spawn_command(&mut self, cmd: &Arc<Command>, scope: &ScopeRef) -> EResult<Value> {
-        let mut c = (**cmd).clone();
-        c.background = false;
-        let c = Arc::new(c);
-        let desc = self
-            .src
-            .get(cmd.span.start as usize..cmd.span.end as usize)
-            .unwrap_or("command")
-            .trim_end_matches('&')
-            .trim()
-            .to_string();
-        self.start_task(desc, scope, move |it| {
-            let g = it.globals.clone();
-            it.eval_command(&c, &g, Pos::Value)
-        })
-    }
-
     fn task_state(&self, id: u64) -> Option<(Arc<TaskState>, String)> {
         self.tasks
             .locked()
@@ -215,7 +242,17 @@ impl Interp {
     /// Methods and fields of task handles (§12.10).
     pub(crate) fn task_method(&mut self, id: u64, name: &str, _args: &[Value]) -> EResult<Value> {
         let Some((st, _)) = self.task_state(id) else {
-            return Err(ShoalError::not_found(format!("no task {id} in this session")).into());
+            if let Some(r) = self.host_task_method(id, name) {
+                return r;
+            }
+            if self.task_host.is_some() && !TASK_METHODS.contains(&name) {
+                return Err(unknown_method(name));
+            }
+            return Err(
+                ShoalError::not_found(format!("no task {id} in this session"))
+                    .with_hint("`jobs` lists this session's tasks")
+                    .into(),
+            );
         };
         match name {
             "await" | "wait" => {
@@ -255,48 +292,25 @@ impl Interp {
                 st.suspended.load(Ordering::SeqCst) && !st.done.load(Ordering::SeqCst),
             )),
             "id" => Ok(Value::Int(id as i64)),
-            _ => Err(
-                ShoalError::field_missing(format!("unknown method `.{name}` on task"))
-                    .with_hint(
-                        "tasks have .await() .wait() .cancel() .is_done() .suspend() .resume()",
-                    )
-                    .into(),
-            ),
+            "state" => Ok(Value::str(local_state(&st))),
+            _ => Err(unknown_method(name)),
         }
     }
 
-    /// `jobs` (§10.11).
-    pub(crate) fn jobs_table(&self) -> Value {
-        let t = self.tasks.locked();
-        let rows = t
-            .entries
-            .iter()
-            .map(|e| {
-                let done = e.state.done.load(Ordering::SeqCst);
-                let state = if !done && e.state.suspended.load(Ordering::SeqCst) {
-                    "suspended"
-                } else if !done {
-                    "running"
-                } else {
-                    match e.state.result.locked().as_ref() {
-                        Some(Ok(_)) => "done",
-                        Some(Err(err)) if err.code == ErrorCode::Cancelled => "cancelled",
-                        _ => "failed",
-                    }
-                };
-                let mut r = Record::new();
-                r.insert("id".into(), Value::Int(e.id as i64));
-                r.insert("desc".into(), Value::str(&e.desc));
-                r.insert("state".into(), Value::str(state));
-                r.insert("done".into(), Value::Bool(done));
-                r.insert(
-                    "suspended".into(),
-                    Value::Bool(!done && e.state.suspended.load(Ordering::SeqCst)),
-                );
-                Arc::new(r)
-            })
-            .collect();
-        Value::Table(Arc::new(rows))
+    /// `jobs` (§10.11): every task of the session (through the task host)
+    /// and this evaluator's own, by number.
+    pub(crate) fn jobs_table(&self) -> EResult<Value> {
+        let mut rows: Vec<TaskInfo> = self.host_jobs().map_err(|e| self.lift(e))?;
+        for e in &self.tasks.locked().entries {
+            rows.push(TaskInfo {
+                id: e.id,
+                desc: e.desc.clone(),
+                state: local_state(&e.state).to_string(),
+                done: e.state.done.load(Ordering::SeqCst),
+            });
+        }
+        rows.sort_by_key(|t| t.id);
+        Ok(Value::Table(Arc::new(rows.iter().map(job_row).collect())))
     }
 
     // ----- channels --------------------------------------------------------

@@ -391,6 +391,19 @@ fn tasks_and_channels() {
         ("let t = spawn { 1 + 1 }\nt.await()", "2"),
         ("let t = spawn { 1 / 0 }\nt.await()", "!div_zero"),
         ("jobs.len()", "0"),
+        // Without a daemon, `&` runs on a thread of the evaluation.
+        ("let t = sh { echo hi } &\nt.await().out", "\"hi\""),
+        ("let t = (echo a &)\nt.await().out", "\"a\""),
+        (
+            "let t = spawn { 1 }\nt.await()\n[task(t.id).state, task(\"task:{t.id}\").is_done()]",
+            "[\"completed\", true]",
+        ),
+        (
+            "let t = spawn { 1 }\nt.await()\njobs.where(.id == t.id)[0].state",
+            "\"completed\"",
+        ),
+        ("task(999999999)", "!not_found"),
+        ("task(\"out:1\")", "!arg_error"),
         (
             "channel(\"z\").emit(\"a\")\nchannel(\"z\").latest()",
             "\"a\"",

@@ -177,12 +177,25 @@ impl Parser<'_> {
                 ))
             }
             Tok::Amp => {
+                // `sh { … } &`, `(cmd args) &` at the end of a statement: in
+                // the background, like `cmd args &`.
+                let p = self.skip_ws(t.end);
+                let at_end = p >= self.limit || matches!(self.byte(p), b'\n' | b';' | b'}' | b')');
+                if min <= 1 && at_end && backgroundable(&lhs) {
+                    self.advance()?;
+                    let span = Span::new(lhs.span.start as usize, t.end);
+                    return Ok(Ok(Expr {
+                        kind: ExprKind::Background(bx(lhs)),
+                        span,
+                    }));
+                }
                 return Err(self.err_hint(
                     "`&` is not an operator here",
                     t.start,
                     t.end,
-                    "use `&&` for a logical and",
-                ))
+                    "`&` at the end runs a command in the background (`cmd args &`, \
+                     `sh { … } &`); `&&` is a logical and",
+                ));
             }
             Tok::DotDot | Tok::DotDotEq => {
                 if min > 5 {
@@ -646,5 +659,15 @@ impl Parser<'_> {
                 })
             }
         }
+    }
+}
+
+/// What `&` may put in the background: an interpreter block or a
+/// parenthesised command.
+fn backgroundable(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::InterpBlock { .. } | ExprKind::Command(_) => true,
+        ExprKind::Group(inner) => backgroundable(inner),
+        _ => false,
     }
 }

@@ -300,6 +300,7 @@ fn expr(e: &Expr) -> String {
             format!("{s} {})", block(b))
         }
         ExprKind::Spawn(b) => format!("(spawn {})", block(b)),
+        ExprKind::Background(e) => format!("({} &)", expr(e)),
         ExprKind::Command(c) => command(c),
         ExprKind::InterpBlock { tool, program } => format!("({tool}! {program:?})"),
         ExprKind::Group(x) => format!("(grp {})", expr(x)),

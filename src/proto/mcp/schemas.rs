@@ -103,7 +103,7 @@ pub fn get_input_schema() -> Json {
     json!({
         "type": "object",
         "properties": {
-            "ref": {"type": "string", "description": "out:N or shoal://out/N"},
+            "ref": {"type": "string", "description": "out:N or shoal://out/N; task:N reads a task"},
             "path": {"type": "string", "description": ".field, [n], [a..b], e.g. rows[3].name"},
             "slice": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
             "elide": elide_schema(),
