@@ -31,9 +31,6 @@ pub struct JobSpec {
     pub check: bool,
 }
 
-/// Items of a list or table rendered for the reply and the journal; past it
-/// the render says how many more there are.
-const RENDER_MAX_ITEMS: usize = 2000;
 /// A language session for `shared` (its cwd, environment, limits, adapters
 /// and the bus bridge of `user.*` channels).
 pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionError> {
@@ -366,7 +363,7 @@ fn finish_job(
             // The reply carries the value itself; the connection elides it under
             // the caller's budget (wire encoding happens at the edges).
             let rendered = catch_unwind(AssertUnwindSafe(|| {
-                crate::value::render::block_limited(&value, shared.render_width, RENDER_MAX_ITEMS)
+                kernel::value_render(&value, shared.render_width)
             }));
             let n = shared.push(value.clone());
             let render = match rendered {
@@ -376,7 +373,16 @@ fn finish_job(
                     String::new()
                 }
             };
-            let bounded = bound::bound_render(&render, job.tty, Some(&kernel::ref_uri(n)));
+            // Head plus tail within the default text budget; the whole text
+            // rides along when cut, for a caller's own `elide.max_bytes`.
+            let text = bound::text_for(&render, job.tty);
+            let reference = kernel::ref_name(n);
+            let at = bound::LinesRef {
+                reference: &reference,
+                path: None,
+            };
+            let bounded = bound::head_tail(&text, bound::TEXT_BUDGET, at);
+            let full = (bounded.len() < text.len()).then(|| Arc::<str>::from(&*text));
             let j = pending(
                 n,
                 PendingRan::Value {
@@ -390,6 +396,7 @@ fn finish_job(
                     n,
                     value,
                     render: bounded,
+                    full,
                     elapsed_ms,
                     journal: None,
                     warnings: session.take_warnings(),
