@@ -72,7 +72,12 @@ fn marker(t: &str) -> (usize, usize, usize, Value) {
     let (a, b) = range.split_once('\u{2013}').unwrap();
     let (n, call) = rest.split_once(" elided; shoal_get ").unwrap();
     let call: Value = serde_json::from_str(call).unwrap_or_else(|e| panic!("{line}: {e}"));
-    (a.parse().unwrap(), b.parse().unwrap(), n.parse().unwrap(), call)
+    (
+        a.parse().unwrap(),
+        b.parse().unwrap(),
+        n.parse().unwrap(),
+        call,
+    )
 }
 
 /// Head lines, marker, tail lines: the head is lines 1..a-1, the tail b+1..n.
@@ -80,7 +85,10 @@ fn assert_head_and_tail(t: &str, want: &[String]) -> (usize, usize, Value) {
     let (a, b, n, call) = marker(t);
     assert_eq!(n, want.len(), "{t}");
     let lines: Vec<&str> = t.lines().collect();
-    let at = lines.iter().position(|l| l.starts_with('\u{2026}')).unwrap();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with('\u{2026}'))
+        .unwrap();
     assert_eq!(at, a - 1, "head lines before the marker");
     assert_eq!(&lines[..at], &want[..a - 1]);
     assert_eq!(&lines[at + 1..], &want[b..], "the tail is the last lines");
@@ -98,7 +106,10 @@ fn big_outcome_is_head_plus_tail_and_its_marker_call_returns_the_lines() {
     assert!(t.len() <= 12 << 10, "text {} bytes", t.len());
     assert!(t.len() > 8 << 10, "the budget is used: {} bytes", t.len());
     assert!(t.starts_with("line 00001\nline 00002\n"), "{t}");
-    assert!(t.ends_with("line 04999\nline 05000"), "the end is kept: {t}");
+    assert!(
+        t.ends_with("line 04999\nline 05000"),
+        "the end is kept: {t}"
+    );
     let (a, b, call) = assert_head_and_tail(t, &want);
     // About a third head, two thirds tail.
     assert!(a > 250 && a < 450, "head of {} lines", a - 1);
@@ -118,7 +129,10 @@ fn big_outcome_is_head_plus_tail_and_its_marker_call_returns_the_lines() {
     assert_eq!(g["structuredContent"]["total_lines"], json!(5000));
 
     // Any range pages by lines (1-based, inclusive); past the end is clamped.
-    let g = m.tool("shoal_get", json!({"ref": reference, "lines": [4998, 6000]}));
+    let g = m.tool(
+        "shoal_get",
+        json!({"ref": reference, "lines": [4998, 6000]}),
+    );
     assert_eq!(text(&g), "line 04998\nline 04999\nline 05000");
     let g = m.tool("shoal_get", json!({"ref": reference, "lines": [7, 7]}));
     assert_eq!(text(&g), "line 00007");
@@ -129,6 +143,50 @@ fn big_outcome_is_head_plus_tail_and_its_marker_call_returns_the_lines() {
     );
     assert_eq!(e["isError"], json!(true));
     assert!(text(&e).contains("the text has 5000 lines"), "{e}");
+}
+
+#[test]
+fn out_n_is_usable_in_source_also_after_a_restart() {
+    let root = Root::new();
+    let mut d = Daemon::start(&root);
+    let mut m = Mcp::open(&d, "big");
+    let r = m.tool("shoal_exec", json!({"src": SEQ}));
+    let reference = r["structuredContent"]["ref"].as_str().unwrap().to_string();
+    let r = m.tool(
+        "shoal_exec",
+        json!({"src": format!("{reference}.lines().len()")}),
+    );
+    assert_eq!(text(&r), "5000");
+    let r = m.tool(
+        "shoal_exec",
+        json!({"src": format!("let last = {reference}.lines()[-1]\n\"{{last}} of {{{reference}.lines().len()}}\"")}),
+    );
+    assert_eq!(text(&r), "line 05000 of 5000");
+    // An unknown one says which exist.
+    let e = m.ok(
+        "tools/call",
+        json!({"name": "shoal_exec", "arguments": {"src": "out:999"}}),
+    );
+    assert_eq!(e["isError"], json!(true));
+    assert!(text(&e).contains("no out:999 in this session yet"), "{e}");
+    // Bare `out` teaches the form.
+    let e = m.ok(
+        "tools/call",
+        json!({"name": "shoal_exec", "arguments": {"src": "out.lines()"}}),
+    );
+    assert!(text(&e).contains("out:3.lines().len()"), "{e}");
+    drop(m);
+    d.signal(15);
+    d.wait_timeout(std::time::Duration::from_secs(10))
+        .expect("daemon stops");
+    // After a restart the value is read back from the journal.
+    let d = Daemon::start(&root);
+    let mut m = Mcp::open(&d, "big");
+    let r = m.tool(
+        "shoal_exec",
+        json!({"src": format!("{reference}.lines()[4998]")}),
+    );
+    assert_eq!(text(&r), "line 04999");
 }
 
 #[test]
@@ -218,7 +276,11 @@ fn shoal_get_defaults_to_the_render_and_links_lead_to_text() {
     assert!(g["structuredContent"].get("value").is_none(), "{g}");
     // format json: the tagged value as before.
     let g = m.tool("shoal_get", json!({"ref": reference, "format": "json"}));
-    assert_eq!(g["structuredContent"]["value"]["$"], json!("outcome"), "{g}");
+    assert_eq!(
+        g["structuredContent"]["value"]["$"],
+        json!("outcome"),
+        "{g}"
+    );
     let out = &g["structuredContent"]["value"]["out"];
     assert_eq!(out["$"], json!("ref"));
     let out_uri = out["uri"].as_str().unwrap().to_string();
@@ -233,7 +295,10 @@ fn shoal_get_defaults_to_the_render_and_links_lead_to_text() {
     let t = text(&g);
     assert!(t.len() <= 12 << 10);
     let (a, b, call) = assert_head_and_tail(t, &want);
-    assert_eq!(call, json!({"ref": reference, "path": "out", "lines": [a, b]}));
+    assert_eq!(
+        call,
+        json!({"ref": reference, "path": "out", "lines": [a, b]})
+    );
     assert_eq!(text(&m.tool("shoal_get", call)), want[a - 1..b].join("\n"));
     // resources/read of it: text, not a ref to itself.
     let rr = m.ok("resources/read", json!({"uri": out_uri}));

@@ -45,6 +45,7 @@ pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionErr
     catch_unwind(AssertUnwindSafe(|| {
         let mut s = LangSession::new(opts);
         s.replace_env(shared.env.clone());
+        s.set_transcript(Some(shared.transcript_lookup()));
         if let Some(svc) = &shared.services {
             // `user.*` channels are the language's side of the event bus:
             // what the session emits there is published for every client.

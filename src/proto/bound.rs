@@ -86,13 +86,13 @@ pub fn head_tail(text: &str, limit: usize, at: LinesRef<'_>) -> String {
     let head_share = avail / 3;
     let mut used = 0;
     let mut head = 0;
-    while head < n && used + lines[head].len() + 1 <= head_share {
+    while head < n && used + lines[head].len() < head_share {
         used += lines[head].len() + 1;
         head += 1;
     }
     let mut tail = 0;
     let mut tail_used = 0;
-    while head + tail < n && used + tail_used + lines[n - 1 - tail].len() + 1 <= avail {
+    while head + tail < n && used + tail_used + lines[n - 1 - tail].len() < avail {
         tail_used += lines[n - 1 - tail].len() + 1;
         tail += 1;
     }
@@ -143,7 +143,11 @@ pub fn lines_of(
     let mut out = String::new();
     let mut last = a - 1;
     for (i, l) in text.lines().enumerate().skip(a - 1).take(b + 1 - a) {
-        let room = if i + 1 == b { limit } else { limit.saturating_sub(reserve) };
+        let room = if i + 1 == b {
+            limit
+        } else {
+            limit.saturating_sub(reserve)
+        };
         let sep = usize::from(!out.is_empty());
         if out.len() + sep + l.len() > room {
             if out.is_empty() {
@@ -292,5 +296,128 @@ mod tests {
         let one = "x".repeat(200_000);
         let b = bound_render(&one, false, None);
         assert!(b.len() <= MAX_TEXT && b.ends_with("…(0 more lines, fetch via ref)"));
+    }
+    const AT: LinesRef<'static> = LinesRef {
+        reference: "out:7",
+        path: None,
+    };
+
+    fn numbered(n: usize) -> (String, Vec<String>) {
+        let lines: Vec<String> = (1..=n).map(|i| format!("line {i:05}")).collect();
+        (lines.join("\n"), lines)
+    }
+
+    /// The marker line's numbers and `shoal_get` arguments.
+    fn marker(t: &str) -> (usize, usize, usize, serde_json::Value) {
+        let l = t
+            .lines()
+            .find(|l| l.starts_with('\u{2026}'))
+            .expect("marker");
+        let rest = l.strip_prefix("\u{2026} lines ").expect("lines");
+        let (range, rest) = rest.split_once(" of ").unwrap();
+        let (a, b) = range.split_once('\u{2013}').unwrap();
+        let (n, call) = rest.split_once(" elided; shoal_get ").unwrap();
+        let call = serde_json::from_str(call).unwrap();
+        (
+            a.parse().unwrap(),
+            b.parse().unwrap(),
+            n.parse().unwrap(),
+            call,
+        )
+    }
+
+    #[test]
+    fn head_plus_tail_within_the_budget() {
+        let (text, lines) = numbered(5000);
+        assert_eq!(head_tail("short\ntext", TEXT_BUDGET, AT), "short\ntext");
+        for limit in [TEXT_BUDGET, 2000, 600, 200] {
+            let t = head_tail(&text, limit, AT);
+            assert!(t.len() <= limit, "{limit}: {}", t.len());
+            let (a, b, n, call) = marker(&t);
+            assert_eq!(n, 5000);
+            assert_eq!(call, serde_json::json!({"ref": "out:7", "lines": [a, b]}));
+            let got: Vec<&str> = t.lines().collect();
+            let head = a - 1;
+            let tail = 5000 - b;
+            assert_eq!(got.len(), head + 1 + tail, "{t}");
+            assert_eq!(got[..head], lines[..head]);
+            assert_eq!(got[head + 1..], lines[b..]);
+            if limit >= 600 {
+                assert!(head > 0 && tail > head, "{limit}: head {head}, tail {tail}");
+            }
+        }
+        // The default: about 4 KiB of head, 8 KiB of tail.
+        let t = head_tail(&text, TEXT_BUDGET, AT);
+        let (a, b, _, _) = marker(&t);
+        let head_bytes = (a - 1) * 11;
+        let tail_bytes = (5000 - b) * 11;
+        assert!((3500..=4200).contains(&head_bytes), "{head_bytes}");
+        assert!((7500..=8300).contains(&tail_bytes), "{tail_bytes}");
+        // Smaller than the marker: the marker alone.
+        let t = head_tail(&text, 10, AT);
+        assert_eq!(
+            t,
+            "\u{2026} lines 1\u{2013}5000 of 5000 elided; shoal_get {\"ref\":\"out:7\",\"lines\":[1,5000]}"
+        );
+        // A path is named in the call.
+        let at = LinesRef {
+            reference: "out:7",
+            path: Some("out"),
+        };
+        let (_, _, _, call) = marker(&head_tail(&text, 2000, at));
+        assert_eq!(call["path"], serde_json::json!("out"));
+        // One long line: its start, cut on a char boundary.
+        let long = "é".repeat(20_000);
+        let t = head_tail(&long, 3000, AT);
+        assert!(t.len() <= 3000 && t.starts_with("éé"), "{}", t.len());
+        assert!(
+            t.ends_with("of 1 elided; shoal_get {\"ref\":\"out:7\",\"lines\":[1,1]}"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn lines_are_exact_and_page() {
+        let (text, lines) = numbered(5000);
+        let (t, last, n) = lines_of(&text, 10, 12, MAX_TEXT, AT).unwrap();
+        assert_eq!(
+            (t.as_str(), last, n),
+            ("line 00010\nline 00011\nline 00012", 12, 5000)
+        );
+        let (t, last, _) = lines_of(&text, 4999, 9999, MAX_TEXT, AT).unwrap();
+        assert_eq!((t.as_str(), last), ("line 04999\nline 05000", 5000));
+        assert!(lines_of(&text, 5001, 5001, MAX_TEXT, AT)
+            .unwrap_err()
+            .contains("has 5000 lines"));
+        assert!(lines_of(&text, 0, 3, MAX_TEXT, AT).is_err());
+        assert!(lines_of(&text, 5, 3, MAX_TEXT, AT).is_err());
+        // Past the budget: whole lines from a, then the marker for the rest;
+        // following the markers gives every line once.
+        let mut got: Vec<String> = Vec::new();
+        let (mut a, b) = (1, 5000);
+        loop {
+            let (t, last, _) = lines_of(&text, a, b, 1000, AT).unwrap();
+            assert!(t.len() <= 1000, "{}", t.len());
+            let body: Vec<&str> = t.lines().filter(|l| !l.starts_with('\u{2026}')).collect();
+            got.extend(body.iter().map(|s| s.to_string()));
+            assert_eq!(last, a - 1 + body.len());
+            if last == b {
+                break;
+            }
+            let (na, nb, _, call) = marker(&t);
+            assert_eq!((na, nb), (last + 1, b));
+            assert_eq!(call["lines"], serde_json::json!([na, nb]));
+            a = na;
+        }
+        assert_eq!(got, lines);
+        // A line longer than the budget is cut, and says so.
+        let long = format!("{}\nnext", "x".repeat(5000));
+        let (t, last, _) = lines_of(&long, 1, 2, 1000, AT).unwrap();
+        assert!(t.len() <= 1000 && t.contains("line 1 is 5000 bytes"), "{t}");
+        assert_eq!(last, 1);
+        assert!(
+            t.ends_with("shoal_get {\"ref\":\"out:7\",\"lines\":[2,2]}"),
+            "{t}"
+        );
     }
 }

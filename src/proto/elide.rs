@@ -377,6 +377,18 @@ mod tests {
     }
 
     #[test]
+    fn max_bytes_bounds_the_text_too() {
+        assert_eq!(Budget::default().text_limit(), TEXT_BUDGET);
+        assert_eq!(TEXT_BUDGET, 12 << 10);
+        let b = Budget::from_json(Some(&json!({"max_bytes": 2000}))).unwrap();
+        assert_eq!((b.max_text, b.text_limit()), (Some(2000), 2000));
+        let b = Budget::from_json(Some(&json!({"max_bytes": 5_000_000}))).unwrap();
+        assert_eq!(b.text_limit(), HARD_CAP);
+        let b = Budget::from_json(Some(&json!({"max_rows": 3}))).unwrap();
+        assert_eq!(b.text_limit(), TEXT_BUDGET);
+    }
+
+    #[test]
     fn small_values_inline_big_ones_elide() {
         let b = Budget::default();
         assert_eq!(elide(&Value::Int(3), &b, "u"), json!({"$":"int","v":3}));

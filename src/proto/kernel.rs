@@ -407,7 +407,9 @@ pub fn value_view_json(view: &ValueView) -> Result<Json, RpcError> {
             let r = value_render(v, view.width);
             let text = text_for(&r, view.tty);
             match view.lines {
-                None => json!({"ref": reference, "render": head_tail(&text, view.elide.text_limit(), at)}),
+                None => {
+                    json!({"ref": reference, "render": head_tail(&text, view.elide.text_limit(), at)})
+                }
                 Some((a, b)) => {
                     let limit = view.elide.max_text.unwrap_or(HARD_CAP);
                     let (t, last, n) = lines_of(&text, a, b, limit, at).map_err(|m| {
