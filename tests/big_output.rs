@@ -1,4 +1,4 @@
-//! Big output is cheap and pageable (issue 27, item 5), through a real
+//! Big output is cheap and pageable, through a real
 //! daemon over MCP: a 5000-line outcome shows head plus tail within the
 //! 12 KiB text budget, its marker line names the `shoal_get` call that
 //! returns exactly the lines it cut, `elide.max_bytes` bounds the text,
