@@ -306,10 +306,42 @@ fn shoal_get_defaults_to_the_render_and_links_lead_to_text() {
     assert!(t.starts_with("line 00001\n"), "{rr}");
     assert!(t.ends_with("line 05000"), "{rr}");
     marker(t);
+    // Slicing the outcome itself says how.
+    let e = m.ok(
+        "tools/call",
+        json!({"name": "shoal_get", "arguments": {"ref": reference, "slice": [0, 10]}}),
+    );
+    assert_eq!(e["isError"], json!(true));
+    assert!(
+        text(&e).contains("path: \"out\"") && text(&e).contains("lines: [a, b]"),
+        "{e}"
+    );
     // The result's resource link reads too.
     let link = r["content"][1]["uri"].as_str().unwrap();
     let rr = m.ok("resources/read", json!({"uri": link}));
     assert!(rr["contents"][0]["text"].is_string(), "{rr}");
+
+    // A big stderr: the `fetch via …?path=stderr` link of `err` reads as text.
+    let r = m.tool(
+        "shoal_exec",
+        json!({"src": "sh { seq -f 'warning %05g' 1 5000 >&2 }"}),
+    );
+    let err = r["structuredContent"]["value"]["err"].as_str().unwrap();
+    let uri = err
+        .rsplit("fetch via ")
+        .next()
+        .and_then(|u| u.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(uri.ends_with("?path=stderr"), "{uri}");
+    let rr = m.ok("resources/read", json!({"uri": uri}));
+    let t = rr["contents"][0]["text"].as_str().unwrap();
+    assert!(
+        t.starts_with("warning 00001\n") && t.ends_with("warning 05000"),
+        "{rr}"
+    );
+    let (a, b, _, call) = marker(t);
+    let want: Vec<String> = (1..=5000).map(|i| format!("warning {i:05}")).collect();
+    assert_eq!(text(&m.tool("shoal_get", call)), want[a - 1..b].join("\n"));
 }
 
 #[test]
@@ -323,4 +355,35 @@ fn shoal_exec_prints_head_plus_tail() {
     assert!(out.len() <= 12 << 10, "{} bytes", out.len());
     assert!(out.starts_with("line 00001\n") && out.ends_with("line 05000"));
     assert_head_and_tail(out, &seq_lines());
+}
+
+#[test]
+fn a_large_file_read_with_cat_keeps_its_end() {
+    let root = Root::new();
+    let want: Vec<String> = (1..=5000)
+        .map(|i| format!("{i:05} error: something went wrong at step {i}"))
+        .collect();
+    let file = root.path().join("build.log");
+    std::fs::write(&file, want.join("\n") + "\n").unwrap();
+    let d = Daemon::start(&root);
+    let mut m = Mcp::open(&d, "big");
+    let r = m.tool(
+        "shoal_exec",
+        json!({"src": format!("cat {}", file.display())}),
+    );
+    let t = text(&r);
+    assert!(t.len() <= 12 << 10, "{} bytes", t.len());
+    assert!(
+        t.ends_with(&want[4999]),
+        "the last line is shown: {}",
+        &t[t.len() - 300..]
+    );
+    let (a, b, call) = assert_head_and_tail(t, &want);
+    // 4700 lines of about 45 bytes: more than one page; the first page starts at a.
+    let g = m.tool("shoal_get", call);
+    let page = text(&g);
+    assert!(page.starts_with(&want[a - 1]), "page starts at line {a}");
+    let (na, nb, _, _) = marker(page);
+    assert_eq!(nb, b);
+    assert_eq!(page.lines().count(), na - a + 1);
 }

@@ -29,7 +29,33 @@ pub const RENDER_MAX_ITEMS: usize = 2000;
 
 /// The render of a value as an exec shows it (and as `shoal_get` numbers its
 /// lines): the block render, lists and tables cut at [`RENDER_MAX_ITEMS`].
+/// Text bytes held in memory render whole (the block render keeps the first 64 KiB):
+/// the caller cuts head plus tail, so the end of a log is kept.
 pub fn value_render(v: &Value, width: usize) -> String {
+    // An ok outcome shows its value (as the block render does).
+    let mut shown = v;
+    while let Value::Outcome(o) = shown {
+        match &o.out {
+            Some(out) if o.ok => shown = out,
+            _ => break,
+        }
+    }
+    if let Value::Bytes(b) = shown {
+        if !b.is_spilled() && b.len() > render::BLOCK_BYTES_TEXT {
+            if let Some(t) = b
+                .read_all()
+                .ok()
+                .and_then(|all| String::from_utf8(all.to_vec()).ok())
+                .filter(|t| !t.contains('\0'))
+            {
+                let mut t = t;
+                if t.ends_with('\n') {
+                    t.pop();
+                }
+                return t;
+            }
+        }
+    }
     render::block_limited(v, width, RENDER_MAX_ITEMS)
 }
 
