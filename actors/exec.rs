@@ -61,7 +61,8 @@ pub fn exec_elided_bytes(
 /// What [`exec_reply_json`] answers, written straight to JSON bytes (the
 /// same members in the same order; a value within the budget is streamed
 /// without a JSON tree). Parses to exactly the same value.
-pub fn exec_reply_bytes(x: ExecReply, budget: &Budget) -> Result<Vec<u8>, RpcError> {
+pub fn exec_reply_bytes(mut x: ExecReply, budget: &Budget) -> Result<Vec<u8>, RpcError> {
+    x.render = text_under(&mut x, budget);
     let mut out = Vec::with_capacity(128 + x.render.len());
     let uri = kernel::ref_uri(x.n);
     out.extend_from_slice(br#"{"ref":"#);
@@ -96,7 +97,8 @@ pub fn exec_reply_bytes(x: ExecReply, budget: &Budget) -> Result<Vec<u8>, RpcErr
 
 /// `{ref, uri, value, render, elapsed_ms}` of an exec's reply, the value
 /// elided under `budget`.
-pub fn exec_reply_json(x: ExecReply, budget: &Budget) -> Result<Json, RpcError> {
+pub fn exec_reply_json(mut x: ExecReply, budget: &Budget) -> Result<Json, RpcError> {
+    x.render = text_under(&mut x, budget);
     // Elide once, here, from the value the session stored as out:n (no
     // second round trip to read it back).
     let uri = kernel::ref_uri(x.n);
@@ -117,6 +119,26 @@ pub fn exec_reply_json(x: ExecReply, budget: &Budget) -> Result<Json, RpcError> 
         o.insert("journal".into(), json!(j));
     }
     Ok(r)
+}
+
+/// The render of an exec's reply under the call's `elide.max_bytes` (head plus
+/// tail of the whole text, within it); without one, as the session cut it.
+fn text_under(x: &mut ExecReply, budget: &Budget) -> String {
+    let Some(limit) = budget.max_text else {
+        return std::mem::take(&mut x.render);
+    };
+    if x.full.is_none() && x.render.len() <= limit {
+        return std::mem::take(&mut x.render);
+    }
+    let reference = kernel::ref_name(x.n);
+    let at = crate::proto::bound::LinesRef {
+        reference: &reference,
+        path: None,
+    };
+    match &x.full {
+        Some(full) => crate::proto::bound::head_tail(full, limit, at),
+        None => crate::proto::bound::head_tail(&x.render, limit, at),
+    }
 }
 
 /// `value.get` through the session supervisor (an `out:N` from before a restart is read
@@ -149,7 +171,7 @@ pub async fn get_value(
             "value.get panicked: {}",
             super::session::panic_message(&p)
         ))
-    })
+    })?
 }
 
 /// Send a request the session answers with `Result<T, SessionError>` and await it: a
@@ -180,6 +202,7 @@ mod tests {
             n,
             value,
             render: "a \"render\"\n\u{1b}[1m".into(),
+            full: None,
             elapsed_ms: 1.234_567_8,
             journal: None,
             warnings: Vec::new(),

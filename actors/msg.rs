@@ -104,7 +104,12 @@ pub struct ExecReply {
     /// The value stored as `out:n` (cheap `Arc` clones): the connection
     /// elides it under the caller's budget at the edge.
     pub value: crate::value::Value,
+    /// The render as the caller sees it: head plus tail within
+    /// [`crate::proto::bound::TEXT_BUDGET`].
     pub render: String,
+    /// The whole text `render` was cut from (only when cut): an
+    /// `elide.max_bytes` of the call cuts it again.
+    pub full: Option<std::sync::Arc<str>>,
     pub elapsed_ms: f64,
     /// `Some("degraded")` when the journal could not commit lately (batched mode: the
     /// result is acknowledged, its durability is not yet).

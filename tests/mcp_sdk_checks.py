@@ -90,7 +90,7 @@ class Checks:
         self.expect("exec_elided", v["$"] == "ref" and v["of"] == "list" and v["n"] == 100000
                     and len(v["preview"]["v"]) == 5, value=v)
         ref = sc(r)["ref"]
-        g = await self.s.call_tool("shoal_get", {"ref": ref, "slice": [500, 510]})
+        g = await self.s.call_tool("shoal_get", {"ref": ref, "slice": [500, 510], "format": "json"})
         items = [x["v"] for x in sc(g)["value"]["v"]] if not is_err(g) else None
         self.expect("get_valid", items == list(range(500, 510)), items=items)
         g = await self.s.call_tool("shoal_get", {"ref": ref, "slice": "all"})

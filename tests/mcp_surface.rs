@@ -66,7 +66,12 @@ impl Mcp {
         assert_eq!(r["isError"], json!(false), "{src}: {r}");
         r["structuredContent"].clone()
     }
-    fn get(&mut self, args: Value) -> Value {
+    /// `shoal_get`, as the tagged JSON unless `format` or `lines` is given
+    /// (its default, the render, is tested in tests/big_output.rs).
+    fn get(&mut self, mut args: Value) -> Value {
+        if args.get("format").is_none() && args.get("lines").is_none() {
+            args["format"] = json!("json");
+        }
         self.tool("shoal_get", args)
     }
     fn read(&mut self, uri: &str) -> Value {
@@ -283,15 +288,19 @@ fn directory_listing_elides_table_and_bounds_text() {
     assert_eq!(out["preview"]["n"], json!(5));
     assert!(out["render_head"].as_str().unwrap().contains("name"));
     assert!(serde_json::to_vec(&sc["value"]).unwrap().len() < 4096);
+    // Head plus tail within 12 KiB, the marker naming the lines cut.
     let text = r["content"][0]["text"].as_str().unwrap();
-    assert!(text.len() <= 65536);
+    assert!(text.len() <= 12 << 10, "{}", text.len());
+    let reference = sc["ref"].as_str().unwrap();
     assert!(
-        text.contains("more lines, fetch via"),
-        "{}",
-        &text[text.len() - 100..]
+        text.contains(&format!(
+            " elided; shoal_get {{\"ref\":\"{reference}\",\"lines\":["
+        )),
+        "{text}"
     );
+    assert!(text.contains("file-01999.txt"), "the tail is kept");
     let render = sc["render"].as_str().unwrap();
-    assert!(render.len() <= 65536 && render.contains("more lines, fetch via"));
+    assert_eq!(render, text);
     assert!(r["content"][1]["uri"]
         .as_str()
         .unwrap()

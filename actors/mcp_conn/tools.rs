@@ -202,10 +202,14 @@ impl McpConn {
     }
 
     pub(super) fn tool_get(&mut self, args: Map<String, Json>) -> Reply {
-        let (reference, req) = match kernel::get_params(&args) {
+        let (reference, mut req) = match kernel::get_params(&args) {
             Ok(x) => x,
             Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
         };
+        // The model reads text: without `format`, the render (`json` asks for the tagged value).
+        if args.get("format").is_none_or(Json::is_null) {
+            req.format = kernel::GetFormat::Render;
+        }
         Box::pin(self.session().then(move |h, act, _ctx| {
             async move {
                 let handle = match h {

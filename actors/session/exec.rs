@@ -32,9 +32,6 @@ pub struct JobSpec {
     pub check: bool,
 }
 
-/// Items of a list or table rendered for the reply and the journal; past it
-/// the render says how many more there are.
-const RENDER_MAX_ITEMS: usize = 2000;
 /// A language session for `shared` (its cwd, environment, limits, adapters
 /// and the bus bridge of `user.*` channels).
 pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionError> {
@@ -49,6 +46,7 @@ pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionErr
     catch_unwind(AssertUnwindSafe(|| {
         let mut s = LangSession::new(opts);
         s.replace_env(shared.env.clone());
+        s.set_transcript(Some(shared.transcript_lookup()));
         if let Some(svc) = &shared.services {
             // `user.*` channels are the language's side of the event bus:
             // what the session emits there is published for every client.
@@ -384,7 +382,7 @@ fn finish_job(
                     body: crate::task::started_text(t.id),
                     ..shown::Shown::default()
                 },
-                v => shown::shown(v, layout, RENDER_MAX_ITEMS),
+                v => kernel::value_shown(v, layout),
             }));
             let n = shared.push(value.clone());
             let shown = match rendered {
@@ -394,12 +392,19 @@ fn finish_job(
                     shown::Shown::default()
                 }
             };
-            let (reference, uri) = (kernel::ref_name(n), kernel::ref_uri(n));
+            // Head plus tail within the default text budget (the status
+            // line leads the head, the stderr section ends the tail); the
+            // whole text rides along when cut, for a caller's own
+            // `elide.max_bytes`.
+            let reference = kernel::ref_name(n);
             let render = shown.text(&reference);
-            let bounded = shown.bounded(&reference, bound::MAX_TEXT, |body, room| {
-                bound::bound_text(body, room, Some(&uri))
-            });
-            let bounded = bound::bound_render(&bounded, job.tty, Some(&uri));
+            let text = bound::text_for(&render, job.tty);
+            let at = bound::LinesRef {
+                reference: &reference,
+                path: None,
+            };
+            let bounded = bound::head_tail(&text, bound::TEXT_BUDGET, at);
+            let full = (bounded.len() < text.len()).then(|| Arc::<str>::from(&*text));
             let j = pending(
                 n,
                 PendingRan::Value {
@@ -413,6 +418,7 @@ fn finish_job(
                     n,
                     value,
                     render: bounded,
+                    full,
                     elapsed_ms,
                     journal: None,
                     warnings: session.take_warnings(),

@@ -38,10 +38,10 @@ pub struct SessionShared {
     pub created: Instant,
     pub render_width: usize,
     /// `out:N` is `transcript[N-1-base]`.
-    pub transcript: Mutex<Transcript>,
+    pub transcript: Arc<Mutex<Transcript>>,
     /// `out:N` numbers up to `base` were used before this session object existed (journal
     /// transcript rows from before a restart); set on the worker thread before the first exec.
-    pub base: OnceLock<u64>,
+    pub base: Arc<OnceLock<u64>>,
     /// Which `out:N` numbers are durably reserved in the journal.
     reserved: RefReservation,
     /// The journal and event bus (absent in unit tests).
@@ -77,6 +77,30 @@ pub struct SessionShared {
         Mutex<Option<actix::WeakAddr<crate::actors::session_supervisor::SessionSupervisor>>>,
 }
 
+/// `out:n` of `session` read back from the journal.
+fn stored_value(w: &crate::journal::JournalWriter, session: &str, n: u64) -> Result<Value, String> {
+    let gone = || format!("out:{n} is not in the journal");
+    let fail = |e: crate::journal::JournalError| format!("out:{n}: {e}");
+    w.sync_visible().map_err(fail)?;
+    let store = w.store();
+    let row = store
+        .transcript_get(session, n)
+        .map_err(fail)?
+        .ok_or_else(gone)?;
+    let vref = row.value.ok_or_else(gone)?;
+    if !vref.stored {
+        return Err(format!(
+            "out:{n} ({} bytes) exceeded the journal's size cap and was not kept",
+            vref.len
+        ));
+    }
+    let bytes = store.blob_get(&vref.hash).map_err(fail)?.ok_or_else(gone)?;
+    serde_json::from_slice(&bytes)
+        .ok()
+        .and_then(|j| crate::proto::wire::decode(&j))
+        .ok_or_else(|| format!("out:{n} was stored in a form that does not decode"))
+}
+
 /// The language state a background task starts from.
 pub struct ForkSeed(pub(super) LangSession);
 
@@ -104,8 +128,8 @@ impl SessionShared {
             env: crate::paths::base_env(),
             created: Instant::now(),
             render_width,
-            transcript: Mutex::new(Transcript::new(4096)),
-            base: OnceLock::new(),
+            transcript: Arc::new(Mutex::new(Transcript::new(4096))),
+            base: Arc::default(),
             reserved: RefReservation::default(),
             services: None,
             clients: AtomicI64::new(0),
@@ -312,6 +336,34 @@ impl SessionShared {
         n.checked_sub(1 + self.base())
             .and_then(|i| t.items.get(i as usize))
             .and_then(Option::clone)
+    }
+
+    /// What `out:N` in source reads: the values this session holds in memory,
+    /// older ones read back from the journal (blocking: never on an arbiter;
+    /// a token's session reads none from before it existed, as `shoal_get`).
+    pub fn transcript_lookup(&self) -> crate::lang::eval::TranscriptLookup {
+        let (transcript, base) = (self.transcript.clone(), self.base.clone());
+        let writer = self.services.as_ref().map(|s| s.writer.clone());
+        let (name, local) = (self.name.clone(), self.owner_is_local);
+        Arc::new(move |n: u64| {
+            let base = base.get().copied().unwrap_or(0);
+            let (held, last) = {
+                let t = transcript.locked();
+                let held = n
+                    .checked_sub(1 + base)
+                    .and_then(|i| t.items.get(i as usize))
+                    .cloned();
+                (held, base + t.items.len() as u64)
+            };
+            match (held, &writer) {
+                (Some(Some(v)), _) => Ok(v),
+                (_, Some(w)) if n <= last && (local || n > base) => stored_value(w, &name, n),
+                _ if n > last => Err(format!(
+                    "no out:{n} in this session yet (the last is out:{last})"
+                )),
+                _ => Err(format!("out:{n} is not available here")),
+            }
+        })
     }
 
     /// The newest `out:N` number (0 when there is none).

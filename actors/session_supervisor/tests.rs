@@ -228,7 +228,7 @@ fn a_restarted_session_keeps_its_transcript_and_answers() {
             .await
             .unwrap()
             .unwrap();
-        let got = crate::proto::kernel::value_view_json(&got);
+        let got = crate::proto::kernel::value_view_json(&got).unwrap();
         assert_eq!(
             got["value"],
             serde_json::json!({"$": "int", "v": 42}),

@@ -460,6 +460,12 @@ impl Session {
         self.interp.bus_sink = sink;
     }
 
+    /// Let source read the session's transcript as `out:N` (also from its
+    /// background tasks started afterwards).
+    pub fn set_transcript(&mut self, lookup: Option<crate::lang::eval::TranscriptLookup>) {
+        self.interp.transcript = lookup;
+    }
+
     /// A handle that delivers events into this session's channels from any
     /// thread (events published to `user.*` by other clients).
     pub fn channel_injector(&self) -> ChannelInjector {

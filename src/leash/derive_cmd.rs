@@ -29,6 +29,8 @@ impl Walker<'_, '_> {
         match n {
             "parallel" | "retry" | "on" | "now" | "today" | "assert" | "path" | "regex"
             | "range" | "channel" | "every" | "task" => Ok(()),
+            // `out:N`: a stored value, read.
+            "out" => Ok(()),
             "run" => {
                 self.push(Effect::Opaque);
                 if let Some(p) = first().and_then(literal_str) {

@@ -12,7 +12,7 @@
 
 use serde_json::{json, Map, Value as Json};
 
-use super::bound::{bound_text, strip_ansi};
+use super::bound::{bound_text, strip_ansi, TEXT_BUDGET};
 use super::wire;
 use crate::value::{render, Outcome, Record, Value};
 
@@ -34,6 +34,9 @@ pub struct Budget {
     pub max_rows: usize,
     pub max_items: usize,
     pub max_bytes_raw: usize,
+    /// `elide.max_bytes` as given: it bounds the value's text too (else
+    /// [`TEXT_BUDGET`]).
+    pub max_text: Option<usize>,
 }
 
 impl Default for Budget {
@@ -43,6 +46,7 @@ impl Default for Budget {
             max_rows: 100,
             max_items: 500,
             max_bytes_raw: 4096,
+            max_text: None,
         }
     }
 }
@@ -71,6 +75,7 @@ impl Budget {
         if let Some(n) = get("max_bytes")? {
             b.max_bytes = n.min(HARD_CAP);
             b.max_bytes_raw = n.min(HARD_CAP);
+            b.max_text = Some(n.min(HARD_CAP));
         }
         if let Some(n) = get("max_rows")? {
             b.max_rows = n;
@@ -79,6 +84,12 @@ impl Budget {
             b.max_items = n;
         }
         Ok(b)
+    }
+
+    /// The byte budget of the value's text: `elide.max_bytes` when given,
+    /// else [`TEXT_BUDGET`] (head plus tail, docs/rules.md §17).
+    pub fn text_limit(&self) -> usize {
+        self.max_text.unwrap_or(TEXT_BUDGET)
     }
 }
 
@@ -363,6 +374,18 @@ mod tests {
         assert_eq!(b.max_bytes_raw, HARD_CAP);
         assert!(Budget::from_json(Some(&json!({"max_rows": -1}))).is_err());
         assert_eq!(Budget::from_json(None).unwrap(), Budget::default());
+    }
+
+    #[test]
+    fn max_bytes_bounds_the_text_too() {
+        assert_eq!(Budget::default().text_limit(), TEXT_BUDGET);
+        assert_eq!(TEXT_BUDGET, 12 << 10);
+        let b = Budget::from_json(Some(&json!({"max_bytes": 2000}))).unwrap();
+        assert_eq!((b.max_text, b.text_limit()), (Some(2000), 2000));
+        let b = Budget::from_json(Some(&json!({"max_bytes": 5_000_000}))).unwrap();
+        assert_eq!(b.text_limit(), HARD_CAP);
+        let b = Budget::from_json(Some(&json!({"max_rows": 3}))).unwrap();
+        assert_eq!(b.text_limit(), TEXT_BUDGET);
     }
 
     #[test]

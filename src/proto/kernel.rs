@@ -6,7 +6,7 @@ use serde_json::{json, Value as Json};
 use base64::Engine as _;
 use serde_json::Map;
 
-use super::bound::bound_render;
+use super::bound::{head_tail, lines_of, text_for, LinesRef};
 use super::elide::{self, Budget, HARD_CAP};
 use super::rpc::{self, RpcError, BAD_PATH_OR_SLICE, PARSE_ERROR, RAISED};
 use super::valpath;
@@ -21,6 +21,70 @@ pub fn ref_name(n: u64) -> String {
 pub fn stored_value_unreadable(n: u64, error: &dyn std::fmt::Display) -> RpcError {
     RpcError::new(super::rpc::UNKNOWN_REF, error.to_string())
         .with_data(serde_json::json!({"ref": ref_name(n), "code": "journal"}))
+}
+
+/// Items of a list or table rendered for an exec's reply and the journal;
+/// past it the render says how many more there are.
+pub const RENDER_MAX_ITEMS: usize = 2000;
+
+/// The text of a value as an exec shows it (and as `shoal_get` numbers its
+/// lines): the status line of an outcome that is not ok, the block render
+/// (lists and tables cut at [`RENDER_MAX_ITEMS`]), the stderr section
+/// (`value::shown`). Text bytes held in memory render whole (the block
+/// render keeps the first 64 KiB): the caller cuts head plus tail, so the
+/// end of a log is kept.
+pub fn value_shown(v: &Value, layout: render::Layout) -> crate::value::shown::Shown {
+    let mut s = crate::value::shown::shown(v, layout, RENDER_MAX_ITEMS);
+    if let Some(t) = whole_text(v) {
+        s.body = t;
+    }
+    s
+}
+
+/// [`value_shown`] as text; `reference` (`out:N`) is named by its notes.
+pub fn value_render(v: &Value, layout: render::Layout, reference: &str) -> String {
+    value_shown(v, layout).text(reference)
+}
+
+/// The whole text of an in-memory bytes value (an ok outcome's output
+/// included) too large for the block render, when it is text.
+fn whole_text(v: &Value) -> Option<String> {
+    // An ok outcome shows its value (as the block render does).
+    let mut shown = v;
+    while let Value::Outcome(o) = shown {
+        match &o.out {
+            Some(out) if o.ok => shown = out,
+            _ => break,
+        }
+    }
+    let Value::Bytes(b) = shown else {
+        return None;
+    };
+    if b.is_spilled() || b.len() <= render::BLOCK_BYTES_TEXT {
+        return None;
+    }
+    let mut t = b
+        .read_all()
+        .ok()
+        .and_then(|all| String::from_utf8(all.to_vec()).ok())
+        .filter(|t| !t.contains('\0'))?;
+    if t.ends_with('\n') {
+        t.pop();
+    }
+    Some(t)
+}
+
+/// The layout `value.get`'s render uses: the terminal's width for a tty,
+/// else text with cells whole (what the exec's note promises).
+fn get_layout(view: &ValueView) -> render::Layout {
+    if view.tty {
+        render::Layout::terminal(view.width)
+    } else {
+        render::Layout {
+            cell_cap: usize::MAX,
+            ..render::Layout::text(view.width)
+        }
+    }
 }
 
 pub fn ref_uri(n: u64) -> String {
@@ -135,6 +199,8 @@ pub enum GetFormat {
 pub struct GetRequest {
     pub path: Option<String>,
     pub slice: Option<(usize, usize)>,
+    /// `lines: [a, b]`: lines a..=b (1-based) of the value's text, as text.
+    pub lines: Option<(usize, usize)>,
     pub elide: Budget,
     /// `elide.max_bytes` as given (bounds `raw`; default the hard cap).
     pub raw_limit: usize,
@@ -146,6 +212,7 @@ impl Default for GetRequest {
         GetRequest {
             path: None,
             slice: None,
+            lines: None,
             elide: Budget::default(),
             raw_limit: HARD_CAP,
             format: GetFormat::Json,
@@ -156,7 +223,15 @@ impl Default for GetRequest {
 /// Decode `value.get` params: `(ref, request)`.
 pub fn get_params(p: &Map<String, Json>) -> Result<(String, GetRequest), RpcError> {
     let reference = rpc::req_str(p, "ref")?.to_string();
+    let lines = pair(p, "lines")?;
     let format = match rpc::opt_str(p, "format")? {
+        // `lines` selects text: the render.
+        None if lines.is_some() => GetFormat::Render,
+        Some("json" | "raw" | "inline") if lines.is_some() => {
+            return Err(RpcError::invalid_params(
+                "lines returns text: use it without format (or with format: \"render\")",
+            ))
+        }
         None | Some("json") => GetFormat::Json,
         Some("render") => GetFormat::Render,
         Some("inline") => GetFormat::Inline,
@@ -170,25 +245,7 @@ pub fn get_params(p: &Map<String, Json>) -> Result<(String, GetRequest), RpcErro
     let path = rpc::opt_str(p, "path")?
         .filter(|s| !s.is_empty())
         .map(str::to_string);
-    let slice = match p.get("slice") {
-        None | Some(Json::Null) => None,
-        Some(Json::Array(a)) if a.len() == 2 => {
-            let n = |j: &Json| j.as_u64().map(|n| n.min(usize::MAX as u64) as usize);
-            match (n(&a[0]), n(&a[1])) {
-                (Some(x), Some(y)) => Some((x, y)),
-                _ => {
-                    return Err(RpcError::invalid_params(
-                        "slice must be [start, end] with non-negative integers",
-                    ))
-                }
-            }
-        }
-        Some(_) => {
-            return Err(RpcError::invalid_params(
-                "slice must be [start, end] with non-negative integers",
-            ))
-        }
-    };
+    let slice = pair(p, "slice")?;
     let elide_json = p.get("elide");
     let elide = Budget::from_json(elide_json).map_err(RpcError::invalid_params)?;
     let raw_limit = elide_json
@@ -201,11 +258,34 @@ pub fn get_params(p: &Map<String, Json>) -> Result<(String, GetRequest), RpcErro
         GetRequest {
             path,
             slice,
+            lines,
             elide,
             raw_limit,
             format,
         },
     ))
+}
+
+/// `key: [a, b]` of non-negative integers, if present.
+fn pair(p: &Map<String, Json>, key: &str) -> Result<Option<(usize, usize)>, RpcError> {
+    let bad = || {
+        RpcError::invalid_params(if key == "lines" {
+            "lines must be [a, b]: 1-based line numbers, both included".to_string()
+        } else {
+            format!("{key} must be [start, end] with non-negative integers")
+        })
+    };
+    match p.get(key) {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::Array(a)) if a.len() == 2 => {
+            let n = |j: &Json| j.as_u64().map(|n| n.min(usize::MAX as u64) as usize);
+            match (n(&a[0]), n(&a[1])) {
+                (Some(x), Some(y)) => Ok(Some((x, y))),
+                _ => Err(bad()),
+            }
+        }
+        Some(_) => Err(bad()),
+    }
 }
 
 /// What `value.get` selected, before any wire encoding: the typed answer of the session
@@ -217,6 +297,10 @@ pub struct ValueView {
     /// Where elision markers and bounded text point (reflects the path, not the slice).
     pub uri: String,
     pub format: GetFormat,
+    /// The path asked for (named by the footer of a cut render).
+    pub path: Option<String>,
+    /// `lines: [a, b]` asked for.
+    pub lines: Option<(usize, usize)>,
     pub elide: Budget,
     /// `format: "raw"`: at most this many bytes.
     pub raw_limit: usize,
@@ -285,6 +369,8 @@ fn view(
         selected,
         uri,
         format: req.format,
+        path: req.path.clone(),
+        lines: req.lines,
         elide: req.elide,
         raw_limit: req.raw_limit,
         tty,
@@ -340,33 +426,59 @@ fn ref_and_value(reference: String, value: Json) -> Json {
 }
 
 /// The wire answer of `value.get` (the connections' one encoder of a [`ValueView`]).
-pub fn value_view_json(view: &ValueView) -> Json {
+/// `Err`: `lines` past the end of the text.
+pub fn value_view_json(view: &ValueView) -> Result<Json, RpcError> {
     let reference = ref_name(view.n);
     let v = match &view.selected {
-        Selected::Stored(wire) => return ref_and_value(reference, wire.clone()),
+        Selected::Stored(wire) => return Ok(ref_and_value(reference, wire.clone())),
         Selected::Value(v) => v,
     };
     let uri = &view.uri;
-    match view.format {
-        GetFormat::Json => ref_and_value(reference, elide::elide(v, &view.elide, uri)),
+    let at = LinesRef {
+        reference: &reference,
+        path: view.path.as_deref(),
+    };
+    Ok(match view.format {
+        GetFormat::Json => {
+            let j = elide::elide(v, &view.elide, uri);
+            // A ref to the very URI asked for leads nowhere: the text comes
+            // along, its marker naming the call for the lines it cuts.
+            let loops = j.get("$") == Some(&json!("ref"))
+                && j.get("uri").and_then(Json::as_str) == Some(uri.as_str());
+            let mut r = ref_and_value(reference.clone(), j);
+            if loops {
+                let text = value_render(v, get_layout(view), &reference);
+                let text = text_for(&text, view.tty);
+                r["render"] = json!(head_tail(&text, view.elide.text_limit(), at));
+            }
+            r
+        }
         GetFormat::Inline => {
             let s = render::inline(v);
             json!({"ref": reference, "inline": super::bound::bound_text(&s, HARD_CAP, Some(uri))})
         }
         GetFormat::Render => {
-            // The exec text of the value, cells whole (docs/rules.md §12).
-            let layout = match view.tty {
-                true => render::Layout::terminal(view.width),
-                false => render::Layout {
-                    cell_cap: usize::MAX,
-                    ..render::Layout::text(view.width)
-                },
-            };
-            let r = crate::value::shown::shown(v, layout, usize::MAX).text(&reference);
-            json!({"ref": reference, "render": bound_render(&r, view.tty, Some(uri))})
+            let r = value_render(v, get_layout(view), &reference);
+            let text = text_for(&r, view.tty);
+            match view.lines {
+                None => {
+                    json!({"ref": reference, "render": head_tail(&text, view.elide.text_limit(), at)})
+                }
+                Some((a, b)) => {
+                    let limit = view.elide.max_text.unwrap_or(HARD_CAP);
+                    let (t, last, n) = lines_of(&text, a, b, limit, at).map_err(|m| {
+                        RpcError::new(BAD_PATH_OR_SLICE, m).with_data(json!({"ref": reference}))
+                    })?;
+                    let mut m = json!({"ref": reference, "render": t, "lines": [a, last], "total_lines": n});
+                    if last < b.min(n) {
+                        m["truncated"] = json!(true);
+                    }
+                    m
+                }
+            }
         }
         GetFormat::Raw => raw(v, &reference, view.raw_limit),
-    }
+    })
 }
 
 /// `format:"raw"`: str → `{raw}`, bytes → `{raw_base64}`, bounded to

@@ -179,6 +179,13 @@ pub fn slice(v: &Value, a: usize, b: usize) -> Result<Value, String> {
             let (s, e) = clamp(a, b, all.len());
             Value::bytes(all[s..e].to_vec())
         }
+        Value::Outcome(_) => {
+            return Err(
+                "cannot slice an outcome: give path: \"out\" to slice its value \
+                 (items, or chars of a str), or lines: [a, b] for lines of its text"
+                    .into(),
+            )
+        }
         other => return Err(format!("cannot slice a {}", other.type_name())),
     })
 }

@@ -50,6 +50,11 @@ impl Interp {
                 let (p, n) = self.eval_args(args, scope)?;
                 return self.task_by_number(p, n);
             }
+            if name == "out" {
+                // `out:N` (the parser's form of it) or `out(N)`.
+                let (p, n) = self.eval_args(args, scope)?;
+                return self.transcript_value(p, n);
+            }
             if self.is_command_name(name, scope) {
                 let (p, n) = self.eval_args(args, scope)?;
                 let mut cargs: Vec<CArg> = p.into_iter().map(CArg::Val).collect();
@@ -74,6 +79,35 @@ impl Interp {
         let f = self.eval_expr(callee, scope, Pos::Value)?;
         let (p, n) = self.eval_args(args, scope)?;
         self.call_value(&f, p, n)
+    }
+
+    /// `out:N`: the session's transcript value N.
+    fn transcript_value(&mut self, pos: Vec<Value>, named: Vec<(String, Value)>) -> EResult<Value> {
+        let n = match pos.as_slice() {
+            [Value::Int(n)] if *n > 0 && named.is_empty() => *n as u64,
+            _ => {
+                return Err(
+                    ShoalError::arg_error("out:N takes a transcript number N >= 1")
+                        .with_hint("write out:3 for the value stored as out:3")
+                        .into(),
+                )
+            }
+        };
+        let Some(lookup) = self.transcript.clone() else {
+            return Err(ShoalError::new(
+                ErrorCode::UndefinedVar,
+                format!("out:{n}: this evaluation has no transcript"),
+            )
+            .with_hint("out:N reads the values of a daemon session (shoal_exec)")
+            .into());
+        };
+        lookup(n).map_err(|m| {
+            ShoalError::new(ErrorCode::UndefinedVar, m)
+                .with_hint(format!(
+                    "shoal_get {{\"ref\":\"out:{n}\"}} reads stored values too"
+                ))
+                .into()
+        })
     }
 
     /// Call a callable value with evaluated arguments.

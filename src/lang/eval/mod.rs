@@ -92,6 +92,10 @@ pub enum Pos {
 /// Called on the emitting thread with the channel name and the payload.
 pub type BusSink = Arc<dyn Fn(&str, &Value) + Send + Sync>;
 
+/// Reads the session's transcript: `out:N` in source (`Err`: why there is
+/// no such value, for the error message).
+pub type TranscriptLookup = Arc<dyn Fn(u64) -> Result<Value, String> + Send + Sync>;
+
 pub(crate) use task::channel_push;
 
 pub type StatementSink = Box<dyn FnMut(&Value) + Send>;
@@ -138,6 +142,8 @@ pub struct Interp {
     /// Receives every event emitted on a `user.*` channel (the daemon
     /// publishes it on its event bus).
     pub bus_sink: Option<BusSink>,
+    /// The transcript `out:N` reads (`None`: no daemon session).
+    pub transcript: Option<TranscriptLookup>,
     /// Span of the command or interpreter block being evaluated (an
     /// outcome's `span`).
     pub(crate) cmd_span: Option<crate::lang::ast::Span>,
@@ -189,6 +195,7 @@ impl Interp {
             reef_stack: Vec::new(),
             sink: None,
             bus_sink: None,
+            transcript: None,
             cmd_span: None,
             child_pid: Arc::default(),
             visited: Vec::new(),
@@ -215,6 +222,7 @@ impl Interp {
         c.depth = self.depth;
         c.reef_stack = self.reef_stack.clone();
         c.bus_sink = self.bus_sink.clone();
+        c.transcript = self.transcript.clone();
         c.memory = self.memory;
         c.spill = self.spill.clone();
         c.adapters = self.adapters.clone();

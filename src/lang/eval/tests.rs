@@ -634,3 +634,33 @@ parallel(() => c.events().take(1).collect().first().payload, () => { c.emit(42);
         ),
     ]);
 }
+
+#[test]
+fn transcript_refs_in_source() {
+    let d = tempfile::tempdir().expect("tempdir");
+    // Without a daemon session there is no transcript: the error says so.
+    assert_eq!(run_in(d.path(), "out:1"), "!undefined_var");
+    let mut s = session_in(d.path());
+    s.set_transcript(Some(std::sync::Arc::new(|n: u64| match n {
+        3 => Ok(crate::value::Value::str("a\nb\nc")),
+        _ => Err(format!("no out:{n}")),
+    })));
+    let mut eval = |src: &str| match s.exec(src, Position::Stmt) {
+        Ok(v) => render::inline(&v),
+        Err(ExecError::Parse(e)) => format!("!parse {} / {:?}", e.msg, e.hint),
+        Err(ExecError::Raised(e)) => format!("!{}: {}", e.code, e.msg),
+    };
+    assert_eq!(eval("out:3.lines().len()"), "3");
+    assert_eq!(eval("out:3"), "\"a\\nb\\nc\"");
+    assert_eq!(eval("let x = out:3.lines()\nx[-1]"), "\"c\"");
+    assert_eq!(eval("\"{out:3.lines()[0]}!\""), "\"a!\"");
+    assert_eq!(eval("[out:3.lines().len(), 1]"), "[3, 1]");
+    assert_eq!(eval("out:4"), "!undefined_var: no out:4");
+    // A record key stays a key; bare `out` teaches the form.
+    assert_eq!(eval("{out:3}"), "{out: 3}");
+    let e = eval("out.lines()");
+    assert!(
+        e.contains("REPL-only") && e.contains("out:3.lines().len()"),
+        "{e}"
+    );
+}

@@ -624,6 +624,40 @@ impl Parser<'_> {
         })
     }
 
+    /// `out:N`: a transcript value, as the call `out(N)` the evaluator answers.
+    fn out_ref(&mut self, t: Token) -> PResult<Expr> {
+        let end = self.out_ref_end(t.end).unwrap_or(t.end);
+        let digits = self.slice(t.end + 1, end);
+        let n: i64 = digits.parse().map_err(|_| {
+            self.err_hint(
+                format!("out:{digits} is out of range"),
+                t.start,
+                end,
+                "a transcript number is out:N with N >= 1",
+            )
+        })?;
+        self.pos = end;
+        self.last_end = end;
+        let span = Span::new(t.start, end);
+        let num = Expr {
+            kind: ExprKind::Literal(Literal::Int(n)),
+            span: Span::new(t.end + 1, end),
+        };
+        Ok(Expr {
+            kind: ExprKind::Call {
+                callee: Box::new(Expr {
+                    kind: ExprKind::Ident("out".into()),
+                    span: Span::new(t.start, t.end),
+                }),
+                args: vec![Arg {
+                    name: None,
+                    value: num,
+                }],
+            },
+            span,
+        })
+    }
+
     fn parse_ident_primary(&mut self, t: Token) -> PResult<Expr> {
         let name = self.text(&t);
         let span = Span::new(t.start, t.end);
@@ -650,6 +684,9 @@ impl Parser<'_> {
             }
             _ if is_keyword(name) => Err(self.err_found("expression", &t)),
             _ if self.interp_follows(t.start, t.end) => self.parse_interp_block(t),
+            "out" if !self.is_value_bound(name) && self.out_ref_end(t.end).is_some() => {
+                self.out_ref(t)
+            }
             "it" | "out" if !self.is_value_bound(name) => Err(self.repl_only(name, t.start, t.end)),
             _ => {
                 self.advance()?;

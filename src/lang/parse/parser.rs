@@ -623,18 +623,39 @@ impl<'a> Parser<'a> {
         if self.is_value_bound(name) {
             return self.expr_stmt(p);
         }
+        if name == "out" && self.out_ref_end(e).is_some() {
+            return self.expr_stmt(p);
+        }
         if name == "it" || name == "out" {
             return Err(self.repl_only(name, p, e));
         }
         self.cmd_stmt(p)
     }
 
+    /// `out:N` after `out` ending at `e`: where its digits end.
+    pub(super) fn out_ref_end(&self, e: usize) -> Option<usize> {
+        if self.byte(e) != b':' || !self.byte(e + 1).is_ascii_digit() {
+            return None;
+        }
+        let mut q = e + 1;
+        while q < self.limit && self.byte(q).is_ascii_digit() {
+            q += 1;
+        }
+        let next = self.byte(q);
+        (q <= self.limit && !(next.is_ascii_alphanumeric() || next == b'_')).then_some(q)
+    }
+
     pub(super) fn repl_only(&self, name: &str, s: usize, e: usize) -> ParseError {
+        let hint = if name == "out" {
+            "a stored result is out:N, e.g. out:3.lines().len(); or bind a value with `let` and use that name"
+        } else {
+            "bind the value with `let` and use that name"
+        };
         self.err_hint(
             format!("`{name}` is REPL-only (the previous result); it does not exist in scripts"),
             s,
             e,
-            "bind the value with `let` and use that name",
+            hint,
         )
     }
 

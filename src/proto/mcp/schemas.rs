@@ -106,8 +106,9 @@ pub fn get_input_schema() -> Json {
             "ref": {"type": "string", "description": "out:N or shoal://out/N; task:N reads a task"},
             "path": {"type": "string", "description": ".field, [n], [a..b], e.g. rows[3].name"},
             "slice": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
+            "lines": {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 2, "maxItems": 2, "description": "[a, b]: lines a..b (1-based, inclusive) of the text"},
             "elide": elide_schema(),
-            "format": {"enum": ["json", "render", "raw", "inline"]},
+            "format": {"enum": ["json", "render", "raw", "inline"], "description": "default render (text); json: the tagged value"},
         },
         "required": ["ref"],
         "additionalProperties": false,
@@ -211,7 +212,8 @@ pub fn tools_detailed(caps: Caps) -> Json {
         json!({
             "name": "shoal_get",
             "title": "Read a transcript value",
-            "description": "Query or slice a stored value (out:N) without re-running: path, slice, elide, format.",
+            "description": "Read a stored value (out:N) without re-running: its text (head and tail when long), \
+        lines [a, b] of it, a path, a slice, or format json for the tagged value.",
             "inputSchema": get_input_schema(),
             "outputSchema": get_output_schema(),
             "annotations": {"readOnlyHint": true, "openWorldHint": false},
