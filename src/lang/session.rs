@@ -386,6 +386,20 @@ impl Session {
         Ok(self.effects_in(&prog, &ctx.bound))
     }
 
+    /// The effects of `src` and what of them can be undone (a plan).
+    pub fn derive_plan(&self, src: &str) -> Result<crate::leash::undo::Derived, ParseError> {
+        let ctx = self.parse_context();
+        let prog = crate::lang::parse::parse(src, &ctx)?;
+        let env = |n: &str| self.interp.env.get(n).cloned();
+        let cx = crate::leash::derive::Context {
+            cwd: &self.interp.cwd,
+            env: &env,
+            adapters: self.interp.adapters.as_deref(),
+            bound: &ctx.bound,
+        };
+        Ok(crate::leash::derive::derive_full(&prog, &cx))
+    }
+
     /// Names value-bound at the top level by earlier execs (`let`/`var`).
     pub fn bound_names(&self) -> Vec<String> {
         self.interp.value_bound_names()

@@ -16,6 +16,7 @@ pub mod policy;
 pub mod run_gate;
 pub mod seccomp;
 pub mod tokens;
+pub mod undo;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
