@@ -253,7 +253,7 @@ fn permanent_deletes_and_overwrites_cannot_be_undone() {
     for src in [
         "echo hi > old.txt",
         r#""t".save("old.txt")"#,
-        r#"path("x").write("old.txt")"#,
+        r#"[1].save("old.txt")"#,
         "save old.txt 1",
         "cp new.txt old.txt",
         "mv old.txt d",

@@ -139,6 +139,14 @@ fn hint_for(v: &Value, name: &str) -> Option<String> {
             "lists are immutable values: build a new one with `list + [item]`".to_string(),
         );
     }
+    if matches!(v, Value::Path(_) | Value::Str(_))
+        && matches!(name, "write" | "write_text" | "write_all" | "write_str")
+    {
+        return Some(
+            "write a file with `TEXT.save(path)`, e.g. `'hi'.save(\"f.txt\")` (`.append(path)` adds to it)"
+                .to_string(),
+        );
+    }
     if matches!(v, Value::Str(_)) && matches!(name, "substring" | "substr" | "slice") {
         return Some(
             "slice strings with .take(n) / .skip(n), e.g. `s.skip(2).take(3)`".to_string(),
