@@ -276,7 +276,8 @@ impl Parser<'_> {
             && !self.is_bound_any(first)
             && !self.is_value_bound(first);
         let file_like = word.contains('.') || word.contains('/');
-        if word.is_empty() || (!unbound_name && !(first.is_empty() && file_like)) {
+        let a_path = first.is_empty() && file_like;
+        if word.is_empty() || !(unbound_name || a_path) {
             return Ok(());
         }
         Err(self.err_hint(
