@@ -86,7 +86,7 @@ pub async fn explain(
     src: String,
 ) -> Result<Json, RpcError> {
     let derived = derive(&handle, &src).await?;
-    let d = gate.decide(&derived.effects);
+    let d = gate.decide_derived(&derived);
     let mut o = Map::new();
     o.insert(
         "effects".into(),
@@ -108,7 +108,7 @@ pub async fn explain(
 pub async fn plan(handle: SessionHandle, gate: Arc<Gate>, src: String) -> Result<Json, RpcError> {
     let derived = derive(&handle, &src).await?;
     let effects = derived.effects.clone();
-    let d = gate.decide(&effects);
+    let d = gate.decide_derived(&derived);
     // Verdict and approval never contradict (docs/rules.md §21): what the
     // policy allows is approved by it, what it denies takes no approval.
     let (approval, approved_via) = Approval::initial(d.verdict);

@@ -280,3 +280,54 @@ fn mistakes_come_with_the_form_that_works() {
     assert_eq!(text(&r), r#"["a", "b", "main.rs"]"#, "{r}");
     assert!(Path::new(&dir.join("src/main.rs")).is_file());
 }
+
+#[test]
+fn auto_apply_reversible_never_allows_an_overwrite() {
+    let root = Root::new();
+    let project = root.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(project.join("old.txt"), "keep").unwrap();
+    let cfg = root.path().join("shoal.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[policy.principal."agent:r"]
+auto_apply = "reversible"
+
+[policy.principal."agent:r".fs]
+read = ["/**"]
+write = ["{p}/**"]
+delete = ["{p}/**"]
+"#,
+            p = project.display()
+        ),
+    )
+    .unwrap();
+    let d = Daemon::start_with(
+        &root,
+        &root.socket(),
+        &["--config", cfg.to_str().unwrap()],
+        &[],
+    );
+    let t = create_token(&root, "agent:r");
+    let mut c = d.conn();
+    let r = c.attach_token("r", &t);
+    assert_eq!(r["result"]["principal"], json!("agent:r"), "{r}");
+    let new = project.join("new.txt").display().to_string();
+    let old = project.join("old.txt").display().to_string();
+    let p = plan(&mut c, &format!("touch {new}"));
+    assert_eq!(p["verdict"], json!("allow"), "{p}");
+    consistent(&p);
+    let p = plan(&mut c, &format!("echo x > {old}"));
+    assert_eq!(p["verdict"], json!("approval_required"), "{p}");
+    assert_eq!(p["reversibility"], json!("irreversible"), "{p}");
+    consistent(&p);
+    // Run directly, the same: refused, the file intact.
+    let r = c.call("exec", json!({"src": format!("echo x > {old}")}));
+    assert_eq!(r["error"]["code"], json!(-32011), "{r}");
+    assert_eq!(
+        std::fs::read_to_string(project.join("old.txt")).unwrap(),
+        "keep"
+    );
+}

@@ -206,6 +206,11 @@ impl Session {
 
     /// The effects a prepared exec would have (Leash).
     pub fn effects_of(&self, p: &Prepared) -> Vec<crate::leash::Effect> {
+        self.effects_in(&p.prog, &p.bound).effects
+    }
+
+    /// The effects of a prepared exec and what of them can be undone.
+    pub fn derived_of(&self, p: &Prepared) -> crate::leash::undo::Derived {
         self.effects_in(&p.prog, &p.bound)
     }
 
@@ -213,7 +218,7 @@ impl Session {
         &self,
         prog: &crate::lang::ast::Program,
         bound: &std::collections::HashSet<String>,
-    ) -> Vec<crate::leash::Effect> {
+    ) -> crate::leash::undo::Derived {
         let env = |n: &str| self.interp.env.get(n).cloned();
         let cx = crate::leash::derive::Context {
             cwd: &self.interp.cwd,
@@ -221,7 +226,7 @@ impl Session {
             adapters: self.interp.adapters.as_deref(),
             bound,
         };
-        crate::leash::derive::derive(prog, &cx)
+        crate::leash::derive::derive_full(prog, &cx)
     }
 
     /// Evaluate a prepared exec, as [`exec_here`](Self::exec_here) does.
@@ -383,21 +388,14 @@ impl Session {
     pub fn derive_effects(&self, src: &str) -> Result<Vec<crate::leash::Effect>, ParseError> {
         let ctx = self.parse_context();
         let prog = crate::lang::parse::parse(src, &ctx)?;
-        Ok(self.effects_in(&prog, &ctx.bound))
+        Ok(self.effects_in(&prog, &ctx.bound).effects)
     }
 
     /// The effects of `src` and what of them can be undone (a plan).
     pub fn derive_plan(&self, src: &str) -> Result<crate::leash::undo::Derived, ParseError> {
         let ctx = self.parse_context();
         let prog = crate::lang::parse::parse(src, &ctx)?;
-        let env = |n: &str| self.interp.env.get(n).cloned();
-        let cx = crate::leash::derive::Context {
-            cwd: &self.interp.cwd,
-            env: &env,
-            adapters: self.interp.adapters.as_deref(),
-            bound: &ctx.bound,
-        };
-        Ok(crate::leash::derive::derive_full(&prog, &cx))
+        Ok(self.effects_in(&prog, &ctx.bound))
     }
 
     /// Names value-bound at the top level by earlier execs (`let`/`var`).
