@@ -373,8 +373,9 @@ pub fn session_error(e: SessionError) -> rpc::RpcError {
             e
         }
         SessionError::UnknownRef { reference } => {
+            let hint = unknown_ref_hint(&reference);
             rpc::RpcError::new(rpc::UNKNOWN_REF, "unknown value ref")
-                .with_data(serde_json::json!({ "ref": reference }))
+                .with_data(serde_json::json!({ "ref": reference, "hint": hint }))
         }
         SessionError::BadRequest(m) => rpc::RpcError::invalid_params(m),
         SessionError::Closed(name) => rpc::RpcError::new(
@@ -383,6 +384,29 @@ pub fn session_error(e: SessionError) -> rpc::RpcError {
         ),
         SessionError::Internal(m) => rpc::RpcError::internal(m),
         SessionError::Rpc(e) => e,
+    }
+}
+
+/// What to write instead of an unknown value ref: `27` → `out:27`.
+pub fn unknown_ref_hint(reference: &str) -> String {
+    let r = reference.trim();
+    let digits: String = r.chars().filter(char::is_ascii_digit).collect();
+    let rest = r.trim_matches(|c: char| c.is_ascii_digit());
+    let looks_numbered = !digits.is_empty()
+        && matches!(
+            rest.trim_end_matches([':', '/', '.', '#', '$', ' ']),
+            "" | "out" | "#" | "$" | "ref" | "shoal://out" | "value"
+        );
+    if crate::proto::kernel::parse_ref(r).is_some() {
+        format!("{r} is not a value of this session: refs count from out:1, and a result's `ref` names it")
+    } else if let Some(n) = digits
+        .parse::<u64>()
+        .ok()
+        .filter(|n| looks_numbered && *n > 0)
+    {
+        format!("did you mean out:{n}?")
+    } else {
+        "value refs look like out:N (the `ref` of a result, or shoal://out/N)".into()
     }
 }
 
@@ -462,6 +486,16 @@ pub fn request_done<T>(res: &Result<T, rpc::RpcError>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_refs_say_the_form_that_works() {
+        assert_eq!(unknown_ref_hint("27"), "did you mean out:27?");
+        assert_eq!(unknown_ref_hint("out27"), "did you mean out:27?");
+        assert_eq!(unknown_ref_hint("#3"), "did you mean out:3?");
+        assert!(unknown_ref_hint("out:99").contains("not a value of this session"));
+        assert!(unknown_ref_hint("0").contains("out:N"));
+        assert!(unknown_ref_hint("banana").contains("out:N"));
+    }
 
     /// Frames written directly, partly and through the queue arrive whole and in order; a
     /// peer that does not read fills the queue to [`WRITE_QUEUE`], then `try_send` says

@@ -64,7 +64,10 @@ fn caller(gate: &Gate) -> Caller {
     }
 }
 
-async fn derive(handle: &SessionHandle, src: &str) -> Result<Vec<crate::leash::Effect>, RpcError> {
+async fn derive(
+    handle: &SessionHandle,
+    src: &str,
+) -> Result<crate::leash::undo::Derived, RpcError> {
     let name = handle.name.clone();
     handle
         .send(DerivePlan {
@@ -82,22 +85,33 @@ pub async fn explain(
     gate: Arc<Gate>,
     src: String,
 ) -> Result<Json, RpcError> {
-    let effects = derive(&handle, &src).await?;
-    let d = gate.decide(&effects);
-    Ok(json!({
-        "effects": effects.iter().map(crate::leash::Effect::to_json).collect::<Vec<_>>(),
-        "reversibility": effect::wire_reversibility(&effects),
-        "verdict": d.verdict.as_str(),
-        "reason": d.reason,
-        "principal": gate.principal,
-        "caps_enforced": gate.caps_enforced(),
-    }))
+    let derived = derive(&handle, &src).await?;
+    let d = gate.decide_derived(&derived);
+    let mut o = Map::new();
+    o.insert(
+        "effects".into(),
+        derived
+            .effects
+            .iter()
+            .map(crate::leash::Effect::to_json)
+            .collect(),
+    );
+    derived.insert_json(&mut o);
+    o.insert("verdict".into(), json!(d.verdict.as_str()));
+    o.insert("reason".into(), json!(d.reason));
+    o.insert("principal".into(), json!(gate.principal));
+    o.insert("caps_enforced".into(), json!(gate.caps_enforced()));
+    Ok(Json::Object(o))
 }
 
 /// `exec mode:"plan"` / `shoal_plan`: derive, decide, store.
 pub async fn plan(handle: SessionHandle, gate: Arc<Gate>, src: String) -> Result<Json, RpcError> {
-    let effects = derive(&handle, &src).await?;
-    let d = gate.decide(&effects);
+    let derived = derive(&handle, &src).await?;
+    let effects = derived.effects.clone();
+    let d = gate.decide_derived(&derived);
+    // Verdict and approval never contradict (docs/rules.md §21): what the
+    // policy allows is approved by it, what it denies takes no approval.
+    let (approval, approved_via) = Approval::initial(d.verdict);
     let now = crate::journal::now_ns();
     let ttl = crate::leash::runtime()
         .plan_ttl
@@ -109,10 +123,11 @@ pub async fn plan(handle: SessionHandle, gate: Arc<Gate>, src: String) -> Result
         principal: gate.principal.clone(),
         src,
         effects,
+        undo: derived.undo,
         verdict: d.verdict,
         reason: d.reason,
-        approval: Approval::Pending,
-        approved_via: None,
+        approval,
+        approved_via,
         created_ns: now,
         expires_ns: now.saturating_add(ttl),
     };
@@ -207,15 +222,30 @@ async fn apply_checked(
         PlanReply::Json(_) => return Err(RpcError::internal("unexpected plan store reply")),
     };
     let now = derive(&handle, &plan.src).await?;
-    if now != plan.effects {
+    if now.effects != plan.effects {
         return Err(RpcError::new(
             rpc::APPROVAL_REQUIRED,
             "the plan's effects changed since it was made (cwd or files differ); plan it again",
         )
         .with_data(json!({
             "plan_ref": plan_ref,
-            "effects": now.iter().map(crate::leash::Effect::to_json).collect::<Vec<_>>(),
+            "effects": now.effects.iter().map(crate::leash::Effect::to_json).collect::<Vec<_>>(),
         })));
+    }
+    let new_losses: Vec<&String> = now
+        .undo
+        .lost
+        .iter()
+        .filter(|l| !plan.undo.lost.contains(l))
+        .collect();
+    if !new_losses.is_empty() {
+        // A file the plan would have made now exists: the plan said it
+        // could be undone, and no longer can.
+        return Err(RpcError::new(
+            rpc::APPROVAL_REQUIRED,
+            "the plan can no longer be undone as it said (a file it writes exists now); plan it again",
+        )
+        .with_data(json!({"plan_ref": plan_ref, "irreversible": new_losses})));
     }
     // The run-time gate lets through what the approved plan lists.
     let applying = Arc::new(gate.applying(&plan.effects));

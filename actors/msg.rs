@@ -93,7 +93,7 @@ pub struct Exec {
 
 /// Derive the effects of a source in the session (planning; nothing runs).
 #[derive(Message)]
-#[rtype(result = "Result<Vec<crate::leash::Effect>, SessionError>")]
+#[rtype(result = "Result<crate::leash::undo::Derived, SessionError>")]
 pub struct DerivePlan {
     pub src: String,
 }

@@ -217,11 +217,20 @@ impl PlanStore {
                 let mut plan = *plan;
                 if let Some(old) = self.plans.get(&plan.plan_ref) {
                     // Same owner, source and effects: keep its standing,
-                    // unless it was applied (then this is a new plan).
+                    // unless it was applied (then this is a new plan). A
+                    // human's answer stands while the policy still asks for
+                    // one; otherwise the verdict decides it as for a new
+                    // plan, so the two never contradict.
                     if old.approval != Approval::Applied {
-                        plan.approval = old.approval;
-                        plan.approved_via = old.approved_via;
                         plan.created_ns = old.created_ns;
+                        if plan.verdict == Verdict::ApprovalRequired {
+                            plan.approval = old.approval;
+                            plan.approved_via = old.approved_via;
+                            if plan.approval == Approval::NotApplicable {
+                                plan.approval = Approval::Pending;
+                                plan.approved_via = None;
+                            }
+                        }
                     }
                 }
                 if self.plans.len() >= MAX_PLANS && !self.plans.contains_key(&plan.plan_ref) {
@@ -548,7 +557,7 @@ impl Handler<PlanCall> for SessionSupervisor {
 }
 
 impl Handler<super::msg::DerivePlan> for SessionSupervisor {
-    type Result = ResponseFuture<Result<Vec<crate::leash::Effect>, super::msg::SessionError>>;
+    type Result = ResponseFuture<Result<crate::leash::undo::Derived, super::msg::SessionError>>;
 
     fn handle(&mut self, msg: super::msg::DerivePlan, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();

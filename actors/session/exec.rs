@@ -73,8 +73,8 @@ fn gate_run(
     src: &str,
     check: bool,
 ) -> Result<Vec<serde_json::Value>, SessionError> {
-    let effects = match catch_unwind(AssertUnwindSafe(|| session.derive_effects(src))) {
-        Ok(Ok(e)) => e,
+    let derived = match catch_unwind(AssertUnwindSafe(|| session.derive_plan(src))) {
+        Ok(Ok(d)) => d,
         Ok(Err(_)) => return Ok(Vec::new()),
         Err(p) => {
             return Err(SessionError::Internal(format!(
@@ -83,7 +83,13 @@ fn gate_run(
             )))
         }
     };
-    gate_effects(gate, &effects, check)
+    if check {
+        let d = gate.decide_derived(&derived);
+        if let Some(e) = crate::leash::refusal(&gate.principal, &d, &derived.effects) {
+            return Err(SessionError::Rpc(e));
+        }
+    }
+    gate_effects(gate, &derived.effects, false)
 }
 
 /// The Leash verdict on derived `effects` (`check`: enforce it), and the
@@ -252,7 +258,7 @@ fn finish_job(
     };
     let mut effects = Vec::new();
     if let (Some(gate), Ok(p)) = (&job.gate, &prepared) {
-        let derived = match catch_unwind(AssertUnwindSafe(|| session.effects_of(p))) {
+        let derived = match catch_unwind(AssertUnwindSafe(|| session.derived_of(p))) {
             Ok(e) => e,
             Err(p) => {
                 let m = panic_message(&p);
@@ -262,7 +268,13 @@ fn finish_job(
                 );
             }
         };
-        match gate_effects(gate, &derived, job.check) {
+        if job.check {
+            let d = gate.decide_derived(&derived);
+            if let Some(e) = crate::leash::refusal(&gate.principal, &d, &derived.effects) {
+                return (Err(SessionError::Rpc(e)), None);
+            }
+        }
+        match gate_effects(gate, &derived.effects, false) {
             Ok(e) => effects = e,
             Err(e) => return (Err(e), None),
         }

@@ -270,7 +270,7 @@ impl Handler<Exec> for Session {
 }
 
 impl Handler<super::msg::DerivePlan> for Session {
-    type Result = ResponseFuture<Result<Vec<crate::leash::Effect>, SessionError>>;
+    type Result = ResponseFuture<Result<crate::leash::undo::Derived, SessionError>>;
 
     fn handle(&mut self, msg: super::msg::DerivePlan, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();

@@ -34,7 +34,7 @@ pub(super) enum Work {
     /// Derive the effects of a source (planning; nothing runs).
     Derive {
         src: String,
-        reply: oneshot::Sender<Result<Vec<crate::leash::Effect>, SessionError>>,
+        reply: oneshot::Sender<Result<crate::leash::undo::Derived, SessionError>>,
     },
 }
 
@@ -76,7 +76,7 @@ pub(super) fn worker(
             Work::Derive { src, reply } => {
                 let r = match ensure_lang(&shared, lang) {
                     Err(e) => Err(e),
-                    Ok(session) => catch_unwind(AssertUnwindSafe(|| session.derive_effects(&src)))
+                    Ok(session) => catch_unwind(AssertUnwindSafe(|| session.derive_plan(&src)))
                         .map_err(|p| {
                             SessionError::Internal(format!(
                                 "planning panicked: {}",

@@ -210,6 +210,11 @@ impl Session {
 
     /// The effects a prepared exec would have (Leash).
     pub fn effects_of(&self, p: &Prepared) -> Vec<crate::leash::Effect> {
+        self.effects_in(&p.prog, &p.bound).effects
+    }
+
+    /// The effects of a prepared exec and what of them can be undone.
+    pub fn derived_of(&self, p: &Prepared) -> crate::leash::undo::Derived {
         self.effects_in(&p.prog, &p.bound)
     }
 
@@ -217,7 +222,7 @@ impl Session {
         &self,
         prog: &crate::lang::ast::Program,
         bound: &std::collections::HashSet<String>,
-    ) -> Vec<crate::leash::Effect> {
+    ) -> crate::leash::undo::Derived {
         let env = |n: &str| self.interp.env.get(n).cloned();
         let cx = crate::leash::derive::Context {
             cwd: &self.interp.cwd,
@@ -225,7 +230,7 @@ impl Session {
             adapters: self.interp.adapters.as_deref(),
             bound,
         };
-        crate::leash::derive::derive(prog, &cx)
+        crate::leash::derive::derive_full(prog, &cx)
     }
 
     /// Evaluate a prepared exec, as [`exec_here`](Self::exec_here) does.
@@ -412,6 +417,13 @@ impl Session {
         if let Some(prog) = &self.preset {
             return Ok(self.effects_in(prog, &ctx.bound));
         }
+        let prog = crate::lang::parse::parse(src, &ctx)?;
+        Ok(self.effects_in(&prog, &ctx.bound).effects)
+    }
+
+    /// The effects of `src` and what of them can be undone (a plan).
+    pub fn derive_plan(&self, src: &str) -> Result<crate::leash::undo::Derived, ParseError> {
+        let ctx = self.parse_context();
         let prog = crate::lang::parse::parse(src, &ctx)?;
         Ok(self.effects_in(&prog, &ctx.bound))
     }

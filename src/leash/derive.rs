@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
 use super::effect::Effect;
+use super::undo::{Derived, Undo};
 use crate::adapters::Catalog;
 use crate::lang::ast::*;
 
@@ -46,6 +47,8 @@ struct Walker<'a, 'c> {
     fn_cwd_unknown: bool,
     /// The program changes its cwd somewhere.
     saw_cd: bool,
+    /// What the program cannot undo, and what `rm` trashes.
+    undo: Undo,
 }
 
 /// A derivation that could not be completed statically.
@@ -63,15 +66,21 @@ enum BArgs<'x> {
 /// The effects of `prog`, de-duplicated in first-appearance order. Fails
 /// closed: what cannot be classified is `opaque`.
 pub fn derive(prog: &Program, cx: &Context) -> Vec<Effect> {
+    derive_full(prog, cx).effects
+}
+
+/// The effects of `prog` and what of them can be undone (a plan's
+/// reversibility).
+pub fn derive_full(prog: &Program, cx: &Context) -> Derived {
     let first = derive_pass(prog, cx, false);
     match first {
         // A program that changes its cwd: bodies may run after the change,
         // so their relative paths are not known.
         Ok((_, true)) => derive_pass(prog, cx, true)
-            .map(|(e, _)| e)
-            .unwrap_or_else(|Unknown| vec![Effect::Opaque]),
-        Ok((e, false)) => e,
-        Err(Unknown) => vec![Effect::Opaque],
+            .map(|(d, _)| d)
+            .unwrap_or_else(|Unknown| Derived::opaque()),
+        Ok((d, false)) => d,
+        Err(Unknown) => Derived::opaque(),
     }
 }
 
@@ -79,7 +88,7 @@ fn derive_pass(
     prog: &Program,
     cx: &Context,
     fn_cwd_unknown: bool,
-) -> Result<(Vec<Effect>, bool), Unknown> {
+) -> Result<(Derived, bool), Unknown> {
     let mut w = Walker {
         cx,
         out: Vec::new(),
@@ -90,10 +99,22 @@ fn derive_pass(
         in_fn: 0,
         fn_cwd_unknown,
         saw_cd: false,
+        undo: Undo::default(),
     };
     collect_local(&prog.stmts, &mut w.local);
     w.stmts(&prog.stmts)?;
-    Ok((w.out, w.saw_cd))
+    let mut undo = w.undo;
+    if !undo.trashed.is_empty() {
+        let dir = crate::shell::builtins::trash_dir_path();
+        undo.trash_dir = Some(dir.to_string_lossy().into_owned());
+    }
+    Ok((
+        Derived {
+            effects: w.out,
+            undo,
+        },
+        w.saw_cd,
+    ))
 }
 
 fn collect_local(stmts: &[Stmt], into: &mut HashSet<String>) {

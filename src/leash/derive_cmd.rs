@@ -91,6 +91,9 @@ impl Walker<'_, '_> {
                     Some(a) => self.literal_path(&a.value)?,
                     None => return Ok(()),
                 };
+                if name != "append" {
+                    self.overwrites(&format!(".{name}"), &p);
+                }
                 self.push(Effect::FsWrite { paths: vec![p] });
                 Ok(())
             }
@@ -206,9 +209,11 @@ impl Walker<'_, '_> {
             };
             match r.kind {
                 RedirectKind::In => self.push(Effect::FsRead { paths: vec![p] }),
-                RedirectKind::Out | RedirectKind::Append => {
+                RedirectKind::Out => {
+                    self.overwrites("`>`", &p);
                     self.push(Effect::FsWrite { paths: vec![p] })
                 }
+                RedirectKind::Append => self.push(Effect::FsWrite { paths: vec![p] }),
             }
         }
         for w in &c.args {
@@ -314,6 +319,7 @@ impl Walker<'_, '_> {
                         .unwrap_or(Ok(Vec::new())),
                 })?;
                 if let Some(first) = p.first() {
+                    self.overwrites("save", first);
                     self.push(Effect::FsWrite {
                         paths: vec![first.clone()],
                     });
@@ -333,6 +339,9 @@ impl Walker<'_, '_> {
                     return Err(Unknown);
                 }
                 let dest = p.pop().unwrap_or_default();
+                for src in &p {
+                    self.overwrites(head, &landing(src, &dest));
+                }
                 self.push(Effect::FsRead { paths: p.clone() });
                 self.push(Effect::FsWrite { paths: vec![dest] });
                 if head == "mv" {
@@ -342,6 +351,14 @@ impl Walker<'_, '_> {
             "rm" => {
                 let p = self.arg_paths(args)?;
                 if !p.is_empty() {
+                    if has_flag(args, "permanent") {
+                        for x in &p {
+                            self.undo
+                                .lose(format!("rm --permanent deletes {x} for good"));
+                        }
+                    } else {
+                        self.undo.trash(&p);
+                    }
                     self.push(Effect::FsDelete { paths: p });
                 }
             }
@@ -407,6 +424,37 @@ impl Walker<'_, '_> {
         }
         self.push(Effect::Opaque);
         Ok(())
+    }
+}
+
+impl Walker<'_, '_> {
+    /// Writing `p` over a file that exists now loses its content.
+    fn overwrites(&mut self, what: &str, p: &str) {
+        if std::fs::metadata(p).is_ok_and(|m| !m.is_dir()) {
+            self.undo.lose(format!(
+                "{what} overwrites {p}: its present content is lost"
+            ));
+        }
+    }
+}
+
+/// Where `cp`/`mv` of `src` to `dest` lands (inside `dest` when it is a
+/// directory).
+fn landing(src: &str, dest: &str) -> String {
+    let d = Path::new(dest);
+    match Path::new(src).file_name() {
+        Some(name) if d.is_dir() => d.join(name).to_string_lossy().into_owned(),
+        _ => dest.to_string(),
+    }
+}
+
+/// A builtin's flag `--name` (or `name: …` in call form) is given.
+fn has_flag(args: BArgs, name: &str) -> bool {
+    match args {
+        BArgs::Words(w) => w
+            .iter()
+            .any(|w| matches!(&w.kind, WordKind::LongFlag { name: n, .. } if n == name)),
+        BArgs::Call(a) => a.iter().any(|a| a.name.as_deref() == Some(name)),
     }
 }
 

@@ -207,3 +207,69 @@ fn explain_never_shows_no_effects_for_effects() {
         assert!(!eff(src).is_empty(), "{src}");
     }
 }
+
+/// What `src` in `cwd` cannot undo, and what it trashes.
+fn undo_in(src: &str, cwd: &Path) -> super::Undo {
+    let bound = HashSet::new();
+    let prog = parse(src, &ParseContext::default()).unwrap_or_else(|e| panic!("{src}: {}", e.msg));
+    let env = |_: &str| None;
+    let cx = Context {
+        cwd,
+        env: &env,
+        adapters: None,
+        bound: &bound,
+    };
+    derive_full(&prog, &cx).undo
+}
+
+#[test]
+fn permanent_deletes_and_overwrites_cannot_be_undone() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    std::fs::write(cwd.join("old.txt"), "x").unwrap();
+    std::fs::create_dir(cwd.join("d")).unwrap();
+    std::fs::write(cwd.join("d/old.txt"), "y").unwrap();
+    let at = |p: &str| cwd.join(p).display().to_string();
+
+    let u = undo_in("rm --permanent old.txt", cwd);
+    assert_eq!(
+        u.lost,
+        vec![format!("rm --permanent deletes {} for good", at("old.txt"))]
+    );
+    assert!(u.trashed.is_empty());
+    let u = undo_in(r#"rm("old.txt", permanent: true)"#, cwd);
+    assert_eq!(u.lost.len(), 1, "{u:?}");
+
+    // rm to the trash: undoable, and the plan names the trash.
+    let u = undo_in("rm old.txt", cwd);
+    assert!(u.lost.is_empty(), "{u:?}");
+    assert_eq!(u.trashed, vec![at("old.txt")]);
+    assert!(
+        u.trash_dir.as_deref().is_some_and(|t| t.contains("trash")),
+        "{u:?}"
+    );
+
+    // Writing over a file that exists loses it; a new file or `>>` does not.
+    for src in [
+        "echo hi > old.txt",
+        r#""t".save("old.txt")"#,
+        r#"[1].save("old.txt")"#,
+        "save old.txt 1",
+        "cp new.txt old.txt",
+        "mv old.txt d",
+    ] {
+        let u = undo_in(src, cwd);
+        assert_eq!(u.lost.len(), 1, "{src}: {u:?}");
+        assert!(u.lost[0].contains("overwrites"), "{src}: {u:?}");
+    }
+    for src in [
+        "echo hi > new.txt",
+        "echo hi >> old.txt",
+        r#""t".append("old.txt")"#,
+        "cp old.txt fresh.txt",
+        "mv old.txt d/other.txt",
+    ] {
+        let u = undo_in(src, cwd);
+        assert!(u.lost.is_empty(), "{src}: {u:?}");
+    }
+}

@@ -16,6 +16,7 @@ pub mod policy;
 pub mod run_gate;
 pub mod seccomp;
 pub mod tokens;
+pub mod undo;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -143,6 +144,25 @@ impl Gate {
     pub fn decide(&self, effects: &[Effect]) -> Decision {
         self.policy
             .decide(&self.principal, effects, self.home.as_deref())
+    }
+
+    /// [`decide`](Self::decide) knowing what the program cannot undo:
+    /// `auto_apply = "reversible"` allows no plan that overwrites or
+    /// deletes for good.
+    pub fn decide_derived(&self, d: &undo::Derived) -> Decision {
+        let mut out = self.decide(&d.effects);
+        let reversible_only = self
+            .policy
+            .get(&self.principal)
+            .is_some_and(|p| p.auto_apply == policy::AutoApply::Reversible);
+        if out.verdict == Verdict::Allow && reversible_only && !d.undo.lost.is_empty() {
+            out.verdict = Verdict::ApprovalRequired;
+            out.reason = Some(format!(
+                "auto_apply = \"reversible\" requires approval of this plan: {}",
+                d.undo.lost.join("; ")
+            ));
+        }
+        out
     }
 }
 

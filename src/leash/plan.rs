@@ -2,8 +2,9 @@
 
 use serde_json::{json, Value as Json};
 
-use super::effect::{wire_reversibility, Effect};
+use super::effect::Effect;
 use super::policy::{ApproveVia, AutoApply, Verdict};
+use super::undo::Undo;
 
 /// `plan:` + 16 hex of BLAKE3 over session, principal, source and effects:
 /// bound to its owner, so two callers never share or overwrite one.
@@ -19,11 +20,17 @@ pub fn plan_ref(session: &str, principal: &str, src: &str, effects: &[Effect]) -
     format!("plan:{}", &hex[..16])
 }
 
-/// Where a stored plan stands.
+/// Where a stored plan stands. With its verdict it makes one of these
+/// pairs, never another (docs/rules.md §21): `allow` + `approved` (by
+/// `policy`, or a human), `approval_required` + `pending` / `approved` /
+/// `denied`, `deny` + `none` (or `denied` by a human); any verdict +
+/// `applied` once it ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Approval {
     /// Waiting for `cap.request` or a human.
     Pending,
+    /// The policy denies the plan: no approval applies.
+    NotApplicable,
     Approved,
     /// A human said no.
     Denied,
@@ -36,9 +43,19 @@ impl Approval {
     pub fn as_str(self) -> &'static str {
         match self {
             Approval::Pending => "pending",
+            Approval::NotApplicable => "none",
             Approval::Approved => "approved",
             Approval::Denied => "denied",
             Approval::Applied => "applied",
+        }
+    }
+
+    /// A new plan's standing under `verdict`, and who approved it.
+    pub fn initial(verdict: Verdict) -> (Approval, Option<&'static str>) {
+        match verdict {
+            Verdict::Allow => (Approval::Approved, Some("policy")),
+            Verdict::ApprovalRequired => (Approval::Pending, None),
+            Verdict::Deny => (Approval::NotApplicable, None),
         }
     }
 }
@@ -50,6 +67,8 @@ pub struct Plan {
     pub principal: String,
     pub src: String,
     pub effects: Vec<Effect>,
+    /// What of the effects can be undone.
+    pub undo: Undo,
     pub verdict: Verdict,
     pub reason: Option<String>,
     pub approval: Approval,
@@ -76,10 +95,9 @@ impl Plan {
 
     /// The plan result (`exec mode:"plan"`, `shoal_plan`, `plan.list` rows).
     pub fn to_json(&self) -> Json {
-        json!({
+        let mut j = json!({
             "plan_ref": self.plan_ref,
             "effects": self.effects_json(),
-            "reversibility": wire_reversibility(&self.effects),
             "verdict": self.verdict.as_str(),
             "approval_pending": self.approval_pending(),
             "approved": self.approval == Approval::Approved,
@@ -89,7 +107,11 @@ impl Plan {
             "session": self.session,
             "principal": self.principal,
             "expires": rfc3339(self.expires_ns),
-        })
+        });
+        if let Some(o) = j.as_object_mut() {
+            super::undo::insert_json(o, &self.effects, &self.undo);
+        }
+        j
     }
 
     /// `plan.get`: the row plus the source.

@@ -497,6 +497,11 @@ fn mv(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     Ok(Value::list(out))
 }
 
+/// Where [`trash_dir`] is, without creating it (a plan names it).
+pub fn trash_dir_path() -> PathBuf {
+    crate::value::spill_dir::private_temp_path("trash").join(std::process::id().to_string())
+}
+
 /// The per-process trash directory used by `rm` without `--permanent`:
 /// `$TMPDIR/shoal-<uid>/trash/<pid>`, private (0700) at every level so no
 /// other user can read what was removed or plant a link in its place.

@@ -111,9 +111,18 @@ pub fn wildcard_match(pat: &str, name: &str) -> bool {
 
 /// Expand `pattern` against `cwd`. Results are sorted and spelled as the
 /// pattern spells them: relative patterns give relative paths (`*.txt` →
-/// `a.txt`), absolute patterns absolute ones. `~/` must be expanded by the
+/// `a.txt`), absolute patterns absolute ones. A trailing `/` matches
+/// directories only, as in bash (`src/*/`). `~/` must be expanded by the
 /// caller.
 pub fn expand(pattern: &str, cwd: &Path, hidden: bool) -> Vec<PathBuf> {
+    let mut out = expand_all(pattern, cwd, hidden);
+    if pattern.len() > 1 && pattern.ends_with('/') {
+        out.retain(|p| std::fs::metadata(resolve(cwd, p)).is_ok_and(|m| m.is_dir()));
+    }
+    out
+}
+
+fn expand_all(pattern: &str, cwd: &Path, hidden: bool) -> Vec<PathBuf> {
     let pat = Path::new(pattern);
     let mut prefix = PathBuf::new();
     let mut comps: Vec<String> = Vec::new();
@@ -174,6 +183,16 @@ pub fn expand_checked(
     cwd: &Path,
     hidden: bool,
 ) -> Result<Vec<PathBuf>, crate::value::ShoalError> {
+    if let Some(c) = pattern.split('/').find(|c| c.contains("**") && *c != "**") {
+        // `src**` is `src*` in bash: almost always `{dir}**` missing a `/`.
+        return Err(crate::value::ShoalError::arg_error(format!(
+            "`**` in `{c}` is not a whole path component: it would match like `*`, within one directory"
+        ))
+        .with_hint(format!(
+            "write `**` as its own component to recurse: `{}`",
+            pattern.replacen("**", "/**", 1).replace("//**", "/**")
+        )));
+    }
     crate::leash::run_gate::fs(
         crate::leash::run_gate::Access::Read,
         cwd,
@@ -403,5 +422,37 @@ mod tests {
             ["a.txt", "b.txt", "sub/c.txt", "sub/deep/d.txt"]
         );
         assert_eq!(names(expand("sub/*.txt", d.path(), false)), ["sub/c.txt"]);
+    }
+
+    #[test]
+    fn a_trailing_slash_matches_directories_only() {
+        let d = tempfile::tempdir().unwrap();
+        for f in ["a.txt", "sub/c.txt", "sub/deep/d.txt", "two/x"] {
+            let p = d.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        let names = |v: Vec<PathBuf>| {
+            v.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(expand("*/", d.path(), false)), ["sub", "two"]);
+        assert_eq!(names(expand("sub/*/", d.path(), false)), ["sub/deep"]);
+        assert_eq!(names(expand("*", d.path(), false)), ["a.txt", "sub", "two"]);
+        assert!(expand("a.txt/", d.path(), false).is_empty());
+    }
+
+    #[test]
+    fn a_double_star_inside_a_component_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let e = expand_checked("src**/*.rs", d.path(), false).unwrap_err();
+        assert!(e.msg.contains("not a whole path component"), "{e:?}");
+        assert_eq!(
+            e.hint.as_deref(),
+            Some("write `**` as its own component to recurse: `src/**/*.rs`")
+        );
+        assert!(expand_checked("src/**/*.rs", d.path(), false).is_ok());
+        assert!(expand_checked("**", d.path(), false).is_ok());
     }
 }

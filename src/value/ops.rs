@@ -449,12 +449,49 @@ pub fn index(recv: &Value, idx: &Value) -> SResult<Value> {
         (Value::Record(r), Value::Str(k)) => r
             .get(&**k)
             .cloned()
-            .ok_or_else(|| ShoalError::field_missing(format!("no field `{k}` in record"))),
-        (r, i) => Err(ShoalError::type_error(format!(
-            "cannot index {} with {}",
-            r.type_name(),
-            i.type_name()
-        ))),
+            .ok_or_else(|| crate::value::methods::suggest::no_field(recv, k)),
+        (r, i) => {
+            let e = ShoalError::type_error(format!(
+                "cannot index {} with {}",
+                r.type_name(),
+                i.type_name()
+            ));
+            match index_hint(r, i) {
+                Some(h) => Err(e.with_hint(h)),
+                None => Err(e),
+            }
+        }
+    }
+}
+
+/// The form that works for an index that does not (`xs[1..3]`: `.skip(1).take(2)`).
+fn index_hint(recv: &Value, idx: &Value) -> Option<String> {
+    match (recv, idx) {
+        (Value::List(_) | Value::Table(_) | Value::Str(_), Value::Range(r)) => {
+            let end = if r.inclusive {
+                r.end.saturating_add(1)
+            } else {
+                r.end
+            };
+            let n = end.saturating_sub(r.start).max(0);
+            Some(if r.start <= 0 {
+                format!(
+                    "ranges do not index: take the first {n} with `.take({n})` (`.skip(a).take(n)` for a slice)"
+                )
+            } else {
+                format!(
+                    "ranges do not index: slice with `.skip({}).take({n})`",
+                    r.start
+                )
+            })
+        }
+        (Value::Record(_), Value::Int(_)) => {
+            Some("records are indexed by key: `r[\"key\"]` or `r.key`".into())
+        }
+        (Value::List(_) | Value::Table(_), Value::Str(k)) => Some(format!(
+            "lists are indexed by position (`xs[0]`); a column of records: `xs.map(r => r.{k})`"
+        )),
+        _ => None,
     }
 }
 

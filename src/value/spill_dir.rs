@@ -87,6 +87,16 @@ fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Where [`private_temp_dir`] puts `sub`, without creating anything.
+pub fn private_temp_path(sub: &str) -> PathBuf {
+    match thread_base() {
+        Some(base) => base.join(sub),
+        None => std::env::temp_dir()
+            .join(format!("shoal-{}", uid()))
+            .join(sub),
+    }
+}
+
 /// `$TMPDIR/shoal-<uid>/<sub>`, both levels created 0700 and checked to be
 /// real directories owned by us (the parent sits in a world-writable
 /// directory, so a name someone else made first is refused, never followed).

@@ -233,25 +233,15 @@ impl Interp {
     }
 
     pub(crate) fn did_you_mean(&self, name: &str, scope: &ScopeRef) -> Option<String> {
-        let len = name.chars().count();
-        let max = if len < 5 { 1 } else { 2 };
+        use crate::value::methods::suggest;
         let mut cands: Vec<String> = all_heads().map(|s| s.to_string()).collect();
         for (k, b) in scope.visible_bindings() {
             if matches!(b.value, Value::Closure(_) | Value::Command(_)) {
                 cands.push(k);
             }
         }
-        let mut best: Option<(usize, String)> = None;
-        for c in cands {
-            if c == name {
-                continue;
-            }
-            let d = crate::value::methods::suggest::edit_distance(name, &c);
-            if d <= max && d < len && best.as_ref().is_none_or(|(bd, _)| d < *bd) {
-                best = Some((d, c));
-            }
-        }
-        best.map(|(_, c)| format!("did you mean '{c}'?"))
+        let near = suggest::nearest(name, cands.iter().map(String::as_str));
+        suggest::did_you_mean(&near, |c| format!("'{c}'"))
     }
 
     pub(super) fn not_found(&self, name: &str, scope: &ScopeRef) -> ShoalError {

@@ -228,7 +228,7 @@ impl Parser<'_> {
                         "shoal has no pipe operator `|`",
                         p,
                         p + 1,
-                        "feed a value to a command with `(cmd1).feed(cmd2 args)`, or use methods on the result",
+                        "run the pipeline as written with `sh { cmd1 | cmd2 }`, feed a value to a command with `(cmd1).feed(cmd2 args)`, or use methods on the result",
                     ));
                 }
                 b'>' | b'<' => {

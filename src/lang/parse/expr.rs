@@ -17,6 +17,17 @@ fn bx(e: Expr) -> Box<Expr> {
     Box::new(e)
 }
 
+/// A value a bash writer would redirect into a file: a string, or a
+/// command's result (`"""…""".feed(cat)`, `(echo hi)`).
+fn is_text_value(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Literal(Literal::Str(_)) | ExprKind::Interp(_) | ExprKind::Command(_) => true,
+        ExprKind::MethodCall { name, .. } => name == "feed",
+        ExprKind::Group(x) => is_text_value(x),
+        _ => false,
+    }
+}
+
 fn binop(t: &Tok) -> Option<(BinOp, u8)> {
     Some(match t {
         Tok::QQ => (BinOp::Coalesce, 1),
@@ -173,7 +184,7 @@ impl Parser<'_> {
                     "shoal has no pipe operator `|`",
                     t.start,
                     t.end,
-                    "feed a value to a command with `value.feed(cmd args)`, or chain methods",
+                    "feed a value to a command with `value.feed(cmd args)`, run a shell pipeline with `sh { cmd1 | cmd2 }`, or chain methods",
                 ))
             }
             Tok::Amp => {
@@ -226,6 +237,9 @@ impl Parser<'_> {
         }
         self.advance()?;
         self.skip_newlines()?;
+        if op == BinOp::Gt && is_text_value(&lhs) {
+            self.no_value_redirect(t.start)?;
+        }
         let rhs = if matches!(op, BinOp::And | BinOp::Or) && self.rhs_is_command() {
             self.parse_cmd_chain_at(prec + 1)?
         } else {
@@ -255,6 +269,38 @@ impl Parser<'_> {
             },
             span,
         }))
+    }
+
+    /// `TEXT > f.txt`: a bash writer's redirect of a value, which would
+    /// compare it with an unbound name. Refused with the form that writes.
+    fn no_value_redirect(&self, op_at: usize) -> PResult<()> {
+        let p = self.skip_ws(self.pos);
+        let mut e = p;
+        while e < self.limit
+            && (self.byte(e).is_ascii_alphanumeric()
+                || matches!(self.byte(e), b'_' | b'.' | b'/' | b'-' | b'~'))
+        {
+            e += 1;
+        }
+        let word = &self.src[p..e];
+        let first = word.split(['.', '/']).next().unwrap_or("");
+        let unbound_name = !first.is_empty()
+            && !first.starts_with(|c: char| c.is_ascii_digit())
+            && !self.is_bound_any(first)
+            && !self.is_value_bound(first);
+        let file_like = word.contains('.') || word.contains('/');
+        let a_path = first.is_empty() && file_like;
+        if word.is_empty() || !(unbound_name || a_path) {
+            return Ok(());
+        }
+        Err(self.err_hint(
+            "`>` after a value compares; it does not write a file",
+            op_at,
+            e,
+            format!(
+                "write the value with `.save(\"{word}\")`, e.g. `'''text'''.save(\"{word}\")` (`.append(\"{word}\")` adds to the file); `>` redirects a command only: `echo hi > {word}`"
+            ),
+        ))
     }
 
     /// After `&&`/`||`: the operand is a command with arguments.
@@ -593,7 +639,7 @@ impl Parser<'_> {
                         "shoal has no pipe operator `|`",
                         t.start,
                         t.end,
-                        "feed a value to a command with `value.feed(cmd args)`",
+                        "feed a value to a command with `value.feed(cmd args)`, or run a shell pipeline with `sh { cmd1 | cmd2 }`",
                     ))
                 }
                 Tok::Amp => return Err(self.err("`&` is not an operator here", t.start, t.end)),

@@ -323,7 +323,12 @@ impl Parser<'_> {
             self.nl_skip,
         ) = saved;
         self.leave();
-        let mut stmts = r?;
+        let mut stmts = r.map_err(|mut e| {
+            if e.hint.is_none() {
+                e.hint = Some(super::strings::BRACE_HINT.into());
+            }
+            e
+        })?;
         if stmts.len() == 1 {
             if let Some(Stmt {
                 kind: StmtKind::Expr(x),
@@ -333,10 +338,11 @@ impl Parser<'_> {
                 return Ok(hole_ident(x));
             }
         }
-        Err(self.err(
+        Err(self.err_hint(
             "a string interpolation `{…}` must hold exactly one expression",
             s,
             e,
+            super::strings::BRACE_HINT,
         ))
     }
 }

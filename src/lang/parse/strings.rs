@@ -6,6 +6,10 @@
 use super::parser::Parser;
 use super::{PResult, ParseError};
 
+/// The hint of an error inside a `{…}` hole of a `"…"` string: most such
+/// braces were meant as text (JSON, code).
+pub(super) const BRACE_HINT: &str = "`{` in a \"…\" string starts an interpolation `{expr}`: write `\\{` for a literal brace, or use a raw string, which has none: `'{\"a\": 1}'` (`'''…'''` over several lines)";
+
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum SPart {
     Lit(String),
@@ -237,7 +241,14 @@ impl Parser<'_> {
 
     /// Find the `}` closing the hole opened at `open`.
     fn scan_hole(&self, open: usize, multiline: bool) -> PResult<usize> {
-        let unterminated = || self.err("unterminated `{expr}` in string", open, open + 1);
+        let unterminated = || {
+            self.err_hint(
+                "unterminated `{expr}` in string",
+                open,
+                open + 1,
+                BRACE_HINT,
+            )
+        };
         let mut depth = 1usize;
         let mut i = open + 1;
         loop {

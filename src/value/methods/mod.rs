@@ -114,7 +114,7 @@ pub fn get_field(host: &mut dyn Host, recv: &Value, name: &str) -> SResult<Value
         Value::Record(r) => r
             .get(name)
             .cloned()
-            .ok_or_else(|| ShoalError::field_missing(format!("no field `{name}` in record"))),
+            .ok_or_else(|| suggest::no_field(recv, name)),
         Value::Outcome(o) => outcome_field(host, o, name),
         Value::Error(e) => error_field(e, name),
         Value::DateTime(z) => match other::datetime(z, name, &Args::default()) {
@@ -131,7 +131,7 @@ pub fn get_field(host: &mut dyn Host, recv: &Value, name: &str) -> SResult<Value
 }
 
 fn no_field(recv: &Value, name: &str) -> ShoalError {
-    ShoalError::field_missing(format!("no field `{name}` on {}", recv.type_name()))
+    suggest::no_field(recv, name)
 }
 
 fn error_field(e: &ShoalError, name: &str) -> SResult<Value> {
@@ -146,9 +146,10 @@ fn error_field(e: &ShoalError, name: &str) -> SResult<Value> {
             .unwrap_or(Value::Null),
         "status" => e.status.map(Value::Int).unwrap_or(Value::Null),
         _ => {
-            return Err(ShoalError::field_missing(format!(
-                "no field `{name}` on error"
-            )))
+            return Err(suggest::no_field(
+                &Value::Error(std::sync::Arc::new(e.clone())),
+                name,
+            ))
         }
     })
 }
