@@ -415,7 +415,7 @@ impl Session {
     pub fn derive_effects(&self, src: &str) -> Result<Vec<crate::leash::Effect>, ParseError> {
         let ctx = self.parse_context();
         if let Some(prog) = &self.preset {
-            return Ok(self.effects_in(prog, &ctx.bound));
+            return Ok(self.effects_in(prog, &ctx.bound).effects);
         }
         let prog = crate::lang::parse::parse(src, &ctx)?;
         Ok(self.effects_in(&prog, &ctx.bound).effects)
