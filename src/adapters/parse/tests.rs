@@ -10,6 +10,7 @@ fn spec(p: &str, ty: &str) -> OutputSpec {
         select: vec![],
         keys: vec![],
         header: 1,
+        render_text: false,
     }
 }
 
