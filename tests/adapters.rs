@@ -802,3 +802,20 @@ fn git_diff_is_typed_as_files_with_hunks() {
         matches!(&eval(&mut s, "(git diff --numstat).out"), Value::Str(t) if t.contains("tracked.txt"))
     );
 }
+
+#[test]
+fn the_card_and_the_instructions_teach_the_raw_form() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut m = d.conn();
+    let init = m.ok("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}));
+    let instructions = init["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.contains("`^git log -5` runs a tool as written"),
+        "{instructions}"
+    );
+    assert!(
+        shoal::proto::mcp::LANGUAGE_CARD.contains("`^cmd` runs the program as\nwritten, untyped"),
+        "the card teaches ^"
+    );
+}
