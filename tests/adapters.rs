@@ -819,3 +819,25 @@ fn the_card_and_the_instructions_teach_the_raw_form() {
         "the card teaches ^"
     );
 }
+
+#[test]
+fn head_tail_and_cat_give_the_same_kind_of_text() {
+    let root = Root::new();
+    let dir = tmp();
+    std::fs::write(dir.path().join("notes.txt"), "a\nb\nc\nd\n").expect("write");
+    let d = Daemon::start(&root);
+    let mut m = mcp_conn(&d);
+    assert_eq!(mcp_text(&mut m, dir.path(), "head -n 2 notes.txt"), "a\nb");
+    assert_eq!(mcp_text(&mut m, dir.path(), "head -2 notes.txt"), "a\nb");
+    assert_eq!(mcp_text(&mut m, dir.path(), "tail -n 2 notes.txt"), "c\nd");
+    assert_eq!(mcp_text(&mut m, dir.path(), "cat notes.txt"), "a\nb\nc\nd");
+    // The same values too: text whose `.lines()` is the list.
+    assert_eq!(
+        mcp_text(
+            &mut m,
+            dir.path(),
+            "[(head -n 2 notes.txt).lines(), (tail -n 2 notes.txt).lines()]"
+        ),
+        r#"[["a", "b"], ["c", "d"]]"#
+    );
+}
