@@ -35,13 +35,13 @@ fn p50(mut v: Vec<Duration>) -> Duration {
 
 fn lookup_and_build(c: &Catalog) {
     let cmds: Vec<(&str, Vec<String>)> = [
-        ("git", "status -s"),
-        ("git", "log --limit=20 --oneline"),
+        ("git", "status -b"),
+        ("git", "log --limit=20 -5"),
         ("git", "stash list"),
         ("docker", "ps -a"),
         ("kubectl", "get pods -n default"),
         ("tar", "-czf out.tgz src docs"),
-        ("ps", "aux"),
+        ("ps", "-e"),
     ]
     .iter()
     .map(|(h, a)| (*h, a.split_whitespace().map(str::to_string).collect()))
@@ -103,7 +103,24 @@ fn parsers(c: &Catalog) {
         );
         i += 1;
     }
-    throughput("parse lines (git show)", &spec(c, "git", "show"), &lines);
+    throughput(
+        "parse lines (git branch)",
+        &spec(c, "git", "branch"),
+        &lines,
+    );
+    let mut patch = Vec::new();
+    let mut i = 0;
+    while patch.len() < 20_000_000 {
+        patch.extend_from_slice(
+            format!(
+                "diff --git a/src/m{i}.rs b/src/m{i}.rs\nindex 1..2 100644\n--- a/src/m{i}.rs\n+++ b/src/m{i}.rs\n\
+                 @@ -1,4 +1,4 @@\n context line\n-old text on this line\n+new text on this line\n context\n context\n"
+            )
+            .as_bytes(),
+        );
+        i += 1;
+    }
+    throughput("parse patch (git diff)", &spec(c, "git", "diff"), &patch);
     let mut cols = b"PID PPID USER CPU MEM COMMAND\n".to_vec();
     let mut i = 0;
     while cols.len() < 20_000_000 {

@@ -17,6 +17,9 @@ use shoal::value::{render, Value};
 #[path = "adapters/recorded.rs"]
 mod recorded;
 
+#[path = "adapters/model_text.rs"]
+mod model_text;
+
 fn catalog() -> Arc<Catalog> {
     static C: OnceLock<Arc<Catalog>> = OnceLock::new();
     C.get_or_init(|| Arc::new(Catalog::builtin())).clone()
@@ -178,13 +181,25 @@ fn git_status_log_diff_stash_branch() {
     assert_eq!(inline(&mut s, "(git log).first().author"), "\"Tess\"");
     assert_eq!(inline(&mut s, "(git log --limit=1).len()"), "1");
     let diff = eval(&mut s, "git diff");
-    assert_eq!(columns(&diff), ["added", "deleted", "path"]);
+    assert_eq!(columns(&diff)[..3], ["path", "old_path", "status"]);
     assert_eq!(inline(&mut s, "(git diff).first().added"), "1");
+    assert_eq!(
+        inline(
+            &mut s,
+            "(git diff --cached).where(.status == \"renamed\").first().old_path"
+        ),
+        render::inline(&Value::path("old.txt"))
+    );
     assert!(
         matches!(&eval(&mut s, "git branch"), Value::Outcome(o) if matches!(&o.out, Some(Value::List(l)) if l.len() == 1))
     );
     assert_eq!(inline(&mut s, "(git remote).len()"), "0");
-    assert!(inline(&mut s, "(git show --stat HEAD).first()").starts_with("\"commit "));
+    assert_eq!(
+        inline(&mut s, "(git show HEAD).map(.status)"),
+        r#"["added", "added"]"#
+    );
+    // `--stat` is not modelled: git's text.
+    assert!(inline(&mut s, "(git show --stat HEAD).out").starts_with("\"commit "));
     eval(&mut s, "git stash push -q");
     assert_eq!(inline(&mut s, "(git stash list).len()"), "1");
     // A failed run is a failed outcome (value position), not a parse error.
@@ -413,16 +428,31 @@ fn package_and_build_tools() {
 fn parse_failures_name_the_adapter_and_line() {
     let d = tmp();
     std::fs::write(d.path().join("l.json"), r#"["1", "x y"]"#).expect("write");
-    let mut s = session(d.path());
-    // jq succeeds, but `-r` prints raw text: no half-typed value.
-    let e = s.exec("jq -r '.[]' l.json", Position::Value).unwrap_err();
+    // A user adapter whose tool does not print what it declares.
+    let conf = tmp();
+    std::fs::write(
+        conf.path().join("lister.toml"),
+        "bin = \"printf\"\nclass = \"data\"\noutput = { parse = \"ndjson\", type = \"table\" }\n",
+    )
+    .expect("write");
+    let mut s = Session::new(SessionOptions {
+        cwd: d.path().to_path_buf(),
+        adapters: Some(Arc::new(Catalog::load(Some(conf.path())))),
+        ..Default::default()
+    });
+    let e = s
+        .exec(r#"lister '{"a": 1}\nnot json\n'"#, Position::Value)
+        .unwrap_err();
     let msg = format!("{e:?}");
     assert!(
-        msg.contains("AdapterParse") && msg.contains("adapter `jq`") && msg.contains("line 2"),
+        msg.contains("AdapterParse") && msg.contains("adapter `lister`") && msg.contains("line 2"),
         "{msg}"
     );
-    // ^jq: the bytes as text.
-    assert_eq!(inline(&mut s, "(^jq -r '.[]' l.json).out"), "\"1\\nx y\"");
+    // The hint names the binary that runs it as written.
+    assert!(msg.contains("`^printf ...`"), "{msg}");
+    // jq `-r` prints raw text: not modelled, so it runs as written.
+    let mut s = session(d.path());
+    assert_eq!(inline(&mut s, "(jq -r '.[]' l.json).out"), "\"1\\nx y\"");
 }
 
 // ---- recorded output (tools missing here, or unable to reach their service) ----
@@ -458,11 +488,16 @@ fn kernel_and_mcp_sessions_have_adapters() {
         &format!("(ps).where(.pid == {pid}).first().command"),
     );
     assert_eq!(r["render"], json!("shoal"), "{r}");
-    // Statement position: the block render of the typed value.
+    // Statement position: the block render of the typed value, under the
+    // branch line and above the line naming the raw form.
     let r = c.ok("exec", json!({"src": "git status", "position": "stmt"}));
     let text = r["render"].as_str().unwrap_or_default();
     assert!(
-        text.starts_with("status") && text.contains("untracked"),
+        text.starts_with("on branch main\nstatus") && text.contains("untracked"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("\ntyped by the git adapter; raw text: ^git status"),
         "{text}"
     );
 

@@ -9,7 +9,8 @@
 //!
 //! [sub.status]                # `git status ...`; `[sub."stash list"]` for two words
 //! invoke = ["status", "--porcelain=v2"]   # replaces the sub words
-//! consumed = ["-s", "--short"]            # accepted, not forwarded
+//! consumed = ["--porcelain=v2"]           # the pinned flags again: dropped
+//! accepts = ["--untracked-files=*", "-<n>"] # forwarded; the output stays typed
 //! output = { parse = "porcelain-v2", type = "table<{status: str, state: str, path: path, orig: path?}>" }
 //! effects = ["fs.read(cwd)"]
 //!
@@ -22,6 +23,11 @@
 //!
 //! Top-level `invoke`/`output`/`effects`/... describe the form without a
 //! sub-command (`df`, `ps`); a tool with only sub-commands leaves them out.
+//!
+//! The agent's flags win: a form with an `output` types the result only when
+//! every flag it got is modelled (in `consumed`, `accepts`, `flags` or
+//! `params`); any other flag runs the tool as written (`accepts = ["*"]`
+//! models every flag, `-<n>` a numeric flag such as `-5`).
 
 use std::path::Path;
 
@@ -60,6 +66,7 @@ struct FileDef {
     bare: Option<bool>,
     invoke: Option<Vec<String>>,
     consumed: Option<Vec<String>>,
+    accepts: Option<Vec<String>>,
     positional: Option<Vec<Spanned<String>>>,
     #[serde(default)]
     flags: BTreeMap<String, Vec<String>>,
@@ -80,6 +87,8 @@ struct FormDef {
     invoke: Vec<String>,
     #[serde(default)]
     consumed: Vec<String>,
+    #[serde(default)]
+    accepts: Vec<String>,
     #[serde(default)]
     positional: Vec<Spanned<String>>,
     #[serde(default)]
@@ -109,6 +118,9 @@ struct OutputDef {
     #[serde(default)]
     keys: BTreeMap<String, String>,
     header: Option<usize>,
+    /// `"text"`: the outcome renders as the tool's text (`.out` stays typed);
+    /// `"value"`: as the typed value. Default: text for `lines` and `patch`.
+    render: Option<Spanned<String>>,
 }
 
 /// Where an adapter came from.
@@ -133,7 +145,10 @@ pub struct Form {
     pub words: Vec<String>,
     pub about: Option<String>,
     pub invoke: Vec<String>,
+    /// Flags the pinned `invoke` already is: dropped.
     pub consumed: Vec<String>,
+    /// Flags forwarded as written that keep the output typed.
+    pub accepts: Vec<String>,
     /// Positional names; `rest` when the last collects the remainder.
     pub positional: Vec<String>,
     pub rest: bool,
@@ -236,6 +251,7 @@ pub fn load(file: &str, name: &str, text: &str, source: Source) -> Result<Adapte
         || def.output.is_some()
         || def.effects.is_some()
         || def.consumed.is_some()
+        || def.accepts.is_some()
         || def.positional.is_some()
         || !def.flags.is_empty()
         || !def.params.is_empty();
@@ -250,6 +266,7 @@ pub fn load(file: &str, name: &str, text: &str, source: Source) -> Result<Adapte
                     ok_codes: None,
                     invoke: def.invoke.unwrap_or_default(),
                     consumed: def.consumed.unwrap_or_default(),
+                    accepts: def.accepts.unwrap_or_default(),
                     positional: def.positional.unwrap_or_default(),
                     flags: def.flags,
                     params: def.params,
@@ -372,7 +389,17 @@ fn form(
                     ));
                 }
             }
+            let render_text = match o.render.as_ref().map(|r| r.get_ref().as_str()) {
+                None => matches!(parser, Parser::Lines | Parser::Patch),
+                Some("text") => true,
+                Some("value") => false,
+                Some(other) => {
+                    let at = o.render.as_ref().map_or(0, |r| r.span().start);
+                    return Err(cx.at(at, format!("unknown render `{other}` (text or value)")));
+                }
+            };
             Some(OutputSpec {
+                render_text,
                 parser,
                 ty,
                 select: o
@@ -406,6 +433,7 @@ fn form(
         about: d.about,
         invoke: d.invoke,
         consumed: d.consumed,
+        accepts: d.accepts,
         positional,
         rest,
         flags,

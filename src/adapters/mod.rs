@@ -7,7 +7,9 @@
 //! [`Catalog`] resolves a command head and its words to a [`Form`], builds
 //! the argv (pinned `invoke`, `consumed` flags dropped, typed `params`), and
 //! parses stdout with the form's parser into its declared type ([`parse`],
-//! [`types`]). [`effects_of`] is what the planner calls: the concrete effects
+//! [`types`]). The agent's flags win: a flag the form does not model runs
+//! the tool as written, untyped. A typed outcome carries [`Typed`], whose
+//! render line names the raw form (`^git log -5`). [`effects_of`] is what the planner calls: the concrete effects
 //! of an adapted command, never `opaque`.
 //!
 //! Nothing here spawns: the evaluator hands [`run_adapted`] a closure that
@@ -32,7 +34,7 @@ mod tests;
 pub use effects::Effect;
 pub use format::{Adapter, FileError, Form, Source};
 
-use crate::value::{methods, ErrorCode, Outcome, ShoalError, Value};
+use crate::value::{methods, ErrorCode, Outcome, ShoalError, Typed, Value};
 
 /// Every adapter of a session: built-ins plus user files.
 #[derive(Debug, Default)]
@@ -195,6 +197,9 @@ pub fn load_user_file(p: &Path) -> Result<Adapter, String> {
 pub struct Bound {
     /// name → values (positional names, flag names, parameter names).
     pub vars: Vec<(String, Vec<String>)>,
+    /// Flags the form does not model (forwarded as written): a typed form
+    /// with any of them runs the tool as written instead.
+    pub unmodelled: Vec<String>,
 }
 
 impl Bound {
@@ -216,6 +221,20 @@ fn is_consumed(form: &Form, arg: &[u8]) -> bool {
     form.consumed.iter().any(|c| match c.strip_suffix('*') {
         Some(prefix) => arg.starts_with(prefix.as_bytes()),
         None => arg == c.as_bytes(),
+    })
+}
+
+/// Is `arg` one the form forwards and still types (`accepts`)? `*` is a
+/// prefix match (`*` alone: every flag), `-<n>` a numeric flag (`-5`).
+fn is_accepted(form: &Form, arg: &[u8]) -> bool {
+    form.accepts.iter().any(|c| {
+        if c == "-<n>" {
+            return arg.len() > 1 && arg[0] == b'-' && arg[1..].iter().all(u8::is_ascii_digit);
+        }
+        match c.strip_suffix('*') {
+            Some(prefix) => arg.starts_with(prefix.as_bytes()),
+            None => arg == c.as_bytes(),
+        }
     })
 }
 
@@ -341,6 +360,9 @@ pub fn build<S: AsRef<OsStr>>(
             }
         }
         if !matched {
+            if !is_accepted(form, b) {
+                bound.unmodelled.push(lossy(a));
+            }
             argv.push(a.to_os_string());
         }
     }
@@ -404,8 +426,9 @@ pub type Spawn<'a, E> = dyn FnMut(&str, Vec<OsString>) -> Result<Value, E> + 'a;
 /// The evaluator's hook (docs/rules.md §8): when `head args...` is
 /// an adapted command, run it with the adapter's argv and return the
 /// outcome whose `.out` is the typed value (`.stdout` keeps the bytes).
-/// `None`: not adapted, run it as written. `bypass` covers `^tool`, a path
-/// head and a redirected stdout. In statement position a failed outcome
+/// `None`: not adapted, or a typed form given a flag it does not model
+/// (the agent's flags win): run it as written. `bypass` covers `^tool`, a
+/// path head and a redirected stdout. In statement position a failed outcome
 /// raises `cmd_failed`; a parse failure is an `adapter_parse` error.
 pub fn run_adapted<E: From<ShoalError>>(
     catalog: Option<&Catalog>,
@@ -427,7 +450,51 @@ pub fn run_adapted<E: From<ShoalError>>(
     if plain && adapter.bin == adapter.name {
         return None;
     }
+    if form.output.is_some() && !modelled(adapter, form, args) {
+        return None;
+    }
     Some(run_form(adapter, form, args, statement, spawn))
+}
+
+/// Does the form model every flag of `args` (so typing it overrides
+/// nothing the agent asked for)? A build error is left to `run_form`.
+pub fn modelled<S: AsRef<OsStr>>(adapter: &Adapter, form: &Form, args: &[S]) -> bool {
+    build(adapter, form, args).map_or(true, |(_, b)| b.unmodelled.is_empty())
+}
+
+/// `^head args...` with each word quoted when it needs to be, so the line
+/// can be run as it stands.
+pub fn raw_form(head: &str, args: &[OsString]) -> String {
+    let mut s = format!("^{head}");
+    for a in args {
+        let w = a.to_string_lossy();
+        s.push(' ');
+        let plain = !w.is_empty()
+            && w.chars().all(|c| {
+                c.is_ascii_alphanumeric()
+                    || matches!(
+                        c,
+                        '-' | '_' | '.' | '/' | '=' | ':' | ',' | '@' | '+' | '%' | '~'
+                    )
+            });
+        if plain {
+            s.push_str(&w);
+        } else if !w.contains('\'') {
+            s.push('\'');
+            s.push_str(&w);
+            s.push('\'');
+        } else {
+            s.push('"');
+            for c in w.chars() {
+                if matches!(c, '"' | '\\' | '{' | '}') {
+                    s.push('\\');
+                }
+                s.push(c);
+            }
+            s.push('"');
+        }
+    }
+    s
 }
 
 fn run_form<E: From<ShoalError>>(
@@ -443,6 +510,7 @@ fn run_form<E: From<ShoalError>>(
         return Ok(v);
     };
     let ok = o.status.is_some_and(|s| form.ok_codes.contains(&s));
+    let mut typed = None;
     let out = match (&form.output, ok) {
         (Some(spec), true) => {
             let bytes = o.stdout.read_all().map_err(|e| {
@@ -452,7 +520,16 @@ fn run_form<E: From<ShoalError>>(
                 )
             })?;
             match parse::parse(spec, &bytes) {
-                Ok(v) => Some(v),
+                Ok(v) => {
+                    typed = Some(Arc::new(Typed {
+                        adapter: adapter.name.clone(),
+                        // `^name` would find no binary when the two differ.
+                        raw: raw_form(&adapter.bin, args),
+                        summary: parse::summary(spec, &bytes, &v),
+                        render_text: spec.render_text,
+                    }));
+                    Some(v)
+                }
                 Err(f) => return Err(parse_error(adapter, form, &f).into()),
             }
         }
@@ -470,6 +547,7 @@ fn run_form<E: From<ShoalError>>(
         out,
         span: o.span,
         truncated: o.truncated,
+        typed,
     };
     if statement && !ok {
         return Err(methods::cmd_failed(&o).into());
@@ -492,6 +570,6 @@ pub fn parse_error(adapter: &Adapter, form: &Form, f: &parse::Failure) -> ShoalE
     };
     ShoalError::new(ErrorCode::AdapterParse, msg).with_hint(format!(
         "`^{} ...` runs it without the adapter",
-        adapter.name
+        adapter.bin
     ))
 }

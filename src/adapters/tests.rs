@@ -40,10 +40,13 @@ fn builtin_files_load_without_warnings() {
 #[test]
 fn argv_pins_consumes_and_types_params() {
     let c = cat();
-    assert_eq!(argv(&c, "git", "status -s"), ["status", "--porcelain=v2"]);
+    assert_eq!(
+        argv(&c, "git", "status -b"),
+        ["status", "--porcelain=v2", "--branch"]
+    );
     assert_eq!(argv(&c, "git", "stash list"), ["stash", "list"]);
     assert_eq!(
-        argv(&c, "git", "log --limit=3 --oneline"),
+        argv(&c, "git", "log --limit=3"),
         [
             "log",
             "--pretty=format:%H%x00%an%x00%aI%x00%s",
@@ -53,9 +56,12 @@ fn argv_pins_consumes_and_types_params() {
         ]
     );
     assert_eq!(argv(&c, "git", "log --limit 3")[3..], ["-n", "3"]);
-    assert_eq!(argv(&c, "git", "show HEAD"), ["show", "HEAD"]);
-    assert_eq!(argv(&c, "df", "-h /"), ["-kP", "/"]);
-    assert_eq!(argv(&c, "ps", "aux")[..2], ["-e", "-o"]);
+    assert_eq!(argv(&c, "git", "show HEAD")[0], "show");
+    assert_eq!(
+        argv(&c, "git", "show HEAD").last().map(String::as_str),
+        Some("HEAD")
+    );
+    assert_eq!(argv(&c, "df", "-kP /"), ["-kP", "/"]);
     assert_eq!(
         argv(&c, "du", "--max_depth=1 .")[..2],
         ["-k", "--max-depth=1"]
@@ -69,6 +75,80 @@ fn argv_pins_consumes_and_types_params() {
     assert!(c.resolve("git", &words("frobnicate")).is_none());
     assert!(c.resolve("systemctl", &words("restart x")).is_none());
     assert!(c.resolve("systemctl", &words("--all")).is_some());
+    assert!(c.resolve("ps", &words("aux")).is_none());
+}
+
+/// Is `head args` typed (every flag modelled), or run as written?
+fn typed(c: &Catalog, head: &str, args: &str) -> bool {
+    let a = words(args);
+    c.resolve(head, &a)
+        .is_some_and(|(ad, f)| f.output.is_some() && modelled(ad, f, &a))
+}
+
+#[test]
+fn the_agents_flags_win() {
+    let c = cat();
+    // Modelled: forwarded (`-5`, `--all`), value flags, params, the pin again.
+    for (head, args) in [
+        ("git", "log"),
+        ("git", "log -5"),
+        ("git", "log -n 5 --all --author=Tess"),
+        ("git", "log --limit=2 --since 2024-01-01"),
+        ("git", "log -- src/main.rs"),
+        ("git", "status"),
+        ("git", "status -b --untracked-files=no"),
+        ("git", "diff"),
+        ("git", "diff -p --cached"),
+        ("git", "diff -U5 HEAD~1"),
+        ("git", "show HEAD"),
+        ("git", "branch -a -v"),
+        ("cargo", "metadata --offline --no-deps"),
+        ("jq", "-c .a f.json"),
+        ("du", "-s -d 1 ."),
+        ("rg", "-i -g '*.rs' foo"),
+    ] {
+        assert!(typed(&c, head, args), "{head} {args} should be typed");
+    }
+    // Anything else runs as written.
+    for (head, args) in [
+        ("git", "log --oneline -5"),
+        ("git", "log -p"),
+        ("git", "log --stat"),
+        ("git", "log --format=%s"),
+        ("git", "log --pretty=oneline"),
+        ("git", "log --graph"),
+        ("git", "status -s"),
+        ("git", "status --porcelain"),
+        ("git", "diff --stat"),
+        ("git", "diff --numstat"),
+        ("git", "diff --name-only"),
+        ("git", "show --stat HEAD"),
+        ("git", "show -s HEAD"),
+        ("jq", "-r .a f.json"),
+        ("df", "-h"),
+        ("du", "-sh ."),
+        ("ps", "-ef"),
+        ("rg", "-n foo"),
+        ("rg", "-l foo"),
+        ("sqlite3", "-csv t.db 'select 1'"),
+    ] {
+        assert!(
+            !typed(&c, head, args),
+            "{head} {args} should run as written"
+        );
+    }
+}
+
+#[test]
+fn raw_form_quotes_what_needs_it() {
+    let a = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+    assert_eq!(raw_form("git", &a(&["log", "-5"])), "^git log -5");
+    assert_eq!(
+        raw_form("git", &a(&["log", "--author=Tess Ng", "--", "a b.txt"])),
+        "^git log '--author=Tess Ng' -- 'a b.txt'"
+    );
+    assert_eq!(raw_form("echo", &a(&["it's {x}"])), r#"^echo "it's \{x\}""#);
+    assert_eq!(raw_form("git", &a(&[""])), "^git ''");
 }
 
 fn env_none(_: &str) -> Option<String> {
@@ -209,6 +289,7 @@ fn run_adapted_types_the_outcome_and_keeps_stdout() {
                 out: None,
                 span: None,
                 truncated: false,
+                typed: None,
             })))
         }
     };
@@ -220,6 +301,16 @@ fn run_adapted_types_the_outcome_and_keeps_stdout() {
     let Value::Outcome(o) = &v else { panic!() };
     assert!(matches!(&o.out, Some(Value::Table(t)) if t.len() == 1));
     assert_eq!(&*o.stdout.read_all().expect("bytes"), b"? new.txt\n");
+    // The render says who typed it and names the raw form, last.
+    let r = crate::value::render::block(&v, 80);
+    assert_eq!(
+        r.lines().last(),
+        Some("typed by the git adapter; raw text: ^git status"),
+        "{r}"
+    );
+    // A flag the form does not model runs the tool as written.
+    let short: Vec<OsString> = vec!["status".into(), "-s".into()];
+    assert!(run_adapted(Some(&c), "git", &short, false, false, &mut spawn).is_none());
     // A parse failure is an error naming the adapter and the line.
     let mut spawn = mk(0, b"? ok\nZ bogus\n");
     let e = run_adapted(Some(&c), "git", &args, false, false, &mut spawn)

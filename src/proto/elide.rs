@@ -501,6 +501,7 @@ mod tests {
             out: Some(t),
             span: None,
             truncated: false,
+            typed: None,
         };
         let j = elide(
             &Value::Outcome(Arc::new(o)),

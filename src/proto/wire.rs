@@ -487,6 +487,7 @@ pub fn decode(j: &Json) -> Option<Value> {
             stderr: crate::value::OutputBytes::from(s("err").unwrap_or("").as_bytes()),
             out: Some(decode(o.get("out")?)?),
             truncated: o.get("truncated").and_then(Json::as_bool).unwrap_or(false),
+            typed: None,
             span: o.get("span").and_then(|sp| {
                 Some(crate::lang::ast::Span {
                     start: u32::try_from(sp.get("start")?.as_u64()?).ok()?,
@@ -621,6 +622,7 @@ mod tests {
             out: None,
             span: None,
             truncated: false,
+            typed: None,
         };
         let mut o = o;
         let j = encode(&Value::Outcome(Arc::new(Outcome {
@@ -629,6 +631,7 @@ mod tests {
             cmd: o.cmd.clone(),
             signal: None,
             out: None,
+            typed: None,
             ..o
         })));
         // An unknown span is absent, not null (scenario 13)...

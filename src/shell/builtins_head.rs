@@ -1,6 +1,6 @@
-//! `head` (docs/rules.md §9): the first lines or bytes of one file, with
-//! the POSIX spellings of its count. Reads only the file it names, after
-//! the Leash check.
+//! `head` (docs/rules.md §9): the first lines (as text) or bytes of one
+//! file, with the POSIX spellings of its count. Reads only the file it
+//! names, after the Leash check.
 
 use super::{fs_err, gate, to_path, words, Access, BArg, Ctx};
 use crate::value::{SResult, ShoalError, Value};
@@ -114,10 +114,12 @@ pub(super) fn head_cmd(args: Vec<BArg>, ctx: &Ctx) -> SResult<Value> {
     if text.is_empty() || text.ends_with('\n') {
         raw.pop();
     }
-    let lines: Vec<Value> = raw
+    // The lines as text, like `tail -n N` and `cat`: the same render, and
+    // `.lines()` for a list.
+    let lines: Vec<&str> = raw
         .into_iter()
         .take(count)
-        .map(|l| Value::str(l.strip_suffix('\r').unwrap_or(l)))
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
         .collect();
-    Ok(Value::list(lines))
+    Ok(Value::str(lines.join("\n")))
 }

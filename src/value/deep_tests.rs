@@ -50,6 +50,7 @@ fn deep_outcome(n: usize) -> Value {
             out: Some(x),
             span: None,
             truncated: false,
+            typed: None,
         }));
     }
     x

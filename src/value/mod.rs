@@ -129,6 +129,22 @@ pub struct Outcome {
     /// Captured output was cut at `[limits] spill_bytes` (the stream was
     /// closed for the child).
     pub truncated: bool,
+    /// Set when an adapter typed `out`: the render says so and names the
+    /// raw form.
+    pub typed: Option<Arc<Typed>>,
+}
+
+/// How an adapter typed an outcome's `out` (docs/rules.md §8).
+#[derive(Debug)]
+pub struct Typed {
+    /// The adapter (`git`).
+    pub adapter: String,
+    /// The command that bypasses it, as the agent wrote it (`^git log -5`).
+    pub raw: String,
+    /// A line shown above the value (`git status`: the branch).
+    pub summary: Option<String>,
+    /// The outcome renders as the tool's own text (`git diff`: the patch).
+    pub render_text: bool,
 }
 
 /// A background task handle.

@@ -1,7 +1,7 @@
 //! Rendering (docs/rules.md §12).
 use std::fmt::Write as _;
 
-use crate::value::{Outcome, Record, Value};
+use crate::value::{Outcome, Record, Typed, Value};
 
 /// The canonical one-line form (`value.get format:"inline"`).
 pub fn inline(v: &Value) -> String {
@@ -485,24 +485,14 @@ fn block_text(v: &Value, layout: Layout, cut: &mut bool) -> String {
             while o.ok {
                 match &o.out {
                     Some(Value::Outcome(inner)) => o = inner,
-                    Some(out) => return block_text(out, layout, cut),
+                    Some(out) => match &o.typed {
+                        Some(t) => return typed_block(o, t, out, layout, cut),
+                        None => return block_text(out, layout, cut),
+                    },
                     None => break,
                 }
             }
-            // A spilled stdout renders as its head plus a note; it is not
-            // loaded just to be shown.
-            let text = if o.stdout.is_spilled() {
-                o.stdout.bounded(RENDER_SPILL_HEAD)
-            } else {
-                o.stdout
-                    .read_all()
-                    .unwrap_or_else(|_| std::sync::Arc::from(&b""[..]))
-            };
-            let mut s = String::from_utf8_lossy(&text).into_owned();
-            if s.ends_with('\n') {
-                s.pop();
-            }
-            s
+            stdout_text(o)
         }
         other => inline(other),
     }
@@ -515,6 +505,51 @@ fn capped(s: &str, cap: usize, cut: &mut bool) -> String {
     }
     *cut = true;
     truncate(s, cap)
+}
+
+/// An outcome's stdout as text, without its last newline. A spilled stdout
+/// renders as its head plus a note; it is not loaded just to be shown.
+fn stdout_text(o: &Outcome) -> String {
+    let text = if o.stdout.is_spilled() {
+        o.stdout.bounded(RENDER_SPILL_HEAD)
+    } else {
+        o.stdout
+            .read_all()
+            .unwrap_or_else(|_| std::sync::Arc::from(&b""[..]))
+    };
+    let mut s = String::from_utf8_lossy(&text).into_owned();
+    if s.ends_with('\n') {
+        s.pop();
+    }
+    s
+}
+
+/// An outcome an adapter typed (docs/rules.md §8): its summary line, the
+/// value (or the tool's own text), and a last line naming the raw form.
+fn typed_block(o: &Outcome, t: &Typed, out: &Value, layout: Layout, cut: &mut bool) -> String {
+    let mut s = t.summary.clone().unwrap_or_default();
+    let body = if t.render_text {
+        stdout_text(o)
+    } else if t.summary.is_some() && matches!(out, Value::Table(rows) if rows.is_empty()) {
+        String::new()
+    } else {
+        block_text(out, layout, cut)
+    };
+    for part in [body, typed_line(t)] {
+        if part.is_empty() {
+            continue;
+        }
+        if !s.is_empty() {
+            s.push('\n');
+        }
+        s.push_str(&part);
+    }
+    s
+}
+
+/// `typed by the git adapter; raw text: ^git log -5`.
+pub fn typed_line(t: &Typed) -> String {
+    format!("typed by the {} adapter; raw text: {}", t.adapter, t.raw)
 }
 
 fn cell(v: &Value) -> String {

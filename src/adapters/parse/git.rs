@@ -9,7 +9,7 @@ use crate::adapters::types::{from_text, row_template, Ty};
 use crate::value::{Record, Value};
 
 /// Undo git's C-style path quoting (`"a\tb"`, octal escapes).
-fn unquote(p: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+pub(super) fn unquote(p: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
     if p.len() < 2 || p[0] != b'"' || p[p.len() - 1] != b'"' {
         return Ok(std::borrow::Cow::Borrowed(p));
     }
@@ -140,6 +140,56 @@ pub(super) fn porcelain_v2(spec: &OutputSpec, bytes: &[u8]) -> Result<Value, Fai
         rows.push(Arc::new(r));
     }
     Ok(Value::Table(Arc::new(rows)))
+}
+
+/// The branch headers of `git status --porcelain=v2 --branch` as one line:
+/// `on branch main, up to date with origin/main` (`ahead 1, behind 2 of`,
+/// `no commits yet`, `HEAD detached at 1a2b3c4`); `clean` adds that there
+/// is nothing to commit. `None` without headers.
+pub(super) fn porcelain_summary(bytes: &[u8], clean: bool) -> Option<String> {
+    let (mut oid, mut head, mut upstream, mut ab) = (None, None, None, None);
+    for line in lines(bytes) {
+        let Some(rest) = line.strip_prefix(b"# branch.") else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(rest);
+        let (key, value) = text.split_once(' ').unwrap_or((&text, ""));
+        let value = value.to_string();
+        match key {
+            "oid" => oid = Some(value),
+            "head" => head = Some(value),
+            "upstream" => upstream = Some(value),
+            "ab" => ab = Some(value),
+            _ => {}
+        }
+    }
+    let head = head?;
+    let mut s = if head == "(detached)" {
+        let short: String = oid.as_deref().unwrap_or("").chars().take(7).collect();
+        format!("HEAD detached at {short}")
+    } else {
+        format!("on branch {head}")
+    };
+    if oid.as_deref() == Some("(initial)") {
+        s.push_str(", no commits yet");
+    }
+    if let Some(up) = upstream {
+        let mut it = ab.as_deref().unwrap_or("").split_whitespace();
+        let ahead = it
+            .next()
+            .and_then(|a| a.trim_start_matches('+').parse::<u64>().ok());
+        let behind = it
+            .next()
+            .and_then(|b| b.trim_start_matches('-').parse::<u64>().ok());
+        match (ahead.unwrap_or(0), behind.unwrap_or(0)) {
+            (0, 0) => s.push_str(&format!(", up to date with {up}")),
+            (a, b) => s.push_str(&format!(", ahead {a}, behind {b} of {up}")),
+        }
+    }
+    if clean {
+        s.push_str("; nothing to commit, working tree clean");
+    }
+    Some(s)
 }
 
 /// NUL-separated fields, as many per record as the table has columns

@@ -3,7 +3,7 @@
 //!
 //! This file holds the parser names, the output spec and the dispatch;
 //! `text.rs` the column and `key: value` parsers, `git.rs` git's porcelain
-//! and NUL-separated records, `json.rs` the `serde_json` tree path of JSON
+//! and NUL-separated records, `patch.rs` unified diffs, `json.rs` the `serde_json` tree path of JSON
 //! (the direct path is [`super::fastjson`]).
 
 use std::sync::Arc;
@@ -15,11 +15,12 @@ use crate::value::Value;
 
 mod git;
 mod json;
+mod patch;
 #[cfg(test)]
 mod tests;
 mod text;
 
-use git::{porcelain_v2, z_records};
+use git::{porcelain_summary, porcelain_v2, z_records};
 use json::{parse_json, typed_items};
 use text::{columns, kv, split_tab, split_wide, split_ws, tsv_with_header};
 
@@ -36,6 +37,7 @@ pub enum Parser {
     Kv,
     PorcelainV2,
     ZRecords,
+    Patch,
 }
 
 impl Parser {
@@ -50,6 +52,7 @@ impl Parser {
         ("kv", Parser::Kv),
         ("porcelain-v2", Parser::PorcelainV2),
         ("z-records", Parser::ZRecords),
+        ("patch", Parser::Patch),
     ];
 
     pub fn from_name(s: &str) -> Option<Parser> {
@@ -77,6 +80,8 @@ impl Parser {
             }
             Parser::Tsv => matches!(ty, Ty::Table(_)),
             Parser::Kv => matches!(ty, Ty::Record),
+            // The columns are the parser's (see `patch.rs`).
+            Parser::Patch => matches!(ty, Ty::Table(None)),
             Parser::PorcelainV2 => ty.columns().is_some_and(|c| {
                 c.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()
                     == ["status", "state", "path", "orig"]
@@ -101,6 +106,8 @@ pub struct OutputSpec {
     pub keys: Vec<(String, String)>,
     /// Header lines skipped by `cols`/`cols2`/`tsv`.
     pub header: usize,
+    /// The outcome renders as the tool's own text (`lines`, `patch`).
+    pub render_text: bool,
 }
 
 /// A parse failure: 1-based line (0 when it concerns the whole output).
@@ -181,6 +188,19 @@ pub fn parse_with(spec: &OutputSpec, bytes: &[u8], fast: bool) -> Result<Value, 
         Parser::Kv => kv(bytes),
         Parser::PorcelainV2 => porcelain_v2(spec, bytes),
         Parser::ZRecords => z_records(spec, bytes),
+        Parser::Patch => patch::patch(bytes),
+    }
+}
+
+/// A line the render shows above the typed value: `git status` names its
+/// branch (and says a clean tree is clean, where the table is empty).
+pub fn summary(spec: &OutputSpec, bytes: &[u8], v: &Value) -> Option<String> {
+    match spec.parser {
+        Parser::PorcelainV2 => {
+            let clean = matches!(v, Value::Table(rows) if rows.is_empty());
+            porcelain_summary(bytes, clean)
+        }
+        _ => None,
     }
 }
 

@@ -10,6 +10,7 @@ fn spec(p: &str, ty: &str) -> OutputSpec {
         select: vec![],
         keys: vec![],
         header: 1,
+        render_text: false,
     }
 }
 
@@ -251,4 +252,124 @@ fn repeated_cells_are_shared_and_unchanged() {
     assert_eq!(render::inline(&rows[600]["user"]), "\"u\u{fffd}\"");
     assert_eq!(render::inline(&rows[601]["cmd"]), "\"c\u{fffd}\"");
     assert_eq!(render::inline(&rows[601]["user"]), "\"u0\"");
+}
+
+const PATCH: &[u8] = b"commit 1a2b\nAuthor: T <t@x>\n\n    subject\n\n\
+diff --git a/src/a.rs b/src/a.rs\nindex 111..222 100644\n--- a/src/a.rs\n+++ b/src/a.rs\n\
+@@ -1,3 +1,3 @@ fn main() {\n one\n-two\n+TWO\n three\n@@ -10 +10,2 @@\n ten\n+eleven\n\\ No newline at end of file\n\
+diff --git a/new file.txt b/new file.txt\nnew file mode 100644\nindex 000..333\n--- /dev/null\n+++ b/new file.txt\n@@ -0,0 +1 @@\n+-- not a header\n\
+diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n\
+diff --git a/old.txt b/moved.txt\nsimilarity index 100%\nrename from old.txt\nrename to moved.txt\n\
+diff --git a/img.png b/img.png\nindex 444..555 100644\nBinary files a/img.png and b/img.png differ\n";
+
+#[test]
+fn patch_gives_files_with_hunks() {
+    let v = parse(&spec("patch", "table"), PATCH).expect("parses");
+    let Value::Table(rows) = &v else {
+        panic!("not a table")
+    };
+    let cell = |i: usize, c: &str| render::inline(&rows[i][c]);
+    let paths: Vec<String> = (0..rows.len()).map(|i| cell(i, "path")).collect();
+    assert_eq!(
+        paths,
+        [
+            render::inline(&Value::path("src/a.rs")),
+            render::inline(&Value::path("new file.txt")),
+            render::inline(&Value::path("gone.txt")),
+            render::inline(&Value::path("moved.txt")),
+            render::inline(&Value::path("img.png")),
+        ]
+    );
+    let statuses: Vec<String> = (0..rows.len()).map(|i| cell(i, "status")).collect();
+    assert_eq!(
+        statuses,
+        [
+            r#""modified""#,
+            r#""added""#,
+            r#""deleted""#,
+            r#""renamed""#,
+            r#""modified""#
+        ]
+    );
+    assert_eq!(cell(3, "old_path"), render::inline(&Value::path("old.txt")));
+    assert_eq!(cell(0, "old_path"), "null");
+    assert_eq!(cell(4, "binary"), "true");
+    assert_eq!([cell(0, "added"), cell(0, "deleted")], ["2", "1"]);
+    // A `-- ` line inside a hunk is a hunk line, counted by the header.
+    assert_eq!([cell(1, "added"), cell(1, "deleted")], ["1", "0"]);
+    let Value::List(hunks) = &rows[0]["hunks"] else {
+        panic!("hunks")
+    };
+    assert_eq!(hunks.len(), 2);
+    let Value::Record(h) = &hunks[1] else {
+        panic!("hunk")
+    };
+    assert_eq!(render::inline(&h["header"]), r#""@@ -10 +10,2 @@""#);
+    assert_eq!(
+        [
+            &h["old_start"],
+            &h["old_lines"],
+            &h["new_start"],
+            &h["new_lines"]
+        ]
+        .map(render::inline),
+        ["10", "1", "10", "2"]
+    );
+    assert_eq!(
+        render::inline(&h["lines"]),
+        r#"[" ten", "+eleven", "\\ No newline at end of file"]"#
+    );
+    // Nothing to diff: no rows.
+    assert!(matches!(&parse(&spec("patch", "table"), b""), Ok(Value::Table(t)) if t.is_empty()));
+}
+
+#[test]
+fn patch_failures_name_the_line() {
+    let s = spec("patch", "table");
+    let cut = b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n one\n";
+    assert_eq!(parse(&s, cut).unwrap_err().line, 5);
+    let bad = b"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -x +1 @@\n";
+    let f = parse(&s, bad).unwrap_err();
+    assert_eq!(f.line, 4);
+    assert!(f.msg.contains("malformed hunk header"), "{}", f.msg);
+    let stray = b"diff --git a/x b/x\n@@ -1 +1 @@\n?odd\n";
+    assert_eq!(parse(&s, stray).unwrap_err().line, 3);
+    // The parser declares its own columns.
+    assert!(Parser::Patch
+        .accepts(&Ty::parse("table").expect("ty"))
+        .is_ok());
+    assert!(Parser::Patch
+        .accepts(&Ty::parse("table<{path: path}>").expect("ty"))
+        .is_err());
+}
+
+#[test]
+fn porcelain_summary_names_the_branch() {
+    let s = spec(
+        "porcelain-v2",
+        "table<{status: str, state: str, path: path, orig: path?}>",
+    );
+    let clean = b"# branch.oid 1a2b3c4d5e\n# branch.head main\n# branch.upstream origin/main\n# branch.ab +0 -0\n";
+    let v = parse(&s, clean).expect("parses");
+    assert_eq!(
+        summary(&s, clean, &v).as_deref(),
+        Some("on branch main, up to date with origin/main; nothing to commit, working tree clean")
+    );
+    let dirty = b"# branch.oid 1a2b3c4d5e\n# branch.head topic\n# branch.upstream origin/topic\n# branch.ab +2 -1\n? new.txt\n";
+    let v = parse(&s, dirty).expect("parses");
+    assert_eq!(
+        summary(&s, dirty, &v).as_deref(),
+        Some("on branch topic, ahead 2, behind 1 of origin/topic")
+    );
+    let detached = b"# branch.oid 1a2b3c4d5e\n# branch.head (detached)\n";
+    let v = parse(&s, detached).expect("parses");
+    assert_eq!(
+        summary(&s, detached, &v).as_deref(),
+        Some("HEAD detached at 1a2b3c4; nothing to commit, working tree clean")
+    );
+    let fresh = b"# branch.oid (initial)\n# branch.head main\n";
+    let v = parse(&s, fresh).expect("parses");
+    assert!(summary(&s, fresh, &v).is_some_and(|t| t.starts_with("on branch main, no commits yet")));
+    // Without headers (a user adapter's pin): no summary.
+    assert_eq!(summary(&s, b"? x\n", &v), None);
 }

@@ -464,6 +464,7 @@ impl Interp {
                     out: Some(out),
                     span: self.cmd_span,
                     truncated: false,
+                    typed: None,
                 })));
             }
             h if h.ends_with(".shl") => {

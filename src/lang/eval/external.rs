@@ -221,6 +221,7 @@ impl Interp {
             out: None,
             span: self.cmd_span,
             truncated: res.truncated,
+            typed: None,
         })))
     }
 

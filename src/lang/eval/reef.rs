@@ -29,6 +29,7 @@ fn wrap(head: &str, out: Value) -> Value {
         out: Some(out),
         span: None,
         truncated: false,
+        typed: None,
     }))
 }
 

@@ -70,6 +70,7 @@ pub const INSTRUCTIONS: &str = "Shoal is a structured shell: every command or ex
 Run source with shoal_exec: `ls`, `cat f.txt`, `(ls .).where(.size > 1kb).map(.name)`, `let x = 6 * 7`. \
 It is not bash: no pipes `|` (chain methods), `{env.HOME}` not `$HOME` in strings, `sh { ... }` runs real bash. \
 A failing command gives an outcome (.ok, .status, .stdout, .stderr); position:\"stmt\" makes it an error. \
+Adapters type git, ps, df and friends; `^git log -5` runs a tool as written, untyped. \
 Large values come back elided as {\"$\":\"ref\"}: read parts with shoal_get (path, slice, lines) or resources/read. \
 Long text shows head and tail; its \"… lines A–B of N elided\" line names the shoal_get call for the rest. \
 Errors carry a hint. Read the prompt shoal_language (or resource shoal://docs/language) for the full card.";

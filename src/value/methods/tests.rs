@@ -412,6 +412,7 @@ fn outcome(ok: bool, stdout: &str) -> Value {
         out: None,
         span: None,
         truncated: false,
+        typed: None,
     }))
 }
 
