@@ -255,17 +255,14 @@ class Tasks:
         if not m:
             return f"`cmd &` gave no task: {t[:300]}"
         ref = m.group(0)
-        for _ in range(100):
-            g, err = await self.a.tool("shoal_get", ref=ref)
-            if err:
-                return f"shoal_get {ref} failed: {g[:300]}"
-            if "finished" in g and re.search(r"\b(done|completed|succeeded|ok)\b", g):
-                break
-            await asyncio.sleep(0.05)
-        else:
-            return f"the task never reported done with its output: {g[:300]}"
+        # One call waits for it, one reads its state and output.
+        await self.a.exec(f"task({m.group(1)}).await()")
+        g, err = await self.a.tool("shoal_get", ref=ref)
+        if err or "finished" not in g or not re.search(r"\b(completed|done|succeeded)\b", g):
+            return f"shoal_get {ref} does not show the finished task: {g[:300]}"
         j, _ = await self.a.exec("jobs")
-        if ref not in j and f"task {m.group(1)}" not in j:
+        row = [l for l in j.splitlines() if "echo started" in l]
+        if not row or not re.match(rf"^\s*(task:)?{m.group(1)}\b", row[0]):
             return f"jobs does not list {ref}: {j[:300]}"
 
     # Plans and undo.
@@ -284,8 +281,8 @@ class Tasks:
 
     # Mistakes and suggestions.
     async def unknown_method_hint(self):
-        t, _ = await self.a.exec('"abc".lenght()')
-        if "len" not in t.split("lenght", 1)[-1]:
+        t, _ = await self.a.exec('"a,b".splitt(",")')
+        if "did you mean" not in t or ".split" not in t.split("splitt", 1)[-1]:
             return f"an unknown method does not suggest the nearest: {t[:300]}"
 
     async def bare_number_ref_hint(self):

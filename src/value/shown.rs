@@ -224,6 +224,7 @@ mod tests {
             out: None,
             span: None,
             truncated: false,
+            typed: None,
         }))
     }
 
