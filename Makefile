@@ -61,7 +61,7 @@ test: venv node
 	$(CARGO) test --locked --workspace
 
 bench:
-	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash --bench tasks
+	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash --bench tasks --bench agent_tasks
 
 # 100 MCP clients over 10 sessions for 60 s (SHOAL_LOAD_SECS to change); p50/p99
 # per tool, errors (must be 0), peak RSS. `make test` runs a 10 s version (tests/load.rs).
