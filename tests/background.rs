@@ -419,31 +419,7 @@ fn a_token_principals_amp_task_stays_confined() {
     let outside = root.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
     std::fs::write(outside.join("keep"), "keep\n").unwrap();
-    let cfg = root.path().join("shoal.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            r#"
-[policy.principal."agent:k"]
-opaque = "allow"
-auto_apply = "in-grant"
-env_read = ["*"]
-
-[policy.principal."agent:k".fs]
-read = ["/**"]
-write = ["{p}/**"]
-delete = ["{p}/**"]
-"#,
-            p = project.display()
-        ),
-    )
-    .unwrap();
-    let d = Daemon::start_with(
-        &root,
-        &root.socket(),
-        &["--config", cfg.to_str().unwrap()],
-        &[],
-    );
+    let d = Daemon::with_config(&root, &project_policy("agent:k", &project), &[]);
     let token = create_token(&root, "agent:k");
     let mut k = d.conn();
     let r = k.attach_token("agent", &token);

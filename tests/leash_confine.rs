@@ -7,35 +7,10 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::*;
 use serde_json::{json, Value};
 
 const MARKER: &str = "daemon-env-marker-5f1c";
-
-fn config(root: &Root, project: &Path) -> std::path::PathBuf {
-    let p = root.path().join("shoal.toml");
-    std::fs::write(
-        &p,
-        format!(
-            r#"
-[policy.principal."agent:k"]
-opaque = "allow"
-auto_apply = "in-grant"
-env_read = ["*"]
-
-[policy.principal."agent:k".fs]
-read = ["/**"]
-write = ["{p}/**"]
-delete = ["{p}/**"]
-"#,
-            p = project.display()
-        ),
-    )
-    .unwrap();
-    p
-}
 
 /// The whole reply as text (value, render, error and its data).
 fn reply(c: &mut Conn, src: &str) -> String {
@@ -64,11 +39,9 @@ fn the_kernel_confines_a_token_principals_evaluation() {
     for f in ["a", "b", "c", "d", "e", "f"] {
         std::fs::write(outside.join(f), "keep\n").unwrap();
     }
-    let cfg = config(&root, &project);
-    let d = Daemon::start_with(
+    let d = Daemon::with_config(
         &root,
-        &root.socket(),
-        &["--config", cfg.to_str().unwrap()],
+        &project_policy("agent:k", &project),
         &[("SHOAL_CONFINE_MARKER", MARKER)],
     );
     let token = create_token(&root, "agent:k");
@@ -217,13 +190,7 @@ fn a_tokens_session_confines_the_local_user_in_it() {
     for f in ["a", "b", "c"] {
         std::fs::write(outside.join(f), "keep\n").unwrap();
     }
-    let cfg = config(&root, &project);
-    let d = Daemon::start_with(
-        &root,
-        &root.socket(),
-        &["--config", cfg.to_str().unwrap()],
-        &[],
-    );
+    let d = Daemon::with_config(&root, &project_policy("agent:k", &project), &[]);
     let token = create_token(&root, "agent:k");
     let o = |f: &str| outside.join(f).display().to_string();
 

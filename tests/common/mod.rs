@@ -81,6 +81,14 @@ impl Daemon {
         Daemon::start_in(root, socket, &root.state_dir(), args, env)
     }
 
+    /// A daemon whose config file (`shoal.toml` in the root) is `config`.
+    pub fn with_config(root: &Root, config: &str, env: &[(&str, &str)]) -> Daemon {
+        let cfg = root.path().join("shoal.toml");
+        std::fs::write(&cfg, config).expect("write shoal.toml");
+        let cfg = cfg.to_str().expect("utf-8 path");
+        Daemon::start_with(root, &root.socket(), &["--config", cfg], env)
+    }
+
     /// A daemon with its own state dir (a second daemon beside the first: the journal in a
     /// state dir is locked by the daemon that opened it).
     pub fn start_in(
@@ -423,4 +431,24 @@ pub fn assert_checks(stdout: &str, checks: &[&str]) {
 /// [`run_sdk_script`] then [`assert_checks`].
 pub fn run_sdk_checks(venv: &str, script: &str, checks: &[&str]) {
     assert_checks(&run_sdk_script(venv, script, &[]), checks);
+}
+
+/// The policy of a token principal `name` that may run anything and read
+/// every path but write and delete only under `project` (what stops it
+/// outside is then the run-time check and the kernel, not the verdict).
+pub fn project_policy(name: &str, project: &Path) -> String {
+    format!(
+        r#"
+[policy.principal."{name}"]
+opaque = "allow"
+auto_apply = "in-grant"
+env_read = ["*"]
+
+[policy.principal."{name}".fs]
+read = ["/**"]
+write = ["{p}/**"]
+delete = ["{p}/**"]
+"#,
+        p = project.display()
+    )
 }
