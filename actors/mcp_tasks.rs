@@ -194,7 +194,17 @@ fn ext_outcome(seen: &TaskView, budget: &Budget) -> mcp_tasks_ext::Outcome {
             Ok(v) => Outcome::Result(mcp::tool_success(v)),
             Err(e) => Outcome::Result(mcp::tool_error_rpc(&e)),
         },
-        Some(Err(e)) => Outcome::Error(super::conn::session_error(e.clone())),
+        Some(Err(e)) => {
+            // A tool error ends the task `completed` with the `isError`
+            // result the inline call gives; only an internal error stays a
+            // JSON-RPC error (`mcp_tasks_ext::status`).
+            let e = super::conn::session_error(e.clone());
+            if e.code == crate::proto::rpc::INTERNAL_ERROR {
+                Outcome::Error(e)
+            } else {
+                Outcome::Result(mcp::tool_error_rpc(&e))
+            }
+        }
         None => Outcome::None,
     }
 }
@@ -272,22 +282,22 @@ pub async fn ext_method(h: SessionHandle, method: String, params: Json) -> Resul
             Err(RpcError::invalid_params(format!(
                 "task {} is {}, not input_required: shoal tasks never ask for input",
                 crate::task::ref_name(id),
-                mcp_tasks::status(&rec)
+                mcp_tasks_ext::status(&rec)
             ))
             .with_data(
-                json!({"taskId": crate::task::ref_name(id), "status": mcp_tasks::status(&rec)}),
+                json!({"taskId": crate::task::ref_name(id), "status": mcp_tasks_ext::status(&rec)}),
             ))
         }
         "tasks/cancel" => {
             let rec = record(&h, id).await?;
-            if mcp_tasks::is_terminal(mcp_tasks::status(&rec)) {
+            if mcp_tasks::is_terminal(mcp_tasks_ext::status(&rec)) {
                 return Err(RpcError::invalid_params(format!(
                     "task {} is already {}",
                     crate::task::ref_name(id),
-                    mcp_tasks::status(&rec)
+                    mcp_tasks_ext::status(&rec)
                 ))
                 .with_data(
-                    json!({"taskId": crate::task::ref_name(id), "status": mcp_tasks::status(&rec)}),
+                    json!({"taskId": crate::task::ref_name(id), "status": mcp_tasks_ext::status(&rec)}),
                 ));
             }
             task::task_call(&h, TaskOp::Control(id, TaskControl::Cancel)).await?;
@@ -319,7 +329,7 @@ pub async fn ext_status_updates(
     let mut last: Option<&'static str> = None;
     loop {
         let rec = view.borrow_and_update().record.clone();
-        let now = mcp_tasks::status(&rec);
+        let now = mcp_tasks_ext::status(&rec);
         if last != Some(now) {
             let f = json!({"jsonrpc": "2.0", "method": "notifications/tasks/status",
                 "params": mcp_tasks_ext::status_params(&rec, &subscription)});

@@ -275,3 +275,54 @@ fn python_sdk_resolves_a_task_handle() {
         );
     }
 }
+
+/// A tool error has one shape whether the call answers inline or through a
+/// task: the task ends `completed` with the same `isError` result, not
+/// `failed` with a JSON-RPC error (SEP-2663 keeps `failed` for those).
+#[test]
+fn a_tool_error_in_a_task_is_a_completed_is_error_result() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut c = d.conn();
+    let stmt =
+        |src: &str| json!({"name": "shoal_exec", "arguments": {"src": src, "position": "stmt"}});
+    // Inline: the failure is an isError result.
+    let inline = c.ok("tools/call", env(stmt("sh { exit 3 }"), "te", true));
+    assert_eq!(inline["resultType"], "complete", "{inline}");
+    assert_eq!(inline["isError"], true, "{inline}");
+
+    // The same failure after the threshold: a task.
+    let h = c.ok(
+        "tools/call",
+        env(stmt("sh { sleep 1.5; exit 3 }"), "te", true),
+    );
+    assert_eq!(h["resultType"], "task", "{h}");
+    let task = h["taskId"].as_str().unwrap().to_string();
+    let mut l = d.conn();
+    l.send(
+        &json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+        "params": env(json!({"notifications": {"taskIds": [task]}}), "te", true)}),
+    );
+    let ack = l.recv();
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    // The stream's statuses up to the end: never `failed`.
+    let mut last = next_status(&mut l);
+    while last["status"] == "working" {
+        last = next_status(&mut l);
+    }
+    assert_eq!(last["status"], "completed", "{last}");
+    let done = get(&mut c, "te", &task);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done.get("error").is_none(), "no JSON-RPC error: {done}");
+    let result = &done["result"];
+    assert_eq!(result["isError"], true, "{done}");
+    assert_eq!(
+        result["structuredContent"]["code"], inline["structuredContent"]["code"],
+        "the same error shape as inline: {done} vs {inline}"
+    );
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("exit"), "{text}");
+}

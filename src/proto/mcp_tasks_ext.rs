@@ -71,7 +71,7 @@ pub fn task_fields(r: &TaskRecord) -> Json {
     let legacy = mcp_tasks::task_object(r);
     let mut t = json!({
         "taskId": legacy["taskId"],
-        "status": legacy["status"],
+        "status": status(r),
         "createdAt": legacy["createdAt"],
         "lastUpdatedAt": legacy["lastUpdatedAt"],
         "ttlMs": r.retain.as_millis() as u64,
@@ -81,6 +81,24 @@ pub fn task_fields(r: &TaskRecord) -> Json {
         t["statusMessage"] = m.clone();
     }
     t
+}
+
+/// The extension's status of a shoal task. A program that raised ended its
+/// call with a tool error, an `isError` result like the one the same call
+/// answers inline, so its task is `completed`; `failed` is kept for what
+/// would have been a JSON-RPC error (SEP-2663), here an internal one (the
+/// task's evaluation died).
+pub fn status(r: &TaskRecord) -> &'static str {
+    match mcp_tasks::status(r) {
+        "failed" if !is_internal(r.error.as_ref()) => "completed",
+        s => s,
+    }
+}
+
+/// Whether a task's error is an internal one (a JSON-RPC error, not a tool
+/// error).
+pub fn is_internal(error: Option<&Json>) -> bool {
+    error.is_none_or(|e| e["code"] == json!(super::rpc::INTERNAL_ERROR))
 }
 
 /// The task handle a `tools/call` answers with (`CreateTaskResult`).
