@@ -245,14 +245,16 @@ pub async fn ext_exec(
     if !done {
         return Ok(mcp_tasks_ext::created(&seen.record));
     }
-    let mut r = match ext_outcome(&seen, &budget) {
+    let r = match ext_outcome(&seen, &budget) {
         mcp_tasks_ext::Outcome::Result(r) => r,
         mcp_tasks_ext::Outcome::Error(e) => mcp::tool_error_rpc(&e),
         mcp_tasks_ext::Outcome::None => {
             mcp::tool_error_rpc(&RpcError::internal("the task ended without a result"))
         }
     };
-    r["_meta"] = mcp_tasks::related_meta(id);
+    // Answered within the threshold: to the client this was a plain call,
+    // so no task of it stays behind (nor a `retain_max` slot).
+    task::task_call(&h, TaskOp::Forget(id)).await?;
     Ok(r)
 }
 

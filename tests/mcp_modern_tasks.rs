@@ -290,6 +290,13 @@ fn a_tool_error_in_a_task_is_a_completed_is_error_result() {
     let inline = c.ok("tools/call", env(stmt("sh { exit 3 }"), "te", true));
     assert_eq!(inline["resultType"], "complete", "{inline}");
     assert_eq!(inline["isError"], true, "{inline}");
+    // ... and, answered within the threshold, it left no task behind.
+    let ok = c.ok("tools/call", env(stmt("6 * 7"), "te", true));
+    assert_eq!(ok["resultType"], "complete", "{ok}");
+    let mut k = d.conn();
+    k.attach("te");
+    let list = k.ok("task.list", json!({}));
+    assert_eq!(list.to_string().matches("task:").count(), 0, "{list}");
 
     // The same failure after the threshold: a task.
     let h = c.ok(

@@ -93,6 +93,9 @@ pub enum TaskOp {
     Watch(u64),
     /// The records themselves: one task's, or all (`None`).
     Records(Option<u64>),
+    /// Drop a finished task's record: its call answered inline, so it never
+    /// was a task to anyone (the Tasks extension's threshold).
+    Forget(u64),
 }
 
 #[derive(Message)]
@@ -227,6 +230,12 @@ impl SessionSupervisor {
             TaskOp::Records(None) => Ok(TaskAnswer::Records(
                 self.tasks.values().map(|e| e.record()).collect(),
             )),
+            TaskOp::Forget(id) => {
+                if entry(&self.tasks, id)?.0.state.is_final() {
+                    self.tasks.remove(id);
+                }
+                Ok(TaskAnswer::Done)
+            }
             TaskOp::Control(id, c) => {
                 let (rec, _) = entry(&self.tasks, id)?;
                 match self.children.get(&ChildKind::Task(id)) {
