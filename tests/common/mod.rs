@@ -51,7 +51,12 @@ impl Root {
             .env_remove("SHOAL_TOKEN")
             .env_remove("SHOAL_NO_AUTOSTART")
             .env_remove("LISTEN_FDS")
-            .env_remove("LISTEN_PID");
+            .env_remove("LISTEN_PID")
+            // `make test`'s recursion variables would make a `make` run in a
+            // session print "Entering directory" lines.
+            .env_remove("MAKELEVEL")
+            .env_remove("MAKEFLAGS")
+            .env_remove("MFLAGS");
         c
     }
     /// Concatenated daemon log files.
