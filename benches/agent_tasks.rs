@@ -1,7 +1,7 @@
 //! `make bench` (agent tasks): the tasks of `tests/agent_tasks.py` through the
 //! official Python MCP SDK and the `shoal mcp` shim against this build, with
 //! the text bytes the model reads and the tool calls each takes, beside the
-//! suite's figures before issue 27 (measured on 3b51fdb with the same
+//! suite's figures before the text the model sees was reworked (3b51fdb, the same
 //! script: 137,433 bytes, 39 calls; the target is at least 30% fewer bytes).
 
 #![allow(clippy::print_stdout)] // a benchmark report is its stdout
