@@ -324,38 +324,19 @@ impl PlanStore {
                         "expires": crate::leash::plan::rfc3339(p.expires_ns),
                     })));
                 }
-                if auto_apply_of(&p.principal) == AutoApply::Never {
-                    // Only a human approves: the agent's own request approves
-                    // nothing, whatever the grants.
-                    let mut pending: Vec<&'static str> = Vec::new();
-                    for e in &p.effects {
-                        if !pending.contains(&e.kind()) {
-                            pending.push(e.kind());
-                        }
-                    }
-                    let j = json!({
-                        "grant": "approval_pending",
-                        "plan_ref": plan_ref,
-                        "awaiting": "human",
-                        "why": format!("auto_apply = \"never\" for {}: only a human approves; approve with `shoal plan approve {plan_ref}`", p.principal),
-                        "uncovered_effects": pending,
-                        "approve_via": channels,
-                        "expires": crate::leash::plan::rfc3339(p.expires_ns),
-                    });
-                    let p = p.clone();
-                    self.publish("pending", &p);
-                    return Ok(PlanReply::Json(j));
-                }
-                // What the owner's policy grants only with a human's consent.
+                // What the owner's policy grants only with a human's consent;
+                // under `auto_apply = "never"` that is everything: the
+                // agent's own request approves nothing, whatever the grants.
                 let gate = crate::leash::Gate::for_principal(&p.principal);
+                let never = auto_apply_of(&p.principal) == AutoApply::Never;
                 let d = gate.decide(&p.effects);
                 let mut pending: Vec<&'static str> = Vec::new();
-                for e in &d.ask {
+                for e in if never { &p.effects } else { &d.ask } {
                     if !pending.contains(&e.kind()) {
                         pending.push(e.kind());
                     }
                 }
-                if pending.is_empty() {
+                if !never && pending.is_empty() {
                     // Every effect is within the grants (auto_apply asked
                     // for a request): the owner's policy approves it.
                     p.approval = Approval::Approved;
@@ -370,11 +351,16 @@ impl PlanStore {
                         "expires": crate::leash::plan::rfc3339(p.expires_ns),
                     })));
                 }
+                let why = if never {
+                    format!("auto_apply = \"never\" for {}: only a human approves; approve with `shoal plan approve {plan_ref}`", p.principal)
+                } else {
+                    format!("the policy of {} asks a human for these; approve with `shoal plan approve {plan_ref}`", p.principal)
+                };
                 let j = json!({
                     "grant": "approval_pending",
                     "plan_ref": plan_ref,
                     "awaiting": "human",
-                    "why": format!("the policy of {} asks a human for these; approve with `shoal plan approve {plan_ref}`", p.principal),
+                    "why": why,
                     "uncovered_effects": pending,
                     "approve_via": channels,
                     "expires": crate::leash::plan::rfc3339(p.expires_ns),
