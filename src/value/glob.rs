@@ -331,6 +331,22 @@ fn walk(cwd: &Path, base: &Path, comps: &[String], hidden: bool, out: &mut Vec<P
 mod tests {
     use super::*;
 
+    /// A temporary directory holding `files` (parents made as needed).
+    fn tree(files: &[&str]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for f in files {
+            let p = d.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        d
+    }
+
+    /// Expanded paths as strings.
+    fn names(v: Vec<PathBuf>) -> Vec<String> {
+        v.iter().map(|p| p.display().to_string()).collect()
+    }
+
     #[test]
     fn component_matching() {
         assert!(match_component("*.txt", "a.txt"));
@@ -346,24 +362,14 @@ mod tests {
 
     #[test]
     fn expansion() {
-        let d = tempfile::tempdir().unwrap();
-        for f in [
+        let d = tree(&[
             "a.txt",
             "b.txt",
             "c.log",
             ".h.txt",
             "sub/d.txt",
             "sub/deep/e.txt",
-        ] {
-            let p = d.path().join(f);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, "").unwrap();
-        }
-        let names = |v: Vec<PathBuf>| {
-            v.iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-        };
+        ]);
         assert_eq!(names(expand("*.txt", d.path(), false)), ["a.txt", "b.txt"]);
         assert_eq!(
             names(expand("*.txt", d.path(), true)),
@@ -401,17 +407,7 @@ mod tests {
 
     #[test]
     fn expansion_of_values() {
-        let d = tempfile::tempdir().unwrap();
-        for f in ["a.txt", "b.txt", ".h.txt", "sub/c.txt", "sub/deep/d.txt"] {
-            let p = d.path().join(f);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, "x").unwrap();
-        }
-        let names = |v: Vec<PathBuf>| {
-            v.iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-        };
+        let d = tree(&["a.txt", "b.txt", ".h.txt", "sub/c.txt", "sub/deep/d.txt"]);
         assert_eq!(names(expand("*.txt", d.path(), false)), ["a.txt", "b.txt"]);
         assert_eq!(
             names(expand("*.txt", d.path(), true)),
@@ -426,17 +422,7 @@ mod tests {
 
     #[test]
     fn a_trailing_slash_matches_directories_only() {
-        let d = tempfile::tempdir().unwrap();
-        for f in ["a.txt", "sub/c.txt", "sub/deep/d.txt", "two/x"] {
-            let p = d.path().join(f);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, "x").unwrap();
-        }
-        let names = |v: Vec<PathBuf>| {
-            v.iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-        };
+        let d = tree(&["a.txt", "sub/c.txt", "sub/deep/d.txt", "two/x"]);
         assert_eq!(names(expand("*/", d.path(), false)), ["sub", "two"]);
         assert_eq!(names(expand("sub/*/", d.path(), false)), ["sub/deep"]);
         assert_eq!(names(expand("*", d.path(), false)), ["a.txt", "sub", "two"]);
