@@ -301,9 +301,11 @@ fn python_repl_through_mcp() {
         json!({"pty_id": id, "input": ["print(6 * 7)", {"key": "Enter"}]}),
         false,
     );
+    // Wait for the next prompt too: a Ctrl-D that reaches the terminal while
+    // readline has it in cooked mode between lines is lost.
     let r = m.tool(
         "shoal_pty_read",
-        json!({"pty_id": id, "wait_for": "re:(?m)^42$", "timeout_ms": 10000}),
+        json!({"pty_id": id, "wait_for": "re:(?m)^42\n>>>", "timeout_ms": 10000}),
         false,
     );
     assert_eq!(r["matched"], json!(true), "{r}");

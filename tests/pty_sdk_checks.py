@@ -107,7 +107,7 @@ class Checks:
         r = await self.tool("shoal_pty_read", {"pty_id": pid, "wait_for": ">>>", "timeout_ms": 20000})
         self.expect("repl_prompt", sc(r)["matched"], sc=sc(r))
         await self.tool("shoal_pty_send", {"pty_id": pid, "input": ["print(6 * 7)", {"key": "Enter"}]})
-        r = await self.tool("shoal_pty_read", {"pty_id": pid, "wait_for": "re:(?m)^42$", "timeout_ms": 10000})
+        r = await self.tool("shoal_pty_read", {"pty_id": pid, "wait_for": "re:(?m)^42\n>>>", "timeout_ms": 10000})
         self.expect("repl_42", sc(r)["matched"] and "42" in sc(r)["screen"], sc=sc(r))
         await self.tool("shoal_pty_send", {"pty_id": pid, "input": {"key": "Ctrl-D"}})
         s = None
