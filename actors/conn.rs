@@ -44,6 +44,23 @@ pub struct ConnContext {
     pub slot: Arc<ConnSlot>,
     /// A duplicate of the socket, to tell a hang-up from a half-close.
     pub peer: Option<Arc<std::os::fd::OwnedFd>>,
+    /// Taken from the local user's reserve past `max_connections`: the kernel
+    /// protocol without a token only (`shoal status`, `session.attach`).
+    pub reserved: bool,
+}
+
+/// Places past `max_connections` kept for the local user's kernel clients,
+/// so `shoal status` and `session.attach` get in while the ordinary places
+/// are taken.
+pub const RESERVED_FOR_LOCAL: usize = 2;
+
+/// The refusal of a reserved place to what it is not for.
+pub fn reserve_error(max: usize) -> rpc::RpcError {
+    limit_error(
+        "max_connections",
+        max as u64,
+        "too many open connections (the places left are the local user's, for the kernel protocol without a token)",
+    )
 }
 
 /// One open connection, counted against `[limits] max_connections`.
@@ -82,6 +99,75 @@ pub fn hung_up(fd: &std::os::fd::OwnedFd) -> bool {
     // SAFETY: one valid pollfd, zero timeout.
     let n = unsafe { libc::poll(&mut p, 1, 0) };
     n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR) != 0
+}
+
+/// Set once a connection's peer hung up: every wait of the connection ends.
+#[derive(Debug, Default)]
+pub struct Hangup {
+    hung: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Hangup {
+    pub fn set(&self) {
+        self.hung.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.hung.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Resolves once the peer hung up.
+    pub async fn wait(&self) {
+        loop {
+            let n = self.notify.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if self.is_set() {
+                return;
+            }
+            n.await;
+        }
+    }
+}
+
+/// An actor future that gives up when `stop` resolves first (`None`): how a
+/// connection abandons a call whose caller is gone or cancelled it.
+pub struct Unless<F, S> {
+    inner: F,
+    stop: std::pin::Pin<Box<S>>,
+}
+
+pub fn unless<F, S>(inner: F, stop: S) -> Unless<F, S> {
+    Unless {
+        inner,
+        stop: Box::pin(stop),
+    }
+}
+
+impl<A, F, S> ActorFuture<A> for Unless<F, S>
+where
+    A: Actor,
+    F: ActorFuture<A> + Unpin,
+    S: std::future::Future<Output = ()>,
+{
+    type Output = Option<F::Output>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        act: &mut A,
+        ctx: &mut A::Context,
+        task: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let this = self.get_mut();
+        if this.stop.as_mut().poll(task).is_ready() {
+            return std::task::Poll::Ready(None);
+        }
+        std::pin::Pin::new(&mut this.inner)
+            .poll(act, ctx, task)
+            .map(Some)
+    }
 }
 
 /// How often a connection whose client stopped sending checks for a hang-up.
@@ -135,8 +221,12 @@ struct WriterShared {
     /// Held while a frame is written directly and, if partly, queued: a second sender cannot
     /// slip bytes into the middle of it.
     direct: std::sync::Mutex<()>,
-    /// Signalled each time the writer task finishes a frame.
+    /// Signalled each time the writer task finishes a frame, and when it ends.
     drained: tokio::sync::Notify,
+    /// The writer task ended (the peer is gone): nothing more is taken.
+    closed: std::sync::atomic::AtomicBool,
+    /// How long a frame may wait for room before the client counts as stuck.
+    stall: std::time::Duration,
 }
 
 /// Why a frame could not be taken.
@@ -154,6 +244,9 @@ impl Writer {
         use std::sync::atomic::Ordering::SeqCst;
         let s = &self.shared;
         let _order = crate::sync::Locked::locked(&s.direct);
+        if s.closed.load(SeqCst) {
+            return Err(SendError::Closed);
+        }
         let queued = s.queued.load(SeqCst);
         if queued >= WRITE_QUEUE {
             return Err(SendError::Full(bytes));
@@ -189,15 +282,26 @@ impl Writer {
             drained.await;
         }
     }
+
+    /// [`Self::send`], giving up after the connection's stall limit
+    /// (`[limits] write_stall_ms`): `Err(None)` then, the client is stuck.
+    pub async fn send_within_stall(&self, bytes: Vec<u8>) -> Result<(), Option<SendError>> {
+        match tokio::time::timeout(self.shared.stall, self.send(bytes)).await {
+            Ok(r) => r.map_err(Some),
+            Err(_) => Err(None),
+        }
+    }
 }
 
-fn spawn_writer(w: tokio::net::unix::OwnedWriteHalf) -> Writer {
+fn spawn_writer(w: tokio::net::unix::OwnedWriteHalf, stall: std::time::Duration) -> Writer {
     let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
     let shared = Arc::new(WriterShared {
         sock: w,
         queued: Default::default(),
         direct: Default::default(),
         drained: Default::default(),
+        closed: Default::default(),
+        stall,
     });
     let s = shared.clone();
     actix_rt::spawn(async move {
@@ -217,6 +321,9 @@ fn spawn_writer(w: tokio::net::unix::OwnedWriteHalf) -> Writer {
             s.queued.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             s.drained.notify_waiters();
         }
+        // The peer is gone (or every handle dropped): senders waiting for room learn it now.
+        s.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        s.drained.notify_waiters();
         // Dropping the last handle shuts the write half down (tokio's OwnedWriteHalf).
     });
     Writer { shared, tx }
@@ -253,7 +360,10 @@ pub async fn serve(stream: UnixStream, mut ctx: ConnContext) {
         ctx.peer = stream.as_fd().try_clone_to_owned().ok().map(Arc::new);
     }
     let (r, w) = stream.into_split();
-    let tx = spawn_writer(w);
+    let tx = spawn_writer(
+        w,
+        std::time::Duration::from_millis(ctx.limits.write_stall_ms),
+    );
     let mut reader = FrameReader::new(BufReader::with_capacity(64 * 1024, r), ctx.limit);
     loop {
         let f = match reader.next().await {
@@ -287,6 +397,15 @@ pub async fn serve(stream: UnixStream, mut ctx: ConnContext) {
         };
         let first = stream::once(async move { FrameItem(Ok(Frame::Line(bytes))) });
         let items = first.chain(frames(reader));
+        if mcp::is_mcp_method(&method) && ctx.reserved {
+            let _ = tx
+                .send(frame::encode(&rpc::error_response(
+                    &Json::Null,
+                    &reserve_error(ctx.limits.max_connections),
+                )))
+                .await;
+            return;
+        }
         if mcp::is_mcp_method(&method) {
             let reg = ctx
                 .registry
@@ -322,6 +441,8 @@ where
 }
 
 /// Queue one encoded frame (`\n`-terminated) for the connection's writer.
+/// A client that leaves [`WRITE_QUEUE`] frames unread for `[limits]
+/// write_stall_ms` is stuck: the connection is closed and its place freed.
 pub fn write_frame<A>(tx: &Writer, ctx: &mut Context<A>, bytes: Vec<u8>)
 where
     A: Actor<Context = Context<A>>,
@@ -330,8 +451,14 @@ where
         Ok(()) | Err(SendError::Closed) => {}
         Err(SendError::Full(bytes)) => {
             let tx = tx.clone();
-            ctx.wait(actix::fut::wrap_future(async move {
-                let _ = tx.send(bytes).await;
+            let f = async move { tx.send_within_stall(bytes).await };
+            ctx.wait(actix::fut::wrap_future(f).map(|r, _act, ctx: &mut Context<A>| {
+                if let Err(None) = r {
+                    tracing::warn!(
+                        "a client stopped reading: {WRITE_QUEUE} frames unread past [limits] write_stall_ms; closing its connection"
+                    );
+                    ctx.stop();
+                }
             }));
         }
     }
@@ -506,7 +633,7 @@ mod tests {
         sys.block_on(async {
             let (a, mut b) = UnixStream::pair().unwrap();
             let (_r, w) = a.into_split();
-            let tx = spawn_writer(w);
+            let tx = spawn_writer(w, std::time::Duration::from_secs(60));
             let frame = |i: usize| format!("{i:06}:{}\n", "x".repeat(4096)).into_bytes();
             let mut sent = 0;
             loop {

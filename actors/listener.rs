@@ -372,7 +372,15 @@ impl StreamHandler<Accepted> for Listener {
             return;
         }
         let max = self.config.limits.max_connections;
-        let Some(slot) = conn::ConnSlot::take(&self.open, max) else {
+        let mut reserved = false;
+        let slot = conn::ConnSlot::take(&self.open, max).or_else(|| {
+            // The local user's reserve (never a foreign uid's).
+            reserved = true;
+            (!foreign)
+                .then(|| conn::ConnSlot::take(&self.open, max + conn::RESERVED_FOR_LOCAL))
+                .flatten()
+        });
+        let Some(slot) = slot else {
             tracing::warn!(
                 conn = id,
                 max,
@@ -399,6 +407,7 @@ impl StreamHandler<Accepted> for Listener {
             limits: Arc::new(self.config.limits.clone()),
             slot: Arc::new(slot),
             peer: None,
+            reserved,
         };
         let Some(arbiter) = self.arbiter_for(id) else {
             actix_rt::spawn(conn::serve(stream, ctx));

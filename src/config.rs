@@ -109,6 +109,9 @@ pub struct LimitsConfig {
     /// Captured output a session may spill to disk, in bytes; past it the
     /// stream is closed for the child and the outcome says `truncated: true`.
     pub spill_bytes: u64,
+    /// How long a client may leave its write queue full (not reading what it
+    /// is sent) before its connection is closed, in milliseconds.
+    pub write_stall_ms: u64,
 }
 
 impl Default for LimitsConfig {
@@ -122,6 +125,7 @@ impl Default for LimitsConfig {
             max_ptys_per_session: 16,
             max_subscriptions_per_connection: 64,
             spill_bytes: 4 << 30,
+            write_stall_ms: 10_000,
         }
     }
 }

@@ -91,6 +91,8 @@ pub struct KernelConn {
     services: Option<Services>,
     /// Shared with the reader task (see [`KernelConn::start_with`]).
     calls: Calls,
+    /// Set by the reader when the client hung up: its calls are abandoned.
+    hangup: Arc<conn::Hangup>,
 }
 
 struct Attachment {
@@ -115,6 +117,7 @@ impl KernelConn {
             subs: BTreeMap::new(),
             services: None,
             calls: Arc::default(),
+            hangup: Arc::default(),
         }
     }
 
@@ -141,12 +144,36 @@ impl KernelConn {
             f
         } else {
             Box::pin(
-                self.dispatch(&method, params, cancel)
+                self.dispatch(&method, params, cancel.clone())
                     .map(|r, _, _| r.map(Body::Json)),
             )
         };
         drop(entered);
+        // A hang-up abandons any call; a `cancel` ends a wait at once, while
+        // an exec or apply answers its cancel itself once it has stopped.
+        let hangup = self.hangup.clone();
+        let stop: std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> =
+            if matches!(method.as_str(), "exec" | "plan.apply") {
+                Box::pin(async move { hangup.wait().await })
+            } else {
+                let cancel = cancel.clone();
+                Box::pin(async move { cancel.cancelled().await })
+            };
+        let fut =
+            conn::unless(fut, stop).map(|res, act: &mut Self, ctx: &mut Context<Self>| match res {
+                Some(res) => Some(res),
+                None if act.hangup.is_set() => {
+                    ctx.stop();
+                    None
+                }
+                None => Some(Err(RpcError::new(rpc::RAISED, "cancelled while it waited")
+                    .with_data(json!({"code": "cancelled"})))),
+            });
         ctx.wait(fut.map(move |res, act, ctx| {
+            let Some(res) = res else {
+                lock_calls(&act.calls).remove(&id_key(&id));
+                return;
+            };
             let _span = span.entered();
             conn::request_done(&res);
             lock_calls(&act.calls).remove(&id_key(&id));
@@ -406,6 +433,9 @@ impl KernelConn {
                 ),
                 Some(_) => return Err(RpcError::invalid_params("client must be an object")),
             };
+            if token.is_some() && self.cx.reserved {
+                return Err(conn::reserve_error(self.cx.limits.max_connections));
+            }
             let principal = lc::principal(token, self.cx.foreign)?;
             Ok((
                 session,

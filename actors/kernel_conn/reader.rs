@@ -67,7 +67,8 @@ impl KernelConn {
         items: impl futures_util::Stream<Item = FrameItem> + 'static,
     ) {
         let calls: Calls = Arc::default();
-        let rx = spawn_reader(items, calls.clone(), cx.peer.clone());
+        let hangup: Arc<conn::Hangup> = Arc::default();
+        let rx = spawn_reader(items, calls.clone(), cx.peer.clone(), hangup.clone());
         let stream = futures_util::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|item| (item, rx))
         });
@@ -75,6 +76,7 @@ impl KernelConn {
             c.add_stream(stream);
             let mut k = KernelConn::new(cx, tx, reg);
             k.calls = calls;
+            k.hangup = hangup;
             k
         });
     }
@@ -84,6 +86,7 @@ fn spawn_reader(
     items: impl futures_util::Stream<Item = FrameItem> + 'static,
     calls: Calls,
     peer: Option<Arc<std::os::fd::OwnedFd>>,
+    hangup: Arc<conn::Hangup>,
 ) -> tokio::sync::mpsc::Receiver<KernelItem> {
     use futures_util::StreamExt;
     let (tx, rx) = tokio::sync::mpsc::channel(READ_AHEAD);
@@ -136,6 +139,8 @@ fn spawn_reader(
                 return;
             }
             if conn::hung_up(&peer) {
+                // Set first: a call woken by its cancel then knows nobody waits for it.
+                hangup.set();
                 for (_, c) in lock_calls(&calls).drain() {
                     c.cancel();
                 }

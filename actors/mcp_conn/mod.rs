@@ -666,12 +666,15 @@ impl StreamHandler<FrameItem> for McpConn {
         }
         self.closing = true;
         if let Some(peer) = self.cx.peer.clone() {
-            ctx.run_interval(conn::HANGUP_POLL, move |act, _ctx| {
+            ctx.run_interval(conn::HANGUP_POLL, move |act, ctx| {
                 if conn::hung_up(&peer) {
                     for f in act.inflight.values_mut() {
                         f.cancelled = true;
                         f.cancel.cancel();
                     }
+                    // Nobody reads the answers: the calls' futures go with the actor,
+                    // waits (a PTY `wait_for`, a task result) included, and so does its place.
+                    ctx.stop();
                 }
             });
         }

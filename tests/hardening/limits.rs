@@ -64,11 +64,26 @@ fn quotas_are_enforced_and_shown() {
     assert_eq!(st["limits"]["connections"]["max"], json!(4));
     assert_eq!(st["limits"]["sessions"]["used"], json!(2));
     assert_eq!(st["limits"]["sessions"]["max"], json!(2));
+    // Past them, the local user's two reserved places: for the kernel protocol, not MCP.
     let mut c5 = d.conn();
+    c5.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}));
     let r = c5.recv();
     assert_eq!(err_code(&r), -32040, "{r}");
     assert_eq!(r["error"]["data"]["limit"], json!("max_connections"));
     drop(c5);
+    let mut r1 = d.conn();
+    r1.attach("a");
+    let mut r2 = d.conn();
+    r2.attach("a");
+    assert_eq!(
+        r2.ok("daemon.status", json!({}))["limits"]["connections"]["used"],
+        json!(6)
+    );
+    let mut c7 = d.conn();
+    let r = c7.recv();
+    assert_eq!(err_code(&r), -32040, "{r}");
+    assert_eq!(r["error"]["data"]["limit"], json!("max_connections"));
+    drop((c7, r1, r2));
     // Closing one frees its place.
     drop(m);
     let mut c6 = eventually("a free connection", Duration::from_secs(10), || {

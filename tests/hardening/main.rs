@@ -10,6 +10,7 @@ mod common;
 
 mod attach;
 mod calls;
+mod hangups;
 mod journal_faults;
 mod limits;
 mod shutdown;
