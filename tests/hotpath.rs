@@ -191,3 +191,28 @@ fn quick_execs_are_answered_by_the_session_actor_and_journaled_in_order() {
     assert_eq!(r["result"]["ref"], json!("out:6"), "{r}");
     assert_eq!(lane_of(&root, "q-5"), "worker");
 }
+
+// The quick lane asks for the next block of `out:N` ahead of need, as the worker does,
+// and a wait grows the block: 3000 execs (eleven 256-number blocks) wait for the
+// journal a few times at most, even when a loaded disk takes 100s of ms per commit.
+#[test]
+fn quick_execs_never_wait_for_their_out_numbers() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut c = d.conn();
+    c.attach("refs");
+    for i in 0..3000 {
+        let r = c.ok("exec", json!({"src": format!("{i} * 2")}));
+        assert_eq!(r["value"]["v"], json!(i * 2), "{r}");
+    }
+    let st = c.ok("daemon.status", json!({}));
+    let row = st["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "refs")
+        .cloned()
+        .unwrap();
+    let waits = row["ref_waits"].as_u64().unwrap();
+    assert!(waits <= 4, "{waits} waits for out:N reservations: {row}");
+}

@@ -90,6 +90,7 @@ impl Daemon {
             "tasks": 0,
             "ptys": ptys.len(),
             "spill_bytes": spill_used(shared),
+            "ref_waits": shared.ref_waits(),
             "pty_list": ptys.iter().map(crate::pty::api::list_entry).collect::<Vec<_>>(),
             "age_ms": shared.created.elapsed().as_millis() as u64,
         })

@@ -317,8 +317,16 @@ impl SessionShared {
             if let Err(e) = self.reserve_upto(n) {
                 tracing::error!(session = %self.name, "out:{n} handed out unreserved: {e:?}");
             }
+        } else if let Some(svc) = &self.services {
+            // Every path (the quick one included) asks for the next block ahead of need.
+            self.reserved.ahead(&svc.writer, &self.name, n);
         }
         n
+    }
+
+    /// Times handing out an `out:N` waited for the journal (`daemon.status`).
+    pub fn ref_waits(&self) -> u64 {
+        self.reserved.waits()
     }
 
     /// A copy of the language state for a background task: from the last

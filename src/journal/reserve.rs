@@ -3,11 +3,16 @@
 //! A number is handed out only once it is durably reserved in the journal,
 //! so a crash between handing out `out:N` and committing its row can never
 //! make the next daemon hand the same number out again. Numbers are reserved
-//! [`BLOCK`] at a time. The next block is requested in the background while
-//! half of the current one is still unused: its commit rides the writer's
-//! own schedule, and an exec waits for the journal only when it reaches a
-//! number whose reservation is not durable yet (the disk is slower than
-//! [`BLOCK`]/2 execs, or failing).
+//! a block at a time. The next block is requested in the background as soon
+//! as an eighth of the current one is used, on every path that hands a
+//! number out ([`RefReservation::ensure`] before, [`RefReservation::ahead`]
+//! after): its commit rides the writer's own schedule, and an exec waits for
+//! the journal only when it reaches a number whose reservation is not durable
+//! yet (the first block, a disk slower than most of a block of execs, or a
+//! failing one). Every such wait doubles the block size (from [`BLOCK`] up to
+//! [`MAX_BLOCK`]), so a slow disk stops stalling execs after a few blocks; a
+//! crash skips at most a block of numbers (refs are never reissued, only
+//! skipped), and a clean stop gives the unused ones back. [`RefReservation::waits`] counts those waits.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,8 +21,12 @@ use super::writer::JournalWriter;
 use super::{Durability, Op, Result};
 use crate::sync::Locked;
 
-/// `out:N` numbers reserved per journal write.
+/// `out:N` numbers reserved by the first journal write of a session.
 pub const BLOCK: u64 = 256;
+
+/// Each wait doubles the block, up to this: a disk whose commits take longer
+/// than a block of execs gets blocks that outlast its commits.
+pub const MAX_BLOCK: u64 = 1 << 16;
 
 /// One session's reservation state.
 #[derive(Debug, Default)]
@@ -26,6 +35,8 @@ pub struct RefReservation {
     /// The highest mark a background reservation made durable (set by the
     /// writer thread when its commit returns).
     confirmed: Arc<AtomicU64>,
+    /// Times a number had to wait for its reservation's commit.
+    waits: AtomicU64,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -34,6 +45,18 @@ struct Marks {
     durable: u64,
     /// The highest mark asked for (durable or still committing).
     requested: u64,
+    /// Numbers per reservation now (0: [`BLOCK`]).
+    block: u64,
+}
+
+impl Marks {
+    fn block(&self) -> u64 {
+        if self.block == 0 {
+            BLOCK
+        } else {
+            self.block
+        }
+    }
 }
 
 impl RefReservation {
@@ -43,8 +66,15 @@ impl RefReservation {
         *self.marks.locked() = Marks {
             durable: last,
             requested: last,
+            block: BLOCK,
         };
         self.confirmed.store(last, Ordering::Release);
+    }
+
+    /// Times handing out a number waited for the journal (`daemon.status`
+    /// `ref_waits`: 1 for the first block, then 0 while the disk keeps up).
+    pub fn waits(&self) -> u64 {
+        self.waits.load(Ordering::Relaxed)
     }
 
     /// Is `n` durably reserved?
@@ -66,25 +96,42 @@ impl RefReservation {
         let mut m = self.marks.locked();
         m.durable = m.durable.max(self.confirmed.load(Ordering::Acquire));
         if next > m.durable {
+            self.waits.fetch_add(1, Ordering::Relaxed);
             if next <= m.requested {
                 // The block is committing: wait for it (a durable flush
                 // commits everything queued, the reservation included).
                 writer.flush()?;
                 m.durable = m.requested;
             } else {
-                let upto = next + BLOCK - 1;
+                let upto = next + m.block() - 1;
                 submit_durably(writer, session, upto)?;
                 m.durable = upto;
                 m.requested = upto;
             }
+            m.block = (m.block() * 2).min(MAX_BLOCK);
         }
-        if m.requested == m.durable && m.durable - next < BLOCK / 2 {
-            let upto = m.durable + BLOCK;
+        self.ask_ahead(&mut m, writer, session, next);
+        Ok(())
+    }
+
+    /// `used` was just handed out (it is durably reserved): ask for the next
+    /// block if less than half of this one is left. Never waits.
+    pub fn ahead(&self, writer: &JournalWriter, session: &str, used: u64) {
+        let mut m = self.marks.locked();
+        m.durable = m.durable.max(self.confirmed.load(Ordering::Acquire));
+        if used <= m.durable {
+            self.ask_ahead(&mut m, writer, session, used);
+        }
+    }
+
+    fn ask_ahead(&self, m: &mut Marks, writer: &JournalWriter, session: &str, next: u64) {
+        let block = m.block();
+        if m.requested == m.durable && m.durable - next < block - block / 8 {
+            let upto = m.durable + block;
             if self.request_ahead(writer, session, upto).is_ok() {
                 m.requested = upto;
             }
         }
-        Ok(())
     }
 
     /// Queue a reservation up to `upto` without waiting; `confirmed` moves
@@ -132,6 +179,7 @@ impl RefReservation {
         *m = Marks {
             durable: used,
             requested: used,
+            block: m.block,
         };
         Ok(())
     }
@@ -191,6 +239,27 @@ mod tests {
             r.release(&w, "s", 3 * BLOCK).unwrap();
             assert_eq!(w.store().refs_reserved("s").unwrap(), 3 * BLOCK);
             assert!(!r.covers(3 * BLOCK + 1));
+        }
+    }
+
+    /// Numbers handed out without `ensure` (the quick path) still get the
+    /// next block ahead of time through `ahead`: no wait after the first.
+    #[test]
+    fn ahead_keeps_the_quick_path_from_waiting() {
+        for durability in [Durability::Batched, Durability::Immediate] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let w = writer(&dir, durability);
+            let r = RefReservation::default();
+            r.start_at(0);
+            r.ensure(&w, "s", 1).unwrap();
+            for n in 2..=4 * BLOCK {
+                // What the quick path does: hand out only a covered number.
+                while !r.covers(n) {
+                    w.flush().unwrap();
+                }
+                r.ahead(&w, "s", n);
+            }
+            assert_eq!(r.waits(), 1, "{durability:?}");
         }
     }
 
