@@ -65,8 +65,10 @@ bench:
 
 # 100 MCP clients over 10 sessions for 60 s (SHOAL_LOAD_SECS to change); p50/p99
 # per tool, errors (must be 0), peak RSS. `make test` runs a 10 s version (tests/load.rs).
+# Then 20 rounds of SIGKILL under concurrent clients per durability mode (`make test`: 2).
 load:
 	$(CARGO) bench --locked --bench load
+	SHOAL_KILL_ROUNDS=20 $(CARGO) test --locked --test journal sigkill_under_concurrent_clients
 
 lint:
 	$(CARGO) fmt --check

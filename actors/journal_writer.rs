@@ -105,6 +105,9 @@ impl Services {
             "failed_commits": w.failed_commits,
             "last_commit_us": w.last_commit_us,
             "last_commit_ops": w.last_commit_ops,
+            // Batched: how long acknowledged ops waited to be durable (the window a crash loses).
+            "last_window_us": w.last_window_us,
+            "worst_window_us": w.worst_window_us,
             "last_commit_at": w.last_commit_at,
             "last_error": w.last_error,
             "health": if w.degraded { "degraded" } else { "ok" },

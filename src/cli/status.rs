@@ -230,10 +230,19 @@ pub fn human(st: &Value) -> String {
         out.push_str("\njournal    not running\n");
     } else {
         out.push_str(&format!(
-            "\njournal    {} entries, {} bytes, last commit {} µs ({}, {})\n",
+            "\njournal    {} entries, {} bytes, last commit {} µs{} ({}, {})\n",
             s(&j["entries"]),
             s(&j["bytes"]),
             s(&j["last_commit_us"]),
+            if j["durability"] == "batched" {
+                format!(
+                    ", durable within {} µs (worst {} µs)",
+                    s(&j["last_window_us"]),
+                    s(&j["worst_window_us"])
+                )
+            } else {
+                String::new()
+            },
             s(&j["durability"]),
             s(&j["path"])
         ));

@@ -7,9 +7,14 @@
 //! - `Immediate`: an op is acknowledged (its [`Done`] runs, [`JournalWriter::submit_wait`]
 //!   returns) only after the commit that contains it returned (fsync'd). Ops that queue up while
 //!   a commit runs share the next commit (group commit).
-//! - `Batched`: an op is acknowledged as soon as it is queued; ops are committed durably every
-//!   `flush_ms` after the oldest unflushed acknowledgement, or when `max_batch` ops are pending.
-//!   A crash loses at most `flush_ms` of acknowledged ops, and redb recovers to the last commit.
+//! - `Batched`: an op is acknowledged as soon as it is queued; ops are committed durably by
+//!   `flush_ms` after the oldest unflushed acknowledgement (the commit starts early by its own
+//!   recent duration, at most half of `flush_ms`, so it ends near the deadline, fsync included),
+//!   or when `max_batch` ops are pending. A crash loses at most the window: `flush_ms`, or,
+//!   when commits take longer than half of it, about twice the commit time (an op acknowledged
+//!   just after a commit began waits for that commit and its own). [`WriterStats`] reports the
+//!   window each durable commit kept (`last_window_us`, `worst_window_us`). redb recovers to
+//!   the last commit.
 //!
 //! In batched mode an op does not wake the writer thread: it goes into a shared inbox that the
 //! thread drains when it wakes anyway (its flush deadline, a control message, `max_batch` ops
@@ -116,6 +121,11 @@ pub struct WriterStats {
     /// Batched mode: times a submitter woke the writer thread (the first op after it went
     /// idle, or a full batch); a steady stream of ops wakes it about once per `flush_ms`.
     pub wakes: u64,
+    /// Batched mode: at the end of the last durable commit, how long its oldest
+    /// acknowledged op had waited (the durability window it kept), in µs.
+    pub last_window_us: u64,
+    /// The longest such wait since the writer started.
+    pub worst_window_us: u64,
 }
 
 enum Msg {
@@ -202,6 +212,7 @@ impl JournalWriter {
             retry: None,
             needs_reopen: false,
             last_log: None,
+            commit_time: Duration::ZERO,
         };
         let thread = std::thread::Builder::new()
             .name("shoal-journal".into())
@@ -434,6 +445,9 @@ struct Worker {
     needs_reopen: bool,
     /// Failure log lines are rate-limited.
     last_log: Option<Instant>,
+    /// Recent durable commits' duration (moving average): batched commits start this much
+    /// before their deadline.
+    commit_time: Duration,
 }
 
 /// First pause after a failed commit; doubles up to [`RETRY_MAX`].
@@ -457,7 +471,7 @@ impl Worker {
                 // Degraded: the next try comes from the retry schedule, not flush_ms.
                 let wake = match self.retry {
                     Some((at, _)) => Some(at),
-                    None => self.due().map(|t| t + flush),
+                    None => self.deadline(flush),
                 };
                 match wake {
                     None => match rx.recv() {
@@ -525,7 +539,7 @@ impl Worker {
         let late = match self.retry {
             Some((at, _)) => at <= now,
             None => {
-                self.due().is_some_and(|t| t + flush <= now)
+                self.deadline(flush).is_some_and(|t| t <= now)
                     || self.pending.len() >= self.cfg.max_batch.max(1)
             }
         };
@@ -558,6 +572,26 @@ impl Worker {
         self.take_inbox();
         if !self.pending.is_empty() {
             self.shared.armed.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// When the next durable commit should start: `flush` after the oldest not-yet-durable
+    /// acknowledgement, less the time a commit takes lately (at most half of `flush`).
+    fn deadline(&self, flush: Duration) -> Option<Instant> {
+        let lead = self.commit_time.min(flush / 2);
+        self.due().map(|t| t + flush - lead)
+    }
+
+    /// A durable commit that began at `t0` ended now; `due` was the oldest acknowledgement
+    /// it made durable.
+    fn durable_done(&mut self, t0: Instant, due: Option<Instant>) {
+        let took = t0.elapsed();
+        self.commit_time = (self.commit_time * 3 + took) / 4;
+        if let Some(due) = due {
+            let w = due.elapsed().as_micros().min(u64::MAX as u128) as u64;
+            let mut s = self.shared.stats.locked();
+            s.last_window_us = w;
+            s.worst_window_us = s.worst_window_us.max(w);
         }
     }
 
@@ -646,9 +680,11 @@ impl Worker {
         }
         if self.pending.is_empty() {
             if durable && self.undurable_since.is_some() {
+                let (t0, due) = (Instant::now(), self.due());
                 let r = self.store.sync();
                 match &r {
                     Ok(()) => {
+                        self.durable_done(t0, due);
                         self.undurable_since = None;
                         self.healthy();
                     }
@@ -667,6 +703,7 @@ impl Worker {
         let (ops, dones): (Vec<Op>, Vec<Option<Done>>) = batch.into_iter().unzip();
         let retained = keep.then(|| ops.clone());
         let t0 = Instant::now();
+        let due = self.due();
         let durability = if durable {
             redb::Durability::Immediate
         } else {
@@ -699,6 +736,9 @@ impl Worker {
                     }
                 }
                 if durable {
+                    if keep {
+                        self.durable_done(t0, due);
+                    }
                     self.undurable_since = None;
                 } else {
                     let since = self.oldest_ack.unwrap_or_else(Instant::now);
