@@ -102,35 +102,7 @@ pub fn hung_up(fd: &std::os::fd::OwnedFd) -> bool {
 }
 
 /// Set once a connection's peer hung up: every wait of the connection ends.
-#[derive(Debug, Default)]
-pub struct Hangup {
-    hung: std::sync::atomic::AtomicBool,
-    notify: tokio::sync::Notify,
-}
-
-impl Hangup {
-    pub fn set(&self) {
-        self.hung.store(true, std::sync::atomic::Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-
-    pub fn is_set(&self) -> bool {
-        self.hung.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// Resolves once the peer hung up.
-    pub async fn wait(&self) {
-        loop {
-            let n = self.notify.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
-            if self.is_set() {
-                return;
-            }
-            n.await;
-        }
-    }
-}
+pub type Hangup = crate::sync::Latch;
 
 /// An actor future that gives up when `stop` resolves first (`None`): how a
 /// connection abandons a call whose caller is gone or cancelled it.

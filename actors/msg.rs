@@ -184,8 +184,8 @@ pub struct CallCancel {
     origin: OnceLock<CallOrigin>,
     /// Wakes the reply future of a cancelled call.
     pub(super) wake: tokio::sync::Notify,
-    /// Wakes every [`CallCancel::cancelled`] waiter.
-    ended: tokio::sync::Notify,
+    /// Set by [`CallCancel::cancel`]: what [`CallCancel::cancelled`] waits for.
+    ended: crate::sync::Latch,
 }
 
 #[derive(Debug, Default)]
@@ -238,21 +238,12 @@ impl CallCancel {
         }
         drop(g);
         self.wake.notify_one();
-        self.ended.notify_waiters();
+        self.ended.set();
     }
 
     /// Resolves once the call is cancelled (at once if it is already).
     pub async fn cancelled(&self) {
-        loop {
-            let n = self.ended.notified();
-            tokio::pin!(n);
-            // Registered before the check, so a cancel in between still wakes us.
-            n.as_mut().enable();
-            if self.is_cancelled() {
-                return;
-            }
-            n.await;
-        }
+        self.ended.wait().await
     }
 
     pub fn is_cancelled(&self) -> bool {

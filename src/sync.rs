@@ -55,3 +55,35 @@ impl<T: ?Sized> RwLocked<T> for RwLock<T> {
         self.get_mut().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+/// A flag set once, which async code can wait for (a hang-up, a cancel).
+#[derive(Debug, Default)]
+pub struct Latch {
+    set: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Latch {
+    pub fn set(&self) {
+        self.set.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.set.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Resolves once the latch is set (at once if it is already).
+    pub async fn wait(&self) {
+        loop {
+            let n = self.notify.notified();
+            tokio::pin!(n);
+            // Registered before the check, so a set in between still wakes us.
+            n.as_mut().enable();
+            if self.is_set() {
+                return;
+            }
+            n.await;
+        }
+    }
+}
