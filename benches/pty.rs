@@ -7,7 +7,9 @@
 //! - emulator throughput (in-process `Term::process` of plain and SGR text,
 //!   64 MiB in 8 KiB chunks), and the same through vt100 alone;
 //! - memory per idle 80x24 PTY with 1000 lines of scrollback: the daemon's
-//!   RSS growth over 40 such PTYs, and the emulator's own estimate.
+//!   RSS growth over 40 such PTYs, and the emulator's own estimate;
+//! - an exec's latency on another connection while a PTY prints 100 MB,
+//!   beside the same exec without the flood.
 //!
 //! Sizes: SHOAL_BENCH_N (default 2000) round trips.
 
@@ -269,4 +271,40 @@ fn main() {
         m.tool("shoal_pty_close", json!({"pty_id": id}));
     }
     let _ = std::fs::remove_file(lines);
+    flood_beside(&d);
+}
+
+/// An exec's latency on another connection while a PTY prints 100 MB, beside
+/// the same exec with no flood (before and after it, in this run).
+fn flood_beside(d: &Daemon) {
+    let file = std::env::temp_dir().join(format!("shoal-bench-flood-{}", std::process::id()));
+    std::fs::write(&file, flood_text(100 << 20, false)).unwrap();
+    let mut a = Mcp::open(d);
+    let mut b = Mcp::open(d);
+    let exec = |b: &mut Mcp| {
+        let t0 = Instant::now();
+        b.tool("shoal_exec", json!({"src": "1 + 1"}));
+        t0.elapsed()
+    };
+    let mut quiet: Vec<Duration> = (0..200).map(|_| exec(&mut b)).collect();
+    let o = a.tool(
+        "shoal_pty_open",
+        json!({"cmd": "cat", "args": [file.to_str().unwrap()]}),
+    );
+    let id = o["pty_id"].clone();
+    let mut during = Vec::new();
+    while a.tool("shoal_pty_read", json!({"pty_id": id}))["alive"] != json!(false) {
+        during.push(exec(&mut b));
+    }
+    quiet.extend((0..200).map(|_| exec(&mut b)));
+    a.tool("shoal_pty_close", json!({"pty_id": id}));
+    let _ = std::fs::remove_file(file);
+    let worst = |v: &[Duration]| v.iter().max().map_or(0.0, |d| d.as_secs_f64() * 1e3);
+    let (qw, dw) = (worst(&quiet), worst(&during));
+    let n = during.len();
+    let ((q50, q99), (p50, p99)) = (pct(quiet), pct(during));
+    println!(
+        "exec beside a 100 MB PTY flood ({n} execs): p50 {p50:.3} ms  p99 {p99:.3} ms  worst {dw:.1} ms; \
+         without: p50 {q50:.3} ms  p99 {q99:.3} ms  worst {qw:.1} ms"
+    );
 }

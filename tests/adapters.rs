@@ -113,6 +113,9 @@ fn git_repo() -> tempfile::TempDir {
 
 #[test]
 fn git_status_log_diff_stash_branch() {
+    if !common::have_tools("adapters::git_status_log_diff_stash_branch", &["git"]) {
+        return;
+    }
     let d = git_repo();
     let mut s = session(d.path());
     let st = eval(&mut s, "git status");
@@ -211,6 +214,9 @@ fn git_status_log_diff_stash_branch() {
 
 #[test]
 fn ps_finds_this_process() {
+    if !common::have_tools("adapters::ps_finds_this_process", &["ps"]) {
+        return;
+    }
     let d = tmp();
     let mut s = session(d.path());
     let pid = std::process::id();
@@ -233,6 +239,14 @@ fn ps_finds_this_process() {
 
 #[test]
 fn df_du_and_system_tables() {
+    if !common::have_tools(
+        "adapters::df_du_and_system_tables",
+        &[
+            "df", "du", "vmstat", "ss", "who", "lscpu", "findmnt", "lsblk",
+        ],
+    ) {
+        return;
+    }
     let d = tmp();
     std::fs::write(d.path().join("blob"), vec![7u8; 64 << 10]).expect("write");
     let mut s = session(d.path());
@@ -291,6 +305,9 @@ fn df_du_and_system_tables() {
 
 #[test]
 fn ip_addr_route_link() {
+    if !common::have_tools("adapters::ip_addr_route_link", &["ip"]) {
+        return;
+    }
     let d = tmp();
     let mut s = session(d.path());
     let a = eval(&mut s, "ip addr");
@@ -317,6 +334,12 @@ fn ip_addr_route_link() {
 
 #[test]
 fn data_tools_jq_sqlite_yq() {
+    if !common::have_tools(
+        "adapters::data_tools_jq_sqlite_yq",
+        &["jq", "sqlite3", "yq"],
+    ) {
+        return;
+    }
     let d = tmp();
     std::fs::write(d.path().join("f.json"), r#"{"a": 1, "b": [1, 2, 3]}"#).expect("write");
     std::fs::write(d.path().join("f.yml"), "name: shoal\nlist: [1, 2]\n").expect("write");
@@ -336,6 +359,9 @@ fn data_tools_jq_sqlite_yq() {
 
 #[test]
 fn archives_tar_zip_unzip() {
+    if !common::have_tools("adapters::archives_tar_zip_unzip", &["tar", "zip", "unzip"]) {
+        return;
+    }
     let d = tmp();
     std::fs::create_dir(d.path().join("src")).expect("mkdir");
     std::fs::write(d.path().join("src/a.txt"), "a").expect("write");
@@ -373,6 +399,21 @@ fn archives_tar_zip_unzip() {
 
 #[test]
 fn package_and_build_tools() {
+    if !common::have_tools(
+        "adapters::package_and_build_tools",
+        &[
+            "pip",
+            "rustup",
+            "cargo",
+            "npm",
+            "python3",
+            "node",
+            "curl",
+            "terraform",
+        ],
+    ) {
+        return;
+    }
     let d = tmp();
     let mut s = session(d.path());
     let pip = eval(&mut s, "pip list");
@@ -413,7 +454,7 @@ fn package_and_build_tools() {
     // Interpreters and curl run as written; their effects are declared.
     std::fs::write(d.path().join("hi.sh"), "echo hi\n").expect("write");
     assert_eq!(inline(&mut s, "(bash hi.sh).out"), "\"hi\"");
-    assert_eq!(inline(&mut s, "(python -c 'print(6*7)').out"), "\"42\"");
+    assert_eq!(inline(&mut s, "(python3 -c 'print(6*7)').out"), "\"42\"");
     assert_eq!(inline(&mut s, "(node -e 'console.log(1+1)').out"), "\"2\"");
     assert_eq!(inline(&mut s, "(curl -s file:///dev/null).ok"), "true");
     let tf = out(&eval(&mut s, "terraform show"));

@@ -41,6 +41,9 @@ const TASKS: &[&str] = &[
 
 #[test]
 fn agent_tasks_read_what_they_need() {
+    if !have_venv("agent_tasks::agent_tasks_read_what_they_need", ".venv") {
+        return;
+    }
     let out = run_sdk_script(".venv", "agent_tasks.py", &[]);
     assert_checks(&out, TASKS);
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
@@ -334,14 +334,13 @@ fn sigterm_with_clients_exits_cleanly() {
     let mut m = d.conn();
     let r = m.call("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}));
     assert!(r["result"].is_object());
+    // The idle connection stays open: the daemon must exit without it.
     let _idle = d.conn();
-    let t0 = Instant::now();
     d.signal(libc::SIGTERM);
     let st = d
-        .wait_timeout(Duration::from_secs(2))
-        .expect("daemon exits within 2 s");
+        .wait_timeout(Duration::from_secs(30))
+        .expect("the daemon exits while an idle client is still connected");
     assert_eq!(st.code(), Some(0), "{st}");
-    assert!(t0.elapsed() < Duration::from_secs(2));
     assert!(!root.socket().exists(), "socket removed");
     let mut stdout = String::new();
     std::io::Read::read_to_string(&mut d.child.stdout.take().unwrap(), &mut stdout).unwrap();
@@ -627,22 +626,23 @@ fn a_busy_session_does_not_stall_the_others() {
     a.attach("a");
     let mut b = d.conn();
     b.attach("b");
-    a.send(
-        &json!({"jsonrpc": "2.0", "id": "slow", "method": "exec", "params": {"src": "sleep 1"}}),
+    // Session a waits for a gate that only this test opens, so b's answer
+    // cannot come from a having finished.
+    let gate = root.path().join("gate");
+    let src = format!(
+        "sh {{ until [ -e {} ]; do sleep 0.01; done; echo through }}",
+        gate.display()
     );
+    a.send(&json!({"jsonrpc": "2.0", "id": "slow", "method": "exec", "params": {"src": src}}));
     let busy = session_busy(&mut b, "a", true);
     assert_eq!(busy["name"], json!("a"));
-    let t0 = Instant::now();
     let r = b.ok("exec", json!({"src": "6 * 7"}));
     assert_eq!(r["value"], json!({"$": "int", "v": 42}));
-    assert!(
-        t0.elapsed() < Duration::from_millis(500),
-        "{:?}",
-        t0.elapsed()
-    );
+    session_busy(&mut b, "a", true);
+    std::fs::write(&gate, "").unwrap();
     let slow = a.recv();
     assert_eq!(slow["id"], json!("slow"));
-    assert!(slow.get("result").is_some(), "{slow}");
+    assert!(slow["result"].to_string().contains("through"), "{slow}");
 }
 
 /// The worker threads named `shoal-session-<name>` (thread names are cut to 15 bytes).

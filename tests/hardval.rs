@@ -126,12 +126,10 @@ fn spill_bytes_caps_captured_output() {
     let d = daemon_with(&root, "[limits]\nspill_bytes = 16777216\n");
     let mut c = d.conn();
     c.attach("spill");
-    let t0 = std::time::Instant::now();
     let r = c.ok(
         "exec",
         json!({"src": "let o = sh { yes }\n{t: o.truncated, n: o.stdout.len(), ok: o.ok}"}),
     );
-    assert!(t0.elapsed() < Duration::from_secs(60));
     let v = &r["value"]["v"];
     assert_eq!(v["t"], json!({"$": "bool", "v": true}), "{r}");
     let n = v["n"]["v"].as_i64().unwrap();

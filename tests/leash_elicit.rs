@@ -10,6 +10,12 @@ use common::*;
 
 #[test]
 fn cap_request_asks_the_user_through_elicitation() {
+    if !have_venv(
+        "leash_elicit::cap_request_asks_the_user_through_elicitation",
+        ".venv",
+    ) {
+        return;
+    }
     run_sdk_checks(
         ".venv",
         "leash_elicit_checks.py",
@@ -160,6 +166,9 @@ fn elicitation_wait_ends_with_cancel_and_hangup() {
 /// Node and the SDK come from `make node`.
 #[test]
 fn typescript_sdk_answers_the_elicitation() {
+    if !have_node("leash_elicit::typescript_sdk_answers_the_elicitation") {
+        return;
+    }
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/node");
     let node = dir.join("node_modules/node/bin/node");
     assert!(

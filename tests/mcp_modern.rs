@@ -356,6 +356,9 @@ fn assert_checks(stdout: &str, extra: &[&str]) {
 
 #[test]
 fn python_sdk_auto_settles_on_2026() {
+    if !have_venv("mcp_modern::python_sdk_auto_settles_on_2026", ".venv") {
+        return;
+    }
     let out = era_suite("auto");
     assert!(out.contains(&format!("\"version\": \"{MODERN}\"")), "{out}");
     assert_checks(
@@ -371,6 +374,9 @@ fn python_sdk_auto_settles_on_2026() {
 
 #[test]
 fn python_sdk_pinned_to_2025_11_25() {
+    if !have_venv("mcp_modern::python_sdk_pinned_to_2025_11_25", ".venv") {
+        return;
+    }
     let out = era_suite("legacy");
     assert!(out.contains("\"version\": \"2025-11-25\""), "{out}");
     assert_checks(&out, &["era", "resource_not_found"]);

@@ -260,6 +260,12 @@ fn exec_with(c: &mut Conn, session: &str, args: Value, task: Value) -> Value {
 /// `ClientExtension` that claims `resultType: "task"`, through the shim.
 #[test]
 fn python_sdk_resolves_a_task_handle() {
+    if !have_venv(
+        "mcp_modern_tasks::python_sdk_resolves_a_task_handle",
+        ".venv",
+    ) {
+        return;
+    }
     let stdout = run_sdk_script(".venv", "tasks_ext_checks.py", &[]);
     for check in [
         "advertised",

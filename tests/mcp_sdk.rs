@@ -35,20 +35,35 @@ fn surface(venv: &str) {
 
 #[test]
 fn python_sdk_2x_through_the_shim() {
+    if !have_venv("mcp_sdk::python_sdk_2x_through_the_shim", ".venv") {
+        return;
+    }
     drive(".venv");
 }
 
 #[test]
 fn python_sdk_1x_through_the_shim() {
+    if !have_venv(
+        "mcp_sdk::python_sdk_1x_through_the_shim",
+        "target/venv-mcp1",
+    ) {
+        return;
+    }
     drive("target/venv-mcp1");
 }
 
 #[test]
 fn python_sdk_2x_full_surface() {
+    if !have_venv("mcp_sdk::python_sdk_2x_full_surface", ".venv") {
+        return;
+    }
     surface(".venv");
 }
 
 #[test]
 fn python_sdk_1x_full_surface() {
+    if !have_venv("mcp_sdk::python_sdk_1x_full_surface", "target/venv-mcp1") {
+        return;
+    }
     surface("target/venv-mcp1");
 }

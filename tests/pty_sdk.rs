@@ -36,10 +36,16 @@ fn check(venv: &str) {
 
 #[test]
 fn pty_tools_python_sdk_2x() {
+    if !have_venv("pty_sdk::pty_tools_python_sdk_2x", ".venv") {
+        return;
+    }
     check(".venv");
 }
 
 #[test]
 fn pty_tools_python_sdk_1x() {
+    if !have_venv("pty_sdk::pty_tools_python_sdk_1x", "target/venv-mcp1") {
+        return;
+    }
     check("target/venv-mcp1");
 }

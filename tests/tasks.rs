@@ -45,19 +45,22 @@ fn a_background_task_does_not_block_its_session() {
     let d = Daemon::start(&root);
     let mut c = d.conn();
     c.attach("w");
-    let task = start(&mut c, "sh { sleep 2; echo done }");
-    let t0 = Instant::now();
+    // The task waits for a gate only this test opens: the session's answer
+    // below cannot come from the task having ended.
+    let gate = root.path().join("gate");
+    let src = format!(
+        "sh {{ until [ -e {} ]; do sleep 0.01; done; echo done }}",
+        gate.display()
+    );
+    let task = start(&mut c, &src);
     let r = c.ok("exec", json!({"src": "6 * 7"}));
-    let took = t0.elapsed();
-    eprintln!("6 * 7 beside a running task answered in {took:?}");
     assert_eq!(r["value"], json!({"$": "int", "v": 42}), "{r}");
-    assert!(took < Duration::from_secs(1), "{took:?}");
     let rec = c.ok("task.get", json!({"task": task}));
     assert_eq!(rec["state"], "running", "{rec}");
-    assert_eq!(rec["src"], "sh { sleep 2; echo done }");
+    assert_eq!(rec["src"], json!(src));
+    std::fs::write(&gate, "").unwrap();
     let rec = await_task(&mut c, &task);
     assert_eq!(rec["state"], "completed", "{rec}");
-    assert!(rec["elapsed_ms"].as_u64().unwrap() >= 1900, "{rec}");
     let out = rec["result_ref"].as_str().unwrap().to_string();
     let v = c.ok("value.get", json!({"ref": out, "format": "render"}));
     assert!(v["render"].as_str().unwrap().contains("done"), "{v}");
@@ -151,20 +154,25 @@ fn suspend_stops_the_process_and_resume_continues_it() {
     let pid = pid_of(&mut c, &t);
     let r = c.ok("task.suspend", json!({"task": t}));
     assert_eq!(r["state"], "suspended", "{r}");
-    eventually("state T", Duration::from_secs(5), || {
+    eventually("state T", Duration::from_secs(20), || {
         (proc_state(pid) == Some('T')).then_some(())
     });
     let r = c.ok("task.resume", json!({"task": t}));
     assert_eq!(r["state"], "running", "{r}");
-    eventually("running again", Duration::from_secs(5), || {
+    eventually("running again", Duration::from_secs(20), || {
         matches!(proc_state(pid), Some('S') | Some('R')).then_some(())
     });
     // Cancel works on a suspended task too.
     c.ok("task.suspend", json!({"task": t}));
+    eventually("stopped again", Duration::from_secs(20), || {
+        (proc_state(pid) == Some('T')).then_some(())
+    });
     c.ok("task.cancel", json!({"task": t}));
     let rec = await_task(&mut c, &t);
     assert_eq!(rec["state"], "cancelled", "{rec}");
-    assert!(gone(pid));
+    eventually("the process gone", Duration::from_secs(20), || {
+        gone(pid).then_some(())
+    });
 }
 
 #[test]
@@ -546,13 +554,13 @@ fn closing_a_session_ends_even_a_stubborn_task() {
     c.ok("session.close", json!({"session": "st"}));
     eventually(
         "the plain task's group ends",
-        Duration::from_secs(2),
+        Duration::from_secs(20),
         || group_members(plain).is_empty().then_some(()),
     );
     // SIGINT and SIGTERM are ignored: SIGKILL, 6 s after the close.
     eventually(
         "the stubborn task's group ends",
-        Duration::from_secs(15),
+        Duration::from_secs(40),
         || group_members(pid).is_empty().then_some(()),
     );
     eprintln!(

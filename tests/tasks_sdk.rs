@@ -26,5 +26,8 @@ const CHECKS: &[&str] = &[
 
 #[test]
 fn mcp_tasks_python_sdk_2x() {
+    if !have_venv("tasks_sdk::mcp_tasks_python_sdk_2x", ".venv") {
+        return;
+    }
     run_sdk_checks(".venv", "tasks_sdk_checks.py", CHECKS);
 }

@@ -204,7 +204,7 @@ pub fn wait_timeout(child: &mut Child, d: Duration) -> Option<std::process::Exit
 pub fn session_busy(c: &mut Conn, name: &str, busy: bool) -> Value {
     eventually(
         &format!("session {name} busy: {busy}"),
-        Duration::from_secs(5),
+        Duration::from_secs(20),
         || {
             let st = c.ok("daemon.status", json!({}));
             st["sessions"]
@@ -456,4 +456,77 @@ delete = ["{p}/**"]
 "#,
         p = project.display()
     )
+}
+
+/// Whether every tool in `tools` is on `PATH`. When one is missing the test
+/// is skipped: its name and reason go to stderr and to
+/// `target/tmp/skipped-tests` (where `make test` counts and prints them),
+/// unless `SHOAL_REQUIRE_ALL` is set (`.ci/run` sets it), when a missing
+/// tool fails the test instead.
+pub fn have_tools(test: &str, tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !on_path(t)).collect();
+    if missing.is_empty() {
+        return true;
+    }
+    skip(test, &format!("not on PATH: {}", missing.join(" ")));
+    false
+}
+
+/// Whether `path` (relative to the project root) exists; otherwise the test is
+/// skipped as [`have_tools`] says, with `how` naming what makes it.
+pub fn have_file(test: &str, path: &str, how: &str) -> bool {
+    if Path::new(env!("CARGO_MANIFEST_DIR")).join(path).exists() {
+        return true;
+    }
+    skip(test, &format!("no {path} ({how})"));
+    false
+}
+
+fn skip(test: &str, why: &str) {
+    assert!(
+        std::env::var_os("SHOAL_REQUIRE_ALL").is_none(),
+        "{test}: {why}, and SHOAL_REQUIRE_ALL is set"
+    );
+    eprintln!("skipped {test}: {why}");
+    let list = Path::new(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(list)
+    {
+        let _ = writeln!(f, "{test}: {why}");
+    }
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(d.join(tool))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// Whether the Python venv `venv` (`.venv`: MCP SDK 2.x, `target/venv-mcp1`:
+/// 1.x) exists; otherwise the test is skipped as [`have_tools`] says.
+pub fn have_venv(test: &str, venv: &str) -> bool {
+    have_file(test, &format!("{venv}/bin/python"), "make venv")
+}
+
+/// Whether `make node` installed Node 22, the TypeScript SDK and the
+/// Inspector; otherwise the test is skipped as [`have_tools`] says.
+pub fn have_node(test: &str) -> bool {
+    have_file(test, "tests/node/node_modules/.ok", "make node")
+}
+
+/// Whether the test runs as root (mounting a tmpfs needs it); otherwise the
+/// test is skipped as [`have_tools`] says.
+pub fn have_root(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    skip(test, "needs root (mounts a tmpfs)");
+    false
 }

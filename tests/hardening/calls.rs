@@ -3,7 +3,7 @@
 //! half-closed one still gets its answer). Each test starts its own daemon.
 
 use std::net::Shutdown;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -18,22 +18,24 @@ fn cancellation_belongs_to_its_call() {
     let d = Daemon::start(&root);
     let mut a = d.conn();
     a.attach("shared");
+    // The running call waits for a gate only this test opens: the queued
+    // call's cancel is answered while it still runs.
+    let gate = root.path().join("gate");
+    let src = format!(
+        "sh {{ until [ -e {} ]; do sleep 0.01; done; echo done }}",
+        gate.display()
+    );
     a.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "exec",
-        "params": {"src": "sh { sleep 2; echo done }", "position": "value"}}));
+        "params": {"src": src, "position": "value"}}));
     wait_busy(&d, "shared");
     let mut b = d.conn();
     b.attach("shared");
     b.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "exec", "params": {"src": "6 * 7"}}));
     b.send(&json!({"jsonrpc": "2.0", "method": "cancel", "params": {"id": 7}}));
-    let t0 = Instant::now();
     let r = b.recv();
     assert_eq!(r["id"], json!(7));
     assert_eq!(r["error"]["data"]["code"], json!("cancelled"), "{r}");
-    assert!(
-        t0.elapsed() < Duration::from_millis(1500),
-        "{:?}",
-        t0.elapsed()
-    );
+    std::fs::write(&gate, "").unwrap();
     let r = a.recv();
     assert_eq!(r["id"], json!(1));
     let out = r["result"]["value"].to_string();
@@ -101,16 +103,16 @@ fn a_disconnect_cancels_foreground_work() {
     let mut m = mcp(&d, "loop");
     m.send(
         &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "shoal_exec",
-        "arguments": {"src": format!("sh {{ sleep 30; touch {} }}", marker.display())}}}),
+        "arguments": {"src": format!("sh {{ sleep 1000; touch {} }}", marker.display())}}}),
     );
     wait_busy(&d, "loop");
     drop(m);
-    let t0 = Instant::now();
     assert_eq!(
         b.ok("exec", json!({"src": "3"}))["value"],
         json!({"$": "int", "v": 3})
     );
-    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+    // `sleep 1000` ends only by the hang-up's cancel.
+    session_busy(&mut b, "loop", false);
     assert!(!marker.exists());
 
     // Half-close: the request is still answered.

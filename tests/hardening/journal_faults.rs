@@ -14,6 +14,9 @@ use super::*;
 // returns; after a restart every acknowledged ref answers its own value.
 #[test]
 fn a_full_disk_is_never_silent_immediate() {
+    if !have_root("hardening::journal_faults::a_full_disk_is_never_silent_immediate") {
+        return;
+    }
     let root = Root::new();
     let cfg = config(&root, "imm.toml", "[journal]\ndurability = \"immediate\"\n");
     let fs = Tmpfs::mount(&root.state_dir(), "3m");
@@ -81,6 +84,9 @@ fn a_full_disk_is_never_silent_immediate() {
 // are kept and committed once space returns.
 #[test]
 fn a_full_disk_is_never_silent_batched() {
+    if !have_root("hardening::journal_faults::a_full_disk_is_never_silent_batched") {
+        return;
+    }
     let root = Root::new();
     let cfg = config(
         &root,
