@@ -57,8 +57,21 @@ $(NODE_DIR)/node_modules/.ok: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.
 	cd $(NODE_DIR) && $(NPM) ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-test: venv node
+# The Python venvs and the Node packages are installed where pip and npm can;
+# where they cannot, the tests that need them (like those needing a tool that
+# is not on PATH: vim, jq, terraform, ...) are skipped, each with its reason,
+# and counted at the end. SHOAL_REQUIRE_ALL=1 (.ci/run sets it) makes a skip
+# a failure.
+SKIPPED ?= target/tmp/skipped-tests
+test:
+	@$(MAKE) --no-print-directory venv || echo "make test: no Python venvs (make venv failed): the Python SDK tests are skipped"
+	@$(MAKE) --no-print-directory node || echo "make test: no Node packages (make node failed): the TypeScript SDK and Inspector tests are skipped"
+	@rm -f $(SKIPPED)
 	$(CARGO) test --locked --workspace
+	@if [ -s $(SKIPPED) ]; then \
+	  echo "make test: $$(wc -l < $(SKIPPED)) tests skipped (SHOAL_REQUIRE_ALL=1 makes them fail):"; \
+	  sed 's/^/  /' $(SKIPPED); \
+	fi
 
 bench:
 	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash --bench tasks --bench agent_tasks
