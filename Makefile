@@ -8,7 +8,7 @@ PREFIX ?= $(HOME)/.cargo
 NPM    ?= npm
 NODE_DIR ?= tests/node
 
-.PHONY: all build install test venv node bench load lint fmt conformance fuzz clean-venv startup-order
+.PHONY: all build install man test venv node bench load lint fmt conformance fuzz clean-venv startup-order
 
 all: build
 
@@ -29,10 +29,17 @@ startup-order:
 	$(CARGO) build --release --locked
 
 # Installs `shoal` into $(PREFIX)/bin (default ~/.cargo/bin), reusing target/release.
+# The installed copy is stripped (`install -s`): target/release/shoal keeps its debug
+# info (`debug = 1` in Cargo.toml) for profiling and `make startup-order`.
 install: build
 	install -d $(PREFIX)/bin
-	install -m 755 target/release/shoal $(PREFIX)/bin/shoal
+	install -s -m 755 target/release/shoal $(PREFIX)/bin/shoal
 	@echo "installed $(PREFIX)/bin/shoal"
+
+# The man page, generated from the CLI definition (src/main.rs, clap_mangen).
+man: build
+	target/release/shoal man > target/shoal.1
+	@echo "wrote target/shoal.1 (view it with: man -l target/shoal.1)"
 
 # Python venvs with the official MCP SDK for the client tests:
 # $(VENV) has mcp 2.x, $(VENV1) has mcp 1.x.

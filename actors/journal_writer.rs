@@ -333,7 +333,7 @@ pub fn local_principal() -> String {
     format!("uid:{}", crate::paths::euid())
 }
 
-/// Contract §6: the local human and principals granted `journal_read` see
+/// docs/protocol.md §6: the local human and principals granted `journal_read` see
 /// every entry, any other principal its own.
 pub fn scope_for(principal: &str) -> Scope {
     let granted = crate::leash::runtime()

@@ -84,7 +84,7 @@ impl Handler<PtyCall> for Pty {
                     let (rows, cols) = r
                         .await
                         .map_err(|e| RpcError::internal(format!("pty resize failed: {e}")))?;
-                    // The forced change of a resize is consumed here (§10.3).
+                    // The forced change of a resize is consumed here (docs/protocol.md §8).
                     h.consume_changed();
                     Ok(api::resize_result(id, rows, cols))
                 })

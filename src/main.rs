@@ -1,4 +1,5 @@
-//! The `shoal` command line: `daemon`, `mcp`, `status`, `exec`, `history`, `config check`.
+//! The `shoal` command line: `daemon`, `mcp`, `status`, `exec`, `history`, `config check`,
+//! and its own shell completions and man page (generated from this definition).
 //!
 //! `shoal daemon` hands over to the actor shell; every other command is a
 //! small synchronous client of the daemon socket. Only `cli::output` writes to
@@ -9,7 +10,7 @@ mod cli;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 // The link order of the release binary (build.rs): included so that a new
 // order relinks the binary (the constant itself is never used).
@@ -131,6 +132,13 @@ enum Command {
         #[arg(long, global = true)]
         socket: Option<PathBuf>,
     },
+    /// Print shell completions (e.g. `shoal completions bash > ~/.local/share/bash-completion/completions/shoal`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `shoal man > shoal.1`.
+    Man,
 }
 
 #[derive(Subcommand)]
@@ -292,8 +300,38 @@ fn main() -> ExitCode {
             PlanCommand::Approve { plan_ref } => cli::leash::plan_decide(socket, &plan_ref, true),
             PlanCommand::Deny { plan_ref } => cli::leash::plan_decide(socket, &plan_ref, false),
         },
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "shoal", &mut out);
+            cli::output::text(&String::from_utf8_lossy(&out));
+            0
+        }
+        Command::Man => match man_page() {
+            Ok(out) => {
+                cli::output::text(&String::from_utf8_lossy(&out));
+                0
+            }
+            Err(e) => {
+                eprintln!("shoal man: {e}");
+                1
+            }
+        },
     };
     ExitCode::from(code.clamp(0, 255) as u8)
+}
+
+/// The man page: `shoal(1)` followed by one page per subcommand (`shoal-exec(1)`, ...), in
+/// one roff file that `man -l` shows whole.
+fn man_page() -> std::io::Result<Vec<u8>> {
+    let mut cli = Cli::command();
+    cli.build();
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cli.clone()).render(&mut out)?;
+    for sub in cli.get_subcommands().filter(|s| s.get_name() != "help") {
+        let name = format!("shoal-{}", sub.get_name());
+        clap_mangen::Man::new(sub.clone().display_name(name)).render(&mut out)?;
+    }
+    Ok(out)
 }
 
 /// A non-empty environment variable.

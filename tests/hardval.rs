@@ -1,4 +1,4 @@
-//! Contract §10, value-level rows: one exec never takes the daemon down.
+//! docs/protocol.md §10, value-level rows: one exec never takes the daemon down.
 //! Row 1: allocations sized by user input are bounded by `[limits]
 //! session_memory` (`-32040` naming the key); row 2: values of any nesting
 //! depth; row 9: `[limits] spill_bytes` caps captured output. Each test

@@ -1,7 +1,7 @@
 //! Leash through the real daemon (raw kernel and MCP frames): plans and
 //! their verdicts, owner binding, expiry, a policy-bound token principal
-//! confined by Landlock, refusals and revocation (scenarios §7
-//! and §4 items 29–30).
+//! confined by Landlock, refusals and revocation (the design's Leash scenarios,
+//! and scenario items 29–30).
 
 mod common;
 
@@ -288,7 +288,7 @@ fn policy_bound_token_principal_with_landlock() {
     let r = c.call("plan.apply", json!({"plan_ref": pr3}));
     assert_eq!(code(&r), -32010, "{r}");
 
-    // Contract §6: this principal sees only its own journal entries.
+    // docs/protocol.md §6: this principal sees only its own journal entries.
     let mut local = d.conn();
     local.attach("agent");
     local.ok("exec", json!({"src": "echo local"}));

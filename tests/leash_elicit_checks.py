@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Leash approvals asked in the MCP client (contract §5) through the Python
+"""Leash approvals asked in the MCP client (docs/leash.md, docs/protocol.md §5) through the Python
 SDK 2.x high-level Client: a token principal whose policy asks a human
 (`opaque = "ask"`) plans `sh { ... }`; shoal_cap_request asks the user with
 `elicitation/create`: in the handshake era as a server-to-client request, at

@@ -1,5 +1,5 @@
 //! The MCP surface and values on the wire, with raw frames:
-//! scenarios §2 items 11–13, §4 items 21–28, §5 items 33–39, §6 items 40–45,
+//! scenario items 11–13, 21–28, 33–39 and 40–45,
 //! resources, subscriptions, cancellation and progress.
 
 mod common;
@@ -616,7 +616,7 @@ fn stderr_is_bounded_and_journal_is_subscribable() {
         "{}",
         err.len()
     );
-    // §2 item 13: a real external command's outcome carries its span, also
+    // Scenario item 13: a real external command's outcome carries its span, also
     // through the elision path (the envelope is kept, `err` bounded).
     let span = &sc["value"]["span"];
     assert_eq!(span["start"], json!(0), "{sc}");

@@ -1,4 +1,4 @@
-//! PTYs through the real daemon: scenarios §10 items 68–78 and 83
+//! PTYs through the real daemon: scenario items 68–78 and 83
 //! with raw kernel and MCP frames; a Python REPL, vim, a 100 MB flood beside
 //! a responsive exec, a TUI repainting after a resize, screen subscriptions,
 //! limits, and no leftover processes after close, session close and stop.

@@ -9,7 +9,13 @@
 //! - has no ignored test;
 //! - cites rules in the repository (`docs/rules.md`, `docs/protocol.md`), never the
 //!   specification files outside it;
+//! - cites only sections that exist: every `§N` in code, docs, config and tests names a
+//!   `docs/NAME.md` (on its line or the line before; in a `docs/` file, a bare `§N` is that
+//!   file's) with a `§N.` heading;
 //! - stays under [`MAX_LINES`] lines unless it is in [`TOO_LONG_FOR_NOW`].
+//!
+//! README.md (for users) stays within [`README_MAX_LINES`] and ARCHITECTURE.md (the code
+//! map) within [`ARCHITECTURE_MAX_LINES`]: detail belongs in `docs/`.
 //!
 //! Nothing under `src/` names the actor framework: only `actors/` does. `actors/msg.rs` is a
 //! leaf: it imports no other actor module.
@@ -17,6 +23,12 @@
 use std::path::{Path, PathBuf};
 
 const MAX_LINES: usize = 800;
+
+/// README.md serves a first-time user; everything else goes to `docs/`.
+const README_MAX_LINES: usize = 200;
+
+/// ARCHITECTURE.md is a map, not a manual.
+const ARCHITECTURE_MAX_LINES: usize = 300;
 
 /// Files still over [`MAX_LINES`]. Each is to be split and removed from this list; the list
 /// only ever shrinks.
@@ -254,4 +266,137 @@ fn comments_cite_rules_in_the_repository() {
         "comments citing specification files outside the repository (use docs/rules.md §N)",
         bad,
     );
+}
+
+/// The text files whose `§` citations must resolve: every `.rs` file of [`rust_files`], and
+/// the documents, examples, configuration and test scripts beside them.
+fn citing_files() -> Vec<(String, String)> {
+    let base = root();
+    let mut files = rust_files();
+    let mut extra = vec![
+        "README.md".to_string(),
+        "ARCHITECTURE.md".to_string(),
+        "Makefile".to_string(),
+        "shoal.toml.example".to_string(),
+    ];
+    for dir in ["docs", "config", "tests"] {
+        let mut stack = vec![base.join(dir)];
+        while let Some(d) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let p = e.path();
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Ok(ft) = e.file_type() else { continue };
+                if ft.is_dir() && name != "node_modules" && !name.starts_with('.') {
+                    stack.push(p);
+                } else if ft.is_file()
+                    && [".md", ".toml", ".py", ".mjs"]
+                        .iter()
+                        .any(|x| name.ends_with(x))
+                {
+                    let rel = p.strip_prefix(&base).expect("under the root");
+                    extra.push(rel.to_string_lossy().into_owned());
+                }
+            }
+        }
+    }
+    for rel in extra {
+        let text =
+            std::fs::read_to_string(base.join(&rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        files.push((rel, text));
+    }
+    files
+}
+
+/// The section numbers (`1`, `12`, `3.2`, ...) of the `## §N.` headings of `docs/NAME.md`.
+fn doc_sections(name: &str) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(root().join("docs").join(format!("{name}.md"))).ok()?;
+    Some(
+        text.lines()
+            .filter_map(|l| l.trim_start_matches('#').strip_prefix(" §"))
+            .map(|rest| {
+                rest.chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '.')
+                    .collect::<String>()
+                    .trim_end_matches('.')
+                    .to_string()
+            })
+            .filter(|n| !n.is_empty())
+            .collect(),
+    )
+}
+
+/// The last `docs/NAME.md` named in `text`: `NAME`.
+fn last_doc(text: &str) -> Option<&str> {
+    text.match_indices("docs/")
+        .filter_map(|(i, _)| {
+            let rest = &text[i + 5..];
+            let end = rest.find(".md")?;
+            let name = &rest[..end];
+            (!name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+                .then_some(name)
+        })
+        .last()
+}
+
+#[test]
+fn section_citations_resolve() {
+    let mut bad = Vec::new();
+    // This file names `§` as data (the needles above), not as citations.
+    for (path, text) in citing_files()
+        .into_iter()
+        .filter(|(p, _)| p != "tests/tidy.rs")
+    {
+        let own = path
+            .strip_prefix("docs/")
+            .and_then(|p| p.strip_suffix(".md"));
+        let mut prev = "";
+        for (i, line) in text.lines().enumerate() {
+            let heading = own.is_some() && line.starts_with('#');
+            for (at, _) in line.match_indices('§') {
+                let number: String = line[at + '§'.len_utf8()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '.')
+                    .collect();
+                let number = number.trim_end_matches('.');
+                if heading || line[at..].starts_with("§N") {
+                    continue; // a heading itself, or the placeholder `§N` in prose
+                }
+                let doc = last_doc(&line[..at]).or_else(|| last_doc(prev)).or(own);
+                let found = doc
+                    .and_then(doc_sections)
+                    .is_some_and(|s| s.iter().any(|n| n == number));
+                if number.is_empty() || !found {
+                    let doc = doc.map_or("no docs/ file".to_string(), |d| format!("docs/{d}.md"));
+                    bad.push(format!(
+                        "{path}:{}: §{number} of {doc}: {}",
+                        i + 1,
+                        line.trim()
+                    ));
+                }
+            }
+            prev = line;
+        }
+    }
+    report(
+        "section citations that name no heading in docs/ (cite `docs/NAME.md §N`)",
+        bad,
+    );
+}
+
+#[test]
+fn readme_and_architecture_stay_short() {
+    for (file, max) in [
+        ("README.md", README_MAX_LINES),
+        ("ARCHITECTURE.md", ARCHITECTURE_MAX_LINES),
+    ] {
+        let text = std::fs::read_to_string(root().join(file)).expect(file);
+        let n = text.lines().count();
+        assert!(
+            n <= max,
+            "{file} has {n} lines (at most {max}): move detail to docs/"
+        );
+    }
 }

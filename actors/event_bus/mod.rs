@@ -11,7 +11,7 @@
 //! event queued here and retries after a backoff of 1 ms doubling to [`RETRY_MAX`], so
 //! publishing never waits on a subscriber and a stalled one never slows the others. A full
 //! queue counts further events instead of queueing them; once the queue drains the subscriber
-//! gets one marker `{dropped, latest_seq}` before anything newer (§6.10).
+//! gets one marker `{dropped, latest_seq}` before anything newer (docs/rules.md §19).
 //!
 //! The subscriptions and the seq counters also live in a [`SubscriberBook`] outside the actor
 //! (written on subscribe, unsubscribe and prune; a counter is one atomic per publish), so

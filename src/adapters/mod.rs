@@ -1,5 +1,5 @@
 //! Adapters: declarative typed outputs and concrete effects for everyday
-//! command-line tools (docs/protocol.md §11, spec/adapters.md).
+//! command-line tools (docs/protocol.md §11).
 //!
 //! An adapter is a TOML file ([`format`]); the built-in ones are embedded
 //! from `config/adapters/` ([`builtin`]), user files in

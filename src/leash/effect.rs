@@ -135,7 +135,7 @@ pub fn normalize_kind(k: &str) -> Option<&'static str> {
     KINDS.iter().copied().find(|x| *x == k)
 }
 
-/// Reversibility as the wire reports it (§7.3): `irreversible` when any
+/// Reversibility as the wire reports it (docs/rules.md §21): `irreversible` when any
 /// effect is opaque or touches the network.
 pub fn wire_reversibility(effects: &[Effect]) -> &'static str {
     if effects.iter().any(|e| {
@@ -150,7 +150,7 @@ pub fn wire_reversibility(effects: &[Effect]) -> &'static str {
     }
 }
 
-/// Reversibility as `auto_apply = "reversible"` uses it (§7.3): a plan
+/// Reversibility as `auto_apply = "reversible"` uses it (docs/rules.md §21): a plan
 /// with an opaque effect or a delete is not known to be reversible.
 pub fn auto_reversible(effects: &[Effect]) -> bool {
     !effects

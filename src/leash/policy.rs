@@ -409,7 +409,7 @@ impl PrincipalPolicy {
         }
     }
 
-    /// The verdict for a plan (§7.6 with `auto_apply`).
+    /// The verdict for a plan (docs/rules.md §21, with `auto_apply`).
     pub fn decide(&self, effects: &[Effect], home: Option<&str>) -> Decision {
         let mut ask = Vec::new();
         for e in effects {

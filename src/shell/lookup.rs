@@ -36,7 +36,7 @@ pub fn find_program(name: &str, path_var: Option<&str>, cwd: &Path) -> Option<Pa
     None
 }
 
-/// Is `name` something a bare identifier may run (§5.1 step 3)? Names
+/// Is `name` something a bare identifier may run (docs/rules.md §4)? Names
 /// containing `/` or `.` are never looked up.
 pub fn on_path(name: &str, path_var: Option<&str>, cwd: &Path) -> bool {
     if name.contains('/') || name.contains('.') {

@@ -1,6 +1,6 @@
 //! Tests of the command layer through `Session::exec`: every builtin head of
 //! docs/rules.md §9 (table-driven, each case in a fresh directory with a
-//! small fixture), and process semantics (§10.4–§10.8): exit status, signal
+//! small fixture), and process semantics (docs/rules.md §8): exit status, signal
 //! names, stderr, huge output that spills and stays usable, stdin, `.feed`,
 //! interrupts that kill the whole process group, and no zombies or leaked
 //! fds after many runs.

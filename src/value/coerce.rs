@@ -119,7 +119,7 @@ pub fn parse_time(s: &str) -> Option<u32> {
     Some(h * 3600 + m * 60 + sec)
 }
 
-/// Coerce a command word to a declared parameter type (§10.12): `int float size
+/// Coerce a command word to a declared parameter type (docs/rules.md §8): `int float size
 /// duration (bare int = seconds) time datetime bool path glob str`. Unknown
 /// types pass the word through as a str. Failure → `arg_error`
 /// (`expected int, found "abc"`). `cwd` is captured by `glob`.

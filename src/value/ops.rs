@@ -266,7 +266,7 @@ fn push_records<'a>(a: &'a Record, b: &'a Record, todo: &mut Vec<(&'a Value, &'a
         })
 }
 
-/// Structural equality (§6.4). Never errors, and never recurses: nested
+/// Structural equality (docs/rules.md §5). Never errors, and never recurses: nested
 /// pairs wait on an explicit stack, so values of any depth compare.
 pub fn equals(a: &Value, b: &Value) -> bool {
     drain_equal(vec![(a, b)])
@@ -357,7 +357,7 @@ fn cmp_f64(a: &Value, b: &Value, x: f64, y: f64) -> SResult<Ordering> {
     x.partial_cmp(&y).ok_or_else(|| incomparable(a, b))
 }
 
-/// Ordering (§6.3); `type_error` for incomparable pairs.
+/// Ordering (docs/rules.md §5); `type_error` for incomparable pairs.
 pub fn compare(a: &Value, b: &Value) -> SResult<Ordering> {
     use Value::*;
     match (a, b) {
@@ -376,7 +376,7 @@ pub fn compare(a: &Value, b: &Value) -> SResult<Ordering> {
     }
 }
 
-/// A condition (§6.7): bool, or an outcome's `ok`; else `type_error`.
+/// A condition (docs/rules.md §5): bool, or an outcome's `ok`; else `type_error`.
 pub fn truth(v: &Value) -> SResult<bool> {
     match v {
         Value::Bool(b) => Ok(*b),
@@ -391,7 +391,7 @@ pub fn truth(v: &Value) -> SResult<bool> {
     }
 }
 
-/// Membership `needle in hay` (§6.5).
+/// Membership `needle in hay` (docs/rules.md §5).
 pub fn contains(hay: &Value, needle: &Value) -> SResult<bool> {
     match (hay, needle) {
         (Value::List(items), x) => Ok(items.iter().any(|i| equals(i, x))),
@@ -424,7 +424,7 @@ fn norm_index(i: i64, len: usize) -> Option<usize> {
     }
 }
 
-/// Indexing `recv[idx]` (§5.7).
+/// Indexing `recv[idx]` (docs/rules.md §4).
 pub fn index(recv: &Value, idx: &Value) -> SResult<Value> {
     match (recv, idx) {
         (Value::List(items), Value::Int(i)) => match norm_index(*i, items.len()) {
@@ -495,7 +495,7 @@ fn index_hint(recv: &Value, idx: &Value) -> Option<String> {
     }
 }
 
-/// Convert a value to an argv string for an external program (§10.2).
+/// Convert a value to an argv string for an external program (docs/rules.md §8).
 pub fn argv_string(v: &Value) -> SResult<String> {
     match v {
         Value::Str(s) => Ok(s.to_string()),

@@ -23,7 +23,7 @@ pub fn display(v: &Value) -> String {
     }
 }
 
-/// `echo` argument form (§11.1): strings and paths raw, null empty, else inline.
+/// `echo` argument form (docs/rules.md §9): strings and paths raw, null empty, else inline.
 pub fn echo_display(v: &Value) -> String {
     match v {
         Value::Str(s) => s.to_string(),
@@ -50,7 +50,7 @@ pub fn float(f: f64) -> String {
     }
 }
 
-/// Size render (§14.2): `999b`, `1.02kb`, `4.19mb`, `1.1tb`.
+/// Size render (docs/rules.md §12): `999b`, `1.02kb`, `4.19mb`, `1.1tb`.
 pub fn size(n: u64) -> String {
     if n < 1000 {
         return format!("{n}b");
@@ -79,7 +79,7 @@ pub fn size(n: u64) -> String {
     }
 }
 
-/// Duration render (§14.3): `0s`, `1m30s`, `4w2d`, `-1m30s`, `1ms500us`.
+/// Duration render (docs/rules.md §12): `0s`, `1m30s`, `4w2d`, `-1m30s`, `1ms500us`.
 pub fn duration(ns: i64) -> String {
     if ns == 0 {
         return "0s".to_string();
@@ -298,7 +298,7 @@ fn write_inline(out: &mut String, v: &Value, depth: usize) {
 /// Bytes of a spilled stdout shown when an outcome is rendered as a block.
 pub const RENDER_SPILL_HEAD: usize = 64 << 10;
 
-/// The bytes a builtin result writes on redirect / as its `.stdout` (§14.4):
+/// The bytes a builtin result writes on redirect / as its `.stdout` (docs/rules.md §12):
 /// str → text plus `\n` unless present; bytes raw; null nothing; else display + `\n`.
 pub fn redirect_bytes(v: &Value) -> Vec<u8> {
     match v {

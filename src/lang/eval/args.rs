@@ -33,17 +33,17 @@ pub(crate) enum CArg {
     Dash,
 }
 
-/// Heads handled by the evaluator itself (§10.3 step 4).
+/// Heads handled by the evaluator itself (docs/rules.md §8: evaluator heads).
 pub(super) const SPECIAL_HEADS: &[&str] = &[
     "jobs", "exit", "quit", "plan", "apply", "explain", "interact", "assert", "open", "save",
     "reef", "undo", "journal", "history",
 ];
-/// Session heads (§10.3 step 6).
+/// Session heads (docs/rules.md §9: session heads).
 pub(super) const SESSION_HEADS: &[&str] = &[
     "cd", "pushd", "popd", "dirs", "j", "jump", "pwd", "run", "source",
 ];
 
-/// Every head name the evaluator knows (for did-you-mean and §5.1 step 3).
+/// Every head name the evaluator knows (for did-you-mean and bare names, docs/rules.md §4).
 pub(crate) fn is_builtin_head(name: &str) -> bool {
     SPECIAL_HEADS.contains(&name) || SESSION_HEADS.contains(&name) || builtins::is_fs_builtin(name)
 }
@@ -56,7 +56,7 @@ pub(super) fn all_heads() -> impl Iterator<Item = &'static str> {
         .copied()
 }
 
-/// Convert a value to an argv string for an external program (§10.2).
+/// Convert a value to an argv string for an external program (docs/rules.md §8).
 pub fn argv_string(v: &Value) -> Result<OsString, ShoalError> {
     crate::value::ops::argv_os(v)
 }
@@ -144,7 +144,7 @@ pub(super) fn carg_argv(cargs: &[CArg]) -> Result<Vec<OsString>, ShoalError> {
     Ok(out)
 }
 
-/// Stdin bytes of a fed value (§10.7); a spilled outcome or bytes value is
+/// Stdin bytes of a fed value (docs/rules.md §8); a spilled outcome or bytes value is
 /// streamed from its spill file, not loaded.
 pub(crate) fn feed_bytes(v: &Value) -> Result<OutputBytes, ShoalError> {
     crate::value::methods::feed_output(v)

@@ -11,11 +11,11 @@ use crate::lang::eval::{Ctl, EResult, Interp, Pos, MAX_DEPTH};
 use crate::lang::scope::{closure, command, Closure, Scope, ScopeRef};
 use crate::value::{methods, ops, Args, ErrorCode, GlobVal, RangeVal, Record, ShoalError, Value};
 
-/// Names handled as special call forms (§5.1), before any binding.
+/// Names handled as special call forms (docs/rules.md §4), before any binding.
 const SPECIAL_FORMS: &[&str] = &[
     "parallel", "retry", "on", "now", "today", "assert", "run", "save", "open",
 ];
-/// Constructors (§5.1), after special forms.
+/// Constructors (docs/rules.md §4), after special forms.
 const CONSTRUCTORS: &[&str] = &[
     "path", "glob", "regex", "range", "channel", "every", "watch", "tail",
 ];
@@ -311,7 +311,7 @@ impl Interp {
         Ok(())
     }
 
-    /// Special call forms and constructors (§11.2).
+    /// Special call forms and constructors (docs/rules.md §9).
     fn special_call(
         &mut self,
         name: &str,
@@ -526,7 +526,7 @@ impl Interp {
         }
     }
 
-    /// `assert(cond [, msg])` on evaluated values (§9).
+    /// `assert(cond [, msg])` on evaluated values (docs/rules.md §9).
     pub(crate) fn assert_values(&mut self, pos: Vec<Value>) -> EResult<Value> {
         if pos.is_empty() || pos.len() > 2 {
             return Err(ShoalError::arg_error(format!(
@@ -725,7 +725,7 @@ fn coerce_elem(v: Value, t: &str, cwd: &std::path::Path) -> Result<Value, ShoalE
     }
 }
 
-/// `list<T>` parameters coerce each string element to `T` (§5.5).
+/// `list<T>` parameters coerce each string element to `T` (docs/rules.md §4).
 fn coerce_list_param(
     v: Value,
     ty: Option<&TypeAnn>,

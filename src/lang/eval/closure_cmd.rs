@@ -13,7 +13,7 @@ use crate::lang::scope::Closure;
 use crate::value::{GlobVal, ShoalError, Value};
 
 impl Interp {
-    /// Calling a closure in command form (§10.12).
+    /// Calling a closure in command form (docs/rules.md §8).
     pub(super) fn call_closure_cmd(
         &mut self,
         c: &Arc<Closure>,
@@ -178,7 +178,7 @@ pub(super) fn has_out_redirect(r: &[(RedirectKind, PathBuf)]) -> bool {
         .any(|(k, _)| matches!(k, RedirectKind::Out | RedirectKind::Append))
 }
 
-/// Coerce a command-form argument to a parameter type (§10.12).
+/// Coerce a command-form argument to a parameter type (docs/rules.md §8).
 pub(super) fn coerce_cmd_value(
     v: Value,
     t: &crate::lang::ast::TypeAnn,

@@ -94,7 +94,7 @@ impl Interp {
         self.run_resolved(inv, scope, pos)
     }
 
-    /// §10.3 steps 2–8. `NAME=v` prefixes hold for the whole call, so
+    /// Head resolution (docs/rules.md §8). `NAME=v` prefixes hold for the whole call, so
     /// builtins and functions that read the environment (`env`, `which`,
     /// `cd` without arguments, externals they start) see them exactly as an
     /// external does; the previous values return afterwards, also on error.
@@ -224,7 +224,7 @@ impl Interp {
         self.expand_alias(a, inv, scope, pos)
     }
 
-    /// Is `name` something a bare name in value position runs (§5.1 step 3)?
+    /// Is `name` something a bare name in value position runs (docs/rules.md §4)?
     pub(crate) fn is_command_name(&self, name: &str, _scope: &ScopeRef) -> bool {
         if is_builtin_head(name) {
             return true;
@@ -252,7 +252,7 @@ impl Interp {
         e
     }
 
-    /// §10.3 steps 4–8 for an unbound (or forced) head.
+    /// Head resolution (docs/rules.md §8) for an unbound (or forced) head.
     pub(super) fn dispatch(
         &mut self,
         inv: Invocation,

@@ -43,7 +43,7 @@ impl Interp {
         Ok(Value::Null)
     }
 
-    /// Spawn an external program (§10.3 step 8).
+    /// Spawn an external program (docs/rules.md §8).
     pub(super) fn run_external(
         &mut self,
         inv: Invocation,
@@ -225,7 +225,7 @@ impl Interp {
         })))
     }
 
-    /// `.feed(...)` (§10.7): the side that is a command is the command.
+    /// `.feed(...)` (docs/rules.md §8): the side that is a command is the command.
     pub(crate) fn eval_feed(
         &mut self,
         recv: &Expr,
@@ -347,7 +347,7 @@ impl Interp {
         }
     }
 
-    /// `TOOL { program }` (§10.8).
+    /// `TOOL { program }` (docs/rules.md §8).
     pub(crate) fn run_interp_block(
         &mut self,
         tool: &str,

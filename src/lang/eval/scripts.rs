@@ -20,7 +20,7 @@ pub(super) fn gate_script(what: &str, cwd: &Path, path: &Path) -> Result<(), Sho
 }
 
 impl Interp {
-    /// `run TARGET args…` (§10.9).
+    /// `run TARGET args…` (docs/rules.md §8).
     pub(crate) fn run_target(
         &mut self,
         target: &str,
@@ -113,7 +113,7 @@ impl Interp {
         )
     }
 
-    /// Run a `.shl` script in a child evaluator with a fresh scope (§10.9).
+    /// Run a `.shl` script in a child evaluator with a fresh scope (docs/rules.md §8).
     pub(crate) fn run_shl(&mut self, path: &Path, args: Vec<Value>) -> EResult<Value> {
         gate_script("run", &self.cwd, path)?;
         let src = std::fs::read_to_string(path).map_err(|e| {
@@ -145,7 +145,7 @@ impl Interp {
         }
     }
 
-    /// `source PATH`: evaluate a file in the current scope (§10.9).
+    /// `source PATH`: evaluate a file in the current scope (docs/rules.md §8).
     pub(super) fn source_file(&mut self, p: &Path, scope: &ScopeRef) -> EResult<Value> {
         let abs = self.resolve_path(p);
         gate_script("source", &self.cwd, &abs)?;

@@ -1,4 +1,4 @@
-//! Session tasks seen from the language (docs/rules.md §10.11): `cmd &` and
+//! Session tasks seen from the language (docs/rules.md §7): `cmd &` and
 //! `sh { … } &` start a task of the daemon's session through a [`TaskHost`]
 //! (the same kind `exec` with `background: true` starts), so it outlives the
 //! call; `jobs` lists every task of the session; a task handle's methods
@@ -203,7 +203,7 @@ impl Interp {
     }
 }
 
-/// A `jobs` row (docs/rules.md §10.11): `{id, desc, state, done, suspended}`.
+/// A `jobs` row (docs/rules.md §7): `{id, desc, state, done, suspended}`.
 pub(crate) fn job_row(t: &TaskInfo) -> Arc<Record> {
     let mut r = Record::new();
     r.insert("id".into(), Value::Int(t.id as i64));

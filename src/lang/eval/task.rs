@@ -63,7 +63,7 @@ impl Tasks {
     }
 }
 
-/// A named channel (§12.12).
+/// A named channel (docs/rules.md §10).
 #[derive(Clone)]
 pub struct Channel {
     inner: Arc<ChanInner>,
@@ -239,7 +239,7 @@ impl Interp {
             .map(|e| (e.state.clone(), e.desc.clone()))
     }
 
-    /// Methods and fields of task handles (§12.10).
+    /// Methods and fields of task handles (docs/rules.md §7).
     pub(crate) fn task_method(&mut self, id: u64, name: &str, _args: &[Value]) -> EResult<Value> {
         let Some((st, _)) = self.task_state(id) else {
             if let Some(r) = self.host_task_method(id, name) {
@@ -297,7 +297,7 @@ impl Interp {
         }
     }
 
-    /// `jobs` (§10.11): every task of the session (through the task host)
+    /// `jobs` (docs/rules.md §7): every task of the session (through the task host)
     /// and this evaluator's own, by number.
     pub(crate) fn jobs_table(&self) -> EResult<Value> {
         let mut rows: Vec<TaskInfo> = self.host_jobs().map_err(|e| self.lift(e))?;

@@ -24,7 +24,7 @@ fn is_path(text: &str) -> bool {
         || text.starts_with('/')
 }
 
-/// Classify a plain word's text (first match wins, §2.4).
+/// Classify a plain word's text (first match wins, docs/rules.md §2).
 fn classify(text: &str, span: Span) -> WordKind {
     if text == "--" {
         return WordKind::EndOfFlags;

@@ -1,4 +1,4 @@
-//! Collection methods (list, table, range; §12.4).
+//! Collection methods (list, table, range; docs/rules.md §10).
 use crate::value::memory;
 use std::cmp::Ordering;
 use std::collections::HashSet;

@@ -108,7 +108,7 @@ pub fn call_method(host: &mut dyn Host, recv: &Value, name: &str, args: Args) ->
     }
 }
 
-/// `recv.name` with the field / zero-argument-method fallback of §12.1.
+/// `recv.name` with the field / zero-argument-method fallback of docs/rules.md §10.
 pub fn get_field(host: &mut dyn Host, recv: &Value, name: &str) -> SResult<Value> {
     match recv {
         Value::Record(r) => r
@@ -169,7 +169,7 @@ pub fn cmd_failed(o: &Outcome) -> ShoalError {
     e
 }
 
-/// `.out` of an outcome WITHOUT the failure check (method forwarding, §16.6):
+/// `.out` of an outcome WITHOUT the failure check (method forwarding, docs/rules.md §10):
 /// a builtin's structured result, or the external's stdout (lossy UTF-8, one
 /// trailing `\n` removed, JSON-sniffed when it starts with `{` or `[`).
 pub fn outcome_out_unchecked(o: &Outcome) -> Value {
@@ -197,7 +197,7 @@ pub fn outcome_out(o: &Outcome) -> SResult<Value> {
     Ok(outcome_out_unchecked(o))
 }
 
-/// Outcome field access (§10.5): own fields, else forwarded to `.out`.
+/// Outcome field access (docs/rules.md §8): own fields, else forwarded to `.out`.
 pub fn outcome_field(host: &mut dyn Host, o: &Outcome, name: &str) -> SResult<Value> {
     Ok(match name {
         "status" => o.status.map(Value::Int).unwrap_or(Value::Null),
@@ -223,7 +223,7 @@ pub fn outcome_field(host: &mut dyn Host, o: &Outcome, name: &str) -> SResult<Va
     })
 }
 
-/// `.str()` (strict) / `.display()` (lossy) conversions (§12.3).
+/// `.str()` (strict) / `.display()` (lossy) conversions (docs/rules.md §10).
 fn to_str(v: &Value, strict: bool) -> SResult<Value> {
     match v {
         Value::Str(_) => Ok(v.clone()),
@@ -269,7 +269,7 @@ fn to_str(v: &Value, strict: bool) -> SResult<Value> {
     }
 }
 
-/// Stdin for `value.feed(cmd)` (§10.7) without copying: bytes values and
+/// Stdin for `value.feed(cmd)` (docs/rules.md §8) without copying: bytes values and
 /// text outcomes hand over their (possibly spilled) bytes as they are.
 pub fn feed_output(v: &Value) -> SResult<OutputBytes> {
     match v {
@@ -290,7 +290,7 @@ fn json_candidate(head: &[u8]) -> bool {
     )
 }
 
-/// Stdin bytes for `value.feed(cmd)` (§10.7).
+/// Stdin bytes for `value.feed(cmd)` (docs/rules.md §8).
 pub fn feed_bytes(v: &Value) -> SResult<Vec<u8>> {
     match v {
         Value::Str(s) => Ok(s.as_bytes().to_vec()),

@@ -1,4 +1,4 @@
-//! Stream methods (§12.11): lazy combinators, sinks, list fallback.
+//! Stream methods (docs/rules.md §10): lazy combinators, sinks, list fallback.
 //!
 //! Non-callback combinators are lazy iterator adapters. Callback combinators
 //! (`map where filter scan flat_map take_until(pred)`) need the host, which an

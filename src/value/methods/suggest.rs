@@ -1,4 +1,4 @@
-//! The unknown-method fall-through (§12.1): cross-type `type_error`, else
+//! The unknown-method fall-through (docs/rules.md §10): cross-type `type_error`, else
 //! `field_missing` “unknown method `.m` on TYPE” with a did-you-mean hint.
 use super::{coll, other, stream, text};
 use crate::value::{ShoalError, Value};

@@ -1,4 +1,4 @@
-//! String methods (§12.5).
+//! String methods (docs/rules.md §10).
 use std::sync::Arc;
 
 use super::{arity, count_arg, str_arg, stream_of};
