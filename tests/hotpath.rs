@@ -94,25 +94,17 @@ fn exec_elides_with_the_callers_budget_in_one_round_trip() {
     );
 }
 
-/// The request of `id` was answered by the quick lane (the session actor itself) or by the
-/// worker, as the daemon's debug log says.
-fn lane_of(root: &Root, id: &str) -> &'static str {
-    eventually(
-        "the exec's log line",
-        std::time::Duration::from_secs(10),
-        || {
-            let log = root.log();
-            let line = log
-                .lines()
-                .find(|l| l.contains("exec evaluated") && l.contains(&format!("\"{id}\"")))?
-                .to_string();
-            Some(if line.contains("quick exec evaluated") {
-                "quick"
-            } else {
-                "worker"
-            })
-        },
-    )
+/// How many execs of session `name` the quick lane (the Session actor itself)
+/// has answered, as `daemon.status` counts them.
+fn quick_count(c: &mut Conn, name: &str) -> u64 {
+    let st = c.ok("daemon.status", json!({}));
+    st["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == json!(name))
+        .and_then(|s| s["quick_execs"].as_u64())
+        .expect("the session's quick_execs")
 }
 
 /// Wait until session `name`'s worker has finished its last job (after its reply it
@@ -127,28 +119,36 @@ fn quick_execs_are_answered_by_the_session_actor_and_journaled_in_order() {
     let d = Daemon::start_with(&root, &root.socket(), &[], &[("SHOAL_LOG", "shoal=debug")]);
     let mut c = d.conn();
     c.attach("q");
+    // Each exec, and the lane that answered it: quick when the session's
+    // quick_execs count went up by one.
     let exec = |c: &mut Conn, id: &str, src: &str| {
+        let before = quick_count(c, "q");
         c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "exec", "params": {"src": src}}));
         let r = c.recv();
         assert_eq!(r["id"], json!(id), "{r}");
-        r
+        let lane = if quick_count(c, "q") > before {
+            "quick"
+        } else {
+            "worker"
+        };
+        (r, lane)
     };
-    let r = exec(&mut c, "q-1", "let x = 6");
+    let (r, lane) = exec(&mut c, "q-1", "let x = 6");
     assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(lane, "worker");
     worker_idle(&mut c, "q");
-    let r = exec(&mut c, "q-2", "x * 7");
+    let (r, lane) = exec(&mut c, "q-2", "x * 7");
     assert_eq!(r["result"]["value"], json!({"$": "int", "v": 42}), "{r}");
     assert_eq!(r["result"]["ref"], json!("out:2"), "{r}");
-    let r = exec(&mut c, "q-3", "[x].len()");
+    assert_eq!(lane, "quick");
+    let (r, lane) = exec(&mut c, "q-3", "[x].len()");
     assert_eq!(r["result"]["value"]["v"], json!(1), "{r}");
+    assert_eq!(lane, "worker");
     // A quick program's error is an error like any other, stored as out:N.
     worker_idle(&mut c, "q");
-    let r = exec(&mut c, "q-4", "x / 0");
+    let (r, lane) = exec(&mut c, "q-4", "x / 0");
     assert_eq!(r["error"]["data"]["code"], json!("div_zero"), "{r}");
-    assert_eq!(lane_of(&root, "q-1"), "worker");
-    assert_eq!(lane_of(&root, "q-2"), "quick");
-    assert_eq!(lane_of(&root, "q-3"), "worker");
-    assert_eq!(lane_of(&root, "q-4"), "quick");
+    assert_eq!(lane, "quick");
 
     // Journaled, in order, and read back like any other value.
     let entries = c.ok("journal.query", json!({"session": "q"}));
@@ -174,22 +174,27 @@ fn quick_execs_are_answered_by_the_session_actor_and_journaled_in_order() {
         .collect();
     assert!(renders.contains(&"42"), "{ev}");
 
-    // While the worker is busy, a quick exec queues behind it: order is kept.
+    // While the worker is busy, a quick exec queues behind it: order is kept
+    // (q-5 may reach the daemon only after the gate opened; its number comes
+    // after the slow exec's either way).
     let mut other = d.conn();
     other.attach("q");
-    c.send(
-        &json!({"jsonrpc": "2.0", "id": "slow", "method": "exec", "params": {"src": "sleep 1"}}),
+    let gate = root.path().join("gate");
+    let slow = format!(
+        "sh {{ until [ -e {} ]; do sleep 0.01; done }}",
+        gate.display()
     );
+    c.send(&json!({"jsonrpc": "2.0", "id": "slow", "method": "exec", "params": {"src": slow}}));
     session_busy(&mut other, "q", true);
     other.send(
         &json!({"jsonrpc": "2.0", "id": "q-5", "method": "exec", "params": {"src": "x + 1"}}),
     );
+    std::fs::write(&gate, "").unwrap();
     let slow = c.recv();
     assert_eq!(slow["result"]["ref"], json!("out:5"), "{slow}");
     let r = other.recv();
     assert_eq!(r["result"]["value"], json!({"$": "int", "v": 7}), "{r}");
     assert_eq!(r["result"]["ref"], json!("out:6"), "{r}");
-    assert_eq!(lane_of(&root, "q-5"), "worker");
 }
 
 // The quick lane asks for the next block of `out:N` ahead of need, as the worker does,

@@ -175,6 +175,9 @@ impl Session {
         drop(lang);
         spec.cancel.finish();
         tracing::debug!(ok = result.is_ok(), "quick exec evaluated");
+        self.shared
+            .quick_execs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // A quick record is small: handed to the journal before the reply, as
         // the worker does with small records.
         let mut events = Vec::new();

@@ -48,6 +48,9 @@ pub struct SessionShared {
     pub services: Option<Services>,
     pub clients: AtomicI64,
     pub busy: AtomicBool,
+    /// Execs the Session actor answered itself (quick programs), for
+    /// `daemon.status`.
+    pub quick_execs: std::sync::atomic::AtomicU64,
     pub interrupter: Mutex<Option<Interrupter>>,
     /// Delivers `user.*` events published by clients into the language's channels.
     pub injector: Mutex<Option<ChannelInjector>>,
@@ -134,6 +137,7 @@ impl SessionShared {
             services: None,
             clients: AtomicI64::new(0),
             busy: AtomicBool::new(false),
+            quick_execs: Default::default(),
             interrupter: Mutex::new(None),
             injector: Mutex::new(None),
             adapters: None,
