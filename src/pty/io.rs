@@ -32,7 +32,7 @@ pub const READ_CHUNK: usize = 64 * 1024;
 /// (an echo is visible without waiting for this).
 pub const PUBLISH_EVERY: Duration = Duration::from_millis(2);
 /// Input bytes queued for the child at most.
-pub const MAX_PENDING_INPUT: usize = 4 << 20;
+pub const MAX_PENDING_INPUT: usize = 1 << 20;
 
 /// Whether the child runs and how it ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub struct Shared {
 impl Shared {
     pub fn new(term: &mut Term) -> Shared {
         Shared {
-            screen: Mutex::new(Arc::new(term.render().clone())),
+            screen: Mutex::new(term.render_shared()),
             last_read: Mutex::new(None),
             retired: Mutex::new(None),
             life: Mutex::new(Life {
@@ -87,6 +87,21 @@ impl Shared {
         (s, changed)
     }
 
+    /// Drop the emulator of an ended I/O thread (the PTY is closed) and
+    /// give its memory back to the OS, off the caller's thread.
+    pub fn drop_retired(&self) {
+        if let Some(term) = self.retired.locked().take() {
+            let free = move || {
+                drop(term);
+                crate::procmem::give_back_free_memory();
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => drop(rt.spawn_blocking(free)),
+                Err(_) => free(),
+            }
+        }
+    }
+
     /// Scrollback from the emulator of an ended I/O thread.
     pub fn retired_scrollback(&self, n: usize) -> Vec<String> {
         self.retired
@@ -97,7 +112,7 @@ impl Shared {
     }
 
     fn publish(&self, term: &mut Term) {
-        let r = Arc::new(term.render().clone());
+        let r = term.render_shared();
         let old = std::mem::replace(&mut *self.screen.locked(), r);
         // The previous screen is freed after the lock is released.
         drop(old);
@@ -411,10 +426,18 @@ impl IoThread {
                 .reply
                 .send(Err(io::Error::other("the program's terminal is closed")));
         }
+        drop((pending, buf));
         let IoThread {
             shared, term, cmds, ..
         } = self;
-        *shared.retired.locked() = Some(term);
+        if closing {
+            // Closed, or every handle is gone: nobody reads this emulator
+            // again, so its memory goes back to the OS now.
+            drop(term);
+            crate::procmem::give_back_free_memory();
+        } else {
+            *shared.retired.locked() = Some(term);
+        }
         // Commands queued meanwhile are answered from the retired emulator.
         while let Ok(c) = cmds.try_recv() {
             match c {
