@@ -163,10 +163,20 @@ fn oversized_screens_are_refused_and_a_closed_ptys_budget_is_usable_again() {
     );
     assert_eq!(r["error"]["data"]["max_cells"], json!(250000), "{r}");
 
-    // 500x200 (100,000 cells) fits 16 MiB once, not twice.
-    let a = c.ok("pty.open", sleeper(500, 200));
+    // 500x250 (125,000 cells, ~12 MB) fits 16 MiB once, not twice.
+    let a = c.ok("pty.open", sleeper(500, 250));
     let a_id = a["pty_id"].clone();
-    let r = c.call("pty.open", sleeper(500, 200));
+    // What the PTY holds is not there for evaluation: 4 MiB of string
+    // (about twice that at the peak) fits 16 MiB alone, not beside the PTY.
+    let grow = "var s = 'x'\nfor i in range(0, 22) { s = s + s }\ns.len()";
+    let r = c.call("exec", json!({ "src": grow }));
+    assert_eq!(err_code(&r), -32040, "{r}");
+    let msg = err_msg(&r);
+    assert!(
+        msg.contains("session_memory") && msg.contains("PTYs hold"),
+        "{msg}"
+    );
+    let r = c.call("pty.open", sleeper(500, 250));
     assert_eq!(err_code(&r), -32040, "{r}");
     assert_eq!(r["error"]["data"]["limit"], json!("session_memory"), "{r}");
     let msg = err_msg(&r);
@@ -188,7 +198,7 @@ fn oversized_screens_are_refused_and_a_closed_ptys_budget_is_usable_again() {
     let read = c.ok("pty.read", json!({"pty_id": a_id}));
     assert_eq!(
         (read["cols"].clone(), read["rows"].clone()),
-        (json!(500), json!(200))
+        (json!(500), json!(250))
     );
     // Shrinking always fits.
     let z = c.ok(
@@ -200,7 +210,62 @@ fn oversized_screens_are_refused_and_a_closed_ptys_budget_is_usable_again() {
     // Closing gives the budget back: the refused open fits now, again and again.
     c.ok("pty.close", json!({"pty_id": a_id}));
     for _ in 0..3 {
-        let b = c.ok("pty.open", sleeper(500, 200));
+        let b = c.ok("pty.open", sleeper(500, 250));
         c.ok("pty.close", json!({"pty_id": b["pty_id"]}));
     }
+    let r = c.ok("exec", json!({ "src": grow }));
+    assert_eq!(r["value"], json!({"$": "int", "v": 1 << 22}), "{r}");
+}
+
+#[test]
+fn an_ended_programs_screen_is_readable_until_close_then_freed() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut c = d.conn();
+    c.attach("ptyexit");
+    let marker = format!("ptymem-exit-{}", std::process::id());
+    let start = rss(d.pid());
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let mut args = filler(&marker);
+        // The same output, then the program ends.
+        let src = args[1].as_str().unwrap().replace("time.sleep(600)\n", "");
+        args[1] = json!(src);
+        let p = c.ok(
+            "pty.open",
+            json!({"cmd": "python3", "args": args, "cols": COLS, "rows": ROWS}),
+        );
+        ids.push(p["pty_id"].clone());
+    }
+    for id in &ids {
+        let r = eventually("the program ends", Duration::from_secs(120), || {
+            let r = c.ok(
+                "pty.read",
+                json!({"pty_id": id, "wait_for": "FILLED-DONE", "timeout_ms": 1000, "scrollback": 5}),
+            );
+            (r["alive"] == json!(false)).then_some(r)
+        });
+        assert!(screen_has(&r, "FILLED-DONE"), "{r}");
+        assert_eq!(r["scrollback"].as_array().map(Vec::len), Some(5), "{r}");
+    }
+    let peak = rss(d.pid());
+    for id in &ids {
+        c.ok("pty.close", json!({"pty_id": id}));
+    }
+    let back = start + 16 * MIB;
+    eventually(
+        "RSS back near the start after closing ended PTYs",
+        Duration::from_secs(20),
+        || (rss(d.pid()) < back).then_some(()),
+    );
+    eprintln!(
+        "pty_memory (ended): start {start}, peak {peak}, after close {}",
+        rss(d.pid())
+    );
+}
+
+fn screen_has(r: &Value, text: &str) -> bool {
+    r["screen"]
+        .as_array()
+        .is_some_and(|rows| rows.iter().any(|l| l.as_str().unwrap_or("").contains(text)))
 }

@@ -90,16 +90,17 @@ impl Shared {
     /// Drop the emulator of an ended I/O thread (the PTY is closed) and
     /// give its memory back to the OS, off the caller's thread.
     pub fn drop_retired(&self) {
-        if let Some(term) = self.retired.locked().take() {
-            let free = move || {
-                drop(term);
-                crate::procmem::give_back_free_memory();
-            };
+        if let Some(term) = self.take_retired() {
             match tokio::runtime::Handle::try_current() {
-                Ok(rt) => drop(rt.spawn_blocking(free)),
-                Err(_) => free(),
+                Ok(rt) => drop(rt.spawn_blocking(move || free_term(term))),
+                Err(_) => free_term(term),
             }
         }
+    }
+
+    /// The emulator of an ended I/O thread, taken (for [`free_term`]).
+    pub fn take_retired(&self) -> Option<Term> {
+        self.retired.locked().take()
     }
 
     /// Scrollback from the emulator of an ended I/O thread.
@@ -139,6 +140,13 @@ impl Shared {
         f(&mut self.life.locked());
         self.changes.send_modify(|g| *g += 1);
     }
+}
+
+/// Drop an emulator and give its memory back to the OS (a walk of the
+/// allocator's arenas: call it off the arbiter).
+pub fn free_term(term: Term) {
+    drop(term);
+    crate::procmem::give_back_free_memory();
 }
 
 /// A request to the I/O thread.
@@ -433,8 +441,7 @@ impl IoThread {
         if closing {
             // Closed, or every handle is gone: nobody reads this emulator
             // again, so its memory goes back to the OS now.
-            drop(term);
-            crate::procmem::give_back_free_memory();
+            free_term(term);
         } else {
             *shared.retired.locked() = Some(term);
         }

@@ -323,8 +323,11 @@ impl PtyHandle {
                 _ => shared.life().exit,
             };
             // A program that ended before the close left its emulator for
-            // scrollback reads; closed, nothing reads it.
-            shared.drop_retired();
+            // scrollback reads; closed, nothing reads it. The close answers
+            // once its memory is back with the OS.
+            if let Some(term) = shared.take_retired() {
+                let _ = tokio::task::spawn_blocking(move || io::free_term(term)).await;
+            }
             exit
         }
     }
@@ -423,6 +426,8 @@ fn check(shared: &Shared, opts: &ReadOpts) -> (bool, Option<Instant>) {
 impl Drop for PtyHandle {
     fn drop(&mut self) {
         OPEN.locked().remove(&self.id);
+        // An ended program's emulator (kept for scrollback reads) goes now.
+        self.shared.drop_retired();
         // The I/O thread sees the channel disconnect and kills the group.
         drop(self.cmds.locked().take());
         io::wake(&self.wake);
