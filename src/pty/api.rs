@@ -371,10 +371,34 @@ mod tests {
             json!({"cmd": "x", "args": [1]}),
             json!({"cmd": "x", "env": {"A": 1}}),
             json!({"cmd": "x", "cols": -1}),
+            json!({"cmd": "x", "cols": 1000, "rows": 251}),
+            json!({"cmd": "x", "cols": 5000, "rows": 5000}),
         ] {
             let e = parse("pty.open", &obj(bad.clone())).unwrap_err();
             assert_eq!(e.code, rpc::INVALID_PARAMS, "{bad}");
         }
+        // The cell cap applies after the clamp, to resizes too.
+        let e = parse(
+            "pty.resize",
+            &obj(json!({"pty_id": "pty:1", "cols": 5000, "rows": 5000})),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, rpc::INVALID_PARAMS);
+        assert!(e.message.contains("1000000 cells"), "{}", e.message);
+        assert!(parse(
+            "pty.resize",
+            &obj(json!({"pty_id": "pty:1", "cols": 1000, "rows": 250}))
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn the_charge_is_what_the_docs_say() {
+        // docs/protocol.md §8: ~2.9 MB for 80x24, ~20.8 MB for 1000x250.
+        let small = crate::pty::charge(24, 80);
+        assert!((2_800_000..3_000_000).contains(&small), "{small}");
+        let large = crate::pty::charge(250, 1000);
+        assert!((20_700_000..20_900_000).contains(&large), "{large}");
     }
 
     #[test]
