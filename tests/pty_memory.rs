@@ -118,6 +118,15 @@ fn ptys_are_charged_refused_past_the_budget_and_freed_on_close() {
         .as_u64()
         .unwrap_or_else(|| panic!("{row}"));
     assert!(held >= ids.len() as u64 * 16_000_000, "{row}");
+    let sock = root.socket();
+    let (code, text, _) = run(&root, &["status", "--socket", sock.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("PTY MEM"), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("ptymem "))
+        .unwrap_or_default();
+    assert!(line.contains(" MiB"), "{text}");
 
     let peak = rss(d.pid());
     for id in &ids {
