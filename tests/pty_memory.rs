@@ -247,13 +247,19 @@ fn an_ended_programs_screen_is_readable_until_close_then_freed() {
         ids.push(p["pty_id"].clone());
     }
     for id in &ids {
-        let r = eventually("the program ends", Duration::from_secs(120), || {
-            let r = c.ok(
-                "pty.read",
-                json!({"pty_id": id, "wait_for": "FILLED-DONE", "timeout_ms": 1000, "scrollback": 5}),
-            );
-            (r["alive"] == json!(false)).then_some(r)
-        });
+        // Its exit may be seen before the last of its output is (the
+        // kernel hands the tail of a flood over later): wait for both.
+        let r = eventually(
+            "the program ends and its last output is on the screen",
+            Duration::from_secs(120),
+            || {
+                let r = c.ok(
+                    "pty.read",
+                    json!({"pty_id": id, "wait_for": "FILLED-DONE", "timeout_ms": 1000, "scrollback": 5}),
+                );
+                (r["alive"] == json!(false) && r["matched"] == json!(true)).then_some(r)
+            },
+        );
         assert!(screen_has(&r, "FILLED-DONE"), "{r}");
         assert_eq!(r["scrollback"].as_array().map(Vec::len), Some(5), "{r}");
     }
