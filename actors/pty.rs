@@ -7,7 +7,9 @@
 //! go of it) is a hard kill of the process group.
 //!
 //! Also here: the supervisor's PTY table and its `pty.*` handlers (open
-//! spawns on a blocking thread, within `[limits] max_ptys_per_session`),
+//! spawns on a blocking thread, within `[limits] max_ptys_per_session`;
+//! each PTY holds its bound in the session's memory budget from open, or
+//! resize, to close: docs/protocol.md §8),
 //! and the connection-side helpers the kernel and MCP connections call (one
 //! arm each): requests, `shoal://pty` resources, screen subscriptions.
 
@@ -27,6 +29,7 @@ use crate::proto::frame;
 use crate::proto::rpc::RpcError;
 use crate::pty::api::{self, PtyOp};
 use crate::pty::{child_env, id_name, PtyHandle, SpawnSpec};
+use crate::value::memory::MemBudget;
 
 /// Screen-update notifications of one subscription come at most this often.
 pub const UPDATE_EVERY: Duration = Duration::from_millis(50);
@@ -101,9 +104,68 @@ impl Handler<PtyCall> for Pty {
     }
 }
 
+/// What an open PTY holds of its session's memory budget: the bound of
+/// its screen and buffers, charged at open and resize, released on drop.
+struct Held {
+    budget: &'static MemBudget,
+    bytes: u64,
+    /// How wide (cells) the emulator's rows may be allocated.
+    row_cap: u16,
+}
+
+impl Held {
+    /// Charge a new `rows` x `cols` PTY, or say what does not fit.
+    fn open(
+        budget: &'static MemBudget,
+        (rows, cols): (u16, u16),
+        ptys: usize,
+    ) -> Result<Held, RpcError> {
+        let bytes = crate::pty::charge(rows, cols);
+        budget
+            .hold(bytes)
+            .map_err(|_| api::memory_refused("opening", (cols, rows), bytes, budget, ptys))?;
+        Ok(Held {
+            budget,
+            bytes,
+            row_cap: cols,
+        })
+    }
+
+    /// Charge the PTY at its new size (a growth must fit; a shrink gives
+    /// back at once).
+    fn resize(&mut self, (rows, cols): (u16, u16), ptys: usize) -> Result<(), RpcError> {
+        let row_cap = crate::pty::term::row_capacity(self.row_cap, cols);
+        let bytes = crate::pty::charge(rows, row_cap);
+        if bytes > self.bytes {
+            let more = bytes - self.bytes;
+            self.budget.hold(more).map_err(|_| {
+                api::memory_refused("resizing to", (cols, rows), bytes, self.budget, ptys)
+            })?;
+        } else {
+            self.budget.release(self.bytes - bytes);
+        }
+        self.bytes = bytes;
+        self.row_cap = row_cap;
+        Ok(())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.budget.release(self.bytes);
+    }
+}
+
+/// One open PTY of the table.
+struct Entry {
+    addr: super::health::Counted<Pty>,
+    handle: Arc<PtyHandle>,
+    held: Held,
+}
+
 /// A session's PTYs, kept by its SessionSupervisor.
 pub struct PtyTable {
-    entries: BTreeMap<u64, (super::health::Counted<Pty>, Arc<PtyHandle>)>,
+    entries: BTreeMap<u64, Entry>,
     /// Opens in flight (they count against the limit).
     opening: usize,
     max: usize,
@@ -129,8 +191,8 @@ impl PtyTable {
     /// End every PTY's process group (session close, daemon stop); the I/O
     /// threads reap.
     pub fn kill_all(&mut self) {
-        for (_, (_, h)) in std::mem::take(&mut self.entries) {
-            crate::pty::spawn::kill_group(h.pid);
+        for (_, e) in std::mem::take(&mut self.entries) {
+            crate::pty::spawn::kill_group(e.handle.pid);
         }
     }
 }
@@ -190,6 +252,13 @@ impl Handler<PtyCall> for SessionSupervisor {
                     rows: req.rows,
                     cols: req.cols,
                 };
+                // The PTY's bound is held from now on (an open in flight
+                // counts), given back if the spawn fails.
+                let ptys = self.ptys.entries.len() + self.ptys.opening;
+                let held = match Held::open(self.shared.memory, (req.rows, req.cols), ptys) {
+                    Ok(h) => h,
+                    Err(e) => return ready(Err(e)),
+                };
                 let session = self.shared.name.clone();
                 self.ptys.opening += 1;
                 let spawned = actix_rt::task::spawn_blocking(move || {
@@ -214,34 +283,59 @@ impl Handler<PtyCall> for SessionSupervisor {
                     let addr = super::health::Counted::new(Pty::new(h.clone(), reg).start(), stats);
                     let info = h.info();
                     tracing::info!(session = %act.shared.name, pty = %id_name(h.id), pid = h.pid, cmd = %h.cmd, "pty opened");
-                    act.ptys.entries.insert(h.id, (addr, h));
+                    act.ptys.entries.insert(
+                        h.id,
+                        Entry {
+                            addr,
+                            handle: h,
+                            held,
+                        },
+                    );
                     Ok(api::open_result(&info))
                 }))
             }
             PtyOp::List => {
-                let infos: Vec<_> = self.ptys.entries.values().map(|(_, h)| h.info()).collect();
+                let infos: Vec<_> = self
+                    .ptys
+                    .entries
+                    .values()
+                    .map(|e| e.handle.info())
+                    .collect();
                 ready(Ok(api::list_result(&infos)))
             }
             op => {
                 let Some(id) = op.id() else {
                     return ready(Err(RpcError::internal("pty request without an id")));
                 };
-                let entry = if matches!(op, PtyOp::Close { .. }) {
-                    self.ptys.entries.remove(&id)
+                let ptys = self.ptys.entries.len();
+                // A closed PTY's charge is given back once its emulator is
+                // gone (the close answers after that).
+                let (addr, h, held) = if matches!(op, PtyOp::Close { .. }) {
+                    match self.ptys.entries.remove(&id) {
+                        Some(e) => (e.addr, e.handle, Some(e.held)),
+                        None => return ready(Err(api::unknown_pty(&id_name(id)))),
+                    }
                 } else {
-                    self.ptys.entries.get(&id).cloned()
-                };
-                let Some((addr, h)) = entry else {
-                    return ready(Err(api::unknown_pty(&id_name(id))));
+                    let Some(e) = self.ptys.entries.get_mut(&id) else {
+                        return ready(Err(api::unknown_pty(&id_name(id))));
+                    };
+                    if let PtyOp::Resize { rows, cols, .. } = op {
+                        if let Err(err) = e.held.resize((rows, cols), ptys) {
+                            return ready(Err(err));
+                        }
+                    }
+                    (e.addr.clone(), e.handle.clone(), None)
                 };
                 let f = addr.send(PtyCall { op, gate: None });
                 Box::pin(
                     async move {
-                        match f.await {
+                        let r = match f.await {
                             Ok(r) => r,
                             // The actor is gone: answer a close from the handle.
                             Err(_) => Ok(api::close_result(id, h.close().await)),
-                        }
+                        };
+                        drop(held);
+                        r
                     }
                     .into_actor(self),
                 )
@@ -258,7 +352,7 @@ impl Handler<PtyWatch> for SessionSupervisor {
         self.ptys
             .entries
             .get(&msg.id)
-            .map(|(_, h)| h.changes())
+            .map(|e| e.handle.changes())
             .ok_or_else(|| api::unknown_pty(&id_name(msg.id)))
     }
 }

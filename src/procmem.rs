@@ -6,8 +6,11 @@
 //!   blocking readers) allocate little each; two arenas serve them all.
 //! - [`background_thread`]: threads whose work nobody waits on (journal
 //!   commits, terminal emulation) yield the CPU to the request path.
+//! - [`give_back_free_memory`]: after a large owner of heap memory is freed
+//!   (a closed PTY's emulator), glibc's malloc keeps the freed pages in its
+//!   arenas; `malloc_trim(0)` returns every whole free page to the OS.
 //!
-//! It never drops resident pages to make the resident-set figure look smaller:
+//! It never drops resident pages that are in use to make the resident-set figure look smaller:
 //! clean file-backed pages (the binary's code) are shared page cache, and
 //! `shoal status`/benchmarks report them as they are.
 
@@ -36,5 +39,17 @@ pub fn background_thread() {
         unsafe {
             libc::sched_setscheduler(0, libc::SCHED_BATCH, &param);
         }
+    }
+}
+
+/// Return the allocator's free pages to the OS (glibc's `malloc_trim(0)`,
+/// which walks every arena; a no-op with another libc). Costs a walk of the
+/// free lists: call it after freeing something large, not on a hot path.
+pub fn give_back_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator's own
+    // arenas; it takes no pointers.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

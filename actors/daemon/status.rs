@@ -89,6 +89,8 @@ impl Daemon {
             "transcript": shared.transcript_len(),
             "tasks": 0,
             "ptys": ptys.len(),
+            // Bytes the session's PTYs hold of `[limits] session_memory`.
+            "pty_memory": shared.memory.held(),
             "spill_bytes": spill_used(shared),
             "ref_waits": shared.ref_waits(),
             "quick_execs": shared.quick_execs.load(std::sync::atomic::Ordering::Relaxed),

@@ -40,6 +40,7 @@ pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionErr
         env: Vec::new(),
         config: Default::default(),
         memory_limit: shared.session_memory,
+        memory: Some(shared.memory),
         spill_limit: shared.spill_bytes,
         adapters: shared.adapters.clone(),
     };

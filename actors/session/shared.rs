@@ -60,6 +60,9 @@ pub struct SessionShared {
     /// `[limits] session_memory` and `spill_bytes` (0: the defaults).
     pub session_memory: u64,
     pub spill_bytes: u64,
+    /// The session's memory budget: its language session evaluates
+    /// against it and its PTYs hold their bounds in it (docs/protocol.md §8).
+    pub memory: &'static crate::lang::memory::MemBudget,
     /// The language session's spill allowance, for `shoal status` (set by the worker).
     pub spill: Mutex<Option<Arc<crate::value::output::SpillQuota>>>,
     /// Adapters of the language session (`None`: commands run as written).
@@ -145,6 +148,7 @@ impl SessionShared {
             fork_seed: Mutex::new(None),
             session_memory: 0,
             spill_bytes: 0,
+            memory: crate::lang::memory::MemBudget::leak(0),
             spill: Mutex::new(None),
             actor: Mutex::new(None),
             supervisor: Mutex::new(None),
@@ -183,6 +187,7 @@ impl SessionShared {
     pub fn with_limits(mut self, l: &crate::config::LimitsConfig) -> Self {
         self.session_memory = l.session_memory;
         self.spill_bytes = l.spill_bytes;
+        self.memory.set_limit(l.session_memory);
         self
     }
 

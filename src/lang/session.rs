@@ -43,6 +43,9 @@ pub struct SessionOptions {
     /// `[limits] session_memory` in bytes: what one exec may allocate
     /// (0: the default, 1 GiB).
     pub memory_limit: u64,
+    /// The budget to count against (the session's, shared with its PTYs);
+    /// `None`: a new one of `memory_limit`.
+    pub memory: Option<&'static MemBudget>,
     /// `[limits] spill_bytes`: captured output this session may spill to
     /// disk (0: the default, 4 GiB).
     pub spill_limit: u64,
@@ -115,7 +118,10 @@ impl Session {
             opts.env.into_iter().collect()
         };
         let mut interp = Interp::new(cwd, env, opts.config);
-        interp.memory = Some(MemBudget::leak(opts.memory_limit));
+        interp.memory = Some(
+            opts.memory
+                .unwrap_or_else(|| MemBudget::leak(opts.memory_limit)),
+        );
         interp.spill = Some(crate::value::output::SpillQuota::new(opts.spill_limit));
         interp.adapters = opts.adapters;
         interp

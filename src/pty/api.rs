@@ -84,6 +84,53 @@ pub fn limit_reached(max: usize) -> RpcError {
     .with_data(json!({"code": "resource_limit", "limit": "max_ptys_per_session", "max": max}))
 }
 
+/// `-32602` for a screen of more than `MAX_CELLS` cells (after each side
+/// is clamped to `1..=MAX_DIM`).
+fn cells(rows: u16, cols: u16) -> Result<(), RpcError> {
+    super::term::check_cells(rows, cols).map_err(|m| {
+        RpcError::invalid_params(m).with_data(json!({
+            "cols": cols,
+            "rows": rows,
+            "cells": rows as u32 * cols as u32,
+            "max_cells": super::term::MAX_CELLS,
+        }))
+    })
+}
+
+/// `-32040`: a PTY of `cols` x `rows` needs `needed` bytes that do not fit
+/// `[limits] session_memory` beside what the session holds.
+pub fn memory_refused(
+    what: &str,
+    (cols, rows): (u16, u16),
+    needed: u64,
+    budget: &crate::value::memory::MemBudget,
+    ptys: usize,
+) -> RpcError {
+    let size = crate::value::render::size;
+    let (limit, held) = (budget.limit(), budget.held());
+    let evaluating = budget.used().max(0) as u64;
+    let s = if ptys == 1 { "" } else { "s" };
+    let verb = if ptys == 1 { "holds" } else { "hold" };
+    RpcError::new(
+        rpc::RESOURCE_LIMIT,
+        format!(
+            "resource_limit: {what} a {cols}x{rows} PTY needs up to {}, which does not fit [limits] session_memory = {}: the session's {ptys} open PTY{s} {verb} {}, its evaluation {}; close a PTY, use a smaller screen or raise the limit",
+            size(needed),
+            size(limit),
+            size(held),
+            size(evaluating),
+        ),
+    )
+    .with_data(json!({
+        "code": "resource_limit",
+        "limit": "session_memory",
+        "max": limit,
+        "needed": needed,
+        "held_by_ptys": held,
+        "evaluation": evaluating,
+    }))
+}
+
 fn pty_id(p: &Map<String, Json>) -> Result<u64, RpcError> {
     match p.get("pty_id") {
         Some(Json::String(s)) => parse_id(s).ok_or_else(|| unknown_pty(s)),
@@ -154,11 +201,13 @@ pub fn parse(method: &str, p: &Map<String, Json>) -> Result<PtyOp, RpcError> {
                     return Err(RpcError::invalid_params("env must be an object of strings"))
                 }
             };
+            let (rows, cols) = (dim(p, "rows", 24)?, dim(p, "cols", 80)?);
+            cells(rows, cols)?;
             Ok(PtyOp::Open(OpenRequest {
                 cmd,
                 args,
-                rows: dim(p, "rows", 24)?,
-                cols: dim(p, "cols", 80)?,
+                rows,
+                cols,
                 env,
             }))
         }
@@ -211,11 +260,9 @@ pub fn parse(method: &str, p: &Map<String, Json>) -> Result<PtyOp, RpcError> {
                     "pty.resize requires cols and rows",
                 ));
             };
-            Ok(PtyOp::Resize {
-                id,
-                rows: super::term::clamp_dim(rows),
-                cols: super::term::clamp_dim(cols),
-            })
+            let (rows, cols) = (super::term::clamp_dim(rows), super::term::clamp_dim(cols));
+            cells(rows, cols)?;
+            Ok(PtyOp::Resize { id, rows, cols })
         }
         "pty.close" => Ok(PtyOp::Close { id: pty_id(p)? }),
         "pty.list" => Ok(PtyOp::List),
@@ -324,10 +371,34 @@ mod tests {
             json!({"cmd": "x", "args": [1]}),
             json!({"cmd": "x", "env": {"A": 1}}),
             json!({"cmd": "x", "cols": -1}),
+            json!({"cmd": "x", "cols": 1000, "rows": 251}),
+            json!({"cmd": "x", "cols": 5000, "rows": 5000}),
         ] {
             let e = parse("pty.open", &obj(bad.clone())).unwrap_err();
             assert_eq!(e.code, rpc::INVALID_PARAMS, "{bad}");
         }
+        // The cell cap applies after the clamp, to resizes too.
+        let e = parse(
+            "pty.resize",
+            &obj(json!({"pty_id": "pty:1", "cols": 5000, "rows": 5000})),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, rpc::INVALID_PARAMS);
+        assert!(e.message.contains("1000000 cells"), "{}", e.message);
+        assert!(parse(
+            "pty.resize",
+            &obj(json!({"pty_id": "pty:1", "cols": 1000, "rows": 250}))
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn the_charge_is_what_the_docs_say() {
+        // docs/protocol.md §8: ~2.9 MB for 80x24, ~20.8 MB for 1000x250.
+        let small = crate::pty::charge(24, 80);
+        assert!((2_800_000..3_000_000).contains(&small), "{small}");
+        let large = crate::pty::charge(250, 1000);
+        assert!((20_700_000..20_900_000).contains(&large), "{large}");
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub const READ_CHUNK: usize = 64 * 1024;
 /// (an echo is visible without waiting for this).
 pub const PUBLISH_EVERY: Duration = Duration::from_millis(2);
 /// Input bytes queued for the child at most.
-pub const MAX_PENDING_INPUT: usize = 4 << 20;
+pub const MAX_PENDING_INPUT: usize = 1 << 20;
 
 /// Whether the child runs and how it ended.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub struct Shared {
 impl Shared {
     pub fn new(term: &mut Term) -> Shared {
         Shared {
-            screen: Mutex::new(Arc::new(term.render().clone())),
+            screen: Mutex::new(term.render_shared()),
             last_read: Mutex::new(None),
             retired: Mutex::new(None),
             life: Mutex::new(Life {
@@ -87,6 +87,22 @@ impl Shared {
         (s, changed)
     }
 
+    /// Drop the emulator of an ended I/O thread (the PTY is closed) and
+    /// give its memory back to the OS, off the caller's thread.
+    pub fn drop_retired(&self) {
+        if let Some(term) = self.take_retired() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => drop(rt.spawn_blocking(move || free_term(term))),
+                Err(_) => free_term(term),
+            }
+        }
+    }
+
+    /// The emulator of an ended I/O thread, taken (for [`free_term`]).
+    pub fn take_retired(&self) -> Option<Term> {
+        self.retired.locked().take()
+    }
+
     /// Scrollback from the emulator of an ended I/O thread.
     pub fn retired_scrollback(&self, n: usize) -> Vec<String> {
         self.retired
@@ -97,7 +113,7 @@ impl Shared {
     }
 
     fn publish(&self, term: &mut Term) {
-        let r = Arc::new(term.render().clone());
+        let r = term.render_shared();
         let old = std::mem::replace(&mut *self.screen.locked(), r);
         // The previous screen is freed after the lock is released.
         drop(old);
@@ -124,6 +140,13 @@ impl Shared {
         f(&mut self.life.locked());
         self.changes.send_modify(|g| *g += 1);
     }
+}
+
+/// Drop an emulator and give its memory back to the OS (a walk of the
+/// allocator's arenas: call it off the arbiter).
+pub fn free_term(term: Term) {
+    drop(term);
+    crate::procmem::give_back_free_memory();
 }
 
 /// A request to the I/O thread.
@@ -411,10 +434,17 @@ impl IoThread {
                 .reply
                 .send(Err(io::Error::other("the program's terminal is closed")));
         }
+        drop((pending, buf));
         let IoThread {
             shared, term, cmds, ..
         } = self;
-        *shared.retired.locked() = Some(term);
+        if closing {
+            // Closed, or every handle is gone: nobody reads this emulator
+            // again, so its memory goes back to the OS now.
+            free_term(term);
+        } else {
+            *shared.retired.locked() = Some(term);
+        }
         // Commands queued meanwhile are answered from the retired emulator.
         while let Ok(c) = cmds.try_recv() {
             match c {

@@ -2,7 +2,9 @@
 //! interactive programs, read as screens without polling.
 //!
 //! - `keys.rs`: the named-key table and `pty.send` input encoding.
-//! - `term.rs`: the vt100 emulator with a bounded plain-text scrollback.
+//! - `term.rs`: the vt100 emulator with a bounded plain-text scrollback
+//!   (screens of at most `MAX_CELLS` cells; [`charge`] is what one PTY may
+//!   hold, charged to its session's memory budget by `actors/pty.rs`).
 //! - `spawn.rs`: openpty, the child as session leader with a controlling
 //!   terminal, `TIOCSWINSZ`, and the process-wide table of unreaped children.
 //! - `io.rs`: the per-PTY I/O thread (reads feed the emulator, writes, exit).
@@ -42,6 +44,21 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 pub const MAX_WAIT: Duration = Duration::from_secs(300);
 /// A `pty.send` that the program does not consume within this fails.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+/// The stack of a PTY's I/O thread.
+const IO_STACK: usize = 256 * 1024;
+/// Bytes a PTY holds besides its emulator, at most: the read buffer, the
+/// I/O thread's stack, the fast path's line records and carried input, and
+/// the queue of input the program has not read yet.
+pub const BUFFER_BYTES: u64 =
+    (io::READ_CHUNK + IO_STACK + (256 << 10) + io::MAX_PENDING_INPUT) as u64;
+
+/// What a PTY of `rows` whose rows may be `row_cap` cells wide holds at
+/// most: charged to its session's `[limits] session_memory` while it is
+/// open (docs/protocol.md §8).
+pub fn charge(rows: u16, row_cap: u16) -> u64 {
+    term::bound(rows, row_cap) + BUFFER_BYTES
+}
+
 /// Environment variables never passed to a PTY child (they describe the
 /// daemon's own service manager).
 const SCRUBBED_ENV: [&str; 3] = ["LISTEN_FDS", "LISTEN_PID", "NOTIFY_SOCKET"];
@@ -182,7 +199,7 @@ impl PtyHandle {
         };
         if let Err(e) = std::thread::Builder::new()
             .name(format!("pty:{id}"))
-            .stack_size(256 * 1024)
+            .stack_size(IO_STACK)
             .spawn(move || thread.run())
         {
             spawn::kill_group(s.pid);
@@ -301,12 +318,17 @@ impl PtyHandle {
         let sent = self.command(Cmd::Close { reply });
         let shared = self.shared.clone();
         async move {
-            if sent {
-                if let Ok(e) = rx.await {
-                    return e;
-                }
+            let exit = match (sent, rx.await) {
+                (true, Ok(e)) => e,
+                _ => shared.life().exit,
+            };
+            // A program that ended before the close left its emulator for
+            // scrollback reads; closed, nothing reads it. The close answers
+            // once its memory is back with the OS.
+            if let Some(term) = shared.take_retired() {
+                let _ = tokio::task::spawn_blocking(move || io::free_term(term)).await;
             }
-            shared.life().exit
+            exit
         }
     }
 
@@ -404,6 +426,8 @@ fn check(shared: &Shared, opts: &ReadOpts) -> (bool, Option<Instant>) {
 impl Drop for PtyHandle {
     fn drop(&mut self) {
         OPEN.locked().remove(&self.id);
+        // An ended program's emulator (kept for scrollback reads) goes now.
+        self.shared.drop_retired();
         // The I/O thread sees the channel disconnect and kills the group.
         drop(self.cmds.locked().take());
         io::wake(&self.wake);

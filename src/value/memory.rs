@@ -11,6 +11,11 @@
 //! aborting the process, so allocations sized by user input (materialising
 //! a range, `map` over one, reading a file, parsing JSON) are checked with
 //! [`reserve`] *before* they are made.
+//!
+//! Memory the session holds outside evaluation (its PTYs' emulators) is
+//! *held*: [`MemBudget::hold`] charges a bound up front and refuses what
+//! does not fit, [`MemBudget::release`] gives it back. Held bytes count
+//! against the same limit as evaluation and survive the reset of an exec.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -28,6 +33,8 @@ pub const DEFAULT_LIMIT: u64 = 1 << 30;
 pub struct MemBudget {
     limit: AtomicU64,
     used: AtomicI64,
+    /// Bytes held outside evaluation (PTYs), not reset by an exec.
+    held: AtomicU64,
     exceeded: AtomicBool,
 }
 
@@ -38,12 +45,45 @@ impl MemBudget {
         Box::leak(Box::new(MemBudget {
             limit: AtomicU64::new(limit),
             used: AtomicI64::new(0),
+            held: AtomicU64::new(0),
             exceeded: AtomicBool::new(false),
         }))
     }
 
     pub fn limit(&self) -> u64 {
         self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Change the limit (0: [`DEFAULT_LIMIT`]).
+    pub fn set_limit(&self, limit: u64) {
+        let limit = if limit == 0 { DEFAULT_LIMIT } else { limit };
+        self.limit.store(limit, Ordering::Relaxed);
+    }
+
+    /// Bytes held outside evaluation.
+    pub fn held(&self) -> u64 {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// Charge `bytes` held outside evaluation, if they fit beside what is
+    /// held and what the current evaluation uses; else `Err(held now)`.
+    pub fn hold(&self, bytes: u64) -> Result<(), u64> {
+        let evaluating = self.used().max(0) as u64;
+        self.held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                let total = held.saturating_add(bytes).saturating_add(evaluating);
+                (total <= self.limit()).then_some(held + bytes)
+            })
+            .map(|_| ())
+    }
+
+    /// Give back `bytes` of [`hold`](Self::hold).
+    pub fn release(&self, bytes: u64) {
+        let _ = self
+            .held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                Some(held.saturating_sub(bytes))
+            });
     }
 
     /// Net bytes allocated since the last [`reset`](Self::reset) (may be
@@ -65,15 +105,25 @@ impl MemBudget {
     /// `Err(resource_limit)` once the budget was exceeded.
     pub fn check(&self) -> SResult<()> {
         if self.exceeded() {
-            Err(limit_error(self.limit()))
+            Err(held_limit_error(self.limit(), self.held()))
         } else {
             Ok(())
         }
     }
 
+    /// Bytes evaluation may still allocate.
+    fn room(&self) -> u64 {
+        self.limit()
+            .saturating_sub(self.held())
+            .saturating_sub(self.used().max(0) as u64)
+    }
+
     fn charge(&self, delta: i64) {
         let now = self.used.fetch_add(delta, Ordering::Relaxed) + delta;
-        if delta > 0 && now > self.limit() as i64 && !self.exceeded() {
+        if delta > 0
+            && now.saturating_add(self.held() as i64) > self.limit() as i64
+            && !self.exceeded()
+        {
             self.exceeded.store(true, Ordering::Relaxed);
         }
     }
@@ -81,11 +131,22 @@ impl MemBudget {
 
 /// The `resource_limit` error naming the key.
 pub fn limit_error(limit: u64) -> ShoalError {
+    held_limit_error(limit, 0)
+}
+
+/// [`limit_error`] saying what the session's PTYs hold of the limit.
+fn held_limit_error(limit: u64, held: u64) -> ShoalError {
+    let size = crate::value::render::size;
+    let held = if held > 0 {
+        format!(" (its PTYs hold {} of it)", size(held))
+    } else {
+        String::new()
+    };
     ShoalError::new(
         ErrorCode::ResourceLimit,
         format!(
-            "session_memory: this evaluation needs more than the session's memory limit of {}",
-            crate::value::render::size(limit)
+            "session_memory: this evaluation needs more than the session's memory limit of {}{held}",
+            size(limit)
         ),
     )
     .with_hint(
@@ -116,21 +177,22 @@ pub fn current() -> Option<&'static MemBudget> {
 /// Check, before making it, that an allocation of `bytes` fits the current
 /// thread's budget (or the default limit on a thread without one).
 pub fn reserve(bytes: u64) -> SResult<()> {
-    let (limit, used) = match current() {
-        Some(b) => (b.limit(), b.used().max(0) as u64),
-        None => (DEFAULT_LIMIT, 0),
-    };
-    if used.saturating_add(bytes) > limit {
-        Err(limit_error(limit))
+    let (room, limit) = room();
+    if bytes > room {
+        Err(held_limit_error(
+            limit,
+            current().map_or(0, MemBudget::held),
+        ))
     } else {
         Ok(())
     }
 }
 
-/// Bytes the current thread may still allocate, and the limit.
+/// Bytes the current thread may still allocate (what the session's PTYs
+/// hold is not available), and the limit.
 pub fn room() -> (u64, u64) {
     match current() {
-        Some(b) => (b.limit().saturating_sub(b.used().max(0) as u64), b.limit()),
+        Some(b) => (b.room(), b.limit()),
         None => (DEFAULT_LIMIT, DEFAULT_LIMIT),
     }
 }
@@ -227,6 +289,35 @@ mod tests {
             let e = reserve(9 << 20).unwrap_err();
             assert_eq!(e.code, ErrorCode::ResourceLimit);
             assert!(e.msg.contains("session_memory"));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn held_bytes_count_against_the_limit_and_survive_a_reset() {
+        std::thread::spawn(|| {
+            let b = MemBudget::leak(10 << 20);
+            assert_eq!(b.hold(6 << 20), Ok(()));
+            assert_eq!(b.hold(6 << 20), Err(6 << 20), "12 MiB do not fit 10");
+            b.reset();
+            assert_eq!(b.held(), 6 << 20);
+            attach(b);
+            // Evaluation has what the held bytes leave.
+            assert!(reserve(3 << 20).is_ok());
+            assert!(reserve(5 << 20).is_err());
+            let v = vec![1u8; 5 << 20];
+            assert!(b.exceeded());
+            // An evaluation's use counts against a hold too.
+            assert!(b.hold(1).is_err());
+            drop(v);
+            restore(None);
+            b.reset();
+            b.release(6 << 20);
+            assert_eq!(b.held(), 0);
+            assert_eq!(b.hold(10 << 20), Ok(()));
+            b.release(u64::MAX);
+            assert_eq!(b.held(), 0);
         })
         .join()
         .unwrap();

@@ -25,11 +25,65 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 use std::num::NonZeroU16;
+use std::sync::Arc;
 
 /// Scrolled-off lines kept per PTY.
 pub const SCROLLBACK_LINES: usize = 1000;
+/// Bytes of scrolled-off text kept per PTY (the oldest lines go first).
+pub const SCROLLBACK_BYTES: usize = 1 << 20;
 /// Columns and rows are clamped to `1..=MAX_DIM`.
 pub const MAX_DIM: u16 = 1000;
+/// Cells (rows × cols) a screen may have at most: vt100 keeps a 32-byte
+/// cell for each, on the main and on the alternate screen.
+pub const MAX_CELLS: u32 = 250_000;
+/// Bytes of one vt100 cell.
+const CELL_BYTES: u64 = 32;
+/// Bytes charged per cell for the rendered screen text: the rendering the
+/// readers share and the next one being built, at up to 4 bytes a cell
+/// with the slack of a growing `String` (one code point per cell).
+const RENDER_CELL_BYTES: u64 = 8;
+/// Per row: vt100's `Row` on both screens and the rendered row's `String`
+/// (twice).
+const ROW_BYTES: u64 = 2 * 32 + 2 * 24;
+
+/// The most bytes the emulator of a `rows` × `cols` screen holds, when its
+/// rows may still be `row_cap` cells wide (see [`row_capacity`]): both
+/// grids, the rendered text, and the scrollback at its caps. Buffers
+/// outside the emulator (the I/O thread's) are the caller's to add.
+pub fn bound(rows: u16, row_cap: u16) -> u64 {
+    let (rows, cap) = (rows.max(1) as u64, row_cap.max(1) as u64);
+    let cells = rows * cap;
+    let scrollback = SCROLLBACK_BYTES as u64
+        // A `Box<str>` per line in a `VecDeque` that may have doubled,
+        // and the row being captured.
+        + 2 * SCROLLBACK_LINES as u64 * 16
+        + cap * 22;
+    cells * (2 * CELL_BYTES + RENDER_CELL_BYTES) + rows * ROW_BYTES + scrollback
+}
+
+/// How wide (in cells) the rows of a screen may be allocated after it is
+/// resized to `cols` columns, when they could be `cap` wide before: vt100
+/// widens a row with `Vec::resize`, which at least doubles the allocation,
+/// and narrows it without giving memory back. Rows made later are exact.
+pub fn row_capacity(cap: u16, cols: u16) -> u16 {
+    if cols > cap {
+        cols.max(cap.saturating_mul(2))
+    } else {
+        cap
+    }
+}
+
+/// `Err` with a message when a `rows` × `cols` screen has more than
+/// [`MAX_CELLS`] cells.
+pub fn check_cells(rows: u16, cols: u16) -> Result<(), String> {
+    let cells = rows as u32 * cols as u32;
+    if cells > MAX_CELLS {
+        return Err(format!(
+            "a {cols}x{rows} screen has {cells} cells; a PTY has at most {MAX_CELLS} cells (cols x rows, e.g. 1000x250 or 500x500)"
+        ));
+    }
+    Ok(())
+}
 
 /// Clamp a requested size to `1..=MAX_DIM`.
 pub fn clamp_dim(v: u64) -> u16 {
@@ -45,6 +99,8 @@ fn nz(v: u16) -> NonZeroU16 {
 struct Scrolled {
     lines: VecDeque<Box<str>>,
     cap: usize,
+    /// Bytes of text in `lines`, at most [`SCROLLBACK_BYTES`].
+    bytes: usize,
     /// Reused for the row being captured.
     scratch: String,
     /// Scrolls to drop: blank rows the fast path scrolls off, not history.
@@ -53,9 +109,15 @@ struct Scrolled {
 
 impl Scrolled {
     fn push(&mut self, line: Box<str>) {
-        if self.lines.len() == self.cap {
-            self.lines.pop_front();
+        while self.lines.len() >= self.cap
+            || (self.bytes + line.len() > SCROLLBACK_BYTES && !self.lines.is_empty())
+        {
+            match self.lines.pop_front() {
+                Some(old) => self.bytes -= old.len(),
+                None => return,
+            }
         }
+        self.bytes += line.len();
         self.lines.push_back(line);
     }
 }
@@ -174,7 +236,9 @@ pub struct Term {
     /// `None`: every byte goes to vt100 (the reference).
     fast: Option<Fast>,
     gen: u64,
-    cache: Option<(u64, Rendered)>,
+    /// The rendering of generation `.0`, shared with the readers it is
+    /// published to (one copy, not one per holder).
+    cache: Option<(u64, Arc<Rendered>)>,
     last_read: Option<u64>,
 }
 
@@ -239,6 +303,7 @@ impl Term {
                 Scrolled {
                     lines: VecDeque::new(),
                     cap: scrollback,
+                    bytes: 0,
                     scratch: String::new(),
                     skip: 0,
                 },
@@ -294,6 +359,16 @@ impl Term {
 
     /// The screen now (cached while nothing changed).
     pub fn render(&mut self) -> &Rendered {
+        self.render_cached()
+    }
+
+    /// The screen now, shared with the cache (what the I/O thread
+    /// publishes: the rendering is kept once).
+    pub fn render_shared(&mut self) -> Arc<Rendered> {
+        self.render_cached().clone()
+    }
+
+    fn render_cached(&mut self) -> &Arc<Rendered> {
         if let Some(f) = &mut self.fast {
             f.materialize(&mut self.parser);
         }
@@ -319,7 +394,7 @@ impl Term {
                 alternate: screen.alternate_screen(),
                 hash: h.finish(),
             };
-            self.cache = Some((self.gen, r));
+            self.cache = Some((self.gen, Arc::new(r)));
         }
         match &self.cache {
             Some((_, r)) => r,
@@ -515,5 +590,52 @@ mod tests {
         assert_eq!(t.scrollback_len(), SCROLLBACK_LINES);
         // Plain text only: 79 bytes a line plus the line's own header.
         assert!(t.approx_bytes() < 2 * 24 * 80 * 32 + SCROLLBACK_LINES * 100);
+    }
+
+    #[test]
+    fn wide_scrollback_is_capped_in_bytes_on_both_paths() {
+        // Two bytes a cell: the byte cap binds before the line cap.
+        let line = "é".repeat(999) + "\r\n";
+        let input = line.repeat(3 * SCROLLBACK_LINES);
+        for mut t in [
+            Term::new(250, 1000, SCROLLBACK_LINES),
+            Term::without_fast_path(250, 1000, SCROLLBACK_LINES),
+        ] {
+            t.process(input.as_bytes());
+            let kept = t.scrollback(usize::MAX);
+            let bytes: usize = kept.iter().map(String::len).sum();
+            assert!(bytes <= SCROLLBACK_BYTES, "{bytes}");
+            // The newest lines that fit, not fewer.
+            assert_eq!(kept.len(), SCROLLBACK_BYTES / 1998);
+            assert_eq!(t.scrollback_len(), kept.len());
+        }
+    }
+
+    #[test]
+    fn screens_are_capped_in_cells_and_bounded_in_bytes() {
+        assert!(check_cells(250, 1000).is_ok());
+        assert!(check_cells(500, 500).is_ok());
+        let e = check_cells(1000, 1000).unwrap_err();
+        assert!(e.contains("1000000 cells") && e.contains("250000"), "{e}");
+        assert!(check_cells(251, 1000).is_err());
+        // The largest screen's emulator is bounded by ~20 MB.
+        let max = bound(250, 1000);
+        assert!((16_000_000..21_000_000).contains(&max), "{max}");
+        assert!(bound(24, 80) < 2 << 20);
+        // Widening at least doubles a row's allocation; narrowing keeps it.
+        assert_eq!(row_capacity(80, 100), 160);
+        assert_eq!(row_capacity(80, 500), 500);
+        assert_eq!(row_capacity(500, 100), 500);
+        assert_eq!(row_capacity(600, 1000), 1200);
+    }
+
+    #[test]
+    fn the_published_rendering_is_the_cached_one() {
+        let mut t = Term::new(3, 10, 0);
+        t.process(b"x");
+        let a = t.render_shared();
+        assert!(Arc::ptr_eq(&a, &t.render_shared()));
+        t.process(b"y");
+        assert!(!Arc::ptr_eq(&a, &t.render_shared()));
     }
 }
