@@ -8,7 +8,7 @@ PREFIX ?= $(HOME)/.cargo
 NPM    ?= npm
 NODE_DIR ?= tests/node
 
-.PHONY: all build install man test venv node bench load lint fmt conformance fuzz clean-venv startup-order
+.PHONY: all build install man test test-all skipped venv node bench load lint fmt conformance fuzz clean-venv startup-order
 
 all: build
 
@@ -64,19 +64,32 @@ $(NODE_DIR)/node_modules/.ok: $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.
 	cd $(NODE_DIR) && $(NPM) ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# The Python venvs and the Node packages are installed where pip and npm can;
-# where they cannot, the tests that need them (like those needing a tool that
-# is not on PATH: vim, jq, terraform, ...) are skipped, each with its reason,
-# and counted at the end. SHOAL_REQUIRE_ALL=1 (.ci/run sets it) makes a skip
-# a failure.
+# Two tiers. `make test`: the unit tests and the integration binary
+# (tests/it) without its slow tests; it needs only the Rust toolchain,
+# python3 and git. `make test-all` (what .ci/run runs): everything, after
+# installing the Python venvs and the Node packages for the SDK and
+# Inspector tests. A test whose tool is missing (vim, jq, terraform, a
+# venv, ...) is skipped with its reason and counted at the end;
+# SHOAL_REQUIRE_ALL=1 (.ci/run sets it) makes a skip a failure.
 SKIPPED ?= target/tmp/skipped-tests
+# The slow tier, by test name: the Python and TypeScript SDKs, the Inspector,
+# the load test, the PTY flood, the package managers.
+SLOW := mcp_sdk:: pty_sdk:: tasks_sdk:: agent_tasks:: node_clients:: python_sdk \
+        typescript_sdk leash_elicit::cap_request load:: flood_never_blocks \
+        package_and_build_tools
 test:
-	@$(MAKE) --no-print-directory venv || echo "make test: no Python venvs (make venv failed): the Python SDK tests are skipped"
-	@$(MAKE) --no-print-directory node || echo "make test: no Node packages (make node failed): the TypeScript SDK and Inspector tests are skipped"
+	@rm -f $(SKIPPED)
+	$(CARGO) test --locked --workspace -- $(foreach t,$(SLOW),--skip $(t))
+	@$(MAKE) --no-print-directory skipped
+
+test-all: venv node
 	@rm -f $(SKIPPED)
 	$(CARGO) test --locked --workspace
+	@$(MAKE) --no-print-directory skipped
+
+skipped:
 	@if [ -s $(SKIPPED) ]; then \
-	  echo "make test: $$(wc -l < $(SKIPPED)) tests skipped (SHOAL_REQUIRE_ALL=1 makes them fail):"; \
+	  echo "$$(wc -l < $(SKIPPED)) tests skipped (SHOAL_REQUIRE_ALL=1 makes them fail):"; \
 	  sed 's/^/  /' $(SKIPPED); \
 	fi
 
@@ -84,11 +97,11 @@ bench:
 	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash --bench tasks --bench agent_tasks
 
 # 100 MCP clients over 10 sessions for 60 s (SHOAL_LOAD_SECS to change); p50/p99
-# per tool, errors (must be 0), peak RSS. `make test` runs a 10 s version (tests/load.rs).
+# per tool, errors (must be 0), peak RSS. `make test` runs a 10 s version (tests/it/load.rs).
 # Then 20 rounds of SIGKILL under concurrent clients per durability mode (`make test`: 2).
 load:
 	$(CARGO) bench --locked --bench load
-	SHOAL_KILL_ROUNDS=20 $(CARGO) test --locked --test journal sigkill_under_concurrent_clients
+	SHOAL_KILL_ROUNDS=20 $(CARGO) test --locked --test it journal::sigkill_under_concurrent_clients
 
 lint:
 	$(CARGO) fmt --check
@@ -110,12 +123,12 @@ conformance: build
 # Built once, optimised with debug assertions and overflow checks, without a
 # sanitizer (-s none: safe Rust; we hunt panics, aborts, stack overflows, hangs
 # and OOMs; an ASan build takes over an hour on a 2-core machine). Each input
-# runs on a 2 MiB stack (ulimit -s, the size tests/fuzz_regressions.rs uses);
+# runs on a 2 MiB stack (ulimit -s, the size tests/it/fuzz_regressions.rs uses);
 # one taking over FUZZ_TIMEOUT s or FUZZ_RSS_MB of memory is a finding.
 # Targets start from the checked-in corpus (tests/fuzz_corpus/<target>, read
 # only; new inputs go to fuzz/corpus/). Every target runs even after another
 # fails; crashes land in fuzz/artifacts/<target>/, and each becomes a file in
-# tests/fuzz_corpus/<target>/, replayed on stable by tests/fuzz_regressions.rs.
+# tests/fuzz_corpus/<target>/, replayed on stable by tests/it/fuzz_regressions.rs.
 FUZZ_TARGETS ?= parse frame valpath uri config pty_input policy effects
 FUZZ_SECS    ?= 60
 FUZZ_TIMEOUT ?= 10

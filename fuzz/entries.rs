@@ -1,5 +1,5 @@
 //! The fuzz entry points, one per cargo-fuzz target. The targets in
-//! `fuzz_targets/` call these, and the stable `tests/fuzz_regressions.rs`
+//! `fuzz_targets/` call these, and the stable `tests/it/fuzz_regressions.rs`
 //! replays the checked-in corpus (`tests/fuzz_corpus/<target>/`) through the
 //! very same functions, so a crash found by fuzzing stays a test.
 //!

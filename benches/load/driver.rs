@@ -3,7 +3,7 @@
 //! `shoal_journal` and `resources/read`, for a fixed time and at most a fixed
 //! number of calls per client. Loopback (a Unix socket) only.
 //!
-//! Shared by `benches/load.rs` (`make load`, 60 s) and `tests/load.rs` (the
+//! Shared by `benches/load.rs` (`make load`, 60 s) and `tests/it/load.rs` (the
 //! 10 s CI version). Reports p50/p99 per tool, the error count and the
 //! daemon's peak RSS (`VmHWM`).
 

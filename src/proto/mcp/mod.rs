@@ -58,7 +58,7 @@ pub fn negotiate(requested: Option<&str>) -> &'static str {
 
 /// The language card for agents (docs/protocol.md §9): the `shoal_language`
 /// prompt and the `shoal://docs/language` resource. Every example in it runs
-/// in `tests/language_card.rs`.
+/// in `tests/it/language_card.rs`.
 pub const LANGUAGE_CARD: &str = include_str!("../../../docs/language.md");
 
 /// The URI of the language card.

@@ -1,0 +1,402 @@
+//! Tidy checks over the source tree, in the spirit of rust-analyzer's: rules about the code
+//! itself that a reviewer would otherwise have to remember. Reads files only; it never builds,
+//! runs or changes anything.
+//!
+//! Every `.rs` file under `src/`, `actors/`, `crates/`, `benches/`, `tests/` and `fuzz/`:
+//! - opens with `//!` saying what it owns and what it must never do;
+//! - names no owner tag and no issue number (the tracker is not part of the code);
+//! - uses `unsafe` only if it is in [`UNSAFE_ALLOWED`] (prefer `rustix` over raw `libc`);
+//! - has no ignored test;
+//! - cites rules in the repository (`docs/rules.md`, `docs/protocol.md`), never the
+//!   specification files outside it;
+//! - cites only sections that exist: every `§N` in code, docs, config and tests names a
+//!   `docs/NAME.md` (on its line or the line before; in a `docs/` file, a bare `§N` is that
+//!   file's) with a `§N.` heading;
+//! - stays under [`MAX_LINES`] lines unless it is in [`TOO_LONG_FOR_NOW`].
+//!
+//! README.md (for users) stays within [`README_MAX_LINES`] and ARCHITECTURE.md (the code
+//! map) within [`ARCHITECTURE_MAX_LINES`]: detail belongs in `docs/`.
+//!
+//! Nothing under `src/` names the actor framework: only `actors/` does. `actors/msg.rs` is a
+//! leaf: it imports no other actor module.
+
+use std::path::{Path, PathBuf};
+
+const MAX_LINES: usize = 800;
+
+/// README.md serves a first-time user; everything else goes to `docs/`.
+const README_MAX_LINES: usize = 200;
+
+/// ARCHITECTURE.md is a map, not a manual.
+const ARCHITECTURE_MAX_LINES: usize = 300;
+
+/// Files still over [`MAX_LINES`]. Each is to be split and removed from this list; the list
+/// only ever shrinks.
+const TOO_LONG_FOR_NOW: &[&str] = &[];
+
+/// Files allowed to use `unsafe`, each for a reason no safe wrapper (std or rustix) covers.
+const UNSAFE_ALLOWED: &[&str] = &[
+    // The counting global allocator (per-session memory budgets).
+    "src/value/memory.rs",
+    // splice(2) from a spill file into the output (no rustix wrapper for files).
+    "src/value/output.rs",
+    // pre_exec hooks between fork and exec; poll on child pipes.
+    "src/shell/process.rs",
+    // pre_exec hook of the daemon spawned by the client.
+    "src/cli/client.rs",
+    // The PTY child: pre_exec (setsid, controlling terminal), window-size ioctls.
+    "src/pty/spawn.rs",
+    // The PTY I/O thread: eventfd wake-ups and poll.
+    "src/pty/io.rs",
+    // Releasing the evaluation thread's unused stack pages (pthread stack bounds, madvise).
+    "src/lang/session.rs",
+    // mallopt(M_ARENA_MAX) before any thread starts (no safe wrapper).
+    "src/procmem.rs",
+    // Landlock's three system calls (no rustix wrapper): the ruleset is built in the parent,
+    // restrict_self runs between fork and exec.
+    "src/leash/landlock.rs",
+    // The seccomp socket filters (prctl, seccomp, close_range between fork and exec).
+    "src/leash/seccomp.rs",
+    // Adopting a socket-activated listener fd.
+    "actors/daemon/setup.rs",
+    // A zero-timeout poll for a hung-up peer.
+    "actors/conn.rs",
+    // Benchmarks and tests: rusage, page size, dup2 and signals on their own children.
+    "benches/lang.rs",
+    "benches/shoal.rs",
+    "benches/load/driver.rs",
+    "benches/workloads/shell.rs",
+    "tests/it/common/mod.rs",
+    "tests/it/daemon.rs",
+    "tests/it/hardening/shutdown.rs",
+];
+
+const ROOTS: &[&str] = &["src", "actors", "crates", "benches", "tests", "fuzz"];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rust_files() -> Vec<(String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_symlink() {
+                continue;
+            }
+            if ft.is_dir() {
+                if name != "target" && name != "node_modules" && !name.starts_with('.') {
+                    walk(&p, out);
+                }
+            } else if name.ends_with(".rs") {
+                out.push(p);
+            }
+        }
+    }
+    let base = root();
+    let mut paths = Vec::new();
+    for r in ROOTS {
+        walk(&base.join(r), &mut paths);
+    }
+    paths.sort();
+    let files: Vec<(String, String)> = paths
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(&base)
+                .expect("under the root")
+                .to_string_lossy()
+                .into_owned();
+            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{rel}: {e}"));
+            (rel, text)
+        })
+        .collect();
+    assert!(files.len() > 100, "the walk found too few files");
+    files
+}
+
+fn report(what: &str, bad: Vec<String>) {
+    assert!(bad.is_empty(), "{what}:\n  {}", bad.join("\n  "));
+}
+
+/// A word of `needle` in `line` (not part of a longer identifier).
+fn has_word(line: &str, needle: &str) -> bool {
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    line.match_indices(needle).any(|(i, _)| {
+        let before = line[..i].chars().next_back();
+        let after = line[i + needle.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
+}
+
+#[test]
+fn every_file_opens_with_a_module_doc() {
+    let bad = rust_files()
+        .into_iter()
+        .filter(|(_, text)| !text.starts_with("//!"))
+        .map(|(p, _)| p)
+        .collect();
+    report("files that do not open with //!", bad);
+}
+
+/// Every line, in the files `file` selects, for which `bad` holds: `path:line: text`.
+fn offending_lines(file: impl Fn(&str) -> bool, bad: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for (p, text) in rust_files() {
+        if !file(&p) {
+            continue;
+        }
+        for (i, line) in text.lines().enumerate() {
+            if bad(line) {
+                out.push(format!("{p}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_owners_and_no_issue_numbers() {
+    let owner = ["OWNER", ":"].concat();
+    let issue_number = |line: &str| {
+        let lower = line.to_ascii_lowercase();
+        ["issue ", "issue #", "issues "].iter().any(|w| {
+            lower.match_indices(w).any(|(k, _)| {
+                lower[k + w.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit())
+            })
+        })
+    };
+    let bad = offending_lines(|_| true, |l| l.contains(&owner) || issue_number(l));
+    report("owner tags or issue numbers in code", bad);
+}
+
+#[test]
+fn unsafe_only_in_the_allow_list() {
+    let kw = ["uns", "afe"].concat();
+    let lint = format!("{kw}_op_in_{kw}_fn");
+    let bad = offending_lines(
+        |p| !UNSAFE_ALLOWED.contains(&p),
+        |line| {
+            let code = line.split("//").next().unwrap_or("");
+            has_word(code, &kw) && !code.contains(&lint)
+        },
+    );
+    report(
+        &format!("`{kw}` outside the allow-list (prefer rustix)"),
+        bad,
+    );
+    let files: Vec<String> = rust_files().into_iter().map(|(p, _)| p).collect();
+    let stale: Vec<String> = UNSAFE_ALLOWED
+        .iter()
+        .filter(|f| !files.iter().any(|p| p == *f))
+        .map(|f| f.to_string())
+        .collect();
+    report("allow-listed files that no longer exist", stale);
+}
+
+#[test]
+fn no_ignored_tests() {
+    let attr = ["#[", "ignore"].concat();
+    let bad = offending_lines(|_| true, |l| l.trim_start().starts_with(&attr));
+    report("ignored tests", bad);
+}
+
+#[test]
+fn the_core_does_not_name_the_actor_framework() {
+    let name = ["act", "ix"].concat();
+    let bad = offending_lines(
+        |p| p.starts_with("src/"),
+        |l| l.to_ascii_lowercase().contains(&name),
+    );
+    report("src/ names the actor framework (only actors/ may)", bad);
+}
+
+#[test]
+fn files_stay_under_the_line_limit() {
+    let mut bad = Vec::new();
+    for (p, text) in rust_files() {
+        let n = text.lines().count();
+        if n >= MAX_LINES && !TOO_LONG_FOR_NOW.contains(&p.as_str()) {
+            bad.push(format!("{p}: {n} lines"));
+        }
+    }
+    report("files over the line limit", bad);
+}
+
+#[test]
+fn the_message_module_is_a_leaf() {
+    let bad = offending_lines(
+        |p| p == "actors/msg.rs",
+        |l| {
+            let code = l.split("//").next().unwrap_or("");
+            code.contains("super::") || code.contains("crate::actors")
+        },
+    );
+    report("actors/msg.rs names another actor module", bad);
+}
+
+#[test]
+fn comments_cite_rules_in_the_repository() {
+    // The specification files live outside the repository (a clone does not have them), and
+    // `docs/language.md` is the agent card, not the language specification.
+    let needles = [
+        ["language", ".md §"].concat(),
+        ["contract", ".md"].concat(),
+        ["contract", " §"].concat(),
+        ["reference", "-protocol"].concat(),
+        ["reference", " §"].concat(),
+    ];
+    let bad = offending_lines(
+        |_| true,
+        |line| {
+            line.find("//")
+                .is_some_and(|i| needles.iter().any(|n| line[i..].contains(n.as_str())))
+        },
+    );
+    report(
+        "comments citing specification files outside the repository (use docs/rules.md §N)",
+        bad,
+    );
+}
+
+/// The text files whose `§` citations must resolve: every `.rs` file of [`rust_files`], and
+/// the documents, examples, configuration and test scripts beside them.
+fn citing_files() -> Vec<(String, String)> {
+    let base = root();
+    let mut files = rust_files();
+    let mut extra = vec![
+        "README.md".to_string(),
+        "ARCHITECTURE.md".to_string(),
+        "Makefile".to_string(),
+        "shoal.toml.example".to_string(),
+    ];
+    for dir in ["docs", "config", "tests"] {
+        let mut stack = vec![base.join(dir)];
+        while let Some(d) = stack.pop() {
+            let Ok(rd) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let p = e.path();
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Ok(ft) = e.file_type() else { continue };
+                if ft.is_dir() && name != "node_modules" && !name.starts_with('.') {
+                    stack.push(p);
+                } else if ft.is_file()
+                    && [".md", ".toml", ".py", ".mjs"]
+                        .iter()
+                        .any(|x| name.ends_with(x))
+                {
+                    let rel = p.strip_prefix(&base).expect("under the root");
+                    extra.push(rel.to_string_lossy().into_owned());
+                }
+            }
+        }
+    }
+    for rel in extra {
+        let text =
+            std::fs::read_to_string(base.join(&rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        files.push((rel, text));
+    }
+    files
+}
+
+/// The section numbers (`1`, `12`, `3.2`, ...) of the `## §N.` headings of `docs/NAME.md`.
+fn doc_sections(name: &str) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(root().join("docs").join(format!("{name}.md"))).ok()?;
+    Some(
+        text.lines()
+            .filter_map(|l| l.trim_start_matches('#').strip_prefix(" §"))
+            .map(|rest| {
+                rest.chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '.')
+                    .collect::<String>()
+                    .trim_end_matches('.')
+                    .to_string()
+            })
+            .filter(|n| !n.is_empty())
+            .collect(),
+    )
+}
+
+/// The last `docs/NAME.md` named in `text`: `NAME`.
+fn last_doc(text: &str) -> Option<&str> {
+    text.match_indices("docs/")
+        .filter_map(|(i, _)| {
+            let rest = &text[i + 5..];
+            let end = rest.find(".md")?;
+            let name = &rest[..end];
+            (!name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+                .then_some(name)
+        })
+        .last()
+}
+
+#[test]
+fn section_citations_resolve() {
+    let mut bad = Vec::new();
+    // This file names `§` as data (the needles above), not as citations.
+    for (path, text) in citing_files()
+        .into_iter()
+        .filter(|(p, _)| p != "tests/it/tidy.rs")
+    {
+        let own = path
+            .strip_prefix("docs/")
+            .and_then(|p| p.strip_suffix(".md"));
+        let mut prev = "";
+        for (i, line) in text.lines().enumerate() {
+            let heading = own.is_some() && line.starts_with('#');
+            for (at, _) in line.match_indices('§') {
+                let number: String = line[at + '§'.len_utf8()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '.')
+                    .collect();
+                let number = number.trim_end_matches('.');
+                if heading || line[at..].starts_with("§N") {
+                    continue; // a heading itself, or the placeholder `§N` in prose
+                }
+                let doc = last_doc(&line[..at]).or_else(|| last_doc(prev)).or(own);
+                let found = doc
+                    .and_then(doc_sections)
+                    .is_some_and(|s| s.iter().any(|n| n == number));
+                if number.is_empty() || !found {
+                    let doc = doc.map_or("no docs/ file".to_string(), |d| format!("docs/{d}.md"));
+                    bad.push(format!(
+                        "{path}:{}: §{number} of {doc}: {}",
+                        i + 1,
+                        line.trim()
+                    ));
+                }
+            }
+            prev = line;
+        }
+    }
+    report(
+        "section citations that name no heading in docs/ (cite `docs/NAME.md §N`)",
+        bad,
+    );
+}
+
+#[test]
+fn readme_and_architecture_stay_short() {
+    for (file, max) in [
+        ("README.md", README_MAX_LINES),
+        ("ARCHITECTURE.md", ARCHITECTURE_MAX_LINES),
+    ] {
+        let text = std::fs::read_to_string(root().join(file)).expect(file);
+        let n = text.lines().count();
+        assert!(
+            n <= max,
+            "{file} has {n} lines (at most {max}): move detail to docs/"
+        );
+    }
+}
