@@ -6,7 +6,7 @@
 //! MCP Tasks go through the TypeScript SDK 1.x (`ts_tasks.mjs`) and the
 //! Inspector's connection CLI `mcpdo` (its one-shot `--cli` has no `tasks/*`).
 //! Node 22 and the packages come from `make node` (`tests/node`, installed
-//! by `make test`); a missing install fails with a clear message.
+//! by `make test-all`); without them the tests are skipped, with their reason.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,6 +1,6 @@
 //! The PTY tools through the official Python MCP SDK (2.x and 1.x) and the
 //! `shoal mcp` shim with autostart (`tests/pty_sdk_checks.py`). The venvs
-//! come from `make venv`; a missing venv fails with a clear message.
+//! come from `make venv`; without one the test is skipped, with its reason.
 
 use crate::common::*;
 

@@ -1,6 +1,6 @@
 //! MCP Tasks through the official Python MCP SDK 2.x and its typed models
 //! (`tests/tasks_sdk_checks.py`), via the `shoal mcp` shim with autostart.
-//! The venv comes from `make venv`; a missing venv fails with a clear message.
+//! The venv comes from `make venv`; without it the test is skipped, with its reason.
 
 use crate::common::*;
 
