@@ -9,6 +9,7 @@ pub mod leash;
 pub mod paths;
 pub mod procmem;
 pub mod proto;
+pub mod procs;
 pub mod pty;
 pub mod shell;
 pub mod sync;

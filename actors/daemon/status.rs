@@ -89,6 +89,8 @@ impl Daemon {
             "transcript": shared.transcript_len(),
             "tasks": 0,
             "ptys": ptys.len(),
+            // Processes in the session's cgroups (fallback: live programs).
+            "procs": crate::procs::count(&shared.name),
             "spill_bytes": spill_used(shared),
             "ref_waits": shared.ref_waits(),
             "pty_list": ptys.iter().map(crate::pty::api::list_entry).collect::<Vec<_>>(),

@@ -310,7 +310,11 @@ fn finish_job(
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         crate::leash::run_gate::with_gate(run_gate, || match lane {
             Lane::Thread { stack } => crate::leash::landlock::with_rules(sandbox, || {
-                prepared.and_then(|p| session.exec_prepared_here(p, stack))
+                // Its programs belong to the session's foreground (docs/processes.md).
+                let home = crate::procs::Home::new(&shared.name, crate::procs::Owner::Exec);
+                crate::procs::with_home(Some(home), || {
+                    prepared.and_then(|p| session.exec_prepared_here(p, stack))
+                })
             }),
             // Spawns nothing, so there is nothing to confine; and Landlock must
             // never be applied to an arbiter thread.
