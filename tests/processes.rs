@@ -140,7 +140,7 @@ fn a_setsid_child_is_gone_after_session_close() {
     let a = Marker::new();
     // The foreground program ends at once; what it left keeps running (and
     // counting) until the session closes.
-    exec(&mut c, &format!("sh {{ setsid {} & }}", a.sleep()));
+    exec(&mut c, &format!("sh {{ setsid {} >/dev/null 2>&1 & }}", a.sleep()));
     a.wait_running();
     assert!(procs(&mut c, "w") >= 1);
     let mut other = d.conn();
@@ -156,7 +156,7 @@ fn a_setsid_child_is_gone_after_a_clean_stop() {
     let mut c = d.conn();
     c.attach("s");
     let (a, b, fg) = (Marker::new(), Marker::new(), Marker::new());
-    exec(&mut c, &format!("sh {{ setsid {} & }}", fg.sleep()));
+    exec(&mut c, &format!("sh {{ setsid {} >/dev/null 2>&1 & }}", fg.sleep()));
     setsid_task(&mut c, &a, &b);
     for m in [&a, &b, &fg] {
         m.wait_running();
@@ -177,7 +177,7 @@ fn status_counts_a_sessions_processes() {
     c.attach("st");
     assert_eq!(procs(&mut c, "st"), 0);
     let a = Marker::new();
-    let r = exec(&mut c, &format!("{} &", a.sleep()));
+    let r = exec(&mut c, &format!("sh {{ exec {} }} &", a.sleep()));
     let task = format!("task:{}", r["value"]["id"].as_u64().expect("task"));
     a.wait_running();
     eventually("procs 1", Duration::from_secs(10), || {
@@ -256,7 +256,7 @@ fn the_fallback_ends_setsid_children_at_a_clean_stop() {
     c.attach("f");
     let a = Marker::new();
     // Its parent exits: the orphan is re-parented to the daemon (a subreaper).
-    exec(&mut c, &format!("sh {{ setsid {} & }}", a.sleep()));
+    exec(&mut c, &format!("sh {{ setsid {} >/dev/null 2>&1 & }}", a.sleep()));
     a.wait_running();
     d.signal(libc::SIGTERM);
     assert!(d.wait_timeout(Duration::from_secs(30)).is_some());
