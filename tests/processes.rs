@@ -79,7 +79,10 @@ fn exec(c: &mut Conn, src: &str) -> Value {
 /// `sh { setsid sleep <a> & sleep <b> } &`: a task whose program started a
 /// child in a new session; the task's id.
 fn setsid_task(c: &mut Conn, a: &Marker, b: &Marker) -> String {
-    let r = exec(c, &format!("sh {{ setsid {} & {} }} &", a.sleep(), b.sleep()));
+    let r = exec(
+        c,
+        &format!("sh {{ setsid {} & {} }} &", a.sleep(), b.sleep()),
+    );
     let id = r["value"]["id"].as_u64().expect("a task handle");
     format!("task:{id}")
 }
@@ -140,7 +143,10 @@ fn a_setsid_child_is_gone_after_session_close() {
     let a = Marker::new();
     // The foreground program ends at once; what it left keeps running (and
     // counting) until the session closes.
-    exec(&mut c, &format!("sh {{ setsid {} >/dev/null 2>&1 & }}", a.sleep()));
+    exec(
+        &mut c,
+        &format!("sh {{ setsid {} >/dev/null 2>&1 & }}", a.sleep()),
+    );
     a.wait_running();
     assert!(procs(&mut c, "w") >= 1);
     let mut other = d.conn();
@@ -156,13 +162,19 @@ fn a_setsid_child_is_gone_after_a_clean_stop() {
     let mut c = d.conn();
     c.attach("s");
     let (a, b, fg) = (Marker::new(), Marker::new(), Marker::new());
-    exec(&mut c, &format!("sh {{ setsid {} >/dev/null 2>&1 & }}", fg.sleep()));
+    exec(
+        &mut c,
+        &format!("sh {{ setsid {} >/dev/null 2>&1 & }}", fg.sleep()),
+    );
     setsid_task(&mut c, &a, &b);
     for m in [&a, &b, &fg] {
         m.wait_running();
     }
     d.signal(libc::SIGTERM);
-    assert!(d.wait_timeout(Duration::from_secs(30)).is_some(), "daemon did not stop");
+    assert!(
+        d.wait_timeout(Duration::from_secs(30)).is_some(),
+        "daemon did not stop"
+    );
     for m in [&a, &b, &fg] {
         m.wait_gone("a clean stop");
     }
@@ -231,7 +243,9 @@ fn restart_after_sigkill(env: &[(&str, &str)]) {
     // The dead daemon's record was consumed; the new one names itself.
     let after = std::fs::read_to_string(&record).expect("the new daemon's record");
     assert!(after.contains(&format!("daemon {} ", d2.pid())), "{after}");
-    assert!(root.log().contains("killed processes a previous daemon left behind"));
+    assert!(root
+        .log()
+        .contains("killed processes a previous daemon left behind"));
     if env.is_empty() {
         // The cgroup catches what left its process group too.
         bg_escaped.wait_gone("a restart after SIGKILL");
@@ -256,7 +270,10 @@ fn the_fallback_ends_setsid_children_at_a_clean_stop() {
     c.attach("f");
     let a = Marker::new();
     // Its parent exits: the orphan is re-parented to the daemon (a subreaper).
-    exec(&mut c, &format!("sh {{ setsid {} >/dev/null 2>&1 & }}", a.sleep()));
+    exec(
+        &mut c,
+        &format!("sh {{ setsid {} >/dev/null 2>&1 & }}", a.sleep()),
+    );
     a.wait_running();
     d.signal(libc::SIGTERM);
     assert!(d.wait_timeout(Duration::from_secs(30)).is_some());

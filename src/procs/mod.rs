@@ -144,7 +144,9 @@ pub fn init(state_dir: &Path) {
         match make_base() {
             Ok(base) => Mode::Cgroup { base },
             Err(why) => {
-                tracing::warn!("processes: no writable cgroup2 ({why}); using the subreaper fallback");
+                tracing::warn!(
+                    "processes: no writable cgroup2 ({why}); using the subreaper fallback"
+                );
                 Mode::Fallback
             }
         }
@@ -166,6 +168,7 @@ pub fn init(state_dir: &Path) {
 
 fn make_base() -> Result<PathBuf, String> {
     let own = cgroup::own_cgroup().ok_or("no cgroup2 mount or no 0:: line in /proc/self/cgroup")?;
+    sweep_dead_siblings(&own);
     let base = own.join(format!("shoal-{}", std::process::id()));
     match fs::create_dir(&base) {
         Ok(()) => {}
@@ -177,6 +180,27 @@ fn make_base() -> Result<PathBuf, String> {
         return Err(format!("{} has no cgroup.kill", base.display()));
     }
     Ok(base)
+}
+
+/// Remove the empty trees of dead daemons beside ours (a daemon of another
+/// state dir that was SIGKILLed and never restarted). Only empty cgroups go:
+/// processes are killed only from a record of our own state dir.
+fn sweep_dead_siblings(own: &Path) {
+    let Ok(rd) = fs::read_dir(own) else { return };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("shoal-"))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let dir = e.path();
+        if record::start_time(pid).is_none() && !cgroup::populated(&dir) {
+            let _ = cgroup::remove_tree(&dir);
+        }
+    }
 }
 
 fn save_record() {
@@ -306,7 +330,10 @@ impl Join {
                 *m.live.locked().entry(h.session.clone()).or_default() += 1;
             }
             if let Mode::Fallback = m.mode {
-                let session = self.home.as_ref().map_or_else(|| "".into(), |h| h.session.clone());
+                let session = self
+                    .home
+                    .as_ref()
+                    .map_or_else(|| "".into(), |h| h.session.clone());
                 fallback::track(pid, session);
                 save_record();
             }
@@ -369,8 +396,10 @@ impl Drop for Tracked {
             }
         }
         if let Some(l) = &self.leaf {
-            if !cgroup::populated(l) && fs::remove_dir(l).is_ok() {
-                // The owner's directory goes too once it is empty.
+            let exec = self.home.as_ref().is_some_and(|h| h.owner == Owner::Exec);
+            if !cgroup::populated(l) && fs::remove_dir(l).is_ok() && !exec {
+                // A task's or PTY's directory goes too once it is empty (the
+                // foreground's stays for its next program).
                 if let Some(parent) = l.parent() {
                     let _ = fs::remove_dir(parent);
                 }
