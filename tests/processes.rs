@@ -240,11 +240,16 @@ fn restart_after_sigkill(env: &[(&str, &str)]) {
     }
     assert!(before.contains(&format!("daemon {} ", d.pid())), "{before}");
     // The dead daemon's record was consumed; the new one names itself.
-    let after = std::fs::read_to_string(&record).expect("the new daemon's record");
-    assert!(after.contains(&format!("daemon {} ", d2.pid())), "{after}");
-    assert!(root
-        .log()
-        .contains("killed processes a previous daemon left behind"));
+    let me = format!("daemon {} ", d2.pid());
+    eventually("the new daemon's record", Duration::from_secs(10), || {
+        let after = std::fs::read_to_string(&record).unwrap_or_default();
+        after.contains(&me).then_some(())
+    });
+    eventually("the log of the recovery", Duration::from_secs(10), || {
+        let log = root.log();
+        log.contains("killed processes a previous daemon left behind")
+            .then_some(())
+    });
     if env.is_empty() {
         // The cgroup catches what left its process group too.
         bg_escaped.wait_gone("a restart after SIGKILL");
