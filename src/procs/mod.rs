@@ -203,8 +203,13 @@ fn sweep_dead_siblings(own: &Path) {
     }
 }
 
+/// Serializes [`save_record`]: what is read and what is renamed into place
+/// stay in step (a later snapshot is never replaced by an earlier one).
+static SAVING: Mutex<()> = Mutex::new(());
+
 fn save_record() {
     let Some(m) = manager() else { return };
+    let _one = SAVING.locked();
     let me = std::process::id() as i32;
     let rec = record::Record {
         daemon: (me, record::start_time(me).unwrap_or(0)),
