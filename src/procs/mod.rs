@@ -278,13 +278,16 @@ pub fn prepare(home: Option<Home>, pty: bool) -> Join {
     if let Mode::Fallback = m.mode {
         j._spawning = Some(fallback::SPAWNING.read().unwrap_or_else(|e| e.into_inner()));
     }
-    let (Mode::Cgroup { base }, Some(h)) = (&m.mode, &home) else {
+    let Mode::Cgroup { base } = &m.mode else {
         return j;
     };
     let n = NEXT_LEAF.fetch_add(1, Ordering::Relaxed);
-    let leaf = session_path(base, &h.session)
-        .join(h.owner.dir_name())
-        .join(n.to_string());
+    let leaf = match &home {
+        Some(h) => session_path(base, &h.session).join(h.owner.dir_name()),
+        // A program no session owns still dies with the daemon's tree.
+        None => base.join("unowned"),
+    }
+    .join(n.to_string());
     // A concurrent removal of an empty parent can race the mkdir: retry.
     let mut made = fs::create_dir_all(&leaf);
     for _ in 0..3 {
