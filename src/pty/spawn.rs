@@ -269,7 +269,7 @@ pub fn reap(pid: i32) -> Option<Exit> {
     // Peek first (WNOWAIT): the exited leader stays a zombie, pinning its
     // pgid while the rest of its group is killed, then it is reaped.
     // SAFETY: waitid/kill/waitpid on our own unreaped child.
-    unsafe {
+    let (r, st) = unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();
         let r = libc::waitid(
             libc::P_PID,
@@ -282,29 +282,28 @@ pub fn reap(pid: i32) -> Option<Exit> {
         }
         if r == 0 {
             libc::kill(-pid, libc::SIGKILL);
-            if let Some(t) = table.get(&pid) {
-                t.kill();
-            }
         }
         let mut st = 0;
-        let r = libc::waitpid(pid, &mut st, libc::WNOHANG);
-        let exit = match r {
-            0 => return None,
-            r if r == pid => Exit::from_wait(st),
-            // ECHILD: someone else reaped it; the status is lost.
-            _ => Exit {
-                status: None,
-                signal: None,
-            },
-        };
-        let tracked = table.remove(&pid);
-        drop(table);
-        // Its cgroup goes once the killed rest has gone (bounded).
-        if let Some(t) = tracked {
-            t.remove_when_empty(Duration::from_secs(1));
-        }
-        Some(exit)
+        (libc::waitpid(pid, &mut st, libc::WNOHANG), st)
+    };
+    let exit = match r {
+        0 => return None,
+        r if r == pid => Exit::from_wait(st),
+        // ECHILD: someone else reaped it; the status is lost.
+        _ => Exit {
+            status: None,
+            signal: None,
+        },
+    };
+    let tracked = table.remove(&pid);
+    drop(table);
+    // What left the group is still in its cgroup: killed, and the cgroup
+    // removed once it is empty (bounded).
+    if let Some(t) = tracked {
+        t.kill();
+        t.remove_when_empty(Duration::from_secs(1));
     }
+    Some(exit)
 }
 
 /// Wait (bounded) until `pid` is reaped.
