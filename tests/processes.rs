@@ -135,6 +135,31 @@ fn a_setsid_child_is_gone_after_task_cancel() {
 }
 
 #[test]
+fn a_setsid_child_is_gone_after_a_cancelled_foreground_exec() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut c = d.conn();
+    c.attach("fg");
+    let (a, b) = (Marker::new(), Marker::new());
+    let src = format!(
+        "sh {{ setsid {} >/dev/null 2>&1 & {} }}",
+        a.sleep(),
+        b.sleep()
+    );
+    c.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "exec", "params": {"src": src}}));
+    a.wait_running();
+    b.wait_running();
+    // The session stays open (another client is attached); a hang-up
+    // cancels the connection's foreground call.
+    let mut keep = d.conn();
+    keep.attach("fg");
+    drop(c);
+    b.wait_gone("a cancelled exec");
+    a.wait_gone("a cancelled exec");
+    assert!(session_row(&mut keep, "fg").is_some());
+}
+
+#[test]
 fn a_setsid_child_is_gone_after_session_close() {
     let root = Root::new();
     let d = Daemon::start(&root);
