@@ -135,6 +135,28 @@ fn a_setsid_child_is_gone_after_task_cancel() {
 }
 
 #[test]
+fn task_cancel_ends_what_an_earlier_program_of_the_task_left() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut c = d.conn();
+    c.attach("t2");
+    let (a, b) = (Marker::new(), Marker::new());
+    // The first program exits at once, leaving a `setsid` child; the second runs on.
+    let src = format!(
+        "sh {{ setsid {} >/dev/null 2>&1 & }}\nsh {{ exec {} }}",
+        a.sleep(),
+        b.sleep()
+    );
+    let r = c.ok("exec", json!({"src": src, "background": true}));
+    let task = r["task"].as_str().expect("task ref").to_string();
+    a.wait_running();
+    b.wait_running();
+    c.ok("task.cancel", json!({"task": task}));
+    b.wait_gone("task.cancel");
+    a.wait_gone("task.cancel");
+}
+
+#[test]
 fn a_setsid_child_is_gone_after_a_cancelled_foreground_exec() {
     let root = Root::new();
     let d = Daemon::start(&root);
