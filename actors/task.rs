@@ -220,14 +220,23 @@ impl Actor for Task {
         let shared = self.shared.clone();
         let tail = self.tx.borrow().record.tail.clone();
         let live = LiveGuard::register(self.id, self.cancel.clone(), self.pid.clone());
+        let home = crate::procs::Home::new(&shared.name, crate::procs::Owner::Task(self.id));
+        let cancel = self.cancel.clone();
         let spawned = crate::lang::session::spawn_eval_thread(
             format!("shoal-task-{}", self.id),
             move |stack| {
                 let _live = live;
                 crate::shell::process::set_thread_tail(tail);
-                let r = super::session::confine_for(&shared, spec.gate.as_deref())
-                    .and_then(|()| super::session::run_task(&shared, lang, &spec, stack));
+                let r = crate::procs::with_home(Some(home.clone()), || {
+                    super::session::confine_for(&shared, spec.gate.as_deref())
+                        .and_then(|()| super::session::run_task(&shared, lang, &spec, stack))
+                });
                 crate::shell::process::set_thread_tail(None);
+                // A cancelled task's programs got the polite signals; what
+                // escaped their process groups ends with its cgroups.
+                if cancel.is_cancelled() {
+                    crate::procs::kill_owner(&home);
+                }
                 let _ = done_tx.send(r);
             },
         );

@@ -8,6 +8,7 @@ pub mod lang;
 pub mod leash;
 pub mod paths;
 pub mod procmem;
+pub mod procs;
 pub mod proto;
 pub mod pty;
 pub mod shell;

@@ -127,6 +127,10 @@ pub fn run(opts: DaemonOptions) -> i32 {
         }
     };
     let shutdown_writer = writer.clone();
+    // Programs a dead daemon of this state dir left are killed; ours get a
+    // cgroup tree, recorded (docs/processes.md). After the journal: its lock
+    // says no other daemon uses this state dir.
+    crate::procs::init(&state_dir);
 
     let info = DaemonInfo {
         pid: std::process::id(),

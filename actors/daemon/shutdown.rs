@@ -58,6 +58,9 @@ pub(super) fn after_stop(
     let drained = wait_for_interrupted(draining, SHUTDOWN_GRACE);
     // No PTY program outlives the daemon.
     crate::pty::kill_all();
+    // What escaped every process group (setsid, double fork) and anything
+    // still running: the daemon's whole cgroup tree (docs/processes.md).
+    crate::procs::shutdown();
     // Everything acknowledged becomes durable before the process ends: records
     // the session workers still hand over (batched replies go first) included.
     if !super::super::session::wait_records_handed_off(std::time::Duration::from_secs(5)) {

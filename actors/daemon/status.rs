@@ -91,6 +91,8 @@ impl Daemon {
             "ptys": ptys.len(),
             // Bytes the session's PTYs hold of `[limits] session_memory`.
             "pty_memory": shared.memory.held(),
+            // Processes in the session's cgroups (fallback: live programs).
+            "procs": crate::procs::count(&shared.name),
             "spill_bytes": spill_used(shared),
             "ref_waits": shared.ref_waits(),
             "quick_execs": shared.quick_execs.load(std::sync::atomic::Ordering::Relaxed),

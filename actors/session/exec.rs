@@ -311,7 +311,19 @@ fn finish_job(
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         crate::leash::run_gate::with_gate(run_gate, || match lane {
             Lane::Thread { stack } => crate::leash::landlock::with_rules(sandbox, || {
-                prepared.and_then(|p| session.exec_prepared_here(p, stack))
+                // Its programs belong to the session's foreground, or to the
+                // task whose thread this is (docs/processes.md).
+                let home = if foreground {
+                    Some(crate::procs::Home::new(
+                        &shared.name,
+                        crate::procs::Owner::Exec,
+                    ))
+                } else {
+                    crate::procs::current_home()
+                };
+                crate::procs::with_home(home, || {
+                    prepared.and_then(|p| session.exec_prepared_here(p, stack))
+                })
             }),
             // Spawns nothing, so there is nothing to confine; and Landlock must
             // never be applied to an arbiter thread.

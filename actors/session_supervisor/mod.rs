@@ -91,6 +91,10 @@ impl SessionSupervisor {
     }
 }
 
+/// How long a closed session's programs have for the cancel sequence (SIGINT,
+/// SIGTERM, SIGKILL of their groups) before its cgroups are killed.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(7);
+
 impl Actor for SessionSupervisor {
     type Context = Context<Self>;
 
@@ -105,6 +109,9 @@ impl Actor for SessionSupervisor {
         self.shared.interrupt();
         self.ptys.kill_all();
         self.stop_tasks();
+        // After the polite signals (interrupt, task cancel), whatever is
+        // left in the session's cgroups is killed (docs/processes.md).
+        crate::procs::close_session(&self.shared.name, CLOSE_GRACE);
     }
 }
 

@@ -146,17 +146,27 @@ pub fn human(st: &Value) -> String {
     }
 
     out.push_str(&format!(
-        "\n{:<20} {:>7} {:>10} {:>5} {:>4} {:>10} {:>10} {:>5}  {}\n",
-        "SESSION", "CLIENTS", "TRANSCRIPT", "TASKS", "PTYS", "PTY MEM", "SPILL", "BUSY", "CWD"
+        "\n{:<20} {:>7} {:>10} {:>5} {:>4} {:>5} {:>10} {:>10} {:>5}  {}\n",
+        "SESSION",
+        "CLIENTS",
+        "TRANSCRIPT",
+        "TASKS",
+        "PTYS",
+        "PROCS",
+        "PTY MEM",
+        "SPILL",
+        "BUSY",
+        "CWD"
     ));
     for sess in st["sessions"].as_array().cloned().unwrap_or_default() {
         out.push_str(&format!(
-            "{:<20} {:>7} {:>10} {:>5} {:>4} {:>10} {:>10} {:>5}  {}\n",
+            "{:<20} {:>7} {:>10} {:>5} {:>4} {:>5} {:>10} {:>10} {:>5}  {}\n",
             s(&sess["name"]),
             s(&sess["clients"]),
             s(&sess["transcript"]),
             s(&sess["tasks"]),
             s(&sess["ptys"]),
+            s(&sess["procs"]),
             // What the session's PTYs hold of `[limits] session_memory`.
             sess["pty_memory"].as_u64().map_or("-".into(), bytes),
             sess["spill_bytes"].as_u64().map_or("-".into(), bytes),

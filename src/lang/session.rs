@@ -146,6 +146,7 @@ impl Session {
         for stack in EVAL_STACKS {
             let interp = &mut self.interp;
             let prog = &prog;
+            let home = crate::procs::current_home();
             let outcome = std::thread::scope(|s| {
                 let handle = std::thread::Builder::new()
                     .name("shoal-eval".into())
@@ -154,7 +155,7 @@ impl Session {
                         interp.enter_thread(stack);
                         interp.depth = 0;
                         interp.fn_depth = 0;
-                        interp.run_program(prog, pos)
+                        crate::procs::with_home(home, || interp.run_program(prog, pos))
                     });
                 match handle {
                     Ok(h) => match h.join() {

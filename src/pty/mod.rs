@@ -175,8 +175,9 @@ impl PtyHandle {
     /// Start `spec` on a new PTY (blocking: fork and exec; call it off the
     /// arbiter). The id is fresh and process-wide.
     pub fn open(spec: &SpawnSpec, session: &str) -> std::io::Result<Arc<PtyHandle>> {
-        let s = spawn::spawn(spec)?;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let home = crate::procs::Home::new(session, crate::procs::Owner::Pty(id));
+        let s = spawn::spawn(spec, Some(home))?;
         let mut term = term::Term::new(spec.rows, spec.cols, term::SCROLLBACK_LINES);
         let shared = Arc::new(Shared::new(&mut term));
         let master = Arc::new(s.master);

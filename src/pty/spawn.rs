@@ -8,7 +8,7 @@
 //! (and possibly reused). [`kill_all`] ends every group at daemon exit.
 
 use crate::sync::Locked;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -92,10 +92,10 @@ pub fn signal_name(sig: i32) -> String {
     name.to_string()
 }
 
-/// PTY children not yet reaped.
-static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+/// PTY children not yet reaped, each with its cgroup (docs/processes.md).
+static LIVE: Mutex<BTreeMap<i32, crate::procs::Tracked>> = Mutex::new(BTreeMap::new());
 
-fn live() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+fn live() -> std::sync::MutexGuard<'static, BTreeMap<i32, crate::procs::Tracked>> {
     LIVE.locked()
 }
 
@@ -127,8 +127,8 @@ fn winsize(rows: u16, cols: u16) -> libc::winsize {
     }
 }
 
-/// Open a PTY pair and start `spec` on its slave side.
-pub fn spawn(spec: &SpawnSpec) -> io::Result<Spawned> {
+/// Open a PTY pair and start `spec` on its slave side, owned by `home`.
+pub fn spawn(spec: &SpawnSpec, home: Option<crate::procs::Home>) -> io::Result<Spawned> {
     let program = resolve(&spec.cmd, &spec.env, &spec.cwd)?;
     // Leash: the binary itself must be granted (by identity) to a gated principal.
     crate::leash::run_gate::spawn(&program)
@@ -160,8 +160,22 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<Spawned> {
             Ok(())
         });
     }
+    // Its cgroup, joined before any confinement. Started from a short-lived
+    // thread, so no parent-death signal.
+    let join = crate::procs::prepare(home, true);
+    let child_join = join.child();
+    // SAFETY: apply writes to an open descriptor; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || child_join.apply());
+    }
     // Leash: the principal's filesystem grants, enforced by Landlock.
-    let sandbox = crate::leash::landlock::prepare()?;
+    let sandbox = match crate::leash::landlock::prepare() {
+        Ok(s) => s,
+        Err(e) => {
+            join.abandon();
+            return Err(e);
+        }
+    };
     if let Some(rs) = &sandbox {
         let confine = rs.confine();
         // SAFETY: apply makes a few syscalls and allocates nothing.
@@ -172,9 +186,15 @@ pub fn spawn(spec: &SpawnSpec) -> io::Result<Spawned> {
     // The table lock is held across the spawn so a reaper never sees the pid
     // before it is registered.
     let mut table = live();
-    let child = cmd.spawn()?;
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            join.abandon();
+            return Err(e);
+        }
+    };
     let pid = child.id() as i32;
-    table.insert(pid);
+    table.insert(pid, join.started(pid));
     drop(table);
     // The parent's copies of the slave close here: EOF needs that.
     drop(cmd);
@@ -226,14 +246,16 @@ pub fn resize(master: BorrowedFd<'_>, rows: u16, cols: u16) -> io::Result<()> {
 /// was already reaped.
 pub fn kill_group(pid: i32) -> bool {
     let table = live();
-    if !table.contains(&pid) {
+    let Some(tracked) = table.get(&pid) else {
         return false;
-    }
+    };
     // SAFETY: kill(2); the unreaped leader pins the pgid, so it is ours.
     unsafe {
         libc::kill(-pid, libc::SIGCONT);
         libc::kill(-pid, libc::SIGKILL);
     }
+    // What left the group (setsid, double fork) is still in its cgroup.
+    tracked.kill();
     true
 }
 
@@ -241,13 +263,13 @@ pub fn kill_group(pid: i32) -> bool {
 /// what is left of its process group. `None` while it still runs.
 pub fn reap(pid: i32) -> Option<Exit> {
     let mut table = live();
-    if !table.contains(&pid) {
+    if !table.contains_key(&pid) {
         return None;
     }
     // Peek first (WNOWAIT): the exited leader stays a zombie, pinning its
     // pgid while the rest of its group is killed, then it is reaped.
     // SAFETY: waitid/kill/waitpid on our own unreaped child.
-    unsafe {
+    let (r, st) = unsafe {
         let mut info: libc::siginfo_t = std::mem::zeroed();
         let r = libc::waitid(
             libc::P_PID,
@@ -262,23 +284,26 @@ pub fn reap(pid: i32) -> Option<Exit> {
             libc::kill(-pid, libc::SIGKILL);
         }
         let mut st = 0;
-        let r = libc::waitpid(pid, &mut st, libc::WNOHANG);
-        match r {
-            0 => None,
-            r if r == pid => {
-                table.remove(&pid);
-                Some(Exit::from_wait(st))
-            }
-            _ => {
-                // ECHILD: someone else reaped it; the status is lost.
-                table.remove(&pid);
-                Some(Exit {
-                    status: None,
-                    signal: None,
-                })
-            }
-        }
+        (libc::waitpid(pid, &mut st, libc::WNOHANG), st)
+    };
+    let exit = match r {
+        0 => return None,
+        r if r == pid => Exit::from_wait(st),
+        // ECHILD: someone else reaped it; the status is lost.
+        _ => Exit {
+            status: None,
+            signal: None,
+        },
+    };
+    let tracked = table.remove(&pid);
+    drop(table);
+    // What left the group is still in its cgroup: killed, and the cgroup
+    // removed once it is empty (bounded).
+    if let Some(t) = tracked {
+        t.kill();
+        t.remove_when_empty(Duration::from_secs(1));
     }
+    Some(exit)
 }
 
 /// Wait (bounded) until `pid` is reaped.
@@ -288,7 +313,7 @@ fn wait_gone(pid: i32, d: Duration) -> Option<Exit> {
         if let Some(e) = reap(pid) {
             return Some(e);
         }
-        if !live().contains(&pid) || Instant::now() > deadline {
+        if !live().contains_key(&pid) || Instant::now() > deadline {
             return None;
         }
         std::thread::sleep(Duration::from_millis(2));
@@ -297,7 +322,7 @@ fn wait_gone(pid: i32, d: Duration) -> Option<Exit> {
 
 /// Pids of PTY children not yet reaped.
 pub fn live_pids() -> Vec<i32> {
-    live().iter().copied().collect()
+    live().keys().copied().collect()
 }
 
 /// End every PTY process group and reap the children (daemon exit).

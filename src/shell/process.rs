@@ -274,8 +274,23 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
         }
     };
     cmd.stderr(Stdio::piped());
+    // The program's home (docs/processes.md): the child joins its cgroup
+    // first, before any confinement could forbid the write.
+    let join = crate::procs::prepare(None, false);
+    let child_join = join.child();
+    // SAFETY: apply writes to an open descriptor and calls prctl; it
+    // allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || child_join.apply());
+    }
     // Leash: the principal's filesystem grants, enforced by Landlock.
-    let sandbox = crate::leash::landlock::prepare().map_err(RunError::Spawn)?;
+    let sandbox = match crate::leash::landlock::prepare() {
+        Ok(s) => s,
+        Err(e) => {
+            join.abandon();
+            return Err(RunError::Spawn(e));
+        }
+    };
     if let Some(rs) = &sandbox {
         let confine = rs.confine();
         // SAFETY: apply makes a few syscalls and allocates nothing.
@@ -283,19 +298,27 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
             cmd.pre_exec(move || confine.apply());
         }
     }
-    let child = cmd.spawn().map_err(RunError::Spawn)?;
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            join.abandon();
+            return Err(RunError::Spawn(e));
+        }
+    };
     drop(sandbox);
     // `cmd` holds the parent's copies of redirect files; drop them now so the
     // child is the only holder.
     drop(cmd);
     let pid = child.id();
+    // Removes the program's cgroup once it is reaped and nothing is left in it.
+    let tracked = join.started(pid as i32);
     if let Some(slot) = &spec.pid_slot {
         slot.store(pid, Ordering::SeqCst);
     }
     let slot = spec.pid_slot.clone();
     let result = wait_child(
         child,
-        pid,
+        &tracked,
         feed,
         capture_stdout,
         spec.spill_quota,
@@ -394,7 +417,7 @@ impl Stream {
 
 fn wait_child(
     mut child: Child,
-    pid: u32,
+    tracked: &crate::procs::Tracked,
     feed: Option<OutputBytes>,
     capture_stdout: bool,
     quota: Option<Arc<SpillQuota>>,
@@ -416,6 +439,7 @@ fn wait_child(
     let tail = thread_tail();
     let mut out = Stream::new(out_pipe, quota.clone()).with_tail(tail.clone(), false);
     let mut err = Stream::new(err_pipe, quota).with_tail(tail, true);
+    let pid = child.id();
     let pidfd = pidfd_open(pid);
     let mut buf = take_buf();
     let mut exit: Option<ExitStatus> = None;
@@ -477,6 +501,9 @@ fn wait_child(
             // Leader gone but descendants still hold the pipes.
             signal_group(pid, libc::SIGKILL);
         }
+        // What left the process group (setsid, double fork) is still in the
+        // program's cgroup.
+        tracked.kill();
         drop(out);
         drop(err);
         if let Some(w) = writer {

@@ -42,6 +42,7 @@ mod messages;
 mod model_hints;
 mod model_text;
 mod node_clients;
+mod processes;
 mod pty;
 mod pty_memory;
 mod pty_sdk;

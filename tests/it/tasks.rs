@@ -16,7 +16,7 @@ fn start(c: &mut Conn, src: &str) -> String {
 
 /// The pid of a running task's process, once it has one.
 fn pid_of(c: &mut Conn, task: &str) -> u32 {
-    eventually("a pid", Duration::from_secs(10), || {
+    eventually("a pid", Duration::from_secs(30), || {
         let r = c.ok("task.get", json!({"task": task}));
         r["pid"].as_u64().map(|p| p as u32)
     })

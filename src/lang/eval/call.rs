@@ -646,6 +646,7 @@ impl Interp {
                     let mut child = self.child();
                     let sandbox = crate::leash::landlock::current();
                     let gate = crate::leash::run_gate::current();
+                    let home = crate::procs::current_home();
                     std::thread::Builder::new()
                         .name("shoal-parallel".into())
                         .stack_size(stack)
@@ -653,9 +654,11 @@ impl Interp {
                             child.enter_thread(stack);
                             crate::leash::run_gate::with_gate(gate, || {
                                 crate::leash::landlock::with_rules(sandbox, || {
-                                    child
-                                        .call_value(t, vec![], vec![])
-                                        .map_err(|c| child.ctl_to_err(c))
+                                    crate::procs::with_home(home, || {
+                                        child
+                                            .call_value(t, vec![], vec![])
+                                            .map_err(|c| child.ctl_to_err(c))
+                                    })
                                 })
                             })
                         })

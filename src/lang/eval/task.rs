@@ -193,13 +193,16 @@ impl Interp {
         // Leash: the task's children stay confined like the spawner's.
         let sandbox = crate::leash::landlock::current();
         let gate = crate::leash::run_gate::current();
+        let home = crate::procs::current_home();
         let spawned = std::thread::Builder::new()
             .name(format!("shoal-task-{id}"))
             .stack_size(TASK_STACK)
             .spawn(move || {
                 child.enter_thread(TASK_STACK);
                 let r = match crate::leash::run_gate::with_gate(gate, || {
-                    crate::leash::landlock::with_rules(sandbox, || body(&mut child))
+                    crate::leash::landlock::with_rules(sandbox, || {
+                        crate::procs::with_home(home, || body(&mut child))
+                    })
                 }) {
                     Ok(v) => Ok(v),
                     Err(c) => Err(child.ctl_to_err(c)),
