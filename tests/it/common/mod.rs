@@ -7,6 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -113,24 +114,42 @@ impl Daemon {
         for (k, v) in env {
             cmd.env(k, v);
         }
+        // The daemon's stderr (empty unless it fails to start) goes to a file
+        // of the test's root, so that a start failure says why.
+        static STARTS: AtomicU64 = AtomicU64::new(0);
+        let stderr_path = root.path().join(format!(
+            "daemon-{}.stderr",
+            STARTS.fetch_add(1, Ordering::Relaxed)
+        ));
+        let stderr = std::fs::File::create(&stderr_path).expect("daemon stderr file");
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .process_group(0);
         let child = cmd.spawn().expect("spawn daemon");
         let mut d = Daemon {
             child,
             socket: socket.to_path_buf(),
         };
-        d.wait_ready();
+        d.wait_ready(&stderr_path, state_dir);
         d
     }
 
-    fn wait_ready(&mut self) {
+    fn wait_ready(&mut self, stderr: &Path, state_dir: &Path) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Ok(Some(st)) = self.child.try_wait() {
-                panic!("daemon exited early: {st}");
+                let mut log = String::new();
+                if let Ok(rd) = std::fs::read_dir(state_dir.join("logs")) {
+                    for e in rd.flatten() {
+                        log.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+                    }
+                }
+                let tail: String = log.lines().rev().take(20).collect::<Vec<_>>().join("\n");
+                panic!(
+                    "daemon exited early: {st}\nstderr: {}\nlog (newest first):\n{tail}",
+                    std::fs::read_to_string(stderr).unwrap_or_default()
+                );
             }
             if UnixStream::connect(&self.socket).is_ok() {
                 return;
