@@ -342,11 +342,7 @@ impl Handler<PtyCall> for SessionSupervisor {
                     };
                     if let PtyOp::Resize { rows, cols, .. } = op {
                         if let Some(c) = e.handle.claims().held_by_other(msg.caller) {
-                            return ready(Err(crate::pty::claim::taken_over(
-                                id,
-                                "pty.resize",
-                                &c,
-                            )));
+                            return ready(Err(crate::pty::claim::taken_over(id, "pty.resize", &c)));
                         }
                         if let Err(err) = e.held.resize((rows, cols), ptys) {
                             return ready(Err(err));

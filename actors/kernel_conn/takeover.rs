@@ -73,7 +73,8 @@ impl KernelConn {
         Box::pin(get.into_actor(self).map(move |h, act, _ctx| {
             let h = h?;
             if watch {
-                act.watches.insert(id, Watch(actix_rt::spawn(stream(tx, h.clone()))));
+                act.watches
+                    .insert(id, Watch(actix_rt::spawn(stream(tx, h.clone()))));
                 let info = h.info();
                 return Ok(json!({"pty_id": crate::pty::id_name(id), "watching": true,
                     "cols": info.cols, "rows": info.rows, "alive": info.alive}));
@@ -129,7 +130,8 @@ async fn stream(tx: Writer, h: Arc<PtyHandle>) {
         Some(h) => (h.alive(), api::exit_json(h.exit())),
         None => (false, Json::Null),
     };
-    let params = json!({"pty_id": crate::pty::id_name(id), "ended": true, "alive": alive, "exit": exit});
+    let params =
+        json!({"pty_id": crate::pty::id_name(id), "ended": true, "alive": alive, "exit": exit});
     let _ = tx.send_within_stall(notification(params)).await;
 }
 

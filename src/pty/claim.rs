@@ -166,7 +166,9 @@ mod tests {
     fn the_refusal_names_the_human() {
         let e = taken_over(1, "pty.send", &claim(3));
         assert_eq!(e.code, rpc::PTY_TAKEN_OVER);
-        assert!(e.message.starts_with("pty:1 is taken over by a human (attach)"));
+        assert!(e
+            .message
+            .starts_with("pty:1 is taken over by a human (attach)"));
         assert!(e.message.contains("wait for release"), "{}", e.message);
     }
 }

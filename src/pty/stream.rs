@@ -138,7 +138,10 @@ mod tests {
             pty.screen().contents_formatted()
         );
         assert_eq!(human.screen().cursor_position(), (4, 4));
-        assert_eq!(human.screen().cursor_position(), pty.screen().cursor_position());
+        assert_eq!(
+            human.screen().cursor_position(),
+            pty.screen().cursor_position()
+        );
         // Nobody watching: the stream says it can go.
         drop(rx);
         pty.process(b"x");
