@@ -29,12 +29,40 @@ fn list_entry(c: &mut Conn, id: &str) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// The next `pty.screen` notification on `c` (replies are skipped).
-fn screen_note(c: &mut Conn) -> Value {
-    loop {
-        let f = c.recv();
-        if f["method"] == "pty.screen" {
-            return f["params"].clone();
+/// A kernel connection that also gets `pty.screen` notifications, kept
+/// aside while a reply is awaited.
+struct Watcher {
+    c: Conn,
+    notes: std::collections::VecDeque<Value>,
+}
+
+impl Watcher {
+    fn ok(&mut self, method: &str, params: Value) -> Value {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1 << 20);
+        let id = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.c
+            .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let f = self.c.recv();
+            if f["id"] == json!(id) {
+                assert!(f.get("error").is_none(), "{method}: {f}");
+                return f["result"].clone();
+            }
+            assert_eq!(f["method"], json!("pty.screen"), "{f}");
+            self.notes.push_back(f["params"].clone());
+        }
+    }
+
+    /// The next `pty.screen` notification.
+    fn note(&mut self) -> Value {
+        if let Some(n) = self.notes.pop_front() {
+            return n;
+        }
+        loop {
+            let f = self.c.recv();
+            if f["method"] == "pty.screen" {
+                return f["params"].clone();
+            }
         }
     }
 }
@@ -96,8 +124,12 @@ fn claim_release_and_watch_over_the_kernel_protocol() {
     assert_eq!(r["error"]["code"], json!(-32024), "{r}");
 
     // The claimant watches: the whole screen in colour, then what it types.
+    let mut human = Watcher {
+        c: human,
+        notes: Default::default(),
+    };
     human.ok("pty.watch", json!({"pty_id": id}));
-    let first = screen_note(&mut human);
+    let first = human.note();
     assert_eq!(first["full"], json!(true), "{first}");
     assert_eq!(
         (first["cols"].clone(), first["rows"].clone()),
@@ -109,7 +141,7 @@ fn claim_release_and_watch_over_the_kernel_protocol() {
     let mut painted = String::new();
     let mut seq = first["seq"].as_u64().unwrap();
     eventually("the echo painted", WAIT, || {
-        let n = screen_note(&mut human);
+        let n = human.note();
         assert_eq!(n["seq"].as_u64().unwrap(), seq + 1, "{n}");
         assert_eq!(n["full"], json!(false), "{n}");
         seq += 1;
@@ -141,14 +173,18 @@ fn claim_release_and_watch_over_the_kernel_protocol() {
     agent.ok("pty.send", json!({"pty_id": id, "input": "after\r"}));
 
     // The end of the program ends the stream.
+    let mut other = Watcher {
+        c: other,
+        notes: Default::default(),
+    };
     other.ok("pty.watch", json!({"pty_id": id}));
-    screen_note(&mut other);
+    other.note();
     agent.ok(
         "pty.send",
         json!({"pty_id": id, "input": {"key": "Ctrl-D"}}),
     );
     let end = eventually("the stream's end", WAIT, || {
-        let n = screen_note(&mut other);
+        let n = other.note();
         (n["ended"] == json!(true)).then_some(n)
     });
     assert_eq!(end["alive"], json!(false), "{end}");
@@ -310,6 +346,15 @@ fn a_human_takes_over_the_agents_python_in_a_real_terminal() {
         let e = list_entry(&mut k, &id);
         (e["taken_over"]["by"] == "human" && e["cols"] == json!(100)).then_some(())
     });
+    // `shoal status` shows the human at the PTY.
+    let sock = d.socket.display().to_string();
+    let (st, out, err) = run(&root, &["status", "--socket", &sock], &[]);
+    assert_eq!(st, 0, "{err}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("no {id} row:\n{out}"));
+    assert!(row.contains("typing"), "{out}");
     t.keys(&["print(6*7)", "Enter"]);
     t.wait_for("42");
     // The agent reads what the human did.
