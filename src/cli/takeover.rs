@@ -14,7 +14,7 @@
 //! (paints, and hands replies back), one waits for SIGWINCH. Terminal modes
 //! go through crossterm; the bytes painted go through `cli::output::raw`.
 
-use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
+use std::io::{self, BufRead, BufReader, IsTerminal, Write};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -251,7 +251,7 @@ fn attached(
 fn keyboard(conn: &Conn, pty_id: &str, typing: bool, wake: &UnixStream) -> io::Result<()> {
     use rustix::event::{poll, PollFd, PollFlags};
     let stdin = io::stdin();
-    let mut buf = [0u8; 4096];
+    let mut buf = vec![0u8; 64 * 1024];
     let b64 = base64::engine::general_purpose::STANDARD;
     loop {
         let (key_ready, woken) = {
@@ -273,7 +273,13 @@ fn keyboard(conn: &Conn, pty_id: &str, typing: bool, wake: &UnixStream) -> io::R
         if !key_ready {
             continue;
         }
-        let n = stdin.lock().read(&mut buf)?;
+        // Straight from the descriptor: bytes left in std's buffer would
+        // wait for the next key (poll sees only the descriptor).
+        let n = match rustix::io::read(stdin.as_fd(), &mut buf) {
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => continue,
+            Err(e) => return Err(e.into()),
+        };
         if n == 0 {
             return Ok(());
         }

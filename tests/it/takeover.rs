@@ -355,8 +355,16 @@ fn a_human_takes_over_the_agents_python_in_a_real_terminal() {
         .find(|l| l.starts_with(&id))
         .unwrap_or_else(|| panic!("no {id} row:\n{out}"));
     assert!(row.contains("typing"), "{out}");
+    // A second human only watches: the PTY is taken.
+    let viewer = Tmux::start(root.path(), &script);
+    viewer.wait_for(">>>");
+    eventually("two watchers", WAIT, || {
+        (list_entry(&mut k, &id)["watchers"] == json!(2)).then_some(())
+    });
     t.keys(&["print(6*7)", "Enter"]);
     t.wait_for("42");
+    viewer.wait_for("42");
+    drop(viewer);
     // The agent reads what the human did.
     let r = tool(
         &mut agent,
