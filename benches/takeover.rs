@@ -194,16 +194,17 @@ fn main() {
         let marker = format!("<{k}{i}>");
         let t = Instant::now();
         agent.call("pty.send", json!({"pty_id": id, "input": marker}));
-        agent.call(
+        let r = agent.call(
             "pty.read",
             json!({"pty_id": id, "wait_for": marker, "timeout_ms": 10000}),
         );
         let dt = t.elapsed();
+        assert_eq!(r["matched"], json!(true), "{r}");
         if i >= 50 {
             took.push(dt);
         }
-        if i % 20 == 19 {
-            // Keep the markers on a fresh screen (a wait matches the screen).
+        if i % 8 == 7 {
+            // A marker never wraps (a wait matches the screen's rows).
             agent.call("pty.send", json!({"pty_id": id, "input": "\r\n"}));
         }
     }
