@@ -154,6 +154,18 @@ pub struct PtyCall {
     /// The caller's principal (Leash): an open is gated by its verdict and
     /// the child confined by its sandbox.
     pub gate: Option<Arc<crate::leash::Gate>>,
+    /// The calling connection: while a human has taken the PTY over, only
+    /// the claimant's connection may type, resize or close (`None`: no
+    /// connection, never the claimant).
+    pub caller: Option<u64>,
+}
+
+/// One PTY of the session, for a human's takeover and live view
+/// (`pty.claim`, `pty.watch`).
+#[derive(Message)]
+#[rtype(result = "Result<Arc<crate::pty::PtyHandle>, crate::proto::rpc::RpcError>")]
+pub struct PtyGet {
+    pub id: u64,
 }
 
 /// Watch a PTY of the session: a counter that ticks on every screen change

@@ -22,7 +22,7 @@ use serde_json::{json, Map, Value as Json};
 
 use super::conn::Writer;
 use super::health::Registration;
-use super::msg::{PtyCall, PtyWatch};
+use super::msg::{PtyCall, PtyGet, PtyWatch};
 use super::session_handle::SessionHandle;
 use super::session_supervisor::SessionSupervisor;
 use crate::proto::frame;
@@ -65,6 +65,21 @@ impl Handler<PtyCall> for Pty {
     fn handle(&mut self, msg: PtyCall, ctx: &mut Context<Self>) -> PtyReply {
         self.reg.stats.handled();
         let h = self.handle.clone();
+        // A human who took the PTY over types alone (docs/protocol.md §8);
+        // reads go on for everyone.
+        let what = match &msg.op {
+            PtyOp::Send { .. } => Some("pty.send"),
+            PtyOp::Resize { .. } => Some("pty.resize"),
+            PtyOp::Close { .. } => Some("pty.close"),
+            _ => None,
+        };
+        if let (Some(what), Some(id)) = (what, msg.op.id()) {
+            if let Some(c) = h.claims().held_by_other(msg.caller) {
+                return Box::pin(std::future::ready(Err(crate::pty::claim::taken_over(
+                    id, what, &c,
+                ))));
+            }
+        }
         match msg.op {
             PtyOp::Send { id, bytes } => {
                 let w = h.write(bytes);
@@ -308,6 +323,12 @@ impl Handler<PtyCall> for SessionSupervisor {
                     return ready(Err(RpcError::internal("pty request without an id")));
                 };
                 let ptys = self.ptys.entries.len();
+                // A close refused for a human's takeover keeps the entry.
+                if let (PtyOp::Close { .. }, Some(e)) = (&op, self.ptys.entries.get(&id)) {
+                    if let Some(c) = e.handle.claims().held_by_other(msg.caller) {
+                        return ready(Err(crate::pty::claim::taken_over(id, "pty.close", &c)));
+                    }
+                }
                 // A closed PTY's charge is given back once its emulator is
                 // gone (the close answers after that).
                 let (addr, h, held) = if matches!(op, PtyOp::Close { .. }) {
@@ -320,13 +341,20 @@ impl Handler<PtyCall> for SessionSupervisor {
                         return ready(Err(api::unknown_pty(&id_name(id))));
                     };
                     if let PtyOp::Resize { rows, cols, .. } = op {
+                        if let Some(c) = e.handle.claims().held_by_other(msg.caller) {
+                            return ready(Err(crate::pty::claim::taken_over(id, "pty.resize", &c)));
+                        }
                         if let Err(err) = e.held.resize((rows, cols), ptys) {
                             return ready(Err(err));
                         }
                     }
                     (e.addr.clone(), e.handle.clone(), None)
                 };
-                let f = addr.send(PtyCall { op, gate: None });
+                let f = addr.send(PtyCall {
+                    op,
+                    gate: None,
+                    caller: msg.caller,
+                });
                 Box::pin(
                     async move {
                         let r = match f.await {
@@ -341,6 +369,19 @@ impl Handler<PtyCall> for SessionSupervisor {
                 )
             }
         }
+    }
+}
+
+impl Handler<PtyGet> for SessionSupervisor {
+    type Result = Result<Arc<PtyHandle>, RpcError>;
+
+    fn handle(&mut self, msg: PtyGet, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        self.ptys
+            .entries
+            .get(&msg.id)
+            .map(|e| e.handle.clone())
+            .ok_or_else(|| api::unknown_pty(&id_name(msg.id)))
     }
 }
 
@@ -363,15 +404,17 @@ pub fn call(
     method: &str,
     params: &Map<String, Json>,
 ) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
-    call_as(handle, method, params, None)
+    call_as(handle, method, params, None, None)
 }
 
-/// [`call`] for a principal: `pty.open` is gated by its verdict.
+/// [`call`] for a principal on connection `caller`: `pty.open` is gated by
+/// its verdict; a PTY a human took over refuses another caller's input.
 pub fn call_as(
     handle: &SessionHandle,
     method: &str,
     params: &Map<String, Json>,
     gate: Option<Arc<crate::leash::Gate>>,
+    caller: Option<u64>,
 ) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
     let op = api::parse(method, params);
     let handle = handle.clone();
@@ -389,7 +432,7 @@ pub fn call_as(
         let op = op?;
         let name = handle.name.clone();
         handle
-            .send(PtyCall { op, gate })
+            .send(PtyCall { op, gate, caller })
             .await
             .map_err(|_| super::conn::session_error(super::msg::SessionError::Closed(name)))?
     }
@@ -447,6 +490,15 @@ pub fn watch_uri(u: &str) -> Option<u64> {
         ("pty", [id]) => crate::pty::parse_id(id),
         _ => None,
     }
+}
+
+/// PTY `id` of the session (a human's takeover and live view).
+pub fn get(
+    handle: &SessionHandle,
+    id: u64,
+) -> impl std::future::Future<Output = Result<Arc<PtyHandle>, RpcError>> + 'static {
+    let f = handle.send(PtyGet { id });
+    async move { f.await.map_err(|_| api::unknown_pty(&id_name(id)))? }
 }
 
 /// Start watching PTY `id` of the session: its change counter.

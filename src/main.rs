@@ -1,4 +1,4 @@
-//! The `shoal` command line: `daemon`, `mcp`, `status`, `exec`, `history`, `config check`,
+//! The `shoal` command line: `daemon`, `mcp`, `status`, `exec`, `history`, `attach`, `config check`,
 //! and its own shell completions and man page (generated from this definition).
 //!
 //! `shoal daemon` hands over to the actor shell; every other command is a
@@ -130,6 +130,17 @@ enum Command {
         #[command(subcommand)]
         command: PlanCommand,
         #[arg(long, global = true)]
+        socket: Option<PathBuf>,
+    },
+    /// Sit beside an agent's session; `--pty pty:N` takes over one of its terminals
+    /// (Ctrl-] detaches; the program runs on).
+    Attach {
+        /// Session name (default `default`).
+        session: Option<String>,
+        /// Take over this PTY (`pty:N`): its screen live, your keys typed into it.
+        #[arg(long)]
+        pty: Option<String>,
+        #[arg(long)]
         socket: Option<PathBuf>,
     },
     /// Print shell completions (e.g. `shoal completions bash > ~/.local/share/bash-completion/completions/shoal`).
@@ -300,6 +311,20 @@ fn main() -> ExitCode {
             PlanCommand::Approve { plan_ref } => cli::leash::plan_decide(socket, &plan_ref, true),
             PlanCommand::Deny { plan_ref } => cli::leash::plan_decide(socket, &plan_ref, false),
         },
+        Command::Attach {
+            session,
+            pty,
+            socket,
+        } => {
+            let session = session.unwrap_or_else(|| "default".into());
+            match pty {
+                Some(pty) => cli::takeover::run(socket, &session, &pty),
+                None => {
+                    eprintln!("shoal attach without --pty is not built on this branch");
+                    2
+                }
+            }
+        }
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "shoal", &mut out);

@@ -14,6 +14,7 @@
 mod events;
 mod journal;
 mod reader;
+mod takeover;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -93,6 +94,11 @@ pub struct KernelConn {
     calls: Calls,
     /// Set by the reader when the client hung up: its calls are abandoned.
     hangup: Arc<conn::Hangup>,
+    /// PTYs this connection has taken over (`pty.claim`), released when
+    /// dropped: on `pty.release`, a hang-up or the close.
+    claims: BTreeMap<u64, crate::pty::claim::ClaimGuard>,
+    /// PTYs whose live screen this connection watches (`pty.watch`).
+    watches: BTreeMap<u64, takeover::Watch>,
 }
 
 struct Attachment {
@@ -105,6 +111,8 @@ struct Attachment {
     /// The approval channel of this client's `plan.approve|deny`: the CLI
     /// (client kind `cli`) or another attached client.
     via: crate::leash::policy::ApproveVia,
+    /// The client kind it attached as (`attach`, `cli`, ...).
+    client: String,
 }
 
 impl KernelConn {
@@ -118,6 +126,8 @@ impl KernelConn {
             services: None,
             calls: Arc::default(),
             hangup: Arc::default(),
+            claims: BTreeMap::new(),
+            watches: BTreeMap::new(),
         }
     }
 
@@ -231,7 +241,9 @@ impl KernelConn {
     }
 
     fn dispatch(&mut self, method: &str, params: Json, cancel: Arc<CallCancel>) -> Reply {
-        let known = METHODS.contains(&method) || crate::pty::api::METHODS.contains(&method);
+        let known = METHODS.contains(&method)
+            || crate::pty::api::METHODS.contains(&method)
+            || crate::pty::api::HUMAN_METHODS.contains(&method);
         if !known || (method == "debug.crash" && !conn::debug_hooks()) {
             return Box::pin(ready(Err(RpcError::method_not_found(method))));
         }
@@ -391,9 +403,10 @@ impl KernelConn {
             "journal.query" | "journal.get" | "blob.get" => {
                 self.journal_method(method, p, gate.principal.clone())
             }
-            m if m.starts_with("pty.") => {
-                Box::pin(super::pty::call_as(&handle, m, &p, Some(gate)).into_actor(self))
-            }
+            "pty.claim" | "pty.release" | "pty.watch" => self.pty_human(method, p),
+            m if m.starts_with("pty.") => Box::pin(
+                super::pty::call_as(&handle, m, &p, Some(gate), Some(self.cx.id)).into_actor(self),
+            ),
             "debug.crash" => match p.get("actor").and_then(Json::as_str) {
                 None | Some("session") => {
                     handle.notify(Crash);
@@ -477,6 +490,7 @@ impl KernelConn {
                 gate,
                 token,
                 via,
+                client: kind.clone(),
             }));
             tracing::debug!(conn = act.cx.id, session = %handle.name, client = %kind, "attached");
             Ok(json!({
@@ -567,6 +581,8 @@ fn reads_only(method: &str) -> bool {
             | "task.await"
             | "pty.read"
             | "pty.list"
+            | "pty.watch"
+            | "pty.release"
     )
 }
 
@@ -593,6 +609,9 @@ impl Actor for KernelConn {
             }
         }
         self.set_attachment(None);
+        // A human who hung up gives the PTYs back at once.
+        self.claims.clear();
+        self.watches.clear();
         tracing::debug!(conn = self.cx.id, "kernel connection closed");
     }
 }

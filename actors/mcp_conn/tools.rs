@@ -304,9 +304,10 @@ impl McpConn {
         let method = crate::pty::api::tool_method(tool).unwrap_or("pty.list");
         Box::pin(self.session().then(move |h, act, _ctx| {
             let gate = act.gate.clone();
+            let caller = Some(act.cx.id);
             async move {
                 let r = match h {
-                    Ok(h) => crate::actors::pty::call_as(&h, method, &args, gate).await,
+                    Ok(h) => crate::actors::pty::call_as(&h, method, &args, gate, caller).await,
                     Err(e) => Err(e),
                 };
                 Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))

@@ -307,7 +307,11 @@ fn the_child_table_is_every_row_status_shows() {
         p.insert("cmd".into(), serde_json::json!("cat"));
         let op = crate::pty::api::parse("pty.open", &p).unwrap();
         let opened = a
-            .send(crate::actors::msg::PtyCall { op, gate: None })
+            .send(crate::actors::msg::PtyCall {
+                op,
+                gate: None,
+                caller: None,
+            })
             .await
             .unwrap()
             .unwrap();

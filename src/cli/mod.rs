@@ -8,6 +8,7 @@ pub mod leash;
 pub mod output;
 pub mod shim;
 pub mod status;
+pub mod takeover;
 
 use std::path::PathBuf;
 

@@ -9,3 +9,12 @@ pub fn line(s: &str) {
 pub fn text(s: &str) {
     print!("{s}");
 }
+
+/// Bytes for the terminal itself (`shoal attach --pty` paints a PTY's
+/// screen), written and flushed at once.
+pub fn raw(bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)?;
+    out.flush()
+}

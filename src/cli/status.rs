@@ -190,17 +190,18 @@ pub fn human(st: &Value) -> String {
         .collect();
     if !ptys.is_empty() {
         out.push_str(&format!(
-            "\n{:<10} {:<20} {:>8} {:>9} {:>5}  {}\n",
-            "PTY", "SESSION", "PID", "SIZE", "ALIVE", "CMD"
+            "\n{:<10} {:<20} {:>8} {:>9} {:>5} {:<14}  {}\n",
+            "PTY", "SESSION", "PID", "SIZE", "ALIVE", "HUMAN", "CMD"
         ));
         for (sess, p) in ptys {
             out.push_str(&format!(
-                "{:<10} {:<20} {:>8} {:>9} {:>5}  {}\n",
+                "{:<10} {:<20} {:>8} {:>9} {:>5} {:<14}  {}\n",
                 s(&p["pty_id"]),
                 s(&sess),
                 s(&p["pid"]),
                 format!("{}x{}", s(&p["cols"]), s(&p["rows"])),
                 s(&p["alive"]),
+                pty_human(&p),
                 s(&p["cmd"])
             ));
         }
@@ -316,5 +317,18 @@ fn bytes(b: u64) -> String {
         b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
         b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
         b => format!("{b} B"),
+    }
+}
+
+/// Who sits at a PTY: `typing` when a human took it over (`pty.claim`),
+/// and how many watch it; `-` for nobody.
+fn pty_human(p: &Value) -> String {
+    let typing = p["taken_over"].is_object();
+    let watching = p["watchers"].as_u64().unwrap_or(0);
+    match (typing, watching) {
+        (false, 0) => "-".into(),
+        (true, 0 | 1) => "typing".into(),
+        (true, n) => format!("typing +{} view", n - 1),
+        (false, n) => format!("{n} watching"),
     }
 }

@@ -32,6 +32,7 @@ fn list_entry() -> Json {
     json!({"type": "object", "properties": {
         "pty_id": {"type": "string"}, "cmd": {"type": "string"}, "pid": {"type": "integer"},
         "cols": {"type": "integer"}, "rows": {"type": "integer"}, "alive": {"type": "boolean"},
+        "taken_over": {"type": "object"}, "watchers": {"type": "integer"},
     }, "required": ["pty_id", "cmd", "pid", "cols", "rows", "alive"]})
 }
 
@@ -235,6 +236,8 @@ mod tests {
             rows: 10,
             cols: 40,
             alive: true,
+            claimed: None,
+            watchers: 0,
         };
         let err = json!({"code": -32022, "message": "unknown or closed pty_id", "data": {"pty_id": "pty:9"}});
         let cases = [

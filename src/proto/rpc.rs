@@ -25,6 +25,8 @@ pub const TASK_CONTROL_UNAVAILABLE: i64 = -32020;
 pub const UNKNOWN_TASK: i64 = -32021;
 pub const UNKNOWN_PTY: i64 = -32022;
 pub const PTY_SPAWN_FAILED: i64 = -32023;
+/// A PTY a human has taken over (`pty.claim`) refuses another caller's input.
+pub const PTY_TAKEN_OVER: i64 = -32024;
 pub const AUTH_FAILED: i64 = -32030;
 /// A `[limits]` quota was reached (language code `resource_limit`); the
 /// message and `data.limit` name the key.

@@ -327,13 +327,46 @@ pub fn close_result(id: u64, exit: Option<Exit>) -> Json {
 }
 
 pub fn list_entry(info: &PtyInfo) -> Json {
-    json!({
+    let mut e = json!({
         "pty_id": id_name(info.id),
         "cmd": info.cmd,
         "pid": info.pid,
         "cols": info.cols,
         "rows": info.rows,
         "alive": info.alive,
+    });
+    if let Some(c) = &info.claimed {
+        e["taken_over"] = json!({"by": "human", "client": c.client});
+    }
+    if info.watchers > 0 {
+        e["watchers"] = json!(info.watchers);
+    }
+    e
+}
+
+/// The kernel methods of a human beside the agent (not MCP tools): take
+/// over, give back, watch the live screen (docs/protocol.md §8).
+pub const HUMAN_METHODS: [&str; 3] = ["pty.claim", "pty.release", "pty.watch"];
+
+/// The `pty_id` of a `pty.claim`, `pty.release` or `pty.watch`.
+pub fn id_param(p: &Map<String, Json>) -> Result<u64, RpcError> {
+    pty_id(p)
+}
+
+/// `pty.claim` / `pty.release` answers.
+pub fn claim_result(info: &PtyInfo, claimed: bool) -> Json {
+    json!({"pty_id": id_name(info.id), "claimed": claimed, "cols": info.cols, "rows": info.rows, "alive": info.alive})
+}
+
+/// A `pty.watch` answer or `pty.screen` notification's params.
+pub fn screen_json(id: u64, u: &super::stream::Update) -> Json {
+    json!({
+        "pty_id": id_name(id),
+        "seq": u.seq,
+        "full": u.full,
+        "ansi": u.ansi,
+        "rows": u.rows,
+        "cols": u.cols,
     })
 }
 

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
 
 use super::spawn::{self, Exit};
+use super::stream::Stream;
 use super::term::{Rendered, Term};
 use crate::sync::Locked;
 
@@ -171,6 +172,11 @@ pub enum Cmd {
         n: usize,
         reply: oneshot::Sender<Vec<String>>,
     },
+    /// Watch the live screen (`pty.watch`): the whole screen now and the
+    /// updates after it.
+    Watch {
+        reply: oneshot::Sender<super::stream::Watching>,
+    },
 }
 
 struct Pending {
@@ -187,6 +193,8 @@ pub struct IoThread {
     pub shared: Arc<Shared>,
     pub pid: i32,
     pub term: Term,
+    /// The live screen while somebody watches it.
+    pub stream: Option<Stream>,
 }
 
 /// A fresh eventfd for waking the I/O thread.
@@ -337,8 +345,16 @@ impl IoThread {
                         Ok(Cmd::Resize { rows, cols, reply }) => {
                             self.term.set_size(rows, cols);
                             self.shared.publish(&mut self.term);
+                            self.stream_publish();
                             self.shared.touch();
                             let _ = reply.send(());
+                        }
+                        Ok(Cmd::Watch { reply }) => {
+                            // The whole screen a watcher starts from is as new.
+                            self.flush(&mut dirty, &mut published);
+                            let screen = self.term.vt_screen();
+                            let s = self.stream.get_or_insert_with(|| Stream::new(screen));
+                            let _ = reply.send(s.watch(screen));
                         }
                         Ok(Cmd::Scrollback { n, reply }) => {
                             // The screen a read returns beside it is as new.
@@ -460,6 +476,8 @@ impl IoThread {
                 Cmd::Resize { reply, .. } => {
                     let _ = reply.send(());
                 }
+                // Nothing more will change: the watcher sees the end.
+                Cmd::Watch { reply } => drop(reply),
             }
         }
         for c in closers {
@@ -471,9 +489,20 @@ impl IoThread {
     fn flush(&mut self, dirty: &mut bool, at: &mut Instant) {
         if *dirty {
             self.shared.publish(&mut self.term);
+            self.stream_publish();
             self.shared.touch();
             *dirty = false;
             *at = Instant::now();
+        }
+    }
+
+    /// Send the live screen's update to its watchers; the stream goes with
+    /// the last of them.
+    fn stream_publish(&mut self) {
+        if let Some(s) = &mut self.stream {
+            if !s.publish(self.term.vt_screen()) {
+                self.stream = None;
+            }
         }
     }
 

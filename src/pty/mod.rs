@@ -9,14 +9,18 @@
 //!   terminal, `TIOCSWINSZ`, and the process-wide table of unreaped children.
 //! - `io.rs`: the per-PTY I/O thread (reads feed the emulator, writes, exit).
 //! - `api.rs`: request parameters and result shapes.
+//! - `claim.rs`: a human's takeover (one typist, any number of watchers);
+//!   `stream.rs`: the live screen watchers get (`pty.watch`).
 //!
 //! [`PtyHandle`] ties one PTY together; the actor shell holds one per PTY.
 //! Dropping the last handle is a hard kill of the process group.
 
 pub mod api;
+pub mod claim;
 pub mod io;
 pub mod keys;
 pub mod spawn;
+pub mod stream;
 pub mod term;
 #[cfg(test)]
 mod tests;
@@ -155,6 +159,10 @@ pub struct PtyInfo {
     pub rows: u16,
     pub cols: u16,
     pub alive: bool,
+    /// The human who has taken it over (`pty.claim`).
+    pub claimed: Option<claim::Claim>,
+    /// Clients watching its live screen (`pty.watch`).
+    pub watchers: usize,
 }
 
 /// One PTY: the child, its I/O thread and its screen.
@@ -169,6 +177,7 @@ pub struct PtyHandle {
     wake: Arc<OwnedFd>,
     cmds: Mutex<Option<Sender<Cmd>>>,
     closed: std::sync::atomic::AtomicBool,
+    claims: Arc<claim::Claims>,
 }
 
 impl PtyHandle {
@@ -197,6 +206,7 @@ impl PtyHandle {
             shared: shared.clone(),
             pid: s.pid,
             term,
+            stream: None,
         };
         if let Err(e) = std::thread::Builder::new()
             .name(format!("pty:{id}"))
@@ -221,6 +231,7 @@ impl PtyHandle {
             wake,
             cmds: Mutex::new(Some(tx)),
             closed: std::sync::atomic::AtomicBool::new(false),
+            claims: Arc::default(),
         });
         OPEN.locked().insert(id, Arc::downgrade(&h));
         Ok(h)
@@ -249,11 +260,41 @@ impl PtyHandle {
             rows,
             cols,
             alive: self.shared.life().alive,
+            claimed: self.claims.holder(),
+            watchers: self.claims.watchers(),
+        }
+    }
+
+    /// Who may type (docs/protocol.md §8, `pty.claim`).
+    pub fn claims(&self) -> &Arc<claim::Claims> {
+        &self.claims
+    }
+
+    /// Watch the live screen: the whole screen now, the updates after it
+    /// (the receiver closes when the program's terminal is gone) and the
+    /// guard that counts this watcher. `None`: the PTY has ended.
+    pub fn watch(
+        &self,
+    ) -> impl std::future::Future<Output = Option<(stream::Watching, claim::WatchGuard)>> + 'static
+    {
+        let (reply, rx) = oneshot::channel();
+        let sent = self.command(Cmd::Watch { reply });
+        let guard = self.claims.watcher();
+        async move {
+            if !sent {
+                return None;
+            }
+            rx.await.ok().map(|w| (w, guard))
         }
     }
 
     pub fn alive(&self) -> bool {
         self.shared.life().alive
+    }
+
+    /// How the program ended (None while it runs, or when unknown).
+    pub fn exit(&self) -> Option<Exit> {
+        self.shared.life().exit
     }
 
     /// A change counter that ticks on every screen or life change.

@@ -51,6 +51,7 @@ mod redteam;
 mod render_tty;
 mod request_span;
 mod service_restart;
+mod takeover;
 mod task_scoping;
 mod tasks;
 mod tasks_sdk;

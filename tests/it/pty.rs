@@ -263,8 +263,11 @@ fn exit_by_itself_env_and_cwd() {
     let id = o["pty_id"].clone();
     let pid = o["pid"].as_i64().unwrap();
     let r = read_until(&mut a, &id, "re:yes over \\S+");
+    assert!(screen_text(&r).contains("yes over xterm-256color"));
+    // `pwd` writes after `echo`: a screen may be published between them.
+    let r = read_until(&mut a, &id, &root.path().display().to_string());
     let text = screen_text(&r);
-    assert!(text.contains(&root.path().display().to_string()), "{text}");
+    assert!(text.contains("yes over"), "{text}");
     // 77: it exits by itself: alive:false, status 0, reaped.
     let r = eventually("exit seen", Duration::from_secs(5), || {
         let r = a.ok("pty.read", json!({"pty_id": id}));

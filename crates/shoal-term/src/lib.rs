@@ -352,6 +352,15 @@ impl Term {
         self.gen
     }
 
+    /// vt100's screen with every byte fed so far applied: colours, cursor
+    /// and modes, for `state_formatted` and `state_diff` (a live view).
+    pub fn vt_screen(&mut self) -> &vt100::Screen {
+        if let Some(f) = &mut self.fast {
+            f.materialize(&mut self.parser);
+        }
+        self.parser.screen()
+    }
+
     /// Lines in the scrollback buffer.
     pub fn scrollback_len(&self) -> usize {
         self.parser.callbacks().lines.len()
