@@ -2,6 +2,7 @@
 //! `event_bus`), and the [`BusHandle`] publishers hold.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
@@ -22,6 +23,9 @@ pub type Stamped = (Publish, Option<Arc<Origin>>);
 #[derive(Default)]
 pub struct Inbox {
     state: Mutex<InboxState>,
+    /// Someone subscribes to [`crate::proto::event::EXEC_CHANNEL`]: execs then
+    /// publish their live view (read without the lock, on every exec).
+    exec_watched: AtomicBool,
 }
 
 #[derive(Default)]
@@ -85,6 +89,10 @@ impl Inbox {
     pub(super) fn set_live(&self, n: usize) {
         self.state.locked().live = n;
     }
+
+    pub(super) fn set_exec_watched(&self, watched: bool) {
+        self.exec_watched.store(watched, Ordering::Relaxed);
+    }
 }
 
 /// How publishers reach the bus (and, through `Deref`, how anyone sends it a message): by
@@ -115,6 +123,12 @@ impl BusHandle {
             origin: Some(origin),
             ..self.clone()
         }
+    }
+
+    /// Does anyone subscribe to the live view of execs
+    /// ([`crate::proto::event::EXEC_CHANNEL`])? One atomic load.
+    pub fn exec_watched(&self) -> bool {
+        self.inbox.exec_watched.load(Ordering::Relaxed)
     }
 
     /// The session this handle publishes for, if any.

@@ -406,6 +406,10 @@ impl EventBus {
     /// Tell the inbox how many live subscriptions there are.
     fn count_live(&self) {
         self.book.inbox.set_live(self.subs.len());
+        let exec = crate::proto::event::EXEC_CHANNEL;
+        self.book
+            .inbox
+            .set_exec_watched(self.subs.values().any(|s| s.channel == exec));
     }
 
     /// The next seq of every durable channel of `store` (0 for a fresh store).
