@@ -76,6 +76,33 @@ enum Command {
         #[arg(long)]
         socket: Option<PathBuf>,
     },
+    /// An interactive Shoal REPL on a live session, beside its agent: the same
+    /// bindings, cwd and out:N; what other clients run shows above the prompt,
+    /// and a plan that waits for a human is answered with y/n. Tab completes,
+    /// Ctrl-C cancels the running exec (or clears the line), Ctrl-D detaches
+    /// (the session stays). Creates the session if it does not exist.
+    Attach {
+        #[arg(default_value = "default")]
+        session: String,
+        /// No live view of other clients' execs and plans.
+        #[arg(long)]
+        quiet: bool,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+    },
+    /// The live view alone, read-only: what every client of a session runs, and
+    /// y/n answers (a line each) to its plans that wait for a human. Never creates a
+    /// session: watching one that does not exist is an error. Ctrl-C ends it.
+    Watch {
+        /// The session to watch (default: `default`).
+        #[arg(conflicts_with = "all")]
+        session: Option<String>,
+        /// Watch every session, and answer any session's waiting plans.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+    },
     /// The journal of execs, newest first (through the daemon, else read from the store).
     History {
         #[command(subcommand)]
@@ -247,6 +274,23 @@ fn main() -> ExitCode {
             value,
             socket,
         } => cli::exec::run(socket, &src, &session, json, value),
+        Command::Attach {
+            session,
+            quiet,
+            socket,
+        } => cli::attach::run(cli::attach::Opts {
+            socket,
+            session,
+            quiet,
+        }),
+        Command::Watch {
+            session,
+            all,
+            socket,
+        } => cli::watch::run(
+            socket,
+            (!all).then(|| session.unwrap_or_else(|| "default".into())),
+        ),
         Command::History {
             command: Some(HistoryCommand::Show { id }),
             json,
