@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -64,8 +64,8 @@ impl Line {
 struct Viewer {
     w: UnixStream,
     events: Arc<AtomicU64>,
-    /// Subscriptions answered as on minus those answered as off.
-    subscribed: Arc<AtomicI64>,
+    /// Subscribe and unsubscribe calls answered.
+    answered: Arc<AtomicU64>,
 }
 
 impl Viewer {
@@ -78,8 +78,8 @@ impl Viewer {
         );
         assert!(a.get("result").is_some(), "{a}");
         let events = Arc::new(AtomicU64::new(0));
-        let subscribed = Arc::new(AtomicI64::new(0));
-        let (ev, sub) = (events.clone(), subscribed.clone());
+        let answered = Arc::new(AtomicU64::new(0));
+        let (ev, sub) = (events.clone(), answered.clone());
         let mut r = l.r;
         std::thread::spawn(move || {
             let mut s = String::new();
@@ -91,15 +91,15 @@ impl Viewer {
                 let v: Value = serde_json::from_str(&s).unwrap_or(Value::Null);
                 if v["method"] == "event" {
                     ev.fetch_add(1, Ordering::Relaxed);
-                } else if let Some(on) = v["result"]["subscribed"].as_bool() {
-                    sub.fetch_add(if on { 1 } else { -1 }, Ordering::SeqCst);
+                } else if v["result"]["subscribed"].is_boolean() {
+                    sub.fetch_add(1, Ordering::SeqCst);
                 }
             }
         });
         Viewer {
             w: l.w,
             events,
-            subscribed,
+            answered,
         }
     }
 
@@ -110,7 +110,7 @@ impl Viewer {
         } else {
             "events.unsubscribe"
         };
-        let want = if on { 2 } else { 0 };
+        let want = self.answered.load(Ordering::SeqCst) + 2;
         for ch in ["session.exec", "approval"] {
             // From now on: no replay of earlier rounds' events.
             self.w
@@ -119,7 +119,7 @@ impl Viewer {
                 .unwrap();
         }
         let deadline = Instant::now() + Duration::from_secs(10);
-        while self.subscribed.load(Ordering::SeqCst) != want {
+        while self.answered.load(Ordering::SeqCst) < want {
             assert!(
                 Instant::now() < deadline,
                 "viewer subscription not answered"

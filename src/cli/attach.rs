@@ -41,12 +41,15 @@ pub struct Opts {
 /// Plans that wait for this human, oldest first (the prompt asks about the first).
 type Waiting = Arc<Mutex<VecDeque<Pending>>>;
 
+/// A parse error: message, span start and end (bytes).
+type ParseErr = (String, usize, usize);
+
 /// The kernel's context-free `parse` and `complete`, on a connection of their
 /// own (never the one an exec waits on), each answer cached by its input.
 struct Syntax {
     client: Mutex<Option<Client>>,
     /// The last source parsed and its error (`None`: it parses).
-    last: Mutex<Option<(String, Option<(String, usize, usize)>)>>,
+    last: Mutex<Option<(String, Option<ParseErr>)>>,
 }
 
 impl Syntax {
@@ -60,7 +63,7 @@ impl Syntax {
 
     /// The parse error of `src` (message, span), `None` when it parses or
     /// when the daemon does not answer.
-    fn error(&self, src: &str) -> Option<(String, usize, usize)> {
+    fn error(&self, src: &str) -> Option<ParseErr> {
         if let Some((s, e)) = &*self.last.locked() {
             if s == src {
                 return e.clone();
