@@ -425,7 +425,7 @@ fn exec_view(r: &ExecRecord<'_>) -> ExecView {
         n: r.n,
         src: ExecView::src_of(&r.src),
         principal: r.principal.clone(),
-        client: r.by.1.as_deref().unwrap_or("").to_string(),
+        client: r.by.1.clone(),
         conn: r.by.0,
         ok,
         status,

@@ -456,7 +456,8 @@ fn attach(opts: Opts) -> Result<(), String> {
             continue;
         }
         if let Some(rest) = src.strip_prefix(":pty") {
-            // PTY takeover lives in its own command; this is where `:pty N` goes.
+            // `:pty N`: the place for PTY takeover inside attach. Until it is
+            // wired here, name the command that does it.
             let n = rest.trim();
             let n = if n.is_empty() { "N" } else { n };
             output::line(&format!("PTY takeover: run `shoal attach --pty pty:{n}`"));

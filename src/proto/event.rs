@@ -57,7 +57,7 @@ pub struct ExecView {
     pub src: String,
     pub principal: String,
     /// The client that ran it (`mcp: claude-code`, `cli`, `attach`, `task`).
-    pub client: String,
+    pub client: Option<std::sync::Arc<str>>,
     /// Its connection's id (0: none), so a viewer skips its own execs.
     pub conn: u64,
     pub ok: bool,
@@ -74,9 +74,15 @@ pub struct ExecView {
 impl ExecView {
     /// The first [`VIEW_LINES`] lines of `render` and how many more it has.
     pub fn head_of(render: &str) -> (String, u64) {
-        let mut lines = render.trim_end_matches('\n').split('\n');
-        let head: Vec<&str> = lines.by_ref().take(VIEW_LINES).collect();
-        (head.join("\n"), lines.count() as u64)
+        let text = render.trim_end_matches('\n');
+        // One copy: the head is a prefix of the render.
+        match text.match_indices('\n').nth(VIEW_LINES - 1) {
+            None => (text.to_string(), 0),
+            Some((cut, _)) => {
+                let more = text[cut..].bytes().filter(|b| *b == b'\n').count() as u64;
+                (text[..cut].to_string(), more)
+            }
+        }
     }
 
     /// `src` cut to at most [`VIEW_SRC`] bytes (on a char boundary, `…` marks a cut).
@@ -236,7 +242,7 @@ impl Serialize for Payload {
                     ("ref", Field::Str(&r)),
                     ("src", Field::Str(&v.src)),
                     ("principal", Field::Str(&v.principal)),
-                    ("client", Field::Str(&v.client)),
+                    ("client", Field::Str(v.client.as_deref().unwrap_or(""))),
                     ("conn", Field::Int(v.conn)),
                     ("ok", Field::Bool(v.ok)),
                     ("status", v.status.map_or(Field::Null, Field::SInt)),
@@ -351,7 +357,7 @@ mod tests {
             n: 3,
             src: "6 * 7".into(),
             principal: "local".into(),
-            client: "mcp: x".into(),
+            client: Some("mcp: x".into()),
             conn: 9,
             ok: true,
             status: None,
