@@ -428,7 +428,9 @@ fn attach(opts: Opts) -> Result<(), String> {
             ColumnarMenu::default().with_name("completion_menu"),
         )))
         .with_edit_mode(Box::new(Emacs::new(keys)))
-        .with_external_printer(printer);
+        .with_external_printer(printer)
+        // How soon a live-view line shows above the prompt (~30 looks a second).
+        .with_poll_interval(std::time::Duration::from_millis(33));
     let prompt = AttachPrompt {
         session: session.clone(),
         waiting: waiting.clone(),
