@@ -366,6 +366,8 @@ impl KernelConn {
                 }
             },
             "exec" => match kernel::exec_params(&p, Position::Stmt).and_then(|(s, pos)| {
+                // A bad width is refused here; a good one is the plain exec's.
+                kernel::width_param(&p)?;
                 let b = crate::proto::elide::Budget::from_json(p.get("elide"))
                     .map_err(RpcError::invalid_params)?;
                 Ok((s, pos, b, super::task::task_opts(&p)?))

@@ -449,3 +449,37 @@ fn a_token_cannot_attach_to_the_local_users_session() {
         .unwrap();
     assert_eq!(own["humans"], json!([]), "{own}");
 }
+
+/// `exec`'s `width` (what attach sends: its terminal's columns) is checked,
+/// and a session can be reached without being created (`create: false`).
+#[test]
+fn exec_takes_a_width_and_attach_may_refuse_to_create() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut c = d.conn();
+    let r = c.call(
+        "session.attach",
+        json!({"session": "absent", "create": false, "client": {"kind": "watch"}}),
+    );
+    assert_eq!(r["error"]["code"], json!(-32602), "{r}");
+    assert_eq!(r["error"]["data"]["exists"], json!(false), "{r}");
+    let a = c.ok(
+        "session.attach",
+        json!({"session": "w", "client": {"kind": "attach", "tty": true}}),
+    );
+    assert!(a["conn"].as_u64().is_some(), "{a}");
+    for bad in [json!(5), json!(5000), json!("wide")] {
+        let r = c.call("exec", json!({"src": "1", "width": bad}));
+        assert_eq!(r["error"]["code"], json!(-32602), "{r}");
+    }
+    // A terminal's table fits its width.
+    let words = "a b c d e f g h i j k l m n o p q r s t u v w x y z";
+    let src = format!("range(0, 3).map(x => {{n: x, words: \"{words}\"}})");
+    let wide = c.ok("exec", json!({"src": src, "width": 200}));
+    assert!(wide["render"].as_str().unwrap().contains(words), "{wide}");
+    let narrow = c.ok("exec", json!({"src": src, "width": 30}));
+    let text = narrow["render"].as_str().unwrap();
+    assert!(!text.contains(words) && text.contains('…'), "{narrow}");
+    let names: Vec<Value> = sessions(&mut c).iter().map(|s| s["name"].clone()).collect();
+    assert_eq!(names, vec![json!("w")]);
+}
