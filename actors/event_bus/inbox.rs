@@ -60,7 +60,7 @@ impl Inbox {
         let heard = !s.live.is_empty()
             && s.pending
                 .range(before..)
-                .any(|(p, _)| s.live.iter().any(|c| *c == p.channel));
+                .any(|(p, _)| s.live.contains(&p.channel));
         let now = prompt || heard || s.pending.len() >= WAKE_AT;
         let wake = if now { !s.wake_sent } else { !s.armed };
         if wake {
