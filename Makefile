@@ -94,7 +94,7 @@ skipped:
 	fi
 
 bench:
-	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash --bench tasks --bench agent_tasks --bench takeover
+	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash --bench tasks --bench agent_tasks --bench takeover --bench attach
 
 # 100 MCP clients over 10 sessions for 60 s (SHOAL_LOAD_SECS to change); p50/p99
 # per tool, errors (must be 0), peak RSS. `make test` runs a 10 s version (tests/it/load.rs).

@@ -38,6 +38,7 @@ pub async fn exec_elided(
         cancel,
         gate,
         check,
+        width: None,
     };
     let x = handle.exec(exec).await.map_err(conn::session_error)?;
     exec_reply_json(x, &budget)

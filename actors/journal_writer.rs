@@ -23,7 +23,7 @@ use crate::journal::{
     self, Cwd, Entry, EntryId, Finish, JournalError, NewEntry, Op, OutputData, OutputKind, Query,
     Scope, StoreStats,
 };
-use crate::proto::event::Summary;
+use crate::proto::event::{ExecView, Summary, EXEC_CHANNEL};
 use crate::sync::Locked;
 use crate::value::{ShoalError, Value};
 
@@ -388,6 +388,8 @@ pub struct ExecRecord<'a> {
     pub ran: Ran<'a>,
     /// The derived effects (Leash), when the run was planned.
     pub effects: Vec<serde_json::Value>,
+    /// The caller's connection id and client name ([`ExecView`]).
+    pub by: (u64, Option<Arc<str>>),
 }
 
 /// Largest stdout/stderr read back from a spill file for the journal.
@@ -401,6 +403,35 @@ fn cwd_of(p: &Path) -> Cwd {
         raw: std::str::from_utf8(bytes)
             .is_err()
             .then(|| base64::engine::general_purpose::STANDARD.encode(bytes)),
+    }
+}
+
+/// What a live view shows of the exec `r` ([`EXEC_CHANNEL`]).
+fn exec_view(r: &ExecRecord<'_>) -> ExecView {
+    let (ok, status, code, (head, more)) = match &r.ran {
+        Ran::Value { value, bounded, .. } => match value {
+            Value::Outcome(o) => (o.ok, o.status, None, ExecView::head_of(bounded)),
+            _ => (true, None, None, ExecView::head_of(bounded)),
+        },
+        Ran::Raised { error } => (
+            false,
+            error.status,
+            Some(error.code.as_str().to_string()),
+            ExecView::head_of(&error.msg),
+        ),
+    };
+    ExecView {
+        session: r.session.to_string(),
+        n: r.n,
+        src: ExecView::src_of(&r.src),
+        principal: r.principal.clone(),
+        client: r.by.1.clone(),
+        conn: r.by.0,
+        ok,
+        status,
+        code,
+        head,
+        more,
     }
 }
 
@@ -448,6 +479,8 @@ fn record(
 ) -> Result<EntryId, JournalError> {
     // What the events need once the record has taken the rest.
     let mut value_events = None;
+    // The live view's event, only while someone watches (one atomic load otherwise).
+    let mut view = svc.bus.exec_watched().then(|| exec_view(&r));
     let (ok, status, outputs) = match r.ran {
         Ran::Value {
             value,
@@ -526,6 +559,12 @@ fn record(
             principal,
         },
     });
+    if let Some(view) = view.take() {
+        events.push(Publish {
+            channel: EXEC_CHANNEL.into(),
+            payload: Payload::Exec(Box::new(view)),
+        });
+    }
     if let Some((summary, bounded)) = value_events {
         events.push(Publish {
             channel: "session.transcript".into(),

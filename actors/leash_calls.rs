@@ -13,6 +13,7 @@ use super::session::CallCancel;
 use super::session_handle::SessionHandle;
 use crate::lang::Position;
 use crate::leash::plan::{plan_ref, Approval, Plan};
+use crate::leash::policy::ApproveVia;
 use crate::leash::{effect, Gate};
 use crate::proto::elide::Budget;
 use crate::proto::rpc::{self, RpcError};
@@ -40,6 +41,19 @@ pub fn principal(token: Option<&str>, foreign: bool) -> Result<String, RpcError>
                 )
             })
         }
+    }
+}
+
+/// The `via` of `plan.approve` / `plan.deny` (`cli` or `attach`; absent: the
+/// connection's own, `dflt`). The MCP dialog (`elicitation`) is never named by a client.
+pub fn via_param(p: &Map<String, Json>, dflt: ApproveVia) -> Result<ApproveVia, RpcError> {
+    match rpc::opt_str(p, "via")? {
+        None => Ok(dflt),
+        Some("cli") => Ok(ApproveVia::Cli),
+        Some("attach") => Ok(ApproveVia::Attach),
+        Some(other) => Err(RpcError::invalid_params(format!(
+            "via must be cli or attach (got {other:?})"
+        ))),
     }
 }
 

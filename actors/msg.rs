@@ -89,6 +89,9 @@ pub struct Exec {
     pub gate: Option<Arc<crate::leash::Gate>>,
     /// Refuse unless the verdict allows (false for an approved plan's apply).
     pub check: bool,
+    /// The caller's terminal width for the render (`None`: the session's
+    /// `render_width`).
+    pub width: Option<usize>,
 }
 
 /// Derive the effects of a source in the session (planning; nothing runs).
@@ -218,6 +221,9 @@ pub struct CallOrigin {
     pub conn: u64,
     /// The request id as the client sent it (JSON text), or `task.N`.
     pub request: String,
+    /// Who the client is, as a live view names it (`mcp: claude-code`, `cli`,
+    /// `attach`); `None`: not named.
+    pub client: Option<Arc<str>>,
 }
 
 impl CallOrigin {
@@ -234,6 +240,13 @@ impl CallCancel {
     /// Name the call (the connection does, as it reads the request); later calls are no-ops.
     pub fn set_origin(&self, origin: CallOrigin) {
         let _ = self.origin.set(origin);
+    }
+
+    /// The connection and client name of the call (no copy of the request id).
+    pub fn caller(&self) -> (u64, Option<Arc<str>>) {
+        self.origin
+            .get()
+            .map_or((0, None), |o| (o.conn, o.client.clone()))
     }
 
     /// The call's origin (the default when nobody named it).

@@ -150,6 +150,11 @@ impl PlanStore {
         let mut payload = plan.to_json();
         if let Some(o) = payload.as_object_mut() {
             o.insert("event".into(), json!(event));
+            // What a human deciding from `shoal attach` / `shoal watch` reads.
+            o.insert(
+                "src".into(),
+                json!(crate::proto::event::ExecView::src_of(&plan.src)),
+            );
             if let Some((by, via, channel)) = decided {
                 o.insert("by".into(), json!(by));
                 o.insert("via".into(), json!(via));

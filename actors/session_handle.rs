@@ -78,6 +78,9 @@ pub struct AttachSession {
     /// The arbiter a session this attach creates runs on: the attaching
     /// connection's, so its execs stay on one thread (`None`: the daemon's).
     pub arbiter: Option<actix::ArbiterHandle>,
+    /// Create the session when it does not exist (`false`: `shoal watch`,
+    /// which must create none, is refused instead).
+    pub create: bool,
 }
 
 /// What a connection holds once attached.
@@ -142,6 +145,11 @@ impl SessionHandle {
     /// The directory the session started in.
     pub fn start_cwd(&self) -> &std::path::Path {
         &self.shared.cwd
+    }
+
+    /// The people attached to the session.
+    pub fn humans(&self) -> &super::session::Humans {
+        &self.shared.humans
     }
 
     /// The render width of the session's values.

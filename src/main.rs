@@ -76,6 +76,38 @@ enum Command {
         #[arg(long)]
         socket: Option<PathBuf>,
     },
+    /// An interactive Shoal REPL on a live session, beside its agent: the same
+    /// bindings, cwd and out:N; what other clients run shows above the prompt,
+    /// and a plan that waits for a human is answered with y/n. Tab completes,
+    /// Ctrl-C cancels the running exec (or clears the line), Ctrl-D detaches
+    /// (the session stays). Creates the session if it does not exist.
+    /// `--pty pty:N` takes over one of the session's terminals instead (Ctrl-]
+    /// detaches; the program runs on).
+    Attach {
+        #[arg(default_value = "default")]
+        session: String,
+        /// No live view of other clients' execs and plans.
+        #[arg(long)]
+        quiet: bool,
+        /// Take over this PTY (`pty:N`): its screen live, your keys typed into it.
+        #[arg(long, conflicts_with = "quiet")]
+        pty: Option<String>,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+    },
+    /// The live view alone, read-only: what every client of a session runs, and
+    /// y/n answers (a line each) to its plans that wait for a human. Never creates a
+    /// session: watching one that does not exist is an error. Ctrl-C ends it.
+    Watch {
+        /// The session to watch (default: `default`).
+        #[arg(conflicts_with = "all")]
+        session: Option<String>,
+        /// Watch every session, and answer any session's waiting plans.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        socket: Option<PathBuf>,
+    },
     /// The journal of execs, newest first (through the daemon, else read from the store).
     History {
         #[command(subcommand)]
@@ -130,17 +162,6 @@ enum Command {
         #[command(subcommand)]
         command: PlanCommand,
         #[arg(long, global = true)]
-        socket: Option<PathBuf>,
-    },
-    /// Sit beside an agent's session; `--pty pty:N` takes over one of its terminals
-    /// (Ctrl-] detaches; the program runs on).
-    Attach {
-        /// Session name (default `default`).
-        session: Option<String>,
-        /// Take over this PTY (`pty:N`): its screen live, your keys typed into it.
-        #[arg(long)]
-        pty: Option<String>,
-        #[arg(long)]
         socket: Option<PathBuf>,
     },
     /// Print shell completions (e.g. `shoal completions bash > ~/.local/share/bash-completion/completions/shoal`).
@@ -258,6 +279,27 @@ fn main() -> ExitCode {
             value,
             socket,
         } => cli::exec::run(socket, &src, &session, json, value),
+        Command::Attach {
+            session,
+            quiet,
+            pty,
+            socket,
+        } => match pty {
+            Some(pty) => cli::takeover::run(socket, &session, &pty),
+            None => cli::attach::run(cli::attach::Opts {
+                socket,
+                session,
+                quiet,
+            }),
+        },
+        Command::Watch {
+            session,
+            all,
+            socket,
+        } => cli::watch::run(
+            socket,
+            (!all).then(|| session.unwrap_or_else(|| "default".into())),
+        ),
         Command::History {
             command: Some(HistoryCommand::Show { id }),
             json,
@@ -311,20 +353,6 @@ fn main() -> ExitCode {
             PlanCommand::Approve { plan_ref } => cli::leash::plan_decide(socket, &plan_ref, true),
             PlanCommand::Deny { plan_ref } => cli::leash::plan_decide(socket, &plan_ref, false),
         },
-        Command::Attach {
-            session,
-            pty,
-            socket,
-        } => {
-            let session = session.unwrap_or_else(|| "default".into());
-            match pty {
-                Some(pty) => cli::takeover::run(socket, &session, &pty),
-                None => {
-                    eprintln!("shoal attach without --pty is not built on this branch");
-                    2
-                }
-            }
-        }
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "shoal", &mut out);

@@ -172,6 +172,15 @@ impl Handler<AttachSession> for Daemon {
                 return Ok(h);
             }
         }
+        if !msg.create {
+            return Err(SessionError::Rpc(
+                crate::proto::rpc::RpcError::invalid_params(format!(
+                    "no session {:?} (this attach creates none)",
+                    msg.name
+                ))
+                .with_data(serde_json::json!({"session": msg.name, "exists": false})),
+            ));
+        }
         let live = self
             .sessions
             .values()

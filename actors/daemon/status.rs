@@ -85,6 +85,7 @@ impl Daemon {
             "owner": shared.owner,
             "cwd": shared.cwd.display().to_string(),
             "clients": shared.clients.load(std::sync::atomic::Ordering::Relaxed),
+            "humans": shared.humans.to_json(),
             "busy": shared.busy.load(std::sync::atomic::Ordering::Relaxed),
             "transcript": shared.transcript_len(),
             "tasks": 0,

@@ -2,6 +2,7 @@
 //! `event_bus`), and the [`BusHandle`] publishers hold.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
@@ -22,6 +23,9 @@ pub type Stamped = (Publish, Option<Arc<Origin>>);
 #[derive(Default)]
 pub struct Inbox {
     state: Mutex<InboxState>,
+    /// Someone subscribes to [`crate::proto::event::EXEC_CHANNEL`]: execs then
+    /// publish their live view (read without the lock, on every exec).
+    exec_watched: AtomicBool,
 }
 
 #[derive(Default)]
@@ -31,8 +35,10 @@ struct InboxState {
     armed: bool,
     /// A [`Drain`] is on its way.
     wake_sent: bool,
-    /// Live subscriptions (any channel), set by the bus.
-    live: usize,
+    /// The channels with a live subscriber that hears at once (set by the bus): a publish
+    /// on one of them wakes the bus. The live view of execs is not one of them: it rides
+    /// the tick, so a watched session's execs pay no wake-up each.
+    live: Vec<String>,
     /// Publishes dropped for [`MAX_PENDING`] since the bus last took the inbox.
     dropped: u64,
 }
@@ -51,7 +57,11 @@ impl Inbox {
             s.pending.drain(..over);
             s.dropped += over as u64;
         }
-        let now = prompt || s.live > 0 || s.pending.len() >= WAKE_AT;
+        let heard = !s.live.is_empty()
+            && s.pending
+                .range(before..)
+                .any(|(p, _)| s.live.contains(&p.channel));
+        let now = prompt || heard || s.pending.len() >= WAKE_AT;
         let wake = if now { !s.wake_sent } else { !s.armed };
         if wake {
             s.wake_sent = true;
@@ -82,8 +92,12 @@ impl Inbox {
         true
     }
 
-    pub(super) fn set_live(&self, n: usize) {
-        self.state.locked().live = n;
+    pub(super) fn set_live(&self, channels: Vec<String>) {
+        self.state.locked().live = channels;
+    }
+
+    pub(super) fn set_exec_watched(&self, watched: bool) {
+        self.exec_watched.store(watched, Ordering::Relaxed);
     }
 }
 
@@ -115,6 +129,12 @@ impl BusHandle {
             origin: Some(origin),
             ..self.clone()
         }
+    }
+
+    /// Does anyone subscribe to the live view of execs
+    /// ([`crate::proto::event::EXEC_CHANNEL`])? One atomic load.
+    pub fn exec_watched(&self) -> bool {
+        self.inbox.exec_watched.load(Ordering::Relaxed)
     }
 
     /// The session this handle publishes for, if any.

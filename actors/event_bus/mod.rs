@@ -25,12 +25,15 @@
 //! to the bus's arbiter wakes that thread each time, about 20 µs of every exec on this
 //! VM). The bus takes the inbox in order before anything that could see it: every message it
 //! handles (a read, a subscribe, a direct [`Publish`]) drains the inbox first. A publish
-//! wakes the bus at once (one [`Drain`] in flight at most) when it has live subscribers
-//! (they hear of events promptly), in immediate durability mode, or when [`WAKE_AT`] publishes
-//! wait; otherwise only the first publish after the bus went idle wakes it, and the bus then
-//! looks at its inbox every [`TICK`] until a tick finds nothing. So a stream of execs with
-//! nobody listening costs the bus one wake-up per tick, and a durable event reaches the
-//! journal's queue within a tick. At a clean stop the daemon queues what is left for the
+//! wakes the bus at once (one [`Drain`] in flight at most) when its channel has live
+//! subscribers (they hear of events promptly), in immediate durability mode, or when
+//! [`WAKE_AT`] publishes wait; otherwise only the first publish after the bus went idle wakes
+//! it, and the bus then looks at its inbox every [`TICK`] until a tick finds nothing. So a
+//! stream of execs with nobody listening costs the bus one wake-up per tick, and a durable
+//! event reaches the journal's queue within a tick. The live view of execs
+//! ([`crate::proto::event::EXEC_CHANNEL`]) never wakes the bus by itself: a watched stream
+//! of execs reaches its viewers on the tick, so watching costs the agent no wake-up per
+//! exec. At a clean stop the daemon queues what is left for the
 //! journal ([`SubscriberBook::settle`]). The inbox holds at most [`MAX_PENDING`] publishes
 //! (a bus past its restart limit never takes it): past that the oldest are dropped, and the
 //! bus's row in `shoal status` says how many once it takes the inbox again.
@@ -403,9 +406,19 @@ impl EventBus {
         }
     }
 
-    /// Tell the inbox how many live subscriptions there are.
+    /// Tell the inbox which channels have live subscribers (and whether execs are watched).
     fn count_live(&self) {
-        self.book.inbox.set_live(self.subs.len());
+        let exec = crate::proto::event::EXEC_CHANNEL;
+        let mut live: Vec<String> = Vec::new();
+        for s in self.subs.values() {
+            if s.channel != exec && !live.contains(&s.channel) {
+                live.push(s.channel.clone());
+            }
+        }
+        self.book.inbox.set_live(live);
+        self.book
+            .inbox
+            .set_exec_watched(self.subs.values().any(|s| s.channel == exec));
     }
 
     /// The next seq of every durable channel of `store` (0 for a fresh store).

@@ -38,9 +38,9 @@ fn the_inbox_wakes_the_bus_once_per_idle_spell_unless_someone_listens() {
     assert!(!inbox.disarm_if_empty(), "idle: disarmed");
     assert!(inbox.push([publish("a", 4)], false), "idle again: wakes");
     inbox.take();
-    // Live subscribers, or immediate durability: every publish wakes the bus, with one
-    // Drain in flight at most.
-    inbox.set_live(1);
+    // Live subscribers of the channel, or immediate durability: every publish wakes the
+    // bus, with one Drain in flight at most; a publish on another channel does not.
+    inbox.set_live(vec!["a".into()]);
     assert!(inbox.push([publish("a", 5)], false));
     assert!(
         !inbox.push([publish("a", 6)], false),
@@ -49,7 +49,19 @@ fn the_inbox_wakes_the_bus_once_per_idle_spell_unless_someone_listens() {
     inbox.take();
     assert!(inbox.push([publish("a", 7)], false));
     inbox.take();
-    inbox.set_live(0);
+    assert!(!inbox.disarm_if_empty());
+    assert!(
+        inbox.push([publish("b", 1)], false),
+        "idle: the first publish wakes"
+    );
+    inbox.take();
+    assert!(
+        !inbox.push([publish("b", 2)], false),
+        "armed, nobody hears b: the tick"
+    );
+    inbox.take();
+    assert!(!inbox.disarm_if_empty());
+    inbox.set_live(vec![]);
     assert!(inbox.push([publish("a", 8)], true), "prompt");
     // A full inbox wakes the bus even while armed.
     inbox.take();

@@ -113,6 +113,11 @@ struct Attachment {
     via: crate::leash::policy::ApproveVia,
     /// The client kind it attached as (`attach`, `cli`, ...).
     client: String,
+    /// How a live view names this client (`attach`, `cli`, `kind: name`).
+    label: Arc<str>,
+    /// A person at a terminal (`client.human`: `shoal attach`, `shoal watch`),
+    /// listed under the session's `humans` while attached.
+    human: bool,
 }
 
 impl KernelConn {
@@ -144,6 +149,7 @@ impl KernelConn {
         cancel.set_origin(CallOrigin {
             conn: self.cx.id,
             request: id.to_string(),
+            client: self.attached.as_ref().map(|a| a.label.clone()),
         });
         let entered = span.clone().entered();
         let fut: LocalBoxActorFuture<Self, Result<Body, RpcError>> = if cancel.is_cancelled() {
@@ -225,6 +231,7 @@ impl KernelConn {
         }
         let (src, position) = kernel::exec_params(p, Position::Stmt).ok()?;
         let budget = crate::proto::elide::Budget::from_json(p.get("elide")).ok()?;
+        let width = kernel::width_param(p).ok()?;
         lc::recheck(att.token.as_deref(), self.cx.foreign, &att.gate).ok()?;
         let exec = super::msg::Exec {
             src,
@@ -233,6 +240,7 @@ impl KernelConn {
             cancel: cancel.clone(),
             gate: Some(att.gate.clone()),
             check: true,
+            width,
         };
         let f = super::exec::exec_elided_bytes(&att.handle, exec, budget);
         Some(Box::pin(
@@ -256,6 +264,14 @@ impl KernelConn {
             // Context-free: answered before attaching, by no session.
             "parse" => return Box::pin(crate::proto::syntax::parse_async(&p).into_actor(self)),
             "complete" => return Box::pin(ready(crate::proto::syntax::complete_method(&p))),
+            // The local user (no token, same uid) may watch the bus without a
+            // session: `shoal watch --all` must create none.
+            "events.subscribe" | "events.unsubscribe" | "events.read"
+                if self.attached.is_none() && !self.cx.foreign =>
+            {
+                let local = crate::leash::runtime().local.clone();
+                return self.events_method(method, p, &local);
+            }
             _ => {}
         }
         let Some(att) = &self.attached else {
@@ -266,7 +282,10 @@ impl KernelConn {
         };
         let handle = att.handle.clone();
         let tty = att.tty;
-        let via = att.via;
+        let via = match lc::via_param(&p, att.via) {
+            Ok(v) => v,
+            Err(e) => return Box::pin(ready(Err(e))),
+        };
         let gate = att.gate.clone();
         if let Err(e) = lc::recheck(att.token.as_deref(), self.cx.foreign, &gate) {
             return Box::pin(ready(Err(e)));
@@ -359,6 +378,8 @@ impl KernelConn {
                 }
             },
             "exec" => match kernel::exec_params(&p, Position::Stmt).and_then(|(s, pos)| {
+                // A bad width is refused here; a good one is the plain exec's.
+                kernel::width_param(&p)?;
                 let b = crate::proto::elide::Budget::from_json(p.get("elide"))
                     .map_err(RpcError::invalid_params)?;
                 Ok((s, pos, b, super::task::task_opts(&p)?))
@@ -438,29 +459,41 @@ impl KernelConn {
             let cwd = rpc::opt_str(&p, "cwd")?.map(PathBuf::from);
             let env = conn::env_param(p.get("env")).map_err(RpcError::invalid_params)?;
             let token = rpc::opt_str(&p, "token")?;
-            let (kind, tty) = match p.get("client") {
-                None | Some(Json::Null) => (String::new(), false),
+            let (kind, tty, name, human) = match p.get("client") {
+                None | Some(Json::Null) => (String::new(), false, None, false),
                 Some(Json::Object(c)) => (
                     rpc::opt_str(c, "kind")?.unwrap_or("").to_string(),
                     rpc::opt_bool(c, "tty")?.unwrap_or(false),
+                    rpc::opt_str(c, "name")?.map(|n| n.chars().take(64).collect::<String>()),
+                    rpc::opt_bool(c, "human")?.unwrap_or(false),
                 ),
                 Some(_) => return Err(RpcError::invalid_params("client must be an object")),
             };
+            let create = rpc::opt_bool(&p, "create")?.unwrap_or(true);
             if token.is_some() && self.cx.reserved {
                 return Err(conn::reserve_error(self.cx.limits.max_connections));
             }
             let principal = lc::principal(token, self.cx.foreign)?;
+            // Only the local user's own terminals count as the humans of a session.
+            let human = human && token.is_none();
+            let label: Arc<str> = match (kind.as_str(), name) {
+                ("", None) => "kernel".into(),
+                ("", Some(n)) => n.into(),
+                (k, None) => k.into(),
+                (k, Some(n)) => format!("{k}: {n}").into(),
+            };
             Ok((
                 session,
                 cwd,
                 env,
-                kind,
-                tty,
+                (kind, tty, label, human),
+                create,
                 principal,
                 token.map(str::to_string),
             ))
         })();
-        let (session, cwd, env, kind, tty, principal, token) = match parsed {
+        let (session, cwd, env, (kind, tty, label, human), create, principal, token) = match parsed
+        {
             Ok(x) => x,
             Err(e) => return Box::pin(ready(Err(e))),
         };
@@ -472,6 +505,7 @@ impl KernelConn {
             env,
             no_adapters: kind == "conformance",
             arbiter: Some(actix::Arbiter::current()),
+            create,
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             let handle = r?.map_err(conn::session_error)?;
@@ -491,6 +525,8 @@ impl KernelConn {
                 token,
                 via,
                 client: kind.clone(),
+                label,
+                human,
             }));
             tracing::debug!(conn = act.cx.id, session = %handle.name, client = %kind, "attached");
             Ok(json!({
@@ -504,6 +540,7 @@ impl KernelConn {
                 "env_differs": handle.env_differs,
                 "principal": principal,
                 "client": {"kind": kind, "tty": tty},
+                "conn": act.cx.id,
                 "cwd": {"display": handle.start_cwd().display().to_string()},
                 "env_hash": "local",
                 "caps": {
@@ -553,9 +590,15 @@ impl KernelConn {
     fn set_attachment(&mut self, next: Option<Attachment>) {
         if let Some(old) = self.attached.take() {
             old.handle.count_client(-1);
+            if old.human {
+                old.handle.humans().leave(self.cx.id);
+            }
         }
         if let Some(new) = &next {
             new.handle.count_client(1);
+            if new.human {
+                new.handle.humans().join(self.cx.id, &new.label);
+            }
         }
         self.attached = next;
     }

@@ -106,6 +106,7 @@ impl McpConn {
             env: self.want_env.clone(),
             no_adapters: false,
             arbiter: Some(actix::Arbiter::current()),
+            create: true,
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             let h = r?.map_err(conn::session_error)?;
@@ -137,6 +138,7 @@ impl McpConn {
             env: self.want_env.clone(),
             no_adapters: false,
             arbiter: Some(actix::Arbiter::current()),
+            create: true,
         });
         Box::pin(f.into_actor(self).map(|r, act, _ctx| {
             let h = r?.map_err(conn::session_error)?;

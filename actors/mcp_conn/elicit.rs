@@ -330,6 +330,10 @@ impl McpConn {
     /// `initialize`: remember whether the client can be asked.
     pub(super) fn elicit_initialized(&mut self, params: &Json) {
         self.elicit.initialized(params);
+        self.client_label = match &self.elicit.client {
+            Some(name) => format!("mcp: {name}").into(),
+            None => "mcp".into(),
+        };
     }
 
     /// `tools/call` of `shoal_cap_request` (`params`: the whole call's, for

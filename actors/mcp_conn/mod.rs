@@ -200,6 +200,8 @@ pub struct McpConn {
     req_tasks_ext: bool,
     /// Leash approvals asked of the user (`elicitation/create`).
     elicit: elicit::Elicit,
+    /// How a live view names this client (`mcp: NAME` once initialized).
+    client_label: Arc<str>,
 }
 
 fn id_key(id: &Json) -> String {
@@ -232,6 +234,7 @@ impl McpConn {
             listens: HashMap::new(),
             req_tasks_ext: false,
             elicit: Default::default(),
+            client_label: Arc::from("mcp"),
         }
     }
 
@@ -439,6 +442,7 @@ impl McpConn {
         let origin = CallOrigin {
             conn: self.cx.id,
             request: key.clone(),
+            client: Some(self.client_label.clone()),
         };
         let concurrent = matches!(
             method.as_str(),

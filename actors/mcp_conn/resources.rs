@@ -293,6 +293,7 @@ pub(super) async fn read_service(
                 }),
                 head: p.get("head").map(str::to_string),
                 principal: p.get("principal").map(str::to_string),
+                session: p.get("session").map(str::to_string),
                 limit: p.get("limit").and_then(|v| v.parse().ok()),
             };
             let entries = query_journal(s, q, principal).await?;

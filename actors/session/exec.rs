@@ -30,6 +30,8 @@ pub struct JobSpec {
     /// its sandbox confines the children.
     pub gate: Option<Arc<crate::leash::Gate>>,
     pub check: bool,
+    /// The render's width (`None`: the session's `render_width`).
+    pub width: Option<usize>,
 }
 
 /// A language session for `shared` (its cwd, environment, limits, adapters
@@ -350,6 +352,7 @@ fn finish_job(
         shared.services.as_ref().map(|_| PendingJournal {
             n,
             principal: job.gate.as_ref().map(|g| g.principal.clone()),
+            by: job.cancel.caller(),
             effects: effects.clone(),
             src: job.src.clone(),
             cwd: cwd.clone(),
@@ -396,10 +399,11 @@ fn finish_job(
             // the caller's budget (wire encoding happens at the edges).
             // A terminal gets its width; text for a model or a pipe none
             // (docs/rules.md §12).
+            let width = job.width.unwrap_or(shared.render_width);
             let layout = if job.tty {
-                Layout::terminal(shared.render_width)
+                Layout::terminal(width)
             } else {
-                Layout::text(shared.render_width)
+                Layout::text(width)
             };
             let rendered = catch_unwind(AssertUnwindSafe(|| match &value {
                 // `cmd &`: how to read the task it started.

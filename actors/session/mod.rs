@@ -30,7 +30,7 @@ use super::msg::{Crash, Exec, ExecReply, SessionError};
 
 pub use exec::{check_gate, run_task, JobSpec};
 pub use record::wait_records_handed_off;
-pub use shared::{ForkSeed, LiveState, SessionShared};
+pub use shared::{ForkSeed, Humans, LiveState, SessionShared};
 pub use transcript::Transcript;
 pub use worker::confine_for;
 use worker::{publish, worker, Job, Lane, Work};
@@ -165,6 +165,7 @@ impl Session {
             cancel: msg.cancel.clone(),
             gate: msg.gate.clone(),
             check: msg.check,
+            width: msg.width,
         };
         // The call's span, for debug lines: nothing here logs at a lower level
         // but a panic, whose error line names the call itself (formatting the
@@ -218,6 +219,7 @@ impl Handler<Exec> for Session {
                 cancel: cancel.clone(),
                 gate: msg.gate,
                 check: msg.check,
+                width: msg.width,
             },
             reply,
         };

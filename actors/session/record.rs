@@ -115,6 +115,8 @@ pub fn wait_records_handed_off(limit: std::time::Duration) -> bool {
 pub(super) struct PendingJournal {
     pub(super) n: u64,
     pub(super) principal: Option<String>,
+    /// The caller's connection id and client name (the live view's "who").
+    pub(super) by: (u64, Option<std::sync::Arc<str>>),
     pub(super) effects: Vec<serde_json::Value>,
     pub(super) src: String,
     pub(super) cwd: PathBuf,
@@ -195,6 +197,7 @@ impl PendingJournal {
             n: self.n,
             ran,
             effects: self.effects,
+            by: self.by,
         };
         match journal_writer::record_exec(svc, rec, events) {
             Ok(_) => Ok(()),

@@ -47,6 +47,8 @@ pub struct SessionShared {
     /// The journal and event bus (absent in unit tests).
     pub services: Option<Services>,
     pub clients: AtomicI64,
+    /// The people attached (`shoal attach`, `shoal watch`), for `daemon.status`.
+    pub humans: Humans,
     pub busy: AtomicBool,
     /// Execs the Session actor answered itself (quick programs), for
     /// `daemon.status`.
@@ -123,6 +125,36 @@ pub struct LiveState {
     pub env: Vec<(String, String)>,
 }
 
+/// The people attached to a session: `(connection, client, since)` each.
+#[derive(Debug, Default)]
+pub struct Humans(Mutex<Vec<(u64, Arc<str>, i64)>>);
+
+impl Humans {
+    pub fn join(&self, conn: u64, client: &Arc<str>) {
+        let since = crate::journal::now_ns();
+        self.0.locked().push((conn, client.clone(), since));
+    }
+
+    pub fn leave(&self, conn: u64) {
+        self.0.locked().retain(|(c, _, _)| *c != conn);
+    }
+
+    /// `[{client, since}]` (since: RFC 3339), oldest first.
+    pub fn to_json(&self) -> serde_json::Value {
+        let list = self.0.locked();
+        serde_json::Value::Array(
+            list.iter()
+                .map(|(_, client, since)| {
+                    serde_json::json!({
+                        "client": &**client,
+                        "since": crate::leash::plan::rfc3339(*since),
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
 impl SessionShared {
     pub fn new(name: String, cwd: PathBuf, render_width: usize) -> Self {
         let local = crate::leash::runtime().local.clone();
@@ -139,6 +171,7 @@ impl SessionShared {
             reserved: RefReservation::default(),
             services: None,
             clients: AtomicI64::new(0),
+            humans: Humans::default(),
             busy: AtomicBool::new(false),
             quick_execs: Default::default(),
             interrupter: Mutex::new(None),

@@ -173,12 +173,14 @@ impl SessionSupervisor {
                 c.set_origin(CallOrigin {
                     conn: 0,
                     request: tasks::ref_name(id),
+                    client: Some("task".into()),
                 });
                 c
             },
             gate: msg.gate,
             // Checked above; the sandbox still applies.
             check: false,
+            width: None,
         };
         let start = Task::prepare(
             id,

@@ -87,6 +87,7 @@ async fn exec(a: &Addr<SessionSupervisor>, src: &str) -> Result<ExecReply, Sessi
         cancel: crate::actors::session::CallCancel::new(),
         gate: None,
         check: false,
+        width: None,
     })
     .await
     .unwrap()

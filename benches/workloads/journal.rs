@@ -157,7 +157,7 @@ fn entry(i: usize, ts: i64) -> (NewEntry, Finish) {
     let f = Finish {
         dur_ns: 1_200_000,
         status: Some(0),
-        ok: i % 17 != 0,
+        ok: !i.is_multiple_of(17),
         outputs: vec![
             OutputData::new(OutputKind::Value, value.into_bytes()),
             OutputData::new(

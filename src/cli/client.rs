@@ -13,6 +13,8 @@ pub struct Client {
     writer: UnixStream,
     reader: BufReader<UnixStream>,
     next: u64,
+    /// `event` notifications read while waiting for a reply, oldest first.
+    events: std::collections::VecDeque<Value>,
 }
 
 /// A JSON-RPC error object as received.
@@ -25,7 +27,44 @@ impl Client {
             writer: stream,
             reader,
             next: 0,
+            events: Default::default(),
         })
+    }
+
+    /// The id the next [`Client::call`] will use.
+    pub fn next_id(&self) -> u64 {
+        self.next + 1
+    }
+
+    /// A second handle on the socket, for a `cancel` notification written
+    /// while a call waits (a line of its own).
+    pub fn try_clone_writer(&self) -> io::Result<UnixStream> {
+        self.writer.try_clone()
+    }
+
+    /// The next `event` notification's params (`{channel, seq, ts, payload}`),
+    /// waiting for it; replies to no call are skipped.
+    pub fn next_event(&mut self) -> io::Result<Value> {
+        if let Some(e) = self.events.pop_front() {
+            return Ok(e);
+        }
+        loop {
+            let v = self.read_frame()?;
+            if v.get("method").and_then(Value::as_str) == Some("event") {
+                return Ok(v.get("params").cloned().unwrap_or(Value::Null));
+            }
+        }
+    }
+
+    fn read_frame(&mut self) -> io::Result<Value> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the daemon closed the connection",
+            ));
+        }
+        serde_json::from_str(&line).map_err(io::Error::other)
     }
 
     pub fn call(&mut self, method: &str, params: Value) -> io::Result<Result<Value, RemoteError>> {
@@ -37,15 +76,12 @@ impl Client {
         frame.push(b'\n');
         self.writer.write_all(&frame)?;
         loop {
-            let mut line = String::new();
-            if self.reader.read_line(&mut line)? == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the daemon closed the connection",
-                ));
-            }
-            let v: Value = serde_json::from_str(&line).map_err(io::Error::other)?;
+            let v = self.read_frame()?;
             if v.get("id") != Some(&json!(id)) {
+                if v.get("method").and_then(Value::as_str) == Some("event") {
+                    self.events
+                        .push_back(v.get("params").cloned().unwrap_or(Value::Null));
+                }
                 continue;
             }
             if let Some(e) = v.get("error") {

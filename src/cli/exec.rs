@@ -69,32 +69,38 @@ pub fn run(
                     &serde_json::to_string_pretty(&json!({"error": e})).unwrap_or_default(),
                 );
             } else {
-                let msg = e.get("message").and_then(Value::as_str).unwrap_or("error");
-                let code = e
-                    .pointer("/data/code")
-                    .and_then(Value::as_str)
-                    .map(|c| format!("[{c}]"))
-                    .unwrap_or_default();
-                eprintln!("error{code}: {msg}");
-                if let Some(h) = e.pointer("/data/hint").and_then(Value::as_str) {
-                    eprintln!("hint: {h}");
-                }
-                if let Some(s) = e
-                    .pointer("/data/stderr")
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty())
-                {
-                    eprint!("{s}");
-                }
-                print_warnings(e.pointer("/data/warnings"));
+                print_error(&e);
             }
             1
         }
     }
 }
 
+/// A failed exec on stderr: `error[code]: message`, its hint, the program's
+/// stderr and the warnings (`shoal attach` prints failures the same way).
+pub fn print_error(e: &Value) {
+    let msg = e.get("message").and_then(Value::as_str).unwrap_or("error");
+    let code = e
+        .pointer("/data/code")
+        .and_then(Value::as_str)
+        .map(|c| format!("[{c}]"))
+        .unwrap_or_default();
+    eprintln!("error{code}: {msg}");
+    if let Some(h) = e.pointer("/data/hint").and_then(Value::as_str) {
+        eprintln!("hint: {h}");
+    }
+    if let Some(s) = e
+        .pointer("/data/stderr")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
+        eprint!("{s}");
+    }
+    print_warnings(e.pointer("/data/warnings"));
+}
+
 /// Likely bash habits the daemon noticed, on stderr (`warning[code]: …`).
-fn print_warnings(ws: Option<&Value>) {
+pub fn print_warnings(ws: Option<&Value>) {
     for w in ws.and_then(Value::as_array).into_iter().flatten() {
         let field = |k: &str| w.get(k).and_then(Value::as_str).unwrap_or("");
         eprintln!("warning[{}]: {}", field("code"), field("message"));

@@ -33,6 +33,7 @@ impl Filters {
             ok: self.ok,
             effects: (!self.effects.is_empty()).then(|| self.effects.clone()),
             head: self.head.clone(),
+            session: None,
             limit: self.limit,
         }
     }

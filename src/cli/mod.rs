@@ -1,14 +1,17 @@
 //! Client-side commands of the `shoal` binary (everything but the daemon).
 
 pub mod adapter;
+pub mod attach;
 pub mod client;
 pub mod exec;
 pub mod history;
 pub mod leash;
+pub mod live;
 pub mod output;
 pub mod shim;
 pub mod status;
 pub mod takeover;
+pub mod watch;
 
 use std::path::PathBuf;
 

@@ -146,9 +146,10 @@ pub fn human(st: &Value) -> String {
     }
 
     out.push_str(&format!(
-        "\n{:<20} {:>7} {:>10} {:>5} {:>4} {:>5} {:>10} {:>10} {:>5}  {}\n",
+        "\n{:<20} {:>7} {:>6} {:>10} {:>5} {:>4} {:>5} {:>10} {:>10} {:>5}  {}\n",
         "SESSION",
         "CLIENTS",
+        "HUMANS",
         "TRANSCRIPT",
         "TASKS",
         "PTYS",
@@ -160,9 +161,11 @@ pub fn human(st: &Value) -> String {
     ));
     for sess in st["sessions"].as_array().cloned().unwrap_or_default() {
         out.push_str(&format!(
-            "{:<20} {:>7} {:>10} {:>5} {:>4} {:>5} {:>10} {:>10} {:>5}  {}\n",
+            "{:<20} {:>7} {:>6} {:>10} {:>5} {:>4} {:>5} {:>10} {:>10} {:>5}  {}\n",
             s(&sess["name"]),
             s(&sess["clients"]),
+            // People at a terminal (`shoal attach`, `shoal watch`).
+            sess["humans"].as_array().map_or(0, Vec::len),
             s(&sess["transcript"]),
             s(&sess["tasks"]),
             s(&sess["ptys"]),
@@ -173,6 +176,16 @@ pub fn human(st: &Value) -> String {
             s(&sess["busy"]),
             s(&sess["cwd"])
         ));
+    }
+    for sess in st["sessions"].as_array().into_iter().flatten() {
+        for h in sess["humans"].as_array().into_iter().flatten() {
+            out.push_str(&format!(
+                "  human in {}: {} since {}\n",
+                s(&sess["name"]),
+                s(&h["client"]),
+                s(&h["since"])
+            ));
+        }
     }
     let ptys: Vec<(Value, Value)> = st["sessions"]
         .as_array()

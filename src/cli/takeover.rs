@@ -119,7 +119,8 @@ pub fn run(socket: Option<PathBuf>, session: &str, pty: &str) -> i32 {
     };
     let setup = (|| -> io::Result<Result<(Value, bool), String>> {
         let mut c = Client::new(stream.try_clone()?)?;
-        let attach = json!({"session": session, "client": {"kind": "attach", "tty": true}});
+        let attach = json!({"session": session, "create": false,
+                             "client": {"kind": "attach", "tty": true, "human": true}});
         if let Err(e) = c.call("session.attach", attach)? {
             return Ok(Err(remote(&e.0)));
         }

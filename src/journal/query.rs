@@ -3,7 +3,7 @@
 //! Semantics (docs/protocol.md §6): every filter is applied before `limit`; results are newest first
 //! (by entry id); `since`/`until` are inclusive bounds on the start time `ts` (ns); `principal`
 //! and `head` (first whitespace word of `src`) match exactly; `ok` matches finished entries only;
-//! `effects` is all-of, each name matching an effect kind exactly after `.`→`_`; `limit` 0 or
+//! `session` matches exactly (checked per candidate); `effects` is all-of, each name matching an effect kind exactly after `.`→`_`; `limit` 0 or
 //! absent means 100 (capped at [`MAX_LIMIT`]). [`Scope::Principal`] restricts to that principal's
 //! own entries.
 //!
@@ -38,6 +38,8 @@ pub struct Query {
     pub ok: Option<bool>,
     pub effects: Option<Vec<String>>,
     pub head: Option<String>,
+    /// The session the entry ran in (exact; checked per candidate, not indexed).
+    pub session: Option<String>,
     pub limit: Option<usize>,
 }
 
@@ -86,6 +88,9 @@ impl Query {
             return false;
         }
         if self.head.as_ref().is_some_and(|h| e.head() != h) {
+            return false;
+        }
+        if self.session.as_ref().is_some_and(|s| &e.session != s) {
             return false;
         }
         if let Some(want) = &self.effects {

@@ -34,6 +34,68 @@ pub enum Payload {
         n: u64,
         render: String,
     },
+    /// [`EXEC_CHANNEL`]: one exec as a live view shows it (published only
+    /// while someone subscribes to the channel).
+    Exec(Box<ExecView>),
+}
+
+/// The channel of [`Payload::Exec`]: what every client of a session runs,
+/// for `shoal attach` and `shoal watch` (not durable).
+pub const EXEC_CHANNEL: &str = "session.exec";
+/// Lines of render an [`ExecView`] carries at most.
+pub const VIEW_LINES: usize = 10;
+/// Bytes of source an [`ExecView`] carries at most.
+pub const VIEW_SRC: usize = 2000;
+
+/// One exec of a session, everything a live view prints: who ran what, the
+/// head of its render, and how it ended. Built from what the exec already has
+/// (no extra call for a viewer to make).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecView {
+    pub session: String,
+    pub n: u64,
+    pub src: String,
+    pub principal: String,
+    /// The client that ran it (`mcp: claude-code`, `cli`, `attach`, `task`).
+    pub client: Option<std::sync::Arc<str>>,
+    /// Its connection's id (0: none), so a viewer skips its own execs.
+    pub conn: u64,
+    pub ok: bool,
+    /// An outcome's or a raised error's exit status.
+    pub status: Option<i64>,
+    /// A raised error's code (`div_zero`, `cmd_failed`, ...).
+    pub code: Option<String>,
+    /// At most [`VIEW_LINES`] lines of the render (a raised error: its message).
+    pub head: String,
+    /// Lines of the render not in `head`.
+    pub more: u64,
+}
+
+impl ExecView {
+    /// The first [`VIEW_LINES`] lines of `render` and how many more it has.
+    pub fn head_of(render: &str) -> (String, u64) {
+        let text = render.trim_end_matches('\n');
+        // One copy: the head is a prefix of the render.
+        match text.match_indices('\n').nth(VIEW_LINES - 1) {
+            None => (text.to_string(), 0),
+            Some((cut, _)) => {
+                let more = text[cut..].bytes().filter(|b| *b == b'\n').count() as u64;
+                (text[..cut].to_string(), more)
+            }
+        }
+    }
+
+    /// `src` cut to at most [`VIEW_SRC`] bytes (on a char boundary, `…` marks a cut).
+    pub fn src_of(src: &str) -> String {
+        if src.len() <= VIEW_SRC {
+            return src.to_string();
+        }
+        let mut end = VIEW_SRC;
+        while !src.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &src[..end])
+    }
 }
 
 /// What `session.transcript` says of a value: `{type, ok, cmd}` for an
@@ -89,6 +151,8 @@ enum Field<'a> {
     Int(u64),
     Bool(bool),
     Summary(&'a Summary),
+    Null,
+    SInt(i64),
 }
 
 impl Serialize for Field<'_> {
@@ -98,6 +162,12 @@ impl Serialize for Field<'_> {
             Field::Int(x) => Tagged("int", x).serialize(s),
             Field::Bool(x) => Tagged("bool", x).serialize(s),
             Field::Summary(x) => x.serialize(s),
+            Field::Null => {
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry("$", "null")?;
+                m.end()
+            }
+            Field::SInt(x) => Tagged("int", x).serialize(s),
         }
     }
 }
@@ -164,6 +234,23 @@ impl Serialize for Payload {
             Payload::Render { n, render } => {
                 let r = super::kernel::ref_name(*n);
                 Record(&[("ref", Field::Str(&r)), ("render", Field::Str(render))]).serialize(s)
+            }
+            Payload::Exec(v) => {
+                let r = super::kernel::ref_name(v.n);
+                Record(&[
+                    ("session", Field::Str(&v.session)),
+                    ("ref", Field::Str(&r)),
+                    ("src", Field::Str(&v.src)),
+                    ("principal", Field::Str(&v.principal)),
+                    ("client", Field::Str(v.client.as_deref().unwrap_or(""))),
+                    ("conn", Field::Int(v.conn)),
+                    ("ok", Field::Bool(v.ok)),
+                    ("status", v.status.map_or(Field::Null, Field::SInt)),
+                    ("code", v.code.as_deref().map_or(Field::Null, Field::Str)),
+                    ("head", Field::Str(&v.head)),
+                    ("more", Field::Int(v.more)),
+                ])
+                .serialize(s)
             }
         }
     }
@@ -253,6 +340,35 @@ mod tests {
             );
             assert_eq!(typed, Payload::Json(want));
         }
+    }
+
+    #[test]
+    fn exec_views_keep_a_bounded_head() {
+        let render: String = (1..=15).map(|i| format!("{i}\n")).collect();
+        let (head, more) = ExecView::head_of(&render);
+        assert_eq!(head.lines().count(), VIEW_LINES);
+        assert_eq!(more, 5);
+        assert_eq!(ExecView::head_of("42"), ("42".to_string(), 0));
+        let long = "é".repeat(VIEW_SRC);
+        let cut = ExecView::src_of(&long);
+        assert!(cut.len() <= VIEW_SRC + '…'.len_utf8() && cut.ends_with('…'));
+        let v = Payload::Exec(Box::new(ExecView {
+            session: "s".into(),
+            n: 3,
+            src: "6 * 7".into(),
+            principal: "local".into(),
+            client: Some("mcp: x".into()),
+            conn: 9,
+            ok: true,
+            status: None,
+            code: None,
+            head: "42".into(),
+            more: 0,
+        }));
+        let j = v.to_json();
+        assert_eq!(j["v"]["ref"], tagged("str", json!("out:3")));
+        assert_eq!(j["v"]["status"], json!({"$": "null"}));
+        assert_eq!(j["v"]["conn"], tagged("int", json!(9)));
     }
 
     #[test]

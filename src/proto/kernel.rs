@@ -516,6 +516,20 @@ fn raw(v: &Value, reference: &str, limit: usize) -> Json {
 
 /// `exec` params (the kernel's `exec`, the MCP `shoal_exec` tool): `src`, `position`
 /// (`default` when absent), `mode` (run only for now).
+/// `width` of an `exec`: the caller's terminal columns for the render
+/// (20 to 1000; absent: the session's `render_width`).
+pub fn width_param(p: &Map<String, Json>) -> Result<Option<usize>, RpcError> {
+    match p.get("width") {
+        None | Some(Json::Null) => Ok(None),
+        Some(v) => match v.as_u64() {
+            Some(w @ 20..=1000) => Ok(Some(w as usize)),
+            _ => Err(RpcError::invalid_params(
+                "width must be an integer from 20 to 1000",
+            )),
+        },
+    }
+}
+
 pub fn exec_params(
     p: &Map<String, Json>,
     default: Position,

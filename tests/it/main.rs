@@ -12,6 +12,7 @@ mod common;
 
 mod adapters;
 mod agent_tasks;
+mod attach;
 mod background;
 mod bash_habits;
 mod big_output;

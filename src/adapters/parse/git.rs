@@ -204,7 +204,7 @@ pub(super) fn z_records(spec: &OutputSpec, bytes: &[u8]) -> Result<Value, Failur
         return Ok(Value::Table(Arc::new(Vec::new())));
     }
     let fields: Vec<&[u8]> = body.split(|b| *b == 0).collect();
-    if fields.len() % cols.len() != 0 {
+    if !fields.len().is_multiple_of(cols.len()) {
         let rec = fields.len() / cols.len() + 1;
         return fail(
             rec,
