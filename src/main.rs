@@ -47,7 +47,7 @@ enum Command {
         session: Option<String>,
         /// Bearer token. Prefer env SHOAL_TOKEN or --token-file: arguments are
         /// visible to every user in the process list.
-        #[arg(long, conflicts_with = "token_file")]
+        #[arg(long, conflicts_with = "token_file", allow_hyphen_values = true)]
         token: Option<String>,
         /// Read the bearer token from this file (readable by its owner only).
         #[arg(long = "token-file")]

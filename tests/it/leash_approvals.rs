@@ -502,4 +502,12 @@ fn shoal_mcp_reads_the_token_privately() {
         "{err}"
     );
     assert_eq!(by_id(&replies, 2)["result"]["isError"], json!(false));
+    // A token's alphabet is base64url: one may start with `-` and is still a value.
+    let (_, _, err) = shim(
+        &root,
+        &["--socket", &sock, "--token", "-Inot-a-token"],
+        &[],
+        &frames,
+    );
+    assert!(!err.contains("unexpected argument"), "{err}");
 }
