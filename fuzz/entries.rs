@@ -91,7 +91,7 @@ pub fn frame(data: &[u8]) {
                     }
                     if method == "complete" {
                         if let Ok(p) = rpc::params_object(&params) {
-                            let _ = syntax::complete_method(p);
+                            let _ = syntax::complete_method(p, None);
                         }
                     }
                     let _ = mcp::is_mcp_method(&method);

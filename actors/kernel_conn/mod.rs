@@ -263,7 +263,23 @@ impl KernelConn {
             "session.attach" => return self.attach(p),
             // Context-free: answered before attaching, by no session.
             "parse" => return Box::pin(crate::proto::syntax::parse_async(&p).into_actor(self)),
-            "complete" => return Box::pin(ready(crate::proto::syntax::complete_method(&p))),
+            "complete" => {
+                // Paths and commands only for the local user: a token's
+                // completions would list what its policy may not let it read.
+                let at = self
+                    .attached
+                    .as_ref()
+                    .filter(|a| a.token.is_none() && !self.cx.foreign)
+                    .map(|a| {
+                        let (cwd, env) = a.handle.views();
+                        let path = env.into_iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
+                        crate::proto::syntax::Where { cwd, path }
+                    });
+                return Box::pin(ready(crate::proto::syntax::complete_method(
+                    &p,
+                    at.as_ref(),
+                )));
+            }
             // The local user (no token, same uid) may watch the bus without a
             // session: `shoal watch --all` must create none.
             "events.subscribe" | "events.unsubscribe" | "events.read"

@@ -87,22 +87,6 @@ impl Syntax {
         *self.last.locked() = Some((src.to_string(), e.clone()));
         e
     }
-
-    fn complete(&self, src: &str, cursor: usize) -> Vec<String> {
-        let mut c = self.client.locked();
-        let Some(c) = c.as_mut() else {
-            return Vec::new();
-        };
-        match c.call("complete", json!({"src": src, "cursor": cursor})) {
-            Ok(Ok(v)) => v["candidates"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
 }
 
 /// An error the next line can still complete (an open bracket, block or string).
@@ -185,23 +169,33 @@ impl Highlighter for ParseHighlighter {
     }
 }
 
-struct KernelCompleter(Arc<Syntax>);
+/// Completion by the kernel's `complete` on the attached connection (idle while
+/// reedline reads a line): keywords, the line's names, and the session's paths
+/// and commands.
+struct KernelCompleter(Arc<Mutex<Client>>);
 
 impl Completer for KernelCompleter {
     fn complete(&mut self, line: &str, pos: usize) -> CompletionResult {
         let pos = pos.min(line.len());
-        let start = line[..pos]
-            .char_indices()
-            .rev()
-            .take_while(|&(_, c)| c.is_ascii_alphanumeric() || c == '_')
-            .last()
-            .map_or(pos, |(i, _)| i);
-        let found: Vec<Suggestion> = self
+        let reply = self
             .0
-            .complete(line, pos)
+            .locked()
+            .call("complete", json!({"src": line, "cursor": pos}));
+        let Ok(Ok(v)) = reply else {
+            return CompletionResult::fresh(Vec::new());
+        };
+        let start = v["start"]
+            .as_u64()
+            .and_then(|s| usize::try_from(s).ok())
+            .filter(|&s| s <= pos && line.is_char_boundary(s))
+            .unwrap_or(pos);
+        let found: Vec<Suggestion> = v["candidates"]
+            .as_array()
             .into_iter()
+            .flatten()
+            .filter_map(|c| c.as_str())
             .map(|value| Suggestion {
-                value,
+                value: value.to_string(),
                 span: Span::new(start, pos),
                 append_whitespace: false,
                 ..Suggestion::default()
@@ -419,11 +413,13 @@ fn attach(opts: Opts) -> Result<(), String> {
             ReedlineEvent::MenuNext,
         ]),
     );
+    let history = journal_history(&mut client, &session);
+    let client = Arc::new(Mutex::new(client));
     let mut editor = Reedline::create()
-        .with_history(journal_history(&mut client, &session))
+        .with_history(history)
         .with_validator(Box::new(ParseValidator(syntax.clone())))
         .with_highlighter(Box::new(ParseHighlighter(syntax.clone())))
-        .with_completer(Box::new(KernelCompleter(syntax)))
+        .with_completer(Box::new(KernelCompleter(client.clone())))
         .with_menu(ReedlineMenu::EngineCompleter(Box::new(
             ColumnarMenu::default().with_name("completion_menu"),
         )))
@@ -471,8 +467,10 @@ fn attach(opts: Opts) -> Result<(), String> {
         if src == ":detach" || src == ":q" {
             break;
         }
-        running.store(client.next_id(), Ordering::SeqCst);
-        let r = client.call("exec", json!({"src": line, "width": width()}));
+        let mut c = client.locked();
+        running.store(c.next_id(), Ordering::SeqCst);
+        let r = c.call("exec", json!({"src": line, "width": width()}));
+        drop(c);
         running.store(0, Ordering::SeqCst);
         print_result(r);
     }

@@ -1,5 +1,7 @@
-//! The kernel's context-free `parse` and `complete` methods (docs/rules.md
-//! §18): both answer before `session.attach` and touch no session.
+//! The kernel's `parse` and `complete` methods (docs/rules.md §18): both
+//! answer before `session.attach` and touch no session; on a connection of the
+//! local user attached to a session, `complete` also offers the paths of the
+//! session's directory and the commands on its `PATH` ([`Where`]).
 //!
 //! `parse` returns the serialized syntax tree. The tree is written through a
 //! writer that bounds both its size and its nesting, so a hostile program can
@@ -8,6 +10,8 @@
 
 use std::collections::BTreeSet;
 use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value as Json};
 
@@ -157,11 +161,22 @@ impl io::Write for BoundedJson {
     }
 }
 
-/// `complete {src, cursor?}` → `{candidates}`: the keyword/builtin list plus the names bound
-/// by `let`/`var`/`fn`/`alias` before the cursor, filtered by the identifier prefix just left
-/// of it; sorted, de-duplicated, at most [`MAX_CANDIDATES`]. The cursor is a byte offset
-/// (default: the end), clamped to the source and moved back to a character boundary.
-pub fn complete_method(p: &Map<String, Json>) -> Result<Json, RpcError> {
+/// Where an attached local user's `complete` looks for paths and commands:
+/// the session's directory and its `PATH`.
+pub struct Where {
+    pub cwd: PathBuf,
+    pub path: Option<String>,
+}
+
+/// `complete {src, cursor?}` → `{candidates, start}`: the keyword/builtin list plus the
+/// names bound by `let`/`var`/`fn`/`alias` before the cursor, filtered by the identifier
+/// prefix just left of it; with a [`Where`], also the files and directories (a `/` after
+/// each directory) matching the word left of the cursor, and, for a statement's first
+/// word, the commands on `PATH`. `start` is the byte offset where the replaced text
+/// begins. Sorted, de-duplicated, at most [`MAX_CANDIDATES`]. The cursor is a byte
+/// offset (default: the end), clamped to the source and moved back to a character
+/// boundary.
+pub fn complete_method(p: &Map<String, Json>, at: Option<&Where>) -> Result<Json, RpcError> {
     let src = src_param(p, "complete")?;
     let cursor = match p.get("cursor") {
         None | Some(Json::Null) => src.len(),
@@ -174,20 +189,45 @@ pub fn complete_method(p: &Map<String, Json>) -> Result<Json, RpcError> {
             }
         },
     };
-    Ok(json!({"candidates": complete(&src, cursor)}))
+    let (start, candidates) = complete_at(&src, cursor, at);
+    Ok(json!({"candidates": candidates, "start": start}))
 }
 
 fn is_ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
+/// A character that ends a command word (or a path) on its left.
+fn ends_word(c: char) -> bool {
+    c.is_whitespace() || "\"'()[]{},;|&<>=`".contains(c)
+}
+
 /// The candidates for `src` with the cursor at byte `cursor`.
 pub fn complete(src: &str, cursor: usize) -> Vec<String> {
+    complete_at(src, cursor, None).1
+}
+
+/// [`complete`] with an optional [`Where`]: the start of the replaced text and
+/// the candidates.
+pub fn complete_at(src: &str, cursor: usize, at: Option<&Where>) -> (usize, Vec<String>) {
     let mut cursor = cursor.min(src.len());
     while !src.is_char_boundary(cursor) {
         cursor -= 1;
     }
     let before = &src[..cursor];
+    let word_start = before
+        .char_indices()
+        .rev()
+        .take_while(|&(_, c)| !ends_word(c))
+        .last()
+        .map_or(cursor, |(i, _)| i);
+    let word = &before[word_start..];
+    if let Some(at) = at {
+        // A word with a path's characters completes as a path only.
+        if word.contains('/') || word.starts_with('.') || word.starts_with('~') {
+            return (word_start, paths(&at.cwd, word));
+        }
+    }
     let prefix_start = before
         .char_indices()
         .rev()
@@ -195,7 +235,7 @@ pub fn complete(src: &str, cursor: usize) -> Vec<String> {
         .last()
         .map_or(cursor, |(i, _)| i);
     let prefix = &before[prefix_start..];
-    let mut names: BTreeSet<&str> = WORDS.iter().copied().collect();
+    let mut names: BTreeSet<String> = WORDS.iter().map(|w| w.to_string()).collect();
     // Words before the prefix; a binder keyword makes the next word a name.
     let mut binder = false;
     for word in before[..prefix_start]
@@ -203,16 +243,93 @@ pub fn complete(src: &str, cursor: usize) -> Vec<String> {
         .filter(|w| !w.is_empty())
     {
         if binder && !word.starts_with(|c: char| c.is_ascii_digit()) {
-            names.insert(word);
+            names.insert(word.to_string());
         }
         binder = matches!(word, "let" | "var" | "fn" | "alias");
     }
-    names
-        .into_iter()
-        .filter(|n| n.starts_with(prefix))
-        .take(MAX_CANDIDATES)
-        .map(str::to_string)
-        .collect()
+    names.retain(|n| n.starts_with(prefix));
+    // Paths and commands replace the whole word: only when it is the identifier.
+    if let (Some(at), true) = (at, prefix_start == word_start) {
+        let head = before[..word_start].trim_end();
+        let first = head.is_empty() || head.ends_with(['\n', ';', '{', '(', '|', '&']);
+        if first {
+            names.extend(commands(at.path.as_deref(), word));
+        } else if !before[..word_start].ends_with(['.', '(', ',', '[']) {
+            names.extend(paths(&at.cwd, word));
+        }
+    }
+    let out = names.into_iter().take(MAX_CANDIDATES).collect();
+    (prefix_start, out)
+}
+
+/// Entries of the directory part of `word` (relative to `cwd`, or `~/`) whose
+/// names start with the rest; directories end in `/`. Hidden entries only when
+/// the rest starts with `.`; names a command word could not hold are left out.
+fn paths(cwd: &Path, word: &str) -> Vec<String> {
+    let (dir, rest) = match word.rfind('/') {
+        Some(i) => (&word[..=i], &word[i + 1..]),
+        None => ("", word),
+    };
+    let base = if let Some(home_rel) = dir.strip_prefix("~/") {
+        match std::env::var_os("HOME") {
+            Some(h) => PathBuf::from(h).join(home_rel),
+            None => return Vec::new(),
+        }
+    } else if dir.is_empty() {
+        cwd.to_path_buf()
+    } else {
+        cwd.join(dir)
+    };
+    let Ok(rd) = std::fs::read_dir(&base) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = rd
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            if !name.starts_with(rest) || (name.starts_with('.') && !rest.starts_with('.')) {
+                return None;
+            }
+            if name.chars().any(ends_word) {
+                return None;
+            }
+            let is_dir = e.path().is_dir();
+            Some(format!("{dir}{name}{}", if is_dir { "/" } else { "" }))
+        })
+        .collect();
+    out.sort();
+    out.truncate(MAX_CANDIDATES);
+    out
+}
+
+/// Executables on `path` whose names start with `prefix` (none for an empty prefix).
+fn commands(path: Option<&str>, prefix: &str) -> Vec<String> {
+    let Some(path) = path.filter(|_| !prefix.is_empty()) else {
+        return Vec::new();
+    };
+    let mut out = BTreeSet::new();
+    for dir in std::env::split_paths(path).filter(|d| d.is_absolute()) {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(name) = e.file_name().into_string() else {
+                continue;
+            };
+            if !name.starts_with(prefix) || name.chars().any(ends_word) {
+                continue;
+            }
+            let exec = std::fs::metadata(e.path())
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+            if exec {
+                out.insert(name);
+            }
+            if out.len() >= MAX_CANDIDATES {
+                return out.into_iter().collect();
+            }
+        }
+    }
+    out.into_iter().collect()
 }
 
 #[cfg(test)]
@@ -253,6 +370,45 @@ mod tests {
     }
 
     #[test]
+    fn complete_with_a_session_offers_its_paths_and_commands() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("notes.txt"), "").unwrap();
+        std::fs::write(d.path().join("notes two.txt"), "").unwrap();
+        std::fs::write(d.path().join(".hidden"), "").unwrap();
+        std::fs::create_dir_all(d.path().join("nested/inner")).unwrap();
+        let bin = d.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::write(bin.join("notify-me"), "").unwrap();
+        std::fs::set_permissions(
+            bin.join("notify-me"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        std::fs::write(bin.join("not-executable"), "").unwrap();
+        let at = Where {
+            cwd: d.path().to_path_buf(),
+            path: Some(bin.display().to_string()),
+        };
+        // An argument: files and directories (a name with a space is left out).
+        let (start, c) = complete_at("cat no", 6, Some(&at));
+        assert_eq!((start, c), (4, vec!["notes.txt".to_string()]));
+        let (_, c) = complete_at("cat ne", 6, Some(&at));
+        assert_eq!(c, vec!["nested/"]);
+        // A path word replaces the whole word; hidden entries only when asked.
+        let (start, c) = complete_at("ls nested/i", 11, Some(&at));
+        assert_eq!((start, c), (3, vec!["nested/inner/".to_string()]));
+        let (_, c) = complete_at("cat ./.h", 8, Some(&at));
+        assert_eq!(c, vec!["./.hidden"]);
+        // The first word: keywords, names and the executables on PATH.
+        let (start, c) = complete_at("not", 3, Some(&at));
+        assert_eq!((start, c), (0, vec!["notify-me".to_string()]));
+        // A method or a call argument is no path.
+        assert!(complete_at("x.no", 4, Some(&at)).1.is_empty());
+        // Without a session: the context-free list only.
+        assert!(complete_at("cat no", 6, None).1.is_empty());
+    }
+
+    #[test]
     fn complete_offers_keywords_and_bound_names() {
         let c = complete("let alpha = 1\nfn algo() { 2 }\nal", usize::MAX);
         assert_eq!(c, vec!["algo", "alias", "alpha"]);
@@ -264,7 +420,7 @@ mod tests {
         // Not on a character boundary: moved back, never a panic.
         let c = complete("é", 1);
         assert!(c.contains(&"while".to_string()));
-        let r = complete_method(&params(json!({"src": "wh", "cursor": -1}))).unwrap_err();
+        let r = complete_method(&params(json!({"src": "wh", "cursor": -1})), None).unwrap_err();
         assert_eq!(r.code, -32602);
     }
 }

@@ -522,3 +522,36 @@ fn exec_takes_a_width_and_attach_may_refuse_to_create() {
     let names: Vec<Value> = sessions(&mut c).iter().map(|s| s["name"].clone()).collect();
     assert_eq!(names, vec![json!("w")]);
 }
+
+#[test]
+fn completion_offers_the_sessions_paths_to_the_local_user_only() {
+    let root = Root::new();
+    let proj = root.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    std::fs::write(proj.join("notes.txt"), "").unwrap();
+    let cfg = root.path().join("shoal.toml");
+    std::fs::write(&cfg, asking_policy(&proj)).unwrap();
+    let d = Daemon::start_with(
+        &root,
+        &root.socket(),
+        &["--config", cfg.to_str().unwrap()],
+        &[],
+    );
+    let complete = |c: &mut Conn, src: &str| c.ok("complete", json!({"src": src}));
+    // Before attaching: no session, no paths.
+    let mut human = d.conn();
+    assert_eq!(complete(&mut human, "cat no")["candidates"], json!([]));
+    human.ok(
+        "session.attach",
+        json!({"session": "mine", "cwd": proj, "client": {"kind": "attach", "human": true}}),
+    );
+    let r = complete(&mut human, "cat no");
+    assert_eq!(r, json!({"candidates": ["notes.txt"], "start": 4}));
+    // A token in its own session, in the same directory, is shown no listing.
+    let tok = create_token(&root, "agent:att");
+    let mut agent = d.conn();
+    assert!(agent.attach_token("own", &tok).get("result").is_some());
+    assert_eq!(complete(&mut agent, "cat no")["candidates"], json!([]));
+    let r = complete(&mut agent, "cat ./");
+    assert!(!r.to_string().contains("notes"), "{r}");
+}
