@@ -17,6 +17,7 @@ use std::sync::{Arc, Weak};
 use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use serde_json::Value as Json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot};
@@ -65,6 +66,9 @@ struct HeadParams<'a> {
     #[serde(borrow, default, rename = "progressToken")]
     progress_token: Option<&'a RawValue>,
 }
+
+/// The answer an HTTP request gets when its client cancelled it (the daemon sends none).
+pub const REQUEST_CANCELLED: i64 = -32800;
 
 /// The pipe is closed (the daemon ended the connection).
 #[derive(Debug)]
@@ -140,6 +144,26 @@ impl Pipe {
         r.pending.remove(id);
         r.streaming.retain(|s| s != id);
         r.progress.retain(|_, v| v != id);
+    }
+
+    /// The client cancelled request `id` (`notifications/cancelled`): the daemon does not
+    /// answer a cancelled call, so the HTTP request waiting for it is answered here.
+    pub fn cancelled(&self, id: &Json) {
+        let key = id.to_string();
+        let tx = {
+            let mut r = self.routes.locked();
+            r.streaming.retain(|s| *s != key);
+            r.progress.retain(|_, v| *v != key);
+            r.pending.remove(&key)
+        };
+        if let Some(tx) = tx {
+            let mut e = serde_json::json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": REQUEST_CANCELLED, "message": "request cancelled by the client"}})
+            .to_string()
+            .into_bytes();
+            e.push(b'\n');
+            let _ = tx.send(Routed::Response(Bytes::from(e)));
+        }
     }
 
     /// Send a frame that expects no answer (a notification, a client's response).

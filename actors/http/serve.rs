@@ -255,7 +255,14 @@ pub async fn post(req: HttpRequest, body: web::Payload, st: web::Data<Http>) -> 
         return match (method, id) {
             (Some(_), Some(id)) => in_session(&st, &s, id, progress, sse, frame).await,
             _ => match s.pipe.send(frame) {
-                Ok(()) => HttpResponse::Accepted().finish(),
+                Ok(()) => {
+                    if method == Some("notifications/cancelled") {
+                        if let Some(id) = msg.pointer("/params/requestId") {
+                            s.pipe.cancelled(id);
+                        }
+                    }
+                    HttpResponse::Accepted().finish()
+                }
                 Err(_) => no_session(),
             },
         };

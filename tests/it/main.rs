@@ -22,6 +22,7 @@ mod fuzz_regressions;
 mod hardening;
 mod hardval;
 mod hotpath;
+mod http;
 mod journal;
 mod language_card;
 mod leash;

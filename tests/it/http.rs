@@ -1,0 +1,647 @@
+//! MCP over Streamable HTTP (docs/http.md): a real daemon with `--http 127.0.0.1:0`,
+//! plain HTTP clients (ureq, and raw TCP for event streams). Auth, Origin and Host,
+//! bounded bodies, both eras, event streams and their resumption, a vanished client,
+//! and 100 concurrent clients.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+/// A daemon serving HTTP, its URL and a `--local` token.
+pub struct Served {
+    pub d: Daemon,
+    pub url: String,
+    pub addr: String,
+    pub token: String,
+    pub root: Root,
+}
+
+pub fn serve(config: &str) -> Served {
+    let root = Root::new();
+    let cfg = root.path().join("shoal.toml");
+    std::fs::write(&cfg, config).unwrap();
+    let d = Daemon::start_with(
+        &root,
+        &root.socket(),
+        &["--config", cfg.to_str().unwrap(), "--http", "127.0.0.1:0"],
+        &[],
+    );
+    let mut k = d.conn();
+    k.attach("probe");
+    let st = k.ok("daemon.status", json!({}));
+    drop(k);
+    let addr = st["http"]["listen"]
+        .as_str()
+        .expect("http listen")
+        .to_string();
+    let (code, out, err) = run(&root, &["token", "create", "--local"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let token = out.lines().last().unwrap().to_string();
+    Served {
+        url: format!("http://{addr}/mcp"),
+        addr,
+        d,
+        token,
+        root,
+    }
+}
+
+/// One HTTP answer: status, headers (lowercase names), body.
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+    /// The JSON-RPC messages of an event-stream body.
+    pub fn events(&self) -> Vec<Value> {
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+}
+
+fn answer(r: ureq::Response) -> Answer {
+    let status = r.status();
+    let headers = r
+        .headers_names()
+        .into_iter()
+        .map(|n| {
+            let v = r.header(&n).unwrap_or("").to_string();
+            (n.to_ascii_lowercase(), v)
+        })
+        .collect();
+    let body = r.into_string().unwrap_or_default();
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+pub fn request(
+    agent: &ureq::Agent,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Answer {
+    let mut req = agent.request(method, url);
+    for (k, v) in headers {
+        req = req.set(k, v);
+    }
+    let r = match body {
+        Some(b) => req.set("Content-Type", "application/json").send_string(b),
+        None => req.call(),
+    };
+    match r {
+        Ok(r) => answer(r),
+        Err(ureq::Error::Status(_, r)) => answer(r),
+        Err(e) => panic!("{method} {url}: {e}"),
+    }
+}
+
+/// A 2025-era client: one session.
+pub struct Client {
+    pub agent: ureq::Agent,
+    pub url: String,
+    pub token: String,
+    pub session: String,
+    next: u64,
+}
+
+impl Client {
+    pub fn new(s: &Served) -> Client {
+        let agent = ureq::AgentBuilder::new()
+            .timeout(Duration::from_secs(60))
+            .build();
+        let mut c = Client {
+            agent,
+            url: s.url.clone(),
+            token: s.token.clone(),
+            session: String::new(),
+            next: 1,
+        };
+        let a = c.post_raw(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "http-test", "version": "1"}}}),
+        );
+        assert_eq!(a.status, 200, "{}", a.body);
+        c.session = a.header("mcp-session-id").expect("session id").to_string();
+        assert_eq!(a.json()["result"]["protocolVersion"], "2025-11-25");
+        let n = c.post_raw(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        assert_eq!(n.status, 202, "{}", n.body);
+        c
+    }
+
+    pub fn post_raw(&self, v: &Value) -> Answer {
+        let auth = format!("Bearer {}", self.token);
+        let mut h = vec![
+            ("Authorization", auth.as_str()),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        if !self.session.is_empty() {
+            h.push(("Mcp-Session-Id", self.session.as_str()));
+            h.push(("MCP-Protocol-Version", "2025-11-25"));
+        }
+        request(&self.agent, "POST", &self.url, &h, Some(&v.to_string()))
+    }
+
+    /// A request's answer (from a JSON body or the end of an event stream).
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        let a =
+            self.post_raw(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        assert_eq!(a.status, 200, "{}", a.body);
+        let msg = if a.header("content-type") == Some("text/event-stream") {
+            a.events()
+                .into_iter()
+                .find(|e| e["id"] == json!(id))
+                .expect("an answer on the stream")
+        } else {
+            a.json()
+        };
+        assert_eq!(msg["id"], json!(id), "{msg}");
+        msg
+    }
+
+    pub fn ok(&mut self, method: &str, params: Value) -> Value {
+        let r = self.call(method, params);
+        assert!(r.get("error").is_none(), "{method}: {r}");
+        r["result"].clone()
+    }
+
+    pub fn exec(&mut self, src: &str) -> Value {
+        self.ok(
+            "tools/call",
+            json!({"name": "shoal_exec", "arguments": {"src": src}}),
+        )
+    }
+}
+
+/// A raw GET event stream: lines as they come.
+pub struct Stream {
+    reader: BufReader<TcpStream>,
+    pub status: u16,
+}
+
+impl Stream {
+    pub fn open(s: &Served, session: &str, last_event: Option<&str>) -> Stream {
+        let mut t = TcpStream::connect(&s.addr).unwrap();
+        t.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut req = format!(
+            "GET /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n",
+            s.addr, s.token
+        );
+        if let Some(l) = last_event {
+            req.push_str(&format!("Last-Event-ID: {l}\r\n"));
+        }
+        req.push_str("\r\n");
+        t.write_all(req.as_bytes()).unwrap();
+        let mut reader = BufReader::new(t);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let status = line.split(' ').nth(1).unwrap_or("0").parse().unwrap_or(0);
+        loop {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+        }
+        Stream { reader, status }
+    }
+
+    /// The next JSON-RPC message, with its event id.
+    pub fn next(&mut self) -> (String, Value) {
+        let mut id = String::new();
+        loop {
+            let mut line = String::new();
+            let n = self.reader.read_line(&mut line).expect("stream read");
+            assert!(n > 0, "the stream ended");
+            if let Some(i) = line.strip_prefix("id: ") {
+                id = i.trim().to_string();
+            }
+            if let Some(d) = line.strip_prefix("data: ") {
+                if !d.trim().is_empty() {
+                    return (id, serde_json::from_str(d.trim()).unwrap());
+                }
+            }
+        }
+    }
+}
+
+fn status(s: &Served) -> Value {
+    let mut k = s.d.conn();
+    k.attach("probe");
+    k.ok("daemon.status", json!({}))
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+#[test]
+fn tokens_are_required_and_checked() {
+    let s = serve("");
+    let agent = ureq::agent();
+    let a = request(&agent, "POST", &s.url, &[], Some(INIT));
+    assert_eq!(a.status, 401, "{}", a.body);
+    assert!(a.header("www-authenticate").unwrap().starts_with("Bearer"));
+    let a = request(
+        &agent,
+        "POST",
+        &s.url,
+        &[("Authorization", "Bearer not-a-token")],
+        Some(INIT),
+    );
+    assert_eq!(a.status, 401);
+    assert!(a
+        .header("www-authenticate")
+        .unwrap()
+        .contains("invalid_token"));
+    // A token of another principal works until it is revoked.
+    let other = create_token(&s.root, "agent:http");
+    let auth = format!("Bearer {other}");
+    let a = request(
+        &agent,
+        "POST",
+        &s.url,
+        &[("Authorization", &auth)],
+        Some(INIT),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let (code, _, err) = run(&s.root, &["token", "revoke", &other], &[]);
+    assert_eq!(code, 0, "{err}");
+    let a = request(
+        &agent,
+        "POST",
+        &s.url,
+        &[("Authorization", &auth)],
+        Some(INIT),
+    );
+    assert_eq!(a.status, 401, "{}", a.body);
+    // GET and DELETE are checked too.
+    let a = request(
+        &agent,
+        "GET",
+        &s.url,
+        &[("Accept", "text/event-stream")],
+        None,
+    );
+    assert_eq!(a.status, 401);
+    let a = request(&agent, "DELETE", &s.url, &[], None);
+    assert_eq!(a.status, 401);
+}
+
+#[test]
+fn origin_host_size_and_json_are_checked() {
+    let s = serve("[daemon]\nmax_frame_bytes = 4096\n");
+    let agent = ureq::agent();
+    let auth = format!("Bearer {}", s.token);
+    let post = |h: &[(&str, &str)], body: &str| {
+        let mut all = vec![("Authorization", auth.as_str())];
+        all.extend_from_slice(h);
+        request(&agent, "POST", &s.url, &all, Some(body))
+    };
+    let a = post(&[("Origin", "http://evil.example.com")], INIT);
+    assert_eq!(a.status, 403, "{}", a.body);
+    let a = post(&[("Origin", "null")], INIT);
+    assert_eq!(a.status, 403);
+    let a = post(&[("Host", "evil.example.com")], INIT);
+    assert_eq!(a.status, 403, "{}", a.body);
+    // A rebinding page is refused before its token is even looked at.
+    let a = request(
+        &agent,
+        "POST",
+        &s.url,
+        &[("Host", "evil.example.com:7417")],
+        Some(INIT),
+    );
+    assert_eq!(a.status, 403);
+    let port = s.addr.rsplit(':').next().unwrap();
+    let origin = format!("http://localhost:{port}");
+    let a = post(
+        &[("Origin", &origin), ("Host", &format!("localhost:{port}"))],
+        INIT,
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"x":"{}"}}}}"#,
+        "x".repeat(5000)
+    );
+    let a = post(&[], &big);
+    assert_eq!(a.status, 413, "{}", a.body);
+    let a = post(&[], "{not json");
+    assert_eq!(a.status, 400);
+    assert_eq!(a.json()["error"]["code"], -32700, "{}", a.body);
+    let a = post(&[], r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#);
+    assert_eq!(a.status, 400, "no session and no 2026 envelope: {}", a.body);
+    let a = request(
+        &agent,
+        "POST",
+        &s.url,
+        &[("Authorization", &auth), ("Mcp-Session-Id", "nope")],
+        Some(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#),
+    );
+    assert_eq!(a.status, 404);
+}
+
+#[test]
+fn a_session_execs_reads_and_ends() {
+    let s = serve("");
+    let mut c = Client::new(&s);
+    let r = c.exec("6 * 7");
+    assert_eq!(r["content"][0]["text"], "42", "{r}");
+    assert_eq!(r["isError"], false);
+    let r = c.exec("1 / 0");
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("div_zero"));
+    let r = c.ok("resources/read", json!({"uri": "shoal://out/1"}));
+    assert!(
+        r["contents"][0]["text"].as_str().unwrap().contains("42"),
+        "{r}"
+    );
+    let tools = c.ok("tools/list", json!({}));
+    assert!(tools["tools"].as_array().unwrap().len() > 3);
+    // The same session over the socket: the shim's default is shared.
+    let mut k = s.d.conn();
+    k.attach("default");
+    let v = k.ok("exec", json!({"src": "out:1"}));
+    assert_eq!(v["render"], "42", "{v}");
+    let st = status(&s);
+    assert_eq!(st["http"]["sessions"], 1, "{st}");
+    let auth = format!("Bearer {}", s.token);
+    let h = [
+        ("Authorization", auth.as_str()),
+        ("Mcp-Session-Id", c.session.as_str()),
+    ];
+    let a = request(&c.agent, "DELETE", &s.url, &h, None);
+    assert_eq!(a.status, 200);
+    let a = c.post_raw(&json!({"jsonrpc": "2.0", "id": 99, "method": "ping"}));
+    assert_eq!(a.status, 404, "{}", a.body);
+    eventually(
+        "the session's connection closes",
+        Duration::from_secs(20),
+        || {
+            let st = status(&s);
+            (st["http"]["sessions"] == 0 && st["limits"]["connections"]["used"].as_u64() == Some(2))
+                .then_some(())
+        },
+    );
+}
+
+#[test]
+fn stateless_requests_need_no_session() {
+    let s = serve("");
+    let agent = ureq::agent();
+    let auth = format!("Bearer {}", s.token);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {},
+                      "shoal/session": "stateless"});
+    let call = |id: u64, method: &str, mut params: Value| {
+        params["_meta"] = meta.clone();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        request(
+            &agent,
+            "POST",
+            &s.url,
+            &[
+                ("Authorization", &auth),
+                ("Accept", "application/json, text/event-stream"),
+            ],
+            Some(&body.to_string()),
+        )
+    };
+    let a = call(1, "server/discover", json!({}));
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert!(a.header("mcp-session-id").is_none());
+    assert!(
+        a.json()["result"]["supportedVersions"]
+            .to_string()
+            .contains("2026-07-28"),
+        "{}",
+        a.body
+    );
+    let a = call(
+        2,
+        "tools/call",
+        json!({"name": "shoal_exec", "arguments": {"src": "let x = 6"}}),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let a = call(
+        3,
+        "tools/call",
+        json!({"name": "shoal_exec", "arguments": {"src": "x * 7"}}),
+    );
+    assert_eq!(a.json()["result"]["content"][0]["text"], "42", "{}", a.body);
+    assert_eq!(a.json()["result"]["resultType"], "complete");
+}
+
+#[test]
+fn progress_comes_as_an_event_stream_before_the_result() {
+    let s = serve("");
+    let c = Client::new(&s);
+    let a = c.post_raw(
+        &json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "shoal_exec", "arguments": {"src": "sh { sleep 1.2 }; 6 * 7"},
+        "_meta": {"progressToken": "p1"}}}),
+    );
+    assert_eq!(a.status, 200);
+    assert_eq!(
+        a.header("content-type"),
+        Some("text/event-stream"),
+        "{}",
+        a.body
+    );
+    let ev = a.events();
+    assert_eq!(ev[0]["method"], "notifications/progress", "{}", a.body);
+    assert_eq!(ev[0]["params"]["progressToken"], "p1");
+    let last = ev.last().unwrap();
+    assert_eq!(last["id"], 5);
+    assert_eq!(last["result"]["content"][0]["text"], "42", "{last}");
+    assert!(a.body.contains("\nid: "), "events carry ids: {}", a.body);
+}
+
+#[test]
+fn subscriptions_notify_on_the_get_stream_and_resume() {
+    let s = serve("[http]\nkeepalive_ms = 100\n");
+    let mut c = Client::new(&s);
+    let mut g = Stream::open(&s, &c.session, None);
+    assert_eq!(g.status, 200);
+    c.ok(
+        "resources/subscribe",
+        json!({"uri": "shoal://events/user.http"}),
+    );
+    c.exec(r#"channel("user.http").emit(1)"#);
+    let (id1, n) = g.next();
+    assert_eq!(n["method"], "notifications/resources/updated", "{n}");
+    assert_eq!(n["params"]["uri"], "shoal://events/user.http");
+    // A second reader of the same stream is refused while the first reads it.
+    let other = Stream::open(&s, &c.session, None);
+    assert_eq!(other.status, 409);
+    drop(other);
+    // The client goes away; an event arrives meanwhile; it comes back with Last-Event-ID.
+    drop(g);
+    eventually("the stream is let go", Duration::from_secs(20), || {
+        (status(&s)["http"]["streams"] == 0).then_some(())
+    });
+    c.exec(r#"channel("user.http").emit(2)"#);
+    let mut g = Stream::open(&s, &c.session, Some(&id1));
+    assert_eq!(g.status, 200);
+    let (_, n) = g.next();
+    assert_eq!(
+        n["method"], "notifications/resources/updated",
+        "the missed event: {n}"
+    );
+}
+
+#[test]
+fn a_vanished_stream_frees_its_place() {
+    let s = serve("[http]\nkeepalive_ms = 100\n");
+    let c = Client::new(&s);
+    let g = Stream::open(&s, &c.session, None);
+    assert_eq!(g.status, 200);
+    assert_eq!(status(&s)["http"]["streams"], 1);
+    drop(g);
+    eventually(
+        "the stream's place is free",
+        Duration::from_secs(20),
+        || (status(&s)["http"]["streams"] == 0).then_some(()),
+    );
+    let g = Stream::open(&s, &c.session, None);
+    assert_eq!(g.status, 200, "a new reader is taken");
+}
+
+#[test]
+fn tasks_and_cancellation() {
+    let s = serve("");
+    let mut c = Client::new(&s);
+    let r = c.ok(
+        "tools/call",
+        json!({"name": "shoal_exec", "arguments": {"src": "sh { sleep 0.3 }; 6 * 7"}, "task": {"ttl": 60000}}),
+    );
+    let task = r["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_string();
+    eventually("the task completes", Duration::from_secs(30), || {
+        let g = c.ok("tasks/get", json!({"taskId": task}));
+        (g["status"] == "completed").then_some(())
+    });
+    let r = c.ok("tasks/result", json!({"taskId": task}));
+    assert_eq!(r["content"][0]["text"], "42", "{r}");
+    // A long call, cancelled by its id from another request.
+    let url = c.url.clone();
+    let (token, session) = (c.token.clone(), c.session.clone());
+    let long = std::thread::spawn(move || {
+        let agent = ureq::agent();
+        let auth = format!("Bearer {token}");
+        let body = json!({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
+            "params": {"name": "shoal_exec", "arguments": {"src": "sh { sleep 60 }"}}});
+        request(
+            &agent,
+            "POST",
+            &url,
+            &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
+            Some(&body.to_string()),
+        )
+    });
+    let mut k = s.d.conn();
+    k.attach("probe");
+    session_busy(&mut k, "default", true);
+    let a = c.post_raw(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": "long", "reason": "test"}}),
+    );
+    assert_eq!(a.status, 202);
+    let a = long.join().unwrap();
+    assert_eq!(a.status, 200, "{}", a.body);
+    let v = a.json();
+    assert!(
+        v.to_string().contains("cancel"),
+        "the call answers as cancelled: {v}"
+    );
+}
+
+#[test]
+fn a_hundred_concurrent_clients() {
+    let s = serve("");
+    let url = s.url.clone();
+    let threads: Vec<_> = (0..100)
+        .map(|i| {
+            let (url, token) = (url.clone(), s.token.clone());
+            let served = (url, token);
+            std::thread::spawn(move || {
+                let agent = ureq::AgentBuilder::new()
+                    .timeout(Duration::from_secs(120))
+                    .build();
+                let auth = format!("Bearer {}", served.1);
+                let mut errors = 0;
+                for n in 0..20 {
+                    let body = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+                        "name": "shoal_exec", "arguments": {"src": format!("{i} * 100 + {n}")},
+                        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                  "io.modelcontextprotocol/clientCapabilities": {},
+                                  "shoal/session": format!("load{}", i % 10)}}});
+                    let a = request(
+                        &agent,
+                        "POST",
+                        &served.0,
+                        &[("Authorization", &auth)],
+                        Some(&body.to_string()),
+                    );
+                    let want = (i * 100 + n).to_string();
+                    if a.status != 200 || a.json()["result"]["content"][0]["text"] != json!(want) {
+                        errors += 1;
+                    }
+                }
+                errors
+            })
+        })
+        .collect();
+    let errors: i32 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(errors, 0);
+    assert!(status(&s)["http"]["requests"].as_u64().unwrap() >= 2000);
+}
+
+#[test]
+fn only_loopback_is_served() {
+    let root = Root::new();
+    let out = root
+        .command()
+        .args(["daemon", "--socket"])
+        .arg(root.socket())
+        .args(["--http", "0.0.0.0:0"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TLS"), "{err}");
+    let cfg = root.path().join("shoal.toml");
+    std::fs::write(&cfg, "[http]\nlisten = \"192.0.2.1:7417\"\n").unwrap();
+    let (code, out, err) = run(&root, &["config", "check", cfg.to_str().unwrap()], &[]);
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("loopback"), "{err}");
+}
