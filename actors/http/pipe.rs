@@ -49,6 +49,8 @@ struct Routes {
     fallback: Option<Arc<SseStream>>,
     dedicated: bool,
     closed: bool,
+    /// The daemon refused the connection (an error with no id, e.g. `max_connections`).
+    refused: Option<Bytes>,
 }
 
 #[derive(Deserialize)]
@@ -123,6 +125,10 @@ impl Pipe {
         let (tx, rx) = mpsc::unbounded_channel();
         {
             let mut r = self.routes.locked();
+            if let Some(b) = &r.refused {
+                let _ = tx.send(Routed::Response(b.clone()));
+                return Ok(rx);
+            }
             if r.closed {
                 return Err(Closed);
             }
@@ -200,7 +206,9 @@ impl Pipe {
                 return;
             }
             (None, None) => {
-                // An error for no request (a refused connection): every waiting request hears it.
+                // An error for no request (a refused connection): every waiting request
+                // hears it, and so does every later one.
+                r.refused = Some(bytes.clone());
                 for (_, tx) in r.pending.drain() {
                     let _ = tx.send(Routed::Response(bytes.clone()));
                 }

@@ -645,3 +645,38 @@ fn only_loopback_is_served() {
     assert_ne!(code, 0, "{out}");
     assert!(err.contains("loopback"), "{err}");
 }
+
+#[test]
+fn sessions_count_against_max_connections() {
+    let s = serve("[limits]\nmax_connections = 1\n");
+    let mut first = Client::new(&s);
+    assert_eq!(first.exec("6 * 7")["content"][0]["text"], "42");
+    let agent = ureq::agent();
+    let auth = format!("Bearer {}", s.token);
+    let a = request(
+        &agent,
+        "POST",
+        &s.url,
+        &[("Authorization", &auth)],
+        Some(INIT),
+    );
+    assert!(a.header("mcp-session-id").is_none(), "{}", a.body);
+    assert_eq!(a.json()["error"]["code"], -32040, "{}", a.body);
+    assert!(a.body.contains("max_connections"), "{}", a.body);
+    // Ending the first session frees its place.
+    let h = [
+        ("Authorization", auth.as_str()),
+        ("Mcp-Session-Id", first.session.as_str()),
+    ];
+    assert_eq!(request(&agent, "DELETE", &s.url, &h, None).status, 200);
+    eventually("a place is free again", Duration::from_secs(20), || {
+        let a = request(
+            &agent,
+            "POST",
+            &s.url,
+            &[("Authorization", &auth)],
+            Some(INIT),
+        );
+        a.header("mcp-session-id").is_some().then_some(())
+    });
+}
