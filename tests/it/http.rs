@@ -129,19 +129,24 @@ pub struct Client {
 
 impl Client {
     pub fn new(s: &Served) -> Client {
+        Client::with(s, &s.token, json!({}))
+    }
+
+    /// A session of `token`'s principal whose client declares `capabilities`.
+    pub fn with(s: &Served, token: &str, capabilities: Value) -> Client {
         let agent = ureq::AgentBuilder::new()
             .timeout(Duration::from_secs(60))
             .build();
         let mut c = Client {
             agent,
             url: s.url.clone(),
-            token: s.token.clone(),
+            token: token.to_string(),
             session: String::new(),
             next: 1,
         };
         let a = c.post_raw(
             &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
             "clientInfo": {"name": "http-test", "version": "1"}}}),
         );
         assert_eq!(a.status, 200, "{}", a.body);
@@ -202,12 +207,12 @@ impl Client {
 pub struct Stream {
     reader: BufReader<TcpStream>,
     pub status: u16,
+    /// Everything read so far (for messages).
+    pub seen: String,
 }
 
 impl Stream {
     pub fn open(s: &Served, session: &str, last_event: Option<&str>) -> Stream {
-        let mut t = TcpStream::connect(&s.addr).unwrap();
-        t.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut req = format!(
             "GET /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n",
             s.addr, s.token
@@ -216,7 +221,26 @@ impl Stream {
             req.push_str(&format!("Last-Event-ID: {l}\r\n"));
         }
         req.push_str("\r\n");
-        t.write_all(req.as_bytes()).unwrap();
+        Stream::send(s, req.as_bytes())
+    }
+
+    /// A POST whose answer is read as it comes (an event stream).
+    pub fn post(s: &Served, c: &Client, body: &Value) -> Stream {
+        let body = body.to_string();
+        let req = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\nMcp-Session-Id: {}\r\nContent-Length: {}\r\n\r\n{body}",
+            s.addr,
+            c.token,
+            c.session,
+            body.len()
+        );
+        Stream::send(s, req.as_bytes())
+    }
+
+    fn send(s: &Served, req: &[u8]) -> Stream {
+        let mut t = TcpStream::connect(&s.addr).unwrap();
+        t.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        t.write_all(req).unwrap();
         let mut reader = BufReader::new(t);
         let mut line = String::new();
         reader.read_line(&mut line).unwrap();
@@ -228,7 +252,11 @@ impl Stream {
                 break;
             }
         }
-        Stream { reader, status }
+        Stream {
+            reader,
+            status,
+            seen: String::new(),
+        }
     }
 
     /// The next JSON-RPC message, with its event id.
@@ -238,6 +266,7 @@ impl Stream {
             let mut line = String::new();
             let n = self.reader.read_line(&mut line).expect("stream read");
             assert!(n > 0, "the stream ended");
+            self.seen.push_str(&line);
             if let Some(i) = line.strip_prefix("id: ") {
                 id = i.trim().to_string();
             }
@@ -679,4 +708,43 @@ fn sessions_count_against_max_connections() {
         );
         a.header("mcp-session-id").is_some().then_some(())
     });
+}
+
+#[test]
+fn elicitation_asks_the_client_on_the_requests_stream() {
+    let s = serve(
+        "[policy.principal.\"agent:r\"]\nopaque = \"ask\"\nauto_apply = \"in-grant\"\napprove_via = [\"elicitation\", \"cli\"]\nfs.read = [\"/**\"]\n",
+    );
+    let token = create_token(&s.root, "agent:r");
+    let mut c = Client::with(&s, &token, json!({"elicitation": {}}));
+    let r = c.ok(
+        "tools/call",
+        json!({"name": "shoal_plan", "arguments": {"src": "sh { echo approved }"}}),
+    );
+    // A token principal's own default session and policy, as through the shim.
+    assert_eq!(r["structuredContent"]["principal"], "agent:r", "{r}");
+    assert_eq!(r["structuredContent"]["session"], "default@agent:r", "{r}");
+    let plan = r["structuredContent"]["plan_ref"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_string();
+    let mut stream = Stream::post(
+        &s,
+        &c,
+        &json!({"jsonrpc": "2.0", "id": "ask", "method": "tools/call",
+            "params": {"name": "shoal_cap_request", "arguments": {"plan_ref": plan}}}),
+    );
+    assert_eq!(stream.status, 200);
+    let (_, e) = stream.next();
+    assert_eq!(e["method"], "elicitation/create", "{e}");
+    assert!(
+        e["params"]["message"].as_str().unwrap().contains(&plan),
+        "{e}"
+    );
+    let a = c.post_raw(&json!({"jsonrpc": "2.0", "id": e["id"],
+        "result": {"action": "accept", "content": {"approve": true}}}));
+    assert_eq!(a.status, 202, "{}", a.body);
+    let (_, r) = stream.next();
+    assert_eq!(r["id"], "ask", "{r}");
+    assert_eq!(r["result"]["structuredContent"]["grant"], "approved", "{r}");
 }
