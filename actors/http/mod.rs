@@ -220,7 +220,9 @@ pub fn start(
     })
     .workers(workers)
     .disable_signals()
-    .max_connections(config.limits.max_connections.max(1))
+    // TCP connections cost a descriptor each; what they can do needs a token, and each MCP
+    // session counts in `max_connections` on the socket. Bounded, not tied to it.
+    .max_connections((config.limits.max_connections * 4).max(64))
     .client_request_timeout(Duration::from_millis(config.http.request_timeout_ms))
     .client_disconnect_timeout(Duration::from_secs(1))
     .on_connect(move |_, ext| {

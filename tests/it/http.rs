@@ -411,6 +411,22 @@ fn a_session_execs_reads_and_ends() {
         r["contents"][0]["text"].as_str().unwrap().contains("42"),
         "{r}"
     );
+    let bad = request(
+        &c.agent,
+        "POST",
+        &s.url,
+        &[
+            ("Authorization", &format!("Bearer {}", s.token)),
+            ("Mcp-Session-Id", &c.session),
+            ("MCP-Protocol-Version", "1999-01-01"),
+        ],
+        Some(r#"{"jsonrpc":"2.0","id":"v","method":"ping"}"#),
+    );
+    assert_eq!(
+        bad.status, 400,
+        "an unknown MCP-Protocol-Version: {}",
+        bad.body
+    );
     let tools = c.ok("tools/list", json!({}));
     assert!(tools["tools"].as_array().unwrap().len() > 3);
     // The same session over the socket: the shim's default is shared.
