@@ -158,6 +158,28 @@ impl Http {
     }
 }
 
+/// A duplicate of a connection's socket: how a handler waiting for an answer learns that
+/// its client went away (the server itself only finds out when it writes).
+#[derive(Clone)]
+pub struct Peer(Arc<std::os::fd::OwnedFd>);
+
+impl Peer {
+    /// The client closed its side (`POLLRDHUP`): HTTP clients do not half-close while
+    /// they wait for an answer, so this is a client that gave up.
+    pub fn gone(&self) -> bool {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let mut fds = [PollFd::new(&*self.0, PollFlags::RDHUP)];
+        let zero = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        matches!(poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
+            && fds[0]
+                .revents()
+                .intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR)
+    }
+}
+
 /// Counts an open TCP connection until the connection ends.
 struct ConnGuard(Arc<HttpStats>);
 
@@ -225,9 +247,15 @@ pub fn start(
     .max_connections((config.limits.max_connections * 4).max(64))
     .client_request_timeout(Duration::from_millis(config.http.request_timeout_ms))
     .client_disconnect_timeout(Duration::from_secs(1))
-    .on_connect(move |_, ext| {
+    .on_connect(move |io, ext| {
         conn_stats.connections.fetch_add(1, Ordering::SeqCst);
         ext.insert(Arc::new(ConnGuard(conn_stats.clone())));
+        if let Some(t) = io.downcast_ref::<actix_web::rt::net::TcpStream>() {
+            use std::os::fd::AsFd;
+            if let Ok(fd) = t.as_fd().try_clone_to_owned() {
+                ext.insert(Peer(Arc::new(fd)));
+            }
+        }
     })
     .listen(listener)
     .map_err(|e| format!("http listener: {e}"))?

@@ -198,6 +198,33 @@ fn no_session() -> HttpResponse {
     )
 }
 
+/// How often a handler waiting for an answer looks whether its client is still there.
+const PEER_CHECK: Duration = Duration::from_millis(100);
+
+/// The next frame for a request, or `Err(())` once its client went away.
+async fn next_or_gone(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Routed>,
+    peer: Option<&super::Peer>,
+) -> Result<Option<Routed>, ()> {
+    let Some(peer) = peer else {
+        return Ok(rx.recv().await);
+    };
+    loop {
+        tokio::select! {
+            r = rx.recv() => return Ok(r),
+            _ = tokio::time::sleep(PEER_CHECK) => {
+                if peer.gone() {
+                    return Err(());
+                }
+            }
+        }
+    }
+}
+
+fn peer(req: &HttpRequest) -> Option<super::Peer> {
+    req.conn_data::<super::Peer>().cloned()
+}
+
 pub async fn post(req: HttpRequest, body: web::Payload, st: web::Data<Http>) -> HttpResponse {
     let (bearer, principal) = match checks(&req, &st) {
         Ok(t) => t,
@@ -253,7 +280,7 @@ pub async fn post(req: HttpRequest, body: web::Payload, st: web::Data<Http>) -> 
         }
         s.touch();
         return match (method, id) {
-            (Some(_), Some(id)) => in_session(&st, &s, id, progress, sse, frame).await,
+            (Some(_), Some(id)) => in_session(&st, peer(&req), &s, id, progress, sse, frame).await,
             _ => match s.pipe.send(frame) {
                 Ok(()) => {
                     if method == Some("notifications/cancelled") {
@@ -348,6 +375,7 @@ impl Drop for Forget {
 /// A request of a 2025-era session.
 async fn in_session(
     st: &web::Data<Http>,
+    peer: Option<super::Peer>,
     s: &Arc<Session>,
     id: Json,
     progress: Option<String>,
@@ -362,9 +390,11 @@ async fn in_session(
         pipe: s.pipe.clone(),
         key: Some(key),
     };
-    let first = match rx.recv().await {
-        Some(f) => f,
-        None => return internal(&id, "the session's connection to the daemon ended"),
+    let first = match next_or_gone(&mut rx, peer.as_ref()).await {
+        Ok(Some(f)) => f,
+        Ok(None) => return internal(&id, "the session's connection to the daemon ended"),
+        // The client went away: its answer is dropped (the call runs on, as the spec wants).
+        Err(()) => return HttpResponse::NoContent().finish(),
     };
     let m = match first {
         Routed::Response(b) => return json_response(b, Some(&s.id)),
@@ -444,11 +474,15 @@ async fn stateless(
         pipe: Some(pipe),
         done: done.clone(),
     };
+    let peer = peer(req);
     let first = loop {
-        match rx.recv().await {
-            None => return internal(&id, "the daemon closed the connection"),
-            Some(Routed::Message(_)) if !sse => continue,
-            Some(f) => break f,
+        match next_or_gone(&mut rx, peer.as_ref()).await {
+            Ok(None) => return internal(&id, "the daemon closed the connection"),
+            Ok(Some(Routed::Message(_))) if !sse => continue,
+            Ok(Some(f)) => break f,
+            // The client went away: dropping the lease closes the connection, which
+            // cancels the call (a hang-up, as on the socket).
+            Err(()) => return HttpResponse::NoContent().finish(),
         }
     };
     let m = match first {

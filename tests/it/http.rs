@@ -764,3 +764,31 @@ fn elicitation_asks_the_client_on_the_requests_stream() {
     assert_eq!(r["id"], "ask", "{r}");
     assert_eq!(r["result"]["structuredContent"]["grant"], "approved", "{r}");
 }
+
+#[test]
+fn a_stateless_client_that_goes_away_cancels_its_call() {
+    let s = serve("");
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "shoal_exec", "arguments": {"src": "sh { sleep 60 }"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {},
+                  "shoal/session": "gone"}}})
+    .to_string();
+    let mut t = TcpStream::connect(&s.addr).unwrap();
+    write!(
+        t,
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        s.addr,
+        s.token,
+        body.len()
+    )
+    .unwrap();
+    let mut k = s.d.conn();
+    k.attach("probe");
+    session_busy(&mut k, "gone", true);
+    drop(t);
+    session_busy(&mut k, "gone", false);
+    eventually("the connection is let go", Duration::from_secs(20), || {
+        (status(&s)["http"]["connections"] == 0).then_some(())
+    });
+}
