@@ -436,6 +436,18 @@ fn a_session_execs_reads_and_ends() {
     assert_eq!(v["render"], "42", "{v}");
     let st = status(&s);
     assert_eq!(st["http"]["sessions"], 1, "{st}");
+    let sock = s.root.socket();
+    let (code, table, err) = run(
+        &s.root,
+        &["status", "--socket", sock.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        table.contains(&format!("  http       {} · connections", s.url))
+            && table.contains("sessions 1"),
+        "{table}"
+    );
     let auth = format!("Bearer {}", s.token);
     let h = [
         ("Authorization", auth.as_str()),
