@@ -21,9 +21,14 @@ pub struct Served {
 }
 
 pub fn serve(config: &str) -> Served {
+    serve_in(|_| config.to_string())
+}
+
+/// [`serve`] with a config made from the root's path.
+pub fn serve_in(config: impl FnOnce(&std::path::Path) -> String) -> Served {
     let root = Root::new();
     let cfg = root.path().join("shoal.toml");
-    std::fs::write(&cfg, config).unwrap();
+    std::fs::write(&cfg, config(root.path())).unwrap();
     let d = Daemon::start_with(
         &root,
         &root.socket(),
@@ -279,7 +284,7 @@ impl Stream {
     }
 }
 
-fn status(s: &Served) -> Value {
+pub fn status(s: &Served) -> Value {
     let mut k = s.d.conn();
     k.attach("probe");
     k.ok("daemon.status", json!({}))

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::common::*;
-use crate::http::serve;
+use crate::http::{serve, serve_in};
 
 fn python(venv: &str, mode: &str) {
     let py = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -156,4 +156,62 @@ fn conformance_suite_server_scenarios() {
             "{passed} did not pass:\n{stdout}"
         );
     }
+}
+
+/// Leash approvals asked through `elicitation/create` (`tests/leash_elicit_checks.py`):
+/// the same checks as through the shim, in both eras, over HTTP.
+#[test]
+fn python_sdk_elicitation_over_http() {
+    if !have_venv("http_sdk::python_sdk_elicitation_over_http", ".venv") {
+        return;
+    }
+    let s = serve_in(|root| {
+        let w = root.join("w");
+        std::fs::create_dir_all(&w).unwrap();
+        format!(
+            "[policy.principal.\"agent:e\"]\nopaque = \"ask\"\nauto_apply = \"in-grant\"\napprove_via = [\"elicitation\", \"cli\"]\n\n[policy.principal.\"agent:e\".fs]\nread = [\"/**\"]\nwrite = [\"{w}/**\"]\ndelete = [\"{w}/**\"]\n",
+            w = w.display()
+        )
+    });
+    let py = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    let cmd = s.root.command();
+    let out = Command::new(py)
+        .envs(
+            cmd.get_envs()
+                .filter_map(|(k, v)| Some((k.to_os_string(), v?.to_os_string()))),
+        )
+        .env("SHOAL_HTTP_URL", &s.url)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/leash_elicit_checks.py"
+        ))
+        .arg(BIN)
+        .arg(s.root.socket())
+        .arg(s.root.path())
+        .output()
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "elicitation over HTTP failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_checks(
+        &stdout,
+        &[
+            "legacy_accept",
+            "legacy_decline",
+            "legacy_cancel",
+            "legacy_error",
+            "legacy_no_capability",
+            "auto_accept",
+            "auto_decline",
+            "auto_no_capability",
+        ],
+    );
+    let st = crate::http::status(&s);
+    assert!(
+        st["http"]["requests"].as_u64().unwrap() > 20,
+        "over HTTP: {st}"
+    );
 }
