@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::common::*;
-use crate::http::{serve, serve_in};
+use crate::http_client::{serve, serve_in};
 
 fn python(venv: &str, mode: &str) {
     let py = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -209,7 +209,7 @@ fn python_sdk_elicitation_over_http() {
             "auto_no_capability",
         ],
     );
-    let st = crate::http::status(&s);
+    let st = crate::http_client::status(&s);
     assert!(
         st["http"]["requests"].as_u64().unwrap() > 20,
         "over HTTP: {st}"

@@ -23,6 +23,7 @@ mod hardening;
 mod hardval;
 mod hotpath;
 mod http;
+mod http_client;
 mod http_sdk;
 mod journal;
 mod language_card;

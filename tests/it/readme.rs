@@ -401,7 +401,7 @@ fn readme_http_client_line_works() {
         .and_then(|(_, c)| c.strip_suffix(')'))
         .expect("a token command");
     assert_eq!(cmd, "shoal token create --local");
-    let s = crate::http::serve("");
+    let s = crate::http_client::serve("");
     let port = url
         .split(':')
         .nth(2)
@@ -421,7 +421,7 @@ fn readme_http_client_line_works() {
         if let Some(sid) = sid {
             h.push(("Mcp-Session-Id", sid));
         }
-        crate::http::request(&agent, "POST", &url, &h, Some(&body.to_string()))
+        crate::http_client::request(&agent, "POST", &url, &h, Some(&body.to_string()))
     };
     let a = post(
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
