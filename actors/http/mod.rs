@@ -106,6 +106,7 @@ impl Session {
     }
 
     fn end(&self) {
+        self.pipe.shut();
         self.pipe.set_fallback(None);
         if let Some(g) = self.get.locked().take() {
             g.finish();

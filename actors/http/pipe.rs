@@ -20,7 +20,7 @@ use serde_json::value::RawValue;
 use serde_json::Value as Json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, watch};
 
 use super::sse::SseStream;
 use crate::sync::Locked;
@@ -34,8 +34,9 @@ pub enum Routed {
 pub struct Pipe {
     out: mpsc::UnboundedSender<Vec<u8>>,
     routes: std::sync::Mutex<Routes>,
-    /// Dropped with the pipe: the reader then drops its half of the socket.
-    _stop: oneshot::Sender<()>,
+    /// Set by [`Pipe::shut`], or dropped with the pipe: both tasks then drop their half
+    /// of the socket, and the daemon sees a hang-up.
+    stop: watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -87,18 +88,24 @@ impl Pipe {
         let stream = UnixStream::connect(socket).await?;
         let (r, mut w) = stream.into_split();
         let (out, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
-        let (stop, stopped) = oneshot::channel::<()>();
+        let (stop, stopped) = watch::channel(false);
+        let mut writer_stop = stopped.clone();
         let pipe = Arc::new(Pipe {
             out,
             routes: std::sync::Mutex::new(Routes {
                 dedicated,
                 ..Default::default()
             }),
-            _stop: stop,
+            stop,
         });
         let _ = pipe.out.send(attach);
         actix_rt::spawn(async move {
-            while let Some(frame) = rx.recv().await {
+            loop {
+                let frame = tokio::select! {
+                    f = rx.recv() => f,
+                    _ = writer_stop.changed() => None,
+                };
+                let Some(frame) = frame else { break };
                 if w.write_all(&frame).await.is_err() {
                     break;
                 }
@@ -232,6 +239,13 @@ impl Pipe {
         }
     }
 
+    /// Close the connection now (a session ended): the daemon sees a hang-up and cancels
+    /// what the session still runs; requests still waiting are answered as failed.
+    pub fn shut(&self) {
+        let _ = self.stop.send(true);
+        self.close();
+    }
+
     fn close(&self) {
         let mut r = self.routes.locked();
         r.closed = true;
@@ -245,14 +259,14 @@ impl Pipe {
 async fn read_loop(
     mut reader: BufReader<tokio::net::unix::OwnedReadHalf>,
     pipe: Weak<Pipe>,
-    mut stopped: oneshot::Receiver<()>,
+    mut stopped: watch::Receiver<bool>,
 ) {
     let mut line = Vec::with_capacity(4096);
     loop {
         line.clear();
         let n = tokio::select! {
             n = reader.read_until(b'\n', &mut line) => n,
-            _ = &mut stopped => return,
+            _ = stopped.changed() => return,
         };
         let Some(p) = pipe.upgrade() else { return };
         match n {

@@ -531,3 +531,38 @@ fn a_stateless_client_that_goes_away_cancels_its_call() {
         (status(&s)["http"]["connections"] == 0).then_some(())
     });
 }
+
+#[test]
+fn delete_ends_what_the_session_still_runs() {
+    let s = serve("");
+    let c = Client::new(&s);
+    let (url, token, session) = (c.url.clone(), c.token.clone(), c.session.clone());
+    let waiting = std::thread::spawn(move || {
+        let body = json!({"jsonrpc": "2.0", "id": "w", "method": "tools/call",
+            "params": {"name": "shoal_exec", "arguments": {"src": "sh { sleep 60 }"}}});
+        let auth = format!("Bearer {token}");
+        request(
+            &ureq::agent(),
+            "POST",
+            &url,
+            &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
+            Some(&body.to_string()),
+        )
+    });
+    let mut k = s.d.conn();
+    k.attach("probe");
+    session_busy(&mut k, "default", true);
+    let auth = format!("Bearer {}", s.token);
+    let h = [
+        ("Authorization", auth.as_str()),
+        ("Mcp-Session-Id", c.session.as_str()),
+    ];
+    assert_eq!(request(&c.agent, "DELETE", &s.url, &h, None).status, 200);
+    session_busy(&mut k, "default", false);
+    let a = waiting.join().unwrap();
+    assert_eq!(
+        a.status, 500,
+        "the waiting request learns its session ended: {}",
+        a.body
+    );
+}
