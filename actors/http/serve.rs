@@ -155,7 +155,8 @@ fn session_id() -> String {
     let mut b = [0u8; 16];
     let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
     if ok.is_err() {
-        // Never reached on Linux; still unique (not secret) without it.
+        // Not expected on Linux. Unique still; and a session answers only its own
+        // principal's token, so a guessed id gives nothing the token does not.
         b = *uuid::Uuid::now_v7().as_bytes();
     }
     b.iter().map(|x| format!("{x:02x}")).collect()
