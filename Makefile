@@ -76,7 +76,7 @@ SKIPPED ?= target/tmp/skipped-tests
 # the load test, the PTY flood, the package managers.
 SLOW := mcp_sdk:: pty_sdk:: tasks_sdk:: agent_tasks:: node_clients:: python_sdk \
         typescript_sdk leash_elicit::cap_request load:: flood_never_blocks \
-        package_and_build_tools
+        package_and_build_tools http_sdk::
 test:
 	@rm -f $(SKIPPED)
 	$(CARGO) test --locked --workspace -- $(foreach t,$(SLOW),--skip $(t))
@@ -94,7 +94,7 @@ skipped:
 	fi
 
 bench:
-	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash --bench tasks --bench agent_tasks --bench takeover --bench attach
+	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash --bench tasks --bench agent_tasks --bench takeover --bench attach --bench http
 
 # 100 MCP clients over 10 sessions for 60 s (SHOAL_LOAD_SECS to change); p50/p99
 # per tool, errors (must be 0), peak RSS. `make test` runs a 10 s version (tests/it/load.rs).

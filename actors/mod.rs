@@ -12,6 +12,7 @@
 //! │   ├── Task(n)           one per background task, on a fork of the session
 //! │   ├── PlanStore         the session's plans (Leash)
 //! │   └── Pty(n)            one per PTY; its I/O thread feeds the emulator
+//! ├── http (actix-web)    MCP over Streamable HTTP, through the socket as McpConns
 //! ├── JournalWriter         owns the journal's group-commit writer thread
 //! └── EventBus              channels, rings, per-subscriber bounded queues
 //! ```
@@ -25,6 +26,7 @@ pub mod daemon;
 pub mod event_bus;
 pub mod exec;
 pub mod health;
+pub mod http;
 pub mod journal_writer;
 pub mod kernel_conn;
 pub mod leash_calls;

@@ -23,6 +23,37 @@ pub struct Config {
     pub policy: crate::leash::policy::PolicyConfig,
     pub plans: PlansConfig,
     pub tasks: TasksConfig,
+    pub http: HttpConfig,
+}
+
+/// `[http]`: MCP over Streamable HTTP from the daemon (docs/http.md). Off unless
+/// `listen` (or `shoal daemon --http`) names an address.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// `host:port` to serve `/mcp` on; loopback only (TLS is not supported yet).
+    pub listen: Option<String>,
+    /// Browser origins allowed besides loopback ones (`http://127.0.0.1:PORT`, ...).
+    pub allowed_origins: Vec<String>,
+    /// How long a client may take to send a request's head and body.
+    pub request_timeout_ms: u64,
+    /// An SSE comment this often keeps idle streams open and finds vanished clients.
+    pub keepalive_ms: u64,
+    /// A 2025-era session (`Mcp-Session-Id`) unused this long, with no open
+    /// stream, ends.
+    pub session_idle_secs: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            listen: None,
+            allowed_origins: Vec::new(),
+            request_timeout_ms: 10_000,
+            keepalive_ms: 15_000,
+            session_idle_secs: 3600,
+        }
+    }
 }
 
 /// `[tasks]`: how long finished background tasks stay listed.
@@ -303,6 +334,35 @@ fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
             format!("log_level is not a valid filter: {:?}", c.daemon.log_level),
         );
     }
+    if !(100..=600_000).contains(&c.http.request_timeout_ms) {
+        return bad(
+            "request_timeout_ms",
+            format!(
+                "request_timeout_ms must be between 100 and 600000 (got {})",
+                c.http.request_timeout_ms
+            ),
+        );
+    }
+    if !(50..=600_000).contains(&c.http.keepalive_ms) {
+        return bad(
+            "keepalive_ms",
+            format!(
+                "keepalive_ms must be between 50 and 600000 (got {})",
+                c.http.keepalive_ms
+            ),
+        );
+    }
+    if c.http.session_idle_secs == 0 {
+        return bad(
+            "session_idle_secs",
+            "session_idle_secs must be at least 1".into(),
+        );
+    }
+    if let Some(l) = &c.http.listen {
+        if let Err(e) = crate::config::http_listen(l) {
+            return bad("listen", e);
+        }
+    }
     if c.daemon.log_keep_days == 0 {
         return bad("log_keep_days", "log_keep_days must be at least 1".into());
     }
@@ -443,6 +503,28 @@ impl FloorBoundary for str {
         }
         i
     }
+}
+
+/// Check an `[http] listen` address: `host:port` on a loopback address. Another
+/// address would need TLS, which is not supported yet: refused, never served in
+/// the clear.
+pub fn http_listen(addr: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let all: Vec<std::net::SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| {
+            format!("http listen address {addr:?}: {e} (expected host:port, e.g. 127.0.0.1:7417)")
+        })?
+        .collect();
+    let first = *all
+        .first()
+        .ok_or_else(|| format!("http listen address {addr:?} resolves to nothing"))?;
+    if let Some(a) = all.iter().find(|a| !a.ip().is_loopback()) {
+        return Err(format!(
+            "http listen address {addr:?} ({a}) is not a loopback address: serving MCP beyond this machine needs TLS, which is not supported yet"
+        ));
+    }
+    Ok(first)
 }
 
 #[cfg(test)]

@@ -37,6 +37,9 @@ enum Command {
         state_dir: Option<PathBuf>,
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Serve MCP over Streamable HTTP at ADDR/mcp (overrides `[http] listen`).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
     },
     /// The stdio MCP server an MCP client launches: pipes stdio to the daemon, starting it if needed.
     Mcp {
@@ -175,9 +178,14 @@ enum Command {
 
 #[derive(Subcommand)]
 enum TokenCommand {
-    /// A new token for PRINCIPAL; the token alone is printed on the last line.
+    /// A new token for PRINCIPAL (or `--local`); the token alone is printed on the last line.
     Create {
-        principal: String,
+        #[arg(required_unless_present = "local", conflicts_with = "local")]
+        principal: Option<String>,
+        /// A token whose principal is the local user (what the socket grants your own
+        /// uid), for MCP clients that connect over HTTP.
+        #[arg(long)]
+        local: bool,
         /// Lifetime (90s, 30m, 1h, 2d); default: until revoked.
         #[arg(long)]
         ttl: Option<String>,
@@ -246,6 +254,7 @@ fn main() -> ExitCode {
             socket,
             state_dir,
             config,
+            http,
         } => {
             // Before any thread exists.
             shoal::procmem::limit_arenas();
@@ -253,6 +262,7 @@ fn main() -> ExitCode {
                 socket,
                 state_dir,
                 config,
+                http,
             })
         }
         Command::Mcp {
@@ -341,9 +351,11 @@ fn main() -> ExitCode {
             AdapterCommand::Check { file } => cli::adapter::check(&file),
         },
         Command::Token { command, state_dir } => match command {
-            TokenCommand::Create { principal, ttl } => {
-                cli::leash::token_create(state_dir, &principal, ttl)
-            }
+            TokenCommand::Create {
+                principal,
+                local: _,
+                ttl,
+            } => cli::leash::token_create(state_dir, principal.as_deref(), ttl),
             TokenCommand::List { json } => cli::leash::token_list(state_dir, json),
             TokenCommand::Revoke { token } => cli::leash::token_revoke(state_dir, &token),
         },

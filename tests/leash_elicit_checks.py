@@ -8,6 +8,7 @@ decline denies (the apply is refused), cancel leaves the plan pending, and a
 client without the capability gets the pending result unasked.
 
 Usage: leash_elicit_checks.py SHOAL_BIN SOCKET WORKDIR
+(with SHOAL_HTTP_URL set, over the daemon's Streamable HTTP endpoint instead of the shim)
 
 Each check prints one JSON line {"check": name, "ok": bool, ...}; exit 0 when
 all passed.
@@ -58,6 +59,13 @@ class Run:
             args=["mcp", "--socket", self.socket, "--session", f"elicit-{mode}"],
             env={**os.environ, "SHOAL_TOKEN": token},
         )
+        url = os.environ.get("SHOAL_HTTP_URL")
+        if url:
+            # The daemon's own Streamable HTTP endpoint instead of the shim (tests/it/http_sdk.rs).
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+            http = create_mcp_http_client(headers={"Authorization": "Bearer " + token})
+            params = streamable_http_client(f"{url}?session=elicit-{mode}", http_client=http)
         if answer is None:
             return Client(params, mode=mode)
 

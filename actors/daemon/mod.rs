@@ -38,6 +38,8 @@ pub struct DaemonOptions {
     pub socket: Option<PathBuf>,
     pub state_dir: Option<PathBuf>,
     pub config: Option<PathBuf>,
+    /// `--http ADDR`: serve MCP over HTTP there (overrides `[http] listen`).
+    pub http: Option<String>,
 }
 
 /// Facts about this daemon shown by `shoal status`.

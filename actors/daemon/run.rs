@@ -80,6 +80,18 @@ pub fn run(opts: DaemonOptions) -> i32 {
             }
         },
     };
+    // The HTTP address is checked and bound before anything starts: a refusal is loud.
+    let http_listener = match crate::actors::http::bind(opts.http.as_deref(), &config.http) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("shoal daemon: {e}");
+            if let Some(b) = bound {
+                b.remove();
+            }
+            return 1;
+        }
+    };
     tracing::info!(
         pid = std::process::id(),
         socket = %socket.display(),
@@ -154,6 +166,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
     let book_run = book.clone();
     let exit_code = Arc::new(AtomicI32::new(0));
     let exit_code_run = exit_code.clone();
+    let http_config = config.clone();
     let started = sys.block_on(async move {
         let registry = Arc::new(Registry::default());
         let dreg = registry.register("daemon", "shoal", None);
@@ -186,6 +199,13 @@ pub fn run(opts: DaemonOptions) -> i32 {
             d
         });
         spawn_signal_handlers(daemon, signal_stats, signals);
+        if let Some(l) = http_listener {
+            if let Err(e) = crate::actors::http::start(l, socket.clone(), &http_config) {
+                tracing::error!("{e}");
+                eprintln!("shoal daemon: {e}");
+                return false;
+            }
+        }
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
         tracing::info!(socket = %socket.display(), "daemon ready");
         eprintln!("shoal daemon: ready {}", socket.display());

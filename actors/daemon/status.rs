@@ -144,6 +144,7 @@ impl Handler<GetStatus> for Daemon {
             "adapters": {"count": adapters.len(), "warnings": adapters.warnings},
             "leash": crate::leash::status_json(),
             "rss_bytes": rss_bytes(),
+            "http": crate::actors::http::status_json(),
         });
         Box::pin(async move {
             let mut busiest = 0;

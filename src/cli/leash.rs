@@ -20,7 +20,12 @@ fn ns_text(ns: Option<i64>) -> String {
 }
 
 /// `shoal token create PRINCIPAL [--ttl D]`: the token alone on the last line.
-pub fn token_create(state_dir: Option<PathBuf>, principal: &str, ttl: Option<String>) -> i32 {
+/// `shoal token create PRINCIPAL` or `--local` (`principal` `None`: the local user).
+pub fn token_create(
+    state_dir: Option<PathBuf>,
+    principal: Option<&str>,
+    ttl: Option<String>,
+) -> i32 {
     let ttl = match ttl.as_deref().map(shoal::leash::parse_duration).transpose() {
         Ok(t) => t,
         Err(e) => {
@@ -28,7 +33,12 @@ pub fn token_create(state_dir: Option<PathBuf>, principal: &str, ttl: Option<Str
             return 2;
         }
     };
-    match store(state_dir).create(principal, ttl) {
+    let store = store(state_dir);
+    let made = match principal {
+        Some(p) => store.create(p, ttl),
+        None => store.create_local(ttl),
+    };
+    match made {
         Ok((e, bearer)) => {
             eprintln!(
                 "created token {} for {} (expires {}); the secret is shown once:",

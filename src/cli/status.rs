@@ -84,6 +84,18 @@ pub fn human(st: &Value) -> String {
         ""
     };
     out.push_str(&format!("  socket     {}{activated}\n", s(&d["socket"])));
+    let h = &st["http"];
+    if h.is_object() {
+        let n = |k: &str| h[k].as_u64().unwrap_or(0);
+        out.push_str(&format!(
+            "  http       {} · connections {} · streams {} · sessions {} · requests {}\n",
+            s(&h["url"]),
+            n("connections"),
+            n("streams"),
+            n("sessions"),
+            n("requests")
+        ));
+    }
     out.push_str(&format!("  state dir  {}\n", s(&d["state_dir"])));
     out.push_str(&format!(
         "  config     {}\n",

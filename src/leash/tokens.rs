@@ -190,12 +190,29 @@ impl Store {
         principal: &str,
         ttl: Option<std::time::Duration>,
     ) -> Result<(Entry, String), String> {
+        if principal.starts_with("uid:") {
+            return Err("uid: principals are the socket's own; pick another name".into());
+        }
+        self.create_any(principal, ttl)
+    }
+
+    /// A token whose principal is the local user (`uid:N`, `shoal token create --local`):
+    /// what the socket grants its own uid, for clients that connect over HTTP.
+    pub fn create_local(
+        &self,
+        ttl: Option<std::time::Duration>,
+    ) -> Result<(Entry, String), String> {
+        self.create_any(&crate::leash::local_principal(), ttl)
+    }
+
+    fn create_any(
+        &self,
+        principal: &str,
+        ttl: Option<std::time::Duration>,
+    ) -> Result<(Entry, String), String> {
         if principal.is_empty() || principal.len() > 256 || principal.chars().any(char::is_control)
         {
             return Err("a principal is 1..=256 printable characters".into());
-        }
-        if principal.starts_with("uid:") {
-            return Err("uid: principals are the socket's own; pick another name".into());
         }
         let mut file = self.load_or_new()?;
         let key = file.key()?;
@@ -270,6 +287,9 @@ mod tests {
             .unwrap();
         assert_eq!(s.validate(&b2).as_deref(), Some("agent:b"));
         assert!(s.create("uid:5", None).is_err());
+        let (e, b3) = s.create_local(None).unwrap();
+        assert_eq!(e.principal, crate::leash::local_principal());
+        assert_eq!(s.validate(&b3), Some(crate::leash::local_principal()));
     }
 
     #[test]

@@ -232,6 +232,10 @@ fn client_launches(readme: &str) -> Vec<Launch> {
                     let Some(rest) = l.trim().strip_prefix("claude mcp add ") else {
                         continue;
                     };
+                    if rest.contains("--transport http") {
+                        // An HTTP endpoint, not a command: `readme_http_client_line_works`.
+                        continue;
+                    }
                     let (opts, cmd) = rest.split_once(" -- ").expect("`--` before the command");
                     let words: Vec<&str> = opts.split_whitespace().collect();
                     let env = words
@@ -371,4 +375,71 @@ fn readme_client_configs_launch_shoal_mcp_with_their_env() {
         let want = expect_env.map_or("42".to_string(), |(_, v)| v);
         assert_eq!(text, want, "README.md:{}: {exec}", l.line);
     }
+}
+
+/// The README's `claude mcp add --transport http` line, as Claude Code would use it: its
+/// URL (on the port a test daemon got) and its header, with the token its `$(...)` makes.
+#[test]
+fn readme_http_client_line_works() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("claude mcp add --transport http "))
+        .expect("an HTTP client line");
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let url = words
+        .iter()
+        .find(|w| w.starts_with("http://"))
+        .expect("a URL");
+    let header = line
+        .split_once("--header \"")
+        .and_then(|(_, h)| h.strip_suffix('"'))
+        .expect("a --header");
+    let cmd = header
+        .split_once("$(")
+        .and_then(|(_, c)| c.strip_suffix(')'))
+        .expect("a token command");
+    assert_eq!(cmd, "shoal token create --local");
+    let s = crate::http_client::serve("");
+    let port = url
+        .split(':')
+        .nth(2)
+        .and_then(|p| p.split('/').next())
+        .unwrap();
+    let url = url.replace(port, s.addr.rsplit(':').next().unwrap());
+    let (code, out, err) = crate::common::run(&s.root, &["token", "create", "--local"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let header = header.replace(&format!("$({cmd})"), out.trim());
+    let (name, value) = header.split_once(": ").unwrap();
+    let agent = ureq::agent();
+    let post = |body: Value, sid: Option<&str>| {
+        let mut h = vec![
+            (name, value),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        if let Some(sid) = sid {
+            h.push(("Mcp-Session-Id", sid));
+        }
+        crate::http_client::request(&agent, "POST", &url, &h, Some(&body.to_string()))
+    };
+    let a = post(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "claude-code", "version": "2"}}}),
+        None,
+    );
+    assert_eq!(
+        a.json()["result"]["serverInfo"]["name"],
+        "shoal",
+        "{}",
+        a.body
+    );
+    let sid = a.header("mcp-session-id").expect("a session").to_string();
+    let a = post(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "shoal_exec", "arguments": {"src": "6 * 7"}}}),
+        Some(&sid),
+    );
+    assert_eq!(a.json()["result"]["content"][0]["text"], "42", "{}", a.body);
 }
