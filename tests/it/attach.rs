@@ -307,15 +307,30 @@ fn a_plan_waiting_for_a_human_is_approved_with_y_and_then_applies() {
         &[],
     );
     let tok = create_token(&root, "agent:att");
+    // The agent: an MCP client with the token, in session `att`.
     let mut agent = d.conn();
-    assert!(agent.attach_token("att", &tok).get("result").is_some());
+    agent.send(&json!({"jsonrpc": "2.0", "method": "shoal/attach",
+                       "params": {"session": "att", "token": tok}}));
+    agent.ok(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    agent.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // Its first call creates the session, owned by its principal (a session the
+    // human created first would be the local user's, closed to the token).
+    assert!(mcp_exec(&mut agent, "6 * 7").contains("42"));
     let t = Tmux::start(&root, &["attach", "att"]);
     t.wait_for("att>");
 
     let log = proj.join("log");
     let src = format!("sh {{ echo applied >> {} }}", log.display());
-    let p = agent.ok("exec", json!({"src": src, "mode": "plan"}));
-    assert_eq!(p["approval_pending"], json!(true), "{p}");
+    let p = agent.ok(
+        "tools/call",
+        json!({"name": "shoal_plan", "arguments": {"src": src}}),
+    );
+    let p = &p["structuredContent"];
+    assert_eq!(p["verdict"], json!("approval_required"), "{p}");
     let r = p["plan_ref"].as_str().unwrap().to_string();
     let s = t.wait_for(&format!("approve plan {r}? [y/n]"));
     assert!(s.contains("principal: agent:att"), "{s}");
@@ -325,7 +340,11 @@ fn a_plan_waiting_for_a_human_is_approved_with_y_and_then_applies() {
     t.line("y");
     t.wait_for(&format!("approved plan {r} (agent:att in session att)"));
     assert!(!log.exists());
-    agent.ok("plan.apply", json!({"plan_ref": r}));
+    let a = agent.ok(
+        "tools/call",
+        json!({"name": "shoal_apply", "arguments": {"plan_ref": r}}),
+    );
+    assert_eq!(a["isError"], json!(false), "{a}");
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "applied\n");
     // Recorded as decided from attach.
     let mut c = d.conn();
