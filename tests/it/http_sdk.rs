@@ -215,3 +215,44 @@ fn python_sdk_elicitation_over_http() {
         "over HTTP: {st}"
     );
 }
+
+/// The TypeScript SDK answers `elicitation/create` over HTTP (`tests/node/ts_elicit.mjs`
+/// with `SHOAL_HTTP_URL`): accept approves, decline denies, as through the shim.
+#[test]
+fn typescript_sdk_elicitation_over_http() {
+    if !have_node("http_sdk::typescript_sdk_elicitation_over_http") {
+        return;
+    }
+    let s = serve_in(|root| {
+        format!(
+            "[policy.principal.\"agent:ts\"]\nopaque = \"ask\"\nauto_apply = \"in-grant\"\napprove_via = [\"elicitation\", \"cli\"]\n\n[policy.principal.\"agent:ts\".fs]\nread = [\"/**\"]\nwrite = [\"{w}/**\"]\n",
+            w = root.join("w").display()
+        )
+    });
+    let out = Command::new(node())
+        .arg(node_dir().join("ts_elicit.mjs"))
+        .arg(BIN)
+        .arg(s.root.socket())
+        .arg(s.root.path())
+        .current_dir(node_dir())
+        .env("SHOAL_HTTP_URL", &s.url)
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "TypeScript elicitation over HTTP failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for check in ["ts_accept", "ts_decline"] {
+        assert!(
+            stdout.contains(&format!("\"check\":\"{check}\",\"ok\":true")),
+            "{check} missing:\n{stdout}"
+        );
+    }
+    let st = crate::http_client::status(&s);
+    assert!(
+        st["http"]["requests"].as_u64().unwrap() > 4,
+        "over HTTP: {st}"
+    );
+}

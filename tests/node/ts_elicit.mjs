@@ -4,9 +4,12 @@
 // validates each structuredContent against the tool's outputSchema.
 //
 // Usage: node ts_elicit.mjs SHOAL_BIN SOCKET WORKDIR
+// With SHOAL_HTTP_URL set: over the daemon's Streamable HTTP endpoint (a daemon
+// already serving it, whose policy names agent:ts) instead of the shim.
 // Prints one JSON line per check; exits 1 on the first failure.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
@@ -41,13 +44,18 @@ const token = execFileSync(bin, ["token", "create", "agent:ts"], { env }).toStri
 
 let answer = "accept";
 const asked = [];
-const transport = new StdioClientTransport({
-  command: bin,
-  args: ["mcp", "--socket", socket, "--session", "ts-elicit"],
-  cwd: workdir,
-  env: { ...env, SHOAL_TOKEN: token },
-  stderr: "inherit",
-});
+const http = process.env.SHOAL_HTTP_URL;
+const transport = http
+  ? new StreamableHTTPClientTransport(new URL(`${http}?session=ts-elicit`), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    })
+  : new StdioClientTransport({
+      command: bin,
+      args: ["mcp", "--socket", socket, "--session", "ts-elicit"],
+      cwd: workdir,
+      env: { ...env, SHOAL_TOKEN: token },
+      stderr: "inherit",
+    });
 const client = new Client(
   { name: "shoal-ts-elicit", version: "1.0.0" },
   { capabilities: { elicitation: { form: {} } } },
