@@ -5,6 +5,7 @@
 
 use std::io::Write;
 use std::net::TcpStream;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -13,6 +14,34 @@ use crate::common::*;
 use crate::http_client::*;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+/// A kernel connection (session `probe`) that has seen `session` busy.
+fn busy_probe(s: &Served, session: &str) -> Conn {
+    let mut k = s.d.conn();
+    k.attach("probe");
+    session_busy(&mut k, session, true);
+    k
+}
+
+/// `sh { sleep 60 }` called as request `id` in `c`'s session (the daemon's
+/// `default`) from another thread, whose result is the answer; returned once
+/// that session runs it, with the probe that saw it busy.
+fn sleep_in_session(s: &Served, c: &Client, id: &str) -> (JoinHandle<Answer>, Conn) {
+    let (url, token, session) = (c.url.clone(), c.token.clone(), c.session.clone());
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "shoal_exec", "arguments": {"src": "sh { sleep 60 }"}}});
+    let call = std::thread::spawn(move || {
+        let auth = format!("Bearer {token}");
+        request(
+            &ureq::agent(),
+            "POST",
+            &url,
+            &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
+            Some(&body.to_string()),
+        )
+    });
+    (call, busy_probe(s, "default"))
+}
 
 #[test]
 fn tokens_are_required_and_checked() {
@@ -336,24 +365,7 @@ fn tasks_and_cancellation() {
     let r = c.ok("tasks/result", json!({"taskId": task}));
     assert_eq!(r["content"][0]["text"], "42", "{r}");
     // A long call, cancelled by its id from another request.
-    let url = c.url.clone();
-    let (token, session) = (c.token.clone(), c.session.clone());
-    let long = std::thread::spawn(move || {
-        let agent = ureq::agent();
-        let auth = format!("Bearer {token}");
-        let body = json!({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
-            "params": {"name": "shoal_exec", "arguments": {"src": "sh { sleep 60 }"}}});
-        request(
-            &agent,
-            "POST",
-            &url,
-            &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
-            Some(&body.to_string()),
-        )
-    });
-    let mut k = s.d.conn();
-    k.attach("probe");
-    session_busy(&mut k, "default", true);
+    let (long, _k) = sleep_in_session(&s, &c, "long");
     let a = c.post_raw(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": "long", "reason": "test"}}),
@@ -522,9 +534,7 @@ fn a_stateless_client_that_goes_away_cancels_its_call() {
         body.len()
     )
     .unwrap();
-    let mut k = s.d.conn();
-    k.attach("probe");
-    session_busy(&mut k, "gone", true);
+    let mut k = busy_probe(&s, "gone");
     drop(t);
     session_busy(&mut k, "gone", false);
     eventually("the connection is let go", Duration::from_secs(20), || {
@@ -536,22 +546,7 @@ fn a_stateless_client_that_goes_away_cancels_its_call() {
 fn delete_ends_what_the_session_still_runs() {
     let s = serve("");
     let c = Client::new(&s);
-    let (url, token, session) = (c.url.clone(), c.token.clone(), c.session.clone());
-    let waiting = std::thread::spawn(move || {
-        let body = json!({"jsonrpc": "2.0", "id": "w", "method": "tools/call",
-            "params": {"name": "shoal_exec", "arguments": {"src": "sh { sleep 60 }"}}});
-        let auth = format!("Bearer {token}");
-        request(
-            &ureq::agent(),
-            "POST",
-            &url,
-            &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
-            Some(&body.to_string()),
-        )
-    });
-    let mut k = s.d.conn();
-    k.attach("probe");
-    session_busy(&mut k, "default", true);
+    let (waiting, mut k) = sleep_in_session(&s, &c, "w");
     let auth = format!("Bearer {}", s.token);
     let h = [
         ("Authorization", auth.as_str()),
