@@ -149,6 +149,14 @@ fn asking_daemon(root: &Root) -> (Daemon, PathBuf) {
     (d, proj)
 }
 
+/// The ref of a plan of `src` (`exec` in plan mode).
+fn plan_ref(agent: &mut Conn, src: &str) -> String {
+    agent.ok("exec", json!({"src": src, "mode": "plan"}))["plan_ref"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// A connection of `agent:att` (a new token) attached to its own `session`.
 fn agent_in(root: &Root, d: &Daemon, session: &str) -> Conn {
     let tok = create_token(root, "agent:att");
@@ -413,10 +421,7 @@ fn watch_all_answers_a_plan_of_any_session() {
     t.wait_for("[far] agent:att (test) · out:1");
     let log = proj.join("log");
     let src = format!("sh {{ echo yes >> {} }}", log.display());
-    let r = agent.ok("exec", json!({"src": src, "mode": "plan"}))["plan_ref"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let r = plan_ref(&mut agent, &src);
     t.wait_for(&format!("[far] plan {r} waits for your approval"));
     t.line("n");
     t.wait_for(&format!("denied plan {r}"));
@@ -424,10 +429,7 @@ fn watch_all_answers_a_plan_of_any_session() {
     assert!(refused.get("error").is_some(), "{refused}");
     // Planned again: a new question, answered yes this time.
     let src2 = format!("sh {{ echo again >> {} }}", log.display());
-    let r2 = agent.ok("exec", json!({"src": src2, "mode": "plan"}))["plan_ref"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let r2 = plan_ref(&mut agent, &src2);
     t.wait_for(&format!("[far] plan {r2} waits for your approval"));
     t.line("y");
     t.wait_for(&format!("approved plan {r2}"));

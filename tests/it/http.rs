@@ -15,6 +15,11 @@ use crate::http_client::*;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
+/// An `initialize` POST with these headers.
+fn post_init(agent: &ureq::Agent, url: &str, headers: &[(&str, &str)]) -> Answer {
+    request(agent, "POST", url, headers, Some(INIT))
+}
+
 /// A kernel connection (session `probe`) that has seen `session` busy.
 fn busy_probe(s: &Served, session: &str) -> Conn {
     let mut k = s.d.conn();
@@ -47,16 +52,10 @@ fn sleep_in_session(s: &Served, c: &Client, id: &str) -> (JoinHandle<Answer>, Co
 fn tokens_are_required_and_checked() {
     let s = serve("");
     let agent = ureq::agent();
-    let a = request(&agent, "POST", &s.url, &[], Some(INIT));
+    let a = post_init(&agent, &s.url, &[]);
     assert_eq!(a.status, 401, "{}", a.body);
     assert!(a.header("www-authenticate").unwrap().starts_with("Bearer"));
-    let a = request(
-        &agent,
-        "POST",
-        &s.url,
-        &[("Authorization", "Bearer not-a-token")],
-        Some(INIT),
-    );
+    let a = post_init(&agent, &s.url, &[("Authorization", "Bearer not-a-token")]);
     assert_eq!(a.status, 401);
     assert!(a
         .header("www-authenticate")
@@ -65,23 +64,11 @@ fn tokens_are_required_and_checked() {
     // A token of another principal works until it is revoked.
     let other = create_token(&s.root, "agent:http");
     let auth = format!("Bearer {other}");
-    let a = request(
-        &agent,
-        "POST",
-        &s.url,
-        &[("Authorization", &auth)],
-        Some(INIT),
-    );
+    let a = post_init(&agent, &s.url, &[("Authorization", &auth)]);
     assert_eq!(a.status, 200, "{}", a.body);
     let (code, _, err) = run(&s.root, &["token", "revoke", &other], &[]);
     assert_eq!(code, 0, "{err}");
-    let a = request(
-        &agent,
-        "POST",
-        &s.url,
-        &[("Authorization", &auth)],
-        Some(INIT),
-    );
+    let a = post_init(&agent, &s.url, &[("Authorization", &auth)]);
     assert_eq!(a.status, 401, "{}", a.body);
     // GET and DELETE are checked too.
     let a = request(
@@ -113,13 +100,7 @@ fn origin_host_size_and_json_are_checked() {
     let a = post(&[("Host", "evil.example.com")], INIT);
     assert_eq!(a.status, 403, "{}", a.body);
     // A rebinding page is refused before its token is even looked at.
-    let a = request(
-        &agent,
-        "POST",
-        &s.url,
-        &[("Host", "evil.example.com:7417")],
-        Some(INIT),
-    );
+    let a = post_init(&agent, &s.url, &[("Host", "evil.example.com:7417")]);
     assert_eq!(a.status, 403);
     let port = s.addr.rsplit(':').next().unwrap();
     let origin = format!("http://localhost:{port}");
@@ -449,13 +430,7 @@ fn sessions_count_against_max_connections() {
     assert_eq!(first.exec("6 * 7")["content"][0]["text"], "42");
     let agent = ureq::agent();
     let auth = format!("Bearer {}", s.token);
-    let a = request(
-        &agent,
-        "POST",
-        &s.url,
-        &[("Authorization", &auth)],
-        Some(INIT),
-    );
+    let a = post_init(&agent, &s.url, &[("Authorization", &auth)]);
     assert!(a.header("mcp-session-id").is_none(), "{}", a.body);
     assert_eq!(a.json()["error"]["code"], -32040, "{}", a.body);
     assert!(a.body.contains("max_connections"), "{}", a.body);
@@ -466,13 +441,7 @@ fn sessions_count_against_max_connections() {
     ];
     assert_eq!(request(&agent, "DELETE", &s.url, &h, None).status, 200);
     eventually("a place is free again", Duration::from_secs(20), || {
-        let a = request(
-            &agent,
-            "POST",
-            &s.url,
-            &[("Authorization", &auth)],
-            Some(INIT),
-        );
+        let a = post_init(&agent, &s.url, &[("Authorization", &auth)]);
         a.header("mcp-session-id").is_some().then_some(())
     });
 }
