@@ -6,12 +6,13 @@
 
 #![allow(clippy::print_stdout)] // a benchmark report is its stdout
 
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
 
-const BIN: &str = env!("CARGO_BIN_EXE_shoal");
+#[path = "workloads/daemon.rs"]
+mod daemon;
+use daemon::{BenchDaemon, BIN};
+
 const BASELINE_BYTES: u64 = 137_433;
 
 fn main() {
@@ -21,39 +22,13 @@ fn main() {
         println!("agent tasks: skipped, no .venv (run `make venv`)");
         return;
     }
-    let root = tempfile::Builder::new()
-        .prefix("sha")
-        .tempdir_in("/tmp")
-        .expect("temp dir");
-    let dir = root.path();
-    let sock = dir.join("s.sock");
-    let work = dir.join("work");
+    let daemon = BenchDaemon::start("sha");
+    let sock = daemon.sock();
+    let work = daemon.dir().path().join("work");
     std::fs::create_dir_all(&work).expect("work dir");
-    let env = |c: &mut Command| {
-        c.env("XDG_RUNTIME_DIR", dir)
-            .env("XDG_STATE_HOME", dir.join("state"))
-            .env("XDG_CONFIG_HOME", dir.join("config"))
-            .env_remove("SHOAL_SOCKET")
-            .env_remove("SHOAL_TOKEN");
-    };
-    let mut cmd = Command::new(BIN);
-    env(&mut cmd);
-    let mut daemon = cmd
-        .args(["daemon", "--socket"])
-        .arg(&sock)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("daemon");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while UnixStream::connect(&sock).is_err() {
-        assert!(Instant::now() < deadline, "daemon did not start");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let mut cmd = Command::new(&py);
-    env(&mut cmd);
-    let out = cmd
+    let out = daemon
+        .dir()
+        .cmd_bin(&py)
         .arg(manifest.join("tests/agent_tasks.py"))
         .arg(BIN)
         .arg(&sock)
@@ -61,8 +36,7 @@ fn main() {
         .stdin(Stdio::null())
         .output()
         .expect("run the agent tasks");
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(daemon);
     println!("agent tasks (Python SDK over shoal mcp; text bytes the model reads, tool calls):");
     let text = String::from_utf8_lossy(&out.stdout);
     for line in text.lines() {

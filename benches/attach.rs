@@ -13,15 +13,17 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_shoal");
+#[path = "workloads/daemon.rs"]
+mod daemon;
+use daemon::BenchDaemon;
+
 const ROUND: usize = 250;
 
 fn frame(v: &Value) -> Vec<u8> {
@@ -162,27 +164,8 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(4000);
-    let dir = tempfile::Builder::new()
-        .prefix("sha")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let sock: PathBuf = dir.path().join("s.sock");
-    let mut daemon = Command::new(BIN)
-        .env("XDG_RUNTIME_DIR", dir.path().join("run"))
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .args(["daemon", "--socket"])
-        .arg(&sock)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while UnixStream::connect(&sock).is_err() {
-        assert!(Instant::now() < deadline, "daemon did not start");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    let daemon = BenchDaemon::start("sha");
+    let sock = daemon.sock();
 
     let mut agent = Line::open(&sock);
     agent.send(&json!({"jsonrpc": "2.0", "method": "shoal/attach",
@@ -239,6 +222,5 @@ fn main() {
         (b50 / a50 - 1.0) * 100.0,
         viewer.events.load(Ordering::Relaxed)
     );
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(daemon);
 }

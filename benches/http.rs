@@ -9,23 +9,14 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_shoal");
-
-fn cmd(root: &std::path::Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.env("XDG_RUNTIME_DIR", root.join("run"))
-        .env("XDG_STATE_HOME", root.join("state"))
-        .env("XDG_CONFIG_HOME", root.join("config"))
-        .env_remove("SHOAL_NO_AUTOSTART")
-        .env_remove("SHOAL_SOCKET")
-        .env_remove("SHOAL_TOKEN");
-    c
-}
+#[path = "workloads/daemon.rs"]
+mod daemon;
+use daemon::BenchDir;
 
 /// One keep-alive HTTP/1.1 connection.
 struct Http {
@@ -76,29 +67,13 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
-    let dir = tempfile::Builder::new()
-        .prefix("shh")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let root = dir.path();
-    for d in ["run", "state", "config"] {
-        std::fs::create_dir_all(root.join(d)).unwrap();
-    }
-    let sock = root.join("s.sock");
-    let mut daemon = cmd(root)
-        .args(["daemon", "--http", "127.0.0.1:0", "--socket"])
-        .arg(&sock)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
-        assert!(Instant::now() < deadline, "daemon did not start");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let token = cmd(root)
+    let daemon = BenchDir::new("shh")
+        .daemon()
+        .args(["--http", "127.0.0.1:0"])
+        .start();
+    let sock = daemon.sock();
+    let token = daemon
+        .cmd()
         .args(["token", "create", "--local"])
         .output()
         .unwrap();
@@ -107,7 +82,8 @@ fn main() {
         .last()
         .unwrap()
         .to_string();
-    let status = cmd(root)
+    let status = daemon
+        .cmd()
         .args(["status", "--json", "--socket"])
         .arg(&sock)
         .output()
@@ -133,7 +109,8 @@ fn main() {
     let (sid, r) = http.post(None, &init.to_string());
     assert!(r["result"]["protocolVersion"].is_string(), "{r}");
 
-    let mut shim = cmd(root)
+    let mut shim = daemon
+        .cmd()
         .args(["mcp", "--session", "hot-shim", "--socket"])
         .arg(&sock)
         .stdin(Stdio::piped())
@@ -179,6 +156,5 @@ fn main() {
     println!("  HTTP - shim (p50)        {:+.3} ms", h50 - s50);
     drop(shim_in);
     let _ = shim.wait();
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(daemon);
 }

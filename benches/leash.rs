@@ -14,7 +14,6 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +22,10 @@ use serde_json::{json, Value};
 use shoal::adapters::Catalog;
 use shoal::lang::{Session, SessionOptions};
 use shoal::leash::policy::{Policy, PolicyConfig};
+
+#[path = "workloads/daemon.rs"]
+mod daemon;
+use daemon::BenchDir;
 
 fn p50(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -111,8 +114,6 @@ fn main() {
     }
 }
 
-const BIN: &str = env!("CARGO_BIN_EXE_shoal");
-
 struct Line {
     w: UnixStream,
     r: BufReader<UnixStream>,
@@ -156,51 +157,19 @@ fn time_execs(c: &mut Line, src: &str, n: usize) -> Duration {
 
 /// A token principal's confined evaluation against the local user's.
 fn confinement() {
-    let root = tempfile::Builder::new()
-        .prefix("shl")
-        .tempdir_in("/tmp")
-        .expect("temp dir");
-    let dir = root.path();
-    let project = dir.join("project");
+    let dir = BenchDir::new("shl");
+    let project = dir.path().join("project");
     std::fs::create_dir_all(&project).expect("project");
-    let cfg = dir.join("shoal.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[policy.principal.\"agent:bench\"]\nopaque = \"allow\"\nauto_apply = \"in-grant\"\n[policy.principal.\"agent:bench\".fs]\nread = [\"/**\"]\nwrite = [\"{p}/**\"]\ndelete = [\"{p}/**\"]\n",
-            p = project.display()
-        ),
-    )
-    .expect("config");
-    let env = |c: &mut Command| {
-        c.env("XDG_RUNTIME_DIR", dir)
-            .env("XDG_STATE_HOME", dir.join("state"))
-            .env("XDG_CONFIG_HOME", dir.join("config"))
-            .env_remove("SHOAL_SOCKET");
-    };
-    let sock = dir.join("s.sock");
-    let mut cmd = Command::new(BIN);
-    env(&mut cmd);
-    let mut daemon = cmd
-        .args(["daemon", "--socket"])
-        .arg(&sock)
-        .arg("--config")
-        .arg(&cfg)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("daemon");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while UnixStream::connect(&sock).is_err() {
-        assert!(Instant::now() < deadline, "daemon did not start");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let mut cmd = Command::new(BIN);
-    env(&mut cmd);
-    let out = cmd
+    let config = format!(
+        "[policy.principal.\"agent:bench\"]\nopaque = \"allow\"\nauto_apply = \"in-grant\"\n[policy.principal.\"agent:bench\".fs]\nread = [\"/**\"]\nwrite = [\"{p}/**\"]\ndelete = [\"{p}/**\"]\n",
+        p = project.display()
+    );
+    let daemon = dir.daemon().config(config).start();
+    let sock = daemon.sock();
+    let out = daemon
+        .cmd()
         .args(["token", "create", "agent:bench", "--state-dir"])
-        .arg(dir.join("state/shoal"))
+        .arg(daemon.dir().path().join("state/shoal"))
         .output()
         .expect("token");
     let token = String::from_utf8_lossy(&out.stdout)
@@ -247,6 +216,5 @@ fn confinement() {
             verdict(ok)
         );
     }
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(daemon);
 }

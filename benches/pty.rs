@@ -17,8 +17,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -28,65 +26,23 @@ use shoal::pty::term::{Term, SCROLLBACK_LINES};
 mod cpu;
 use cpu::thread_cpu;
 
-const BIN: &str = env!("CARGO_BIN_EXE_shoal");
+#[path = "workloads/daemon.rs"]
+mod daemon;
+use daemon::{BenchDaemon, BenchDir};
 
-struct Daemon {
-    child: Child,
-    sock: PathBuf,
-    _dir: tempfile::TempDir,
+fn start_daemon() -> BenchDaemon {
+    let dir = BenchDir::new("shp");
+    let state = dir.path().join("state");
+    dir.daemon()
+        .arg("--state-dir")
+        .arg(state)
+        .config("[limits]\nmax_ptys_per_session = 100\n")
+        .start()
 }
 
-impl Daemon {
-    fn start() -> Daemon {
-        let dir = tempfile::Builder::new()
-            .prefix("shp")
-            .tempdir_in("/tmp")
-            .unwrap();
-        let p = dir.path();
-        let sock = p.join("s.sock");
-        let cfg = p.join("bench.toml");
-        std::fs::write(&cfg, "[limits]\nmax_ptys_per_session = 100\n").unwrap();
-        let child = Command::new(BIN)
-            .args(["daemon", "--socket"])
-            .arg(&sock)
-            .arg("--state-dir")
-            .arg(p.join("state"))
-            .arg("--config")
-            .arg(&cfg)
-            .env("XDG_RUNTIME_DIR", p.join("run"))
-            .env("XDG_STATE_HOME", p.join("state"))
-            .env("XDG_CONFIG_HOME", p.join("config"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while UnixStream::connect(&sock).is_err() {
-            assert!(Instant::now() < deadline, "daemon did not start");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Daemon {
-            child,
-            sock,
-            _dir: dir,
-        }
-    }
-    fn rss(&self) -> u64 {
-        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        s.lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
-            .unwrap_or(0)
-            * 1024
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The daemon's resident set, in bytes.
+fn rss(d: &BenchDaemon) -> u64 {
+    d.status_kb("VmRSS:") * 1024
 }
 
 struct Mcp {
@@ -96,8 +52,8 @@ struct Mcp {
 }
 
 impl Mcp {
-    fn open(d: &Daemon) -> Mcp {
-        let w = UnixStream::connect(&d.sock).unwrap();
+    fn open(d: &BenchDaemon) -> Mcp {
+        let w = UnixStream::connect(d.sock()).unwrap();
         let r = BufReader::new(w.try_clone().unwrap());
         let mut m = Mcp { w, r, id: 0 };
         m.call("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}));
@@ -200,7 +156,7 @@ fn main() {
         t.approx_bytes() as f64 / 1024.0
     );
 
-    let d = Daemon::start();
+    let d = start_daemon();
     let mut m = Mcp::open(&d);
     let o = m.tool("shoal_pty_open", json!({"cmd": "cat"}));
     let id = o["pty_id"].clone();
@@ -244,7 +200,7 @@ fn main() {
         .collect();
     std::fs::write(&lines, body).unwrap();
     m.tool("shoal_exec", json!({"src": "1"}));
-    let before = d.rss();
+    let before = rss(&d);
     let k = 40;
     let mut ids = Vec::new();
     for _ in 0..k {
@@ -261,7 +217,7 @@ fn main() {
         );
         assert_eq!(r["scrollback"].as_array().unwrap().len(), SCROLLBACK_LINES);
     }
-    let after = d.rss();
+    let after = rss(&d);
     println!(
         "memory per idle 80x24 PTY, {} scrollback lines: {:.0} KiB (daemon RSS over {k} PTYs)",
         SCROLLBACK_LINES,
@@ -276,7 +232,7 @@ fn main() {
 
 /// An exec's latency on another connection while a PTY prints 100 MB, beside
 /// the same exec with no flood (before and after it, in this run).
-fn flood_beside(d: &Daemon) {
+fn flood_beside(d: &BenchDaemon) {
     let file = std::env::temp_dir().join(format!("shoal-bench-flood-{}", std::process::id()));
     std::fs::write(&file, flood_text(100 << 20, false)).unwrap();
     let mut a = Mcp::open(d);

@@ -26,7 +26,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -34,36 +34,9 @@ use serde_json::{json, Value};
 #[path = "workloads/journal.rs"]
 mod journal_workload;
 
-const BIN: &str = env!("CARGO_BIN_EXE_shoal");
-
-struct Root(tempfile::TempDir);
-
-impl Root {
-    fn new() -> Root {
-        Root(
-            tempfile::Builder::new()
-                .prefix("shb")
-                .tempdir_in("/tmp")
-                .unwrap(),
-        )
-    }
-    fn sock(&self) -> PathBuf {
-        self.0.path().join("s.sock")
-    }
-    fn cmd(&self) -> Command {
-        self.cmd_bin(Path::new(BIN))
-    }
-    fn cmd_bin(&self, bin: &Path) -> Command {
-        let mut c = Command::new(bin);
-        let p = self.0.path();
-        c.env("XDG_RUNTIME_DIR", p.join("run"))
-            .env("XDG_STATE_HOME", p.join("state"))
-            .env("XDG_CONFIG_HOME", p.join("config"))
-            .env_remove("SHOAL_NO_AUTOSTART")
-            .env_remove("SHOAL_SOCKET");
-        c
-    }
-}
+#[path = "workloads/daemon.rs"]
+mod daemon;
+use daemon::{BenchDaemon, BenchDir, BIN};
 
 struct Line {
     w: UnixStream,
@@ -97,27 +70,8 @@ impl Line {
     }
 }
 
-fn start_daemon(root: &Root) -> Child {
-    start_daemon_bin(root, Path::new(BIN))
-}
-
-fn start_daemon_bin(root: &Root, bin: &Path) -> Child {
-    let child = root
-        .cmd_bin(bin)
-        .arg("daemon")
-        .arg("--socket")
-        .arg(root.sock())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while UnixStream::connect(root.sock()).is_err() {
-        assert!(Instant::now() < deadline, "daemon did not start");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    child
+fn start_daemon() -> BenchDaemon {
+    BenchDaemon::start("shb")
 }
 
 fn report(name: &str, mut samples: Vec<f64>, unit: &str) {
@@ -131,18 +85,8 @@ fn report(name: &str, mut samples: Vec<f64>, unit: &str) {
     );
 }
 
-fn rss_kb(pid: u32) -> u64 {
-    status_kb(pid, "VmRSS:")
-}
-
-/// A `kB` field of /proc/PID/status (`VmRSS:`, `RssAnon:`, `RssFile:`).
-fn status_kb(pid: u32, field: &str) -> u64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+fn rss_kb(d: &BenchDaemon) -> u64 {
+    d.status_kb("VmRSS:")
 }
 
 fn timed(n: usize, mut f: impl FnMut()) -> Vec<f64> {
@@ -361,9 +305,7 @@ fn mcp_era_bench(sock: &Path, n: usize) {
 /// "before": SHOAL_BENCH_BEFORE).
 struct Subject {
     label: &'static str,
-    bin: PathBuf,
-    root: Root,
-    daemon: Child,
+    daemon: BenchDaemon,
     kernel: Line,
     mcp: Line,
     shim: Child,
@@ -398,26 +340,22 @@ fn init_frame() -> Value {
 
 impl Subject {
     fn start(label: &'static str, bin: PathBuf) -> Subject {
-        let root = Root::new();
-        let daemon = start_daemon_bin(&root, &bin);
+        let daemon = BenchDir::new("shb").daemon().bin(&bin).start();
         std::thread::sleep(Duration::from_millis(300));
-        let idle_rss_kb = rss_kb(daemon.id());
-        let idle_split_kb = (
-            status_kb(daemon.id(), "RssAnon:"),
-            status_kb(daemon.id(), "RssFile:"),
-        );
-        let mut kernel = Line::open(&root.sock());
+        let idle_rss_kb = rss_kb(&daemon);
+        let idle_split_kb = (daemon.status_kb("RssAnon:"), daemon.status_kb("RssFile:"));
+        let mut kernel = Line::open(&daemon.sock());
         kernel.call(&rpc(0, "session.attach", json!({"session": "hot"})));
-        let mut mcp = Line::open(&root.sock());
+        let mut mcp = Line::open(&daemon.sock());
         mcp.call(&init_frame());
         // The shim's own session: a session runs on the arbiter of the connection that
         // created it, and `default` was created by the socket MCP connection, on the
         // other arbiter. Shared, every shim call would also pay two cross-thread hops,
         // which is not the shim's cost.
-        let mut shim = root
-            .cmd_bin(&bin)
+        let mut shim = daemon
+            .cmd()
             .args(["mcp", "--session", "hot-shim", "--socket"])
-            .arg(root.sock())
+            .arg(daemon.sock())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -427,8 +365,6 @@ impl Subject {
         let shim_out = BufReader::new(shim.stdout.take().unwrap());
         let mut s = Subject {
             label,
-            bin,
-            root,
             daemon,
             kernel,
             mcp,
@@ -510,7 +446,7 @@ impl Subject {
     /// Execs per second with `clients` connections, each on its own session,
     /// each running `6 * 7` back to back for `dur`.
     fn throughput(&self, clients: usize, dur: Duration) -> f64 {
-        let sock = self.root.sock();
+        let sock = self.daemon.sock();
         let barrier = std::sync::Arc::new(std::sync::Barrier::new(clients));
         let handles: Vec<_> = (0..clients)
             .map(|c| {
@@ -542,9 +478,7 @@ impl Subject {
     fn stop(mut self) {
         drop(self.shim_in);
         let _ = self.shim.wait();
-        let _ = self.daemon.kill();
-        let _ = self.daemon.wait();
-        drop(self.bin);
+        drop(self.daemon);
     }
 }
 
@@ -602,7 +536,7 @@ fn hot_path_bench(n: usize) {
     let mut after10k = Vec::new();
     for s in subjects.iter_mut() {
         s.execs(10_000);
-        after10k.push(rss_kb(s.daemon.id()));
+        after10k.push(rss_kb(&s.daemon));
     }
     for (j, s) in subjects.iter_mut().enumerate() {
         s.execs(10_000);
@@ -613,7 +547,7 @@ fn hot_path_bench(n: usize) {
             s.idle_split_kb.0 as f64 / 1024.0,
             s.idle_split_kb.1 as f64 / 1024.0,
             after10k[j] as f64 / 1024.0,
-            rss_kb(s.daemon.id()) as f64 / 1024.0
+            rss_kb(&s.daemon) as f64 / 1024.0
         );
     }
     // Throughput, alternating per client count.
@@ -649,11 +583,9 @@ fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
     let n = env_n("SHOAL_BENCH_N", 2000);
     if std::env::var("SHOAL_BENCH_ONLY").is_ok_and(|v| v == "era") {
-        let root = Root::new();
-        let mut daemon = start_daemon(&root);
-        mcp_era_bench(&root.sock(), n);
-        let _ = daemon.kill();
-        let _ = daemon.wait();
+        let daemon = start_daemon();
+        mcp_era_bench(&daemon.sock(), n);
+        drop(daemon);
         return;
     }
     hot_path_bench(n);
@@ -662,11 +594,10 @@ fn main() {
     }
     journal_bench();
     let cold = env_n("SHOAL_BENCH_COLD", 15);
-    let root = Root::new();
-    let mut daemon = start_daemon(&root);
+    let daemon = start_daemon();
 
     let exec = json!({"jsonrpc": "2.0", "id": 1, "method": "exec", "params": {"src": "6 * 7"}});
-    let mut k = Line::open(&root.sock());
+    let mut k = Line::open(&daemon.sock());
     k.call(&json!({"jsonrpc": "2.0", "id": 0, "method": "session.attach", "params": {"session": "bench"}}));
     for _ in 0..n {
         k.call(&exec);
@@ -682,23 +613,22 @@ fn main() {
 
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                       "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
-    let mut m = Line::open(&root.sock());
+    let mut m = Line::open(&daemon.sock());
     m.call(&init);
 
     mcp_bench(&mut m, n);
-    mcp_era_bench(&root.sock(), n);
+    mcp_era_bench(&daemon.sock(), n);
 
     println!(
         "{:<40} {:.1} MB",
         "daemon RSS after the round trips",
-        rss_kb(daemon.id()) as f64 / 1024.0
+        rss_kb(&daemon) as f64 / 1024.0
     );
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    drop(daemon);
 
     let mut samples = Vec::new();
     for _ in 0..cold {
-        let r = Root::new();
+        let r = BenchDir::new("shb");
         let t = Instant::now();
         let mut shim = r
             .cmd()

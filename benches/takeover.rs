@@ -18,58 +18,18 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_shoal");
+#[path = "workloads/daemon.rs"]
+mod daemon;
+use daemon::{BenchDaemon, BenchDir};
 
-struct Daemon {
-    child: Child,
-    sock: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Daemon {
-    fn start() -> Daemon {
-        let dir = tempfile::Builder::new()
-            .prefix("sht")
-            .tempdir_in("/tmp")
-            .unwrap();
-        let p = dir.path();
-        let sock = p.join("s.sock");
-        let child = Command::new(BIN)
-            .args(["daemon", "--socket"])
-            .arg(&sock)
-            .arg("--state-dir")
-            .arg(p.join("state"))
-            .env("XDG_RUNTIME_DIR", p.join("run"))
-            .env("XDG_STATE_HOME", p.join("state"))
-            .env("XDG_CONFIG_HOME", p.join("config"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while UnixStream::connect(&sock).is_err() {
-            assert!(Instant::now() < deadline, "daemon did not start");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Daemon {
-            child,
-            sock,
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn start_daemon() -> BenchDaemon {
+    let dir = BenchDir::new("sht");
+    let state = dir.path().join("state");
+    dir.daemon().arg("--state-dir").arg(state).start()
 }
 
 /// A kernel connection that writes requests without waiting and reads
@@ -83,8 +43,8 @@ struct Kernel {
 }
 
 impl Kernel {
-    fn open(d: &Daemon, kind: &str) -> Kernel {
-        let w = UnixStream::connect(&d.sock).unwrap();
+    fn open(d: &BenchDaemon, kind: &str) -> Kernel {
+        let w = UnixStream::connect(d.sock()).unwrap();
         let r = BufReader::new(w.try_clone().unwrap());
         let mut k = Kernel {
             w,
@@ -151,7 +111,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
-    let d = Daemon::start();
+    let d = start_daemon();
     let mut agent = Kernel::open(&d, "bench");
     let p = agent.call(
         "pty.open",

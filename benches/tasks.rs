@@ -25,76 +25,14 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_shoal");
-
-/// A private temp dir: the socket and the daemon's XDG dirs.
-struct Root(tempfile::TempDir);
-
-impl Root {
-    fn new() -> Root {
-        Root(
-            tempfile::Builder::new()
-                .prefix("shtb")
-                .tempdir_in("/tmp")
-                .unwrap(),
-        )
-    }
-    fn sock(&self) -> PathBuf {
-        self.0.path().join("s.sock")
-    }
-}
-
-/// The daemon; stopped with SIGTERM (its tasks' process groups end with it),
-/// SIGKILL if it does not exit in 10 s.
-struct Daemon(Child);
-
-impl Daemon {
-    fn start(root: &Root) -> Daemon {
-        let p = root.0.path();
-        let child = Command::new(BIN)
-            .arg("daemon")
-            .arg("--socket")
-            .arg(root.sock())
-            .env("XDG_RUNTIME_DIR", p.join("run"))
-            .env("XDG_STATE_HOME", p.join("state"))
-            .env("XDG_CONFIG_HOME", p.join("config"))
-            .env_remove("SHOAL_SOCKET")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while UnixStream::connect(root.sock()).is_err() {
-            assert!(Instant::now() < deadline, "daemon did not start");
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        Daemon(child)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Some(pid) = rustix::process::Pid::from_raw(self.0.id() as i32) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+#[path = "workloads/daemon.rs"]
+mod daemon;
+use daemon::BenchDaemon;
 
 /// A kernel connection: requests answered in order, `event` notifications
 /// kept aside until asked for.
@@ -438,9 +376,8 @@ fn fan_out(sock: &Path, rounds: usize) {
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported.
-    let root = Root::new();
-    let daemon = Daemon::start(&root);
-    let sock = root.sock();
+    let daemon = BenchDaemon::start("shtb");
+    let sock = daemon.sock();
     let mut c = Line::open(&sock);
     c.ok(
         "session.attach",

@@ -4,7 +4,7 @@
 //! inline approvals that the agent's apply then honours, detaching, watching
 //! without creating, and the ownership rule for tokens.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -132,6 +132,37 @@ fn asking_policy(project: &Path) -> String {
          approve_via = [\"cli\", \"attach\"]\nfs.read = [\"/**\"]\nfs.write = [\"{p}/**\"]\n",
         p = project.display()
     )
+}
+
+/// A daemon under `asking_policy` for `<root>/proj` (created), and that dir.
+fn asking_daemon(root: &Root) -> (Daemon, PathBuf) {
+    let proj = root.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    let cfg = root.path().join("shoal.toml");
+    std::fs::write(&cfg, asking_policy(&proj)).unwrap();
+    let d = Daemon::start_with(
+        root,
+        &root.socket(),
+        &["--config", cfg.to_str().unwrap()],
+        &[],
+    );
+    (d, proj)
+}
+
+/// The ref of a plan of `src` (`exec` in plan mode).
+fn plan_ref(agent: &mut Conn, src: &str) -> String {
+    agent.ok("exec", json!({"src": src, "mode": "plan"}))["plan_ref"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A connection of `agent:att` (a new token) attached to its own `session`.
+fn agent_in(root: &Root, d: &Daemon, session: &str) -> Conn {
+    let tok = create_token(root, "agent:att");
+    let mut agent = d.conn();
+    assert!(agent.attach_token(session, &tok).get("result").is_some());
+    agent
 }
 
 #[test]
@@ -296,16 +327,7 @@ fn a_plan_waiting_for_a_human_is_approved_with_y_and_then_applies() {
         return;
     }
     let root = Root::new();
-    let proj = root.path().join("proj");
-    std::fs::create_dir(&proj).unwrap();
-    let cfg = root.path().join("shoal.toml");
-    std::fs::write(&cfg, asking_policy(&proj)).unwrap();
-    let d = Daemon::start_with(
-        &root,
-        &root.socket(),
-        &["--config", cfg.to_str().unwrap()],
-        &[],
-    );
+    let (d, proj) = asking_daemon(&root);
     let tok = create_token(&root, "agent:att");
     // The agent: an MCP client with the token, in session `att`.
     let mut agent = d.conn();
@@ -412,29 +434,15 @@ fn watch_all_answers_a_plan_of_any_session() {
         return;
     }
     let root = Root::new();
-    let proj = root.path().join("proj");
-    std::fs::create_dir(&proj).unwrap();
-    let cfg = root.path().join("shoal.toml");
-    std::fs::write(&cfg, asking_policy(&proj)).unwrap();
-    let d = Daemon::start_with(
-        &root,
-        &root.socket(),
-        &["--config", cfg.to_str().unwrap()],
-        &[],
-    );
+    let (d, proj) = asking_daemon(&root);
     let t = Tmux::start(&root, &["watch", "--all"]);
     t.wait_for("watching every session");
-    let tok = create_token(&root, "agent:att");
-    let mut agent = d.conn();
-    assert!(agent.attach_token("far", &tok).get("result").is_some());
+    let mut agent = agent_in(&root, &d, "far");
     agent.ok("exec", json!({"src": "6 * 7"}));
     t.wait_for("[far] agent:att (test) · out:1");
     let log = proj.join("log");
     let src = format!("sh {{ echo yes >> {} }}", log.display());
-    let r = agent.ok("exec", json!({"src": src, "mode": "plan"}))["plan_ref"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let r = plan_ref(&mut agent, &src);
     t.wait_for(&format!("[far] plan {r} waits for your approval"));
     t.line("n");
     t.wait_for(&format!("denied plan {r}"));
@@ -442,10 +450,7 @@ fn watch_all_answers_a_plan_of_any_session() {
     assert!(refused.get("error").is_some(), "{refused}");
     // Planned again: a new question, answered yes this time.
     let src2 = format!("sh {{ echo again >> {} }}", log.display());
-    let r2 = agent.ok("exec", json!({"src": src2, "mode": "plan"}))["plan_ref"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let r2 = plan_ref(&mut agent, &src2);
     t.wait_for(&format!("[far] plan {r2} waits for your approval"));
     t.line("y");
     t.wait_for(&format!("approved plan {r2}"));
@@ -463,16 +468,7 @@ fn watch_all_answers_a_plan_of_any_session() {
 #[test]
 fn a_token_cannot_attach_to_the_local_users_session() {
     let root = Root::new();
-    let proj = root.path().join("proj");
-    std::fs::create_dir(&proj).unwrap();
-    let cfg = root.path().join("shoal.toml");
-    std::fs::write(&cfg, asking_policy(&proj)).unwrap();
-    let d = Daemon::start_with(
-        &root,
-        &root.socket(),
-        &["--config", cfg.to_str().unwrap()],
-        &[],
-    );
+    let (d, _proj) = asking_daemon(&root);
     let mut human = d.conn();
     human.ok(
         "session.attach",
@@ -545,17 +541,8 @@ fn exec_takes_a_width_and_attach_may_refuse_to_create() {
 #[test]
 fn completion_offers_the_sessions_paths_to_the_local_user_only() {
     let root = Root::new();
-    let proj = root.path().join("proj");
-    std::fs::create_dir(&proj).unwrap();
+    let (d, proj) = asking_daemon(&root);
     std::fs::write(proj.join("notes.txt"), "").unwrap();
-    let cfg = root.path().join("shoal.toml");
-    std::fs::write(&cfg, asking_policy(&proj)).unwrap();
-    let d = Daemon::start_with(
-        &root,
-        &root.socket(),
-        &["--config", cfg.to_str().unwrap()],
-        &[],
-    );
     let complete = |c: &mut Conn, src: &str| c.ok("complete", json!({"src": src}));
     // Before attaching: no session, no paths.
     let mut human = d.conn();
@@ -567,9 +554,7 @@ fn completion_offers_the_sessions_paths_to_the_local_user_only() {
     let r = complete(&mut human, "cat no");
     assert_eq!(r, json!({"candidates": ["notes.txt"], "start": 4}));
     // A token in its own session, in the same directory, is shown no listing.
-    let tok = create_token(&root, "agent:att");
-    let mut agent = d.conn();
-    assert!(agent.attach_token("own", &tok).get("result").is_some());
+    let mut agent = agent_in(&root, &d, "own");
     assert_eq!(complete(&mut agent, "cat no")["candidates"], json!([]));
     let r = complete(&mut agent, "cat ./");
     assert!(!r.to_string().contains("notes"), "{r}");

@@ -5,6 +5,7 @@
 
 use std::io::Write;
 use std::net::TcpStream;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -14,20 +15,47 @@ use crate::http_client::*;
 
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
+/// An `initialize` POST with these headers.
+fn post_init(agent: &ureq::Agent, url: &str, headers: &[(&str, &str)]) -> Answer {
+    request(agent, "POST", url, headers, Some(INIT))
+}
+
+/// A kernel connection (session `probe`) that has seen `session` busy.
+fn busy_probe(s: &Served, session: &str) -> Conn {
+    let mut k = s.d.conn();
+    k.attach("probe");
+    session_busy(&mut k, session, true);
+    k
+}
+
+/// `sh { sleep 60 }` called as request `id` in `c`'s session (the daemon's
+/// `default`) from another thread, whose result is the answer; returned once
+/// that session runs it, with the probe that saw it busy.
+fn sleep_in_session(s: &Served, c: &Client, id: &str) -> (JoinHandle<Answer>, Conn) {
+    let (url, token, session) = (c.url.clone(), c.token.clone(), c.session.clone());
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "shoal_exec", "arguments": {"src": "sh { sleep 60 }"}}});
+    let call = std::thread::spawn(move || {
+        let auth = format!("Bearer {token}");
+        request(
+            &ureq::agent(),
+            "POST",
+            &url,
+            &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
+            Some(&body.to_string()),
+        )
+    });
+    (call, busy_probe(s, "default"))
+}
+
 #[test]
 fn tokens_are_required_and_checked() {
     let s = serve("");
     let agent = ureq::agent();
-    let a = request(&agent, "POST", &s.url, &[], Some(INIT));
+    let a = post_init(&agent, &s.url, &[]);
     assert_eq!(a.status, 401, "{}", a.body);
     assert!(a.header("www-authenticate").unwrap().starts_with("Bearer"));
-    let a = request(
-        &agent,
-        "POST",
-        &s.url,
-        &[("Authorization", "Bearer not-a-token")],
-        Some(INIT),
-    );
+    let a = post_init(&agent, &s.url, &[("Authorization", "Bearer not-a-token")]);
     assert_eq!(a.status, 401);
     assert!(a
         .header("www-authenticate")
@@ -36,23 +64,11 @@ fn tokens_are_required_and_checked() {
     // A token of another principal works until it is revoked.
     let other = create_token(&s.root, "agent:http");
     let auth = format!("Bearer {other}");
-    let a = request(
-        &agent,
-        "POST",
-        &s.url,
-        &[("Authorization", &auth)],
-        Some(INIT),
-    );
+    let a = post_init(&agent, &s.url, &[("Authorization", &auth)]);
     assert_eq!(a.status, 200, "{}", a.body);
     let (code, _, err) = run(&s.root, &["token", "revoke", &other], &[]);
     assert_eq!(code, 0, "{err}");
-    let a = request(
-        &agent,
-        "POST",
-        &s.url,
-        &[("Authorization", &auth)],
-        Some(INIT),
-    );
+    let a = post_init(&agent, &s.url, &[("Authorization", &auth)]);
     assert_eq!(a.status, 401, "{}", a.body);
     // GET and DELETE are checked too.
     let a = request(
@@ -84,13 +100,7 @@ fn origin_host_size_and_json_are_checked() {
     let a = post(&[("Host", "evil.example.com")], INIT);
     assert_eq!(a.status, 403, "{}", a.body);
     // A rebinding page is refused before its token is even looked at.
-    let a = request(
-        &agent,
-        "POST",
-        &s.url,
-        &[("Host", "evil.example.com:7417")],
-        Some(INIT),
-    );
+    let a = post_init(&agent, &s.url, &[("Host", "evil.example.com:7417")]);
     assert_eq!(a.status, 403);
     let port = s.addr.rsplit(':').next().unwrap();
     let origin = format!("http://localhost:{port}");
@@ -336,24 +346,7 @@ fn tasks_and_cancellation() {
     let r = c.ok("tasks/result", json!({"taskId": task}));
     assert_eq!(r["content"][0]["text"], "42", "{r}");
     // A long call, cancelled by its id from another request.
-    let url = c.url.clone();
-    let (token, session) = (c.token.clone(), c.session.clone());
-    let long = std::thread::spawn(move || {
-        let agent = ureq::agent();
-        let auth = format!("Bearer {token}");
-        let body = json!({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
-            "params": {"name": "shoal_exec", "arguments": {"src": "sh { sleep 60 }"}}});
-        request(
-            &agent,
-            "POST",
-            &url,
-            &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
-            Some(&body.to_string()),
-        )
-    });
-    let mut k = s.d.conn();
-    k.attach("probe");
-    session_busy(&mut k, "default", true);
+    let (long, _k) = sleep_in_session(&s, &c, "long");
     let a = c.post_raw(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": "long", "reason": "test"}}),
@@ -437,13 +430,7 @@ fn sessions_count_against_max_connections() {
     assert_eq!(first.exec("6 * 7")["content"][0]["text"], "42");
     let agent = ureq::agent();
     let auth = format!("Bearer {}", s.token);
-    let a = request(
-        &agent,
-        "POST",
-        &s.url,
-        &[("Authorization", &auth)],
-        Some(INIT),
-    );
+    let a = post_init(&agent, &s.url, &[("Authorization", &auth)]);
     assert!(a.header("mcp-session-id").is_none(), "{}", a.body);
     assert_eq!(a.json()["error"]["code"], -32040, "{}", a.body);
     assert!(a.body.contains("max_connections"), "{}", a.body);
@@ -454,13 +441,7 @@ fn sessions_count_against_max_connections() {
     ];
     assert_eq!(request(&agent, "DELETE", &s.url, &h, None).status, 200);
     eventually("a place is free again", Duration::from_secs(20), || {
-        let a = request(
-            &agent,
-            "POST",
-            &s.url,
-            &[("Authorization", &auth)],
-            Some(INIT),
-        );
+        let a = post_init(&agent, &s.url, &[("Authorization", &auth)]);
         a.header("mcp-session-id").is_some().then_some(())
     });
 }
@@ -522,9 +503,7 @@ fn a_stateless_client_that_goes_away_cancels_its_call() {
         body.len()
     )
     .unwrap();
-    let mut k = s.d.conn();
-    k.attach("probe");
-    session_busy(&mut k, "gone", true);
+    let mut k = busy_probe(&s, "gone");
     drop(t);
     session_busy(&mut k, "gone", false);
     eventually("the connection is let go", Duration::from_secs(20), || {
@@ -536,22 +515,7 @@ fn a_stateless_client_that_goes_away_cancels_its_call() {
 fn delete_ends_what_the_session_still_runs() {
     let s = serve("");
     let c = Client::new(&s);
-    let (url, token, session) = (c.url.clone(), c.token.clone(), c.session.clone());
-    let waiting = std::thread::spawn(move || {
-        let body = json!({"jsonrpc": "2.0", "id": "w", "method": "tools/call",
-            "params": {"name": "shoal_exec", "arguments": {"src": "sh { sleep 60 }"}}});
-        let auth = format!("Bearer {token}");
-        request(
-            &ureq::agent(),
-            "POST",
-            &url,
-            &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
-            Some(&body.to_string()),
-        )
-    });
-    let mut k = s.d.conn();
-    k.attach("probe");
-    session_busy(&mut k, "default", true);
+    let (waiting, mut k) = sleep_in_session(&s, &c, "w");
     let auth = format!("Bearer {}", s.token);
     let h = [
         ("Authorization", auth.as_str()),
