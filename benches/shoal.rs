@@ -199,7 +199,7 @@ fn mcp_bench(m: &mut Line, n: usize) {
     let sc = &r["result"]["structuredContent"];
     assert_eq!(sc["value"]["n"], json!(1_000_000), "{r}");
     let get = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-        "params": {"name": "shoal_get", "arguments": {"ref": sc["ref"], "slice": [500_000, 500_010]}}});
+        "params": {"name": "shoal_get", "arguments": {"ref": sc["ref"], "slice": [500_000, 500_010], "format": "json"}}});
     let probe = m.call(&get);
     assert_eq!(
         probe["result"]["structuredContent"]["value"]["v"]

@@ -166,11 +166,13 @@ fn await_final(c: &mut Line, n: u64) -> String {
 /// number the daemon will give it.
 fn start_timed(c: &mut Line, src: &str, next: u64) -> (f64, u64) {
     let channel = format!("task.{next}");
-    c.ok("events.subscribe", json!({"channel": channel}));
     let t0 = Instant::now();
     let id = c.send("exec", json!({"src": src, "background": true}));
     let r = c.response(id);
     assert_eq!(task_number(&r["result"]), next, "task numbers skipped: {r}");
+    // A task's channel exists once the task does; subscribing replays its
+    // ring, so a `started` that came first is not missed.
+    c.ok("events.subscribe", json!({"channel": channel}));
     let at = c.event(&channel, is_started);
     c.ok("events.unsubscribe", json!({"channel": channel}));
     (ms(at - t0), next)
