@@ -214,12 +214,16 @@ fn inspect<D: ReadableDatabase>(path: &Path, db: &D) -> Result<Kind> {
 /// Open (or create) the journal database at `path`; see the module doc for the guarantees.
 pub fn open_db(path: &Path, cache_bytes: usize) -> Result<Database> {
     let p = path.display().to_string();
-    let existing_len = match std::fs::metadata(path) {
-        Ok(m) if m.is_file() => m.len(),
-        Ok(_) => return Err(JournalError::NotAJournal { path: p }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-        Err(e) => return Err(storage_msg(path, e)),
+    let len = |path: &Path| match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(m.len()),
+        Ok(_) => Err(JournalError::NotAJournal { path: p.clone() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(storage_msg(path, e)),
     };
+    if len(path)? == 0 {
+        create_fresh(path, cache_bytes)?;
+    }
+    let existing_len = len(path)?;
     if existing_len > 0 {
         let mut head = [0u8; 9];
         let n = std::fs::File::open(path)
@@ -264,6 +268,38 @@ pub fn open_db(path: &Path, cache_bytes: usize) -> Result<Database> {
         ensure_tables(&db)?;
     }
     Ok(db)
+}
+
+/// A new journal is made whole beside `path` (`<path>.new`) and renamed into
+/// place, so a daemon killed while creating it leaves no half-written file
+/// that the next start would refuse as foreign; a stale `.new` is ours to
+/// replace.
+fn create_fresh(path: &Path, cache_bytes: usize) -> Result<()> {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(".new");
+    let tmp = std::path::PathBuf::from(name);
+    match std::fs::remove_file(&tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(storage_msg(&tmp, e)),
+    }
+    crate::paths::private_file(&tmp).map_err(|e| storage_msg(&tmp, e))?;
+    let mut b = redb::Builder::new();
+    b.set_cache_size(cache_bytes.min(16 << 20));
+    let db = match catch_unwind(AssertUnwindSafe(|| b.create(&tmp))) {
+        Err(_) => return Err(panic_msg(&tmp)),
+        Ok(r) => r.map_err(|e| classify(&tmp, e))?,
+    };
+    init(&db)?;
+    drop(db);
+    std::fs::rename(&tmp, path).map_err(|e| storage_msg(path, e))?;
+    // The rename is durable once the directory is synced.
+    if let Some(dir) = path.parent() {
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
 }
 
 fn init(db: &Database) -> Result<()> {

@@ -641,3 +641,37 @@ fn corrupt_rows_are_errors_not_panics() {
     ));
     assert!(matches!(s.blob_get(&h), Err(JournalError::Corrupt(_))));
 }
+
+#[test]
+fn a_new_journal_appears_whole_and_a_stale_half_made_one_is_replaced() {
+    let d = tmp();
+    let path = d.path().join("journal.redb");
+    let new = d.path().join("journal.redb.new");
+    // What a daemon killed while creating its journal leaves now: the file
+    // it was making beside the journal, never a half-written journal.
+    std::fs::write(&new, b"\x00half a header").unwrap();
+    {
+        let s = open(&d);
+        record(&s, ne("p", 1, "x", &[]), fin(true, "v"));
+    }
+    assert!(!new.exists(), "the stale .new was replaced and renamed");
+    let head = std::fs::read(&path).unwrap();
+    assert!(
+        head.starts_with(b"redb"),
+        "{:?}",
+        &head[..16.min(head.len())]
+    );
+    // The journal opens again with its entry; an empty file (made private
+    // before redb writes) is created whole too.
+    assert_eq!(
+        open(&d)
+            .query(&Query::default(), &Scope::All)
+            .unwrap()
+            .len(),
+        1
+    );
+    let d2 = tmp();
+    std::fs::write(d2.path().join("journal.redb"), b"").unwrap();
+    drop(open(&d2));
+    assert!(!d2.path().join("journal.redb.new").exists());
+}
