@@ -142,6 +142,11 @@ impl SessionHandle {
         self.shared.views()
     }
 
+    /// The session's top-level names after its last exec.
+    pub fn names(&self) -> Arc<[String]> {
+        self.shared.names()
+    }
+
     /// The directory the session started in.
     pub fn start_cwd(&self) -> &std::path::Path {
         &self.shared.cwd

@@ -273,7 +273,8 @@ impl KernelConn {
                     .map(|a| {
                         let (cwd, env) = a.handle.views();
                         let path = env.into_iter().find(|(k, _)| k == "PATH").map(|(_, v)| v);
-                        crate::proto::syntax::Where { cwd, path }
+                        let names = a.handle.names();
+                        crate::proto::syntax::Where { cwd, path, names }
                     });
                 return Box::pin(ready(crate::proto::syntax::complete_method(
                     &p,

@@ -338,13 +338,19 @@ fn finish_job(
     if foreground {
         // Most execs change neither: compare rather than copy the environment.
         let mut live = shared.live.locked();
+        let names = session.name_count();
         let same = live
             .as_ref()
-            .is_some_and(|l| l.cwd == cwd && session.env_is(&l.env));
+            .is_some_and(|l| l.cwd == cwd && session.env_is(&l.env) && l.names.len() == names);
         if !same {
+            let names = match live.as_ref() {
+                Some(l) if l.names.len() == names => l.names.clone(),
+                _ => Arc::from(session.all_names()),
+            };
             *live = Some(LiveState {
                 cwd: cwd.clone(),
                 env: session.env(),
+                names,
             });
         }
     }

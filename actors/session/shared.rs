@@ -123,6 +123,9 @@ impl std::fmt::Debug for ForkSeed {
 pub struct LiveState {
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
+    /// The session's top-level names (for an attached human's completion),
+    /// taken again only when their count changed.
+    pub names: Arc<[String]>,
 }
 
 /// The people attached to a session: `(connection, client, since)` each.
@@ -433,6 +436,14 @@ impl SessionShared {
             Some(l) => (l.cwd, l.env),
             None => (self.cwd.clone(), self.env.clone()),
         }
+    }
+
+    /// The session's top-level names after the last exec (empty before the first).
+    pub fn names(&self) -> Arc<[String]> {
+        self.live
+            .locked()
+            .as_ref()
+            .map_or_else(|| Arc::from(Vec::new()), |l| l.names.clone())
     }
 
     /// The cwd and environment after the last exec (`None` before the first):

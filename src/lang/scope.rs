@@ -102,6 +102,14 @@ impl Table {
         }
     }
 
+    fn len(&self) -> usize {
+        match self {
+            Table::Inline(a) => a.iter().flatten().count(),
+            Table::Small(v) => v.len(),
+            Table::Large(m) => m.len(),
+        }
+    }
+
     fn entries(&self) -> Vec<(String, Binding)> {
         match self {
             Table::Inline(a) => a
@@ -438,6 +446,12 @@ impl Scope {
     }
 
     /// Names bound in this scope only, in definition order.
+    /// How many names this scope binds (names are only ever added, so an
+    /// unchanged count means an unchanged set of names).
+    pub fn local_count(&self) -> usize {
+        self.table().len()
+    }
+
     pub fn local_names(&self) -> Vec<String> {
         self.local_bindings().into_iter().map(|(k, _)| k).collect()
     }

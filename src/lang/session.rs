@@ -446,6 +446,12 @@ impl Session {
         self.interp.globals.local_names()
     }
 
+    /// How many top-level names are bound (it changes exactly when
+    /// [`Session::all_names`] does).
+    pub fn name_count(&self) -> usize {
+        self.interp.globals.local_count()
+    }
+
     /// Bind a value at the top level (e.g. REPL `it`), value-bound.
     pub fn bind(&mut self, name: &str, value: Value) {
         self.interp.globals.define(name, value, false, true);

@@ -166,11 +166,14 @@ impl io::Write for BoundedJson {
 pub struct Where {
     pub cwd: PathBuf,
     pub path: Option<String>,
+    /// The session's top-level names (bindings, functions, aliases).
+    pub names: std::sync::Arc<[String]>,
 }
 
 /// `complete {src, cursor?}` → `{candidates, start}`: the keyword/builtin list plus the
 /// names bound by `let`/`var`/`fn`/`alias` before the cursor, filtered by the identifier
-/// prefix just left of it; with a [`Where`], also the files and directories (a `/` after
+/// prefix just left of it; with a [`Where`], also the session's names, the files and
+/// directories (a `/` after
 /// each directory) matching the word left of the cursor, and, for a statement's first
 /// word, the commands on `PATH`. `start` is the byte offset where the replaced text
 /// begins. Sorted, de-duplicated, at most [`MAX_CANDIDATES`]. The cursor is a byte
@@ -246,6 +249,13 @@ pub fn complete_at(src: &str, cursor: usize, at: Option<&Where>) -> (usize, Vec<
             names.insert(word.to_string());
         }
         binder = matches!(word, "let" | "var" | "fn" | "alias");
+    }
+    // After a `.` comes a field or method, which no name or keyword is.
+    if before[..prefix_start].ends_with('.') {
+        return (prefix_start, Vec::new());
+    }
+    if let Some(at) = at {
+        names.extend(at.names.iter().cloned());
     }
     names.retain(|n| n.starts_with(prefix));
     // Paths and commands replace the whole word: only when it is the identifier.
@@ -388,10 +398,14 @@ mod tests {
         let at = Where {
             cwd: d.path().to_path_buf(),
             path: Some(bin.display().to_string()),
+            names: std::sync::Arc::from(vec!["notable".to_string(), "limit".to_string()]),
         };
         // An argument: files and directories (a name with a space is left out).
         let (start, c) = complete_at("cat no", 6, Some(&at));
-        assert_eq!((start, c), (4, vec!["notes.txt".to_string()]));
+        assert_eq!(
+            (start, c),
+            (4, vec!["notable".to_string(), "notes.txt".to_string()])
+        );
         let (_, c) = complete_at("cat ne", 6, Some(&at));
         assert_eq!(c, vec!["nested/"]);
         // A path word replaces the whole word; hidden entries only when asked.
@@ -401,7 +415,12 @@ mod tests {
         assert_eq!(c, vec!["./.hidden"]);
         // The first word: keywords, names and the executables on PATH.
         let (start, c) = complete_at("not", 3, Some(&at));
-        assert_eq!((start, c), (0, vec!["notify-me".to_string()]));
+        assert_eq!(
+            (start, c),
+            (0, vec!["notable".to_string(), "notify-me".to_string()])
+        );
+        // The session's names, in an expression too.
+        assert_eq!(complete_at("1 + li", 6, Some(&at)).1, vec!["limit"]);
         // A method or a call argument is no path.
         assert!(complete_at("x.no", 4, Some(&at)).1.is_empty());
         // Without a session: the context-free list only.

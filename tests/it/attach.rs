@@ -553,6 +553,10 @@ fn completion_offers_the_sessions_paths_to_the_local_user_only() {
     );
     let r = complete(&mut human, "cat no");
     assert_eq!(r, json!({"candidates": ["notes.txt"], "start": 4}));
+    // The session's names, bound by any client, once an exec has run.
+    human.ok("exec", json!({"src": "let limit_of_rows = 3"}));
+    let r = complete(&mut human, "1 + limit_");
+    assert_eq!(r["candidates"], json!(["limit_of_rows"]), "{r}");
     // A token in its own session, in the same directory, is shown no listing.
     let mut agent = agent_in(&root, &d, "own");
     assert_eq!(complete(&mut agent, "cat no")["candidates"], json!([]));
