@@ -116,7 +116,7 @@ pub fn taken_over(id: u64, what: &str, c: &Claim) -> RpcError {
     RpcError::new(
         rpc::PTY_TAKEN_OVER,
         format!(
-            "{pty} is taken over by a human ({client}): {what} is refused until they release it; read it (pty.read sees what they type), or wait for release"
+            "{pty} is taken over by a human ({client}): {what} is refused until they release it; reads go on and show what they type (wait_for the prompt they leave it at)"
         ),
     )
     .with_data(json!({"code": "taken_over", "pty_id": pty, "by": "human", "client": client}))
