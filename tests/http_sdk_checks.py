@@ -43,12 +43,7 @@ async def classic(url, token, socket, workdir):
             res = f(f(init, "capabilities"), "resources")
             emit(check="initialize", ok=bool(res and res.subscribe), version=f(init, "protocol_version", "protocolVersion"))
             c = Checks(session, socket, workdir, updates, progress)
-            for step in (c.tools, c.resources, c.subscriptions, c.cancellation):
-                try:
-                    await asyncio.wait_for(step(), 60)
-                except Exception as e:  # noqa: BLE001
-                    c.expect(step.__name__, False, error=repr(e))
-            return not c.failed
+            return await c.run(c.tools, c.resources, c.subscriptions, c.cancellation)
 
 
 async def era(url, token, socket, workdir, mode):
@@ -62,12 +57,7 @@ async def era(url, token, socket, workdir, mode):
     async with Client(transport, mode=mode, message_handler=handler_for(updates)) as client:
         emit(check="connected", ok=True, version=client.protocol_version)
         c = EraChecks(client, mode, socket, workdir, updates, progress)
-        for step in (c.era, c.tools, c.resources, c.subscriptions, c.cancellation):
-            try:
-                await asyncio.wait_for(step(), 60)
-            except Exception as e:  # noqa: BLE001
-                c.expect(step.__name__, False, error=repr(e))
-        return not c.failed
+        return await c.run(c.era, c.tools, c.resources, c.subscriptions, c.cancellation)
 
 
 def main():

@@ -84,12 +84,7 @@ async def main():
     async with Client(params, mode=mode, message_handler=handler) as client:
         emit(check="connected", ok=True, version=client.protocol_version)
         c = EraChecks(client, mode, socket, workdir, updates, progress)
-        for step in (c.era, c.tools, c.resources, c.subscriptions, c.cancellation):
-            try:
-                await asyncio.wait_for(step(), 60)
-            except Exception as e:  # noqa: BLE001
-                c.expect(step.__name__, False, error=repr(e))
-        return not c.failed
+        return await c.run(c.era, c.tools, c.resources, c.subscriptions, c.cancellation)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,15 @@ def url(u):
 
 
 class Checks:
+    async def run(self, *steps):
+        """Run each step (at most 60 s); a step that raises is a failed check. True when all passed."""
+        for step in steps:
+            try:
+                await asyncio.wait_for(step(), 60)
+            except Exception as e:  # noqa: BLE001
+                self.expect(step.__name__, False, error=repr(e))
+        return not self.failed
+
     def __init__(self, session, socket, workdir, updates, progress):
         self.s = session
         self.socket = socket
@@ -217,12 +226,8 @@ async def main():
             res = f(caps, "resources")
             emit(check="initialize", ok=bool(res and res.subscribe), version=f(init, "protocol_version", "protocolVersion"))
             c = Checks(session, socket, workdir, updates, progress)
-            for step in (c.tools, c.resources, c.subscriptions, c.cancellation):
-                try:
-                    await asyncio.wait_for(step(), 60)
-                except Exception as e:  # noqa: BLE001
-                    c.expect(step.__name__, False, error=repr(e))
-            return not c.failed and bool(res and res.subscribe)
+            ok = await c.run(c.tools, c.resources, c.subscriptions, c.cancellation)
+            return ok and bool(res and res.subscribe)
 
 
 if __name__ == "__main__":

@@ -196,19 +196,7 @@ fn python_sdk_elicitation_over_http() {
         "elicitation over HTTP failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_checks(
-        &stdout,
-        &[
-            "legacy_accept",
-            "legacy_decline",
-            "legacy_cancel",
-            "legacy_error",
-            "legacy_no_capability",
-            "auto_accept",
-            "auto_decline",
-            "auto_no_capability",
-        ],
-    );
+    assert_checks(&stdout, &crate::leash_elicit::ELICIT_CHECKS);
     let st = crate::http_client::status(&s);
     assert!(
         st["http"]["requests"].as_u64().unwrap() > 20,

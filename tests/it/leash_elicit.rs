@@ -6,6 +6,19 @@
 
 use crate::common::*;
 
+/// The checks of tests/leash_elicit_checks.py that every transport passes
+/// (tests/it/http_sdk.rs runs them over HTTP).
+pub const ELICIT_CHECKS: [&str; 8] = [
+    "legacy_accept",
+    "legacy_decline",
+    "legacy_cancel",
+    "legacy_error",
+    "legacy_no_capability",
+    "auto_accept",
+    "auto_decline",
+    "auto_no_capability",
+];
+
 #[test]
 fn cap_request_asks_the_user_through_elicitation() {
     if !have_venv(
@@ -17,17 +30,7 @@ fn cap_request_asks_the_user_through_elicitation() {
     run_sdk_checks(
         ".venv",
         "leash_elicit_checks.py",
-        &[
-            "legacy_accept",
-            "legacy_decline",
-            "legacy_cancel",
-            "legacy_error",
-            "legacy_no_capability",
-            "auto_accept",
-            "auto_decline",
-            "auto_no_capability",
-            "journal_records_decisions",
-        ],
+        &[ELICIT_CHECKS.as_slice(), &["journal_records_decisions"]].concat(),
     );
 }
 
