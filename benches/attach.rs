@@ -11,7 +11,7 @@
 
 #![allow(clippy::print_stdout)] // a benchmark report is its stdout
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 
 #[path = "workloads/daemon.rs"]
 mod daemon;
-use daemon::BenchDaemon;
+use daemon::{BenchDaemon, Line};
 
 const ROUND: usize = 250;
 
@@ -30,35 +30,6 @@ fn frame(v: &Value) -> Vec<u8> {
     let mut b = serde_json::to_vec(v).unwrap();
     b.push(b'\n');
     b
-}
-
-struct Line {
-    w: UnixStream,
-    r: BufReader<UnixStream>,
-}
-
-impl Line {
-    fn open(p: &Path) -> Line {
-        let w = UnixStream::connect(p).unwrap();
-        Line {
-            r: BufReader::new(w.try_clone().unwrap()),
-            w,
-        }
-    }
-    fn send(&mut self, v: &Value) {
-        self.w.write_all(&frame(v)).unwrap();
-    }
-    fn call(&mut self, v: &Value) -> Value {
-        self.send(v);
-        let mut s = String::new();
-        self.r.read_line(&mut s).unwrap();
-        serde_json::from_str(&s).unwrap()
-    }
-    fn call_raw(&mut self, frame: &[u8], reply: &mut String) {
-        self.w.write_all(frame).unwrap();
-        reply.clear();
-        self.r.read_line(reply).unwrap();
-    }
 }
 
 /// A viewer: attached to the session, its frames read by a thread that counts
@@ -82,7 +53,7 @@ impl Viewer {
         let events = Arc::new(AtomicU64::new(0));
         let answered = Arc::new(AtomicU64::new(0));
         let (ev, sub) = (events.clone(), answered.clone());
-        let mut r = l.r;
+        let (w, mut r) = l.into_parts();
         std::thread::spawn(move || {
             let mut s = String::new();
             loop {
@@ -100,7 +71,7 @@ impl Viewer {
             }
         });
         Viewer {
-            w: l.w,
+            w,
             events,
             answered,
         }

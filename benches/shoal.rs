@@ -24,7 +24,6 @@
 #![allow(clippy::print_stdout)] // a benchmark report is its stdout
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -36,39 +35,7 @@ mod journal_workload;
 
 #[path = "workloads/daemon.rs"]
 mod daemon;
-use daemon::{BenchDaemon, BenchDir, BIN};
-
-struct Line {
-    w: UnixStream,
-    r: BufReader<UnixStream>,
-}
-
-impl Line {
-    fn open(p: &Path) -> Line {
-        let w = UnixStream::connect(p).unwrap();
-        Line {
-            r: BufReader::new(w.try_clone().unwrap()),
-            w,
-        }
-    }
-    fn call(&mut self, v: &Value) -> Value {
-        let mut b = serde_json::to_vec(v).unwrap();
-        b.push(b'\n');
-        self.w.write_all(&b).unwrap();
-        let mut s = String::new();
-        self.r.read_line(&mut s).unwrap();
-        serde_json::from_str(&s).unwrap()
-    }
-    /// One pre-encoded frame (newline included) and its reply line, not
-    /// decoded: what the server and the socket cost, without the client's
-    /// own JSON work.
-    fn call_raw(&mut self, frame: &[u8], reply: &mut String) {
-        self.w.write_all(frame).unwrap();
-        reply.clear();
-        self.r.read_line(reply).unwrap();
-        assert!(reply.ends_with('\n'), "a whole reply line");
-    }
-}
+use daemon::{BenchDaemon, BenchDir, Line, BIN};
 
 fn start_daemon() -> BenchDaemon {
     BenchDaemon::start("shb")

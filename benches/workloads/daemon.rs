@@ -209,3 +209,53 @@ impl Drop for BenchDaemon {
         let _ = self.child.wait();
     }
 }
+
+/// One newline-delimited JSON-RPC connection to the daemon's socket: whole
+/// frames out, reply lines in.
+pub struct Line {
+    w: UnixStream,
+    r: std::io::BufReader<UnixStream>,
+}
+
+impl Line {
+    pub fn open(p: &Path) -> Line {
+        let w = UnixStream::connect(p).unwrap();
+        Line {
+            r: std::io::BufReader::new(w.try_clone().unwrap()),
+            w,
+        }
+    }
+
+    /// The writing and the reading half, for a reader on a thread of its own.
+    pub fn into_parts(self) -> (UnixStream, std::io::BufReader<UnixStream>) {
+        (self.w, self.r)
+    }
+
+    /// Send one frame (no reply read).
+    pub fn send(&mut self, v: &serde_json::Value) {
+        use std::io::Write;
+        let mut b = serde_json::to_vec(v).unwrap();
+        b.push(b'\n');
+        self.w.write_all(&b).unwrap();
+    }
+
+    /// Send one frame and decode the next line.
+    pub fn call(&mut self, v: &serde_json::Value) -> serde_json::Value {
+        use std::io::BufRead;
+        self.send(v);
+        let mut s = String::new();
+        self.r.read_line(&mut s).unwrap();
+        serde_json::from_str(&s).unwrap()
+    }
+
+    /// One pre-encoded frame (newline included) and its reply line, not
+    /// decoded: what the server and the socket cost, without the client's
+    /// own JSON work.
+    pub fn call_raw(&mut self, frame: &[u8], reply: &mut String) {
+        use std::io::{BufRead, Write};
+        self.w.write_all(frame).unwrap();
+        reply.clear();
+        self.r.read_line(reply).unwrap();
+        assert!(reply.ends_with('\n'), "a whole reply line");
+    }
+}
