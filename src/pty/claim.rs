@@ -169,6 +169,6 @@ mod tests {
         assert!(e
             .message
             .starts_with("pty:1 is taken over by a human (attach)"));
-        assert!(e.message.contains("wait for release"), "{}", e.message);
+        assert!(e.message.contains("reads go on"), "{}", e.message);
     }
 }
