@@ -12,9 +12,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shoal::adapters::{self, parse, Catalog};
-use shoal::lang::{Position, Session, SessionOptions};
-use shoal::value::Value;
+use shoal_lang::adapters::{self, parse, Catalog};
+use shoal_lang::{Position, Session, SessionOptions};
+use shoal_value::Value;
 
 #[path = "workloads/cpu.rs"]
 mod cpu;

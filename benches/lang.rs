@@ -6,7 +6,7 @@
 //! - parsing a 1 MB script (target p50 ≤ 50 ms);
 //! - a 10k-row table `.sort_by(.size).first(10)` (target p50 ≤ 20 ms).
 //!
-//! - the shell layer (`shoal::shell::bench`): `^true` round trip (target p50
+//! - the shell layer (`shoal_lang::shell::bench`): `^true` round trip (target p50
 //!   ≤ 2 ms), capturing 1 GiB of stdout (≥ 500 MB/s, RSS growth ≤ 64 MB),
 //!   1000 sequential `sh { echo hi }` (no zombie, no leaked fd).
 //!
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 #[path = "workloads/shell.rs"]
 mod shell_workload;
 
-use shoal::lang::{parse, ParseContext, Position, Session, SessionOptions};
+use shoal_lang::{parse, ParseContext, Position, Session, SessionOptions};
 
 fn runs() -> usize {
     std::env::var("SHOAL_BENCH_LANG_N")
@@ -104,7 +104,7 @@ fn main() {
     let mut s = session();
     let src = "range(0, 1_000_000).map(x => x * 2).where(x => x % 3 == 0).len()";
     let v = s.exec(src, Position::Value).expect("eval");
-    assert_eq!(shoal::value::render::inline(&v), "333334");
+    assert_eq!(shoal_value::render::inline(&v), "333334");
     report(
         "eval range(0,1e6).map.where.len",
         150.0,
@@ -134,7 +134,7 @@ fn main() {
     s.exec(setup, Position::Stmt).expect("setup");
     let v = s.exec("rows.type_name()", Position::Value);
     if let Ok(v) = v {
-        println!("  (10k rows are a {})", shoal::value::render::inline(&v));
+        println!("  (10k rows are a {})", shoal_value::render::inline(&v));
     }
     report(
         "10k-row table .sort_by(.size).first(10)",

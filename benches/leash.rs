@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use shoal::adapters::Catalog;
-use shoal::lang::{Session, SessionOptions};
-use shoal::leash::policy::{Policy, PolicyConfig};
+use shoal_lang::adapters::Catalog;
+use shoal_lang::{Session, SessionOptions};
+use shoal_policy::policy::{Policy, PolicyConfig};
 
 #[path = "workloads/daemon.rs"]
 mod daemon;

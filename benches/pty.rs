@@ -20,7 +20,7 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use shoal::pty::term::{Term, SCROLLBACK_LINES};
+use shoal_pty::term::{Term, SCROLLBACK_LINES};
 
 #[path = "workloads/cpu.rs"]
 mod cpu;

@@ -103,7 +103,7 @@ fn reference_tools() -> Value {
  "shoal_pty_resize":{"type":"object","properties":{"pty_id":{"type":"string"},"cols":{"type":"integer","minimum":1,"maximum":1000},"rows":{"type":"integer","minimum":1,"maximum":1000}},"required":["pty_id","cols","rows"],"additionalProperties":false},
  "shoal_pty_close":{"type":"object","properties":{"pty_id":{"type":"string"}},"required":["pty_id"],"additionalProperties":false},
  "shoal_pty_list":{"type":"object","properties":{},"additionalProperties":false}}"#).unwrap();
-    let ours = shoal::proto::mcp::tools(shoal::proto::mcp::Caps {
+    let ours = shoal_proto::mcp::tools(shoal_proto::mcp::Caps {
         journal: true,
         events: true,
     });
@@ -146,12 +146,12 @@ fn mcp_bench(m: &mut Line, n: usize) {
         full["tools"].as_array().unwrap().len()
     );
 
-    let big = shoal::value::Value::list((0..1_000_000).map(shoal::value::Value::Int).collect());
-    let budget = shoal::proto::elide::Budget::default();
+    let big = shoal_value::Value::list((0..1_000_000).map(shoal_value::Value::Int).collect());
+    let budget = shoal_proto::elide::Budget::default();
     report(
         "elide a 1,000,000-item list (in-process)",
         timed(50, || {
-            std::hint::black_box(shoal::proto::elide::elide(&big, &budget, "shoal://out/1"));
+            std::hint::black_box(shoal_proto::elide::elide(&big, &budget, "shoal://out/1"));
         }),
         "ms",
     );

@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 use serde_json::Value as Json;
-use shoal::lang::{parse as lang_parse, ParseContext};
-use shoal::leash::{effect, plan, policy as leash_policy, Effect, Policy};
-use shoal::proto::frame::{Frame, FrameReader};
-use shoal::proto::{kernel, mcp, mcp_call, mcp_era, rpc, syntax, uri, valpath};
-use shoal::pty::keys;
-use shoal::value::{Record, Value};
+use shoal_lang::{parse as lang_parse, ParseContext};
+use shoal_policy::{effect, plan, policy as leash_policy, Effect, Policy};
+use shoal_proto::frame::{Frame, FrameReader};
+use shoal_proto::{kernel, mcp, mcp_call, mcp_era, rpc, syntax, uri, valpath};
+use shoal_pty::keys;
+use shoal_value::{Record, Value};
 
 /// One fuzz entry point.
 pub type Entry = fn(&[u8]);
@@ -153,7 +153,7 @@ pub fn config(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Err(e) = shoal::config::parse(text, std::path::Path::new("f.toml")) {
+    if let Err(e) = shoal_daemon::config::parse(text, std::path::Path::new("f.toml")) {
         let _ = e.to_string();
     }
 }
@@ -212,7 +212,7 @@ pub fn policy(data: &[u8]) {
             argv0: "git".into(),
         },
     ];
-    match shoal::config::parse(text, std::path::Path::new("f.toml")) {
+    match shoal_daemon::config::parse(text, std::path::Path::new("f.toml")) {
         Err(e) => {
             let _ = e.to_string();
         }
@@ -221,7 +221,7 @@ pub fn policy(data: &[u8]) {
             for name in p.principals.keys() {
                 let _ = p.decide(name, &effects, Some("/home/u"));
                 if let Some(pp) = p.get(name) {
-                    let _ = shoal::leash::landlock::Rules::lower(pp, Some("/home/u"));
+                    let _ = shoal_policy::landlock::Rules::lower(pp, Some("/home/u"));
                 }
             }
         }
@@ -229,7 +229,7 @@ pub fn policy(data: &[u8]) {
 }
 
 fn fixed_principal() -> leash_policy::PrincipalPolicy {
-    let c = shoal::config::parse(
+    let c = shoal_daemon::config::parse(
         "[policy.principal.\"a\"]\nopaque = \"ask\"\nnet = [\"*.example.org:*\"]\nenv_read = [\"HOME\"]\nfs.write = [\"~/p/**\"]\nfs.read = [\"/**\"]\n",
         std::path::Path::new("f.toml"),
     )

@@ -257,8 +257,8 @@ fn main() -> ExitCode {
             http,
         } => {
             // Before any thread exists.
-            shoal::procmem::limit_arenas();
-            shoal::actors::daemon::run(shoal::actors::daemon::DaemonOptions {
+            shoal_base::procmem::limit_arenas();
+            shoal_daemon::daemon::run(shoal_daemon::daemon::DaemonOptions {
                 socket,
                 state_dir,
                 config,

@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::json;
 
-use shoal::journal::*;
+use shoal_journal::*;
 
 /// Figures of one run.
 #[derive(Clone, Debug, Serialize)]

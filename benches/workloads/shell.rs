@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use shoal::lang::session::{Position, Session, SessionOptions};
-use shoal::shell::procstat::{open_fds, zombie_children};
-use shoal::value::Value;
+use shoal_lang::session::{Position, Session, SessionOptions};
+use shoal_lang::shell::procstat::{open_fds, zombie_children};
+use shoal_value::Value;
 
 /// Figures of one benchmark; absent figures are `None`.
 #[derive(Clone, Debug, Default)]

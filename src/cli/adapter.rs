@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use serde_json::{json, Value as Json};
-use shoal::adapters::{self, Adapter, Catalog, Form, Source};
+use shoal_lang::adapters::{self, Adapter, Catalog, Form, Source};
 
 use super::output;
 

@@ -22,7 +22,7 @@ use reedline::{
     Span, StyledText, Suggestion, ValidationResult, Validator,
 };
 use serde_json::{json, Value};
-use shoal::sync::Locked;
+use shoal_base::sync::Locked;
 
 use super::client::{connect, connect_or_start, Client};
 use super::live::{self, Item, Pending};
@@ -376,7 +376,7 @@ fn attach(opts: Opts) -> Result<(), String> {
     if !std::io::stdin().is_terminal() {
         return Err("needs a terminal (use `shoal exec` from scripts)".into());
     }
-    let path = shoal::paths::socket_path(opts.socket.as_deref());
+    let path = shoal_base::paths::socket_path(opts.socket.as_deref());
     let stream = connect_or_start(&path).map_err(|e| format!("cannot reach the daemon: {e}"))?;
     let mut client = Client::new(stream).map_err(|e| e.to_string())?;
     let cwd = std::env::current_dir()

@@ -130,8 +130,8 @@ pub fn connect_or_start(path: &Path) -> Result<UnixStream, String> {
             .create(dir)
             .map_err(|e| format!("cannot create socket dir {}: {e}", dir.display()))?;
     }
-    let lock_path = shoal::paths::start_lock(path);
-    let lock = shoal::paths::open_lock_file(&lock_path)?;
+    let lock_path = shoal_base::paths::start_lock(path);
+    let lock = shoal_base::paths::open_lock_file(&lock_path)?;
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
     if let Ok(s) = UnixStream::connect(path) {
@@ -189,7 +189,7 @@ fn spawn_daemon(socket: &Path) -> Result<std::process::Child, String> {
 /// This process's environment as the `env` object of an attach: a session
 /// the attach creates starts with exactly it (docs/protocol.md §9).
 pub fn env_json() -> serde_json::Map<String, serde_json::Value> {
-    shoal::paths::client_env()
+    shoal_base::paths::client_env()
         .into_iter()
         .map(|(k, v)| (k, serde_json::Value::String(v)))
         .collect()

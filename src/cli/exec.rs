@@ -16,7 +16,7 @@ pub fn run(
     as_json: bool,
     value_position: bool,
 ) -> i32 {
-    let path = shoal::paths::socket_path(socket.as_deref());
+    let path = shoal_base::paths::socket_path(socket.as_deref());
     let stream = match connect_or_start(&path) {
         Ok(s) => s,
         Err(e) => {

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::client::{connect, Client};
 use super::output;
-use shoal::journal::{self, Query, Scope, Store, StoreOptions};
+use shoal_journal::{self as journal, Query, Scope, Store, StoreOptions};
 
 /// Filters of `shoal history` (the `journal.query` params).
 #[derive(Debug, Clone, Default)]
@@ -105,8 +105,8 @@ fn entries(src: &mut Source, f: &Filters) -> Result<Vec<Value>, String> {
 
 /// `shoal history`.
 pub fn run(socket: Option<PathBuf>, state_dir: Option<PathBuf>, f: Filters, as_json: bool) -> i32 {
-    let socket = shoal::paths::socket_path(socket.as_deref());
-    let state = shoal::paths::state_dir(state_dir.as_deref());
+    let socket = shoal_base::paths::socket_path(socket.as_deref());
+    let state = shoal_base::paths::state_dir(state_dir.as_deref());
     let result = open_source(&socket, &state).and_then(|mut s| entries(&mut s, &f));
     match result {
         Err(e) => {
@@ -128,8 +128,8 @@ pub fn run(socket: Option<PathBuf>, state_dir: Option<PathBuf>, f: Filters, as_j
 
 /// `shoal history show ID`.
 pub fn show(socket: Option<PathBuf>, state_dir: Option<PathBuf>, id: u64, as_json: bool) -> i32 {
-    let socket = shoal::paths::socket_path(socket.as_deref());
-    let state = shoal::paths::state_dir(state_dir.as_deref());
+    let socket = shoal_base::paths::socket_path(socket.as_deref());
+    let state = shoal_base::paths::state_dir(state_dir.as_deref());
     let result = open_source(&socket, &state).and_then(|mut src| {
         let entry = match &mut src {
             Source::Daemon(c) => remote(c, "journal.get", json!({"id": id}))?,

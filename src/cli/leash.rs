@@ -8,14 +8,14 @@ use serde_json::{json, Value};
 
 use super::client::{connect, Client};
 use super::output;
-use shoal::leash::tokens::Store;
+use shoal_policy::tokens::Store;
 
 fn store(state_dir: Option<PathBuf>) -> Store {
-    Store::new(shoal::paths::state_dir(state_dir.as_deref()).join("tokens.json"))
+    Store::new(shoal_base::paths::state_dir(state_dir.as_deref()).join("tokens.json"))
 }
 
 fn ns_text(ns: Option<i64>) -> String {
-    ns.map(shoal::leash::plan::rfc3339)
+    ns.map(shoal_policy::plan::rfc3339)
         .unwrap_or_else(|| "-".into())
 }
 
@@ -26,7 +26,7 @@ pub fn token_create(
     principal: Option<&str>,
     ttl: Option<String>,
 ) -> i32 {
-    let ttl = match ttl.as_deref().map(shoal::leash::parse_duration).transpose() {
+    let ttl = match ttl.as_deref().map(shoal_policy::parse_duration).transpose() {
         Ok(t) => t,
         Err(e) => {
             eprintln!("shoal token create: --ttl: {e}");
@@ -64,8 +64,8 @@ pub fn token_list(state_dir: Option<PathBuf>, as_json: bool) -> i32 {
                     .iter()
                     .map(|e| {
                         json!({"id": e.id, "principal": e.principal, "created": ns_text(Some(e.created_ns)),
-                               "expires": e.expires_ns.map(shoal::leash::plan::rfc3339),
-                               "revoked": e.revoked_ns.map(shoal::leash::plan::rfc3339)})
+                               "expires": e.expires_ns.map(shoal_policy::plan::rfc3339),
+                               "revoked": e.revoked_ns.map(shoal_policy::plan::rfc3339)})
                     })
                     .collect();
                 output::line(&json!({"tokens": v}).to_string());
@@ -75,7 +75,7 @@ pub fn token_list(state_dir: Option<PathBuf>, as_json: bool) -> i32 {
                 "{:<16}  {:<24}  {:<8}  EXPIRES",
                 "ID", "PRINCIPAL", "STATE"
             ));
-            let now = shoal::journal::now_ns();
+            let now = shoal_journal::now_ns();
             for e in list {
                 let state = if e.revoked_ns.is_some() {
                     "revoked"
@@ -115,7 +115,7 @@ pub fn token_revoke(state_dir: Option<PathBuf>, what: &str) -> i32 {
 }
 
 fn client(socket: Option<PathBuf>) -> Result<Client, String> {
-    let path = shoal::paths::socket_path(socket.as_deref());
+    let path = shoal_base::paths::socket_path(socket.as_deref());
     let s = connect(&path).map_err(|e| format!("no daemon answers on {}: {e}", path.display()))?;
     Client::new(s).map_err(|e| e.to_string())
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::client::{connect, Client};
 
-/// The channel of the exec view (`crate::proto::event::EXEC_CHANNEL`).
+/// The channel of the exec view (`shoal_journal::event::EXEC_CHANNEL`).
 const EXEC: &str = "session.exec";
 const APPROVAL: &str = "approval";
 

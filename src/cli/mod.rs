@@ -17,8 +17,8 @@ use std::path::PathBuf;
 
 /// `shoal config check [F]`.
 pub fn config_check(file: Option<PathBuf>) -> i32 {
-    let (path, required) = shoal::paths::config_file(file.as_deref());
-    match shoal::config::load(&path, required) {
+    let (path, required) = shoal_base::paths::config_file(file.as_deref());
+    match shoal_daemon::config::load(&path, required) {
         Ok(l) if l.path.is_none() => {
             output::line(&format!(
                 "{}: no config file; defaults apply",

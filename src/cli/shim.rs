@@ -97,7 +97,7 @@ pub fn read_token_file(path: &std::path::Path) -> Result<String, String> {
 }
 
 pub fn run(socket: Option<PathBuf>, session: Option<String>, token: Option<String>) -> i32 {
-    let path = shoal::paths::socket_path(socket.as_deref());
+    let path = shoal_base::paths::socket_path(socket.as_deref());
     let stream = match super::client::connect_or_start(&path) {
         Ok(s) => s,
         Err(e) => {

@@ -9,7 +9,7 @@ use super::client::{connect, Client};
 use super::output;
 
 pub fn run(socket: Option<PathBuf>, as_json: bool, watch: bool) -> i32 {
-    let path = shoal::paths::socket_path(socket.as_deref());
+    let path = shoal_base::paths::socket_path(socket.as_deref());
     loop {
         let status = match fetch(&path) {
             Ok(s) => s,

@@ -105,14 +105,14 @@ fn remote(e: &Value) -> String {
 
 /// Take over `pty` of `session`; the exit code.
 pub fn run(socket: Option<PathBuf>, session: &str, pty: &str) -> i32 {
-    let Some(n) = shoal::pty::parse_id(pty) else {
+    let Some(n) = shoal_pty::parse_id(pty) else {
         return fail(format!("{pty:?} is not a PTY id (pty:N)"));
     };
-    let pty_id = shoal::pty::id_name(n);
+    let pty_id = shoal_pty::id_name(n);
     if !io::stdin().is_terminal() || !io::stdout().is_terminal() {
         return fail("--pty needs a terminal on stdin and stdout");
     }
-    let path = shoal::paths::socket_path(socket.as_deref());
+    let path = shoal_base::paths::socket_path(socket.as_deref());
     let stream = match super::client::connect(&path) {
         Ok(s) => s,
         Err(e) => return fail(format!("no daemon answers at {}: {e}", path.display())),

@@ -8,14 +8,14 @@ use std::io::BufRead;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use shoal::sync::Locked;
+use shoal_base::sync::Locked;
 
 use super::live::{self, Item, Pending};
 use super::output;
 
 /// `session`: one session's view (`None`: every session's).
 pub fn run(socket: Option<PathBuf>, session: Option<String>) -> i32 {
-    let path = shoal::paths::socket_path(socket.as_deref());
+    let path = shoal_base::paths::socket_path(socket.as_deref());
     let (mut c, already) = match live::open(&path, session.as_deref(), "watch", true) {
         Ok(x) => x,
         Err(e) => {

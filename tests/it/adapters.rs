@@ -8,9 +8,9 @@ use std::sync::{Arc, OnceLock};
 
 use crate::common::*;
 use serde_json::json;
-use shoal::adapters::{self, Catalog};
-use shoal::lang::session::{Position, Session, SessionOptions};
-use shoal::value::{render, Value};
+use shoal_lang::adapters::{self, Catalog};
+use shoal_lang::session::{Position, Session, SessionOptions};
+use shoal_value::{render, Value};
 
 mod recorded;
 
@@ -72,7 +72,7 @@ fn columns(v: &Value) -> Vec<String> {
     }
 }
 
-fn rows(v: &Value) -> Vec<Arc<shoal::value::Record>> {
+fn rows(v: &Value) -> Vec<Arc<shoal_value::Record>> {
     match &out(v) {
         Value::Table(rows) => rows.as_ref().clone(),
         Value::List(items) => items

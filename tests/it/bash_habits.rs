@@ -403,7 +403,7 @@ fn mcp_exec_carries_warnings() {
     assert!(text.contains("warning[dollar_in_string]"), "{text}");
     // The detailed output schema knows the field, and the result validates
     // against it and against the advertised one, as strict clients check.
-    let detailed = shoal::proto::mcp::tools_detailed(shoal::proto::mcp::Caps {
+    let detailed = shoal_proto::mcp::tools_detailed(shoal_proto::mcp::Caps {
         journal: true,
         events: true,
     });

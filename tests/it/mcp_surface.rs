@@ -80,11 +80,11 @@ impl Mcp {
 /// The detailed output schema of `tool` (what every result keeps; the
 /// listing advertises only that results are objects).
 fn output_validator(_m: &mut Mcp, tool: &str) -> jsonschema::Validator {
-    let caps = shoal::proto::mcp::Caps {
+    let caps = shoal_proto::mcp::Caps {
         journal: true,
         events: true,
     };
-    let tools = shoal::proto::mcp::tools_detailed(caps);
+    let tools = shoal_proto::mcp::tools_detailed(caps);
     let t = tools
         .as_array()
         .unwrap()

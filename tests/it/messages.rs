@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use shoal::lang::{ExecError, Position, Session, SessionOptions};
+use shoal_lang::{ExecError, Position, Session, SessionOptions};
 
 /// A CamelCase word (`NotFound`, `RParen`, `StarEq`): the shape of a Rust
 /// type or variant name.

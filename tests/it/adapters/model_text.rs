@@ -202,7 +202,7 @@ fn the_card_and_the_instructions_teach_the_raw_form() {
         "{instructions}"
     );
     assert!(
-        shoal::proto::mcp::LANGUAGE_CARD.contains("`^cmd` runs the program as\nwritten, untyped"),
+        shoal_proto::mcp::LANGUAGE_CARD.contains("`^cmd` runs the program as\nwritten, untyped"),
         "the card teaches ^"
     );
 }

@@ -1,0 +1,520 @@
+//! Processes belong to the daemon, dead or alive (docs/processes.md).
+//!
+//! Every program the daemon starts has a home: its session and its owner
+//! (the foreground exec, task N or PTY N), set on the evaluating thread with
+//! [`with_home`] (or passed explicitly for a PTY). Where a cgroup v2 tree is
+//! writable, each program runs in its own leaf cgroup
+//! `<own cgroup>/shoal-<daemon pid>/s-<session hex>/<owner>/<n>`, joined by the
+//! child itself between fork and exec (it writes `0` to a `cgroup.procs`
+//! descriptor opened before the fork), so `setsid` and double forks cannot
+//! leave it. Killing an owner, a session or the daemon's tree is one write
+//! to `cgroup.kill`. The tree is named in `<state dir>/processes`; a daemon
+//! that finds a dead daemon's record kills what it names ([`record`]).
+//!
+//! Without a writable cgroup2 (or with `SHOAL_NO_CGROUP=1`) the daemon is a
+//! child subreaper, its programs get `PR_SET_PDEATHSIG(SIGKILL)` and their
+//! process groups are recorded with their leaders' start times ([`fallback`]).
+
+pub mod cgroup;
+mod fallback;
+pub mod record;
+
+use std::cell::RefCell;
+use std::fs;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::sync::Locked;
+
+/// Who started a program, within its session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// The session's foreground evaluation.
+    Exec,
+    Task(u64),
+    Pty(u64),
+}
+
+impl Owner {
+    fn dir_name(&self) -> String {
+        match self {
+            Owner::Exec => "exec".into(),
+            Owner::Task(n) => format!("task-{n}"),
+            Owner::Pty(n) => format!("pty-{n}"),
+        }
+    }
+}
+
+/// A program's home: its session and its owner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Home {
+    pub session: Arc<str>,
+    pub owner: Owner,
+}
+
+impl Home {
+    pub fn new(session: &str, owner: Owner) -> Home {
+        Home {
+            session: session.into(),
+            owner,
+        }
+    }
+}
+
+thread_local! {
+    static HOME: RefCell<Option<Home>> = const { RefCell::new(None) };
+}
+
+/// Run `f` with `home` owning every program this thread starts.
+pub fn with_home<T>(home: Option<Home>, f: impl FnOnce() -> T) -> T {
+    struct Reset(Option<Home>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let prev = self.0.take();
+            HOME.with(|c| *c.borrow_mut() = prev);
+        }
+    }
+    let prev = HOME.with(|c| std::mem::replace(&mut *c.borrow_mut(), home));
+    let _reset = Reset(prev);
+    f()
+}
+
+/// The home of this thread's programs (a thread it starts copies it).
+pub fn current_home() -> Option<Home> {
+    HOME.with(|c| c.borrow().clone())
+}
+
+enum Mode {
+    Cgroup { base: PathBuf },
+    Fallback,
+}
+
+struct Manager {
+    mode: Mode,
+    record: PathBuf,
+    /// Live programs per session (leaders not yet reaped).
+    live: Mutex<std::collections::HashMap<Arc<str>, usize>>,
+}
+
+/// PTY children not yet reaped, each with its cgroup (docs/processes.md):
+/// the PTY layer adds and reaps them; the subreaper fallback leaves them to it.
+static PTY_CHILDREN: Mutex<std::collections::BTreeMap<i32, Tracked>> =
+    Mutex::new(std::collections::BTreeMap::new());
+
+/// The table of PTY children not yet reaped, locked.
+pub fn pty_children() -> std::sync::MutexGuard<'static, std::collections::BTreeMap<i32, Tracked>> {
+    PTY_CHILDREN.locked()
+}
+
+static MANAGER: OnceLock<Manager> = OnceLock::new();
+static NEXT_LEAF: AtomicU64 = AtomicU64::new(1);
+static CLOSED: AtomicU64 = AtomicU64::new(1);
+
+fn manager() -> Option<&'static Manager> {
+    MANAGER.get()
+}
+
+/// The session's directory name: `s-` and the name in hex (long names: a hash).
+fn session_dir_name(session: &str) -> String {
+    let b = session.as_bytes();
+    if b.len() <= 100 {
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        format!("s-{hex}")
+    } else {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        session.hash(&mut h);
+        format!("s-h{:016x}", h.finish())
+    }
+}
+
+/// What the daemon uses: `"cgroup"`, `"fallback"` or `"none"` (not started).
+pub fn mode_name() -> &'static str {
+    match manager().map(|m| &m.mode) {
+        Some(Mode::Cgroup { .. }) => "cgroup",
+        Some(Mode::Fallback) => "fallback",
+        None => "none",
+    }
+}
+
+/// Daemon start: kill what a dead daemon of `state_dir` left, pick the cgroup
+/// tree (or the fallback) and record it.
+pub fn init(state_dir: &Path) {
+    let record = state_dir.join("processes");
+    record::recover(&record);
+    let no_cgroup = std::env::var_os("SHOAL_NO_CGROUP").is_some_and(|v| v == "1");
+    let mode = if no_cgroup {
+        tracing::info!("processes: SHOAL_NO_CGROUP=1, using the subreaper fallback");
+        Mode::Fallback
+    } else {
+        match make_base() {
+            Ok(base) => Mode::Cgroup { base },
+            Err(why) => {
+                tracing::warn!(
+                    "processes: no writable cgroup2 ({why}); using the subreaper fallback"
+                );
+                Mode::Fallback
+            }
+        }
+    };
+    if let Mode::Fallback = mode {
+        fallback::start();
+    }
+    if let Mode::Cgroup { base } = &mode {
+        tracing::info!(cgroup = %base.display(), "processes: one cgroup per program");
+    }
+    let m = Manager {
+        mode,
+        record,
+        live: Mutex::new(Default::default()),
+    };
+    let _ = MANAGER.set(m);
+    save_record();
+}
+
+fn make_base() -> Result<PathBuf, String> {
+    let own = cgroup::own_cgroup().ok_or("no cgroup2 mount or no 0:: line in /proc/self/cgroup")?;
+    sweep_dead_siblings(&own);
+    let base = own.join(format!("shoal-{}", std::process::id()));
+    match fs::create_dir(&base) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("mkdir {}: {e}", base.display())),
+    }
+    if !cgroup::is_cgroup(&base) {
+        let _ = fs::remove_dir(&base);
+        return Err(format!("{} has no cgroup.kill", base.display()));
+    }
+    Ok(base)
+}
+
+/// Remove the empty trees of dead daemons beside ours (a daemon of another
+/// state dir that was SIGKILLed and never restarted). Only empty cgroups go:
+/// processes are killed only from a record of our own state dir.
+fn sweep_dead_siblings(own: &Path) {
+    let Ok(rd) = fs::read_dir(own) else { return };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("shoal-"))
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let dir = e.path();
+        if record::start_time(pid).is_none() && !cgroup::populated(&dir) {
+            let _ = cgroup::remove_tree(&dir);
+        }
+    }
+}
+
+/// Serializes [`save_record`]: what is read and what is renamed into place
+/// stay in step (a later snapshot is never replaced by an earlier one).
+static SAVING: Mutex<()> = Mutex::new(());
+
+fn save_record() {
+    let Some(m) = manager() else { return };
+    let _one = SAVING.locked();
+    let me = std::process::id() as i32;
+    let rec = record::Record {
+        daemon: (me, record::start_time(me).unwrap_or(0)),
+        cgroup: match &m.mode {
+            Mode::Cgroup { base } => Some(base.clone()),
+            Mode::Fallback => None,
+        },
+        groups: fallback::groups(),
+    };
+    if let Err(e) = rec.save(&m.record) {
+        tracing::warn!("cannot write {}: {e}", m.record.display());
+    }
+}
+
+fn session_path(base: &Path, session: &str) -> PathBuf {
+    base.join(session_dir_name(session))
+}
+
+/// Prepared before a fork: what the child does to join its home.
+#[derive(Default)]
+pub struct Join {
+    /// Fallback: keeps the orphan reaper away until the child is tracked.
+    _spawning: Option<std::sync::RwLockReadGuard<'static, ()>>,
+    procs: Option<Arc<OwnedFd>>,
+    leaf: Option<PathBuf>,
+    home: Option<Home>,
+    pdeathsig: bool,
+}
+
+/// The child's half of a [`Join`]: cloned in the parent before the fork;
+/// in the child it only writes and calls prctl (no allocation).
+#[derive(Clone, Debug)]
+pub struct ChildJoin {
+    procs: Option<Arc<OwnedFd>>,
+    pdeathsig: bool,
+}
+
+impl ChildJoin {
+    /// In the child, between fork and exec (before any confinement): join
+    /// the leaf cgroup; ask for SIGKILL when the spawning thread dies.
+    /// Failing to join is not fatal (the program runs unowned rather than
+    /// not at all).
+    pub fn apply(&self) -> io::Result<()> {
+        if let Some(fd) = &self.procs {
+            let _ = rustix::io::write(fd.as_fd(), b"0");
+        }
+        if self.pdeathsig {
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+        }
+        Ok(())
+    }
+}
+
+/// Prepare a spawn for `home` (`None`: this thread's home). `pty`: the program
+/// is started by a short-lived thread, so no parent-death signal.
+pub fn prepare(home: Option<Home>, pty: bool) -> Join {
+    let Some(m) = manager() else {
+        return Join::default();
+    };
+    let home = home.or_else(current_home);
+    let mut j = Join {
+        pdeathsig: !pty,
+        home: home.clone(),
+        ..Join::default()
+    };
+    if let Mode::Fallback = m.mode {
+        j._spawning = Some(fallback::SPAWNING.read().unwrap_or_else(|e| e.into_inner()));
+    }
+    let Mode::Cgroup { base } = &m.mode else {
+        return j;
+    };
+    let n = NEXT_LEAF.fetch_add(1, Ordering::Relaxed);
+    let leaf = match &home {
+        Some(h) => session_path(base, &h.session).join(h.owner.dir_name()),
+        // A program no session owns still dies with the daemon's tree.
+        None => base.join("unowned"),
+    }
+    .join(n.to_string());
+    // A concurrent removal of an empty parent can race the mkdir: retry.
+    let mut made = fs::create_dir_all(&leaf);
+    for _ in 0..3 {
+        if made.is_ok() {
+            break;
+        }
+        made = fs::create_dir_all(&leaf);
+    }
+    if let Err(e) = made {
+        tracing::warn!(cgroup = %leaf.display(), "cannot create the program's cgroup: {e}");
+        return j;
+    }
+    match fs::OpenOptions::new()
+        .write(true)
+        .open(leaf.join("cgroup.procs"))
+    {
+        Ok(f) => {
+            j.procs = Some(Arc::new(OwnedFd::from(f)));
+            j.leaf = Some(leaf);
+        }
+        Err(e) => {
+            tracing::warn!(cgroup = %leaf.display(), "cannot open cgroup.procs: {e}");
+            let _ = fs::remove_dir(&leaf);
+        }
+    }
+    j
+}
+
+impl Join {
+    pub fn child(&self) -> ChildJoin {
+        ChildJoin {
+            procs: self.procs.clone(),
+            pdeathsig: self.pdeathsig,
+        }
+    }
+
+    /// The spawn failed: remove the leaf again.
+    pub fn abandon(self) {
+        if let Some(l) = &self.leaf {
+            let _ = fs::remove_dir(l);
+        }
+    }
+
+    /// The child `pid` (its own group leader) started.
+    pub fn started(self, pid: i32) -> Tracked {
+        if let Some(m) = manager() {
+            if let Some(h) = &self.home {
+                *m.live.locked().entry(h.session.clone()).or_default() += 1;
+            }
+            if let Mode::Fallback = m.mode {
+                let session = self
+                    .home
+                    .as_ref()
+                    .map_or_else(|| "".into(), |h| h.session.clone());
+                fallback::track(pid, session);
+                save_record();
+            }
+        }
+        Tracked {
+            pid,
+            leaf: self.leaf,
+            home: self.home,
+        }
+    }
+}
+
+/// A started program; dropping it (after the leader was reaped) removes its
+/// leaf when nothing is left in it.
+#[derive(Debug)]
+pub struct Tracked {
+    pid: i32,
+    leaf: Option<PathBuf>,
+    home: Option<Home>,
+}
+
+impl Tracked {
+    /// SIGKILL everything in the program's cgroup (setsid and double-forked
+    /// descendants included). Without a cgroup: nothing (the caller signals
+    /// the process group).
+    pub fn kill(&self) {
+        if let Some(l) = &self.leaf {
+            if cgroup::populated(l) {
+                let _ = cgroup::kill(l);
+            }
+        }
+    }
+}
+
+impl Tracked {
+    /// Wait (bounded) until nothing is left in the program's cgroup, then
+    /// drop it (which removes the cgroup).
+    pub fn remove_when_empty(self, within: Duration) {
+        if let Some(l) = &self.leaf {
+            cgroup::wait_empty(l, within);
+        }
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if let Some(m) = manager() {
+            if let Some(h) = &self.home {
+                let mut live = m.live.locked();
+                if let Some(n) = live.get_mut(&h.session) {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        live.remove(&h.session);
+                    }
+                }
+            }
+            if let Mode::Fallback = m.mode {
+                fallback::untrack(self.pid);
+                save_record();
+            }
+        }
+        if let Some(l) = &self.leaf {
+            let exec = self.home.as_ref().is_some_and(|h| h.owner == Owner::Exec);
+            if !cgroup::populated(l) && fs::remove_dir(l).is_ok() && !exec {
+                // A task's or PTY's directory goes too once it is empty (the
+                // foreground's stays for its next program).
+                if let Some(parent) = l.parent() {
+                    let _ = fs::remove_dir(parent);
+                }
+            }
+        }
+    }
+}
+
+/// Kill everything `home`'s owner started (task cancel, PTY close) and
+/// remove its cgroups. Without a cgroup: the owner's tracked groups.
+pub fn kill_owner(home: &Home) {
+    let Some(m) = manager() else { return };
+    match &m.mode {
+        Mode::Cgroup { base } => {
+            let dir = session_path(base, &home.session).join(home.owner.dir_name());
+            cgroup::kill_tree(&dir, Duration::from_secs(2));
+        }
+        Mode::Fallback => {}
+    }
+}
+
+/// How many processes `session` has (its cgroup subtree; in the fallback,
+/// its live tracked programs).
+pub fn count(session: &str) -> usize {
+    let Some(m) = manager() else { return 0 };
+    match &m.mode {
+        Mode::Cgroup { base } => {
+            let dir = session_path(base, session);
+            if dir.exists() {
+                cgroup::pids(&dir).len()
+            } else {
+                0
+            }
+        }
+        Mode::Fallback => m.live.locked().get(session).copied().unwrap_or(0),
+    }
+}
+
+/// Session close: once the session's programs had their polite signals
+/// (bounded by `grace`), kill what is left of its tree and remove it. Runs on
+/// a thread of its own; the session's directory is renamed first so a new
+/// session of the same name starts in a fresh one.
+pub fn close_session(session: &str, grace: Duration) {
+    let Some(m) = manager() else { return };
+    let session: Arc<str> = session.into();
+    let closing = match &m.mode {
+        Mode::Cgroup { base } => {
+            let dir = session_path(base, &session);
+            if !dir.exists() {
+                None
+            } else {
+                let to = base.join(format!("closed-{}", CLOSED.fetch_add(1, Ordering::Relaxed)));
+                match fs::rename(&dir, &to) {
+                    Ok(()) => Some(to),
+                    Err(e) => {
+                        tracing::debug!("cannot rename {}: {e}", dir.display());
+                        Some(dir)
+                    }
+                }
+            }
+        }
+        Mode::Fallback => None,
+    };
+    let spawned = std::thread::Builder::new()
+        .name("shoal-close".into())
+        .spawn(move || {
+            let deadline = std::time::Instant::now() + grace;
+            while m.live.locked().contains_key(&session) && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            match &m.mode {
+                Mode::Cgroup { .. } => {
+                    if let Some(dir) = closing {
+                        let n = cgroup::kill_tree(&dir, Duration::from_secs(2));
+                        if n > 0 {
+                            tracing::info!(session = %session, killed = n, "session closed: its processes were killed");
+                        }
+                    }
+                }
+                Mode::Fallback => fallback::kill_session(&session),
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start the session-close thread: {e}");
+    }
+}
+
+/// Clean daemon stop (after the polite signals): kill everything the daemon
+/// started, remove its tree and its record.
+pub fn shutdown() {
+    let Some(m) = manager() else { return };
+    let killed = match &m.mode {
+        Mode::Cgroup { base } => cgroup::kill_tree(base, Duration::from_secs(3)),
+        Mode::Fallback => fallback::kill_all(),
+    };
+    if killed > 0 {
+        tracing::info!(killed, "stopping: processes still running were killed");
+    }
+    let _ = fs::remove_file(&m.record);
+}

@@ -1,0 +1,223 @@
+//! `daemon.status` / `shoal status`: the daemon's facts, every actor's row,
+//! each session with its owner and child table, the journal's health and each
+//! `[limits]` quota with its use. A token principal is shown only the sessions
+//! it may reach and its own quota, none of the daemon's internals. It reads counters and asks supervisors with
+//! a deadline: it never waits on a stuck one and never changes anything.
+
+use actix::prelude::*;
+use serde_json::{json, Value as Json};
+
+use super::super::health::rss_bytes;
+use super::super::journal_writer::Services;
+use super::super::msg::GetStatus;
+use super::super::session::SessionShared;
+use super::Daemon;
+use shoal_base::sync::Locked;
+
+impl Daemon {
+    /// Each `[limits]` quota with its current use, where the daemon can count it. Per-session
+    /// and per-connection quotas show the busiest session or connection.
+    fn limits_json(&self) -> Json {
+        let l = &self.config.limits;
+        let live = self
+            .sessions
+            .values()
+            .filter(|(a, _, _)| a.connected())
+            .count();
+        let spill_used = self
+            .sessions
+            .values()
+            .map(|(_, s, _)| spill_used(s))
+            .max()
+            .unwrap_or(0);
+        let ptys_used = self
+            .sessions
+            .keys()
+            .map(|name| shoal_pty::open_in_session(name).len())
+            .max()
+            .unwrap_or(0);
+        json!({
+            "sessions": {"used": live, "max": l.max_sessions, "key": "max_sessions"},
+            // The busiest token principal's sessions (the local uid has no such cap).
+            "sessions_per_principal": {
+                "used": self.busiest_owner(),
+                "max": l.max_sessions_per_principal,
+                "key": "max_sessions_per_principal",
+            },
+            "connections": {
+                "used": self.connections.load(std::sync::atomic::Ordering::Relaxed),
+                "max": l.max_connections,
+                "key": "max_connections",
+            },
+            "subscriptions_per_connection": {
+                "used": self.registry.max_subscriptions(),
+                "max": l.max_subscriptions_per_connection,
+                "key": "max_subscriptions_per_connection",
+            },
+            // `used` (the busiest session's live tasks) is filled in from the
+            // session tables.
+            "tasks_per_session": {"used": 0, "max": l.max_tasks_per_session, "key": "max_tasks_per_session"},
+            "ptys_per_session": {
+                "used": ptys_used,
+                "max": l.max_ptys_per_session,
+                "key": "max_ptys_per_session",
+            },
+            "session_memory": {"max": l.session_memory, "key": "session_memory"},
+            "spill_bytes": {"used": spill_used, "max": l.spill_bytes, "key": "spill_bytes"},
+        })
+    }
+    /// Live sessions of the token principal that owns the most.
+    fn busiest_owner(&self) -> usize {
+        let local = &shoal_policy::runtime().local;
+        let mut per: std::collections::HashMap<&str, usize> = Default::default();
+        for (a, s, _) in self.sessions.values() {
+            if a.connected() && &s.owner != local {
+                *per.entry(s.owner.as_str()).or_default() += 1;
+            }
+        }
+        per.into_values().max().unwrap_or(0)
+    }
+
+    pub(super) fn session_json(shared: &SessionShared) -> Json {
+        let ptys = shoal_pty::open_in_session(&shared.name);
+        json!({
+            "name": shared.name,
+            "owner": shared.owner,
+            "cwd": shared.cwd.display().to_string(),
+            "clients": shared.clients.load(std::sync::atomic::Ordering::Relaxed),
+            "humans": shared.humans.to_json(),
+            "busy": shared.busy.load(std::sync::atomic::Ordering::Relaxed),
+            "transcript": shared.transcript_len(),
+            "tasks": 0,
+            "ptys": ptys.len(),
+            // Bytes the session's PTYs hold of `[limits] session_memory`.
+            "pty_memory": shared.memory.held(),
+            // Processes in the session's cgroups (fallback: live programs).
+            "procs": shoal_base::procs::count(&shared.name),
+            "spill_bytes": spill_used(shared),
+            "ref_waits": shared.ref_waits(),
+            "quick_execs": shared.quick_execs.load(std::sync::atomic::Ordering::Relaxed),
+            "pty_list": ptys.iter().map(shoal_pty::api::list_entry).collect::<Vec<_>>(),
+            "age_ms": shared.created.elapsed().as_millis() as u64,
+        })
+    }
+}
+
+impl Handler<GetStatus> for Daemon {
+    type Result = ResponseFuture<Json>;
+
+    fn handle(&mut self, msg: GetStatus, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        if msg.principal != shoal_policy::runtime().local {
+            let status = self.token_status(&msg.principal);
+            return Box::pin(async move { status });
+        }
+        let adapters = self.adapters().clone();
+        let i = &self.info;
+        // Each supervisor's child table (tasks with state, age, pid); a
+        // supervisor that does not answer in time shows without it.
+        let tables: Vec<_> = self
+            .sessions
+            .values()
+            .map(|(addr, _, stats)| {
+                stats.enqueue();
+                addr.send(super::super::session_supervisor::ListChildren)
+            })
+            .collect();
+        let mut status = json!({
+            "daemon": {
+                "pid": i.pid,
+                "version": env!("CARGO_PKG_VERSION"),
+                "uptime_ms": i.started.elapsed().as_millis() as u64,
+                "started_unix_ms": i.started_unix_ms,
+                "socket": i.socket.display().to_string(),
+                "socket_activated": i.socket_activated,
+                "state_dir": i.state_dir.display().to_string(),
+                "config": i.config.as_ref().map(|p| p.display().to_string()),
+                "log_dir": i.log_dir.display().to_string(),
+            },
+            "actors": self.registry.snapshot(),
+            "sessions": self.sessions.values().map(|(_, s, _)| Daemon::session_json(s)).collect::<Vec<_>>(),
+            "journal": self.services.as_ref().map(Services::status_json),
+            "services": self.service_set.status_json(),
+            "limits": self.limits_json(),
+            "adapters": {"count": adapters.len(), "warnings": adapters.warnings},
+            "leash": shoal_policy::status_json(),
+            "rss_bytes": rss_bytes(),
+            "http": crate::http::status_json(),
+        });
+        Box::pin(async move {
+            let mut busiest = 0;
+            for (i, t) in tables.into_iter().enumerate() {
+                let table = tokio::time::timeout(std::time::Duration::from_millis(500), t)
+                    .await
+                    .ok()
+                    .and_then(Result::ok);
+                if let (Some(table), Some(s)) = (table, status["sessions"].get_mut(i)) {
+                    let live = table["tasks"].as_array().map_or(0, |t| {
+                        t.iter()
+                            .filter(|r| {
+                                !matches!(
+                                    r["state"].as_str(),
+                                    Some("completed" | "failed" | "cancelled")
+                                )
+                            })
+                            .count()
+                    });
+                    s["tasks"] = json!(live);
+                    busiest = busiest.max(live);
+                    s["task_list"] = table["tasks"].clone();
+                    s["children"] = table["children"].clone();
+                    s["restarts"] = table["restarts"].clone();
+                }
+            }
+            status["limits"]["tasks_per_session"]["used"] = json!(busiest);
+            status
+        })
+    }
+}
+
+impl Daemon {
+    /// What a token principal's `daemon.status` shows: the version, the sessions it may
+    /// reach (with its access to each) and the session quotas as they apply to it.
+    fn token_status(&self, principal: &str) -> Json {
+        let mut owned = 0;
+        let sessions: Vec<Json> = self
+            .sessions
+            .values()
+            .filter_map(|(a, s, _)| {
+                let access = super::super::session_handle::access_of(principal, &s.owner, &s.name)?;
+                if a.connected() && s.owner == principal {
+                    owned += 1;
+                }
+                let mut row = Daemon::session_json(s);
+                row["access"] = json!(match access {
+                    super::super::session_handle::Access::Full => "full",
+                    super::super::session_handle::Access::Read => "read",
+                });
+                Some(row)
+            })
+            .collect();
+        let l = &self.config.limits;
+        json!({
+            "daemon": {
+                "version": env!("CARGO_PKG_VERSION"),
+                "uptime_ms": self.info.started.elapsed().as_millis() as u64,
+            },
+            "principal": principal,
+            "sessions": sessions,
+            "limits": {
+                "sessions_per_principal": {
+                    "used": owned,
+                    "max": l.max_sessions_per_principal,
+                    "key": "max_sessions_per_principal",
+                },
+            },
+        })
+    }
+}
+
+/// Bytes in a session's spill files now (0 before its first exec).
+fn spill_used(shared: &SessionShared) -> u64 {
+    shared.spill.locked().as_ref().map_or(0, |q| q.used())
+}

@@ -1,0 +1,305 @@
+//! The bus: slow subscribers, the inbox, settling at shutdown.
+
+use super::*;
+use crate::health::Registry;
+use std::sync::Mutex;
+use std::time::Duration;
+
+fn publish(channel: &str, v: u64) -> (Publish, Option<Arc<Origin>>) {
+    let p = Publish {
+        channel: channel.into(),
+        payload: json!(v).into(),
+    };
+    (p, None)
+}
+
+#[test]
+fn the_inbox_wakes_the_bus_once_per_idle_spell_unless_someone_listens() {
+    let inbox = Inbox::default();
+    // Nothing published: no wake.
+    assert!(!inbox.push([], false));
+    // The first publish after idle wakes the bus; the next ones wait for its tick.
+    assert!(inbox.push([publish("a", 0)], false));
+    assert!(!inbox.push([publish("a", 1), publish("a", 2)], false));
+    // The bus takes them in order; a tick that finds nothing new disarms.
+    let got: Vec<Json> = inbox
+        .take()
+        .0
+        .iter()
+        .map(|(p, _)| p.payload.to_json().into_owned())
+        .collect();
+    assert_eq!(got, vec![json!(0), json!(1), json!(2)]);
+    assert!(
+        !inbox.push([publish("a", 3)], false),
+        "armed: the tick takes it"
+    );
+    assert!(inbox.disarm_if_empty(), "something came in: keep ticking");
+    assert_eq!(inbox.take().0.len(), 1);
+    assert!(!inbox.disarm_if_empty(), "idle: disarmed");
+    assert!(inbox.push([publish("a", 4)], false), "idle again: wakes");
+    inbox.take();
+    // Live subscribers of the channel, or immediate durability: every publish wakes the
+    // bus, with one Drain in flight at most; a publish on another channel does not.
+    inbox.set_live(vec!["a".into()]);
+    assert!(inbox.push([publish("a", 5)], false));
+    assert!(
+        !inbox.push([publish("a", 6)], false),
+        "a Drain is already on its way"
+    );
+    inbox.take();
+    assert!(inbox.push([publish("a", 7)], false));
+    inbox.take();
+    assert!(!inbox.disarm_if_empty());
+    assert!(
+        inbox.push([publish("b", 1)], false),
+        "idle: the first publish wakes"
+    );
+    inbox.take();
+    assert!(
+        !inbox.push([publish("b", 2)], false),
+        "armed, nobody hears b: the tick"
+    );
+    inbox.take();
+    assert!(!inbox.disarm_if_empty());
+    inbox.set_live(vec![]);
+    assert!(inbox.push([publish("a", 8)], true), "prompt");
+    // A full inbox wakes the bus even while armed.
+    inbox.take();
+    assert!(!inbox.push((0..WAKE_AT as u64 - 1).map(|i| publish("a", i)), false));
+    assert!(inbox.push([publish("a", 9)], false));
+}
+
+/// A collector of delivered events.
+struct Collect(Arc<Mutex<Vec<BusEvent>>>);
+impl Actor for Collect {
+    type Context = Context<Self>;
+}
+impl Handler<BusEvent> for Collect {
+    type Result = ();
+    fn handle(&mut self, ev: BusEvent, _ctx: &mut Context<Self>) {
+        self.0.lock().unwrap().push(ev);
+    }
+}
+
+#[test]
+fn an_inbox_nobody_takes_keeps_the_newest_events_and_counts_the_rest() {
+    // A bus gone for good never takes its inbox: publishers must not grow it without end.
+    let inbox = Inbox::default();
+    let n = MAX_PENDING as u64 + 1000;
+    for i in 0..n {
+        inbox.push([publish("a", i)], false);
+    }
+    let (kept, dropped) = inbox.take();
+    assert_eq!(kept.len(), MAX_PENDING);
+    assert_eq!(dropped, 1000);
+    assert_eq!(
+        kept[0].0.payload.to_json().into_owned(),
+        json!(1000),
+        "the oldest went"
+    );
+    assert_eq!(
+        kept.back().unwrap().0.payload.to_json().into_owned(),
+        json!(n - 1)
+    );
+    let (rest, dropped) = inbox.take();
+    assert!(rest.is_empty());
+    assert_eq!(dropped, 0, "the count starts again");
+}
+
+#[test]
+fn publishes_through_the_inbox_are_read_in_order_and_delivered_to_subscribers() {
+    let sys = System::new();
+    sys.block_on(async {
+        let reg = Arc::new(Registry::default()).register("event_bus", "t", None);
+        let stats = reg.stats.clone();
+        let book = SubscriberBook::default();
+        let bus = EventBus::with_book(None, vec![], book.clone(), reg).start();
+        let handle = book.handle(
+            Supervised::new(crate::health::Counted::new(bus.clone(), stats)),
+            false,
+        );
+        // No subscriber: a read right after the publishes sees them all, in order.
+        for i in 0..5 {
+            handle.publish("q", json!(i));
+        }
+        let read = |bus: &Addr<EventBus>| {
+            bus.send(ReadEvents {
+                channel: "q".into(),
+                since: None,
+                limit: None,
+                scope: None,
+            })
+        };
+        let seqs: Vec<u64> = read(&bus).await.unwrap().iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![0, 1, 2, 3, 4]);
+        // A direct Publish comes after what the inbox held before it.
+        handle.publish("q", json!(5));
+        let direct = bus
+            .send(Publish {
+                channel: "q".into(),
+                payload: json!(6).into(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(direct.seq, 6);
+        // With a subscriber, a publish is delivered with no read to drain it.
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let g = got.clone();
+        let sub = Collect(g).start();
+        bus.send(Subscribe {
+            channel: "q".into(),
+            sub: sub.recipient(),
+            scope: None,
+        })
+        .await
+        .unwrap();
+        handle.publish("q", json!(7));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while got.lock().unwrap().is_empty() {
+            assert!(std::time::Instant::now() < deadline, "not delivered");
+            actix_rt::time::sleep(Duration::from_millis(1)).await;
+        }
+        let got = got.lock().unwrap().clone();
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            (got[0].seq, got[0].payload.to_json().into_owned()),
+            (7, json!(7))
+        );
+    });
+}
+
+#[test]
+fn settle_queues_the_durable_events_left_in_the_inbox_for_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = journal::Store::open(dir.path().join("j.redb"), Default::default()).unwrap();
+    let writer = Writer::start(Arc::new(store), Default::default()).unwrap();
+    let book = SubscriberBook::default();
+    book.inbox.push(
+        [
+            publish("journal", 10),
+            publish("user.x", 11),
+            publish("journal", 12),
+        ],
+        false,
+    );
+    assert_eq!(book.settle(&writer), 2, "user.x is not durable");
+    writer.shutdown().unwrap();
+    let stored = writer.store().events_read("journal", None, 0).unwrap();
+    let got: Vec<(u64, Json)> = stored.into_iter().map(|e| (e.seq, e.payload)).collect();
+    assert_eq!(got, vec![(0, json!(10)), (1, json!(12))]);
+    assert!(book.inbox.take().0.is_empty());
+}
+
+/// A subscriber on its own arbiter that takes 1 ms per event.
+struct Slow(Arc<Mutex<Vec<BusEvent>>>);
+impl Actor for Slow {
+    type Context = Context<Self>;
+}
+impl Handler<BusEvent> for Slow {
+    type Result = ();
+    fn handle(&mut self, ev: BusEvent, _ctx: &mut Context<Self>) {
+        std::thread::sleep(Duration::from_millis(1));
+        self.0.lock().unwrap().push(ev);
+    }
+}
+
+#[test]
+fn a_slow_subscriber_gets_a_dropped_marker_then_newer_events() {
+    let sys = System::new();
+    sys.block_on(async {
+        let reg = Arc::new(Registry::default()).register("event_bus", "t", None);
+        let bus = EventBus::new(None, vec![], reg).start();
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let arb = Arbiter::new();
+        let g = got.clone();
+        let slow = Slow::start_in_arbiter(&arb.handle(), move |_| Slow(g));
+        bus.send(Subscribe {
+            channel: "user.t".into(),
+            sub: slow.recipient(),
+            scope: None,
+        })
+        .await
+        .unwrap();
+        let n = 1100u64;
+        for i in 0..n {
+            bus.do_send(Publish {
+                channel: "user.t".into(),
+                payload: json!(i).into(),
+            });
+        }
+        // Wait for the marker, then publish one more.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !got
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| e.payload.to_json().get("dropped").is_some())
+        {
+            assert!(std::time::Instant::now() < deadline, "no marker");
+            actix_rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        bus.send(Publish {
+            channel: "user.t".into(),
+            payload: json!("late").into(),
+        })
+        .await
+        .unwrap();
+        while got
+            .lock()
+            .unwrap()
+            .last()
+            .map(|e| e.payload.to_json().into_owned())
+            != Some(json!("late"))
+        {
+            assert!(std::time::Instant::now() < deadline, "no late event");
+            actix_rt::time::sleep(Duration::from_millis(5)).await;
+        }
+        let got = got.lock().unwrap().clone();
+        let marker_at = got
+            .iter()
+            .position(|e| e.payload.to_json().get("dropped").is_some())
+            .unwrap();
+        let delivered = &got[..marker_at];
+        // Contiguous from 0, at most the queue plus what the subscriber's mailbox holds
+        // (actix's default capacity of 16, plus the one slot a sender may overfill, plus
+        // the one being handled).
+        for (i, e) in delivered.iter().enumerate() {
+            assert_eq!(e.seq, i as u64);
+        }
+        assert!(delivered.len() <= QUEUE + 18, "{}", delivered.len());
+        let m = &got[marker_at];
+        assert_eq!(m.seq, n - 1);
+        assert_eq!(m.payload.to_json()["latest_seq"], json!(n - 1));
+        assert_eq!(
+            m.payload.to_json()["dropped"],
+            json!(n - delivered.len() as u64),
+            "every event is delivered or counted"
+        );
+        assert_eq!(got.len(), marker_at + 2);
+        assert_eq!(got[marker_at + 1].seq, n);
+        // The ring keeps the last RING events; limit keeps the newest.
+        let all = bus
+            .send(ReadEvents {
+                channel: "user.t".into(),
+                since: None,
+                limit: None,
+                scope: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(all.len(), RING);
+        assert_eq!(all.last().unwrap().seq, n);
+        let tail = bus
+            .send(ReadEvents {
+                channel: "user.t".into(),
+                since: Some(n - 10),
+                limit: Some(3),
+                scope: None,
+            })
+            .await
+            .unwrap();
+        let seqs: Vec<u64> = tail.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![n - 2, n - 1, n]);
+        arb.stop();
+    });
+}

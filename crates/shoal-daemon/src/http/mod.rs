@@ -1,0 +1,282 @@
+//! MCP over Streamable HTTP from the daemon itself (docs/http.md): `[http] listen`
+//! or `shoal daemon --http ADDR` serves `/mcp` with actix-web on the daemon's
+//! actix System (its workers are arbiters of that System, stopped with it).
+//!
+//! The transport only carries frames: every MCP session or stateless request is
+//! served by the same MCP connection actor as a `shoal mcp` shim, reached through
+//! the daemon's own socket (`pipe.rs`), so its connections count against
+//! `[limits] max_connections` and end with a hang-up like any other. `guard.rs`
+//! checks Host, Origin and the bearer token; `serve.rs` maps POST, GET and
+//! DELETE onto frames; `sse.rs` numbers, replays and keeps alive event streams.
+
+pub mod guard;
+pub mod pipe;
+mod serve;
+pub mod sse;
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value as Json};
+
+use crate::config::{Config, HttpConfig};
+use shoal_base::sync::Locked;
+use pipe::Pipe;
+use sse::SseStream;
+
+/// What `shoal status` shows of the HTTP listener.
+pub struct HttpStats {
+    pub listen: String,
+    /// TCP connections open now.
+    pub connections: AtomicUsize,
+    /// SSE streams being read now.
+    pub streams: AtomicUsize,
+    /// 2025-era sessions (`Mcp-Session-Id`) open now.
+    pub sessions: AtomicUsize,
+    /// Requests served since start.
+    pub requests: AtomicU64,
+}
+
+static STATS: OnceLock<Arc<HttpStats>> = OnceLock::new();
+
+/// The `http` object of `daemon.status` (`None`: no HTTP listener).
+pub fn status_json() -> Option<Json> {
+    let s = STATS.get()?;
+    Some(json!({
+        "listen": s.listen,
+        "url": format!("http://{}/mcp", s.listen),
+        "connections": s.connections.load(Ordering::Relaxed),
+        "streams": s.streams.load(Ordering::Relaxed),
+        "sessions": s.sessions.load(Ordering::Relaxed),
+        "requests": s.requests.load(Ordering::Relaxed),
+    }))
+}
+
+/// Idle pipes kept per bearer and session for stateless requests.
+const POOL: usize = 8;
+/// Streams a session remembers for `Last-Event-ID`.
+const REMEMBERED_STREAMS: usize = 32;
+
+/// A bearer and the session its stateless requests name on the URL.
+type PoolKey = (String, Option<String>);
+
+/// The listener's shared state (every worker's handlers read it).
+pub struct Http {
+    socket: PathBuf,
+    listen: SocketAddr,
+    limit: usize,
+    cfg: HttpConfig,
+    sessions: std::sync::Mutex<HashMap<String, Arc<Session>>>,
+    /// Idle stateless pipes by (bearer, session).
+    pool: std::sync::Mutex<HashMap<PoolKey, Vec<Arc<Pipe>>>>,
+    stats: Arc<HttpStats>,
+}
+
+/// A 2025-era session: one MCP connection to the daemon, its GET stream and the
+/// streams a client may resume.
+pub struct Session {
+    id: String,
+    principal: String,
+    pipe: Arc<Pipe>,
+    version: String,
+    get: std::sync::Mutex<Option<Arc<SseStream>>>,
+    streams: std::sync::Mutex<VecDeque<Arc<SseStream>>>,
+    last_used: std::sync::Mutex<Instant>,
+}
+
+impl Session {
+    fn touch(&self) {
+        *self.last_used.locked() = Instant::now();
+    }
+
+    fn remember(&self, s: Arc<SseStream>) {
+        let mut v = self.streams.locked();
+        if v.len() >= REMEMBERED_STREAMS {
+            v.pop_front();
+        }
+        v.push_back(s);
+    }
+
+    fn stream(&self, id: u64) -> Option<Arc<SseStream>> {
+        self.streams.locked().iter().find(|s| s.id == id).cloned()
+    }
+
+    fn end(&self) {
+        self.pipe.shut();
+        self.pipe.set_fallback(None);
+        if let Some(g) = self.get.locked().take() {
+            g.finish();
+        }
+    }
+}
+
+impl Http {
+    fn session(&self, id: &str) -> Option<Arc<Session>> {
+        let mut map = self.sessions.locked();
+        let s = map.get(id)?.clone();
+        if s.pipe.is_closed() {
+            map.remove(id);
+            self.stats.sessions.fetch_sub(1, Ordering::SeqCst);
+            s.end();
+            return None;
+        }
+        Some(s)
+    }
+
+    fn remove_session(&self, id: &str) -> bool {
+        let s = self.sessions.locked().remove(id);
+        match s {
+            Some(s) => {
+                self.stats.sessions.fetch_sub(1, Ordering::SeqCst);
+                s.end();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// End sessions unused for `session_idle_secs` with no stream being read.
+    fn reap(&self) {
+        let idle = Duration::from_secs(self.cfg.session_idle_secs);
+        let stale: Vec<String> = self
+            .sessions
+            .locked()
+            .values()
+            .filter(|s| {
+                let read = s.get.locked().as_ref().is_some_and(|g| g.is_live());
+                s.pipe.is_closed() || (!read && s.last_used.locked().elapsed() >= idle)
+            })
+            .map(|s| s.id.clone())
+            .collect();
+        for id in stale {
+            tracing::debug!(session = %id, "http session ended (idle or closed)");
+            self.remove_session(&id);
+        }
+    }
+}
+
+/// A duplicate of a connection's socket: how a handler waiting for an answer learns that
+/// its client went away (the server itself only finds out when it writes).
+#[derive(Clone)]
+pub struct Peer(Arc<std::os::fd::OwnedFd>);
+
+impl Peer {
+    /// The client closed its side (`POLLRDHUP`): HTTP clients do not half-close while
+    /// they wait for an answer, so this is a client that gave up.
+    pub fn gone(&self) -> bool {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        let mut fds = [PollFd::new(&*self.0, PollFlags::RDHUP)];
+        let zero = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        matches!(poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
+            && fds[0]
+                .revents()
+                .intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR)
+    }
+}
+
+/// Counts an open TCP connection until the connection ends.
+struct ConnGuard(Arc<HttpStats>);
+
+impl Drop for ConnGuard {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The address to serve (`--http` over `[http] listen`), checked and bound before the
+/// daemon starts; `None`: HTTP is off. A non-loopback address is an error.
+pub fn bind(flag: Option<&str>, cfg: &HttpConfig) -> Result<Option<std::net::TcpListener>, String> {
+    let Some(addr) = flag.or(cfg.listen.as_deref()) else {
+        return Ok(None);
+    };
+    let a = crate::config::http_listen(addr)?;
+    let l = std::net::TcpListener::bind(a)
+        .map_err(|e| format!("cannot listen for HTTP on {addr}: {e}"))?;
+    Ok(Some(l))
+}
+
+/// Start serving on `listener` (inside the daemon's System): the server runs as tasks
+/// and arbiters of that System and stops with it.
+pub fn start(
+    listener: std::net::TcpListener,
+    socket: PathBuf,
+    config: &Config,
+) -> Result<actix_web::dev::ServerHandle, String> {
+    use actix_web::{web, App, HttpServer};
+    let listen = listener
+        .local_addr()
+        .map_err(|e| format!("http listener: {e}"))?;
+    let stats = Arc::new(HttpStats {
+        listen: listen.to_string(),
+        connections: AtomicUsize::new(0),
+        streams: AtomicUsize::new(0),
+        sessions: AtomicUsize::new(0),
+        requests: AtomicU64::new(0),
+    });
+    let _ = STATS.set(stats.clone());
+    let http = Arc::new(Http {
+        socket,
+        listen,
+        limit: config.daemon.max_frame_bytes as usize,
+        cfg: config.http.clone(),
+        sessions: Default::default(),
+        pool: Default::default(),
+        stats: stats.clone(),
+    });
+    let data = web::Data::from(http.clone());
+    let conn_stats = stats.clone();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .route("/mcp", web::post().to(serve::post))
+            .route("/mcp", web::get().to(serve::get))
+            .route("/mcp", web::delete().to(serve::delete))
+            .default_service(web::to(serve::other))
+    })
+    .workers(workers)
+    .disable_signals()
+    // TCP connections cost a descriptor each; what they can do needs a token, and each MCP
+    // session counts in `max_connections` on the socket. Bounded, not tied to it.
+    .max_connections((config.limits.max_connections * 4).max(64))
+    .client_request_timeout(Duration::from_millis(config.http.request_timeout_ms))
+    .client_disconnect_timeout(Duration::from_secs(1))
+    .on_connect(move |io, ext| {
+        conn_stats.connections.fetch_add(1, Ordering::SeqCst);
+        ext.insert(Arc::new(ConnGuard(conn_stats.clone())));
+        if let Some(t) = io.downcast_ref::<actix_web::rt::net::TcpStream>() {
+            use std::os::fd::AsFd;
+            if let Ok(fd) = t.as_fd().try_clone_to_owned() {
+                ext.insert(Peer(Arc::new(fd)));
+            }
+        }
+    })
+    .listen(listener)
+    .map_err(|e| format!("http listener: {e}"))?
+    .run();
+    let handle = server.handle();
+    actix_rt::spawn(async move {
+        if let Err(e) = server.await {
+            tracing::error!("http server failed: {e}");
+        }
+    });
+    let every = Duration::from_secs(config.http.session_idle_secs.clamp(1, 10));
+    let weak = Arc::downgrade(&http);
+    actix_rt::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let Some(h) = weak.upgrade() else { return };
+            h.reap();
+        }
+    });
+    tracing::info!(listen = %listen, "serving MCP over HTTP at http://{listen}/mcp");
+    Ok(handle)
+}

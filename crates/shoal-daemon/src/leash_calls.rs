@@ -1,0 +1,318 @@
+//! The Leash requests both connections serve (kernel `exec mode:"plan"`,
+//! `explain`, `plan.*`, `cap.request`; MCP `shoal_plan`, `shoal_apply`,
+//! `shoal_cap_request`): principals from tokens, plans through the
+//! session's PlanStore, applies through the session.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value as Json};
+
+use super::msg::{DerivePlan, SessionError};
+use super::plan_store::{Caller, PlanCall, PlanOp, PlanReply};
+use super::session::CallCancel;
+use super::session_handle::SessionHandle;
+use shoal_lang::Position;
+use shoal_policy::plan::{plan_ref, Approval, Plan};
+use shoal_policy::policy::ApproveVia;
+use shoal_policy::{effect, Gate};
+use shoal_proto::elide::Budget;
+use shoal_proto::rpc::{self, RpcError};
+
+/// The principal of a connection: the local uid, or the token's.
+pub fn principal(token: Option<&str>, foreign: bool) -> Result<String, RpcError> {
+    match token {
+        None if foreign => Err(RpcError::new(
+            rpc::AUTH_FAILED,
+            "connections from another uid must present a bearer token",
+        )),
+        None => Ok(shoal_policy::runtime().local.clone()),
+        Some(t) => {
+            let rt = shoal_policy::runtime();
+            let store = rt.tokens.as_ref().ok_or_else(|| {
+                RpcError::new(
+                    rpc::AUTH_FAILED,
+                    "bearer tokens are unavailable in this daemon",
+                )
+            })?;
+            store.validate(t).ok_or_else(|| {
+                RpcError::new(
+                    rpc::AUTH_FAILED,
+                    "invalid, expired, or revoked bearer token",
+                )
+            })
+        }
+    }
+}
+
+/// The `via` of `plan.approve` / `plan.deny` (`cli` or `attach`; absent: the
+/// connection's own, `dflt`). The MCP dialog (`elicitation`) is never named by a client.
+pub fn via_param(p: &Map<String, Json>, dflt: ApproveVia) -> Result<ApproveVia, RpcError> {
+    match rpc::opt_str(p, "via")? {
+        None => Ok(dflt),
+        Some("cli") => Ok(ApproveVia::Cli),
+        Some("attach") => Ok(ApproveVia::Attach),
+        Some(other) => Err(RpcError::invalid_params(format!(
+            "via must be cli or attach (got {other:?})"
+        ))),
+    }
+}
+
+/// Before every call of a token connection: the token still holds.
+pub fn recheck(token: Option<&str>, foreign: bool, gate: &Gate) -> Result<(), RpcError> {
+    if token.is_none() && !foreign {
+        return Ok(());
+    }
+    let p = principal(token, foreign)?;
+    if p != gate.principal {
+        return Err(RpcError::new(
+            rpc::AUTH_FAILED,
+            "invalid, expired, or revoked bearer token",
+        ));
+    }
+    Ok(())
+}
+
+fn caller(gate: &Gate) -> Caller {
+    Caller {
+        principal: gate.principal.clone(),
+    }
+}
+
+async fn derive(
+    handle: &SessionHandle,
+    src: &str,
+) -> Result<shoal_policy::undo::Derived, RpcError> {
+    let name = handle.name.clone();
+    handle
+        .send(DerivePlan {
+            src: src.to_string(),
+        })
+        .await
+        .map_err(|_| SessionError::Closed(name))
+        .and_then(|r| r)
+        .map_err(super::conn::session_error)
+}
+
+/// `explain`: the effects and verdict of a source; nothing is stored or run.
+pub async fn explain(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    src: String,
+) -> Result<Json, RpcError> {
+    let derived = derive(&handle, &src).await?;
+    let d = gate.decide_derived(&derived);
+    let mut o = Map::new();
+    o.insert(
+        "effects".into(),
+        derived
+            .effects
+            .iter()
+            .map(shoal_policy::Effect::to_json)
+            .collect(),
+    );
+    derived.insert_json(&mut o);
+    o.insert("verdict".into(), json!(d.verdict.as_str()));
+    o.insert("reason".into(), json!(d.reason));
+    o.insert("principal".into(), json!(gate.principal));
+    o.insert("caps_enforced".into(), json!(gate.caps_enforced()));
+    Ok(Json::Object(o))
+}
+
+/// `exec mode:"plan"` / `shoal_plan`: derive, decide, store.
+pub async fn plan(handle: SessionHandle, gate: Arc<Gate>, src: String) -> Result<Json, RpcError> {
+    let derived = derive(&handle, &src).await?;
+    let effects = derived.effects.clone();
+    let d = gate.decide_derived(&derived);
+    // Verdict and approval never contradict (docs/rules.md §21): what the
+    // policy allows is approved by it, what it denies takes no approval.
+    let (approval, approved_via) = Approval::initial(d.verdict);
+    let now = shoal_journal::now_ns();
+    let ttl = shoal_policy::runtime()
+        .plan_ttl
+        .as_nanos()
+        .min(i64::MAX as u128) as i64;
+    let plan = Plan {
+        plan_ref: plan_ref(&handle.name, &gate.principal, &src, &effects),
+        session: handle.name.clone(),
+        principal: gate.principal.clone(),
+        src,
+        effects,
+        undo: derived.undo,
+        verdict: d.verdict,
+        reason: d.reason,
+        approval,
+        approved_via,
+        created_ns: now,
+        expires_ns: now.saturating_add(ttl),
+    };
+    match call(&handle, &gate, PlanOp::Put(Box::new(plan))).await? {
+        PlanReply::Json(j) => Ok(j),
+        PlanReply::Run(_) => Err(RpcError::internal("unexpected plan store reply")),
+    }
+}
+
+async fn call(handle: &SessionHandle, gate: &Gate, op: PlanOp) -> Result<PlanReply, RpcError> {
+    let name = handle.name.clone();
+    handle
+        .send(PlanCall {
+            caller: caller(gate),
+            op,
+        })
+        .await
+        .map_err(|_| super::conn::session_error(SessionError::Closed(name)))?
+}
+
+/// `plan.get`, `plan.list`, `cap.request`, `plan.approve`, `plan.deny`.
+pub async fn plan_op(handle: SessionHandle, gate: Arc<Gate>, op: PlanOp) -> Result<Json, RpcError> {
+    match call(&handle, &gate, op).await? {
+        PlanReply::Json(j) => Ok(j),
+        PlanReply::Run(_) => Err(RpcError::internal("unexpected plan store reply")),
+    }
+}
+
+/// `plan.apply` / `shoal_apply`: run an approved (or allowed) plan of the
+/// caller, once. The effects are derived again first: if they changed since
+/// planning (a new cwd, new files for a glob), the plan must be made again.
+pub async fn apply(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    plan_ref: String,
+    tty: bool,
+    budget: Budget,
+    cancel: Arc<CallCancel>,
+) -> Result<Json, RpcError> {
+    apply_checked(handle, gate, plan_ref, None, tty, budget, cancel).await
+}
+
+/// `exec {mode:"approved", plan_ref, src}`: no bypass. The plan must be
+/// the caller's, approved (or allowed), and of exactly this source;
+/// anything else is `-32010`.
+pub async fn exec_approved(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    p: &Map<String, Json>,
+    tty: bool,
+    budget: Budget,
+    cancel: Arc<CallCancel>,
+) -> Result<Json, RpcError> {
+    let denied = |m: &str| RpcError::new(rpc::LEASH_DENIED, m.to_string());
+    let src = rpc::req_str(p, "src")?.to_string();
+    let Some(plan_ref) = p.get("plan_ref").and_then(Json::as_str).map(str::to_string) else {
+        return Err(denied(
+            "mode \"approved\" needs the plan_ref of an approved plan",
+        ));
+    };
+    apply_checked(handle, gate, plan_ref, Some(src), tty, budget, cancel)
+        .await
+        .map_err(|e| {
+            if e.code == rpc::APPROVAL_REQUIRED || e.code == rpc::UNKNOWN_PLAN {
+                RpcError::new(
+                    rpc::LEASH_DENIED,
+                    format!("not an approved plan: {}", e.message),
+                )
+                .with_data(e.data.clone().unwrap_or(Json::Null))
+            } else {
+                e
+            }
+        })
+}
+
+async fn apply_checked(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    plan_ref: String,
+    src: Option<String>,
+    tty: bool,
+    budget: Budget,
+    cancel: Arc<CallCancel>,
+) -> Result<Json, RpcError> {
+    // The store checks the source and uses the plan up (it applies once).
+    let op = PlanOp::Apply {
+        plan_ref: plan_ref.clone(),
+        src,
+    };
+    let plan = match call(&handle, &gate, op).await? {
+        PlanReply::Run(p) => p,
+        PlanReply::Json(_) => return Err(RpcError::internal("unexpected plan store reply")),
+    };
+    let now = derive(&handle, &plan.src).await?;
+    if now.effects != plan.effects {
+        return Err(RpcError::new(
+            rpc::APPROVAL_REQUIRED,
+            "the plan's effects changed since it was made (cwd or files differ); plan it again",
+        )
+        .with_data(json!({
+            "plan_ref": plan_ref,
+            "effects": now.effects.iter().map(shoal_policy::Effect::to_json).collect::<Vec<_>>(),
+        })));
+    }
+    let new_losses: Vec<&String> = now
+        .undo
+        .lost
+        .iter()
+        .filter(|l| !plan.undo.lost.contains(l))
+        .collect();
+    if !new_losses.is_empty() {
+        // A file the plan would have made now exists: the plan said it
+        // could be undone, and no longer can.
+        return Err(RpcError::new(
+            rpc::APPROVAL_REQUIRED,
+            "the plan can no longer be undone as it said (a file it writes exists now); plan it again",
+        )
+        .with_data(json!({"plan_ref": plan_ref, "irreversible": new_losses})));
+    }
+    // The run-time gate lets through what the approved plan lists.
+    let applying = Arc::new(gate.applying(&plan.effects));
+    let mut r = super::exec::exec_elided(
+        handle,
+        plan.src.clone(),
+        Position::Stmt,
+        tty,
+        budget,
+        cancel,
+        Some(applying),
+        false,
+    )
+    .await?;
+    if let Some(o) = r.as_object_mut() {
+        o.insert("plan_ref".into(), json!(plan_ref));
+    }
+    Ok(r)
+}
+
+/// The `plan_ref` parameter.
+pub fn plan_ref_param(p: &Map<String, Json>) -> Result<String, RpcError> {
+    match p.get("plan_ref") {
+        Some(Json::String(s)) if !s.is_empty() => Ok(s.clone()),
+        None | Some(Json::Null) => Err(RpcError::invalid_params("plan_ref is required")),
+        _ => Err(RpcError::invalid_params("plan_ref must be a string")),
+    }
+}
+
+/// `cap.request` params: the plan and the requested kinds (strings, or
+/// `{kind}` objects; dotted or snake spelling).
+pub fn cap_request_params(p: &Map<String, Json>) -> Result<(String, Vec<String>), RpcError> {
+    let r = plan_ref_param(p)?;
+    let mut kinds = Vec::new();
+    match p.get("effects") {
+        None | Some(Json::Null) => {}
+        Some(Json::Array(a)) => {
+            for (i, e) in a.iter().enumerate() {
+                let k = match e {
+                    Json::String(s) => s.as_str(),
+                    Json::Object(o) => o.get("kind").and_then(Json::as_str).unwrap_or(""),
+                    _ => "",
+                };
+                if effect::normalize_kind(k).is_none() {
+                    return Err(RpcError::invalid_params(format!(
+                        "effects[{i}]: unknown effect kind {k:?}"
+                    ))
+                    .with_data(json!({"index": i, "kinds": effect::KINDS})));
+                }
+                kinds.push(k.to_string());
+            }
+        }
+        Some(_) => return Err(RpcError::invalid_params("effects must be an array")),
+    }
+    Ok((r, kinds))
+}

@@ -1,0 +1,43 @@
+//! The actor shell of the daemon: every piece of mutable, long-lived state is
+//! an actor here, one per file. Only this tree names actix; `src/` is the core.
+//!
+//! ```text
+//! Daemon (root: config, health registry, session map, shutdown; restarts the
+//! │        Listener, JournalWriter and EventBus: `daemon/services.rs`)
+//! ├── Listener              accepts, checks peer uid, sniffs the first frame
+//! │   ├── KernelConn        kernel JSON-RPC
+//! │   └── McpConn           MCP
+//! ├── SessionSupervisor(n)  one per named session; re-creates a dead Session
+//! │   ├── Session           owns the evaluation worker thread
+//! │   ├── Task(n)           one per background task, on a fork of the session
+//! │   ├── PlanStore         the session's plans (Leash)
+//! │   └── Pty(n)            one per PTY; its I/O thread feeds the emulator
+//! ├── http (actix-web)    MCP over Streamable HTTP, through the socket as McpConns
+//! ├── JournalWriter         owns the journal's group-commit writer thread
+//! └── EventBus              channels, rings, per-subscriber bounded queues
+//! ```
+//!
+//! Invariants: no handler blocks its arbiter (evaluation runs on the session's
+//! worker thread, journal reads on blocking threads); serialization happens
+//! only in the connection actors; the journal writer is the only redb writer.
+
+pub mod config;
+pub mod conn;
+pub mod daemon;
+pub mod event_bus;
+pub mod exec;
+pub mod health;
+pub mod http;
+pub mod journal_writer;
+pub mod kernel_conn;
+pub mod leash_calls;
+pub mod listener;
+pub mod mcp_conn;
+pub mod mcp_tasks;
+pub mod msg;
+pub mod plan_store;
+pub mod pty;
+pub mod session;
+pub mod session_handle;
+pub mod session_supervisor;
+pub mod task;

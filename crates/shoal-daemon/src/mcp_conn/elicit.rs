@@ -1,0 +1,567 @@
+//! `shoal_cap_request` asking the user in the MCP client (docs/rules.md §21): when
+//! the caller's policy leaves effects to a human and the client declared the
+//! elicitation capability (form mode), the user is asked with a form naming
+//! the plan, its source and the pending effects.
+//!
+//! - 2025 handshake era: a server-to-client `elicitation/create` request on
+//!   this connection. Ids come from this connection's own space
+//!   (`shoal-elicit-N`); the client's response is routed back by id to the
+//!   waiting call. The wait is bounded by [`ELICIT_TIMEOUT`] and ends early
+//!   when the call is cancelled, the client hangs up or half-closes (then
+//!   the client is told with `notifications/cancelled`).
+//! - 2026-07-28: server-initiated requests are not allowed; the call answers
+//!   an `InputRequiredResult` (multi round-trip requests) carrying the same
+//!   `elicitation/create`, and the client's retry brings the answer with the
+//!   `requestState` it was given (single use, bound to the plan and this
+//!   connection, expiring after [`ELICIT_TIMEOUT`]).
+//!
+//! The answer: `accept` with `approve: true` approves the plan as
+//! `shoal plan approve` does; `decline` (or `accept` without `approve`)
+//! denies it as `shoal plan deny` does, since the user said no; `cancel`,
+//! an error, a timeout or a hang-up leave it pending for `shoal plan
+//! approve|deny`. Either decision is an `approval` event and a `journal`
+//! record naming the user and the client. A client without the capability
+//! gets the pending result as before.
+//!
+//! The client that asks is the agent's own, so its answer counts as a
+//! human's only when the plan owner's policy says so: `approve_via` must
+//! list `elicitation` (a token principal's default is the CLI alone).
+//! Otherwise nobody is asked and the pending result says how to approve
+//! (`shoal plan approve REF`); the plan store refuses such an answer too.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::fut::ready;
+use actix::prelude::*;
+use serde_json::{json, Map, Value as Json};
+use tokio::sync::oneshot;
+
+use super::{ConnEra, McpConn, Reply};
+use crate::leash_calls;
+use crate::plan_store::PlanOp;
+use crate::session::CallCancel;
+use crate::session_handle::SessionHandle;
+use shoal_policy::policy::ApproveVia;
+use shoal_policy::Gate;
+use shoal_proto::frame::Frame;
+use shoal_proto::mcp;
+use shoal_proto::mcp_era;
+use shoal_proto::rpc::{self, RpcError};
+
+/// How long the user has to answer.
+pub const ELICIT_TIMEOUT: Duration = Duration::from_secs(300);
+/// Elicitations one connection may have outstanding (requests in flight,
+/// or 2026 rounds issued and not yet answered).
+pub const MAX_OUTSTANDING: usize = 16;
+/// The key of the approval in an `InputRequiredResult`.
+const INPUT_KEY: &str = "shoal_approval";
+/// Source shown to the user, at most (bytes).
+const MAX_SRC: usize = 2000;
+
+type Answer = Result<Json, RpcError>;
+
+/// A connection's elicitation state.
+#[derive(Default)]
+pub(super) struct Elicit {
+    /// `initialize` declared `capabilities.elicitation` with form mode.
+    form: bool,
+    /// `clientInfo.name` from `initialize` (for the record).
+    client: Option<String>,
+    next: u64,
+    /// Our requests awaiting the client's response, by id key.
+    waiting: HashMap<String, oneshot::Sender<Answer>>,
+    /// 2026 rounds issued: `requestState` → (plan_ref, when).
+    rounds: HashMap<String, (String, Instant)>,
+}
+
+/// Does a capabilities object offer form elicitation? (`{}` is form only,
+/// as before 2025-11-25 named the modes.)
+fn offers_form(caps: Option<&Json>) -> bool {
+    match caps.and_then(|c| c.get("elicitation")) {
+        Some(Json::Object(o)) => o.is_empty() || o.contains_key("form"),
+        _ => false,
+    }
+}
+
+impl Elicit {
+    /// `initialize` params: what the client declared.
+    pub(super) fn initialized(&mut self, params: &Json) {
+        self.form = offers_form(params.get("capabilities"));
+        self.client = params
+            .get("clientInfo")
+            .and_then(|c| c.get("name"))
+            .and_then(Json::as_str)
+            .map(|s| s.chars().take(64).collect());
+    }
+
+    /// A frame that answers one of our requests goes to its waiter (`true`:
+    /// consumed). Frames are only parsed twice while a request is out.
+    pub(super) fn take_response(&mut self, item: &io::Result<Frame>) -> bool {
+        if self.waiting.is_empty() {
+            return false;
+        }
+        let Ok(Frame::Line(bytes)) = item else {
+            return false;
+        };
+        let Some((id, answer)) = rpc::response_of(bytes) else {
+            return false;
+        };
+        match self.waiting.remove(&id.to_string()) {
+            Some(tx) => {
+                let _ = tx.send(answer);
+                true
+            }
+            // A late answer (timed out, cancelled): never replied to.
+            None => true,
+        }
+    }
+
+    /// The client stopped sending: no answer can come any more.
+    pub(super) fn abandon(&mut self) {
+        self.waiting.clear();
+    }
+
+    fn outstanding(&mut self) -> usize {
+        let now = Instant::now();
+        self.rounds
+            .retain(|_, (_, at)| now.duration_since(*at) < ELICIT_TIMEOUT);
+        self.waiting.len() + self.rounds.len()
+    }
+
+    fn via(&self, modern_client: Option<&str>) -> String {
+        let client = modern_client
+            .or(self.client.as_deref())
+            .unwrap_or("an MCP client");
+        format!("MCP elicitation/create via {client}")
+    }
+}
+
+/// A 2026 retry: the `requestState` it echoes and the answer it carries.
+struct Retry {
+    state: String,
+    answer: Option<Json>,
+}
+
+fn retry_of(params: &Json) -> Option<Retry> {
+    let state = params.get("requestState")?.as_str()?.to_string();
+    let answer = params
+        .get("inputResponses")
+        .and_then(|r| r.get(INPUT_KEY))
+        .cloned();
+    Some(Retry { state, answer })
+}
+
+/// What the user said.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Approve,
+    Deny(&'static str),
+    /// Still pending: why.
+    Open(String),
+}
+
+fn outcome_of(answer: Answer) -> Outcome {
+    let r = match answer {
+        Ok(r) => r,
+        Err(e) => return Outcome::Open(format!("the client answered an error: {}", e.message)),
+    };
+    match r.get("action").and_then(Json::as_str) {
+        Some("accept") => {
+            if r.get("content").and_then(|c| c.get("approve")) == Some(&json!(true)) {
+                Outcome::Approve
+            } else {
+                Outcome::Deny("the user submitted the form without approving")
+            }
+        }
+        Some("decline") => Outcome::Deny("the user declined"),
+        Some("cancel") => Outcome::Open("the user dismissed the request".into()),
+        _ => Outcome::Open("the client's answer has no valid action".into()),
+    }
+}
+
+/// The `elicitation/create` params for a pending plan.
+fn ask_params(detail: &Json, pending: &Json) -> Json {
+    let s = |k: &str| detail.get(k).and_then(Json::as_str).unwrap_or("");
+    let mut src = s("src").to_string();
+    if src.len() > MAX_SRC {
+        let mut cut = MAX_SRC;
+        while !src.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        src.truncate(cut);
+        src.push_str(" …");
+    }
+    let kinds: Vec<&str> = pending
+        .as_array()
+        .map(|a| a.iter().filter_map(Json::as_str).collect())
+        .unwrap_or_default();
+    let effects = detail
+        .get("effects")
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    let mut effects_shown: String = effects.chars().take(MAX_SRC).collect();
+    if effects_shown.len() < effects.len() {
+        effects_shown.push_str(" …");
+    }
+    let message = format!(
+        "Shoal: {principal} asks to run plan {plan} in session {session}.\n\n\
+         Source:\n{src}\n\n\
+         Needs your approval: {pending}\n\
+         All effects: {effects_shown}\n\n\
+         Approve to let it run once as planned (its filesystem grants still apply).",
+        principal = s("principal"),
+        plan = s("plan_ref"),
+        session = s("session"),
+        pending = kinds.join(", "),
+    );
+    json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "approve": {
+                    "type": "boolean",
+                    "title": "Approve this plan",
+                    "description": format!("Run plan {} as shown", s("plan_ref")),
+                    "default": false,
+                },
+            },
+            "required": ["approve"],
+        },
+    })
+}
+
+/// Record the user's decision and build the tool result.
+async fn settle(
+    h: SessionHandle,
+    gate: Arc<Gate>,
+    plan_ref: String,
+    pending: Json,
+    outcome: Outcome,
+    via: String,
+) -> Result<Json, RpcError> {
+    let decide = |approve: bool| PlanOp::Elicited {
+        plan_ref: plan_ref.clone(),
+        approve,
+        via: via.clone(),
+    };
+    let (grant, action, detail) = match outcome {
+        Outcome::Approve => {
+            let p = leash_calls::plan_op(h, gate.clone(), decide(true)).await?;
+            ("approved", "accept", json!({"expires": p["expires"]}))
+        }
+        Outcome::Deny(why) => {
+            let p = leash_calls::plan_op(h, gate.clone(), decide(false)).await?;
+            (
+                "denied",
+                "decline",
+                json!({"why": why, "expires": p["expires"]}),
+            )
+        }
+        Outcome::Open(why) => {
+            let mut j = pending;
+            if let Some(o) = j.as_object_mut() {
+                o.insert(
+                    "elicitation".into(),
+                    json!({"asked": true, "outcome": "pending", "why": why}),
+                );
+            }
+            return Ok(j);
+        }
+    };
+    let mut j = json!({
+        "grant": grant,
+        "plan_ref": plan_ref,
+        "enforced": gate.caps_enforced(),
+        "elicitation": {"asked": true, "outcome": action, "by": "user", "via": via},
+    });
+    if let (Some(o), Json::Object(d)) = (j.as_object_mut(), detail) {
+        o.extend(d);
+    }
+    if grant == "denied" {
+        j["uncovered_effects"] = json!([]);
+    }
+    Ok(j)
+}
+
+/// Wait for the client's answer: bounded, and ended by the call's own
+/// cancellation or the connection's end (the sender dropped).
+async fn wait(rx: oneshot::Receiver<Answer>, cancel: Arc<CallCancel>) -> Result<Answer, String> {
+    let deadline = tokio::time::sleep(ELICIT_TIMEOUT);
+    tokio::pin!(deadline);
+    tokio::pin!(rx);
+    loop {
+        if cancel.is_cancelled() {
+            return Err("the call was cancelled".into());
+        }
+        tokio::select! {
+            r = &mut rx => return r.map_err(|_| "the client closed the connection".to_string()),
+            _ = &mut deadline => return Err(format!("no answer within {}s", ELICIT_TIMEOUT.as_secs())),
+            _ = cancel.wake.notified() => {}
+        }
+    }
+}
+
+/// After `cap.request`: what to do next.
+enum Step {
+    Done(Result<Json, RpcError>),
+    /// The plan awaits a human: ask.
+    Ask(Box<Asking>),
+}
+
+/// A plan to ask about (`pending` is the cap.request reply).
+struct Asking {
+    h: SessionHandle,
+    gate: Arc<Gate>,
+    plan_ref: String,
+    pending: Json,
+    detail: Json,
+}
+
+fn tool_result(r: Result<Json, RpcError>) -> Result<Json, RpcError> {
+    Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
+}
+
+impl McpConn {
+    /// `initialize`: remember whether the client can be asked.
+    pub(super) fn elicit_initialized(&mut self, params: &Json) {
+        self.elicit.initialized(params);
+        self.client_label = match &self.elicit.client {
+            Some(name) => format!("mcp: {name}").into(),
+            None => "mcp".into(),
+        };
+    }
+
+    /// `tools/call` of `shoal_cap_request` (`params`: the whole call's, for
+    /// the 2026 envelope and retries).
+    pub(super) fn tool_cap_request(
+        &mut self,
+        args: Map<String, Json>,
+        params: &Json,
+        cancel: Arc<CallCancel>,
+    ) -> Reply {
+        let modern = self.era == Some(ConnEra::Modern);
+        let meta = params.get("_meta");
+        let can_ask = if modern {
+            offers_form(meta.and_then(|m| m.get(mcp_era::CLIENT_CAPABILITIES_KEY)))
+        } else {
+            self.elicit.form
+        };
+        let modern_client = meta
+            .and_then(|m| m.get("io.modelcontextprotocol/clientInfo"))
+            .and_then(|c| c.get("name"))
+            .and_then(Json::as_str)
+            .map(|s| s.chars().take(64).collect::<String>());
+        let retry = if modern { retry_of(params) } else { None };
+        let (plan_ref, kinds) = match leash_calls::cap_request_params(&args) {
+            Ok(x) => x,
+            Err(e) => return Box::pin(ready(tool_result(Err(e)))),
+        };
+        Box::pin(self.session().then(move |h, act, _ctx| -> Reply {
+            let (h, gate) = match (h, act.gate.clone()) {
+                (Err(e), _) => return Box::pin(ready(tool_result(Err(e)))),
+                (Ok(_), None) => {
+                    return Box::pin(ready(tool_result(Err(RpcError::internal(
+                        "attached without a principal",
+                    )))))
+                }
+                (Ok(h), Some(g)) => (h, g),
+            };
+            // A 2026 retry must bring back a round this connection issued
+            // for this very plan; the round is used up either way.
+            let retry = match retry {
+                Some(r) => match act.elicit.rounds.remove(&r.state) {
+                    Some((p, at)) if p == plan_ref && at.elapsed() < ELICIT_TIMEOUT => Some(r),
+                    _ => {
+                        return Box::pin(ready(tool_result(Err(RpcError::invalid_params(
+                            "requestState does not name an open approval round of this plan on this connection",
+                        )
+                        .with_data(json!({"plan_ref": plan_ref}))))))
+                    }
+                },
+                None => None,
+            };
+            let via = act.elicit.via(modern_client.as_deref());
+            let fut = async move {
+                let op = PlanOp::Request {
+                    plan_ref: plan_ref.clone(),
+                    kinds,
+                };
+                let pending = match leash_calls::plan_op(h.clone(), gate.clone(), op).await {
+                    Ok(j) => j,
+                    Err(e) => return Step::Done(Err(e)),
+                };
+                if pending.get("awaiting").and_then(Json::as_str) != Some("human") {
+                    return Step::Done(Ok(pending));
+                }
+                let channels = shoal_policy::plan::approve_channels(&gate.principal);
+                if !channels.contains(&ApproveVia::Elicitation) {
+                    let mut j = pending;
+                    if let Some(o) = j.as_object_mut() {
+                        o.insert(
+                            "elicitation".into(),
+                            json!({"asked": false, "why": format!(
+                                "the policy of {} takes approvals on {} only (approve_via): approve with `shoal plan approve {plan_ref}`",
+                                gate.principal,
+                                shoal_policy::plan::channel_names(&channels).join(", ")
+                            )}),
+                        );
+                    }
+                    return Step::Done(Ok(j));
+                }
+                if let Some(r) = retry {
+                    let outcome = match r.answer {
+                        Some(a) => outcome_of(Ok(a)),
+                        None => Outcome::Open("the retry carried no answer".into()),
+                    };
+                    return Step::Done(settle(h, gate, plan_ref, pending, outcome, via).await);
+                }
+                if !can_ask {
+                    return Step::Done(Ok(pending));
+                }
+                match leash_calls::plan_op(h.clone(), gate.clone(), PlanOp::Get(plan_ref.clone())).await {
+                    Ok(detail) => Step::Ask(Box::new(Asking {
+                        h,
+                        gate,
+                        plan_ref,
+                        pending,
+                        detail,
+                    })),
+                    Err(e) => Step::Done(Err(e)),
+                }
+            };
+            Box::pin(fut.into_actor(act).then(move |step, act, ctx| -> Reply {
+                match step {
+                    Step::Done(r) => Box::pin(ready(tool_result(r))),
+                    Step::Ask(a) => act.ask(*a, modern, cancel, ctx),
+                }
+            }))
+        }))
+    }
+
+    /// Ask the user about a pending plan (see the module doc).
+    fn ask(
+        &mut self,
+        a: Asking,
+        modern: bool,
+        cancel: Arc<CallCancel>,
+        ctx: &mut Context<Self>,
+    ) -> Reply {
+        let Asking {
+            h,
+            gate,
+            plan_ref,
+            mut pending,
+            detail,
+        } = a;
+        if self.elicit.outstanding() >= MAX_OUTSTANDING {
+            if let Some(o) = pending.as_object_mut() {
+                o.insert(
+                    "elicitation".into(),
+                    json!({"asked": false, "why": format!("{MAX_OUTSTANDING} approval requests are already open on this connection")}),
+                );
+            }
+            return Box::pin(ready(tool_result(Ok(pending))));
+        }
+        let params = ask_params(&detail, &pending["uncovered_effects"]);
+        if modern {
+            let state = format!("shoal-approval:{}", uuid::Uuid::now_v7().simple());
+            self.elicit
+                .rounds
+                .insert(state.clone(), (plan_ref, Instant::now()));
+            let mut requests = Map::new();
+            requests.insert(
+                INPUT_KEY.into(),
+                json!({"method": "elicitation/create", "params": params}),
+            );
+            return Box::pin(ready(Ok(json!({
+                "resultType": "input_required",
+                "inputRequests": requests,
+                "requestState": state,
+            }))));
+        }
+        self.elicit.next += 1;
+        let id = json!(format!("shoal-elicit-{}", self.elicit.next));
+        let key = id.to_string();
+        let (tx, rx) = oneshot::channel();
+        self.elicit.waiting.insert(key.clone(), tx);
+        let frame =
+            json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": params});
+        super::conn::write(&self.tx, ctx, &frame);
+        tracing::info!(conn = self.cx.id, plan = %plan_ref, "asking the user to approve a plan (elicitation/create)");
+        let via = self.elicit.via(None);
+        Box::pin(
+            wait(rx, cancel)
+                .into_actor(self)
+                .then(move |answer, act, ctx| -> Reply {
+                    let outcome = match answer {
+                        Ok(a) => outcome_of(a),
+                        Err(why) => {
+                            // Our request is over: tell the client, if it still listens.
+                            if act.elicit.waiting.remove(&key).is_some() {
+                                let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                    "params": {"requestId": id, "reason": why}});
+                                super::conn::write(&act.tx, ctx, &note);
+                            }
+                            Outcome::Open(why)
+                        }
+                    };
+                    Box::pin(
+                        async move { tool_result(settle(h, gate, plan_ref, pending, outcome, via).await) }
+                            .into_actor(act),
+                    )
+                }),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capability_and_answers() {
+        assert!(offers_form(Some(&json!({"elicitation": {}}))));
+        assert!(offers_form(Some(
+            &json!({"elicitation": {"form": {}, "url": {}}})
+        )));
+        assert!(!offers_form(Some(&json!({"elicitation": {"url": {}}}))));
+        assert!(!offers_form(Some(&json!({"sampling": {}}))));
+        assert!(!offers_form(None));
+        let yes = json!({"action": "accept", "content": {"approve": true}});
+        assert_eq!(outcome_of(Ok(yes)), Outcome::Approve);
+        let no = json!({"action": "accept", "content": {"approve": false}});
+        assert!(matches!(outcome_of(Ok(no)), Outcome::Deny(_)));
+        assert!(matches!(
+            outcome_of(Ok(json!({"action": "decline"}))),
+            Outcome::Deny(_)
+        ));
+        assert!(matches!(
+            outcome_of(Ok(json!({"action": "cancel"}))),
+            Outcome::Open(_)
+        ));
+        assert!(matches!(
+            outcome_of(Err(RpcError::internal("x"))),
+            Outcome::Open(_)
+        ));
+        let p = ask_params(
+            &json!({"src": "sh { x }".repeat(500), "plan_ref": "plan:1", "principal": "agent:a", "session": "s", "effects": [{"kind": "opaque"}]}),
+            &json!(["opaque"]),
+        );
+        let m = p["message"].as_str().unwrap();
+        assert!(
+            m.contains("plan:1")
+                && m.contains("agent:a")
+                && m.contains("Needs your approval: opaque")
+        );
+        assert!(m.len() < 2 * MAX_SRC + 600, "{}", m.len());
+        assert_eq!(
+            p["requestedSchema"]["properties"]["approve"]["type"],
+            "boolean"
+        );
+    }
+}

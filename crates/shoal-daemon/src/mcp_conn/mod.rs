@@ -1,0 +1,686 @@
+//! McpConn: the MCP-facing actor (docs/protocol.md §2, §12, docs/rules.md §18).
+//!
+//! Two eras on one connection type: `initialize` negotiates a 2025 version
+//! and makes the connection legacy; a request carrying the 2026-07-28
+//! envelope in `_meta` is served without a handshake and makes it modern
+//! (`proto::mcp_era` wraps the same handlers' results and errors). In the
+//! modern era a request's session is the one its `_meta["shoal/session"]`
+//! names, else the shim's; `subscriptions/listen` replaces
+//! `resources/subscribe`.
+//!
+//! `tools/call` validates the
+//! arguments against the advertised schema, turns the call into typed session
+//! messages and folds the reply into a `CallToolResult` (bounded text, a
+//! resource link, structured content matching the `outputSchema`). Tool
+//! failures are `isError` results; JSON-RPC errors are for broken envelopes,
+//! unknown tools and unknown methods. `server/discover` is answered at once in
+//! either era. The session is attached lazily: the shim's `shoal/attach`
+//! notification names it, else `default`.
+//!
+//! `tools/call` and `resources/read` run concurrently (at most
+//! [`MAX_IN_FLIGHT`]; past that the connection stops reading until one
+//! finishes), so `notifications/cancelled` can reach an in-flight call: it
+//! cancels that call only (dropped from the session's queue, or its running
+//! evaluation interrupted) and the call's reply is dropped. A client that
+//! hangs up cancels its calls in flight; a half-close still gets answers. A
+//! `_meta.progressToken` on `shoal_exec` gets a `notifications/progress`
+//! every [`PROGRESS_EVERY`] while it runs. Resource subscriptions are
+//! multiplexed on this connection: one event-bus subscription per channel, at
+//! most `[limits] max_subscriptions_per_connection` URIs.
+//!
+//! This file holds the actor, the request path and dispatch; `tools`, `resources` and
+//! `subscriptions` hold those method families.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::fut::{ready, LocalBoxActorFuture};
+use actix::prelude::*;
+use serde_json::{json, Value as Json};
+
+use super::conn::{self, ConnContext, FrameItem, Writer};
+use super::daemon::GetServices;
+use super::event_bus::{SubId, Unsubscribe};
+use super::health::Registration;
+use super::journal_writer::Services;
+use super::msg::CallOrigin;
+use super::session::CallCancel;
+use super::session_handle::SessionHandle;
+use shoal_proto::elide::Budget;
+use shoal_proto::frame::Frame;
+use shoal_proto::kernel::GetRequest;
+use shoal_proto::mcp;
+use shoal_proto::mcp_call;
+use shoal_proto::mcp_era::{self, Era};
+use shoal_proto::mcp_tasks_ext;
+use shoal_proto::rpc::{self, RpcError};
+
+mod attach;
+mod elicit;
+mod resources;
+mod subscriptions;
+mod tools;
+
+type Reply = LocalBoxActorFuture<McpConn, Result<Json, RpcError>>;
+
+/// A request's answer: a result (or error), or the structured content of a
+/// successful `shoal_exec`, whose `CallToolResult` is written straight into
+/// the reply frame.
+enum Answer {
+    Value(Result<Json, RpcError>),
+    Success(Json),
+}
+
+impl Answer {
+    /// As a result value (the `CallToolResult` built).
+    fn into_result(self) -> Result<Json, RpcError> {
+        match self {
+            Answer::Value(r) => r,
+            Answer::Success(structured) => Ok(mcp::tool_success(structured)),
+        }
+    }
+
+    /// The reply frame for request `id`, stamped for the 2026 envelope when
+    /// `stamp` is given.
+    fn frame(self, id: &Json, stamp: Option<&mcp_era::Stamp>) -> Vec<u8> {
+        match (self, stamp) {
+            (Answer::Value(r), None) => rpc::reply_frame(id, r, None),
+            (Answer::Value(r), Some(s)) => s.reply_frame(id, r),
+            (Answer::Success(x), None) => mcp::tool_success_frame(id, &x, None),
+            (Answer::Success(x), Some(s)) => s.tool_success_frame(id, &x),
+        }
+    }
+
+    fn log_done(&self) {
+        match self {
+            Answer::Value(r) => conn::request_done(r),
+            Answer::Success(_) => conn::request_done(&Ok(Json::Null)),
+        }
+    }
+}
+
+type AnswerFut = LocalBoxActorFuture<McpConn, Answer>;
+
+/// Concurrent `tools/call` / `resources/read` per connection.
+pub const MAX_IN_FLIGHT: usize = 32;
+/// Interval of `notifications/progress` for a running `shoal_exec`.
+pub const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+
+struct InFlight {
+    cancelled: bool,
+    /// The call evaluates in the session (cancellation interrupts it).
+    evaluates: bool,
+    progress: Option<SpawnHandle>,
+    /// This call's own cancellation (never another call's).
+    cancel: Arc<CallCancel>,
+}
+
+/// The era a connection settled on: `initialize` makes it legacy, a first
+/// request with the 2026-07-28 envelope makes it modern.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ConnEra {
+    Legacy,
+    Modern,
+}
+
+/// One `subscriptions/listen` stream (its JSON-RPC id tags every frame).
+struct Listen {
+    id: Json,
+    /// Event and journal URIs with their channels.
+    chans: Vec<(String, String)>,
+    /// PTY screen loops and task status loops (`taskIds`).
+    ptys: Vec<SpawnHandle>,
+    /// PTY URIs and task ids asked for (counted against the quota while
+    /// being set up).
+    n_ptys: usize,
+    /// Acknowledged: nothing is delivered on the stream before.
+    acked: bool,
+}
+
+/// A request's params: parsed whole, or the typed `shoal_exec` call
+/// (`proto::mcp_call`).
+enum Call {
+    Params(Json),
+    Exec {
+        args: serde_json::Map<String, Json>,
+        /// `_meta.progressToken` (a string or a number).
+        progress: Option<Json>,
+    },
+}
+
+impl Call {
+    /// The params as a value, where a caller reads one (`null` for the typed
+    /// call: nothing reads its params whole).
+    fn params(&self) -> &Json {
+        match self {
+            Call::Params(p) => p,
+            Call::Exec { .. } => &Json::Null,
+        }
+    }
+}
+
+/// Sessions a connection's stateless requests may name besides the shim's.
+pub const MAX_NAMED_SESSIONS: usize = 16;
+
+pub struct McpConn {
+    cx: ConnContext,
+    tx: Writer,
+    reg: Registration,
+    version: Option<&'static str>,
+    want_session: String,
+    /// The shim named the session (else a token principal gets its own default).
+    session_named: bool,
+    want_cwd: Option<PathBuf>,
+    /// The client's environment, forwarded by the shim.
+    want_env: Option<Vec<(String, String)>>,
+    token: Option<String>,
+    attached: Option<SessionHandle>,
+    /// The principal's policy and sandbox (Leash), set on attach.
+    gate: Option<Arc<shoal_policy::Gate>>,
+    inflight: HashMap<String, InFlight>,
+    /// Subscribed URI → its channel.
+    subs: HashMap<String, String>,
+    /// One event-bus subscription per channel, shared by its URIs.
+    bus_subs: HashMap<String, SubId>,
+    /// `shoal://pty/N` subscriptions: their update loops.
+    pty_subs: HashMap<String, SpawnHandle>,
+    services: Option<Services>,
+    /// The client hung up: stop once the in-flight calls have answered.
+    closing: bool,
+    era: Option<ConnEra>,
+    /// The session the request being dispatched names (`_meta["shoal/session"]`).
+    req_session: Option<String>,
+    /// Sessions named by stateless requests (other than `want_session`).
+    named: HashMap<String, SessionHandle>,
+    /// Open `subscriptions/listen` streams by request id.
+    listens: HashMap<String, Listen>,
+    /// The request being dispatched declared the Tasks extension (2026).
+    req_tasks_ext: bool,
+    /// Leash approvals asked of the user (`elicitation/create`).
+    elicit: elicit::Elicit,
+    /// How a live view names this client (`mcp: NAME` once initialized).
+    client_label: Arc<str>,
+}
+
+fn id_key(id: &Json) -> String {
+    id.to_string()
+}
+
+impl McpConn {
+    pub fn new(cx: ConnContext, tx: Writer, reg: Registration) -> Self {
+        McpConn {
+            cx,
+            tx,
+            reg,
+            version: None,
+            want_session: "default".into(),
+            session_named: false,
+            want_cwd: None,
+            want_env: None,
+            token: None,
+            attached: None,
+            gate: None,
+            inflight: HashMap::new(),
+            subs: HashMap::new(),
+            bus_subs: HashMap::new(),
+            pty_subs: HashMap::new(),
+            services: None,
+            closing: false,
+            era: None,
+            req_session: None,
+            named: HashMap::new(),
+            listens: HashMap::new(),
+            req_tasks_ext: false,
+            elicit: Default::default(),
+            client_label: Arc::from("mcp"),
+        }
+    }
+
+    fn caps(&self) -> mcp::Caps {
+        let on = self.services.is_some();
+        mcp::Caps {
+            journal: on,
+            events: on,
+        }
+    }
+
+    fn notification(&mut self, method: &str, params: Json, ctx: &mut Context<Self>) {
+        match method {
+            "shoal/attach" => {
+                let p = params.as_object().cloned().unwrap_or_default();
+                if let Some(s) = p
+                    .get("session")
+                    .and_then(Json::as_str)
+                    .filter(|s| !s.is_empty())
+                {
+                    self.want_session = s.to_string();
+                    self.session_named = true;
+                }
+                // A shim started from a directory that no longer exists still works.
+                self.want_cwd = p
+                    .get("cwd")
+                    .and_then(Json::as_str)
+                    .map(PathBuf::from)
+                    .filter(|d| d.is_dir());
+                match conn::env_param(p.get("env")) {
+                    Ok(env) => self.want_env = env,
+                    Err(m) => tracing::warn!(conn = self.cx.id, "shoal/attach: {m}; env ignored"),
+                }
+                self.token = p
+                    .get("token")
+                    .and_then(Json::as_str)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string);
+            }
+            "notifications/cancelled" => {
+                let Some(id) = params.get("requestId") else {
+                    return;
+                };
+                let key = id_key(id);
+                if self.listens.contains_key(&key) {
+                    self.end_listen(&key, ctx);
+                    return;
+                }
+                let Some(f) = self.inflight.get_mut(&key) else {
+                    return;
+                };
+                f.cancelled = true;
+                if let Some(h) = f.progress.take() {
+                    ctx.cancel_future(h);
+                }
+                if f.evaluates {
+                    tracing::debug!(conn = self.cx.id, request = %key, "cancelling this call");
+                }
+                f.cancel.cancel();
+            }
+            "notifications/initialized" => {}
+            other => tracing::debug!(conn = self.cx.id, method = other, "ignored notification"),
+        }
+    }
+
+    /// Settle the era of a request and serve it in that era's envelope.
+    fn request(&mut self, id: Json, method: String, params: Json, ctx: &mut Context<Self>) {
+        let era = if method == "initialize" {
+            // The handshake belongs to 2025 even when a client stamps the envelope on it.
+            if self.era == Some(ConnEra::Modern) {
+                let requested = params
+                    .get("protocolVersion")
+                    .and_then(Json::as_str)
+                    .unwrap_or("");
+                let e = mcp_era::unsupported(requested);
+                conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+                return;
+            }
+            self.era = Some(ConnEra::Legacy);
+            Ok(Era::Legacy)
+        } else {
+            mcp_era::classify(&params)
+        };
+        self.serve(id, method, Call::Params(params), era, ctx)
+    }
+
+    /// A frame read in place: the hot `tools/call` of `shoal_exec` is served
+    /// from its typed params; anything else from its params parsed whole (or
+    /// classified whole when they do not parse on their own).
+    fn raw_request(&mut self, req: rpc::RawRequest<'_>, bytes: &[u8], ctx: &mut Context<Self>) {
+        if req.method == "tools/call" {
+            if let Some(call) = mcp_call::exec_call(req.params) {
+                let era = call.meta.era();
+                let progress = call.meta.progress_token();
+                let call = Call::Exec {
+                    args: call.args,
+                    progress,
+                };
+                return self.serve(req.id, req.method, call, era, ctx);
+            }
+        }
+        match rpc::params_value(req.params) {
+            Some(params) => self.request(req.id, req.method, params, ctx),
+            None => self.incoming(rpc::classify(bytes), ctx),
+        }
+    }
+
+    /// A classified frame (what the in-place read left to the whole parse).
+    fn incoming(&mut self, incoming: rpc::Incoming, ctx: &mut Context<Self>) {
+        match incoming {
+            rpc::Incoming::Request { id, method, params } => self.request(id, method, params, ctx),
+            rpc::Incoming::Notification { method, params } => {
+                self.notification(&method, params, ctx)
+            }
+            rpc::Incoming::Invalid { id, error } => {
+                conn::write(&self.tx, ctx, &rpc::error_response(&id, &error))
+            }
+        }
+    }
+
+    /// Serve a request in the era its envelope settled (or refuse it).
+    fn serve(
+        &mut self,
+        id: Json,
+        method: String,
+        call: Call,
+        era: Result<Era, RpcError>,
+        ctx: &mut Context<Self>,
+    ) {
+        let era = match era {
+            Ok(e) => e,
+            Err(e) => {
+                conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+                return;
+            }
+        };
+        let refuse = match (&era, self.era) {
+            (Era::Modern(_), Some(ConnEra::Legacy)) => Some(RpcError::new(
+                rpc::INVALID_REQUEST,
+                "this connection serves the handshake era (initialize); requests carrying the 2026-07-28 envelope are not accepted on it",
+            )),
+            (Era::Legacy, Some(ConnEra::Modern)) => Some(RpcError::invalid_params(format!(
+                "this connection serves 2026-07-28: params._meta must carry {} and {}",
+                mcp_era::PROTOCOL_VERSION_KEY,
+                mcp_era::CLIENT_CAPABILITIES_KEY
+            ))),
+            (Era::Modern(_), _) if mcp_era::removed_in_modern(&method) => {
+                Some(RpcError::method_not_found(&method))
+            }
+            _ => None,
+        };
+        if let Some(e) = refuse {
+            conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+            return;
+        }
+        match era {
+            Era::Legacy => {
+                if method == "server/discover" {
+                    let r = Ok(mcp_era::discover_result());
+                    conn::write(&self.tx, ctx, &rpc::reply(&id, r));
+                    return;
+                }
+                self.request_in(id, method, call, None, ctx)
+            }
+            Era::Modern(env) => {
+                self.era = Some(ConnEra::Modern);
+                match (method.as_str(), call) {
+                    ("server/discover", _) => {
+                        let r = Ok(mcp_era::discover_result());
+                        conn::write(&self.tx, ctx, &rpc::reply(&id, r));
+                    }
+                    ("subscriptions/listen", Call::Params(params)) => {
+                        self.listen(id, &params, env, ctx)
+                    }
+                    (_, call) => self.request_in(id, method, call, Some(env), ctx),
+                }
+            }
+        }
+    }
+
+    /// Dispatch one request; `modern` wraps its answer in the 2026 envelope.
+    fn request_in(
+        &mut self,
+        id: Json,
+        method: String,
+        call: Call,
+        modern: Option<mcp_era::Envelope>,
+        ctx: &mut Context<Self>,
+    ) {
+        let stamp = modern
+            .as_ref()
+            .map(|_| mcp_era::Stamp::for_request(&method, call.params()));
+        let reply_frame = move |id: &Json, answer: Answer| answer.frame(id, stamp.as_ref());
+        self.req_tasks_ext = modern
+            .as_ref()
+            .is_some_and(|e| e.has_extension(mcp_tasks_ext::EXTENSION));
+        self.req_session = modern.and_then(|e| e.session);
+        let session = self
+            .req_session
+            .clone()
+            .or_else(|| self.attached.as_ref().map(|h| h.name.clone()));
+        let span = conn::request_span("mcp", self.cx.id, session.as_deref(), &id, &method);
+        let _entered = span.clone().entered();
+        let key = id_key(&id);
+        let origin = CallOrigin {
+            conn: self.cx.id,
+            request: key.clone(),
+            client: Some(self.client_label.clone()),
+        };
+        let concurrent = matches!(
+            method.as_str(),
+            "tools/call" | "resources/read" | "tasks/result"
+        );
+        if !concurrent || self.inflight.len() >= MAX_IN_FLIGHT {
+            // In order; at the in-flight cap this also stops reading (backpressure).
+            let cancel = CallCancel::new();
+            cancel.set_origin(origin);
+            let fut = self.dispatch_call(&method, call, cancel, ctx);
+            self.req_session = None;
+            self.req_tasks_ext = false;
+            ctx.wait(fut.map(move |answer, act, ctx| {
+                let _span = span.entered();
+                answer.log_done();
+                conn::write_frame(&act.tx, ctx, reply_frame(&id, answer));
+            }));
+            return;
+        }
+        let (evaluates, token) = match &call {
+            Call::Exec { progress, .. } => (true, progress.clone()),
+            Call::Params(params) => {
+                let evaluates = method == "tools/call"
+                    && params.get("name").and_then(Json::as_str) == Some(mcp_call::EXEC_TOOL);
+                let token = params
+                    .get("_meta")
+                    .and_then(|m| m.get("progressToken"))
+                    .filter(|t| evaluates && (t.is_string() || t.is_number()))
+                    .cloned();
+                (evaluates, token)
+            }
+        };
+        let progress = token.map(|token| self.start_progress(token, ctx));
+        let cancel = CallCancel::new();
+        cancel.set_origin(origin);
+        self.inflight.insert(
+            key.clone(),
+            InFlight {
+                cancelled: false,
+                evaluates,
+                progress,
+                cancel: cancel.clone(),
+            },
+        );
+        let fut = self.dispatch_call(&method, call, cancel, ctx);
+        self.req_session = None;
+        self.req_tasks_ext = false;
+        ctx.spawn(fut.map(move |answer, act, ctx| {
+            let _span = span.entered();
+            answer.log_done();
+            let done = act.inflight.remove(&key);
+            if let Some(h) = done.as_ref().and_then(|f| f.progress) {
+                ctx.cancel_future(h);
+            }
+            if done.is_some_and(|f| f.cancelled) {
+                tracing::debug!(conn = act.cx.id, request = %key, "cancelled request finished; no reply");
+            } else {
+                conn::write_frame(&act.tx, ctx, reply_frame(&id, answer));
+            }
+            if act.closing && act.inflight.is_empty() {
+                ctx.stop();
+            }
+        }));
+    }
+
+    /// Periodic `notifications/progress` (elapsed seconds) until cancelled.
+    fn start_progress(&mut self, token: Json, ctx: &mut Context<Self>) -> SpawnHandle {
+        let t0 = Instant::now();
+        ctx.run_interval(PROGRESS_EVERY, move |act, ctx| {
+            let secs = t0.elapsed().as_secs_f64();
+            let frame = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                "progressToken": token,
+                "progress": (secs * 1000.0).round() / 1000.0,
+                "message": format!("running for {secs:.1}s"),
+            }});
+            conn::write(&act.tx, ctx, &frame);
+        })
+    }
+
+    fn dispatch_call(
+        &mut self,
+        method: &str,
+        call: Call,
+        cancel: Arc<CallCancel>,
+        ctx: &mut Context<Self>,
+    ) -> AnswerFut {
+        match call {
+            Call::Exec { args, .. } => self.exec_call(args, cancel),
+            Call::Params(params) => Box::pin(
+                self.dispatch(method, params, cancel, ctx)
+                    .map(|r, _act, _ctx| Answer::Value(r)),
+            ),
+        }
+    }
+
+    fn dispatch(
+        &mut self,
+        method: &str,
+        params: Json,
+        cancel: Arc<CallCancel>,
+        ctx: &mut Context<Self>,
+    ) -> Reply {
+        match method {
+            "initialize" => {
+                let requested = params.get("protocolVersion").and_then(Json::as_str);
+                let v = mcp::negotiate(requested);
+                self.version = Some(v);
+                self.elicit_initialized(&params);
+                tracing::debug!(
+                    conn = self.cx.id,
+                    requested,
+                    negotiated = v,
+                    "mcp initialize"
+                );
+                Box::pin(ready(Ok(mcp::initialize_result(v))))
+            }
+            "ping" => Box::pin(ready(Ok(json!({})))),
+            "tools/list" => Box::pin(ready(Ok(json!({"tools": mcp::tools(self.caps())})))),
+            "tools/call" => self.tools_call(params, cancel),
+            "resources/list" => self.resources_list(params),
+            "prompts/list" => Box::pin(ready(Ok(mcp::prompts()))),
+            "prompts/get" => Box::pin(ready(mcp::prompt_get(
+                params.get("name").and_then(Json::as_str).unwrap_or(""),
+            ))),
+            "completion/complete" => self.complete(params),
+            "resources/templates/list" => Box::pin(ready(Ok(mcp::resource_templates(self.caps())))),
+            "resources/read" => self.resources_read(params),
+            "resources/subscribe" => self.subscribe(params, ctx),
+            "resources/unsubscribe" => self.unsubscribe(params, ctx),
+            // The 2026 Tasks extension: get, update, cancel (no list, no result).
+            "tasks/get" | "tasks/update" | "tasks/cancel" if self.era == Some(ConnEra::Modern) => {
+                let method = method.to_string();
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    let h = h.and_then(|h| act.task_access(h, &method));
+                    async move { super::mcp_tasks::ext_method(h?, method, params).await }
+                        .into_actor(act)
+                }))
+            }
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel"
+                if self.era != Some(ConnEra::Modern) =>
+            {
+                let method = method.to_string();
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    let h = h.and_then(|h| act.task_access(h, &method));
+                    async move {
+                        let h = h?;
+                        super::mcp_tasks::method(h, method, params, Budget::default()).await
+                    }
+                    .into_actor(act)
+                }))
+            }
+            other => Box::pin(ready(Err(RpcError::method_not_found(other)))),
+        }
+    }
+}
+
+/// `value.get` through the session supervisor (MCP never keeps ANSI escapes).
+pub async fn get_value(
+    handle: &SessionHandle,
+    reference: String,
+    req: GetRequest,
+) -> Result<Json, RpcError> {
+    super::exec::get_value(handle, reference, req, false).await
+}
+
+impl Actor for McpConn {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(64);
+        // Which capabilities exist decides what is advertised: ask first.
+        self.cx.daemon_stats.enqueue();
+        let f = self.cx.daemon.send(GetServices);
+        ctx.wait(f.into_actor(self).map(|r, act, _ctx| {
+            act.services = r.ok().flatten();
+        }));
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        // Calls still queued or running are abandoned: cancel each (only them).
+        for f in self.inflight.values() {
+            f.cancel.cancel();
+        }
+        if let Some(h) = self.attached.take() {
+            h.count_client(-1);
+        }
+        for (_, h) in self.named.drain() {
+            h.count_client(-1);
+        }
+        if let Some(s) = &self.services {
+            for (_, id) in self.bus_subs.drain() {
+                s.bus.do_send(Unsubscribe { id });
+            }
+        }
+        tracing::debug!(conn = self.cx.id, "mcp connection closed");
+    }
+}
+
+impl StreamHandler<FrameItem> for McpConn {
+    fn handle(&mut self, FrameItem(item): FrameItem, ctx: &mut Context<Self>) {
+        self.reg.stats.handled_item();
+        if self.elicit.take_response(&item) {
+            return;
+        }
+        match &item {
+            Ok(Frame::Line(bytes)) => match rpc::classify_request(bytes) {
+                rpc::Classified::Raw(req) => self.raw_request(req, bytes, ctx),
+                rpc::Classified::Other(other) => self.incoming(other, ctx),
+            },
+            // Read errors and oversized frames: as on every connection.
+            _ => {
+                conn::incoming(&self.cx, &self.tx, ctx, item);
+            }
+        }
+    }
+
+    fn finished(&mut self, ctx: &mut Context<Self>) {
+        // The client stopped sending: answer what is in flight, then stop. A half-close
+        // (the shim after its client closed stdin) waits for the answers; a hang-up (the
+        // shim was killed) cancels the calls in flight (docs/protocol.md §10).
+        self.elicit.abandon();
+        if self.inflight.is_empty() {
+            ctx.stop();
+            return;
+        }
+        self.closing = true;
+        if let Some(peer) = self.cx.peer.clone() {
+            ctx.run_interval(conn::HANGUP_POLL, move |act, ctx| {
+                if conn::hung_up(&peer) {
+                    for f in act.inflight.values_mut() {
+                        f.cancelled = true;
+                        f.cancel.cancel();
+                    }
+                    // Nobody reads the answers: the calls' futures go with the actor,
+                    // waits (a PTY `wait_for`, a task result) included, and so does its place.
+                    ctx.stop();
+                }
+            });
+        }
+    }
+}

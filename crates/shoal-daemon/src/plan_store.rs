@@ -1,0 +1,565 @@
+//! PlanStore: one per session, a child of its SessionSupervisor. Holds the
+//! session's plans (docs/rules.md §21): each bound to its owner (the ref hashes
+//! session, principal, source and effects), expiring after `plans.ttl`,
+//! approved by `cap.request` within the owner's policy (never under
+//! `auto_apply = "never"`) or by a human on a channel the owner's
+//! `approve_via` lists, and applied once. Every change of a plan's standing
+//! is an `approval` event.
+
+use std::collections::HashMap;
+
+use actix::prelude::*;
+use serde_json::{json, Value as Json};
+
+use super::event_bus::BusHandle;
+use super::health::Registration;
+use super::session_supervisor::SessionSupervisor;
+use shoal_policy::plan::{approve_channels, auto_apply_of, channel_names, Approval, Plan};
+use shoal_policy::policy::{ApproveVia, AutoApply};
+use shoal_policy::{effect, Verdict};
+use shoal_proto::rpc::{RpcError, APPROVAL_REQUIRED, LEASH_DENIED, UNKNOWN_PLAN};
+
+/// Plans a session keeps at most (the oldest go first).
+const MAX_PLANS: usize = 1024;
+
+pub struct PlanStore {
+    plans: HashMap<String, Plan>,
+    bus: Option<BusHandle>,
+    reg: Registration,
+    /// Tells the supervisor when this actor stops (dropped with it).
+    _exit: Option<super::session_supervisor::ExitNotice>,
+}
+
+/// Who asks.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub principal: String,
+}
+
+impl Caller {
+    /// The local uid: the human at this machine, who approves and denies.
+    pub fn is_human(&self) -> bool {
+        self.principal == shoal_policy::runtime().local
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum PlanOp {
+    /// Store a fresh plan (or refresh the same owner's identical one).
+    Put(Box<Plan>),
+    Get(String),
+    List,
+    /// `cap.request`: approve what the owner's policy grants.
+    Request {
+        plan_ref: String,
+        kinds: Vec<String>,
+    },
+    /// `plan.approve` (the human, on channel `via`: the CLI or another
+    /// attached local client).
+    Approve {
+        plan_ref: String,
+        via: ApproveVia,
+    },
+    /// `plan.deny` (the human, on any channel).
+    Deny {
+        plan_ref: String,
+        via: ApproveVia,
+    },
+    /// `plan.apply`: the plan, if it may run now (and then it is used up).
+    /// With `src` (`exec mode:"approved"`), only if it is the plan's source.
+    Apply {
+        plan_ref: String,
+        src: Option<String>,
+    },
+    /// The user's answer to an MCP elicitation about the caller's own
+    /// pending plan (docs/rules.md §21): a human decision, recorded with how it
+    /// was made.
+    Elicited {
+        plan_ref: String,
+        approve: bool,
+        /// How the user was asked (`MCP elicitation/create via CLIENT`).
+        via: String,
+    },
+}
+
+/// A plan request for the session's PlanStore (through its supervisor).
+#[derive(Message)]
+#[rtype(result = "Result<PlanReply, RpcError>")]
+pub struct PlanCall {
+    pub caller: Caller,
+    pub op: PlanOp,
+}
+
+#[derive(Debug)]
+pub enum PlanReply {
+    Json(Json),
+    /// `Apply`: the plan to run.
+    Run(Box<Plan>),
+}
+
+fn unknown(plan_ref: &str) -> RpcError {
+    RpcError::new(UNKNOWN_PLAN, "unknown or expired plan_ref")
+        .with_data(json!({"plan_ref": plan_ref}))
+}
+
+fn already_applied(plan_ref: &str) -> RpcError {
+    RpcError::new(
+        APPROVAL_REQUIRED,
+        format!("plan {plan_ref} was already applied: a plan applies once; plan the source again (a new plan needs its own approval)"),
+    )
+    .with_data(json!({"plan_ref": plan_ref, "applied": true}))
+}
+
+/// How a human decision on `via` is recorded (`via` in events and the journal).
+fn via_text(via: ApproveVia, approve: bool) -> String {
+    let verb = if approve { "approve" } else { "deny" };
+    match via {
+        ApproveVia::Cli => format!("shoal plan {verb}"),
+        ApproveVia::Attach => format!("plan.{verb} from an attached client"),
+        ApproveVia::Elicitation => "MCP elicitation/create".into(),
+    }
+}
+
+impl PlanStore {
+    pub fn new(bus: Option<BusHandle>, reg: Registration) -> PlanStore {
+        PlanStore {
+            plans: HashMap::new(),
+            bus,
+            reg,
+            _exit: None,
+        }
+    }
+
+    /// Report this actor's end to its supervisor.
+    pub fn with_exit_notice(mut self, exit: super::session_supervisor::ExitNotice) -> Self {
+        self._exit = Some(exit);
+        self
+    }
+
+    fn publish(&self, event: &str, plan: &Plan) {
+        self.publish_by(event, plan, None);
+    }
+
+    /// An `approval` event; a human decision (`by`, `via`, and the
+    /// `approve_via` channel) also goes to the durable `journal` channel, so
+    /// the journal says who decided and how.
+    fn publish_by(&self, event: &str, plan: &Plan, decided: Option<(&str, &str, ApproveVia)>) {
+        let Some(bus) = &self.bus else {
+            return;
+        };
+        let mut payload = plan.to_json();
+        if let Some(o) = payload.as_object_mut() {
+            o.insert("event".into(), json!(event));
+            // What a human deciding from `shoal attach` / `shoal watch` reads.
+            o.insert(
+                "src".into(),
+                json!(shoal_journal::event::ExecView::src_of(&plan.src)),
+            );
+            if let Some((by, via, channel)) = decided {
+                o.insert("by".into(), json!(by));
+                o.insert("via".into(), json!(via));
+                o.insert("channel".into(), json!(channel.as_str()));
+            }
+        }
+        bus.publish("approval", payload);
+        if let Some((by, via, channel)) = decided {
+            let channel = channel.as_str();
+            tracing::info!(plan = %plan.plan_ref, principal = %plan.principal, by, via, channel, decision = event, "plan decided by a human");
+            let s = |v: &str| json!({"$": "str", "v": v});
+            bus.publish(
+                "journal",
+                json!({"$": "record", "v": {
+                    "approval": s(event),
+                    "plan_ref": s(&plan.plan_ref),
+                    "session": s(&plan.session),
+                    "principal": s(&plan.principal),
+                    "head": s(shoal_journal::head_of(&plan.src)),
+                    "by": s(by),
+                    "via": s(via),
+                    "channel": s(channel),
+                }}),
+            );
+        }
+    }
+
+    fn sweep(&mut self) {
+        let now = shoal_journal::now_ns();
+        let gone: Vec<String> = self
+            .plans
+            .values()
+            .filter(|p| p.expired(now))
+            .map(|p| p.plan_ref.clone())
+            .collect();
+        for r in gone {
+            if let Some(p) = self.plans.remove(&r) {
+                self.publish("expired", &p);
+            }
+        }
+    }
+
+    /// The caller's live plan `r` (or the human's view of any plan here).
+    fn owned(&mut self, r: &str, caller: &Caller, human_ok: bool) -> Result<&mut Plan, RpcError> {
+        let now = shoal_journal::now_ns();
+        if self.plans.get(r).is_some_and(|p| p.expired(now)) {
+            if let Some(p) = self.plans.remove(r) {
+                self.publish("expired", &p);
+            }
+        }
+        let p = self.plans.get_mut(r).ok_or_else(|| unknown(r))?;
+        if p.principal != caller.principal && !(human_ok && caller.is_human()) {
+            return Err(
+                RpcError::new(LEASH_DENIED, "plan belongs to another principal")
+                    .with_data(json!({"plan_ref": r})),
+            );
+        }
+        Ok(p)
+    }
+
+    fn handle_op(&mut self, caller: Caller, op: PlanOp) -> Result<PlanReply, RpcError> {
+        match op {
+            PlanOp::Put(plan) => {
+                self.sweep();
+                let mut plan = *plan;
+                if let Some(old) = self.plans.get(&plan.plan_ref) {
+                    // Same owner, source and effects: keep its standing,
+                    // unless it was applied (then this is a new plan). A
+                    // human's answer stands while the policy still asks for
+                    // one; otherwise the verdict decides it as for a new
+                    // plan, so the two never contradict.
+                    if old.approval != Approval::Applied {
+                        plan.created_ns = old.created_ns;
+                        if plan.verdict == Verdict::ApprovalRequired {
+                            plan.approval = old.approval;
+                            plan.approved_via = old.approved_via;
+                            if plan.approval == Approval::NotApplicable {
+                                plan.approval = Approval::Pending;
+                                plan.approved_via = None;
+                            }
+                        }
+                    }
+                }
+                if self.plans.len() >= MAX_PLANS && !self.plans.contains_key(&plan.plan_ref) {
+                    if let Some(oldest) = self
+                        .plans
+                        .values()
+                        .min_by_key(|p| p.created_ns)
+                        .map(|p| p.plan_ref.clone())
+                    {
+                        self.plans.remove(&oldest);
+                    }
+                }
+                if plan.approval_pending() {
+                    self.publish("pending", &plan);
+                }
+                let j = plan.to_json();
+                self.plans.insert(plan.plan_ref.clone(), plan);
+                Ok(PlanReply::Json(j))
+            }
+            PlanOp::Get(r) => Ok(PlanReply::Json(
+                self.owned(&r, &caller, true)?.detail_json(),
+            )),
+            PlanOp::List => {
+                self.sweep();
+                let mut v: Vec<&Plan> = self
+                    .plans
+                    .values()
+                    .filter(|p| p.principal == caller.principal || caller.is_human())
+                    .collect();
+                v.sort_by(|a, b| {
+                    a.created_ns
+                        .cmp(&b.created_ns)
+                        .then(a.plan_ref.cmp(&b.plan_ref))
+                });
+                Ok(PlanReply::Json(Json::Array(
+                    v.into_iter().map(Plan::to_json).collect(),
+                )))
+            }
+            PlanOp::Request { plan_ref, kinds } => {
+                let p = self.owned(&plan_ref, &caller, false)?;
+                if p.verdict == Verdict::Deny {
+                    return Err(RpcError::new(
+                        LEASH_DENIED,
+                        format!(
+                            "policy denies requested effects: {}",
+                            p.reason.as_deref().unwrap_or("not granted")
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": plan_ref})));
+                }
+                if p.approval == Approval::Denied {
+                    return Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
+                        .with_data(json!({"plan_ref": plan_ref})));
+                }
+                if p.approval == Approval::Applied {
+                    return Err(already_applied(&plan_ref));
+                }
+                let requested: Vec<&str> = kinds
+                    .iter()
+                    .filter_map(|k| effect::normalize_kind(k))
+                    .collect();
+                let mut uncovered: Vec<&'static str> = Vec::new();
+                if !kinds.is_empty() {
+                    for e in &p.effects {
+                        if !requested.contains(&e.kind()) && !uncovered.contains(&e.kind()) {
+                            uncovered.push(e.kind());
+                        }
+                    }
+                }
+                if !uncovered.is_empty() {
+                    return Ok(PlanReply::Json(json!({
+                        "grant": "approval_pending",
+                        "plan_ref": plan_ref,
+                        "why": "requested effect scope does not cover the plan",
+                        "uncovered_effects": uncovered,
+                        "expires": shoal_policy::plan::rfc3339(p.expires_ns),
+                    })));
+                }
+                let channels = channel_names(&approve_channels(&p.principal));
+                if p.approval == Approval::Approved || p.verdict == Verdict::Allow {
+                    if p.approval != Approval::Approved {
+                        p.approval = Approval::Approved;
+                        p.approved_via = Some("policy");
+                    }
+                    let enforced = shoal_policy::Gate::for_principal(&p.principal).caps_enforced();
+                    return Ok(PlanReply::Json(json!({
+                        "grant": "approved",
+                        "plan_ref": plan_ref,
+                        "enforced": enforced,
+                        "granted_effects": kinds,
+                        "expires": shoal_policy::plan::rfc3339(p.expires_ns),
+                    })));
+                }
+                // What the owner's policy grants only with a human's consent;
+                // under `auto_apply = "never"` that is everything: the
+                // agent's own request approves nothing, whatever the grants.
+                let gate = shoal_policy::Gate::for_principal(&p.principal);
+                let never = auto_apply_of(&p.principal) == AutoApply::Never;
+                let d = gate.decide(&p.effects);
+                let mut pending: Vec<&'static str> = Vec::new();
+                for e in if never { &p.effects } else { &d.ask } {
+                    if !pending.contains(&e.kind()) {
+                        pending.push(e.kind());
+                    }
+                }
+                if !never && pending.is_empty() {
+                    // Every effect is within the grants (auto_apply asked
+                    // for a request): the owner's policy approves it.
+                    p.approval = Approval::Approved;
+                    p.approved_via = Some("policy");
+                    let p = p.clone();
+                    self.publish("approved", &p);
+                    return Ok(PlanReply::Json(json!({
+                        "grant": "approved",
+                        "plan_ref": plan_ref,
+                        "enforced": gate.caps_enforced(),
+                        "granted_effects": kinds,
+                        "expires": shoal_policy::plan::rfc3339(p.expires_ns),
+                    })));
+                }
+                let why = if never {
+                    format!("auto_apply = \"never\" for {}: only a human approves; approve with `shoal plan approve {plan_ref}`", p.principal)
+                } else {
+                    format!("the policy of {} asks a human for these; approve with `shoal plan approve {plan_ref}`", p.principal)
+                };
+                let j = json!({
+                    "grant": "approval_pending",
+                    "plan_ref": plan_ref,
+                    "awaiting": "human",
+                    "why": why,
+                    "uncovered_effects": pending,
+                    "approve_via": channels,
+                    "expires": shoal_policy::plan::rfc3339(p.expires_ns),
+                });
+                let p = p.clone();
+                self.publish("pending", &p);
+                Ok(PlanReply::Json(j))
+            }
+            PlanOp::Approve { plan_ref: r, .. } | PlanOp::Deny { plan_ref: r, .. }
+                if !caller.is_human() =>
+            {
+                Err(RpcError::new(
+                    LEASH_DENIED,
+                    "only the local user approves or denies plans (shoal plan approve|deny)",
+                )
+                .with_data(json!({"plan_ref": r})))
+            }
+            PlanOp::Approve { plan_ref: r, via } => {
+                let p = self.owned(&r, &caller, true)?;
+                let channels = approve_channels(&p.principal);
+                if !channels.contains(&via) {
+                    return Err(RpcError::new(
+                        LEASH_DENIED,
+                        format!(
+                            "the policy of {} takes approvals on {} only (approve_via), not {}: approve with `shoal plan approve {r}`",
+                            p.principal,
+                            channel_names(&channels).join(", "),
+                            via.as_str()
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": r, "approve_via": channel_names(&channels)})));
+                }
+                if p.approval == Approval::Applied {
+                    return Err(already_applied(&r));
+                }
+                if p.verdict == Verdict::Deny {
+                    return Err(RpcError::new(
+                        LEASH_DENIED,
+                        format!(
+                            "policy denies this plan ({}); change the policy instead",
+                            p.reason.as_deref().unwrap_or("not granted")
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": r})));
+                }
+                p.approval = Approval::Approved;
+                p.approved_via = Some(via.as_str());
+                let p = p.clone();
+                let by = caller.principal.clone();
+                self.publish_by("approved", &p, Some((&by, &via_text(via, true), via)));
+                Ok(PlanReply::Json(p.to_json()))
+            }
+            PlanOp::Deny { plan_ref: r, via } => {
+                let p = self.owned(&r, &caller, true)?;
+                p.approval = Approval::Denied;
+                p.approved_via = None;
+                let p = p.clone();
+                let by = caller.principal.clone();
+                self.publish_by("denied", &p, Some((&by, &via_text(via, false), via)));
+                Ok(PlanReply::Json(p.to_json()))
+            }
+            PlanOp::Elicited {
+                plan_ref,
+                approve,
+                via,
+            } => {
+                let p = self.owned(&plan_ref, &caller, false)?;
+                if p.verdict == Verdict::Deny {
+                    return Err(RpcError::new(
+                        LEASH_DENIED,
+                        format!(
+                            "policy denies this plan ({}); no approval can change that",
+                            p.reason.as_deref().unwrap_or("not granted")
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": plan_ref})));
+                }
+                if p.approval == Approval::Denied {
+                    return Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
+                        .with_data(json!({"plan_ref": plan_ref})));
+                }
+                if p.approval == Approval::Applied {
+                    return Err(already_applied(&plan_ref));
+                }
+                let channels = approve_channels(&p.principal);
+                if !channels.contains(&ApproveVia::Elicitation) {
+                    return Err(RpcError::new(
+                        LEASH_DENIED,
+                        format!(
+                            "the policy of {} does not take approvals by elicitation (approve_via: {}): approve with `shoal plan approve {plan_ref}`",
+                            p.principal,
+                            channel_names(&channels).join(", ")
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": plan_ref, "approve_via": channel_names(&channels)})));
+                }
+                if approve {
+                    p.approval = Approval::Approved;
+                    p.approved_via = Some(ApproveVia::Elicitation.as_str());
+                } else {
+                    p.approval = Approval::Denied;
+                    p.approved_via = None;
+                }
+                let p = p.clone();
+                let event = if approve { "approved" } else { "denied" };
+                self.publish_by(event, &p, Some(("user", &via, ApproveVia::Elicitation)));
+                Ok(PlanReply::Json(p.to_json()))
+            }
+            PlanOp::Apply { plan_ref: r, src } => {
+                let p = self.owned(&r, &caller, false)?;
+                if src.is_some_and(|s| s != p.src) {
+                    return Err(RpcError::new(
+                        LEASH_DENIED,
+                        "the source differs from the approved plan's",
+                    )
+                    .with_data(json!({"plan_ref": r})));
+                }
+                match (p.approval, p.verdict) {
+                    (Approval::Denied, _) => {
+                        Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
+                            .with_data(json!({"plan_ref": r})))
+                    }
+                    (Approval::Applied, _) => Err(already_applied(&r)),
+                    (_, Verdict::Deny) => Err(RpcError::new(
+                        LEASH_DENIED,
+                        format!(
+                            "policy denies this plan: {}",
+                            p.reason.as_deref().unwrap_or("not granted")
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": r}))),
+                    (Approval::Approved, _) | (_, Verdict::Allow) => {
+                        // Used up as it starts: a second apply is refused
+                        // whatever becomes of this one.
+                        p.approval = Approval::Applied;
+                        let p = p.clone();
+                        self.publish("applied", &p);
+                        Ok(PlanReply::Run(Box::new(p)))
+                    }
+                    _ => Err(RpcError::new(APPROVAL_REQUIRED, "plan approval pending")
+                        .with_data(json!({"plan_ref": r, "approval_pending": true}))),
+                }
+            }
+        }
+    }
+}
+
+impl Actor for PlanStore {
+    type Context = Context<Self>;
+
+    fn started(&mut self, _ctx: &mut Context<Self>) {
+        // Expired plans are swept on every store and list, and refused on
+        // every access, so no timer keeps the actor alive.
+        self.reg.stats.set_state("idle");
+    }
+}
+
+impl Handler<PlanCall> for PlanStore {
+    type Result = Result<PlanReply, RpcError>;
+
+    fn handle(&mut self, msg: PlanCall, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        self.handle_op(msg.caller, msg.op)
+    }
+}
+
+impl Handler<PlanCall> for SessionSupervisor {
+    type Result = ResponseFuture<Result<PlanReply, RpcError>>;
+
+    fn handle(&mut self, msg: PlanCall, ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let store = self.plan_store(ctx);
+        Box::pin(async move {
+            store
+                .send(msg)
+                .await
+                .unwrap_or_else(|_| Err(RpcError::internal("the plan store stopped")))
+        })
+    }
+}
+
+impl Handler<super::msg::DerivePlan> for SessionSupervisor {
+    type Result = ResponseFuture<Result<shoal_policy::undo::Derived, super::msg::SessionError>>;
+
+    fn handle(&mut self, msg: super::msg::DerivePlan, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let child = self.session_child();
+        Box::pin(async move {
+            let addr = child?;
+            addr.send(msg).await.unwrap_or_else(|_| {
+                Err(super::msg::SessionError::Internal(
+                    "the session actor died while planning".into(),
+                ))
+            })
+        })
+    }
+}

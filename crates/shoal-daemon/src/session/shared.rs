@@ -1,0 +1,469 @@
+//! The state of a named session that outlives its Session actor: the
+//! transcript and `out:N` numbering (durably reserved in the journal), the
+//! session's views (cwd, environment, client count, busy flag), the handles the
+//! worker publishes (interrupter, channel injector, spill allowance) and the
+//! fork seed background tasks start from. The supervisor owns it; it never
+//! evaluates and never blocks an arbiter (the journal reads in `ensure_base`
+//! run on the worker thread only).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use super::super::health::ActorStats;
+use super::super::journal_writer::Services;
+use super::super::msg::SessionError;
+use super::exec::new_lang;
+use super::journal_unavailable;
+use super::transcript::Transcript;
+use shoal_journal::reserve::RefReservation;
+use shoal_lang::{ChannelInjector, Interrupter, Session as LangSession};
+use shoal_base::sync::Locked;
+use shoal_value::Value;
+
+/// State of a named session that outlives its Session actor.
+#[derive(Debug)]
+pub struct SessionShared {
+    pub name: String,
+    /// The principal whose attach created the session: it (and the local uid)
+    /// may use it fully, others only as their policy's `sessions` shares it.
+    pub owner: String,
+    /// The owner is the local uid (no confinement of the session's worker);
+    /// `false`: a token principal, whose sandbox the worker is to run under.
+    pub owner_is_local: bool,
+    pub cwd: PathBuf,
+    /// The environment the session started with (the creating client's).
+    pub env: Vec<(String, String)>,
+    pub created: Instant,
+    pub render_width: usize,
+    /// `out:N` is `transcript[N-1-base]`.
+    pub transcript: Arc<Mutex<Transcript>>,
+    /// `out:N` numbers up to `base` were used before this session object existed (journal
+    /// transcript rows from before a restart); set on the worker thread before the first exec.
+    pub base: Arc<OnceLock<u64>>,
+    /// Which `out:N` numbers are durably reserved in the journal.
+    reserved: RefReservation,
+    /// The journal and event bus (absent in unit tests).
+    pub services: Option<Services>,
+    pub clients: AtomicI64,
+    /// The people attached (`shoal attach`, `shoal watch`), for `daemon.status`.
+    pub humans: Humans,
+    pub busy: AtomicBool,
+    /// Execs the Session actor answered itself (quick programs), for
+    /// `daemon.status`.
+    pub quick_execs: std::sync::atomic::AtomicU64,
+    pub interrupter: Mutex<Option<Interrupter>>,
+    /// Delivers `user.*` events published by clients into the language's channels.
+    pub injector: Mutex<Option<ChannelInjector>>,
+    /// The language session's cwd and environment after its last exec
+    /// (`shoal://session/cwd`, `shoal://session/env`); `None` before the first.
+    pub live: Mutex<Option<LiveState>>,
+    /// `[limits] session_memory` and `spill_bytes` (0: the defaults).
+    pub session_memory: u64,
+    pub spill_bytes: u64,
+    /// The session's memory budget: its language session evaluates
+    /// against it and its PTYs hold their bounds in it (docs/protocol.md §8).
+    pub memory: &'static shoal_lang::memory::MemBudget,
+    /// The language session's spill allowance, for `shoal status` (set by the worker).
+    pub spill: Mutex<Option<Arc<shoal_value::output::SpillQuota>>>,
+    /// Adapters of the language session (`None`: commands run as written).
+    pub adapters: Option<Arc<shoal_lang::adapters::Catalog>>,
+    /// A fork of the language session as of its last exec: background tasks
+    /// start from a copy of it without waiting for the worker.
+    pub fork_seed: Mutex<Option<ForkSeed>>,
+    /// The live Session actor and its counters, set by the supervisor as it
+    /// starts one: a connection sends its execs there directly (one hop, not
+    /// two). Weak, so the supervisor dropping its children's addresses still
+    /// stops them; a dead one sends through the supervisor, which answers why
+    /// there is none.
+    actor: Mutex<Option<(actix::WeakAddr<super::Session>, Arc<ActorStats>)>>,
+    /// The supervisor (set as it starts): where an evaluation's `cmd &` and
+    /// `jobs` reach the session's tasks. Weak: the session's state never keeps
+    /// its supervisor alive.
+    supervisor:
+        Mutex<Option<actix::WeakAddr<crate::session_supervisor::SessionSupervisor>>>,
+}
+
+/// `out:n` of `session` read back from the journal.
+fn stored_value(w: &shoal_journal::JournalWriter, session: &str, n: u64) -> Result<Value, String> {
+    let gone = || format!("out:{n} is not in the journal");
+    let fail = |e: shoal_journal::JournalError| format!("out:{n}: {e}");
+    w.sync_visible().map_err(fail)?;
+    let store = w.store();
+    let row = store
+        .transcript_get(session, n)
+        .map_err(fail)?
+        .ok_or_else(gone)?;
+    let vref = row.value.ok_or_else(gone)?;
+    if !vref.stored {
+        return Err(format!(
+            "out:{n} ({} bytes) exceeded the journal's size cap and was not kept",
+            vref.len
+        ));
+    }
+    let bytes = store.blob_get(&vref.hash).map_err(fail)?.ok_or_else(gone)?;
+    serde_json::from_slice(&bytes)
+        .ok()
+        .and_then(|j| shoal_proto::wire::decode(&j))
+        .ok_or_else(|| format!("out:{n} was stored in a form that does not decode"))
+}
+
+/// The language state a background task starts from.
+pub struct ForkSeed(pub(super) LangSession);
+
+impl std::fmt::Debug for ForkSeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ForkSeed")
+    }
+}
+
+/// What a session's views show: its cwd and environment as of the last exec.
+#[derive(Debug, Clone)]
+pub struct LiveState {
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    /// The session's top-level names (for an attached human's completion),
+    /// taken again only when their count changed.
+    pub names: Arc<[String]>,
+}
+
+/// The people attached to a session: `(connection, client, since)` each.
+#[derive(Debug, Default)]
+pub struct Humans(Mutex<Vec<(u64, Arc<str>, i64)>>);
+
+impl Humans {
+    pub fn join(&self, conn: u64, client: &Arc<str>) {
+        let since = shoal_journal::now_ns();
+        self.0.locked().push((conn, client.clone(), since));
+    }
+
+    pub fn leave(&self, conn: u64) {
+        self.0.locked().retain(|(c, _, _)| *c != conn);
+    }
+
+    /// `[{client, since}]` (since: RFC 3339), oldest first.
+    pub fn to_json(&self) -> serde_json::Value {
+        let list = self.0.locked();
+        serde_json::Value::Array(
+            list.iter()
+                .map(|(_, client, since)| {
+                    serde_json::json!({
+                        "client": &**client,
+                        "since": shoal_policy::plan::rfc3339(*since),
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+impl SessionShared {
+    pub fn new(name: String, cwd: PathBuf, render_width: usize) -> Self {
+        let local = shoal_policy::runtime().local.clone();
+        SessionShared {
+            name,
+            owner: local,
+            owner_is_local: true,
+            cwd,
+            env: shoal_base::paths::base_env(),
+            created: Instant::now(),
+            render_width,
+            transcript: Arc::new(Mutex::new(Transcript::new(4096))),
+            base: Arc::default(),
+            reserved: RefReservation::default(),
+            services: None,
+            clients: AtomicI64::new(0),
+            humans: Humans::default(),
+            busy: AtomicBool::new(false),
+            quick_execs: Default::default(),
+            interrupter: Mutex::new(None),
+            injector: Mutex::new(None),
+            adapters: None,
+            live: Mutex::new(None),
+            fork_seed: Mutex::new(None),
+            session_memory: 0,
+            spill_bytes: 0,
+            memory: shoal_lang::memory::MemBudget::leak(0),
+            spill: Mutex::new(None),
+            actor: Mutex::new(None),
+            supervisor: Mutex::new(None),
+        }
+    }
+
+    /// The Session actor execs go to directly, while it lives.
+    pub fn actor(&self) -> Option<(actix::Addr<super::Session>, Arc<ActorStats>)> {
+        let a = self.actor.locked();
+        let (weak, stats) = a.as_ref()?;
+        let addr = weak.upgrade().filter(actix::Addr::connected)?;
+        Some((addr, stats.clone()))
+    }
+
+    /// The supervisor started a new Session actor (`None`: there is none any more).
+    pub fn set_actor(&self, a: Option<(&actix::Addr<super::Session>, Arc<ActorStats>)>) {
+        *self.actor.locked() = a.map(|(addr, stats)| (addr.downgrade(), stats));
+    }
+
+    /// The supervisor, while it lives.
+    pub fn supervisor(
+        &self,
+    ) -> Option<actix::WeakAddr<crate::session_supervisor::SessionSupervisor>> {
+        self.supervisor.locked().clone()
+    }
+
+    /// The supervisor started.
+    pub fn set_supervisor(
+        &self,
+        a: actix::WeakAddr<crate::session_supervisor::SessionSupervisor>,
+    ) {
+        *self.supervisor.locked() = Some(a);
+    }
+
+    /// Apply the `[limits]` a language session enforces itself.
+    pub fn with_limits(mut self, l: &crate::config::LimitsConfig) -> Self {
+        self.session_memory = l.session_memory;
+        self.spill_bytes = l.spill_bytes;
+        self.memory.set_limit(l.session_memory);
+        self
+    }
+
+    /// Keep at most `n` transcript values in memory (older ones come from the journal).
+    pub fn with_resident_values(self, n: usize) -> Self {
+        *self.transcript.locked() = Transcript::new(n);
+        self
+    }
+
+    /// Owned by `principal` (the default: the local uid).
+    pub fn with_owner(mut self, principal: &str) -> Self {
+        self.owner_is_local = principal == shoal_policy::runtime().local;
+        self.owner = principal.to_string();
+        self
+    }
+
+    /// Start with exactly `env` (the creating client's environment).
+    pub fn with_env(mut self, env: Vec<(String, String)>) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// Journal the session's execs and publish their events.
+    pub fn with_services(mut self, services: Services) -> Self {
+        self.services = Some(services);
+        self
+    }
+
+    fn base(&self) -> u64 {
+        self.base.get().copied().unwrap_or(0)
+    }
+
+    /// Continue `out:N` after the journal's last transcript row of this session (blocking
+    /// read: worker thread only).
+    pub(super) fn ensure_base(&self) {
+        if self.base.get().is_some() {
+            return;
+        }
+        // Continue past the last stored row and past every number reserved (handed out
+        // possibly, but lost with a crash before its row was committed).
+        let last = self.services.as_ref().map_or(Ok(0), |s| {
+            s.writer.sync_visible().and_then(|_| {
+                let store = s.writer.store();
+                let row = store.transcript_last(&self.name)?.unwrap_or(0);
+                Ok(row.max(store.refs_reserved(&self.name)?))
+            })
+        });
+        let last = last.unwrap_or_else(|e| {
+            tracing::warn!(session = %self.name, "cannot read the journal's transcript: {e}");
+            0
+        });
+        self.reserved.start_at(last);
+        let _ = self.base.set(last);
+    }
+
+    /// Whether an exec can be answered now without waiting for the journal:
+    /// the transcript's base is known, the next `out:N` is durably reserved and
+    /// the journal takes the exec's ops (and its events') without blocking
+    /// (never with immediate durability). A quick exec runs on the arbiter only
+    /// then.
+    pub(super) fn answers_without_waiting(&self) -> bool {
+        let Some(svc) = &self.services else {
+            return self.base.get().is_some();
+        };
+        self.base.get().is_some()
+            && self.reserved.covers(self.peek_next())
+            && svc.writer.has_room(4)
+    }
+
+    /// Make sure the next `out:N` is durably reserved before it is handed out
+    /// (worker thread only; see [`RefReservation`]).
+    pub(super) fn reserve_next(&self) -> Result<(), SessionError> {
+        let next = self.peek_next();
+        self.reserve_upto(next)
+    }
+
+    /// Reserve durably every number up to at least `next`.
+    fn reserve_upto(&self, next: u64) -> Result<(), SessionError> {
+        let Some(svc) = &self.services else {
+            return Ok(());
+        };
+        self.reserved
+            .ensure(&svc.writer, &self.name, next)
+            .map_err(|e| {
+                tracing::error!(session = %self.name, "cannot reserve out:N numbers: {e}");
+                journal_unavailable(&e.to_string())
+            })
+    }
+
+    /// At a clean shutdown (no exec running any more), give back the reserved `out:N`
+    /// numbers that were never handed out, durably, so the next start continues right
+    /// after the last one used instead of a whole block later.
+    pub fn release_reservation(&self) {
+        let Some(svc) = &self.services else {
+            return;
+        };
+        if self.base.get().is_none() || self.busy.load(Ordering::Relaxed) {
+            return;
+        }
+        let used = self.peek_next() - 1;
+        if let Err(e) = self.reserved.release(&svc.writer, &self.name, used) {
+            tracing::warn!(session = %self.name, "cannot release out:N numbers: {e}");
+        }
+    }
+
+    /// The `n` the next [`push`](Self::push) will return.
+    pub fn peek_next(&self) -> u64 {
+        let t = self.transcript.locked();
+        self.base() + t.items.len() as u64 + 1
+    }
+
+    /// Whether the journal is configured `immediate` (the reply waits for the commit).
+    /// The journal's last commit failed (batched results then say `journal: "degraded"`).
+    pub fn journal_degraded(&self) -> bool {
+        self.services
+            .as_ref()
+            .is_some_and(|s| s.writer.is_degraded())
+    }
+
+    pub fn immediate_durability(&self) -> bool {
+        self.services
+            .as_ref()
+            .is_some_and(|s| s.writer.config().durability == shoal_journal::Durability::Immediate)
+    }
+
+    pub fn push(&self, v: Value) -> u64 {
+        let n = {
+            let mut t = self.transcript.locked();
+            t.push(v, self.services.is_some());
+            self.base() + t.items.len() as u64
+        };
+        // Tasks and the worker push concurrently: a number may pass the
+        // reserved block between `reserve_next` and here; reserve it now.
+        let behind = !self.reserved.covers(n);
+        if behind {
+            if let Err(e) = self.reserve_upto(n) {
+                tracing::error!(session = %self.name, "out:{n} handed out unreserved: {e:?}");
+            }
+        } else if let Some(svc) = &self.services {
+            // Every path (the quick one included) asks for the next block ahead of need.
+            self.reserved.ahead(&svc.writer, &self.name, n);
+        }
+        n
+    }
+
+    /// Times handing out an `out:N` waited for the journal (`daemon.status`).
+    pub fn ref_waits(&self) -> u64 {
+        self.reserved.waits()
+    }
+
+    /// A copy of the language state for a background task: from the last
+    /// exec's seed, or a fresh language session before the first exec.
+    pub fn fork_lang(&self) -> Result<LangSession, SessionError> {
+        if let Some(seed) = self.fork_seed.locked().as_ref() {
+            return Ok(seed.0.fork());
+        }
+        new_lang(self)
+    }
+
+    /// `out:n` if this session object holds it in memory (older ones: the journal).
+    pub fn get(&self, n: u64) -> Option<Value> {
+        let t = self.transcript.locked();
+        n.checked_sub(1 + self.base())
+            .and_then(|i| t.items.get(i as usize))
+            .and_then(Option::clone)
+    }
+
+    /// What `out:N` in source reads: the values this session holds in memory,
+    /// older ones read back from the journal (blocking: never on an arbiter;
+    /// a token's session reads none from before it existed, as `shoal_get`).
+    pub fn transcript_lookup(&self) -> shoal_lang::eval::TranscriptLookup {
+        let (transcript, base) = (self.transcript.clone(), self.base.clone());
+        let writer = self.services.as_ref().map(|s| s.writer.clone());
+        let (name, local) = (self.name.clone(), self.owner_is_local);
+        Arc::new(move |n: u64| {
+            let base = base.get().copied().unwrap_or(0);
+            let (held, last) = {
+                let t = transcript.locked();
+                let held = n
+                    .checked_sub(1 + base)
+                    .and_then(|i| t.items.get(i as usize))
+                    .cloned();
+                (held, base + t.items.len() as u64)
+            };
+            match (held, &writer) {
+                (Some(Some(v)), _) => Ok(v),
+                (_, Some(w)) if n <= last && (local || n > base) => stored_value(w, &name, n),
+                _ if n > last => Err(format!(
+                    "no out:{n} in this session yet (the last is out:{last})"
+                )),
+                _ => Err(format!("out:{n} is not available here")),
+            }
+        })
+    }
+
+    /// The newest `out:N` number (0 when there is none).
+    pub fn last_ref(&self) -> u64 {
+        self.base() + self.transcript_len() as u64
+    }
+
+    pub fn transcript_len(&self) -> usize {
+        self.transcript.locked().items.len()
+    }
+
+    /// The session's cwd and environment as of its last exec, else the ones it
+    /// starts with (`shoal://session/cwd`, `shoal://session/env`): a copy, so
+    /// a caller never holds the lock.
+    pub fn views(&self) -> (PathBuf, Vec<(String, String)>) {
+        match self.live_state() {
+            Some(l) => (l.cwd, l.env),
+            None => (self.cwd.clone(), self.env.clone()),
+        }
+    }
+
+    /// The session's top-level names after the last exec (empty before the first).
+    pub fn names(&self) -> Arc<[String]> {
+        self.live
+            .locked()
+            .as_ref()
+            .map_or_else(|| Arc::from(Vec::new()), |l| l.names.clone())
+    }
+
+    /// The cwd and environment after the last exec (`None` before the first):
+    /// a copy, so a caller never holds the lock.
+    pub fn live_state(&self) -> Option<LiveState> {
+        self.live.locked().clone()
+    }
+
+    /// Deliver a `user.*` event to the language's `channel(...)` readers (none
+    /// before the first exec started the language session).
+    pub fn inject(&self, channel: &str, payload: Value) {
+        if let Some(inj) = self.injector.locked().as_ref() {
+            inj.inject(channel, payload);
+        }
+    }
+
+    /// Interrupt the running evaluation, if any.
+    pub fn interrupt(&self) {
+        if let Some(i) = self.interrupter.locked().as_ref() {
+            i.interrupt();
+        }
+    }
+}

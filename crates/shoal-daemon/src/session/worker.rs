@@ -1,0 +1,213 @@
+//! The session's worker thread: owns the language session, runs jobs in
+//! order, answers each caller and hands the exec's journal record over before
+//! or after the reply. It never touches an actor's state and never runs on an
+//! arbiter.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+use super::super::event_bus::Publish;
+use super::super::msg::{ExecReply, SessionError};
+use super::exec::{ensure_lang, run_job, JobSpec};
+use super::record::RecordInFlight;
+use super::shared::{ForkSeed, SessionShared};
+use super::{cancelled_before_running, journal_unavailable, panic_message};
+use shoal_lang::Session as LangSession;
+use shoal_base::sync::Locked;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// What the worker answers: the result, and the exec's bus events when its
+/// journal record was handed off before the reply (the arbiter publishes them
+/// as it takes the reply: no second wake-up of its thread).
+pub(super) type JobReply = (Result<ExecReply, SessionError>, Vec<Publish>);
+
+pub(super) struct Job {
+    pub(super) spec: JobSpec,
+    pub(super) reply: oneshot::Sender<JobReply>,
+}
+
+/// What the worker thread is asked to do.
+pub(super) enum Work {
+    Exec(Job),
+    /// Derive the effects of a source (planning; nothing runs).
+    Derive {
+        src: String,
+        reply: oneshot::Sender<Result<shoal_policy::undo::Derived, SessionError>>,
+    },
+}
+
+/// The session's language state and its queue depth, shared by the worker
+/// thread (which holds the state for the whole of each job) and the Session
+/// actor, which answers a quick exec itself when the worker is idle.
+#[derive(Default)]
+pub(super) struct Lane {
+    pub(super) lang: Mutex<Option<LangSession>>,
+    /// Jobs handed to the worker and not yet finished (journal hand-off and
+    /// fork refresh included): while it is not 0, every exec goes to the
+    /// worker, so execs keep their order.
+    pub(super) queued: AtomicUsize,
+}
+
+/// One job of the worker's queue finished (however it ends).
+struct Finished<'a>(&'a AtomicUsize);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The worker thread: owns the language session, runs jobs in order.
+pub(super) fn worker(
+    shared: Arc<SessionShared>,
+    lane: Arc<Lane>,
+    rx: mpsc::Receiver<Work>,
+    stack: usize,
+) {
+    while let Ok(work) = rx.recv() {
+        // Declared first, dropped last: the state is free before the count says so.
+        let _finished = Finished(&lane.queued);
+        let mut guard = lane.lang.locked();
+        let lang: &mut Option<LangSession> = &mut guard;
+        let job = match work {
+            Work::Exec(job) => job,
+            Work::Derive { src, reply } => {
+                let r = match ensure_lang(&shared, lang) {
+                    Err(e) => Err(e),
+                    Ok(session) => catch_unwind(AssertUnwindSafe(|| session.derive_plan(&src)))
+                        .map_err(|p| {
+                            SessionError::Internal(format!(
+                                "planning panicked: {}",
+                                panic_message(&p)
+                            ))
+                        })
+                        .and_then(|r| r.map_err(SessionError::Parse)),
+                };
+                let _ = reply.send(r);
+                continue;
+            }
+        };
+        // This exec's call, for every line logged while it runs here.
+        let _span = job.spec.cancel.origin().span(&shared.name).entered();
+        if job.spec.cancel.is_cancelled() {
+            job.spec.cancel.finish();
+            let _ = job
+                .reply
+                .send((Err(cancelled_before_running()), Vec::new()));
+            continue;
+        }
+        if let Err(e) = confine_for(&shared, job.spec.gate.as_deref()) {
+            job.spec.cancel.finish();
+            let _ = job.reply.send((Err(e), Vec::new()));
+            continue;
+        }
+        shared.busy.store(true, Ordering::Relaxed);
+        let (result, journal) = run_job(&shared, lang, &job.spec, stack, true);
+        job.spec.cancel.finish();
+        tracing::debug!(ok = result.is_ok(), "exec evaluated");
+        // The state background tasks fork from is refreshed after the reply,
+        // under the seed's lock taken now: a task started right after the
+        // reply waits for the refresh and sees this exec's bindings, and the
+        // reply does not wait for the copy.
+        let mut seed = lang.is_some().then(|| shared.fork_seed.locked());
+        let mut result = result;
+        let mut events = Vec::new();
+        // With immediate durability the reply waits for the commit (docs/protocol.md §6).
+        // With batched durability the client does not wait for the journal: a
+        // small record (the common case) is handed to the writer before the
+        // reply (it only queues), a large one after it (its encoding would
+        // delay the reply). Either way on this thread, so entries keep the
+        // order of execs.
+        let (before, after) = match journal {
+            Some(j) if shared.immediate_durability() || j.is_small() => (Some(j), None),
+            j => (None, j),
+        };
+        if let Some(j) = before {
+            tracing::debug!("exec handed to the journal before the reply");
+            if let Err(e) = j.record(&shared, &mut events) {
+                if shared.immediate_durability() {
+                    // Not durable, so not acknowledged as a success (docs/protocol.md §10).
+                    result = Err(journal_unavailable(&e));
+                }
+            }
+        }
+        if !shared.immediate_durability() {
+            if let Ok(r) = &mut result {
+                if shared.journal_degraded() {
+                    r.journal = Some("degraded");
+                }
+            }
+        }
+        // Acknowledged but not yet handed to the journal writer: the daemon's
+        // shutdown waits for it (see `wait_records_handed_off`).
+        let guard = after.as_ref().map(|_| RecordInFlight::begin());
+        if let Err((_, events)) = job.reply.send((result, events)) {
+            // The caller is gone: publish what it would have.
+            publish(&shared, events);
+        }
+        if let (Some(seed), Some(l)) = (seed.as_mut(), &*lang) {
+            **seed = Some(ForkSeed(l.fork()));
+        }
+        drop(seed);
+        if let Some(j) = after {
+            tracing::debug!("exec handed to the journal after the reply");
+            let mut events = Vec::new();
+            let _ = j.record(&shared, &mut events);
+            publish(&shared, events);
+        }
+        drop(guard);
+        shared.busy.store(false, Ordering::Relaxed);
+    }
+    tracing::debug!(session = %shared.name, "worker thread ends");
+}
+
+/// Before a job: confine the calling (evaluation) thread, for good
+/// (`leash::confine`), when the session or the caller is a token principal.
+///
+/// A session a token owns runs every job under its owner's sandbox, whoever
+/// calls and whether or not the call names a principal: the local uid
+/// attached to it runs the owner's closures and aliases, which must not
+/// gain the local uid's reach. Elsewhere a token caller's own sandbox
+/// applies. Only a local-uid job in a local-uid session runs as the thread
+/// is. An error means the job must not run.
+pub fn confine_for(
+    shared: &SessionShared,
+    gate: Option<&shoal_policy::Gate>,
+) -> Result<(), SessionError> {
+    let owners;
+    let gate = match gate {
+        Some(g) if !shared.owner_is_local && g.principal != shared.owner => {
+            owners = shoal_policy::Gate::for_principal(&shared.owner);
+            &owners
+        }
+        Some(g) => g,
+        None if !shared.owner_is_local => {
+            owners = shoal_policy::Gate::for_principal(&shared.owner);
+            &owners
+        }
+        None => return Ok(()),
+    };
+    if gate.is_local() {
+        return Ok(());
+    }
+    let denied = |m: String| {
+        SessionError::Rpc(shoal_proto::rpc::RpcError::new(
+            shoal_proto::rpc::LEASH_DENIED,
+            m,
+        ))
+    };
+    let rules = gate
+        .sandbox
+        .as_deref()
+        .ok_or_else(|| denied(format!("principal {} has no sandbox", gate.principal)))?;
+    shoal_policy::confine::confine_thread(&gate.principal, rules).map_err(denied)
+}
+
+/// Publish events from the worker thread.
+pub(super) fn publish(shared: &SessionShared, events: Vec<Publish>) {
+    if let Some(svc) = &shared.services {
+        svc.bus.publish_all(events);
+    }
+}

@@ -1,0 +1,258 @@
+//! The session's tasks as an evaluation reaches them (`cmd &`, `sh { … } &`,
+//! `jobs`, a task handle's methods): the language's [`TaskHost`], served by
+//! the supervisor. A task started this way is the same kind `exec` with
+//! `background: true` starts (`start_task`, behind the Leash gate and
+//! `max_tasks_per_session`): it outlives the call, `task.get` and `jobs` see
+//! it, and its number is its `task:N`.
+//!
+//! The host is called on an evaluation thread (the session's worker, a task's
+//! thread), never an arbiter: it sends the supervisor a message and waits for
+//! the answer on a oneshot. The supervisor never waits for an evaluation, so
+//! the wait ends.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use tokio::sync::{oneshot, watch};
+
+use super::super::msg::{ExecReply, SessionError};
+use super::super::session::SessionShared;
+use super::super::task::{TaskControl, TaskView};
+use super::tasks::{StartTask, TaskAnswer, TaskCall, TaskOp};
+use super::SessionSupervisor;
+use shoal_lang::eval::{TaskHost, TaskHostRef, TaskInfo};
+use shoal_lang::{Interrupter, Position, Session as LangSession};
+use shoal_proto::rpc::{self, RpcError};
+use shoal_lang::task::TaskRecord;
+use shoal_value::{ErrorCode, SResult, ShoalError, Value};
+
+/// How often a waiting evaluation looks at the task's view again (and at
+/// its own interrupt).
+const POLL: Duration = Duration::from_millis(10);
+
+enum LangCall {
+    Start {
+        src: String,
+        lang: Box<LangSession>,
+        gate: Option<Arc<shoal_policy::Gate>>,
+    },
+    Task(TaskOp),
+}
+
+enum LangAnswer {
+    Started(u64),
+    Task(TaskAnswer),
+}
+
+/// A request from an evaluation, answered on `reply`.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct FromLang {
+    call: LangCall,
+    reply: oneshot::Sender<Result<LangAnswer, RpcError>>,
+}
+
+impl Handler<FromLang> for SessionSupervisor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, msg: FromLang, ctx: &mut Context<Self>) -> Self::Result {
+        // Sent with `do_send`, so not counted by a handle.
+        self.reg.stats.enqueue();
+        let reply = msg.reply;
+        match msg.call {
+            LangCall::Start { src, lang, gate } => {
+                self.reg.stats.handled();
+                let start = StartTask {
+                    src,
+                    position: Position::Value,
+                    tty: false,
+                    gate,
+                };
+                let r = self
+                    .may_start(start.gate.as_deref())
+                    .and_then(|()| self.start_task(start, Some(*lang), ctx))
+                    .map(|(id, _)| LangAnswer::Started(id));
+                let _ = reply.send(r);
+                Box::pin(std::future::ready(()))
+            }
+            LangCall::Task(op) => {
+                let f = <Self as Handler<TaskCall>>::handle(self, TaskCall(op), ctx);
+                Box::pin(async move {
+                    let _ = reply.send(f.await.map(LangAnswer::Task));
+                })
+            }
+        }
+    }
+}
+
+/// The task host of an evaluation of `shared` for the caller of `gate`
+/// (`None` while the session has no supervisor: unit tests).
+pub fn task_host(
+    shared: &SessionShared,
+    gate: Option<Arc<shoal_policy::Gate>>,
+) -> Option<TaskHostRef> {
+    let sup = shared.supervisor()?;
+    Some(Arc::new(SupervisorTasks { sup, gate }))
+}
+
+struct SupervisorTasks {
+    sup: actix::WeakAddr<SessionSupervisor>,
+    /// The caller's principal: it gates every task it starts, and its sandbox
+    /// confines the task's children.
+    gate: Option<Arc<shoal_policy::Gate>>,
+}
+
+fn gone() -> ShoalError {
+    ShoalError::custom("the session is closing: its tasks are out of reach")
+}
+
+/// A wire error as the language raises it.
+fn lang_error(e: RpcError) -> ShoalError {
+    let code = match e.code {
+        rpc::LEASH_DENIED => ErrorCode::Permission,
+        rpc::UNKNOWN_TASK => ErrorCode::NotFound,
+        _ if e.message.contains("max_tasks_per_session") => ErrorCode::ResourceLimit,
+        _ => ErrorCode::Custom,
+    };
+    let mut err = ShoalError::new(code, e.message.clone());
+    if let Some(h) = e
+        .data
+        .as_ref()
+        .and_then(|d| d.get("hint"))
+        .and_then(|h| h.as_str())
+    {
+        err = err.with_hint(h);
+    }
+    err
+}
+
+fn info(r: &TaskRecord) -> TaskInfo {
+    TaskInfo {
+        id: r.id,
+        desc: r.src.clone(),
+        state: r.state.as_str().to_string(),
+        done: r.state.is_final(),
+    }
+}
+
+/// What `.await()` gives of an ended task: its value, or what it raised.
+fn ended(reply: &Result<ExecReply, SessionError>) -> SResult<Value> {
+    match reply {
+        Ok(x) => Ok(x.value.clone()),
+        Err(SessionError::Raised { error, .. }) => Err(error.clone()),
+        Err(e) => Err(lang_error(super::super::conn::session_error(e.clone()))),
+    }
+}
+
+impl SupervisorTasks {
+    fn call(&self, call: LangCall) -> SResult<LangAnswer> {
+        // Waiting here on an arbiter would stop the very supervisor that answers.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(ShoalError::custom(
+                "session tasks are not reachable from this evaluation",
+            ));
+        }
+        let addr = self.sup.upgrade().ok_or_else(gone)?;
+        let (tx, rx) = oneshot::channel();
+        addr.do_send(FromLang { call, reply: tx });
+        match rx.blocking_recv() {
+            Ok(r) => r.map_err(lang_error),
+            Err(_) => Err(gone()),
+        }
+    }
+
+    fn task(&self, op: TaskOp) -> SResult<TaskAnswer> {
+        match self.call(LangCall::Task(op))? {
+            LangAnswer::Task(a) => Ok(a),
+            LangAnswer::Started(_) => Err(ShoalError::custom("unexpected answer")),
+        }
+    }
+
+    fn records(&self, id: Option<u64>) -> SResult<Vec<TaskRecord>> {
+        match self.task(TaskOp::Records(id))? {
+            TaskAnswer::Records(r) => Ok(r),
+            _ => Err(ShoalError::custom("unexpected answer")),
+        }
+    }
+
+    fn view(&self, id: u64) -> SResult<watch::Receiver<TaskView>> {
+        match self.task(TaskOp::Watch(id))? {
+            TaskAnswer::Watch(v) => Ok(v),
+            _ => Err(ShoalError::custom("unexpected answer")),
+        }
+    }
+}
+
+impl TaskHost for SupervisorTasks {
+    fn start(&self, src: &str, lang: LangSession) -> SResult<u64> {
+        let call = LangCall::Start {
+            src: src.to_string(),
+            lang: Box::new(lang),
+            gate: self.gate.clone(),
+        };
+        match self.call(call)? {
+            LangAnswer::Started(id) => Ok(id),
+            LangAnswer::Task(_) => Err(ShoalError::custom("unexpected answer")),
+        }
+    }
+
+    fn list(&self) -> SResult<Vec<TaskInfo>> {
+        Ok(self.records(None)?.iter().map(info).collect())
+    }
+
+    fn info(&self, id: u64) -> SResult<Option<TaskInfo>> {
+        match self.records(Some(id)) {
+            Ok(r) => Ok(r.first().map(info)),
+            Err(e) if e.code == ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn wait(&self, id: u64, intr: &Interrupter) -> SResult<Value> {
+        let mut view = self.view(id)?;
+        loop {
+            {
+                let v = view.borrow_and_update();
+                if let (true, Some(reply)) = (v.record.state.is_final(), &v.reply) {
+                    return ended(reply);
+                }
+            }
+            if intr.is_interrupted() {
+                return Err(ShoalError::new(
+                    ErrorCode::Cancelled,
+                    "evaluation interrupted",
+                ));
+            }
+            if view.has_changed().is_err() {
+                let v = view.borrow();
+                if let (true, Some(reply)) = (v.record.state.is_final(), &v.reply) {
+                    return ended(reply);
+                }
+                drop(v);
+                // The task's actor is gone without a final view: its record
+                // says how it ended.
+                let rec = self.records(Some(id))?;
+                let msg = rec
+                    .first()
+                    .and_then(|r| r.error.as_ref())
+                    .and_then(|e| e.get("message"))
+                    .and_then(|m| m.as_str())
+                    .unwrap_or("the task ended without a value")
+                    .to_string();
+                return Err(ShoalError::custom(msg));
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn control(&self, id: u64, c: shoal_lang::eval::TaskControl) -> SResult<()> {
+        use shoal_lang::eval::TaskControl as L;
+        let c = match c {
+            L::Cancel => TaskControl::Cancel,
+            L::Suspend => TaskControl::Suspend,
+            L::Resume => TaskControl::Resume,
+        };
+        self.task(TaskOp::Control(id, c)).map(|_| ())
+    }
+}

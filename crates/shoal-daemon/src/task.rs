@@ -1,0 +1,716 @@
+//! Task: one background task of a session (docs/protocol.md §4), a child in its
+//! SessionSupervisor's table.
+//!
+//! The actor owns the task's record (published through a `watch` channel, so
+//! `task.get`/`task.await` and status read it without messaging), its own
+//! cancellation and its process slot. The evaluation runs on a thread of its
+//! own over a fork of the session's language state, so neither the session
+//! nor another task waits for it. It never blocks its arbiter: the thread
+//! reports the end by a oneshot the actor awaits.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use tokio::sync::{oneshot, watch};
+
+use super::event_bus::{BusHandle, Publish};
+use super::health::Registration;
+use super::msg::{ExecReply, SessionError};
+use super::session::{CallCancel, JobSpec, SessionShared};
+use super::session_supervisor::ExitNotice;
+use shoal_lang::Session as LangSession;
+use shoal_proto::rpc::{self, RpcError};
+use shoal_proto::wire;
+use shoal_base::sync::Locked;
+use shoal_lang::task::{self, Ending, TaskRecord, TaskState};
+use shoal_value::Value;
+
+/// What watchers of a task see: its record and, once it ended, its reply.
+#[derive(Clone)]
+pub struct TaskView {
+    pub record: TaskRecord,
+    pub reply: Option<Arc<Result<ExecReply, SessionError>>>,
+}
+
+/// How often a cancelled task's interrupt is asserted again (an evaluation
+/// that was just starting may have cleared it).
+const REASSERT: Duration = Duration::from_millis(100);
+
+pub struct Task {
+    id: u64,
+    shared: Arc<SessionShared>,
+    work: Option<(LangSession, JobSpec)>,
+    cancel: Arc<CallCancel>,
+    pid: Arc<AtomicU32>,
+    /// The process group stopped by `task.suspend` (0: none).
+    stopped_pid: u32,
+    tx: watch::Sender<TaskView>,
+    bus: Option<BusHandle>,
+    reg: Registration,
+    _exit: ExitNotice,
+}
+
+/// What the supervisor keeps of a task it started.
+pub struct TaskStart {
+    pub task: Task,
+    pub view: watch::Receiver<TaskView>,
+    pub pid: Arc<AtomicU32>,
+    pub cancel: Arc<CallCancel>,
+}
+
+impl Task {
+    /// A task `id` of `shared` running `src` on `lang` (a fork), its record
+    /// kept `retain` once finished.
+    pub fn prepare(
+        id: u64,
+        shared: Arc<SessionShared>,
+        lang: LangSession,
+        spec: JobSpec,
+        reg: Registration,
+        exit: ExitNotice,
+        retain: Duration,
+    ) -> TaskStart {
+        let mut record = TaskRecord::new(id, &shared.name, &spec.src, shoal_journal::now_ns());
+        record.tail = Some(shoal_value::output::OutputTail::new());
+        record.retain = retain;
+        let (tx, view) = watch::channel(TaskView {
+            record,
+            reply: None,
+        });
+        let pid = lang.child_pid_slot();
+        let bus = shared.services.as_ref().map(|s| s.bus.clone());
+        let cancel = spec.cancel.clone();
+        TaskStart {
+            task: Task {
+                id,
+                cancel: spec.cancel.clone(),
+                shared,
+                work: Some((lang, spec)),
+                pid: pid.clone(),
+                stopped_pid: 0,
+                tx,
+                bus,
+                reg,
+                _exit: exit,
+            },
+            view,
+            pid,
+            cancel,
+        }
+    }
+
+    fn publish(&self, payload: Value) {
+        if let Some(bus) = &self.bus {
+            // `shoal://jobs` watchers of this session hear of every change
+            // of its tasks (and of no other session's).
+            bus.publish_all([
+                Publish {
+                    channel: task::channel(self.id),
+                    payload: wire::encode(&payload).into(),
+                },
+                Publish {
+                    channel: jobs_channel(&self.shared.name),
+                    payload: wire::encode(&Value::str(task::ref_name(self.id))).into(),
+                },
+            ]);
+        }
+    }
+
+    fn finish(&mut self, r: Result<ExecReply, SessionError>) {
+        let ending = match &r {
+            Ok(reply) => Ending::Value {
+                n: reply.n,
+                ok: !matches!(&reply.value, Value::Outcome(o) if !o.ok),
+            },
+            Err(e) => Ending::Error {
+                n: match e {
+                    SessionError::Raised { n, .. } => Some(*n),
+                    _ => None,
+                },
+                error: super::conn::session_error(e.clone()).to_json(),
+            },
+        };
+        self.tx.send_modify(|v| {
+            v.record.finish(ending, shoal_journal::now_ns());
+            v.reply = Some(Arc::new(r));
+        });
+        let rec = self.tx.borrow().record.clone();
+        self.reg.stats.set_state(rec.state.as_str());
+        let mut m = shoal_value::Record::new();
+        m.insert("state".into(), Value::str(rec.state.as_str()));
+        m.insert(
+            "ref".into(),
+            rec.result_ref
+                .map_or(Value::Null, |n| Value::str(format!("out:{n}"))),
+        );
+        self.publish(Value::record(m));
+    }
+
+    fn set_state(&mut self, s: TaskState) {
+        self.tx.send_modify(|v| v.record.state = s);
+        self.reg.stats.set_state(s.as_str());
+        self.publish(Value::str(s.as_str()));
+    }
+}
+
+/// The name a caller uses for its own session's jobs channel (`shoal://jobs`,
+/// `events.subscribe {channel: "jobs"}`).
+pub const JOBS_CHANNEL: &str = "jobs";
+
+/// The bus channel on which every change of `session`'s tasks is announced:
+/// `jobs.<session>` (session names hold no control characters; any other
+/// character, `.` included, is fine: the check is by equality).
+pub fn jobs_channel(session: &str) -> String {
+    format!("{JOBS_CHANNEL}.{session}")
+}
+
+/// A channel scoped to one session: `task.*` and `jobs`/`jobs.*`. Others
+/// (`user.*`, `session.transcript`, ...) are daemon-wide and need no session.
+pub fn is_scoped_channel(channel: &str) -> bool {
+    channel.starts_with("task.") || channel == JOBS_CHANNEL || channel.starts_with("jobs.")
+}
+
+/// The bus channel a caller attached to `h` may use for the `channel` it
+/// names (docs/protocol.md §4: tasks are scoped to their session):
+/// - `task.N`: only if N is a task of this session, else `-32021` like `task.get`;
+/// - `jobs`: this session's own `jobs.<session>`; naming that directly is fine,
+///   another session's jobs channel is refused (`-32021`);
+/// - any other channel: unchanged.
+///
+/// Every path that reads or subscribes to a caller-named channel goes through here.
+pub async fn scoped_channel(
+    h: &super::session_handle::SessionHandle,
+    channel: &str,
+) -> Result<String, RpcError> {
+    if let Some(rest) = channel.strip_prefix("task.") {
+        let unknown = || {
+            RpcError::new(rpc::UNKNOWN_TASK, format!("unknown task {channel:?}"))
+                .with_data(serde_json::json!({"channel": channel}))
+        };
+        let id: u64 = rest.parse().ok().filter(|n| *n > 0).ok_or_else(unknown)?;
+        task_record(h, id).await?;
+        return Ok(task::channel(id));
+    }
+    let own = jobs_channel(&h.name);
+    if channel == JOBS_CHANNEL || channel == own {
+        return Ok(own);
+    }
+    if channel.starts_with("jobs.") {
+        return Err(RpcError::new(
+            rpc::UNKNOWN_TASK,
+            format!("{channel:?} is not this session's jobs channel (use \"jobs\")"),
+        )
+        .with_data(serde_json::json!({"channel": channel, "session": h.name})));
+    }
+    Ok(channel.to_string())
+}
+
+impl Actor for Task {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.set_mailbox_capacity(64);
+        let Some((lang, spec)) = self.work.take() else {
+            return;
+        };
+        self.publish(Value::str("started"));
+        let (done_tx, done_rx) = oneshot::channel();
+        let shared = self.shared.clone();
+        let tail = self.tx.borrow().record.tail.clone();
+        let live = LiveGuard::register(self.id, self.cancel.clone(), self.pid.clone());
+        let home = shoal_base::procs::Home::new(&shared.name, shoal_base::procs::Owner::Task(self.id));
+        let cancel = self.cancel.clone();
+        let spawned = shoal_lang::session::spawn_eval_thread(
+            format!("shoal-task-{}", self.id),
+            move |stack| {
+                let _live = live;
+                shoal_lang::shell::process::set_thread_tail(tail);
+                let r = shoal_base::procs::with_home(Some(home.clone()), || {
+                    super::session::confine_for(&shared, spec.gate.as_deref())
+                        .and_then(|()| super::session::run_task(&shared, lang, &spec, stack))
+                });
+                shoal_lang::shell::process::set_thread_tail(None);
+                // A cancelled task's programs got the polite signals; what
+                // escaped their process groups ends with its cgroups.
+                if cancel.is_cancelled() {
+                    shoal_base::procs::kill_owner(&home);
+                }
+                let _ = done_tx.send(r);
+            },
+        );
+        if let Err(e) = spawned {
+            self.finish(Err(SessionError::Internal(format!(
+                "cannot start the task's thread: {e}"
+            ))));
+            ctx.stop();
+            return;
+        }
+        ctx.spawn(done_rx.into_actor(self).map(|r, act, ctx| {
+            let r = r.unwrap_or_else(|_| {
+                Err(SessionError::Internal(
+                    "the task's thread ended without a result".into(),
+                ))
+            });
+            act.finish(r);
+            ctx.stop();
+        }));
+        ctx.run_interval(REASSERT, |act, _ctx| act.cancel.reassert());
+    }
+
+    fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        // Stopped before the evaluation ended (session closed, daemon
+        // stopping): the processes get the cancel sequence.
+        if !self.tx.borrow().record.state.is_final() {
+            self.cancel.cancel();
+            if self.stopped_pid != 0 {
+                shoal_lang::shell::process::signal_group(self.stopped_pid, libc::SIGCONT);
+            }
+        }
+    }
+}
+
+/// Every task whose evaluation thread still runs, daemon-wide, so that
+/// stopping the daemon can end their process groups without the actor
+/// system (which is already down by then).
+static LIVE: std::sync::Mutex<std::collections::BTreeMap<u64, LiveTask>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+struct LiveTask {
+    cancel: Arc<CallCancel>,
+    pid: Arc<AtomicU32>,
+}
+
+/// Registers a task in [`LIVE`]; its drop (the evaluation thread's end, a
+/// panic included) removes it.
+struct LiveGuard(u64);
+
+impl LiveGuard {
+    fn register(id: u64, cancel: Arc<CallCancel>, pid: Arc<AtomicU32>) -> LiveGuard {
+        LIVE.locked().insert(id, LiveTask { cancel, pid });
+        LiveGuard(id)
+    }
+}
+
+impl Drop for LiveGuard {
+    fn drop(&mut self) {
+        LIVE.locked().remove(&self.0);
+    }
+}
+
+/// Tasks whose evaluation has not ended yet (all sessions).
+pub fn live_count() -> usize {
+    LIVE.locked().len()
+}
+
+/// Start the cancel sequence of every running task (daemon shutdown; a
+/// suspended group is continued so it sees the signal).
+pub fn cancel_all() {
+    for t in LIVE.locked().values() {
+        t.cancel.cancel();
+        shoal_lang::shell::process::signal_group(t.pid.load(Ordering::SeqCst), libc::SIGCONT);
+    }
+}
+
+/// Daemon shutdown: cancel every task, give their programs `grace` to end
+/// after SIGINT, then SIGKILL the process groups still there and wait (at
+/// most `grace` again) for the evaluation threads to reap them. The number
+/// of tasks still running at the end.
+pub fn end_all(grace: Duration) -> usize {
+    let wait = |d: Duration| {
+        let deadline = std::time::Instant::now() + d;
+        loop {
+            let n = live_count();
+            if n == 0 || std::time::Instant::now() >= deadline {
+                return n;
+            }
+            // An evaluation that was just starting may have cleared it.
+            for t in LIVE.locked().values() {
+                t.cancel.reassert();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    cancel_all();
+    if wait(grace) == 0 {
+        return 0;
+    }
+    for t in LIVE.locked().values() {
+        let pid = t.pid.load(Ordering::SeqCst);
+        shoal_lang::shell::process::signal_group(pid, libc::SIGKILL);
+    }
+    wait(grace)
+}
+
+/// A control request for one task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskControl {
+    Cancel,
+    Suspend,
+    Resume,
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<(), RpcError>")]
+pub struct Control(pub TaskControl);
+
+impl Handler<Control> for Task {
+    type Result = Result<(), RpcError>;
+
+    fn handle(&mut self, msg: Control, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        let state = self.tx.borrow().record.state;
+        if state.is_final() {
+            return Ok(());
+        }
+        match msg.0 {
+            TaskControl::Cancel => {
+                self.tx.send_modify(|v| {
+                    v.record.request_cancel();
+                });
+                self.reg.stats.set_state("cancelling");
+                // SIGINT, SIGTERM after 3 s, SIGKILL after 3 more: the
+                // process layer does it once the interrupt is seen.
+                self.cancel.cancel();
+                if self.stopped_pid != 0 {
+                    shoal_lang::shell::process::signal_group(self.stopped_pid, libc::SIGCONT);
+                    self.stopped_pid = 0;
+                }
+                Ok(())
+            }
+            TaskControl::Suspend => {
+                if state == TaskState::Suspended {
+                    return Ok(());
+                }
+                let pid = self.pid.load(Ordering::SeqCst);
+                if pid == 0 || state != TaskState::Running {
+                    return Err(RpcError::new(
+                        rpc::TASK_CONTROL_UNAVAILABLE,
+                        "the task runs no external program right now: nothing to suspend",
+                    )
+                    .with_data(serde_json::json!({"task": task::ref_name(self.id)})));
+                }
+                shoal_lang::shell::process::signal_group(pid, libc::SIGSTOP);
+                self.stopped_pid = pid;
+                self.tx.send_modify(|v| v.record.pid = pid);
+                self.set_state(TaskState::Suspended);
+                Ok(())
+            }
+            TaskControl::Resume => {
+                if state != TaskState::Suspended {
+                    return Ok(());
+                }
+                shoal_lang::shell::process::signal_group(self.stopped_pid, libc::SIGCONT);
+                self.stopped_pid = 0;
+                self.set_state(TaskState::Running);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `exec` with `background` (alias `async`) or `timeout_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskOpts {
+    pub background: bool,
+    pub timeout_ms: Option<u64>,
+}
+
+/// The task options of `exec` params (`None`: an ordinary foreground exec).
+pub fn task_opts(
+    p: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Option<TaskOpts>, RpcError> {
+    let background = rpc::opt_bool(p, "background")?.unwrap_or(false)
+        || rpc::opt_bool(p, "async")?.unwrap_or(false);
+    let timeout_ms = match p.get("timeout_ms") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| {
+            RpcError::invalid_params("timeout_ms must be a non-negative integer")
+        })?),
+    };
+    Ok((background || timeout_ms.is_some()).then_some(TaskOpts {
+        background,
+        timeout_ms,
+    }))
+}
+
+/// `{task, events, render}` of a task just started.
+pub fn task_created(id: u64) -> serde_json::Value {
+    serde_json::json!({
+        "task": task::ref_name(id),
+        "events": task::channel(id),
+        "render": task::started_text(id),
+    })
+}
+
+/// Wait until the task's record is final, at most `limit` (`None`: no limit).
+/// The view as last seen.
+pub async fn wait_final(mut view: watch::Receiver<TaskView>, limit: Option<Duration>) -> TaskView {
+    let done = |v: &TaskView| v.record.state.is_final() && v.reply.is_some();
+    let wait = view.wait_for(done);
+    let seen = match limit {
+        Some(d) => tokio::time::timeout(d, wait)
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .map(|v| v.clone()),
+        None => wait.await.ok().map(|v| v.clone()),
+    };
+    seen.unwrap_or_else(|| view.borrow().clone())
+}
+
+/// Parse `{task: "task:N"}`.
+pub fn task_param(p: &serde_json::Map<String, serde_json::Value>) -> Result<u64, RpcError> {
+    let r = rpc::req_str(p, "task")?;
+    task::parse_ref(r).ok_or_else(|| super::session_supervisor::unknown_task(r))
+}
+
+/// Run `src` as a task: `{task, events}` at once with `background`; with a
+/// `timeout_ms` only, the inline result if it ends in time, else `{task,
+/// events, timed_out: true}` with the work still running (never killed).
+pub async fn exec_as_task(
+    handle: super::session_handle::SessionHandle,
+    src: String,
+    position: shoal_lang::Position,
+    tty: bool,
+    budget: shoal_proto::elide::Budget,
+    opts: TaskOpts,
+    gate: Option<std::sync::Arc<shoal_policy::Gate>>,
+) -> Result<serde_json::Value, RpcError> {
+    let (id, view) = handle
+        .send(super::session_supervisor::StartTask {
+            src,
+            position,
+            tty,
+            gate,
+        })
+        .await
+        .map_err(|_| super::conn::session_error(SessionError::Closed(handle.name.clone())))??;
+    let limit = match (opts.background, opts.timeout_ms) {
+        (false, Some(ms)) if ms > 0 => Duration::from_millis(ms),
+        _ => return Ok(task_created(id)),
+    };
+    let seen = wait_final(view, Some(limit)).await;
+    match seen.reply.as_deref() {
+        Some(Ok(x)) => super::exec::exec_reply_json(x.clone(), &budget),
+        Some(Err(e)) => Err(super::conn::session_error(e.clone())),
+        None => {
+            let mut r = task_created(id);
+            r["timed_out"] = serde_json::json!(true);
+            Ok(r)
+        }
+    }
+}
+
+/// Ask the supervisor about its tasks.
+pub async fn task_call(
+    handle: &super::session_handle::SessionHandle,
+    op: super::session_supervisor::TaskOp,
+) -> Result<super::session_supervisor::TaskAnswer, RpcError> {
+    handle
+        .send(super::session_supervisor::TaskCall(op))
+        .await
+        .map_err(|_| super::conn::session_error(SessionError::Closed(handle.name.clone())))?
+}
+
+/// One task's record as JSON.
+pub async fn task_record(
+    handle: &super::session_handle::SessionHandle,
+    id: u64,
+) -> Result<serde_json::Value, RpcError> {
+    use super::session_supervisor::{TaskAnswer, TaskOp};
+    match task_call(handle, TaskOp::Get(id)).await? {
+        TaskAnswer::Record(r) => Ok(r),
+        _ => Err(RpcError::internal("unexpected answer to task.get")),
+    }
+}
+
+/// `task.get`, `task.list`, `task.await`, `task.cancel`, `task.suspend`,
+/// `task.resume` (`-32021` for an unknown or other-session task).
+pub async fn kernel_method(
+    handle: super::session_handle::SessionHandle,
+    method: String,
+    p: serde_json::Map<String, serde_json::Value>,
+) -> Result<serde_json::Value, RpcError> {
+    use super::session_supervisor::{TaskAnswer, TaskOp};
+    if method == "task.list" {
+        return match task_call(&handle, TaskOp::List).await? {
+            TaskAnswer::List(l) => Ok(serde_json::Value::Array(l)),
+            _ => Err(RpcError::internal("unexpected answer to task.list")),
+        };
+    }
+    let id = task_param(&p)?;
+    match method.as_str() {
+        "task.get" => task_record(&handle, id).await,
+        "task.await" => {
+            let limit = match p.get("timeout_ms") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(v) => Some(Duration::from_millis(v.as_u64().ok_or_else(|| {
+                    RpcError::invalid_params("timeout_ms must be a non-negative integer")
+                })?)),
+            };
+            let TaskAnswer::Watch(view) = task_call(&handle, TaskOp::Watch(id)).await? else {
+                return Err(RpcError::internal("unexpected answer to task.await"));
+            };
+            let _ = wait_final(view, limit).await;
+            task_record(&handle, id).await
+        }
+        m => {
+            let c = match m {
+                "task.cancel" => TaskControl::Cancel,
+                "task.suspend" => TaskControl::Suspend,
+                _ => TaskControl::Resume,
+            };
+            task_call(&handle, TaskOp::Control(id, c)).await?;
+            let rec = task_record(&handle, id).await?;
+            if c == TaskControl::Cancel {
+                return Ok(serde_json::json!({
+                    "task": task::ref_name(id),
+                    "cancel_requested": true,
+                    "state": rec["state"],
+                }));
+            }
+            Ok(rec)
+        }
+    }
+}
+
+/// `shoal_get {"ref": "task:N"}` / `value.get` of a task ref: the task's
+/// record (state, `src`, `elapsed_ms`, `tail` while it runs), and once it
+/// ended its value (`value`, elided under `budget`; `result_ref`) or error.
+/// `render` is the text a model reads: a status line, then the output so far
+/// or the value's render.
+pub async fn task_read(
+    handle: &super::session_handle::SessionHandle,
+    id: u64,
+    budget: &shoal_proto::elide::Budget,
+) -> Result<serde_json::Value, RpcError> {
+    use super::session_supervisor::{TaskAnswer, TaskOp};
+    let TaskAnswer::Watch(view) = task_call(handle, TaskOp::Watch(id)).await? else {
+        return Err(RpcError::internal("unexpected answer to a task read"));
+    };
+    let mut rec = task_record(handle, id).await?;
+    let reply = view.borrow().reply.clone();
+    let reply = reply.as_deref().filter(|_| is_final(&rec));
+    let status = match reply {
+        Some(Ok(ExecReply {
+            value: Value::Outcome(o),
+            ..
+        })) => outcome_status(o),
+        _ => None,
+    };
+    let mut text = read_status_line(&rec, status);
+    if let Some(reply) = reply {
+        match reply {
+            Ok(x) => {
+                let uri = shoal_proto::kernel::ref_uri(x.n);
+                rec["value"] = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    shoal_proto::elide::elide(&x.value, budget, &uri)
+                }))
+                .map_err(|_| RpcError::internal("encoding the task's value panicked"))?;
+                if !x.render.is_empty() {
+                    text.push('\n');
+                    text.push_str(&x.render);
+                }
+                if let Value::Outcome(o) = &x.value {
+                    stderr_tail(o, &mut text);
+                }
+            }
+            Err(e) => {
+                let e = super::conn::session_error(e.clone());
+                text.push('\n');
+                text.push_str(&e.message);
+            }
+        }
+    } else if let Some(t) = rec.get("tail") {
+        for (k, title) in [("stdout", "output so far"), ("stderr", "stderr so far")] {
+            let s = t.get(k).and_then(|s| s.as_str()).unwrap_or("");
+            if !s.is_empty() {
+                text.push_str(&format!("\n--- {title} (last bytes) ---\n{}", s.trim_end()));
+            }
+        }
+    }
+    rec["ref"] = serde_json::json!(task::ref_name(id));
+    rec["uri"] = serde_json::json!(format!("shoal://task/{id}"));
+    rec["render"] = serde_json::json!(text);
+    Ok(rec)
+}
+
+fn is_final(rec: &serde_json::Value) -> bool {
+    matches!(
+        rec["state"].as_str(),
+        Some("completed" | "failed" | "cancelled")
+    )
+}
+
+/// `task:3 running · 2.1 s · sleep 30`, `task:4 failed · exit status 2 ·
+/// …` (and the value's ref once it ended).
+fn read_status_line(rec: &serde_json::Value, status: Option<String>) -> String {
+    let ms = rec["elapsed_ms"].as_u64().unwrap_or(0);
+    let mut line = format!(
+        "{} {}{} · {}.{} s · {}",
+        rec["task"].as_str().unwrap_or("task"),
+        rec["state"].as_str().unwrap_or("unknown"),
+        status.map(|s| format!(" · {s}")).unwrap_or_default(),
+        ms / 1000,
+        (ms % 1000) / 100,
+        shoal_proto::bound::bound_text(rec["src"].as_str().unwrap_or(""), 96, None)
+            .lines()
+            .next()
+            .unwrap_or(""),
+    );
+    if let Some(r) = rec["result_ref"].as_str() {
+        line.push_str(&format!(" · value {r}"));
+    }
+    line
+}
+
+/// `exit status N` / `killed by signal SIG` of a failed outcome.
+fn outcome_status(o: &shoal_value::Outcome) -> Option<String> {
+    if o.ok {
+        return None;
+    }
+    match (&o.signal, o.status) {
+        (Some(sig), _) => Some(format!("killed by signal {sig}")),
+        (None, Some(n)) => Some(format!("exit status {n}")),
+        (None, None) => None,
+    }
+}
+
+/// Lines and bytes of stderr a task read shows at most (its last ones).
+const STDERR_LINES: usize = 20;
+const STDERR_BYTES: usize = 2048;
+
+/// The outcome's stderr, when any: its last lines under `--- stderr ---`.
+fn stderr_tail(o: &shoal_value::Outcome, text: &mut String) {
+    if o.stderr.is_empty() {
+        return;
+    }
+    let bytes = o.stderr.head(o.stderr.len().min(1 << 20));
+    let all = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = all.trim_end().lines().collect();
+    let mut keep: Vec<&str> = Vec::new();
+    let mut size = 0;
+    for l in lines.iter().rev().take(STDERR_LINES) {
+        size += l.len() + 1;
+        if size > STDERR_BYTES && !keep.is_empty() {
+            break;
+        }
+        keep.push(l);
+    }
+    keep.reverse();
+    if keep.len() < lines.len() {
+        text.push_str(&format!(
+            "\n--- stderr (last {} of {} lines) ---",
+            keep.len(),
+            lines.len()
+        ));
+    } else {
+        text.push_str("\n--- stderr ---");
+    }
+    for l in keep {
+        text.push('\n');
+        text.push_str(l);
+    }
+}

@@ -1,0 +1,747 @@
+//! Background tasks (`spawn`, `cmd &`, `jobs`), channels and the timer /
+//! file streams (docs/rules.md §7, §8, §10).
+
+use crate::shell::builtins::io_msg;
+use std::collections::VecDeque;
+use std::io::{BufRead, Seek};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::session_tasks::{job_row, TaskInfo};
+use crate::ast::Block;
+use crate::eval::{Channels, EResult, Interp, Pos};
+use crate::scope::ScopeRef;
+use crate::session::Interrupter;
+use shoal_base::sync::Locked;
+use shoal_value::{ErrorCode, Record, SResult, ShoalError, StreamVal, TaskRef, Value};
+
+/// Stack size of background task threads.
+pub(crate) const TASK_STACK: usize = 64 << 20;
+/// Events retained per channel.
+const CHANNEL_RING: usize = 1024;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    shoal_base::sync::Locked::locked(m)
+}
+
+struct TaskState {
+    result: Mutex<Option<SResult<Value>>>,
+    done: AtomicBool,
+    suspended: AtomicBool,
+    /// The task's running external program (process group), or 0.
+    child_pid: Arc<std::sync::atomic::AtomicU32>,
+    cond: Condvar,
+    interrupter: Interrupter,
+}
+
+struct TaskEntry {
+    id: u64,
+    desc: String,
+    state: Arc<TaskState>,
+}
+
+/// The task table of a session: the tasks this evaluator runs on its own
+/// threads (`spawn`, `on`; `cmd &` without a task host).
+#[derive(Default)]
+pub struct Tasks {
+    entries: Vec<TaskEntry>,
+}
+
+impl Tasks {
+    /// Whether `id` is one of these tasks.
+    pub(crate) fn has(&self, id: u64) -> bool {
+        self.entries.iter().any(|e| e.id == id)
+    }
+
+    /// Interrupt every running task (session teardown).
+    pub fn cancel_all(&self) {
+        for e in &self.entries {
+            e.state.interrupter.interrupt();
+        }
+    }
+}
+
+/// A named channel (docs/rules.md §10).
+#[derive(Clone)]
+pub struct Channel {
+    inner: Arc<ChanInner>,
+}
+
+struct ChanInner {
+    state: Mutex<ChanState>,
+    cond: Condvar,
+}
+
+#[derive(Default)]
+struct ChanState {
+    next_seq: u64,
+    ring: VecDeque<(u64, Value, Value)>,
+}
+
+fn channel_of(channels: &Channels, name: &str) -> Channel {
+    lock(channels)
+        .entry(name.to_string())
+        .or_insert_with(|| Channel {
+            inner: Arc::new(ChanInner {
+                state: Mutex::new(ChanState::default()),
+                cond: Condvar::new(),
+            }),
+        })
+        .clone()
+}
+
+/// Append an event to a session channel and wake its waiters (no bus sink:
+/// also the way in for events published from outside the session).
+pub(crate) fn channel_push(channels: &Channels, name: &str, v: Value) {
+    let ch = channel_of(channels, name);
+    let mut st = ch.inner.state.locked();
+    let seq = st.next_seq;
+    st.next_seq += 1;
+    st.ring.push_back((seq, v, now_dt()));
+    while st.ring.len() > CHANNEL_RING {
+        st.ring.pop_front();
+    }
+    ch.inner.cond.notify_all();
+}
+
+fn now_dt() -> Value {
+    Value::DateTime(Arc::new(jiff::Zoned::now()))
+}
+
+/// What a task handle answers.
+const TASK_METHODS: &[&str] = &[
+    "await",
+    "wait",
+    "cancel",
+    "is_done",
+    "suspend",
+    "resume",
+    "is_suspended",
+    "id",
+    "state",
+];
+
+fn unknown_method(name: &str) -> crate::eval::Ctl {
+    ShoalError::field_missing(format!("unknown method `.{name}` on task"))
+        .with_hint("tasks have .await() .wait() .cancel() .is_done() .state .suspend() .resume()")
+        .into()
+}
+
+/// A local task's state, in the session tasks' words.
+fn local_state(st: &TaskState) -> &'static str {
+    let done = st.done.load(Ordering::SeqCst);
+    if !done && st.suspended.load(Ordering::SeqCst) {
+        "suspended"
+    } else if !done {
+        "running"
+    } else {
+        match st.result.locked().as_ref() {
+            Some(Ok(_)) => "completed",
+            Some(Err(err)) if err.code == ErrorCode::Cancelled => "cancelled",
+            _ => "failed",
+        }
+    }
+}
+
+impl Interp {
+    /// A copy of this evaluator for a background task: own interrupter,
+    /// snapshot of the visible bindings.
+    pub(crate) fn fork(&self, scope: &ScopeRef) -> Interp {
+        let mut c = self.child();
+        c.interrupter = Interrupter::default();
+        for (k, b) in scope.visible_bindings() {
+            c.globals.define(&k, b.value, b.mutable, b.value_bound);
+        }
+        c.dir_stack = self.dir_stack.clone();
+        c.oldpwd = self.oldpwd.clone();
+        c.src = self.src.clone();
+        c.depth = 0;
+        c
+    }
+
+    pub(crate) fn start_task<F>(
+        &mut self,
+        desc: String,
+        scope: &ScopeRef,
+        body: F,
+    ) -> EResult<Value>
+    where
+        F: FnOnce(&mut Interp) -> EResult<Value> + Send + 'static,
+    {
+        let mut child = self.fork(scope);
+        let state = Arc::new(TaskState {
+            result: Mutex::new(None),
+            done: AtomicBool::new(false),
+            suspended: AtomicBool::new(false),
+            child_pid: child.child_pid.clone(),
+            cond: Condvar::new(),
+            interrupter: child.interrupter.clone(),
+        });
+        // One numbering with the session's tasks (`task(N)` is `task:N`).
+        let id = crate::task::next_id();
+        {
+            let mut t = self.tasks.locked();
+            t.entries.push(TaskEntry {
+                id,
+                desc,
+                state: state.clone(),
+            });
+        }
+        let st = state.clone();
+        // Leash: the task's children stay confined like the spawner's.
+        let sandbox = shoal_policy::landlock::current();
+        let gate = shoal_policy::run_gate::current();
+        let home = shoal_base::procs::current_home();
+        let spawned = std::thread::Builder::new()
+            .name(format!("shoal-task-{id}"))
+            .stack_size(TASK_STACK)
+            .spawn(move || {
+                child.enter_thread(TASK_STACK);
+                let r = match shoal_policy::run_gate::with_gate(gate, || {
+                    shoal_policy::landlock::with_rules(sandbox, || {
+                        shoal_base::procs::with_home(home, || body(&mut child))
+                    })
+                }) {
+                    Ok(v) => Ok(v),
+                    Err(c) => Err(child.ctl_to_err(c)),
+                };
+                *st.result.locked() = Some(r);
+                st.done.store(true, Ordering::SeqCst);
+                st.cond.notify_all();
+            });
+        if let Err(e) = spawned {
+            *state.result.locked() =
+                Some(Err(ShoalError::custom(format!("cannot start task: {e}"))));
+            state.done.store(true, Ordering::SeqCst);
+        }
+        Ok(Value::Task(Arc::new(TaskRef { id })))
+    }
+
+    /// `spawn { body }`.
+    pub(crate) fn spawn_block(&mut self, body: &Block, scope: &ScopeRef) -> EResult<Value> {
+        let b = body.clone();
+        let desc = self
+            .src
+            .get(b.span.start as usize..b.span.end as usize)
+            .unwrap_or("spawn")
+            .to_string();
+        self.start_task(format!("spawn {desc}"), scope, move |it| {
+            let g = it.globals.clone();
+            it.eval_block(&b, &g, Pos::Value)
+        })
+    }
+
+    fn task_state(&self, id: u64) -> Option<(Arc<TaskState>, String)> {
+        self.tasks
+            .locked()
+            .entries
+            .iter()
+            .find(|e| e.id == id)
+            .map(|e| (e.state.clone(), e.desc.clone()))
+    }
+
+    /// Methods and fields of task handles (docs/rules.md §7).
+    pub(crate) fn task_method(&mut self, id: u64, name: &str, _args: &[Value]) -> EResult<Value> {
+        let Some((st, _)) = self.task_state(id) else {
+            if let Some(r) = self.host_task_method(id, name) {
+                return r;
+            }
+            if self.task_host.is_some() && !TASK_METHODS.contains(&name) {
+                return Err(unknown_method(name));
+            }
+            return Err(
+                ShoalError::not_found(format!("no task {id} in this session"))
+                    .with_hint("`jobs` lists this session's tasks")
+                    .into(),
+            );
+        };
+        match name {
+            "await" | "wait" => {
+                let mut g = st.result.locked();
+                loop {
+                    if let Some(r) = g.as_ref() {
+                        return match r {
+                            Ok(v) => Ok(v.clone()),
+                            Err(e) => Err(e.clone().into()),
+                        };
+                    }
+                    if self.interrupted() {
+                        return Err(Interp::cancelled().into());
+                    }
+                    g = shoal_base::sync::wait_timeout_locked(&st.cond, g, Duration::from_millis(20));
+                }
+            }
+            "cancel" => {
+                st.interrupter.interrupt();
+                st.suspended.store(false, Ordering::SeqCst);
+                Ok(Value::Null)
+            }
+            "is_done" => Ok(Value::Bool(st.done.load(Ordering::SeqCst))),
+            "suspend" | "resume" => {
+                let stop = name == "suspend";
+                if !st.done.load(Ordering::SeqCst) {
+                    let pid = st.child_pid.load(Ordering::SeqCst);
+                    crate::shell::process::signal_group(
+                        pid,
+                        if stop { libc::SIGSTOP } else { libc::SIGCONT },
+                    );
+                    st.suspended.store(stop, Ordering::SeqCst);
+                }
+                Ok(Value::Task(Arc::new(TaskRef { id })))
+            }
+            "is_suspended" => Ok(Value::Bool(
+                st.suspended.load(Ordering::SeqCst) && !st.done.load(Ordering::SeqCst),
+            )),
+            "id" => Ok(Value::Int(id as i64)),
+            "state" => Ok(Value::str(local_state(&st))),
+            _ => Err(unknown_method(name)),
+        }
+    }
+
+    /// `jobs` (docs/rules.md §7): every task of the session (through the task host)
+    /// and this evaluator's own, by number.
+    pub(crate) fn jobs_table(&self) -> EResult<Value> {
+        let mut rows: Vec<TaskInfo> = self.host_jobs().map_err(|e| self.lift(e))?;
+        for e in &self.tasks.locked().entries {
+            rows.push(TaskInfo {
+                id: e.id,
+                desc: e.desc.clone(),
+                state: local_state(&e.state).to_string(),
+                done: e.state.done.load(Ordering::SeqCst),
+            });
+        }
+        rows.sort_by_key(|t| t.id);
+        Ok(Value::Table(Arc::new(rows.iter().map(job_row).collect())))
+    }
+
+    // ----- channels --------------------------------------------------------
+
+    fn channel(&self, name: &str) -> Channel {
+        channel_of(&self.channels, name)
+    }
+
+    pub(crate) fn channel_emit(&self, name: &str, v: Value) {
+        if name.starts_with("user.") {
+            if let Some(sink) = &self.bus_sink {
+                sink(name, &v);
+            }
+        }
+        channel_push(&self.channels, name, v);
+    }
+
+    /// Methods of `{channel: name}` records. `None`: not a channel method.
+    pub(crate) fn channel_method(
+        &mut self,
+        name: &str,
+        method: &str,
+        pos: &[Value],
+        named: &[(String, Value)],
+    ) -> EResult<Option<Value>> {
+        match method {
+            "emit" => {
+                let [v] = pos else {
+                    return Err(ShoalError::arg_error("emit expects one payload").into());
+                };
+                self.channel_emit(name, v.clone());
+                Ok(Some(Value::Null))
+            }
+            "latest" => {
+                let ch = self.channel(name);
+                let st = ch.inner.state.locked();
+                Ok(Some(
+                    st.ring
+                        .back()
+                        .map(|(_, v, _)| v.clone())
+                        .unwrap_or(Value::Null),
+                ))
+            }
+            "events" => {
+                let mut since: Option<u64> = None;
+                for (k, v) in named {
+                    match (k.as_str(), v) {
+                        ("since", Value::Int(n)) => since = Some((*n).max(-1) as u64),
+                        ("since", other) => {
+                            return Err(ShoalError::type_error(format!(
+                                "events: since must be an int, found {}",
+                                other.type_name()
+                            ))
+                            .into())
+                        }
+                        _ => {
+                            return Err(ShoalError::arg_error(format!(
+                                "events: unknown argument `{k}`"
+                            ))
+                            .into())
+                        }
+                    }
+                }
+                Ok(Some(self.events_stream(
+                    name,
+                    since.map(|s| s + 1).unwrap_or(0),
+                    true,
+                )))
+            }
+            "take" => {
+                let mut timeout: Option<Duration> = None;
+                for (k, v) in named {
+                    match (k.as_str(), v) {
+                        ("timeout", Value::Duration(d)) => {
+                            timeout = Some(Duration::from_nanos((*d).max(0) as u64))
+                        }
+                        _ => {
+                            return Err(ShoalError::arg_error(format!(
+                                "take: unknown argument `{k}`"
+                            ))
+                            .into())
+                        }
+                    }
+                }
+                let ch = self.channel(name);
+                let deadline = timeout.map(|t| Instant::now() + t);
+                let mut st = ch.inner.state.locked();
+                let want = st.next_seq;
+                loop {
+                    if let Some((_, v, _)) = st.ring.iter().find(|(s, _, _)| *s >= want) {
+                        return Ok(Some(v.clone()));
+                    }
+                    if self.interrupted() {
+                        return Err(Interp::cancelled().into());
+                    }
+                    if let Some(d) = deadline {
+                        if Instant::now() >= d {
+                            return Err(ShoalError::new(
+                                ErrorCode::Timeout,
+                                format!("no event on channel `{name}` in time"),
+                            )
+                            .into());
+                        }
+                    }
+                    st = shoal_base::sync::wait_timeout_locked(
+                        &ch.inner.cond,
+                        st,
+                        Duration::from_millis(20),
+                    );
+                }
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// An unbounded stream of `{channel, seq, ts, payload}` from `from_seq`
+    /// (replaying the ring when `replay`), then live.
+    fn events_stream(&self, name: &str, from_seq: u64, replay: bool) -> Value {
+        let ch = self.channel(name);
+        let intr = self.interrupter.clone();
+        let chname = name.to_string();
+        let mut next = if replay {
+            from_seq
+        } else {
+            ch.inner.state.locked().next_seq
+        };
+        let iter = std::iter::from_fn(move || {
+            let mut st = ch.inner.state.locked();
+            loop {
+                if let Some((seq, v, ts)) = st.ring.iter().find(|(s, _, _)| *s >= next).cloned() {
+                    next = seq + 1;
+                    let mut r = Record::new();
+                    r.insert("channel".into(), Value::str(&chname));
+                    r.insert("seq".into(), Value::Int(seq as i64));
+                    r.insert("ts".into(), ts);
+                    r.insert("payload".into(), v);
+                    return Some(Ok(Value::record(r)));
+                }
+                if intr.is_interrupted() {
+                    return Some(Err(Interp::cancelled()));
+                }
+                st =
+                    shoal_base::sync::wait_timeout_locked(&ch.inner.cond, st, Duration::from_millis(20));
+            }
+        });
+        stream("event", false, iter)
+    }
+
+    /// `on(channel, handler)`: a background task calling `handler` for each
+    /// future event's payload.
+    pub(crate) fn on_channel(
+        &mut self,
+        pos: Vec<Value>,
+        named: Vec<(String, Value)>,
+    ) -> EResult<Value> {
+        if let Some((k, _)) = named.first() {
+            return Err(ShoalError::arg_error(format!("on: unknown argument `{k}`")).into());
+        }
+        let (name, handler) = match pos.as_slice() {
+            [Value::Record(r), h] if r.len() == 1 => match r.get("channel") {
+                Some(Value::Str(s)) => (s.to_string(), h.clone()),
+                _ => return Err(ShoalError::type_error("on expects a channel").into()),
+            },
+            [Value::Str(s), h] => (s.to_string(), h.clone()),
+            _ => return Err(ShoalError::arg_error("on expects a channel and a handler").into()),
+        };
+        let scope = self.globals.clone();
+        let start = self.channel(&name).inner.state.locked().next_seq;
+        self.start_task(format!("on {name}"), &scope, move |it| {
+            let events = it.events_stream(&name, start, true);
+            let Value::Stream(s) = &events else {
+                return Ok(Value::Null);
+            };
+            let src = s.source.locked().take();
+            if let Some(src) = src {
+                for ev in src {
+                    let ev = ev?;
+                    let payload = match &ev {
+                        Value::Record(r) => r.get("payload").cloned().unwrap_or(Value::Null),
+                        _ => Value::Null,
+                    };
+                    it.call_value(&handler, vec![payload], vec![])?;
+                }
+            }
+            Ok(Value::Null)
+        })
+    }
+
+    // ----- timer and file streams -------------------------------------------
+
+    /// `every(d)`: an unbounded stream of datetimes, one per period.
+    pub(crate) fn every_stream(&mut self, pos: Vec<Value>) -> EResult<Value> {
+        let d = match pos.as_slice() {
+            [Value::Duration(d)] if *d > 0 => Duration::from_nanos(*d as u64),
+            [Value::Duration(_)] => {
+                return Err(ShoalError::arg_error("every expects a positive duration").into())
+            }
+            [other] => {
+                return Err(ShoalError::type_error(format!(
+                    "every expects a duration, found {}",
+                    other.type_name()
+                ))
+                .into())
+            }
+            _ => return Err(ShoalError::arg_error("every expects one duration").into()),
+        };
+        let intr = self.interrupter.clone();
+        let mut next = Instant::now() + d;
+        let iter = std::iter::from_fn(move || loop {
+            if intr.is_interrupted() {
+                return Some(Err(Interp::cancelled()));
+            }
+            let now = Instant::now();
+            if now >= next {
+                next += d;
+                if next < now {
+                    next = now + d;
+                }
+                return Some(Ok(now_dt()));
+            }
+            std::thread::sleep((next - now).min(Duration::from_millis(20)));
+        });
+        Ok(stream("datetime", false, iter))
+    }
+
+    /// `tail(path, from_start: false)`: an unbounded stream of lines.
+    pub(crate) fn tail_stream(
+        &mut self,
+        pos: Vec<Value>,
+        named: Vec<(String, Value)>,
+    ) -> EResult<Value> {
+        let p = match pos.as_slice() {
+            [Value::Str(s)] => PathBuf::from(s.as_ref()),
+            [Value::Path(p)] => p.as_ref().clone(),
+            _ => return Err(ShoalError::arg_error("tail expects one path").into()),
+        };
+        let mut from_start = false;
+        for (k, v) in &named {
+            match (k.as_str(), v) {
+                ("from_start", Value::Bool(b)) => from_start = *b,
+                _ => {
+                    return Err(
+                        ShoalError::arg_error(format!("tail: unknown argument `{k}`")).into(),
+                    )
+                }
+            }
+        }
+        let abs = self.cwd.join(&p);
+        shoal_policy::run_gate::fs(shoal_policy::run_gate::Access::Read, &self.cwd, &p)?;
+        let mut f = std::fs::File::open(&abs)
+            .map_err(|e| ShoalError::not_found(format!("tail: {}: {}", p.display(), io_msg(&e))))?;
+        if !from_start {
+            let _ = f.seek(std::io::SeekFrom::End(0));
+        }
+        let mut reader = std::io::BufReader::new(f);
+        let intr = self.interrupter.clone();
+        let mut partial = String::new();
+        let iter = std::iter::from_fn(move || loop {
+            if intr.is_interrupted() {
+                return Some(Err(Interp::cancelled()));
+            }
+            let mut line = String::new();
+            match reader.read_line(&mut line) {
+                Ok(0) => std::thread::sleep(Duration::from_millis(50)),
+                Ok(_) => {
+                    partial.push_str(&line);
+                    if partial.ends_with('\n') {
+                        let l = std::mem::take(&mut partial);
+                        let l = l.trim_end_matches('\n').trim_end_matches('\r').to_string();
+                        return Some(Ok(Value::str(l)));
+                    }
+                }
+                Err(e) => {
+                    return Some(Err(ShoalError::new(
+                        ErrorCode::IoError,
+                        format!("tail: {e}"),
+                    )))
+                }
+            }
+        });
+        Ok(stream("value", false, iter))
+    }
+
+    /// `watch(path|glob, recursive: true)`: an unbounded stream of
+    /// `{path, kind, ts}` change events (polling).
+    pub(crate) fn watch_stream(
+        &mut self,
+        pos: Vec<Value>,
+        named: Vec<(String, Value)>,
+    ) -> EResult<Value> {
+        let (root, pattern) = match pos.as_slice() {
+            [Value::Str(s)] => (self.cwd.join(s.as_ref()), None),
+            [Value::Path(p)] => (self.cwd.join(p.as_ref()), None),
+            [Value::Glob(g)] => (g.cwd.clone(), Some((g.pattern.clone(), g.hidden))),
+            _ => return Err(ShoalError::arg_error("watch expects a path or a glob").into()),
+        };
+        shoal_policy::run_gate::fs(shoal_policy::run_gate::Access::Read, &self.cwd, &root)?;
+        let mut recursive = true;
+        for (k, v) in &named {
+            match (k.as_str(), v) {
+                ("recursive", Value::Bool(b)) => recursive = *b,
+                _ => {
+                    return Err(
+                        ShoalError::arg_error(format!("watch: unknown argument `{k}`")).into(),
+                    )
+                }
+            }
+        }
+        let snapshot = move || -> std::collections::BTreeMap<PathBuf, SystemTime> {
+            let mut out = std::collections::BTreeMap::new();
+            let files: Vec<PathBuf> = match &pattern {
+                Some((pat, hidden)) => crate::shell::glob::expand(pat, &root, *hidden)
+                    .into_iter()
+                    .map(|p| root.join(p))
+                    .collect(),
+                None => {
+                    let mut v = Vec::new();
+                    walk(&root, recursive, &mut v);
+                    v
+                }
+            };
+            for f in files {
+                if let Ok(m) = std::fs::metadata(&f) {
+                    out.insert(f, m.modified().unwrap_or(SystemTime::UNIX_EPOCH));
+                }
+            }
+            out
+        };
+        let mut prev = snapshot();
+        let mut pending: VecDeque<Value> = VecDeque::new();
+        let intr = self.interrupter.clone();
+        let iter = std::iter::from_fn(move || loop {
+            if let Some(v) = pending.pop_front() {
+                return Some(Ok(v));
+            }
+            if intr.is_interrupted() {
+                return Some(Err(Interp::cancelled()));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            let cur = snapshot();
+            let ev = |p: &PathBuf, kind: &str| {
+                let mut r = Record::new();
+                r.insert("path".into(), Value::path(p.clone()));
+                r.insert("kind".into(), Value::str(kind));
+                r.insert("ts".into(), now_dt());
+                Value::record(r)
+            };
+            for (p, t) in &cur {
+                match prev.get(p) {
+                    None => pending.push_back(ev(p, "create")),
+                    Some(old) if old != t => pending.push_back(ev(p, "modify")),
+                    _ => {}
+                }
+            }
+            for p in prev.keys() {
+                if !cur.contains_key(p) {
+                    pending.push_back(ev(p, "remove"));
+                }
+            }
+            prev = cur;
+        });
+        Ok(stream("event", false, iter))
+    }
+
+    /// Evaluator-level stream intercept: `stream.into(channel)`.
+    pub(crate) fn stream_into(&mut self, s: &StreamVal, target: &Value) -> EResult<Value> {
+        let name = match target {
+            Value::Record(r) if r.len() == 1 => match r.get("channel") {
+                Some(Value::Str(n)) => n.to_string(),
+                _ => return Err(ShoalError::type_error("into expects a channel").into()),
+            },
+            other => {
+                return Err(ShoalError::type_error(format!(
+                    "into expects a channel, found {}",
+                    other.type_name()
+                ))
+                .into())
+            }
+        };
+        if !s.bounded {
+            return Err(ShoalError::new(
+                ErrorCode::StreamUnbounded,
+                "cannot drain an unbounded stream into a channel",
+            )
+            .with_hint("bound it first, e.g. `.take(n)`")
+            .into());
+        }
+        let src = s.source.locked().take();
+        let Some(src) = src else {
+            return Err(
+                ShoalError::new(ErrorCode::StreamConsumed, "stream already consumed").into(),
+            );
+        };
+        for item in src {
+            self.check_cancel()?;
+            let v = item.map_err(|e| self.lift(e))?;
+            self.channel_emit(&name, v);
+        }
+        Ok(Value::Null)
+    }
+}
+
+fn walk(root: &std::path::Path, recursive: bool, out: &mut Vec<PathBuf>) {
+    if root.is_file() {
+        out.push(root.to_path_buf());
+        return;
+    }
+    if let Ok(rd) = std::fs::read_dir(root) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if recursive {
+                    walk(&p, recursive, out);
+                }
+            } else {
+                out.push(p);
+            }
+        }
+    }
+}
+
+fn stream<I>(label: &str, bounded: bool, iter: I) -> Value
+where
+    I: Iterator<Item = SResult<Value>> + Send + 'static,
+{
+    Value::Stream(Arc::new(StreamVal {
+        label: label.to_string(),
+        bounded,
+        source: Mutex::new(Some(Box::new(iter))),
+    }))
+}

@@ -1,0 +1,16 @@
+//! The command layer: external processes, structured builtins, globbing and
+//! `PATH` lookup. Pure of evaluator state: everything here takes the cwd and
+//! environment it needs as arguments.
+
+#[doc(hidden)]
+pub mod builtins;
+pub mod glob;
+pub use shoal_base::lookup;
+pub mod process;
+#[doc(hidden)]
+pub mod procstat;
+pub mod reef;
+pub mod words;
+
+#[cfg(test)]
+mod tests;

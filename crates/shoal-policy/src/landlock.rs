@@ -1,0 +1,771 @@
+//! A principal's filesystem grants lowered to Landlock rules for its
+//! spawned children (docs/rules.md §21; this kernel has ABI 7).
+//!
+//! Each grant glob is reduced to its longest glob-free prefix (`/**` is
+//! `/`); roots that do not exist are dropped. Writes (create, write,
+//! truncate, rename into) are confined to the `fs.write` roots and removals
+//! to the `fs.delete` roots; reads and execution are confined to the
+//! `fs.read` roots when that list is non-empty (an empty list leaves reads
+//! to the verdict, or nothing could even be executed). The ruleset is built
+//! in the parent; the child only calls `landlock_restrict_self` between fork
+//! and exec.
+//!
+//! Unix sockets: every token principal's children (hermetic or not) get a
+//! seccomp filter under which `socket(AF_UNIX, ..)` fails with `EACCES`,
+//! so they cannot reach the daemon's own socket (which admits their uid as
+//! the permissive local principal) nor any other pathname unix socket; a
+//! `shoal` client they run fails at once. `socketpair(2)` stays: its pair
+//! is connected to itself and cannot connect elsewhere (a datagram pair can
+//! still `sendto` a named datagram socket, never the daemon's stream
+//! socket). Where Landlock is available a token principal's children always
+//! get a Landlock domain, even when its grants are every path: that also
+//! keeps them from ptrace-attaching to the daemon (or `pidfd_getfd`,
+//! `/proc/PID/mem`) and, at ABI 6+, from signalling processes outside
+//! their sandbox or reaching abstract unix sockets. The daemon opens its
+//! listener and connections close-on-exec, so no socket is inherited.
+//! The local uid principal is not confined. Where the filter cannot be
+//! installed (no seccomp filters, an architecture other than x86_64 or
+//! aarch64) a token principal's spawn is refused.
+//!
+//! Network: a `hermetic` principal's children may neither connect nor bind
+//! any TCP port (Landlock ABI 4+), may not create sockets of any family (a
+//! seccomp filter: so no UDP, unix, raw or netlink sockets either, and the
+//! daemon's own socket is out of reach), and (ABI 6+) may not reach
+//! abstract unix sockets or signal processes outside their sandbox; where
+//! the kernel cannot enforce that, the spawn is refused. Sockets inherited
+//! as open descriptors stay usable (the daemon passes none). A non-hermetic
+//! principal whose `net_connect` grants all name a port may connect only to
+//! those ports (any host: Landlock knows ports, not hosts; below ABI 4 the
+//! port rules are left out). Not covered for non-hermetic principals: UDP,
+//! raw sockets and other non-unix protocols.
+
+use std::cell::RefCell;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::policy::{PathGlob, PrincipalPolicy};
+use super::seccomp::{
+    cloexec_from, filter_available, install_filter, AUDIT_ARCH, NO_ATTR, NO_UNIX, SEAL,
+};
+
+const EXECUTE: u64 = 1 << 0;
+const WRITE_FILE: u64 = 1 << 1;
+const READ_FILE: u64 = 1 << 2;
+const READ_DIR: u64 = 1 << 3;
+const REMOVE_DIR: u64 = 1 << 4;
+const REMOVE_FILE: u64 = 1 << 5;
+const MAKE_ALL: u64 = 0b111_1111 << 6; // MAKE_CHAR ..= MAKE_SYM
+const REFER: u64 = 1 << 13;
+const TRUNCATE: u64 = 1 << 14;
+
+/// LANDLOCK_ACCESS_NET_BIND_TCP, LANDLOCK_ACCESS_NET_CONNECT_TCP.
+const NET_BIND_TCP: u64 = 1 << 0;
+const NET_CONNECT_TCP: u64 = 1 << 1;
+/// LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, LANDLOCK_SCOPE_SIGNAL.
+const SCOPE_ABSTRACT_UNIX: u64 = 1 << 0;
+const SCOPE_SIGNAL: u64 = 1 << 1;
+/// LANDLOCK_RULE_NET_PORT.
+const RULE_NET_PORT: u32 = 2;
+
+const READ: u64 = EXECUTE | READ_FILE | READ_DIR;
+const WRITE: u64 = WRITE_FILE | MAKE_ALL | REFER | TRUNCATE;
+const DELETE: u64 = REMOVE_DIR | REMOVE_FILE;
+/// Rights that may be granted on a non-directory.
+const FILE_RIGHTS: u64 = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE;
+
+/// The lowered grants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rules {
+    pub read: Option<Vec<PathBuf>>,
+    pub write: Vec<PathBuf>,
+    pub delete: Vec<PathBuf>,
+    pub net: Net,
+    /// A token principal's children: no `AF_UNIX` sockets (the socket
+    /// filter), and a Landlock domain wherever the kernel has one.
+    pub token: bool,
+}
+
+/// What the children may do on the network.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Net {
+    /// Not confined.
+    #[default]
+    Open,
+    /// TCP connect only to these ports (bind not confined).
+    ConnectPorts(Vec<u16>),
+    /// `hermetic`: no TCP connect or bind at all; abstract unix sockets and
+    /// signals scoped to the sandbox where the kernel can (ABI 6+).
+    Sealed,
+}
+
+impl Net {
+    /// The `net_connect` grants lowered: only when every grant names a port.
+    fn of(p: &PrincipalPolicy) -> Net {
+        if p.hermetic {
+            return Net::Sealed;
+        }
+        let ports: Option<Vec<u16>> = p.net_connect.iter().map(|g| g.port).collect();
+        match ports {
+            Some(mut v) if !v.is_empty() => {
+                v.sort_unstable();
+                v.dedup();
+                Net::ConnectPorts(v)
+            }
+            _ => Net::Open,
+        }
+    }
+
+    /// What the OS enforces at Landlock ABI `abi`.
+    pub fn enforced_at(&self, abi: i64) -> &'static str {
+        match self {
+            Net::ConnectPorts(_) if abi >= 4 => "tcp-connect-ports",
+            Net::Sealed if abi >= 4 => "sealed",
+            _ => "open",
+        }
+    }
+}
+
+/// Longest glob-free prefix of an (expanded, absolute) glob.
+fn root_of(glob: &str) -> Option<PathBuf> {
+    let mut out = PathBuf::from("/");
+    for c in glob.split('/').filter(|c| !c.is_empty()) {
+        if crate::glob::is_glob(c) {
+            break;
+        }
+        if c == ".." {
+            out.pop();
+        } else if c != "." {
+            out.push(c);
+        }
+    }
+    glob.starts_with('/').then_some(out)
+}
+
+fn roots(grants: &[PathGlob], home: Option<&str>) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = grants
+        .iter()
+        .filter_map(|g| root_of(&g.expanded(home)))
+        .filter(|p| p.exists())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+impl Rules {
+    /// `None` when the grants do not confine anything (every list grants
+    /// `/` and the network is open).
+    pub fn lower(p: &PrincipalPolicy, home: Option<&str>) -> Option<Rules> {
+        let root = Path::new("/");
+        let read = roots(&p.fs.read, home);
+        let write = roots(&p.fs.write, home);
+        let delete = roots(&p.fs.delete, home);
+        let read = if read.is_empty() || read.iter().any(|r| r == root) {
+            None
+        } else {
+            Some(read)
+        };
+        let open_write = write.iter().any(|r| r == root);
+        let open_delete = delete.iter().any(|r| r == root);
+        let net = Net::of(p);
+        if read.is_none() && open_write && open_delete && net == Net::Open {
+            return None;
+        }
+        Some(Rules {
+            read,
+            write,
+            delete,
+            net,
+            token: false,
+        })
+    }
+
+    /// The rules of a token principal (any principal but the local uid):
+    /// its grants lowered, always with the unix socket filter, and always
+    /// a confined read list: its read grants plus the system's program
+    /// directories (`confine::system_reads`), so an empty `fs.read` grants
+    /// no user file. The daemon's own directories and `/proc` are cut out
+    /// of every list (`confine::carve_all`). `p` is `None` when the
+    /// principal has no policy section (nothing is granted: its verdicts
+    /// refuse every run anyway).
+    pub fn for_token(p: Option<&PrincipalPolicy>, home: Option<&str>) -> Rules {
+        let canonical = |v: Vec<PathBuf>| -> Vec<PathBuf> {
+            v.into_iter()
+                .filter_map(|r| r.canonicalize().ok())
+                .collect()
+        };
+        let (mut read, write, delete, net) = match p {
+            None => (Vec::new(), Vec::new(), Vec::new(), Net::Open),
+            Some(p) => (
+                canonical(roots(&p.fs.read, home)),
+                canonical(roots(&p.fs.write, home)),
+                canonical(roots(&p.fs.delete, home)),
+                Net::of(p),
+            ),
+        };
+        read.extend(super::confine::system_reads());
+        let protected = super::confine::protected();
+        Rules {
+            read: Some(super::confine::carve_all(read, &protected)),
+            write: super::confine::carve_all(write, &protected),
+            delete: super::confine::carve_all(delete, &protected),
+            net,
+            token: true,
+        }
+    }
+
+    /// Do these rules need Landlock itself (a path or a port is confined)?
+    pub(super) fn needs_landlock(&self) -> bool {
+        let root = Path::new("/");
+        self.read.is_some()
+            || !self.write.iter().any(|r| r == root)
+            || !self.delete.iter().any(|r| r == root)
+            || self.net != Net::Open
+    }
+
+    /// Who a refusal names.
+    fn who(&self) -> &'static str {
+        if self.net == Net::Sealed {
+            "hermetic"
+        } else {
+            "token principal"
+        }
+    }
+
+    /// The seccomp filter the children get, if any.
+    fn filter(&self) -> Option<&'static [libc::sock_filter]> {
+        if self.net == Net::Sealed {
+            Some(&SEAL[..])
+        } else if self.token {
+            Some(&NO_UNIX[..])
+        } else {
+            None
+        }
+    }
+
+    /// Can a kernel of Landlock ABI `abi` enforce these rules? (`Err`: why
+    /// not; a spawn under them is refused.)
+    pub fn enforceable_at(&self, abi: i64) -> Result<(), String> {
+        if abi <= 0 && self.needs_landlock() {
+            return Err("Landlock is not available on this kernel".into());
+        }
+        if self.filter().is_some() && AUDIT_ARCH.is_none() {
+            let who = self.who();
+            return Err(format!(
+                "{who}: the socket filter is built for x86_64 and aarch64 only; the program is not started"
+            ));
+        }
+        if self.filter().is_some() && !filter_available() {
+            let who = self.who();
+            return Err(format!(
+                "{who}: this kernel cannot install the socket filter (seccomp); the program is not started"
+            ));
+        }
+        if self.net == Net::Sealed && abi < 4 {
+            return Err(format!(
+                "hermetic: this kernel's Landlock (ABI {abi}) cannot deny the network (TCP rules need ABI 4); the program is not started"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Build the ruleset (in the parent, before fork).
+    pub fn ruleset(&self) -> io::Result<Ruleset> {
+        let abi = abi();
+        self.enforceable_at(abi)
+            .map_err(|m| io::Error::new(io::ErrorKind::Unsupported, m))?;
+        let filter = self.filter();
+        if abi <= 0 {
+            // Only the socket filter (enforceable_at refused the rest).
+            return Ok(Ruleset {
+                fd: None,
+                filter,
+                attrs: self.token,
+            });
+        }
+        let mut handled = WRITE | DELETE;
+        if abi < 2 {
+            handled &= !REFER;
+        }
+        if abi < 3 {
+            handled &= !TRUNCATE;
+        }
+        if self.read.is_some() {
+            handled |= READ;
+        }
+        // Port rules are an addition to the verdict: below ABI 4 they are
+        // left out (hermetic was refused above).
+        let net = match self.net {
+            Net::ConnectPorts(_) if abi >= 4 => NET_CONNECT_TCP,
+            Net::Sealed => NET_BIND_TCP | NET_CONNECT_TCP,
+            _ => 0,
+        };
+        let scoped = if (self.net == Net::Sealed || self.token) && abi >= 6 {
+            SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL
+        } else {
+            0
+        };
+        // struct landlock_ruleset_attr, as long as this kernel and these
+        // rules need: the fs field (ABI 1), handled_access_net (ABI 4),
+        // scoped (ABI 6).
+        let attr = RulesetAttr {
+            fs: handled,
+            net,
+            scoped,
+        };
+        let size = if scoped != 0 {
+            24
+        } else if net != 0 {
+            16
+        } else {
+            8
+        };
+        // SAFETY: `attr` outlives the call; `size` is a prefix of its type.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                &attr as *const RulesetAttr,
+                size as libc::size_t,
+                0u32,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the kernel returned a new descriptor that we own.
+        let rs = Ruleset {
+            fd: Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }),
+            filter,
+            attrs: self.token,
+        };
+        let add = |path: &Path, rights: u64| -> io::Result<()> { rs.add(path, rights & handled) };
+        if let Some(read) = &self.read {
+            for r in read {
+                add(r, READ)?;
+            }
+        }
+        for r in &self.write {
+            add(r, WRITE | self.read.as_ref().map_or(0, |_| READ))?;
+        }
+        for r in &self.delete {
+            add(r, DELETE)?;
+        }
+        for dev in ["/dev/null", "/dev/tty", "/dev/zero", "/dev/full"] {
+            let _ = add(Path::new(dev), WRITE_FILE | READ_FILE);
+        }
+        if let Ok(true) = std::fs::metadata("/dev/pts").map(|m| m.is_dir()) {
+            let _ = add(Path::new("/dev/pts"), WRITE_FILE | READ_FILE);
+        }
+        if let (Net::ConnectPorts(ports), true) = (&self.net, net != 0) {
+            for p in ports {
+                rs.add_port(*p, NET_CONNECT_TCP)?;
+            }
+        }
+        Ok(rs)
+    }
+}
+
+#[repr(C)]
+struct RulesetAttr {
+    fs: u64,
+    net: u64,
+    scoped: u64,
+}
+
+/// struct landlock_net_port_attr.
+#[repr(C)]
+struct NetPort {
+    allowed_access: u64,
+    port: u64,
+}
+
+/// A Landlock ruleset descriptor (`None`: this kernel has no Landlock and
+/// the rules need only the socket filter) and the seccomp socket filter
+/// the children install after it.
+#[derive(Debug)]
+pub struct Ruleset {
+    fd: Option<OwnedFd>,
+    filter: Option<&'static [libc::sock_filter]>,
+    /// A token principal's children: no attribute changes by name
+    /// (`seccomp::NO_ATTR`).
+    attrs: bool,
+}
+
+/// The descriptor of a ruleset being built (always present then).
+fn built(fd: &Option<OwnedFd>) -> RawFd {
+    fd.as_ref().map_or(-1, |f| f.as_raw_fd())
+}
+
+#[repr(C, packed)]
+struct PathBeneath {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+impl Ruleset {
+    fn add(&self, path: &Path, mut rights: u64) -> io::Result<()> {
+        let c = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
+        // SAFETY: `c` is a valid C string; O_PATH opens no data.
+        let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            // A path that is gone since the rules were lowered grants
+            // nothing (one of many entries a grant was cut into, say).
+            if e.kind() == io::ErrorKind::NotFound {
+                return Ok(());
+            }
+            return Err(e);
+        }
+        // SAFETY: a fresh descriptor we own.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        if !std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false) {
+            rights &= FILE_RIGHTS;
+        }
+        if rights == 0 {
+            return Ok(());
+        }
+        let attr = PathBeneath {
+            allowed_access: rights,
+            parent_fd: fd.as_raw_fd(),
+        };
+        // SAFETY: `attr` is the packed landlock_path_beneath_attr and lives
+        // across the call. LANDLOCK_RULE_PATH_BENEATH = 1.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                built(&self.fd),
+                1u32,
+                &attr as *const PathBeneath,
+                0u32,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn add_port(&self, port: u16, rights: u64) -> io::Result<()> {
+        let attr = NetPort {
+            allowed_access: rights,
+            port: u64::from(port),
+        };
+        // SAFETY: `attr` is a landlock_net_port_attr living across the call.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                built(&self.fd),
+                RULE_NET_PORT,
+                &attr as *const NetPort,
+                0u32,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// The Landlock ruleset descriptor (`-1` when there is none).
+    pub fn raw(&self) -> RawFd {
+        built(&self.fd)
+    }
+
+    /// What the child applies between fork and exec (valid while `self`
+    /// lives, which the spawn outlasts).
+    pub fn confine(&self) -> Confine {
+        Confine {
+            fd: self.fd.as_ref().map(|f| f.as_raw_fd()),
+            filter: self.filter,
+            attrs: self.attrs,
+        }
+    }
+}
+
+/// The confinement a child applies to itself: see [`Confine::apply`].
+#[derive(Clone, Copy, Debug)]
+pub struct Confine {
+    fd: Option<RawFd>,
+    filter: Option<&'static [libc::sock_filter]>,
+    attrs: bool,
+}
+
+impl Confine {
+    /// In the child between fork and exec: no_new_privs, the Landlock
+    /// ruleset, then the socket filter (hermetic: no socket at all; any
+    /// other token principal: no unix socket). An error fails the spawn.
+    /// Async-signal-safe.
+    pub fn apply(self) -> io::Result<()> {
+        match self.fd {
+            Some(fd) => restrict_self(fd)?,
+            None => no_new_privs()?,
+        }
+        if self.attrs {
+            install_filter(&NO_ATTR[..])?;
+        }
+        if let Some(filter) = self.filter {
+            install_filter(filter)?;
+            // A token principal's child inherits stdio only: a descriptor
+            // the daemon itself inherited without close-on-exec (a launcher's
+            // socket, say) is closed at exec too.
+            cloexec_from(3);
+        }
+        Ok(())
+    }
+}
+
+impl Confine {
+    /// Confine the calling thread itself (and what it creates from now
+    /// on): no_new_privs, the Landlock ruleset, the socket filter. Unlike
+    /// [`Confine::apply`] it leaves descriptors alone: they are the
+    /// daemon's, shared by every thread; and the attribute filter, which
+    /// is for children (the thread's own builtins are checked at run time).
+    pub fn apply_to_thread(self) -> io::Result<()> {
+        match self.fd {
+            Some(fd) => restrict_self(fd)?,
+            None => no_new_privs()?,
+        }
+        if let Some(filter) = self.filter {
+            install_filter(filter)?;
+        }
+        Ok(())
+    }
+}
+
+/// `PR_SET_NO_NEW_PRIVS`. Async-signal-safe.
+fn no_new_privs() -> io::Result<()> {
+    // SAFETY: a plain syscall on integers.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// In the child between fork and exec: confine it. Async-signal-safe
+/// (two syscalls, no allocation).
+pub fn restrict_self(ruleset: RawFd) -> io::Result<()> {
+    no_new_privs()?;
+    // SAFETY: a plain syscall on integers.
+    unsafe {
+        if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The kernel's Landlock ABI version (0: none).
+pub fn abi() -> i64 {
+    static ABI: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *ABI.get_or_init(|| {
+        // SAFETY: LANDLOCK_CREATE_RULESET_VERSION (1) with a null attribute.
+        let v = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<u64>(),
+                0usize,
+                1u32,
+            )
+        };
+        v.max(0)
+    })
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Arc<Rules>>> = const { RefCell::new(None) };
+}
+
+/// Run `f` with `rules` confining every child this thread spawns.
+pub fn with_rules<T>(rules: Option<Arc<Rules>>, f: impl FnOnce() -> T) -> T {
+    struct Reset(Option<Arc<Rules>>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let prev = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = prev);
+        }
+    }
+    let prev = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), rules));
+    let _reset = Reset(prev);
+    f()
+}
+
+/// The rules of the current thread, if any.
+pub fn current() -> Option<Arc<Rules>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// The ruleset for a spawn on this thread (`None`: not confined). An error
+/// means the child must not run unconfined.
+pub fn prepare() -> io::Result<Option<Ruleset>> {
+    match current() {
+        None => Ok(None),
+        Some(r) => r.ruleset().map(Some),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_and_lowering() {
+        assert_eq!(root_of("/a/b/**"), Some(PathBuf::from("/a/b")));
+        assert_eq!(root_of("/**"), Some(PathBuf::from("/")));
+        assert_eq!(root_of("/a/*.txt"), Some(PathBuf::from("/a")));
+        let p: PrincipalPolicy = toml::from_str("fs.write = [\"/tmp/**\"]").unwrap();
+        let r = Rules::lower(&p, None).unwrap();
+        assert_eq!(r.write, vec![PathBuf::from("/tmp")]);
+        assert!(r.read.is_none());
+        let open = super::super::policy::local_default();
+        assert!(Rules::lower(&open, None).is_none());
+        // hermetic confines even with every path granted.
+        let mut sealed = open.clone();
+        sealed.hermetic = true;
+        let r = Rules::lower(&sealed, None).unwrap();
+        assert_eq!(r.net, Net::Sealed);
+        assert!(r.enforceable_at(4).is_ok());
+        let e = r.enforceable_at(3).unwrap_err();
+        assert!(e.contains("hermetic") && e.contains("ABI 3"), "{e}");
+        assert_eq!(r.net.enforced_at(3), "open");
+        assert!(r.enforceable_at(0).is_err());
+        // net_connect grants that all name ports confine connect to them.
+        let p: PrincipalPolicy =
+            toml::from_str("net_connect = [\"a.example:443\", \"*:80\", \"b:443\"]").unwrap();
+        let r = Rules::lower(&p, None).unwrap();
+        assert_eq!(r.net, Net::ConnectPorts(vec![80, 443]));
+        // Below ABI 4 the port rules are left out, nothing is refused.
+        assert!(r.enforceable_at(3).is_ok());
+        assert_eq!(r.net.enforced_at(3), "open");
+        assert_eq!(r.net.enforced_at(4), "tcp-connect-ports");
+        let p: PrincipalPolicy = toml::from_str("net_connect = [\"a:443\", \"b:*\"]").unwrap();
+        assert_eq!(Rules::lower(&p, None).unwrap().net, Net::Open);
+    }
+
+    /// A child under `rules` tries TCP connects to each port; which succeed.
+    fn connects(rules: &Rules, ports: &[u16]) -> Vec<bool> {
+        let rs = rules.ruleset().unwrap();
+        let fd = rs.raw();
+        let script = ports
+            .iter()
+            .map(|p| format!("(exec 3<>/dev/tcp/127.0.0.1/{p}) 2>/dev/null && echo y || echo n"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let mut cmd = std::process::Command::new("/bin/bash");
+        cmd.arg("-c").arg(&script);
+        // SAFETY: restrict_self is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || restrict_self(fd));
+        }
+        let out = cmd.output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l == "y")
+            .collect()
+    }
+
+    #[test]
+    fn confines_tcp() {
+        if abi() < 4 || !Path::new("/bin/bash").exists() {
+            return;
+        }
+        let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (pa, pb) = (
+            a.local_addr().unwrap().port(),
+            b.local_addr().unwrap().port(),
+        );
+        let fs = |net| Rules {
+            read: None,
+            write: vec![PathBuf::from("/")],
+            delete: vec![PathBuf::from("/")],
+            net,
+            token: false,
+        };
+        assert_eq!(connects(&fs(Net::Open), &[pa, pb]), vec![true, true]);
+        assert_eq!(connects(&fs(Net::Sealed), &[pa, pb]), vec![false, false]);
+        assert_eq!(
+            connects(&fs(Net::ConnectPorts(vec![pa])), &[pa, pb]),
+            vec![true, false]
+        );
+    }
+
+    /// A child under a token principal's open rules: unix sockets fail,
+    /// a socketpair and TCP work.
+    #[test]
+    fn token_children_get_no_unix_socket() {
+        if !Path::new("/usr/bin/python3").exists() || AUDIT_ARCH.is_none() {
+            return;
+        }
+        assert!(filter_available());
+        let open = super::super::policy::local_default();
+        let rs = Rules::for_token(Some(&open), None).ruleset().unwrap();
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        let code = format!(
+            "import socket\n\
+             for f in (lambda: socket.socket(socket.AF_UNIX), \
+                       lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM), \
+                       socket.socketpair, \
+                       lambda: socket.create_connection((\"127.0.0.1\", {port}), 5)):\n\
+             \ttry: f(); print(\"ok\")\n\
+             \texcept OSError as e: print(e.errno)\n"
+        );
+        let confine = rs.confine();
+        let mut cmd = std::process::Command::new("/usr/bin/python3");
+        cmd.arg("-c").arg(&code);
+        // SAFETY: apply is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || confine.apply());
+        }
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let eacces = libc::EACCES.to_string();
+        assert_eq!(
+            text.lines().collect::<Vec<_>>(),
+            vec![eacces.as_str(), eacces.as_str(), "ok", "ok"],
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    #[test]
+    fn confines_a_child() {
+        if abi() <= 0 {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let inside = d.path().join("in");
+        let outside = d.path().join("out");
+        std::fs::create_dir(&inside).unwrap();
+        std::fs::create_dir(&outside).unwrap();
+        let rules = Rules {
+            read: None,
+            write: vec![inside.clone()],
+            delete: vec![],
+            net: Net::Open,
+            token: false,
+        };
+        let rs = rules.ruleset().unwrap();
+        let fd = rs.raw();
+        let script = format!(
+            "echo a > {}/f; echo b > {}/f",
+            inside.display(),
+            outside.display()
+        );
+        let mut cmd = std::process::Command::new("/bin/sh");
+        cmd.arg("-c").arg(&script);
+        // SAFETY: restrict_self is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || restrict_self(fd));
+        }
+        let out = cmd.output().unwrap();
+        assert!(inside.join("f").exists());
+        assert!(!outside.join("f").exists());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("ermission denied"));
+    }
+}

@@ -1,0 +1,136 @@
+//! The MCP surface (docs/protocol.md §2), pure: this
+//! file holds version negotiation, the handshake, the capabilities ([`Caps`])
+//! and the language card as prompt and resource. The advertised tools with
+//! their schemas and argument validation are `schemas.rs` (only tools whose
+//! capability exists are advertised), `CallToolResult` folding is
+//! `results.rs`, resource listing, reading and subscription URIs are
+//! `resources.rs`, `completion/complete` is `completion.rs`. Nothing here does
+//! I/O, holds state or knows of actors.
+
+mod completion;
+mod resources;
+mod results;
+mod schemas;
+
+use serde_json::{json, Value as Json};
+
+use super::rpc::RpcError;
+
+pub use completion::{complete_request, completion_result, CompleteTarget};
+pub use resources::{
+    bounded_blob, bounded_blob_max, events_result, journal_result, parse_slice, read_result,
+    resource_templates, resources_page, subscription_channel, RESOURCES_PAGE,
+};
+pub use results::{tool_error, tool_error_rpc, tool_success, tool_success_frame};
+pub use schemas::{
+    argument_error, check_args, exec_input_schema, exec_output_schema, get_input_schema,
+    get_output_schema, invalid_arguments, is_tool, journal_input_schema, journal_output_schema,
+    output_schema, tools, tools_detailed, validate_args,
+};
+
+pub const VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
+pub const NEWEST: &str = "2025-11-25";
+
+/// Methods that make a first frame an MCP connection (docs/protocol.md §1).
+pub fn is_mcp_method(method: &str) -> bool {
+    matches!(
+        method,
+        "initialize" | "ping" | "server/discover" | "shoal/attach"
+    ) || [
+        "tools/",
+        "resources/",
+        "notifications/",
+        "prompts/",
+        "completion/",
+        "logging/",
+        "subscriptions/",
+    ]
+    .iter()
+    .any(|p| method.starts_with(p))
+}
+
+/// Echo the client's version when supported, else the newest.
+pub fn negotiate(requested: Option<&str>) -> &'static str {
+    requested
+        .and_then(|r| VERSIONS.iter().find(|v| **v == r).copied())
+        .unwrap_or(NEWEST)
+}
+
+/// The language card for agents (docs/protocol.md §9): the `shoal_language`
+/// prompt and the `shoal://docs/language` resource. Every example in it runs
+/// in `tests/it/language_card.rs`.
+pub const LANGUAGE_CARD: &str = include_str!("../../../../docs/language.md");
+
+/// The URI of the language card.
+pub const CARD_URI: &str = "shoal://docs/language";
+
+/// The server's `instructions`: the essentials in a few lines.
+pub const INSTRUCTIONS: &str = "Shoal is a structured shell: every command or expression returns a typed value \
+(int, str, list, record, table, outcome), stored as a ref out:N in a named session whose bindings persist. \
+Run source with shoal_exec: `ls`, `cat f.txt`, `(ls .).where(.size > 1kb).map(.name)`, `let x = 6 * 7`. \
+It is not bash: no pipes `|` (chain methods), `{env.HOME}` not `$HOME` in strings, `sh { ... }` runs real bash. \
+A failing command gives an outcome (.ok, .status, .stdout, .stderr); position:\"stmt\" makes it an error. \
+Adapters type git, ps, df and friends; `^git log -5` runs a tool as written, untyped. \
+Large values come back elided as {\"$\":\"ref\"}: read parts with shoal_get (path, slice, lines) or resources/read. \
+Long text shows head and tail; its \"… lines A–B of N elided\" line names the shoal_get call for the rest. \
+Errors carry a hint. Read the prompt shoal_language (or resource shoal://docs/language) for the full card.";
+
+/// Who the server is: the handshake's `serverInfo`, and the 2026-07-28
+/// `_meta` stamp on every result.
+pub fn server_info() -> Json {
+    json!({"name": "shoal", "title": "Shoal", "version": env!("CARGO_PKG_VERSION")})
+}
+
+pub fn initialize_result(version: &str) -> Json {
+    json!({
+        "protocolVersion": version,
+        "capabilities": {
+            "tools": {"listChanged": false},
+            "resources": {"subscribe": true, "listChanged": false},
+            "prompts": {"listChanged": false},
+            "completions": {},
+            "tasks": super::mcp_tasks::capability(),
+        },
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+    })
+}
+
+/// `prompts/list`.
+pub fn prompts() -> Json {
+    json!({"prompts": [{
+        "name": "shoal_language",
+        "title": "The Shoal language card",
+        "description": "How to use Shoal as an agent: commands vs values, dot-chains, sh { }, outcomes, refs, and the Shoal form of each bash habit.",
+    }]})
+}
+
+/// `prompts/get`: the card as one user message.
+pub fn prompt_get(name: &str) -> Result<Json, RpcError> {
+    if name != "shoal_language" {
+        return Err(RpcError::invalid_params(format!(
+            "unknown prompt {name:?} (the prompt is shoal_language)"
+        ))
+        .with_data(json!({"name": name})));
+    }
+    Ok(json!({
+        "description": "The Shoal language card",
+        "messages": [{"role": "user", "content": {"type": "text", "text": LANGUAGE_CARD}}],
+    }))
+}
+
+/// `resources/read` of the language card.
+pub fn card_read_result() -> Json {
+    json!({"contents": [{"uri": CARD_URI, "mimeType": "text/markdown", "text": LANGUAGE_CARD}]})
+}
+
+/// What the daemon can do right now (tools and resources follow it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Caps {
+    /// `journal.query` / `blob.get` exist.
+    pub journal: bool,
+    /// The event bus exists (`shoal://events/*`, subscriptions).
+    pub events: bool,
+}
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,174 @@
+//! Shoal tasks as MCP sees them: the 2025-11-25 Tasks shapes (the `tasks`
+//! capability, `Task` objects, statuses, `tasks/list` pages) and the
+//! `shoal_cancel` tool. Pure mapping from [`shoal_lang::task::TaskRecord`]; one
+//! place, so another protocol revision's envelope can reuse it.
+
+use std::sync::OnceLock;
+
+use serde_json::{json, Value as Json};
+
+use shoal_lang::task::{self, TaskRecord, TaskState};
+
+/// Suggested polling interval of `tasks/get`, in milliseconds.
+pub const POLL_INTERVAL_MS: u64 = 250;
+/// Tasks per `tasks/list` page.
+pub const PAGE: usize = 50;
+/// The `_meta` key that ties a message to its task.
+pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// The server's `tasks` capability: list, cancel, task-augmented `tools/call`.
+pub fn capability() -> Json {
+    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+}
+
+/// MCP status of a task. A requested cancel is final for MCP at once
+/// (`cancelled`, never changed after), whatever the work's own end.
+pub fn status(r: &TaskRecord) -> &'static str {
+    if r.cancel_requested {
+        return "cancelled";
+    }
+    match r.state {
+        TaskState::Running | TaskState::Suspended | TaskState::Cancelling => "working",
+        TaskState::Completed => "completed",
+        TaskState::Failed => "failed",
+        TaskState::Cancelled => "cancelled",
+    }
+}
+
+/// Whether an MCP status is terminal.
+pub fn is_terminal(status: &str) -> bool {
+    matches!(status, "completed" | "failed" | "cancelled")
+}
+
+fn iso(ns: i64) -> String {
+    jiff::Timestamp::from_nanosecond(ns as i128)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
+}
+
+/// The MCP `Task` object of a record.
+pub fn task_object(r: &TaskRecord) -> Json {
+    let st = status(r);
+    let message = match (r.state, st) {
+        (TaskState::Suspended, _) => Some("suspended (SIGSTOP); resume with task.resume".into()),
+        (TaskState::Cancelling, _) => {
+            Some("cancel requested; its processes are being stopped".into())
+        }
+        (_, "failed") => r
+            .error
+            .as_ref()
+            .and_then(|e| e["message"].as_str())
+            .map(str::to_string),
+        (_, "completed") => r.result_ref.map(|n| format!("value stored as out:{n}")),
+        _ => None,
+    };
+    let mut t = json!({
+        "taskId": task::ref_name(r.id),
+        "status": st,
+        "createdAt": iso(r.started_ns),
+        "lastUpdatedAt": iso(r.finished_ns.unwrap_or(r.started_ns)),
+        "ttl": r.retain.as_millis() as u64,
+        "pollInterval": POLL_INTERVAL_MS,
+    });
+    if let Some(m) = message {
+        t["statusMessage"] = json!(m);
+    }
+    t
+}
+
+/// `_meta` naming the task a result belongs to.
+pub fn related_meta(id: u64) -> Json {
+    json!({ RELATED_TASK: {"taskId": task::ref_name(id)} })
+}
+
+/// One `tasks/list` page of `records` (ascending ids) after `cursor` (the
+/// last id of the previous page). `Err` for a cursor that is not one.
+pub fn list_page(records: &[TaskRecord], cursor: Option<&str>) -> Result<Json, String> {
+    let after = match cursor {
+        None => 0,
+        Some(c) => c
+            .parse::<u64>()
+            .map_err(|_| format!("invalid cursor {c:?}"))?,
+    };
+    let mut page: Vec<&TaskRecord> = records.iter().filter(|r| r.id > after).collect();
+    page.sort_by_key(|r| r.id);
+    let more = page.len() > PAGE;
+    page.truncate(PAGE);
+    let mut out = json!({"tasks": page.iter().map(|r| task_object(r)).collect::<Vec<_>>()});
+    if more {
+        if let Some(last) = page.last() {
+            out["nextCursor"] = json!(last.id.to_string());
+        }
+    }
+    Ok(out)
+}
+
+fn cancel_input_schema() -> Json {
+    json!({
+        "type": "object",
+        "properties": {"task": {"type": "string", "pattern": "^task:[0-9]+$"}},
+        "required": ["task"],
+        "additionalProperties": false,
+    })
+}
+
+/// The `shoal_cancel` tool.
+pub fn tools() -> Vec<Json> {
+    vec![json!({
+        "name": "shoal_cancel",
+        "title": "Cancel a background task",
+        "description": "Cancel one background task (task:N): SIGINT, SIGTERM after 3 s, SIGKILL after 3 more.",
+        "inputSchema": cancel_input_schema(),
+        "outputSchema": super::mcp::output_schema(
+            json!({
+                "task": {"type": "string"},
+                "cancel_requested": {"type": "boolean"},
+                "state": {"type": "string"},
+            }),
+            &["task", "cancel_requested", "state"],
+        ),
+    })]
+}
+
+/// Validate `shoal_cancel` arguments (see [`super::mcp::check_args`]).
+pub fn validate_args(tool: &str, args: &Json) -> Result<(), Json> {
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let v = V.get_or_init(|| {
+        jsonschema::validator_for(&cancel_input_schema()).expect("cancel schema compiles")
+    });
+    super::mcp::check_args(v, tool, args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_lang::task::Ending;
+
+    #[test]
+    fn statuses_and_objects() {
+        let mut r = TaskRecord::new(5, "s", "sleep 1", 1_750_000_000_000_000_000);
+        assert_eq!(status(&r), "working");
+        let t = task_object(&r);
+        assert_eq!(t["taskId"], "task:5");
+        assert!(t["createdAt"].as_str().unwrap().starts_with("2025-06-15"));
+        r.finish(Ending::Value { n: 2, ok: true }, 1_750_000_001_000_000_000);
+        assert_eq!(task_object(&r)["status"], "completed");
+        let mut c = TaskRecord::new(6, "s", "sleep 9", 0);
+        c.request_cancel();
+        assert_eq!(status(&c), "cancelled");
+        assert!(is_terminal(status(&c)));
+    }
+
+    #[test]
+    fn pages() {
+        let recs: Vec<TaskRecord> = (1..=120).map(|i| TaskRecord::new(i, "s", "x", 0)).collect();
+        let p1 = list_page(&recs, None).unwrap();
+        assert_eq!(p1["tasks"].as_array().unwrap().len(), PAGE);
+        let c = p1["nextCursor"].as_str().unwrap().to_string();
+        let p3 = list_page(&recs, Some("100")).unwrap();
+        assert_eq!(p3["tasks"].as_array().unwrap().len(), 20);
+        assert!(p3.get("nextCursor").is_none());
+        assert_eq!(c, "50");
+        assert!(list_page(&recs, Some("x")).is_err());
+    }
+}

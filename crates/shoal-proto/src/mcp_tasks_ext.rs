@@ -1,0 +1,236 @@
+//! The MCP Tasks extension of the 2026-07-28 revision
+//! (`io.modelcontextprotocol/tasks`, SEP-2663) as shapes of shoal tasks.
+//!
+//! Task creation is server-directed: a modern `tools/call` of `shoal_exec`
+//! from a client that declared the extension in its request capabilities
+//! runs as a shoal task; if it has not ended after [`TASK_AFTER`], the call
+//! answers with a task handle (`resultType: "task"`, the `Task` fields flat
+//! in the result) and the work goes on. `tasks/get` polls (the handle and
+//! every poll carry `pollIntervalMs`), and once the task is terminal its
+//! answer carries the tool result (`result`) or the error (`error`).
+//! `tasks/update` delivers input responses, which shoal tasks never ask
+//! for; `tasks/cancel` maps onto a shoal task cancel. There is no
+//! `tasks/list` or `tasks/result` in this revision. Status pushes
+//! (`notifications/tasks/status`) ride `subscriptions/listen` with the
+//! `taskIds` filter key. Pure mapping; the actors do the work.
+
+use std::time::Duration;
+
+use serde_json::{json, Value as Json};
+
+use super::mcp_tasks::{self, POLL_INTERVAL_MS};
+use super::rpc::RpcError;
+use shoal_lang::task::{self, TaskRecord};
+
+/// The extension's identifier (capabilities `extensions` key).
+pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// How long a modern `shoal_exec` runs inline before the call answers with a
+/// task handle instead (the work continues as a shoal task).
+pub const TASK_AFTER: Duration = Duration::from_secs(1);
+/// Whether `src` may change the session's own state: bindings (`let`, `var`,
+/// `fn`, `alias`, `use`, assignments, `env.X = ...`) or the directory (`cd` and
+/// its kin). A server-directed task runs on a fork whose state never flows
+/// back, so such a source runs in the foreground as a plain call instead.
+/// Conservative: anything unparsable, and any `cd`-like word anywhere, counts.
+pub fn may_change_session(src: &str) -> bool {
+    let Ok(prog) = shoal_lang::parse::parse(src, &Default::default()) else {
+        return true;
+    };
+    let Ok(tree) = serde_json::to_value(&prog) else {
+        return true;
+    };
+    const BINDS: [&str; 5] = ["Let", "Assign", "Fn", "Alias", "Use"];
+    const DIR: [&str; 6] = ["cd", "pushd", "popd", "j", "jump", "source"];
+    let mut stack = vec![&tree];
+    while let Some(v) = stack.pop() {
+        match v {
+            Json::Object(m) => {
+                if m.keys().any(|k| BINDS.contains(&k.as_str())) {
+                    return true;
+                }
+                stack.extend(m.values());
+            }
+            Json::Array(a) => stack.extend(a),
+            Json::String(s) if DIR.contains(&s.as_str()) => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Task ids one `subscriptions/listen` may watch.
+pub const MAX_LISTEN_TASKS: usize = 64;
+
+/// The server's settings for the extension in `capabilities.extensions`.
+pub fn capability() -> Json {
+    json!({})
+}
+
+/// The extension's `Task` fields of a record (no `resultType`).
+pub fn task_fields(r: &TaskRecord) -> Json {
+    let legacy = mcp_tasks::task_object(r);
+    let mut t = json!({
+        "taskId": legacy["taskId"],
+        "status": status(r),
+        "createdAt": legacy["createdAt"],
+        "lastUpdatedAt": legacy["lastUpdatedAt"],
+        "ttlMs": r.retain.as_millis() as u64,
+        "pollIntervalMs": POLL_INTERVAL_MS,
+    });
+    if let Some(m) = legacy.get("statusMessage") {
+        t["statusMessage"] = m.clone();
+    }
+    t
+}
+
+/// The extension's status of a shoal task. A program that raised ended its
+/// call with a tool error, an `isError` result like the one the same call
+/// answers inline, so its task is `completed`; `failed` is kept for what
+/// would have been a JSON-RPC error (SEP-2663), here an internal one (the
+/// task's evaluation died).
+pub fn status(r: &TaskRecord) -> &'static str {
+    match mcp_tasks::status(r) {
+        "failed" if !is_internal(r.error.as_ref()) => "completed",
+        s => s,
+    }
+}
+
+/// Whether a task's error is an internal one (a JSON-RPC error, not a tool
+/// error).
+pub fn is_internal(error: Option<&Json>) -> bool {
+    error.is_none_or(|e| e["code"] == json!(super::rpc::INTERNAL_ERROR))
+}
+
+/// The task handle a `tools/call` answers with (`CreateTaskResult`).
+pub fn created(r: &TaskRecord) -> Json {
+    let mut t = task_fields(r);
+    t["resultType"] = json!("task");
+    t["_meta"] = mcp_tasks::related_meta(r.id);
+    t
+}
+
+/// What a terminal task ended with, for a `tasks/get` answer.
+pub enum Outcome {
+    /// Still running (or cancelled: nothing to report).
+    None,
+    /// The `CallToolResult` of the call.
+    Result(Json),
+    /// The JSON-RPC error of the call.
+    Error(RpcError),
+}
+
+/// The `tasks/get` (and `tasks/cancel`) answer: the task, with its outcome
+/// once terminal.
+pub fn get_result(r: &TaskRecord, outcome: Outcome) -> Json {
+    let mut t = task_fields(r);
+    match outcome {
+        Outcome::None => {}
+        Outcome::Result(x) => t["result"] = x,
+        Outcome::Error(e) => t["error"] = e.to_json(),
+    }
+    t
+}
+
+/// The params of a `notifications/tasks/status` push on a listen stream.
+pub fn status_params(r: &TaskRecord, subscription: &Json) -> Json {
+    let mut t = task_fields(r);
+    t["_meta"] = json!({ super::mcp_era::SUBSCRIPTION_ID_KEY: subscription });
+    t
+}
+
+/// The `taskIds` a `subscriptions/listen` filter asks for, as shoal task
+/// numbers; ids that name no shoal task are not honored (left out).
+pub fn listen_task_ids(params: &Json) -> Result<Vec<u64>, RpcError> {
+    let ids = match params.get("notifications").and_then(|n| n.get("taskIds")) {
+        None | Some(Json::Null) => return Ok(Vec::new()),
+        Some(Json::Array(a)) => a,
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "taskIds must be a list of task ids",
+            ))
+        }
+    };
+    if ids.len() > MAX_LISTEN_TASKS {
+        return Err(RpcError::invalid_params(format!(
+            "taskIds lists {} tasks; at most {MAX_LISTEN_TASKS} per listen",
+            ids.len()
+        )));
+    }
+    let mut out = Vec::new();
+    for v in ids {
+        let s = v
+            .as_str()
+            .ok_or_else(|| RpcError::invalid_params("taskIds must be a list of task ids"))?;
+        if let Some(n) = task::parse_ref(s) {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shoal_lang::task::Ending;
+
+    #[test]
+    fn state_changing_sources_stay_in_the_foreground() {
+        for src in [
+            "let x = 1",
+            "var y = 2",
+            "fn f() { 1 }",
+            "alias l = ls -la",
+            "cd /tmp",
+            "for i in [1, 2] { cd /tmp }",
+            "env.FOO = \"1\"",
+            "if true { let z = 3 }",
+            "(",
+        ] {
+            assert!(may_change_session(src), "{src}");
+        }
+        for src in [
+            "6 * 7",
+            "sh { sleep 2; echo done }",
+            "ls",
+            "range(0, 3).collect()",
+        ] {
+            assert!(!may_change_session(src), "{src}");
+        }
+    }
+
+    #[test]
+    fn handle_and_poll_shapes() {
+        let mut r = TaskRecord::new(3, "s", "sleep 2", 1_750_000_000_000_000_000);
+        let c = created(&r);
+        assert_eq!(c["resultType"], "task");
+        assert_eq!(c["taskId"], "task:3");
+        assert_eq!(c["status"], "working");
+        assert_eq!(c["pollIntervalMs"], POLL_INTERVAL_MS);
+        assert!(c.get("task").is_none() && c.get("result").is_none());
+        r.finish(Ending::Value { n: 1, ok: true }, 1_750_000_002_000_000_000);
+        let g = get_result(&r, Outcome::Result(json!({"content": []})));
+        assert_eq!(g["status"], "completed");
+        assert_eq!(g["result"]["content"], json!([]));
+        assert!(g.get("resultType").is_none());
+        let e = get_result(&r, Outcome::Error(RpcError::internal("x")));
+        assert_eq!(e["error"]["message"], "x");
+        let n = status_params(&r, &json!(7));
+        assert_eq!(n["_meta"][super::super::mcp_era::SUBSCRIPTION_ID_KEY], 7);
+    }
+
+    #[test]
+    fn listen_filter() {
+        let p = json!({"notifications": {"taskIds": ["task:4", "task:4", "nope", "task:9"]}});
+        assert_eq!(listen_task_ids(&p).unwrap(), vec![4, 9]);
+        assert!(listen_task_ids(&json!({"notifications": {}}))
+            .unwrap()
+            .is_empty());
+        assert!(listen_task_ids(&json!({"notifications": {"taskIds": "task:1"}})).is_err());
+        let many: Vec<String> = (0..=MAX_LISTEN_TASKS)
+            .map(|i| format!("task:{i}"))
+            .collect();
+        assert!(listen_task_ids(&json!({"notifications": {"taskIds": many}})).is_err());
+    }
+}

@@ -1,0 +1,503 @@
+//! The `pty.*` requests and results as JSON (docs/rules.md §22,
+//! docs/protocol.md §8): parameters parsed into [`PtyOp`], answers built from typed
+//! values. The kernel methods and the MCP tools share both.
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value as Json};
+
+use super::{id_name, keys, parse_id, Exit, Matcher, PtyInfo, ReadOpts, ReadResult};
+use shoal_proto::rpc::{self, RpcError};
+
+/// The kernel methods, in the order `shoal_pty_*` tools are advertised.
+pub const METHODS: [&str; 6] = [
+    "pty.open",
+    "pty.send",
+    "pty.read",
+    "pty.resize",
+    "pty.close",
+    "pty.list",
+];
+
+/// `shoal_pty_open` → `pty.open`, …
+pub fn tool_method(tool: &str) -> Option<&'static str> {
+    let op = tool.strip_prefix("shoal_pty_")?;
+    METHODS.iter().copied().find(|m| m[4..] == *op)
+}
+
+/// What `pty.open` asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenRequest {
+    pub cmd: String,
+    pub args: Vec<String>,
+    pub rows: u16,
+    pub cols: u16,
+    pub env: Vec<(String, String)>,
+}
+
+/// One `pty.*` request, parsed.
+#[derive(Clone, Debug)]
+pub enum PtyOp {
+    Open(OpenRequest),
+    Send { id: u64, bytes: Vec<u8> },
+    Read { id: u64, opts: ReadOpts },
+    Resize { id: u64, rows: u16, cols: u16 },
+    Close { id: u64 },
+    List,
+}
+
+impl PtyOp {
+    /// The PTY it addresses (all but open and list).
+    pub fn id(&self) -> Option<u64> {
+        match self {
+            PtyOp::Send { id, .. }
+            | PtyOp::Read { id, .. }
+            | PtyOp::Resize { id, .. }
+            | PtyOp::Close { id } => Some(*id),
+            PtyOp::Open(_) | PtyOp::List => None,
+        }
+    }
+}
+
+/// `-32022` "unknown or closed pty_id".
+pub fn unknown_pty(id: &str) -> RpcError {
+    RpcError::new(rpc::UNKNOWN_PTY, "unknown or closed pty_id").with_data(json!({"pty_id": id}))
+}
+
+/// `-32023` with the OS reason.
+pub fn spawn_failed(cmd: &str, e: &std::io::Error) -> RpcError {
+    RpcError::new(
+        rpc::PTY_SPAWN_FAILED,
+        format!("cannot start {cmd:?} on a pty: {e}"),
+    )
+    .with_data(json!({"cmd": cmd}))
+}
+
+/// `-32040`: `[limits] max_ptys_per_session` reached.
+pub fn limit_reached(max: usize) -> RpcError {
+    RpcError::new(
+        rpc::RESOURCE_LIMIT,
+        format!(
+            "resource_limit: this session already has {max} open PTYs ([limits] max_ptys_per_session); close one first"
+        ),
+    )
+    .with_data(json!({"code": "resource_limit", "limit": "max_ptys_per_session", "max": max}))
+}
+
+/// `-32602` for a screen of more than `MAX_CELLS` cells (after each side
+/// is clamped to `1..=MAX_DIM`).
+fn cells(rows: u16, cols: u16) -> Result<(), RpcError> {
+    super::term::check_cells(rows, cols).map_err(|m| {
+        RpcError::invalid_params(m).with_data(json!({
+            "cols": cols,
+            "rows": rows,
+            "cells": rows as u32 * cols as u32,
+            "max_cells": super::term::MAX_CELLS,
+        }))
+    })
+}
+
+/// `-32040`: a PTY of `cols` x `rows` needs `needed` bytes that do not fit
+/// `[limits] session_memory` beside what the session holds.
+pub fn memory_refused(
+    what: &str,
+    (cols, rows): (u16, u16),
+    needed: u64,
+    budget: &shoal_value::memory::MemBudget,
+    ptys: usize,
+) -> RpcError {
+    let size = shoal_value::render::size;
+    let (limit, held) = (budget.limit(), budget.held());
+    let evaluating = budget.used().max(0) as u64;
+    let s = if ptys == 1 { "" } else { "s" };
+    let verb = if ptys == 1 { "holds" } else { "hold" };
+    RpcError::new(
+        rpc::RESOURCE_LIMIT,
+        format!(
+            "resource_limit: {what} a {cols}x{rows} PTY needs up to {}, which does not fit [limits] session_memory = {}: the session's {ptys} open PTY{s} {verb} {}, its evaluation {}; close a PTY, use a smaller screen or raise the limit",
+            size(needed),
+            size(limit),
+            size(held),
+            size(evaluating),
+        ),
+    )
+    .with_data(json!({
+        "code": "resource_limit",
+        "limit": "session_memory",
+        "max": limit,
+        "needed": needed,
+        "held_by_ptys": held,
+        "evaluation": evaluating,
+    }))
+}
+
+fn pty_id(p: &Map<String, Json>) -> Result<u64, RpcError> {
+    match p.get("pty_id") {
+        Some(Json::String(s)) => parse_id(s).ok_or_else(|| unknown_pty(s)),
+        Some(Json::Number(n)) => n.as_u64().ok_or_else(|| unknown_pty(&n.to_string())),
+        _ => Err(RpcError::invalid_params("pty_id (\"pty:N\") is required")),
+    }
+}
+
+fn opt_u64(p: &Map<String, Json>, key: &str) -> Result<Option<u64>, RpcError> {
+    match p.get(key) {
+        None | Some(Json::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            RpcError::invalid_params(format!("{key} must be a non-negative integer"))
+        }),
+    }
+}
+
+fn dim(p: &Map<String, Json>, key: &str, default: u16) -> Result<u16, RpcError> {
+    Ok(opt_u64(p, key)?.map_or(default, super::term::clamp_dim))
+}
+
+fn strings(v: Option<&Json>, key: &str) -> Result<Vec<String>, RpcError> {
+    match v {
+        None | Some(Json::Null) => Ok(Vec::new()),
+        Some(Json::Array(a)) => a
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                x.as_str().map(str::to_string).ok_or_else(|| {
+                    RpcError::invalid_params(format!("{key}[{i}] must be a string"))
+                        .with_data(json!({"index": i}))
+                })
+            })
+            .collect(),
+        Some(_) => Err(RpcError::invalid_params(format!(
+            "{key} must be an array of strings"
+        ))),
+    }
+}
+
+/// Parse the params of a `pty.*` method.
+pub fn parse(method: &str, p: &Map<String, Json>) -> Result<PtyOp, RpcError> {
+    match method {
+        "pty.open" => {
+            let cmd = match p.get("cmd") {
+                Some(Json::String(s)) if !s.is_empty() => s.clone(),
+                _ => {
+                    return Err(RpcError::invalid_params(
+                        "pty.open requires a non-empty cmd",
+                    ))
+                }
+            };
+            let args = strings(p.get("args"), "args")?;
+            let env = match p.get("env") {
+                None | Some(Json::Null) => Vec::new(),
+                Some(Json::Object(o)) => o
+                    .iter()
+                    .map(|(k, v)| match v.as_str() {
+                        Some(s) if !k.is_empty() && !k.contains('=') && !k.contains('\0') => {
+                            Ok((k.clone(), s.to_string()))
+                        }
+                        _ => Err(RpcError::invalid_params(format!(
+                            "env.{k} must be a string (and its name non-empty, without = or NUL)"
+                        ))),
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(_) => {
+                    return Err(RpcError::invalid_params("env must be an object of strings"))
+                }
+            };
+            let (rows, cols) = (dim(p, "rows", 24)?, dim(p, "cols", 80)?);
+            cells(rows, cols)?;
+            Ok(PtyOp::Open(OpenRequest {
+                cmd,
+                args,
+                rows,
+                cols,
+                env,
+            }))
+        }
+        "pty.send" => {
+            let id = pty_id(p)?;
+            let Some(input) = p.get("input") else {
+                return Err(RpcError::invalid_params("pty.send requires input"));
+            };
+            let bytes = keys::encode_input(input).map_err(|e| {
+                let mut data = json!({"path": e.path});
+                if let Some(i) = e.index() {
+                    data["index"] = json!(i);
+                }
+                let message = match e.index() {
+                    Some(i) => format!("input[{i}]: {}", e.message),
+                    None => e.message,
+                };
+                RpcError::invalid_params(message).with_data(data)
+            })?;
+            Ok(PtyOp::Send { id, bytes })
+        }
+        "pty.read" => {
+            let id = pty_id(p)?;
+            let wait_for = match p.get("wait_for") {
+                None | Some(Json::Null) => None,
+                Some(Json::String(s)) if !s.is_empty() => {
+                    Some(Matcher::parse(s).map_err(RpcError::invalid_params)?)
+                }
+                Some(_) => {
+                    return Err(RpcError::invalid_params(
+                        "wait_for must be a non-empty string (text, or re:REGEX)",
+                    ))
+                }
+            };
+            let ms = |k| opt_u64(p, k).map(|v| v.map(Duration::from_millis));
+            Ok(PtyOp::Read {
+                id,
+                opts: ReadOpts {
+                    wait_for,
+                    stable: ms("stable_ms")?,
+                    timeout: ms("timeout_ms")?,
+                    scrollback: opt_u64(p, "scrollback")?.map(|n| n as usize),
+                },
+            })
+        }
+        "pty.resize" => {
+            let id = pty_id(p)?;
+            let (Some(cols), Some(rows)) = (opt_u64(p, "cols")?, opt_u64(p, "rows")?) else {
+                return Err(RpcError::invalid_params(
+                    "pty.resize requires cols and rows",
+                ));
+            };
+            let (rows, cols) = (super::term::clamp_dim(rows), super::term::clamp_dim(cols));
+            cells(rows, cols)?;
+            Ok(PtyOp::Resize { id, rows, cols })
+        }
+        "pty.close" => Ok(PtyOp::Close { id: pty_id(p)? }),
+        "pty.list" => Ok(PtyOp::List),
+        other => Err(RpcError::method_not_found(other)),
+    }
+}
+
+pub fn exit_json(e: Option<Exit>) -> Json {
+    match e {
+        None => Json::Null,
+        Some(e) => json!({"status": e.status, "signal": e.signal_name()}),
+    }
+}
+
+pub fn open_result(info: &PtyInfo) -> Json {
+    json!({
+        "pty_id": id_name(info.id),
+        "pid": info.pid,
+        "cmd": info.cmd,
+        "cols": info.cols,
+        "rows": info.rows,
+        "alive": info.alive,
+    })
+}
+
+pub fn send_result(id: u64, sent: usize) -> Json {
+    json!({"pty_id": id_name(id), "sent": sent})
+}
+
+pub fn read_result(info: &PtyInfo, r: &ReadResult) -> Json {
+    let s = &r.snapshot.screen;
+    let mut out = json!({
+        "pty_id": id_name(info.id),
+        "cmd": info.cmd,
+        "cols": info.cols,
+        "rows": s.rows.len(),
+        "cursor": {"row": s.cursor_row, "col": s.cursor_col, "hidden": s.cursor_hidden},
+        "screen": s.rows,
+        "changed": r.snapshot.changed,
+        "alive": r.alive,
+        "exit": if r.alive { Json::Null } else { exit_json(r.exit) },
+        "pid": info.pid,
+    });
+    if s.alternate {
+        out["alternate_screen"] = json!(true);
+    }
+    if let Some(m) = r.matched {
+        out["matched"] = json!(m);
+    }
+    if let Some(lines) = &r.snapshot.scrollback {
+        out["scrollback"] = json!(lines);
+    }
+    out
+}
+
+pub fn resize_result(id: u64, rows: u16, cols: u16) -> Json {
+    json!({"pty_id": id_name(id), "cols": cols, "rows": rows})
+}
+
+pub fn close_result(id: u64, exit: Option<Exit>) -> Json {
+    json!({"pty_id": id_name(id), "closed": true, "exit": exit_json(exit)})
+}
+
+pub fn list_entry(info: &PtyInfo) -> Json {
+    let mut e = json!({
+        "pty_id": id_name(info.id),
+        "cmd": info.cmd,
+        "pid": info.pid,
+        "cols": info.cols,
+        "rows": info.rows,
+        "alive": info.alive,
+    });
+    if let Some(c) = &info.claimed {
+        e["taken_over"] = json!({"by": "human", "client": c.client});
+    }
+    if info.watchers > 0 {
+        e["watchers"] = json!(info.watchers);
+    }
+    e
+}
+
+/// The kernel methods of a human beside the agent (not MCP tools): take
+/// over, give back, watch the live screen (docs/protocol.md §8).
+pub const HUMAN_METHODS: [&str; 3] = ["pty.claim", "pty.release", "pty.watch"];
+
+/// The `pty_id` of a `pty.claim`, `pty.release` or `pty.watch`.
+pub fn id_param(p: &Map<String, Json>) -> Result<u64, RpcError> {
+    pty_id(p)
+}
+
+/// `pty.claim` / `pty.release` answers.
+pub fn claim_result(info: &PtyInfo, claimed: bool) -> Json {
+    json!({"pty_id": id_name(info.id), "claimed": claimed, "cols": info.cols, "rows": info.rows, "alive": info.alive})
+}
+
+/// A `pty.watch` answer or `pty.screen` notification's params.
+pub fn screen_json(id: u64, u: &super::stream::Update) -> Json {
+    json!({
+        "pty_id": id_name(id),
+        "seq": u.seq,
+        "full": u.full,
+        "ansi": u.ansi,
+        "rows": u.rows,
+        "cols": u.cols,
+    })
+}
+
+pub fn list_result(infos: &[PtyInfo]) -> Json {
+    json!({"ptys": infos.iter().map(list_entry).collect::<Vec<_>>()})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(v: Json) -> Map<String, Json> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn open_params() {
+        let PtyOp::Open(o) = parse("pty.open", &obj(json!({"cmd": "cat"}))).unwrap() else {
+            panic!()
+        };
+        assert_eq!((o.cols, o.rows), (80, 24));
+        let PtyOp::Open(o) = parse(
+            "pty.open",
+            &obj(json!({"cmd": "x", "args": ["-q"], "cols": 5000, "rows": 0, "env": {"A": "b"}})),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!((o.cols, o.rows), (1000, 1));
+        assert_eq!(o.args, vec!["-q"]);
+        assert_eq!(o.env, vec![("A".to_string(), "b".to_string())]);
+        for bad in [
+            json!({}),
+            json!({"cmd": ""}),
+            json!({"cmd": "x", "args": [1]}),
+            json!({"cmd": "x", "env": {"A": 1}}),
+            json!({"cmd": "x", "cols": -1}),
+            json!({"cmd": "x", "cols": 1000, "rows": 251}),
+            json!({"cmd": "x", "cols": 5000, "rows": 5000}),
+        ] {
+            let e = parse("pty.open", &obj(bad.clone())).unwrap_err();
+            assert_eq!(e.code, rpc::INVALID_PARAMS, "{bad}");
+        }
+        // The cell cap applies after the clamp, to resizes too.
+        let e = parse(
+            "pty.resize",
+            &obj(json!({"pty_id": "pty:1", "cols": 5000, "rows": 5000})),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, rpc::INVALID_PARAMS);
+        assert!(e.message.contains("1000000 cells"), "{}", e.message);
+        assert!(parse(
+            "pty.resize",
+            &obj(json!({"pty_id": "pty:1", "cols": 1000, "rows": 250}))
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn the_charge_is_what_the_docs_say() {
+        // docs/protocol.md §8: ~2.9 MB for 80x24, ~20.8 MB for 1000x250.
+        let small = crate::charge(24, 80);
+        assert!((2_800_000..3_000_000).contains(&small), "{small}");
+        let large = crate::charge(250, 1000);
+        assert!((20_700_000..20_900_000).contains(&large), "{large}");
+    }
+
+    #[test]
+    fn send_errors_carry_the_index() {
+        let e = parse(
+            "pty.send",
+            &obj(json!({"pty_id": "pty:1", "input": ["a", {"key": "Bogus"}]})),
+        )
+        .unwrap_err();
+        assert_eq!(e.code, rpc::INVALID_PARAMS);
+        assert_eq!(e.data.as_ref().unwrap()["index"], json!(1));
+        assert!(e.message.starts_with("input[1]"), "{}", e.message);
+        let PtyOp::Send { id, bytes } = parse(
+            "pty.send",
+            &obj(json!({"pty_id": "pty:7", "input": ["hi", {"key": "Enter"}]})),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!((id, bytes), (7, b"hi\r".to_vec()));
+    }
+
+    #[test]
+    fn ids_and_read_params() {
+        assert_eq!(
+            parse("pty.close", &obj(json!({"pty_id": "pty:x"})))
+                .unwrap_err()
+                .code,
+            rpc::UNKNOWN_PTY
+        );
+        assert_eq!(
+            parse("pty.close", &obj(json!({}))).unwrap_err().code,
+            rpc::INVALID_PARAMS
+        );
+        let PtyOp::Read { opts, .. } = parse(
+            "pty.read",
+            &obj(json!({"pty_id": "pty:2", "wait_for": "re:\\d+", "timeout_ms": 50, "scrollback": 3})),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert!(opts.wait_for.unwrap().matches("x 42"));
+        assert_eq!(opts.timeout, Some(Duration::from_millis(50)));
+        assert_eq!(opts.scrollback, Some(3));
+        assert!(parse(
+            "pty.read",
+            &obj(json!({"pty_id": "pty:2", "wait_for": "re:("}))
+        )
+        .is_err());
+        assert_eq!(tool_method("shoal_pty_open"), Some("pty.open"));
+        assert_eq!(tool_method("shoal_pty_list"), Some("pty.list"));
+        assert_eq!(tool_method("shoal_pty_nope"), None);
+        assert_eq!(
+            exit_json(Some(Exit {
+                status: None,
+                signal: Some(9)
+            })),
+            json!({"status": null, "signal": "SIGKILL"})
+        );
+        assert_eq!(
+            exit_json(Some(Exit {
+                status: Some(0),
+                signal: None
+            })),
+            json!({"status": 0, "signal": null})
+        );
+        assert_eq!(exit_json(None), Json::Null);
+    }
+}

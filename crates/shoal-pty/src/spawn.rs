@@ -1,0 +1,333 @@
+//! Starting a program on a new PTY and ending it: `openpty` for the pair,
+//! the child as a session leader with the slave as its controlling terminal
+//! (so it is also its own process group), `TIOCSWINSZ` for resizes, and the
+//! process-wide table of PTY children not yet reaped.
+//!
+//! Every signal to a PTY's process group and every reap goes through that
+//! table under one lock, so a pid is never signalled after it was reaped
+//! (and possibly reused). [`kill_all`] ends every group at daemon exit.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What to run and how.
+#[derive(Clone, Debug)]
+pub struct SpawnSpec {
+    pub cmd: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// The complete environment of the child (nothing else is inherited).
+    pub env: Vec<(String, String)>,
+    pub rows: u16,
+    pub cols: u16,
+}
+
+/// A started child: the master side, its pid (= pgid = sid) and a pidfd.
+pub struct Spawned {
+    pub master: OwnedFd,
+    pub pid: i32,
+    pub pidfd: OwnedFd,
+    pub program: PathBuf,
+}
+
+/// How a child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exit {
+    pub status: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+impl Exit {
+    fn from_wait(st: i32) -> Exit {
+        if libc::WIFEXITED(st) {
+            Exit {
+                status: Some(libc::WEXITSTATUS(st)),
+                signal: None,
+            }
+        } else if libc::WIFSIGNALED(st) {
+            Exit {
+                status: None,
+                signal: Some(libc::WTERMSIG(st)),
+            }
+        } else {
+            Exit {
+                status: None,
+                signal: None,
+            }
+        }
+    }
+
+    /// `SIGKILL`, `SIGTERM`, …; others `SIG<n>`.
+    pub fn signal_name(&self) -> Option<String> {
+        self.signal.map(signal_name)
+    }
+}
+
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        _ => return format!("SIG{sig}"),
+    };
+    name.to_string()
+}
+
+/// PTY children not yet reaped, each with its cgroup (docs/processes.md).
+fn live() -> std::sync::MutexGuard<'static, BTreeMap<i32, shoal_base::procs::Tracked>> {
+    shoal_base::procs::pty_children()
+}
+
+/// Resolve `cmd` on the `PATH` of `env` (a name with `/` is a path).
+pub fn resolve(cmd: &str, env: &[(String, String)], cwd: &Path) -> io::Result<PathBuf> {
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str());
+    shoal_base::lookup::find_program(cmd, path, cwd).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            if cmd.contains('/') {
+                format!("{cmd}: no such executable file")
+            } else {
+                format!("{cmd}: not found on PATH")
+            },
+        )
+    })
+}
+
+fn winsize(rows: u16, cols: u16) -> libc::winsize {
+    libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    }
+}
+
+/// Open a PTY pair and start `spec` on its slave side, owned by `home`.
+pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Result<Spawned> {
+    let program = resolve(&spec.cmd, &spec.env, &spec.cwd)?;
+    // Leash: the binary itself must be granted (by identity) to a gated principal.
+    shoal_policy::run_gate::spawn(&program)
+        .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.msg))?;
+    let ws = winsize(spec.rows, spec.cols);
+    let (master, slave, _name) =
+        openpty::openpty(None, Some(&ws), None).map_err(|e| io::Error::other(e.to_string()))?;
+    let master = OwnedFd::from(master);
+    let slave = OwnedFd::from(slave);
+    let mut cmd = Command::new(&program);
+    cmd.arg0(&spec.cmd)
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::from(slave.try_clone()?))
+        .stdout(Stdio::from(slave.try_clone()?))
+        .stderr(Stdio::from(slave));
+    // SAFETY: the closure runs in the forked child before exec and calls only
+    // async-signal-safe syscalls (setsid, ioctl) on fd 0, the slave.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    // Its cgroup, joined before any confinement. Started from a short-lived
+    // thread, so no parent-death signal.
+    let join = shoal_base::procs::prepare(home, true);
+    let child_join = join.child();
+    // SAFETY: apply writes to an open descriptor; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || child_join.apply());
+    }
+    // Leash: the principal's filesystem grants, enforced by Landlock.
+    let sandbox = match shoal_policy::landlock::prepare() {
+        Ok(s) => s,
+        Err(e) => {
+            join.abandon();
+            return Err(e);
+        }
+    };
+    if let Some(rs) = &sandbox {
+        let confine = rs.confine();
+        // SAFETY: apply makes a few syscalls and allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || confine.apply());
+        }
+    }
+    // The table lock is held across the spawn so a reaper never sees the pid
+    // before it is registered.
+    let mut table = live();
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            join.abandon();
+            return Err(e);
+        }
+    };
+    let pid = child.id() as i32;
+    table.insert(pid, join.started(pid));
+    drop(table);
+    // The parent's copies of the slave close here: EOF needs that.
+    drop(cmd);
+    drop(child);
+    let pidfd = match rustix::process::Pid::from_raw(pid)
+        .ok_or_else(|| io::Error::other("bad pid"))
+        .and_then(|p| {
+            rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty())
+                .map_err(io::Error::from)
+        }) {
+        Ok(fd) => fd,
+        Err(e) => {
+            kill_group(pid);
+            wait_gone(pid, Duration::from_secs(2));
+            return Err(io::Error::other(format!("pidfd_open: {e}")));
+        }
+    };
+    set_nonblocking(master.as_fd())?;
+    Ok(Spawned {
+        master,
+        pid,
+        pidfd,
+        program,
+    })
+}
+
+fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// `TIOCSWINSZ` on the master: the kernel signals the foreground group.
+pub fn resize(master: BorrowedFd<'_>, rows: u16, cols: u16) -> io::Result<()> {
+    let ws = winsize(rows, cols);
+    // SAFETY: TIOCSWINSZ reads one winsize from a valid pointer.
+    if unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ as _, &ws) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// SIGCONT + SIGKILL to the group of an unreaped PTY child; false when it
+/// was already reaped.
+pub fn kill_group(pid: i32) -> bool {
+    let table = live();
+    let Some(tracked) = table.get(&pid) else {
+        return false;
+    };
+    // SAFETY: kill(2); the unreaped leader pins the pgid, so it is ours.
+    unsafe {
+        libc::kill(-pid, libc::SIGCONT);
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    // What left the group (setsid, double fork) is still in its cgroup.
+    tracked.kill();
+    true
+}
+
+/// Reap a PTY child that has exited (its pidfd is readable), first killing
+/// what is left of its process group. `None` while it still runs.
+pub fn reap(pid: i32) -> Option<Exit> {
+    let mut table = live();
+    if !table.contains_key(&pid) {
+        return None;
+    }
+    // Peek first (WNOWAIT): the exited leader stays a zombie, pinning its
+    // pgid while the rest of its group is killed, then it is reaped.
+    // SAFETY: waitid/kill/waitpid on our own unreaped child.
+    let (r, st) = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        if r == 0 && info.si_pid() == 0 {
+            return None;
+        }
+        if r == 0 {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        let mut st = 0;
+        (libc::waitpid(pid, &mut st, libc::WNOHANG), st)
+    };
+    let exit = match r {
+        0 => return None,
+        r if r == pid => Exit::from_wait(st),
+        // ECHILD: someone else reaped it; the status is lost.
+        _ => Exit {
+            status: None,
+            signal: None,
+        },
+    };
+    let tracked = table.remove(&pid);
+    drop(table);
+    // What left the group is still in its cgroup: killed, and the cgroup
+    // removed once it is empty (bounded).
+    if let Some(t) = tracked {
+        t.kill();
+        t.remove_when_empty(Duration::from_secs(1));
+    }
+    Some(exit)
+}
+
+/// Wait (bounded) until `pid` is reaped.
+fn wait_gone(pid: i32, d: Duration) -> Option<Exit> {
+    let deadline = Instant::now() + d;
+    loop {
+        if let Some(e) = reap(pid) {
+            return Some(e);
+        }
+        if !live().contains_key(&pid) || Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Pids of PTY children not yet reaped.
+pub fn live_pids() -> Vec<i32> {
+    live().keys().copied().collect()
+}
+
+/// End every PTY process group and reap the children (daemon exit).
+pub fn kill_all() {
+    let pids = live_pids();
+    for pid in &pids {
+        kill_group(*pid);
+    }
+    for pid in pids {
+        wait_gone(pid, Duration::from_secs(2));
+    }
+}
