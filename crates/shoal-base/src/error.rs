@@ -28,7 +28,6 @@ impl Span {
     }
 }
 
-
 /// Declares the codes once: the enum, its spelling, and the list of all.
 macro_rules! error_codes {
     ($($(#[$doc:meta])* $variant:ident => $text:literal,)*) => {

@@ -243,6 +243,21 @@ pub fn log_dir(state: &Path) -> PathBuf {
     state.join("logs")
 }
 
+/// Lexical normalisation: `.` dropped, `..` pops (never above the root).
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,19 +370,4 @@ mod tests {
             PathBuf::from("/a/b.sock.lock")
         );
     }
-}
-
-/// Lexical normalisation: `.` dropped, `..` pops (never above the root).
-pub fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }

@@ -65,4 +65,3 @@ pub fn parse_duration(s: &str, bare_seconds: bool) -> Option<i64> {
     }
     Some(v as i64)
 }
-

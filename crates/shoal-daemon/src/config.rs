@@ -461,7 +461,6 @@ fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
     Ok(())
 }
 
-
 /// Where `key = ...` first appears (the value position), else 1:1.
 fn locate_key(text: &str, key: &str) -> (usize, usize) {
     let mut offset = 0;
@@ -480,7 +479,6 @@ fn locate_key(text: &str, key: &str) -> (usize, usize) {
     }
     (1, 1)
 }
-
 
 /// Check an `[http] listen` address: `host:port` on a loopback address. Another
 /// address would need TLS, which is not supported yet: refused, never served in

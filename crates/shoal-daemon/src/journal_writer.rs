@@ -19,12 +19,12 @@ use serde_json::{json, Value as Json};
 use super::event_bus::{BusHandle, Payload, Publish};
 use super::health::{Registration, Supervised};
 use super::msg::Crash;
-use shoal_journal::{
-    self as journal, Cwd, Entry, EntryId, Finish, JournalError, NewEntry, Op, OutputData, OutputKind, Query,
-    Scope, StoreStats,
-};
-use shoal_journal::event::{ExecView, Summary, EXEC_CHANNEL};
 use shoal_base::sync::Locked;
+use shoal_journal::event::{ExecView, Summary, EXEC_CHANNEL};
+use shoal_journal::{
+    self as journal, Cwd, Entry, EntryId, Finish, JournalError, NewEntry, Op, OutputData,
+    OutputKind, Query, Scope, StoreStats,
+};
 use shoal_value::{ShoalError, Value};
 
 type Writer = journal::JournalWriter;

@@ -14,11 +14,11 @@ use super::msg::CallCancel;
 use super::session_handle::SessionHandle;
 use super::session_supervisor::{StartTask, TaskAnswer, TaskOp};
 use super::task::{self, TaskControl, TaskView};
+use shoal_lang::task::TaskRecord;
 use shoal_lang::Position;
 use shoal_proto::elide::Budget;
 use shoal_proto::rpc::{self, RpcError};
 use shoal_proto::{frame, mcp, mcp_tasks, mcp_tasks_ext};
-use shoal_lang::task::TaskRecord;
 
 /// MCP names an unknown task with `-32602`.
 fn unknown(task: &str) -> RpcError {

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use actix::prelude::*;
 use serde_json::Value as Json;
 
-use shoal_lang::{Interrupter, ParseError, Position};
 use shoal_base::sync::Locked;
+use shoal_lang::{Interrupter, ParseError, Position};
 use shoal_value::ShoalError;
 
 /// Why a session request failed (converted to a JSON-RPC error at the edge).
@@ -178,7 +178,6 @@ pub struct PtyGet {
 pub struct PtyWatch {
     pub id: u64,
 }
-
 
 /// A request whose target actor is gone or whose mailbox is closed: `-32603` at the edge.
 /// The only conversion of an actor-system error.

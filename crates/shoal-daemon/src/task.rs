@@ -20,11 +20,11 @@ use super::health::Registration;
 use super::msg::{ExecReply, SessionError};
 use super::session::{CallCancel, JobSpec, SessionShared};
 use super::session_supervisor::ExitNotice;
+use shoal_base::sync::Locked;
+use shoal_lang::task::{self, Ending, TaskRecord, TaskState};
 use shoal_lang::Session as LangSession;
 use shoal_proto::rpc::{self, RpcError};
 use shoal_proto::wire;
-use shoal_base::sync::Locked;
-use shoal_lang::task::{self, Ending, TaskRecord, TaskState};
 use shoal_value::Value;
 
 /// What watchers of a task see: its record and, once it ended, its reply.
@@ -220,7 +220,8 @@ impl Actor for Task {
         let shared = self.shared.clone();
         let tail = self.tx.borrow().record.tail.clone();
         let live = LiveGuard::register(self.id, self.cancel.clone(), self.pid.clone());
-        let home = shoal_base::procs::Home::new(&shared.name, shoal_base::procs::Owner::Task(self.id));
+        let home =
+            shoal_base::procs::Home::new(&shared.name, shoal_base::procs::Owner::Task(self.id));
         let cancel = self.cancel.clone();
         let spawned = shoal_lang::session::spawn_eval_thread(
             format!("shoal-task-{}", self.id),

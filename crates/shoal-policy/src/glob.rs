@@ -193,11 +193,7 @@ pub fn expand_checked(
             pattern.replacen("**", "/**", 1).replace("//**", "/**")
         )));
     }
-    crate::run_gate::fs(
-        crate::run_gate::Access::Read,
-        cwd,
-        &root_of(pattern, cwd),
-    )?;
+    crate::run_gate::fs(crate::run_gate::Access::Read, cwd, &root_of(pattern, cwd))?;
     Ok(expand(pattern, cwd, hidden))
 }
 

@@ -7,10 +7,10 @@
 //! principal's filesystem grants for its children, `seccomp` holds the
 //! socket filters token principals' children install after them.
 
-pub mod confine;
 pub mod bin_id;
-pub mod glob;
+pub mod confine;
 pub mod effect;
+pub mod glob;
 pub mod landlock;
 pub mod plan;
 pub mod policy;

@@ -496,8 +496,8 @@ pub fn decode(j: &Json) -> Option<Value> {
             }),
         })),
         "error" => {
-            let code = shoal_value::ErrorCode::parse(s("code")?)
-                .unwrap_or(shoal_value::ErrorCode::Custom);
+            let code =
+                shoal_value::ErrorCode::parse(s("code")?).unwrap_or(shoal_value::ErrorCode::Custom);
             let mut e = ShoalError::new(code, s("msg")?);
             e.hint = s("hint").map(str::to_string);
             e.stderr = s("stderr").map(|x| Arc::from(x.as_bytes()));
@@ -657,8 +657,8 @@ mod tests {
 
     mod props {
         use super::super::*;
-        use shoal_value::{RangeVal, Record};
         use proptest::prelude::*;
+        use shoal_value::{RangeVal, Record};
         use std::sync::Arc;
 
         fn leaf() -> impl Strategy<Value = Value> {

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::json;
 
-use shoal_proto::rpc::{self, RpcError};
 use shoal_base::sync::Locked;
+use shoal_proto::rpc::{self, RpcError};
 
 /// Who holds a PTY.
 #[derive(Clone, Debug, PartialEq, Eq)]

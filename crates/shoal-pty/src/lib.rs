@@ -19,13 +19,13 @@ pub mod api;
 pub mod claim;
 pub mod io;
 pub mod keys;
+#[cfg(test)]
+mod mcp_schema_tests;
 pub mod spawn;
 pub mod stream;
 pub mod term;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod mcp_schema_tests;
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};

@@ -1,9 +1,9 @@
 //! The PTY layer's answers against the `shoal_pty_*` tools' output schemas.
 
-use serde_json::Value as Json;
-use shoal_proto::mcp_pty::*;
 use crate::api;
 use crate::{Exit, PtyInfo};
+use serde_json::json;
+use shoal_proto::mcp_pty::*;
 
 fn out_validator(name: &str) -> jsonschema::Validator {
     let t = tools().into_iter().find(|t| t["name"] == name).unwrap();
@@ -25,7 +25,8 @@ fn results_and_errors_validate() {
         claimed: None,
         watchers: 0,
     };
-    let err = json!({"code": -32022, "message": "unknown or closed pty_id", "data": {"pty_id": "pty:9"}});
+    let err =
+        json!({"code": -32022, "message": "unknown or closed pty_id", "data": {"pty_id": "pty:9"}});
     let cases = [
         ("shoal_pty_open", api::open_result(&info)),
         ("shoal_pty_send", api::send_result(3, 5)),

@@ -24,7 +24,6 @@ pub mod render;
 pub mod shown;
 pub use shoal_base::spill_dir;
 
-
 pub use code::Code;
 pub use error::{ErrorCode, SResult, ShoalError};
 pub use methods::feed_bytes;

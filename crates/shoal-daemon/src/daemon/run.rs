@@ -23,8 +23,8 @@ use super::setup::{
 use super::shutdown::after_stop;
 use super::{Daemon, DaemonInfo, DaemonOptions};
 use crate::config::{self, Config};
-use shoal_journal as journal;
 use shoal_base::paths;
+use shoal_journal as journal;
 
 /// `shoal daemon`: returns the process exit code.
 pub fn run(opts: DaemonOptions) -> i32 {

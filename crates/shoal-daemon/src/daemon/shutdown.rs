@@ -13,8 +13,8 @@ use super::super::event_bus::SubscriberBook;
 use super::super::msg::{Shutdown, StopSession};
 use super::super::session::SessionShared;
 use super::Daemon;
-use shoal_journal as journal;
 use shoal_base::sync::Locked;
+use shoal_journal as journal;
 
 impl Handler<Shutdown> for Daemon {
     type Result = ();

@@ -58,15 +58,15 @@ use serde_json::{json, Value as Json};
 
 use super::health::{Registration, Supervised};
 use super::msg::Crash;
-use shoal_journal::{self as journal, JournalWriter as Writer, Op};
 pub use shoal_journal::event::Payload;
+use shoal_journal::{self as journal, JournalWriter as Writer, Op};
 
 mod inbox;
 mod read;
 mod scope;
-use shoal_base::sync::Locked;
 pub use inbox::{BusHandle, Drain, Inbox, MAX_PENDING};
 pub use scope::{admits, Origin, Scope};
+use shoal_base::sync::Locked;
 
 /// Events kept in memory per channel.
 pub const RING: usize = 1024;

@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value as Json};
 
 use crate::config::{Config, HttpConfig};
-use shoal_base::sync::Locked;
 use pipe::Pipe;
+use shoal_base::sync::Locked;
 use sse::SseStream;
 
 /// What `shoal status` shows of the HTTP listener.

@@ -20,8 +20,8 @@ use super::guard::{self, refusal};
 use super::pipe::{Pipe, Routed};
 use super::sse::{self, SseStream, StreamSlot};
 use super::{Http, Session};
-use shoal_proto::mcp_era;
 use shoal_base::sync::Locked;
+use shoal_proto::mcp_era;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";

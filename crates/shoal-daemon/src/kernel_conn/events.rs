@@ -95,7 +95,8 @@ impl KernelConn {
                             limit,
                             scope,
                         })
-                        .await.map_err(crate::msg::mailbox)?;
+                        .await
+                        .map_err(crate::msg::mailbox)?;
                     Ok(json!({
                         "channel": channel,
                         "events": events.iter().map(BusEvent::to_json).collect::<Vec<_>>(),
@@ -122,7 +123,11 @@ impl KernelConn {
                         channel,
                         payload: payload.into(),
                     };
-                    let ev = s.bus.send(PublishFrom { publish, origin }).await.map_err(crate::msg::mailbox)?;
+                    let ev = s
+                        .bus
+                        .send(PublishFrom { publish, origin })
+                        .await
+                        .map_err(crate::msg::mailbox)?;
                     Ok(json!({"channel": ev.channel, "seq": ev.seq, "ts": ev.ts}))
                 })
             }
@@ -154,7 +159,8 @@ impl KernelConn {
                                 since,
                                 scope,
                             })
-                            .await.map_err(crate::msg::mailbox)?;
+                            .await
+                            .map_err(crate::msg::mailbox)?;
                         Ok((channel, id, bus))
                     }
                     .into_actor(act)

@@ -58,7 +58,8 @@ impl KernelConn {
                     let entries = s
                         .journal
                         .send(jw::QueryJournal { query, scope })
-                        .await.map_err(crate::msg::mailbox)?
+                        .await
+                        .map_err(crate::msg::mailbox)?
                         .map_err(journal_error)?;
                     serde_json::to_value(entries).map_err(|e| RpcError::internal(e.to_string()))
                 })
@@ -73,7 +74,8 @@ impl KernelConn {
                     let e = s
                         .journal
                         .send(jw::GetEntry { id })
-                        .await.map_err(crate::msg::mailbox)?
+                        .await
+                        .map_err(crate::msg::mailbox)?
                         .map_err(journal_error)?
                         .filter(|e| {
                             jw::scope_for(&principal) == shoal_journal::Scope::All

@@ -34,11 +34,11 @@ use super::msg::{CallOrigin, CloseSession, Crash, GetStatus, ListSessions};
 use super::plan_store::PlanOp;
 use super::session::CallCancel;
 use super::session_handle::{AttachSession, SessionHandle};
+pub use reader::KernelItem;
+use reader::{id_key, lock_calls, Calls};
 use shoal_lang::Position;
 use shoal_proto::kernel;
 use shoal_proto::rpc::{self, RpcError};
-pub use reader::KernelItem;
-use reader::{id_key, lock_calls, Calls};
 
 type Reply = LocalBoxActorFuture<KernelConn, Result<Json, RpcError>>;
 
@@ -276,10 +276,7 @@ impl KernelConn {
                         let names = a.handle.names();
                         shoal_proto::syntax::Where { cwd, path, names }
                     });
-                return Box::pin(ready(shoal_proto::syntax::complete_method(
-                    &p,
-                    at.as_ref(),
-                )));
+                return Box::pin(ready(shoal_proto::syntax::complete_method(&p, at.as_ref())));
             }
             // The local user (no token, same uid) may watch the bus without a
             // session: `shoal watch --all` must create none.
@@ -525,7 +522,9 @@ impl KernelConn {
             create,
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
-            let handle = r.map_err(crate::msg::mailbox)?.map_err(conn::session_error)?;
+            let handle = r
+                .map_err(crate::msg::mailbox)?
+                .map_err(conn::session_error)?;
             let gate = Arc::new(shoal_policy::Gate::for_principal(&principal));
             let enforced = gate.caps_enforced();
             let opaque = gate.decide(&[shoal_policy::Effect::Opaque]).verdict;
@@ -586,7 +585,8 @@ impl KernelConn {
             principal,
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
-            r.map_err(crate::msg::mailbox)?.map_err(conn::session_error)?;
+            r.map_err(crate::msg::mailbox)?
+                .map_err(conn::session_error)?;
             if act.attached.as_ref().is_some_and(|a| a.handle.name == name) {
                 act.attached = None;
             }

@@ -14,9 +14,9 @@ use super::KernelConn;
 use crate::conn::{self, ConnContext, FrameItem, Writer};
 use crate::health::Registration;
 use crate::session::CallCancel;
+use shoal_base::sync::Locked;
 use shoal_proto::frame::Frame;
 use shoal_proto::rpc::{self, RpcError};
-use shoal_base::sync::Locked;
 
 /// Frames read ahead of the actor (requests wait here while one runs).
 const READ_AHEAD: usize = 64;

@@ -26,10 +26,8 @@ impl McpConn {
     /// The caller's principal (journal scoping, docs/protocol.md §6).
     pub(super) fn principal_now(&self) -> Result<String, RpcError> {
         match &self.gate {
-            Some(g) => {
-                crate::leash_calls::recheck(self.token.as_deref(), self.cx.foreign, g)
-                    .map(|_| g.principal.clone())
-            }
+            Some(g) => crate::leash_calls::recheck(self.token.as_deref(), self.cx.foreign, g)
+                .map(|_| g.principal.clone()),
             None => crate::leash_calls::principal(self.token.as_deref(), self.cx.foreign),
         }
     }
@@ -40,8 +38,7 @@ impl McpConn {
         if let Some(g) = &self.gate {
             return crate::leash_calls::recheck(self.token.as_deref(), self.cx.foreign, g);
         }
-        let principal =
-            crate::leash_calls::principal(self.token.as_deref(), self.cx.foreign)?;
+        let principal = crate::leash_calls::principal(self.token.as_deref(), self.cx.foreign)?;
         let gate = Arc::new(shoal_policy::Gate::for_principal(&principal));
         if !self.session_named && !gate.is_local() && self.attached.is_none() {
             self.want_session = token_default_session(&principal);
@@ -109,7 +106,9 @@ impl McpConn {
             create: true,
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
-            let h = r.map_err(crate::msg::mailbox)?.map_err(conn::session_error)?;
+            let h = r
+                .map_err(crate::msg::mailbox)?
+                .map_err(conn::session_error)?;
             if let Some(old) = act.named.get(&name) {
                 if old.addr.connected() && old.name == h.name {
                     return Ok(old.clone());
@@ -141,7 +140,9 @@ impl McpConn {
             create: true,
         });
         Box::pin(f.into_actor(self).map(|r, act, _ctx| {
-            let h = r.map_err(crate::msg::mailbox)?.map_err(conn::session_error)?;
+            let h = r
+                .map_err(crate::msg::mailbox)?
+                .map_err(conn::session_error)?;
             // Concurrent first calls may both attach: keep the first handle.
             if let Some(old) = &act.attached {
                 if old.addr.connected() && old.name == h.name {

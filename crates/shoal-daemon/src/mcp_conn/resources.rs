@@ -85,7 +85,11 @@ impl McpConn {
                 };
                 Box::pin(
                     async move {
-                        let names = s.bus.send(ListChannels { scope }).await.map_err(crate::msg::mailbox)?;
+                        let names = s
+                            .bus
+                            .send(ListChannels { scope })
+                            .await
+                            .map_err(crate::msg::mailbox)?;
                         Ok(mcp::completion_result(names, &prefix))
                     }
                     .into_actor(self),
@@ -254,8 +258,7 @@ impl McpConn {
                 Box::pin(self.session().then(move |h, act, _ctx| {
                     async move {
                         let mut parsed = parsed;
-                        parsed.segs[0] =
-                            crate::task::scoped_channel(&h?, &parsed.segs[0]).await?;
+                        parsed.segs[0] = crate::task::scoped_channel(&h?, &parsed.segs[0]).await?;
                         read_service(&s, &parsed, &u, &principal).await
                     }
                     .into_actor(act)
@@ -331,7 +334,8 @@ pub(super) async fn read_service(
                     // A token reads the events of sessions it may read only.
                     scope: Scope::for_principal(principal),
                 })
-                .await.map_err(crate::msg::mailbox)?;
+                .await
+                .map_err(crate::msg::mailbox)?;
             let events: Vec<Json> = events.iter().map(BusEvent::to_json).collect();
             Ok(mcp::read_result(u, &mcp::events_result(&channel, events)))
         }

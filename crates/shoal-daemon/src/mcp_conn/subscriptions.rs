@@ -139,8 +139,7 @@ impl McpConn {
                 .into_actor(act)
                 .map(move |r, act, ctx| {
                     let changes = r?;
-                    let updates =
-                        crate::pty::updates(act.tx.clone(), u.clone(), changes, None);
+                    let updates = crate::pty::updates(act.tx.clone(), u.clone(), changes, None);
                     let handle = ctx.spawn(updates.into_actor(act));
                     if let Some(old) = act.pty_subs.insert(u, handle) {
                         ctx.cancel_future(old);
@@ -395,16 +394,12 @@ impl McpConn {
             conn::write(&act.tx, ctx, &mcp_era::acknowledged(&listen_id, &filter));
             let mut handles = Vec::new();
             for (u, rx) in watched {
-                let updates =
-                    crate::pty::updates(act.tx.clone(), u, rx, Some(listen_id.clone()));
+                let updates = crate::pty::updates(act.tx.clone(), u, rx, Some(listen_id.clone()));
                 handles.push(ctx.spawn(updates.into_actor(act)));
             }
             for (_, view) in tasks {
-                let updates = crate::mcp_tasks::ext_status_updates(
-                    act.tx.clone(),
-                    view,
-                    listen_id.clone(),
-                );
+                let updates =
+                    crate::mcp_tasks::ext_status_updates(act.tx.clone(), view, listen_id.clone());
                 handles.push(ctx.spawn(updates.into_actor(act)));
             }
             if let Some(l) = act.listens.get_mut(&key) {

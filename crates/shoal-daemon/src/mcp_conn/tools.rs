@@ -176,17 +176,13 @@ impl McpConn {
                 };
                 if ext {
                     // Server-directed task creation (Tasks extension).
-                    let r = crate::mcp_tasks::ext_exec(
-                        handle, src, position, budget, cancel, gate,
-                    );
+                    let r = crate::mcp_tasks::ext_exec(handle, src, position, budget, cancel, gate);
                     return Answer::Value(Ok(r.await.unwrap_or_else(|e| mcp::tool_error_rpc(&e))));
                 }
                 let r = match opts {
                     Some(o) => {
-                        crate::task::exec_as_task(
-                            handle, src, position, false, budget, o, gate,
-                        )
-                        .await
+                        crate::task::exec_as_task(handle, src, position, false, budget, o, gate)
+                            .await
                     }
                     None => {
                         exec_elided(handle, src, position, false, budget, cancel, gate, true).await
@@ -270,9 +266,7 @@ impl McpConn {
                     (Ok(_), None) => Err(RpcError::internal("attached without a principal")),
                     (Ok(h), Some(gate)) => match tool.as_str() {
                         "shoal_plan" => match rpc::req_str(&args, "src") {
-                            Ok(src) => {
-                                crate::leash_calls::plan(h, gate, src.to_string()).await
-                            }
+                            Ok(src) => crate::leash_calls::plan(h, gate, src.to_string()).await,
                             Err(e) => Err(e),
                         },
                         "shoal_apply" => {
@@ -282,8 +276,7 @@ impl McpConn {
                                     .map_err(RpcError::invalid_params)
                             }) {
                                 Ok((r, b)) => {
-                                    crate::leash_calls::apply(h, gate, r, false, b, cancel)
-                                        .await
+                                    crate::leash_calls::apply(h, gate, r, false, b, cancel).await
                                 }
                                 Err(e) => Err(e),
                             }
@@ -346,7 +339,8 @@ pub(super) async fn query_journal(
     let entries = s
         .journal
         .send(jw::QueryJournal { query, scope })
-        .await.map_err(crate::msg::mailbox)?
+        .await
+        .map_err(crate::msg::mailbox)?
         .map_err(|e| match e {
             shoal_journal::JournalError::Invalid(m) => RpcError::invalid_params(m),
             e => RpcError::internal(e.to_string()),

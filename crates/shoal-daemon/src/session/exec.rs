@@ -13,10 +13,10 @@ use super::record::{PendingJournal, PendingRan};
 use super::shared::{LiveState, SessionShared};
 use super::worker::publish;
 use super::{cancelled_before_running, journal_unavailable, panic_message};
+use shoal_base::sync::Locked;
 use shoal_lang::session::Prepared;
 use shoal_lang::{ExecError, Position, Session as LangSession, SessionOptions};
 use shoal_proto::{bound, kernel, wire};
-use shoal_base::sync::Locked;
 use shoal_value::render::Layout;
 use shoal_value::{shown, Value};
 

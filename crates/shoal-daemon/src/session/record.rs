@@ -13,8 +13,8 @@ use super::super::event_bus::Publish;
 use super::super::journal_writer::{self, ExecRecord, Ran};
 use super::panic_message;
 use super::shared::SessionShared;
-use shoal_proto::wire;
 use shoal_base::sync::Locked;
+use shoal_proto::wire;
 use shoal_value::{ShoalError, Value};
 
 /// Whether `v` encodes to at most about `limit` bytes: a walk that gives up as

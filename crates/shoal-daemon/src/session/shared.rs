@@ -17,9 +17,9 @@ use super::super::msg::SessionError;
 use super::exec::new_lang;
 use super::journal_unavailable;
 use super::transcript::Transcript;
+use shoal_base::sync::Locked;
 use shoal_journal::reserve::RefReservation;
 use shoal_lang::{ChannelInjector, Interrupter, Session as LangSession};
-use shoal_base::sync::Locked;
 use shoal_value::Value;
 
 /// State of a named session that outlives its Session actor.
@@ -81,8 +81,7 @@ pub struct SessionShared {
     /// The supervisor (set as it starts): where an evaluation's `cmd &` and
     /// `jobs` reach the session's tasks. Weak: the session's state never keeps
     /// its supervisor alive.
-    supervisor:
-        Mutex<Option<actix::WeakAddr<crate::session_supervisor::SessionSupervisor>>>,
+    supervisor: Mutex<Option<actix::WeakAddr<crate::session_supervisor::SessionSupervisor>>>,
 }
 
 /// `out:n` of `session` read back from the journal.
@@ -212,10 +211,7 @@ impl SessionShared {
     }
 
     /// The supervisor started.
-    pub fn set_supervisor(
-        &self,
-        a: actix::WeakAddr<crate::session_supervisor::SessionSupervisor>,
-    ) {
+    pub fn set_supervisor(&self, a: actix::WeakAddr<crate::session_supervisor::SessionSupervisor>) {
         *self.supervisor.locked() = Some(a);
     }
 

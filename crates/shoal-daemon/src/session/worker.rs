@@ -14,8 +14,8 @@ use super::exec::{ensure_lang, run_job, JobSpec};
 use super::record::RecordInFlight;
 use super::shared::{ForkSeed, SessionShared};
 use super::{cancelled_before_running, journal_unavailable, panic_message};
-use shoal_lang::Session as LangSession;
 use shoal_base::sync::Locked;
+use shoal_lang::Session as LangSession;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// What the worker answers: the result, and the exec's bus events when its

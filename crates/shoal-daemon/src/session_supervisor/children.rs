@@ -158,7 +158,7 @@ impl SessionSupervisor {
     }
 
     /// The PlanStore child, started on first use (and again after it died).
-    pub(in crate) fn plan_store(&mut self, ctx: &mut Context<Self>) -> Counted<PlanStore> {
+    pub(crate) fn plan_store(&mut self, ctx: &mut Context<Self>) -> Counted<PlanStore> {
         if let Some(ChildSlot {
             addr: ChildAddr::PlanStore(a),
             stats,
@@ -187,7 +187,7 @@ impl SessionSupervisor {
     }
 
     /// The live Session actor.
-    pub(in crate) fn session_child(&mut self) -> Result<Addr<Session>, SessionError> {
+    pub(crate) fn session_child(&mut self) -> Result<Addr<Session>, SessionError> {
         self.child().map(|(a, s)| {
             s.enqueue();
             a

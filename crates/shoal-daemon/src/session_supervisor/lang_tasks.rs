@@ -22,9 +22,9 @@ use super::super::task::{TaskControl, TaskView};
 use super::tasks::{StartTask, TaskAnswer, TaskCall, TaskOp};
 use super::SessionSupervisor;
 use shoal_lang::eval::{TaskHost, TaskHostRef, TaskInfo};
+use shoal_lang::task::TaskRecord;
 use shoal_lang::{Interrupter, Position, Session as LangSession};
 use shoal_proto::rpc::{self, RpcError};
-use shoal_lang::task::TaskRecord;
 use shoal_value::{ErrorCode, SResult, ShoalError, Value};
 
 /// How often a waiting evaluation looks at the task's view again (and at

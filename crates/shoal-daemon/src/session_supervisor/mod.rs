@@ -20,8 +20,8 @@ use actix::prelude::*;
 use super::health::{Registration, Registry, RestartBudget};
 use super::msg::{Crash, Exec, ExecReply, GetValue, Interrupt, SessionError, StopSession};
 use super::session::{panic_message, SessionShared};
-use shoal_proto::kernel;
 use shoal_lang::task::{self as task_table, TaskTable};
+use shoal_proto::kernel;
 
 use children::ChildSlot;
 pub use children::{ChildExited, ChildKind, ExitNotice, ListChildren};

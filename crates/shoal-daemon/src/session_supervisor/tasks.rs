@@ -16,9 +16,9 @@ use super::super::session::{CallCancel, JobSpec};
 use super::super::task::{Control, Task, TaskControl, TaskView};
 use super::children::{ChildAddr, ChildKind, ChildSlot};
 use super::SessionSupervisor;
+use shoal_lang::task::{self as tasks, Entry, TaskTable};
 use shoal_lang::Position;
 use shoal_proto::rpc::{self, RpcError};
-use shoal_lang::task::{self as tasks, Entry, TaskTable};
 
 /// A task the supervisor started: its live view and process slot.
 pub(super) struct TaskEntry {

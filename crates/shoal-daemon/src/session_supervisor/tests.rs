@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::task::{wait_final, TaskControl, TaskView};
-use shoal_lang::Position;
-use shoal_lang::task as tasks;
-use shoal_value::Value;
 use serde_json::Value as Json;
+use shoal_lang::task as tasks;
+use shoal_lang::Position;
+use shoal_value::Value;
 
 fn start(registry: &Arc<Registry>, name: &str) -> (Addr<SessionSupervisor>, u64) {
     let reg = registry.register("session_supervisor", name, None);

@@ -3,14 +3,32 @@
 /// (name, file text), by name.
 pub const FILES: &[(&str, &str)] = &[
     ("aws", include_str!("../../../../config/adapters/aws.toml")),
-    ("bash", include_str!("../../../../config/adapters/bash.toml")),
-    ("brew", include_str!("../../../../config/adapters/brew.toml")),
+    (
+        "bash",
+        include_str!("../../../../config/adapters/bash.toml"),
+    ),
+    (
+        "brew",
+        include_str!("../../../../config/adapters/brew.toml"),
+    ),
     ("bun", include_str!("../../../../config/adapters/bun.toml")),
-    ("cargo", include_str!("../../../../config/adapters/cargo.toml")),
-    ("curl", include_str!("../../../../config/adapters/curl.toml")),
-    ("deno", include_str!("../../../../config/adapters/deno.toml")),
+    (
+        "cargo",
+        include_str!("../../../../config/adapters/cargo.toml"),
+    ),
+    (
+        "curl",
+        include_str!("../../../../config/adapters/curl.toml"),
+    ),
+    (
+        "deno",
+        include_str!("../../../../config/adapters/deno.toml"),
+    ),
     ("df", include_str!("../../../../config/adapters/df.toml")),
-    ("docker", include_str!("../../../../config/adapters/docker.toml")),
+    (
+        "docker",
+        include_str!("../../../../config/adapters/docker.toml"),
+    ),
     ("du", include_str!("../../../../config/adapters/du.toml")),
     ("env", include_str!("../../../../config/adapters/env.toml")),
     ("fd", include_str!("../../../../config/adapters/fd.toml")),
@@ -18,11 +36,17 @@ pub const FILES: &[(&str, &str)] = &[
         "findmnt",
         include_str!("../../../../config/adapters/findmnt.toml"),
     ),
-    ("gcloud", include_str!("../../../../config/adapters/gcloud.toml")),
+    (
+        "gcloud",
+        include_str!("../../../../config/adapters/gcloud.toml"),
+    ),
     ("gh", include_str!("../../../../config/adapters/gh.toml")),
     ("git", include_str!("../../../../config/adapters/git.toml")),
     ("go", include_str!("../../../../config/adapters/go.toml")),
-    ("helm", include_str!("../../../../config/adapters/helm.toml")),
+    (
+        "helm",
+        include_str!("../../../../config/adapters/helm.toml"),
+    ),
     ("ip", include_str!("../../../../config/adapters/ip.toml")),
     ("jj", include_str!("../../../../config/adapters/jj.toml")),
     (
@@ -34,24 +58,51 @@ pub const FILES: &[(&str, &str)] = &[
         "kubectl",
         include_str!("../../../../config/adapters/kubectl.toml"),
     ),
-    ("lsblk", include_str!("../../../../config/adapters/lsblk.toml")),
-    ("lscpu", include_str!("../../../../config/adapters/lscpu.toml")),
-    ("node", include_str!("../../../../config/adapters/node.toml")),
+    (
+        "lsblk",
+        include_str!("../../../../config/adapters/lsblk.toml"),
+    ),
+    (
+        "lscpu",
+        include_str!("../../../../config/adapters/lscpu.toml"),
+    ),
+    (
+        "node",
+        include_str!("../../../../config/adapters/node.toml"),
+    ),
     ("npm", include_str!("../../../../config/adapters/npm.toml")),
     ("pip", include_str!("../../../../config/adapters/pip.toml")),
-    ("pnpm", include_str!("../../../../config/adapters/pnpm.toml")),
-    ("podman", include_str!("../../../../config/adapters/podman.toml")),
+    (
+        "pnpm",
+        include_str!("../../../../config/adapters/pnpm.toml"),
+    ),
+    (
+        "podman",
+        include_str!("../../../../config/adapters/podman.toml"),
+    ),
     ("ps", include_str!("../../../../config/adapters/ps.toml")),
-    ("python", include_str!("../../../../config/adapters/python.toml")),
+    (
+        "python",
+        include_str!("../../../../config/adapters/python.toml"),
+    ),
     ("rg", include_str!("../../../../config/adapters/rg.toml")),
-    ("ruby", include_str!("../../../../config/adapters/ruby.toml")),
-    ("rustup", include_str!("../../../../config/adapters/rustup.toml")),
+    (
+        "ruby",
+        include_str!("../../../../config/adapters/ruby.toml"),
+    ),
+    (
+        "rustup",
+        include_str!("../../../../config/adapters/rustup.toml"),
+    ),
     (
         "sqlite3",
         include_str!("../../../../config/adapters/sqlite3.toml"),
     ),
     ("ss", include_str!("../../../../config/adapters/ss.toml")),
-    ("stat", include_str!("../../../../config/adapters/stat.toml")),
+    (
+        "stat",
+        include_str!("../../../../config/adapters/stat.toml"),
+    ),
     (
         "systemctl",
         include_str!("../../../../config/adapters/systemctl.toml"),
@@ -65,11 +116,20 @@ pub const FILES: &[(&str, &str)] = &[
         "terraform",
         include_str!("../../../../config/adapters/terraform.toml"),
     ),
-    ("unzip", include_str!("../../../../config/adapters/unzip.toml")),
+    (
+        "unzip",
+        include_str!("../../../../config/adapters/unzip.toml"),
+    ),
     ("uv", include_str!("../../../../config/adapters/uv.toml")),
-    ("vmstat", include_str!("../../../../config/adapters/vmstat.toml")),
+    (
+        "vmstat",
+        include_str!("../../../../config/adapters/vmstat.toml"),
+    ),
     ("who", include_str!("../../../../config/adapters/who.toml")),
-    ("yarn", include_str!("../../../../config/adapters/yarn.toml")),
+    (
+        "yarn",
+        include_str!("../../../../config/adapters/yarn.toml"),
+    ),
     ("yq", include_str!("../../../../config/adapters/yq.toml")),
     ("zip", include_str!("../../../../config/adapters/zip.toml")),
 ];

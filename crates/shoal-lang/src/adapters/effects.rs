@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 
-
 /// A concrete effect: the policy's own vocabulary.
 pub use shoal_policy::Effect;
 

@@ -416,7 +416,7 @@ impl Walker<'_, '_> {
                     hash.as_deref(),
                 ) {
                     for e in effs {
-                        self.push(e.into());
+                        self.push(e);
                     }
                     return Ok(());
                 }

@@ -7,10 +7,10 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use shoal_policy::effect::Effect;
-use shoal_policy::undo::{Derived, Undo};
 use crate::adapters::Catalog;
 use crate::ast::*;
+use shoal_policy::effect::Effect;
+use shoal_policy::undo::{Derived, Undo};
 
 mod cmd;
 

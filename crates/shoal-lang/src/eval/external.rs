@@ -11,8 +11,8 @@ use super::command::*;
 use crate::ast::{Arg, Expr, ExprKind, RedirectKind};
 use crate::eval::{EResult, Interp, Pos};
 use crate::scope::ScopeRef;
-use shoal_base::lookup;
 use crate::shell::process::{self, RunError, SpawnSpec, StdinSpec, StdoutSpec};
+use shoal_base::lookup;
 use shoal_value::{ns, render, ErrorCode, Outcome, OutputBytes, ShoalError, Value};
 
 impl Interp {

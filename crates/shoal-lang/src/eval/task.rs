@@ -270,7 +270,11 @@ impl Interp {
                     if self.interrupted() {
                         return Err(Interp::cancelled().into());
                     }
-                    g = shoal_base::sync::wait_timeout_locked(&st.cond, g, Duration::from_millis(20));
+                    g = shoal_base::sync::wait_timeout_locked(
+                        &st.cond,
+                        g,
+                        Duration::from_millis(20),
+                    );
                 }
             }
             "cancel" => {
@@ -455,8 +459,11 @@ impl Interp {
                 if intr.is_interrupted() {
                     return Some(Err(Interp::cancelled()));
                 }
-                st =
-                    shoal_base::sync::wait_timeout_locked(&ch.inner.cond, st, Duration::from_millis(20));
+                st = shoal_base::sync::wait_timeout_locked(
+                    &ch.inner.cond,
+                    st,
+                    Duration::from_millis(20),
+                );
             }
         });
         stream("event", false, iter)

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use indexmap::IndexMap;
 
-use shoal_base::lookup;
 use crate::shell::words;
+use shoal_base::lookup;
 use shoal_value::{render, ErrorCode, Record, SResult, ShoalError, Value};
 
 /// One evaluated builtin argument.

@@ -124,9 +124,7 @@ mod tests {
         );
         assert_eq!(shoal_value::coerce::parse_time("12:00am"), Some(0));
         assert!(shoal_value::datetime::parse_datetime_literal("2026-07-09T14:00Z").is_ok());
-        assert!(
-            shoal_value::datetime::parse_datetime_literal("2026-07-09T14:00:00-07:00").is_ok()
-        );
+        assert!(shoal_value::datetime::parse_datetime_literal("2026-07-09T14:00:00-07:00").is_ok());
         assert!(shoal_value::datetime::parse_datetime_literal("2026-07-09").is_ok());
         assert!(shoal_value::datetime::parse_datetime_literal(
             "2026-07-09T14:00:00-04:00[America/New_York]"

@@ -496,9 +496,9 @@ fn lazy_combinator(s: &Arc<StreamVal>, name: &str, args: &Args) -> SResult<Value
             let mut fast: HashSet<String> = HashSet::new();
             let it = src.filter(move |r| match r {
                 Ok(v) => match v {
-                    Value::Int(_) | Value::Str(_) | Value::Bool(_) | Value::Null => fast.insert(
-                        format!("{}:{}", v.type_name(), crate::render::inline(v)),
-                    ),
+                    Value::Int(_) | Value::Str(_) | Value::Bool(_) | Value::Null => {
+                        fast.insert(format!("{}:{}", v.type_name(), crate::render::inline(v)))
+                    }
                     _ => {
                         if seen.iter().any(|x| ops::equals(x, v)) {
                             false
