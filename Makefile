@@ -8,29 +8,16 @@ PREFIX ?= $(HOME)/.cargo
 NPM    ?= npm
 NODE_DIR ?= tests/node
 
-.PHONY: all build install man test test-all skipped venv node bench load lint fmt conformance fuzz clean-venv startup-order
+.PHONY: all build install man test test-all skipped venv node bench load lint fmt conformance fuzz clean-venv
 
 all: build
 
 build:
 	$(CARGO) build --release --locked
 
-# Regenerates config/link/startup.order (the functions the daemon runs to start
-# and sit idle, laid out together at the front of .text by build.rs) from
-# callgrind profiles of the release and the bench build (their symbol names
-# differ), then relinks both. Needs valgrind.
-startup-order:
-	$(CARGO) bench --locked --no-run --bench shoal
-	cp target/release/shoal target/shoal-bench.order
-	$(CARGO) build --release --locked
-	cp target/release/shoal target/shoal-release.order
-	$(PYTHON) config/link/startup-order.py target/shoal-release.order target/shoal-bench.order
-	$(CARGO) bench --locked --no-run --bench shoal
-	$(CARGO) build --release --locked
-
 # Installs `shoal` into $(PREFIX)/bin (default ~/.cargo/bin), reusing target/release.
 # The installed copy is stripped (`install -s`): target/release/shoal keeps its debug
-# info (`debug = 1` in Cargo.toml) for profiling and `make startup-order`.
+# info (`debug = 1` in Cargo.toml) for profiling.
 install: build
 	install -d $(PREFIX)/bin
 	install -s -m 755 target/release/shoal $(PREFIX)/bin/shoal
