@@ -5,7 +5,7 @@
 //! compared with itself (the run's noise floor).
 //!
 //! Latency rows, p50 of round trips, both daemons running, in alternating
-//! rounds (SHOAL_BENCH_ROUNDS, default 10; the subject that goes first
+//! rounds (SHOAL_BENCH_ROUNDS, default 20; the subject that goes first
 //! alternates per row and round, so both see the same machine):
 //!
 //! - a trivial kernel `exec` (`1 + 1`); its limit is +0.05 ms and 0.15 ms;
@@ -17,7 +17,9 @@
 //! - a PTY read (kernel `pty.read` of an idle `cat`).
 //!
 //! Then the memory figures of `benches/memory.rs` for each binary, one daemon
-//! at a time. A row over +10% (or over the exec's limit) is marked.
+//! at a time, the median of SHOAL_BENCH_MEM_RUNS (default 5) runs. Both
+//! binaries run from fresh copies. A row over +10% (or over the exec's
+//! limit) is marked. SHOAL_BENCH_MEM=0 leaves the memory out.
 
 #![allow(clippy::print_stdout)] // a benchmark report is its stdout
 
@@ -324,6 +326,28 @@ fn ratio(before: f64, after: f64) -> String {
     }
 }
 
+/// Per row, the median of each field over the runs.
+fn median_rows(runs: Vec<Vec<memory::Row>>) -> Vec<memory::Row> {
+    let first = runs[0].clone();
+    first
+        .into_iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let field = |f: fn(&memory::Kb) -> f64| {
+                p50(&runs.iter().map(|r| f(&r[i].kb)).collect::<Vec<_>>())
+            };
+            memory::Row {
+                kb: memory::Kb {
+                    uss: field(|k| k.uss),
+                    anon: field(|k| k.anon),
+                    pss: field(|k| k.pss),
+                },
+                ..row
+            }
+        })
+        .collect()
+}
+
 fn env_n(k: &str, d: usize) -> usize {
     std::env::var(k)
         .ok()
@@ -335,7 +359,7 @@ fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
     let after_bin = daemon::bin();
     let before_bin = match std::env::var_os("SHOAL_BENCH_BASE").filter(|p| !p.is_empty()) {
-        Some(p) => PathBuf::from(p),
+        Some(p) => std::fs::canonicalize(&p).unwrap_or_else(|_| PathBuf::from(p)),
         None => {
             println!("note: no SHOAL_BENCH_BASE: comparing this build with itself (noise floor)");
             after_bin.clone()
@@ -347,6 +371,19 @@ fn main() {
     let base_rev = std::env::var("SHOAL_BENCH_BASE_REV").unwrap_or_default();
     println!("before: {} {base_rev}", before_bin.display());
     println!("after:  {}", after_bin.display());
+    // Both run from fresh copies written alike: how a binary's file was
+    // written (linker, cp) and what else maps it decide how its code pages
+    // sit in the page cache, and so the daemon's resident code.
+    let copies = tempfile::Builder::new()
+        .prefix("shc-bin")
+        .tempdir_in("/tmp")
+        .expect("a dir for the binaries");
+    let copy = |b: &Path, name: &str| {
+        let to = copies.path().join(name);
+        std::fs::copy(b, &to).expect("copy a shoal binary");
+        to
+    };
+    let (before_bin, after_bin) = (copy(&before_bin, "before"), copy(&after_bin, "after"));
 
     let repo = tempfile::Builder::new()
         .prefix("shc-repo")
@@ -357,7 +394,8 @@ fn main() {
         println!("note: no git: the `git status` row is left out");
         rows.retain(|r| !r.name.contains("git status"));
     }
-    let rounds = env_n("SHOAL_BENCH_ROUNDS", 10);
+    let rounds = env_n("SHOAL_BENCH_ROUNDS", 20);
+    println!("machine load before: {}", loadavg());
     let mut subjects = [
         Subject::start("before", before_bin, repo.path(), &rows),
         Subject::start("after", after_bin, repo.path(), &rows),
@@ -391,10 +429,9 @@ fn main() {
     if std::env::var("SHOAL_BENCH_MEM").is_ok_and(|v| v == "0") {
         return;
     }
-    println!(
-        "\n{:<40} {:>12} {:>12} {:>7}   (memory: USS, one daemon at a time)",
-        "memory", labels[0], labels[1], "ratio"
-    );
+    // Heap growth is lumpy (malloc grows its heaps in steps): the median of
+    // SHOAL_BENCH_MEM_RUNS (default 5) runs per binary, alternating.
+    let runs = env_n("SHOAL_BENCH_MEM_RUNS", 5).max(1);
     for b in &bins {
         let others = memory::others_running(b);
         if others > 0 {
@@ -404,24 +441,54 @@ fn main() {
             );
         }
     }
-    let figures: Vec<memory::Figures> = bins.iter().map(|b| memory::measure(b)).collect();
-    let (before, after) = (memory::rows(&figures[0]), memory::rows(&figures[1]));
-    for ((name, b, _), (_, a, target)) in before.into_iter().zip(after) {
-        let over_target = match target {
-            Some(t) if a.uss > t as f64 => format!("  <- over the {t} kB target"),
+    let mut all: [Vec<Vec<memory::Row>>; 2] = [Vec::new(), Vec::new()];
+    for run in 0..runs {
+        for k in [run % 2, 1 - run % 2] {
+            all[k].push(memory::rows(&memory::measure(&bins[k])));
+        }
+    }
+    let [before, after] = all.map(median_rows);
+    println!(
+        "\n{:<40} {:>12} {:>12} {:>7}   (USS; one daemon at a time; median of {runs} runs)",
+        "memory", labels[0], labels[1], "ratio"
+    );
+    for (b, a) in before.into_iter().zip(after) {
+        let over_target = match a.target {
+            Some(t) if a.kb.uss > t as f64 => format!("  <- over the {t} kB target"),
             _ => String::new(),
         };
         let lines = [
-            (name, b.uss, a.uss, over_target),
-            ("  anonymous part".into(), b.anon, a.anon, String::new()),
-            ("  Pss".into(), b.pss, a.pss, String::new()),
+            (a.name, b.kb.uss, a.kb.uss, over_target),
+            (
+                "  anonymous part".into(),
+                b.kb.anon,
+                a.kb.anon,
+                String::new(),
+            ),
+            ("  Pss".into(), b.kb.pss, a.kb.pss, String::new()),
         ];
-        for (name, b, a, note) in lines {
+        for (name, bv, av, note) in lines {
+            let mark = if a.steady {
+                verdict(Limit::Ratio, bv, av)
+            } else {
+                String::new()
+            };
             println!(
-                "{name:<40} {b:>9.0} kB {a:>9.0} kB {:>7}{}{note}",
-                ratio(b, a),
-                verdict(Limit::Ratio, b, a)
+                "{name:<40} {bv:>9.0} kB {av:>9.0} kB {:>7}{mark}{note}",
+                ratio(bv, av)
             );
         }
     }
+    println!(
+        "(the growth after the caches are full moves with malloc's heap steps by several MB \
+         between runs: not marked)"
+    );
+    println!("machine load after: {}", loadavg());
+}
+
+/// `/proc/loadavg`'s 1, 5 and 15 minute averages (the machine may be shared).
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }

@@ -42,7 +42,13 @@ fn main() {
         "  {:<40} {:>9} {:>9} {:>9} {:>9}   target (USS)",
         "figure, kB", "USS", "anon", "file", "Pss"
     );
-    for (name, k, target) in memory::rows(&f) {
+    for memory::Row {
+        name,
+        kb: k,
+        target,
+        ..
+    } in memory::rows(&f)
+    {
         let verdict = match target {
             Some(t) if k.uss <= t as f64 => format!("<= {t}: ok"),
             Some(t) => format!("<= {t}: OVER TARGET"),

@@ -18,11 +18,12 @@ use std::time::{Duration, Instant};
 pub const BIN: &str = env!("CARGO_BIN_EXE_shoal");
 
 /// The shoal binary the benches run: SHOAL_BENCH_BIN when set (another
-/// build, e.g. `make bench-compare`'s), else this build's.
+/// build, e.g. `make bench-compare`'s), else this build's; absolute.
 pub fn bin() -> PathBuf {
-    std::env::var_os("SHOAL_BENCH_BIN")
+    let p = std::env::var_os("SHOAL_BENCH_BIN")
         .filter(|p| !p.is_empty())
-        .map_or_else(|| PathBuf::from(BIN), PathBuf::from)
+        .map_or_else(|| PathBuf::from(BIN), PathBuf::from);
+    std::fs::canonicalize(&p).unwrap_or(p)
 }
 
 /// A private temp dir (`/tmp/<prefix>…`) with `run`, `state` and `config`
