@@ -9,7 +9,7 @@
 # holds a detached git worktree of REV (DIR/src), its own target dir
 # (DIR/target, reused between runs; seeded once from target/release so the
 # dependencies are not rebuilt) and one binary per commit (DIR/shoal-<commit>,
-# reused as is).
+# reused as is; the three newest are kept).
 set -eu
 
 rev=${1:-}
@@ -56,4 +56,6 @@ fi
 (cd "$dir/src" && CARGO_TARGET_DIR="$dir/target" ${CARGO:-cargo} build --release --locked --bin shoal >&2)
 cp "$dir/target/release/shoal" "$out.tmp"
 mv "$out.tmp" "$out"
+# Keep the three newest binaries (about 150 MB each with debug info).
+ls -t "$dir"/shoal-* | tail -n +4 | while read -r old; do rm -f "$old"; done
 echo "$out"
