@@ -8,29 +8,16 @@ PREFIX ?= $(HOME)/.cargo
 NPM    ?= npm
 NODE_DIR ?= tests/node
 
-.PHONY: all build install man test test-all skipped venv node bench load lint fmt conformance fuzz clean-venv startup-order
+.PHONY: all build install man test test-all skipped venv node bench load lint fmt conformance fuzz clean-venv bench-compare build-time
 
 all: build
 
 build:
 	$(CARGO) build --release --locked
 
-# Regenerates config/link/startup.order (the functions the daemon runs to start
-# and sit idle, laid out together at the front of .text by build.rs) from
-# callgrind profiles of the release and the bench build (their symbol names
-# differ), then relinks both. Needs valgrind.
-startup-order:
-	$(CARGO) bench --locked --no-run --bench shoal
-	cp target/release/shoal target/shoal-bench.order
-	$(CARGO) build --release --locked
-	cp target/release/shoal target/shoal-release.order
-	$(PYTHON) config/link/startup-order.py target/shoal-release.order target/shoal-bench.order
-	$(CARGO) bench --locked --no-run --bench shoal
-	$(CARGO) build --release --locked
-
 # Installs `shoal` into $(PREFIX)/bin (default ~/.cargo/bin), reusing target/release.
 # The installed copy is stripped (`install -s`): target/release/shoal keeps its debug
-# info (`debug = 1` in Cargo.toml) for profiling and `make startup-order`.
+# info (`debug = 1` in Cargo.toml) for profiling.
 install: build
 	install -d $(PREFIX)/bin
 	install -s -m 755 target/release/shoal $(PREFIX)/bin/shoal
@@ -94,7 +81,31 @@ skipped:
 	fi
 
 bench:
-	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash --bench tasks --bench agent_tasks --bench takeover --bench attach --bench http
+	$(CARGO) bench --locked --bench shoal --bench lang --bench load --bench pty --bench adapters --bench leash --bench tasks --bench agent_tasks --bench takeover --bench attach --bench http --bench memory
+
+# What a user waits for (a trivial exec, a spawn, `ls` and `git status` through the
+# shim, a 50 MB capture, a journal query, a PTY read) and the daemon's memory, of
+# this build beside BASE's, in one run (benches/compare.rs); rows over +10% are
+# marked. BASE is a git revision, by default origin/main, else main, else (when
+# that is HEAD) HEAD~1. Its release binary is built in a detached worktree under
+# target/bench-base/ with its own target dir, both reused between runs
+# (benches/build-base.sh). BASE=HEAD with a clean tree measures the noise.
+BASE ?=
+bench-compare:
+	@base=$$(CARGO="$(CARGO)" sh benches/build-base.sh "$(BASE)" target/bench-base) && \
+	  SHOAL_BENCH_BASE="$$base" SHOAL_BENCH_BASE_REV="$(or $(BASE),default base)" \
+	  $(CARGO) bench --locked --bench compare
+
+# Wall seconds of a release build from a clean, throw-away target dir with two
+# jobs (what a contributor waits for after `cargo clean`). It loads both cores
+# for minutes.
+build-time:
+	rm -rf target/build-time
+	@start=$$(date +%s.%N) && \
+	  CARGO_TARGET_DIR=target/build-time $(CARGO) build --release --locked -j 2 && \
+	  awk -v a="$$start" -v b="$$(date +%s.%N)" \
+	    'BEGIN { printf "release build from a clean target dir, -j 2: %.1f s\n", b - a }'
+	rm -rf target/build-time
 
 # 100 MCP clients over 10 sessions for 60 s (SHOAL_LOAD_SECS to change); p50/p99
 # per tool, errors (must be 0), peak RSS. `make test` runs a 10 s version (tests/it/load.rs).

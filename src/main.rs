@@ -12,10 +12,6 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-// The link order of the release binary (build.rs): included so that a new
-// order relinks the binary (the constant itself is never used).
-const _: &[u8] = include_bytes!("../config/link/startup.order");
-
 #[derive(Parser)]
 #[command(
     name = "shoal",

@@ -17,6 +17,15 @@ use std::time::{Duration, Instant};
 /// The shoal binary of this build.
 pub const BIN: &str = env!("CARGO_BIN_EXE_shoal");
 
+/// The shoal binary the benches run: SHOAL_BENCH_BIN when set (another
+/// build, e.g. `make bench-compare`'s), else this build's; absolute.
+pub fn bin() -> PathBuf {
+    let p = std::env::var_os("SHOAL_BENCH_BIN")
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from(BIN), PathBuf::from);
+    std::fs::canonicalize(&p).unwrap_or(p)
+}
+
 /// A private temp dir (`/tmp/<prefix>…`) with `run`, `state` and `config`
 /// for the daemon's and its clients' XDG dirs, and `s.sock` for its socket.
 pub struct BenchDir(tempfile::TempDir);
@@ -45,9 +54,9 @@ impl BenchDir {
         self.path().join("s.sock")
     }
 
-    /// `shoal` of this build with this dir's environment.
+    /// `shoal` ([`bin`]) with this dir's environment.
     pub fn cmd(&self) -> Command {
-        self.cmd_bin(Path::new(BIN))
+        self.cmd_bin(&bin())
     }
 
     /// `bin` (a shoal binary, or a client that runs one) with this dir's environment: the XDG dirs
@@ -69,7 +78,7 @@ impl BenchDir {
     pub fn daemon(self) -> DaemonBuilder {
         DaemonBuilder {
             dir: self,
-            bin: PathBuf::from(BIN),
+            bin: bin(),
             args: Vec::new(),
             env: Vec::new(),
             config: None,
@@ -159,7 +168,7 @@ pub struct BenchDaemon {
 }
 
 impl BenchDaemon {
-    /// `shoal daemon --socket …` of this build in a new `BenchDir`.
+    /// `shoal daemon --socket …` ([`bin`]) in a new `BenchDir`.
     pub fn start(prefix: &str) -> BenchDaemon {
         BenchDir::new(prefix).daemon().start()
     }
