@@ -32,7 +32,6 @@
 //! our own versioned encoding (a version byte + JSON, or fixed-width big-endian integers), never
 //! redb tuple/Option encodings.
 
-mod apply;
 pub mod cas;
 pub mod event;
 pub mod query;

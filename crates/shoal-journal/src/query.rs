@@ -19,8 +19,8 @@
 use redb::{ReadableDatabase, ReadableTable};
 use serde::{Deserialize, Serialize};
 
-use super::apply::decode_tsw;
 use super::schema::*;
+use super::store::decode_tsw;
 use super::store::Store;
 use super::{normalize_kind, Entry, EntryId, JournalError, Result};
 

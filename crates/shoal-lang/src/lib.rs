@@ -10,6 +10,7 @@ pub mod ast;
 pub mod derive;
 pub mod env_view;
 pub mod eval;
+pub mod heads;
 pub use shoal_value::memory;
 pub mod parse;
 pub mod quick;

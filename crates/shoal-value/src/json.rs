@@ -148,7 +148,7 @@ pub fn materialise_check(v: &Value) -> crate::SResult<()> {
     let mut todo = vec![v];
     while let Some(v) = todo.pop() {
         match v {
-            Value::Range(r) => items = items.saturating_add(crate::methods::range_len(r) as u64),
+            Value::Range(r) => items = items.saturating_add(r.count() as u64),
             Value::List(l) => todo.extend(
                 l.iter()
                     .filter(|x| matches!(x, Value::Range(_)) || crate::nests(x)),

@@ -17,11 +17,13 @@ pub use shoal_policy::glob;
 pub mod json;
 pub mod memory;
 pub mod methods;
+pub mod names;
 pub mod ns;
 pub mod ops;
 pub mod output;
 pub mod render;
 pub mod shown;
+pub mod suggest;
 pub use shoal_base::spill_dir;
 
 pub use code::Code;
@@ -79,6 +81,15 @@ pub struct RangeVal {
     pub start: i64,
     pub end: i64,
     pub inclusive: bool,
+}
+
+impl RangeVal {
+    /// How many ints the range holds.
+    pub fn count(&self) -> usize {
+        let (s, e) = (self.start as i128, self.end as i128);
+        let n = if self.inclusive { e - s + 1 } else { e - s };
+        usize::try_from(n.max(0)).unwrap_or(usize::MAX)
+    }
 }
 
 #[derive(Debug)]

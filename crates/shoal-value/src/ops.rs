@@ -449,7 +449,7 @@ pub fn index(recv: &Value, idx: &Value) -> SResult<Value> {
         (Value::Record(r), Value::Str(k)) => r
             .get(&**k)
             .cloned()
-            .ok_or_else(|| crate::methods::suggest::no_field(recv, k)),
+            .ok_or_else(|| crate::suggest::no_field(recv, k)),
         (r, i) => {
             let e = ShoalError::type_error(format!(
                 "cannot index {} with {}",

@@ -51,7 +51,7 @@ impl Walker<'_, '_> {
                 self.push(Effect::FsRead { paths: vec![root] });
                 Ok(())
             }
-            _ if crate::eval::is_builtin_head(n) => {
+            _ if crate::heads::is_builtin_head(n) => {
                 if self.builtin(n, BArgs::Call(args))?.is_some() {
                     return Ok(());
                 }

@@ -327,7 +327,7 @@ impl Walker<'_, '_> {
         if self.is_bound(n) || is_value_word(n) {
             return Ok(());
         }
-        if crate::eval::is_builtin_head(n) {
+        if crate::heads::is_builtin_head(n) {
             if self.builtin(n, BArgs::Words(&[]))?.is_some() {
                 return Ok(());
             }

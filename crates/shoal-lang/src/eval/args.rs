@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crate::ast::{Command, RedirectKind, Word, WordKind};
 use crate::eval::{EResult, Interp, Pos};
 use crate::scope::ScopeRef;
-use crate::shell::builtins::{self, BArg};
+use crate::shell::builtins::BArg;
 use crate::shell::glob;
 use shoal_value::{render, OutputBytes, ShoalError, Value};
 
@@ -31,29 +31,6 @@ pub(crate) enum CArg {
     Short(String),
     EndOfFlags,
     Dash,
-}
-
-/// Heads handled by the evaluator itself (docs/rules.md §8: evaluator heads).
-pub(super) const SPECIAL_HEADS: &[&str] = &[
-    "jobs", "exit", "quit", "plan", "apply", "explain", "interact", "assert", "open", "save",
-    "reef", "undo", "journal", "history",
-];
-/// Session heads (docs/rules.md §9: session heads).
-pub(super) const SESSION_HEADS: &[&str] = &[
-    "cd", "pushd", "popd", "dirs", "j", "jump", "pwd", "run", "source",
-];
-
-/// Every head name the evaluator knows (for did-you-mean and bare names, docs/rules.md §4).
-pub(crate) fn is_builtin_head(name: &str) -> bool {
-    SPECIAL_HEADS.contains(&name) || SESSION_HEADS.contains(&name) || builtins::is_fs_builtin(name)
-}
-
-pub(super) fn all_heads() -> impl Iterator<Item = &'static str> {
-    SPECIAL_HEADS
-        .iter()
-        .chain(SESSION_HEADS.iter())
-        .chain(builtins::FS_BUILTINS.iter())
-        .copied()
 }
 
 /// Convert a value to an argv string for an external program (docs/rules.md §8).

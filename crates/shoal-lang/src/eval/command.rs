@@ -20,6 +20,7 @@ use shoal_value::{render, Outcome, OutputBytes, ShoalError, Value};
 
 pub(crate) use super::args::*;
 pub(super) use super::closure_cmd::*;
+use crate::heads::{all_heads, is_builtin_head};
 
 impl Interp {
     /// A command node (statement, substitution, `.feed` argument).
@@ -233,7 +234,7 @@ impl Interp {
     }
 
     pub(crate) fn did_you_mean(&self, name: &str, scope: &ScopeRef) -> Option<String> {
-        use shoal_value::methods::suggest;
+        use shoal_value::suggest;
         let mut cands: Vec<String> = all_heads().map(|s| s.to_string()).collect();
         for (k, b) in scope.visible_bindings() {
             if matches!(b.value, Value::Closure(_) | Value::Command(_)) {

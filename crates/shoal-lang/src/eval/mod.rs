@@ -40,7 +40,6 @@ mod task;
 mod tests;
 
 pub use args::argv_string;
-pub(crate) use args::is_builtin_head;
 pub use session_tasks::{TaskControl, TaskHost, TaskHostRef, TaskInfo};
 pub use task::Tasks;
 

@@ -57,13 +57,7 @@ impl Coll {
 
 /// Number of ints in a range.
 pub fn range_len(r: &RangeVal) -> usize {
-    let (s, e) = (r.start as i128, r.end as i128);
-    let n = if r.inclusive { e - s + 1 } else { e - s };
-    if n <= 0 {
-        0
-    } else {
-        usize::try_from(n).unwrap_or(usize::MAX)
-    }
+    r.count()
 }
 
 fn interrupt_every(host: &dyn Host, i: usize) -> SResult<()> {
@@ -536,43 +530,3 @@ pub fn call(host: &mut dyn Host, c: &Coll, name: &str, args: &Args) -> SResult<O
     };
     Ok(Some(v))
 }
-
-/// Every collection method name (for suggestions / cross-type errors).
-pub const NAMES: &[&str] = &[
-    "len",
-    "count",
-    "is_empty",
-    "first",
-    "last",
-    "take",
-    "skip",
-    "collect",
-    "stream",
-    "tee",
-    "map",
-    "where",
-    "filter",
-    "each",
-    "reduce",
-    "fold",
-    "any",
-    "all",
-    "find",
-    "flat_map",
-    "sort",
-    "sort_by",
-    "reverse",
-    "uniq",
-    "sum",
-    "min",
-    "max",
-    "flatten",
-    "enumerate",
-    "chunks",
-    "zip",
-    "group",
-    "group_by",
-    "join",
-    "contains",
-    "get",
-];

@@ -2,14 +2,14 @@
 use std::sync::{Arc, Mutex};
 
 use crate::{
-    json, render, Args, ErrorCode, Host, Outcome, OutputBytes, SResult, ShoalError, StreamVal,
-    Value,
+    json, render, suggest, Args, ErrorCode, Host, Outcome, OutputBytes, SResult, ShoalError,
+    StreamVal, Value,
 };
 
 mod coll;
 mod other;
 mod stream;
-pub mod suggest;
+
 mod text;
 
 pub use coll::{range_len, Coll};
@@ -96,7 +96,7 @@ pub fn call_method(host: &mut dyn Host, recv: &Value, name: &str, args: Args) ->
         Value::Bytes(b) => other::bytes(b, name, &args),
         Value::DateTime(z) => other::datetime(z, name, &args),
         Value::Duration(d) => other::duration(*d, name, &args),
-        Value::Error(e) if other::ERROR_FIELDS.contains(&name) => {
+        Value::Error(e) if crate::names::ERROR_FIELDS.contains(&name) => {
             arity(&args, 0, name)?;
             return error_field(e, name);
         }
@@ -118,7 +118,7 @@ pub fn get_field(host: &mut dyn Host, recv: &Value, name: &str) -> SResult<Value
         Value::Outcome(o) => outcome_field(host, o, name),
         Value::Error(e) => error_field(e, name),
         Value::DateTime(z) => match other::datetime(z, name, &Args::default()) {
-            Ok(Some(v)) if other::DATETIME_FIELDS.contains(&name) => Ok(v),
+            Ok(Some(v)) if crate::names::DATETIME_FIELDS.contains(&name) => Ok(v),
             _ => Err(no_field(recv, name)),
         },
         _ => match call_method(host, recv, name, Args::default()) {

@@ -6,9 +6,6 @@ use std::sync::Arc;
 use super::{arity, no_named, str_arg, stream_of, text};
 use crate::{json, ops, Args, ErrorCode, GlobVal, Host, Record, SResult, ShoalError, Value};
 
-pub const ERROR_FIELDS: &[&str] = &["code", "msg", "hint", "stderr", "status"];
-pub const DATETIME_FIELDS: &[&str] = &["year", "month", "day", "hour", "minute", "second"];
-
 pub fn number(v: &Value, name: &str, args: &Args) -> SResult<Option<Value>> {
     let out = match name {
         "abs" => {
@@ -63,7 +60,6 @@ pub fn number(v: &Value, name: &str, args: &Args) -> SResult<Option<Value>> {
     };
     Ok(Some(out))
 }
-pub const NUMBER_NAMES: &[&str] = &["abs", "round", "floor", "ceil"];
 
 pub fn record(r: &Arc<Record>, name: &str, args: &Args) -> SResult<Option<Value>> {
     let out = match name {
@@ -156,9 +152,6 @@ pub fn record(r: &Arc<Record>, name: &str, args: &Args) -> SResult<Option<Value>
     };
     Ok(Some(out))
 }
-pub const RECORD_NAMES: &[&str] = &[
-    "keys", "values", "items", "len", "count", "is_empty", "get", "contains", "set", "merge",
-];
 
 fn resolve(host: &dyn Host, p: &Path) -> PathBuf {
     if p.is_absolute() {
@@ -276,22 +269,6 @@ pub fn path(
     };
     Ok(Some(out))
 }
-pub const PATH_NAMES: &[&str] = &[
-    "name",
-    "stem",
-    "ext",
-    "parent",
-    "join",
-    "abs",
-    "read",
-    "read_bytes",
-    "lines",
-    "exists",
-    "is_dir",
-    "is_file",
-    "size",
-    "modified",
-];
 
 /// Expand a glob value to a sorted list of paths (relative to its creation cwd).
 pub fn expand_glob(host: &dyn Host, g: &GlobVal) -> SResult<Value> {
@@ -368,8 +345,6 @@ fn spilled_lines(b: &crate::OutputBytes) -> Value {
     super::make_stream("value", true, Box::new(it))
 }
 
-pub const BYTES_NAMES: &[&str] = &["len", "count", "is_empty", "stream"];
-
 pub fn datetime(z: &jiff::Zoned, name: &str, args: &Args) -> SResult<Option<Value>> {
     let v = match name {
         "year" => z.year() as i64,
@@ -402,7 +377,6 @@ pub fn duration(d: i64, name: &str, args: &Args) -> SResult<Option<Value>> {
         ns,
     )?))))
 }
-pub const DURATION_NAMES: &[&str] = &["ago", "from_now"];
 
 fn path_arg(host: &dyn Host, v: Option<&Value>, name: &str) -> SResult<PathBuf> {
     match v {

@@ -389,7 +389,7 @@ pub fn call(
             lazy(s, s.bounded, src)
         }
         _ => {
-            if !coll::NAMES.contains(&name) {
+            if !crate::names::COLL.contains(&name) {
                 return Ok(None);
             }
             let items = collect_stream(host, s)?;
@@ -678,27 +678,3 @@ fn lazy_combinator(s: &Arc<StreamVal>, name: &str, args: &Args) -> SResult<Value
     };
     Ok(v)
 }
-
-pub const NAMES: &[&str] = &[
-    "map",
-    "where",
-    "filter",
-    "scan",
-    "flat_map",
-    "take",
-    "take_until",
-    "dedupe",
-    "distinct",
-    "debounce",
-    "throttle",
-    "window",
-    "buffer",
-    "enumerate",
-    "merge",
-    "zip",
-    "each",
-    "collect",
-    "save",
-    "append",
-    "tee",
-];

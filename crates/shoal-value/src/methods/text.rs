@@ -218,30 +218,3 @@ pub fn call(host: &mut dyn Host, s: &Arc<str>, name: &str, args: &Args) -> SResu
     };
     Ok(Some(v))
 }
-
-pub const NAMES: &[&str] = &[
-    "len",
-    "count",
-    "is_empty",
-    "lines",
-    "words",
-    "chars",
-    "trim",
-    "trim_start",
-    "trim_end",
-    "upper",
-    "lower",
-    "split",
-    "starts_with",
-    "ends_with",
-    "contains",
-    "replace",
-    "matches",
-    "match",
-    "parse_int",
-    "parse_float",
-    "take",
-    "skip",
-    "reverse",
-    "stream",
-];

@@ -8,10 +8,10 @@
 
 use redb::{ReadableTable, Table};
 
-use super::cas::{self, CasTables};
-use super::schema::*;
-use super::store::{Op, StoreOptions, TranscriptRow};
-use super::{Entry, EntryId, Finish, JournalError, NewEntry, OutputKind, OutputRef, Result};
+use super::{Op, StoreOptions, TranscriptRow};
+use crate::cas::{self, CasTables};
+use crate::schema::*;
+use crate::{Entry, EntryId, Finish, JournalError, NewEntry, OutputKind, OutputRef, Result};
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Counters {
@@ -161,7 +161,7 @@ impl Tx<'_> {
                 Ok(None)
             }
             Op::ReserveRefs { session, upto } => {
-                let key = super::store::reserve_key(&session);
+                let key = super::reserve_key(&session);
                 let have = opt_counter(&self.meta, &key)?;
                 if upto > have {
                     self.meta
@@ -170,7 +170,7 @@ impl Tx<'_> {
                 Ok(None)
             }
             Op::ReleaseRefs { session, upto } => {
-                let key = super::store::reserve_key(&session);
+                let key = super::reserve_key(&session);
                 let have = opt_counter(&self.meta, &key)?;
                 if upto < have {
                     self.meta

@@ -1,56 +1,43 @@
 //! The unknown-method fall-through (docs/rules.md §10): cross-type `type_error`, else
 //! `field_missing` “unknown method `.m` on TYPE” with a did-you-mean hint.
-use super::{coll, other, stream, text};
+use crate::names::{self, UNIVERSAL};
 use crate::{ShoalError, Value};
-
-const UNIVERSAL: &[&str] = &[
-    "tap",
-    "also",
-    "json",
-    "save",
-    "append",
-    "str",
-    "display",
-    "feed",
-    "pick",
-    "type_name",
-];
 
 /// Method names valid for this receiver (used for suggestions).
 fn names_for(v: &Value) -> Vec<&'static str> {
     let mut n: Vec<&'static str> = UNIVERSAL.to_vec();
     match v {
-        Value::List(_) | Value::Table(_) | Value::Range(_) => n.extend_from_slice(coll::NAMES),
+        Value::List(_) | Value::Table(_) | Value::Range(_) => n.extend_from_slice(names::COLL),
         Value::Glob(_) => {
-            n.extend_from_slice(coll::NAMES);
+            n.extend_from_slice(names::COLL);
             n.extend_from_slice(&["pattern", "expand"]);
         }
         Value::Stream(_) => {
-            n.extend_from_slice(coll::NAMES);
-            n.extend_from_slice(stream::NAMES);
+            n.extend_from_slice(names::COLL);
+            n.extend_from_slice(names::STREAM);
         }
-        Value::Str(_) => n.extend_from_slice(text::NAMES),
-        Value::Int(_) | Value::Float(_) => n.extend_from_slice(other::NUMBER_NAMES),
-        Value::Record(_) => n.extend_from_slice(other::RECORD_NAMES),
-        Value::Path(_) => n.extend_from_slice(other::PATH_NAMES),
-        Value::Bytes(_) => n.extend_from_slice(other::BYTES_NAMES),
-        Value::DateTime(_) => n.extend_from_slice(other::DATETIME_FIELDS),
-        Value::Duration(_) => n.extend_from_slice(other::DURATION_NAMES),
-        Value::Error(_) => n.extend_from_slice(other::ERROR_FIELDS),
+        Value::Str(_) => n.extend_from_slice(names::TEXT),
+        Value::Int(_) | Value::Float(_) => n.extend_from_slice(names::NUMBER),
+        Value::Record(_) => n.extend_from_slice(names::RECORD),
+        Value::Path(_) => n.extend_from_slice(names::PATH),
+        Value::Bytes(_) => n.extend_from_slice(names::BYTES),
+        Value::DateTime(_) => n.extend_from_slice(names::DATETIME_FIELDS),
+        Value::Duration(_) => n.extend_from_slice(names::DURATION),
+        Value::Error(_) => n.extend_from_slice(names::ERROR_FIELDS),
         _ => {}
     }
     n
 }
 
 fn known_anywhere(name: &str) -> bool {
-    coll::NAMES.contains(&name)
-        || text::NAMES.contains(&name)
-        || other::NUMBER_NAMES.contains(&name)
-        || other::RECORD_NAMES.contains(&name)
-        || other::PATH_NAMES.contains(&name)
-        || other::BYTES_NAMES.contains(&name)
-        || other::DURATION_NAMES.contains(&name)
-        || stream::NAMES.contains(&name)
+    names::COLL.contains(&name)
+        || names::TEXT.contains(&name)
+        || names::NUMBER.contains(&name)
+        || names::RECORD.contains(&name)
+        || names::PATH.contains(&name)
+        || names::BYTES.contains(&name)
+        || names::DURATION.contains(&name)
+        || names::STREAM.contains(&name)
         || ["pattern", "expand"].contains(&name)
 }
 
@@ -167,7 +154,7 @@ pub fn no_field(recv: &Value, name: &str) -> ShoalError {
             let keys: Vec<&str> = r.keys().map(|k| &**k).collect();
             did_you_mean(&nearest(name, keys), |n| format!(".{n}"))
         }
-        Value::Error(_) => did_you_mean(&nearest(name, other::ERROR_FIELDS.iter().copied()), |n| {
+        Value::Error(_) => did_you_mean(&nearest(name, names::ERROR_FIELDS.iter().copied()), |n| {
             format!(".{n}")
         }),
         Value::Path(_) if matches!(name, "type" | "kind") => {

@@ -14,10 +14,13 @@ use std::sync::atomic::AtomicBool;
 use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata};
 use serde::{Deserialize, Serialize};
 
-use super::apply::{read_counter, Counters, Tx};
+mod apply;
+
 use super::cas::{self, CasTables};
 use super::schema::{self, *};
 use super::{Entry, EntryId, Finish, JournalError, NewEntry, OutputRef, Result};
+pub(crate) use apply::decode_tsw;
+use apply::{read_counter, Counters, Tx};
 use shoal_base::sync::RwLocked;
 
 /// Retention limits (`journal.max_entries`, `journal.max_bytes`).
@@ -372,7 +375,7 @@ impl Store {
     pub fn refs_reserved(&self, session: &str) -> Result<u64> {
         let rx = self.db()?.begin_read()?;
         let meta = rx.open_table(META)?;
-        super::apply::opt_counter(&meta, &reserve_key(session))
+        apply::opt_counter(&meta, &reserve_key(session))
     }
 
     /// All persisted rows of a session, ascending `n`.
