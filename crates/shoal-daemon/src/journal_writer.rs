@@ -16,9 +16,9 @@ use actix::prelude::*;
 use base64::Engine as _;
 use serde_json::{json, Value as Json};
 
-use super::event_bus::{BusHandle, Payload, Publish};
-use super::health::{Registration, Supervised};
-use super::msg::Crash;
+use crate::event_bus::{BusHandle, Payload, Publish};
+use crate::health::{Registration, Supervised};
+use crate::msg::Crash;
 use shoal_base::sync::Locked;
 use shoal_journal::event::{ExecView, Summary, EXEC_CHANNEL};
 use shoal_journal::{

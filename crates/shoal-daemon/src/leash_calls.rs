@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value as Json};
 
-use super::msg::{DerivePlan, SessionError};
-use super::plan_store::{Caller, PlanCall, PlanOp, PlanReply};
-use super::session::CallCancel;
-use super::session_handle::SessionHandle;
+use crate::msg::{DerivePlan, SessionError};
+use crate::sessions::handle::SessionHandle;
+use crate::sessions::plan_store::{Caller, PlanCall, PlanOp, PlanReply};
+use crate::sessions::session::CallCancel;
 use shoal_lang::Position;
 use shoal_policy::plan::{plan_ref, Approval, Plan};
 use shoal_policy::policy::ApproveVia;
@@ -90,7 +90,7 @@ async fn derive(
         .await
         .map_err(|_| SessionError::Closed(name))
         .and_then(|r| r)
-        .map_err(super::conn::session_error)
+        .map_err(crate::peer::session_error)
 }
 
 /// `explain`: the effects and verdict of a source; nothing is stored or run.
@@ -159,7 +159,7 @@ async fn call(handle: &SessionHandle, gate: &Gate, op: PlanOp) -> Result<PlanRep
             op,
         })
         .await
-        .map_err(|_| super::conn::session_error(SessionError::Closed(name)))?
+        .map_err(|_| crate::peer::session_error(SessionError::Closed(name)))?
 }
 
 /// `plan.get`, `plan.list`, `cap.request`, `plan.approve`, `plan.deny`.
@@ -263,7 +263,7 @@ async fn apply_checked(
     }
     // The run-time gate lets through what the approved plan lists.
     let applying = Arc::new(gate.applying(&plan.effects));
-    let mut r = super::exec::exec_elided(
+    let mut r = crate::sessions::exec::exec_elided(
         handle,
         plan.src.clone(),
         Position::Stmt,

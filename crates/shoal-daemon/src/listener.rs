@@ -1,5 +1,5 @@
 //! The Listener actor: accepts connections on the daemon socket, checks the
-//! peer's uid (`SO_PEERCRED`), and hands each connection to [`super::conn`],
+//! peer's uid (`SO_PEERCRED`), and hands each connection to [`crate::conn`],
 //! which starts a KernelConn or McpConn once the first frame is known.
 //!
 //! Also the socket rules of docs/protocol.md §1: `0700` dir (when shoal owns it),
@@ -17,14 +17,22 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use futures_util::stream::{self, Stream, StreamExt};
+use serde_json::Value as Json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::OwnedReadHalf;
 use tokio::net::{UnixListener, UnixStream};
 
-use super::conn;
-use super::daemon::Daemon;
-use super::health::{ActorStats, Registration, Registry};
-use super::msg::Crash;
 use crate::config::Config;
+use crate::conn::{self, reserve_error, ConnContext};
+use crate::health::{ActorStats, Registration, Registry};
+use crate::kernel_conn::KernelConn;
+use crate::mcp_conn::McpConn;
+use crate::msg::Crash;
+use crate::peer::{self, spawn_writer, FrameItem};
 use shoal_base::paths;
+use shoal_proto::frame::{self, Frame, FrameReader};
+use shoal_proto::{mcp, rpc};
 
 /// A socket this daemon bound; removed at exit only if it is still ours.
 pub struct BoundSocket {
@@ -168,7 +176,7 @@ pub struct Listener {
     listener: Option<UnixListener>,
     /// Connections open now (shared with `daemon.status`).
     open: Arc<AtomicUsize>,
-    daemon: Addr<Daemon>,
+    daemon: conn::DaemonRef,
     daemon_stats: Arc<ActorStats>,
     config: Arc<Config>,
     registry: Arc<Registry>,
@@ -189,7 +197,7 @@ pub struct Listener {
 impl Listener {
     pub fn new(
         listener: UnixListener,
-        daemon: Addr<Daemon>,
+        daemon: conn::DaemonRef,
         daemon_stats: Arc<ActorStats>,
         config: Arc<Config>,
         registry: Arc<Registry>,
@@ -368,7 +376,7 @@ impl StreamHandler<Accepted> for Listener {
             self.reg
                 .stats
                 .set_error(format!("refused connection from uid {uid}"));
-            actix_rt::spawn(conn::refuse(stream, uid, self.euid));
+            actix_rt::spawn(refuse(stream, uid, self.euid));
             return;
         }
         let max = self.config.limits.max_connections;
@@ -389,8 +397,8 @@ impl StreamHandler<Accepted> for Listener {
             self.reg
                 .stats
                 .set_error(format!("max_connections ({max}) reached"));
-            let e = conn::limit_error("max_connections", max as u64, "too many open connections");
-            actix_rt::spawn(conn::refuse_with(stream, e));
+            let e = peer::limit_error("max_connections", max as u64, "too many open connections");
+            actix_rt::spawn(refuse_with(stream, e));
             return;
         };
         tracing::debug!(conn = id, uid, pid, "connection accepted");
@@ -410,7 +418,7 @@ impl StreamHandler<Accepted> for Listener {
             reserved,
         };
         let Some(arbiter) = self.arbiter_for(id) else {
-            actix_rt::spawn(conn::serve(stream, ctx));
+            actix_rt::spawn(serve(stream, ctx));
             return;
         };
         // The socket moves to the other arbiter's runtime (registered there).
@@ -418,7 +426,7 @@ impl StreamHandler<Accepted> for Listener {
             Ok(std) => {
                 arbiter.spawn(async move {
                     match UnixStream::from_std(std) {
-                        Ok(s) => conn::serve(s, ctx).await,
+                        Ok(s) => serve(s, ctx).await,
                         Err(e) => tracing::warn!("cannot serve a connection: {e}"),
                     }
                 });
@@ -430,4 +438,117 @@ impl StreamHandler<Accepted> for Listener {
     fn finished(&mut self, _ctx: &mut Context<Self>) {
         tracing::error!("listener stream ended");
     }
+}
+
+/// Tell a refused peer why, then close.
+pub async fn refuse(stream: UnixStream, uid: u32, euid: u32) {
+    let e = rpc::RpcError::new(
+        rpc::AUTH_FAILED,
+        format!("connection refused: peer uid {uid} is not the daemon's uid {euid} and is not allowed by [socket] allow_uids"),
+    );
+    refuse_with(stream, e).await
+}
+
+/// Answer `e` (id null) to a connection that will not be served, then close.
+pub async fn refuse_with(mut stream: UnixStream, e: rpc::RpcError) {
+    let _ = stream
+        .write_all(&frame::encode(&rpc::error_response(&Json::Null, &e)))
+        .await;
+    let _ = stream.shutdown().await;
+    // Drain what the peer already sent (briefly), so closing does not reset
+    // the connection before it has read the refusal.
+    let drain = async {
+        let mut buf = [0u8; 4096];
+        while matches!(stream.read(&mut buf).await, Ok(n) if n > 0) {}
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), drain).await;
+}
+
+/// Serve one accepted connection: sniff, then start the right actor.
+pub async fn serve(stream: UnixStream, mut ctx: ConnContext) {
+    {
+        use std::os::fd::AsFd;
+        ctx.peer = stream.as_fd().try_clone_to_owned().ok().map(Arc::new);
+    }
+    let (r, w) = stream.into_split();
+    let tx = spawn_writer(
+        w,
+        std::time::Duration::from_millis(ctx.limits.write_stall_ms),
+    );
+    let mut reader = FrameReader::new(BufReader::with_capacity(64 * 1024, r), ctx.limit);
+    loop {
+        let f = match reader.next().await {
+            Ok(Some(f)) => f,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!(conn = ctx.id, "read error before the first frame: {e}");
+                return;
+            }
+        };
+        let bytes = match f {
+            Frame::Oversized { len } => {
+                let _ = tx
+                    .send(frame::encode(&rpc::oversized(ctx.limit, len)))
+                    .await;
+                continue;
+            }
+            Frame::Line(b) => b,
+        };
+        let method = match rpc::classify(&bytes) {
+            rpc::Incoming::Invalid { id, error } => {
+                let _ = tx
+                    .send(frame::encode(&rpc::error_response(&id, &error)))
+                    .await;
+                continue;
+            }
+            rpc::Incoming::Notification { method, .. } if method.is_empty() => continue,
+            rpc::Incoming::Notification { method, .. } | rpc::Incoming::Request { method, .. } => {
+                method
+            }
+        };
+        let first = stream::once(async move { FrameItem(Ok(Frame::Line(bytes))) });
+        let items = first.chain(frames(reader));
+        if mcp::is_mcp_method(&method) && ctx.reserved {
+            let _ = tx
+                .send(frame::encode(&rpc::error_response(
+                    &Json::Null,
+                    &reserve_error(ctx.limits.max_connections),
+                )))
+                .await;
+            return;
+        }
+        if mcp::is_mcp_method(&method) {
+            let reg = ctx
+                .registry
+                .register("mcp_conn", conn_name(&ctx), Some(ctx.parent));
+            McpConn::create(move |c| {
+                c.add_stream(items);
+                McpConn::new(ctx, tx, reg)
+            });
+        } else {
+            let reg = ctx
+                .registry
+                .register("kernel_conn", conn_name(&ctx), Some(ctx.parent));
+            KernelConn::start_with(ctx, tx, reg, items);
+        }
+        return;
+    }
+}
+
+fn conn_name(ctx: &ConnContext) -> String {
+    match ctx.pid {
+        Some(pid) => format!("conn:{} uid={} pid={pid}", ctx.id, ctx.uid),
+        None => format!("conn:{} uid={}", ctx.id, ctx.uid),
+    }
+}
+
+fn frames(reader: FrameReader<BufReader<OwnedReadHalf>>) -> impl Stream<Item = FrameItem> {
+    stream::unfold(Some(reader), |state| async move {
+        let mut reader = state?;
+        match reader.next().await {
+            Ok(Some(f)) => Some((FrameItem(Ok(f)), Some(reader))),
+            Ok(None) => None,
+            Err(e) => Some((FrameItem(Err(e)), None)),
+        }
+    })
 }

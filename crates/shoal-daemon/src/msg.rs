@@ -307,3 +307,39 @@ impl CallCancel {
         *self.state.locked() = CallState::Finished;
     }
 }
+
+/// One of the daemon's supervised services.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ServiceKind {
+    EventBus,
+    JournalWriter,
+    Listener,
+}
+
+impl ServiceKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            ServiceKind::EventBus => "event_bus",
+            ServiceKind::JournalWriter => "journal_writer",
+            ServiceKind::Listener => "listener",
+        }
+    }
+
+    /// The `actor` of `debug.crash`.
+    pub fn parse(s: &str) -> Option<ServiceKind> {
+        [
+            ServiceKind::EventBus,
+            ServiceKind::JournalWriter,
+            ServiceKind::Listener,
+        ]
+        .into_iter()
+        .find(|k| k.label() == s)
+    }
+}
+
+/// Debug hook (`SHOAL_DEBUG_HOOKS`): make a service actor panic.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct CrashService {
+    pub kind: ServiceKind,
+}

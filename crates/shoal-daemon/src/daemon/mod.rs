@@ -20,17 +20,18 @@ use std::time::Instant;
 
 use actix::prelude::*;
 
-use super::health::{Registration, Registry};
-use super::journal_writer::Services;
-use super::msg::{CloseSession, ListSessions, SessionError, StopSession};
-use super::session::SessionShared;
-use super::session_handle::{access_of, unavailable, Access, AttachSession, SessionHandle};
-use super::session_supervisor::SessionSupervisor;
 use crate::config::Config;
+use crate::health::{Registration, Registry};
+use crate::journal_writer::Services;
+use crate::msg::{CloseSession, ListSessions, SessionError, StopSession};
+use crate::sessions::handle::{access_of, unavailable, Access, AttachSession, SessionHandle};
+use crate::sessions::session::SessionShared;
+use crate::sessions::supervisor::SessionSupervisor;
 use shoal_journal as journal;
 
+pub use crate::conn::GetServices;
+pub use crate::msg::{CrashService, ServiceKind};
 pub use run::run;
-pub use services::{CrashService, ServiceKind};
 
 /// Command-line options of `shoal daemon`.
 #[derive(Debug, Clone, Default)]
@@ -59,7 +60,7 @@ pub struct DaemonInfo {
 type SessionEntry = (
     Addr<SessionSupervisor>,
     Arc<SessionShared>,
-    Arc<super::health::ActorStats>,
+    Arc<crate::health::ActorStats>,
 );
 
 pub struct Daemon {
@@ -199,7 +200,7 @@ impl Handler<AttachSession> for Daemon {
         // The local uid owns the daemon: only the global cap counts for it.
         if !local && owned >= per_principal {
             tracing::warn!(session = %msg.name, principal = %msg.principal, max = per_principal, "refused a new session: max_sessions_per_principal reached");
-            return Err(SessionError::Rpc(super::conn::limit_error(
+            return Err(SessionError::Rpc(crate::peer::limit_error(
                 "max_sessions_per_principal",
                 per_principal as u64,
                 "too many sessions of this principal",
@@ -207,7 +208,7 @@ impl Handler<AttachSession> for Daemon {
         }
         if live >= max {
             tracing::warn!(session = %msg.name, max, "refused a new session: max_sessions reached");
-            return Err(SessionError::Rpc(super::conn::limit_error(
+            return Err(SessionError::Rpc(crate::peer::limit_error(
                 "max_sessions",
                 max as u64,
                 "too many sessions",
@@ -237,7 +238,7 @@ impl Handler<AttachSession> for Daemon {
             let mut s = s.clone();
             s.bus = s
                 .bus
-                .stamped(super::event_bus::Origin::new(&msg.name, &msg.principal));
+                .stamped(crate::event_bus::Origin::new(&msg.name, &msg.principal));
             shared = shared.with_services(s);
         }
         if !msg.no_adapters {
@@ -301,7 +302,7 @@ impl Handler<CloseSession> for Daemon {
             Some((_, shared, _)) => match access_of(&msg.principal, &shared.owner, &msg.name) {
                 Some(Access::Full) => {}
                 Some(Access::Read) => {
-                    return Err(SessionError::Rpc(super::session_handle::read_only(
+                    return Err(SessionError::Rpc(crate::sessions::handle::read_only(
                         &msg.principal,
                         &msg.name,
                         "session.close",
@@ -350,11 +351,6 @@ impl Handler<ListSessions> for Daemon {
         )
     }
 }
-
-/// The journal and event bus (for connections that are not attached).
-#[derive(Message)]
-#[rtype(result = "Option<Services>")]
-pub struct GetServices;
 
 impl Handler<GetServices> for Daemon {
     type Result = MessageResult<GetServices>;

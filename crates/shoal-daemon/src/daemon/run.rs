@@ -11,10 +11,6 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use actix::prelude::*;
 
-use super::super::event_bus::EventBus;
-use super::super::health::Registry;
-use super::super::listener;
-use super::super::session::SessionShared;
 use super::services::ServiceSet;
 use super::setup::{
     create_private_dir, init_logging, install_panic_hook, register_signals, spawn_signal_handlers,
@@ -23,6 +19,10 @@ use super::setup::{
 use super::shutdown::after_stop;
 use super::{Daemon, DaemonInfo, DaemonOptions};
 use crate::config::{self, Config};
+use crate::event_bus::EventBus;
+use crate::health::Registry;
+use crate::listener;
+use crate::sessions::session::SessionShared;
 use shoal_base::paths;
 use shoal_journal as journal;
 
@@ -162,7 +162,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
     let draining_run = draining.clone();
     // The bus's subscriptions, seqs and inbox: what is still in the inbox at a clean stop
     // goes to the journal in `after_stop`.
-    let book = super::super::event_bus::SubscriberBook::default();
+    let book = crate::event_bus::SubscriberBook::default();
     let book_run = book.clone();
     let exit_code = Arc::new(AtomicI32::new(0));
     let exit_code_run = exit_code.clone();

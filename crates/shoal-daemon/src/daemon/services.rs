@@ -17,42 +17,14 @@ use std::sync::Arc;
 use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
-use super::super::event_bus::{EventBus, SubscriberBook};
-use super::super::health::{Counted, Registration, RestartBudget, Supervised};
-use super::super::journal_writer::{JournalWriter, Services, StoreCache};
-use super::super::listener::Listener;
-use super::super::msg::{Crash, Shutdown};
 use super::Daemon;
+use crate::event_bus::{EventBus, SubscriberBook};
+use crate::health::{Counted, Registration, RestartBudget, Supervised};
+use crate::journal_writer::{JournalWriter, Services, StoreCache};
+use crate::listener::Listener;
+use crate::msg::{Crash, Shutdown};
+use crate::msg::{CrashService, ServiceKind};
 use shoal_journal as journal;
-
-/// One of the daemon's supervised services.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ServiceKind {
-    EventBus,
-    JournalWriter,
-    Listener,
-}
-
-impl ServiceKind {
-    pub fn label(self) -> &'static str {
-        match self {
-            ServiceKind::EventBus => "event_bus",
-            ServiceKind::JournalWriter => "journal_writer",
-            ServiceKind::Listener => "listener",
-        }
-    }
-
-    /// The `actor` of `debug.crash`.
-    pub fn parse(s: &str) -> Option<ServiceKind> {
-        [
-            ServiceKind::EventBus,
-            ServiceKind::JournalWriter,
-            ServiceKind::Listener,
-        ]
-        .into_iter()
-        .find(|k| k.label() == s)
-    }
-}
 
 /// A service incarnation ended (its registration dropped).
 #[derive(Message)]
@@ -60,13 +32,6 @@ impl ServiceKind {
 pub struct ServiceExited {
     pub kind: ServiceKind,
     pub generation: u64,
-}
-
-/// Debug hook (`SHOAL_DEBUG_HOOKS`): make a service actor panic.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct CrashService {
-    pub kind: ServiceKind,
 }
 
 struct Slot {
@@ -206,9 +171,18 @@ impl Daemon {
         let name = self.info.socket.display().to_string();
         let reg = self.register_service(ServiceKind::Listener, name, ctx);
         let stats = reg.stats.clone();
+        let me = ctx.address();
+        let daemon = crate::conn::DaemonRef {
+            attach: me.clone().recipient(),
+            close: me.clone().recipient(),
+            list: me.clone().recipient(),
+            status: me.clone().recipient(),
+            services: me.clone().recipient(),
+            crash: me.recipient(),
+        };
         let addr = Listener::new(
             l,
-            ctx.address(),
+            daemon,
             self.reg.stats.clone(),
             self.config.clone(),
             self.registry.clone(),

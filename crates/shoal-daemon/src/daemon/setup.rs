@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 
-use super::super::health::ActorStats;
-use super::super::msg::Shutdown;
 use super::Daemon;
 use crate::config::Config;
+use crate::health::ActorStats;
+use crate::msg::Shutdown;
 
 pub(super) type Signals = Vec<(actix_rt::signal::unix::Signal, &'static str)>;
 

@@ -9,10 +9,10 @@ use std::time::Instant;
 
 use actix::prelude::*;
 
-use super::super::event_bus::SubscriberBook;
-use super::super::msg::{Shutdown, StopSession};
-use super::super::session::SessionShared;
 use super::Daemon;
+use crate::event_bus::SubscriberBook;
+use crate::msg::{Shutdown, StopSession};
+use crate::sessions::session::SessionShared;
 use shoal_base::sync::Locked;
 use shoal_journal as journal;
 
@@ -30,7 +30,7 @@ impl Handler<Shutdown> for Daemon {
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
         let mut draining = self.draining.locked();
         // Every task's programs get SIGINT now; `run` ends what is left.
-        super::super::task::cancel_all();
+        crate::sessions::task::cancel_all();
         for (_, (addr, shared, stats)) in std::mem::take(&mut self.sessions) {
             shared.interrupt();
             stats.enqueue();
@@ -51,7 +51,7 @@ pub(super) fn after_stop(
 ) {
     // No task's process group outlives the daemon: SIGINT (sent by the
     // Shutdown handler), SIGKILL after the grace.
-    let left = super::super::task::end_all(TASK_STOP_GRACE);
+    let left = crate::sessions::task::end_all(TASK_STOP_GRACE);
     if left > 0 {
         tracing::warn!(left, "task evaluations still running at exit");
     }
@@ -63,7 +63,7 @@ pub(super) fn after_stop(
     shoal_base::procs::shutdown();
     // Everything acknowledged becomes durable before the process ends: records
     // the session workers still hand over (batched replies go first) included.
-    if !super::super::session::wait_records_handed_off(std::time::Duration::from_secs(5)) {
+    if !crate::sessions::session::wait_records_handed_off(std::time::Duration::from_secs(5)) {
         tracing::warn!("a session worker did not hand over its journal record in time");
     } else {
         // A clean stop: the next start continues right after the last `out:N` used.

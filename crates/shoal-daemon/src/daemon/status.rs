@@ -7,11 +7,11 @@
 use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
-use super::super::health::rss_bytes;
-use super::super::journal_writer::Services;
-use super::super::msg::GetStatus;
-use super::super::session::SessionShared;
 use super::Daemon;
+use crate::health::rss_bytes;
+use crate::journal_writer::Services;
+use crate::msg::GetStatus;
+use crate::sessions::session::SessionShared;
 use shoal_base::sync::Locked;
 
 impl Daemon {
@@ -121,7 +121,7 @@ impl Handler<GetStatus> for Daemon {
             .values()
             .map(|(addr, _, stats)| {
                 stats.enqueue();
-                addr.send(super::super::session_supervisor::ListChildren)
+                addr.send(crate::sessions::supervisor::ListChildren)
             })
             .collect();
         let mut status = json!({
@@ -186,14 +186,14 @@ impl Daemon {
             .sessions
             .values()
             .filter_map(|(a, s, _)| {
-                let access = super::super::session_handle::access_of(principal, &s.owner, &s.name)?;
+                let access = crate::sessions::handle::access_of(principal, &s.owner, &s.name)?;
                 if a.connected() && s.owner == principal {
                     owned += 1;
                 }
                 let mut row = Daemon::session_json(s);
                 row["access"] = json!(match access {
-                    super::super::session_handle::Access::Full => "full",
-                    super::super::session_handle::Access::Read => "read",
+                    crate::sessions::handle::Access::Full => "full",
+                    crate::sessions::handle::Access::Read => "read",
                 });
                 Some(row)
             })

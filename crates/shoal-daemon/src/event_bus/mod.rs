@@ -56,8 +56,8 @@ use std::time::Duration;
 use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
-use super::health::{Registration, Supervised};
-use super::msg::Crash;
+use crate::health::{Registration, Supervised};
+use crate::msg::Crash;
 pub use shoal_journal::event::Payload;
 use shoal_journal::{self as journal, JournalWriter as Writer, Op};
 

@@ -10,16 +10,16 @@ use actix::prelude::*;
 use serde_json::{json, Map, Value as Json};
 
 use super::{KernelConn, Reply};
-use crate::conn;
 use crate::event_bus::{
     BusEvent, Origin, Publish, PublishFrom, ReadEvents, Scope, SubscribeReplay, Unsubscribe,
 };
+use crate::peer;
 use shoal_proto::rpc::{self, RpcError};
 
 impl KernelConn {
     /// `events.read`, `events.publish`, `events.subscribe`, `events.unsubscribe`.
     /// A session-scoped channel (`task.N`, `jobs`) is first resolved to the bus
-    /// channel this session may use ([`crate::task::scoped_channel`]).
+    /// channel this session may use ([`crate::sessions::task::scoped_channel`]).
     pub(super) fn events_method(
         &mut self,
         method: &str,
@@ -31,20 +31,20 @@ impl KernelConn {
         let (Some(channel), Some(att)) = (named, &self.attached) else {
             return self.events_on(method, p, scope);
         };
-        if !crate::task::is_scoped_channel(&channel) || method == "events.publish" {
+        if !crate::sessions::task::is_scoped_channel(&channel) || method == "events.publish" {
             return self.events_on(method, p, scope);
         }
         if method == "events.unsubscribe" {
             // Only this connection's own subscriptions can be dropped: no check.
-            if channel == crate::task::JOBS_CHANNEL {
-                let own = crate::task::jobs_channel(&att.handle.name);
+            if channel == crate::sessions::task::JOBS_CHANNEL {
+                let own = crate::sessions::task::jobs_channel(&att.handle.name);
                 p.insert("channel".into(), json!(own));
             }
             return self.events_on(method, p, scope);
         }
         let h = att.handle.clone();
         let method = method.to_string();
-        let resolve = async move { crate::task::scoped_channel(&h, &channel).await };
+        let resolve = async move { crate::sessions::task::scoped_channel(&h, &channel).await };
         Box::pin(resolve.into_actor(self).then(move |r, act, _ctx| -> Reply {
             match r {
                 Ok(bus) => {
@@ -137,7 +137,7 @@ impl KernelConn {
                 }
                 let max = self.cx.limits.max_subscriptions_per_connection;
                 if self.subs.len() >= max {
-                    return Box::pin(ready(Err(conn::limit_error(
+                    return Box::pin(ready(Err(peer::limit_error(
                         "max_subscriptions_per_connection",
                         max as u64,
                         "too many subscriptions on this connection",

@@ -7,7 +7,7 @@ use actix::prelude::*;
 use serde_json::{json, Map, Value as Json};
 
 use super::{KernelConn, Reply};
-use crate::daemon::GetServices;
+use crate::conn::GetServices;
 use crate::journal_writer::{self as jw, Services};
 use shoal_proto::rpc::{self, RpcError};
 
@@ -22,7 +22,7 @@ impl KernelConn {
             return Box::pin(f(s).into_actor(self));
         }
         self.cx.daemon_stats.enqueue();
-        let q = self.cx.daemon.send(GetServices);
+        let q = self.cx.daemon.services.send(GetServices);
         Box::pin(q.into_actor(self).then(move |r, act, _ctx| {
             let s = r.ok().flatten();
             act.services = s.clone();

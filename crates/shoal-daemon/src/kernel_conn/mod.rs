@@ -24,16 +24,17 @@ use actix::fut::{ready, LocalBoxActorFuture};
 use actix::prelude::*;
 use serde_json::{json, Map, Value as Json};
 
-use super::conn::{self, ConnContext, Writer};
-use super::daemon::{CrashService, ServiceKind};
-use super::event_bus::{BusEvent, SubId, Unsubscribe};
-use super::health::Registration;
-use super::journal_writer::Services;
-use super::leash_calls as lc;
-use super::msg::{CallOrigin, CloseSession, Crash, GetStatus, ListSessions};
-use super::plan_store::PlanOp;
-use super::session::CallCancel;
-use super::session_handle::{AttachSession, SessionHandle};
+use crate::conn::ConnContext;
+use crate::event_bus::{BusEvent, SubId, Unsubscribe};
+use crate::health::Registration;
+use crate::journal_writer::Services;
+use crate::leash_calls as lc;
+use crate::msg::{CallOrigin, CloseSession, Crash, GetStatus, ListSessions};
+use crate::msg::{CrashService, ServiceKind};
+use crate::peer::{self, Writer};
+use crate::sessions::handle::{AttachSession, SessionHandle};
+use crate::sessions::plan_store::PlanOp;
+use crate::sessions::session::CallCancel;
 pub use reader::KernelItem;
 use reader::{id_key, lock_calls, Calls};
 use shoal_lang::Position;
@@ -93,7 +94,7 @@ pub struct KernelConn {
     /// Shared with the reader task (see [`KernelConn::start_with`]).
     calls: Calls,
     /// Set by the reader when the client hung up: its calls are abandoned.
-    hangup: Arc<conn::Hangup>,
+    hangup: Arc<peer::Hangup>,
     /// PTYs this connection has taken over (`pty.claim`), released when
     /// dropped: on `pty.release`, a hang-up or the close.
     claims: BTreeMap<u64, shoal_pty::claim::ClaimGuard>,
@@ -145,7 +146,7 @@ impl KernelConn {
         ctx: &mut Context<Self>,
     ) {
         let session = self.attached.as_ref().map(|a| a.handle.name.clone());
-        let span = conn::request_span("kernel", self.cx.id, session.as_deref(), &id, &method);
+        let span = peer::request_span("kernel", self.cx.id, session.as_deref(), &id, &method);
         cancel.set_origin(CallOrigin {
             conn: self.cx.id,
             request: id.to_string(),
@@ -153,8 +154,8 @@ impl KernelConn {
         });
         let entered = span.clone().entered();
         let fut: LocalBoxActorFuture<Self, Result<Body, RpcError>> = if cancel.is_cancelled() {
-            Box::pin(ready(Err(conn::session_error(
-                super::session::cancelled_before_running(),
+            Box::pin(ready(Err(peer::session_error(
+                crate::sessions::session::cancelled_before_running(),
             ))))
         } else if let Some(f) = self.plain_exec(&method, &params, &cancel) {
             f
@@ -176,7 +177,7 @@ impl KernelConn {
                 Box::pin(async move { cancel.cancelled().await })
             };
         let fut =
-            conn::unless(fut, stop).map(|res, act: &mut Self, ctx: &mut Context<Self>| match res {
+            peer::unless(fut, stop).map(|res, act: &mut Self, ctx: &mut Context<Self>| match res {
                 Some(res) => Some(res),
                 None if act.hangup.is_set() => {
                     ctx.stop();
@@ -191,7 +192,7 @@ impl KernelConn {
                 return;
             };
             let _span = span.entered();
-            conn::request_done(&res);
+            peer::request_done(&res);
             lock_calls(&act.calls).remove(&id_key(&id));
             if let Err(e) = &res {
                 if e.code == rpc::INTERNAL_ERROR {
@@ -203,13 +204,13 @@ impl KernelConn {
                 Ok(Body::Json(v)) => rpc::reply_frame(&id, Ok(v), None),
                 Err(e) => rpc::reply_frame(&id, Err(e), None),
             };
-            conn::write_frame(&act.tx, ctx, frame);
+            peer::write_frame(&act.tx, ctx, frame);
         }));
     }
 
     /// A plain `exec` (attached, no `mode`, no task options, valid params),
     /// answered with its result written as bytes
-    /// ([`super::exec::exec_reply_bytes`]). `None`: anything else, which
+    /// ([`crate::sessions::exec::exec_reply_bytes`]). `None`: anything else, which
     /// [`Self::dispatch`] answers (its own errors included).
     fn plain_exec(
         &mut self,
@@ -222,18 +223,18 @@ impl KernelConn {
         }
         let att = self.attached.as_ref()?;
         // Read-only access: [`Self::dispatch`] answers (a refusal).
-        if att.handle.access != super::session_handle::Access::Full {
+        if att.handle.access != crate::sessions::handle::Access::Full {
             return None;
         }
         let p = params.as_object()?;
-        if p.contains_key("mode") || !matches!(super::task::task_opts(p), Ok(None)) {
+        if p.contains_key("mode") || !matches!(crate::sessions::task::task_opts(p), Ok(None)) {
             return None;
         }
         let (src, position) = kernel::exec_params(p, Position::Stmt).ok()?;
         let budget = shoal_proto::elide::Budget::from_json(p.get("elide")).ok()?;
         let width = kernel::width_param(p).ok()?;
         lc::recheck(att.token.as_deref(), self.cx.foreign, &att.gate).ok()?;
-        let exec = super::msg::Exec {
+        let exec = crate::msg::Exec {
             src,
             position,
             tty: att.tty,
@@ -242,7 +243,7 @@ impl KernelConn {
             check: true,
             width,
         };
-        let f = super::exec::exec_elided_bytes(&att.handle, exec, budget);
+        let f = crate::sessions::exec::exec_elided_bytes(&att.handle, exec, budget);
         Some(Box::pin(
             async move { f.await.map(Body::Encoded) }.into_actor(self),
         ))
@@ -252,7 +253,7 @@ impl KernelConn {
         let known = METHODS.contains(&method)
             || shoal_pty::api::METHODS.contains(&method)
             || shoal_pty::api::HUMAN_METHODS.contains(&method);
-        if !known || (method == "debug.crash" && !conn::debug_hooks()) {
+        if !known || (method == "debug.crash" && !peer::debug_hooks()) {
             return Box::pin(ready(Err(RpcError::method_not_found(method))));
         }
         let p = match rpc::params_object(&params) {
@@ -313,7 +314,7 @@ impl KernelConn {
         match method {
             "session.list" => {
                 self.cx.daemon_stats.enqueue();
-                let f = self.cx.daemon.send(ListSessions {
+                let f = self.cx.daemon.list.send(ListSessions {
                     principal: gate.principal.clone(),
                 });
                 Box::pin(
@@ -328,7 +329,7 @@ impl KernelConn {
             "session.close" => self.close(p, handle, gate.principal.clone()),
             "daemon.status" => {
                 self.cx.daemon_stats.enqueue();
-                let f = self.cx.daemon.send(GetStatus {
+                let f = self.cx.daemon.status.send(GetStatus {
                     principal: gate.principal.clone(),
                 });
                 Box::pin(async move { f.await.map_err(crate::msg::mailbox) }.into_actor(self))
@@ -396,15 +397,23 @@ impl KernelConn {
                 kernel::width_param(&p)?;
                 let b = shoal_proto::elide::Budget::from_json(p.get("elide"))
                     .map_err(RpcError::invalid_params)?;
-                Ok((s, pos, b, super::task::task_opts(&p)?))
+                Ok((s, pos, b, crate::sessions::task::task_opts(&p)?))
             }) {
                 Err(e) => Box::pin(ready(Err(e))),
                 Ok((src, position, budget, Some(opts))) => Box::pin(
-                    super::task::exec_as_task(handle, src, position, tty, budget, opts, Some(gate))
-                        .into_actor(self),
+                    crate::sessions::task::exec_as_task(
+                        handle,
+                        src,
+                        position,
+                        tty,
+                        budget,
+                        opts,
+                        Some(gate),
+                    )
+                    .into_actor(self),
                 ),
                 Ok((src, position, budget, None)) => Box::pin(
-                    super::exec::exec_elided(
+                    crate::sessions::exec::exec_elided(
                         handle,
                         src,
                         position,
@@ -417,9 +426,9 @@ impl KernelConn {
                     .into_actor(self),
                 ),
             },
-            m if m.starts_with("task.") => {
-                Box::pin(super::task::kernel_method(handle, m.to_string(), p).into_actor(self))
-            }
+            m if m.starts_with("task.") => Box::pin(
+                crate::sessions::task::kernel_method(handle, m.to_string(), p).into_actor(self),
+            ),
             "value.get" => match kernel::get_params(&p) {
                 Err(e) => Box::pin(ready(Err(e))),
                 Ok((reference, req)) => {
@@ -427,8 +436,10 @@ impl KernelConn {
                     // from the journal itself: one restore path.
                     let handle = handle.clone();
                     Box::pin(
-                        async move { super::exec::get_value(&handle, reference, req, tty).await }
-                            .into_actor(self),
+                        async move {
+                            crate::sessions::exec::get_value(&handle, reference, req, tty).await
+                        }
+                        .into_actor(self),
                     )
                 }
             },
@@ -440,7 +451,8 @@ impl KernelConn {
             }
             "pty.claim" | "pty.release" | "pty.watch" => self.pty_human(method, p),
             m if m.starts_with("pty.") => Box::pin(
-                super::pty::call_as(&handle, m, &p, Some(gate), Some(self.cx.id)).into_actor(self),
+                crate::sessions::pty::call_as(&handle, m, &p, Some(gate), Some(self.cx.id))
+                    .into_actor(self),
             ),
             "debug.crash" => match p.get("actor").and_then(Json::as_str) {
                 None | Some("session") => {
@@ -450,7 +462,7 @@ impl KernelConn {
                 Some(a) => match ServiceKind::parse(a) {
                     Some(kind) => {
                         self.cx.daemon_stats.enqueue();
-                        self.cx.daemon.do_send(CrashService { kind });
+                        self.cx.daemon.crash.do_send(CrashService { kind });
                         Box::pin(ready(Ok(json!({"crashed": a}))))
                     }
                     None => Box::pin(ready(Err(RpcError::invalid_params(format!(
@@ -471,7 +483,7 @@ impl KernelConn {
                 return Err(RpcError::invalid_params("session must not be empty"));
             }
             let cwd = rpc::opt_str(&p, "cwd")?.map(PathBuf::from);
-            let env = conn::env_param(p.get("env")).map_err(RpcError::invalid_params)?;
+            let env = peer::env_param(p.get("env")).map_err(RpcError::invalid_params)?;
             let token = rpc::opt_str(&p, "token")?;
             let (kind, tty, name, human) = match p.get("client") {
                 None | Some(Json::Null) => (String::new(), false, None, false),
@@ -485,7 +497,7 @@ impl KernelConn {
             };
             let create = rpc::opt_bool(&p, "create")?.unwrap_or(true);
             if token.is_some() && self.cx.reserved {
-                return Err(conn::reserve_error(self.cx.limits.max_connections));
+                return Err(crate::conn::reserve_error(self.cx.limits.max_connections));
             }
             let principal = lc::principal(token, self.cx.foreign)?;
             // Only the local user's own terminals count as the humans of a session.
@@ -512,7 +524,7 @@ impl KernelConn {
             Err(e) => return Box::pin(ready(Err(e))),
         };
         self.cx.daemon_stats.enqueue();
-        let f = self.cx.daemon.send(AttachSession {
+        let f = self.cx.daemon.attach.send(AttachSession {
             name: session,
             principal: principal.clone(),
             cwd,
@@ -524,7 +536,7 @@ impl KernelConn {
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             let handle = r
                 .map_err(crate::msg::mailbox)?
-                .map_err(conn::session_error)?;
+                .map_err(peer::session_error)?;
             let gate = Arc::new(shoal_policy::Gate::for_principal(&principal));
             let enforced = gate.caps_enforced();
             let opaque = gate.decide(&[shoal_policy::Effect::Opaque]).verdict;
@@ -549,8 +561,8 @@ impl KernelConn {
                 "session": handle.name,
                 "owner": handle.owner(),
                 "access": match handle.access {
-                    super::session_handle::Access::Full => "full",
-                    super::session_handle::Access::Read => "read",
+                    crate::sessions::handle::Access::Full => "full",
+                    crate::sessions::handle::Access::Read => "read",
                 },
                 "created": handle.created,
                 "env_differs": handle.env_differs,
@@ -580,13 +592,13 @@ impl KernelConn {
             Err(e) => return Box::pin(ready(Err(e))),
         };
         self.cx.daemon_stats.enqueue();
-        let f = self.cx.daemon.send(CloseSession {
+        let f = self.cx.daemon.close.send(CloseSession {
             name: name.clone(),
             principal,
         });
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             r.map_err(crate::msg::mailbox)?
-                .map_err(conn::session_error)?;
+                .map_err(peer::session_error)?;
             if act.attached.as_ref().is_some_and(|a| a.handle.name == name) {
                 act.attached = None;
             }
@@ -688,6 +700,6 @@ impl Handler<BusEvent> for KernelConn {
                 &json!({"jsonrpc": "2.0", "method": "event", "params": ev.to_json()}),
             )
         });
-        conn::write_frame(&self.tx, ctx, frame.to_vec());
+        peer::write_frame(&self.tx, ctx, frame.to_vec());
     }
 }

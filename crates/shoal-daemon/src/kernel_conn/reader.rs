@@ -11,9 +11,10 @@ use actix::prelude::*;
 use serde_json::Value as Json;
 
 use super::KernelConn;
-use crate::conn::{self, ConnContext, FrameItem, Writer};
+use crate::conn::ConnContext;
 use crate::health::Registration;
-use crate::session::CallCancel;
+use crate::peer::{self, FrameItem, Writer};
+use crate::sessions::session::CallCancel;
 use shoal_base::sync::Locked;
 use shoal_proto::frame::Frame;
 use shoal_proto::rpc::{self, RpcError};
@@ -67,7 +68,7 @@ impl KernelConn {
         items: impl futures_util::Stream<Item = FrameItem> + 'static,
     ) {
         let calls: Calls = Arc::default();
-        let hangup: Arc<conn::Hangup> = Arc::default();
+        let hangup: Arc<peer::Hangup> = Arc::default();
         let rx = spawn_reader(items, calls.clone(), cx.peer.clone(), hangup.clone());
         let stream = futures_util::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|item| (item, rx))
@@ -86,7 +87,7 @@ fn spawn_reader(
     items: impl futures_util::Stream<Item = FrameItem> + 'static,
     calls: Calls,
     peer: Option<Arc<std::os::fd::OwnedFd>>,
-    hangup: Arc<conn::Hangup>,
+    hangup: Arc<peer::Hangup>,
 ) -> tokio::sync::mpsc::Receiver<KernelItem> {
     use futures_util::StreamExt;
     let (tx, rx) = tokio::sync::mpsc::channel(READ_AHEAD);
@@ -132,13 +133,13 @@ fn spawn_reader(
         // The client stopped sending. A half-close still waits for its answers; a hang-up
         // cancels every call it was waiting for.
         let Some(peer) = peer else { return };
-        let mut tick = tokio::time::interval(conn::HANGUP_POLL);
+        let mut tick = tokio::time::interval(peer::HANGUP_POLL);
         loop {
             tick.tick().await;
             if lock_calls(&calls).is_empty() {
                 return;
             }
-            if conn::hung_up(&peer) {
+            if peer::hung_up(&peer) {
                 // Set first: a call woken by its cancel then knows nobody waits for it.
                 hangup.set();
                 for (_, c) in lock_calls(&calls).drain() {
@@ -161,10 +162,10 @@ impl StreamHandler<KernelItem> for KernelConn {
             }
             KernelItem::Oversized { len } => {
                 tracing::warn!(conn = self.cx.id, len, "oversized frame refused");
-                conn::write(&self.tx, ctx, &rpc::oversized(self.cx.limit, len));
+                peer::write(&self.tx, ctx, &rpc::oversized(self.cx.limit, len));
             }
             KernelItem::Invalid { id, error } => {
-                conn::write(&self.tx, ctx, &rpc::error_response(&id, &error));
+                peer::write(&self.tx, ctx, &rpc::error_response(&id, &error));
             }
             KernelItem::Request {
                 id,

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value as Json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{KernelConn, Reply};
-use crate::conn::Writer;
+use crate::peer::Writer;
 use shoal_proto::frame;
 use shoal_proto::rpc::{self, RpcError};
 use shoal_pty::api;
@@ -66,7 +66,7 @@ impl KernelConn {
         } else {
             att.client.clone()
         };
-        let get = crate::pty::get(&att.handle, id);
+        let get = crate::sessions::pty::get(&att.handle, id);
         let conn = self.cx.id;
         let tx = self.tx.clone();
         let watch = method == "pty.watch";

@@ -12,9 +12,9 @@ use actix::prelude::*;
 use serde_json::json;
 
 use super::{McpConn, MAX_NAMED_SESSIONS};
-use crate::conn;
 use crate::event_bus::Scope;
-use crate::session_handle::{AttachSession, SessionHandle};
+use crate::peer;
+use crate::sessions::handle::{AttachSession, SessionHandle};
 use shoal_proto::rpc::{self, RpcError};
 
 /// The session a token principal's shim attaches to when it names none.
@@ -96,7 +96,7 @@ impl McpConn {
             .with_data(json!({"code": "resource_limit", "max": MAX_NAMED_SESSIONS})))));
         }
         self.cx.daemon_stats.enqueue();
-        let f = self.cx.daemon.send(AttachSession {
+        let f = self.cx.daemon.attach.send(AttachSession {
             name: name.clone(),
             principal: self.principal_name(),
             cwd: self.want_cwd.clone(),
@@ -108,7 +108,7 @@ impl McpConn {
         Box::pin(f.into_actor(self).map(move |r, act, _ctx| {
             let h = r
                 .map_err(crate::msg::mailbox)?
-                .map_err(conn::session_error)?;
+                .map_err(peer::session_error)?;
             if let Some(old) = act.named.get(&name) {
                 if old.addr.connected() && old.name == h.name {
                     return Ok(old.clone());
@@ -130,7 +130,7 @@ impl McpConn {
             }
         }
         self.cx.daemon_stats.enqueue();
-        let f = self.cx.daemon.send(AttachSession {
+        let f = self.cx.daemon.attach.send(AttachSession {
             name: self.want_session.clone(),
             principal: self.principal_name(),
             cwd: self.want_cwd.clone(),
@@ -142,7 +142,7 @@ impl McpConn {
         Box::pin(f.into_actor(self).map(|r, act, _ctx| {
             let h = r
                 .map_err(crate::msg::mailbox)?
-                .map_err(conn::session_error)?;
+                .map_err(peer::session_error)?;
             // Concurrent first calls may both attach: keep the first handle.
             if let Some(old) = &act.attached {
                 if old.addr.connected() && old.name == h.name {

@@ -41,9 +41,9 @@ use tokio::sync::oneshot;
 
 use super::{ConnEra, McpConn, Reply};
 use crate::leash_calls;
-use crate::plan_store::PlanOp;
-use crate::session::CallCancel;
-use crate::session_handle::SessionHandle;
+use crate::sessions::handle::SessionHandle;
+use crate::sessions::plan_store::PlanOp;
+use crate::sessions::session::CallCancel;
 use shoal_policy::policy::ApproveVia;
 use shoal_policy::Gate;
 use shoal_proto::frame::Frame;
@@ -491,7 +491,7 @@ impl McpConn {
         self.elicit.waiting.insert(key.clone(), tx);
         let frame =
             json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": params});
-        super::conn::write(&self.tx, ctx, &frame);
+        crate::peer::write(&self.tx, ctx, &frame);
         tracing::info!(conn = self.cx.id, plan = %plan_ref, "asking the user to approve a plan (elicitation/create)");
         let via = self.elicit.via(None);
         Box::pin(
@@ -505,7 +505,7 @@ impl McpConn {
                             if act.elicit.waiting.remove(&key).is_some() {
                                 let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                     "params": {"requestId": id, "reason": why}});
-                                super::conn::write(&act.tx, ctx, &note);
+                                crate::peer::write(&act.tx, ctx, &note);
                             }
                             Outcome::Open(why)
                         }

@@ -40,14 +40,15 @@ use actix::fut::{ready, LocalBoxActorFuture};
 use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
-use super::conn::{self, ConnContext, FrameItem, Writer};
-use super::daemon::GetServices;
-use super::event_bus::{SubId, Unsubscribe};
-use super::health::Registration;
-use super::journal_writer::Services;
-use super::msg::CallOrigin;
-use super::session::CallCancel;
-use super::session_handle::SessionHandle;
+use crate::conn::GetServices;
+use crate::conn::{self, ConnContext};
+use crate::event_bus::{SubId, Unsubscribe};
+use crate::health::Registration;
+use crate::journal_writer::Services;
+use crate::msg::CallOrigin;
+use crate::peer::{self, FrameItem, Writer};
+use crate::sessions::handle::SessionHandle;
+use crate::sessions::session::CallCancel;
 use shoal_proto::elide::Budget;
 use shoal_proto::frame::Frame;
 use shoal_proto::kernel::GetRequest;
@@ -61,6 +62,7 @@ mod attach;
 mod elicit;
 mod resources;
 mod subscriptions;
+pub mod tasks;
 mod tools;
 
 type Reply = LocalBoxActorFuture<McpConn, Result<Json, RpcError>>;
@@ -95,8 +97,8 @@ impl Answer {
 
     fn log_done(&self) {
         match self {
-            Answer::Value(r) => conn::request_done(r),
-            Answer::Success(_) => conn::request_done(&Ok(Json::Null)),
+            Answer::Value(r) => peer::request_done(r),
+            Answer::Success(_) => peer::request_done(&Ok(Json::Null)),
         }
     }
 }
@@ -264,7 +266,7 @@ impl McpConn {
                     .and_then(Json::as_str)
                     .map(PathBuf::from)
                     .filter(|d| d.is_dir());
-                match conn::env_param(p.get("env")) {
+                match peer::env_param(p.get("env")) {
                     Ok(env) => self.want_env = env,
                     Err(m) => tracing::warn!(conn = self.cx.id, "shoal/attach: {m}; env ignored"),
                 }
@@ -310,7 +312,7 @@ impl McpConn {
                     .and_then(Json::as_str)
                     .unwrap_or("");
                 let e = mcp_era::unsupported(requested);
-                conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+                peer::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
                 return;
             }
             self.era = Some(ConnEra::Legacy);
@@ -350,7 +352,7 @@ impl McpConn {
                 self.notification(&method, params, ctx)
             }
             rpc::Incoming::Invalid { id, error } => {
-                conn::write(&self.tx, ctx, &rpc::error_response(&id, &error))
+                peer::write(&self.tx, ctx, &rpc::error_response(&id, &error))
             }
         }
     }
@@ -367,7 +369,7 @@ impl McpConn {
         let era = match era {
             Ok(e) => e,
             Err(e) => {
-                conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+                peer::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
                 return;
             }
         };
@@ -387,14 +389,14 @@ impl McpConn {
             _ => None,
         };
         if let Some(e) = refuse {
-            conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+            peer::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
             return;
         }
         match era {
             Era::Legacy => {
                 if method == "server/discover" {
                     let r = Ok(mcp_era::discover_result());
-                    conn::write(&self.tx, ctx, &rpc::reply(&id, r));
+                    peer::write(&self.tx, ctx, &rpc::reply(&id, r));
                     return;
                 }
                 self.request_in(id, method, call, None, ctx)
@@ -404,7 +406,7 @@ impl McpConn {
                 match (method.as_str(), call) {
                     ("server/discover", _) => {
                         let r = Ok(mcp_era::discover_result());
-                        conn::write(&self.tx, ctx, &rpc::reply(&id, r));
+                        peer::write(&self.tx, ctx, &rpc::reply(&id, r));
                     }
                     ("subscriptions/listen", Call::Params(params)) => {
                         self.listen(id, &params, env, ctx)
@@ -436,7 +438,7 @@ impl McpConn {
             .req_session
             .clone()
             .or_else(|| self.attached.as_ref().map(|h| h.name.clone()));
-        let span = conn::request_span("mcp", self.cx.id, session.as_deref(), &id, &method);
+        let span = peer::request_span("mcp", self.cx.id, session.as_deref(), &id, &method);
         let _entered = span.clone().entered();
         let key = id_key(&id);
         let origin = CallOrigin {
@@ -458,7 +460,7 @@ impl McpConn {
             ctx.wait(fut.map(move |answer, act, ctx| {
                 let _span = span.entered();
                 answer.log_done();
-                conn::write_frame(&act.tx, ctx, reply_frame(&id, answer));
+                peer::write_frame(&act.tx, ctx, reply_frame(&id, answer));
             }));
             return;
         }
@@ -500,7 +502,7 @@ impl McpConn {
             if done.is_some_and(|f| f.cancelled) {
                 tracing::debug!(conn = act.cx.id, request = %key, "cancelled request finished; no reply");
             } else {
-                conn::write_frame(&act.tx, ctx, reply_frame(&id, answer));
+                peer::write_frame(&act.tx, ctx, reply_frame(&id, answer));
             }
             if act.closing && act.inflight.is_empty() {
                 ctx.stop();
@@ -518,7 +520,7 @@ impl McpConn {
                 "progress": (secs * 1000.0).round() / 1000.0,
                 "message": format!("running for {secs:.1}s"),
             }});
-            conn::write(&act.tx, ctx, &frame);
+            peer::write(&act.tx, ctx, &frame);
         })
     }
 
@@ -577,7 +579,7 @@ impl McpConn {
                 let method = method.to_string();
                 Box::pin(self.session().then(move |h, act, _ctx| {
                     let h = h.and_then(|h| act.task_access(h, &method));
-                    async move { super::mcp_tasks::ext_method(h?, method, params).await }
+                    async move { crate::mcp_conn::tasks::ext_method(h?, method, params).await }
                         .into_actor(act)
                 }))
             }
@@ -589,7 +591,7 @@ impl McpConn {
                     let h = h.and_then(|h| act.task_access(h, &method));
                     async move {
                         let h = h?;
-                        super::mcp_tasks::method(h, method, params, Budget::default()).await
+                        crate::mcp_conn::tasks::method(h, method, params, Budget::default()).await
                     }
                     .into_actor(act)
                 }))
@@ -605,7 +607,7 @@ pub async fn get_value(
     reference: String,
     req: GetRequest,
 ) -> Result<Json, RpcError> {
-    super::exec::get_value(handle, reference, req, false).await
+    crate::sessions::exec::get_value(handle, reference, req, false).await
 }
 
 impl Actor for McpConn {
@@ -615,7 +617,7 @@ impl Actor for McpConn {
         ctx.set_mailbox_capacity(64);
         // Which capabilities exist decides what is advertised: ask first.
         self.cx.daemon_stats.enqueue();
-        let f = self.cx.daemon.send(GetServices);
+        let f = self.cx.daemon.services.send(GetServices);
         ctx.wait(f.into_actor(self).map(|r, act, _ctx| {
             act.services = r.ok().flatten();
         }));
@@ -670,8 +672,8 @@ impl StreamHandler<FrameItem> for McpConn {
         }
         self.closing = true;
         if let Some(peer) = self.cx.peer.clone() {
-            ctx.run_interval(conn::HANGUP_POLL, move |act, ctx| {
-                if conn::hung_up(&peer) {
+            ctx.run_interval(peer::HANGUP_POLL, move |act, ctx| {
+                if peer::hung_up(&peer) {
                     for f in act.inflight.values_mut() {
                         f.cancelled = true;
                         f.cancel.cancel();

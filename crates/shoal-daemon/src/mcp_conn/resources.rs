@@ -27,16 +27,16 @@ impl McpConn {
             let gate = act.gate.clone();
             async move {
                 let h = h.ok();
-                let last = h.as_ref().map(crate::session_handle::SessionHandle::last_ref).unwrap_or(0);
+                let last = h.as_ref().map(crate::sessions::handle::SessionHandle::last_ref).unwrap_or(0);
                 let mut page = mcp::resources_page(caps, last, cursor.as_deref())?;
                 // PTYs and the caller's live plans are listed once, on the first page.
                 if cursor.is_none() {
-                    let mut extra = crate::pty::resource_entries(h.clone()).await;
+                    let mut extra = crate::sessions::pty::resource_entries(h.clone()).await;
                     if let (Some(h), Some(g)) = (h, gate) {
                         if let Ok(Json::Array(plans)) = crate::leash_calls::plan_op(
                             h,
                             g,
-                            crate::plan_store::PlanOp::List,
+                            crate::sessions::plan_store::PlanOp::List,
                         )
                         .await
                         {
@@ -160,7 +160,7 @@ impl McpConn {
             ("task", Some(_)) | ("jobs", None) => {
                 let segs = parsed.segs.clone();
                 Box::pin(self.session().then(move |h, act, _ctx| {
-                    async move { crate::mcp_tasks::read(h?, u, segs).await }.into_actor(act)
+                    async move { crate::mcp_conn::tasks::read(h?, u, segs).await }.into_actor(act)
                 }))
             }
             ("session", Some("cwd")) => Box::pin(self.session().map(move |h, _act, _ctx| {
@@ -200,7 +200,7 @@ impl McpConn {
                 let seg = seg.map(str::to_string);
                 Box::pin(self.session().then(move |h, act, _ctx| {
                     async move {
-                        let r = crate::pty::read_resource(&h?, seg.as_deref()).await?;
+                        let r = crate::sessions::pty::read_resource(&h?, seg.as_deref()).await?;
                         Ok(mcp::read_result(&u, &r))
                     }
                     .into_actor(act)
@@ -225,7 +225,7 @@ impl McpConn {
                         let j = crate::leash_calls::plan_op(
                             handle,
                             gate,
-                            crate::plan_store::PlanOp::Get(r),
+                            crate::sessions::plan_store::PlanOp::Get(r),
                         )
                         .await?;
                         Ok(mcp::read_result(&u, &j))
@@ -247,7 +247,7 @@ impl McpConn {
                     && parsed
                         .segs
                         .first()
-                        .is_some_and(|c| crate::task::is_scoped_channel(c));
+                        .is_some_and(|c| crate::sessions::task::is_scoped_channel(c));
                 if !scoped {
                     return Box::pin(
                         async move { read_service(&s, &parsed, &u, &principal).await }
@@ -258,7 +258,8 @@ impl McpConn {
                 Box::pin(self.session().then(move |h, act, _ctx| {
                     async move {
                         let mut parsed = parsed;
-                        parsed.segs[0] = crate::task::scoped_channel(&h?, &parsed.segs[0]).await?;
+                        parsed.segs[0] =
+                            crate::sessions::task::scoped_channel(&h?, &parsed.segs[0]).await?;
                         read_service(&s, &parsed, &u, &principal).await
                     }
                     .into_actor(act)

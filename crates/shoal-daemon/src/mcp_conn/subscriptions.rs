@@ -7,10 +7,10 @@ use actix::fut::{ready, LocalBoxActorFuture};
 use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
-use crate::conn::{self};
 use crate::event_bus::{BusEvent, Subscribe, Unsubscribe};
-use crate::session_handle::SessionHandle;
-use crate::task;
+use crate::peer::{self};
+use crate::sessions::handle::SessionHandle;
+use crate::sessions::task;
 use shoal_proto::mcp;
 use shoal_proto::mcp_era::{self};
 use shoal_proto::mcp_tasks_ext;
@@ -25,7 +25,7 @@ impl McpConn {
                 "resources/subscribe requires uri",
             ))));
         };
-        if let Some(id) = crate::pty::watch_uri(&u) {
+        if let Some(id) = crate::sessions::pty::watch_uri(&u) {
             return self.subscribe_pty(u, id);
         }
         let channel = match mcp::subscription_channel(&u) {
@@ -116,7 +116,7 @@ impl McpConn {
             .map(|l| l.chans.len() + l.n_ptys)
             .sum();
         if self.subs.len() + self.pty_subs.len() + listened + n > max {
-            return Err(conn::limit_error(
+            return Err(peer::limit_error(
                 "max_subscriptions_per_connection",
                 max as u64,
                 "too many subscriptions on this connection",
@@ -134,12 +134,13 @@ impl McpConn {
             return Box::pin(ready(Err(e)));
         }
         Box::pin(self.session().then(move |h, act, _ctx| {
-            let watch = h.map(|h| crate::pty::watch(&h, id));
+            let watch = h.map(|h| crate::sessions::pty::watch(&h, id));
             async move { watch?.await }
                 .into_actor(act)
                 .map(move |r, act, ctx| {
                     let changes = r?;
-                    let updates = crate::pty::updates(act.tx.clone(), u.clone(), changes, None);
+                    let updates =
+                        crate::sessions::pty::updates(act.tx.clone(), u.clone(), changes, None);
                     let handle = ctx.spawn(updates.into_actor(act));
                     if let Some(old) = act.pty_subs.insert(u, handle) {
                         ctx.cancel_future(old);
@@ -229,7 +230,7 @@ impl McpConn {
         });
         ctx.wait(check.map(move |r, act, ctx| match r {
             Ok(resolved) => act.listen_checked(id, &params, env, resolved, ctx),
-            Err(e) => conn::write(&act.tx, ctx, &rpc::reply(&id, Err(e))),
+            Err(e) => peer::write(&act.tx, ctx, &rpc::reply(&id, Err(e))),
         }));
     }
 
@@ -244,15 +245,15 @@ impl McpConn {
         let key = id_key(&id);
         let uris = match mcp_era::listen_uris(params) {
             Ok(u) => u,
-            Err(e) => return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e))),
+            Err(e) => return peer::write(&self.tx, ctx, &rpc::reply(&id, Err(e))),
         };
         let task_ids = match mcp_tasks_ext::listen_task_ids(params) {
             Ok(t) => t,
-            Err(e) => return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e))),
+            Err(e) => return peer::write(&self.tx, ctx, &rpc::reply(&id, Err(e))),
         };
         if self.listens.contains_key(&key) || self.inflight.contains_key(&key) {
             let e = RpcError::new(rpc::INVALID_REQUEST, "request id already in use");
-            return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+            return peer::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
         }
         let mut chans: Vec<(String, String)> = Vec::new();
         let mut ptys: Vec<(String, u64)> = Vec::new();
@@ -260,7 +261,7 @@ impl McpConn {
             if chans.iter().any(|(x, _)| *x == u) || ptys.iter().any(|(x, _)| *x == u) {
                 continue;
             }
-            if let Some(n) = crate::pty::watch_uri(&u) {
+            if let Some(n) = crate::sessions::pty::watch_uri(&u) {
                 ptys.push((u, n));
             } else if let Ok(ch) = mcp::subscription_channel(&u) {
                 // A scoped channel only as `listen` resolved it (its bus name).
@@ -275,12 +276,12 @@ impl McpConn {
             }
         }
         if let Err(e) = self.subscription_room_for(chans.len() + ptys.len() + task_ids.len()) {
-            return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
+            return peer::write(&self.tx, ctx, &rpc::reply(&id, Err(e)));
         }
         // A token hears the events of sessions it may read only.
         let scope = match self.bus_scope() {
             Ok(scope) => scope,
-            Err(e) => return conn::write(&self.tx, ctx, &rpc::reply(&id, Err(e))),
+            Err(e) => return peer::write(&self.tx, ctx, &rpc::reply(&id, Err(e))),
         };
         let mut need: Vec<String> = Vec::new();
         for (_, c) in &chans {
@@ -334,12 +335,12 @@ impl McpConn {
             let mut tasks = Vec::new();
             if let Some(Ok(h)) = h {
                 for (u, n) in ptys {
-                    if let Ok(rx) = crate::pty::watch(&h, n).await {
+                    if let Ok(rx) = crate::sessions::pty::watch(&h, n).await {
                         out.push((u, rx));
                     }
                 }
                 for n in task_ids {
-                    if let Some(view) = crate::mcp_tasks::ext_watch(&h, n).await {
+                    if let Some(view) = crate::mcp_conn::tasks::ext_watch(&h, n).await {
                         tasks.push((n, view));
                     }
                 }
@@ -391,15 +392,19 @@ impl McpConn {
                     .collect();
                 filter["taskIds"] = json!(t);
             }
-            conn::write(&act.tx, ctx, &mcp_era::acknowledged(&listen_id, &filter));
+            peer::write(&act.tx, ctx, &mcp_era::acknowledged(&listen_id, &filter));
             let mut handles = Vec::new();
             for (u, rx) in watched {
-                let updates = crate::pty::updates(act.tx.clone(), u, rx, Some(listen_id.clone()));
+                let updates =
+                    crate::sessions::pty::updates(act.tx.clone(), u, rx, Some(listen_id.clone()));
                 handles.push(ctx.spawn(updates.into_actor(act)));
             }
             for (_, view) in tasks {
-                let updates =
-                    crate::mcp_tasks::ext_status_updates(act.tx.clone(), view, listen_id.clone());
+                let updates = crate::mcp_conn::tasks::ext_status_updates(
+                    act.tx.clone(),
+                    view,
+                    listen_id.clone(),
+                );
                 handles.push(ctx.spawn(updates.into_actor(act)));
             }
             if let Some(l) = act.listens.get_mut(&key) {
@@ -462,7 +467,7 @@ impl Handler<BusEvent> for McpConn {
                 params["_meta"] = json!({mcp_era::SUBSCRIPTION_ID_KEY: id});
             }
             let frame = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params});
-            conn::write(&self.tx, ctx, &frame);
+            peer::write(&self.tx, ctx, &frame);
         }
     }
 }

@@ -10,9 +10,9 @@ use actix::fut::ready;
 use actix::prelude::*;
 use serde_json::{json, Map, Value as Json};
 
-use crate::exec::exec_elided;
 use crate::journal_writer::{self as jw, Services};
-use crate::session::CallCancel;
+use crate::sessions::exec::exec_elided;
+use crate::sessions::session::CallCancel;
 use shoal_lang::Position;
 use shoal_proto::elide::Budget;
 use shoal_proto::kernel;
@@ -86,7 +86,7 @@ impl McpConn {
             "shoal_cancel" => Box::pin(self.session().then(move |h, act, _ctx| {
                 async move {
                     match h {
-                        Ok(h) => Ok(crate::mcp_tasks::cancel_tool(h, args).await),
+                        Ok(h) => Ok(crate::mcp_conn::tasks::cancel_tool(h, args).await),
                         Err(e) => Ok(mcp::tool_error_rpc(&e)),
                     }
                 }
@@ -136,11 +136,11 @@ impl McpConn {
         };
         Box::pin(self.session().then(move |h, act, _ctx| {
             let gate = act.gate.clone();
-            async move { crate::mcp_tasks::create(h?, src, position, gate).await }
+            async move { crate::mcp_conn::tasks::create(h?, src, position, gate).await }
                 .into_actor(act)
                 .map(|r, act, ctx| {
                     let (created, view) = r?;
-                    let updates = crate::mcp_tasks::status_updates(act.tx.clone(), view);
+                    let updates = crate::mcp_conn::tasks::status_updates(act.tx.clone(), view);
                     ctx.spawn(updates.into_actor(act));
                     Ok(created)
                 })
@@ -156,7 +156,7 @@ impl McpConn {
     ) -> AnswerFut {
         let parsed = kernel::exec_params(&args, Position::Value).and_then(|(s, p)| {
             let b = Budget::from_json(args.get("elide")).map_err(RpcError::invalid_params)?;
-            Ok((s, p, b, crate::task::task_opts(&args)?))
+            Ok((s, p, b, crate::sessions::task::task_opts(&args)?))
         });
         let (src, position, budget, opts) = match parsed {
             Ok(x) => x,
@@ -176,13 +176,17 @@ impl McpConn {
                 };
                 if ext {
                     // Server-directed task creation (Tasks extension).
-                    let r = crate::mcp_tasks::ext_exec(handle, src, position, budget, cancel, gate);
+                    let r = crate::mcp_conn::tasks::ext_exec(
+                        handle, src, position, budget, cancel, gate,
+                    );
                     return Answer::Value(Ok(r.await.unwrap_or_else(|e| mcp::tool_error_rpc(&e))));
                 }
                 let r = match opts {
                     Some(o) => {
-                        crate::task::exec_as_task(handle, src, position, false, budget, o, gate)
-                            .await
+                        crate::sessions::task::exec_as_task(
+                            handle, src, position, false, budget, o, gate,
+                        )
+                        .await
                     }
                     None => {
                         exec_elided(handle, src, position, false, budget, cancel, gate, true).await
@@ -300,7 +304,7 @@ impl McpConn {
             let caller = Some(act.cx.id);
             async move {
                 let r = match h {
-                    Ok(h) => crate::pty::call_as(&h, method, &args, gate, caller).await,
+                    Ok(h) => crate::sessions::pty::call_as(&h, method, &args, gate, caller).await,
                     Err(e) => Err(e),
                 };
                 Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))

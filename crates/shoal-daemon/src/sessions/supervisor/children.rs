@@ -11,12 +11,12 @@ use std::sync::Arc;
 use actix::prelude::*;
 use serde_json::Value as Json;
 
-use super::super::health::{ActorStats, Counted};
-use super::super::msg::SessionError;
-use super::super::plan_store::PlanStore;
-use super::super::session::Session;
-use super::super::task::Task;
 use super::SessionSupervisor;
+use crate::health::{ActorStats, Counted};
+use crate::msg::SessionError;
+use crate::sessions::plan_store::PlanStore;
+use crate::sessions::session::Session;
+use crate::sessions::task::Task;
 use shoal_lang::task::{self as tasks, Entry};
 
 /// Which child of the supervisor.
@@ -210,7 +210,7 @@ impl SessionSupervisor {
                 })
             })
             .collect();
-        // The PTYs (their table is `actors/pty.rs`'s): their rows in the registry.
+        // The PTYs (their table is `sessions/pty.rs`'s): their rows in the registry.
         let me = serde_json::json!(self.reg.id());
         children.extend(
             self.registry

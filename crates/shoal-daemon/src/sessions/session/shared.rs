@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use super::super::health::ActorStats;
-use super::super::journal_writer::Services;
-use super::super::msg::SessionError;
 use super::exec::new_lang;
 use super::journal_unavailable;
 use super::transcript::Transcript;
+use crate::health::ActorStats;
+use crate::journal_writer::Services;
+use crate::msg::SessionError;
 use shoal_base::sync::Locked;
 use shoal_journal::reserve::RefReservation;
 use shoal_lang::{ChannelInjector, Interrupter, Session as LangSession};
@@ -81,7 +81,7 @@ pub struct SessionShared {
     /// The supervisor (set as it starts): where an evaluation's `cmd &` and
     /// `jobs` reach the session's tasks. Weak: the session's state never keeps
     /// its supervisor alive.
-    supervisor: Mutex<Option<actix::WeakAddr<crate::session_supervisor::SessionSupervisor>>>,
+    supervisor: Mutex<Option<actix::WeakAddr<crate::sessions::supervisor::SessionSupervisor>>>,
 }
 
 /// `out:n` of `session` read back from the journal.
@@ -206,12 +206,15 @@ impl SessionShared {
     /// The supervisor, while it lives.
     pub fn supervisor(
         &self,
-    ) -> Option<actix::WeakAddr<crate::session_supervisor::SessionSupervisor>> {
+    ) -> Option<actix::WeakAddr<crate::sessions::supervisor::SessionSupervisor>> {
         self.supervisor.locked().clone()
     }
 
     /// The supervisor started.
-    pub fn set_supervisor(&self, a: actix::WeakAddr<crate::session_supervisor::SessionSupervisor>) {
+    pub fn set_supervisor(
+        &self,
+        a: actix::WeakAddr<crate::sessions::supervisor::SessionSupervisor>,
+    ) {
         *self.supervisor.locked() = Some(a);
     }
 

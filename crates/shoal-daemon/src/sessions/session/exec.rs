@@ -7,12 +7,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::super::msg::CallCancel;
-use super::super::msg::{ExecReply, SessionError};
 use super::record::{PendingJournal, PendingRan};
 use super::shared::{LiveState, SessionShared};
 use super::worker::publish;
 use super::{cancelled_before_running, journal_unavailable, panic_message};
+use crate::msg::CallCancel;
+use crate::msg::{ExecReply, SessionError};
 use shoal_base::sync::Locked;
 use shoal_lang::session::Prepared;
 use shoal_lang::{ExecError, Position, Session as LangSession, SessionOptions};
@@ -289,7 +289,7 @@ fn finish_job(
             .and_then(shoal_lang::env_view::EnvView::for_gate),
     );
     // `cmd &`, `jobs` and task handles reach the session's tasks, for this caller.
-    session.set_task_host(crate::session_supervisor::task_host(
+    session.set_task_host(crate::sessions::supervisor::task_host(
         shared,
         job.gate.clone(),
     ));

@@ -20,11 +20,11 @@ use std::time::Duration;
 use actix::prelude::*;
 use serde_json::{json, Map, Value as Json};
 
-use super::conn::Writer;
-use super::health::Registration;
-use super::msg::{PtyCall, PtyGet, PtyWatch};
-use super::session_handle::SessionHandle;
-use super::session_supervisor::SessionSupervisor;
+use crate::health::Registration;
+use crate::msg::{PtyCall, PtyGet, PtyWatch};
+use crate::peer::Writer;
+use crate::sessions::handle::SessionHandle;
+use crate::sessions::supervisor::SessionSupervisor;
 use shoal_proto::frame;
 use shoal_proto::rpc::RpcError;
 use shoal_pty::api::{self, PtyOp};
@@ -173,7 +173,7 @@ impl Drop for Held {
 
 /// One open PTY of the table.
 struct Entry {
-    addr: super::health::Counted<Pty>,
+    addr: crate::health::Counted<Pty>,
     handle: Arc<PtyHandle>,
     held: Held,
 }
@@ -215,7 +215,7 @@ impl PtyTable {
 /// The session's cwd and environment (as of its last exec, else what it
 /// starts with).
 fn session_env(
-    shared: &super::session::SessionShared,
+    shared: &crate::sessions::session::SessionShared,
 ) -> (std::path::PathBuf, Vec<(String, String)>) {
     match shared.live_state() {
         Some(l) => (l.cwd, l.env),
@@ -295,7 +295,7 @@ impl Handler<PtyCall> for SessionSupervisor {
                         .registry
                         .register("pty", id_name(h.id), Some(act.reg.id()));
                     let stats = reg.stats.clone();
-                    let addr = super::health::Counted::new(Pty::new(h.clone(), reg).start(), stats);
+                    let addr = crate::health::Counted::new(Pty::new(h.clone(), reg).start(), stats);
                     let info = h.info();
                     tracing::info!(session = %act.shared.name, pty = %id_name(h.id), pid = h.pid, cmd = %h.cmd, "pty opened");
                     act.ptys.entries.insert(
@@ -434,7 +434,7 @@ pub fn call_as(
         handle
             .send(PtyCall { op, gate, caller })
             .await
-            .map_err(|_| super::conn::session_error(super::msg::SessionError::Closed(name)))?
+            .map_err(|_| crate::peer::session_error(crate::msg::SessionError::Closed(name)))?
     }
 }
 

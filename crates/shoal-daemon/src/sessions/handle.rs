@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 
-use super::health::ActorStats;
-use super::msg::{Exec, ExecReply, SessionError};
-use super::session::SessionShared;
-use super::session_supervisor::SessionSupervisor;
+use crate::health::ActorStats;
+use crate::msg::{Exec, ExecReply, SessionError};
+use crate::sessions::session::SessionShared;
+use crate::sessions::supervisor::SessionSupervisor;
 use shoal_proto::rpc::{self, RpcError};
 
 /// What an attached principal may do in a session.
@@ -99,7 +99,7 @@ pub struct SessionHandle {
     /// differs from the one it started with.
     pub env_differs: bool,
     /// The journal and the event bus.
-    pub services: Option<super::journal_writer::Services>,
+    pub services: Option<crate::journal_writer::Services>,
 }
 
 impl SessionHandle {
@@ -109,7 +109,7 @@ impl SessionHandle {
         addr: Addr<SessionSupervisor>,
         stats: Arc<ActorStats>,
         shared: Arc<SessionShared>,
-        services: Option<super::journal_writer::Services>,
+        services: Option<crate::journal_writer::Services>,
     ) -> Self {
         SessionHandle {
             name: shared.name.clone(),
@@ -153,7 +153,7 @@ impl SessionHandle {
     }
 
     /// The people attached to the session.
-    pub fn humans(&self) -> &super::session::Humans {
+    pub fn humans(&self) -> &crate::sessions::session::Humans {
         &self.shared.humans
     }
 

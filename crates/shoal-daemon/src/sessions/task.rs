@@ -15,11 +15,11 @@ use std::time::Duration;
 use actix::prelude::*;
 use tokio::sync::{oneshot, watch};
 
-use super::event_bus::{BusHandle, Publish};
-use super::health::Registration;
-use super::msg::{ExecReply, SessionError};
-use super::session::{CallCancel, JobSpec, SessionShared};
-use super::session_supervisor::ExitNotice;
+use crate::event_bus::{BusHandle, Publish};
+use crate::health::Registration;
+use crate::msg::{ExecReply, SessionError};
+use crate::sessions::session::{CallCancel, JobSpec, SessionShared};
+use crate::sessions::supervisor::ExitNotice;
 use shoal_base::sync::Locked;
 use shoal_lang::task::{self, Ending, TaskRecord, TaskState};
 use shoal_lang::Session as LangSession;
@@ -129,7 +129,7 @@ impl Task {
                     SessionError::Raised { n, .. } => Some(*n),
                     _ => None,
                 },
-                error: super::conn::session_error(e.clone()).to_json(),
+                error: crate::peer::session_error(e.clone()).to_json(),
             },
         };
         self.tx.send_modify(|v| {
@@ -181,7 +181,7 @@ pub fn is_scoped_channel(channel: &str) -> bool {
 ///
 /// Every path that reads or subscribes to a caller-named channel goes through here.
 pub async fn scoped_channel(
-    h: &super::session_handle::SessionHandle,
+    h: &crate::sessions::handle::SessionHandle,
     channel: &str,
 ) -> Result<String, RpcError> {
     if let Some(rest) = channel.strip_prefix("task.") {
@@ -229,8 +229,9 @@ impl Actor for Task {
                 let _live = live;
                 shoal_lang::shell::process::set_thread_tail(tail);
                 let r = shoal_base::procs::with_home(Some(home.clone()), || {
-                    super::session::confine_for(&shared, spec.gate.as_deref())
-                        .and_then(|()| super::session::run_task(&shared, lang, &spec, stack))
+                    crate::sessions::session::confine_for(&shared, spec.gate.as_deref()).and_then(
+                        |()| crate::sessions::session::run_task(&shared, lang, &spec, stack),
+                    )
                 });
                 shoal_lang::shell::process::set_thread_tail(None);
                 // A cancelled task's programs got the polite signals; what
@@ -464,14 +465,14 @@ pub async fn wait_final(mut view: watch::Receiver<TaskView>, limit: Option<Durat
 /// Parse `{task: "task:N"}`.
 pub fn task_param(p: &serde_json::Map<String, serde_json::Value>) -> Result<u64, RpcError> {
     let r = rpc::req_str(p, "task")?;
-    task::parse_ref(r).ok_or_else(|| super::session_supervisor::unknown_task(r))
+    task::parse_ref(r).ok_or_else(|| crate::sessions::supervisor::unknown_task(r))
 }
 
 /// Run `src` as a task: `{task, events}` at once with `background`; with a
 /// `timeout_ms` only, the inline result if it ends in time, else `{task,
 /// events, timed_out: true}` with the work still running (never killed).
 pub async fn exec_as_task(
-    handle: super::session_handle::SessionHandle,
+    handle: crate::sessions::handle::SessionHandle,
     src: String,
     position: shoal_lang::Position,
     tty: bool,
@@ -480,22 +481,22 @@ pub async fn exec_as_task(
     gate: Option<std::sync::Arc<shoal_policy::Gate>>,
 ) -> Result<serde_json::Value, RpcError> {
     let (id, view) = handle
-        .send(super::session_supervisor::StartTask {
+        .send(crate::sessions::supervisor::StartTask {
             src,
             position,
             tty,
             gate,
         })
         .await
-        .map_err(|_| super::conn::session_error(SessionError::Closed(handle.name.clone())))??;
+        .map_err(|_| crate::peer::session_error(SessionError::Closed(handle.name.clone())))??;
     let limit = match (opts.background, opts.timeout_ms) {
         (false, Some(ms)) if ms > 0 => Duration::from_millis(ms),
         _ => return Ok(task_created(id)),
     };
     let seen = wait_final(view, Some(limit)).await;
     match seen.reply.as_deref() {
-        Some(Ok(x)) => super::exec::exec_reply_json(x.clone(), &budget),
-        Some(Err(e)) => Err(super::conn::session_error(e.clone())),
+        Some(Ok(x)) => crate::sessions::exec::exec_reply_json(x.clone(), &budget),
+        Some(Err(e)) => Err(crate::peer::session_error(e.clone())),
         None => {
             let mut r = task_created(id);
             r["timed_out"] = serde_json::json!(true);
@@ -506,21 +507,21 @@ pub async fn exec_as_task(
 
 /// Ask the supervisor about its tasks.
 pub async fn task_call(
-    handle: &super::session_handle::SessionHandle,
-    op: super::session_supervisor::TaskOp,
-) -> Result<super::session_supervisor::TaskAnswer, RpcError> {
+    handle: &crate::sessions::handle::SessionHandle,
+    op: crate::sessions::supervisor::TaskOp,
+) -> Result<crate::sessions::supervisor::TaskAnswer, RpcError> {
     handle
-        .send(super::session_supervisor::TaskCall(op))
+        .send(crate::sessions::supervisor::TaskCall(op))
         .await
-        .map_err(|_| super::conn::session_error(SessionError::Closed(handle.name.clone())))?
+        .map_err(|_| crate::peer::session_error(SessionError::Closed(handle.name.clone())))?
 }
 
 /// One task's record as JSON.
 pub async fn task_record(
-    handle: &super::session_handle::SessionHandle,
+    handle: &crate::sessions::handle::SessionHandle,
     id: u64,
 ) -> Result<serde_json::Value, RpcError> {
-    use super::session_supervisor::{TaskAnswer, TaskOp};
+    use crate::sessions::supervisor::{TaskAnswer, TaskOp};
     match task_call(handle, TaskOp::Get(id)).await? {
         TaskAnswer::Record(r) => Ok(r),
         _ => Err(RpcError::internal("unexpected answer to task.get")),
@@ -530,11 +531,11 @@ pub async fn task_record(
 /// `task.get`, `task.list`, `task.await`, `task.cancel`, `task.suspend`,
 /// `task.resume` (`-32021` for an unknown or other-session task).
 pub async fn kernel_method(
-    handle: super::session_handle::SessionHandle,
+    handle: crate::sessions::handle::SessionHandle,
     method: String,
     p: serde_json::Map<String, serde_json::Value>,
 ) -> Result<serde_json::Value, RpcError> {
-    use super::session_supervisor::{TaskAnswer, TaskOp};
+    use crate::sessions::supervisor::{TaskAnswer, TaskOp};
     if method == "task.list" {
         return match task_call(&handle, TaskOp::List).await? {
             TaskAnswer::List(l) => Ok(serde_json::Value::Array(l)),
@@ -583,11 +584,11 @@ pub async fn kernel_method(
 /// `render` is the text a model reads: a status line, then the output so far
 /// or the value's render.
 pub async fn task_read(
-    handle: &super::session_handle::SessionHandle,
+    handle: &crate::sessions::handle::SessionHandle,
     id: u64,
     budget: &shoal_proto::elide::Budget,
 ) -> Result<serde_json::Value, RpcError> {
-    use super::session_supervisor::{TaskAnswer, TaskOp};
+    use crate::sessions::supervisor::{TaskAnswer, TaskOp};
     let TaskAnswer::Watch(view) = task_call(handle, TaskOp::Watch(id)).await? else {
         return Err(RpcError::internal("unexpected answer to a task read"));
     };
@@ -619,7 +620,7 @@ pub async fn task_read(
                 }
             }
             Err(e) => {
-                let e = super::conn::session_error(e.clone());
+                let e = crate::peer::session_error(e.clone());
                 text.push('\n');
                 text.push_str(&e.message);
             }

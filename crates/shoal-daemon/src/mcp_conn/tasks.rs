@@ -9,11 +9,11 @@ use tokio::sync::watch;
 
 use std::sync::Arc;
 
-use super::conn::Writer;
-use super::msg::CallCancel;
-use super::session_handle::SessionHandle;
-use super::session_supervisor::{StartTask, TaskAnswer, TaskOp};
-use super::task::{self, TaskControl, TaskView};
+use crate::msg::CallCancel;
+use crate::peer::Writer;
+use crate::sessions::handle::SessionHandle;
+use crate::sessions::supervisor::{StartTask, TaskAnswer, TaskOp};
+use crate::sessions::task::{self, TaskControl, TaskView};
 use shoal_lang::task::TaskRecord;
 use shoal_lang::Position;
 use shoal_proto::elide::Budget;
@@ -128,11 +128,11 @@ pub async fn method(
             };
             let seen = task::wait_final(view, None).await;
             let mut r = match seen.reply.as_deref() {
-                Some(Ok(x)) => match super::exec::exec_reply_json(x.clone(), &budget) {
+                Some(Ok(x)) => match crate::sessions::exec::exec_reply_json(x.clone(), &budget) {
                     Ok(v) => mcp::tool_success(v),
                     Err(e) => mcp::tool_error_rpc(&e),
                 },
-                Some(Err(e)) => mcp::tool_error_rpc(&super::conn::session_error(e.clone())),
+                Some(Err(e)) => mcp::tool_error_rpc(&crate::peer::session_error(e.clone())),
                 None => mcp::tool_error_rpc(&RpcError::internal("the task ended without a result")),
             };
             r["_meta"] = mcp_tasks::related_meta(id);
@@ -171,7 +171,7 @@ pub async fn read(h: SessionHandle, uri: String, segs: Vec<String>) -> Result<Js
                 )
                 .with_data(json!({"task": format!("task:{id}"), "state": rec["state"]})));
             };
-            let v = super::mcp_conn::get_value(&h, r.to_string(), Default::default()).await?;
+            let v = crate::mcp_conn::get_value(&h, r.to_string(), Default::default()).await?;
             Ok(mcp::read_result(&uri, &v))
         }
         _ => Err(RpcError::invalid_params(format!(
@@ -190,7 +190,7 @@ fn ext_outcome(seen: &TaskView, budget: &Budget) -> mcp_tasks_ext::Outcome {
         return Outcome::None;
     }
     match seen.reply.as_deref() {
-        Some(Ok(x)) => match super::exec::exec_reply_json(x.clone(), budget) {
+        Some(Ok(x)) => match crate::sessions::exec::exec_reply_json(x.clone(), budget) {
             Ok(v) => Outcome::Result(mcp::tool_success(v)),
             Err(e) => Outcome::Result(mcp::tool_error_rpc(&e)),
         },
@@ -198,7 +198,7 @@ fn ext_outcome(seen: &TaskView, budget: &Budget) -> mcp_tasks_ext::Outcome {
             // A tool error ends the task `completed` with the `isError`
             // result the inline call gives; only an internal error stays a
             // JSON-RPC error (`mcp_tasks_ext::status`).
-            let e = super::conn::session_error(e.clone());
+            let e = crate::peer::session_error(e.clone());
             if e.code == shoal_proto::rpc::INTERNAL_ERROR {
                 Outcome::Error(e)
             } else {

@@ -1,7 +1,7 @@
 //! SessionSupervisor: one per named session. Owns the session's shared state
 //! (transcript, client count) and its child table (`children.rs`: the Session
 //! actor, the PlanStore, one Task actor per background task in `tasks.rs`, the
-//! PTYs in `actors/pty.rs`). This file holds the actor itself and the requests
+//! PTYs in `sessions/pty.rs`). This file holds the actor itself and the requests
 //! it forwards to its Session child or answers directly.
 //!
 //! Reads of the transcript (`value.get`) are answered here directly, so they
@@ -17,9 +17,9 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 
-use super::health::{Registration, Registry, RestartBudget};
-use super::msg::{Crash, Exec, ExecReply, GetValue, Interrupt, SessionError, StopSession};
-use super::session::{panic_message, SessionShared};
+use crate::health::{Registration, Registry, RestartBudget};
+use crate::msg::{Crash, Exec, ExecReply, GetValue, Interrupt, SessionError, StopSession};
+use crate::sessions::session::{panic_message, SessionShared};
 use shoal_lang::task::{self as task_table, TaskTable};
 use shoal_proto::kernel;
 
@@ -33,8 +33,8 @@ pub struct SessionSupervisor {
     pub shared: Arc<SessionShared>,
     pub(super) registry: Arc<Registry>,
     pub(super) reg: Registration,
-    /// The session's PTYs (`actors/pty.rs` handles `PtyCall`).
-    pub(super) ptys: super::pty::PtyTable,
+    /// The session's PTYs (`sessions/pty.rs` handles `PtyCall`).
+    pub(super) ptys: crate::sessions::pty::PtyTable,
     children: std::collections::BTreeMap<ChildKind, ChildSlot>,
     tasks: TaskTable<TaskEntry>,
     max_tasks: usize,
@@ -66,7 +66,7 @@ impl SessionSupervisor {
             budget: RestartBudget::new(max_per_minute),
             failed: false,
             stopping: false,
-            ptys: super::pty::PtyTable::new(
+            ptys: crate::sessions::pty::PtyTable::new(
                 crate::config::LimitsConfig::default().max_ptys_per_session,
             ),
         }
@@ -74,7 +74,7 @@ impl SessionSupervisor {
 
     /// `[limits] max_ptys_per_session`.
     pub fn with_pty_limit(mut self, max: usize) -> Self {
-        self.ptys = super::pty::PtyTable::new(max);
+        self.ptys = crate::sessions::pty::PtyTable::new(max);
         self
     }
 
@@ -174,7 +174,7 @@ impl Handler<GetValue> for SessionSupervisor {
         let err = unknown();
         let f = services
             .journal
-            .send(super::journal_writer::TranscriptValue {
+            .send(crate::journal_writer::TranscriptValue {
                 session: self.shared.name.clone(),
                 n,
             });

@@ -25,8 +25,8 @@ use std::sync::{mpsc, Arc};
 use actix::prelude::*;
 use tokio::sync::oneshot;
 
-use super::health::Registration;
-use super::msg::{Crash, Exec, ExecReply, SessionError};
+use crate::health::Registration;
+use crate::msg::{Crash, Exec, ExecReply, SessionError};
 
 pub use exec::{check_gate, run_task, JobSpec};
 pub use record::wait_records_handed_off;
@@ -35,7 +35,7 @@ pub use transcript::Transcript;
 pub use worker::confine_for;
 use worker::{publish, worker, Job, Lane, Work};
 
-pub use super::msg::CallCancel;
+pub use crate::msg::CallCancel;
 
 /// The journal cannot make this exec durable: `-32603` with `data.journal: "unavailable"`.
 pub fn journal_unavailable(error: &str) -> SessionError {
@@ -68,7 +68,7 @@ pub struct Session {
     jobs: Option<mpsc::Sender<Work>>,
     reg: Registration,
     /// Tells the supervisor when this actor ends (a panic included).
-    _exit: Option<super::session_supervisor::ExitNotice>,
+    _exit: Option<crate::sessions::supervisor::ExitNotice>,
 }
 
 impl Session {
@@ -82,7 +82,7 @@ impl Session {
         }
     }
 
-    pub fn with_exit_notice(mut self, exit: super::session_supervisor::ExitNotice) -> Self {
+    pub fn with_exit_notice(mut self, exit: crate::sessions::supervisor::ExitNotice) -> Self {
         self._exit = Some(exit);
         self
     }
@@ -274,10 +274,10 @@ impl Handler<Exec> for Session {
     }
 }
 
-impl Handler<super::msg::DerivePlan> for Session {
+impl Handler<crate::msg::DerivePlan> for Session {
     type Result = ResponseFuture<Result<shoal_policy::undo::Derived, SessionError>>;
 
-    fn handle(&mut self, msg: super::msg::DerivePlan, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: crate::msg::DerivePlan, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         let (reply, rx) = oneshot::channel();
         let sent = self.hand_off(Work::Derive {

@@ -16,11 +16,11 @@ use std::time::Duration;
 use actix::prelude::*;
 use tokio::sync::{oneshot, watch};
 
-use super::super::msg::{ExecReply, SessionError};
-use super::super::session::SessionShared;
-use super::super::task::{TaskControl, TaskView};
 use super::tasks::{StartTask, TaskAnswer, TaskCall, TaskOp};
 use super::SessionSupervisor;
+use crate::msg::{ExecReply, SessionError};
+use crate::sessions::session::SessionShared;
+use crate::sessions::task::{TaskControl, TaskView};
 use shoal_lang::eval::{TaskHost, TaskHostRef, TaskInfo};
 use shoal_lang::task::TaskRecord;
 use shoal_lang::{Interrupter, Position, Session as LangSession};
@@ -141,7 +141,7 @@ fn ended(reply: &Result<ExecReply, SessionError>) -> SResult<Value> {
     match reply {
         Ok(x) => Ok(x.value.clone()),
         Err(SessionError::Raised { error, .. }) => Err(error.clone()),
-        Err(e) => Err(lang_error(super::super::conn::session_error(e.clone()))),
+        Err(e) => Err(lang_error(crate::peer::session_error(e.clone()))),
     }
 }
 

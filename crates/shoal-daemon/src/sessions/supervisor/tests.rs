@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::task::{wait_final, TaskControl, TaskView};
+use crate::sessions::task::{wait_final, TaskControl, TaskView};
 use serde_json::Value as Json;
 use shoal_lang::task as tasks;
 use shoal_lang::Position;
@@ -84,7 +84,7 @@ async fn exec(a: &Addr<SessionSupervisor>, src: &str) -> Result<ExecReply, Sessi
         src: src.into(),
         position: Position::Value,
         tty: false,
-        cancel: crate::session::CallCancel::new(),
+        cancel: crate::sessions::session::CallCancel::new(),
         gate: None,
         check: false,
         width: None,
@@ -295,11 +295,11 @@ fn the_child_table_is_every_row_status_shows() {
         let (a, a_id) = start(&registry, "rows");
         let task = sleeping_task(&a).await;
         // A plan store and a PTY are children too.
-        a.send(crate::plan_store::PlanCall {
-            caller: crate::plan_store::Caller {
+        a.send(crate::sessions::plan_store::PlanCall {
+            caller: crate::sessions::plan_store::Caller {
                 principal: "tester".into(),
             },
-            op: crate::plan_store::PlanOp::List,
+            op: crate::sessions::plan_store::PlanOp::List,
         })
         .await
         .unwrap()

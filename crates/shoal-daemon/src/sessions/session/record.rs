@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::super::event_bus::Publish;
-use super::super::journal_writer::{self, ExecRecord, Ran};
 use super::panic_message;
 use super::shared::SessionShared;
+use crate::event_bus::Publish;
+use crate::journal_writer::{self, ExecRecord, Ran};
 use shoal_base::sync::Locked;
 use shoal_proto::wire;
 use shoal_value::{ShoalError, Value};

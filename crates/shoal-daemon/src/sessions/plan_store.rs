@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use actix::prelude::*;
 use serde_json::{json, Value as Json};
 
-use super::event_bus::BusHandle;
-use super::health::Registration;
-use super::session_supervisor::SessionSupervisor;
+use crate::event_bus::BusHandle;
+use crate::health::Registration;
+use crate::sessions::supervisor::SessionSupervisor;
 use shoal_policy::plan::{approve_channels, auto_apply_of, channel_names, Approval, Plan};
 use shoal_policy::policy::{ApproveVia, AutoApply};
 use shoal_policy::{effect, Verdict};
@@ -27,7 +27,7 @@ pub struct PlanStore {
     bus: Option<BusHandle>,
     reg: Registration,
     /// Tells the supervisor when this actor stops (dropped with it).
-    _exit: Option<super::session_supervisor::ExitNotice>,
+    _exit: Option<crate::sessions::supervisor::ExitNotice>,
 }
 
 /// Who asks.
@@ -131,7 +131,7 @@ impl PlanStore {
     }
 
     /// Report this actor's end to its supervisor.
-    pub fn with_exit_notice(mut self, exit: super::session_supervisor::ExitNotice) -> Self {
+    pub fn with_exit_notice(mut self, exit: crate::sessions::supervisor::ExitNotice) -> Self {
         self._exit = Some(exit);
         self
     }
@@ -547,16 +547,16 @@ impl Handler<PlanCall> for SessionSupervisor {
     }
 }
 
-impl Handler<super::msg::DerivePlan> for SessionSupervisor {
-    type Result = ResponseFuture<Result<shoal_policy::undo::Derived, super::msg::SessionError>>;
+impl Handler<crate::msg::DerivePlan> for SessionSupervisor {
+    type Result = ResponseFuture<Result<shoal_policy::undo::Derived, crate::msg::SessionError>>;
 
-    fn handle(&mut self, msg: super::msg::DerivePlan, _ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: crate::msg::DerivePlan, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         let child = self.session_child();
         Box::pin(async move {
             let addr = child?;
             addr.send(msg).await.unwrap_or_else(|_| {
-                Err(super::msg::SessionError::Internal(
+                Err(crate::msg::SessionError::Internal(
                     "the session actor died while planning".into(),
                 ))
             })

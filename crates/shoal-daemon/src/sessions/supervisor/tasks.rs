@@ -11,11 +11,11 @@ use std::time::Instant;
 use actix::prelude::*;
 use serde_json::Value as Json;
 
-use super::super::msg::{CallOrigin, SessionError};
-use super::super::session::{CallCancel, JobSpec};
-use super::super::task::{Control, Task, TaskControl, TaskView};
 use super::children::{ChildAddr, ChildKind, ChildSlot};
 use super::SessionSupervisor;
+use crate::msg::{CallOrigin, SessionError};
+use crate::sessions::session::{CallCancel, JobSpec};
+use crate::sessions::task::{Control, Task, TaskControl, TaskView};
 use shoal_lang::task::{self as tasks, Entry, TaskTable};
 use shoal_lang::Position;
 use shoal_proto::rpc::{self, RpcError};
@@ -130,7 +130,7 @@ impl SessionSupervisor {
         ctx: &mut Context<Self>,
     ) -> Result<(u64, tokio::sync::watch::Receiver<TaskView>), RpcError> {
         if self.failed {
-            return Err(super::super::conn::session_error(
+            return Err(crate::peer::session_error(
                 self.child()
                     .err()
                     .unwrap_or_else(|| SessionError::Internal("session failed".into())),
@@ -138,7 +138,7 @@ impl SessionSupervisor {
         }
         self.prune_tasks();
         if self.tasks.live() >= self.max_tasks {
-            return Err(super::super::conn::limit_error(
+            return Err(crate::peer::limit_error(
                 "max_tasks_per_session",
                 self.max_tasks as u64,
                 "running background tasks in this session",
@@ -149,12 +149,12 @@ impl SessionSupervisor {
             None => self
                 .shared
                 .fork_lang()
-                .map_err(super::super::conn::session_error)?,
+                .map_err(crate::peer::session_error)?,
         };
         // The Leash gate: refused before any task exists.
         if let Some(g) = &msg.gate {
-            super::super::session::check_gate(g, &lang, &msg.src)
-                .map_err(super::super::conn::session_error)?;
+            crate::sessions::session::check_gate(g, &lang, &msg.src)
+                .map_err(crate::peer::session_error)?;
         }
         let id = tasks::next_id();
         let kind = ChildKind::Task(id);
@@ -276,9 +276,9 @@ impl SessionSupervisor {
     pub(super) fn may_start(&self, gate: Option<&shoal_policy::Gate>) -> Result<(), RpcError> {
         if let Some(g) = gate {
             let (owner, name) = (&self.shared.owner, &self.shared.name);
-            let access = crate::session_handle::access_of(&g.principal, owner, name);
-            if access != Some(crate::session_handle::Access::Full) {
-                return Err(crate::session_handle::read_only(
+            let access = crate::sessions::handle::access_of(&g.principal, owner, name);
+            if access != Some(crate::sessions::handle::Access::Full) {
+                return Err(crate::sessions::handle::read_only(
                     &g.principal,
                     name,
                     "starting a task",

@@ -8,12 +8,12 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use super::super::event_bus::Publish;
-use super::super::msg::{ExecReply, SessionError};
 use super::exec::{ensure_lang, run_job, JobSpec};
 use super::record::RecordInFlight;
 use super::shared::{ForkSeed, SessionShared};
 use super::{cancelled_before_running, journal_unavailable, panic_message};
+use crate::event_bus::Publish;
+use crate::msg::{ExecReply, SessionError};
 use shoal_base::sync::Locked;
 use shoal_lang::Session as LangSession;
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value as Json};
 
-use super::conn;
-use super::msg::{CallCancel, Exec, ExecReply, GetValue, SessionError};
-use super::session_handle::SessionHandle;
-use super::session_supervisor::SessionSupervisor;
+use crate::msg::{CallCancel, Exec, ExecReply, GetValue, SessionError};
+use crate::peer;
+use crate::sessions::handle::SessionHandle;
+use crate::sessions::supervisor::SessionSupervisor;
 use shoal_lang::Position;
 use shoal_proto::elide::Budget;
 use shoal_proto::kernel::{self, GetRequest};
@@ -40,7 +40,7 @@ pub async fn exec_elided(
         check,
         width: None,
     };
-    let x = handle.exec(exec).await.map_err(conn::session_error)?;
+    let x = handle.exec(exec).await.map_err(peer::session_error)?;
     exec_reply_json(x, &budget)
 }
 
@@ -54,7 +54,7 @@ pub fn exec_elided_bytes(
 ) -> impl std::future::Future<Output = Result<Vec<u8>, RpcError>> + 'static {
     let reply = handle.exec(exec);
     async move {
-        let x = reply.await.map_err(conn::session_error)?;
+        let x = reply.await.map_err(peer::session_error)?;
         exec_reply_bytes(x, &budget)
     }
 }
@@ -77,7 +77,7 @@ pub fn exec_reply_bytes(mut x: ExecReply, budget: &Budget) -> Result<Vec<u8>, Rp
     .map_err(|p| {
         RpcError::internal(format!(
             "encoding panicked: {}",
-            super::session::panic_message(&p)
+            crate::sessions::session::panic_message(&p)
         ))
     })?;
     out.extend_from_slice(br#","render":"#);
@@ -109,7 +109,7 @@ pub fn exec_reply_json(mut x: ExecReply, budget: &Budget) -> Result<Json, RpcErr
     .map_err(|p| {
         RpcError::internal(format!(
             "encoding panicked: {}",
-            super::session::panic_message(&p)
+            crate::sessions::session::panic_message(&p)
         ))
     })?;
     let mut r = kernel::with_warnings(
@@ -153,7 +153,7 @@ pub async fn get_value(
 ) -> Result<Json, RpcError> {
     // `task:N`: the task's state, output tail and, once it ended, its value.
     if let Some(id) = shoal_lang::task::parse_ref(&reference) {
-        return super::task::task_read(handle, id, &req.elide).await;
+        return crate::sessions::task::task_read(handle, id, &req.elide).await;
     }
     let view = ask(
         handle,
@@ -170,7 +170,7 @@ pub async fn get_value(
     .map_err(|p| {
         RpcError::internal(format!(
             "value.get panicked: {}",
-            super::session::panic_message(&p)
+            crate::sessions::session::panic_message(&p)
         ))
     })?
 }
@@ -190,7 +190,7 @@ where
         .await
         .map_err(|_| SessionError::Closed(name))
         .and_then(|r| r)
-        .map_err(conn::session_error)
+        .map_err(peer::session_error)
 }
 
 #[cfg(test)]
