@@ -11,6 +11,7 @@ pub mod derive;
 pub mod env_view;
 pub mod eval;
 pub mod heads;
+pub mod interrupt;
 pub use shoal_value::memory;
 pub mod parse;
 pub mod quick;

@@ -2,7 +2,6 @@
 //! The public interface below is what the daemon uses.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -53,23 +52,7 @@ pub struct SessionOptions {
     pub adapters: Option<Arc<crate::adapters::Catalog>>,
 }
 
-/// Interrupts the evaluation running in a session, from any thread.
-#[derive(Clone, Debug, Default)]
-pub struct Interrupter {
-    flag: Arc<AtomicBool>,
-}
-
-impl Interrupter {
-    pub fn interrupt(&self) {
-        self.flag.store(true, Ordering::SeqCst);
-    }
-    pub fn is_interrupted(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
-    }
-    pub fn reset(&self) {
-        self.flag.store(false, Ordering::SeqCst);
-    }
-}
+pub use crate::interrupt::Interrupter;
 
 /// Delivers events into a session's channels from another thread.
 #[derive(Clone)]
@@ -586,6 +569,12 @@ impl Drop for Session {
     /// Background tasks (and their process groups) end with the session.
     fn drop(&mut self) {
         self.cancel_tasks();
+    }
+}
+
+impl From<crate::eval::Forked> for Session {
+    fn from(f: crate::eval::Forked) -> Session {
+        Session::from_interp(f.interp, f.prog)
     }
 }
 

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 use indexmap::IndexMap;
 
 use crate::ast::Program;
+use crate::interrupt::Interrupter;
 use crate::scope::{Scope, ScopeRef};
-use crate::session::Interrupter;
 use shoal_value::{ErrorCode, Host, Record, SResult, ShoalError, Value};
 
 mod adapted;
@@ -40,7 +40,7 @@ mod task;
 mod tests;
 
 pub use args::argv_string;
-pub use session_tasks::{TaskControl, TaskHost, TaskHostRef, TaskInfo};
+pub use session_tasks::{Forked, TaskControl, TaskHost, TaskHostRef, TaskInfo};
 pub use task::Tasks;
 
 /// Maximum nesting of calls (docs/rules.md §4).

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use crate::ast::{Command, Expr, ExprKind, Program, Span, Stmt, StmtKind, WordKind};
 use crate::eval::{EResult, Interp, Pos};
+use crate::interrupt::Interrupter;
 use crate::scope::ScopeRef;
-use crate::session::{Interrupter, Session};
 use shoal_base::sync::Locked;
 use shoal_value::{Record, SResult, ShoalError, TaskRef, Value};
 
@@ -36,9 +36,10 @@ pub enum TaskControl {
 /// The session's tasks, as the daemon keeps them. Called on an evaluation
 /// thread (never an arbiter); each call may wait for the session's supervisor.
 pub trait TaskHost: Send + Sync {
-    /// Start `src` as a task of the session, evaluated on `lang` (a fork of
-    /// the caller's state as it is now). Its number.
-    fn start(&self, src: &str, lang: Session) -> SResult<u64>;
+    /// Start `src` as a task of the session, evaluated on `fork` (the
+    /// caller's state as it is now; `Session::from` makes it a session). Its
+    /// number.
+    fn start(&self, src: &str, fork: Forked) -> SResult<u64>;
     /// Every task of the session, however it started.
     fn list(&self) -> SResult<Vec<TaskInfo>>;
     /// One task (`None`: no such task in this session).
@@ -47,6 +48,13 @@ pub trait TaskHost: Send + Sync {
     /// its value, or the error it raised.
     fn wait(&self, id: u64, intr: &Interrupter) -> SResult<Value>;
     fn control(&self, id: u64, c: TaskControl) -> SResult<()>;
+}
+
+/// A fork of an evaluation for a task: the evaluator's state and the program
+/// it is to run. The session layer above makes it a `Session`.
+pub struct Forked {
+    pub(crate) interp: Interp,
+    pub(crate) prog: Program,
 }
 
 /// The host of a session's evaluations.
@@ -64,9 +72,12 @@ impl Interp {
                 span,
             }],
         };
-        let lang = Session::from_interp(self.fork(scope), prog);
+        let fork = Forked {
+            interp: self.fork(scope),
+            prog,
+        };
         Some(
-            host.start(src, lang)
+            host.start(src, fork)
                 .map(|id| Value::Task(Arc::new(TaskRef { id })))
                 .map_err(|e| self.lift(e)),
         )

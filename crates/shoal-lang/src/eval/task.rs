@@ -12,8 +12,8 @@ use std::time::{Duration, Instant, SystemTime};
 use super::session_tasks::{job_row, TaskInfo};
 use crate::ast::Block;
 use crate::eval::{Channels, EResult, Interp, Pos};
+use crate::interrupt::Interrupter;
 use crate::scope::ScopeRef;
-use crate::session::Interrupter;
 use shoal_base::sync::Locked;
 use shoal_value::{ErrorCode, Record, SResult, ShoalError, StreamVal, TaskRef, Value};
 

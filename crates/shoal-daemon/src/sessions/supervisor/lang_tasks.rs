@@ -185,7 +185,8 @@ impl SupervisorTasks {
 }
 
 impl TaskHost for SupervisorTasks {
-    fn start(&self, src: &str, lang: LangSession) -> SResult<u64> {
+    fn start(&self, src: &str, fork: shoal_lang::eval::Forked) -> SResult<u64> {
+        let lang = LangSession::from(fork);
         let call = LangCall::Start {
             src: src.to_string(),
             lang: Box::new(lang),
