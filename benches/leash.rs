@@ -7,7 +7,10 @@
 //! - through the real daemon, a token principal's confined evaluation
 //!   against the local user's, in the same run: a trivial `exec` (target
 //!   ≤ 2× the local user's p50) and a spawn (`sh { : }`, target ≤ 5 ms
-//!   more than the local user's p50).
+//!   more than the local user's p50);
+//! - where bubblewrap is installed, `sh { true }` spawned by the local user against
+//!   a token principal whose children run in kernel namespaces (target ≤ 5 ms
+//!   more than the local user's p50; the rows above are `namespaces = "off"`).
 
 #![allow(clippy::print_stdout)] // a benchmark report is its stdout
 
@@ -160,30 +163,44 @@ fn confinement() {
     let dir = BenchDir::new("shl");
     let project = dir.path().join("project");
     std::fs::create_dir_all(&project).expect("project");
-    let config = format!(
-        "[policy.principal.\"agent:bench\"]\nopaque = \"allow\"\nauto_apply = \"in-grant\"\n[policy.principal.\"agent:bench\".fs]\nread = [\"/**\"]\nwrite = [\"{p}/**\"]\ndelete = [\"{p}/**\"]\n",
-        p = project.display()
-    );
+    let section = |name: &str, ns: &str| {
+        format!(
+            "[policy.principal.\"{name}\"]\nopaque = \"allow\"\nauto_apply = \"in-grant\"\nnamespaces = \"{ns}\"\n[policy.principal.\"{name}\".fs]\nread = [\"/**\"]\nwrite = [\"{p}/**\"]\ndelete = [\"{p}/**\"]\n",
+            p = project.display()
+        )
+    };
+    let config = section("agent:bench", "off") + &section("agent:bench-ns", "require");
     let daemon = dir.daemon().config(config).start();
     let sock = daemon.sock();
-    let out = daemon
-        .cmd()
-        .args(["token", "create", "agent:bench", "--state-dir"])
-        .arg(daemon.dir().path().join("state/shoal"))
-        .output()
-        .expect("token");
-    let token = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .to_string();
+    let token = |name: &str| {
+        let out = daemon
+            .cmd()
+            .args(["token", "create", name, "--state-dir"])
+            .arg(daemon.dir().path().join("state/shoal"))
+            .output()
+            .expect("token");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .to_string()
+    };
     let mut local = Line::open(&sock);
     local.call("session.attach", json!({"session": "bench-local"}));
     let mut agent = Line::open(&sock);
     agent.call(
         "session.attach",
-        json!({"session": "bench-agent", "token": token}),
+        json!({"session": "bench-agent", "token": token("agent:bench")}),
     );
+    let bwrap = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("bwrap").is_file()));
+    let mut in_ns = Line::open(&sock);
+    if bwrap {
+        in_ns.call(
+            "session.attach",
+            json!({"session": "bench-ns", "token": token("agent:bench-ns")}),
+        );
+    }
     // `6 * 7` is quick (answered on the arbiter for both); `"abc".len()` is
     // not (the token's meets its confined worker thread).
     for (src, n) in [("6 * 7", 2000), ("\"abc\".len()", 2000), ("sh { : }", 200)] {
@@ -215,6 +232,26 @@ fn confinement() {
             ms(a),
             verdict(ok)
         );
+    }
+    if bwrap {
+        let src = "sh { true }";
+        time_execs(&mut local, src, 20);
+        time_execs(&mut in_ns, src, 20);
+        let (mut l, mut a) = (Vec::new(), Vec::new());
+        for _ in 0..4 {
+            l.push(time_execs(&mut local, src, 50));
+            a.push(time_execs(&mut in_ns, src, 50));
+        }
+        let (l, a) = (p50(l), p50(a));
+        println!(
+            "  exec {:<12} local p50 {:>7.3} ms   token (namespaces) p50 {:>7.3} ms   (≤ local + 5 ms) {}",
+            format!("{src:?}"),
+            l.as_secs_f64() * 1e3,
+            a.as_secs_f64() * 1e3,
+            verdict(a <= l + Duration::from_millis(5))
+        );
+    } else {
+        println!("  exec sh {{ true }} in namespaces: skipped (no bwrap on PATH)");
     }
     drop(daemon);
 }

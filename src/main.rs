@@ -244,6 +244,12 @@ enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
+    // Inside a token principal's namespaces (bubblewrap): confine, then run.
+    let mut args = std::env::args_os();
+    if args.nth(1).as_deref() == Some(shoal_policy::namespaces::CONFINE_ARG.as_ref()) {
+        let code = shoal_policy::namespaces::confine_main(args.collect());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Daemon {

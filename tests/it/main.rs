@@ -33,6 +33,7 @@ mod leash_approvals;
 mod leash_confine;
 mod leash_elicit;
 mod leash_escape;
+mod leash_namespaces;
 mod leash_runtime;
 mod leash_sessions;
 mod load;

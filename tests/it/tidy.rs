@@ -55,6 +55,10 @@ const UNSAFE_ALLOWED: &[&str] = &[
     // Landlock's three system calls (no rustix wrapper): the ruleset is built in the parent,
     // restrict_self runs between fork and exec.
     "crates/shoal-policy/src/landlock.rs",
+    // Bubblewrap's child: the status pipe at fd 3 and signal dispositions between fork and
+    // exec; inside the namespace fork, execv and waitpid of the program (no rustix wrapper
+    // for exec with a prepared argv after confinement).
+    "crates/shoal-policy/src/namespaces.rs",
     // The seccomp socket filters (prctl, seccomp, close_range between fork and exec).
     "crates/shoal-policy/src/seccomp.rs",
     // Adopting a socket-activated listener fd.

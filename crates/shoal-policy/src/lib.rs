@@ -12,6 +12,7 @@ pub mod confine;
 pub mod effect;
 pub mod glob;
 pub mod landlock;
+pub mod namespaces;
 pub mod plan;
 pub mod policy;
 pub mod run_gate;
@@ -98,6 +99,9 @@ impl Gate {
             Some(landlock::Rules::for_token(policy, home.as_deref()))
         }
         .map(Arc::new);
+        if let (Some(s), Some(p), false) = (&sandbox, policy, principal == rt.local) {
+            namespaces::register(s, p.namespaces);
+        }
         let permissive =
             principal == rt.local && policy.is_some_and(|p| *p == policy::local_default());
         let run = (!permissive)

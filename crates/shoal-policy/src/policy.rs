@@ -46,6 +46,9 @@ pub struct PrincipalPolicy {
     /// Sessions owned by other principals this one may attach to read-only
     /// (globs over session names, `*` and `?` as in file names).
     pub sessions: Vec<NonEmpty>,
+    /// Kernel namespaces (bubblewrap) for a token principal's children:
+    /// `auto` (default), `require` or `off`; never for the local uid.
+    pub namespaces: super::namespaces::Mode,
 }
 
 /// An approval channel (`approve_via`).
@@ -265,6 +268,7 @@ pub fn local_default() -> PrincipalPolicy {
         },
         approve_via: None,
         sessions: vec![NonEmpty("*".into())],
+        namespaces: super::namespaces::Mode::Auto,
     }
 }
 

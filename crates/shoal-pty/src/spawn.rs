@@ -134,10 +134,18 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
         openpty::openpty(None, Some(&ws), None).map_err(|e| io::Error::other(e.to_string()))?;
     let master = OwnedFd::from(master);
     let slave = OwnedFd::from(slave);
-    let mut cmd = Command::new(&program);
-    cmd.arg0(&spec.cmd)
-        .args(&spec.args)
-        .current_dir(&spec.cwd)
+    // Leash: a token principal's child in kernel namespaces (bubblewrap).
+    let mut ns =
+        shoal_policy::namespaces::wrap(&program, spec.cmd.as_ref(), &spec.args, &spec.cwd)?;
+    let mut cmd = match ns.as_mut() {
+        Some((c, _)) => std::mem::replace(c, Command::new("/")),
+        None => {
+            let mut c = Command::new(&program);
+            c.arg0(&spec.cmd).args(&spec.args);
+            c
+        }
+    };
+    cmd.current_dir(&spec.cwd)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::from(slave.try_clone()?))
@@ -165,9 +173,10 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
         cmd.pre_exec(move || child_join.apply());
     }
     // Leash: the principal's filesystem grants, enforced by Landlock.
-    let sandbox = match shoal_policy::landlock::prepare() {
-        Ok(s) => s,
-        Err(e) => {
+    let sandbox = match ns.is_none().then(shoal_policy::landlock::prepare) {
+        None => None,
+        Some(Ok(s)) => s,
+        Some(Err(e)) => {
             join.abandon();
             return Err(e);
         }
@@ -182,7 +191,14 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
     // The table lock is held across the spawn so a reaper never sees the pid
     // before it is registered.
     let mut table = live();
-    let child = match cmd.spawn() {
+    let (cmd, spawned) = match ns.as_mut() {
+        Some((_, w)) => shoal_policy::namespaces::spawn(cmd, w),
+        None => {
+            let r = cmd.spawn();
+            (cmd, r)
+        }
+    };
+    let child = match spawned {
         Ok(c) => c,
         Err(e) => {
             join.abandon();
@@ -191,6 +207,9 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
     };
     let pid = child.id() as i32;
     table.insert(pid, join.started(pid));
+    if let Some((_, w)) = ns {
+        shoal_policy::namespaces::remember(pid, w);
+    }
     drop(table);
     // The parent's copies of the slave close here: EOF needs that.
     drop(cmd);
@@ -284,7 +303,7 @@ pub fn reap(pid: i32) -> Option<Exit> {
     };
     let exit = match r {
         0 => return None,
-        r if r == pid => Exit::from_wait(st),
+        r if r == pid => Exit::from_wait(shoal_policy::namespaces::exit_status(pid, st)),
         // ECHILD: someone else reaped it; the status is lost.
         _ => Exit {
             status: None,

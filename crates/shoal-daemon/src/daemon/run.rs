@@ -122,6 +122,12 @@ pub fn run(opts: DaemonOptions) -> i32 {
     );
     protected.push(shoal_value::output::spill_dir());
     shoal_policy::confine::protect(protected);
+    // Token children in namespaces where bubblewrap is installed; the
+    // broker thread that starts them is unconfined, so it starts here.
+    match std::env::current_exe() {
+        Ok(exe) => shoal_policy::namespaces::init(exe),
+        Err(e) => tracing::warn!("no namespaces for token children: {e}"),
+    }
     shoal_policy::install(&config.policy, config.plans.ttl.0, Some(state_dir.clone()));
 
     // The journal: a corrupt or foreign file stops the start, untouched.

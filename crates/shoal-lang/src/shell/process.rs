@@ -243,9 +243,19 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
     // identity), or unclassified ones where opaque effects are allowed.
     shoal_policy::run_gate::spawn(&spec.program).map_err(RunError::Denied)?;
     let start = Instant::now();
-    let mut cmd = Command::new(&spec.program);
-    cmd.arg0(&spec.argv0);
-    cmd.args(&spec.args);
+    // Leash: a token principal's child in kernel namespaces (bubblewrap),
+    // confined inside them; `None`: confined here, below.
+    let mut ns = shoal_policy::namespaces::wrap(&spec.program, &spec.argv0, &spec.args, &spec.cwd)
+        .map_err(RunError::Spawn)?;
+    let mut cmd = match ns.as_mut() {
+        Some((c, _)) => std::mem::replace(c, Command::new("/")),
+        None => {
+            let mut c = Command::new(&spec.program);
+            c.arg0(&spec.argv0);
+            c.args(&spec.args);
+            c
+        }
+    };
     cmd.current_dir(&spec.cwd);
     cmd.env_clear();
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
@@ -284,9 +294,10 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
         cmd.pre_exec(move || child_join.apply());
     }
     // Leash: the principal's filesystem grants, enforced by Landlock.
-    let sandbox = match shoal_policy::landlock::prepare() {
-        Ok(s) => s,
-        Err(e) => {
+    let sandbox = match ns.is_none().then(shoal_policy::landlock::prepare) {
+        None => None,
+        Some(Ok(s)) => s,
+        Some(Err(e)) => {
             join.abandon();
             return Err(RunError::Spawn(e));
         }
@@ -298,7 +309,14 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
             cmd.pre_exec(move || confine.apply());
         }
     }
-    let child = match cmd.spawn() {
+    let (cmd, spawned) = match ns.as_mut() {
+        Some((_, w)) => shoal_policy::namespaces::spawn(cmd, w),
+        None => {
+            let r = cmd.spawn();
+            (cmd, r)
+        }
+    };
+    let child = match spawned {
         Ok(c) => c,
         Err(e) => {
             join.abandon();
@@ -316,7 +334,7 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
         slot.store(pid, Ordering::SeqCst);
     }
     let slot = spec.pid_slot.clone();
-    let result = wait_child(
+    let mut result = wait_child(
         child,
         &tracked,
         feed,
@@ -325,6 +343,10 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
         interrupted,
         start,
     );
+    // In namespaces: the program's own status (bwrap reports a signal as 128+n).
+    if let (Some(raw), Ok(r)) = (ns.and_then(|(_, w)| w.status()), result.as_mut()) {
+        (r.status, r.signal) = status_parts(ExitStatus::from_raw(raw));
+    }
     if let Some(slot) = slot {
         slot.store(0, Ordering::SeqCst);
     }

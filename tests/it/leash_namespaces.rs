@@ -1,0 +1,262 @@
+//! Leash: a token principal's children run in kernel namespaces made by
+//! bubblewrap where it is installed (docs/leash.md, "Layers"): a private
+//! mount namespace holding only its grants, a private `/proc`, no network
+//! for `hermetic`; Landlock and seccomp still apply inside. Judged by what
+//! the child sees and by the outcome on disk, each with the local user
+//! (unconfined, the real tree) as control and `namespaces = "off"` as the
+//! previous behaviour.
+
+use crate::common::*;
+use serde_json::json;
+
+fn reply(c: &mut Conn, src: &str) -> String {
+    c.call("exec", json!({"src": src})).to_string()
+}
+
+fn policy(name: &str, project: &str, ro: &str, extra: &str) -> String {
+    format!(
+        r#"
+[policy.principal."{name}"]
+opaque = "allow"
+auto_apply = "in-grant"
+env_read = ["*"]
+session_write = true
+{extra}
+
+[policy.principal."{name}".fs]
+read = ["{ro}/**", "{project}/**"]
+write = ["{project}/**"]
+delete = ["{project}/**"]
+"#
+    )
+}
+
+struct Setup {
+    root: Root,
+    project: std::path::PathBuf,
+    ro: std::path::PathBuf,
+    outside: std::path::PathBuf,
+    d: Daemon,
+}
+
+fn setup() -> Setup {
+    let root = Root::new();
+    let project = root.path().join("project");
+    let ro = root.path().join("ro");
+    let outside = root.path().join("outside");
+    for d in [&project, &ro, &outside] {
+        std::fs::create_dir(d).unwrap();
+    }
+    std::fs::write(ro.join("keep"), "keep\n").unwrap();
+    std::fs::write(outside.join("secret"), "outside-secret-91c\n").unwrap();
+    let (p, r) = (project.display().to_string(), ro.display().to_string());
+    let cfg = policy("agent:ns", &p, &r, "")
+        + &policy("agent:herm", &p, &r, "hermetic = true")
+        + &policy("agent:off", &p, &r, "namespaces = \"off\"")
+        + &policy("agent:req", &p, &r, "namespaces = \"require\"");
+    let d = Daemon::with_config(&root, &cfg, &[]);
+    Setup {
+        root,
+        project,
+        ro,
+        outside,
+        d,
+    }
+}
+
+/// A connection as `principal` (`None`: the local user) in a session of
+/// its own, with the project as cwd.
+fn conn(s: &Setup, principal: Option<&str>, session: &str) -> Conn {
+    let mut c = s.d.conn();
+    match principal {
+        None => {
+            c.attach(session);
+        }
+        Some(p) => {
+            let r = c.attach_token(session, &create_token(&s.root, p));
+            assert_eq!(r["result"]["caps_enforced"], json!(true), "{r}");
+        }
+    }
+    let r = c.call(
+        "exec",
+        json!({"src": format!("cd '{}'", s.project.display())}),
+    );
+    assert!(r.get("error").is_none(), "{r}");
+    c
+}
+
+/// Interfaces other than `lo` in a `/proc/net/dev` text.
+fn interfaces(dev: &str) -> usize {
+    dev.lines()
+        .skip(2)
+        .filter(|l| l.contains(':'))
+        .filter(|l| l.split(':').next().is_some_and(|n| n.trim() != "lo"))
+        .count()
+}
+
+#[test]
+fn token_children_see_only_their_grants_and_their_processes() {
+    if !have_tools("token_children_see_only_their_grants", &["bwrap"]) {
+        return;
+    }
+    let s = setup();
+    let me = std::process::id();
+    let tokens = s.root.state_dir().join("tokens.json");
+    let probe = format!(
+        "sh {{ test -e /proc/{me} && echo PID_SEEN || echo PID_HIDDEN; \
+         echo PROCS=$(ls /proc | grep -c '^[0-9]'); \
+         test -e {out} && echo OUT_EXISTS || echo OUT_ABSENT; \
+         cat {out}/secret; cat {tokens}; pwd }}",
+        out = s.outside.display(),
+        tokens = tokens.display()
+    );
+    let digest_hint = "\"digest\"";
+
+    // The local user: the real tree.
+    let mut l = conn(&s, None, "local");
+    let r = reply(&mut l, &probe);
+    assert!(r.contains("PID_SEEN") && r.contains("OUT_EXISTS"), "{r}");
+    assert!(r.contains("outside-secret-91c"), "{r}");
+
+    // A token principal: its own processes, no outside path, no state dir.
+    let mut k = conn(&s, Some("agent:ns"), "ns");
+    let r = reply(&mut k, &probe);
+    assert!(r.contains("PID_HIDDEN") && r.contains("OUT_ABSENT"), "{r}");
+    assert!(!r.contains("outside-secret-91c"), "{r}");
+    assert!(!r.contains(digest_hint), "tokens.json read: {r}");
+    let procs: usize = r
+        .split("PROCS=")
+        .nth(1)
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count: {r}"));
+    assert!(procs < 10, "{procs} processes visible: {r}");
+    assert!(r.contains(&s.project.display().to_string()), "cwd: {r}");
+
+    // `namespaces = "off"`: Landlock alone, the real tree (the path is
+    // there, its content still refused).
+    let mut o = conn(&s, Some("agent:off"), "off");
+    let r = reply(&mut o, &probe);
+    assert!(r.contains("OUT_EXISTS"), "{r}");
+    assert!(!r.contains("outside-secret-91c"), "{r}");
+}
+
+#[test]
+fn token_children_write_only_where_granted() {
+    if !have_tools("token_children_write_only_where_granted", &["bwrap"]) {
+        return;
+    }
+    let s = setup();
+    let src = format!(
+        "sh {{ echo w > {p}/new; echo x > {r}/new; echo y >> {r}/keep; rm -f {r}/keep; echo done }}",
+        p = s.project.display(),
+        r = s.ro.display()
+    );
+    let mut k = conn(&s, Some("agent:ns"), "ns");
+    reply(&mut k, &src);
+    assert_eq!(
+        std::fs::read_to_string(s.project.join("new")).unwrap(),
+        "w\n"
+    );
+    assert!(!s.ro.join("new").exists(), "wrote in a read-only grant");
+    assert_eq!(
+        std::fs::read_to_string(s.ro.join("keep")).unwrap(),
+        "keep\n"
+    );
+    // The local user writes there.
+    let mut l = conn(&s, None, "local");
+    reply(&mut l, &src);
+    assert!(s.ro.join("new").exists());
+    assert!(!s.ro.join("keep").exists());
+}
+
+#[test]
+fn hermetic_children_have_only_loopback() {
+    if !have_tools("hermetic_children_have_only_loopback", &["bwrap"]) {
+        return;
+    }
+    let s = setup();
+    let host = interfaces(&std::fs::read_to_string("/proc/net/dev").unwrap());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let src = format!(
+        "sh {{ cat /proc/net/dev; python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 5)' 2>/dev/null && echo TCP_OK || echo TCP_NO }}"
+    );
+    // The program's stdout.
+    let out = |c: &mut Conn| -> String {
+        let r = c.call("exec", json!({"src": src}));
+        r["result"]["value"]["out"]["v"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{r}"))
+            .to_string()
+    };
+    let mut h = conn(&s, Some("agent:herm"), "herm");
+    let o = out(&mut h);
+    assert!(o.ends_with("TCP_NO"), "{o}");
+    assert!(o.contains("lo:"), "{o}");
+    assert_eq!(interfaces(&o), 0, "{o}");
+    let mut l = conn(&s, None, "local");
+    let o = out(&mut l);
+    assert!(o.ends_with("TCP_OK"), "{o}");
+    assert_eq!(interfaces(&o), host, "{o}");
+}
+
+/// Exit status and signal are the program's own, as for the local user.
+#[test]
+fn outcomes_match_the_unconfined_case() {
+    if !have_tools("outcomes_match_the_unconfined_case", &["bwrap"]) {
+        return;
+    }
+    let s = setup();
+    let mut l = conn(&s, None, "local");
+    let mut k = conn(&s, Some("agent:ns"), "ns");
+    let mut q = conn(&s, Some("agent:req"), "req");
+    for src in [
+        "sh { exit 7 }",
+        "sh { exit 143 }",
+        "sh { kill -TERM $$ }",
+        "sh { kill -KILL $$ }",
+        "sh { echo out; echo err 1>&2; exit 3 }",
+    ] {
+        let want = l.call("exec", json!({"src": src}));
+        for c in [&mut k, &mut q] {
+            let got = c.call("exec", json!({"src": src}));
+            for f in ["status", "signal", "stdout", "stderr"] {
+                assert_eq!(
+                    got["error"]["data"][f], want["error"]["data"][f],
+                    "{src} {f}: {got} vs {want}"
+                );
+            }
+        }
+    }
+    let ok = k.call("exec", json!({"src": "sh { echo fine }"}));
+    assert!(
+        ok.get("error").is_none() && ok.to_string().contains("fine"),
+        "{ok}"
+    );
+}
+
+/// A token's PTY program runs in its namespaces and its terminal works.
+#[test]
+fn token_pty_children_are_in_namespaces() {
+    if !have_tools("token_pty_children_are_in_namespaces", &["bwrap"]) {
+        return;
+    }
+    let s = setup();
+    let me = std::process::id();
+    let cmd = format!(
+        "test -t 0 && echo TTY_YES; test -e /proc/{me} && echo PID_SEEN || echo PID_HIDDEN"
+    );
+    let mut k = conn(&s, Some("agent:ns"), "ns");
+    let screen = k.pty_screen_after(&cmd, 80, 24).to_string();
+    assert!(
+        screen.contains("TTY_YES") && screen.contains("PID_HIDDEN"),
+        "{screen}"
+    );
+    let mut l = conn(&s, None, "local");
+    let screen = l.pty_screen_after(&cmd, 80, 24).to_string();
+    assert!(
+        screen.contains("TTY_YES") && screen.contains("PID_SEEN"),
+        "{screen}"
+    );
+}
