@@ -176,27 +176,6 @@ pub fn root_of(pattern: &str, cwd: &Path) -> PathBuf {
     cwd.join(root)
 }
 
-/// [`expand`] for an evaluation under Leash: listing the pattern's root
-/// is a read of it (docs/rules.md §21).
-pub fn expand_checked(
-    pattern: &str,
-    cwd: &Path,
-    hidden: bool,
-) -> Result<Vec<PathBuf>, shoal_base::error::ShoalError> {
-    if let Some(c) = pattern.split('/').find(|c| c.contains("**") && *c != "**") {
-        // `src**` is `src*` in bash: almost always `{dir}**` missing a `/`.
-        return Err(shoal_base::error::ShoalError::arg_error(format!(
-            "`**` in `{c}` is not a whole path component: it would match like `*`, within one directory"
-        ))
-        .with_hint(format!(
-            "write `**` as its own component to recurse: `{}`",
-            pattern.replacen("**", "/**", 1).replace("//**", "/**")
-        )));
-    }
-    crate::run_gate::fs(crate::run_gate::Access::Read, cwd, &root_of(pattern, cwd))?;
-    Ok(expand(pattern, cwd, hidden))
-}
-
 /// Does the absolute, normalised `path` match the path glob `pat`
 /// component by component? `*`, `?` and classes never cross `/`; `**` as
 /// a whole component matches zero or more components, only where written.
@@ -428,13 +407,13 @@ mod tests {
     #[test]
     fn a_double_star_inside_a_component_is_refused() {
         let d = tempfile::tempdir().unwrap();
-        let e = expand_checked("src**/*.rs", d.path(), false).unwrap_err();
+        let e = crate::run_gate::expand_checked("src**/*.rs", d.path(), false).unwrap_err();
         assert!(e.msg.contains("not a whole path component"), "{e:?}");
         assert_eq!(
             e.hint.as_deref(),
             Some("write `**` as its own component to recurse: `src/**/*.rs`")
         );
-        assert!(expand_checked("src/**/*.rs", d.path(), false).is_ok());
-        assert!(expand_checked("**", d.path(), false).is_ok());
+        assert!(crate::run_gate::expand_checked("src/**/*.rs", d.path(), false).is_ok());
+        assert!(crate::run_gate::expand_checked("**", d.path(), false).is_ok());
     }
 }

@@ -187,9 +187,9 @@ impl Rules {
     /// The rules of a token principal (any principal but the local uid):
     /// its grants lowered, always with the unix socket filter, and always
     /// a confined read list: its read grants plus the system's program
-    /// directories (`confine::system_reads`), so an empty `fs.read` grants
+    /// directories (`protected::system_reads`), so an empty `fs.read` grants
     /// no user file. The daemon's own directories and `/proc` are cut out
-    /// of every list (`confine::carve_all`). `p` is `None` when the
+    /// of every list (`protected::carve_all`). `p` is `None` when the
     /// principal has no policy section (nothing is granted: its verdicts
     /// refuse every run anyway).
     pub fn for_token(p: Option<&PrincipalPolicy>, home: Option<&str>) -> Rules {
@@ -207,12 +207,12 @@ impl Rules {
                 Net::of(p),
             ),
         };
-        read.extend(super::confine::system_reads());
-        let protected = super::confine::protected();
+        read.extend(crate::protected::system_reads());
+        let protected = crate::protected::protected();
         Rules {
-            read: Some(super::confine::carve_all(read, &protected)),
-            write: super::confine::carve_all(write, &protected),
-            delete: super::confine::carve_all(delete, &protected),
+            read: Some(crate::protected::carve_all(read, &protected)),
+            write: crate::protected::carve_all(write, &protected),
+            delete: crate::protected::carve_all(delete, &protected),
             net,
             token: true,
         }

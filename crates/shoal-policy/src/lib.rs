@@ -15,6 +15,7 @@ pub mod landlock;
 pub mod namespaces;
 pub mod plan;
 pub mod policy;
+pub mod protected;
 pub mod run_gate;
 pub mod seccomp;
 pub mod tokens;

@@ -55,19 +55,7 @@ pub const CONFINE_AT: &str = "/.shoal-confine";
 /// The hidden subcommand of the shoal binary that confines and runs.
 pub const CONFINE_ARG: &str = "__confine";
 
-/// `namespaces = "auto" | "require" | "off"` of a principal's policy.
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Use bubblewrap when the daemon found it at start; else Landlock and
-    /// seccomp alone.
-    #[default]
-    Auto,
-    /// Refuse to start a child without bubblewrap.
-    Require,
-    /// Never: Landlock and seccomp alone.
-    Off,
-}
+pub use crate::policy::Namespaces as Mode;
 
 type Job = (Command, mpsc::Sender<(Command, io::Result<Child>)>);
 
@@ -317,7 +305,7 @@ struct Plan {
 
 impl Plan {
     fn of(rules: &Rules) -> Plan {
-        let protected = super::confine::protected();
+        let protected = crate::protected::protected();
         // The rules are cut around the daemon's directories already; a root
         // inside or above one is never mounted all the same.
         let safe = |p: &PathBuf| {

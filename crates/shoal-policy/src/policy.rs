@@ -48,7 +48,7 @@ pub struct PrincipalPolicy {
     pub sessions: Vec<NonEmpty>,
     /// Kernel namespaces (bubblewrap) for a token principal's children:
     /// `auto` (default), `require` or `off`; never for the local uid.
-    pub namespaces: super::namespaces::Mode,
+    pub namespaces: Namespaces,
 }
 
 /// An approval channel (`approve_via`).
@@ -268,7 +268,7 @@ pub fn local_default() -> PrincipalPolicy {
         },
         approve_via: None,
         sessions: vec![NonEmpty("*".into())],
-        namespaces: super::namespaces::Mode::Auto,
+        namespaces: Namespaces::Auto,
     }
 }
 
@@ -492,6 +492,20 @@ impl Policy {
             },
         }
     }
+}
+
+/// `namespaces = "auto" | "require" | "off"` of a principal's policy.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Namespaces {
+    /// Use bubblewrap when the daemon found it at start; else Landlock and
+    /// seccomp alone.
+    #[default]
+    Auto,
+    /// Refuse to start a child without bubblewrap.
+    Require,
+    /// Never: Landlock and seccomp alone.
+    Off,
 }
 
 #[cfg(test)]

@@ -396,5 +396,26 @@ fn real_prefix(p: &Path) -> PathBuf {
     shoal_base::paths::normalize(p)
 }
 
+/// [`glob::expand`](crate::glob::expand) for an evaluation under Leash: listing the pattern's root
+/// is a read of it (docs/rules.md §21).
+pub fn expand_checked(
+    pattern: &str,
+    cwd: &Path,
+    hidden: bool,
+) -> Result<Vec<PathBuf>, shoal_base::error::ShoalError> {
+    if let Some(c) = pattern.split('/').find(|c| c.contains("**") && *c != "**") {
+        // `src**` is `src*` in bash: almost always `{dir}**` missing a `/`.
+        return Err(shoal_base::error::ShoalError::arg_error(format!(
+            "`**` in `{c}` is not a whole path component: it would match like `*`, within one directory"
+        ))
+        .with_hint(format!(
+            "write `**` as its own component to recurse: `{}`",
+            pattern.replacen("**", "/**", 1).replace("//**", "/**")
+        )));
+    }
+    fs(Access::Read, cwd, &crate::glob::root_of(pattern, cwd))?;
+    Ok(crate::glob::expand(pattern, cwd, hidden))
+}
+
 #[cfg(test)]
 mod tests;

@@ -155,7 +155,7 @@ impl Interp {
             }
             Value::Glob(g) => {
                 let pattern = crate::shell::words::expand_tilde(&g.pattern);
-                let paths = shoal_policy::glob::expand_checked(&pattern, &g.cwd, g.hidden)?;
+                let paths = shoal_policy::run_gate::expand_checked(&pattern, &g.cwd, g.hidden)?;
                 Box::new(paths.into_iter().map(|p| Ok(Value::path(p))))
             }
             Value::Stream(s) => {

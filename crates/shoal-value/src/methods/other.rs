@@ -272,7 +272,7 @@ pub fn path(
 
 /// Expand a glob value to a sorted list of paths (relative to its creation cwd).
 pub fn expand_glob(host: &dyn Host, g: &GlobVal) -> SResult<Value> {
-    let found = shoal_policy::glob::expand_checked(&g.pattern, &g.cwd, g.hidden)?;
+    let found = shoal_policy::run_gate::expand_checked(&g.pattern, &g.cwd, g.hidden)?;
     let same = g.cwd == host.cwd();
     Ok(Value::list(
         found
