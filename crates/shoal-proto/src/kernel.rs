@@ -222,8 +222,31 @@ impl Default for GetRequest {
 pub fn get_params(p: &Map<String, Json>) -> Result<(String, GetRequest), RpcError> {
     let reference = rpc::req_str(p, "ref")?.to_string();
     let lines = pair(p, "lines")?;
-    let format = match rpc::opt_str(p, "format")? {
-        // `lines` selects text: the render.
+    let format = rpc::opt_str(p, "format")?;
+    let path = rpc::opt_str(p, "path")?.map(str::to_string);
+    let slice = pair(p, "slice")?;
+    let elide_json = p.get("elide");
+    let elide = Budget::from_json(elide_json).map_err(RpcError::invalid_params)?;
+    let raw_limit = elide_json
+        .and_then(|e| e.get("max_bytes"))
+        .and_then(Json::as_u64)
+        .map(|n| (n as usize).min(HARD_CAP))
+        .unwrap_or(HARD_CAP);
+    let req = get_request(path, slice, lines, elide, raw_limit, format)?;
+    Ok((reference, req))
+}
+
+/// A `value.get` request from its parts (the kernel method and `shoal_get`
+/// both end here): `lines` selects text, so it goes with the render only.
+pub fn get_request(
+    path: Option<String>,
+    slice: Option<(usize, usize)>,
+    lines: Option<(usize, usize)>,
+    elide: Budget,
+    raw_limit: usize,
+    format: Option<&str>,
+) -> Result<GetRequest, RpcError> {
+    let format = match format {
         None if lines.is_some() => GetFormat::Render,
         Some("json" | "raw" | "inline") if lines.is_some() => {
             return Err(RpcError::invalid_params(
@@ -240,28 +263,14 @@ pub fn get_params(p: &Map<String, Json>) -> Result<(String, GetRequest), RpcErro
             )))
         }
     };
-    let path = rpc::opt_str(p, "path")?
-        .filter(|s| !s.is_empty())
-        .map(str::to_string);
-    let slice = pair(p, "slice")?;
-    let elide_json = p.get("elide");
-    let elide = Budget::from_json(elide_json).map_err(RpcError::invalid_params)?;
-    let raw_limit = elide_json
-        .and_then(|e| e.get("max_bytes"))
-        .and_then(Json::as_u64)
-        .map(|n| (n as usize).min(HARD_CAP))
-        .unwrap_or(HARD_CAP);
-    Ok((
-        reference,
-        GetRequest {
-            path,
-            slice,
-            lines,
-            elide,
-            raw_limit,
-            format,
-        },
-    ))
+    Ok(GetRequest {
+        path: path.filter(|s| !s.is_empty()),
+        slice,
+        lines,
+        elide,
+        raw_limit,
+        format,
+    })
 }
 
 /// `key: [a, b]` of non-negative integers, if present.

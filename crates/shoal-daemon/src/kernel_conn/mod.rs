@@ -200,8 +200,8 @@ impl KernelConn {
             }
             let frame = match res {
                 Ok(Body::Encoded(result)) => rpc::encoded_reply_frame(&id, &result),
-                Ok(Body::Json(v)) => rpc::reply_frame(&id, Ok(v), None),
-                Err(e) => rpc::reply_frame(&id, Err(e), None),
+                Ok(Body::Json(v)) => rpc::reply_frame(&id, Ok(v)),
+                Err(e) => rpc::reply_frame(&id, Err(e)),
             };
             conn::write_frame(&act.tx, ctx, frame);
         }));
