@@ -563,9 +563,74 @@ pub fn exec_params(
     Ok((src, position))
 }
 
+/// A kernel method's params read into `T` in one step: an error is
+/// `-32602` naming the JSON path that failed (`data.path`, e.g. `plan_ref`).
+pub fn typed_params<T: serde::de::DeserializeOwned>(
+    method: &str,
+    p: &Map<String, Json>,
+) -> Result<T, RpcError> {
+    serde_path_to_error::deserialize(Json::Object(p.clone())).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            String::new()
+        } else {
+            format!("{path}: ")
+        };
+        RpcError::invalid_params(format!("invalid params for {method}: {at}{}", e.inner()))
+            .with_data(json!({"path": path}))
+    })
+}
+
+/// `explain` params.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct ExplainParams {
+    pub src: String,
+}
+
+/// `debug.crash` params: the actor to crash (default the session).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct CrashParams {
+    #[serde(default)]
+    pub actor: Option<String>,
+}
+
+/// `session.close` params: the session (default the attached one).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct CloseParams {
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+/// `plan.get`, `plan.approve`, `plan.deny` params.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct PlanRefParams {
+    pub plan_ref: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_params_name_the_path() {
+        let p = |v: Json| v.as_object().cloned().unwrap_or_default();
+        let ok: PlanRefParams =
+            typed_params("plan.get", &p(json!({"plan_ref": "plan:1"}))).unwrap();
+        assert_eq!(ok.plan_ref, "plan:1");
+        let e = typed_params::<PlanRefParams>("plan.get", &p(json!({"plan_ref": 5}))).unwrap_err();
+        assert_eq!(e.code, rpc::INVALID_PARAMS);
+        assert_eq!(e.data.unwrap()["path"], "plan_ref");
+        assert!(
+            e.message
+                .starts_with("invalid params for plan.get: plan_ref: "),
+            "{}",
+            e.message
+        );
+        let e = typed_params::<ExplainParams>("explain", &p(json!({}))).unwrap_err();
+        assert!(e.message.contains("missing field `src`"), "{}", e.message);
+        let c: CrashParams = typed_params("debug.crash", &p(json!({}))).unwrap();
+        assert_eq!(c.actor, None);
+    }
 
     #[test]
     fn refs() {
