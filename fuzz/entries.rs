@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 use shoal_lang::{parse as lang_parse, ParseContext};
 use shoal_policy::{effect, plan, policy as leash_policy, Effect, Policy};
 use shoal_proto::frame::{Frame, FrameReader};
-use shoal_proto::{kernel, mcp, mcp_call, mcp_era, rpc, syntax, uri, valpath};
+use shoal_proto::{kernel, mcp, rpc, syntax, uri, valpath};
 use shoal_pty::keys;
 use shoal_value::{Record, Value};
 
@@ -72,21 +72,16 @@ pub fn frame(data: &[u8]) {
             Ok(Some(Frame::Line(line))) => {
                 assert!(line.len() <= limit);
                 assert!(!line.contains(&b'\n'));
-                // The in-place read answers as the whole-value parse does,
-                // and the typed shoal_exec call settles the same era.
+                // The in-place read answers as the whole-value parse does.
                 assert_eq!(rpc::classify(&line), rpc::classify_whole(&line));
-                if let rpc::Classified::Raw(req) = rpc::classify_request(&line) {
-                    if let Some(call) = mcp_call::exec_call(req.params) {
-                        let params = rpc::params_value(req.params).expect("typed params parse");
-                        assert_eq!(call.meta.era(), mcp_era::classify(&params));
-                    }
-                }
                 if let rpc::Incoming::Request { method, params, .. } = rpc::classify(&line) {
                     if method == "tools/call" {
-                        if let (Some(name), Some(args)) =
-                            (params["name"].as_str(), params.get("arguments"))
-                        {
-                            let _ = mcp::validate_args(name, args);
+                        if let Some(name) = params["name"].as_str() {
+                            let caps = mcp::Caps {
+                                journal: true,
+                                events: true,
+                            };
+                            let _ = mcp::parse_call(caps, name, params.get("arguments").cloned());
                         }
                     }
                     if method == "complete" {

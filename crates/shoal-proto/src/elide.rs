@@ -27,6 +27,50 @@ pub const RENDER_HEAD_LINES: usize = 10;
 /// A preview whose encoding exceeds this is shortened.
 const PREVIEW_MAX_BYTES: usize = 3072;
 
+// A per-call `elide` object as it arrives (every member optional); a plain
+// comment, not a doc comment: it would become its schema's description.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+pub struct Elide {
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+    #[serde(default)]
+    pub max_rows: Option<u64>,
+    #[serde(default)]
+    pub max_items: Option<u64>,
+}
+
+impl Elide {
+    /// The defaults overridden by the members given.
+    pub fn budget(&self) -> Budget {
+        let mut b = Budget::default();
+        let size = |n: u64| n.min(usize::MAX as u64) as usize;
+        if let Some(n) = self.max_bytes.map(size) {
+            b.max_bytes = n.min(HARD_CAP);
+            b.max_bytes_raw = n.min(HARD_CAP);
+            b.max_text = Some(n.min(HARD_CAP));
+        }
+        if let Some(n) = self.max_rows {
+            b.max_rows = size(n);
+        }
+        if let Some(n) = self.max_items {
+            b.max_items = size(n);
+        }
+        b
+    }
+
+    /// `max_bytes` as given, bounding `raw` text (default the hard cap).
+    pub fn raw_limit(&self) -> usize {
+        self.max_bytes.map_or(HARD_CAP, |n| {
+            (n.min(usize::MAX as u64) as usize).min(HARD_CAP)
+        })
+    }
+
+    /// A budget of an optional `elide` object.
+    pub fn budget_of(e: Option<&Elide>) -> Budget {
+        e.map(Elide::budget).unwrap_or_default()
+    }
+}
+
 /// Per-call elision budget (`ElideBudget`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budget {
@@ -56,34 +100,27 @@ impl Budget {
     /// both byte budgets, clamped to the hard cap; `max_rows`/`max_items` are
     /// taken as given (0 forces elision of any non-empty table/list).
     pub fn from_json(j: Option<&Json>) -> Result<Budget, String> {
-        let mut b = Budget::default();
         let Some(j) = j.filter(|j| !j.is_null()) else {
-            return Ok(b);
+            return Ok(Budget::default());
         };
         let Some(o) = j.as_object() else {
             return Err("elide must be an object".into());
         };
-        let get = |k: &str| -> Result<Option<usize>, String> {
+        let get = |k: &str| -> Result<Option<u64>, String> {
             match o.get(k) {
                 None | Some(Json::Null) => Ok(None),
                 Some(v) => v
                     .as_u64()
-                    .map(|n| Some(n.min(usize::MAX as u64) as usize))
+                    .map(Some)
                     .ok_or_else(|| format!("elide.{k} must be a non-negative integer")),
             }
         };
-        if let Some(n) = get("max_bytes")? {
-            b.max_bytes = n.min(HARD_CAP);
-            b.max_bytes_raw = n.min(HARD_CAP);
-            b.max_text = Some(n.min(HARD_CAP));
+        Ok(Elide {
+            max_bytes: get("max_bytes")?,
+            max_rows: get("max_rows")?,
+            max_items: get("max_items")?,
         }
-        if let Some(n) = get("max_rows")? {
-            b.max_rows = n;
-        }
-        if let Some(n) = get("max_items")? {
-            b.max_items = n;
-        }
-        Ok(b)
+        .budget())
     }
 
     /// The byte budget of the value's text: `elide.max_bytes` when given,

@@ -222,8 +222,31 @@ impl Default for GetRequest {
 pub fn get_params(p: &Map<String, Json>) -> Result<(String, GetRequest), RpcError> {
     let reference = rpc::req_str(p, "ref")?.to_string();
     let lines = pair(p, "lines")?;
-    let format = match rpc::opt_str(p, "format")? {
-        // `lines` selects text: the render.
+    let format = rpc::opt_str(p, "format")?;
+    let path = rpc::opt_str(p, "path")?.map(str::to_string);
+    let slice = pair(p, "slice")?;
+    let elide_json = p.get("elide");
+    let elide = Budget::from_json(elide_json).map_err(RpcError::invalid_params)?;
+    let raw_limit = elide_json
+        .and_then(|e| e.get("max_bytes"))
+        .and_then(Json::as_u64)
+        .map(|n| (n as usize).min(HARD_CAP))
+        .unwrap_or(HARD_CAP);
+    let req = get_request(path, slice, lines, elide, raw_limit, format)?;
+    Ok((reference, req))
+}
+
+/// A `value.get` request from its parts (the kernel method and `shoal_get`
+/// both end here): `lines` selects text, so it goes with the render only.
+pub fn get_request(
+    path: Option<String>,
+    slice: Option<(usize, usize)>,
+    lines: Option<(usize, usize)>,
+    elide: Budget,
+    raw_limit: usize,
+    format: Option<&str>,
+) -> Result<GetRequest, RpcError> {
+    let format = match format {
         None if lines.is_some() => GetFormat::Render,
         Some("json" | "raw" | "inline") if lines.is_some() => {
             return Err(RpcError::invalid_params(
@@ -240,28 +263,14 @@ pub fn get_params(p: &Map<String, Json>) -> Result<(String, GetRequest), RpcErro
             )))
         }
     };
-    let path = rpc::opt_str(p, "path")?
-        .filter(|s| !s.is_empty())
-        .map(str::to_string);
-    let slice = pair(p, "slice")?;
-    let elide_json = p.get("elide");
-    let elide = Budget::from_json(elide_json).map_err(RpcError::invalid_params)?;
-    let raw_limit = elide_json
-        .and_then(|e| e.get("max_bytes"))
-        .and_then(Json::as_u64)
-        .map(|n| (n as usize).min(HARD_CAP))
-        .unwrap_or(HARD_CAP);
-    Ok((
-        reference,
-        GetRequest {
-            path,
-            slice,
-            lines,
-            elide,
-            raw_limit,
-            format,
-        },
-    ))
+    Ok(GetRequest {
+        path: path.filter(|s| !s.is_empty()),
+        slice,
+        lines,
+        elide,
+        raw_limit,
+        format,
+    })
 }
 
 /// `key: [a, b]` of non-negative integers, if present.
@@ -554,9 +563,74 @@ pub fn exec_params(
     Ok((src, position))
 }
 
+/// A kernel method's params read into `T` in one step: an error is
+/// `-32602` naming the JSON path that failed (`data.path`, e.g. `plan_ref`).
+pub fn typed_params<T: serde::de::DeserializeOwned>(
+    method: &str,
+    p: &Map<String, Json>,
+) -> Result<T, RpcError> {
+    serde_path_to_error::deserialize(Json::Object(p.clone())).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            String::new()
+        } else {
+            format!("{path}: ")
+        };
+        RpcError::invalid_params(format!("invalid params for {method}: {at}{}", e.inner()))
+            .with_data(json!({"path": path}))
+    })
+}
+
+/// `explain` params.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct ExplainParams {
+    pub src: String,
+}
+
+/// `debug.crash` params: the actor to crash (default the session).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct CrashParams {
+    #[serde(default)]
+    pub actor: Option<String>,
+}
+
+/// `session.close` params: the session (default the attached one).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct CloseParams {
+    #[serde(default)]
+    pub session: Option<String>,
+}
+
+/// `plan.get`, `plan.approve`, `plan.deny` params.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+pub struct PlanRefParams {
+    pub plan_ref: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_params_name_the_path() {
+        let p = |v: Json| v.as_object().cloned().unwrap_or_default();
+        let ok: PlanRefParams =
+            typed_params("plan.get", &p(json!({"plan_ref": "plan:1"}))).unwrap();
+        assert_eq!(ok.plan_ref, "plan:1");
+        let e = typed_params::<PlanRefParams>("plan.get", &p(json!({"plan_ref": 5}))).unwrap_err();
+        assert_eq!(e.code, rpc::INVALID_PARAMS);
+        assert_eq!(e.data.unwrap()["path"], "plan_ref");
+        assert!(
+            e.message
+                .starts_with("invalid params for plan.get: plan_ref: "),
+            "{}",
+            e.message
+        );
+        let e = typed_params::<ExplainParams>("explain", &p(json!({}))).unwrap_err();
+        assert!(e.message.contains("missing field `src`"), "{}", e.message);
+        let c: CrashParams = typed_params("debug.crash", &p(json!({}))).unwrap();
+        assert_eq!(c.actor, None);
+    }
 
     #[test]
     fn refs() {

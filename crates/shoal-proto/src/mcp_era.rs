@@ -197,22 +197,6 @@ fn stamp_value(cacheable: bool, mut result: Json) -> Json {
     result
 }
 
-/// The stamp members pre-serialized, `[plain, cacheable]`: what
-/// [`stamp_value`] adds to a result that has none of these keys.
-fn stamp_members() -> &'static [String; 2] {
-    static MEMBERS: std::sync::OnceLock<[String; 2]> = std::sync::OnceLock::new();
-    MEMBERS.get_or_init(|| {
-        let members = |cacheable: bool| {
-            let Json::Object(o) = stamp_value(cacheable, json!({})) else {
-                unreachable!("a stamped object stays an object")
-            };
-            let s = Json::Object(o).to_string();
-            s[1..s.len() - 1].to_string()
-        };
-        [members(false), members(true)]
-    })
-}
-
 /// How a modern request's answer is stamped, decided before dispatch (the
 /// request's method and URI are gone by the time the answer exists).
 #[derive(Clone, Debug)]
@@ -233,29 +217,11 @@ impl Stamp {
         }
     }
 
-    /// The reply frame for request `id` answered with
-    /// `mcp::tool_success(structured)`, stamped (that result never has stamp
-    /// keys of its own), written without building the result.
-    pub fn tool_success_frame(&self, id: &Json, structured: &Json) -> Vec<u8> {
-        let members = &stamp_members()[usize::from(self.cacheable)];
-        mcp::tool_success_frame(id, structured, Some(members))
-    }
-
-    /// The reply frame for request `id`. A result without stamp keys of its
-    /// own (the common case) gets the pre-serialized members appended as
-    /// bytes; any other is stamped as a value.
+    /// The reply frame for request `id`, its result stamped.
     pub fn reply_frame(&self, id: &Json, res: Result<Json, RpcError>) -> Vec<u8> {
         match res {
-            Err(e) => rpc::reply_frame(id, Err(error(self.read_uri.as_deref(), e)), None),
-            Ok(Json::Object(o))
-                if !["resultType", "_meta", "ttlMs", "cacheScope"]
-                    .iter()
-                    .any(|k| o.contains_key(*k)) =>
-            {
-                let members = &stamp_members()[usize::from(self.cacheable)];
-                rpc::reply_frame(id, Ok(Json::Object(o)), Some(members))
-            }
-            Ok(r) => rpc::reply_frame(id, Ok(stamp_value(self.cacheable, r)), None),
+            Err(e) => rpc::reply_frame(id, Err(error(self.read_uri.as_deref(), e))),
+            Ok(r) => rpc::reply_frame(id, Ok(stamp_value(self.cacheable, r))),
         }
     }
 }
@@ -393,13 +359,6 @@ mod tests {
             assert_eq!(v["result"], finish(method, result), "{method}");
             assert_eq!(v["id"], 9);
         }
-        let structured =
-            json!({"ref": "out:1", "uri": "shoal://out/1", "value": 42, "render": "42"});
-        let stamp = Stamp::for_request("tools/call", &json!({}));
-        assert_eq!(
-            stamp.tool_success_frame(&json!(4), &structured),
-            stamp.reply_frame(&json!(4), Ok(mcp::tool_success(structured.clone())))
-        );
     }
 
     #[test]

@@ -1,9 +1,6 @@
 //! Shoal tasks as MCP sees them: the 2025-11-25 Tasks shapes (the `tasks`
-//! capability, `Task` objects, statuses, `tasks/list` pages) and the
-//! `shoal_cancel` tool. Pure mapping from [`shoal_lang::task::TaskRecord`]; one
+//! capability, `Task` objects, statuses, `tasks/list` pages). Pure mapping from [`shoal_lang::task::TaskRecord`]; one
 //! place, so another protocol revision's envelope can reuse it.
-
-use std::sync::OnceLock;
 
 use serde_json::{json, Value as Json};
 
@@ -101,42 +98,6 @@ pub fn list_page(records: &[TaskRecord], cursor: Option<&str>) -> Result<Json, S
         }
     }
     Ok(out)
-}
-
-fn cancel_input_schema() -> Json {
-    json!({
-        "type": "object",
-        "properties": {"task": {"type": "string", "pattern": "^task:[0-9]+$"}},
-        "required": ["task"],
-        "additionalProperties": false,
-    })
-}
-
-/// The `shoal_cancel` tool.
-pub fn tools() -> Vec<Json> {
-    vec![json!({
-        "name": "shoal_cancel",
-        "title": "Cancel a background task",
-        "description": "Cancel one background task (task:N): SIGINT, SIGTERM after 3 s, SIGKILL after 3 more.",
-        "inputSchema": cancel_input_schema(),
-        "outputSchema": super::mcp::output_schema(
-            json!({
-                "task": {"type": "string"},
-                "cancel_requested": {"type": "boolean"},
-                "state": {"type": "string"},
-            }),
-            &["task", "cancel_requested", "state"],
-        ),
-    })]
-}
-
-/// Validate `shoal_cancel` arguments (see [`super::mcp::check_args`]).
-pub fn validate_args(tool: &str, args: &Json) -> Result<(), Json> {
-    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
-    let v = V.get_or_init(|| {
-        jsonschema::validator_for(&cancel_input_schema()).expect("cancel schema compiles")
-    });
-    super::mcp::check_args(v, tool, args)
 }
 
 #[cfg(test)]

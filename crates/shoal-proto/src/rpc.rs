@@ -4,7 +4,7 @@
 //! frames here, so both connection actors answer malformed input identically.
 
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
@@ -33,10 +33,11 @@ pub const AUTH_FAILED: i64 = -32030;
 pub const RESOURCE_LIMIT: i64 = -32040;
 
 /// A JSON-RPC error object.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RpcError {
     pub code: i64,
     pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
 
@@ -62,13 +63,7 @@ impl RpcError {
         RpcError::new(METHOD_NOT_FOUND, "method not found").with_data(json!({ "method": method }))
     }
     pub fn to_json(&self) -> Value {
-        let mut o = Map::new();
-        o.insert("code".into(), json!(self.code));
-        o.insert("message".into(), json!(self.message));
-        if let Some(d) = &self.data {
-            o.insert("data".into(), d.clone());
-        }
-        Value::Object(o)
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 }
 
@@ -373,46 +368,66 @@ pub fn reply(id: &Value, r: Result<Value, RpcError>) -> Value {
     }
 }
 
-/// The reply frame (compact JSON and `\n`) for request `id`, written
-/// straight into bytes: the same frame as `frame::encode(&reply(id, r))`
-/// without building the wrapper object. `members`, when given, are
-/// pre-serialized `"key":value` pairs appended inside an object result (the
-/// caller checked the result has none of those keys).
-pub fn reply_frame(id: &Value, r: Result<Value, RpcError>, members: Option<&str>) -> Vec<u8> {
-    let result = match r {
-        Ok(v) => v,
-        Err(e) => return super::frame::encode(&error_response(id, &e)),
-    };
+/// A JSON-RPC success response, typed: `{jsonrpc, id, result}`.
+#[derive(Serialize)]
+struct Success<'a, R: Serialize + ?Sized> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: &'a R,
+}
+
+/// A JSON-RPC error response, typed: `{jsonrpc, id, error}`.
+#[derive(Serialize)]
+struct Failure<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    error: &'a RpcError,
+}
+
+/// The frame (compact JSON and `\n`) of a success response to `id`.
+pub fn result_frame<R: Serialize + ?Sized>(id: &Value, result: &R) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    let ok = serde_json::to_writer(&mut out, id).is_ok();
-    out.extend_from_slice(b",\"result\":");
-    if !ok || serde_json::to_writer(&mut out, &result).is_err() {
-        return super::frame::encode(&response(id, result));
+    let reply = Success {
+        jsonrpc: "2.0",
+        id,
+        result,
+    };
+    if let Err(e) = serde_json::to_writer(&mut out, &reply) {
+        return error_frame(id, &RpcError::internal(format!("encoding the result: {e}")));
     }
-    if let (Some(m), Value::Object(o)) = (members, &result) {
-        // The result ends with its closing brace: add the members before it.
-        out.pop();
-        if !o.is_empty() {
-            out.push(b',');
-        }
-        out.extend_from_slice(m.as_bytes());
-        out.push(b'}');
-    }
-    out.extend_from_slice(b"}\n");
+    out.push(b'\n');
     out
+}
+
+/// The frame of an error response to `id`.
+pub fn error_frame(id: &Value, error: &RpcError) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    let reply = Failure {
+        jsonrpc: "2.0",
+        id,
+        error,
+    };
+    // An error's members are strings, numbers and JSON values: it always encodes.
+    let _ = serde_json::to_writer(&mut out, &reply);
+    out.push(b'\n');
+    out
+}
+
+/// The reply frame for request `id`: the same frame as
+/// `frame::encode(&reply(id, r))` without building the wrapper object.
+pub fn reply_frame(id: &Value, r: Result<Value, RpcError>) -> Vec<u8> {
+    match r {
+        Ok(v) => result_frame(id, &v),
+        Err(e) => error_frame(id, &e),
+    }
 }
 
 /// A success frame whose result is already JSON bytes (`result`: one JSON value).
 pub fn encoded_reply_frame(id: &Value, result: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(32 + result.len());
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    // A JSON value always encodes (its keys are strings).
-    let _ = serde_json::to_writer(&mut out, id);
-    out.extend_from_slice(b",\"result\":");
-    out.extend_from_slice(result);
-    out.extend_from_slice(b"}\n");
-    out
+    match serde_json::from_slice::<&RawValue>(result) {
+        Ok(raw) => result_frame(id, raw),
+        Err(e) => error_frame(id, &RpcError::internal(format!("an encoded result: {e}"))),
+    }
 }
 
 /// The frame-limit refusal (id unknown: the frame was never read whole).
@@ -503,27 +518,17 @@ mod tests {
         for id in &ids {
             for r in &results {
                 let want = crate::frame::encode(&reply(id, Ok(r.clone())));
-                assert_eq!(reply_frame(id, Ok(r.clone()), None), want);
+                assert_eq!(reply_frame(id, Ok(r.clone())), want);
             }
             let e = RpcError::invalid_params("bad");
             let want = crate::frame::encode(&reply(id, Err(e.clone())));
-            assert_eq!(reply_frame(id, Err(e), None), want);
+            assert_eq!(reply_frame(id, Err(e)), want);
         }
-        let m = r#""k":1,"m":{"n":true}"#;
-        let f = reply_frame(&json!(1), Ok(json!({"a": 2})), Some(m));
-        let v: Value = serde_json::from_slice(&f).unwrap();
+        let f = encoded_reply_frame(&json!(1), br#"{"a":[1,2]}"#);
         assert_eq!(
-            v,
-            json!({"jsonrpc": "2.0", "id": 1, "result": {"a": 2, "k": 1, "m": {"n": true}}})
+            f,
+            crate::frame::encode(&reply(&json!(1), Ok(json!({"a": [1, 2]}))))
         );
-        assert_eq!(f.last(), Some(&b'\n'));
-        let f = reply_frame(&json!(1), Ok(json!({})), Some(m));
-        let v: Value = serde_json::from_slice(&f).unwrap();
-        assert_eq!(v["result"], json!({"k": 1, "m": {"n": true}}));
-        // A non-object result takes no members.
-        let f = reply_frame(&json!(1), Ok(json!([1])), Some(m));
-        let v: Value = serde_json::from_slice(&f).unwrap();
-        assert_eq!(v["result"], json!([1]));
     }
 
     /// The in-place read classifies every frame as the whole-value parse does.

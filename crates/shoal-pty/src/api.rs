@@ -7,9 +7,13 @@ use std::time::Duration;
 use serde_json::{json, Map, Value as Json};
 
 use super::{id_name, keys, parse_id, Exit, Matcher, PtyInfo, ReadOpts, ReadResult};
+use shoal_proto::mcp::{
+    result_json, Cursor, PtyClosed, PtyEntry, PtyExit, PtyList, PtyOpened, PtyResized, PtyScreen,
+    PtySent, TakenOver,
+};
 use shoal_proto::rpc::{self, RpcError};
 
-/// The kernel methods, in the order `shoal_pty_*` tools are advertised.
+/// The `pty.*` kernel methods an agent drives (the `shoal_pty_*` tools).
 pub const METHODS: [&str; 6] = [
     "pty.open",
     "pty.send",
@@ -18,12 +22,6 @@ pub const METHODS: [&str; 6] = [
     "pty.close",
     "pty.list",
 ];
-
-/// `shoal_pty_open` → `pty.open`, …
-pub fn tool_method(tool: &str) -> Option<&'static str> {
-    let op = tool.strip_prefix("shoal_pty_")?;
-    METHODS.iter().copied().find(|m| m[4..] == *op)
-}
 
 /// What `pty.open` asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -271,77 +269,91 @@ pub fn parse(method: &str, p: &Map<String, Json>) -> Result<PtyOp, RpcError> {
 }
 
 pub fn exit_json(e: Option<Exit>) -> Json {
-    match e {
-        None => Json::Null,
-        Some(e) => json!({"status": e.status, "signal": e.signal_name()}),
-    }
+    result_json(exit_of(e))
+}
+
+fn exit_of(e: Option<Exit>) -> Option<PtyExit> {
+    e.map(|e| PtyExit {
+        status: e.status,
+        signal: e.signal_name(),
+    })
 }
 
 pub fn open_result(info: &PtyInfo) -> Json {
-    json!({
-        "pty_id": id_name(info.id),
-        "pid": info.pid,
-        "cmd": info.cmd,
-        "cols": info.cols,
-        "rows": info.rows,
-        "alive": info.alive,
+    result_json(PtyOpened {
+        pty_id: id_name(info.id),
+        pid: info.pid,
+        cmd: info.cmd.clone(),
+        cols: info.cols,
+        rows: info.rows,
+        alive: info.alive,
     })
 }
 
 pub fn send_result(id: u64, sent: usize) -> Json {
-    json!({"pty_id": id_name(id), "sent": sent})
+    result_json(PtySent {
+        pty_id: id_name(id),
+        sent,
+    })
 }
 
 pub fn read_result(info: &PtyInfo, r: &ReadResult) -> Json {
     let s = &r.snapshot.screen;
-    let mut out = json!({
-        "pty_id": id_name(info.id),
-        "cmd": info.cmd,
-        "cols": info.cols,
-        "rows": s.rows.len(),
-        "cursor": {"row": s.cursor_row, "col": s.cursor_col, "hidden": s.cursor_hidden},
-        "screen": s.rows,
-        "changed": r.snapshot.changed,
-        "alive": r.alive,
-        "exit": if r.alive { Json::Null } else { exit_json(r.exit) },
-        "pid": info.pid,
-    });
-    if s.alternate {
-        out["alternate_screen"] = json!(true);
-    }
-    if let Some(m) = r.matched {
-        out["matched"] = json!(m);
-    }
-    if let Some(lines) = &r.snapshot.scrollback {
-        out["scrollback"] = json!(lines);
-    }
-    out
+    result_json(PtyScreen {
+        pty_id: id_name(info.id),
+        cmd: info.cmd.clone(),
+        cols: info.cols,
+        rows: s.rows.len(),
+        cursor: Cursor {
+            row: s.cursor_row,
+            col: s.cursor_col,
+            hidden: s.cursor_hidden,
+        },
+        screen: s.rows.clone(),
+        changed: r.snapshot.changed,
+        alive: r.alive,
+        exit: if r.alive { None } else { exit_of(r.exit) },
+        pid: info.pid,
+        alternate_screen: s.alternate.then_some(true),
+        matched: r.matched,
+        scrollback: r.snapshot.scrollback.clone(),
+    })
 }
 
 pub fn resize_result(id: u64, rows: u16, cols: u16) -> Json {
-    json!({"pty_id": id_name(id), "cols": cols, "rows": rows})
+    result_json(PtyResized {
+        pty_id: id_name(id),
+        cols,
+        rows,
+    })
 }
 
 pub fn close_result(id: u64, exit: Option<Exit>) -> Json {
-    json!({"pty_id": id_name(id), "closed": true, "exit": exit_json(exit)})
+    result_json(PtyClosed {
+        pty_id: id_name(id),
+        closed: true,
+        exit: exit_of(exit),
+    })
+}
+
+fn entry(info: &PtyInfo) -> PtyEntry {
+    PtyEntry {
+        pty_id: id_name(info.id),
+        cmd: info.cmd.clone(),
+        pid: info.pid,
+        cols: info.cols,
+        rows: info.rows,
+        alive: info.alive,
+        taken_over: info.claimed.as_ref().map(|c| TakenOver {
+            by: "human".into(),
+            client: c.client.clone(),
+        }),
+        watchers: (info.watchers > 0).then_some(info.watchers),
+    }
 }
 
 pub fn list_entry(info: &PtyInfo) -> Json {
-    let mut e = json!({
-        "pty_id": id_name(info.id),
-        "cmd": info.cmd,
-        "pid": info.pid,
-        "cols": info.cols,
-        "rows": info.rows,
-        "alive": info.alive,
-    });
-    if let Some(c) = &info.claimed {
-        e["taken_over"] = json!({"by": "human", "client": c.client});
-    }
-    if info.watchers > 0 {
-        e["watchers"] = json!(info.watchers);
-    }
-    e
+    result_json(entry(info))
 }
 
 /// The kernel methods of a human beside the agent (not MCP tools): take
@@ -371,7 +383,9 @@ pub fn screen_json(id: u64, u: &super::stream::Update) -> Json {
 }
 
 pub fn list_result(infos: &[PtyInfo]) -> Json {
-    json!({"ptys": infos.iter().map(list_entry).collect::<Vec<_>>()})
+    result_json(PtyList {
+        ptys: infos.iter().map(entry).collect(),
+    })
 }
 
 #[cfg(test)]
@@ -481,9 +495,6 @@ mod tests {
             &obj(json!({"pty_id": "pty:2", "wait_for": "re:("}))
         )
         .is_err());
-        assert_eq!(tool_method("shoal_pty_open"), Some("pty.open"));
-        assert_eq!(tool_method("shoal_pty_list"), Some("pty.list"));
-        assert_eq!(tool_method("shoal_pty_nope"), None);
         assert_eq!(
             exit_json(Some(Exit {
                 status: None,

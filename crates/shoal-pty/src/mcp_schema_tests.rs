@@ -3,10 +3,16 @@
 use crate::api;
 use crate::{Exit, PtyInfo};
 use serde_json::json;
-use shoal_proto::mcp_pty::*;
+use shoal_proto::mcp::{self, parse_call, CallError, Caps};
 
 fn out_validator(name: &str) -> jsonschema::Validator {
-    let t = tools().into_iter().find(|t| t["name"] == name).unwrap();
+    let tools = mcp::tools_detailed(Caps::default());
+    let t = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap();
     assert!(jsonschema::meta::is_valid(&t["inputSchema"]));
     assert!(jsonschema::meta::is_valid(&t["outputSchema"]));
     jsonschema::validator_for(&t["outputSchema"]).unwrap()
@@ -71,15 +77,19 @@ fn results_and_errors_validate() {
 
 #[test]
 fn arguments_validate() {
-    assert!(validate_args("shoal_pty_open", &json!({"cmd": "cat", "cols": 40})).is_ok());
-    let e = validate_args("shoal_pty_open", &json!({"cmd": "", "bogus": 1})).unwrap_err();
+    let ok = |tool: &str, args: serde_json::Value| parse_call(Caps::default(), tool, Some(args));
+    assert!(ok("shoal_pty_open", json!({"cmd": "cat", "cols": 40})).is_ok());
+    let Err(CallError::InvalidArguments(e)) = ok("shoal_pty_open", json!({"cmd": "", "bogus": 1}))
+    else {
+        panic!("invalid pty_open arguments pass");
+    };
     assert_eq!(e["code"], json!(-32602));
-    assert!(validate_args(
+    assert!(ok(
         "shoal_pty_send",
-        &json!({"pty_id": "pty:1", "input": ["a", {"key": "Enter"}]})
+        json!({"pty_id": "pty:1", "input": ["a", {"key": "Enter"}]})
     )
     .is_ok());
-    assert!(validate_args("shoal_pty_send", &json!({"pty_id": "pty:1", "input": 5})).is_err());
-    assert!(validate_args("shoal_pty_resize", &json!({"pty_id": "pty:1", "cols": 5})).is_err());
-    assert!(validate_args("shoal_pty_list", &json!({})).is_ok());
+    assert!(ok("shoal_pty_send", json!({"pty_id": "pty:1", "input": 5})).is_err());
+    assert!(ok("shoal_pty_resize", json!({"pty_id": "pty:1", "cols": 5})).is_err());
+    assert!(ok("shoal_pty_list", json!({})).is_ok());
 }

@@ -201,8 +201,8 @@ impl KernelConn {
             }
             let frame = match res {
                 Ok(Body::Encoded(result)) => rpc::encoded_reply_frame(&id, &result),
-                Ok(Body::Json(v)) => rpc::reply_frame(&id, Ok(v), None),
-                Err(e) => rpc::reply_frame(&id, Err(e), None),
+                Ok(Body::Json(v)) => rpc::reply_frame(&id, Ok(v)),
+                Err(e) => rpc::reply_frame(&id, Err(e)),
             };
             peer::write_frame(&act.tx, ctx, frame);
         }));
@@ -353,19 +353,19 @@ impl KernelConn {
                 Err(e) => Box::pin(ready(Err(e))),
                 Ok((src, _)) => Box::pin(lc::plan(handle, gate, src).into_actor(self)),
             },
-            "explain" => match rpc::req_str(&p, "src") {
+            "explain" => match kernel::typed_params::<kernel::ExplainParams>(method, &p) {
                 Err(e) => Box::pin(ready(Err(e))),
-                Ok(src) => Box::pin(lc::explain(handle, gate, src.to_string()).into_actor(self)),
+                Ok(x) => Box::pin(lc::explain(handle, gate, x.src).into_actor(self)),
             },
             "plan.get" | "plan.list" | "plan.approve" | "plan.deny" | "cap.request" => {
                 let op = match method {
                     "plan.list" => Ok(PlanOp::List),
-                    "plan.get" => lc::plan_ref_param(&p).map(PlanOp::Get),
+                    "plan.get" => plan_ref(method, &p).map(PlanOp::Get),
                     "plan.approve" => {
-                        lc::plan_ref_param(&p).map(|plan_ref| PlanOp::Approve { plan_ref, via })
+                        plan_ref(method, &p).map(|plan_ref| PlanOp::Approve { plan_ref, via })
                     }
                     "plan.deny" => {
-                        lc::plan_ref_param(&p).map(|plan_ref| PlanOp::Deny { plan_ref, via })
+                        plan_ref(method, &p).map(|plan_ref| PlanOp::Deny { plan_ref, via })
                     }
                     _ => lc::cap_request_params(&p)
                         .map(|(plan_ref, kinds)| PlanOp::Request { plan_ref, kinds }),
@@ -454,12 +454,15 @@ impl KernelConn {
                 crate::sessions::pty::call_as(&handle, m, &p, Some(gate), Some(self.cx.id))
                     .into_actor(self),
             ),
-            "debug.crash" => match p.get("actor").and_then(Json::as_str) {
-                None | Some("session") => {
+            "debug.crash" => match kernel::typed_params::<kernel::CrashParams>(method, &p)
+                .map(|c| c.actor.filter(|a| a != "session"))
+            {
+                Err(e) => Box::pin(ready(Err(e))),
+                Ok(None) => {
                     handle.notify(Crash);
                     Box::pin(ready(Ok(json!({"crashed": handle.name}))))
                 }
-                Some(a) => match ServiceKind::parse(a) {
+                Ok(Some(a)) => match ServiceKind::parse(&a) {
                     Some(kind) => {
                         self.cx.daemon_stats.enqueue();
                         self.cx.daemon.crash.do_send(CrashService { kind });
@@ -585,10 +588,8 @@ impl KernelConn {
     }
 
     fn close(&mut self, p: Map<String, Json>, current: SessionHandle, principal: String) -> Reply {
-        let name = match rpc::opt_str(&p, "session") {
-            Ok(n) => n
-                .map(str::to_string)
-                .unwrap_or_else(|| current.name.clone()),
+        let name = match kernel::typed_params::<kernel::CloseParams>("session.close", &p) {
+            Ok(c) => c.session.unwrap_or_else(|| current.name.clone()),
             Err(e) => return Box::pin(ready(Err(e))),
         };
         self.cx.daemon_stats.enqueue();
@@ -702,4 +703,13 @@ impl Handler<BusEvent> for KernelConn {
         });
         peer::write_frame(&self.tx, ctx, frame.to_vec());
     }
+}
+
+/// A plan method's `plan_ref` (typed params; an empty ref is refused as before).
+fn plan_ref(method: &str, p: &Map<String, Json>) -> Result<String, RpcError> {
+    let r = kernel::typed_params::<kernel::PlanRefParams>(method, p)?.plan_ref;
+    if r.is_empty() {
+        return Err(RpcError::invalid_params("plan_ref must not be empty"));
+    }
+    Ok(r)
 }

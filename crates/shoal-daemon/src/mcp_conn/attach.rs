@@ -209,14 +209,6 @@ impl McpConn {
     }
 }
 
-/// Tools that act in the session (everything but reading values, the journal and PTYs).
-pub fn tool_acts(name: &str) -> bool {
-    !matches!(
-        name,
-        "shoal_get" | "shoal_journal" | "shoal_pty_read" | "shoal_pty_list"
-    )
-}
-
 impl McpConn {
     /// A `tasks/*` request in `h`: reading task records is open to a reader of the
     /// session; cancelling or updating a task is its owner's.

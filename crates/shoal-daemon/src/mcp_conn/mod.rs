@@ -53,7 +53,6 @@ use shoal_proto::elide::Budget;
 use shoal_proto::frame::Frame;
 use shoal_proto::kernel::GetRequest;
 use shoal_proto::mcp;
-use shoal_proto::mcp_call;
 use shoal_proto::mcp_era::{self, Era};
 use shoal_proto::mcp_tasks_ext;
 use shoal_proto::rpc::{self, RpcError};
@@ -66,44 +65,6 @@ pub mod tasks;
 mod tools;
 
 type Reply = LocalBoxActorFuture<McpConn, Result<Json, RpcError>>;
-
-/// A request's answer: a result (or error), or the structured content of a
-/// successful `shoal_exec`, whose `CallToolResult` is written straight into
-/// the reply frame.
-enum Answer {
-    Value(Result<Json, RpcError>),
-    Success(Json),
-}
-
-impl Answer {
-    /// As a result value (the `CallToolResult` built).
-    fn into_result(self) -> Result<Json, RpcError> {
-        match self {
-            Answer::Value(r) => r,
-            Answer::Success(structured) => Ok(mcp::tool_success(structured)),
-        }
-    }
-
-    /// The reply frame for request `id`, stamped for the 2026 envelope when
-    /// `stamp` is given.
-    fn frame(self, id: &Json, stamp: Option<&mcp_era::Stamp>) -> Vec<u8> {
-        match (self, stamp) {
-            (Answer::Value(r), None) => rpc::reply_frame(id, r, None),
-            (Answer::Value(r), Some(s)) => s.reply_frame(id, r),
-            (Answer::Success(x), None) => mcp::tool_success_frame(id, &x, None),
-            (Answer::Success(x), Some(s)) => s.tool_success_frame(id, &x),
-        }
-    }
-
-    fn log_done(&self) {
-        match self {
-            Answer::Value(r) => peer::request_done(r),
-            Answer::Success(_) => peer::request_done(&Ok(Json::Null)),
-        }
-    }
-}
-
-type AnswerFut = LocalBoxActorFuture<McpConn, Answer>;
 
 /// Concurrent `tools/call` / `resources/read` per connection.
 pub const MAX_IN_FLIGHT: usize = 32;
@@ -139,28 +100,6 @@ struct Listen {
     n_ptys: usize,
     /// Acknowledged: nothing is delivered on the stream before.
     acked: bool,
-}
-
-/// A request's params: parsed whole, or the typed `shoal_exec` call
-/// (`proto::mcp_call`).
-enum Call {
-    Params(Json),
-    Exec {
-        args: serde_json::Map<String, Json>,
-        /// `_meta.progressToken` (a string or a number).
-        progress: Option<Json>,
-    },
-}
-
-impl Call {
-    /// The params as a value, where a caller reads one (`null` for the typed
-    /// call: nothing reads its params whole).
-    fn params(&self) -> &Json {
-        match self {
-            Call::Params(p) => p,
-            Call::Exec { .. } => &Json::Null,
-        }
-    }
 }
 
 /// Sessions a connection's stateless requests may name besides the shim's.
@@ -320,24 +259,12 @@ impl McpConn {
         } else {
             mcp_era::classify(&params)
         };
-        self.serve(id, method, Call::Params(params), era, ctx)
+        self.serve(id, method, params, era, ctx)
     }
 
-    /// A frame read in place: the hot `tools/call` of `shoal_exec` is served
-    /// from its typed params; anything else from its params parsed whole (or
+    /// A frame read in place: served from its params parsed whole (or
     /// classified whole when they do not parse on their own).
     fn raw_request(&mut self, req: rpc::RawRequest<'_>, bytes: &[u8], ctx: &mut Context<Self>) {
-        if req.method == "tools/call" {
-            if let Some(call) = mcp_call::exec_call(req.params) {
-                let era = call.meta.era();
-                let progress = call.meta.progress_token();
-                let call = Call::Exec {
-                    args: call.args,
-                    progress,
-                };
-                return self.serve(req.id, req.method, call, era, ctx);
-            }
-        }
         match rpc::params_value(req.params) {
             Some(params) => self.request(req.id, req.method, params, ctx),
             None => self.incoming(rpc::classify(bytes), ctx),
@@ -362,7 +289,7 @@ impl McpConn {
         &mut self,
         id: Json,
         method: String,
-        call: Call,
+        params: Json,
         era: Result<Era, RpcError>,
         ctx: &mut Context<Self>,
     ) {
@@ -399,19 +326,17 @@ impl McpConn {
                     peer::write(&self.tx, ctx, &rpc::reply(&id, r));
                     return;
                 }
-                self.request_in(id, method, call, None, ctx)
+                self.request_in(id, method, params, None, ctx)
             }
             Era::Modern(env) => {
                 self.era = Some(ConnEra::Modern);
-                match (method.as_str(), call) {
-                    ("server/discover", _) => {
+                match method.as_str() {
+                    "server/discover" => {
                         let r = Ok(mcp_era::discover_result());
                         peer::write(&self.tx, ctx, &rpc::reply(&id, r));
                     }
-                    ("subscriptions/listen", Call::Params(params)) => {
-                        self.listen(id, &params, env, ctx)
-                    }
-                    (_, call) => self.request_in(id, method, call, Some(env), ctx),
+                    "subscriptions/listen" => self.listen(id, &params, env, ctx),
+                    _ => self.request_in(id, method, params, Some(env), ctx),
                 }
             }
         }
@@ -422,14 +347,17 @@ impl McpConn {
         &mut self,
         id: Json,
         method: String,
-        call: Call,
+        params: Json,
         modern: Option<mcp_era::Envelope>,
         ctx: &mut Context<Self>,
     ) {
         let stamp = modern
             .as_ref()
-            .map(|_| mcp_era::Stamp::for_request(&method, call.params()));
-        let reply_frame = move |id: &Json, answer: Answer| answer.frame(id, stamp.as_ref());
+            .map(|_| mcp_era::Stamp::for_request(&method, &params));
+        let reply_frame = move |id: &Json, answer: Result<Json, RpcError>| match stamp.as_ref() {
+            Some(s) => s.reply_frame(id, answer),
+            None => rpc::reply_frame(id, answer),
+        };
         self.req_tasks_ext = modern
             .as_ref()
             .is_some_and(|e| e.has_extension(mcp_tasks_ext::EXTENSION));
@@ -454,29 +382,23 @@ impl McpConn {
             // In order; at the in-flight cap this also stops reading (backpressure).
             let cancel = CallCancel::new();
             cancel.set_origin(origin);
-            let fut = self.dispatch_call(&method, call, cancel, ctx);
+            let fut = self.dispatch(&method, params, cancel, ctx);
             self.req_session = None;
             self.req_tasks_ext = false;
             ctx.wait(fut.map(move |answer, act, ctx| {
                 let _span = span.entered();
-                answer.log_done();
+                peer::request_done(&answer);
                 peer::write_frame(&act.tx, ctx, reply_frame(&id, answer));
             }));
             return;
         }
-        let (evaluates, token) = match &call {
-            Call::Exec { progress, .. } => (true, progress.clone()),
-            Call::Params(params) => {
-                let evaluates = method == "tools/call"
-                    && params.get("name").and_then(Json::as_str) == Some(mcp_call::EXEC_TOOL);
-                let token = params
-                    .get("_meta")
-                    .and_then(|m| m.get("progressToken"))
-                    .filter(|t| evaluates && (t.is_string() || t.is_number()))
-                    .cloned();
-                (evaluates, token)
-            }
-        };
+        let evaluates = method == "tools/call"
+            && params.get("name").and_then(Json::as_str) == Some(mcp::TOOLS[0].name);
+        let token = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| evaluates && (t.is_string() || t.is_number()))
+            .cloned();
         let progress = token.map(|token| self.start_progress(token, ctx));
         let cancel = CallCancel::new();
         cancel.set_origin(origin);
@@ -489,12 +411,12 @@ impl McpConn {
                 cancel: cancel.clone(),
             },
         );
-        let fut = self.dispatch_call(&method, call, cancel, ctx);
+        let fut = self.dispatch(&method, params, cancel, ctx);
         self.req_session = None;
         self.req_tasks_ext = false;
         ctx.spawn(fut.map(move |answer, act, ctx| {
             let _span = span.entered();
-            answer.log_done();
+            peer::request_done(&answer);
             let done = act.inflight.remove(&key);
             if let Some(h) = done.as_ref().and_then(|f| f.progress) {
                 ctx.cancel_future(h);
@@ -522,22 +444,6 @@ impl McpConn {
             }});
             peer::write(&act.tx, ctx, &frame);
         })
-    }
-
-    fn dispatch_call(
-        &mut self,
-        method: &str,
-        call: Call,
-        cancel: Arc<CallCancel>,
-        ctx: &mut Context<Self>,
-    ) -> AnswerFut {
-        match call {
-            Call::Exec { args, .. } => self.exec_call(args, cancel),
-            Call::Params(params) => Box::pin(
-                self.dispatch(method, params, cancel, ctx)
-                    .map(|r, _act, _ctx| Answer::Value(r)),
-            ),
-        }
     }
 
     fn dispatch(

@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Value as Json};
+use serde_json::value::RawValue;
+use serde_json::Value as Json;
 
 use crate::msg::{CallCancel, Exec, ExecReply, GetValue, SessionError};
 use crate::peer;
@@ -15,6 +16,7 @@ use crate::sessions::supervisor::SessionSupervisor;
 use shoal_lang::Position;
 use shoal_proto::elide::Budget;
 use shoal_proto::kernel::{self, GetRequest};
+use shoal_proto::mcp::{ExecResult, WarningOut};
 use shoal_proto::rpc::RpcError;
 
 /// Run `src`, then answer `{ref, uri, value, render, elapsed_ms}` with the
@@ -59,20 +61,14 @@ pub fn exec_elided_bytes(
     }
 }
 
-/// What [`exec_reply_json`] answers, written straight to JSON bytes (the
-/// same members in the same order; a value within the budget is streamed
-/// without a JSON tree). Parses to exactly the same value.
+/// What [`exec_reply_json`] answers, as the result object's JSON bytes: the
+/// same typed [`ExecResult`], its value encoded without a JSON tree.
 pub fn exec_reply_bytes(mut x: ExecReply, budget: &Budget) -> Result<Vec<u8>, RpcError> {
     x.render = text_under(&mut x, budget);
-    let mut out = Vec::with_capacity(128 + x.render.len());
     let uri = kernel::ref_uri(x.n);
-    out.extend_from_slice(br#"{"ref":"#);
-    let _ = serde_json::to_writer(&mut out, &kernel::ref_name(x.n));
-    out.extend_from_slice(br#","uri":"#);
-    let _ = serde_json::to_writer(&mut out, &uri);
-    out.extend_from_slice(br#","value":"#);
+    let mut value = Vec::with_capacity(64);
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        shoal_proto::elide::elide_into(&x.value, budget, &uri, &mut out)
+        shoal_proto::elide::elide_into(&x.value, budget, &uri, &mut value)
     }))
     .map_err(|p| {
         RpcError::internal(format!(
@@ -80,24 +76,15 @@ pub fn exec_reply_bytes(mut x: ExecReply, budget: &Budget) -> Result<Vec<u8>, Rp
             crate::sessions::session::panic_message(&p)
         ))
     })?;
-    out.extend_from_slice(br#","render":"#);
-    let _ = serde_json::to_writer(&mut out, &x.render);
-    out.extend_from_slice(br#","elapsed_ms":"#);
-    let _ = serde_json::to_writer(&mut out, &Json::from(kernel::elapsed_ms(x.elapsed_ms)));
-    if !x.warnings.is_empty() {
-        out.extend_from_slice(br#","warnings":"#);
-        let _ = serde_json::to_writer(&mut out, &kernel::warnings_json(&x.warnings));
-    }
-    if let Some(j) = x.journal {
-        out.extend_from_slice(br#","journal":"#);
-        let _ = serde_json::to_writer(&mut out, j);
-    }
-    out.push(b'}');
-    Ok(out)
+    let value = String::from_utf8(value)
+        .ok()
+        .and_then(|v| RawValue::from_string(v).ok())
+        .ok_or_else(|| RpcError::internal("a value encoded as invalid JSON"))?;
+    serde_json::to_vec(&exec_result(x, uri, value)).map_err(|e| RpcError::internal(e.to_string()))
 }
 
-/// `{ref, uri, value, render, elapsed_ms}` of an exec's reply, the value
-/// elided under `budget`.
+/// `{ref, uri, value, render, elapsed_ms, warnings?, journal?}` of an exec's
+/// reply, the value elided under `budget`.
 pub fn exec_reply_json(mut x: ExecReply, budget: &Budget) -> Result<Json, RpcError> {
     x.render = text_under(&mut x, budget);
     // Elide once, here, from the value the session stored as out:n (no
@@ -112,14 +99,20 @@ pub fn exec_reply_json(mut x: ExecReply, budget: &Budget) -> Result<Json, RpcErr
             crate::sessions::session::panic_message(&p)
         ))
     })?;
-    let mut r = kernel::with_warnings(
-        kernel::exec_result(x.n, value, x.render, x.elapsed_ms),
-        &x.warnings,
-    );
-    if let (Some(j), Some(o)) = (x.journal, r.as_object_mut()) {
-        o.insert("journal".into(), json!(j));
+    serde_json::to_value(exec_result(x, uri, value)).map_err(|e| RpcError::internal(e.to_string()))
+}
+
+/// The typed result of an exec's reply whose value is encoded as `value`.
+fn exec_result<V>(x: ExecReply, uri: String, value: V) -> ExecResult<V> {
+    ExecResult {
+        reference: kernel::ref_name(x.n),
+        uri,
+        value,
+        render: x.render,
+        elapsed_ms: kernel::elapsed_ms(x.elapsed_ms),
+        warnings: x.warnings.iter().map(WarningOut::from).collect(),
+        journal: x.journal,
     }
-    Ok(r)
 }
 
 /// The render of an exec's reply under the call's `elide.max_bytes` (head plus

@@ -419,6 +419,17 @@ pub struct TaskOpts {
     pub timeout_ms: Option<u64>,
 }
 
+impl TaskOpts {
+    /// The options of `background` and `timeout_ms` (`None`: an ordinary foreground exec).
+    pub fn of(background: Option<bool>, timeout_ms: Option<u64>) -> Option<TaskOpts> {
+        let background = background.unwrap_or(false);
+        (background || timeout_ms.is_some()).then_some(TaskOpts {
+            background,
+            timeout_ms,
+        })
+    }
+}
+
 /// The task options of `exec` params (`None`: an ordinary foreground exec).
 pub fn task_opts(
     p: &serde_json::Map<String, serde_json::Value>,

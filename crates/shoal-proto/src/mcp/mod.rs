@@ -1,31 +1,37 @@
 //! The MCP surface (docs/protocol.md §2), pure: this
 //! file holds version negotiation, the handshake, the capabilities ([`Caps`])
-//! and the language card as prompt and resource. The advertised tools with
-//! their schemas and argument validation are `schemas.rs` (only tools whose
-//! capability exists are advertised), `CallToolResult` folding is
+//! and the language card as prompt and resource. The tool table (every tool,
+//! its schemas, when it is listed, the parse of a call into [`Tool`]) is
+//! `table.rs`, the typed arguments `args.rs`, the typed results and their
+//! output schemas `outputs.rs`, the argument-error shape `schemas.rs`; `CallToolResult` folding is
 //! `results.rs`, resource listing, reading and subscription URIs are
 //! `resources.rs`, `completion/complete` is `completion.rs`. Nothing here does
 //! I/O, holds state or knows of actors.
 
+mod args;
 mod completion;
+mod outputs;
 mod resources;
 mod results;
 mod schemas;
+mod table;
 
 use serde_json::{json, Value as Json};
 
 use super::rpc::RpcError;
 
+pub use args::*;
 pub use completion::{complete_request, completion_result, CompleteTarget};
+pub use outputs::*;
 pub use resources::{
     bounded_blob, bounded_blob_max, events_result, journal_result, parse_slice, read_result,
     resource_templates, resources_page, subscription_channel, RESOURCES_PAGE,
 };
-pub use results::{tool_error, tool_error_rpc, tool_success, tool_success_frame};
-pub use schemas::{
-    argument_error, check_args, exec_input_schema, exec_output_schema, get_input_schema,
-    get_output_schema, invalid_arguments, is_tool, journal_input_schema, journal_output_schema,
-    output_schema, tools, tools_detailed, validate_args,
+pub use results::{tool_error, tool_error_rpc, tool_success};
+pub use schemas::{argument_error, invalid_arguments};
+pub use table::{
+    input_schema_of, is_tool, parse_call, tool_def, tools, tools_detailed, CallError, Needs, Tool,
+    ToolDef, TOOLS,
 };
 
 pub const VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];

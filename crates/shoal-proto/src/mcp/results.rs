@@ -110,46 +110,6 @@ pub fn tool_success(structured: Json) -> Json {
     Json::Object(o)
 }
 
-/// The reply frame for request `id` whose result is `tool_success(structured)`,
-/// written as bytes: the same frame as `rpc::reply_frame(id,
-/// Ok(tool_success(structured)), members)` without building the result.
-/// `members`: pre-serialized `"key":value` pairs appended to the result.
-pub fn tool_success_frame(id: &Json, structured: &Json, members: Option<&str>) -> Vec<u8> {
-    let (text, link) = success_parts(structured);
-    let mut out = Vec::with_capacity(320 + 2 * text.len());
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    let mut ok = put(&mut out, id);
-    out.extend_from_slice(b",\"result\":{\"content\":[{\"type\":\"text\",\"text\":");
-    ok &= put(&mut out, text.as_str());
-    out.push(b'}');
-    if let Some((uri, name)) = &link {
-        out.extend_from_slice(b",{\"type\":\"resource_link\",\"uri\":");
-        ok &= put(&mut out, uri.as_str());
-        out.extend_from_slice(b",\"name\":");
-        ok &= put(&mut out, name.as_str());
-        out.extend_from_slice(b",\"mimeType\":\"application/json\"}");
-    }
-    out.extend_from_slice(b"],\"structuredContent\":");
-    ok &= put(&mut out, structured);
-    out.extend_from_slice(b",\"isError\":false");
-    if let Some(m) = members {
-        out.push(b',');
-        out.extend_from_slice(m.as_bytes());
-    }
-    out.extend_from_slice(b"}}\n");
-    if ok {
-        out
-    } else {
-        super::super::rpc::reply_frame(id, Ok(tool_success(structured.clone())), members)
-    }
-}
-
-/// Serialize `v` onto a frame buffer (`false`: it failed; the frame is then
-/// built the slow way).
-fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) -> bool {
-    serde_json::to_writer(out, v).is_ok()
-}
-
 /// A failed tool result carrying an error object `{code, message, data?}`;
 /// linked when the error was stored (`data.uri` / `data.ref`).
 pub fn tool_error(error: Json) -> Json {
@@ -284,13 +244,6 @@ mod tests {
             let (got, want) = (tool_success(s.clone()), reference(s.clone()));
             assert_eq!(got, want);
             assert_eq!(got.to_string(), want.to_string());
-            for id in [json!(1), json!("a\"b"), Json::Null] {
-                for members in [None, Some(r#""resultType":"complete""#)] {
-                    let frame =
-                        super::super::super::rpc::reply_frame(&id, Ok(want.clone()), members);
-                    assert_eq!(tool_success_frame(&id, &s, members), frame);
-                }
-            }
         }
     }
 }

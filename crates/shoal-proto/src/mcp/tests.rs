@@ -31,14 +31,29 @@ fn schemas_are_valid_and_validate() {
             t["name"]
         );
     }
-    assert!(validate_args("shoal_exec", &json!({"src": "1"})).is_ok());
-    let e = validate_args("shoal_exec", &json!({"src": 5, "bogus": true})).unwrap_err();
+    let caps = Caps::default();
+    assert_eq!(
+        parse_call(caps, "shoal_exec", Some(json!({"src": "1"}))),
+        Ok(Tool::Exec(ExecArgs {
+            src: "1".into(),
+            mode: None,
+            background: None,
+            timeout_ms: None,
+            position: None,
+            elide: None,
+        }))
+    );
+    let Err(CallError::InvalidArguments(e)) =
+        parse_call(caps, "shoal_exec", Some(json!({"src": 5, "bogus": true})))
+    else {
+        panic!("invalid arguments pass");
+    };
     assert_eq!(e["code"], json!(-32602));
     let errs = e["data"]["errors"].as_array().unwrap();
     assert_eq!(errs.len(), 2, "{e}");
     assert!(errs.iter().any(|x| x["path"] == json!("/src")));
     let out = super::super::kernel::exec_result(1, json!({"$":"int","v":42}), "42".into(), 0.5);
-    let ov = jsonschema::validator_for(&exec_output_schema()).unwrap();
+    let ov = jsonschema::validator_for(&exec_output()).unwrap();
     assert!(ov.is_valid(&out));
 }
 
@@ -58,4 +73,91 @@ fn first_frame_methods() {
     for m in ["session.attach", "exec", "daemon.status", "tools"] {
         assert!(!is_mcp_method(m), "{m}");
     }
+}
+
+#[test]
+fn the_table_parses_every_tool() {
+    let caps = Caps {
+        journal: true,
+        events: true,
+    };
+    let calls = [
+        (
+            "shoal_exec",
+            json!({"src": "1", "position": "stmt", "elide": {"max_rows": 3}}),
+        ),
+        (
+            "shoal_get",
+            json!({"ref": "out:1", "slice": [0, 2], "format": "json"}),
+        ),
+        ("shoal_journal", json!({"limit": 5, "ok": true})),
+        ("shoal_pty_open", json!({"cmd": "cat", "env": {"A": "b"}})),
+        (
+            "shoal_pty_send",
+            json!({"pty_id": "pty:1", "input": [{"key": "Enter"}]}),
+        ),
+        (
+            "shoal_pty_read",
+            json!({"pty_id": "pty:1", "wait_for": "x"}),
+        ),
+        (
+            "shoal_pty_resize",
+            json!({"pty_id": "pty:1", "cols": 10, "rows": 5}),
+        ),
+        ("shoal_pty_close", json!({"pty_id": "pty:1"})),
+        ("shoal_pty_list", json!({})),
+        ("shoal_cancel", json!({"task": "task:3"})),
+        ("shoal_plan", json!({"src": "ls"})),
+        ("shoal_apply", json!({"plan_ref": "plan:1"})),
+        (
+            "shoal_cap_request",
+            json!({"plan_ref": "plan:1", "effects": ["fs.write"]}),
+        ),
+    ];
+    assert_eq!(calls.len(), TOOLS.len());
+    for (name, args) in calls {
+        let t =
+            parse_call(caps, name, Some(args.clone())).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert_eq!(t.name(), name);
+        let schema = t.def().input_schema();
+        assert_eq!(schema["type"], json!("object"), "{name}");
+        assert!(
+            schema.get("$defs").is_none() && schema.get("$ref").is_none(),
+            "{name}: {schema}"
+        );
+        // Unknown members are refused with their path.
+        let mut extra = args.clone();
+        extra["bogus"] = json!(1);
+        assert!(
+            matches!(
+                parse_call(caps, name, Some(extra)),
+                Err(CallError::InvalidArguments(_))
+            ),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        parse_call(Caps::default(), "shoal_journal", None),
+        Err(CallError::UnknownTool("shoal_journal".into()))
+    );
+    let Err(CallError::InvalidArguments(e)) = parse_call(
+        caps,
+        "shoal_get",
+        Some(json!({"ref": "out:1", "lines": [0, 2]})),
+    ) else {
+        panic!("line 0 passes");
+    };
+    assert_eq!(e["data"]["errors"][0]["path"], json!("/lines/0"), "{e}");
+    let Err(CallError::InvalidArguments(e)) = parse_call(
+        caps,
+        "shoal_exec",
+        Some(json!({"src": "1", "timeout_ms": -1})),
+    ) else {
+        panic!("a negative timeout passes");
+    };
+    assert_eq!(e["data"]["errors"][0]["path"], json!("/timeout_ms"), "{e}");
+    assert!(matches!(
+        parse_call(caps, "shoal_exec", Some(json!([1]))),
+        Err(CallError::InvalidArguments(_))
+    ));
 }

@@ -1,0 +1,360 @@
+//! Typed tool results: the structs a tool's structured content is written
+//! from, and the detailed output schemas generated from them
+//! ([`output_schema_of`]). A result whose shape depends on the request (a
+//! `shoal_get` view, a plan's effects, a PTY screen) keeps its varying
+//! members as JSON values and says so in its schema.
+
+use schemars::generate::SchemaSettings;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde_json::{json, Value as Json};
+
+use shoal_lang::parse::Warning;
+
+fn tagged_value(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "object", "description": "tagged wire value, e.g. {\"$\":\"int\",\"v\":42}; {\"$\":\"ref\"} when elided"})
+}
+
+fn any_object(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "object"})
+}
+
+fn journal_state(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"enum": ["degraded"], "description": "present when the journal could not commit lately: the result is not yet durable"})
+}
+
+/// A likely bash habit in valid source (it never changes the result).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct WarningOut {
+    pub code: String,
+    pub message: String,
+    #[schemars(schema_with = "any_object")]
+    pub span: Span,
+    pub hint: String,
+}
+
+/// A byte range of the source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl From<&Warning> for WarningOut {
+    fn from(w: &Warning) -> Self {
+        WarningOut {
+            code: w.code.to_string(),
+            message: w.message.clone(),
+            span: Span {
+                start: w.span.start,
+                end: w.span.end,
+            },
+            hint: w.hint.clone(),
+        }
+    }
+}
+
+/// An exec's result (`exec`, `shoal_exec`, `shoal_apply`): `value` is the
+/// tagged wire value (a tree, or bytes already encoded).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct ExecResult<V> {
+    /// transcript ref, out:N
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub uri: String,
+    #[schemars(schema_with = "tagged_value")]
+    pub value: V,
+    pub render: String,
+    pub elapsed_ms: f64,
+    /// Likely bash habits in valid source: absent when there are none
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<WarningOut>,
+    /// `degraded` when the journal could not commit lately
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "journal_state")]
+    pub journal: Option<&'static str>,
+}
+
+/// A `shoal_exec` that became a task: `{task, events, render}`, with
+/// `timed_out` when its wait budget ran out.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct TaskStarted {
+    pub task: String,
+    pub events: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub render: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timed_out: Option<bool>,
+}
+
+/// `shoal_get`: the ref and the view asked for (one of value, render,
+/// inline, raw, raw_base64).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct GetResult {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "any_object")]
+    pub value: Option<Json>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub render: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inline: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_base64: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n: Option<u64>,
+}
+
+/// `shoal_journal`: entries newest first.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct JournalResult {
+    pub entries: Vec<serde_json::Map<String, Json>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub more: Option<u64>,
+}
+
+/// `shoal_cancel`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct CancelResult {
+    pub task: String,
+    pub cancel_requested: bool,
+    pub state: String,
+}
+
+/// A plan's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Allow,
+    Deny,
+    ApprovalRequired,
+}
+
+fn any_array(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "array"})
+}
+
+/// `shoal_plan`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct PlanResult {
+    pub plan_ref: String,
+    #[schemars(schema_with = "any_array")]
+    pub effects: Json,
+    pub verdict: Verdict,
+    pub expires: String,
+}
+
+/// `shoal_apply` (the result of the exec it runs).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct ApplyResult {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[schemars(schema_with = "any_object")]
+    pub value: Json,
+}
+
+/// A `shoal_cap_request`'s grant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Grant {
+    Approved,
+    ApprovalPending,
+    Denied,
+}
+
+/// `shoal_cap_request`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct CapRequestResult {
+    pub grant: Grant,
+    pub plan_ref: String,
+}
+
+/// How a PTY's program ended (`null` while it runs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct PtyExit {
+    pub status: Option<i32>,
+    pub signal: Option<String>,
+}
+
+/// `shoal_pty_open`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct PtyOpened {
+    pub pty_id: String,
+    pub pid: i32,
+    pub cmd: String,
+    pub cols: u16,
+    pub rows: u16,
+    pub alive: bool,
+}
+
+/// `shoal_pty_send`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct PtySent {
+    pub pty_id: String,
+    pub sent: usize,
+}
+
+/// The cursor of a screen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Cursor {
+    pub row: u16,
+    pub col: u16,
+    pub hidden: bool,
+}
+
+/// `shoal_pty_read`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct PtyScreen {
+    pub pty_id: String,
+    pub cmd: String,
+    pub cols: u16,
+    pub rows: usize,
+    pub cursor: Cursor,
+    pub screen: Vec<String>,
+    pub changed: bool,
+    pub alive: bool,
+    pub exit: Option<PtyExit>,
+    pub pid: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alternate_screen: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scrollback: Option<Vec<String>>,
+}
+
+/// `shoal_pty_resize`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct PtyResized {
+    pub pty_id: String,
+    pub cols: u16,
+    pub rows: u16,
+}
+
+/// `shoal_pty_close`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct PtyClosed {
+    pub pty_id: String,
+    pub closed: bool,
+    pub exit: Option<PtyExit>,
+}
+
+/// Who took a PTY over.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct TakenOver {
+    pub by: String,
+    pub client: String,
+}
+
+/// One PTY of `shoal_pty_list`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct PtyEntry {
+    pub pty_id: String,
+    pub cmd: String,
+    pub pid: i32,
+    pub cols: u16,
+    pub rows: u16,
+    pub alive: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taken_over: Option<TakenOver>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watchers: Option<usize>,
+}
+
+/// `shoal_pty_list`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct PtyList {
+    pub ptys: Vec<PtyEntry>,
+}
+
+/// The schema of a result struct: inlined, without `$schema`, `title` or
+/// `format` annotations.
+fn schema_of<T: JsonSchema>() -> Json {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    settings.meta_schema = None;
+    settings.contract = schemars::generate::Contract::Serialize;
+    let mut v = settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    strip(&mut v);
+    v
+}
+
+fn strip(v: &mut Json) {
+    match v {
+        Json::Object(o) => {
+            if o.get("format").is_some_and(Json::is_string) {
+                o.remove("format");
+            }
+            if o.get("title").is_some_and(Json::is_string) {
+                o.remove("title");
+            }
+            for (k, sub) in o.iter_mut() {
+                if k != "enum" && k != "const" && k != "properties" {
+                    strip(sub);
+                }
+            }
+            if let Some(Json::Object(props)) = o.get_mut("properties") {
+                props.values_mut().for_each(strip);
+            }
+        }
+        Json::Array(a) => a.iter_mut().for_each(strip),
+        _ => {}
+    }
+}
+
+/// A tool's detailed `outputSchema` generated from its success shapes: the
+/// members of all of them, and `anyOf` the required members of one of them
+/// or the error shape `{code, message, data?}` that every `isError` result
+/// carries (docs/protocol.md §9: clients validate errors against it too).
+pub fn output_schema_of(shapes: &[Json]) -> Json {
+    let mut props = serde_json::Map::new();
+    let mut any = Vec::new();
+    for s in shapes {
+        if let Some(p) = s.get("properties").and_then(Json::as_object) {
+            for (k, v) in p {
+                props.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        any.push(json!({"required": s.get("required").cloned().unwrap_or(json!([]))}));
+    }
+    props.insert(
+        "code".into(),
+        json!({"type": "integer", "description": "error results only: the JSON-RPC error code"}),
+    );
+    props.insert(
+        "message".into(),
+        json!({"type": "string", "description": "error results only: what went wrong"}),
+    );
+    props.insert(
+        "data".into(),
+        json!({"type": "object", "description": "error results only: details (hint, span, errors, ref)"}),
+    );
+    any.insert(1, json!({"required": ["code", "message"]}));
+    json!({"type": "object", "properties": props, "anyOf": any})
+}
+
+/// The output schema of a tool whose results are `T`.
+pub fn output_of<T: JsonSchema>() -> Json {
+    output_schema_of(&[schema_of::<T>()])
+}
+
+/// `shoal_exec`: a value, or a task handle.
+pub fn exec_output() -> Json {
+    output_schema_of(&[schema_of::<ExecResult<Json>>(), schema_of::<TaskStarted>()])
+}
+
+/// A typed result as its structured content (a result struct always
+/// encodes: its keys are strings).
+pub fn result_json<T: Serialize>(v: T) -> Json {
+    serde_json::to_value(v).unwrap_or(Json::Null)
+}
