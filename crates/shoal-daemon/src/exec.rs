@@ -40,23 +40,18 @@ pub async fn exec_elided(
         check,
         width: None,
     };
-    let x = handle.exec(exec).await.map_err(conn::session_error)?;
-    exec_reply_json(x, &budget)
+    exec_json(handle, exec, budget).await
 }
 
-/// [`exec_elided`] answered as the result object's JSON bytes
-/// ([`exec_reply_bytes`]): the kernel's plain `exec`. Sent now; the future
-/// awaits the reply.
-pub fn exec_elided_bytes(
-    handle: &SessionHandle,
+/// Send `exec` to the session, then answer its reply as [`exec_reply_json`]
+/// does, the value elided under `budget`.
+pub async fn exec_json(
+    handle: SessionHandle,
     exec: Exec,
     budget: Budget,
-) -> impl std::future::Future<Output = Result<Vec<u8>, RpcError>> + 'static {
-    let reply = handle.exec(exec);
-    async move {
-        let x = reply.await.map_err(conn::session_error)?;
-        exec_reply_bytes(x, &budget)
-    }
+) -> Result<Json, RpcError> {
+    let x = handle.exec(exec).await.map_err(conn::session_error)?;
+    exec_reply_json(x, &budget)
 }
 
 /// What [`exec_reply_json`] answers, written straight to JSON bytes (the
