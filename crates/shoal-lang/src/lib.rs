@@ -12,7 +12,6 @@ pub mod env_view;
 pub mod eval;
 pub use shoal_value::memory;
 pub mod parse;
-pub mod quick;
 pub mod scope;
 pub mod session;
 pub mod shell;
