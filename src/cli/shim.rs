@@ -9,29 +9,15 @@
 //! answered what was sent); non-zero with one line on stderr when the daemon
 //! cannot be reached or drops the connection.
 //!
-//! Two threads copy, one per direction. Each hop through a sleeping thread
-//! costs a wake-up (about 15 µs on a virtual machine), so the reply reader is
-//! woken as a request goes out, while the daemon works on it: the request
-//! side pokes an eventfd, and the reader then looks for the reply without
-//! blocking for up to [`REPLY_SPIN`] (yielding the CPU between looks) before it
-//! sleeps again. A quick answer finds it awake; a slow one costs at most that
-//! much CPU per request.
+//! Two threads copy, one per direction, each blocked in a plain read until
+//! its side has bytes.
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
-use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use rustix::event::{EventfdFlags, PollFd, PollFlags};
-use rustix::io::Errno;
-
-/// How long the reply reader looks for an answer without sleeping after a
-/// request went out.
-const REPLY_SPIN: Duration = Duration::from_micros(250);
 
 use serde_json::json;
 
@@ -134,13 +120,8 @@ pub fn run(socket: Option<PathBuf>, session: Option<String>, token: Option<Strin
         return 1;
     }
 
-    // Without an eventfd the reader just sleeps in `poll` until the daemon writes.
-    let poke = rustix::event::eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
-        .ok()
-        .map(Arc::new);
     let stdin_closed = Arc::new(AtomicBool::new(false));
     let closed = stdin_closed.clone();
-    let request_poke = poke.clone();
     std::thread::spawn(move || {
         let mut stdin = io::stdin().lock();
         let mut buf = vec![0u8; 64 * 1024];
@@ -151,10 +132,6 @@ pub fn run(socket: Option<PathBuf>, session: Option<String>, token: Option<Strin
                     if to_daemon.write_all(&buf[..n]).is_err() {
                         break;
                     }
-                    if let Some(p) = &request_poke {
-                        // Full (it never is: the reader drains it) or not: the reader wakes.
-                        let _ = rustix::io::write(p, &1u64.to_ne_bytes());
-                    }
                 }
             }
         }
@@ -162,7 +139,7 @@ pub fn run(socket: Option<PathBuf>, session: Option<String>, token: Option<Strin
         let _ = to_daemon.shutdown(Shutdown::Write);
     });
 
-    match copy_replies(&stream, poke.as_deref()) {
+    match copy_replies(&stream) {
         Ok(()) => {}
         // The client went away.
         Err(Lost::Client) => return 0,
@@ -192,50 +169,19 @@ enum Lost {
     Daemon(io::Error),
 }
 
-/// Copy what the daemon writes to stdout until it closes the connection
-/// (see the module doc for when this looks without sleeping).
-fn copy_replies(from_daemon: &UnixStream, poke: Option<&OwnedFd>) -> Result<(), Lost> {
+/// Copy what the daemon writes to stdout until it closes the connection.
+fn copy_replies(mut from_daemon: &UnixStream) -> Result<(), Lost> {
     let mut stdout = io::stdout().lock();
     let mut buf = vec![0u8; 64 * 1024];
-    let mut spin_until: Option<Instant> = None;
     loop {
-        match rustix::net::recv(from_daemon, &mut buf[..], rustix::net::RecvFlags::DONTWAIT) {
-            Ok((0, _)) => return Ok(()),
-            Ok((n, _)) => {
-                stdout
-                    .write_all(&buf[..n])
-                    .and_then(|_| stdout.flush())
-                    .map_err(|_| Lost::Client)?;
-                spin_until = None;
-                continue;
-            }
-            Err(Errno::INTR) => continue,
-            Err(Errno::AGAIN) => {}
-            Err(e) => return Err(Lost::Daemon(e.into())),
-        }
-        if let Some(t) = spin_until {
-            if Instant::now() < t {
-                std::thread::yield_now();
-                continue;
-            }
-            spin_until = None;
-        }
-        // Sleep until the daemon writes or a request goes out.
-        let mut fds = vec![PollFd::new(from_daemon, PollFlags::IN)];
-        if let Some(p) = poke {
-            fds.push(PollFd::new(p, PollFlags::IN));
-        }
-        match rustix::event::poll(&mut fds, None) {
-            Ok(_) | Err(Errno::INTR) => {}
-            Err(e) => return Err(Lost::Daemon(e.into())),
-        }
-        let poked = fds
-            .get(1)
-            .is_some_and(|f| f.revents().contains(PollFlags::IN));
-        if let Some(p) = poke.filter(|_| poked) {
-            let mut n = [0u8; 8];
-            let _ = rustix::io::read(p, &mut n);
-            spin_until = Some(Instant::now() + REPLY_SPIN);
+        match from_daemon.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => stdout
+                .write_all(&buf[..n])
+                .and_then(|_| stdout.flush())
+                .map_err(|_| Lost::Client)?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Lost::Daemon(e)),
         }
     }
 }

@@ -92,61 +92,23 @@ fn exec_elides_with_the_callers_budget_in_one_round_trip() {
     );
 }
 
-/// How many execs of session `name` the quick lane (the Session actor itself)
-/// has answered, as `daemon.status` counts them.
-fn quick_count(c: &mut Conn, name: &str) -> u64 {
-    let st = c.ok("daemon.status", json!({}));
-    st["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == json!(name))
-        .and_then(|s| s["quick_execs"].as_u64())
-        .expect("the session's quick_execs")
-}
-
-/// Wait until session `name`'s worker has finished its last job (after its reply it
-/// still refreshes the state tasks fork from; an exec arriving meanwhile queues behind it).
-fn worker_idle(c: &mut Conn, name: &str) {
-    session_busy(c, name, false);
-}
-
 #[test]
-fn quick_execs_are_answered_by_the_session_actor_and_journaled_in_order() {
+fn execs_are_journaled_in_order_and_a_queued_one_keeps_its_place() {
     let root = Root::new();
     let d = Daemon::start_with(&root, &root.socket(), &[], &[("SHOAL_LOG", "shoal=debug")]);
     let mut c = d.conn();
     c.attach("q");
-    // Each exec, and the lane that answered it: quick when the session's
-    // quick_execs count went up by one.
-    let exec = |c: &mut Conn, id: &str, src: &str| {
-        let before = quick_count(c, "q");
-        c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "exec", "params": {"src": src}}));
-        let r = c.recv();
-        assert_eq!(r["id"], json!(id), "{r}");
-        let lane = if quick_count(c, "q") > before {
-            "quick"
-        } else {
-            "worker"
-        };
-        (r, lane)
-    };
-    let (r, lane) = exec(&mut c, "q-1", "let x = 6");
-    assert!(r.get("result").is_some(), "{r}");
-    assert_eq!(lane, "worker");
-    worker_idle(&mut c, "q");
-    let (r, lane) = exec(&mut c, "q-2", "x * 7");
-    assert_eq!(r["result"]["value"], json!({"$": "int", "v": 42}), "{r}");
-    assert_eq!(r["result"]["ref"], json!("out:2"), "{r}");
-    assert_eq!(lane, "quick");
-    let (r, lane) = exec(&mut c, "q-3", "[x].len()");
-    assert_eq!(r["result"]["value"]["v"], json!(1), "{r}");
-    assert_eq!(lane, "worker");
-    // A quick program's error is an error like any other, stored as out:N.
-    worker_idle(&mut c, "q");
-    let (r, lane) = exec(&mut c, "q-4", "x / 0");
+    let r = c.ok("exec", json!({"src": "let x = 6"}));
+    assert_eq!(r["ref"], json!("out:1"), "{r}");
+    let r = c.ok("exec", json!({"src": "x * 7"}));
+    assert_eq!(r["value"], json!({"$": "int", "v": 42}), "{r}");
+    assert_eq!(r["ref"], json!("out:2"), "{r}");
+    let r = c.ok("exec", json!({"src": "[x].len()"}));
+    assert_eq!(r["value"]["v"], json!(1), "{r}");
+    // An error is an error like any other, stored as out:N.
+    c.send(&json!({"jsonrpc": "2.0", "id": "q-4", "method": "exec", "params": {"src": "x / 0"}}));
+    let r = c.recv();
     assert_eq!(r["error"]["data"]["code"], json!("div_zero"), "{r}");
-    assert_eq!(lane, "quick");
 
     // Journaled, in order, and read back like any other value.
     let entries = c.ok("journal.query", json!({"session": "q"}));
@@ -172,7 +134,7 @@ fn quick_execs_are_answered_by_the_session_actor_and_journaled_in_order() {
         .collect();
     assert!(renders.contains(&"42"), "{ev}");
 
-    // While the worker is busy, a quick exec queues behind it: order is kept
+    // While the worker is busy, an exec queues behind it: order is kept
     // (q-5 may reach the daemon only after the gate opened; its number comes
     // after the slow exec's either way).
     let mut other = d.conn();
@@ -195,11 +157,10 @@ fn quick_execs_are_answered_by_the_session_actor_and_journaled_in_order() {
     assert_eq!(r["result"]["ref"], json!("out:6"), "{r}");
 }
 
-// The quick lane asks for the next block of `out:N` ahead of need, as the worker does,
-// and a wait grows the block: 3000 execs (eleven 256-number blocks) wait for the
+// The worker asks for the next block of `out:N` ahead of need, and a wait grows the block: 3000 execs (eleven 256-number blocks) wait for the
 // journal a few times at most, even when a loaded disk takes 100s of ms per commit.
 #[test]
-fn quick_execs_never_wait_for_their_out_numbers() {
+fn execs_rarely_wait_for_their_out_numbers() {
     let root = Root::new();
     let d = Daemon::start(&root);
     let mut c = d.conn();

@@ -14,7 +14,7 @@
 //! │   └── Pty(n)            one per PTY; its I/O thread feeds the emulator
 //! ├── http (actix-web)    MCP over Streamable HTTP, through the socket as McpConns
 //! ├── JournalWriter         owns the journal's group-commit writer thread
-//! └── EventBus              channels, rings, per-subscriber bounded queues
+//! └── EventBus              channels, rings, a broadcast per channel
 //! ```
 //!
 //! Invariants: no handler blocks its arbiter (evaluation runs on the session's

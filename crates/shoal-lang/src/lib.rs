@@ -14,7 +14,6 @@ pub mod heads;
 pub mod interrupt;
 pub use shoal_value::memory;
 pub mod parse;
-pub mod quick;
 pub mod scope;
 pub mod session;
 pub mod shell;

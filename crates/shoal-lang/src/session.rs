@@ -243,31 +243,6 @@ impl Session {
         result.map_err(ExecError::Raised)
     }
 
-    /// Whether a prepared exec is quick (`crate::quick`): bounded by
-    /// its source, safe to evaluate on a thread that must not block.
-    pub fn is_quick(&self, p: &Prepared) -> bool {
-        crate::quick::is_quick(&p.prog, &self.interp.globals)
-    }
-
-    /// Evaluate a quick exec (see [`is_quick`](Self::is_quick)) on the
-    /// calling thread, any thread: no stack guard is needed (a quick program
-    /// cannot recurse), and the session's memory budget counts this thread's
-    /// allocations only while it runs.
-    pub fn exec_prepared_quick(&mut self, prepared: Prepared) -> Result<Value, ExecError> {
-        debug_assert!(self.is_quick(&prepared));
-        let Prepared { prog, pos, .. } = prepared;
-        let before = crate::memory::current();
-        let interp = &mut self.interp;
-        interp.enter_thread(0);
-        interp.depth = 0;
-        interp.fn_depth = 0;
-        let result = interp.run_program(&prog, pos);
-        crate::memory::restore(before);
-        drop(prog);
-        self.interp.exit_requested = false;
-        result.map_err(ExecError::Raised)
-    }
-
     /// What the parser knows of this session: its top-level names.
     fn parse_context(&self) -> ParseContext {
         ParseContext {

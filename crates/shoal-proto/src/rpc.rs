@@ -422,14 +422,6 @@ pub fn reply_frame(id: &Value, r: Result<Value, RpcError>) -> Vec<u8> {
     }
 }
 
-/// A success frame whose result is already JSON bytes (`result`: one JSON value).
-pub fn encoded_reply_frame(id: &Value, result: &[u8]) -> Vec<u8> {
-    match serde_json::from_slice::<&RawValue>(result) {
-        Ok(raw) => result_frame(id, raw),
-        Err(e) => error_frame(id, &RpcError::internal(format!("an encoded result: {e}"))),
-    }
-}
-
 /// The frame-limit refusal (id unknown: the frame was never read whole).
 pub fn oversized(limit: usize, len: u64) -> Value {
     error_response(
@@ -524,11 +516,6 @@ mod tests {
             let want = crate::frame::encode(&reply(id, Err(e.clone())));
             assert_eq!(reply_frame(id, Err(e)), want);
         }
-        let f = encoded_reply_frame(&json!(1), br#"{"a":[1,2]}"#);
-        assert_eq!(
-            f,
-            crate::frame::encode(&reply(&json!(1), Ok(json!({"a": [1, 2]}))))
-        );
     }
 
     /// The in-place read classifies every frame as the whole-value parse does.

@@ -261,8 +261,8 @@ impl Handler<AttachSession> for Daemon {
             retain: self.config.tasks.retain.0,
             max: self.config.tasks.retain_max,
         });
-        // On the attaching connection's arbiter: its execs (the quick ones answered by the
-        // session actor itself) then never cross threads.
+        // On the attaching connection's arbiter: its execs reach the session actor
+        // without crossing arbiters.
         let addr = match &msg.arbiter {
             Some(a) => SessionSupervisor::start_in_arbiter(a, move |_| sup),
             None => sup.start(),

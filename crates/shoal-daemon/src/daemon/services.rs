@@ -204,9 +204,7 @@ impl Daemon {
         let bus = self.start_bus(start_seqs, ctx);
         let cache = JournalWriter::store_cache(&self.svc().writer);
         let journal = self.start_journal(ctx, cache.clone());
-        let immediate =
-            self.svc().writer.config().durability == shoal_journal::Durability::Immediate;
-        let bus = self.svc().book.handle(Supervised::new(bus), immediate);
+        let bus = self.svc().book.handle(Supervised::new(bus));
         self.services = Some(Services::new(
             Supervised::new(journal),
             bus,

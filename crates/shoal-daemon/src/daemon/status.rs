@@ -96,7 +96,6 @@ impl Daemon {
             "procs": shoal_base::procs::count(&shared.name),
             "spill_bytes": spill_used(shared),
             "ref_waits": shared.ref_waits(),
-            "quick_execs": shared.quick_execs.load(std::sync::atomic::Ordering::Relaxed),
             "pty_list": ptys.iter().map(shoal_pty::api::list_entry).collect::<Vec<_>>(),
             "age_ms": shared.created.elapsed().as_millis() as u64,
         })

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 
-use super::{EventBus, Origin, Payload, Publish, WAKE_AT};
+use super::{EventBus, Origin, Payload, Publish};
 
 /// Publishes the inbox holds at most: past it the oldest are dropped (and counted), so a
 /// bus that is gone for good (past its restart limit) cannot make publishers grow it
@@ -31,21 +31,16 @@ pub struct Inbox {
 #[derive(Default)]
 struct InboxState {
     pending: VecDeque<Stamped>,
-    /// The bus will look at the inbox unasked: a [`Drain`] is on its way or a tick is due.
-    armed: bool,
-    /// A [`Drain`] is on its way.
+    /// A [`Drain`] is on its way: the bus takes the inbox before anything else sees it.
     wake_sent: bool,
-    /// The channels with a live subscriber that hears at once (set by the bus): a publish
-    /// on one of them wakes the bus. The live view of execs is not one of them: it rides
-    /// the tick, so a watched session's execs pay no wake-up each.
-    live: Vec<String>,
     /// Publishes dropped for [`MAX_PENDING`] since the bus last took the inbox.
     dropped: u64,
 }
 
 impl Inbox {
-    /// Add `events`; answers whether the publisher must wake the bus (module doc).
-    pub(super) fn push(&self, events: impl IntoIterator<Item = Stamped>, prompt: bool) -> bool {
+    /// Add `events`; answers whether the publisher must wake the bus: the first publish
+    /// since the bus last took the inbox does (one [`Drain`] in flight at most).
+    pub(super) fn push(&self, events: impl IntoIterator<Item = Stamped>) -> bool {
         let mut s = self.state.locked();
         let before = s.pending.len();
         s.pending.extend(events);
@@ -57,17 +52,7 @@ impl Inbox {
             s.pending.drain(..over);
             s.dropped += over as u64;
         }
-        let heard = !s.live.is_empty()
-            && s.pending
-                .range(before..)
-                .any(|(p, _)| s.live.contains(&p.channel));
-        let now = prompt || heard || s.pending.len() >= WAKE_AT;
-        let wake = if now { !s.wake_sent } else { !s.armed };
-        if wake {
-            s.wake_sent = true;
-            s.armed = true;
-        }
-        wake
+        !std::mem::replace(&mut s.wake_sent, true)
     }
 
     /// Everything waiting, in publish order (a [`Drain`] sent before this is answered),
@@ -81,21 +66,6 @@ impl Inbox {
         )
     }
 
-    /// A tick found nothing new: disarm unless a publish came in meanwhile (answers whether
-    /// the bus must keep ticking).
-    pub(super) fn disarm_if_empty(&self) -> bool {
-        let mut s = self.state.locked();
-        if s.pending.is_empty() && !s.wake_sent {
-            s.armed = false;
-            return false;
-        }
-        true
-    }
-
-    pub(super) fn set_live(&self, channels: Vec<String>) {
-        self.state.locked().live = channels;
-    }
-
     pub(super) fn set_exec_watched(&self, watched: bool) {
         self.exec_watched.store(watched, Ordering::Relaxed);
     }
@@ -107,17 +77,15 @@ impl Inbox {
 pub struct BusHandle {
     bus: Supervised<EventBus>,
     inbox: Arc<Inbox>,
-    prompt: bool,
     /// The session every publish through this handle is of (a session's own handle).
     origin: Option<Arc<Origin>>,
 }
 
 impl BusHandle {
-    pub(super) fn new(bus: Supervised<EventBus>, inbox: Arc<Inbox>, prompt: bool) -> Self {
+    pub(super) fn new(bus: Supervised<EventBus>, inbox: Arc<Inbox>) -> Self {
         BusHandle {
             bus,
             inbox,
-            prompt,
             origin: None,
         }
     }
@@ -154,7 +122,7 @@ impl BusHandle {
     pub fn publish_all(&self, events: impl IntoIterator<Item = Publish>) {
         let origin = &self.origin;
         let stamped = events.into_iter().map(|p| (p, origin.clone()));
-        if self.inbox.push(stamped, self.prompt) {
+        if self.inbox.push(stamped) {
             self.bus.do_send(Drain);
         }
     }
@@ -168,7 +136,7 @@ impl std::ops::Deref for BusHandle {
     }
 }
 
-/// Take the inbox now (sent by a publisher that must not wait for a tick).
+/// Take the inbox now (sent by the first publish since the bus last took it).
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct Drain;

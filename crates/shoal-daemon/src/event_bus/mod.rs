@@ -5,13 +5,16 @@
 //! the writer, never a commit here), so their seqs continue after a restart and `events.read`
 //! with a `since` older than the ring is served from the store (on a blocking thread).
 //!
-//! Subscribers are `Recipient<BusEvent>`s, each with its own bounded queue of [`QUEUE`] events.
-//! Delivery is a non-blocking `try_send` into the subscriber's mailbox (no reply awaited, so
-//! one publish to many subscribers costs one mailbox push each); a full mailbox leaves the
-//! event queued here and retries after a backoff of 1 ms doubling to [`RETRY_MAX`], so
-//! publishing never waits on a subscriber and a stalled one never slows the others. A full
-//! queue counts further events instead of queueing them; once the queue drains the subscriber
-//! gets one marker `{dropped, latest_seq}` before anything newer (docs/rules.md §19).
+//! Each channel fans out through a `tokio::sync::broadcast` channel of [`QUEUE`] events.
+//! Every subscriber (a `Recipient<BusEvent>`) has its own forwarding task on the bus's
+//! arbiter: it takes the next event from its broadcast receiver and puts it in the
+//! subscriber's mailbox (without waiting while the mailbox has room; while it is full, the
+//! task awaits that event's delivery). So publishing never waits on a subscriber and a
+//! stalled one never slows the others: it falls behind in its receiver, and when it is more
+//! than [`QUEUE`] events behind the receiver answers `Lagged(n)`; the subscriber then gets
+//! one marker `{dropped: n, latest_seq}` (seq = the latest dropped) before anything newer
+//! (docs/rules.md §19). A subscriber whose mailbox is closed (its connection ended) is
+//! pruned.
 //!
 //! The subscriptions and the seq counters also live in a [`SubscriberBook`] outside the actor
 //! (written on subscribe, unsubscribe and prune; a counter is one atomic per publish), so
@@ -21,22 +24,14 @@
 //! recovers the durable channels from the journal). The rings are not kept.
 //!
 //! Publishers do not message the bus per event: they put their publishes in the bus's
-//! [`Inbox`] through a [`BusHandle`] (a session publishes three events per exec, and a message
-//! to the bus's arbiter wakes that thread each time, about 20 µs of every exec on this
-//! VM). The bus takes the inbox in order before anything that could see it: every message it
-//! handles (a read, a subscribe, a direct [`Publish`]) drains the inbox first. A publish
-//! wakes the bus at once (one [`Drain`] in flight at most) when its channel has live
-//! subscribers (they hear of events promptly), in immediate durability mode, or when
-//! [`WAKE_AT`] publishes wait; otherwise only the first publish after the bus went idle wakes
-//! it, and the bus then looks at its inbox every [`TICK`] until a tick finds nothing. So a
-//! stream of execs with nobody listening costs the bus one wake-up per tick, and a durable
-//! event reaches the journal's queue within a tick. The live view of execs
-//! ([`shoal_journal::event::EXEC_CHANNEL`]) never wakes the bus by itself: a watched stream
-//! of execs reaches its viewers on the tick, so watching costs the agent no wake-up per
-//! exec. At a clean stop the daemon queues what is left for the
-//! journal ([`SubscriberBook::settle`]). The inbox holds at most [`MAX_PENDING`] publishes
-//! (a bus past its restart limit never takes it): past that the oldest are dropped, and the
-//! bus's row in `shoal status` says how many once it takes the inbox again.
+//! [`Inbox`] through a [`BusHandle`], and the first publish since the bus last took the
+//! inbox wakes it with one [`Drain`] (a session publishes three events per exec: one
+//! wake-up, not three). The bus takes the inbox in order before anything that could see it:
+//! every message it handles (a read, a subscribe, a direct [`Publish`]) drains the inbox
+//! first. Nothing polls. At a clean stop the daemon queues what is left for the journal
+//! ([`SubscriberBook::settle`]). The inbox holds at most [`MAX_PENDING`] publishes (a bus past
+//! its restart limit never takes it): past that the oldest are dropped, and the bus's row in
+//! `shoal status` says how many once it takes the inbox again.
 //!
 //! Every subscriber of one publish holds the same [`BusEvent`]: its payload and the cell in
 //! which the first connection to write it leaves the encoded kernel frame, so a fan-out
@@ -51,10 +46,10 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 
 use actix::prelude::*;
 use serde_json::{json, Value as Json};
+use tokio::sync::broadcast;
 
 use crate::health::{Registration, Supervised};
 use crate::msg::Crash;
@@ -70,16 +65,10 @@ use shoal_base::sync::Locked;
 
 /// Events kept in memory per channel.
 pub const RING: usize = 1024;
-/// Events queued per subscriber before it starts dropping.
+/// Events a subscriber may fall behind (the broadcast capacity) before it starts dropping.
 pub const QUEUE: usize = 256;
-/// Longest wait before retrying a subscriber whose mailbox was full.
-pub const RETRY_MAX: Duration = Duration::from_millis(100);
 /// Channels persisted to (and replayed from) the journal.
 pub const DURABLE: [&str; 2] = ["journal", "session.transcript"];
-/// Publishes waiting in the inbox at which a publisher wakes the bus whatever else holds.
-pub const WAKE_AT: usize = 256;
-/// How often a bus that has been woken looks at its inbox again (until a look finds it empty).
-pub const TICK: Duration = Duration::from_millis(5);
 
 /// One event, as delivered and as returned by `events.read`.
 #[derive(Message, Clone, Debug)]
@@ -203,14 +192,23 @@ pub struct Unsubscribe {
     pub id: SubId,
 }
 
-#[derive(Default)]
 struct Channel {
     /// The next seq (shared with the [`SubscriberBook`]).
     next: Arc<AtomicU64>,
     ring: VecDeque<BusEvent>,
+    /// The live fan-out: one receiver per subscriber of the channel.
+    live: broadcast::Sender<BusEvent>,
 }
 
 impl Channel {
+    fn new(next: Arc<AtomicU64>) -> Self {
+        Channel {
+            next,
+            ring: VecDeque::new(),
+            live: broadcast::channel(QUEUE).0,
+        }
+    }
+
     fn next(&self) -> u64 {
         self.next.load(Ordering::Relaxed)
     }
@@ -234,9 +232,9 @@ struct Book {
 
 impl SubscriberBook {
     /// The handle publishers and subscribers hold: `bus` (its current incarnation) and
-    /// this book's inbox. `prompt`: every publish wakes the bus (immediate durability).
-    pub fn handle(&self, bus: Supervised<EventBus>, prompt: bool) -> BusHandle {
-        BusHandle::new(bus, self.inbox.clone(), prompt)
+    /// this book's inbox.
+    pub fn handle(&self, bus: Supervised<EventBus>) -> BusHandle {
+        BusHandle::new(bus, self.inbox.clone())
     }
 
     /// At a clean stop, after the bus is gone: queue the durable events still in the inbox
@@ -275,29 +273,10 @@ impl SubscriberBook {
     }
 }
 
+/// A live subscription: its channel and the task forwarding its events.
 struct Subscriber {
     channel: String,
-    sub: Recipient<BusEvent>,
-    scope: Option<Scope>,
-    queue: VecDeque<BusEvent>,
-    dropped: u64,
-    latest_dropped: u64,
-    /// Set while its mailbox is full: the wait before the next try (a retry is scheduled).
-    backoff: Option<Duration>,
-}
-
-impl Subscriber {
-    fn new(channel: String, sub: Recipient<BusEvent>, scope: Option<Scope>) -> Self {
-        Subscriber {
-            channel,
-            sub,
-            scope,
-            queue: VecDeque::new(),
-            dropped: 0,
-            latest_dropped: 0,
-            backoff: None,
-        }
-    }
+    task: SpawnHandle,
 }
 
 pub struct EventBus {
@@ -305,11 +284,9 @@ pub struct EventBus {
     subs: BTreeMap<SubId, Subscriber>,
     book: SubscriberBook,
     /// Subscribers taken over from a crashed incarnation (they get the restart marker).
-    resumed: Vec<SubId>,
+    resumed: Vec<(SubId, String, Recipient<BusEvent>, Option<Scope>)>,
     writer: Option<Arc<Writer>>,
     reg: Registration,
-    /// A look at the inbox is scheduled.
-    ticking: bool,
 }
 
 impl EventBus {
@@ -342,24 +319,16 @@ impl EventBus {
                 c.fetch_max(next, Ordering::Relaxed);
             }
             for (ch, next) in &b.seqs {
-                channels.insert(
-                    ch.clone(),
-                    Channel {
-                        next: next.clone(),
-                        ring: VecDeque::new(),
-                    },
-                );
+                channels.insert(ch.clone(), Channel::new(next.clone()));
             }
-            let subs: BTreeMap<SubId, Subscriber> = b
+            let resumed = b
                 .subs
                 .iter()
                 .map(|(id, (channel, sub, scope))| {
-                    let s = Subscriber::new(channel.clone(), sub.clone(), scope.clone());
-                    (*id, s)
+                    (*id, channel.clone(), sub.clone(), scope.clone())
                 })
                 .collect();
-            let resumed = subs.keys().copied().collect();
-            (subs, resumed)
+            (BTreeMap::new(), resumed)
         };
         EventBus {
             channels,
@@ -368,12 +337,11 @@ impl EventBus {
             resumed,
             writer,
             reg,
-            ticking: false,
         }
     }
 
-    /// Publish what waits in the inbox, in order; answers how many.
-    fn take_inbox(&mut self, ctx: &mut Context<Self>) -> usize {
+    /// Publish what waits in the inbox, in order.
+    fn take_inbox(&mut self) {
         let (pending, dropped) = self.book.inbox.take();
         if dropped > 0 {
             tracing::warn!(
@@ -384,41 +352,25 @@ impl EventBus {
                 .stats
                 .set_error(format!("{dropped} events dropped: the inbox was full"));
         }
-        let n = pending.len();
         for (p, origin) in pending {
-            self.publish(p.channel, p.payload, origin, ctx);
-        }
-        n
-    }
-
-    /// Look at the inbox again in a [`TICK`] (unless that is already due).
-    fn keep_ticking(&mut self, ctx: &mut Context<Self>) {
-        if !self.ticking {
-            self.ticking = true;
-            ctx.run_later(TICK, |act, ctx| act.tick(ctx));
+            self.publish(p.channel, p.payload, origin);
         }
     }
 
-    fn tick(&mut self, ctx: &mut Context<Self>) {
-        self.ticking = false;
-        if self.take_inbox(ctx) > 0 || self.book.inbox.disarm_if_empty() {
-            self.keep_ticking(ctx);
-        }
-    }
-
-    /// Tell the inbox which channels have live subscribers (and whether execs are watched).
+    /// Tell the inbox whether anyone watches the live view of execs.
     fn count_live(&self) {
         let exec = shoal_journal::event::EXEC_CHANNEL;
-        let mut live: Vec<String> = Vec::new();
-        for s in self.subs.values() {
-            if s.channel != exec && !live.contains(&s.channel) {
-                live.push(s.channel.clone());
-            }
-        }
-        self.book.inbox.set_live(live);
         self.book
             .inbox
             .set_exec_watched(self.subs.values().any(|s| s.channel == exec));
+    }
+
+    /// Channel `name`, created (its seq from the book) if it is new.
+    fn channel(&mut self, name: &str) -> &mut Channel {
+        let book = &self.book;
+        self.channels
+            .entry(name.to_string())
+            .or_insert_with(|| Channel::new(book.counter(name, 0)))
     }
 
     /// The next seq of every durable channel of `store` (0 for a fresh store).
@@ -434,16 +386,8 @@ impl EventBus {
         channel: String,
         payload: Payload,
         origin: Option<Arc<Origin>>,
-        ctx: &mut Context<Self>,
     ) -> BusEvent {
-        let book = &self.book;
-        let ch = self
-            .channels
-            .entry(channel.clone())
-            .or_insert_with(|| Channel {
-                next: book.counter(&channel, 0),
-                ring: VecDeque::new(),
-            });
+        let ch = self.channel(&channel);
         let seq = ch.next.fetch_add(1, Ordering::Relaxed);
         let ev =
             BusEvent::new(channel, seq, journal::now_ns(), Arc::new(payload)).with_origin(origin);
@@ -451,6 +395,8 @@ impl EventBus {
             ch.ring.pop_front();
         }
         ch.ring.push_back(ev.clone());
+        // No receiver: nobody listens, nothing to do.
+        let _ = ch.live.send(ev.clone());
         if DURABLE.contains(&ev.channel.as_str()) {
             if let Some(w) = &self.writer {
                 let op = Op::Event {
@@ -468,99 +414,31 @@ impl EventBus {
                 }
             }
         }
-        let ids: Vec<SubId> = self
-            .subs
-            .iter()
-            .filter(|(_, s)| s.channel == ev.channel && admits(s.scope.as_ref(), ev.origin()))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
-            self.enqueue(id, ev.clone(), ctx);
-        }
         ev
     }
 
-    fn enqueue(&mut self, id: SubId, ev: BusEvent, ctx: &mut Context<Self>) {
-        let Some(s) = self.subs.get_mut(&id) else {
-            return;
-        };
-        if s.dropped > 0 || s.queue.len() >= QUEUE {
-            s.dropped += 1;
-            s.latest_dropped = ev.seq;
-        } else {
-            s.queue.push_back(ev);
-        }
-        self.pump(id, ctx);
-    }
-
-    /// Deliver subscriber `id`'s queue unless a retry is already scheduled for it; a full
-    /// mailbox schedules the first retry.
-    fn pump(&mut self, id: SubId, ctx: &mut Context<Self>) {
-        if self.subs.get(&id).is_none_or(|s| s.backoff.is_some()) {
-            return;
-        }
-        if self.drain(id) {
-            self.schedule_retry(id, Duration::from_millis(1), ctx);
-        }
-    }
-
-    /// A scheduled retry of a subscriber whose mailbox was full: deliver what fits; if still
-    /// full, wait twice as long (at most [`RETRY_MAX`]).
-    fn retry(&mut self, id: SubId, ctx: &mut Context<Self>) {
-        let Some(waited) = self.subs.get_mut(&id).and_then(|s| s.backoff.take()) else {
-            return;
-        };
-        if self.drain(id) {
-            self.schedule_retry(id, (waited * 2).min(RETRY_MAX), ctx);
-        }
-    }
-
-    fn schedule_retry(&mut self, id: SubId, wait: Duration, ctx: &mut Context<Self>) {
-        if let Some(s) = self.subs.get_mut(&id) {
-            s.backoff = Some(wait);
-            ctx.run_later(wait, move |act, ctx| act.retry(id, ctx));
-        }
-    }
-
-    /// Move subscriber `id`'s queued events (then its `{dropped}` marker) into its mailbox
-    /// until the queue is empty or the mailbox is full. Answers whether it stopped on a full
-    /// mailbox. A closed mailbox prunes the subscriber.
-    fn drain(&mut self, id: SubId) -> bool {
-        let Some(s) = self.subs.get_mut(&id) else {
-            return false;
-        };
-        loop {
-            let next = match s.queue.pop_front() {
-                Some(ev) => ev,
-                None if s.dropped > 0 => {
-                    let marker = BusEvent::new(
-                        s.channel.clone(),
-                        s.latest_dropped,
-                        journal::now_ns(),
-                        Arc::new(
-                            json!({"dropped": s.dropped, "latest_seq": s.latest_dropped}).into(),
-                        ),
-                    );
-                    s.dropped = 0;
-                    marker
-                }
-                None => return false,
-            };
-            match s.sub.try_send(next) {
-                Ok(()) => {}
-                Err(SendError::Full(ev)) => {
-                    s.queue.push_front(ev);
-                    return true;
-                }
-                Err(SendError::Closed(_)) => {
-                    // The subscriber is gone: prune it.
-                    self.subs.remove(&id);
-                    self.book.book.locked().subs.remove(&id);
-                    self.count_live();
-                    return false;
-                }
-            }
-        }
+    /// Start forwarding channel `channel`'s live events to `sub` as subscription `id`,
+    /// `first` before them. From here on every publish reaches it (or is counted as dropped).
+    fn forward(
+        &mut self,
+        id: SubId,
+        channel: String,
+        sub: Recipient<BusEvent>,
+        scope: Option<Scope>,
+        first: Vec<BusEvent>,
+        ctx: &mut Context<Self>,
+    ) {
+        let rx = self.channel(&channel).live.subscribe();
+        let task = ctx.spawn(deliver(rx, sub, scope, first).into_actor(self).map(
+            move |(), act, _ctx| {
+                // The subscriber is gone: prune it.
+                act.subs.remove(&id);
+                act.book.book.locked().subs.remove(&id);
+                act.count_live();
+            },
+        ));
+        self.subs.insert(id, Subscriber { channel, task });
+        self.count_live();
     }
 
     fn subscribe(
@@ -572,7 +450,7 @@ impl EventBus {
         ctx: &mut Context<Self>,
     ) -> SubId {
         // What was published before this subscription is not live for it.
-        self.take_inbox(ctx);
+        self.take_inbox();
         let id = {
             let mut b = self.book.book.locked();
             b.next_sub += 1;
@@ -581,11 +459,9 @@ impl EventBus {
                 .insert(id, (channel.clone(), sub.clone(), scope.clone()));
             id
         };
-        self.subs
-            .insert(id, Subscriber::new(channel.clone(), sub, scope.clone()));
-        self.count_live();
-        if let Some(since) = replay {
-            let events: Vec<BusEvent> = self
+        let first: Vec<BusEvent> = match replay {
+            None => Vec::new(),
+            Some(since) => self
                 .channels
                 .get(&channel)
                 .map(|c| {
@@ -596,15 +472,64 @@ impl EventBus {
                         .cloned()
                         .collect()
                 })
-                .unwrap_or_default();
-            for ev in events {
-                self.enqueue(id, ev, ctx);
+                .unwrap_or_default(),
+        };
+        self.forward(id, channel, sub, scope, first, ctx);
+        id
+    }
+}
+
+/// Move the events of `rx` that `scope` admits into `sub`'s mailbox, `first` before them,
+/// until the subscriber is gone (or the bus: the sender dropped). A full mailbox makes it
+/// wait for that event's delivery; falling more than [`QUEUE`] events behind turns what
+/// was lost into one `{dropped, latest_seq}` marker before the next event.
+async fn deliver(
+    mut rx: broadcast::Receiver<BusEvent>,
+    sub: Recipient<BusEvent>,
+    scope: Option<Scope>,
+    first: Vec<BusEvent>,
+) {
+    for ev in first {
+        if !put(&sub, ev).await {
+            return;
+        }
+    }
+    let mut dropped = 0u64;
+    loop {
+        let ev = match rx.recv().await {
+            Ok(ev) => ev,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                dropped += n;
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        if dropped > 0 {
+            let latest = ev.seq.saturating_sub(1);
+            let marker = BusEvent::new(
+                ev.channel.clone(),
+                latest,
+                journal::now_ns(),
+                Arc::new(json!({"dropped": dropped, "latest_seq": latest}).into()),
+            );
+            dropped = 0;
+            if !put(&sub, marker).await {
+                return;
             }
         }
-        // Published while the count of live subscriptions was not yet raised: delivered now
-        // rather than at the next tick.
-        self.take_inbox(ctx);
-        id
+        if admits(scope.as_ref(), ev.origin()) && !put(&sub, ev).await {
+            return;
+        }
+    }
+}
+
+/// Put `ev` in `sub`'s mailbox: at once while it has room, else once it is delivered.
+/// Answers whether the subscriber is still there.
+async fn put(sub: &Recipient<BusEvent>, ev: BusEvent) -> bool {
+    match sub.try_send(ev) {
+        Ok(()) => true,
+        Err(SendError::Full(ev)) => sub.send(ev).await.is_ok(),
+        Err(SendError::Closed(_)) => false,
     }
 }
 
@@ -614,39 +539,38 @@ impl Actor for EventBus {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(4096);
         // Taken over from a crashed bus: tell each subscriber of a channel that had
-        // events that what was queued for it may be lost.
-        for id in std::mem::take(&mut self.resumed) {
-            let Some(s) = self.subs.get(&id) else {
-                continue;
-            };
+        // events that what was on its way to it may be lost.
+        for (id, channel, sub, scope) in std::mem::take(&mut self.resumed) {
             let latest = self
                 .channels
-                .get(&s.channel)
+                .get(&channel)
                 .and_then(|c| c.next().checked_sub(1));
-            if let Some(latest) = latest {
-                let marker = BusEvent::new(
-                    s.channel.clone(),
-                    latest,
-                    journal::now_ns(),
-                    Arc::new(json!({"restarted": true, "latest_seq": latest}).into()),
-                );
-                self.enqueue(id, marker, ctx);
-            }
+            let first = latest
+                .map(|latest| {
+                    BusEvent::new(
+                        channel.clone(),
+                        latest,
+                        journal::now_ns(),
+                        Arc::new(json!({"restarted": true, "latest_seq": latest}).into()),
+                    )
+                })
+                .into_iter()
+                .collect();
+            self.forward(id, channel, sub, scope, first, ctx);
         }
-        // What a crashed incarnation left in the inbox (its Drain and tick died with it).
+        // What a crashed incarnation left in the inbox (its Drain died with it), published
+        // after the subscriptions are taken over, so they hear it.
         self.count_live();
-        self.take_inbox(ctx);
-        self.keep_ticking(ctx);
+        self.take_inbox();
     }
 }
 
 impl Handler<Drain> for EventBus {
     type Result = ();
 
-    fn handle(&mut self, _msg: Drain, ctx: &mut Context<Self>) {
+    fn handle(&mut self, _msg: Drain, _ctx: &mut Context<Self>) {
         self.reg.stats.handled();
-        self.take_inbox(ctx);
-        self.keep_ticking(ctx);
+        self.take_inbox();
     }
 }
 
@@ -663,21 +587,21 @@ impl Handler<Crash> for EventBus {
 impl Handler<Publish> for EventBus {
     type Result = MessageResult<Publish>;
 
-    fn handle(&mut self, msg: Publish, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: Publish, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        self.take_inbox(ctx);
-        MessageResult(self.publish(msg.channel, msg.payload, None, ctx))
+        self.take_inbox();
+        MessageResult(self.publish(msg.channel, msg.payload, None))
     }
 }
 
 impl Handler<PublishFrom> for EventBus {
     type Result = MessageResult<PublishFrom>;
 
-    fn handle(&mut self, msg: PublishFrom, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: PublishFrom, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        self.take_inbox(ctx);
+        self.take_inbox();
         let p = msg.publish;
-        MessageResult(self.publish(p.channel, p.payload, msg.origin, ctx))
+        MessageResult(self.publish(p.channel, p.payload, msg.origin))
     }
 }
 
@@ -693,9 +617,9 @@ pub struct ListChannels {
 impl Handler<ListChannels> for EventBus {
     type Result = Vec<String>;
 
-    fn handle(&mut self, msg: ListChannels, ctx: &mut Context<Self>) -> Vec<String> {
+    fn handle(&mut self, msg: ListChannels, _ctx: &mut Context<Self>) -> Vec<String> {
         self.reg.stats.handled();
-        self.take_inbox(ctx);
+        self.take_inbox();
         let scope = msg.scope;
         let mut names: Vec<String> = self
             .channels
@@ -729,9 +653,11 @@ impl Handler<SubscribeReplay> for EventBus {
 impl Handler<Unsubscribe> for EventBus {
     type Result = ();
 
-    fn handle(&mut self, msg: Unsubscribe, _ctx: &mut Context<Self>) {
+    fn handle(&mut self, msg: Unsubscribe, ctx: &mut Context<Self>) {
         self.reg.stats.handled();
-        self.subs.remove(&msg.id);
+        if let Some(s) = self.subs.remove(&msg.id) {
+            ctx.cancel_future(s.task);
+        }
         self.book.book.locked().subs.remove(&msg.id);
         self.count_live();
     }

@@ -12,9 +12,9 @@ use super::{admits, BusEvent, Channel, EventBus, ReadEvents, DURABLE};
 impl Handler<ReadEvents> for EventBus {
     type Result = ResponseFuture<Vec<BusEvent>>;
 
-    fn handle(&mut self, msg: ReadEvents, ctx: &mut Context<Self>) -> Self::Result {
+    fn handle(&mut self, msg: ReadEvents, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        self.take_inbox(ctx);
+        self.take_inbox();
         let scope = msg.scope.clone();
         let ring: Vec<BusEvent> = self
             .channels

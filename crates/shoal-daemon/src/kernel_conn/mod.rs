@@ -43,13 +43,6 @@ use shoal_proto::rpc::{self, RpcError};
 
 type Reply = LocalBoxActorFuture<KernelConn, Result<Json, RpcError>>;
 
-/// A result as a request's reply carries it: a JSON tree, or (a plain `exec`) the
-/// result object's JSON bytes, written without one.
-enum Body {
-    Json(Json),
-    Encoded(Vec<u8>),
-}
-
 /// The kernel methods besides `pty.*` ([`shoal_pty::api::METHODS`]).
 const METHODS: &[&str] = &[
     "session.attach",
@@ -153,17 +146,12 @@ impl KernelConn {
             client: self.attached.as_ref().map(|a| a.label.clone()),
         });
         let entered = span.clone().entered();
-        let fut: LocalBoxActorFuture<Self, Result<Body, RpcError>> = if cancel.is_cancelled() {
+        let fut: Reply = if cancel.is_cancelled() {
             Box::pin(ready(Err(peer::session_error(
                 crate::sessions::session::cancelled_before_running(),
             ))))
-        } else if let Some(f) = self.plain_exec(&method, &params, &cancel) {
-            f
         } else {
-            Box::pin(
-                self.dispatch(&method, params, cancel.clone())
-                    .map(|r, _, _| r.map(Body::Json)),
-            )
+            self.dispatch(&method, params, cancel.clone())
         };
         drop(entered);
         // A hang-up abandons any call; a `cancel` ends a wait at once, while
@@ -199,54 +187,8 @@ impl KernelConn {
                     act.reg.stats.set_error(format!("{method}: {}", e.message));
                 }
             }
-            let frame = match res {
-                Ok(Body::Encoded(result)) => rpc::encoded_reply_frame(&id, &result),
-                Ok(Body::Json(v)) => rpc::reply_frame(&id, Ok(v)),
-                Err(e) => rpc::reply_frame(&id, Err(e)),
-            };
-            peer::write_frame(&act.tx, ctx, frame);
+            peer::write_frame(&act.tx, ctx, rpc::reply_frame(&id, res));
         }));
-    }
-
-    /// A plain `exec` (attached, no `mode`, no task options, valid params),
-    /// answered with its result written as bytes
-    /// ([`crate::sessions::exec::exec_reply_bytes`]). `None`: anything else, which
-    /// [`Self::dispatch`] answers (its own errors included).
-    fn plain_exec(
-        &mut self,
-        method: &str,
-        params: &Json,
-        cancel: &Arc<CallCancel>,
-    ) -> Option<LocalBoxActorFuture<Self, Result<Body, RpcError>>> {
-        if method != "exec" {
-            return None;
-        }
-        let att = self.attached.as_ref()?;
-        // Read-only access: [`Self::dispatch`] answers (a refusal).
-        if att.handle.access != crate::sessions::handle::Access::Full {
-            return None;
-        }
-        let p = params.as_object()?;
-        if p.contains_key("mode") || !matches!(crate::sessions::task::task_opts(p), Ok(None)) {
-            return None;
-        }
-        let (src, position) = kernel::exec_params(p, Position::Stmt).ok()?;
-        let budget = shoal_proto::elide::Budget::from_json(p.get("elide")).ok()?;
-        let width = kernel::width_param(p).ok()?;
-        lc::recheck(att.token.as_deref(), self.cx.foreign, &att.gate).ok()?;
-        let exec = crate::msg::Exec {
-            src,
-            position,
-            tty: att.tty,
-            cancel: cancel.clone(),
-            gate: Some(att.gate.clone()),
-            check: true,
-            width,
-        };
-        let f = crate::sessions::exec::exec_elided_bytes(&att.handle, exec, budget);
-        Some(Box::pin(
-            async move { f.await.map(Body::Encoded) }.into_actor(self),
-        ))
     }
 
     fn dispatch(&mut self, method: &str, params: Json, cancel: Arc<CallCancel>) -> Reply {
@@ -393,14 +335,13 @@ impl KernelConn {
                 }
             },
             "exec" => match kernel::exec_params(&p, Position::Stmt).and_then(|(s, pos)| {
-                // A bad width is refused here; a good one is the plain exec's.
-                kernel::width_param(&p)?;
+                let width = kernel::width_param(&p)?;
                 let b = shoal_proto::elide::Budget::from_json(p.get("elide"))
                     .map_err(RpcError::invalid_params)?;
-                Ok((s, pos, b, crate::sessions::task::task_opts(&p)?))
+                Ok((s, pos, width, b, crate::sessions::task::task_opts(&p)?))
             }) {
                 Err(e) => Box::pin(ready(Err(e))),
-                Ok((src, position, budget, Some(opts))) => Box::pin(
+                Ok((src, position, _, budget, Some(opts))) => Box::pin(
                     crate::sessions::task::exec_as_task(
                         handle,
                         src,
@@ -412,19 +353,20 @@ impl KernelConn {
                     )
                     .into_actor(self),
                 ),
-                Ok((src, position, budget, None)) => Box::pin(
-                    crate::sessions::exec::exec_elided(
-                        handle,
+                Ok((src, position, width, budget, None)) => {
+                    let exec = crate::msg::Exec {
                         src,
                         position,
                         tty,
-                        budget,
                         cancel,
-                        Some(gate),
-                        true,
+                        gate: Some(gate),
+                        check: true,
+                        width,
+                    };
+                    Box::pin(
+                        crate::sessions::exec::exec_json(handle, exec, budget).into_actor(self),
                     )
-                    .into_actor(self),
-                ),
+                }
             },
             m if m.starts_with("task.") => Box::pin(
                 crate::sessions::task::kernel_method(handle, m.to_string(), p).into_actor(self),

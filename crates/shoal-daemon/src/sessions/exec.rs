@@ -6,7 +6,6 @@
 
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
 use crate::msg::{CallCancel, Exec, ExecReply, GetValue, SessionError};
@@ -42,45 +41,18 @@ pub async fn exec_elided(
         check,
         width: None,
     };
-    let x = handle.exec(exec).await.map_err(peer::session_error)?;
-    exec_reply_json(x, &budget)
+    exec_json(handle, exec, budget).await
 }
 
-/// [`exec_elided`] answered as the result object's JSON bytes
-/// ([`exec_reply_bytes`]): the kernel's plain `exec`. Sent now; the future
-/// awaits the reply.
-pub fn exec_elided_bytes(
-    handle: &SessionHandle,
+/// Send `exec` to the session, then answer its reply as [`exec_reply_json`]
+/// does, the value elided under `budget`.
+pub async fn exec_json(
+    handle: SessionHandle,
     exec: Exec,
     budget: Budget,
-) -> impl std::future::Future<Output = Result<Vec<u8>, RpcError>> + 'static {
-    let reply = handle.exec(exec);
-    async move {
-        let x = reply.await.map_err(peer::session_error)?;
-        exec_reply_bytes(x, &budget)
-    }
-}
-
-/// What [`exec_reply_json`] answers, as the result object's JSON bytes: the
-/// same typed [`ExecResult`], its value encoded without a JSON tree.
-pub fn exec_reply_bytes(mut x: ExecReply, budget: &Budget) -> Result<Vec<u8>, RpcError> {
-    x.render = text_under(&mut x, budget);
-    let uri = kernel::ref_uri(x.n);
-    let mut value = Vec::with_capacity(64);
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        shoal_proto::elide::elide_into(&x.value, budget, &uri, &mut value)
-    }))
-    .map_err(|p| {
-        RpcError::internal(format!(
-            "encoding panicked: {}",
-            crate::sessions::session::panic_message(&p)
-        ))
-    })?;
-    let value = String::from_utf8(value)
-        .ok()
-        .and_then(|v| RawValue::from_string(v).ok())
-        .ok_or_else(|| RpcError::internal("a value encoded as invalid JSON"))?;
-    serde_json::to_vec(&exec_result(x, uri, value)).map_err(|e| RpcError::internal(e.to_string()))
+) -> Result<Json, RpcError> {
+    let x = handle.exec(exec).await.map_err(peer::session_error)?;
+    exec_reply_json(x, &budget)
 }
 
 /// `{ref, uri, value, render, elapsed_ms, warnings?, journal?}` of an exec's
@@ -184,80 +156,4 @@ where
         .map_err(|_| SessionError::Closed(name))
         .and_then(|r| r)
         .map_err(peer::session_error)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use shoal_value::{Record, Value};
-
-    fn reply(n: u64, value: Value) -> ExecReply {
-        ExecReply {
-            n,
-            value,
-            render: "a \"render\"\n\u{1b}[1m".into(),
-            full: None,
-            elapsed_ms: 1.234_567_8,
-            journal: None,
-            warnings: Vec::new(),
-        }
-    }
-
-    /// The kernel's bytes parse to exactly the tree the other callers build,
-    /// members in the same order, whatever the value and the budget.
-    #[test]
-    fn exec_reply_bytes_parse_to_exec_reply_json() {
-        let mut rec = Record::new();
-        rec.insert("k \"q\"".into(), Value::Float(0.5));
-        rec.insert("n".into(), Value::Null);
-        let mut deep = Value::Int(1);
-        for _ in 0..100 {
-            deep = Value::list(vec![deep]);
-        }
-        let values = [
-            Value::Int(42),
-            Value::Null,
-            Value::Bool(true),
-            Value::Float(0.0),
-            Value::str("line\nand \"quotes\" \u{7}"),
-            Value::record(rec),
-            Value::list((0..10).map(Value::Int).collect()),
-            Value::list((0..5000).map(Value::Int).collect()),
-            Value::str("x".repeat(100_000)),
-            deep,
-        ];
-        let budgets = [
-            Budget::default(),
-            Budget {
-                max_bytes: 16,
-                ..Budget::default()
-            },
-        ];
-        for (i, v) in values.iter().enumerate() {
-            for b in &budgets {
-                let mut x = reply(i as u64 + 1, v.clone());
-                if i % 3 == 0 {
-                    x.journal = Some("degraded");
-                }
-                if i % 4 == 1 {
-                    x.warnings.push(shoal_lang::Warning {
-                        code: "dollar_in_string",
-                        message: "a \"$\"".into(),
-                        span: Default::default(),
-                        hint: "use {x}".into(),
-                    });
-                }
-                let bytes = exec_reply_bytes(x.clone(), b).unwrap();
-                let tree = exec_reply_json(x, b).unwrap();
-                let parsed: Json = serde_json::from_slice(&bytes).unwrap();
-                assert_eq!(parsed, tree, "value {i}");
-                // Same member order, same text.
-                assert_eq!(
-                    String::from_utf8(bytes).unwrap(),
-                    serde_json::to_string(&tree).unwrap(),
-                    "value {i}"
-                );
-            }
-        }
-    }
 }

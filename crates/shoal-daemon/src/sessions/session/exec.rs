@@ -167,18 +167,6 @@ pub fn run_task(
     result
 }
 
-/// Where an evaluation runs.
-#[derive(Clone, Copy)]
-pub(super) enum Lane {
-    /// An evaluation thread of `stack` bytes (the worker, a task's thread),
-    /// under the caller's sandbox.
-    Thread { stack: usize },
-    /// The session actor's arbiter, for a quick program
-    /// (`shoal_lang::quick`): nothing it does can block or spawn, so it
-    /// needs neither a thread, a large stack nor a sandbox.
-    Quick,
-}
-
 /// Evaluate `job` in `lang`. The foreground (`foreground`: the session's
 /// worker) creates the language session on first use and updates the
 /// session's views; a task's fork leaves them alone.
@@ -198,30 +186,7 @@ pub(super) fn run_job(
         Ok(p) => p,
         Err(e) => return (Err(e), None),
     };
-    finish_job(
-        shared,
-        lang,
-        job,
-        prepared,
-        Lane::Thread { stack },
-        foreground,
-    )
-}
-
-/// Run `job` on the calling (arbiter) thread if it is quick: `None` when it
-/// is not (nothing ran; the worker runs it as usual). The caller has made
-/// sure nothing here waits: the session's worker is idle, the language
-/// session exists, the `out:N` number is reserved, durability is batched.
-pub(super) fn run_quick(
-    shared: &SessionShared,
-    lang: &mut Option<LangSession>,
-    job: &JobSpec,
-) -> Option<(Result<ExecReply, SessionError>, Option<PendingJournal>)> {
-    let prepared = match prepare(lang, job) {
-        Ok(Ok(p)) if lang.as_ref().is_some_and(|s| s.is_quick(&p)) => Ok(p),
-        _ => return None,
-    };
-    Some(finish_job(shared, lang, job, prepared, Lane::Quick, true))
+    finish_job(shared, lang, job, prepared, stack, foreground)
 }
 
 /// Parse `job` for `lang` (one parse serves the gate and the evaluation; a
@@ -241,14 +206,14 @@ fn prepare(
     .map_err(|p| SessionError::Internal(format!("parsing panicked: {}", panic_message(&p))))
 }
 
-/// The rest of an evaluation: the gate, the run (on `lane`), the value stored
+/// The rest of an evaluation: the gate, the run (on a `stack`-byte thread), the value stored
 /// as `out:N`, its render and the journal record it leaves.
 fn finish_job(
     shared: &SessionShared,
     lang: &mut Option<LangSession>,
     job: &JobSpec,
     prepared: Result<Prepared, ExecError>,
-    lane: Lane,
+    stack: usize,
     foreground: bool,
 ) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
     let Some(session) = lang.as_mut() else {
@@ -308,11 +273,11 @@ fn finish_job(
     let t0 = Instant::now();
     let sandbox = job.gate.as_ref().and_then(|g| g.sandbox.clone());
     // The run-time Leash gate: every effect site checks it while this runs
-    // (a thread-local only, so the arbiter's quick lane carries it too).
+    // (a thread-local).
     let run_gate = job.gate.as_ref().and_then(|g| g.run.clone());
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        shoal_policy::run_gate::with_gate(run_gate, || match lane {
-            Lane::Thread { stack } => shoal_policy::landlock::with_rules(sandbox, || {
+        shoal_policy::run_gate::with_gate(run_gate, || {
+            shoal_policy::landlock::with_rules(sandbox, || {
                 // Its programs belong to the session's foreground, or to the
                 // task whose thread this is (docs/processes.md).
                 let home = if foreground {
@@ -326,10 +291,7 @@ fn finish_job(
                 shoal_base::procs::with_home(home, || {
                     prepared.and_then(|p| session.exec_prepared_here(p, stack))
                 })
-            }),
-            // Spawns nothing, so there is nothing to confine; and Landlock must
-            // never be applied to an arbiter thread.
-            Lane::Quick => prepared.and_then(|p| session.exec_prepared_quick(p)),
+            })
         })
     }));
     let elapsed = t0.elapsed();

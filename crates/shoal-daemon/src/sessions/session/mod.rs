@@ -1,13 +1,9 @@
 //! The Session actor: owns one named session's evaluation worker thread and
 //! nothing else. Evaluation blocks (it spawns and waits on processes), so the
-//! actor hands jobs to the worker (`worker.rs`) over a channel and awaits the
-//! reply. The one exception is a quick program (`shoal_lang::quick`: scalar
-//! arithmetic, bounded by its source) while the worker is idle: the actor
-//! answers it itself, on its arbiter, which saves the two thread wake-ups of
-//! the hand-off (about 30 µs on a virtual machine) and can neither block nor
-//! spawn (docs/rules.md §1).
+//! actor hands every job to the worker (`worker.rs`) over a channel and awaits
+//! the reply.
 //!
-//! The language session lives in the worker's [`Lane`]; a panic in the language
+//! The language session is the worker thread's own; a panic in the language
 //! is caught there, reported as an error, and the (possibly half-mutated)
 //! language state is dropped rather than resumed. The transcript lives in
 //! [`SessionShared`] (`shared.rs`, `transcript.rs`), owned by the supervisor,
@@ -33,7 +29,7 @@ pub use record::wait_records_handed_off;
 pub use shared::{ForkSeed, Humans, LiveState, SessionShared};
 pub use transcript::Transcript;
 pub use worker::confine_for;
-use worker::{publish, worker, Job, Lane, Work};
+use worker::{worker, Job, Work};
 
 pub use crate::msg::CallCancel;
 
@@ -63,8 +59,6 @@ pub fn cancelled_before_running() -> SessionError {
 
 pub struct Session {
     shared: Arc<SessionShared>,
-    /// The language state and queue depth shared with the worker.
-    lane: Arc<Lane>,
     jobs: Option<mpsc::Sender<Work>>,
     reg: Registration,
     /// Tells the supervisor when this actor ends (a panic included).
@@ -75,7 +69,6 @@ impl Session {
     pub fn new(shared: Arc<SessionShared>, reg: Registration) -> Self {
         Session {
             shared,
-            lane: Arc::default(),
             jobs: None,
             reg,
             _exit: None,
@@ -95,11 +88,10 @@ impl Actor for Session {
         ctx.set_mailbox_capacity(64);
         let (tx, rx) = mpsc::channel::<Work>();
         let shared = self.shared.clone();
-        let lane = self.lane.clone();
         // The worker evaluates on its own (large) stack: no thread per exec.
         let spawned = shoal_lang::session::spawn_eval_thread(
             format!("shoal-session-{}", self.shared.name),
-            move |stack| worker(shared, lane, rx, stack),
+            move |stack| worker(shared, rx, stack),
         );
         match spawned {
             Ok(_) => self.jobs = Some(tx),
@@ -121,80 +113,9 @@ impl Actor for Session {
 }
 
 impl Session {
-    /// Hand `work` to the worker (counted in the lane until it finishes).
+    /// Hand `work` to the worker.
     fn hand_off(&self, work: Work) -> bool {
-        let Some(tx) = &self.jobs else {
-            return false;
-        };
-        self.lane
-            .queued
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let sent = tx.send(work).is_ok();
-        if !sent {
-            self.lane
-                .queued
-                .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        }
-        sent
-    }
-
-    /// Answer `msg` here if it is quick and nothing would wait: the worker
-    /// idle (so execs keep their order), the language session started, the
-    /// journal taking the record without blocking. `None`: hand it off.
-    ///
-    /// A token principal's quick program is answered here too, unconfined:
-    /// a quick program calls, opens and spawns nothing (`lang::quick`), so
-    /// the kernel would have nothing to refuse it, and its gate still
-    /// decides in `finish_job`. Everything else it runs meets the confined
-    /// worker (`confine_for`).
-    fn try_quick(&self, msg: &Exec) -> Option<Result<ExecReply, SessionError>> {
-        if !shoal_lang::quick::may_be_quick(&msg.src)
-            || msg.cancel.is_cancelled()
-            || self.lane.queued.load(std::sync::atomic::Ordering::SeqCst) != 0
-            || self.shared.immediate_durability()
-            || !self.shared.answers_without_waiting()
-        {
-            return None;
-        }
-        let mut lang = self.lane.lang.try_lock().ok()?;
-        lang.as_ref()?;
-        let spec = JobSpec {
-            src: msg.src.clone(),
-            position: msg.position,
-            tty: msg.tty,
-            cancel: msg.cancel.clone(),
-            gate: msg.gate.clone(),
-            check: msg.check,
-            width: msg.width,
-        };
-        // The call's span, for debug lines: nothing here logs at a lower level
-        // but a panic, whose error line names the call itself (formatting the
-        // span's fields costs about as much as the evaluation).
-        let _span = tracing::enabled!(tracing::Level::DEBUG)
-            .then(|| spec.cancel.origin().span(&self.shared.name).entered());
-        let (mut result, journal) = exec::run_quick(&self.shared, &mut lang, &spec)?;
-        drop(lang);
-        spec.cancel.finish();
-        tracing::debug!(ok = result.is_ok(), "quick exec evaluated");
-        self.shared
-            .quick_execs
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        // A quick record is small: handed to the journal before the reply, as
-        // the worker does with small records.
-        let mut events = Vec::new();
-        if let Some(j) = journal {
-            tracing::debug!("exec handed to the journal before the reply");
-            let _ = j.record(&self.shared, &mut events);
-        }
-        if let Ok(r) = &mut result {
-            if self.shared.journal_degraded() {
-                r.journal = Some("degraded");
-            }
-        }
-        // A quick program binds nothing, so the state tasks fork from stays
-        // current: no refresh.
-        publish(&self.shared, events);
-        Some(result)
+        self.jobs.as_ref().is_some_and(|tx| tx.send(work).is_ok())
     }
 }
 
@@ -203,12 +124,6 @@ impl Handler<Exec> for Session {
 
     fn handle(&mut self, msg: Exec, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        if let Some(r) = self.try_quick(&msg) {
-            if let Err(SessionError::Internal(m)) = &r {
-                self.reg.stats.set_error(m.clone());
-            }
-            return Box::pin(std::future::ready(r));
-        }
         let (reply, rx) = oneshot::channel();
         let cancel = msg.cancel;
         let job = Job {

@@ -50,9 +50,6 @@ pub struct SessionShared {
     /// The people attached (`shoal attach`, `shoal watch`), for `daemon.status`.
     pub humans: Humans,
     pub busy: AtomicBool,
-    /// Execs the Session actor answered itself (quick programs), for
-    /// `daemon.status`.
-    pub quick_execs: std::sync::atomic::AtomicU64,
     pub interrupter: Mutex<Option<Interrupter>>,
     /// Delivers `user.*` events published by clients into the language's channels.
     pub injector: Mutex<Option<ChannelInjector>>,
@@ -175,7 +172,6 @@ impl SessionShared {
             clients: AtomicI64::new(0),
             humans: Humans::default(),
             busy: AtomicBool::new(false),
-            quick_execs: Default::default(),
             interrupter: Mutex::new(None),
             injector: Mutex::new(None),
             adapters: None,
@@ -278,20 +274,6 @@ impl SessionShared {
         let _ = self.base.set(last);
     }
 
-    /// Whether an exec can be answered now without waiting for the journal:
-    /// the transcript's base is known, the next `out:N` is durably reserved and
-    /// the journal takes the exec's ops (and its events') without blocking
-    /// (never with immediate durability). A quick exec runs on the arbiter only
-    /// then.
-    pub(super) fn answers_without_waiting(&self) -> bool {
-        let Some(svc) = &self.services else {
-            return self.base.get().is_some();
-        };
-        self.base.get().is_some()
-            && self.reserved.covers(self.peek_next())
-            && svc.writer.has_room(4)
-    }
-
     /// Make sure the next `out:N` is durably reserved before it is handed out
     /// (worker thread only; see [`RefReservation`]).
     pub(super) fn reserve_next(&self) -> Result<(), SessionError> {
@@ -362,7 +344,7 @@ impl SessionShared {
                 tracing::error!(session = %self.name, "out:{n} handed out unreserved: {e:?}");
             }
         } else if let Some(svc) = &self.services {
-            // Every path (the quick one included) asks for the next block ahead of need.
+            // Ask for the next block ahead of need.
             self.reserved.ahead(&svc.writer, &self.name, n);
         }
         n

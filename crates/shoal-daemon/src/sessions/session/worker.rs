@@ -3,8 +3,8 @@
 //! or after the reply. It never touches an actor's state and never runs on an
 //! arbiter.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
 
 use tokio::sync::oneshot;
 
@@ -38,39 +38,11 @@ pub(super) enum Work {
     },
 }
 
-/// The session's language state and its queue depth, shared by the worker
-/// thread (which holds the state for the whole of each job) and the Session
-/// actor, which answers a quick exec itself when the worker is idle.
-#[derive(Default)]
-pub(super) struct Lane {
-    pub(super) lang: Mutex<Option<LangSession>>,
-    /// Jobs handed to the worker and not yet finished (journal hand-off and
-    /// fork refresh included): while it is not 0, every exec goes to the
-    /// worker, so execs keep their order.
-    pub(super) queued: AtomicUsize,
-}
-
-/// One job of the worker's queue finished (however it ends).
-struct Finished<'a>(&'a AtomicUsize);
-
-impl Drop for Finished<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// The worker thread: owns the language session, runs jobs in order.
-pub(super) fn worker(
-    shared: Arc<SessionShared>,
-    lane: Arc<Lane>,
-    rx: mpsc::Receiver<Work>,
-    stack: usize,
-) {
+pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack: usize) {
+    let mut state: Option<LangSession> = None;
     while let Ok(work) = rx.recv() {
-        // Declared first, dropped last: the state is free before the count says so.
-        let _finished = Finished(&lane.queued);
-        let mut guard = lane.lang.locked();
-        let lang: &mut Option<LangSession> = &mut guard;
+        let lang = &mut state;
         let job = match work {
             Work::Exec(job) => job,
             Work::Derive { src, reply } => {
