@@ -16,6 +16,8 @@ pub mod plan;
 pub mod policy;
 pub mod run_gate;
 pub mod seccomp;
+#[cfg(test)]
+mod seccomp_tests;
 pub mod tokens;
 pub mod undo;
 
