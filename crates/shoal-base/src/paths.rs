@@ -243,17 +243,28 @@ pub fn log_dir(state: &Path) -> PathBuf {
     state.join("logs")
 }
 
-/// Lexical normalisation: `.` dropped, `..` pops (never above the root).
+/// Lexical normalisation without touching the disk (`a/./b/../c` → `a/c`):
+/// `.` is dropped and `..` removes the component before it; `..` at the
+/// root stays at the root (`/..` → `/`), a leading `..` of a relative path
+/// is kept (`../a/../..` → `../..`), and an empty result is `.`.
 pub fn normalize(p: &Path) -> PathBuf {
+    use std::path::Component;
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                Some(Component::ParentDir | Component::CurDir) | None => out.push(".."),
+            },
             other => out.push(other.as_os_str()),
         }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
     }
     out
 }
@@ -262,6 +273,23 @@ pub fn normalize(p: &Path) -> PathBuf {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn normalize_is_lexical() {
+        let n = |s: &str| normalize(Path::new(s)).to_string_lossy().into_owned();
+        assert_eq!(n("/a/./b/../c"), "/a/c");
+        assert_eq!(n("/.."), "/");
+        assert_eq!(n("/a/../../.."), "/");
+        assert_eq!(n("/../a"), "/a");
+        assert_eq!(n("a/b/.."), "a");
+        assert_eq!(n("a/.."), ".");
+        assert_eq!(n(""), ".");
+        assert_eq!(n("."), ".");
+        assert_eq!(n(".."), "..");
+        assert_eq!(n("../a/../.."), "../..");
+        assert_eq!(n("a/../../b"), "../b");
+        assert_eq!(n("a//b/"), "a/b");
+    }
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
         let m: HashMap<String, String> = pairs

@@ -18,15 +18,14 @@ use shoal_proto::{kernel, rpc};
 /// Whether the peer closed its end completely (`POLLHUP`), as opposed to
 /// only shutting down its write side while it waits for answers.
 pub fn hung_up(fd: &std::os::fd::OwnedFd) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut p = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: 0,
-        revents: 0,
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let mut p = [PollFd::new(fd, PollFlags::empty())];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
     };
-    // SAFETY: one valid pollfd, zero timeout.
-    let n = unsafe { libc::poll(&mut p, 1, 0) };
-    n > 0 && p.revents & (libc::POLLHUP | libc::POLLERR) != 0
+    matches!(rustix::event::poll(&mut p, Some(&now)), Ok(n) if n > 0)
+        && p[0].revents().intersects(PollFlags::HUP | PollFlags::ERR)
 }
 
 /// Set once a connection's peer hung up: every wait of the connection ends.

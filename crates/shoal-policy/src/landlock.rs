@@ -6,9 +6,11 @@
 //! truncate, rename into) are confined to the `fs.write` roots and removals
 //! to the `fs.delete` roots; reads and execution are confined to the
 //! `fs.read` roots when that list is non-empty (an empty list leaves reads
-//! to the verdict, or nothing could even be executed). The ruleset is built
-//! in the parent; the child only calls `landlock_restrict_self` between fork
-//! and exec.
+//! to the verdict, or nothing could even be executed). Device ioctls
+//! (`IoctlDev`, ABI 5+) go with writes, and are granted on the terminal and
+//! null devices. The ruleset is built in the parent with the `landlock`
+//! crate (which drops what an older kernel's ABI lacks); the child only
+//! calls its `restrict_self` between fork and exec (no allocation there).
 //!
 //! Unix sockets: every token principal's children (hermetic or not) get a
 //! seccomp filter under which `socket(AF_UNIX, ..)` fails with `EACCES`,
@@ -40,42 +42,33 @@
 //! raw sockets and other non-unix protocols.
 
 use std::cell::RefCell;
-use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use landlock::{
+    make_bitflags, Access, AccessFs, AccessNet, BitFlags, NetPort, PathBeneath, PathFd,
+    RestrictSelfError, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError, Scope, ABI,
+};
 
 use super::policy::{PathGlob, PrincipalPolicy};
 use super::seccomp::{
     cloexec_from, filter_available, install_filter, AUDIT_ARCH, NO_ATTR, NO_UNIX, SEAL,
 };
 
-const EXECUTE: u64 = 1 << 0;
-const WRITE_FILE: u64 = 1 << 1;
-const READ_FILE: u64 = 1 << 2;
-const READ_DIR: u64 = 1 << 3;
-const REMOVE_DIR: u64 = 1 << 4;
-const REMOVE_FILE: u64 = 1 << 5;
-const MAKE_ALL: u64 = 0b111_1111 << 6; // MAKE_CHAR ..= MAKE_SYM
-const REFER: u64 = 1 << 13;
-const TRUNCATE: u64 = 1 << 14;
+/// The newest ABI whose rights these rules name (scopes are ABI 6); on an
+/// older kernel the crate leaves out what it lacks.
+const TARGET: ABI = ABI::V6;
 
-/// LANDLOCK_ACCESS_NET_BIND_TCP, LANDLOCK_ACCESS_NET_CONNECT_TCP.
-const NET_BIND_TCP: u64 = 1 << 0;
-const NET_CONNECT_TCP: u64 = 1 << 1;
-/// LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, LANDLOCK_SCOPE_SIGNAL.
-const SCOPE_ABSTRACT_UNIX: u64 = 1 << 0;
-const SCOPE_SIGNAL: u64 = 1 << 1;
-/// LANDLOCK_RULE_NET_PORT.
-const RULE_NET_PORT: u32 = 2;
-
-const READ: u64 = EXECUTE | READ_FILE | READ_DIR;
-const WRITE: u64 = WRITE_FILE | MAKE_ALL | REFER | TRUNCATE;
-const DELETE: u64 = REMOVE_DIR | REMOVE_FILE;
-/// Rights that may be granted on a non-directory.
-const FILE_RIGHTS: u64 = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE;
+const READ: BitFlags<AccessFs> = make_bitflags!(AccessFs::{Execute | ReadFile | ReadDir});
+const WRITE: BitFlags<AccessFs> = make_bitflags!(AccessFs::{
+    WriteFile | MakeChar | MakeDir | MakeReg | MakeSock | MakeFifo | MakeBlock | MakeSym
+        | Refer | Truncate | IoctlDev
+});
+const DELETE: BitFlags<AccessFs> = make_bitflags!(AccessFs::{RemoveDir | RemoveFile});
+/// What the terminal and null devices are granted (an ioctl on a terminal
+/// is `IoctlDev`).
+const DEVICE: BitFlags<AccessFs> = make_bitflags!(AccessFs::{ReadFile | WriteFile | IoctlDev});
 
 /// The lowered grants.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -282,205 +275,115 @@ impl Rules {
         if abi <= 0 {
             // Only the socket filter (enforceable_at refused the rest).
             return Ok(Ruleset {
-                fd: None,
+                created: None,
                 filter,
                 attrs: self.token,
             });
         }
         let mut handled = WRITE | DELETE;
-        if abi < 2 {
-            handled &= !REFER;
-        }
-        if abi < 3 {
-            handled &= !TRUNCATE;
-        }
         if self.read.is_some() {
             handled |= READ;
         }
-        // Port rules are an addition to the verdict: below ABI 4 they are
-        // left out (hermetic was refused above).
-        let net = match self.net {
-            Net::ConnectPorts(_) if abi >= 4 => NET_CONNECT_TCP,
-            Net::Sealed => NET_BIND_TCP | NET_CONNECT_TCP,
-            _ => 0,
+        // Port rules are an addition to the verdict: below ABI 4 the crate
+        // leaves them out (hermetic was refused above).
+        let net: BitFlags<AccessNet> = match self.net {
+            Net::ConnectPorts(_) => AccessNet::ConnectTcp.into(),
+            Net::Sealed => AccessNet::from_all(TARGET),
+            Net::Open => BitFlags::EMPTY,
         };
-        let scoped = if (self.net == Net::Sealed || self.token) && abi >= 6 {
-            SCOPE_ABSTRACT_UNIX | SCOPE_SIGNAL
-        } else {
-            0
-        };
-        // struct landlock_ruleset_attr, as long as this kernel and these
-        // rules need: the fs field (ABI 1), handled_access_net (ABI 4),
-        // scoped (ABI 6).
-        let attr = RulesetAttr {
-            fs: handled,
-            net,
-            scoped,
-        };
-        let size = if scoped != 0 {
-            24
-        } else if net != 0 {
-            16
-        } else {
-            8
-        };
-        // SAFETY: `attr` outlives the call; `size` is a prefix of its type.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_create_ruleset,
-                &attr as *const RulesetAttr,
-                size as libc::size_t,
-                0u32,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
+        let scoped = self.net == Net::Sealed || self.token;
+        let ll = |e: RulesetError| io::Error::other(format!("landlock: {e}"));
+        let mut rs = landlock::Ruleset::default()
+            .handle_access(handled)
+            .map_err(ll)?;
+        if !net.is_empty() {
+            rs = rs.handle_access(net).map_err(ll)?;
         }
-        // SAFETY: the kernel returned a new descriptor that we own.
-        let rs = Ruleset {
-            fd: Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) }),
-            filter,
-            attrs: self.token,
+        if scoped {
+            rs = rs.scope(Scope::from_all(TARGET)).map_err(ll)?;
+        }
+        let mut created = rs.create().map_err(ll)?;
+        let mut add = |path: &Path, rights: BitFlags<AccessFs>| -> io::Result<()> {
+            add_path(&mut created, path, rights & handled)
         };
-        let add = |path: &Path, rights: u64| -> io::Result<()> { rs.add(path, rights & handled) };
         if let Some(read) = &self.read {
             for r in read {
                 add(r, READ)?;
             }
         }
         for r in &self.write {
-            add(r, WRITE | self.read.as_ref().map_or(0, |_| READ))?;
+            add(
+                r,
+                WRITE | self.read.as_ref().map_or(BitFlags::EMPTY, |_| READ),
+            )?;
         }
         for r in &self.delete {
             add(r, DELETE)?;
         }
         for dev in ["/dev/null", "/dev/tty", "/dev/zero", "/dev/full"] {
-            let _ = add(Path::new(dev), WRITE_FILE | READ_FILE);
+            let _ = add(Path::new(dev), DEVICE);
         }
         if let Ok(true) = std::fs::metadata("/dev/pts").map(|m| m.is_dir()) {
-            let _ = add(Path::new("/dev/pts"), WRITE_FILE | READ_FILE);
+            let _ = add(Path::new("/dev/pts"), DEVICE);
         }
-        if let (Net::ConnectPorts(ports), true) = (&self.net, net != 0) {
+        if let Net::ConnectPorts(ports) = &self.net {
             for p in ports {
-                rs.add_port(*p, NET_CONNECT_TCP)?;
+                created = created
+                    .add_rule(NetPort::new(*p, AccessNet::ConnectTcp))
+                    .map_err(ll)?;
             }
         }
-        Ok(rs)
+        Ok(Ruleset {
+            created: Some(created),
+            filter,
+            attrs: self.token,
+        })
     }
 }
 
-#[repr(C)]
-struct RulesetAttr {
-    fs: u64,
-    net: u64,
-    scoped: u64,
+/// Grant `rights` beneath `path` (only the file rights on a non-directory).
+/// A path gone since the rules were lowered grants nothing (one of many
+/// entries a grant was cut into, say).
+fn add_path(
+    rs: &mut RulesetCreated,
+    path: &Path,
+    mut rights: BitFlags<AccessFs>,
+) -> io::Result<()> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if !meta.is_dir() {
+        rights &= AccessFs::from_file(TARGET);
+    }
+    if rights.is_empty() {
+        return Ok(());
+    }
+    let fd = PathFd::new(path).map_err(|e| io::Error::other(format!("landlock: {e}")))?;
+    rs.add_rule(PathBeneath::new(fd, rights))
+        .map_err(|e| io::Error::other(format!("landlock: {e}")))?;
+    Ok(())
 }
 
-/// struct landlock_net_port_attr.
-#[repr(C)]
-struct NetPort {
-    allowed_access: u64,
-    port: u64,
-}
-
-/// A Landlock ruleset descriptor (`None`: this kernel has no Landlock and
-/// the rules need only the socket filter) and the seccomp socket filter
-/// the children install after it.
+/// A Landlock ruleset (`None`: this kernel has no Landlock and the rules
+/// need only the socket filter) and the seccomp socket filter the children
+/// install after it.
 #[derive(Debug)]
 pub struct Ruleset {
-    fd: Option<OwnedFd>,
+    created: Option<RulesetCreated>,
     filter: Option<&'static [libc::sock_filter]>,
     /// A token principal's children: no attribute changes by name
     /// (`seccomp::NO_ATTR`).
     attrs: bool,
 }
 
-/// The descriptor of a ruleset being built (always present then).
-fn built(fd: &Option<OwnedFd>) -> RawFd {
-    fd.as_ref().map_or(-1, |f| f.as_raw_fd())
-}
-
-#[repr(C, packed)]
-struct PathBeneath {
-    allowed_access: u64,
-    parent_fd: i32,
-}
-
 impl Ruleset {
-    fn add(&self, path: &Path, mut rights: u64) -> io::Result<()> {
-        let c = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
-        // SAFETY: `c` is a valid C string; O_PATH opens no data.
-        let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
-        if fd < 0 {
-            let e = io::Error::last_os_error();
-            // A path that is gone since the rules were lowered grants
-            // nothing (one of many entries a grant was cut into, say).
-            if e.kind() == io::ErrorKind::NotFound {
-                return Ok(());
-            }
-            return Err(e);
-        }
-        // SAFETY: a fresh descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        if !std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false) {
-            rights &= FILE_RIGHTS;
-        }
-        if rights == 0 {
-            return Ok(());
-        }
-        let attr = PathBeneath {
-            allowed_access: rights,
-            parent_fd: fd.as_raw_fd(),
-        };
-        // SAFETY: `attr` is the packed landlock_path_beneath_attr and lives
-        // across the call. LANDLOCK_RULE_PATH_BENEATH = 1.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_add_rule,
-                built(&self.fd),
-                1u32,
-                &attr as *const PathBeneath,
-                0u32,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    fn add_port(&self, port: u16, rights: u64) -> io::Result<()> {
-        let attr = NetPort {
-            allowed_access: rights,
-            port: u64::from(port),
-        };
-        // SAFETY: `attr` is a landlock_net_port_attr living across the call.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_add_rule,
-                built(&self.fd),
-                RULE_NET_PORT,
-                &attr as *const NetPort,
-                0u32,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    /// The Landlock ruleset descriptor (`-1` when there is none).
-    pub fn raw(&self) -> RawFd {
-        built(&self.fd)
-    }
-
-    /// What the child applies between fork and exec (valid while `self`
-    /// lives, which the spawn outlasts).
-    pub fn confine(&self) -> Confine {
+    /// What the child applies between fork and exec (the spawn's command
+    /// owns it; the parent's copy closes the ruleset when it is dropped).
+    pub fn confine(self) -> Confine {
         Confine {
-            fd: self.fd.as_ref().map(|f| f.as_raw_fd()),
+            ruleset: self.created,
             filter: self.filter,
             attrs: self.attrs,
         }
@@ -488,9 +391,9 @@ impl Ruleset {
 }
 
 /// The confinement a child applies to itself: see [`Confine::apply`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub struct Confine {
-    fd: Option<RawFd>,
+    ruleset: Option<RulesetCreated>,
     filter: Option<&'static [libc::sock_filter]>,
     attrs: bool,
 }
@@ -499,12 +402,10 @@ impl Confine {
     /// In the child between fork and exec: no_new_privs, the Landlock
     /// ruleset, then the socket filter (hermetic: no socket at all; any
     /// other token principal: no unix socket). An error fails the spawn.
-    /// Async-signal-safe.
-    pub fn apply(self) -> io::Result<()> {
-        match self.fd {
-            Some(fd) => restrict_self(fd)?,
-            None => no_new_privs()?,
-        }
+    /// Async-signal-safe: nothing here allocates (the crate's
+    /// `restrict_self` is two system calls and moves values).
+    pub fn apply(&mut self) -> io::Result<()> {
+        self.restrict()?;
         if self.attrs {
             install_filter(&NO_ATTR[..])?;
         }
@@ -517,46 +418,34 @@ impl Confine {
         }
         Ok(())
     }
-}
 
-impl Confine {
     /// Confine the calling thread itself (and what it creates from now
     /// on): no_new_privs, the Landlock ruleset, the socket filter. Unlike
     /// [`Confine::apply`] it leaves descriptors alone: they are the
     /// daemon's, shared by every thread; and the attribute filter, which
     /// is for children (the thread's own builtins are checked at run time).
-    pub fn apply_to_thread(self) -> io::Result<()> {
-        match self.fd {
-            Some(fd) => restrict_self(fd)?,
-            None => no_new_privs()?,
-        }
+    pub fn apply_to_thread(mut self) -> io::Result<()> {
+        self.restrict()?;
         if let Some(filter) = self.filter {
             install_filter(filter)?;
         }
         Ok(())
     }
-}
 
-/// `PR_SET_NO_NEW_PRIVS`. Async-signal-safe.
-fn no_new_privs() -> io::Result<()> {
-    // SAFETY: a plain syscall on integers.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// In the child between fork and exec: confine it. Async-signal-safe
-/// (two syscalls, no allocation).
-pub fn restrict_self(ruleset: RawFd) -> io::Result<()> {
-    no_new_privs()?;
-    // SAFETY: a plain syscall on integers.
-    unsafe {
-        if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) != 0 {
-            return Err(io::Error::last_os_error());
+    /// no_new_privs and the Landlock domain (once: the ruleset is used up).
+    fn restrict(&mut self) -> io::Result<()> {
+        let Some(rs) = self.ruleset.take() else {
+            return Ok(rustix::thread::set_no_new_privs(true)?);
+        };
+        match rs.restrict_self() {
+            Ok(_) => Ok(()),
+            Err(RulesetError::RestrictSelf(
+                RestrictSelfError::SetNoNewPrivsCall { source, .. }
+                | RestrictSelfError::RestrictSelfCall { source, .. },
+            )) => Err(source),
+            Err(_) => Err(io::Error::from(io::ErrorKind::PermissionDenied)),
         }
     }
-    Ok(())
 }
 
 /// The kernel's Landlock ABI version (0: none).
@@ -648,8 +537,7 @@ mod tests {
 
     /// A child under `rules` tries TCP connects to each port; which succeed.
     fn connects(rules: &Rules, ports: &[u16]) -> Vec<bool> {
-        let rs = rules.ruleset().unwrap();
-        let fd = rs.raw();
+        let mut confine = rules.ruleset().unwrap().confine();
         let script = ports
             .iter()
             .map(|p| format!("(exec 3<>/dev/tcp/127.0.0.1/{p}) 2>/dev/null && echo y || echo n"))
@@ -657,9 +545,9 @@ mod tests {
             .join("; ");
         let mut cmd = std::process::Command::new("/bin/bash");
         cmd.arg("-c").arg(&script);
-        // SAFETY: restrict_self is async-signal-safe.
+        // SAFETY: apply is async-signal-safe.
         unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || restrict_self(fd));
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || confine.apply());
         }
         let out = cmd.output().unwrap();
         String::from_utf8_lossy(&out.stdout)
@@ -715,7 +603,7 @@ mod tests {
              \ttry: f(); print(\"ok\")\n\
              \texcept OSError as e: print(e.errno)\n"
         );
-        let confine = rs.confine();
+        let mut confine = rs.confine();
         let mut cmd = std::process::Command::new("/usr/bin/python3");
         cmd.arg("-c").arg(&code);
         // SAFETY: apply is async-signal-safe.
@@ -750,8 +638,7 @@ mod tests {
             net: Net::Open,
             token: false,
         };
-        let rs = rules.ruleset().unwrap();
-        let fd = rs.raw();
+        let mut confine = rules.ruleset().unwrap().confine();
         let script = format!(
             "echo a > {}/f; echo b > {}/f",
             inside.display(),
@@ -759,9 +646,9 @@ mod tests {
         );
         let mut cmd = std::process::Command::new("/bin/sh");
         cmd.arg("-c").arg(&script);
-        // SAFETY: restrict_self is async-signal-safe.
+        // SAFETY: apply is async-signal-safe.
         unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || restrict_self(fd));
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || confine.apply());
         }
         let out = cmd.output().unwrap();
         assert!(inside.join("f").exists());

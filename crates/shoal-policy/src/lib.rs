@@ -18,6 +18,8 @@ pub mod policy;
 pub mod protected;
 pub mod run_gate;
 pub mod seccomp;
+#[cfg(test)]
+mod seccomp_tests;
 pub mod tokens;
 pub mod undo;
 

@@ -499,7 +499,6 @@ fn confine_run(args: Vec<OsString>) -> Result<i32, String> {
     ptrs.push(std::ptr::null());
     let rs = rules.ruleset().map_err(|e| e.to_string())?;
     rs.confine().apply().map_err(|e| e.to_string())?;
-    drop(rs);
     // SAFETY: F_SETFD on a descriptor number; harmless if it is not open.
     unsafe {
         let fl = libc::fcntl(fd, libc::F_GETFD);

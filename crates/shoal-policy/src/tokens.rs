@@ -45,12 +45,10 @@ fn now_ns() -> i64 {
     shoal_base::now_ns()
 }
 
+/// 32 bytes from the OS's random source (`getrandom(2)`).
 fn random32() -> Result<[u8; 32], String> {
-    use std::io::Read;
     let mut b = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut b))
-        .map_err(|e| format!("reading /dev/urandom: {e}"))?;
+    getrandom::fill(&mut b).map_err(|e| format!("no random bytes from the OS: {e}"))?;
     Ok(b)
 }
 

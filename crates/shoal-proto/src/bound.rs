@@ -230,47 +230,7 @@ pub fn bound_text(text: &str, limit: usize, uri: Option<&str>) -> String {
     out
 }
 
-/// Remove CSI and OSC escape sequences.
-pub fn strip_ansi(s: &str) -> String {
-    if !s.contains('\x1b') {
-        return s.to_string();
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut it = s.chars().peekable();
-    while let Some(c) = it.next() {
-        if c != '\x1b' {
-            out.push(c);
-            continue;
-        }
-        match it.peek() {
-            Some('[') => {
-                it.next();
-                for c in it.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            Some(']') => {
-                it.next();
-                while let Some(c) = it.next() {
-                    if c == '\x07' {
-                        break;
-                    }
-                    if c == '\x1b' && it.peek() == Some(&'\\') {
-                        it.next();
-                        break;
-                    }
-                }
-            }
-            Some(_) => {
-                it.next();
-            }
-            None => {}
-        }
-    }
-    out
-}
+pub use shoal_term::ansi::strip_ansi;
 
 #[cfg(test)]
 mod tests {

@@ -14,11 +14,12 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec};
 use tokio::sync::{oneshot, watch};
 
 use super::spawn::{self, Exit};
@@ -199,42 +200,24 @@ pub struct IoThread {
 
 /// A fresh eventfd for waking the I/O thread.
 pub fn eventfd() -> io::Result<OwnedFd> {
-    // SAFETY: eventfd(2) returns a new descriptor we then own.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor owned by nobody else.
-    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+    Ok(rustix::event::eventfd(
+        0,
+        EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK,
+    )?)
 }
 
 /// Wake the I/O thread (after queueing a command).
 pub fn wake(fd: &OwnedFd) {
-    let one: u64 = 1;
-    // SAFETY: an 8-byte write to an eventfd we own; a full counter is harmless.
-    unsafe {
-        libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8);
-    }
+    // A full counter is harmless: the thread is woken anyway.
+    let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
 }
 
 fn read_fd(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: read into a buffer we own, of its length.
-    let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    Ok(rustix::io::read(fd, buf)?)
 }
 
 fn write_fd(fd: &OwnedFd, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: write from a buffer we own, of its length.
-    let n = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    Ok(rustix::io::write(fd, buf)?)
 }
 
 enum Read {
@@ -266,53 +249,63 @@ impl IoThread {
                 break;
             }
             pending.retain(|p| !p.reply.is_closed());
-            let mut master_events = 0;
+            let mut master_events = PollFlags::empty();
             if !eof {
-                master_events |= libc::POLLIN;
+                master_events |= PollFlags::IN;
                 if !pending.is_empty() {
-                    master_events |= libc::POLLOUT;
+                    master_events |= PollFlags::OUT;
                 }
             }
-            let mut fds = [
-                libc::pollfd {
-                    fd: if master_events != 0 {
-                        self.master.as_raw_fd()
-                    } else {
-                        -1
-                    },
-                    events: master_events,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: self.wake.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: if reaped { -1 } else { self.pidfd.as_raw_fd() },
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
             // With output unpublished, only look: nothing ready means that
             // output is all there is for now, so it is published.
-            let timeout = if dirty { 0 } else { -1 };
-            // SAFETY: poll over three pollfds we own.
-            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-            if r == 0 {
-                self.flush(&mut dirty, &mut published);
-                continue;
-            }
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
+            let timeout = dirty.then_some(Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            });
+            // The wake eventfd always; the master while it is read or
+            // written; the pidfd until the child is reaped.
+            let (r, woken, rev, exited) = {
+                let mut fds = [
+                    PollFd::new(&*self.wake, PollFlags::IN),
+                    PollFd::new(&*self.wake, PollFlags::IN),
+                    PollFd::new(&*self.wake, PollFlags::IN),
+                ];
+                let mut n = 1;
+                let mut at_master = None;
+                let mut at_pidfd = None;
+                if !master_events.is_empty() {
+                    fds[n] = PollFd::new(&*self.master, master_events);
+                    at_master = Some(n);
+                    n += 1;
+                }
+                if !reaped {
+                    fds[n] = PollFd::new(&self.pidfd, PollFlags::IN);
+                    at_pidfd = Some(n);
+                    n += 1;
+                }
+                let r = rustix::event::poll(&mut fds[..n], timeout.as_ref());
+                let rev = |at: Option<usize>| at.map_or(PollFlags::empty(), |i| fds[i].revents());
+                (
+                    r,
+                    !fds[0].revents().is_empty(),
+                    rev(at_master),
+                    !rev(at_pidfd).is_empty(),
+                )
+            };
+            match r {
+                Ok(0) => {
+                    self.flush(&mut dirty, &mut published);
                     continue;
                 }
-                tracing::error!(pid = self.pid, "pty poll failed: {e}");
-                spawn::kill_group(self.pid);
-                closing = true;
+                Ok(_) => {}
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => {
+                    tracing::error!(pid = self.pid, "pty poll failed: {e}");
+                    spawn::kill_group(self.pid);
+                    closing = true;
+                }
             }
-            if fds[1].revents != 0 {
+            if woken {
                 let mut counter = [0u8; 8];
                 let _ = read_fd(&self.wake, &mut counter);
                 loop {
@@ -373,8 +366,7 @@ impl IoThread {
                     }
                 }
             }
-            let rev = fds[0].revents;
-            if rev & libc::POLLOUT != 0 {
+            if rev.contains(PollFlags::OUT) {
                 while let Some(p) = pending.front_mut() {
                     match write_fd(&self.master, &p.bytes[p.done..]) {
                         Ok(n) => {
@@ -397,7 +389,7 @@ impl IoThread {
                     }
                 }
             }
-            if rev & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+            if rev.intersects(PollFlags::IN | PollFlags::HUP | PollFlags::ERR) {
                 match self.read_once(&mut buf) {
                     Read::Eof => eof = true,
                     Read::Data => {
@@ -409,7 +401,7 @@ impl IoThread {
                     Read::Empty => {}
                 }
             }
-            if !reaped && fds[2].revents != 0 {
+            if exited {
                 // The child exited: what it wrote last is still in the PTY buffer.
                 while !eof {
                     match self.read_once(&mut buf) {

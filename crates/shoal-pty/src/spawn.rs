@@ -9,9 +9,11 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+
+use rustix::process::{Signal, WaitIdOptions, WaitOptions};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -68,27 +70,7 @@ impl Exit {
     }
 }
 
-pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        _ => return format!("SIG{sig}"),
-    };
-    name.to_string()
-}
+pub use shoal_base::procs::signal_name;
 
 /// PTY children not yet reaped, each with its cgroup (docs/processes.md).
 fn live() -> std::sync::MutexGuard<'static, BTreeMap<i32, shoal_base::procs::Tracked>> {
@@ -155,12 +137,8 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
     // async-signal-safe syscalls (setsid, ioctl) on fd 0, the slave.
     unsafe {
         cmd.pre_exec(|| {
-            if libc::setsid() < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
-                return Err(io::Error::last_os_error());
-            }
+            rustix::process::setsid()?;
+            rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?;
             Ok(())
         });
     }
@@ -181,8 +159,8 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
             return Err(e);
         }
     };
-    if let Some(rs) = &sandbox {
-        let confine = rs.confine();
+    if let Some(rs) = sandbox {
+        let mut confine = rs.confine();
         // SAFETY: apply makes a few syscalls and allocates nothing.
         unsafe {
             cmd.pre_exec(move || confine.apply());
@@ -237,23 +215,20 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
 }
 
 fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe {
-        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)?;
     Ok(())
 }
 
 /// `TIOCSWINSZ` on the master: the kernel signals the foreground group.
 pub fn resize(master: BorrowedFd<'_>, rows: u16, cols: u16) -> io::Result<()> {
-    let ws = winsize(rows, cols);
-    // SAFETY: TIOCSWINSZ reads one winsize from a valid pointer.
-    if unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ as _, &ws) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let ws = rustix::termios::Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    rustix::termios::tcsetwinsize(master, ws)?;
     Ok(())
 }
 
@@ -264,10 +239,10 @@ pub fn kill_group(pid: i32) -> bool {
     let Some(tracked) = table.get(&pid) else {
         return false;
     };
-    // SAFETY: kill(2); the unreaped leader pins the pgid, so it is ours.
-    unsafe {
-        libc::kill(-pid, libc::SIGCONT);
-        libc::kill(-pid, libc::SIGKILL);
+    // The unreaped leader pins the pgid, so it is ours.
+    if let Some(group) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process_group(group, Signal::CONT);
+        let _ = rustix::process::kill_process_group(group, Signal::KILL);
     }
     // What left the group (setsid, double fork) is still in its cgroup.
     tracked.kill();
@@ -283,29 +258,25 @@ pub fn reap(pid: i32) -> Option<Exit> {
     }
     // Peek first (WNOWAIT): the exited leader stays a zombie, pinning its
     // pgid while the rest of its group is killed, then it is reaped.
-    // SAFETY: waitid/kill/waitpid on our own unreaped child.
-    let (r, st) = unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let r = libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        );
-        if r == 0 && info.si_pid() == 0 {
-            return None;
+    let child = rustix::process::Pid::from_raw(pid)?;
+    let peek = rustix::process::waitid(
+        rustix::process::WaitId::Pid(child),
+        WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+    );
+    match peek {
+        Ok(None) => return None,
+        Ok(Some(_)) => {
+            let _ = rustix::process::kill_process_group(child, Signal::KILL);
         }
-        if r == 0 {
-            libc::kill(-pid, libc::SIGKILL);
+        Err(_) => {}
+    }
+    let exit = match rustix::process::waitpid(Some(child), WaitOptions::NOHANG) {
+        Ok(None) => return None,
+        Ok(Some((_, st))) => {
+            Exit::from_wait(shoal_policy::namespaces::exit_status(pid, st.as_raw()))
         }
-        let mut st = 0;
-        (libc::waitpid(pid, &mut st, libc::WNOHANG), st)
-    };
-    let exit = match r {
-        0 => return None,
-        r if r == pid => Exit::from_wait(shoal_policy::namespaces::exit_status(pid, st)),
         // ECHILD: someone else reaped it; the status is lost.
-        _ => Exit {
+        Err(_) => Exit {
             status: None,
             signal: None,
         },

@@ -16,6 +16,7 @@
 //! (`Term::without_fast_path` is that reference; the differential test in
 //! `diff_tests.rs` holds them equal).
 
+pub mod ansi;
 #[cfg(test)]
 mod diff_tests;
 mod fast;

@@ -66,7 +66,7 @@ pub fn call(host: &mut dyn Host, ns: &str, member: &str, args: Args) -> SResult<
         "yaml" => match member {
             "parse" => {
                 let s = text_arg(&args, ns, member)?;
-                let y: serde_yaml::Value = serde_yaml::from_str(s)
+                let y: serde_norway::Value = serde_norway::from_str(s)
                     .map_err(|e| ShoalError::arg_error(format!("yaml.parse(): {e}")))?;
                 let j = serde_json::to_value(y)
                     .map_err(|e| ShoalError::arg_error(format!("yaml.parse(): {e}")))?;
@@ -75,7 +75,7 @@ pub fn call(host: &mut dyn Host, ns: &str, member: &str, args: Args) -> SResult<
             "stringify" => {
                 let v = value_arg(&args, ns, member)?;
                 json::materialise_check(v)?;
-                serde_yaml::to_string(&json::to_json(v))
+                serde_norway::to_string(&json::to_json(v))
                     .map(Value::str)
                     .map_err(|e| ShoalError::arg_error(format!("yaml.stringify(): {e}")))
             }

@@ -21,11 +21,12 @@
 //! The spill directory is `$TMPDIR/shoal-<uid>/spill` (mode 0700, owner
 //! checked) unless [`set_spill_dir`] chose another one.
 
+use rustix::io::Errno;
+use rustix::pipe::SpliceFlags;
 use shoal_base::sync::Locked;
 use std::borrow::Cow;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -655,7 +656,11 @@ impl OutputSink {
     /// into the spill file with `splice(2)` (no copy through user space).
     /// `None` when not spilling or when splicing is not possible (the caller
     /// then reads and [`push`](Self::push)es); `Some(Ok(0))` at end of input.
-    pub fn splice_from(&mut self, fd: std::os::fd::RawFd, max: usize) -> Option<io::Result<usize>> {
+    pub fn splice_from(
+        &mut self,
+        fd: std::os::fd::BorrowedFd<'_>,
+        max: usize,
+    ) -> Option<io::Result<usize>> {
         if self.error.is_some() || self.no_splice || self.spill.is_none() {
             return None;
         }
@@ -674,35 +679,30 @@ impl OutputSink {
         r
     }
 
-    fn splice_charged(&mut self, fd: std::os::fd::RawFd, max: usize) -> Option<io::Result<usize>> {
+    fn splice_charged(
+        &mut self,
+        fd: std::os::fd::BorrowedFd<'_>,
+        max: usize,
+    ) -> Option<io::Result<usize>> {
         let (w, _) = self.spill.as_mut()?;
         // Buffered bytes go first; the file offset is shared with `w`.
         if let Err(e) = w.flush() {
             self.error = Some(format!("cannot write spill file: {e}"));
             return None;
         }
-        let out = w.get_ref().as_raw_fd();
         loop {
-            // SAFETY: both fds are open and owned for the duration of the
-            // call; null offsets use (and advance) the files' own offsets.
-            let n = unsafe {
-                libc::splice(
-                    fd,
-                    std::ptr::null_mut(),
-                    out,
-                    std::ptr::null_mut(),
-                    max,
-                    libc::SPLICE_F_MOVE,
-                )
+            // No offsets: the files' own offsets are used (and advanced).
+            let r = rustix::pipe::splice(fd, None, w.get_ref(), None, max, SpliceFlags::MOVE);
+            let e = match r {
+                Ok(n) => {
+                    self.len += n as u64;
+                    return Some(Ok(n));
+                }
+                Err(e) => e,
             };
-            if n >= 0 {
-                self.len += n as u64;
-                return Some(Ok(n as usize));
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::EBADF) => {
+            match e {
+                Errno::INTR => continue,
+                Errno::INVAL | Errno::NOSYS | Errno::BADF => {
                     self.no_splice = true;
                     return None;
                 }

@@ -18,6 +18,9 @@
 pub mod cgroup;
 mod fallback;
 pub mod record;
+mod signal;
+
+pub use signal::signal_name;
 
 use std::cell::RefCell;
 use std::fs;

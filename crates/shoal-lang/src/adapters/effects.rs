@@ -326,11 +326,11 @@ fn kube(sc: &Scope) -> Effect {
     let Some(text) = read_small(&file) else {
         return unknown;
     };
-    let Ok(doc) = serde_yaml::from_str::<serde_yaml::Value>(&text) else {
+    let Ok(doc) = serde_norway::from_str::<serde_norway::Value>(&text) else {
         return unknown;
     };
     let current = doc.get("current-context").and_then(|c| c.as_str());
-    let find = |list: &str, name: Option<&str>| -> Option<serde_yaml::Value> {
+    let find = |list: &str, name: Option<&str>| -> Option<serde_norway::Value> {
         doc.get(list)?
             .as_sequence()?
             .iter()

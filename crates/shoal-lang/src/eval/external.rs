@@ -155,8 +155,7 @@ impl Interp {
             pid_slot: Some(self.child_pid.clone()),
             spill_quota: self.spill.clone(),
         };
-        let interrupter = self.interrupter.clone();
-        let r = process::run(spec, &move || interrupter.is_interrupted());
+        let r = process::run(spec, &self.interrupter);
         let res = match r {
             Ok(r) => r,
             Err(RunError::Interrupted) => return Err(Interp::cancelled().into()),

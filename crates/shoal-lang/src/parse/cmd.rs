@@ -12,9 +12,7 @@ use super::parser::Parser;
 use super::PResult;
 use crate::ast::*;
 
-fn is_glob(text: &str) -> bool {
-    text.bytes().any(|b| matches!(b, b'*' | b'?' | b'[' | b']'))
-}
+use shoal_policy::glob::is_glob;
 
 fn is_path(text: &str) -> bool {
     text == "~"

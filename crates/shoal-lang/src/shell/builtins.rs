@@ -171,26 +171,7 @@ fn table(rows: Vec<Record>) -> Value {
     Value::Table(Arc::new(rows.into_iter().map(Arc::new).collect()))
 }
 
-/// Lexical normalisation (`a/./b/../c` → `a/c`) without touching the disk.
-pub fn normalize(p: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push(".");
-    }
-    out
-}
+pub use shoal_base::paths::normalize;
 
 /// Run a structured builtin; returns its `.out` value.
 pub fn run(head: &str, args: Vec<BArg>, ctx: &Ctx) -> SResult<Value> {

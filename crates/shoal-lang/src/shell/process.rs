@@ -6,7 +6,8 @@
 //! * stdin is `/dev/null` unless fed bytes (written by a helper thread, EPIPE
 //!   ignored) or redirected from a file.
 //! * stdout and stderr are drained by the calling thread with `poll(2)` on
-//!   both pipes and a pidfd of the child (no reader threads, no sleeps). Each
+//!   both pipes, a pidfd of the child and the interrupter's eventfd (no
+//!   reader threads, no sleeps, no timed wake-up: an interrupt wakes it). Each
 //!   stream goes into an [`OutputSink`]: up to [`MEM_LIMIT`] bytes stay in
 //!   memory, past that the whole stream is written to a spill file and the
 //!   outcome reads it from there (see [`shoal_value::output`]). Nothing is
@@ -18,7 +19,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -27,9 +28,13 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::process::Signal;
 use shoal_base::sync::Locked;
 use shoal_value::output::{OutputSink, OutputTail, SpillQuota, MEM_LIMIT};
 use shoal_value::OutputBytes;
+
+use crate::session::Interrupter;
 
 /// Bytes of stdout (and, separately, of stderr) kept in memory per process
 /// before the stream spills to a file.
@@ -38,8 +43,9 @@ pub const CAPTURE_LIMIT: usize = MEM_LIMIT;
 /// Size of the read buffer (reused across runs).
 const READ_BUF: usize = 1 << 20;
 
-/// How often a waiting run looks at the interrupt callback.
-const INTERRUPT_POLL: Duration = Duration::from_millis(10);
+/// Without a pidfd (Linux before 5.3), how often at most a waiting run
+/// looks whether the child exited.
+const NO_PIDFD_POLL: Duration = Duration::from_millis(10);
 
 /// Where the child's stdin comes from.
 pub enum StdinSpec {
@@ -139,11 +145,15 @@ pub fn signal_group(pid: u32, sig: i32) {
     if pid == 0 {
         return;
     }
-    // SAFETY: killpg only sends a signal; the group id is our own child's pid,
-    // which leads its own group (process_group(0)).
-    unsafe {
-        libc::killpg(pid as libc::pid_t, sig);
-    }
+    // The group id is our own child's pid, which leads its own group
+    // (process_group(0)).
+    let (Some(group), Some(sig)) = (
+        rustix::process::Pid::from_raw(pid as i32),
+        Signal::from_named_raw(sig),
+    ) else {
+        return;
+    };
+    let _ = rustix::process::kill_process_group(group, sig);
 }
 
 fn pidfd_open(pid: u32) -> Option<OwnedFd> {
@@ -151,30 +161,15 @@ fn pidfd_open(pid: u32) -> Option<OwnedFd> {
     rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
 }
 
-/// `poll(2)` on `fds` (POLLIN) for at most `timeout`; returns the revents.
-fn poll_in(fds: &[RawFd], timeout: Duration) -> Vec<i16> {
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: `pfds` is a valid, exclusively borrowed array of `len` pollfds.
-    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
-    if n <= 0 {
-        return vec![0; fds.len()];
-    }
-    pfds.iter().map(|p| p.revents).collect()
-}
-
 /// Wait until the child has exited (without reaping it) for at most `d`.
 /// Returns whether it exited. Without a pidfd, waits `d` and says no.
 fn wait_exit_for(pidfd: Option<&OwnedFd>, d: Duration) -> bool {
     match pidfd {
-        Some(fd) => poll_in(&[fd.as_raw_fd()], d)[0] != 0,
+        Some(fd) => {
+            let mut fds = [PollFd::new(fd, PollFlags::IN)];
+            let timeout = Timespec::try_from(d).ok();
+            matches!(rustix::event::poll(&mut fds, timeout.as_ref()), Ok(n) if n > 0)
+        }
         None => {
             thread::sleep(d);
             false
@@ -237,8 +232,8 @@ fn status_parts(st: ExitStatus) -> (Option<i64>, Option<String>) {
     }
 }
 
-/// Run a program to completion. `interrupted` is polled while waiting.
-pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult, RunError> {
+/// Run a program to completion; `intr` ends it (its eventfd wakes the wait).
+pub fn run(spec: SpawnSpec, intr: &Interrupter) -> Result<ProcResult, RunError> {
     // Leash: a gated principal starts only binaries its policy grants (by
     // identity), or unclassified ones where opaque effects are allowed.
     shoal_policy::run_gate::spawn(&spec.program).map_err(RunError::Denied)?;
@@ -302,8 +297,8 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
             return Err(RunError::Spawn(e));
         }
     };
-    if let Some(rs) = &sandbox {
-        let confine = rs.confine();
+    if let Some(rs) = sandbox {
+        let mut confine = rs.confine();
         // SAFETY: apply makes a few syscalls and allocates nothing.
         unsafe {
             cmd.pre_exec(move || confine.apply());
@@ -323,7 +318,6 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
             return Err(RunError::Spawn(e));
         }
     };
-    drop(sandbox);
     // `cmd` holds the parent's copies of redirect files; drop them now so the
     // child is the only holder.
     drop(cmd);
@@ -340,7 +334,7 @@ pub fn run(spec: SpawnSpec, interrupted: &dyn Fn() -> bool) -> Result<ProcResult
         feed,
         capture_stdout,
         spec.spill_quota,
-        interrupted,
+        intr,
         start,
     );
     // In namespaces: the program's own status (bwrap reports a signal as 128+n).
@@ -364,8 +358,8 @@ struct Stream {
     tail: Option<(Arc<OutputTail>, bool)>,
 }
 
-trait ReadFd: Read + AsRawFd + Send {}
-impl<T: Read + AsRawFd + Send> ReadFd for T {}
+trait ReadFd: Read + AsFd + Send {}
+impl<T: Read + AsFd + Send> ReadFd for T {}
 
 impl Stream {
     fn new(pipe: Option<Box<dyn ReadFd>>, quota: Option<Arc<SpillQuota>>) -> Stream {
@@ -396,7 +390,7 @@ impl Stream {
         let Some(p) = self.pipe.as_mut() else { return };
         // A tailed stream is read through user space (the tail sees it).
         let spliced = match &self.tail {
-            None => self.sink.splice_from(p.as_raw_fd(), READ_BUF),
+            None => self.sink.splice_from(p.as_fd(), READ_BUF),
             Some(_) => None,
         };
         if let Some(r) = spliced {
@@ -420,11 +414,7 @@ impl Stream {
                     self.grown = true;
                     // A bigger pipe buffer means fewer, larger reads for big
                     // outputs. Best effort (limited by pipe-max-size).
-                    // SAFETY: F_SETPIPE_SZ on a pipe fd we own; no memory is
-                    // passed.
-                    unsafe {
-                        libc::fcntl(p.as_raw_fd(), libc::F_SETPIPE_SZ, READ_BUF as libc::c_int);
-                    }
+                    let _ = rustix::pipe::fcntl_setpipe_size(&*p, READ_BUF);
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -432,8 +422,8 @@ impl Stream {
         }
     }
 
-    fn fd(&self) -> Option<RawFd> {
-        self.pipe.as_ref().map(|p| p.as_raw_fd())
+    fn fd(&self) -> Option<BorrowedFd<'_>> {
+        self.pipe.as_ref().map(|p| p.as_fd())
     }
 }
 
@@ -443,7 +433,7 @@ fn wait_child(
     feed: Option<OutputBytes>,
     capture_stdout: bool,
     quota: Option<Arc<SpillQuota>>,
-    interrupted: &dyn Fn() -> bool,
+    intr: &Interrupter,
     start: Instant,
 ) -> Result<ProcResult, RunError> {
     let writer = match (feed, child.stdin.take()) {
@@ -466,44 +456,64 @@ fn wait_child(
     let mut buf = take_buf();
     let mut exit: Option<ExitStatus> = None;
     let mut backoff = Duration::from_micros(100);
+    // Taken before the flag is first looked at: an interrupt after that look
+    // makes it readable, so the wait below ends at once.
+    let wake = intr.wake_fd();
     let interrupted_run = loop {
-        if interrupted() {
+        if intr.is_interrupted() {
             break true;
         }
-        let out_fd = out.fd();
-        let err_fd = err.fd();
-        if exit.is_some() && out_fd.is_none() && err_fd.is_none() {
+        if exit.is_some() && out.pipe.is_none() && err.pipe.is_none() {
             break false;
         }
-        let mut fds: Vec<RawFd> = Vec::with_capacity(3);
-        fds.extend(out_fd);
-        fds.extend(err_fd);
         let watch_exit = exit.is_none() && pidfd.is_some();
-        if watch_exit {
-            fds.extend(pidfd.as_ref().map(|f| f.as_raw_fd()));
-        }
-        let timeout = if exit.is_none() && pidfd.is_none() {
-            // No pidfd: fall back to polling try_wait with a back-off.
-            backoff = (backoff * 2).min(INTERRUPT_POLL);
-            backoff
-        } else {
-            INTERRUPT_POLL
+        // Without a pidfd the exit is found by polling try_wait with a
+        // back-off; otherwise nothing but an event ends the wait.
+        let timeout = (exit.is_none() && pidfd.is_none()).then(|| {
+            backoff = (backoff * 2).min(NO_PIDFD_POLL);
+            Timespec::try_from(backoff).unwrap_or(Timespec {
+                tv_sec: 0,
+                tv_nsec: 10_000_000,
+            })
+        });
+        let (out_ready, err_ready, exited, woken) = {
+            // Slots: stdout, stderr, pidfd, the interrupter's eventfd, each
+            // while it is watched; unused slots repeat a watched one.
+            let mut fds: [Option<PollFd<'_>>; 4] = [
+                out.fd()
+                    .map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)),
+                err.fd()
+                    .map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)),
+                pidfd
+                    .as_ref()
+                    .filter(|_| watch_exit)
+                    .map(|fd| PollFd::new(fd, PollFlags::IN)),
+                wake.map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN)),
+            ];
+            let mut at = [usize::MAX; 4];
+            let mut packed: Vec<PollFd<'_>> = Vec::with_capacity(4);
+            for (i, slot) in fds.iter_mut().enumerate() {
+                if let Some(p) = slot.take() {
+                    at[i] = packed.len();
+                    packed.push(p);
+                }
+            }
+            let n = rustix::event::poll(&mut packed, timeout.as_ref()).unwrap_or_default();
+            let ready =
+                |i: usize| n > 0 && at[i] != usize::MAX && !packed[at[i]].revents().is_empty();
+            (ready(0), ready(1), ready(2), ready(3))
         };
-        let rev = poll_in(&fds, timeout);
-        let mut i = 0;
-        if out_fd.is_some() {
-            if rev[i] != 0 {
-                out.pump(&mut buf);
-            }
-            i += 1;
+        if out_ready {
+            out.pump(&mut buf);
         }
-        if err_fd.is_some() {
-            if rev[i] != 0 {
-                err.pump(&mut buf);
-            }
-            i += 1;
+        if err_ready {
+            err.pump(&mut buf);
         }
-        let check_exit = exit.is_none() && (!watch_exit || rev[i] != 0);
+        if woken && !intr.is_interrupted() {
+            // A wake-up left from an interrupt that was since reset.
+            intr.drain();
+        }
+        let check_exit = exit.is_none() && (!watch_exit || exited);
         if check_exit {
             match child.try_wait() {
                 Ok(Some(st)) => exit = Some(st),
@@ -552,42 +562,7 @@ fn wait_child(
     Ok(result)
 }
 
-/// `SIGSEGV` for 11, etc.; `SIG<n>` for unknown numbers.
-pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGCHLD => "SIGCHLD",
-        libc::SIGCONT => "SIGCONT",
-        libc::SIGSTOP => "SIGSTOP",
-        libc::SIGTSTP => "SIGTSTP",
-        libc::SIGTTIN => "SIGTTIN",
-        libc::SIGTTOU => "SIGTTOU",
-        libc::SIGURG => "SIGURG",
-        libc::SIGXCPU => "SIGXCPU",
-        libc::SIGXFSZ => "SIGXFSZ",
-        libc::SIGVTALRM => "SIGVTALRM",
-        libc::SIGPROF => "SIGPROF",
-        libc::SIGWINCH => "SIGWINCH",
-        libc::SIGIO => "SIGIO",
-        libc::SIGSYS => "SIGSYS",
-        _ => return format!("SIG{sig}"),
-    };
-    name.to_string()
-}
+pub use shoal_base::procs::signal_name;
 
 #[cfg(test)]
 mod tests {
@@ -609,7 +584,7 @@ mod tests {
     }
 
     fn sh(script: &str, stdin: StdinSpec) -> ProcResult {
-        run(sh_spec(script, stdin), &|| false).expect("run")
+        run(sh_spec(script, stdin), &Interrupter::default()).expect("run")
     }
 
     #[test]
@@ -705,14 +680,31 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&r.stdout).trim(), "20971520");
     }
 
+    /// Run `script` (its stdout a pipe) and interrupt it once it printed
+    /// its first line: an event, not a delay.
+    fn run_interrupted_when_ready(script: &str) -> (Result<ProcResult, RunError>, Instant) {
+        let (ready, w) = std::io::pipe().expect("pipe");
+        let mut spec = sh_spec(script, StdinSpec::Null);
+        spec.stdout = StdoutSpec::File(File::from(OwnedFd::from(w)));
+        let intr = Interrupter::default();
+        let remote = intr.clone();
+        let waiter = thread::spawn(move || {
+            let mut line = String::new();
+            let _ = io::BufRead::read_line(&mut io::BufReader::new(ready), &mut line);
+            remote.interrupt();
+            Instant::now()
+        });
+        let r = run(spec, &intr);
+        let asked = waiter.join().expect("waiter");
+        (r, asked)
+    }
+
     #[test]
     fn cancel_escalates_to_sigterm_after_the_grace() {
         // The program ignores SIGINT: SIGTERM, 3 s later, ends it.
-        let spec = sh_spec("trap '' INT; exec sleep 30", StdinSpec::Null);
-        let start = Instant::now();
-        let r = run(spec, &|| start.elapsed() > Duration::from_millis(100));
+        let (r, asked) = run_interrupted_when_ready("trap '' INT; echo ready; exec sleep 30");
         assert!(matches!(r, Err(RunError::Interrupted)));
-        let took = start.elapsed();
+        let took = asked.elapsed();
         assert!(
             took >= CANCEL_GRACE,
             "SIGTERM came before the grace: {took:?}"
@@ -722,11 +714,23 @@ mod tests {
 
     #[test]
     fn interrupt_kills_group() {
-        let spec = sh_spec("sleep 30 & sleep 30; wait", StdinSpec::Null);
-        let start = Instant::now();
-        let r = run(spec, &|| start.elapsed() > Duration::from_millis(200));
+        let (r, asked) = run_interrupted_when_ready("echo ready; sleep 30 & sleep 30; wait");
         assert!(matches!(r, Err(RunError::Interrupted)));
-        assert!(start.elapsed() < Duration::from_secs(5));
+        assert!(asked.elapsed() < Duration::from_secs(5));
+    }
+
+    /// An interrupt that was reset leaves no wake-up behind: the next run
+    /// waits for its program, not in a busy loop, and completes.
+    #[test]
+    fn a_reset_interrupt_does_not_end_the_next_run() {
+        let intr = Interrupter::default();
+        let _ = intr.wake_fd();
+        intr.interrupt();
+        intr.reset();
+        intr.interrupt();
+        intr.reset();
+        let r = run(sh_spec("echo done", StdinSpec::Null), &intr).expect("run");
+        assert_eq!(&r.stdout[..], b"done\n");
     }
 
     #[test]
@@ -742,6 +746,9 @@ mod tests {
             pid_slot: None,
             spill_quota: None,
         };
-        assert!(matches!(run(spec, &|| false), Err(RunError::Spawn(_))));
+        assert!(matches!(
+            run(spec, &Interrupter::default()),
+            Err(RunError::Spawn(_))
+        ));
     }
 }
