@@ -18,7 +18,8 @@
 //! map) within [`ARCHITECTURE_MAX_LINES`]: detail belongs in `docs/`.
 //!
 //! No crate below `shoal-daemon` names the actor framework: only the daemon does. The daemon's
-//! `msg.rs` is a leaf: it imports no other actor module.
+//! `msg.rs` is a leaf: it imports no other actor module. Inside each crate the top-level modules
+//! form layers: no import cycle between them (Cargo checks the crates themselves).
 
 use std::path::{Path, PathBuf};
 
@@ -444,4 +445,180 @@ fn readme_and_architecture_stay_short() {
             "{file} has {n} lines (at most {max}): move detail to docs/"
         );
     }
+}
+
+/// The top-level modules of one crate that `file` (a path under `crates/NAME/src/`) refers to,
+/// through `crate::m` or a `super::` chain that climbs to the crate root. Test code (a file
+/// named `tests.rs`, anything under a `tests/` directory, and everything after a
+/// `#[cfg(test)]` module) is left out: tests may reach across modules.
+fn module_edges(rel_in_src: &str, text: &str) -> Vec<(String, usize)> {
+    let parts: Vec<&str> = rel_in_src.trim_end_matches(".rs").split('/').collect();
+    let module: Vec<&str> = match parts.as_slice() {
+        [.., "mod"] => parts[..parts.len() - 1].to_vec(),
+        _ => parts.clone(),
+    };
+    let mut out = Vec::new();
+    // The file up to its inline test module (`#[cfg(test)]` then `mod NAME {`).
+    let mut lines = Vec::new();
+    let mut after_cfg_test = false;
+    for l in text.lines() {
+        let t = l.trim_start();
+        if after_cfg_test && t.contains("mod ") && t.trim_end().ends_with('{') {
+            break;
+        }
+        after_cfg_test = t.starts_with("#[cfg(test)]");
+        lines.push(l.split("//").next().unwrap_or(""));
+    }
+    let code = lines.join("\n");
+    {
+        let mut rest = code.as_str();
+        loop {
+            // The earlier of the next `crate::` and the next `super::`.
+            let at = match (rest.find("crate::"), rest.find("super::")) {
+                (Some(c), Some(s)) => c.min(s),
+                (Some(i), None) | (None, Some(i)) => i,
+                (None, None) => break,
+            };
+            let before = rest[..at].chars().next_back();
+            let mut tail = &rest[at..];
+            // How deep below the crate root the path lands.
+            let depth = if let Some(t) = tail.strip_prefix("crate::") {
+                tail = t;
+                Some(0)
+            } else {
+                let mut ups = 0;
+                while let Some(t) = tail.strip_prefix("super::") {
+                    ups += 1;
+                    tail = t;
+                }
+                module.len().checked_sub(ups)
+            };
+            rest = tail;
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
+                continue;
+            }
+            if depth != Some(0) {
+                continue;
+            }
+            let names: Vec<String> = if let Some(group) = tail.strip_prefix('{') {
+                // The group's top-level items, up to its matching brace.
+                let (mut level, mut item, mut items) = (0usize, String::new(), Vec::new());
+                for c in group.chars() {
+                    match c {
+                        '{' => level += 1,
+                        '}' if level == 0 => break,
+                        '}' => level -= 1,
+                        ',' if level == 0 => items.push(std::mem::take(&mut item)),
+                        _ if level == 0 => item.push(c),
+                        _ => {}
+                    }
+                }
+                items.push(item);
+                items
+                    .iter()
+                    .map(|s| s.trim().split("::").next().unwrap_or("").trim().to_string())
+                    .collect()
+            } else {
+                let name: String = tail
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                vec![name]
+            };
+            let line = code.len() - rest.len();
+            let line = code[..line].matches('\n').count() + 1;
+            for n in names {
+                if !n.is_empty() && n != module[0] {
+                    out.push((n, line));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn modules_inside_each_crate_form_no_cycle() {
+    use std::collections::{BTreeMap, BTreeSet};
+    // Per crate: module -> module it names -> where it first does.
+    type Graph = BTreeMap<String, BTreeMap<String, String>>;
+    let mut graphs: BTreeMap<String, Graph> = BTreeMap::new();
+    for (p, text) in rust_files() {
+        let Some(rest) = p.strip_prefix("crates/") else {
+            continue;
+        };
+        let Some((krate, in_src)) = rest.split_once("/src/") else {
+            continue;
+        };
+        if in_src == "lib.rs"
+            || in_src.ends_with("/tests.rs")
+            || in_src == "tests.rs"
+            || in_src.contains("/tests/")
+            || in_src.starts_with("tests/")
+        {
+            continue;
+        }
+        let top = in_src
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(".rs");
+        let g = graphs.entry(krate.to_string()).or_default();
+        let entry = g.entry(top.to_string()).or_default();
+        for (to, line) in module_edges(in_src, &text) {
+            entry
+                .entry(to)
+                .or_insert_with(|| format!("{in_src}:{line}"));
+        }
+    }
+    let mut bad = Vec::new();
+    for (krate, g) in &graphs {
+        // Edges to names that are not top-level modules (items of lib.rs) are not module edges.
+        let modules: BTreeSet<&String> = g.keys().collect();
+        let edges = |m: &String| -> Vec<&String> {
+            g.get(m)
+                .map(|t| t.keys().filter(|n| modules.contains(n)).collect())
+                .unwrap_or_default()
+        };
+        // Depth-first search with colours; report each back edge's cycle.
+        fn visit<'a>(
+            m: &'a String,
+            edges: &dyn Fn(&'a String) -> Vec<&'a String>,
+            colour: &mut BTreeMap<&'a String, u8>,
+            stack: &mut Vec<&'a String>,
+            cycles: &mut Vec<Vec<&'a String>>,
+        ) {
+            colour.insert(m, 1);
+            stack.push(m);
+            for n in edges(m) {
+                match colour.get(n).copied().unwrap_or(0) {
+                    0 => visit(n, edges, colour, stack, cycles),
+                    1 => {
+                        let from = stack.iter().position(|s| *s == n).unwrap_or(0);
+                        let mut c: Vec<&String> = stack[from..].to_vec();
+                        c.push(n);
+                        cycles.push(c);
+                    }
+                    _ => {}
+                }
+            }
+            stack.pop();
+            colour.insert(m, 2);
+        }
+        let mut colour = BTreeMap::new();
+        let mut cycles = Vec::new();
+        for m in g.keys() {
+            if colour.get(m).copied().unwrap_or(0) == 0 {
+                visit(m, &edges, &mut colour, &mut Vec::new(), &mut cycles);
+            }
+        }
+        for c in cycles {
+            let path: Vec<String> = c
+                .windows(2)
+                .map(|w| format!("{} -> {} ({})", w[0], w[1], g[w[0]][w[1]]))
+                .collect();
+            bad.push(format!("{krate}: {}", path.join(", ")));
+        }
+    }
+    report("top-level modules that import each other in a cycle", bad);
 }

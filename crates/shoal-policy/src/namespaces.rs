@@ -34,10 +34,10 @@
 //! death kills the pid namespace (`--die-with-parent`).
 
 use std::collections::BTreeMap;
-use std::ffi::{CString, OsStr, OsString};
-use std::io::{self, Read};
+use std::ffi::{OsStr, OsString};
+use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -133,27 +133,17 @@ impl Wrapped {
     /// (`None`: it never got that far; use what `bwrap` reported).
     pub fn status(&self) -> Option<i32> {
         let mut buf = [0u8; 4];
-        // SAFETY: the descriptor stays owned by `self`; the File is
-        // forgotten, never closed.
-        let mut f = std::mem::ManuallyDrop::new(unsafe {
-            std::fs::File::from_raw_fd(self.status_rx.as_raw_fd())
-        });
         // Non-blocking: every holder of the write end is gone once the
         // child is reaped, but a read must never hang the run.
-        // SAFETY: fcntl on a descriptor `self` owns.
-        unsafe {
-            let fd = self.status_rx.as_raw_fd();
-            let fl = libc::fcntl(fd, libc::F_GETFL);
-            if fl >= 0 {
-                libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
-            }
+        if let Ok(fl) = rustix::fs::fcntl_getfl(&self.status_rx) {
+            let _ = rustix::fs::fcntl_setfl(&self.status_rx, fl | rustix::fs::OFlags::NONBLOCK);
         }
         let mut got = 0;
         while got < 4 {
-            match f.read(&mut buf[got..]) {
+            match rustix::io::read(&self.status_rx, &mut buf[got..]) {
                 Ok(0) => return None,
                 Ok(n) => got += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(rustix::io::Errno::INTR) => {}
                 Err(_) => return None,
             }
         }
@@ -214,13 +204,7 @@ pub fn wrap(
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as RawFd; 2];
-    // SAFETY: `fds` is a valid array of two descriptors for the kernel to fill.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fresh descriptors we own.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
 }
 
 /// The signals every process of the tree but the program ignores.
@@ -489,62 +473,41 @@ fn confine_run(args: Vec<OsString>) -> Result<i32, String> {
         .ok_or("bad status descriptor")?;
     let encoded: Encoded = serde_json::from_slice(rules.as_bytes()).map_err(|e| e.to_string())?;
     let rules = encoded.rules()?;
-    let cstr = |s: OsString| CString::new(s.into_vec()).map_err(|_| "NUL in an argument");
-    let path = cstr(program.clone())?;
-    let mut argv: Vec<CString> = vec![cstr(argv0)?];
-    for a in it {
-        argv.push(cstr(a)?);
-    }
-    let mut ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-    ptrs.push(std::ptr::null());
     let rs = rules.ruleset().map_err(|e| e.to_string())?;
     rs.confine().apply().map_err(|e| e.to_string())?;
-    // SAFETY: F_SETFD on a descriptor number; harmless if it is not open.
+    // SAFETY: `fd` is the status pipe `bwrap` left open for this process and
+    // named on its command line; nothing else in this process owns it.
+    let status = unsafe { OwnedFd::from_raw_fd(fd) };
+    rustix::io::fcntl_setfd(&status, rustix::io::FdFlags::CLOEXEC).map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(&program);
+    cmd.arg0(argv0);
+    cmd.args(it);
+    // SAFETY: between fork and exec the child only resets the dispositions
+    // of a few signals (`signal` is async-signal-safe) and allocates nothing.
     unsafe {
-        let fl = libc::fcntl(fd, libc::F_GETFD);
-        if fl >= 0 {
-            libc::fcntl(fd, libc::F_SETFD, fl | libc::FD_CLOEXEC);
-        }
-    }
-    // SAFETY: this process is single-threaded, so the child may run any
-    // code; it only resets dispositions and execs (or exits).
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error().to_string());
-    }
-    if pid == 0 {
-        // SAFETY: signal and execv with valid NUL-terminated arrays that
-        // outlive the call; _exit ends the child if exec fails.
-        unsafe {
+        cmd.pre_exec(|| {
             for s in PASSED {
                 libc::signal(s, libc::SIG_DFL);
             }
-            libc::execv(path.as_ptr(), ptrs.as_ptr());
-            let e = io::Error::last_os_error();
+            Ok(())
+        });
+    }
+    let st = match cmd.spawn() {
+        Ok(mut child) => {
+            use std::os::unix::process::ExitStatusExt;
+            child.wait().map_err(|e| e.to_string())?.into_raw()
+        }
+        Err(e) => {
             eprintln!("shoal: {}: {e}", Path::new(&program).display());
-            libc::_exit(if e.kind() == io::ErrorKind::NotFound {
+            // As a shell reports it: 127 not found, 126 not runnable.
+            (if e.kind() == io::ErrorKind::NotFound {
                 127
             } else {
                 126
-            });
+            }) << 8
         }
-    }
-    let mut st: libc::c_int = 0;
-    loop {
-        // SAFETY: waitpid on our own child with a valid status pointer.
-        let r = unsafe { libc::waitpid(pid, &mut st, 0) };
-        if r == pid {
-            break;
-        }
-        if r < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return Err(io::Error::last_os_error().to_string());
-        }
-    }
-    let bytes = st.to_le_bytes();
-    // SAFETY: a write of a 4-byte buffer that outlives the call.
-    unsafe {
-        libc::write(fd, bytes.as_ptr().cast(), bytes.len());
-    }
+    };
+    let _ = rustix::io::write(&status, &st.to_le_bytes());
     Ok(if libc::WIFEXITED(st) {
         libc::WEXITSTATUS(st)
     } else if libc::WIFSIGNALED(st) {

@@ -130,16 +130,7 @@ impl Budget {
     }
 }
 
-/// `uri` with `seg` appended to its `?path=` (or a new `?path=seg`).
-pub fn with_path(uri: &str, seg: &str) -> String {
-    if uri.contains("?path=") {
-        format!("{uri}.{seg}")
-    } else if uri.contains('?') {
-        format!("{uri}&path={seg}")
-    } else {
-        format!("{uri}?path={seg}")
-    }
-}
+pub use crate::uri::with_path;
 
 /// The top-level encoding of `v` under budget `b`; `uri` addresses `v`.
 pub fn elide(v: &Value, b: &Budget, uri: &str) -> Json {

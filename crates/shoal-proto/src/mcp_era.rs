@@ -18,10 +18,9 @@ pub const MODERN: &str = "2026-07-28";
 /// `-32022`: the request names a modern version this server does not speak.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
-pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
-pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+pub use crate::mcp::{
+    CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY,
+};
 /// The explicit session handle of a stateless request (docs/protocol.md §12): a
 /// `_meta` key, so it never collides with a tool's own arguments.
 pub const SESSION_KEY: &str = "shoal/session";

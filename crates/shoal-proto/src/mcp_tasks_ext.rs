@@ -134,7 +134,7 @@ pub fn get_result(r: &TaskRecord, outcome: Outcome) -> Json {
 /// The params of a `notifications/tasks/status` push on a listen stream.
 pub fn status_params(r: &TaskRecord, subscription: &Json) -> Json {
     let mut t = task_fields(r);
-    t["_meta"] = json!({ super::mcp_era::SUBSCRIPTION_ID_KEY: subscription });
+    t["_meta"] = json!({ crate::mcp::SUBSCRIPTION_ID_KEY: subscription });
     t
 }
 
@@ -217,7 +217,7 @@ mod tests {
         let e = get_result(&r, Outcome::Error(RpcError::internal("x")));
         assert_eq!(e["error"]["message"], "x");
         let n = status_params(&r, &json!(7));
-        assert_eq!(n["_meta"][super::super::mcp_era::SUBSCRIPTION_ID_KEY], 7);
+        assert_eq!(n["_meta"][crate::mcp::SUBSCRIPTION_ID_KEY], 7);
     }
 
     #[test]

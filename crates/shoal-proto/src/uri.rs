@@ -84,6 +84,17 @@ pub fn ref_to_uri(r: &str) -> Option<String> {
     Some(format!("shoal://{kind}/{rest}"))
 }
 
+/// `uri` with `seg` appended to its `?path=` (or a new `?path=seg`).
+pub fn with_path(uri: &str, seg: &str) -> String {
+    if uri.contains("?path=") {
+        format!("{uri}.{seg}")
+    } else if uri.contains('?') {
+        format!("{uri}&path={seg}")
+    } else {
+        format!("{uri}?path={seg}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

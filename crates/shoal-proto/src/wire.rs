@@ -83,7 +83,7 @@ impl<'a> Enc<'a> {
         }
         Some(json!({
             "$": "ref",
-            "uri": super::elide::with_path(self.uri, &path),
+            "uri": super::uri::with_path(self.uri, &path),
             "of": v.type_name(),
             "n": n,
             "preview": {"$": "null"},

@@ -34,7 +34,7 @@ use shoal_base::sync::Locked;
 use shoal_value::output::{OutputSink, OutputTail, SpillQuota, MEM_LIMIT};
 use shoal_value::OutputBytes;
 
-use crate::session::Interrupter;
+use crate::interrupt::Interrupter;
 
 /// Bytes of stdout (and, separately, of stderr) kept in memory per process
 /// before the stream spills to a file.

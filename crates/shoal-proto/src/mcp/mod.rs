@@ -8,6 +8,13 @@
 //! `resources.rs`, `completion/complete` is `completion.rs`. Nothing here does
 //! I/O, holds state or knows of actors.
 
+/// The `_meta` keys of the 2026-07-28 envelope (`mcp_era.rs`), here so the Tasks extension
+/// reads them without naming the era module.
+pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+
 mod args;
 mod completion;
 mod outputs;
