@@ -210,6 +210,18 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// The signals every process of the tree but the program ignores.
 const PASSED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
+/// Start `cmd`: on the broker when [`wrap`] wrapped it (`w`), else here.
+/// The command comes back either way (it holds the pipes' other ends).
+pub fn spawn_either(mut cmd: Command, w: Option<&mut Wrapped>) -> (Command, io::Result<Child>) {
+    match w {
+        Some(w) => spawn(cmd, w),
+        None => {
+            let r = cmd.spawn();
+            (cmd, r)
+        }
+    }
+}
+
 /// Start `cmd` (from [`wrap`]) on the broker: the status pipe becomes the
 /// child's descriptor 3. Gives the command back (its redirect files are
 /// the caller's to drop).

@@ -169,13 +169,7 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
     // The table lock is held across the spawn so a reaper never sees the pid
     // before it is registered.
     let mut table = live();
-    let (cmd, spawned) = match ns.as_mut() {
-        Some((_, w)) => shoal_policy::namespaces::spawn(cmd, w),
-        None => {
-            let r = cmd.spawn();
-            (cmd, r)
-        }
-    };
+    let (cmd, spawned) = shoal_policy::namespaces::spawn_either(cmd, ns.as_mut().map(|(_, w)| w));
     let child = match spawned {
         Ok(c) => c,
         Err(e) => {

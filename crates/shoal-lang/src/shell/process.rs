@@ -304,13 +304,7 @@ pub fn run(spec: SpawnSpec, intr: &Interrupter) -> Result<ProcResult, RunError> 
             cmd.pre_exec(move || confine.apply());
         }
     }
-    let (cmd, spawned) = match ns.as_mut() {
-        Some((_, w)) => shoal_policy::namespaces::spawn(cmd, w),
-        None => {
-            let r = cmd.spawn();
-            (cmd, r)
-        }
-    };
+    let (cmd, spawned) = shoal_policy::namespaces::spawn_either(cmd, ns.as_mut().map(|(_, w)| w));
     let child = match spawned {
         Ok(c) => c,
         Err(e) => {
