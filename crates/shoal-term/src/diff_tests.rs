@@ -324,7 +324,7 @@ fn case(seed: u64) -> (u64, u64, u64) {
         (rng.range(1, 60), rng.range(1, 200))
     };
     let cap = [0, 1, 3, 17, 1000][rng.below(5)];
-    let mut fast = Term::new(rows as u16, cols as u16, cap);
+    let mut fast = Term::with_fast_path(rows as u16, cols as u16, cap);
     let mut slow = Term::without_fast_path(rows as u16, cols as u16, cap);
     let input = generate(&mut rng, cols, rows);
     let runs = |t: &Term| t.fast.as_ref().map_or(0, |f| f.runs);
@@ -420,7 +420,7 @@ fn floods_in_pty_sized_chunks_match() {
             (rng.range(1, 40), rng.range(1, 160))
         };
         let cap = [0, 5, 1000][rng.below(3)];
-        let mut fast = Term::new(rows as u16, cols as u16, cap);
+        let mut fast = Term::with_fast_path(rows as u16, cols as u16, cap);
         let mut slow = Term::without_fast_path(rows as u16, cols as u16, cap);
         let mut input = Vec::new();
         let long = rng.chance(30);
@@ -481,7 +481,7 @@ fn floods_in_pty_sized_chunks_match() {
 #[test]
 fn floods_take_the_fast_path() {
     for sgr in [false, true] {
-        let mut fast = Term::new(24, 80, SCROLLBACK_LINES);
+        let mut fast = Term::with_fast_path(24, 80, SCROLLBACK_LINES);
         let mut slow = Term::without_fast_path(24, 80, SCROLLBACK_LINES);
         let mut data = Vec::new();
         for i in 0..20_000u32 {
@@ -528,7 +528,7 @@ fn floods_take_the_fast_path() {
 fn scroll_region_on_the_alternate_screen_leaves_the_main_one_alone() {
     // A region set on the main screen, reset on the alternate one: the main
     // screen still scrolls only its region, so no fast path there.
-    let mut fast = Term::new(5, 10, 100);
+    let mut fast = Term::with_fast_path(5, 10, 100);
     let mut slow = Term::without_fast_path(5, 10, 100);
     let mut data = b"\x1b[2;4r\x1b[?1049h\x1b[r\x1b[?1049l\x1b[5;1H".to_vec();
     for i in 0..200 {
@@ -554,7 +554,7 @@ fn the_scanner_splits_nothing_it_cannot_see_whole() {
     // A DECSTBM split across chunks at every byte.
     let seq = b"\x1b[2;4r";
     for cut in 0..=seq.len() {
-        let mut fast = Term::new(5, 10, 10);
+        let mut fast = Term::with_fast_path(5, 10, 10);
         let mut slow = Term::without_fast_path(5, 10, 10);
         for t in [&mut fast, &mut slow] {
             t.process(&seq[..cut]);

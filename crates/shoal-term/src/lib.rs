@@ -271,8 +271,27 @@ const MAX_RUN_LINES: usize = 2048;
 /// line records are `u32`, printable counts 31 bits).
 const MAX_PIECE: usize = 1 << 30;
 
+/// `SHOAL_NO_FAST_PATHS=1` (read once per process): every [`Term::new`] is
+/// [`Term::without_fast_path`], the general path the flood fast path is
+/// tested against, so the whole suite can run without it.
+pub fn fast_paths_off() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| {
+        std::env::var_os("SHOAL_NO_FAST_PATHS").is_some_and(|v| !v.is_empty() && v != "0")
+    })
+}
+
 impl Term {
+    /// A terminal with the flood fast path, unless [`fast_paths_off`].
     pub fn new(rows: u16, cols: u16, scrollback: usize) -> Term {
+        if fast_paths_off() {
+            return Term::without_fast_path(rows, cols, scrollback);
+        }
+        Term::with_fast_path(rows, cols, scrollback)
+    }
+
+    /// A terminal that takes the flood fast path whatever the switch says.
+    pub fn with_fast_path(rows: u16, cols: u16, scrollback: usize) -> Term {
         let mut t = Term::without_fast_path(rows, cols, scrollback);
         let blank = vt100::Parser::new(NonZeroU16::MIN, NonZeroU16::MIN, 0)
             .screen()
