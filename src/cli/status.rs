@@ -274,9 +274,10 @@ pub fn human(st: &Value) -> String {
             s(&j["last_commit_us"]),
             if j["durability"] == "batched" {
                 format!(
-                    ", durable within {} µs (worst {} µs)",
+                    ", durable within {} µs (worst {} µs, {} µs at risk now)",
                     s(&j["last_window_us"]),
-                    s(&j["worst_window_us"])
+                    s(&j["worst_window_us"]),
+                    s(&j["at_risk_us"])
                 )
             } else {
                 String::new()

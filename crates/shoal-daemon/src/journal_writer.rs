@@ -108,6 +108,8 @@ impl Services {
             // Batched: how long acknowledged ops waited to be durable (the window a crash loses).
             "last_window_us": w.last_window_us,
             "worst_window_us": w.worst_window_us,
+            // Batched, now: the oldest acknowledged op not yet durable (a commit in flight included).
+            "at_risk_us": w.at_risk_us,
             "last_commit_at": w.last_commit_at,
             "last_error": w.last_error,
             "health": if w.degraded { "degraded" } else { "ok" },

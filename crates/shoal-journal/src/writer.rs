@@ -126,6 +126,10 @@ pub struct WriterStats {
     pub last_window_us: u64,
     /// The longest such wait since the writer started.
     pub worst_window_us: u64,
+    /// Batched mode, now: how long the oldest acknowledged op that is not yet durable has
+    /// waited (what a crash at this moment would lose), in µs; 0 when everything is durable.
+    /// Unlike the windows above it counts a commit still running.
+    pub at_risk_us: u64,
 }
 
 enum Msg {
@@ -160,6 +164,19 @@ struct Inbox {
     ops: Vec<Op>,
     /// When the oldest op in `ops` was acknowledged.
     since: Option<Instant>,
+    /// The writer thread's oldest acknowledged op not yet durable (taken from the inbox,
+    /// possibly inside a commit that has not returned), published for [`JournalWriter::stats`].
+    taken_since: Option<Instant>,
+}
+
+impl Inbox {
+    /// The oldest acknowledgement a crash now would lose.
+    fn at_risk_since(&self) -> Option<Instant> {
+        match (self.since, self.taken_since) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// The writer handle (`Send + Sync`; share it by reference or `Arc`).
@@ -390,8 +407,10 @@ impl JournalWriter {
     }
 
     pub fn stats(&self) -> WriterStats {
+        let at_risk = self.shared.inbox.locked().at_risk_since();
         let mut s = self.shared.stats.locked().clone();
         s.queued = self.shared.queued.load(Ordering::SeqCst);
+        s.at_risk_us = at_risk.map_or(0, |t| t.elapsed().as_micros().min(u64::MAX as u128) as u64);
         s
     }
 
@@ -515,6 +534,7 @@ impl Worker {
                         }
                         Durability::Batched => {
                             self.oldest_ack.get_or_insert_with(Instant::now);
+                            self.publish_due();
                             self.batched_due(flush);
                         }
                     }
@@ -558,11 +578,18 @@ impl Worker {
         let since = inbox.since.take();
         self.pending
             .extend(inbox.ops.drain(..).map(|op| (op, None)));
-        drop(inbox);
-        self.shared.drained.notify_all();
         if let Some(t) = since {
             self.oldest_ack = Some(self.oldest_ack.map_or(t, |o| o.min(t)));
         }
+        // Published under the same lock, so `stats` never sees the ops in neither place.
+        inbox.taken_since = self.due();
+        drop(inbox);
+        self.shared.drained.notify_all();
+    }
+
+    /// Publish [`Worker::due`] after it changed outside [`Worker::take_inbox`].
+    fn publish_due(&self) {
+        self.shared.inbox.locked().taken_since = self.due();
     }
 
     /// About to sleep with nothing due: from now on a submitter must wake the thread. Clear
@@ -669,6 +696,13 @@ impl Worker {
     /// immediate mode answers the ops with the error (they were never acknowledged); batched
     /// mode keeps them (they were) and tries again on the retry schedule.
     fn commit(&mut self, durable: bool) -> Result<()> {
+        let r = self.commit_pending(durable);
+        self.publish_due();
+        r
+    }
+
+    /// [`Worker::commit`] before the oldest unflushed acknowledgement is published again.
+    fn commit_pending(&mut self, durable: bool) -> Result<()> {
         if let Err(e) = self.reopen_if_needed() {
             let n = self.pending.len() as u64;
             self.log_failure("reopen", &e, n);

@@ -377,3 +377,32 @@ fn foreign_and_corrupt_files_are_refused_untouched() {
         JournalError::Locked { .. }
     ));
 }
+
+#[test]
+fn batched_at_risk_counts_from_the_oldest_acknowledgement_until_it_is_durable() {
+    let d = tmp();
+    let w = batched_writer(&d);
+    assert_eq!(w.stats().at_risk_us, 0, "nothing acknowledged yet");
+    let before = std::time::Instant::now();
+    submit_echoes(&w, 3);
+    // It counts from the first acknowledgement: never longer than since just before it,
+    // and it grows (a bounded spin, not a sleep: a microsecond passes).
+    let first = w.stats().at_risk_us;
+    assert!(first as u128 <= before.elapsed().as_micros(), "{first}");
+    let grew = (0..10_000_000).any(|_| w.stats().at_risk_us > first);
+    assert!(grew, "at_risk_us stayed at {first}");
+    // A read-your-writes query makes the ops visible, not durable: still at risk, same origin.
+    let q = Query {
+        limit: Some(10),
+        ..Query::default()
+    };
+    assert_eq!(w.query(&q, &Scope::All).unwrap().len(), 3);
+    let visible = w.stats().at_risk_us;
+    assert!(
+        visible > first,
+        "{visible} after a visibility commit, {first} before"
+    );
+    // A durable commit ends the risk.
+    w.flush().unwrap();
+    assert_eq!(w.stats().at_risk_us, 0, "{:?}", w.stats());
+}
