@@ -46,14 +46,11 @@ pub fn principal(token: Option<&str>, foreign: bool) -> Result<String, RpcError>
 
 /// The `via` of `plan.approve` / `plan.deny` (`cli` or `attach`; absent: the
 /// connection's own, `dflt`). The MCP dialog (`elicitation`) is never named by a client.
-pub fn via_param(p: &Map<String, Json>, dflt: ApproveVia) -> Result<ApproveVia, RpcError> {
-    match rpc::opt_str(p, "via")? {
-        None => Ok(dflt),
-        Some("cli") => Ok(ApproveVia::Cli),
-        Some("attach") => Ok(ApproveVia::Attach),
-        Some(other) => Err(RpcError::invalid_params(format!(
-            "via must be cli or attach (got {other:?})"
-        ))),
+pub fn via(v: Option<shoal_proto::kernel::Via>, dflt: ApproveVia) -> ApproveVia {
+    match v {
+        None => dflt,
+        Some(shoal_proto::kernel::Via::Cli) => ApproveVia::Cli,
+        Some(shoal_proto::kernel::Via::Attach) => ApproveVia::Attach,
     }
 }
 
@@ -190,14 +187,14 @@ pub async fn apply(
 pub async fn exec_approved(
     handle: SessionHandle,
     gate: Arc<Gate>,
-    p: &Map<String, Json>,
+    src: String,
+    plan_ref: Option<String>,
     tty: bool,
     budget: Budget,
     cancel: Arc<CallCancel>,
 ) -> Result<Json, RpcError> {
     let denied = |m: &str| RpcError::new(rpc::LEASH_DENIED, m.to_string());
-    let src = rpc::req_str(p, "src")?.to_string();
-    let Some(plan_ref) = p.get("plan_ref").and_then(Json::as_str).map(str::to_string) else {
+    let Some(plan_ref) = plan_ref else {
         return Err(denied(
             "mode \"approved\" needs the plan_ref of an approved plan",
         ));
@@ -280,39 +277,24 @@ async fn apply_checked(
     Ok(r)
 }
 
-/// The `plan_ref` parameter.
-pub fn plan_ref_param(p: &Map<String, Json>) -> Result<String, RpcError> {
-    match p.get("plan_ref") {
-        Some(Json::String(s)) if !s.is_empty() => Ok(s.clone()),
-        None | Some(Json::Null) => Err(RpcError::invalid_params("plan_ref is required")),
-        _ => Err(RpcError::invalid_params("plan_ref must be a string")),
+/// `cap.request` params checked: the plan (never empty) and the requested
+/// kinds (dotted or snake spelling).
+pub fn cap_request_params<'a>(
+    plan_ref: &str,
+    kinds: impl Iterator<Item = &'a str>,
+) -> Result<(String, Vec<String>), RpcError> {
+    if plan_ref.is_empty() {
+        return Err(RpcError::invalid_params("plan_ref must not be empty"));
     }
-}
-
-/// `cap.request` params: the plan and the requested kinds (strings, or
-/// `{kind}` objects; dotted or snake spelling).
-pub fn cap_request_params(p: &Map<String, Json>) -> Result<(String, Vec<String>), RpcError> {
-    let r = plan_ref_param(p)?;
-    let mut kinds = Vec::new();
-    match p.get("effects") {
-        None | Some(Json::Null) => {}
-        Some(Json::Array(a)) => {
-            for (i, e) in a.iter().enumerate() {
-                let k = match e {
-                    Json::String(s) => s.as_str(),
-                    Json::Object(o) => o.get("kind").and_then(Json::as_str).unwrap_or(""),
-                    _ => "",
-                };
-                if effect::normalize_kind(k).is_none() {
-                    return Err(RpcError::invalid_params(format!(
-                        "effects[{i}]: unknown effect kind {k:?}"
-                    ))
-                    .with_data(json!({"index": i, "kinds": effect::KINDS})));
-                }
-                kinds.push(k.to_string());
-            }
+    let mut out = Vec::new();
+    for (i, k) in kinds.enumerate() {
+        if effect::normalize_kind(k).is_none() {
+            return Err(RpcError::invalid_params(format!(
+                "effects[{i}]: unknown effect kind {k:?}"
+            ))
+            .with_data(json!({"index": i, "kinds": effect::KINDS})));
         }
-        Some(_) => return Err(RpcError::invalid_params("effects must be an array")),
+        out.push(k.to_string());
     }
-    Ok((r, kinds))
+    Ok((plan_ref.to_string(), out))
 }

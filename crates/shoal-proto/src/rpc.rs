@@ -434,6 +434,20 @@ pub fn oversized(limit: usize, len: u64) -> Value {
     )
 }
 
+/// A JSON-RPC notification with typed params.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Notification<'a, P> {
+    pub jsonrpc: &'a str,
+    pub method: &'a str,
+    pub params: P,
+}
+
+/// A typed result as the JSON of a reply (`-32603` if it cannot be written,
+/// which a result of plain data never is).
+pub fn to_result<T: Serialize + ?Sized>(r: &T) -> Result<Value, RpcError> {
+    serde_json::to_value(r).map_err(|e| RpcError::internal(e.to_string()))
+}
+
 /// Params as an object (`null` counts as `{}`).
 pub fn params_object(params: &Value) -> Result<&Map<String, Value>, RpcError> {
     static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();

@@ -340,7 +340,7 @@ impl McpConn {
     /// the 2026 envelope and retries).
     pub(super) fn tool_cap_request(
         &mut self,
-        args: Map<String, Json>,
+        args: shoal_proto::mcp::CapRequestArgs,
         params: &Json,
         cancel: Arc<CallCancel>,
     ) -> Reply {
@@ -357,7 +357,10 @@ impl McpConn {
             .and_then(Json::as_str)
             .map(|s| s.chars().take(64).collect::<String>());
         let retry = if modern { retry_of(params) } else { None };
-        let (plan_ref, kinds) = match leash_calls::cap_request_params(&args) {
+        let (plan_ref, kinds) = match leash_calls::cap_request_params(
+            &args.plan_ref,
+            args.effects.iter().flatten().map(String::as_str),
+        ) {
             Ok(x) => x,
             Err(e) => return Box::pin(ready(tool_result(Err(e)))),
         };

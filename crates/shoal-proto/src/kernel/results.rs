@@ -1,0 +1,177 @@
+//! The kernel methods' results, typed (docs/protocol.md §2): the daemon
+//! fills these and writes them with serde, so a member's name, order and
+//! presence is decided here once. A member that is `null` on the wire when
+//! unknown is an `Option` without `skip_serializing_if`; one left out is
+//! marked so.
+
+use serde::Serialize;
+use serde_json::Value as Json;
+
+/// `session.attach`'s `client`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AttachedClient {
+    pub kind: String,
+    pub tty: bool,
+}
+
+/// A directory as shown.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ShownDir {
+    pub display: String,
+}
+
+/// `session.attach`'s `caps`: the principal's sandbox.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AttachedCaps {
+    pub enforced: bool,
+    pub tier: &'static str,
+    pub available_tier: &'static str,
+    /// The principal when a policy names it, else `null`.
+    pub policy_principal: Option<String>,
+    /// The verdict on an opaque effect.
+    pub opaque: &'static str,
+}
+
+/// `session.attach`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Attached {
+    pub session: String,
+    pub owner: String,
+    /// `full` or `read`.
+    pub access: &'static str,
+    pub created: bool,
+    pub env_differs: bool,
+    pub principal: String,
+    pub client: AttachedClient,
+    pub conn: u64,
+    pub cwd: ShownDir,
+    pub env_hash: &'static str,
+    pub caps: AttachedCaps,
+    pub caps_enforced: bool,
+    pub channels: [&'static str; 4],
+}
+
+/// The channels every attached client may subscribe to.
+pub const SESSION_CHANNELS: [&str; 4] = ["session.transcript", "journal", "approval", "render"];
+
+/// `session.list`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionList {
+    pub sessions: Vec<Json>,
+}
+
+/// `session.close`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionClosed {
+    pub session: String,
+    pub closed: bool,
+}
+
+/// `plan.list`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlanList {
+    pub plans: Json,
+}
+
+/// `debug.crash`: the actor crashed (a session's name or a service).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Crashed {
+    pub crashed: String,
+}
+
+/// `events.read`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EventsRead {
+    pub channel: String,
+    pub events: Vec<Json>,
+}
+
+/// `events.publish`: where the event went.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Published {
+    pub channel: String,
+    pub seq: u64,
+    /// ns since the epoch.
+    pub ts: i64,
+}
+
+/// `events.subscribe`, `events.unsubscribe`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Subscription {
+    pub channel: String,
+    pub subscribed: bool,
+}
+
+/// `pty.release`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PtyReleased {
+    pub pty_id: String,
+    pub released: bool,
+}
+
+/// `pty.watch`: the live screen follows as `pty.screen` notifications.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PtyWatching {
+    pub pty_id: String,
+    pub watching: bool,
+    pub cols: u16,
+    pub rows: u16,
+    pub alive: bool,
+}
+
+/// `pty.claim`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PtyClaimed {
+    pub pty_id: String,
+    pub claimed: bool,
+    pub cols: u16,
+    pub rows: u16,
+    pub alive: bool,
+}
+
+/// A `pty.screen` notification's params: the screen, or what changed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PtyScreenUpdate {
+    pub pty_id: String,
+    pub seq: u64,
+    pub full: bool,
+    pub ansi: String,
+    pub rows: u16,
+    pub cols: u16,
+}
+
+/// The last `pty.screen` notification of a watch: the terminal is gone.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PtyScreenEnded {
+    pub pty_id: String,
+    pub ended: bool,
+    pub alive: bool,
+    pub exit: Json,
+}
+
+/// `parse`: the syntax tree.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Parsed<A> {
+    pub ast_version: u64,
+    pub ast: A,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_policy_principal_is_null_when_none() {
+        let caps = AttachedCaps {
+            enforced: false,
+            tier: "none",
+            available_tier: "none",
+            policy_principal: None,
+            opaque: "allow",
+        };
+        assert_eq!(
+            serde_json::to_value(&caps).unwrap()["policy_principal"],
+            Json::Null
+        );
+    }
+}
