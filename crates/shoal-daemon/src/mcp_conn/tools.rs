@@ -189,7 +189,9 @@ impl McpConn {
         Box::pin(
             async move {
                 Ok(match query_journal(&s, query, &principal).await {
-                    Ok(entries) => mcp::tool_success(mcp::journal_result(entries)),
+                    Ok(entries) => {
+                        mcp::tool_success(mcp::result_json(mcp::journal_result(entries)))
+                    }
                     Err(e) => mcp::tool_error_rpc(&e),
                 })
             }

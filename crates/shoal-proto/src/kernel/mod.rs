@@ -7,6 +7,7 @@ use base64::Engine as _;
 
 use super::bound::{head_tail, lines_of, text_for, LinesRef};
 use super::elide::{self, Budget, HARD_CAP};
+use super::mcp::GetResult;
 use super::rpc::{self, RpcError, BAD_PATH_OR_SLICE, PARSE_ERROR, RAISED};
 use super::valpath;
 
@@ -390,20 +391,23 @@ pub fn value_get(
     Ok(view(n, Selected::Value(v), uri, req, tty, width))
 }
 
-/// `{ref, value}`, with `value` moved in (`json!` would copy it through serde).
-fn ref_and_value(reference: String, value: Json) -> Json {
-    let mut m = serde_json::Map::with_capacity(2);
-    m.insert("ref".into(), Json::String(reference));
-    m.insert("value".into(), value);
-    Json::Object(m)
-}
-
 /// The wire answer of `value.get` (the connections' one encoder of a [`ValueView`]).
 /// `Err`: `lines` past the end of the text.
 pub fn value_view_json(view: &ValueView) -> Result<Json, RpcError> {
+    value_view_result(view).and_then(|r| rpc::to_result(&r))
+}
+
+/// [`value_view_json`] before its encoding: one of `value`, `render`,
+/// `inline`, `raw`, `raw_base64`, and what bounds it.
+pub fn value_view_result(view: &ValueView) -> Result<GetResult, RpcError> {
     let reference = ref_name(view.n);
     let v = match &view.selected {
-        Selected::Stored(wire) => return Ok(ref_and_value(reference, wire.clone())),
+        Selected::Stored(wire) => {
+            return Ok(GetResult {
+                value: Some(wire.clone()),
+                ..GetResult::of(reference)
+            })
+        }
         Selected::Value(v) => v,
     };
     let uri = &view.uri;
@@ -418,73 +422,80 @@ pub fn value_view_json(view: &ValueView) -> Result<Json, RpcError> {
             // along, its marker naming the call for the lines it cuts.
             let loops = j.get("$") == Some(&json!("ref"))
                 && j.get("uri").and_then(Json::as_str) == Some(uri.as_str());
-            let mut r = ref_and_value(reference.clone(), j);
-            if loops {
+            let render = loops.then(|| {
                 let text = value_render(v, get_layout(view), &reference);
                 let text = text_for(&text, view.tty);
-                r["render"] = json!(head_tail(&text, view.elide.text_limit(), at));
+                head_tail(&text, view.elide.text_limit(), at)
+            });
+            GetResult {
+                value: Some(j),
+                render,
+                ..GetResult::of(reference.clone())
             }
-            r
         }
         GetFormat::Inline => {
             let s = render::inline(v);
-            json!({"ref": reference, "inline": super::bound::bound_text(&s, HARD_CAP, Some(uri))})
+            GetResult {
+                inline: Some(super::bound::bound_text(&s, HARD_CAP, Some(uri))),
+                ..GetResult::of(reference.clone())
+            }
         }
         GetFormat::Render => {
             let r = value_render(v, get_layout(view), &reference);
             let text = text_for(&r, view.tty);
             match view.lines {
-                None => {
-                    json!({"ref": reference, "render": head_tail(&text, view.elide.text_limit(), at)})
-                }
+                None => GetResult {
+                    render: Some(head_tail(&text, view.elide.text_limit(), at)),
+                    ..GetResult::of(reference.clone())
+                },
                 Some((a, b)) => {
                     let limit = view.elide.max_text.unwrap_or(HARD_CAP);
                     let (t, last, n) = lines_of(&text, a, b, limit, at).map_err(|m| {
                         RpcError::new(BAD_PATH_OR_SLICE, m).with_data(json!({"ref": reference}))
                     })?;
-                    let mut m = json!({"ref": reference, "render": t, "lines": [a, last], "total_lines": n});
-                    if last < b.min(n) {
-                        m["truncated"] = json!(true);
+                    GetResult {
+                        render: Some(t),
+                        lines: Some([a as u64, last as u64]),
+                        total_lines: Some(n as u64),
+                        truncated: (last < b.min(n)).then_some(true),
+                        ..GetResult::of(reference.clone())
                     }
-                    m
                 }
             }
         }
-        GetFormat::Raw => raw(v, &reference, view.raw_limit),
+        GetFormat::Raw => raw(v, reference, view.raw_limit),
     })
 }
 
 /// `format:"raw"`: str → `{raw}`, bytes → `{raw_base64}`, bounded to
 /// `limit` bytes (`truncated`, `n` = total length; slice for the rest). Any other
 /// type was refused by [`value_get`].
-fn raw(v: &Value, reference: &str, limit: usize) -> Json {
-    match v {
+fn raw(v: &Value, reference: String, limit: usize) -> GetResult {
+    let mut r = GetResult::of(reference);
+    let (len, cut, unit) = match v {
         Value::Str(s) => {
             let mut cut = s.len().min(limit);
             while !s.is_char_boundary(cut) {
                 cut -= 1;
             }
-            let mut m = json!({"ref": reference, "raw": &s[..cut]});
-            if cut < s.len() {
-                m["truncated"] = json!(true);
-                m["n"] = json!(s.len());
-                m["hint"] = json!("raw is bounded; use slice (in chars) for the rest");
-            }
-            m
+            r.raw = Some(s[..cut].to_string());
+            (s.len(), cut, "chars")
         }
         Value::Bytes(b) => {
             let head = b.head(limit);
-            let mut m = json!({"ref": reference,
-                "raw_base64": base64::engine::general_purpose::STANDARD.encode(&head)});
-            if head.len() < b.len() {
-                m["truncated"] = json!(true);
-                m["n"] = json!(b.len());
-                m["hint"] = json!("raw is bounded; use slice (in bytes) for the rest");
-            }
-            m
+            r.raw_base64 = Some(base64::engine::general_purpose::STANDARD.encode(&head));
+            (b.len(), head.len(), "bytes")
         }
-        _ => json!({"ref": reference}),
+        _ => return r,
+    };
+    if cut < len {
+        r.truncated = Some(true);
+        r.n = Some(len as u64);
+        r.hint = Some(format!(
+            "raw is bounded; use slice (in {unit}) for the rest"
+        ));
     }
+    r
 }
 
 #[cfg(test)]

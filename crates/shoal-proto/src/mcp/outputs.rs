@@ -104,10 +104,37 @@ pub struct GetResult {
     pub raw: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raw_base64: Option<String>,
+    /// `lines: [a, b]` asked for: the lines given (1-based, inclusive)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<[u64; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_lines: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
+    /// The whole length of a bounded `raw`
     #[serde(skip_serializing_if = "Option::is_none")]
     pub n: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl GetResult {
+    /// The ref alone: the view is filled in by the caller.
+    pub fn of(reference: String) -> Self {
+        GetResult {
+            reference,
+            value: None,
+            render: None,
+            inline: None,
+            raw: None,
+            raw_base64: None,
+            lines: None,
+            total_lines: None,
+            truncated: None,
+            n: None,
+            hint: None,
+        }
+    }
 }
 
 /// `shoal_journal`: entries newest first.
