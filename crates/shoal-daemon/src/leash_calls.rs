@@ -16,6 +16,7 @@ use shoal_policy::plan::{plan_ref, Approval, Plan};
 use shoal_policy::policy::ApproveVia;
 use shoal_policy::{effect, Gate};
 use shoal_proto::elide::Budget;
+use shoal_proto::mcp::CapRequestResult;
 use shoal_proto::rpc::{self, RpcError};
 
 /// The principal of a connection: the local uid, or the token's.
@@ -144,7 +145,7 @@ pub async fn plan(handle: SessionHandle, gate: Arc<Gate>, src: String) -> Result
     };
     match call(&handle, &gate, PlanOp::Put(Box::new(plan))).await? {
         PlanReply::Json(j) => Ok(j),
-        PlanReply::Run(_) => Err(RpcError::internal("unexpected plan store reply")),
+        _ => Err(RpcError::internal("unexpected plan store reply")),
     }
 }
 
@@ -163,7 +164,20 @@ async fn call(handle: &SessionHandle, gate: &Gate, op: PlanOp) -> Result<PlanRep
 pub async fn plan_op(handle: SessionHandle, gate: Arc<Gate>, op: PlanOp) -> Result<Json, RpcError> {
     match call(&handle, &gate, op).await? {
         PlanReply::Json(j) => Ok(j),
+        PlanReply::Grant(g) => rpc::to_result(&g),
         PlanReply::Run(_) => Err(RpcError::internal("unexpected plan store reply")),
+    }
+}
+
+/// `cap.request` / `shoal_cap_request` (a [`PlanOp::Request`]): the grant.
+pub async fn cap_request(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    op: PlanOp,
+) -> Result<CapRequestResult, RpcError> {
+    match call(&handle, &gate, op).await? {
+        PlanReply::Grant(g) => Ok(*g),
+        _ => Err(RpcError::internal("unexpected plan store reply")),
     }
 }
 
@@ -230,7 +244,7 @@ async fn apply_checked(
     };
     let plan = match call(&handle, &gate, op).await? {
         PlanReply::Run(p) => p,
-        PlanReply::Json(_) => return Err(RpcError::internal("unexpected plan store reply")),
+        _ => return Err(RpcError::internal("unexpected plan store reply")),
     };
     let now = derive(&handle, &plan.src).await?;
     if now.effects != plan.effects {

@@ -407,7 +407,7 @@ for that long; timeout_ms bounds both (matched says which). scrollback: N adds l
         needs: Needs::Always,
         acts: true,
         input: input_schema_of::<CapRequestArgs>,
-        output: output_of::<CapRequestResult>,
+        output: cap_request_output,
         parse: |a| read(a, Tool::CapRequest),
     },
 ];
