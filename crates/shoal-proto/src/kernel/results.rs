@@ -54,10 +54,46 @@ pub struct Attached {
 /// The channels every attached client may subscribe to.
 pub const SESSION_CHANNELS: [&str; 4] = ["session.transcript", "journal", "approval", "render"];
 
+/// A session as `session.list` and `daemon.status` show it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionRow {
+    pub name: String,
+    pub owner: String,
+    pub cwd: String,
+    /// Connections attached now.
+    pub clients: i64,
+    /// The people at a terminal attached to it.
+    pub humans: Json,
+    pub busy: bool,
+    /// Values in its transcript.
+    pub transcript: usize,
+    /// Tasks still running (`daemon.status` counts them).
+    pub tasks: usize,
+    pub ptys: usize,
+    /// Bytes its PTYs hold of `[limits] session_memory`.
+    pub pty_memory: u64,
+    /// Processes in its cgroups (fallback: live programs).
+    pub procs: usize,
+    pub spill_bytes: u64,
+    pub ref_waits: u64,
+    pub pty_list: Vec<Json>,
+    pub age_ms: u64,
+    /// A token principal's access (`daemon.status` of a token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access: Option<&'static str>,
+    /// `daemon.status`: its supervisor's task table, children and restarts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_list: Option<Json>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub children: Option<Json>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarts: Option<Json>,
+}
+
 /// `session.list`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SessionList {
-    pub sessions: Vec<Json>,
+    pub sessions: Vec<SessionRow>,
 }
 
 /// `session.close`.
