@@ -579,9 +579,11 @@ impl Handler<BusEvent> for KernelConn {
         self.reg.stats.handled_item();
         // Encoded once per event: every kernel subscriber of this publish shares the bytes.
         let frame = ev.frame_with(|ev| {
-            shoal_proto::frame::encode(
-                &json!({"jsonrpc": "2.0", "method": "event", "params": ev.to_json()}),
-            )
+            shoal_proto::frame::encode(&rpc::Notification {
+                jsonrpc: "2.0",
+                method: "event",
+                params: ev.to_json(),
+            })
         });
         peer::write_frame(&self.tx, ctx, frame.to_vec());
     }

@@ -7,7 +7,6 @@ use base64::Engine as _;
 
 use super::bound::{head_tail, lines_of, text_for, LinesRef};
 use super::elide::{self, Budget, HARD_CAP};
-use super::mcp::GetResult;
 use super::rpc::{self, RpcError, BAD_PATH_OR_SLICE, PARSE_ERROR, RAISED};
 use super::valpath;
 

@@ -4,8 +4,63 @@
 //! unknown is an `Option` without `skip_serializing_if`; one left out is
 //! marked so.
 
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 use serde_json::Value as Json;
+
+fn any_object(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "object"})
+}
+
+/// `value.get` and `shoal_get`: the ref and the view asked for (one of value, render,
+/// inline, raw, raw_base64).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct GetResult {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "any_object")]
+    pub value: Option<Json>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub render: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inline: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_base64: Option<String>,
+    /// `lines: [a, b]` asked for: the lines given (1-based, inclusive)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<[u64; 2]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_lines: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+    /// The whole length of a bounded `raw`
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl GetResult {
+    /// The ref alone: the view is filled in by the caller.
+    pub fn of(reference: String) -> Self {
+        GetResult {
+            reference,
+            value: None,
+            render: None,
+            inline: None,
+            raw: None,
+            raw_base64: None,
+            lines: None,
+            total_lines: None,
+            truncated: None,
+            n: None,
+            hint: None,
+        }
+    }
+}
 
 /// `session.attach`'s `client`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
