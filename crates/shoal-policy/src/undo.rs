@@ -96,6 +96,9 @@ pub fn irreversible(effects: &[Effect], undo: &Undo) -> Vec<String> {
     why
 }
 
+/// How files `rm` trashed come back.
+pub const HOW: &str = "rm moves these into the trash directory; the outcome's `trash` field names each file: mv it back to undo";
+
 /// The reversibility fields of a plan or explain result:
 /// `reversibility`, and `irreversible` (the reasons) or `undo` (where `rm`
 /// puts the files) when there is something to say.
@@ -118,7 +121,7 @@ pub fn insert_json(o: &mut serde_json::Map<String, Json>, effects: &[Effect], un
             json!({
                 "trash": undo.trash_dir,
                 "paths": undo.trashed,
-                "how": "rm moves these into the trash directory; the outcome's `trash` field names each file: mv it back to undo",
+                "how": HOW,
             }),
         );
     }

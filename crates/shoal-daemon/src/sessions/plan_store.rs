@@ -17,8 +17,9 @@ use crate::sessions::supervisor::SessionSupervisor;
 use shoal_policy::plan::{approve_channels, auto_apply_of, channel_names, Approval, Plan};
 use shoal_policy::policy::{ApproveVia, AutoApply};
 use shoal_policy::{effect, Verdict};
+use shoal_proto::kernel::PlanResult;
 use shoal_proto::mcp::{CapRequestResult, Grant};
-use shoal_proto::rpc::{RpcError, APPROVAL_REQUIRED, LEASH_DENIED, UNKNOWN_PLAN};
+use shoal_proto::rpc::{self, RpcError, APPROVAL_REQUIRED, LEASH_DENIED, UNKNOWN_PLAN};
 
 /// Plans a session keeps at most (the oldest go first).
 const MAX_PLANS: usize = 1024;
@@ -154,7 +155,7 @@ impl PlanStore {
         let Some(bus) = &self.bus else {
             return;
         };
-        let mut payload = plan.to_json();
+        let mut payload = serde_json::to_value(PlanResult::of(plan)).unwrap_or_default();
         if let Some(o) = payload.as_object_mut() {
             o.insert("event".into(), json!(event));
             // What a human deciding from `shoal attach` / `shoal watch` reads.
@@ -258,13 +259,13 @@ impl PlanStore {
                 if plan.approval_pending() {
                     self.publish("pending", &plan);
                 }
-                let j = plan.to_json();
+                let j = rpc::to_result(&PlanResult::of(&plan))?;
                 self.plans.insert(plan.plan_ref.clone(), plan);
                 Ok(PlanReply::Json(j))
             }
-            PlanOp::Get(r) => Ok(PlanReply::Json(
-                self.owned(&r, &caller, true)?.detail_json(),
-            )),
+            PlanOp::Get(r) => Ok(PlanReply::Json(rpc::to_result(&PlanResult::detail(
+                self.owned(&r, &caller, true)?,
+            ))?)),
             PlanOp::List => {
                 self.sweep();
                 let mut v: Vec<&Plan> = self
@@ -277,9 +278,8 @@ impl PlanStore {
                         .cmp(&b.created_ns)
                         .then(a.plan_ref.cmp(&b.plan_ref))
                 });
-                Ok(PlanReply::Json(Json::Array(
-                    v.into_iter().map(Plan::to_json).collect(),
-                )))
+                let rows: Vec<PlanResult> = v.into_iter().map(PlanResult::of).collect();
+                Ok(PlanReply::Json(rpc::to_result(&rows)?))
             }
             PlanOp::Request { plan_ref, kinds } => {
                 let p = self.owned(&plan_ref, &caller, false)?;
@@ -419,7 +419,7 @@ impl PlanStore {
                 let p = p.clone();
                 let by = caller.principal.clone();
                 self.publish_by("approved", &p, Some((&by, &via_text(via, true), via)));
-                Ok(PlanReply::Json(p.to_json()))
+                Ok(PlanReply::Json(rpc::to_result(&PlanResult::of(&p))?))
             }
             PlanOp::Deny { plan_ref: r, via } => {
                 let p = self.owned(&r, &caller, true)?;
@@ -428,7 +428,7 @@ impl PlanStore {
                 let p = p.clone();
                 let by = caller.principal.clone();
                 self.publish_by("denied", &p, Some((&by, &via_text(via, false), via)));
-                Ok(PlanReply::Json(p.to_json()))
+                Ok(PlanReply::Json(rpc::to_result(&PlanResult::of(&p))?))
             }
             PlanOp::Elicited {
                 plan_ref,
@@ -475,7 +475,7 @@ impl PlanStore {
                 let p = p.clone();
                 let event = if approve { "approved" } else { "denied" };
                 self.publish_by(event, &p, Some(("user", &via, ApproveVia::Elicitation)));
-                Ok(PlanReply::Json(p.to_json()))
+                Ok(PlanReply::Json(rpc::to_result(&PlanResult::of(&p))?))
             }
             PlanOp::Apply { plan_ref: r, src } => {
                 let p = self.owned(&r, &caller, false)?;

@@ -262,6 +262,8 @@ mod tests {
             "{}",
             e.message
         );
+        let e = parse("complete", json!({"src": "wh", "cursor": -1})).unwrap_err();
+        assert_eq!(e.data.as_ref().unwrap()["path"], "cursor");
         let e = parse("session.attach", json!({"env": {"A": 1}})).unwrap_err();
         assert_eq!(e.data.as_ref().unwrap()["path"], "env.A");
     }

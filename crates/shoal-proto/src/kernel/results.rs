@@ -252,6 +252,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_plan_keeps_its_members_and_their_order() {
+        let plan = shoal_policy::plan::Plan {
+            plan_ref: "plan:1".into(),
+            session: "s".into(),
+            principal: "agent:a".into(),
+            src: "rm x".into(),
+            effects: vec![],
+            undo: shoal_policy::undo::Undo {
+                trashed: vec!["/p/x".into()],
+                trash_dir: Some("/t".into()),
+                ..Default::default()
+            },
+            verdict: shoal_policy::Verdict::Allow,
+            reason: None,
+            approval: shoal_policy::plan::Approval::Approved,
+            approved_via: Some("policy"),
+            created_ns: 0,
+            expires_ns: 0,
+        };
+        let j = serde_json::to_string(&PlanResult::of(&plan)).unwrap();
+        assert!(
+            j.starts_with(concat!(
+                r#"{"plan_ref":"plan:1","effects":[],"verdict":"allow","approval_pending":false,"#,
+                r#""approved":true,"approval":"approved","approved_via":"policy","reason":null,"#,
+                r#""session":"s","principal":"agent:a","expires":"#
+            )),
+            "{j}"
+        );
+        assert!(
+            j.ends_with(r#""reversibility":"reversible","undo":{"trash":"/t","paths":["/p/x"],"how":"rm moves these into the trash directory; the outcome's `trash` field names each file: mv it back to undo"}}"#),
+            "{j}"
+        );
+        let d = serde_json::to_value(PlanResult::detail(&plan)).unwrap();
+        assert_eq!(d["src"], "rm x");
+        assert_eq!(d["ast"], Json::Null);
+        assert_eq!(d["ast_version"], 2);
+    }
+
+    #[test]
     fn a_policy_principal_is_null_when_none() {
         let caps = AttachedCaps {
             enforced: false,
@@ -264,5 +303,120 @@ mod tests {
             serde_json::to_value(&caps).unwrap()["policy_principal"],
             Json::Null
         );
+    }
+}
+
+/// A plan's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Allow,
+    Deny,
+    ApprovalRequired,
+}
+
+impl From<shoal_policy::Verdict> for Verdict {
+    fn from(v: shoal_policy::Verdict) -> Self {
+        match v {
+            shoal_policy::Verdict::Allow => Verdict::Allow,
+            shoal_policy::Verdict::Deny => Verdict::Deny,
+            shoal_policy::Verdict::ApprovalRequired => Verdict::ApprovalRequired,
+        }
+    }
+}
+
+fn any_array(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "array"})
+}
+
+/// Where `rm` put the files a plan deletes, and how to get them back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct UndoOut {
+    pub trash: Option<String>,
+    pub paths: Vec<String>,
+    pub how: &'static str,
+}
+
+/// A plan (`exec mode:"plan"`, `shoal_plan`, `plan.list` rows, the
+/// standing `plan.approve`/`plan.deny` answer), with its source and times
+/// for `plan.get`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct PlanResult {
+    pub plan_ref: String,
+    #[schemars(schema_with = "any_array")]
+    pub effects: Json,
+    pub verdict: Verdict,
+    pub approval_pending: bool,
+    pub approved: bool,
+    pub approval: &'static str,
+    /// The channel that approved it (`policy` when the owner's grants did)
+    pub approved_via: Option<&'static str>,
+    pub reason: Option<String>,
+    pub session: String,
+    pub principal: String,
+    pub expires: String,
+    /// reversible or irreversible
+    pub reversibility: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub irreversible: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undo: Option<UndoOut>,
+    /// `plan.get`: the source, its syntax tree (none on this wire) and when it was made
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<PlanDetail>,
+}
+
+/// What `plan.get` adds to a plan.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct PlanDetail {
+    pub src: String,
+    pub ast: Option<Json>,
+    pub ast_version: u64,
+    pub created: String,
+}
+
+impl PlanResult {
+    /// A plan as the wire shows it.
+    pub fn of(p: &shoal_policy::plan::Plan) -> Self {
+        use shoal_policy::plan::{rfc3339, Approval};
+        let why = shoal_policy::undo::irreversible(&p.effects, &p.undo);
+        PlanResult {
+            plan_ref: p.plan_ref.clone(),
+            effects: p.effects_json(),
+            verdict: p.verdict.into(),
+            approval_pending: p.approval_pending(),
+            approved: p.approval == Approval::Approved,
+            approval: p.approval.as_str(),
+            approved_via: p.approved_via,
+            reason: p.reason.clone(),
+            session: p.session.clone(),
+            principal: p.principal.clone(),
+            expires: rfc3339(p.expires_ns),
+            reversibility: if why.is_empty() {
+                "reversible"
+            } else {
+                "irreversible"
+            },
+            irreversible: why,
+            undo: (!p.undo.trashed.is_empty()).then(|| UndoOut {
+                trash: p.undo.trash_dir.clone(),
+                paths: p.undo.trashed.clone(),
+                how: shoal_policy::undo::HOW,
+            }),
+            detail: None,
+        }
+    }
+
+    /// `plan.get`: the plan with its source.
+    pub fn detail(p: &shoal_policy::plan::Plan) -> Self {
+        PlanResult {
+            detail: Some(PlanDetail {
+                src: p.src.clone(),
+                ast: None,
+                ast_version: 2,
+                created: shoal_policy::plan::rfc3339(p.created_ns),
+            }),
+            ..PlanResult::of(p)
+        }
     }
 }

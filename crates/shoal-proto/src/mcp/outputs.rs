@@ -107,28 +107,7 @@ pub struct CancelResult {
     pub state: String,
 }
 
-/// A plan's verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Allow,
-    Deny,
-    ApprovalRequired,
-}
-
-fn any_array(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": "array"})
-}
-
-/// `shoal_plan`.
-#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-pub struct PlanResult {
-    pub plan_ref: String,
-    #[schemars(schema_with = "any_array")]
-    pub effects: Json,
-    pub verdict: Verdict,
-    pub expires: String,
-}
+pub use crate::kernel::{PlanResult, Verdict};
 
 /// `shoal_apply` (the result of the exec it runs).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
