@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use crate::msg::{DerivePlan, SessionError};
 use crate::sessions::handle::SessionHandle;
@@ -99,21 +99,18 @@ pub async fn explain(
 ) -> Result<Json, RpcError> {
     let derived = derive(&handle, &src).await?;
     let d = gate.decide_derived(&derived);
-    let mut o = Map::new();
-    o.insert(
-        "effects".into(),
-        derived
+    rpc::to_result(&shoal_proto::kernel::Explained {
+        effects: derived
             .effects
             .iter()
             .map(shoal_policy::Effect::to_json)
             .collect(),
-    );
-    derived.insert_json(&mut o);
-    o.insert("verdict".into(), json!(d.verdict.as_str()));
-    o.insert("reason".into(), json!(d.reason));
-    o.insert("principal".into(), json!(gate.principal));
-    o.insert("caps_enforced".into(), json!(gate.caps_enforced()));
-    Ok(Json::Object(o))
+        reversible: shoal_proto::kernel::Reversibility::of(&derived.effects, &derived.undo),
+        verdict: d.verdict.into(),
+        reason: d.reason,
+        principal: gate.principal.clone(),
+        caps_enforced: gate.caps_enforced(),
+    })
 }
 
 /// `exec mode:"plan"` / `shoal_plan`: derive, decide, store.

@@ -291,6 +291,25 @@ mod tests {
     }
 
     #[test]
+    fn reversibility_says_why_or_where_the_files_went() {
+        use shoal_policy::undo::Undo;
+        let mut undo = Undo::default();
+        undo.lose("rm --permanent deletes /p/a for good".into());
+        let j = serde_json::to_value(Reversibility::of(&[], &undo)).unwrap();
+        assert_eq!(j["reversibility"], "irreversible");
+        assert_eq!(j["irreversible"][0], "rm --permanent deletes /p/a for good");
+        assert!(j.get("undo").is_none());
+        let mut undo = Undo::default();
+        undo.trash(&["/p/a".into(), "/p/a".into()]);
+        undo.trash_dir = Some("/tmp/shoal-1/trash/7".into());
+        let j = serde_json::to_value(Reversibility::of(&[], &undo)).unwrap();
+        assert_eq!(j["reversibility"], "reversible");
+        assert_eq!(j["undo"]["paths"], serde_json::json!(["/p/a"]));
+        assert_eq!(j["undo"]["trash"], "/tmp/shoal-1/trash/7");
+        assert!(j.get("irreversible").is_none());
+    }
+
+    #[test]
     fn a_policy_principal_is_null_when_none() {
         let caps = AttachedCaps {
             enforced: false,
@@ -337,6 +356,50 @@ pub struct UndoOut {
     pub how: &'static str,
 }
 
+/// Whether a program's effects can be undone: `irreversible` (the reasons)
+/// or `undo` (where `rm` puts the files) when there is something to say.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Reversibility {
+    /// reversible or irreversible
+    pub reversibility: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub irreversible: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undo: Option<UndoOut>,
+}
+
+impl Reversibility {
+    pub fn of(effects: &[shoal_policy::Effect], undo: &shoal_policy::undo::Undo) -> Self {
+        let why = shoal_policy::undo::irreversible(effects, undo);
+        Reversibility {
+            reversibility: if why.is_empty() {
+                "reversible"
+            } else {
+                "irreversible"
+            },
+            irreversible: why,
+            undo: (!undo.trashed.is_empty()).then(|| UndoOut {
+                trash: undo.trash_dir.clone(),
+                paths: undo.trashed.clone(),
+                how: shoal_policy::undo::HOW,
+            }),
+        }
+    }
+}
+
+/// `explain`: the effects and the verdict; nothing is stored or run.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct Explained {
+    #[schemars(schema_with = "any_array")]
+    pub effects: Json,
+    #[serde(flatten)]
+    pub reversible: Reversibility,
+    pub verdict: Verdict,
+    pub reason: Option<String>,
+    pub principal: String,
+    pub caps_enforced: bool,
+}
+
 /// A plan (`exec mode:"plan"`, `shoal_plan`, `plan.list` rows, the
 /// standing `plan.approve`/`plan.deny` answer), with its source and times
 /// for `plan.get`.
@@ -355,12 +418,8 @@ pub struct PlanResult {
     pub session: String,
     pub principal: String,
     pub expires: String,
-    /// reversible or irreversible
-    pub reversibility: &'static str,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub irreversible: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub undo: Option<UndoOut>,
+    #[serde(flatten)]
+    pub reversible: Reversibility,
     /// `plan.get`: the source, its syntax tree (none on this wire) and when it was made
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub detail: Option<PlanDetail>,
@@ -379,7 +438,6 @@ impl PlanResult {
     /// A plan as the wire shows it.
     pub fn of(p: &shoal_policy::plan::Plan) -> Self {
         use shoal_policy::plan::{rfc3339, Approval};
-        let why = shoal_policy::undo::irreversible(&p.effects, &p.undo);
         PlanResult {
             plan_ref: p.plan_ref.clone(),
             effects: p.effects_json(),
@@ -392,17 +450,7 @@ impl PlanResult {
             session: p.session.clone(),
             principal: p.principal.clone(),
             expires: rfc3339(p.expires_ns),
-            reversibility: if why.is_empty() {
-                "reversible"
-            } else {
-                "irreversible"
-            },
-            irreversible: why,
-            undo: (!p.undo.trashed.is_empty()).then(|| UndoOut {
-                trash: p.undo.trash_dir.clone(),
-                paths: p.undo.trashed.clone(),
-                how: shoal_policy::undo::HOW,
-            }),
+            reversible: Reversibility::of(&p.effects, &p.undo),
             detail: None,
         }
     }
