@@ -84,10 +84,10 @@ pub fn frame(data: &[u8]) {
                             let _ = mcp::parse_call(caps, name, params.get("arguments").cloned());
                         }
                     }
-                    if method == "complete" {
-                        if let Ok(p) = rpc::params_object(&params) {
-                            let _ = syntax::complete_method(p, None);
-                        }
+                    let parsed =
+                        shoal_proto::kernel::KernelRequest::parse(&method, params.clone(), true);
+                    if let Ok(shoal_proto::kernel::KernelRequest::Complete(p)) = parsed {
+                        let _ = syntax::complete_method(&p, None);
                     }
                     let _ = mcp::is_mcp_method(&method);
                 }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use crate::msg::{DerivePlan, SessionError};
 use crate::sessions::handle::SessionHandle;
@@ -16,6 +16,7 @@ use shoal_policy::plan::{plan_ref, Approval, Plan};
 use shoal_policy::policy::ApproveVia;
 use shoal_policy::{effect, Gate};
 use shoal_proto::elide::Budget;
+use shoal_proto::mcp::CapRequestResult;
 use shoal_proto::rpc::{self, RpcError};
 
 /// The principal of a connection: the local uid, or the token's.
@@ -46,14 +47,11 @@ pub fn principal(token: Option<&str>, foreign: bool) -> Result<String, RpcError>
 
 /// The `via` of `plan.approve` / `plan.deny` (`cli` or `attach`; absent: the
 /// connection's own, `dflt`). The MCP dialog (`elicitation`) is never named by a client.
-pub fn via_param(p: &Map<String, Json>, dflt: ApproveVia) -> Result<ApproveVia, RpcError> {
-    match rpc::opt_str(p, "via")? {
-        None => Ok(dflt),
-        Some("cli") => Ok(ApproveVia::Cli),
-        Some("attach") => Ok(ApproveVia::Attach),
-        Some(other) => Err(RpcError::invalid_params(format!(
-            "via must be cli or attach (got {other:?})"
-        ))),
+pub fn via(v: Option<shoal_proto::kernel::Via>, dflt: ApproveVia) -> ApproveVia {
+    match v {
+        None => dflt,
+        Some(shoal_proto::kernel::Via::Cli) => ApproveVia::Cli,
+        Some(shoal_proto::kernel::Via::Attach) => ApproveVia::Attach,
     }
 }
 
@@ -101,21 +99,18 @@ pub async fn explain(
 ) -> Result<Json, RpcError> {
     let derived = derive(&handle, &src).await?;
     let d = gate.decide_derived(&derived);
-    let mut o = Map::new();
-    o.insert(
-        "effects".into(),
-        derived
+    rpc::to_result(&shoal_proto::kernel::Explained {
+        effects: derived
             .effects
             .iter()
             .map(shoal_policy::Effect::to_json)
             .collect(),
-    );
-    derived.insert_json(&mut o);
-    o.insert("verdict".into(), json!(d.verdict.as_str()));
-    o.insert("reason".into(), json!(d.reason));
-    o.insert("principal".into(), json!(gate.principal));
-    o.insert("caps_enforced".into(), json!(gate.caps_enforced()));
-    Ok(Json::Object(o))
+        reversible: shoal_proto::kernel::Reversibility::of(&derived.effects, &derived.undo),
+        verdict: d.verdict.into(),
+        reason: d.reason,
+        principal: gate.principal.clone(),
+        caps_enforced: gate.caps_enforced(),
+    })
 }
 
 /// `exec mode:"plan"` / `shoal_plan`: derive, decide, store.
@@ -147,7 +142,7 @@ pub async fn plan(handle: SessionHandle, gate: Arc<Gate>, src: String) -> Result
     };
     match call(&handle, &gate, PlanOp::Put(Box::new(plan))).await? {
         PlanReply::Json(j) => Ok(j),
-        PlanReply::Run(_) => Err(RpcError::internal("unexpected plan store reply")),
+        _ => Err(RpcError::internal("unexpected plan store reply")),
     }
 }
 
@@ -166,7 +161,20 @@ async fn call(handle: &SessionHandle, gate: &Gate, op: PlanOp) -> Result<PlanRep
 pub async fn plan_op(handle: SessionHandle, gate: Arc<Gate>, op: PlanOp) -> Result<Json, RpcError> {
     match call(&handle, &gate, op).await? {
         PlanReply::Json(j) => Ok(j),
+        PlanReply::Grant(g) => rpc::to_result(&g),
         PlanReply::Run(_) => Err(RpcError::internal("unexpected plan store reply")),
+    }
+}
+
+/// `cap.request` / `shoal_cap_request` (a [`PlanOp::Request`]): the grant.
+pub async fn cap_request(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    op: PlanOp,
+) -> Result<CapRequestResult, RpcError> {
+    match call(&handle, &gate, op).await? {
+        PlanReply::Grant(g) => Ok(*g),
+        _ => Err(RpcError::internal("unexpected plan store reply")),
     }
 }
 
@@ -190,14 +198,14 @@ pub async fn apply(
 pub async fn exec_approved(
     handle: SessionHandle,
     gate: Arc<Gate>,
-    p: &Map<String, Json>,
+    src: String,
+    plan_ref: Option<String>,
     tty: bool,
     budget: Budget,
     cancel: Arc<CallCancel>,
 ) -> Result<Json, RpcError> {
     let denied = |m: &str| RpcError::new(rpc::LEASH_DENIED, m.to_string());
-    let src = rpc::req_str(p, "src")?.to_string();
-    let Some(plan_ref) = p.get("plan_ref").and_then(Json::as_str).map(str::to_string) else {
+    let Some(plan_ref) = plan_ref else {
         return Err(denied(
             "mode \"approved\" needs the plan_ref of an approved plan",
         ));
@@ -233,7 +241,7 @@ async fn apply_checked(
     };
     let plan = match call(&handle, &gate, op).await? {
         PlanReply::Run(p) => p,
-        PlanReply::Json(_) => return Err(RpcError::internal("unexpected plan store reply")),
+        _ => return Err(RpcError::internal("unexpected plan store reply")),
     };
     let now = derive(&handle, &plan.src).await?;
     if now.effects != plan.effects {
@@ -280,39 +288,24 @@ async fn apply_checked(
     Ok(r)
 }
 
-/// The `plan_ref` parameter.
-pub fn plan_ref_param(p: &Map<String, Json>) -> Result<String, RpcError> {
-    match p.get("plan_ref") {
-        Some(Json::String(s)) if !s.is_empty() => Ok(s.clone()),
-        None | Some(Json::Null) => Err(RpcError::invalid_params("plan_ref is required")),
-        _ => Err(RpcError::invalid_params("plan_ref must be a string")),
+/// `cap.request` params checked: the plan (never empty) and the requested
+/// kinds (dotted or snake spelling).
+pub fn cap_request_params<'a>(
+    plan_ref: &str,
+    kinds: impl Iterator<Item = &'a str>,
+) -> Result<(String, Vec<String>), RpcError> {
+    if plan_ref.is_empty() {
+        return Err(RpcError::invalid_params("plan_ref must not be empty"));
     }
-}
-
-/// `cap.request` params: the plan and the requested kinds (strings, or
-/// `{kind}` objects; dotted or snake spelling).
-pub fn cap_request_params(p: &Map<String, Json>) -> Result<(String, Vec<String>), RpcError> {
-    let r = plan_ref_param(p)?;
-    let mut kinds = Vec::new();
-    match p.get("effects") {
-        None | Some(Json::Null) => {}
-        Some(Json::Array(a)) => {
-            for (i, e) in a.iter().enumerate() {
-                let k = match e {
-                    Json::String(s) => s.as_str(),
-                    Json::Object(o) => o.get("kind").and_then(Json::as_str).unwrap_or(""),
-                    _ => "",
-                };
-                if effect::normalize_kind(k).is_none() {
-                    return Err(RpcError::invalid_params(format!(
-                        "effects[{i}]: unknown effect kind {k:?}"
-                    ))
-                    .with_data(json!({"index": i, "kinds": effect::KINDS})));
-                }
-                kinds.push(k.to_string());
-            }
+    let mut out = Vec::new();
+    for (i, k) in kinds.enumerate() {
+        if effect::normalize_kind(k).is_none() {
+            return Err(RpcError::invalid_params(format!(
+                "effects[{i}]: unknown effect kind {k:?}"
+            ))
+            .with_data(json!({"index": i, "kinds": effect::KINDS})));
         }
-        Some(_) => return Err(RpcError::invalid_params("effects must be an array")),
+        out.push(k.to_string());
     }
-    Ok((r, kinds))
+    Ok((plan_ref.to_string(), out))
 }

@@ -52,7 +52,7 @@ pub struct CloseSession {
 
 /// The sessions `principal` may see (all of them for the local uid).
 #[derive(Message)]
-#[rtype(result = "Vec<Json>")]
+#[rtype(result = "Vec<shoal_proto::kernel::SessionRow>")]
 pub struct ListSessions {
     pub principal: String,
 }

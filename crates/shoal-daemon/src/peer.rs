@@ -256,24 +256,19 @@ where
 /// A session failure as its JSON-RPC error (docs/rules.md §14).
 /// An `env` parameter (`session.attach`, `shoal/attach`): an object of
 /// string values, at most 4096 variables; absent or null is `None`.
-pub fn env_param(v: Option<&Json>) -> Result<Option<Vec<(String, String)>>, String> {
-    let obj = match v {
-        None | Some(Json::Null) => return Ok(None),
-        Some(Json::Object(o)) => o,
-        Some(_) => return Err("env must be an object of strings".into()),
+pub fn env_vars(
+    v: Option<shoal_proto::kernel::EnvVars>,
+) -> Result<Option<Vec<(String, String)>>, String> {
+    let Some(shoal_proto::kernel::EnvVars(env)) = v else {
+        return Ok(None);
     };
-    if obj.len() > 4096 {
-        return Err(format!("env has {} variables (at most 4096)", obj.len()));
+    if env.len() > 4096 {
+        return Err(format!("env has {} variables (at most 4096)", env.len()));
     }
-    let mut env = Vec::with_capacity(obj.len());
-    for (k, v) in obj {
-        let Some(v) = v.as_str() else {
-            return Err(format!("env.{k} must be a string"));
-        };
+    for (k, v) in &env {
         if k.is_empty() || k.contains('=') || k.contains('\0') || v.contains('\0') {
             return Err(format!("env has an invalid variable {k:?}"));
         }
-        env.push((k.clone(), v.to_string()));
     }
     Ok(Some(env))
 }

@@ -1,6 +1,6 @@
 //! Plans: a source, its derived effects and its owner (docs/rules.md §21).
 
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 
 use super::effect::Effect;
 use super::policy::{ApproveVia, AutoApply, Verdict};
@@ -91,40 +91,6 @@ impl Plan {
 
     pub fn effects_json(&self) -> Json {
         Json::Array(self.effects.iter().map(Effect::to_json).collect())
-    }
-
-    /// The plan result (`exec mode:"plan"`, `shoal_plan`, `plan.list` rows).
-    pub fn to_json(&self) -> Json {
-        let mut j = json!({
-            "plan_ref": self.plan_ref,
-            "effects": self.effects_json(),
-            "verdict": self.verdict.as_str(),
-            "approval_pending": self.approval_pending(),
-            "approved": self.approval == Approval::Approved,
-            "approval": self.approval.as_str(),
-            "approved_via": self.approved_via,
-            "reason": self.reason,
-            "session": self.session,
-            "principal": self.principal,
-            "expires": rfc3339(self.expires_ns),
-        });
-        if let Some(o) = j.as_object_mut() {
-            super::undo::insert_json(o, &self.effects, &self.undo);
-        }
-        j
-    }
-
-    /// `plan.get`: the row plus the source.
-    pub fn detail_json(&self) -> Json {
-        let mut j = self.to_json();
-        if let Some(o) = j.as_object_mut() {
-            o.insert("src".into(), json!(self.src));
-            // The syntax tree has no wire form in this daemon.
-            o.insert("ast".into(), Json::Null);
-            o.insert("ast_version".into(), json!(2));
-            o.insert("created".into(), json!(rfc3339(self.created_ns)));
-        }
-        j
     }
 }
 

@@ -1,8 +1,6 @@
-//! What a plan can undo (docs/rules.md §21): reversibility as the wire
-//! reports it, with the reason for every effect that cannot be undone and
-//! where `rm` puts what it removes.
-
-use serde_json::{json, Value as Json};
+//! What a plan can undo (docs/rules.md §21): reversibility, with the reason
+//! for every effect that cannot be undone and where `rm` puts what it
+//! removes (`shoal_proto::kernel::Reversibility` is its wire form).
 
 use super::effect::Effect;
 
@@ -64,11 +62,6 @@ impl Derived {
             "irreversible"
         }
     }
-
-    /// See [`insert_json`].
-    pub fn insert_json(&self, o: &mut serde_json::Map<String, Json>) {
-        insert_json(o, &self.effects, &self.undo)
-    }
 }
 
 /// Every reason a plan of `effects` cannot be undone: the deriver's
@@ -96,33 +89,8 @@ pub fn irreversible(effects: &[Effect], undo: &Undo) -> Vec<String> {
     why
 }
 
-/// The reversibility fields of a plan or explain result:
-/// `reversibility`, and `irreversible` (the reasons) or `undo` (where `rm`
-/// puts the files) when there is something to say.
-pub fn insert_json(o: &mut serde_json::Map<String, Json>, effects: &[Effect], undo: &Undo) {
-    let why = irreversible(effects, undo);
-    o.insert(
-        "reversibility".into(),
-        json!(if why.is_empty() {
-            "reversible"
-        } else {
-            "irreversible"
-        }),
-    );
-    if !why.is_empty() {
-        o.insert("irreversible".into(), json!(why));
-    }
-    if !undo.trashed.is_empty() {
-        o.insert(
-            "undo".into(),
-            json!({
-                "trash": undo.trash_dir,
-                "paths": undo.trashed,
-                "how": "rm moves these into the trash directory; the outcome's `trash` field names each file: mv it back to undo",
-            }),
-        );
-    }
-}
+/// How files `rm` trashed come back.
+pub const HOW: &str = "rm moves these into the trash directory; the outcome's `trash` field names each file: mv it back to undo";
 
 #[cfg(test)]
 mod tests {
@@ -141,13 +109,8 @@ mod tests {
         d.undo.lose("rm --permanent deletes /p/a for good".into());
         assert_eq!(d.reversibility(), "irreversible");
         assert_eq!(d.irreversible().len(), 1);
-        let mut o = serde_json::Map::new();
-        d.insert_json(&mut o);
-        assert_eq!(
-            o["irreversible"][0],
-            json!("rm --permanent deletes /p/a for good")
-        );
-        assert!(!o.contains_key("undo"));
+        assert_eq!(d.irreversible()[0], "rm --permanent deletes /p/a for good");
+        assert!(d.undo.trashed.is_empty());
 
         let net = Derived {
             effects: vec![Effect::NetConnect {
@@ -165,11 +128,8 @@ mod tests {
         let mut d = Derived::default();
         d.undo.trash(&["/p/a".into(), "/p/a".into()]);
         d.undo.trash_dir = Some("/tmp/shoal-1/trash/7".into());
-        let mut o = serde_json::Map::new();
-        d.insert_json(&mut o);
-        assert_eq!(o["reversibility"], json!("reversible"));
-        assert_eq!(o["undo"]["paths"], json!(["/p/a"]));
-        assert_eq!(o["undo"]["trash"], json!("/tmp/shoal-1/trash/7"));
-        assert!(!o.contains_key("irreversible"));
+        assert_eq!(d.reversibility(), "reversible");
+        assert_eq!(d.undo.trashed, ["/p/a"]);
+        assert!(d.irreversible().is_empty());
     }
 }

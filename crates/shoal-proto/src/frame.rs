@@ -97,7 +97,7 @@ fn trim(mut v: Vec<u8>) -> Vec<u8> {
 }
 
 /// Serialize one frame: compact JSON plus `\n`.
-pub fn encode(v: &serde_json::Value) -> Vec<u8> {
+pub fn encode<T: serde::Serialize + ?Sized>(v: &T) -> Vec<u8> {
     let mut out = serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec());
     out.push(b'\n');
     out

@@ -6,7 +6,7 @@
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 pub const PARSE_ERROR_RPC: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
@@ -434,36 +434,18 @@ pub fn oversized(limit: usize, len: u64) -> Value {
     )
 }
 
-/// Params as an object (`null` counts as `{}`).
-pub fn params_object(params: &Value) -> Result<&Map<String, Value>, RpcError> {
-    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-    match params {
-        Value::Object(o) => Ok(o),
-        Value::Null => Ok(EMPTY.get_or_init(Map::new)),
-        _ => Err(RpcError::invalid_params("params must be an object")),
-    }
+/// A JSON-RPC notification with typed params.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Notification<'a, P> {
+    pub jsonrpc: &'a str,
+    pub method: &'a str,
+    pub params: P,
 }
 
-/// An optional string field (absent or null → None).
-pub fn opt_str<'a>(o: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, RpcError> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(RpcError::invalid_params(format!("{key} must be a string"))),
-    }
-}
-
-pub fn req_str<'a>(o: &'a Map<String, Value>, key: &str) -> Result<&'a str, RpcError> {
-    opt_str(o, key)?
-        .ok_or_else(|| RpcError::invalid_params(format!("missing string field \"{key}\"")))
-}
-
-pub fn opt_bool(o: &Map<String, Value>, key: &str) -> Result<Option<bool>, RpcError> {
-    match o.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(RpcError::invalid_params(format!("{key} must be a boolean"))),
-    }
+/// A typed result as the JSON of a reply (`-32603` if it cannot be written,
+/// which a result of plain data never is).
+pub fn to_result<T: Serialize + ?Sized>(r: &T) -> Result<Value, RpcError> {
+    serde_json::to_value(r).map_err(|e| RpcError::internal(e.to_string()))
 }
 
 /// The error a refused run answers (`None` when the verdict allows it):

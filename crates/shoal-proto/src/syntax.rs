@@ -13,7 +13,7 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Map, Value as Json};
+use serde_json::Value as Json;
 
 use super::kernel;
 use super::rpc::RpcError;
@@ -38,40 +38,27 @@ const WORDS: &[&str] = &[
     "interact", "explain",
 ];
 
-/// `{src}` from the params; `-32602` otherwise.
-fn src_param(p: &Map<String, Json>, method: &str) -> Result<String, RpcError> {
-    match p.get("src") {
-        Some(Json::String(s)) => Ok(s.clone()),
-        _ => Err(RpcError::invalid_params(format!(
-            "{method} requires src (a string)"
-        ))),
-    }
-}
-
 /// `parse {src}` → `{ast_version, ast}`, or `-32001` with `{span, hint}`. Blocking: runs the
 /// parse on its own thread and waits for it (call it off the connection's executor, or
 /// through [`parse_async`]).
-pub fn parse_method(p: &Map<String, Json>) -> Result<Json, RpcError> {
-    let src = src_param(p, "parse")?;
-    parse_src(&src)
+pub fn parse_method(p: &kernel::SrcParams) -> Result<Json, RpcError> {
+    parse_src(&p.src)
 }
 
 /// [`parse_method`] without blocking the caller: the parse runs on a fresh thread.
 pub fn parse_async(
-    p: &Map<String, Json>,
+    p: kernel::SrcParams,
 ) -> impl std::future::Future<Output = Result<Json, RpcError>> {
-    let src = src_param(p, "parse");
+    let src = p.src;
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let spawned = src.map(|src| {
-        std::thread::Builder::new()
-            .name("shoal-parse".into())
-            .stack_size(PARSE_STACK)
-            .spawn(move || {
-                let _ = tx.send(parse_tree(&src));
-            })
-    });
+    let spawned = std::thread::Builder::new()
+        .name("shoal-parse".into())
+        .stack_size(PARSE_STACK)
+        .spawn(move || {
+            let _ = tx.send(parse_tree(&src));
+        });
     async move {
-        match spawned? {
+        match spawned {
             Ok(_) => rx
                 .await
                 .map_err(|_| RpcError::internal("the parse thread ended without an answer"))?,
@@ -106,9 +93,11 @@ fn parse_tree(src: &str) -> Result<Json, RpcError> {
         });
     }
     // Within the bounds: the tree becomes a value of bounded size and depth.
-    let ast = serde_json::to_value(&program)
-        .map_err(|e| RpcError::internal(format!("cannot serialize the syntax tree: {e}")))?;
-    Ok(json!({"ast_version": AST_VERSION, "ast": ast}))
+    serde_json::to_value(kernel::Parsed {
+        ast_version: AST_VERSION,
+        ast: &program,
+    })
+    .map_err(|e| RpcError::internal(format!("cannot serialize the syntax tree: {e}")))
 }
 
 /// A sink for serialized JSON that fails once the text passes [`MAX_AST_BYTES`] or nests
@@ -179,21 +168,19 @@ pub struct Where {
 /// begins. Sorted, de-duplicated, at most [`MAX_CANDIDATES`]. The cursor is a byte
 /// offset (default: the end), clamped to the source and moved back to a character
 /// boundary.
-pub fn complete_method(p: &Map<String, Json>, at: Option<&Where>) -> Result<Json, RpcError> {
-    let src = src_param(p, "complete")?;
-    let cursor = match p.get("cursor") {
-        None | Some(Json::Null) => src.len(),
-        Some(v) => match v.as_u64() {
-            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-            None => {
-                return Err(RpcError::invalid_params(
-                    "cursor must be a non-negative integer (a byte offset)",
-                ))
-            }
-        },
-    };
-    let (start, candidates) = complete_at(&src, cursor, at);
-    Ok(json!({"candidates": candidates, "start": start}))
+pub fn complete_method(p: &kernel::CompleteParams, at: Option<&Where>) -> Completions {
+    let cursor = p
+        .cursor
+        .map_or(p.src.len(), |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let (start, candidates) = complete_at(&p.src, cursor, at);
+    Completions { candidates, start }
+}
+
+/// A `complete` answer: the candidates and where the text they replace starts.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Completions {
+    pub candidates: Vec<String>,
+    pub start: usize,
 }
 
 fn is_ident(c: char) -> bool {
@@ -345,9 +332,10 @@ fn commands(path: Option<&str>, prefix: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    fn params(v: Json) -> Map<String, Json> {
-        v.as_object().unwrap().clone()
+    fn params(v: Json) -> kernel::SrcParams {
+        serde_json::from_value(v).unwrap()
     }
 
     #[test]
@@ -364,8 +352,6 @@ mod tests {
         assert_eq!(e.code, -32001);
         let span = &e.data.as_ref().unwrap()["span"];
         assert!(span["start"].as_u64().unwrap() <= span["end"].as_u64().unwrap());
-        let e = parse_method(&params(json!({"source": "1"}))).unwrap_err();
-        assert_eq!(e.code, -32602);
     }
 
     #[test]
@@ -439,7 +425,7 @@ mod tests {
         // Not on a character boundary: moved back, never a panic.
         let c = complete("é", 1);
         assert!(c.contains(&"while".to_string()));
-        let r = complete_method(&params(json!({"src": "wh", "cursor": -1})), None).unwrap_err();
-        assert_eq!(r.code, -32602);
+        let p = serde_json::from_value(json!({"src": "wh", "cursor": 1})).unwrap();
+        assert_eq!(complete_method(&p, None).start, 0);
     }
 }

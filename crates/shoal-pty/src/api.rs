@@ -4,24 +4,15 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use super::{id_name, keys, parse_id, Exit, Matcher, PtyInfo, ReadOpts, ReadResult};
+use shoal_proto::kernel::{PtyClaimed, PtyRef, PtyRequest, PtyScreenUpdate};
 use shoal_proto::mcp::{
     result_json, Cursor, PtyClosed, PtyEntry, PtyExit, PtyList, PtyOpened, PtyResized, PtyScreen,
     PtySent, TakenOver,
 };
 use shoal_proto::rpc::{self, RpcError};
-
-/// The `pty.*` kernel methods an agent drives (the `shoal_pty_*` tools).
-pub const METHODS: [&str; 6] = [
-    "pty.open",
-    "pty.send",
-    "pty.read",
-    "pty.resize",
-    "pty.close",
-    "pty.list",
-];
 
 /// What `pty.open` asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,92 +120,46 @@ pub fn memory_refused(
     }))
 }
 
-fn pty_id(p: &Map<String, Json>) -> Result<u64, RpcError> {
-    match p.get("pty_id") {
-        Some(Json::String(s)) => parse_id(s).ok_or_else(|| unknown_pty(s)),
-        Some(Json::Number(n)) => n.as_u64().ok_or_else(|| unknown_pty(&n.to_string())),
-        _ => Err(RpcError::invalid_params("pty_id (\"pty:N\") is required")),
+/// The PTY a request names (`-32022` for a name of none).
+pub fn pty_id(r: &PtyRef) -> Result<u64, RpcError> {
+    match r {
+        PtyRef::Name(s) => parse_id(s).ok_or_else(|| unknown_pty(s)),
+        PtyRef::Number(n) => Ok(*n),
     }
 }
 
-fn opt_u64(p: &Map<String, Json>, key: &str) -> Result<Option<u64>, RpcError> {
-    match p.get(key) {
-        None | Some(Json::Null) => Ok(None),
-        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
-            RpcError::invalid_params(format!("{key} must be a non-negative integer"))
-        }),
-    }
-}
-
-fn dim(p: &Map<String, Json>, key: &str, default: u16) -> Result<u16, RpcError> {
-    Ok(opt_u64(p, key)?.map_or(default, super::term::clamp_dim))
-}
-
-fn strings(v: Option<&Json>, key: &str) -> Result<Vec<String>, RpcError> {
-    match v {
-        None | Some(Json::Null) => Ok(Vec::new()),
-        Some(Json::Array(a)) => a
-            .iter()
-            .enumerate()
-            .map(|(i, x)| {
-                x.as_str().map(str::to_string).ok_or_else(|| {
-                    RpcError::invalid_params(format!("{key}[{i}] must be a string"))
-                        .with_data(json!({"index": i}))
-                })
-            })
-            .collect(),
-        Some(_) => Err(RpcError::invalid_params(format!(
-            "{key} must be an array of strings"
-        ))),
-    }
-}
-
-/// Parse the params of a `pty.*` method.
-pub fn parse(method: &str, p: &Map<String, Json>) -> Result<PtyOp, RpcError> {
-    match method {
-        "pty.open" => {
-            let cmd = match p.get("cmd") {
-                Some(Json::String(s)) if !s.is_empty() => s.clone(),
-                _ => {
-                    return Err(RpcError::invalid_params(
-                        "pty.open requires a non-empty cmd",
-                    ))
-                }
-            };
-            let args = strings(p.get("args"), "args")?;
-            let env = match p.get("env") {
-                None | Some(Json::Null) => Vec::new(),
-                Some(Json::Object(o)) => o
-                    .iter()
-                    .map(|(k, v)| match v.as_str() {
-                        Some(s) if !k.is_empty() && !k.contains('=') && !k.contains('\0') => {
-                            Ok((k.clone(), s.to_string()))
-                        }
-                        _ => Err(RpcError::invalid_params(format!(
-                            "env.{k} must be a string (and its name non-empty, without = or NUL)"
-                        ))),
-                    })
-                    .collect::<Result<_, _>>()?,
-                Some(_) => {
-                    return Err(RpcError::invalid_params("env must be an object of strings"))
-                }
-            };
-            let (rows, cols) = (dim(p, "rows", 24)?, dim(p, "cols", 80)?);
+/// The checks serde does not make, and the PTY's id resolved.
+pub fn parse(req: PtyRequest) -> Result<PtyOp, RpcError> {
+    match req {
+        PtyRequest::Open(p) => {
+            if p.cmd.is_empty() {
+                return Err(RpcError::invalid_params(
+                    "pty.open requires a non-empty cmd",
+                ));
+            }
+            let env = p.env.unwrap_or_default().0;
+            if let Some((k, _)) = env
+                .iter()
+                .find(|(k, _)| k.is_empty() || k.contains('=') || k.contains('\0'))
+            {
+                return Err(RpcError::invalid_params(format!(
+                    "env.{k} must be a string (and its name non-empty, without = or NUL)"
+                )));
+            }
+            let dim = |v: Option<u64>, default| v.map_or(default, super::term::clamp_dim);
+            let (rows, cols) = (dim(p.rows, 24), dim(p.cols, 80));
             cells(rows, cols)?;
             Ok(PtyOp::Open(OpenRequest {
-                cmd,
-                args,
+                cmd: p.cmd,
+                args: p.args.unwrap_or_default(),
                 rows,
                 cols,
                 env,
             }))
         }
-        "pty.send" => {
-            let id = pty_id(p)?;
-            let Some(input) = p.get("input") else {
-                return Err(RpcError::invalid_params("pty.send requires input"));
-            };
-            let bytes = keys::encode_input(input).map_err(|e| {
+        PtyRequest::Send(p) => {
+            let id = pty_id(&p.pty_id)?;
+            let bytes = keys::encode_input(&p.input).map_err(|e| {
                 let mut data = json!({"path": e.path});
                 if let Some(i) = e.index() {
                     data["index"] = json!(i);
@@ -227,12 +172,12 @@ pub fn parse(method: &str, p: &Map<String, Json>) -> Result<PtyOp, RpcError> {
             })?;
             Ok(PtyOp::Send { id, bytes })
         }
-        "pty.read" => {
-            let id = pty_id(p)?;
-            let wait_for = match p.get("wait_for") {
-                None | Some(Json::Null) => None,
-                Some(Json::String(s)) if !s.is_empty() => {
-                    Some(Matcher::parse(s).map_err(RpcError::invalid_params)?)
+        PtyRequest::Read(p) => {
+            let id = pty_id(&p.pty_id)?;
+            let wait_for = match p.wait_for {
+                None => None,
+                Some(s) if !s.is_empty() => {
+                    Some(Matcher::parse(&s).map_err(RpcError::invalid_params)?)
                 }
                 Some(_) => {
                     return Err(RpcError::invalid_params(
@@ -240,31 +185,29 @@ pub fn parse(method: &str, p: &Map<String, Json>) -> Result<PtyOp, RpcError> {
                     ))
                 }
             };
-            let ms = |k| opt_u64(p, k).map(|v| v.map(Duration::from_millis));
             Ok(PtyOp::Read {
                 id,
                 opts: ReadOpts {
                     wait_for,
-                    stable: ms("stable_ms")?,
-                    timeout: ms("timeout_ms")?,
-                    scrollback: opt_u64(p, "scrollback")?.map(|n| n as usize),
+                    stable: p.stable_ms.map(Duration::from_millis),
+                    timeout: p.timeout_ms.map(Duration::from_millis),
+                    scrollback: p.scrollback.map(|n| n as usize),
                 },
             })
         }
-        "pty.resize" => {
-            let id = pty_id(p)?;
-            let (Some(cols), Some(rows)) = (opt_u64(p, "cols")?, opt_u64(p, "rows")?) else {
-                return Err(RpcError::invalid_params(
-                    "pty.resize requires cols and rows",
-                ));
-            };
-            let (rows, cols) = (super::term::clamp_dim(rows), super::term::clamp_dim(cols));
+        PtyRequest::Resize(p) => {
+            let id = pty_id(&p.pty_id)?;
+            let (rows, cols) = (
+                super::term::clamp_dim(p.rows),
+                super::term::clamp_dim(p.cols),
+            );
             cells(rows, cols)?;
             Ok(PtyOp::Resize { id, rows, cols })
         }
-        "pty.close" => Ok(PtyOp::Close { id: pty_id(p)? }),
-        "pty.list" => Ok(PtyOp::List),
-        other => Err(RpcError::method_not_found(other)),
+        PtyRequest::Close(p) => Ok(PtyOp::Close {
+            id: pty_id(&p.pty_id)?,
+        }),
+        PtyRequest::List => Ok(PtyOp::List),
     }
 }
 
@@ -356,30 +299,27 @@ pub fn list_entry(info: &PtyInfo) -> Json {
     result_json(entry(info))
 }
 
-/// The kernel methods of a human beside the agent (not MCP tools): take
-/// over, give back, watch the live screen (docs/protocol.md §8).
-pub const HUMAN_METHODS: [&str; 3] = ["pty.claim", "pty.release", "pty.watch"];
-
-/// The `pty_id` of a `pty.claim`, `pty.release` or `pty.watch`.
-pub fn id_param(p: &Map<String, Json>) -> Result<u64, RpcError> {
-    pty_id(p)
-}
-
 /// `pty.claim` / `pty.release` answers.
 pub fn claim_result(info: &PtyInfo, claimed: bool) -> Json {
-    json!({"pty_id": id_name(info.id), "claimed": claimed, "cols": info.cols, "rows": info.rows, "alive": info.alive})
+    result_json(PtyClaimed {
+        pty_id: id_name(info.id),
+        claimed,
+        cols: info.cols,
+        rows: info.rows,
+        alive: info.alive,
+    })
 }
 
 /// A `pty.watch` answer or `pty.screen` notification's params.
-pub fn screen_json(id: u64, u: &super::stream::Update) -> Json {
-    json!({
-        "pty_id": id_name(id),
-        "seq": u.seq,
-        "full": u.full,
-        "ansi": u.ansi,
-        "rows": u.rows,
-        "cols": u.cols,
-    })
+pub fn screen_update(id: u64, u: &super::stream::Update) -> PtyScreenUpdate {
+    PtyScreenUpdate {
+        pty_id: id_name(id),
+        seq: u.seq,
+        full: u.full,
+        ansi: u.ansi.clone(),
+        rows: u.rows,
+        cols: u.cols,
+    }
 }
 
 pub fn list_result(infos: &[PtyInfo]) -> Json {
@@ -392,19 +332,23 @@ pub fn list_result(infos: &[PtyInfo]) -> Json {
 mod tests {
     use super::*;
 
-    fn obj(v: Json) -> Map<String, Json> {
-        v.as_object().cloned().unwrap()
+    /// A kernel request's params, parsed as the connection does.
+    fn parse(method: &str, v: Json) -> Result<PtyOp, RpcError> {
+        match shoal_proto::kernel::KernelRequest::parse(method, v, false)? {
+            shoal_proto::kernel::KernelRequest::Pty(r) => super::parse(r),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
     fn open_params() {
-        let PtyOp::Open(o) = parse("pty.open", &obj(json!({"cmd": "cat"}))).unwrap() else {
+        let PtyOp::Open(o) = parse("pty.open", json!({"cmd": "cat"})).unwrap() else {
             panic!()
         };
         assert_eq!((o.cols, o.rows), (80, 24));
         let PtyOp::Open(o) = parse(
             "pty.open",
-            &obj(json!({"cmd": "x", "args": ["-q"], "cols": 5000, "rows": 0, "env": {"A": "b"}})),
+            json!({"cmd": "x", "args": ["-q"], "cols": 5000, "rows": 0, "env": {"A": "b"}}),
         )
         .unwrap() else {
             panic!()
@@ -421,20 +365,20 @@ mod tests {
             json!({"cmd": "x", "cols": 1000, "rows": 251}),
             json!({"cmd": "x", "cols": 5000, "rows": 5000}),
         ] {
-            let e = parse("pty.open", &obj(bad.clone())).unwrap_err();
+            let e = parse("pty.open", bad.clone()).unwrap_err();
             assert_eq!(e.code, rpc::INVALID_PARAMS, "{bad}");
         }
         // The cell cap applies after the clamp, to resizes too.
         let e = parse(
             "pty.resize",
-            &obj(json!({"pty_id": "pty:1", "cols": 5000, "rows": 5000})),
+            json!({"pty_id": "pty:1", "cols": 5000, "rows": 5000}),
         )
         .unwrap_err();
         assert_eq!(e.code, rpc::INVALID_PARAMS);
         assert!(e.message.contains("1000000 cells"), "{}", e.message);
         assert!(parse(
             "pty.resize",
-            &obj(json!({"pty_id": "pty:1", "cols": 1000, "rows": 250}))
+            json!({"pty_id": "pty:1", "cols": 1000, "rows": 250})
         )
         .is_ok());
     }
@@ -452,7 +396,7 @@ mod tests {
     fn send_errors_carry_the_index() {
         let e = parse(
             "pty.send",
-            &obj(json!({"pty_id": "pty:1", "input": ["a", {"key": "Bogus"}]})),
+            json!({"pty_id": "pty:1", "input": ["a", {"key": "Bogus"}]}),
         )
         .unwrap_err();
         assert_eq!(e.code, rpc::INVALID_PARAMS);
@@ -460,7 +404,7 @@ mod tests {
         assert!(e.message.starts_with("input[1]"), "{}", e.message);
         let PtyOp::Send { id, bytes } = parse(
             "pty.send",
-            &obj(json!({"pty_id": "pty:7", "input": ["hi", {"key": "Enter"}]})),
+            json!({"pty_id": "pty:7", "input": ["hi", {"key": "Enter"}]}),
         )
         .unwrap() else {
             panic!()
@@ -471,18 +415,18 @@ mod tests {
     #[test]
     fn ids_and_read_params() {
         assert_eq!(
-            parse("pty.close", &obj(json!({"pty_id": "pty:x"})))
+            parse("pty.close", json!({"pty_id": "pty:x"}))
                 .unwrap_err()
                 .code,
             rpc::UNKNOWN_PTY
         );
         assert_eq!(
-            parse("pty.close", &obj(json!({}))).unwrap_err().code,
+            parse("pty.close", json!({})).unwrap_err().code,
             rpc::INVALID_PARAMS
         );
         let PtyOp::Read { opts, .. } = parse(
             "pty.read",
-            &obj(json!({"pty_id": "pty:2", "wait_for": "re:\\d+", "timeout_ms": 50, "scrollback": 3})),
+            json!({"pty_id": "pty:2", "wait_for": "re:\\d+", "timeout_ms": 50, "scrollback": 3}),
         )
         .unwrap() else {
             panic!()
@@ -490,11 +434,7 @@ mod tests {
         assert!(opts.wait_for.unwrap().matches("x 42"));
         assert_eq!(opts.timeout, Some(Duration::from_millis(50)));
         assert_eq!(opts.scrollback, Some(3));
-        assert!(parse(
-            "pty.read",
-            &obj(json!({"pty_id": "pty:2", "wait_for": "re:("}))
-        )
-        .is_err());
+        assert!(parse("pty.read", json!({"pty_id": "pty:2", "wait_for": "re:("})).is_err());
         assert_eq!(
             exit_json(Some(Exit {
                 status: None,

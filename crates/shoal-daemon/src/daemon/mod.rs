@@ -346,7 +346,7 @@ impl Handler<ListSessions> for Daemon {
             self.sessions
                 .values()
                 .filter(|(_, s, _)| access_of(&msg.principal, &s.owner, &s.name).is_some())
-                .map(|(_, s, _)| Daemon::session_json(s))
+                .map(|(_, s, _)| Daemon::session_row(s))
                 .collect(),
         )
     }

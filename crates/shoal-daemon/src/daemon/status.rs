@@ -13,6 +13,7 @@ use crate::journal_writer::Services;
 use crate::msg::GetStatus;
 use crate::sessions::session::SessionShared;
 use shoal_base::sync::Locked;
+use shoal_proto::kernel::SessionRow;
 
 impl Daemon {
     /// Each `[limits]` quota with its current use, where the daemon can count it. Per-session
@@ -78,27 +79,29 @@ impl Daemon {
         per.into_values().max().unwrap_or(0)
     }
 
-    pub(super) fn session_json(shared: &SessionShared) -> Json {
+    pub(super) fn session_row(shared: &SessionShared) -> SessionRow {
         let ptys = shoal_pty::open_in_session(&shared.name);
-        json!({
-            "name": shared.name,
-            "owner": shared.owner,
-            "cwd": shared.cwd.display().to_string(),
-            "clients": shared.clients.load(std::sync::atomic::Ordering::Relaxed),
-            "humans": shared.humans.to_json(),
-            "busy": shared.busy.load(std::sync::atomic::Ordering::Relaxed),
-            "transcript": shared.transcript_len(),
-            "tasks": 0,
-            "ptys": ptys.len(),
-            // Bytes the session's PTYs hold of `[limits] session_memory`.
-            "pty_memory": shared.memory.held(),
-            // Processes in the session's cgroups (fallback: live programs).
-            "procs": shoal_base::procs::count(&shared.name),
-            "spill_bytes": spill_used(shared),
-            "ref_waits": shared.ref_waits(),
-            "pty_list": ptys.iter().map(shoal_pty::api::list_entry).collect::<Vec<_>>(),
-            "age_ms": shared.created.elapsed().as_millis() as u64,
-        })
+        SessionRow {
+            name: shared.name.clone(),
+            owner: shared.owner.clone(),
+            cwd: shared.cwd.display().to_string(),
+            clients: shared.clients.load(std::sync::atomic::Ordering::Relaxed),
+            humans: shared.humans.to_json(),
+            busy: shared.busy.load(std::sync::atomic::Ordering::Relaxed),
+            transcript: shared.transcript_len(),
+            tasks: 0,
+            ptys: ptys.len(),
+            pty_memory: shared.memory.held(),
+            procs: shoal_base::procs::count(&shared.name),
+            spill_bytes: spill_used(shared),
+            ref_waits: shared.ref_waits(),
+            pty_list: ptys.iter().map(shoal_pty::api::list_entry).collect(),
+            age_ms: shared.created.elapsed().as_millis() as u64,
+            access: None,
+            task_list: None,
+            children: None,
+            restarts: None,
+        }
     }
 }
 
@@ -136,7 +139,7 @@ impl Handler<GetStatus> for Daemon {
                 "log_dir": i.log_dir.display().to_string(),
             },
             "actors": self.registry.snapshot(),
-            "sessions": self.sessions.values().map(|(_, s, _)| Daemon::session_json(s)).collect::<Vec<_>>(),
+            "sessions": null,
             "journal": self.services.as_ref().map(Services::status_json),
             "services": self.service_set.status_json(),
             "limits": self.limits_json(),
@@ -145,6 +148,11 @@ impl Handler<GetStatus> for Daemon {
             "rss_bytes": rss_bytes(),
             "http": crate::http::status_json(),
         });
+        let mut rows: Vec<SessionRow> = self
+            .sessions
+            .values()
+            .map(|(_, s, _)| Daemon::session_row(s))
+            .collect();
         Box::pin(async move {
             let mut busiest = 0;
             for (i, t) in tables.into_iter().enumerate() {
@@ -152,7 +160,7 @@ impl Handler<GetStatus> for Daemon {
                     .await
                     .ok()
                     .and_then(Result::ok);
-                if let (Some(table), Some(s)) = (table, status["sessions"].get_mut(i)) {
+                if let (Some(table), Some(s)) = (table, rows.get_mut(i)) {
                     let live = table["tasks"].as_array().map_or(0, |t| {
                         t.iter()
                             .filter(|r| {
@@ -163,13 +171,14 @@ impl Handler<GetStatus> for Daemon {
                             })
                             .count()
                     });
-                    s["tasks"] = json!(live);
+                    s.tasks = live;
                     busiest = busiest.max(live);
-                    s["task_list"] = table["tasks"].clone();
-                    s["children"] = table["children"].clone();
-                    s["restarts"] = table["restarts"].clone();
+                    s.task_list = Some(table["tasks"].clone());
+                    s.children = Some(table["children"].clone());
+                    s.restarts = Some(table["restarts"].clone());
                 }
             }
+            status["sessions"] = serde_json::to_value(rows).unwrap_or_default();
             status["limits"]["tasks_per_session"]["used"] = json!(busiest);
             status
         })
@@ -181,7 +190,7 @@ impl Daemon {
     /// reach (with its access to each) and the session quotas as they apply to it.
     fn token_status(&self, principal: &str) -> Json {
         let mut owned = 0;
-        let sessions: Vec<Json> = self
+        let sessions: Vec<SessionRow> = self
             .sessions
             .values()
             .filter_map(|(a, s, _)| {
@@ -189,8 +198,8 @@ impl Daemon {
                 if a.connected() && s.owner == principal {
                     owned += 1;
                 }
-                let mut row = Daemon::session_json(s);
-                row["access"] = json!(match access {
+                let mut row = Daemon::session_row(s);
+                row.access = Some(match access {
                     crate::sessions::handle::Access::Full => "full",
                     crate::sessions::handle::Access::Read => "read",
                 });

@@ -7,85 +7,55 @@
 
 use actix::fut::ready;
 use actix::prelude::*;
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use super::{KernelConn, Reply};
 use crate::event_bus::{
     BusEvent, Origin, Publish, PublishFrom, ReadEvents, Scope, SubscribeReplay, Unsubscribe,
 };
 use crate::peer;
+use shoal_proto::kernel::{self, EventsRequest};
 use shoal_proto::rpc::{self, RpcError};
 
 impl KernelConn {
     /// `events.read`, `events.publish`, `events.subscribe`, `events.unsubscribe`.
     /// A session-scoped channel (`task.N`, `jobs`) is first resolved to the bus
     /// channel this session may use ([`crate::sessions::task::scoped_channel`]).
-    pub(super) fn events_method(
-        &mut self,
-        method: &str,
-        mut p: Map<String, Json>,
-        principal: &str,
-    ) -> Reply {
+    pub(super) fn events_method(&mut self, req: EventsRequest, principal: &str) -> Reply {
         let scope = Scope::for_principal(principal);
-        let named = p.get("channel").and_then(Json::as_str).map(str::to_string);
-        let (Some(channel), Some(att)) = (named, &self.attached) else {
-            return self.events_on(method, p, scope);
+        let channel = req.channel().to_string();
+        let Some(att) = &self.attached else {
+            return self.events_on(req, scope);
         };
-        if !crate::sessions::task::is_scoped_channel(&channel) || method == "events.publish" {
-            return self.events_on(method, p, scope);
+        if !crate::sessions::task::is_scoped_channel(&channel)
+            || matches!(req, EventsRequest::Publish(_))
+        {
+            return self.events_on(req, scope);
         }
-        if method == "events.unsubscribe" {
+        if let EventsRequest::Unsubscribe(_) = req {
             // Only this connection's own subscriptions can be dropped: no check.
             if channel == crate::sessions::task::JOBS_CHANNEL {
                 let own = crate::sessions::task::jobs_channel(&att.handle.name);
-                p.insert("channel".into(), json!(own));
+                return self.events_on(req.on(own), scope);
             }
-            return self.events_on(method, p, scope);
+            return self.events_on(req, scope);
         }
         let h = att.handle.clone();
-        let method = method.to_string();
         let resolve = async move { crate::sessions::task::scoped_channel(&h, &channel).await };
         Box::pin(resolve.into_actor(self).then(move |r, act, _ctx| -> Reply {
             match r {
-                Ok(bus) => {
-                    p.insert("channel".into(), json!(bus));
-                    act.events_on(&method, p, scope)
-                }
+                Ok(bus) => act.events_on(req.on(bus), scope),
                 Err(e) => Box::pin(ready(Err(e))),
             }
         }))
     }
 
     /// The events methods on a channel already scoped.
-    fn events_on(&mut self, method: &str, p: Map<String, Json>, scope: Option<Scope>) -> Reply {
-        let channel = match rpc::req_str(&p, "channel") {
-            Ok(c) => c.to_string(),
-            Err(e) => return Box::pin(ready(Err(e))),
-        };
-        let since = match p.get("since") {
-            None | Some(Json::Null) => None,
-            Some(v) => match v.as_u64() {
-                Some(n) => Some(n),
-                None => {
-                    return Box::pin(ready(Err(RpcError::invalid_params(
-                        "since must be a non-negative integer",
-                    ))))
-                }
-            },
-        };
-        match method {
-            "events.read" => {
-                let limit = match p.get("limit") {
-                    None | Some(Json::Null) => None,
-                    Some(v) => match v.as_u64() {
-                        Some(n) => Some(n as usize),
-                        None => {
-                            return Box::pin(ready(Err(RpcError::invalid_params(
-                                "limit must be a non-negative integer",
-                            ))))
-                        }
-                    },
-                };
+    fn events_on(&mut self, req: EventsRequest, scope: Option<Scope>) -> Reply {
+        match req {
+            EventsRequest::Read(p) => {
+                let (channel, since) = (p.channel, p.since);
+                let limit = p.limit.map(|n| n as usize);
                 self.with_services(move |s| async move {
                     let events = s
                         .bus
@@ -97,20 +67,20 @@ impl KernelConn {
                         })
                         .await
                         .map_err(crate::msg::mailbox)?;
-                    Ok(json!({
-                        "channel": channel,
-                        "events": events.iter().map(BusEvent::to_json).collect::<Vec<_>>(),
-                    }))
+                    rpc::to_result(&kernel::EventsRead {
+                        channel,
+                        events: events.iter().map(BusEvent::to_json).collect(),
+                    })
                 })
             }
-            "events.publish" => {
+            EventsRequest::Publish(p) => {
+                let (channel, payload) = (p.channel, p.payload);
                 if !channel.starts_with("user.") {
                     return Box::pin(ready(Err(RpcError::invalid_params(
                         "only user.* channels may be published to",
                     )
                     .with_data(json!({"channel": channel})))));
                 }
-                let payload = p.get("payload").cloned().unwrap_or(Json::Null);
                 // The publishing client's session sees the event on its own
                 // `channel(...)` too (the language side of the bus).
                 let origin = self.attached.as_ref().map(|att| {
@@ -128,12 +98,17 @@ impl KernelConn {
                         .send(PublishFrom { publish, origin })
                         .await
                         .map_err(crate::msg::mailbox)?;
-                    Ok(json!({"channel": ev.channel, "seq": ev.seq, "ts": ev.ts}))
+                    rpc::to_result(&kernel::Published {
+                        channel: ev.channel.clone(),
+                        seq: ev.seq,
+                        ts: ev.ts,
+                    })
                 })
             }
-            "events.subscribe" => {
+            EventsRequest::Subscribe(p) => {
+                let (channel, since) = (p.channel, p.since);
                 if self.subs.contains_key(&channel) {
-                    return Box::pin(ready(Ok(json!({"channel": channel, "subscribed": true}))));
+                    return Box::pin(ready(subscription(channel, true)));
                 }
                 let max = self.cx.limits.max_subscriptions_per_connection;
                 if self.subs.len() >= max {
@@ -170,11 +145,12 @@ impl KernelConn {
                             bus.do_send(Unsubscribe { id: old });
                         }
                         act.reg.stats.set_subscriptions(act.subs.len());
-                        Ok(json!({"channel": channel, "subscribed": true}))
+                        subscription(channel, true)
                     })
                 }))
             }
-            _ => {
+            EventsRequest::Unsubscribe(p) => {
+                let channel = p.channel;
                 let removed = self.subs.remove(&channel);
                 self.reg.stats.set_subscriptions(self.subs.len());
                 if let Some(id) = removed {
@@ -182,8 +158,15 @@ impl KernelConn {
                         s.bus.do_send(Unsubscribe { id });
                     }
                 }
-                Box::pin(ready(Ok(json!({"channel": channel, "subscribed": false}))))
+                Box::pin(ready(subscription(channel, false)))
             }
         }
     }
+}
+
+fn subscription(channel: String, subscribed: bool) -> Result<Json, RpcError> {
+    rpc::to_result(&kernel::Subscription {
+        channel,
+        subscribed,
+    })
 }

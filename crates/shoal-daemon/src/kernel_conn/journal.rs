@@ -2,13 +2,13 @@
 //! `blob.get`, and the services lookup they share with the events methods. It
 //! only asks the journal actor; it never writes to it.
 
-use actix::fut::ready;
 use actix::prelude::*;
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use super::{KernelConn, Reply};
 use crate::conn::GetServices;
 use crate::journal_writer::{self as jw, Services};
+use shoal_proto::kernel::BlobGetParams;
 use shoal_proto::rpc::{self, RpcError};
 
 impl KernelConn {
@@ -36,100 +36,74 @@ impl KernelConn {
         }))
     }
 
-    /// `journal.query`, `journal.get`, `blob.get`.
-    pub(super) fn journal_method(
+    /// `journal.query`.
+    pub(super) fn journal_query(
         &mut self,
-        method: &str,
-        p: Map<String, Json>,
+        query: shoal_journal::Query,
         principal: String,
     ) -> Reply {
-        match method {
-            "journal.query" => {
-                let query: shoal_journal::Query = match serde_json::from_value(Json::Object(p)) {
-                    Ok(q) => q,
-                    Err(e) => {
-                        return Box::pin(ready(Err(RpcError::invalid_params(format!(
-                            "invalid journal.query params: {e}"
-                        )))))
-                    }
-                };
-                self.with_services(move |s| async move {
-                    let scope = jw::scope_for(&principal);
-                    let entries = s
-                        .journal
-                        .send(jw::QueryJournal { query, scope })
-                        .await
-                        .map_err(crate::msg::mailbox)?
-                        .map_err(journal_error)?;
-                    serde_json::to_value(entries).map_err(|e| RpcError::internal(e.to_string()))
+        self.with_services(move |s| async move {
+            let scope = jw::scope_for(&principal);
+            let entries = s
+                .journal
+                .send(jw::QueryJournal { query, scope })
+                .await
+                .map_err(crate::msg::mailbox)?
+                .map_err(journal_error)?;
+            serde_json::to_value(entries).map_err(|e| RpcError::internal(e.to_string()))
+        })
+    }
+
+    /// `journal.get`: one entry the principal may read.
+    pub(super) fn journal_get(&mut self, id: u64, principal: String) -> Reply {
+        self.with_services(move |s| async move {
+            let e = s
+                .journal
+                .send(jw::GetEntry { id })
+                .await
+                .map_err(crate::msg::mailbox)?
+                .map_err(journal_error)?
+                .filter(|e| {
+                    jw::scope_for(&principal) == shoal_journal::Scope::All
+                        || e.principal == principal
                 })
+                .ok_or_else(|| {
+                    RpcError::new(rpc::UNKNOWN_REF, format!("no journal entry {id}"))
+                        .with_data(json!({"id": id}))
+                })?;
+            serde_json::to_value(e).map_err(|e| RpcError::internal(e.to_string()))
+        })
+    }
+
+    /// `blob.get`: bounded like every other read (docs/protocol.md §3): past
+    /// `max_bytes` (default the elision budget, at most the hard cap) the value
+    /// comes back as a ref.
+    pub(super) fn blob_get(&mut self, p: BlobGetParams) -> Reply {
+        let hash = p.hash;
+        let max_bytes = p
+            .max_bytes
+            .map_or(shoal_proto::elide::Budget::default().max_bytes, |n| {
+                (n as usize).min(shoal_proto::elide::HARD_CAP)
+            });
+        self.with_services(move |s| async move {
+            let unknown = || {
+                RpcError::new(rpc::UNKNOWN_REF, "unknown value hash")
+                    .with_data(json!({"hash": hash}))
+            };
+            match s.journal.send(jw::GetBlob { hash: hash.clone() }).await {
+                Err(e) => Err(crate::msg::mailbox(e)),
+                Ok(Ok(Some(bytes))) => {
+                    let key = hash.strip_prefix("blake3:").unwrap_or(&hash);
+                    Ok(shoal_proto::mcp::bounded_blob_max(
+                        &jw::blob_json(&hash, &bytes),
+                        &format!("shoal://val/{key}"),
+                        max_bytes,
+                    ))
+                }
+                Ok(Ok(None)) | Ok(Err(shoal_journal::JournalError::Invalid(_))) => Err(unknown()),
+                Ok(Err(e)) => Err(journal_error(e)),
             }
-            "journal.get" => {
-                let Some(id) = p.get("id").and_then(Json::as_u64) else {
-                    return Box::pin(ready(Err(RpcError::invalid_params(
-                        "journal.get requires an integer id",
-                    ))));
-                };
-                self.with_services(move |s| async move {
-                    let e = s
-                        .journal
-                        .send(jw::GetEntry { id })
-                        .await
-                        .map_err(crate::msg::mailbox)?
-                        .map_err(journal_error)?
-                        .filter(|e| {
-                            jw::scope_for(&principal) == shoal_journal::Scope::All
-                                || e.principal == principal
-                        })
-                        .ok_or_else(|| {
-                            RpcError::new(rpc::UNKNOWN_REF, format!("no journal entry {id}"))
-                                .with_data(json!({"id": id}))
-                        })?;
-                    serde_json::to_value(e).map_err(|e| RpcError::internal(e.to_string()))
-                })
-            }
-            _ => {
-                let Some(hash) = p.get("hash").and_then(Json::as_str).map(str::to_string) else {
-                    return Box::pin(ready(Err(RpcError::invalid_params(
-                        "blob.get requires a hash",
-                    ))));
-                };
-                // Bounded like every other read (docs/protocol.md §3): past `max_bytes` (default the
-                // elision budget, at most the hard cap) the value comes back as a ref.
-                let max_bytes = match p.get("max_bytes") {
-                    None | Some(Json::Null) => shoal_proto::elide::Budget::default().max_bytes,
-                    Some(v) => match v.as_u64() {
-                        Some(n) => (n as usize).min(shoal_proto::elide::HARD_CAP),
-                        None => {
-                            return Box::pin(ready(Err(RpcError::invalid_params(
-                                "max_bytes must be a non-negative integer",
-                            ))))
-                        }
-                    },
-                };
-                self.with_services(move |s| async move {
-                    let unknown = || {
-                        RpcError::new(rpc::UNKNOWN_REF, "unknown value hash")
-                            .with_data(json!({"hash": hash}))
-                    };
-                    match s.journal.send(jw::GetBlob { hash: hash.clone() }).await {
-                        Err(e) => Err(crate::msg::mailbox(e)),
-                        Ok(Ok(Some(bytes))) => {
-                            let key = hash.strip_prefix("blake3:").unwrap_or(&hash);
-                            Ok(shoal_proto::mcp::bounded_blob_max(
-                                &jw::blob_json(&hash, &bytes),
-                                &format!("shoal://val/{key}"),
-                                max_bytes,
-                            ))
-                        }
-                        Ok(Ok(None)) | Ok(Err(shoal_journal::JournalError::Invalid(_))) => {
-                            Err(unknown())
-                        }
-                        Ok(Err(e)) => Err(journal_error(e)),
-                    }
-                })
-            }
-        }
+        })
     }
 }
 

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use actix::fut::{ready, LocalBoxActorFuture};
 use actix::prelude::*;
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use crate::conn::ConnContext;
 use crate::event_bus::{BusEvent, SubId, Unsubscribe};
@@ -37,44 +37,11 @@ use crate::sessions::plan_store::PlanOp;
 use crate::sessions::session::CallCancel;
 pub use reader::KernelItem;
 use reader::{id_key, lock_calls, Calls};
-use shoal_lang::Position;
-use shoal_proto::kernel;
+use shoal_proto::elide::Elide;
+use shoal_proto::kernel::{self, EventsRequest, KernelRequest};
 use shoal_proto::rpc::{self, RpcError};
 
 type Reply = LocalBoxActorFuture<KernelConn, Result<Json, RpcError>>;
-
-/// The kernel methods besides `pty.*` ([`shoal_pty::api::METHODS`]).
-const METHODS: &[&str] = &[
-    "session.attach",
-    "parse",
-    "complete",
-    "session.list",
-    "session.close",
-    "exec",
-    "value.get",
-    "daemon.status",
-    "debug.crash",
-    "journal.query",
-    "journal.get",
-    "blob.get",
-    "events.read",
-    "events.publish",
-    "events.subscribe",
-    "events.unsubscribe",
-    "task.get",
-    "task.list",
-    "task.await",
-    "task.cancel",
-    "task.suspend",
-    "task.resume",
-    "explain",
-    "plan.get",
-    "plan.list",
-    "plan.apply",
-    "plan.approve",
-    "plan.deny",
-    "cap.request",
-];
 
 pub struct KernelConn {
     cx: ConnContext,
@@ -146,24 +113,28 @@ impl KernelConn {
             client: self.attached.as_ref().map(|a| a.label.clone()),
         });
         let entered = span.clone().entered();
-        let fut: Reply = if cancel.is_cancelled() {
-            Box::pin(ready(Err(peer::session_error(
-                crate::sessions::session::cancelled_before_running(),
-            ))))
-        } else {
-            self.dispatch(&method, params, cancel.clone())
-        };
-        drop(entered);
+        let req = KernelRequest::parse(&method, params, peer::debug_hooks());
         // A hang-up abandons any call; a `cancel` ends a wait at once, while
         // an exec or apply answers its cancel itself once it has stopped.
+        let answers_cancel = matches!(
+            req,
+            Ok(KernelRequest::Exec(_) | KernelRequest::PlanApply(_))
+        );
+        let fut: Reply = match req {
+            _ if cancel.is_cancelled() => Box::pin(ready(Err(peer::session_error(
+                crate::sessions::session::cancelled_before_running(),
+            )))),
+            Err(e) => Box::pin(ready(Err(e))),
+            Ok(req) => self.dispatch(req, cancel.clone()),
+        };
+        drop(entered);
         let hangup = self.hangup.clone();
-        let stop: std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> =
-            if matches!(method.as_str(), "exec" | "plan.apply") {
-                Box::pin(async move { hangup.wait().await })
-            } else {
-                let cancel = cancel.clone();
-                Box::pin(async move { cancel.cancelled().await })
-            };
+        let stop: std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> = if answers_cancel {
+            Box::pin(async move { hangup.wait().await })
+        } else {
+            let cancel = cancel.clone();
+            Box::pin(async move { cancel.cancelled().await })
+        };
         let fut =
             peer::unless(fut, stop).map(|res, act: &mut Self, ctx: &mut Context<Self>| match res {
                 Some(res) => Some(res),
@@ -191,22 +162,14 @@ impl KernelConn {
         }));
     }
 
-    fn dispatch(&mut self, method: &str, params: Json, cancel: Arc<CallCancel>) -> Reply {
-        let known = METHODS.contains(&method)
-            || shoal_pty::api::METHODS.contains(&method)
-            || shoal_pty::api::HUMAN_METHODS.contains(&method);
-        if !known || (method == "debug.crash" && !peer::debug_hooks()) {
-            return Box::pin(ready(Err(RpcError::method_not_found(method))));
-        }
-        let p = match rpc::params_object(&params) {
-            Ok(p) => p.clone(),
-            Err(e) => return Box::pin(ready(Err(e))),
-        };
-        match method {
-            "session.attach" => return self.attach(p),
+    fn dispatch(&mut self, req: KernelRequest, cancel: Arc<CallCancel>) -> Reply {
+        match req {
+            KernelRequest::Attach(p) => self.attach(p),
             // Context-free: answered before attaching, by no session.
-            "parse" => return Box::pin(shoal_proto::syntax::parse_async(&p).into_actor(self)),
-            "complete" => {
+            KernelRequest::Parse(p) => {
+                Box::pin(shoal_proto::syntax::parse_async(p).into_actor(self))
+            }
+            KernelRequest::Complete(p) => {
                 // Paths and commands only for the local user: a token's
                 // completions would list what its policy may not let it read.
                 let at = self
@@ -219,18 +182,26 @@ impl KernelConn {
                         let names = a.handle.names();
                         shoal_proto::syntax::Where { cwd, path, names }
                     });
-                return Box::pin(ready(shoal_proto::syntax::complete_method(&p, at.as_ref())));
+                let done = shoal_proto::syntax::complete_method(&p, at.as_ref());
+                Box::pin(ready(rpc::to_result(&done)))
             }
             // The local user (no token, same uid) may watch the bus without a
             // session: `shoal watch --all` must create none.
-            "events.subscribe" | "events.unsubscribe" | "events.read"
-                if self.attached.is_none() && !self.cx.foreign =>
-            {
+            KernelRequest::Events(
+                e @ (EventsRequest::Read(_)
+                | EventsRequest::Subscribe(_)
+                | EventsRequest::Unsubscribe(_)),
+            ) if self.attached.is_none() && !self.cx.foreign => {
                 let local = shoal_policy::runtime().local.clone();
-                return self.events_method(method, p, &local);
+                self.events_method(e, &local)
             }
-            _ => {}
+            req => self.dispatch_attached(req, cancel),
         }
+    }
+
+    /// A request that needs a session.
+    fn dispatch_attached(&mut self, req: KernelRequest, cancel: Arc<CallCancel>) -> Reply {
+        use KernelRequest as K;
         let Some(att) = &self.attached else {
             return Box::pin(ready(Err(RpcError::new(
                 rpc::NOT_ATTACHED,
@@ -239,144 +210,78 @@ impl KernelConn {
         };
         let handle = att.handle.clone();
         let tty = att.tty;
-        let via = match lc::via_param(&p, att.via) {
-            Ok(v) => v,
-            Err(e) => return Box::pin(ready(Err(e))),
-        };
+        let default_via = att.via;
         let gate = att.gate.clone();
         if let Err(e) = lc::recheck(att.token.as_deref(), self.cx.foreign, &gate) {
             return Box::pin(ready(Err(e)));
         }
         // In a session shared read-only, only the reading methods are served.
-        if !reads_only(method) {
-            if let Err(e) = handle.writable(&gate.principal, method) {
+        if !req.reads_only() {
+            if let Err(e) = handle.writable(&gate.principal, req.method()) {
                 return Box::pin(ready(Err(e)));
             }
         }
-        match method {
-            "session.list" => {
+        match req {
+            K::SessionList => {
                 self.cx.daemon_stats.enqueue();
                 let f = self.cx.daemon.list.send(ListSessions {
                     principal: gate.principal.clone(),
                 });
                 Box::pin(
                     async move {
-                        f.await
-                            .map(|s| json!({"sessions": s}))
-                            .map_err(crate::msg::mailbox)
+                        let sessions = f.await.map_err(crate::msg::mailbox)?;
+                        rpc::to_result(&kernel::SessionList { sessions })
                     }
                     .into_actor(self),
                 )
             }
-            "session.close" => self.close(p, handle, gate.principal.clone()),
-            "daemon.status" => {
+            K::SessionClose(p) => self.close(p, handle, gate.principal.clone()),
+            K::DaemonStatus => {
                 self.cx.daemon_stats.enqueue();
                 let f = self.cx.daemon.status.send(GetStatus {
                     principal: gate.principal.clone(),
                 });
                 Box::pin(async move { f.await.map_err(crate::msg::mailbox) }.into_actor(self))
             }
-            "exec" if p.get("mode").and_then(Json::as_str) == Some("approved") => {
-                match shoal_proto::elide::Budget::from_json(p.get("elide"))
-                    .map_err(RpcError::invalid_params)
-                {
-                    Err(e) => Box::pin(ready(Err(e))),
-                    Ok(budget) => {
-                        Box::pin(
-                            async move {
-                                lc::exec_approved(handle, gate, &p, tty, budget, cancel).await
-                            }
-                            .into_actor(self),
-                        )
-                    }
+            K::Exec(p) => self.exec(p, handle, gate, tty, cancel),
+            K::Explain(p) => Box::pin(lc::explain(handle, gate, p.src).into_actor(self)),
+            K::PlanList => Box::pin(
+                async move {
+                    let plans = lc::plan_op(handle, gate, PlanOp::List).await?;
+                    rpc::to_result(&kernel::PlanList { plans })
                 }
-            }
-            "exec" if is_plan_mode(&p) => match kernel::exec_params(&p, Position::Stmt) {
-                Err(e) => Box::pin(ready(Err(e))),
-                Ok((src, _)) => Box::pin(lc::plan(handle, gate, src).into_actor(self)),
-            },
-            "explain" => match kernel::typed_params::<kernel::ExplainParams>(method, &p) {
-                Err(e) => Box::pin(ready(Err(e))),
-                Ok(x) => Box::pin(lc::explain(handle, gate, x.src).into_actor(self)),
-            },
-            "plan.get" | "plan.list" | "plan.approve" | "plan.deny" | "cap.request" => {
-                let op = match method {
-                    "plan.list" => Ok(PlanOp::List),
-                    "plan.get" => plan_ref(method, &p).map(PlanOp::Get),
-                    "plan.approve" => {
-                        plan_ref(method, &p).map(|plan_ref| PlanOp::Approve { plan_ref, via })
-                    }
-                    "plan.deny" => {
-                        plan_ref(method, &p).map(|plan_ref| PlanOp::Deny { plan_ref, via })
-                    }
-                    _ => lc::cap_request_params(&p)
-                        .map(|(plan_ref, kinds)| PlanOp::Request { plan_ref, kinds }),
-                };
-                let is_list = method == "plan.list";
-                match op {
-                    Err(e) => Box::pin(ready(Err(e))),
-                    Ok(op) => Box::pin(
-                        async move {
-                            let r = lc::plan_op(handle, gate, op).await?;
-                            Ok(if is_list { json!({"plans": r}) } else { r })
-                        }
-                        .into_actor(self),
-                    ),
-                }
-            }
-            "plan.apply" => match lc::plan_ref_param(&p).and_then(|r| {
-                let b = shoal_proto::elide::Budget::from_json(p.get("elide"))
-                    .map_err(RpcError::invalid_params)?;
-                Ok((r, b))
-            }) {
-                Err(e) => Box::pin(ready(Err(e))),
-                Ok((r, budget)) => {
-                    Box::pin(lc::apply(handle, gate, r, tty, budget, cancel).into_actor(self))
-                }
-            },
-            "exec" => match kernel::exec_params(&p, Position::Stmt).and_then(|(s, pos)| {
-                let width = kernel::width_param(&p)?;
-                let b = shoal_proto::elide::Budget::from_json(p.get("elide"))
-                    .map_err(RpcError::invalid_params)?;
-                Ok((s, pos, width, b, crate::sessions::task::task_opts(&p)?))
-            }) {
-                Err(e) => Box::pin(ready(Err(e))),
-                Ok((src, position, _, budget, Some(opts))) => Box::pin(
-                    crate::sessions::task::exec_as_task(
-                        handle,
-                        src,
-                        position,
-                        tty,
-                        budget,
-                        opts,
-                        Some(gate),
-                    )
-                    .into_actor(self),
-                ),
-                Ok((src, position, width, budget, None)) => {
-                    let exec = crate::msg::Exec {
-                        src,
-                        position,
-                        tty,
-                        cancel,
-                        gate: Some(gate),
-                        check: true,
-                        width,
-                    };
-                    Box::pin(
-                        crate::sessions::exec::exec_json(handle, exec, budget).into_actor(self),
-                    )
-                }
-            },
-            m if m.starts_with("task.") => Box::pin(
-                crate::sessions::task::kernel_method(handle, m.to_string(), p).into_actor(self),
+                .into_actor(self),
             ),
-            "value.get" => match kernel::get_params(&p) {
+            K::PlanGet(p) => self.plan_op(handle, gate, Ok(PlanOp::Get(p.plan_ref.0))),
+            K::PlanApprove(p) => {
+                let via = lc::via(p.via, default_via);
+                let plan_ref = p.plan_ref.0;
+                self.plan_op(handle, gate, Ok(PlanOp::Approve { plan_ref, via }))
+            }
+            K::PlanDeny(p) => {
+                let via = lc::via(p.via, default_via);
+                let plan_ref = p.plan_ref.0;
+                self.plan_op(handle, gate, Ok(PlanOp::Deny { plan_ref, via }))
+            }
+            K::CapRequest(p) => {
+                let op = lc::cap_request_params(&p.plan_ref.0, p.kinds())
+                    .map(|(plan_ref, kinds)| PlanOp::Request { plan_ref, kinds });
+                self.plan_op(handle, gate, op)
+            }
+            K::PlanApply(p) => {
+                let budget = Elide::budget_of(p.elide.as_ref());
+                Box::pin(
+                    lc::apply(handle, gate, p.plan_ref.0, tty, budget, cancel).into_actor(self),
+                )
+            }
+            K::Task(t) => {
+                Box::pin(crate::sessions::task::kernel_method(handle, t).into_actor(self))
+            }
+            K::ValueGet(p) => match p.request() {
                 Err(e) => Box::pin(ready(Err(e))),
                 Ok((reference, req)) => {
                     // The supervisor reads an `out:N` from before a restart back
                     // from the journal itself: one restore path.
-                    let handle = handle.clone();
                     Box::pin(
                         async move {
                             crate::sessions::exec::get_value(&handle, reference, req, tty).await
@@ -385,66 +290,124 @@ impl KernelConn {
                     )
                 }
             },
-            "events.read" | "events.publish" | "events.subscribe" | "events.unsubscribe" => {
-                self.events_method(method, p, &gate.principal)
-            }
-            "journal.query" | "journal.get" | "blob.get" => {
-                self.journal_method(method, p, gate.principal.clone())
-            }
-            "pty.claim" | "pty.release" | "pty.watch" => self.pty_human(method, p),
-            m if m.starts_with("pty.") => Box::pin(
-                crate::sessions::pty::call_as(&handle, m, &p, Some(gate), Some(self.cx.id))
+            K::Events(e) => self.events_method(e, &gate.principal),
+            K::JournalQuery(q) => self.journal_query(q, gate.principal.clone()),
+            K::JournalGet(p) => self.journal_get(p.id, gate.principal.clone()),
+            K::BlobGet(p) => self.blob_get(p),
+            K::PtyClaim(p) => self.pty_human(takeover::Human::Claim, &p.pty_id),
+            K::PtyRelease(p) => self.pty_human(takeover::Human::Release, &p.pty_id),
+            K::PtyWatch(p) => self.pty_human(takeover::Human::Watch, &p.pty_id),
+            K::Pty(r) => Box::pin(
+                crate::sessions::pty::call_as(&handle, r, Some(gate), Some(self.cx.id))
                     .into_actor(self),
             ),
-            "debug.crash" => match kernel::typed_params::<kernel::CrashParams>(method, &p)
-                .map(|c| c.actor.filter(|a| a != "session"))
-            {
-                Err(e) => Box::pin(ready(Err(e))),
-                Ok(None) => {
+            K::DebugCrash(p) => match p.actor.filter(|a| a != "session") {
+                None => {
                     handle.notify(Crash);
-                    Box::pin(ready(Ok(json!({"crashed": handle.name}))))
+                    Box::pin(ready(rpc::to_result(&kernel::Crashed {
+                        crashed: handle.name.clone(),
+                    })))
                 }
-                Ok(Some(a)) => match ServiceKind::parse(&a) {
+                Some(a) => match ServiceKind::parse(&a) {
                     Some(kind) => {
                         self.cx.daemon_stats.enqueue();
                         self.cx.daemon.crash.do_send(CrashService { kind });
-                        Box::pin(ready(Ok(json!({"crashed": a}))))
+                        Box::pin(ready(rpc::to_result(&kernel::Crashed { crashed: a })))
                     }
                     None => Box::pin(ready(Err(RpcError::invalid_params(format!(
                         "unknown actor {a:?}: session, event_bus, journal_writer or listener"
                     ))))),
                 },
             },
-            _ => Box::pin(ready(Err(RpcError::method_not_found(method)))),
+            K::Attach(_) | K::Parse(_) | K::Complete(_) => Box::pin(ready(Err(
+                RpcError::internal("answered before a session is needed"),
+            ))),
         }
     }
 
-    fn attach(&mut self, p: Map<String, Json>) -> Reply {
+    /// `exec`: run, plan, run an approved plan, or start a task.
+    fn exec(
+        &mut self,
+        p: kernel::ExecParams,
+        handle: SessionHandle,
+        gate: Arc<shoal_policy::Gate>,
+        tty: bool,
+        cancel: Arc<CallCancel>,
+    ) -> Reply {
+        let budget = p.budget();
+        match p.mode() {
+            kernel::ExecMode::Approved => Box::pin(
+                lc::exec_approved(handle, gate, p.src, p.plan_ref, tty, budget, cancel)
+                    .into_actor(self),
+            ),
+            kernel::ExecMode::Plan => Box::pin(lc::plan(handle, gate, p.src).into_actor(self)),
+            kernel::ExecMode::Run => {
+                let position = p.position();
+                let opts = crate::sessions::task::TaskOpts::of(Some(p.background()), p.timeout_ms);
+                match opts {
+                    Some(opts) => Box::pin(
+                        crate::sessions::task::exec_as_task(
+                            handle,
+                            p.src,
+                            position,
+                            tty,
+                            budget,
+                            opts,
+                            Some(gate),
+                        )
+                        .into_actor(self),
+                    ),
+                    None => {
+                        let exec = crate::msg::Exec {
+                            src: p.src,
+                            position,
+                            tty,
+                            cancel,
+                            gate: Some(gate),
+                            check: true,
+                            width: p.width.map(|w| w.0),
+                        };
+                        Box::pin(
+                            crate::sessions::exec::exec_json(handle, exec, budget).into_actor(self),
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    /// A plan store call (`plan.get`, `plan.approve`, `plan.deny`, `cap.request`).
+    fn plan_op(
+        &mut self,
+        handle: SessionHandle,
+        gate: Arc<shoal_policy::Gate>,
+        op: Result<PlanOp, RpcError>,
+    ) -> Reply {
+        match op {
+            Err(e) => Box::pin(ready(Err(e))),
+            Ok(op) => Box::pin(lc::plan_op(handle, gate, op).into_actor(self)),
+        }
+    }
+
+    fn attach(&mut self, p: kernel::AttachParams) -> Reply {
         let parsed = (|| -> Result<_, RpcError> {
-            let session = rpc::opt_str(&p, "session")?
-                .unwrap_or("default")
-                .to_string();
+            let session = p.session.unwrap_or_else(|| "default".to_string());
             if session.is_empty() {
                 return Err(RpcError::invalid_params("session must not be empty"));
             }
-            let cwd = rpc::opt_str(&p, "cwd")?.map(PathBuf::from);
-            let env = peer::env_param(p.get("env")).map_err(RpcError::invalid_params)?;
-            let token = rpc::opt_str(&p, "token")?;
-            let (kind, tty, name, human) = match p.get("client") {
-                None | Some(Json::Null) => (String::new(), false, None, false),
-                Some(Json::Object(c)) => (
-                    rpc::opt_str(c, "kind")?.unwrap_or("").to_string(),
-                    rpc::opt_bool(c, "tty")?.unwrap_or(false),
-                    rpc::opt_str(c, "name")?.map(|n| n.chars().take(64).collect::<String>()),
-                    rpc::opt_bool(c, "human")?.unwrap_or(false),
-                ),
-                Some(_) => return Err(RpcError::invalid_params("client must be an object")),
-            };
-            let create = rpc::opt_bool(&p, "create")?.unwrap_or(true);
+            let cwd = p.cwd.map(PathBuf::from);
+            let env = peer::env_vars(p.env).map_err(RpcError::invalid_params)?;
+            let token = p.token;
+            let c = p.client.unwrap_or_default();
+            let kind = c.kind.unwrap_or_default();
+            let tty = c.tty.unwrap_or(false);
+            let name = c.name.map(|n| n.chars().take(64).collect::<String>());
+            let human = c.human.unwrap_or(false);
+            let create = p.create.unwrap_or(true);
             if token.is_some() && self.cx.reserved {
                 return Err(crate::conn::reserve_error(self.cx.limits.max_connections));
             }
-            let principal = lc::principal(token, self.cx.foreign)?;
+            let principal = lc::principal(token.as_deref(), self.cx.foreign)?;
             // Only the local user's own terminals count as the humans of a session.
             let human = human && token.is_none();
             let label: Arc<str> = match (kind.as_str(), name) {
@@ -460,7 +423,7 @@ impl KernelConn {
                 (kind, tty, label, human),
                 create,
                 principal,
-                token.map(str::to_string),
+                token,
             ))
         })();
         let (session, cwd, env, (kind, tty, label, human), create, principal, token) = match parsed
@@ -502,38 +465,42 @@ impl KernelConn {
                 human,
             }));
             tracing::debug!(conn = act.cx.id, session = %handle.name, client = %kind, "attached");
-            Ok(json!({
-                "session": handle.name,
-                "owner": handle.owner(),
-                "access": match handle.access {
+            rpc::to_result(&kernel::Attached {
+                session: handle.name.clone(),
+                owner: handle.owner().to_string(),
+                access: match handle.access {
                     crate::sessions::handle::Access::Full => "full",
                     crate::sessions::handle::Access::Read => "read",
                 },
-                "created": handle.created,
-                "env_differs": handle.env_differs,
-                "principal": principal,
-                "client": {"kind": kind, "tty": tty},
-                "conn": act.cx.id,
-                "cwd": {"display": handle.start_cwd().display().to_string()},
-                "env_hash": "local",
-                "caps": {
-                    "enforced": enforced,
-                    "tier": shoal_policy::tier(),
-                    "available_tier": shoal_policy::tier(),
-                    "policy_principal": has_policy.then_some(&principal),
-                    "opaque": opaque.as_str(),
+                created: handle.created,
+                env_differs: handle.env_differs,
+                principal: principal.clone(),
+                client: kernel::AttachedClient { kind, tty },
+                conn: act.cx.id,
+                cwd: kernel::ShownDir {
+                    display: handle.start_cwd().display().to_string(),
                 },
-                "caps_enforced": enforced,
-                "channels": ["session.transcript", "journal", "approval", "render"],
-            }))
+                env_hash: "local",
+                caps: kernel::AttachedCaps {
+                    enforced,
+                    tier: shoal_policy::tier(),
+                    available_tier: shoal_policy::tier(),
+                    policy_principal: has_policy.then_some(principal),
+                    opaque: opaque.as_str(),
+                },
+                caps_enforced: enforced,
+                channels: kernel::SESSION_CHANNELS,
+            })
         }))
     }
 
-    fn close(&mut self, p: Map<String, Json>, current: SessionHandle, principal: String) -> Reply {
-        let name = match kernel::typed_params::<kernel::CloseParams>("session.close", &p) {
-            Ok(c) => c.session.unwrap_or_else(|| current.name.clone()),
-            Err(e) => return Box::pin(ready(Err(e))),
-        };
+    fn close(
+        &mut self,
+        p: kernel::CloseParams,
+        current: SessionHandle,
+        principal: String,
+    ) -> Reply {
+        let name = p.session.unwrap_or_else(|| current.name.clone());
         self.cx.daemon_stats.enqueue();
         let f = self.cx.daemon.close.send(CloseSession {
             name: name.clone(),
@@ -545,7 +512,10 @@ impl KernelConn {
             if act.attached.as_ref().is_some_and(|a| a.handle.name == name) {
                 act.attached = None;
             }
-            Ok(json!({"session": name, "closed": true}))
+            rpc::to_result(&kernel::SessionClosed {
+                session: name,
+                closed: true,
+            })
         }))
     }
 }
@@ -574,36 +544,6 @@ impl KernelConn {
         }
         self.attached = next;
     }
-}
-
-/// The methods a principal may call in a session shared with it read-only
-/// (`session.close` names its session and is decided by the daemon).
-fn reads_only(method: &str) -> bool {
-    matches!(
-        method,
-        "session.list"
-            | "session.close"
-            | "daemon.status"
-            | "value.get"
-            | "journal.query"
-            | "journal.get"
-            | "blob.get"
-            | "events.read"
-            | "events.subscribe"
-            | "events.unsubscribe"
-            | "task.get"
-            | "task.list"
-            | "task.await"
-            | "pty.read"
-            | "pty.list"
-            | "pty.watch"
-            | "pty.release"
-    )
-}
-
-/// `mode: "plan"`: derive and store a plan instead of running.
-pub fn is_plan_mode(p: &Map<String, Json>) -> bool {
-    p.get("mode").and_then(Json::as_str) == Some("plan")
 }
 
 impl Actor for KernelConn {
@@ -639,19 +579,12 @@ impl Handler<BusEvent> for KernelConn {
         self.reg.stats.handled_item();
         // Encoded once per event: every kernel subscriber of this publish shares the bytes.
         let frame = ev.frame_with(|ev| {
-            shoal_proto::frame::encode(
-                &json!({"jsonrpc": "2.0", "method": "event", "params": ev.to_json()}),
-            )
+            shoal_proto::frame::encode(&rpc::Notification {
+                jsonrpc: "2.0",
+                method: "event",
+                params: ev.to_json(),
+            })
         });
         peer::write_frame(&self.tx, ctx, frame.to_vec());
     }
-}
-
-/// A plan method's `plan_ref` (typed params; an empty ref is refused as before).
-fn plan_ref(method: &str, p: &Map<String, Json>) -> Result<String, RpcError> {
-    let r = kernel::typed_params::<kernel::PlanRefParams>(method, p)?.plan_ref;
-    if r.is_empty() {
-        return Err(RpcError::invalid_params("plan_ref must not be empty"));
-    }
-    Ok(r)
 }

@@ -14,17 +14,36 @@ use std::sync::{Arc, Weak};
 
 use actix::fut::ready;
 use actix::prelude::*;
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{KernelConn, Reply};
 use crate::peer::Writer;
 use shoal_proto::frame;
+use shoal_proto::kernel::{self, PtyRef};
 use shoal_proto::rpc::{self, RpcError};
 use shoal_pty::api;
 use shoal_pty::claim::{self, Claim};
 use shoal_pty::stream::Update;
 use shoal_pty::PtyHandle;
+
+/// What a human asks of a PTY.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Human {
+    Claim,
+    Release,
+    Watch,
+}
+
+impl Human {
+    fn method(self) -> &'static str {
+        match self {
+            Human::Claim => "pty.claim",
+            Human::Release => "pty.release",
+            Human::Watch => "pty.watch",
+        }
+    }
+}
 
 /// A watch's notification task, ended with its owner.
 pub(super) struct Watch(tokio::task::JoinHandle<()>);
@@ -37,8 +56,9 @@ impl Drop for Watch {
 
 impl KernelConn {
     /// `pty.claim`, `pty.release`, `pty.watch`.
-    pub(super) fn pty_human(&mut self, method: &str, p: Map<String, Json>) -> Reply {
-        let id = match api::id_param(&p) {
+    pub(super) fn pty_human(&mut self, call: Human, pty: &PtyRef) -> Reply {
+        let method = call.method();
+        let id = match api::pty_id(pty) {
             Ok(id) => id,
             Err(e) => return Box::pin(ready(Err(e))),
         };
@@ -55,11 +75,12 @@ impl KernelConn {
             )
             .with_data(json!({"principal": att.gate.principal})))));
         }
-        if method == "pty.release" {
+        if call == Human::Release {
             let held = self.claims.remove(&id).is_some();
-            return Box::pin(ready(Ok(
-                json!({"pty_id": shoal_pty::id_name(id), "released": held}),
-            )));
+            return Box::pin(ready(rpc::to_result(&kernel::PtyReleased {
+                pty_id: shoal_pty::id_name(id),
+                released: held,
+            })));
         }
         let client = if att.client.is_empty() {
             "attach".to_string()
@@ -69,15 +90,20 @@ impl KernelConn {
         let get = crate::sessions::pty::get(&att.handle, id);
         let conn = self.cx.id;
         let tx = self.tx.clone();
-        let watch = method == "pty.watch";
+        let watch = call == Human::Watch;
         Box::pin(get.into_actor(self).map(move |h, act, _ctx| {
             let h = h?;
             if watch {
                 act.watches
                     .insert(id, Watch(actix_rt::spawn(stream(tx, h.clone()))));
                 let info = h.info();
-                return Ok(json!({"pty_id": shoal_pty::id_name(id), "watching": true,
-                    "cols": info.cols, "rows": info.rows, "alive": info.alive}));
+                return rpc::to_result(&kernel::PtyWatching {
+                    pty_id: shoal_pty::id_name(id),
+                    watching: true,
+                    cols: info.cols,
+                    rows: info.rows,
+                    alive: info.alive,
+                });
             }
             let guard = h
                 .claims()
@@ -90,8 +116,12 @@ impl KernelConn {
     }
 }
 
-fn notification(params: Json) -> Vec<u8> {
-    frame::encode(&json!({"jsonrpc": "2.0", "method": "pty.screen", "params": params}))
+fn notification<P: serde::Serialize>(params: P) -> Vec<u8> {
+    frame::encode(&rpc::Notification {
+        jsonrpc: "2.0",
+        method: "pty.screen",
+        params,
+    })
 }
 
 /// Stream PTY `h`'s live screen: the whole screen, then each update; the
@@ -130,13 +160,17 @@ async fn stream(tx: Writer, h: Arc<PtyHandle>) {
         Some(h) => (h.alive(), api::exit_json(h.exit())),
         None => (false, Json::Null),
     };
-    let params =
-        json!({"pty_id": shoal_pty::id_name(id), "ended": true, "alive": alive, "exit": exit});
+    let params = kernel::PtyScreenEnded {
+        pty_id: shoal_pty::id_name(id),
+        ended: true,
+        alive,
+        exit,
+    };
     let _ = tx.send_within_stall(notification(params)).await;
 }
 
 async fn send(tx: &Writer, id: u64, u: &Update) -> Result<(), ()> {
-    tx.send_within_stall(notification(api::screen_json(id, u)))
+    tx.send_within_stall(notification(api::screen_update(id, u)))
         .await
         .map_err(|_| ())
 }

@@ -47,7 +47,7 @@ use crate::sessions::session::CallCancel;
 use shoal_policy::policy::ApproveVia;
 use shoal_policy::Gate;
 use shoal_proto::frame::Frame;
-use shoal_proto::mcp;
+use shoal_proto::mcp::{self, CapDecided, CapRequestResult, Elicitation, Grant};
 use shoal_proto::mcp_era;
 use shoal_proto::rpc::{self, RpcError};
 
@@ -183,7 +183,7 @@ fn outcome_of(answer: Answer) -> Outcome {
 }
 
 /// The `elicitation/create` params for a pending plan.
-fn ask_params(detail: &Json, pending: &Json) -> Json {
+fn ask_params(detail: &Json, pending: &[String]) -> Json {
     let s = |k: &str| detail.get(k).and_then(Json::as_str).unwrap_or("");
     let mut src = s("src").to_string();
     if src.len() > MAX_SRC {
@@ -194,10 +194,7 @@ fn ask_params(detail: &Json, pending: &Json) -> Json {
         src.truncate(cut);
         src.push_str(" …");
     }
-    let kinds: Vec<&str> = pending
-        .as_array()
-        .map(|a| a.iter().filter_map(Json::as_str).collect())
-        .unwrap_or_default();
+    let kinds: Vec<&str> = pending.iter().map(String::as_str).collect();
     let effects = detail
         .get("effects")
         .map(|e| e.to_string())
@@ -240,7 +237,7 @@ async fn settle(
     h: SessionHandle,
     gate: Arc<Gate>,
     plan_ref: String,
-    pending: Json,
+    mut pending: CapRequestResult,
     outcome: Outcome,
     via: String,
 ) -> Result<Json, RpcError> {
@@ -249,43 +246,41 @@ async fn settle(
         approve,
         via: via.clone(),
     };
-    let (grant, action, detail) = match outcome {
+    let expires = |p: Json| p["expires"].as_str().map(str::to_string);
+    let (grant, action, why, expires) = match outcome {
         Outcome::Approve => {
             let p = leash_calls::plan_op(h, gate.clone(), decide(true)).await?;
-            ("approved", "accept", json!({"expires": p["expires"]}))
+            (Grant::Approved, "accept", None, expires(p))
         }
         Outcome::Deny(why) => {
             let p = leash_calls::plan_op(h, gate.clone(), decide(false)).await?;
-            (
-                "denied",
-                "decline",
-                json!({"why": why, "expires": p["expires"]}),
-            )
+            (Grant::Denied, "decline", Some(why.to_string()), expires(p))
         }
         Outcome::Open(why) => {
-            let mut j = pending;
-            if let Some(o) = j.as_object_mut() {
-                o.insert(
-                    "elicitation".into(),
-                    json!({"asked": true, "outcome": "pending", "why": why}),
-                );
-            }
-            return Ok(j);
+            pending.elicitation = Some(Elicitation {
+                asked: true,
+                outcome: Some("pending".into()),
+                why: Some(why),
+                ..Elicitation::default()
+            });
+            return rpc::to_result(&pending);
         }
     };
-    let mut j = json!({
-        "grant": grant,
-        "plan_ref": plan_ref,
-        "enforced": gate.caps_enforced(),
-        "elicitation": {"asked": true, "outcome": action, "by": "user", "via": via},
-    });
-    if let (Some(o), Json::Object(d)) = (j.as_object_mut(), detail) {
-        o.extend(d);
-    }
-    if grant == "denied" {
-        j["uncovered_effects"] = json!([]);
-    }
-    Ok(j)
+    rpc::to_result(&CapDecided {
+        grant,
+        plan_ref,
+        enforced: gate.caps_enforced(),
+        elicitation: Elicitation {
+            asked: true,
+            outcome: Some(action.into()),
+            by: Some("user".into()),
+            via: Some(via),
+            why: None,
+        },
+        uncovered_effects: (grant == Grant::Denied).then(Vec::new),
+        why,
+        expires,
+    })
 }
 
 /// Wait for the client's answer: bounded, and ended by the call's own
@@ -318,7 +313,7 @@ struct Asking {
     h: SessionHandle,
     gate: Arc<Gate>,
     plan_ref: String,
-    pending: Json,
+    pending: CapRequestResult,
     detail: Json,
 }
 
@@ -340,7 +335,7 @@ impl McpConn {
     /// the 2026 envelope and retries).
     pub(super) fn tool_cap_request(
         &mut self,
-        args: Map<String, Json>,
+        args: shoal_proto::mcp::CapRequestArgs,
         params: &Json,
         cancel: Arc<CallCancel>,
     ) -> Reply {
@@ -357,7 +352,10 @@ impl McpConn {
             .and_then(Json::as_str)
             .map(|s| s.chars().take(64).collect::<String>());
         let retry = if modern { retry_of(params) } else { None };
-        let (plan_ref, kinds) = match leash_calls::cap_request_params(&args) {
+        let (plan_ref, kinds) = match leash_calls::cap_request_params(
+            &args.plan_ref,
+            args.effects.iter().flatten().map(String::as_str),
+        ) {
             Ok(x) => x,
             Err(e) => return Box::pin(ready(tool_result(Err(e)))),
         };
@@ -391,27 +389,25 @@ impl McpConn {
                     plan_ref: plan_ref.clone(),
                     kinds,
                 };
-                let pending = match leash_calls::plan_op(h.clone(), gate.clone(), op).await {
-                    Ok(j) => j,
+                let mut pending = match leash_calls::cap_request(h.clone(), gate.clone(), op).await {
+                    Ok(g) => g,
                     Err(e) => return Step::Done(Err(e)),
                 };
-                if pending.get("awaiting").and_then(Json::as_str) != Some("human") {
-                    return Step::Done(Ok(pending));
+                if pending.awaiting.as_deref() != Some("human") {
+                    return Step::Done(rpc::to_result(&pending));
                 }
                 let channels = shoal_policy::plan::approve_channels(&gate.principal);
                 if !channels.contains(&ApproveVia::Elicitation) {
-                    let mut j = pending;
-                    if let Some(o) = j.as_object_mut() {
-                        o.insert(
-                            "elicitation".into(),
-                            json!({"asked": false, "why": format!(
-                                "the policy of {} takes approvals on {} only (approve_via): approve with `shoal plan approve {plan_ref}`",
-                                gate.principal,
-                                shoal_policy::plan::channel_names(&channels).join(", ")
-                            )}),
-                        );
-                    }
-                    return Step::Done(Ok(j));
+                    pending.elicitation = Some(Elicitation {
+                        asked: false,
+                        why: Some(format!(
+                            "the policy of {} takes approvals on {} only (approve_via): approve with `shoal plan approve {plan_ref}`",
+                            gate.principal,
+                            shoal_policy::plan::channel_names(&channels).join(", ")
+                        )),
+                        ..Elicitation::default()
+                    });
+                    return Step::Done(rpc::to_result(&pending));
                 }
                 if let Some(r) = retry {
                     let outcome = match r.answer {
@@ -421,7 +417,7 @@ impl McpConn {
                     return Step::Done(settle(h, gate, plan_ref, pending, outcome, via).await);
                 }
                 if !can_ask {
-                    return Step::Done(Ok(pending));
+                    return Step::Done(rpc::to_result(&pending));
                 }
                 match leash_calls::plan_op(h.clone(), gate.clone(), PlanOp::Get(plan_ref.clone())).await {
                     Ok(detail) => Step::Ask(Box::new(Asking {
@@ -459,15 +455,16 @@ impl McpConn {
             detail,
         } = a;
         if self.elicit.outstanding() >= MAX_OUTSTANDING {
-            if let Some(o) = pending.as_object_mut() {
-                o.insert(
-                    "elicitation".into(),
-                    json!({"asked": false, "why": format!("{MAX_OUTSTANDING} approval requests are already open on this connection")}),
-                );
-            }
-            return Box::pin(ready(tool_result(Ok(pending))));
+            pending.elicitation = Some(Elicitation {
+                asked: false,
+                why: Some(format!(
+                    "{MAX_OUTSTANDING} approval requests are already open on this connection"
+                )),
+                ..Elicitation::default()
+            });
+            return Box::pin(ready(tool_result(rpc::to_result(&pending))));
         }
-        let params = ask_params(&detail, &pending["uncovered_effects"]);
+        let params = ask_params(&detail, pending.uncovered_effects.as_deref().unwrap_or(&[]));
         if modern {
             let state = format!("shoal-approval:{}", uuid::Uuid::now_v7().simple());
             self.elicit
@@ -550,7 +547,7 @@ mod tests {
         ));
         let p = ask_params(
             &json!({"src": "sh { x }".repeat(500), "plan_ref": "plan:1", "principal": "agent:a", "session": "s", "effects": [{"kind": "opaque"}]}),
-            &json!(["opaque"]),
+            &["opaque".to_string()],
         );
         let m = p["message"].as_str().unwrap();
         assert!(

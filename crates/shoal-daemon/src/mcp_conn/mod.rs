@@ -205,7 +205,13 @@ impl McpConn {
                     .and_then(Json::as_str)
                     .map(PathBuf::from)
                     .filter(|d| d.is_dir());
-                match peer::env_param(p.get("env")) {
+                let env = match p.get("env").filter(|v| !v.is_null()) {
+                    None => Ok(None),
+                    Some(v) => serde_json::from_value(v.clone())
+                        .map(Some)
+                        .map_err(|e| format!("env: {e}")),
+                };
+                match env.and_then(peer::env_vars) {
                     Ok(env) => self.want_env = env,
                     Err(m) => tracing::warn!(conn = self.cx.id, "shoal/attach: {m}; env ignored"),
                 }

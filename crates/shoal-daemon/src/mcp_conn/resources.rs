@@ -301,7 +301,10 @@ pub(super) async fn read_service(
                 limit: p.get("limit").and_then(|v| v.parse().ok()),
             };
             let entries = query_journal(s, q, principal).await?;
-            Ok(mcp::read_result(u, &mcp::journal_result(entries)))
+            Ok(mcp::read_result(
+                u,
+                &mcp::result_json(mcp::journal_result(entries)),
+            ))
         }
         "val" => {
             let hash = p.segs[0].clone();
@@ -338,7 +341,10 @@ pub(super) async fn read_service(
                 .await
                 .map_err(crate::msg::mailbox)?;
             let events: Vec<Json> = events.iter().map(BusEvent::to_json).collect();
-            Ok(mcp::read_result(u, &mcp::events_result(&channel, events)))
+            Ok(mcp::read_result(
+                u,
+                &mcp::result_json(mcp::events_result(&channel, events)),
+            ))
         }
     }
 }

@@ -4,7 +4,7 @@
 //! `shoal://jobs` resources. The shapes come from `proto::mcp_tasks`; the
 //! tasks themselves are the session supervisor's (reached by message).
 
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 use tokio::sync::watch;
 
 use std::sync::Arc;
@@ -142,8 +142,8 @@ pub async fn method(
 }
 
 /// The `shoal_cancel` tool: `{task, cancel_requested, state}`.
-pub async fn cancel_tool(h: SessionHandle, args: Map<String, Json>) -> Json {
-    match task::kernel_method(h, "task.cancel".into(), args).await {
+pub async fn cancel_tool(h: SessionHandle, args: shoal_proto::kernel::TaskParams) -> Json {
+    match task::kernel_method(h, shoal_proto::kernel::TaskRequest::Cancel(args)).await {
         Ok(r) => mcp::tool_success(r),
         Err(e) => mcp::tool_error_rpc(&e),
     }

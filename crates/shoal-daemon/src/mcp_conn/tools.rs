@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use actix::fut::ready;
 use actix::prelude::*;
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use crate::journal_writer::{self as jw, Services};
 use crate::sessions::exec::exec_elided;
@@ -66,23 +66,21 @@ impl McpConn {
                 ))))),
             };
         }
-        if let Some((method, args)) = tool.pty_request() {
-            return self.tool_pty(method, args);
+        if let Some(req) = tool.pty_request() {
+            return self.tool_pty(req);
         }
         match tool {
             Tool::Cancel(a) => Box::pin(self.session().then(move |h, act, _ctx| {
                 async move {
                     match h {
-                        Ok(h) => {
-                            Ok(crate::mcp_conn::tasks::cancel_tool(h, mcp::as_params(&a)).await)
-                        }
+                        Ok(h) => Ok(crate::mcp_conn::tasks::cancel_tool(h, a.into()).await),
                         Err(e) => Ok(mcp::tool_error_rpc(&e)),
                     }
                 }
                 .into_actor(act)
             })),
             Tool::Exec(a) => self.tool_exec(a, cancel),
-            Tool::CapRequest(a) => self.tool_cap_request(mcp::as_params(&a), &params, cancel),
+            Tool::CapRequest(a) => self.tool_cap_request(a, &params, cancel),
             Tool::Plan(a) => self.tool_leash(Leash::Plan(a), cancel),
             Tool::Apply(a) => self.tool_leash(Leash::Apply(a), cancel),
             Tool::Get(a) => self.tool_get(a),
@@ -191,7 +189,9 @@ impl McpConn {
         Box::pin(
             async move {
                 Ok(match query_journal(&s, query, &principal).await {
-                    Ok(entries) => mcp::tool_success(mcp::journal_result(entries)),
+                    Ok(entries) => {
+                        mcp::tool_success(mcp::result_json(mcp::journal_result(entries)))
+                    }
                     Err(e) => mcp::tool_error_rpc(&e),
                 })
             }
@@ -224,13 +224,13 @@ impl McpConn {
     }
 
     /// `shoal_pty_*`: the `pty.*` request of the same name in the session.
-    fn tool_pty(&mut self, method: &'static str, args: Map<String, Json>) -> Reply {
+    fn tool_pty(&mut self, req: shoal_proto::kernel::PtyRequest) -> Reply {
         Box::pin(self.session().then(move |h, act, _ctx| {
             let gate = act.gate.clone();
             let caller = Some(act.cx.id);
             async move {
                 let r = match h {
-                    Ok(h) => crate::sessions::pty::call_as(&h, method, &args, gate, caller).await,
+                    Ok(h) => crate::sessions::pty::call_as(&h, req, gate, caller).await,
                     Err(e) => Err(e),
                 };
                 Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))

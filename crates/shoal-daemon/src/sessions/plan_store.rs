@@ -17,7 +17,9 @@ use crate::sessions::supervisor::SessionSupervisor;
 use shoal_policy::plan::{approve_channels, auto_apply_of, channel_names, Approval, Plan};
 use shoal_policy::policy::{ApproveVia, AutoApply};
 use shoal_policy::{effect, Verdict};
-use shoal_proto::rpc::{RpcError, APPROVAL_REQUIRED, LEASH_DENIED, UNKNOWN_PLAN};
+use shoal_proto::kernel::PlanResult;
+use shoal_proto::mcp::{CapRequestResult, Grant};
+use shoal_proto::rpc::{self, RpcError, APPROVAL_REQUIRED, LEASH_DENIED, UNKNOWN_PLAN};
 
 /// Plans a session keeps at most (the oldest go first).
 const MAX_PLANS: usize = 1024;
@@ -93,8 +95,14 @@ pub struct PlanCall {
 #[derive(Debug)]
 pub enum PlanReply {
     Json(Json),
+    /// `Request`: the grant.
+    Grant(Box<CapRequestResult>),
     /// `Apply`: the plan to run.
     Run(Box<Plan>),
+}
+
+fn strings(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
 }
 
 fn unknown(plan_ref: &str) -> RpcError {
@@ -147,7 +155,7 @@ impl PlanStore {
         let Some(bus) = &self.bus else {
             return;
         };
-        let mut payload = plan.to_json();
+        let mut payload = serde_json::to_value(PlanResult::of(plan)).unwrap_or_default();
         if let Some(o) = payload.as_object_mut() {
             o.insert("event".into(), json!(event));
             // What a human deciding from `shoal attach` / `shoal watch` reads.
@@ -251,13 +259,13 @@ impl PlanStore {
                 if plan.approval_pending() {
                     self.publish("pending", &plan);
                 }
-                let j = plan.to_json();
+                let j = rpc::to_result(&PlanResult::of(&plan))?;
                 self.plans.insert(plan.plan_ref.clone(), plan);
                 Ok(PlanReply::Json(j))
             }
-            PlanOp::Get(r) => Ok(PlanReply::Json(
-                self.owned(&r, &caller, true)?.detail_json(),
-            )),
+            PlanOp::Get(r) => Ok(PlanReply::Json(rpc::to_result(&PlanResult::detail(
+                self.owned(&r, &caller, true)?,
+            ))?)),
             PlanOp::List => {
                 self.sweep();
                 let mut v: Vec<&Plan> = self
@@ -270,9 +278,8 @@ impl PlanStore {
                         .cmp(&b.created_ns)
                         .then(a.plan_ref.cmp(&b.plan_ref))
                 });
-                Ok(PlanReply::Json(Json::Array(
-                    v.into_iter().map(Plan::to_json).collect(),
-                )))
+                let rows: Vec<PlanResult> = v.into_iter().map(PlanResult::of).collect();
+                Ok(PlanReply::Json(rpc::to_result(&rows)?))
             }
             PlanOp::Request { plan_ref, kinds } => {
                 let p = self.owned(&plan_ref, &caller, false)?;
@@ -306,12 +313,11 @@ impl PlanStore {
                     }
                 }
                 if !uncovered.is_empty() {
-                    return Ok(PlanReply::Json(json!({
-                        "grant": "approval_pending",
-                        "plan_ref": plan_ref,
-                        "why": "requested effect scope does not cover the plan",
-                        "uncovered_effects": uncovered,
-                        "expires": shoal_policy::plan::rfc3339(p.expires_ns),
+                    return Ok(PlanReply::Grant(Box::new(CapRequestResult {
+                        why: Some("requested effect scope does not cover the plan".into()),
+                        uncovered_effects: Some(strings(&uncovered)),
+                        expires: Some(shoal_policy::plan::rfc3339(p.expires_ns)),
+                        ..CapRequestResult::of(Grant::ApprovalPending, plan_ref)
                     })));
                 }
                 let channels = channel_names(&approve_channels(&p.principal));
@@ -321,12 +327,11 @@ impl PlanStore {
                         p.approved_via = Some("policy");
                     }
                     let enforced = shoal_policy::Gate::for_principal(&p.principal).caps_enforced();
-                    return Ok(PlanReply::Json(json!({
-                        "grant": "approved",
-                        "plan_ref": plan_ref,
-                        "enforced": enforced,
-                        "granted_effects": kinds,
-                        "expires": shoal_policy::plan::rfc3339(p.expires_ns),
+                    return Ok(PlanReply::Grant(Box::new(CapRequestResult {
+                        enforced: Some(enforced),
+                        granted_effects: Some(kinds),
+                        expires: Some(shoal_policy::plan::rfc3339(p.expires_ns)),
+                        ..CapRequestResult::of(Grant::Approved, plan_ref)
                     })));
                 }
                 // What the owner's policy grants only with a human's consent;
@@ -348,12 +353,11 @@ impl PlanStore {
                     p.approved_via = Some("policy");
                     let p = p.clone();
                     self.publish("approved", &p);
-                    return Ok(PlanReply::Json(json!({
-                        "grant": "approved",
-                        "plan_ref": plan_ref,
-                        "enforced": gate.caps_enforced(),
-                        "granted_effects": kinds,
-                        "expires": shoal_policy::plan::rfc3339(p.expires_ns),
+                    return Ok(PlanReply::Grant(Box::new(CapRequestResult {
+                        enforced: Some(gate.caps_enforced()),
+                        granted_effects: Some(kinds),
+                        expires: Some(shoal_policy::plan::rfc3339(p.expires_ns)),
+                        ..CapRequestResult::of(Grant::Approved, plan_ref)
                     })));
                 }
                 let why = if never {
@@ -361,18 +365,17 @@ impl PlanStore {
                 } else {
                     format!("the policy of {} asks a human for these; approve with `shoal plan approve {plan_ref}`", p.principal)
                 };
-                let j = json!({
-                    "grant": "approval_pending",
-                    "plan_ref": plan_ref,
-                    "awaiting": "human",
-                    "why": why,
-                    "uncovered_effects": pending,
-                    "approve_via": channels,
-                    "expires": shoal_policy::plan::rfc3339(p.expires_ns),
-                });
+                let j = CapRequestResult {
+                    awaiting: Some("human".into()),
+                    why: Some(why),
+                    uncovered_effects: Some(strings(&pending)),
+                    approve_via: Some(strings(&channels)),
+                    expires: Some(shoal_policy::plan::rfc3339(p.expires_ns)),
+                    ..CapRequestResult::of(Grant::ApprovalPending, plan_ref)
+                };
                 let p = p.clone();
                 self.publish("pending", &p);
-                Ok(PlanReply::Json(j))
+                Ok(PlanReply::Grant(Box::new(j)))
             }
             PlanOp::Approve { plan_ref: r, .. } | PlanOp::Deny { plan_ref: r, .. }
                 if !caller.is_human() =>
@@ -416,7 +419,7 @@ impl PlanStore {
                 let p = p.clone();
                 let by = caller.principal.clone();
                 self.publish_by("approved", &p, Some((&by, &via_text(via, true), via)));
-                Ok(PlanReply::Json(p.to_json()))
+                Ok(PlanReply::Json(rpc::to_result(&PlanResult::of(&p))?))
             }
             PlanOp::Deny { plan_ref: r, via } => {
                 let p = self.owned(&r, &caller, true)?;
@@ -425,7 +428,7 @@ impl PlanStore {
                 let p = p.clone();
                 let by = caller.principal.clone();
                 self.publish_by("denied", &p, Some((&by, &via_text(via, false), via)));
-                Ok(PlanReply::Json(p.to_json()))
+                Ok(PlanReply::Json(rpc::to_result(&PlanResult::of(&p))?))
             }
             PlanOp::Elicited {
                 plan_ref,
@@ -472,7 +475,7 @@ impl PlanStore {
                 let p = p.clone();
                 let event = if approve { "approved" } else { "denied" };
                 self.publish_by(event, &p, Some(("user", &via, ApproveVia::Elicitation)));
-                Ok(PlanReply::Json(p.to_json()))
+                Ok(PlanReply::Json(rpc::to_result(&PlanResult::of(&p))?))
             }
             PlanOp::Apply { plan_ref: r, src } => {
                 let p = self.owned(&r, &caller, false)?;

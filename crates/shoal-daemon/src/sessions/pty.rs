@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use crate::health::Registration;
 use crate::msg::{PtyCall, PtyGet, PtyWatch};
@@ -26,6 +26,7 @@ use crate::peer::Writer;
 use crate::sessions::handle::SessionHandle;
 use crate::sessions::supervisor::SessionSupervisor;
 use shoal_proto::frame;
+use shoal_proto::kernel::{PtyRef, PtyRequest};
 use shoal_proto::rpc::RpcError;
 use shoal_pty::api::{self, PtyOp};
 use shoal_pty::{child_env, id_name, PtyHandle, SpawnSpec};
@@ -401,22 +402,21 @@ impl Handler<PtyWatch> for SessionSupervisor {
 /// A `pty.*` request from a connection: parse, ask the session.
 pub fn call(
     handle: &SessionHandle,
-    method: &str,
-    params: &Map<String, Json>,
+    req: PtyRequest,
 ) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
-    call_as(handle, method, params, None, None)
+    call_as(handle, req, None, None)
 }
 
 /// [`call`] for a principal on connection `caller`: `pty.open` is gated by
 /// its verdict; a PTY a human took over refuses another caller's input.
 pub fn call_as(
     handle: &SessionHandle,
-    method: &str,
-    params: &Map<String, Json>,
+    req: PtyRequest,
     gate: Option<Arc<shoal_policy::Gate>>,
     caller: Option<u64>,
 ) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
-    let op = api::parse(method, params);
+    let method = req.method();
+    let op = api::parse(req);
     let handle = handle.clone();
     // A session shared read-only: its PTYs may be listed and read, never driven.
     let reads = matches!(op, Ok(PtyOp::Read { .. } | PtyOp::List));
@@ -424,10 +424,9 @@ pub fn call_as(
         .as_ref()
         .map(|g| g.principal.clone())
         .unwrap_or_default();
-    let method = method.to_string();
     async move {
         if !reads {
-            handle.writable(&who, &method)?;
+            handle.writable(&who, method)?;
         }
         let op = op?;
         let name = handle.name.clone();
@@ -449,7 +448,7 @@ pub async fn resource_entries(handle: Option<SessionHandle>) -> Vec<Json> {
     let Some(h) = handle else {
         return out;
     };
-    if let Ok(list) = call(&h, "pty.list", &Map::new()).await {
+    if let Ok(list) = call(&h, PtyRequest::List).await {
         for p in list["ptys"].as_array().into_iter().flatten() {
             if let Some(id) = p["pty_id"].as_str().and_then(shoal_pty::parse_id) {
                 out.push(entry(
@@ -469,18 +468,17 @@ pub fn read_resource(
     handle: &SessionHandle,
     seg: Option<&str>,
 ) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
-    let mut p = Map::new();
-    let method = match seg {
-        None => "pty.list",
-        Some(s) => {
-            p.insert(
-                "pty_id".into(),
-                json!(format!("pty:{}", s.strip_prefix("pty:").unwrap_or(s))),
-            );
-            "pty.read"
-        }
+    let req = match seg {
+        None => PtyRequest::List,
+        Some(s) => PtyRequest::Read(shoal_proto::kernel::PtyReadParams {
+            pty_id: PtyRef::Name(format!("pty:{}", s.strip_prefix("pty:").unwrap_or(s))),
+            wait_for: None,
+            stable_ms: None,
+            timeout_ms: None,
+            scrollback: None,
+        }),
     };
-    call(handle, method, &p)
+    call(handle, req)
 }
 
 /// The PTY a subscribable `shoal://pty/N` names.

@@ -23,6 +23,8 @@ use crate::sessions::supervisor::ExitNotice;
 use shoal_base::sync::Locked;
 use shoal_lang::task::{self, Ending, TaskRecord, TaskState};
 use shoal_lang::Session as LangSession;
+use shoal_proto::kernel::TaskRequest;
+use shoal_proto::mcp::{CancelResult, TaskStarted};
 use shoal_proto::rpc::{self, RpcError};
 use shoal_proto::wire;
 use shoal_value::Value;
@@ -430,31 +432,14 @@ impl TaskOpts {
     }
 }
 
-/// The task options of `exec` params (`None`: an ordinary foreground exec).
-pub fn task_opts(
-    p: &serde_json::Map<String, serde_json::Value>,
-) -> Result<Option<TaskOpts>, RpcError> {
-    let background = rpc::opt_bool(p, "background")?.unwrap_or(false)
-        || rpc::opt_bool(p, "async")?.unwrap_or(false);
-    let timeout_ms = match p.get("timeout_ms") {
-        None | Some(serde_json::Value::Null) => None,
-        Some(v) => Some(v.as_u64().ok_or_else(|| {
-            RpcError::invalid_params("timeout_ms must be a non-negative integer")
-        })?),
-    };
-    Ok((background || timeout_ms.is_some()).then_some(TaskOpts {
-        background,
-        timeout_ms,
-    }))
-}
-
 /// `{task, events, render}` of a task just started.
-pub fn task_created(id: u64) -> serde_json::Value {
-    serde_json::json!({
-        "task": task::ref_name(id),
-        "events": task::channel(id),
-        "render": task::started_text(id),
-    })
+pub fn task_created(id: u64) -> TaskStarted {
+    TaskStarted {
+        task: task::ref_name(id),
+        events: task::channel(id),
+        render: Some(task::started_text(id)),
+        timed_out: None,
+    }
 }
 
 /// Wait until the task's record is final, at most `limit` (`None`: no limit).
@@ -473,9 +458,8 @@ pub async fn wait_final(mut view: watch::Receiver<TaskView>, limit: Option<Durat
     seen.unwrap_or_else(|| view.borrow().clone())
 }
 
-/// Parse `{task: "task:N"}`.
-pub fn task_param(p: &serde_json::Map<String, serde_json::Value>) -> Result<u64, RpcError> {
-    let r = rpc::req_str(p, "task")?;
+/// The task a `task:N` names (`-32021` for none).
+pub fn task_param(r: &str) -> Result<u64, RpcError> {
     task::parse_ref(r).ok_or_else(|| crate::sessions::supervisor::unknown_task(r))
 }
 
@@ -502,17 +486,16 @@ pub async fn exec_as_task(
         .map_err(|_| crate::peer::session_error(SessionError::Closed(handle.name.clone())))??;
     let limit = match (opts.background, opts.timeout_ms) {
         (false, Some(ms)) if ms > 0 => Duration::from_millis(ms),
-        _ => return Ok(task_created(id)),
+        _ => return rpc::to_result(&task_created(id)),
     };
     let seen = wait_final(view, Some(limit)).await;
     match seen.reply.as_deref() {
         Some(Ok(x)) => crate::sessions::exec::exec_reply_json(x.clone(), &budget),
         Some(Err(e)) => Err(crate::peer::session_error(e.clone())),
-        None => {
-            let mut r = task_created(id);
-            r["timed_out"] = serde_json::json!(true);
-            Ok(r)
-        }
+        None => rpc::to_result(&TaskStarted {
+            timed_out: Some(true),
+            ..task_created(id)
+        }),
     }
 }
 
@@ -543,50 +526,41 @@ pub async fn task_record(
 /// `task.resume` (`-32021` for an unknown or other-session task).
 pub async fn kernel_method(
     handle: crate::sessions::handle::SessionHandle,
-    method: String,
-    p: serde_json::Map<String, serde_json::Value>,
+    req: TaskRequest,
 ) -> Result<serde_json::Value, RpcError> {
     use crate::sessions::supervisor::{TaskAnswer, TaskOp};
-    if method == "task.list" {
-        return match task_call(&handle, TaskOp::List).await? {
-            TaskAnswer::List(l) => Ok(serde_json::Value::Array(l)),
-            _ => Err(RpcError::internal("unexpected answer to task.list")),
-        };
-    }
-    let id = task_param(&p)?;
-    match method.as_str() {
-        "task.get" => task_record(&handle, id).await,
-        "task.await" => {
-            let limit = match p.get("timeout_ms") {
-                None | Some(serde_json::Value::Null) => None,
-                Some(v) => Some(Duration::from_millis(v.as_u64().ok_or_else(|| {
-                    RpcError::invalid_params("timeout_ms must be a non-negative integer")
-                })?)),
-            };
+    let (task, control) = match req {
+        TaskRequest::List => {
+            return match task_call(&handle, TaskOp::List).await? {
+                TaskAnswer::List(l) => Ok(serde_json::Value::Array(l)),
+                _ => Err(RpcError::internal("unexpected answer to task.list")),
+            }
+        }
+        TaskRequest::Get(p) => return task_record(&handle, task_param(&p.task)?).await,
+        TaskRequest::Await(p) => {
+            let id = task_param(&p.task)?;
+            let limit = p.timeout_ms.map(Duration::from_millis);
             let TaskAnswer::Watch(view) = task_call(&handle, TaskOp::Watch(id)).await? else {
                 return Err(RpcError::internal("unexpected answer to task.await"));
             };
             let _ = wait_final(view, limit).await;
-            task_record(&handle, id).await
+            return task_record(&handle, id).await;
         }
-        m => {
-            let c = match m {
-                "task.cancel" => TaskControl::Cancel,
-                "task.suspend" => TaskControl::Suspend,
-                _ => TaskControl::Resume,
-            };
-            task_call(&handle, TaskOp::Control(id, c)).await?;
-            let rec = task_record(&handle, id).await?;
-            if c == TaskControl::Cancel {
-                return Ok(serde_json::json!({
-                    "task": task::ref_name(id),
-                    "cancel_requested": true,
-                    "state": rec["state"],
-                }));
-            }
-            Ok(rec)
-        }
+        TaskRequest::Cancel(p) => (p.task, TaskControl::Cancel),
+        TaskRequest::Suspend(p) => (p.task, TaskControl::Suspend),
+        TaskRequest::Resume(p) => (p.task, TaskControl::Resume),
+    };
+    let id = task_param(&task)?;
+    task_call(&handle, TaskOp::Control(id, control)).await?;
+    let rec = task_record(&handle, id).await?;
+    if control == TaskControl::Cancel {
+        return rpc::to_result(&CancelResult {
+            task: task::ref_name(id),
+            cancel_requested: true,
+            state: rec["state"].as_str().unwrap_or_default().to_string(),
+        });
     }
+    Ok(rec)
 }
 
 /// `shoal_get {"ref": "task:N"}` / `value.get` of a task ref: the task's

@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 
 use crate::elide::Elide;
+use crate::kernel;
 
 // `mode` of `shoal_exec` (`plan` joins when plans exist).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -268,13 +269,66 @@ pub struct PtyCloseArgs {
 #[serde(deny_unknown_fields)]
 pub struct PtyListArgs {}
 
-/// Typed arguments as the params of the kernel method that serves the same
-/// request (`pty.*`, `task.cancel`, `cap.request` share their parsers with the
-/// kernel socket).
-pub fn as_params<T: Serialize>(args: &T) -> Map<String, Json> {
-    match serde_json::to_value(args) {
-        Ok(Json::Object(m)) => m,
-        _ => Map::new(),
+impl From<PtyId> for kernel::PtyRef {
+    fn from(id: PtyId) -> Self {
+        kernel::PtyRef::Name(id.0)
+    }
+}
+
+impl From<PtyOpenArgs> for kernel::PtyOpenParams {
+    fn from(a: PtyOpenArgs) -> Self {
+        kernel::PtyOpenParams {
+            cmd: a.cmd,
+            args: a.args,
+            cols: a.cols,
+            rows: a.rows,
+            env: a.env.map(|e| kernel::EnvVars(e.into_iter().collect())),
+        }
+    }
+}
+
+impl From<PtySendArgs> for kernel::PtySendParams {
+    fn from(a: PtySendArgs) -> Self {
+        kernel::PtySendParams {
+            pty_id: a.pty_id.into(),
+            input: a.input,
+        }
+    }
+}
+
+impl From<PtyReadArgs> for kernel::PtyReadParams {
+    fn from(a: PtyReadArgs) -> Self {
+        kernel::PtyReadParams {
+            pty_id: a.pty_id.into(),
+            wait_for: a.wait_for,
+            stable_ms: a.stable_ms,
+            timeout_ms: a.timeout_ms,
+            scrollback: a.scrollback,
+        }
+    }
+}
+
+impl From<PtyResizeArgs> for kernel::PtyResizeParams {
+    fn from(a: PtyResizeArgs) -> Self {
+        kernel::PtyResizeParams {
+            pty_id: a.pty_id.into(),
+            cols: a.cols,
+            rows: a.rows,
+        }
+    }
+}
+
+impl From<PtyCloseArgs> for kernel::PtyIdParams {
+    fn from(a: PtyCloseArgs) -> Self {
+        kernel::PtyIdParams {
+            pty_id: a.pty_id.into(),
+        }
+    }
+}
+
+impl From<CancelArgs> for kernel::TaskParams {
+    fn from(a: CancelArgs) -> Self {
+        kernel::TaskParams { task: a.task }
     }
 }
 

@@ -87,28 +87,7 @@ pub struct TaskStarted {
     pub timed_out: Option<bool>,
 }
 
-/// `shoal_get`: the ref and the view asked for (one of value, render,
-/// inline, raw, raw_base64).
-#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-pub struct GetResult {
-    #[serde(rename = "ref")]
-    pub reference: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "any_object")]
-    pub value: Option<Json>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub render: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub inline: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub raw: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub raw_base64: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub truncated: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub n: Option<u64>,
-}
+pub use crate::kernel::GetResult;
 
 /// `shoal_journal`: entries newest first.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -128,28 +107,7 @@ pub struct CancelResult {
     pub state: String,
 }
 
-/// A plan's verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Allow,
-    Deny,
-    ApprovalRequired,
-}
-
-fn any_array(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": "array"})
-}
-
-/// `shoal_plan`.
-#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-pub struct PlanResult {
-    pub plan_ref: String,
-    #[schemars(schema_with = "any_array")]
-    pub effects: Json,
-    pub verdict: Verdict,
-    pub expires: String,
-}
+pub use crate::kernel::{PlanResult, Verdict};
 
 /// `shoal_apply` (the result of the exec it runs).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -169,11 +127,80 @@ pub enum Grant {
     Denied,
 }
 
-/// `shoal_cap_request`.
+/// `shoal_cap_request` and `cap.request`: what the request got, and when
+/// it waits for a human, why and how to approve.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct CapRequestResult {
     pub grant: Grant,
     pub plan_ref: String,
+    /// `human` when only a person can approve it
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub awaiting: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enforced: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uncovered_effects: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub granted_effects: Option<Vec<String>>,
+    /// The channels a human approves it on
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approve_via: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
+    /// Whether the user was asked in the client, and how it went
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<Elicitation>,
+}
+
+impl CapRequestResult {
+    /// A grant with nothing said beside it yet.
+    pub fn of(grant: Grant, plan_ref: String) -> Self {
+        CapRequestResult {
+            grant,
+            plan_ref,
+            awaiting: None,
+            enforced: None,
+            why: None,
+            uncovered_effects: None,
+            granted_effects: None,
+            approve_via: None,
+            expires: None,
+            elicitation: None,
+        }
+    }
+}
+
+/// A `shoal_cap_request`'s question to the user (`elicitation/create`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, JsonSchema)]
+pub struct Elicitation {
+    pub asked: bool,
+    /// accept, decline or pending
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// A `shoal_cap_request` the user answered in the client.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct CapDecided {
+    pub grant: Grant,
+    pub plan_ref: String,
+    pub enforced: bool,
+    pub elicitation: Elicitation,
+    /// Why it was denied
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    pub expires: Option<String>,
+    /// Empty when denied
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uncovered_effects: Option<Vec<String>>,
 }
 
 /// How a PTY's program ended (`null` while it runs).
@@ -346,6 +373,11 @@ pub fn output_schema_of(shapes: &[Json]) -> Json {
 /// The output schema of a tool whose results are `T`.
 pub fn output_of<T: JsonSchema>() -> Json {
     output_schema_of(&[schema_of::<T>()])
+}
+
+/// `shoal_cap_request`: the request's grant, or the user's answer.
+pub fn cap_request_output() -> Json {
+    output_schema_of(&[schema_of::<CapRequestResult>(), schema_of::<CapDecided>()])
 }
 
 /// `shoal_exec`: a value, or a task handle.

@@ -189,25 +189,41 @@ fn cap_items(items: Vec<Json>) -> (Vec<Json>, usize) {
 
 /// `shoal_journal` / `shoal://journal`: `{entries}`, bounded to the hard cap
 /// (`truncated`, `more` when entries were left off: narrow with `limit`/`until`).
-pub fn journal_result(entries: Vec<Json>) -> Json {
+pub fn journal_result(entries: Vec<Json>) -> super::JournalResult {
     let (kept, dropped) = cap_items(entries);
-    let mut r = json!({"entries": kept});
-    if dropped > 0 {
-        r["truncated"] = json!(true);
-        r["more"] = json!(dropped);
+    super::JournalResult {
+        entries: kept
+            .into_iter()
+            .filter_map(|e| match e {
+                Json::Object(m) => Some(m),
+                _ => None,
+            })
+            .collect(),
+        truncated: (dropped > 0).then_some(true),
+        more: (dropped > 0).then_some(dropped as u64),
     }
-    r
 }
 
 /// `shoal://events/{ch}`: `{channel, events}`, bounded like the journal.
-pub fn events_result(channel: &str, events: Vec<Json>) -> Json {
+pub fn events_result(channel: &str, events: Vec<Json>) -> EventsResult {
     let (kept, dropped) = cap_items(events);
-    let mut r = json!({"channel": channel, "events": kept});
-    if dropped > 0 {
-        r["truncated"] = json!(true);
-        r["more"] = json!(dropped);
+    EventsResult {
+        channel: channel.to_string(),
+        events: kept,
+        truncated: (dropped > 0).then_some(true),
+        more: (dropped > 0).then_some(dropped as u64),
     }
-    r
+}
+
+/// `shoal://events/{ch}`: the channel's events, oldest first.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct EventsResult {
+    pub channel: String,
+    pub events: Vec<Json>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub more: Option<u64>,
 }
 
 /// A `blob.get` result bounded to the default byte budget: a stored value

@@ -15,6 +15,7 @@ use super::args::*;
 use super::outputs::*;
 use super::schemas::{argument_error, invalid_arguments};
 use super::Caps;
+use crate::kernel::PtyRequest;
 
 /// A `tools/call`, parsed: the tool and its typed arguments.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,15 +60,15 @@ impl Tool {
         self.def().name
     }
 
-    /// The `pty.*` kernel method and params serving a `shoal_pty_*` call.
-    pub fn pty_request(&self) -> Option<(&'static str, serde_json::Map<String, Json>)> {
+    /// The `pty.*` kernel request serving a `shoal_pty_*` call.
+    pub fn pty_request(&self) -> Option<PtyRequest> {
         Some(match self {
-            Tool::PtyOpen(a) => ("pty.open", as_params(a)),
-            Tool::PtySend(a) => ("pty.send", as_params(a)),
-            Tool::PtyRead(a) => ("pty.read", as_params(a)),
-            Tool::PtyResize(a) => ("pty.resize", as_params(a)),
-            Tool::PtyClose(a) => ("pty.close", as_params(a)),
-            Tool::PtyList(a) => ("pty.list", as_params(a)),
+            Tool::PtyOpen(a) => PtyRequest::Open(a.clone().into()),
+            Tool::PtySend(a) => PtyRequest::Send(a.clone().into()),
+            Tool::PtyRead(a) => PtyRequest::Read(a.clone().into()),
+            Tool::PtyResize(a) => PtyRequest::Resize(a.clone().into()),
+            Tool::PtyClose(a) => PtyRequest::Close(a.clone().into()),
+            Tool::PtyList(_) => PtyRequest::List,
             _ => return None,
         })
     }
@@ -406,7 +407,7 @@ for that long; timeout_ms bounds both (matched says which). scrollback: N adds l
         needs: Needs::Always,
         acts: true,
         input: input_schema_of::<CapRequestArgs>,
-        output: output_of::<CapRequestResult>,
+        output: cap_request_output,
         parse: |a| read(a, Tool::CapRequest),
     },
 ];

@@ -304,9 +304,8 @@ fn the_child_table_is_every_row_status_shows() {
         .await
         .unwrap()
         .unwrap();
-        let mut p = serde_json::Map::new();
-        p.insert("cmd".into(), serde_json::json!("cat"));
-        let op = shoal_pty::api::parse("pty.open", &p).unwrap();
+        let open = serde_json::from_value(serde_json::json!({"cmd": "cat"})).unwrap();
+        let op = shoal_pty::api::parse(shoal_proto::kernel::PtyRequest::Open(open)).unwrap();
         let opened = a
             .send(crate::msg::PtyCall {
                 op,

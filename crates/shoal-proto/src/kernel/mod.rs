@@ -4,13 +4,19 @@
 use serde_json::{json, Value as Json};
 
 use base64::Engine as _;
-use serde_json::Map;
 
 use super::bound::{head_tail, lines_of, text_for, LinesRef};
 use super::elide::{self, Budget, HARD_CAP};
 use super::rpc::{self, RpcError, BAD_PATH_OR_SLICE, PARSE_ERROR, RAISED};
 use super::valpath;
-use shoal_lang::{ParseError, Position, Warning};
+
+mod params;
+mod request;
+mod results;
+pub use params::*;
+pub use request::*;
+pub use results::*;
+use shoal_lang::{ParseError, Warning};
 use shoal_value::{render, ShoalError, Value};
 
 pub use shoal_journal::ref_name;
@@ -218,24 +224,6 @@ impl Default for GetRequest {
     }
 }
 
-/// Decode `value.get` params: `(ref, request)`.
-pub fn get_params(p: &Map<String, Json>) -> Result<(String, GetRequest), RpcError> {
-    let reference = rpc::req_str(p, "ref")?.to_string();
-    let lines = pair(p, "lines")?;
-    let format = rpc::opt_str(p, "format")?;
-    let path = rpc::opt_str(p, "path")?.map(str::to_string);
-    let slice = pair(p, "slice")?;
-    let elide_json = p.get("elide");
-    let elide = Budget::from_json(elide_json).map_err(RpcError::invalid_params)?;
-    let raw_limit = elide_json
-        .and_then(|e| e.get("max_bytes"))
-        .and_then(Json::as_u64)
-        .map(|n| (n as usize).min(HARD_CAP))
-        .unwrap_or(HARD_CAP);
-    let req = get_request(path, slice, lines, elide, raw_limit, format)?;
-    Ok((reference, req))
-}
-
 /// A `value.get` request from its parts (the kernel method and `shoal_get`
 /// both end here): `lines` selects text, so it goes with the render only.
 pub fn get_request(
@@ -271,28 +259,6 @@ pub fn get_request(
         raw_limit,
         format,
     })
-}
-
-/// `key: [a, b]` of non-negative integers, if present.
-fn pair(p: &Map<String, Json>, key: &str) -> Result<Option<(usize, usize)>, RpcError> {
-    let bad = || {
-        RpcError::invalid_params(if key == "lines" {
-            "lines must be [a, b]: 1-based line numbers, both included".to_string()
-        } else {
-            format!("{key} must be [start, end] with non-negative integers")
-        })
-    };
-    match p.get(key) {
-        None | Some(Json::Null) => Ok(None),
-        Some(Json::Array(a)) if a.len() == 2 => {
-            let n = |j: &Json| j.as_u64().map(|n| n.min(usize::MAX as u64) as usize);
-            match (n(&a[0]), n(&a[1])) {
-                (Some(x), Some(y)) => Ok(Some((x, y))),
-                _ => Err(bad()),
-            }
-        }
-        Some(_) => Err(bad()),
-    }
 }
 
 /// What `value.get` selected, before any wire encoding: the typed answer of the session
@@ -424,20 +390,23 @@ pub fn value_get(
     Ok(view(n, Selected::Value(v), uri, req, tty, width))
 }
 
-/// `{ref, value}`, with `value` moved in (`json!` would copy it through serde).
-fn ref_and_value(reference: String, value: Json) -> Json {
-    let mut m = serde_json::Map::with_capacity(2);
-    m.insert("ref".into(), Json::String(reference));
-    m.insert("value".into(), value);
-    Json::Object(m)
-}
-
 /// The wire answer of `value.get` (the connections' one encoder of a [`ValueView`]).
 /// `Err`: `lines` past the end of the text.
 pub fn value_view_json(view: &ValueView) -> Result<Json, RpcError> {
+    value_view_result(view).and_then(|r| rpc::to_result(&r))
+}
+
+/// [`value_view_json`] before its encoding: one of `value`, `render`,
+/// `inline`, `raw`, `raw_base64`, and what bounds it.
+pub fn value_view_result(view: &ValueView) -> Result<GetResult, RpcError> {
     let reference = ref_name(view.n);
     let v = match &view.selected {
-        Selected::Stored(wire) => return Ok(ref_and_value(reference, wire.clone())),
+        Selected::Stored(wire) => {
+            return Ok(GetResult {
+                value: Some(wire.clone()),
+                ..GetResult::of(reference)
+            })
+        }
         Selected::Value(v) => v,
     };
     let uri = &view.uri;
@@ -452,185 +421,85 @@ pub fn value_view_json(view: &ValueView) -> Result<Json, RpcError> {
             // along, its marker naming the call for the lines it cuts.
             let loops = j.get("$") == Some(&json!("ref"))
                 && j.get("uri").and_then(Json::as_str) == Some(uri.as_str());
-            let mut r = ref_and_value(reference.clone(), j);
-            if loops {
+            let render = loops.then(|| {
                 let text = value_render(v, get_layout(view), &reference);
                 let text = text_for(&text, view.tty);
-                r["render"] = json!(head_tail(&text, view.elide.text_limit(), at));
+                head_tail(&text, view.elide.text_limit(), at)
+            });
+            GetResult {
+                value: Some(j),
+                render,
+                ..GetResult::of(reference.clone())
             }
-            r
         }
         GetFormat::Inline => {
             let s = render::inline(v);
-            json!({"ref": reference, "inline": super::bound::bound_text(&s, HARD_CAP, Some(uri))})
+            GetResult {
+                inline: Some(super::bound::bound_text(&s, HARD_CAP, Some(uri))),
+                ..GetResult::of(reference.clone())
+            }
         }
         GetFormat::Render => {
             let r = value_render(v, get_layout(view), &reference);
             let text = text_for(&r, view.tty);
             match view.lines {
-                None => {
-                    json!({"ref": reference, "render": head_tail(&text, view.elide.text_limit(), at)})
-                }
+                None => GetResult {
+                    render: Some(head_tail(&text, view.elide.text_limit(), at)),
+                    ..GetResult::of(reference.clone())
+                },
                 Some((a, b)) => {
                     let limit = view.elide.max_text.unwrap_or(HARD_CAP);
                     let (t, last, n) = lines_of(&text, a, b, limit, at).map_err(|m| {
                         RpcError::new(BAD_PATH_OR_SLICE, m).with_data(json!({"ref": reference}))
                     })?;
-                    let mut m = json!({"ref": reference, "render": t, "lines": [a, last], "total_lines": n});
-                    if last < b.min(n) {
-                        m["truncated"] = json!(true);
+                    GetResult {
+                        render: Some(t),
+                        lines: Some([a as u64, last as u64]),
+                        total_lines: Some(n as u64),
+                        truncated: (last < b.min(n)).then_some(true),
+                        ..GetResult::of(reference.clone())
                     }
-                    m
                 }
             }
         }
-        GetFormat::Raw => raw(v, &reference, view.raw_limit),
+        GetFormat::Raw => raw(v, reference, view.raw_limit),
     })
 }
 
 /// `format:"raw"`: str → `{raw}`, bytes → `{raw_base64}`, bounded to
 /// `limit` bytes (`truncated`, `n` = total length; slice for the rest). Any other
 /// type was refused by [`value_get`].
-fn raw(v: &Value, reference: &str, limit: usize) -> Json {
-    match v {
+fn raw(v: &Value, reference: String, limit: usize) -> GetResult {
+    let mut r = GetResult::of(reference);
+    let (len, cut, unit) = match v {
         Value::Str(s) => {
             let mut cut = s.len().min(limit);
             while !s.is_char_boundary(cut) {
                 cut -= 1;
             }
-            let mut m = json!({"ref": reference, "raw": &s[..cut]});
-            if cut < s.len() {
-                m["truncated"] = json!(true);
-                m["n"] = json!(s.len());
-                m["hint"] = json!("raw is bounded; use slice (in chars) for the rest");
-            }
-            m
+            r.raw = Some(s[..cut].to_string());
+            (s.len(), cut, "chars")
         }
         Value::Bytes(b) => {
             let head = b.head(limit);
-            let mut m = json!({"ref": reference,
-                "raw_base64": base64::engine::general_purpose::STANDARD.encode(&head)});
-            if head.len() < b.len() {
-                m["truncated"] = json!(true);
-                m["n"] = json!(b.len());
-                m["hint"] = json!("raw is bounded; use slice (in bytes) for the rest");
-            }
-            m
+            r.raw_base64 = Some(base64::engine::general_purpose::STANDARD.encode(&head));
+            (b.len(), head.len(), "bytes")
         }
-        _ => json!({"ref": reference}),
-    }
-}
-
-/// `exec` params (the kernel's `exec`, the MCP `shoal_exec` tool): `src`, `position`
-/// (`default` when absent), `mode` (run only for now).
-/// `width` of an `exec`: the caller's terminal columns for the render
-/// (20 to 1000; absent: the session's `render_width`).
-pub fn width_param(p: &Map<String, Json>) -> Result<Option<usize>, RpcError> {
-    match p.get("width") {
-        None | Some(Json::Null) => Ok(None),
-        Some(v) => match v.as_u64() {
-            Some(w @ 20..=1000) => Ok(Some(w as usize)),
-            _ => Err(RpcError::invalid_params(
-                "width must be an integer from 20 to 1000",
-            )),
-        },
-    }
-}
-
-pub fn exec_params(
-    p: &Map<String, Json>,
-    default: Position,
-) -> Result<(String, Position), RpcError> {
-    let src = super::rpc::req_str(p, "src")?.to_string();
-    let position = match super::rpc::opt_str(p, "position")? {
-        None => default,
-        Some("value") => Position::Value,
-        Some("stmt") => Position::Stmt,
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "position must be stmt or value (got {other:?})"
-            )))
-        }
+        _ => return r,
     };
-    match super::rpc::opt_str(p, "mode")? {
-        None | Some("run") | Some("plan") | Some("approved") => {}
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "mode must be run, plan or approved (got {other:?})"
-            )))
-        }
+    if cut < len {
+        r.truncated = Some(true);
+        r.n = Some(len as u64);
+        r.hint = Some(format!(
+            "raw is bounded; use slice (in {unit}) for the rest"
+        ));
     }
-    Ok((src, position))
-}
-
-/// A kernel method's params read into `T` in one step: an error is
-/// `-32602` naming the JSON path that failed (`data.path`, e.g. `plan_ref`).
-pub fn typed_params<T: serde::de::DeserializeOwned>(
-    method: &str,
-    p: &Map<String, Json>,
-) -> Result<T, RpcError> {
-    serde_path_to_error::deserialize(Json::Object(p.clone())).map_err(|e| {
-        let path = e.path().to_string();
-        let at = if path == "." {
-            String::new()
-        } else {
-            format!("{path}: ")
-        };
-        RpcError::invalid_params(format!("invalid params for {method}: {at}{}", e.inner()))
-            .with_data(json!({"path": path}))
-    })
-}
-
-/// `explain` params.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
-pub struct ExplainParams {
-    pub src: String,
-}
-
-/// `debug.crash` params: the actor to crash (default the session).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
-pub struct CrashParams {
-    #[serde(default)]
-    pub actor: Option<String>,
-}
-
-/// `session.close` params: the session (default the attached one).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
-pub struct CloseParams {
-    #[serde(default)]
-    pub session: Option<String>,
-}
-
-/// `plan.get`, `plan.approve`, `plan.deny` params.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
-pub struct PlanRefParams {
-    pub plan_ref: String,
+    r
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn typed_params_name_the_path() {
-        let p = |v: Json| v.as_object().cloned().unwrap_or_default();
-        let ok: PlanRefParams =
-            typed_params("plan.get", &p(json!({"plan_ref": "plan:1"}))).unwrap();
-        assert_eq!(ok.plan_ref, "plan:1");
-        let e = typed_params::<PlanRefParams>("plan.get", &p(json!({"plan_ref": 5}))).unwrap_err();
-        assert_eq!(e.code, rpc::INVALID_PARAMS);
-        assert_eq!(e.data.unwrap()["path"], "plan_ref");
-        assert!(
-            e.message
-                .starts_with("invalid params for plan.get: plan_ref: "),
-            "{}",
-            e.message
-        );
-        let e = typed_params::<ExplainParams>("explain", &p(json!({}))).unwrap_err();
-        assert!(e.message.contains("missing field `src`"), "{}", e.message);
-        let c: CrashParams = typed_params("debug.crash", &p(json!({}))).unwrap();
-        assert_eq!(c.actor, None);
-    }
 
     #[test]
     fn refs() {
