@@ -186,11 +186,12 @@ impl SessionHandle {
                 let who = msg.gate.as_ref().map_or("", |g| g.principal.as_str());
                 Err(read_only(who, &self.name, "exec"))
             }
-            Access::Full => Ok(match self.shared.actor() {
-                Some((addr, stats)) => {
-                    stats.enqueue();
-                    Ok(addr.send(msg))
-                }
+            Access::Full => Ok(match self.shared.worker_line() {
+                Some(line) => Ok(crate::sessions::session::exec_on(
+                    line,
+                    self.shared.clone(),
+                    msg,
+                )),
                 None => Err(self.send(msg)),
             }),
         };
@@ -198,12 +199,7 @@ impl SessionHandle {
         async move {
             match sent {
                 Err(refused) => Err(SessionError::Rpc(refused)),
-                Ok(Ok(direct)) => direct.await.unwrap_or_else(|_| {
-                    Err(SessionError::Internal(format!(
-                        "session {}: the session actor died during exec; it is being restarted",
-                        shared.name
-                    )))
-                }),
+                Ok(Ok(direct)) => direct.await,
                 Ok(Err(supervised)) => supervised
                     .await
                     .map_err(|_| SessionError::Closed(shared.name.clone()))

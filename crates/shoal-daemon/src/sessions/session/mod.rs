@@ -1,7 +1,12 @@
 //! The Session actor: owns one named session's evaluation worker thread and
-//! nothing else. Evaluation blocks (it spawns and waits on processes), so the
-//! actor hands every job to the worker (`worker.rs`) over a channel and awaits
-//! the reply.
+//! nothing else. Evaluation blocks (it spawns and waits on processes), so every
+//! job goes to the worker (`worker.rs`) over a channel. An exec's caller sends
+//! it there itself, on the [`WorkerLine`] the supervisor publishes while the
+//! actor lives, and awaits the reply on its own thread: a hop through this
+//! actor's mailbox would add two thread wake-ups to every exec an agent waits
+//! for, and the actor has no state an exec needs. The actor's lifetime is the
+//! worker's: a new actor starts a new worker and line; the old worker ends
+//! after its job once the old line is dropped.
 //!
 //! The language session is the worker thread's own; a panic in the language
 //! is caught there, reported as an error, and the (possibly half-mutated)
@@ -59,7 +64,9 @@ pub fn cancelled_before_running() -> SessionError {
 
 pub struct Session {
     shared: Arc<SessionShared>,
-    jobs: Option<mpsc::Sender<Work>>,
+    jobs: mpsc::Sender<Work>,
+    /// Taken by the worker thread as the actor starts.
+    rx: Option<mpsc::Receiver<Work>>,
     reg: Registration,
     /// Tells the supervisor when this actor ends (a panic included).
     _exit: Option<crate::sessions::supervisor::ExitNotice>,
@@ -67,9 +74,11 @@ pub struct Session {
 
 impl Session {
     pub fn new(shared: Arc<SessionShared>, reg: Registration) -> Self {
+        let (jobs, rx) = mpsc::channel::<Work>();
         Session {
             shared,
-            jobs: None,
+            jobs,
+            rx: Some(rx),
             reg,
             _exit: None,
         }
@@ -79,6 +88,23 @@ impl Session {
         self._exit = Some(exit);
         self
     }
+
+    /// The way in to this actor's worker (valid before the actor starts).
+    pub fn line(&self) -> WorkerLine {
+        WorkerLine {
+            jobs: self.jobs.clone(),
+            stats: self.reg.stats.clone(),
+        }
+    }
+}
+
+/// The way in to a live Session actor's worker thread: where an exec's caller
+/// sends its job. Holding one keeps the worker's queue open; the supervisor
+/// drops its copy when the actor ends.
+#[derive(Clone, Debug)]
+pub struct WorkerLine {
+    jobs: mpsc::Sender<Work>,
+    stats: Arc<crate::health::ActorStats>,
 }
 
 impl Actor for Session {
@@ -86,22 +112,21 @@ impl Actor for Session {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(64);
-        let (tx, rx) = mpsc::channel::<Work>();
+        let Some(rx) = self.rx.take() else {
+            return;
+        };
         let shared = self.shared.clone();
         // The worker evaluates on its own (large) stack: no thread per exec.
         let spawned = shoal_lang::session::spawn_eval_thread(
             format!("shoal-session-{}", self.shared.name),
             move |stack| worker(shared, rx, stack),
         );
-        match spawned {
-            Ok(_) => self.jobs = Some(tx),
-            Err(e) => {
-                tracing::error!(session = %self.shared.name, "cannot start worker thread: {e}");
-                self.reg
-                    .stats
-                    .set_error(format!("cannot start worker thread: {e}"));
-                ctx.stop();
-            }
+        if let Err(e) = spawned {
+            tracing::error!(session = %self.shared.name, "cannot start worker thread: {e}");
+            self.reg
+                .stats
+                .set_error(format!("cannot start worker thread: {e}"));
+            ctx.stop();
         }
         self.reg.stats.set_state("idle");
     }
@@ -115,7 +140,7 @@ impl Actor for Session {
 impl Session {
     /// Hand `work` to the worker.
     fn hand_off(&self, work: Work) -> bool {
-        self.jobs.as_ref().is_some_and(|tx| tx.send(work).is_ok())
+        self.jobs.send(work).is_ok()
     }
 }
 
@@ -124,68 +149,88 @@ impl Handler<Exec> for Session {
 
     fn handle(&mut self, msg: Exec, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        let (reply, rx) = oneshot::channel();
-        let cancel = msg.cancel;
-        let job = Job {
-            spec: JobSpec {
-                src: msg.src,
-                position: msg.position,
-                tty: msg.tty,
-                cancel: cancel.clone(),
-                gate: msg.gate,
-                check: msg.check,
-                width: msg.width,
-            },
-            reply,
-        };
-        let sent = self.hand_off(Work::Exec(job));
-        let stats = self.reg.stats.clone();
-        let name = self.shared.name.clone();
-        let bus = self.shared.services.as_ref().map(|s| s.bus.clone());
-        Box::pin(async move {
-            if !sent {
-                stats.set_error("worker thread is gone");
-                return Err(SessionError::Internal(format!(
-                    "session {name}: worker thread is gone"
-                )));
+        Box::pin(exec_on(self.line(), self.shared.clone(), msg))
+    }
+}
+
+/// Send `msg` to the worker behind `line` now; the future awaits its reply on
+/// the calling thread. The exec's bus events are published as the reply is
+/// taken, so they keep the order of execs. A cancel answers a queued job at
+/// once and keeps interrupting a running one until it ends.
+pub fn exec_on(
+    line: WorkerLine,
+    shared: Arc<SessionShared>,
+    msg: Exec,
+) -> impl std::future::Future<Output = Result<ExecReply, SessionError>> + 'static {
+    let (reply, rx) = oneshot::channel();
+    let cancel = msg.cancel;
+    let job = Job {
+        spec: JobSpec {
+            src: msg.src,
+            position: msg.position,
+            tty: msg.tty,
+            cancel: cancel.clone(),
+            gate: msg.gate,
+            check: msg.check,
+            width: msg.width,
+        },
+        reply,
+    };
+    line.stats.enqueue();
+    let sent = line.jobs.send(Work::Exec(job)).is_ok();
+    async move {
+        let r = exec_reply(sent, rx, &cancel, &shared).await;
+        line.stats.handled();
+        if let Err(SessionError::Internal(m)) = &r {
+            line.stats.set_error(m.clone());
+        }
+        r
+    }
+}
+
+/// The worker's reply to a job sent (or not: `sent`) on its line.
+async fn exec_reply(
+    sent: bool,
+    mut rx: oneshot::Receiver<worker::JobReply>,
+    cancel: &CallCancel,
+    shared: &SessionShared,
+) -> Result<ExecReply, SessionError> {
+    let name = &shared.name;
+    if !sent {
+        return Err(SessionError::Internal(format!(
+            "session {name}: worker thread is gone"
+        )));
+    }
+    let r = tokio::select! {
+        r = &mut rx => r,
+        _ = cancel.wake.notified() => {
+            // Queued: answer now; the worker skips the job when it gets there.
+            if cancel.is_queued() {
+                return Err(cancelled_before_running());
             }
-            let mut rx = rx;
-            let r = tokio::select! {
-                r = &mut rx => r,
-                _ = cancel.wake.notified() => {
-                    // Queued: answer now; the worker skips the job when it gets there.
-                    if cancel.is_queued() {
-                        return Err(cancelled_before_running());
-                    }
-                    // Running: keep the interrupt asserted until it ends.
-                    let mut tick = tokio::time::interval(CANCEL_REASSERT);
-                    loop {
-                        tokio::select! {
-                            r = &mut rx => break r,
-                            _ = tick.tick() => cancel.reassert(),
-                        }
-                    }
+            // Running: keep the interrupt asserted until it ends.
+            let mut tick = tokio::time::interval(CANCEL_REASSERT);
+            loop {
+                tokio::select! {
+                    r = &mut rx => break r,
+                    _ = tick.tick() => cancel.reassert(),
                 }
-            };
-            let r = match r {
-                Ok((r, events)) => {
-                    // In reply order, so events keep the order of execs. A
-                    // kernel connection writes them after the reply (it takes
-                    // no message while a request is in flight).
-                    if let Some(bus) = &bus {
-                        bus.publish_all(events);
-                    }
-                    r
-                }
-                Err(_) => Err(SessionError::Internal(format!(
-                    "session {name}: worker thread ended during exec"
-                ))),
-            };
-            if let Err(SessionError::Internal(m)) = &r {
-                stats.set_error(m.clone());
+            }
+        }
+    };
+    match r {
+        Ok((r, events)) => {
+            // In reply order, so events keep the order of execs. A kernel
+            // connection writes them after the reply (it takes no message
+            // while a request is in flight).
+            if let Some(svc) = &shared.services {
+                svc.bus.publish_all(events);
             }
             r
-        })
+        }
+        Err(_) => Err(SessionError::Internal(format!(
+            "session {name}: worker thread ended during exec"
+        ))),
     }
 }
 

@@ -14,7 +14,6 @@ use std::time::Instant;
 use super::exec::new_lang;
 use super::journal_unavailable;
 use super::transcript::Transcript;
-use crate::health::ActorStats;
 use crate::journal_writer::Services;
 use crate::msg::SessionError;
 use shoal_base::sync::Locked;
@@ -74,7 +73,7 @@ pub struct SessionShared {
     /// two). Weak, so the supervisor dropping its children's addresses still
     /// stops them; a dead one sends through the supervisor, which answers why
     /// there is none.
-    actor: Mutex<Option<(actix::WeakAddr<super::Session>, Arc<ActorStats>)>>,
+    actor: Mutex<Option<(actix::WeakAddr<super::Session>, super::WorkerLine)>>,
     /// The supervisor (set as it starts): where an evaluation's `cmd &` and
     /// `jobs` reach the session's tasks. Weak: the session's state never keeps
     /// its supervisor alive.
@@ -186,17 +185,18 @@ impl SessionShared {
         }
     }
 
-    /// The Session actor execs go to directly, while it lives.
-    pub fn actor(&self) -> Option<(actix::Addr<super::Session>, Arc<ActorStats>)> {
+    /// The line to the live Session actor's worker, where execs go directly.
+    pub fn worker_line(&self) -> Option<super::WorkerLine> {
         let a = self.actor.locked();
-        let (weak, stats) = a.as_ref()?;
-        let addr = weak.upgrade().filter(actix::Addr::connected)?;
-        Some((addr, stats.clone()))
+        let (weak, line) = a.as_ref()?;
+        weak.upgrade().filter(actix::Addr::connected)?;
+        Some(line.clone())
     }
 
-    /// The supervisor started a new Session actor (`None`: there is none any more).
-    pub fn set_actor(&self, a: Option<(&actix::Addr<super::Session>, Arc<ActorStats>)>) {
-        *self.actor.locked() = a.map(|(addr, stats)| (addr.downgrade(), stats));
+    /// The supervisor started a new Session actor (`None`: there is none any
+    /// more; the old worker's line is dropped here).
+    pub fn set_actor(&self, a: Option<(&actix::Addr<super::Session>, super::WorkerLine)>) {
+        *self.actor.locked() = a.map(|(addr, line)| (addr.downgrade(), line));
     }
 
     /// The supervisor, while it lives.

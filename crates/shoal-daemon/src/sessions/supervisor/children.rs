@@ -104,10 +104,10 @@ impl SessionSupervisor {
         let stats = reg.stats.clone();
         let exit = self.notice(ChildKind::Session, ctx);
         let generation = exit.generation;
-        let addr = Session::new(self.shared.clone(), reg)
-            .with_exit_notice(exit)
-            .start();
-        self.shared.set_actor(Some((&addr, stats.clone())));
+        let session = Session::new(self.shared.clone(), reg).with_exit_notice(exit);
+        let line = session.line();
+        let addr = session.start();
+        self.shared.set_actor(Some((&addr, line)));
         self.children.insert(
             ChildKind::Session,
             ChildSlot {
