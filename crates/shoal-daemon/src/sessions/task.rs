@@ -17,8 +17,9 @@ use tokio::sync::{oneshot, watch};
 
 use crate::event_bus::{BusHandle, Publish};
 use crate::health::Registration;
+use crate::msg::Exec;
 use crate::msg::{ExecReply, SessionError};
-use crate::sessions::session::{CallCancel, JobSpec, SessionShared};
+use crate::sessions::session::{CallCancel, SessionShared};
 use crate::sessions::supervisor::ExitNotice;
 use shoal_base::sync::Locked;
 use shoal_lang::task::{self, Ending, TaskRecord, TaskState};
@@ -43,7 +44,7 @@ const REASSERT: Duration = Duration::from_millis(100);
 pub struct Task {
     id: u64,
     shared: Arc<SessionShared>,
-    work: Option<(LangSession, JobSpec)>,
+    work: Option<(LangSession, Exec)>,
     cancel: Arc<CallCancel>,
     pid: Arc<AtomicU32>,
     /// The process group stopped by `task.suspend` (0: none).
@@ -69,7 +70,7 @@ impl Task {
         id: u64,
         shared: Arc<SessionShared>,
         lang: LangSession,
-        spec: JobSpec,
+        spec: Exec,
         reg: Registration,
         exit: ExitNotice,
         retain: Duration,

@@ -11,28 +11,13 @@ use super::record::{PendingJournal, PendingRan};
 use super::shared::{LiveState, SessionShared};
 use super::worker::publish;
 use super::{cancelled_before_running, journal_unavailable, panic_message};
-use crate::msg::CallCancel;
-use crate::msg::{ExecReply, SessionError};
+use crate::msg::{Exec, ExecReply, SessionError};
 use shoal_base::sync::Locked;
 use shoal_lang::session::Prepared;
-use shoal_lang::{ExecError, Position, Session as LangSession, SessionOptions};
+use shoal_lang::{ExecError, Session as LangSession, SessionOptions};
 use shoal_proto::{bound, kernel, wire};
 use shoal_value::render::Layout;
 use shoal_value::{shown, Value};
-
-/// What one evaluation runs (a foreground exec or a background task).
-pub struct JobSpec {
-    pub src: String,
-    pub position: Position,
-    pub tty: bool,
-    pub cancel: Arc<CallCancel>,
-    /// The caller's principal: its verdict gates the run (when `check`) and
-    /// its sandbox confines the children.
-    pub gate: Option<Arc<shoal_policy::Gate>>,
-    pub check: bool,
-    /// The render's width (`None`: the session's `render_width`).
-    pub width: Option<usize>,
-}
 
 /// A language session for `shared` (its cwd, environment, limits, adapters
 /// and the bus bridge of `user.*` channels).
@@ -142,7 +127,7 @@ pub(super) fn ensure_lang<'a>(
 pub fn run_task(
     shared: &SessionShared,
     lang: LangSession,
-    spec: &JobSpec,
+    spec: &Exec,
     stack: usize,
 ) -> Result<ExecReply, SessionError> {
     let _span = spec.cancel.origin().span(&shared.name).entered();
@@ -173,7 +158,7 @@ pub fn run_task(
 pub(super) fn run_job(
     shared: &SessionShared,
     lang: &mut Option<LangSession>,
-    job: &JobSpec,
+    job: &Exec,
     stack: usize,
     foreground: bool,
 ) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
@@ -193,7 +178,7 @@ pub(super) fn run_job(
 /// parse error is the exec's own answer, reported like any other result).
 fn prepare(
     lang: &mut Option<LangSession>,
-    job: &JobSpec,
+    job: &Exec,
 ) -> Result<Result<Prepared, ExecError>, SessionError> {
     let Some(session) = lang.as_mut() else {
         return Err(SessionError::Internal(
@@ -211,7 +196,7 @@ fn prepare(
 fn finish_job(
     shared: &SessionShared,
     lang: &mut Option<LangSession>,
-    job: &JobSpec,
+    job: &Exec,
     prepared: Result<Prepared, ExecError>,
     stack: usize,
     foreground: bool,

@@ -29,7 +29,7 @@ use tokio::sync::oneshot;
 use crate::health::Registration;
 use crate::msg::{Crash, Exec, ExecReply, SessionError};
 
-pub use exec::{check_gate, run_task, JobSpec};
+pub use exec::{check_gate, run_task};
 pub use record::wait_records_handed_off;
 pub use shared::{ForkSeed, Humans, LiveState, SessionShared};
 pub use transcript::Transcript;
@@ -163,19 +163,8 @@ pub fn exec_on(
     msg: Exec,
 ) -> impl std::future::Future<Output = Result<ExecReply, SessionError>> + 'static {
     let (reply, rx) = oneshot::channel();
-    let cancel = msg.cancel;
-    let job = Job {
-        spec: JobSpec {
-            src: msg.src,
-            position: msg.position,
-            tty: msg.tty,
-            cancel: cancel.clone(),
-            gate: msg.gate,
-            check: msg.check,
-            width: msg.width,
-        },
-        reply,
-    };
+    let cancel = msg.cancel.clone();
+    let job = Job { spec: msg, reply };
     line.stats.enqueue();
     let sent = line.jobs.send(Work::Exec(job)).is_ok();
     async move {

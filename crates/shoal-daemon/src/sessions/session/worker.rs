@@ -8,12 +8,12 @@ use std::sync::{mpsc, Arc};
 
 use tokio::sync::oneshot;
 
-use super::exec::{ensure_lang, run_job, JobSpec};
+use super::exec::{ensure_lang, run_job};
 use super::record::RecordInFlight;
 use super::shared::{ForkSeed, SessionShared};
 use super::{cancelled_before_running, journal_unavailable, panic_message};
 use crate::event_bus::Publish;
-use crate::msg::{ExecReply, SessionError};
+use crate::msg::{Exec, ExecReply, SessionError};
 use shoal_base::sync::Locked;
 use shoal_lang::Session as LangSession;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -24,7 +24,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub(super) type JobReply = (Result<ExecReply, SessionError>, Vec<Publish>);
 
 pub(super) struct Job {
-    pub(super) spec: JobSpec,
+    pub(super) spec: Exec,
     pub(super) reply: oneshot::Sender<JobReply>,
 }
 

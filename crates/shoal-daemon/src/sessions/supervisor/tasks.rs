@@ -13,8 +13,9 @@ use serde_json::Value as Json;
 
 use super::children::{ChildAddr, ChildKind, ChildSlot};
 use super::SessionSupervisor;
+use crate::msg::Exec;
 use crate::msg::{CallOrigin, SessionError};
-use crate::sessions::session::{CallCancel, JobSpec};
+use crate::sessions::session::CallCancel;
 use crate::sessions::task::{Control, Task, TaskControl, TaskView};
 use shoal_lang::task::{self as tasks, Entry, TaskTable};
 use shoal_lang::Position;
@@ -164,7 +165,7 @@ impl SessionSupervisor {
         let stats = reg.stats.clone();
         let exit = self.notice(kind, ctx);
         let generation = exit.generation;
-        let spec = JobSpec {
+        let spec = Exec {
             src: msg.src,
             position: msg.position,
             tty: msg.tty,
