@@ -138,6 +138,13 @@ impl Client {
 
     /// A session of `token`'s principal whose client declares `capabilities`.
     pub fn with(s: &Served, token: &str, capabilities: Value) -> Client {
+        Client::try_with(s, token, capabilities)
+            .unwrap_or_else(|a| panic!("no session: {}", a.body))
+    }
+
+    /// [`Client::with`], or the answer to an `initialize` that made no session
+    /// (a limit refused it).
+    pub fn try_with(s: &Served, token: &str, capabilities: Value) -> Result<Client, Answer> {
         let agent = ureq::AgentBuilder::new()
             .timeout(Duration::from_secs(60))
             .build();
@@ -154,11 +161,14 @@ impl Client {
             "clientInfo": {"name": "http-test", "version": "1"}}}),
         );
         assert_eq!(a.status, 200, "{}", a.body);
-        c.session = a.header("mcp-session-id").expect("session id").to_string();
+        let Some(session) = a.header("mcp-session-id") else {
+            return Err(a);
+        };
+        c.session = session.to_string();
         assert_eq!(a.json()["result"]["protocolVersion"], "2025-11-25");
         let n = c.post_raw(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         assert_eq!(n.status, 202, "{}", n.body);
-        c
+        Ok(c)
     }
 
     pub fn post_raw(&self, v: &Value) -> Answer {
