@@ -250,6 +250,18 @@ fn no_ignored_tests() {
     report("ignored tests", bad);
 }
 
+// The module tree is the file tree in the crates and the binary: no `#[path]`.
+// Tests, benches and fuzz targets may borrow a shared driver or corpus by path.
+#[test]
+fn no_path_attributes_in_the_crates() {
+    let attr = ["#[", "path"].concat();
+    let bad = offending_lines(
+        |p| p.starts_with("crates/") || p.starts_with("src/"),
+        |l| l.trim_start().starts_with(&attr),
+    );
+    report("#[path] in a crate (use a directory module)", bad);
+}
+
 #[test]
 fn the_core_does_not_name_the_actor_framework() {
     let name = ["act", "ix"].concat();
