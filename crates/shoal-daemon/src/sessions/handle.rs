@@ -172,9 +172,9 @@ impl SessionHandle {
         self.shared.inject(channel, payload)
     }
 
-    /// Send an exec: straight to the Session actor while it lives, else through
-    /// the supervisor (which answers why there is none). A mailbox error is
-    /// the session's answer: its actor died during the exec, or it closed.
+    /// Send an exec: straight to the session's worker on its line while the
+    /// Session actor lives, else through the supervisor (which answers why
+    /// there is none). A mailbox error means the session closed.
     /// Sent now; the future (which holds no part of the handle) awaits the reply.
     pub fn exec(
         &self,

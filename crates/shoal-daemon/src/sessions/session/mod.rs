@@ -144,15 +144,6 @@ impl Session {
     }
 }
 
-impl Handler<Exec> for Session {
-    type Result = ResponseFuture<Result<ExecReply, SessionError>>;
-
-    fn handle(&mut self, msg: Exec, _ctx: &mut Context<Self>) -> Self::Result {
-        self.reg.stats.handled();
-        Box::pin(exec_on(self.line(), self.shared.clone(), msg))
-    }
-}
-
 /// Send `msg` to the worker behind `line` now; the future awaits its reply on
 /// the calling thread. The exec's bus events are published as the reply is
 /// taken, so they keep the order of execs. A cancel answers a queued job at

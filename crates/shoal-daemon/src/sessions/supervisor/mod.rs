@@ -118,19 +118,26 @@ impl Actor for SessionSupervisor {
 impl Handler<Exec> for SessionSupervisor {
     type Result = ResponseFuture<Result<ExecReply, SessionError>>;
 
+    /// An exec that found no live worker line (the handle's own path): the
+    /// reason there is none, or, if a new Session started meanwhile, its line.
     fn handle(&mut self, msg: Exec, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        let child = self.child();
-        let name = self.shared.name.clone();
-        Box::pin(async move {
-            let (addr, stats) = child?;
-            stats.enqueue();
-            addr.send(msg).await.unwrap_or_else(|_| {
-                Err(SessionError::Internal(format!(
-                    "session {name}: the session actor died during exec; it is being restarted"
-                )))
-            })
-        })
+        if let Err(e) = self.child() {
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        match self.shared.worker_line() {
+            Some(line) => Box::pin(crate::sessions::session::exec_on(
+                line,
+                self.shared.clone(),
+                msg,
+            )),
+            None => {
+                let name = self.shared.name.clone();
+                Box::pin(std::future::ready(Err(SessionError::Internal(format!(
+                    "session {name}: the session actor died; it is being restarted"
+                )))))
+            }
+        }
     }
 }
 
