@@ -134,25 +134,36 @@ pub use crate::uri::with_path;
 
 /// The top-level encoding of `v` under budget `b`; `uri` addresses `v`.
 pub fn elide(v: &Value, b: &Budget, uri: &str) -> Json {
-    if let Value::Outcome(o) = v {
-        return outcome(o, b, uri);
-    }
-    if over_budget(v, b) {
-        elided(v, uri)
-    } else {
-        wire::encode_under(v, uri)
+    match elision(v, b, uri) {
+        Elided::Whole(w) => serde_json::to_value(w).unwrap_or(Json::Null),
+        Elided::Cut(j) => j,
     }
 }
 
-/// [`elide`] written to `out` as JSON bytes: a value within the budget is
-/// streamed ([`wire::encode_under_into`]), without a JSON tree.
-pub fn elide_into(v: &Value, b: &Budget, uri: &str, out: &mut Vec<u8>) {
-    let j = match v {
-        Value::Outcome(o) => outcome(o, b, uri),
-        _ if over_budget(v, b) => elided(v, uri),
-        _ => return wire::encode_under_into(v, uri, out),
-    };
-    let _ = serde_json::to_writer(&mut *out, &j);
+/// [`elide`] without building the whole value's tree: a value within the
+/// budget is streamed by [`wire::Wire`] into whatever serializes the reply.
+pub fn elision<'a>(v: &'a Value, b: &Budget, uri: &'a str) -> Elided<'a> {
+    match v {
+        Value::Outcome(o) => Elided::Cut(outcome(o, b, uri)),
+        _ if over_budget(v, b) => Elided::Cut(elided(v, uri)),
+        _ => Elided::Whole(wire::Wire::under(v, uri)),
+    }
+}
+
+/// A value's encoding under a budget ([`elision`]): the whole value, or its
+/// elided form (a ref with a preview, or an outcome with `out` elided).
+pub enum Elided<'a> {
+    Whole(wire::Wire<'a>),
+    Cut(Json),
+}
+
+impl serde::Serialize for Elided<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Elided::Whole(w) => w.serialize(s),
+            Elided::Cut(j) => j.serialize(s),
+        }
+    }
 }
 
 /// Whether `v` must travel as a ref.

@@ -6,6 +6,7 @@
 //! (closures, commands) fall back to a plain description if rendering does.
 
 use base64::Engine as _;
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{json, Map, Value as Json};
 
 use shoal_value::{Outcome, ShoalError, Value};
@@ -24,7 +25,63 @@ pub fn encode(v: &Value) -> Json {
 /// Encode a value addressed by `uri`: containers past [`MAX_DEPTH`] become
 /// refs to `uri` plus their path.
 pub fn encode_under(v: &Value, uri: &str) -> Json {
-    Enc::new(uri).value(v, 0)
+    // Serializing into a tree cannot fail: every key is a string.
+    serde_json::to_value(Wire::under(v, uri)).unwrap_or(Json::Null)
+}
+
+/// [`encode`] as JSON bytes, streamed: no tree is built, so journaling a
+/// million-item list costs bytes, not a million small maps.
+pub fn encode_to_vec(v: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    // Writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, &Wire::new(v));
+    out
+}
+
+/// The length of [`encode`]'s JSON text of `v`, counted as it streams (no
+/// buffer, no tree).
+pub fn encoded_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    let _ = serde_json::to_writer(&mut n, &Wire::new(v));
+    n.0
+}
+
+/// The wire encoding of a value as a [`Serialize`]: the one encoder, which
+/// writes straight into whatever serializer it is given (reply bytes, journal
+/// bytes, or a `serde_json::Value` for [`encode`]).
+#[derive(Clone, Copy)]
+pub struct Wire<'a> {
+    v: &'a Value,
+    at: At<'a>,
+}
+
+impl<'a> Wire<'a> {
+    /// `v` as the root of its encoding.
+    pub fn new(v: &'a Value) -> Self {
+        Wire::under(v, "")
+    }
+
+    /// `v` as the root, addressed by `uri` (deep refs name `uri` plus a path).
+    pub fn under(v: &'a Value, uri: &'a str) -> Self {
+        Wire {
+            v,
+            at: At {
+                uri,
+                depth: 0,
+                path: None,
+            },
+        }
+    }
 }
 
 /// One step of a path from the encoded root.
@@ -34,30 +91,56 @@ enum Step<'a> {
     Field(&'a str),
 }
 
-/// The encoder's walk state: the path from the root (for deep refs).
-struct Enc<'a> {
-    uri: &'a str,
-    path: Vec<Step<'a>>,
+/// A path from the root, leaf first (each node lives on the encoder's stack).
+struct PathNode<'a> {
+    step: Step<'a>,
+    up: Option<&'a PathNode<'a>>,
 }
 
-impl<'a> Enc<'a> {
-    fn new(uri: &'a str) -> Self {
-        Enc {
-            uri,
-            path: Vec::new(),
+/// Where a value sits under the root: its nesting depth and its path.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    uri: &'a str,
+    depth: usize,
+    path: Option<&'a PathNode<'a>>,
+}
+
+impl<'a> At<'a> {
+    /// One level deeper, at `path`.
+    fn below(&self, path: &'a PathNode<'a>) -> At<'a> {
+        At {
+            uri: self.uri,
+            depth: self.depth + 1,
+            path: Some(path),
         }
     }
 
-    fn child(&mut self, step: Step<'a>, v: &'a Value, depth: usize) -> Json {
-        self.path.push(step);
-        let j = self.value(v, depth + 1);
-        self.path.pop();
-        j
+    /// The path as `value.get` reads it (`[0].name.x`).
+    fn path_text(&self) -> String {
+        let mut steps = Vec::new();
+        let mut node = self.path;
+        while let Some(n) = node {
+            steps.push(n.step);
+            node = n.up;
+        }
+        let mut path = String::new();
+        for s in steps.iter().rev() {
+            match s {
+                Step::Index(i) => path.push_str(&format!("[{i}]")),
+                Step::Field(k) => {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(k);
+                }
+            }
+        }
+        path
     }
 
     /// Past the depth limit a non-empty container is a ref to its path.
-    fn too_deep(&self, v: &Value, depth: usize) -> Option<Json> {
-        if depth < MAX_DEPTH || !shoal_value::nests(v) {
+    fn too_deep(&self, v: &Value) -> Option<Json> {
+        if self.depth < MAX_DEPTH || !shoal_value::nests(v) {
             return None;
         }
         let n = match v {
@@ -69,87 +152,276 @@ impl<'a> Enc<'a> {
         if n == 0 && !matches!(v, Value::Outcome(_)) {
             return None;
         }
-        let mut path = String::new();
-        for s in &self.path {
-            match s {
-                Step::Index(i) => path.push_str(&format!("[{i}]")),
-                Step::Field(k) => {
-                    if !path.is_empty() {
-                        path.push('.');
-                    }
-                    path.push_str(k);
-                }
-            }
-        }
         Some(json!({
             "$": "ref",
-            "uri": super::uri::with_path(self.uri, &path),
+            "uri": super::uri::with_path(self.uri, &self.path_text()),
             "of": v.type_name(),
             "n": n,
             "preview": {"$": "null"},
             "render_head": format!("\u{2026}(nested deeper than {MAX_DEPTH} levels)"),
         }))
     }
+}
 
-    fn value(&mut self, v: &'a Value, depth: usize) -> Json {
-        if let Some(r) = self.too_deep(v, depth) {
-            return r;
+/// `{"$": tag, "v": v}`.
+fn tag_v<S: Serializer, T: Serialize + ?Sized>(s: S, tag: &str, v: &T) -> Result<S::Ok, S::Error> {
+    let mut m = s.serialize_map(Some(2))?;
+    m.serialize_entry("$", tag)?;
+    m.serialize_entry("v", v)?;
+    m.end()
+}
+
+/// `{"$": tag}`.
+struct Tag(&'static str);
+
+impl Serialize for Tag {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(1))?;
+        m.serialize_entry("$", self.0)?;
+        m.end()
+    }
+}
+
+/// A value's `Display` written as a JSON string (no intermediate `String`).
+struct Shown<D>(D);
+
+impl<D: std::fmt::Display> Serialize for Shown<D> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+impl Serialize for Wire<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let at = &self.at;
+        if let Some(r) = at.too_deep(self.v) {
+            return r.serialize(s);
         }
-        match v {
-            Value::Null => tag_only("null"),
-            Value::Bool(b) => tagged("bool", Json::Bool(*b)),
-            Value::Int(i) => tagged("int", Json::from(*i)),
+        match self.v {
+            Value::Null => Tag("null").serialize(s),
+            Value::Bool(b) => tag_v(s, "bool", b),
+            Value::Int(i) => tag_v(s, "int", i),
             // Not finite: null (JSON has no NaN or infinity).
-            Value::Float(f) => tagged("float", Json::from(*f)),
-            Value::Str(s) => tagged("str", Json::String(s.to_string())),
-            Value::Size(n) => tagged("size", Json::from(*n)),
-            Value::Duration(ns) => tagged("duration", Json::from(*ns)),
-            Value::Bytes(b) => tagged("bytes", Json::String(b64(b))),
-            Value::Path(p) => path(p),
-            Value::List(items) => {
-                let v: Vec<Json> = items
-                    .iter()
-                    .enumerate()
-                    .map(|(i, x)| self.child(Step::Index(i), x, depth))
-                    .collect();
-                tagged("list", Json::Array(v))
-            }
-            Value::Record(r) => {
-                let mut m = Map::with_capacity(r.len());
-                for (k, x) in r.iter() {
-                    let j = self.child(Step::Field(k), x, depth);
-                    m.insert(k.to_string(), j);
+            Value::Float(f) => tag_v(s, "float", &Json::from(*f)),
+            Value::Str(x) => tag_v(s, "str", &**x),
+            Value::Size(n) => tag_v(s, "size", n),
+            Value::Duration(ns) => tag_v(s, "duration", ns),
+            Value::Bytes(b) => tag_v(s, "bytes", &b64(b)),
+            Value::Path(p) => match p.to_str() {
+                Some(x) => tag_v(s, "path", x),
+                None => {
+                    use std::os::unix::ffi::OsStrExt;
+                    let mut m = s.serialize_map(Some(3))?;
+                    m.serialize_entry("$", "path")?;
+                    m.serialize_entry("v", &p.to_string_lossy())?;
+                    m.serialize_entry("raw", &b64(p.as_os_str().as_bytes()))?;
+                    m.end()
                 }
-                tagged("record", Json::Object(m))
+            },
+            Value::List(items) => tag_v(s, "list", &Items { items, at }),
+            Value::Record(r) => tag_v(s, "record", &Fields { r, at }),
+            Value::Table(rows) => {
+                let mut m = s.serialize_map(Some(3))?;
+                m.serialize_entry("$", "table")?;
+                m.serialize_entry("cols", &Columns::of(rows, at))?;
+                m.serialize_entry("n", &rows.len())?;
+                m.end()
             }
-            Value::Table(rows) => self.table(rows, depth),
-            Value::Outcome(o) => self.outcome(o, depth),
-            Value::Error(e) => error(e),
-            Value::DateTime(z) => {
-                json!({"$": "datetime", "v": z.timestamp().display_with_offset(z.offset()).to_string()})
-            }
+            Value::Outcome(o) => outcome(s, o, at),
+            Value::Error(e) => error(e).serialize(s),
+            Value::DateTime(z) => tag_v(
+                s,
+                "datetime",
+                &Shown(z.timestamp().display_with_offset(z.offset())),
+            ),
             Value::Time(secs) => {
-                let s = secs % 86_400;
-                json!({"$": "time", "v": format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)})
+                let x = secs % 86_400;
+                let t = format!("{:02}:{:02}:{:02}", x / 3600, (x / 60) % 60, x % 60);
+                tag_v(s, "time", &t)
             }
-            Value::Glob(g) => json!({"$": "glob", "pattern": g.pattern}),
-            Value::Regex(r) => json!({"$": "regex", "src": r.source}),
+            Value::Glob(g) => json!({"$": "glob", "pattern": g.pattern}).serialize(s),
+            Value::Regex(r) => json!({"$": "regex", "src": r.source}).serialize(s),
             Value::Range(r) => {
                 json!({"$": "range", "start": r.start, "end": r.end, "inclusive": r.inclusive})
+                    .serialize(s)
             }
             Value::Task(t) => {
                 json!({"$": "task", "id": t.id, "ref": shoal_lang::task::ref_name(t.id), "done": false})
+                    .serialize(s)
             }
             Value::Closure(c) => {
-                json!({"$": "closure", "repr": safe_inline(v).unwrap_or_else(|| c.render())})
+                json!({"$": "closure", "repr": safe_inline(self.v).unwrap_or_else(|| c.render())})
+                    .serialize(s)
             }
             Value::Command(_) => {
-                json!({"$": "cmd", "repr": safe_inline(v).unwrap_or_else(|| "<command>".into())})
+                json!({"$": "cmd", "repr": safe_inline(self.v).unwrap_or_else(|| "<command>".into())})
+                    .serialize(s)
             }
-            Value::Stream(s) => json!({"$": "stream", "label": s.label}),
-            Value::Secret(s) => json!({"$": "secret", "name": s.name}),
+            Value::Stream(x) => json!({"$": "stream", "label": x.label}).serialize(s),
+            Value::Secret(x) => json!({"$": "secret", "name": x.name}).serialize(s),
         }
     }
+}
+
+/// A list's items, each one level deeper at `[i]`.
+struct Items<'a> {
+    items: &'a [Value],
+    at: &'a At<'a>,
+}
+
+impl Serialize for Items<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.items.len()))?;
+        for (i, v) in self.items.iter().enumerate() {
+            let node = PathNode {
+                step: Step::Index(i),
+                up: self.at.path,
+            };
+            seq.serialize_element(&Wire {
+                v,
+                at: self.at.below(&node),
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// A record's fields in order, each one level deeper at `.key`.
+struct Fields<'a> {
+    r: &'a shoal_value::Record,
+    at: &'a At<'a>,
+}
+
+impl Serialize for Fields<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.r.len()))?;
+        for (k, v) in self.r.iter() {
+            let node = PathNode {
+                step: Step::Field(k),
+                up: self.at.path,
+            };
+            m.serialize_entry(
+                &**k,
+                &Wire {
+                    v,
+                    at: self.at.below(&node),
+                },
+            )?;
+        }
+        m.end()
+    }
+}
+
+type Rows = [std::sync::Arc<shoal_value::Record>];
+
+/// A table's columns: the union of its rows' keys in first-seen order, each
+/// a list of cells (`null` where a row lacks the key); a cell is one level
+/// deeper than the table, at `[row].col`.
+struct Columns<'a> {
+    rows: &'a Rows,
+    cols: indexmap::IndexSet<&'a str>,
+    at: &'a At<'a>,
+}
+
+impl<'a> Columns<'a> {
+    fn of(rows: &'a Rows, at: &'a At<'a>) -> Self {
+        let mut cols = indexmap::IndexSet::new();
+        for row in rows {
+            for k in row.keys() {
+                cols.insert(&**k);
+            }
+        }
+        Columns { rows, cols, at }
+    }
+}
+
+impl Serialize for Columns<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.cols.len()))?;
+        for k in &self.cols {
+            m.serialize_entry(
+                *k,
+                &Cells {
+                    rows: self.rows,
+                    col: k,
+                    at: self.at,
+                },
+            )?;
+        }
+        m.end()
+    }
+}
+
+/// One column's cells.
+struct Cells<'a> {
+    rows: &'a Rows,
+    col: &'a str,
+    at: &'a At<'a>,
+}
+
+impl Serialize for Cells<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.rows.len()))?;
+        for (i, row) in self.rows.iter().enumerate() {
+            match row.get(self.col) {
+                Some(v) => {
+                    let index = PathNode {
+                        step: Step::Index(i),
+                        up: self.at.path,
+                    };
+                    let field = PathNode {
+                        step: Step::Field(self.col),
+                        up: Some(&index),
+                    };
+                    seq.serialize_element(&Wire {
+                        v,
+                        at: self.at.below(&field),
+                    })?
+                }
+                None => seq.serialize_element(&Tag("null"))?,
+            }
+        }
+        seq.end()
+    }
+}
+
+/// An outcome: its envelope, with `out` (the builtin's value one level deeper,
+/// or stdout as [`stdout_value`]) in place; `span` only when known,
+/// `truncated` only when output was cut at `[limits] spill_bytes`.
+fn outcome<S: Serializer>(s: S, o: &Outcome, at: &At<'_>) -> Result<S::Ok, S::Error> {
+    let n = 9 + usize::from(o.span.is_some()) + usize::from(o.truncated);
+    let mut m = s.serialize_map(Some(n))?;
+    m.serialize_entry("$", "outcome")?;
+    m.serialize_entry("status", &o.status)?;
+    m.serialize_entry("ok", &o.ok)?;
+    m.serialize_entry("signal", &o.signal)?;
+    match &o.out {
+        Some(v) => {
+            let node = PathNode {
+                step: Step::Field("out"),
+                up: at.path,
+            };
+            m.serialize_entry(
+                "out",
+                &Wire {
+                    v,
+                    at: at.below(&node),
+                },
+            )?
+        }
+        None => m.serialize_entry("out", &stdout_value(&o.stdout))?,
+    }
+    m.serialize_entry("err", &String::from_utf8_lossy(&o.stderr))?;
+    m.serialize_entry("dur_ns", &o.dur_ns)?;
+    m.serialize_entry("pid", &o.pid)?;
+    m.serialize_entry("cmd", &o.cmd)?;
+    if let Some(sp) = o.span {
+        m.serialize_entry("span", &json!({"start": sp.start, "end": sp.end}))?;
+    }
+    if o.truncated {
+        m.serialize_entry("truncated", &true)?;
+    }
+    m.end()
 }
 
 fn safe_inline(v: &Value) -> Option<String> {
@@ -161,82 +433,6 @@ fn safe_inline(v: &Value) -> Option<String> {
 
 fn b64(b: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(b)
-}
-
-fn path(p: &std::path::Path) -> Json {
-    match p.to_str() {
-        Some(s) => json!({"$": "path", "v": s}),
-        None => {
-            use std::os::unix::ffi::OsStrExt;
-            json!({"$": "path", "v": p.to_string_lossy(), "raw": b64(p.as_os_str().as_bytes())})
-        }
-    }
-}
-
-impl<'a> Enc<'a> {
-    fn table(&mut self, rows: &'a [std::sync::Arc<shoal_value::Record>], depth: usize) -> Json {
-        // Column set: union of row keys in first-seen order.
-        let mut cols: indexmap::IndexMap<&str, Vec<Json>> = indexmap::IndexMap::new();
-        for row in rows {
-            for k in row.keys() {
-                cols.entry(k).or_default();
-            }
-        }
-        for (i, row) in rows.iter().enumerate() {
-            for (k, cells) in cols.iter_mut() {
-                let cell = match row.get(*k) {
-                    Some(x) => {
-                        self.path.push(Step::Index(i));
-                        let j = self.child(Step::Field(k), x, depth);
-                        self.path.pop();
-                        j
-                    }
-                    None => tag_only("null"),
-                };
-                cells.push(cell);
-            }
-        }
-        let mut m = Map::with_capacity(cols.len());
-        for (k, cells) in cols {
-            m.insert(k.to_string(), Json::Array(cells));
-        }
-        let mut t = Map::with_capacity(3);
-        t.insert("$".into(), Json::from("table"));
-        t.insert("cols".into(), Json::Object(m));
-        t.insert("n".into(), Json::from(rows.len()));
-        Json::Object(t)
-    }
-
-    fn outcome(&mut self, o: &'a Outcome, depth: usize) -> Json {
-        let out = match &o.out {
-            Some(v) => self.child(Step::Field("out"), v, depth),
-            None => stdout_value(&o.stdout),
-        };
-        let mut j = json!({
-            "$": "outcome",
-            "status": o.status,
-            "ok": o.ok,
-            "signal": o.signal,
-            "out": null,
-            "err": String::from_utf8_lossy(&o.stderr),
-            "dur_ns": o.dur_ns,
-            "pid": o.pid,
-            "cmd": o.cmd,
-        });
-        // Moved in (json! would copy the whole value through serde).
-        if let Some(m) = j.as_object_mut() {
-            m.insert("out".into(), out);
-        }
-        // The key is absent (not null) when the span is unknown.
-        if let (Some(sp), Some(m)) = (o.span, j.as_object_mut()) {
-            m.insert("span".into(), json!({"start": sp.start, "end": sp.end}));
-        }
-        // Present only when output was cut at `[limits] spill_bytes`.
-        if let (true, Some(m)) = (o.truncated, j.as_object_mut()) {
-            m.insert("truncated".into(), json!(true));
-        }
-        j
-    }
 }
 
 /// An external command's `.out`: JSON when stdout looks like JSON, else text
@@ -267,91 +463,6 @@ fn tag_only(tag: &str) -> Json {
     let mut m = Map::with_capacity(1);
     m.insert("$".to_owned(), Json::String(tag.to_owned()));
     Json::Object(m)
-}
-
-/// [`encode`] written straight to JSON bytes: lists, records and scalars are
-/// streamed without building a `serde_json::Value` tree, so journaling a
-/// million-item list costs bytes, not a million small maps. The output parses
-/// to exactly what [`encode`] returns.
-pub fn encode_to_vec(v: &Value) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64);
-    Enc::new("").write(v, 0, &mut out);
-    out
-}
-
-/// [`encode_under`] written to `out` as JSON bytes (see [`encode_to_vec`]).
-pub fn encode_under_into(v: &Value, uri: &str, out: &mut Vec<u8>) {
-    Enc::new(uri).write(v, 0, out);
-}
-
-/// The length of [`encode`]'s JSON text of `v`, without building its tree.
-pub fn encoded_len(v: &Value) -> usize {
-    encode_to_vec(v).len()
-}
-
-fn write_str(out: &mut Vec<u8>, s: &str) {
-    // serde_json's string escaping; writing to a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
-}
-
-impl<'a> Enc<'a> {
-    fn write(&mut self, v: &'a Value, depth: usize, out: &mut Vec<u8>) {
-        use std::io::Write;
-        if let Some(r) = self.too_deep(v, depth) {
-            let _ = serde_json::to_writer(&mut *out, &r);
-            return;
-        }
-        match v {
-            Value::Null => out.extend_from_slice(br#"{"$":"null"}"#),
-            Value::Bool(b) => {
-                let _ = write!(out, r#"{{"$":"bool","v":{b}}}"#);
-            }
-            Value::Int(i) => {
-                let _ = write!(out, r#"{{"$":"int","v":{i}}}"#);
-            }
-            Value::Size(n) => {
-                let _ = write!(out, r#"{{"$":"size","v":{n}}}"#);
-            }
-            Value::Duration(n) => {
-                let _ = write!(out, r#"{{"$":"duration","v":{n}}}"#);
-            }
-            Value::Str(s) => {
-                out.extend_from_slice(br#"{"$":"str","v":"#);
-                write_str(out, s);
-                out.push(b'}');
-            }
-            Value::List(items) => {
-                out.extend_from_slice(br#"{"$":"list","v":["#);
-                for (i, x) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    self.path.push(Step::Index(i));
-                    self.write(x, depth + 1, out);
-                    self.path.pop();
-                }
-                out.extend_from_slice(b"]}");
-            }
-            Value::Record(r) => {
-                out.extend_from_slice(br#"{"$":"record","v":{"#);
-                for (i, (k, x)) in r.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    write_str(out, k);
-                    out.push(b':');
-                    self.path.push(Step::Field(k));
-                    self.write(x, depth + 1, out);
-                    self.path.pop();
-                }
-                out.extend_from_slice(b"}}");
-            }
-            other => {
-                let j = self.value(other, depth);
-                let _ = serde_json::to_writer(&mut *out, &j);
-            }
-        }
-    }
 }
 
 /// Plain JSON → tagged wire form (objects become records, in order).
@@ -770,5 +881,6 @@ mod tests {
         let v = Value::list(vec![Value::record(r), Value::str(""), Value::list(vec![])]);
         let streamed: Json = serde_json::from_slice(&super::encode_to_vec(&v)).unwrap();
         assert_eq!(streamed, super::encode(&v));
+        assert_eq!(super::encoded_len(&v), super::encode_to_vec(&v).len());
     }
 }
