@@ -22,6 +22,7 @@ use crate::config::{self, Config};
 use crate::event_bus::EventBus;
 use crate::health::Registry;
 use crate::listener;
+use crate::sessions::live_tasks::TaskRegistry;
 use crate::sessions::session::SessionShared;
 use shoal_base::paths;
 use shoal_journal as journal;
@@ -166,6 +167,10 @@ pub fn run(opts: DaemonOptions) -> i32 {
 
     let draining: Arc<std::sync::Mutex<Vec<Arc<SessionShared>>>> = Arc::default();
     let draining_run = draining.clone();
+    // Every task evaluation the sessions start is entered here; shutdown ends
+    // what is left of them once the actor system stopped.
+    let tasks = TaskRegistry::default();
+    let tasks_run = tasks.clone();
     // The bus's subscriptions, seqs and inbox: what is still in the inbox at a clean stop
     // goes to the journal in `after_stop`.
     let book = crate::event_bus::SubscriberBook::default();
@@ -200,7 +205,8 @@ pub fn run(opts: DaemonOptions) -> i32 {
         let daemon = Daemon::create(move |ctx| {
             let mut d = Daemon::new(info, config, registry, dreg, set)
                 .with_connections(open)
-                .with_draining(draining_run);
+                .with_draining(draining_run)
+                .with_tasks(tasks_run);
             d.start_services(start_seqs, first, ctx);
             d
         });
@@ -231,7 +237,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
     if let Some(b) = bound {
         b.remove();
     }
-    after_stop(&draining, &shutdown_writer, &book);
+    after_stop(&draining, &shutdown_writer, &book, &tasks);
     tracing::info!(code, "daemon stopped");
     code
 }

@@ -12,6 +12,7 @@ use actix::prelude::*;
 use super::Daemon;
 use crate::event_bus::SubscriberBook;
 use crate::msg::{Shutdown, StopSession};
+use crate::sessions::live_tasks::TaskRegistry;
 use crate::sessions::session::SessionShared;
 use shoal_base::sync::Locked;
 use shoal_journal as journal;
@@ -30,7 +31,7 @@ impl Handler<Shutdown> for Daemon {
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
         let mut draining = self.draining.locked();
         // Every task's programs get SIGINT now; `run` ends what is left.
-        crate::sessions::task::cancel_all();
+        self.tasks.cancel_all();
         for (_, (addr, shared, stats)) in std::mem::take(&mut self.sessions) {
             shared.interrupt();
             stats.enqueue();
@@ -48,10 +49,11 @@ pub(super) fn after_stop(
     draining: &std::sync::Mutex<Vec<Arc<SessionShared>>>,
     writer: &journal::JournalWriter,
     book: &SubscriberBook,
+    tasks: &TaskRegistry,
 ) {
     // No task's process group outlives the daemon: SIGINT (sent by the
     // Shutdown handler), SIGKILL after the grace.
-    let left = crate::sessions::task::end_all(TASK_STOP_GRACE);
+    let left = tasks.end_all(TASK_STOP_GRACE);
     if left > 0 {
         tracing::warn!(left, "task evaluations still running at exit");
     }

@@ -68,6 +68,9 @@ pub struct SessionShared {
     /// A fork of the language session as of its last exec: background tasks
     /// start from a copy of it without waiting for the worker.
     pub fork_seed: Mutex<Option<ForkSeed>>,
+    /// The daemon's running task evaluations: each of this session's tasks
+    /// enters it from its evaluation thread (shutdown ends what is left).
+    pub tasks: crate::sessions::live_tasks::TaskRegistry,
     /// The live Session actor and its counters, set by the supervisor as it
     /// starts one: a connection sends its execs there directly (one hop, not
     /// two). Weak, so the supervisor dropping its children's addresses still
@@ -182,6 +185,7 @@ impl SessionShared {
             spill: Mutex::new(None),
             actor: Mutex::new(None),
             supervisor: Mutex::new(None),
+            tasks: Default::default(),
         }
     }
 
@@ -238,6 +242,12 @@ impl SessionShared {
     /// Start with exactly `env` (the creating client's environment).
     pub fn with_env(mut self, env: Vec<(String, String)>) -> Self {
         self.env = env;
+        self
+    }
+
+    /// Enter the session's tasks in the daemon's `tasks` (the default: a table of its own).
+    pub fn with_tasks(mut self, tasks: crate::sessions::live_tasks::TaskRegistry) -> Self {
+        self.tasks = tasks;
         self
     }
 
