@@ -71,6 +71,9 @@ pub struct SessionShared {
     /// The daemon's running task evaluations: each of this session's tasks
     /// enters it from its evaluation thread (shutdown ends what is left).
     pub tasks: crate::sessions::live_tasks::TaskRegistry,
+    /// This session's open PTYs, for the status rows (the supervisor's PTY table
+    /// holds the PTYs themselves).
+    pub ptys: shoal_pty::OpenPtys,
     /// The live Session actor and its counters, set by the supervisor as it
     /// starts one: a connection sends its execs there directly (one hop, not
     /// two). Weak, so the supervisor dropping its children's addresses still
@@ -186,6 +189,7 @@ impl SessionShared {
             actor: Mutex::new(None),
             supervisor: Mutex::new(None),
             tasks: Default::default(),
+            ptys: Default::default(),
         }
     }
 
