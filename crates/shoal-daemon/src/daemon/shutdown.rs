@@ -11,6 +11,7 @@ use actix::prelude::*;
 
 use super::Daemon;
 use crate::event_bus::SubscriberBook;
+use crate::journal_writer::RecordsInFlight;
 use crate::msg::{Shutdown, StopSession};
 use crate::sessions::live_tasks::TaskRegistry;
 use crate::sessions::session::SessionShared;
@@ -50,6 +51,7 @@ pub(super) fn after_stop(
     writer: &journal::JournalWriter,
     book: &SubscriberBook,
     tasks: &TaskRegistry,
+    records: &RecordsInFlight,
 ) {
     // No task's process group outlives the daemon: SIGINT (sent by the
     // Shutdown handler), SIGKILL after the grace.
@@ -65,7 +67,7 @@ pub(super) fn after_stop(
     shoal_base::procs::shutdown();
     // Everything acknowledged becomes durable before the process ends: records
     // the session workers still hand over (batched replies go first) included.
-    if !crate::sessions::session::wait_records_handed_off(std::time::Duration::from_secs(5)) {
+    if !records.wait_handed_off(std::time::Duration::from_secs(5)) {
         tracing::warn!("a session worker did not hand over its journal record in time");
     } else {
         // A clean stop: the next start continues right after the last `out:N` used.
