@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -43,6 +43,56 @@ pub struct Services {
     store_stats: StoreCache,
     /// What journaling cost the last execs (ns, newest last): encoding, submit, events.
     overhead: Arc<Mutex<VecDeque<u64>>>,
+    /// Acknowledged execs whose record is not on the writer's queue yet.
+    pub records: Arc<RecordsInFlight>,
+}
+
+/// The count of execs acknowledged (batched durability) whose journal record
+/// a worker has not yet handed to the writer, and the wait for it to reach 0.
+/// The daemon creates one with its writer and keeps it for shutdown, which
+/// waits for the hand-offs before the final flush. Locked, with a condvar:
+/// worker threads count and the daemon's main thread waits, both outside any
+/// actor.
+#[derive(Debug, Default)]
+pub struct RecordsInFlight {
+    count: Mutex<usize>,
+    zero: Condvar,
+}
+
+/// One record promised to the writer; its drop (handed off, or given up)
+/// takes it off the count.
+pub struct RecordInFlight(Arc<RecordsInFlight>);
+
+impl RecordsInFlight {
+    /// An acknowledged record is on its way to the writer.
+    pub fn begin(self: &Arc<Self>) -> RecordInFlight {
+        *self.count.locked() += 1;
+        RecordInFlight(self.clone())
+    }
+
+    /// Wait (at most `limit`) until every acknowledged exec's journal record
+    /// has been handed to the writer. `false` when the limit passed first.
+    pub fn wait_handed_off(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        let mut n = self.count.locked();
+        while *n > 0 {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            n = shoal_base::sync::wait_timeout_locked(&self.zero, n, left);
+        }
+        true
+    }
+}
+
+impl Drop for RecordInFlight {
+    fn drop(&mut self) {
+        let mut n = self.0.count.locked();
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            self.0.zero.notify_all();
+        }
+    }
 }
 
 /// Exec overhead samples kept for `daemon.status`.
@@ -62,6 +112,7 @@ impl Services {
         bus: BusHandle,
         writer: Arc<Writer>,
         store_stats: StoreCache,
+        records: Arc<RecordsInFlight>,
     ) -> Services {
         Services {
             journal,
@@ -69,6 +120,7 @@ impl Services {
             writer,
             store_stats,
             overhead: Arc::new(Mutex::new(VecDeque::with_capacity(OVERHEAD_SAMPLES))),
+            records,
         }
     }
 

@@ -70,7 +70,36 @@ pub fn charge(rows: u16, row_cap: u16) -> u64 {
 const SCRUBBED_ENV: [&str; 3] = ["LISTEN_FDS", "LISTEN_PID", "NOTIFY_SOCKET"];
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-static OPEN: Mutex<BTreeMap<u64, Weak<PtyHandle>>> = Mutex::new(BTreeMap::new());
+
+/// The open PTYs of one owner (the daemon keeps one per session), by id:
+/// what `shoal status` lists without asking the actor that holds the PTYs.
+/// Each [`PtyHandle`] is entered by [`PtyHandle::open`] and leaves on drop.
+/// Cheap to clone: the clones share one table. The lock stays because the
+/// status reads it from any arbiter and a handle's drop runs on any thread.
+#[derive(Clone, Default)]
+pub struct OpenPtys(Arc<Mutex<BTreeMap<u64, Weak<PtyHandle>>>>);
+
+impl std::fmt::Debug for OpenPtys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenPtys")
+            .field("ids", &self.0.locked().keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl OpenPtys {
+    /// The PTYs open and not closing, ascending by id.
+    pub fn list(&self) -> Vec<PtyInfo> {
+        let open: Vec<Arc<PtyHandle>> = self
+            .0
+            .locked()
+            .values()
+            .filter_map(Weak::upgrade)
+            .filter(|h| !h.closed.load(Ordering::Relaxed))
+            .collect();
+        open.iter().map(|h| h.info()).collect()
+    }
+}
 
 /// `pty:N` → `N`.
 pub fn parse_id(s: &str) -> Option<u64> {
@@ -180,12 +209,19 @@ pub struct PtyHandle {
     cmds: Mutex<Option<Sender<Cmd>>>,
     closed: std::sync::atomic::AtomicBool,
     claims: Arc<claim::Claims>,
+    /// The table this PTY is listed in until it drops.
+    table: OpenPtys,
 }
 
 impl PtyHandle {
-    /// Start `spec` on a new PTY (blocking: fork and exec; call it off the
-    /// arbiter). The id is fresh and process-wide.
-    pub fn open(spec: &SpawnSpec, session: &str) -> std::io::Result<Arc<PtyHandle>> {
+    /// Start `spec` on a new PTY of `session`, entered in `table` (blocking:
+    /// fork and exec; call it off the arbiter). The id is fresh and
+    /// process-wide.
+    pub fn open(
+        spec: &SpawnSpec,
+        session: &str,
+        table: &OpenPtys,
+    ) -> std::io::Result<Arc<PtyHandle>> {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let home = shoal_base::procs::Home::new(session, shoal_base::procs::Owner::Pty(id));
         let s = spawn::spawn(spec, Some(home))?;
@@ -234,8 +270,9 @@ impl PtyHandle {
             cmds: Mutex::new(Some(tx)),
             closed: std::sync::atomic::AtomicBool::new(false),
             claims: Arc::default(),
+            table: table.clone(),
         });
-        OPEN.locked().insert(id, Arc::downgrade(&h));
+        table.0.locked().insert(id, Arc::downgrade(&h));
         Ok(h)
     }
 
@@ -469,24 +506,13 @@ fn check(shared: &Shared, opts: &ReadOpts) -> (bool, Option<Instant>) {
 
 impl Drop for PtyHandle {
     fn drop(&mut self) {
-        OPEN.locked().remove(&self.id);
+        self.table.0.locked().remove(&self.id);
         // An ended program's emulator (kept for scrollback reads) goes now.
         self.shared.drop_retired();
         // The I/O thread sees the channel disconnect and kills the group.
         drop(self.cmds.locked().take());
         io::wake(&self.wake);
     }
-}
-
-/// Open PTYs of `session` (for `shoal status`), ascending by id.
-pub fn open_in_session(session: &str) -> Vec<PtyInfo> {
-    let open: Vec<Arc<PtyHandle>> = OPEN
-        .locked()
-        .values()
-        .filter_map(Weak::upgrade)
-        .filter(|h| h.session == session && !h.closed.load(Ordering::Relaxed))
-        .collect();
-    open.iter().map(|h| h.info()).collect()
 }
 
 /// End every PTY's process group and reap the children (daemon exit).

@@ -37,7 +37,12 @@ fn gone(pid: i32) -> bool {
 #[test]
 fn echo_then_exit_is_reaped_with_status() {
     rt().block_on(async {
-        let h = PtyHandle::open(&spec("sh", &["-c", "echo hi-there; exit 3"]), "t").unwrap();
+        let h = PtyHandle::open(
+            &spec("sh", &["-c", "echo hi-there; exit 3"]),
+            "t",
+            &OpenPtys::default(),
+        )
+        .unwrap();
         let r = h.read(wait_text("hi-there", 5000)).await;
         assert_eq!(r.matched, Some(true), "{:?}", r.snapshot.screen.rows);
         assert_eq!(r.snapshot.screen.rows.len(), 10);
@@ -59,7 +64,12 @@ fn echo_then_exit_is_reaped_with_status() {
 #[test]
 fn close_kills_the_group_and_reports_sigkill() {
     rt().block_on(async {
-        let h = PtyHandle::open(&spec("sh", &["-c", "sleep 100 & sleep 100; echo"]), "t").unwrap();
+        let h = PtyHandle::open(
+            &spec("sh", &["-c", "sleep 100 & sleep 100; echo"]),
+            "t",
+            &OpenPtys::default(),
+        )
+        .unwrap();
         let pid = h.pid;
         assert!(h.alive());
         let exit = h.close().await;
@@ -78,7 +88,7 @@ fn close_kills_the_group_and_reports_sigkill() {
 #[test]
 fn input_echoes_and_cursor_tracks() {
     rt().block_on(async {
-        let h = PtyHandle::open(&spec("cat", &[]), "t").unwrap();
+        let h = PtyHandle::open(&spec("cat", &[]), "t", &OpenPtys::default()).unwrap();
         let n = h.write(b"hello-pty\r".to_vec()).await.unwrap();
         assert_eq!(n, 10);
         let r = h.read(wait_text("re:hello-pty\\s+hello-pty", 5000)).await;
@@ -104,6 +114,7 @@ fn resize_reaches_the_child() {
                 ],
             ),
             "t",
+            &OpenPtys::default(),
         )
         .unwrap();
         assert_eq!(h.read(wait_text("ready", 5000)).await.matched, Some(true));
@@ -122,6 +133,7 @@ fn stable_waits_for_quiet() {
         let h = PtyHandle::open(
             &spec("sh", &["-c", "echo a; sleep 0.2; echo b; sleep 100"]),
             "t",
+            &OpenPtys::default(),
         )
         .unwrap();
         let t0 = std::time::Instant::now();
@@ -153,7 +165,7 @@ fn stable_waits_for_quiet() {
 #[test]
 fn timeout_answers_false() {
     rt().block_on(async {
-        let h = PtyHandle::open(&spec("cat", &[]), "t").unwrap();
+        let h = PtyHandle::open(&spec("cat", &[]), "t", &OpenPtys::default()).unwrap();
         let t0 = std::time::Instant::now();
         let r = h.read(wait_text("nothing", 100)).await;
         assert_eq!(r.matched, Some(false));
@@ -165,9 +177,13 @@ fn timeout_answers_false() {
 
 #[test]
 fn spawn_failures_and_environment() {
-    let e = PtyHandle::open(&spec("definitely-not-a-program-xyz", &[]), "t")
-        .err()
-        .unwrap();
+    let e = PtyHandle::open(
+        &spec("definitely-not-a-program-xyz", &[]),
+        "t",
+        &OpenPtys::default(),
+    )
+    .err()
+    .unwrap();
     assert!(e.to_string().contains("not found"), "{e}");
     let env = child_env(
         vec![("A".into(), "1".into()), ("LISTEN_FDS".into(), "3".into())],
@@ -182,7 +198,7 @@ fn spawn_failures_and_environment() {
             &["-c", "echo T=$TERM; tty; ps -o pid=,pgid=,sid= -p $$"],
         );
         s.env = child_env(vec![("PATH".into(), "/usr/bin:/bin".into())], &[]);
-        let h = PtyHandle::open(&s, "t").unwrap();
+        let h = PtyHandle::open(&s, "t", &OpenPtys::default()).unwrap();
         let r = h.read(wait_text("re:/dev/pts/\\d+", 5000)).await;
         assert_eq!(r.matched, Some(true), "{:?}", r.snapshot.screen.rows);
         let text = r.snapshot.screen.text();
@@ -194,10 +210,12 @@ fn spawn_failures_and_environment() {
 #[test]
 fn dropping_the_handle_kills() {
     rt().block_on(async {
-        let h = PtyHandle::open(&spec("sleep", &["100"]), "t").unwrap();
+        let table = OpenPtys::default();
+        let h = PtyHandle::open(&spec("sleep", &["100"]), "t", &table).unwrap();
         let pid = h.pid;
-        assert!(open_in_session("t").iter().any(|i| i.pid == pid));
+        assert!(table.list().iter().any(|i| i.pid == pid));
         drop(h);
+        assert!(table.list().is_empty());
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while !gone(pid) {
             assert!(
@@ -215,7 +233,7 @@ fn scrollback_survives_the_exit() {
         let mut s = spec("seq", &["1", "50"]);
         s.rows = 5;
         s.cols = 20;
-        let h = PtyHandle::open(&s, "t").unwrap();
+        let h = PtyHandle::open(&s, "t", &OpenPtys::default()).unwrap();
         let r = h.read(wait_text("50", 5000)).await;
         assert_eq!(r.matched, Some(true));
         let r = h

@@ -25,6 +25,7 @@ use crate::health::{Registration, Registry};
 use crate::journal_writer::Services;
 use crate::msg::{CloseSession, ListSessions, SessionError, StopSession};
 use crate::sessions::handle::{access_of, unavailable, Access, AttachSession, SessionHandle};
+use crate::sessions::live_tasks::TaskRegistry;
 use crate::sessions::session::SessionShared;
 use crate::sessions::supervisor::SessionSupervisor;
 use shoal_journal as journal;
@@ -78,6 +79,9 @@ pub struct Daemon {
     connections: Arc<std::sync::atomic::AtomicUsize>,
     /// Sessions interrupted at shutdown, for `run` to wait on (bounded) before exiting.
     draining: Arc<std::sync::Mutex<Vec<Arc<SessionShared>>>>,
+    /// Every session's running task evaluations; `run` keeps a clone to end
+    /// their process groups after the actor system stopped.
+    tasks: TaskRegistry,
     /// Built-in plus user adapters, loaded once, when first needed (a
     /// session or `daemon.status`): an idle daemon holds none of it.
     adapters: Option<Arc<shoal_lang::adapters::Catalog>>,
@@ -106,6 +110,7 @@ impl Daemon {
             service_set,
             connections: Arc::default(),
             draining: Arc::default(),
+            tasks: TaskRegistry::default(),
             adapters: None,
         }
     }
@@ -121,6 +126,12 @@ impl Daemon {
     /// Where shutdown leaves the interrupted sessions (see [`run`]).
     pub fn with_draining(mut self, d: Arc<std::sync::Mutex<Vec<Arc<SessionShared>>>>) -> Self {
         self.draining = d;
+        self
+    }
+
+    /// The table every session's tasks are entered in (see [`run`]).
+    pub fn with_tasks(mut self, tasks: TaskRegistry) -> Self {
+        self.tasks = tasks;
         self
     }
 
@@ -228,7 +239,8 @@ impl Handler<AttachSession> for Daemon {
             SessionShared::new(msg.name.clone(), cwd, self.config.session.render_width)
                 .with_resident_values(self.config.session.resident_values)
                 .with_limits(&self.config.limits)
-                .with_owner(&msg.principal);
+                .with_owner(&msg.principal)
+                .with_tasks(self.tasks.clone());
         if let Some(env) = msg.env {
             shared = shared.with_env(env);
         }

@@ -21,7 +21,9 @@ use super::{Daemon, DaemonInfo, DaemonOptions};
 use crate::config::{self, Config};
 use crate::event_bus::EventBus;
 use crate::health::Registry;
+use crate::journal_writer::RecordsInFlight;
 use crate::listener;
+use crate::sessions::live_tasks::TaskRegistry;
 use crate::sessions::session::SessionShared;
 use shoal_base::paths;
 use shoal_journal as journal;
@@ -166,6 +168,14 @@ pub fn run(opts: DaemonOptions) -> i32 {
 
     let draining: Arc<std::sync::Mutex<Vec<Arc<SessionShared>>>> = Arc::default();
     let draining_run = draining.clone();
+    // Every task evaluation the sessions start is entered here; shutdown ends
+    // what is left of them once the actor system stopped.
+    let tasks = TaskRegistry::default();
+    let tasks_run = tasks.clone();
+    // Acknowledged execs whose journal record is still on its way to the
+    // writer: the final flush waits for them.
+    let records = Arc::new(RecordsInFlight::default());
+    let records_run = records.clone();
     // The bus's subscriptions, seqs and inbox: what is still in the inbox at a clean stop
     // goes to the journal in `after_stop`.
     let book = crate::event_bus::SubscriberBook::default();
@@ -191,6 +201,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
         };
         let set = ServiceSet::new(
             writer,
+            records_run,
             book_run,
             std_listener,
             config.daemon.max_restarts_per_minute,
@@ -200,7 +211,8 @@ pub fn run(opts: DaemonOptions) -> i32 {
         let daemon = Daemon::create(move |ctx| {
             let mut d = Daemon::new(info, config, registry, dreg, set)
                 .with_connections(open)
-                .with_draining(draining_run);
+                .with_draining(draining_run)
+                .with_tasks(tasks_run);
             d.start_services(start_seqs, first, ctx);
             d
         });
@@ -231,7 +243,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
     if let Some(b) = bound {
         b.remove();
     }
-    after_stop(&draining, &shutdown_writer, &book);
+    after_stop(&draining, &shutdown_writer, &book, &tasks, &records);
     tracing::info!(code, "daemon stopped");
     code
 }

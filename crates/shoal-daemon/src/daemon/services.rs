@@ -20,7 +20,7 @@ use serde_json::{json, Value as Json};
 use super::Daemon;
 use crate::event_bus::{EventBus, SubscriberBook};
 use crate::health::{Counted, Registration, RestartBudget, Supervised};
-use crate::journal_writer::{JournalWriter, Services, StoreCache};
+use crate::journal_writer::{JournalWriter, RecordsInFlight, Services, StoreCache};
 use crate::listener::Listener;
 use crate::msg::{Crash, Shutdown};
 use crate::msg::{CrashService, ServiceKind};
@@ -44,6 +44,8 @@ struct Slot {
 /// What the daemon keeps to restart its services.
 pub struct ServiceSet {
     writer: Arc<journal::JournalWriter>,
+    /// The count of acknowledged records not yet handed to `writer` (shutdown waits on it).
+    records: Arc<RecordsInFlight>,
     book: SubscriberBook,
     /// The listening socket; each Listener incarnation accepts on a dup of it.
     listen: StdUnixListener,
@@ -57,6 +59,7 @@ pub struct ServiceSet {
 impl ServiceSet {
     pub fn new(
         writer: Arc<journal::JournalWriter>,
+        records: Arc<RecordsInFlight>,
         book: SubscriberBook,
         listen: StdUnixListener,
         max_per_minute: u32,
@@ -64,6 +67,7 @@ impl ServiceSet {
     ) -> Self {
         ServiceSet {
             writer,
+            records,
             book,
             listen,
             listener: None,
@@ -210,6 +214,7 @@ impl Daemon {
             bus,
             self.svc().writer.clone(),
             cache,
+            self.svc().records.clone(),
         ));
         self.start_listener(first, ctx);
     }

@@ -11,7 +11,9 @@ use actix::prelude::*;
 
 use super::Daemon;
 use crate::event_bus::SubscriberBook;
+use crate::journal_writer::RecordsInFlight;
 use crate::msg::{Shutdown, StopSession};
+use crate::sessions::live_tasks::TaskRegistry;
 use crate::sessions::session::SessionShared;
 use shoal_base::sync::Locked;
 use shoal_journal as journal;
@@ -30,7 +32,7 @@ impl Handler<Shutdown> for Daemon {
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
         let mut draining = self.draining.locked();
         // Every task's programs get SIGINT now; `run` ends what is left.
-        crate::sessions::task::cancel_all();
+        self.tasks.cancel_all();
         for (_, (addr, shared, stats)) in std::mem::take(&mut self.sessions) {
             shared.interrupt();
             stats.enqueue();
@@ -48,10 +50,12 @@ pub(super) fn after_stop(
     draining: &std::sync::Mutex<Vec<Arc<SessionShared>>>,
     writer: &journal::JournalWriter,
     book: &SubscriberBook,
+    tasks: &TaskRegistry,
+    records: &RecordsInFlight,
 ) {
     // No task's process group outlives the daemon: SIGINT (sent by the
     // Shutdown handler), SIGKILL after the grace.
-    let left = crate::sessions::task::end_all(TASK_STOP_GRACE);
+    let left = tasks.end_all(TASK_STOP_GRACE);
     if left > 0 {
         tracing::warn!(left, "task evaluations still running at exit");
     }
@@ -63,7 +67,7 @@ pub(super) fn after_stop(
     shoal_base::procs::shutdown();
     // Everything acknowledged becomes durable before the process ends: records
     // the session workers still hand over (batched replies go first) included.
-    if !crate::sessions::session::wait_records_handed_off(std::time::Duration::from_secs(5)) {
+    if !records.wait_handed_off(std::time::Duration::from_secs(5)) {
         tracing::warn!("a session worker did not hand over its journal record in time");
     } else {
         // A clean stop: the next start continues right after the last `out:N` used.

@@ -33,8 +33,8 @@ impl Daemon {
             .unwrap_or(0);
         let ptys_used = self
             .sessions
-            .keys()
-            .map(|name| shoal_pty::open_in_session(name).len())
+            .values()
+            .map(|(_, s, _)| s.ptys.list().len())
             .max()
             .unwrap_or(0);
         json!({
@@ -80,7 +80,7 @@ impl Daemon {
     }
 
     pub(super) fn session_row(shared: &SessionShared) -> SessionRow {
-        let ptys = shoal_pty::open_in_session(&shared.name);
+        let ptys = shared.ptys.list();
         SessionRow {
             name: shared.name.clone(),
             owner: shared.owner.clone(),

@@ -6,6 +6,7 @@
 
 pub mod exec;
 pub mod handle;
+pub mod live_tasks;
 pub mod plan_store;
 pub mod pty;
 pub mod session;

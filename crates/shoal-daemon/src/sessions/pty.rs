@@ -275,12 +275,12 @@ impl Handler<PtyCall> for SessionSupervisor {
                     Ok(h) => h,
                     Err(e) => return ready(Err(e)),
                 };
-                let session = self.shared.name.clone();
+                let (session, table) = (self.shared.name.clone(), self.shared.ptys.clone());
                 self.ptys.opening += 1;
                 let spawned = actix_rt::task::spawn_blocking(move || {
                     shoal_policy::run_gate::with_gate(run_gate, || {
                         shoal_policy::landlock::with_rules(sandbox, || {
-                            PtyHandle::open(&spec, &session)
+                            PtyHandle::open(&spec, &session, &table)
                         })
                     })
                 });

@@ -21,7 +21,6 @@ use crate::msg::Exec;
 use crate::msg::{ExecReply, SessionError};
 use crate::sessions::session::{CallCancel, SessionShared};
 use crate::sessions::supervisor::ExitNotice;
-use shoal_base::sync::Locked;
 use shoal_lang::task::{self, Ending, TaskRecord, TaskState};
 use shoal_lang::Session as LangSession;
 use shoal_proto::kernel::TaskRequest;
@@ -222,7 +221,9 @@ impl Actor for Task {
         let (done_tx, done_rx) = oneshot::channel();
         let shared = self.shared.clone();
         let tail = self.tx.borrow().record.tail.clone();
-        let live = LiveGuard::register(self.id, self.cancel.clone(), self.pid.clone());
+        let live = shared
+            .tasks
+            .register(self.id, self.cancel.clone(), self.pid.clone());
         let home =
             shoal_base::procs::Home::new(&shared.name, shoal_base::procs::Owner::Task(self.id));
         let cancel = self.cancel.clone();
@@ -274,78 +275,6 @@ impl Actor for Task {
             }
         }
     }
-}
-
-/// Every task whose evaluation thread still runs, daemon-wide, so that
-/// stopping the daemon can end their process groups without the actor
-/// system (which is already down by then).
-static LIVE: std::sync::Mutex<std::collections::BTreeMap<u64, LiveTask>> =
-    std::sync::Mutex::new(std::collections::BTreeMap::new());
-
-struct LiveTask {
-    cancel: Arc<CallCancel>,
-    pid: Arc<AtomicU32>,
-}
-
-/// Registers a task in [`LIVE`]; its drop (the evaluation thread's end, a
-/// panic included) removes it.
-struct LiveGuard(u64);
-
-impl LiveGuard {
-    fn register(id: u64, cancel: Arc<CallCancel>, pid: Arc<AtomicU32>) -> LiveGuard {
-        LIVE.locked().insert(id, LiveTask { cancel, pid });
-        LiveGuard(id)
-    }
-}
-
-impl Drop for LiveGuard {
-    fn drop(&mut self) {
-        LIVE.locked().remove(&self.0);
-    }
-}
-
-/// Tasks whose evaluation has not ended yet (all sessions).
-pub fn live_count() -> usize {
-    LIVE.locked().len()
-}
-
-/// Start the cancel sequence of every running task (daemon shutdown; a
-/// suspended group is continued so it sees the signal).
-pub fn cancel_all() {
-    for t in LIVE.locked().values() {
-        t.cancel.cancel();
-        shoal_lang::shell::process::signal_group(t.pid.load(Ordering::SeqCst), libc::SIGCONT);
-    }
-}
-
-/// Daemon shutdown: cancel every task, give their programs `grace` to end
-/// after SIGINT, then SIGKILL the process groups still there and wait (at
-/// most `grace` again) for the evaluation threads to reap them. The number
-/// of tasks still running at the end.
-pub fn end_all(grace: Duration) -> usize {
-    let wait = |d: Duration| {
-        let deadline = std::time::Instant::now() + d;
-        loop {
-            let n = live_count();
-            if n == 0 || std::time::Instant::now() >= deadline {
-                return n;
-            }
-            // An evaluation that was just starting may have cleared it.
-            for t in LIVE.locked().values() {
-                t.cancel.reassert();
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    };
-    cancel_all();
-    if wait(grace) == 0 {
-        return 0;
-    }
-    for t in LIVE.locked().values() {
-        let pid = t.pid.load(Ordering::SeqCst);
-        shoal_lang::shell::process::signal_group(pid, libc::SIGKILL);
-    }
-    wait(grace)
 }
 
 /// A control request for one task.

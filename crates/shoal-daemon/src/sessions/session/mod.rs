@@ -30,7 +30,6 @@ use crate::health::Registration;
 use crate::msg::{Crash, Exec, ExecReply, SessionError};
 
 pub use exec::{check_gate, run_task};
-pub use record::wait_records_handed_off;
 pub use shared::{ForkSeed, Humans, LiveState, SessionShared};
 pub use transcript::Transcript;
 pub use worker::confine_for;

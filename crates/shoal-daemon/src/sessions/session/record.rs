@@ -1,19 +1,15 @@
-//! What one exec leaves for the journal ([`PendingJournal`]), whether it is
-//! cheap enough to hand over before the reply, and the count of acknowledged
-//! execs whose record is not yet handed to the journal writer (the daemon's
-//! shutdown waits for it). Runs on the worker (or a task's) thread only; the
-//! full wire encoding here is the journal's storage path, never a reply.
+//! What one exec leaves for the journal ([`PendingJournal`]) and whether it is
+//! cheap enough to hand over before the reply. Runs on the worker (or a task's)
+//! thread only; the full wire encoding here is the journal's storage path,
+//! never a reply.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::Mutex;
-use std::time::Instant;
 
 use super::panic_message;
 use super::shared::SessionShared;
 use crate::event_bus::Publish;
 use crate::journal_writer::{self, ExecRecord, Ran};
-use shoal_base::sync::Locked;
 use shoal_proto::wire;
 use shoal_value::{ShoalError, Value};
 
@@ -67,46 +63,6 @@ fn encodes_small(v: &Value, limit: usize) -> bool {
         if left < 0 {
             return false;
         }
-    }
-    true
-}
-
-/// Execs acknowledged (batched durability) whose journal record the worker
-/// has not yet handed to the journal writer.
-static RECORDS_IN_FLIGHT: (Mutex<usize>, std::sync::Condvar) =
-    (Mutex::new(0), std::sync::Condvar::new());
-
-pub(super) struct RecordInFlight;
-
-impl RecordInFlight {
-    pub(super) fn begin() -> RecordInFlight {
-        *RECORDS_IN_FLIGHT.0.locked() += 1;
-        RecordInFlight
-    }
-}
-
-impl Drop for RecordInFlight {
-    fn drop(&mut self) {
-        let mut n = RECORDS_IN_FLIGHT.0.locked();
-        *n = n.saturating_sub(1);
-        if *n == 0 {
-            RECORDS_IN_FLIGHT.1.notify_all();
-        }
-    }
-}
-
-/// Wait (at most `limit`) until every acknowledged exec's journal record has
-/// been handed to the journal writer: the daemon calls it before its final
-/// flush, so a batched exec acknowledged just before shutdown is durable.
-/// `false` when the limit passed first.
-pub fn wait_records_handed_off(limit: std::time::Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    let mut n = RECORDS_IN_FLIGHT.0.locked();
-    while *n > 0 {
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-            return false;
-        };
-        n = shoal_base::sync::wait_timeout_locked(&RECORDS_IN_FLIGHT.1, n, left);
     }
     true
 }

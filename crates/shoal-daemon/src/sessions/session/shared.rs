@@ -4,7 +4,9 @@
 //! worker publishes (interrupter, channel injector, spill allowance) and the
 //! fork seed background tasks start from. The supervisor owns it; it never
 //! evaluates and never blocks an arbiter (the journal reads in `ensure_base`
-//! run on the worker thread only).
+//! run on the worker thread only). What the supervisor alone uses lives in the
+//! supervisor actor; each lock left here says in one line who uses it without
+//! a message (the worker thread, a task's evaluation thread, a connection).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -37,6 +39,7 @@ pub struct SessionShared {
     pub created: Instant,
     pub render_width: usize,
     /// `out:N` is `transcript[N-1-base]`.
+    /// Locked: the worker and task threads push and read it mid-evaluation.
     pub transcript: Arc<Mutex<Transcript>>,
     /// `out:N` numbers up to `base` were used before this session object existed (journal
     /// transcript rows from before a restart); set on the worker thread before the first exec.
@@ -49,11 +52,16 @@ pub struct SessionShared {
     /// The people attached (`shoal attach`, `shoal watch`), for `daemon.status`.
     pub humans: Humans,
     pub busy: AtomicBool,
+    /// Locked: the worker thread sets it with each new language session; shutdown
+    /// reads it after the actor system stopped.
     pub interrupter: Mutex<Option<Interrupter>>,
     /// Delivers `user.*` events published by clients into the language's channels.
+    /// Locked: the worker thread sets it with each new language session.
     pub injector: Mutex<Option<ChannelInjector>>,
     /// The language session's cwd and environment after its last exec
     /// (`shoal://session/cwd`, `shoal://session/env`); `None` before the first.
+    /// Locked: the worker thread writes it after each exec; connections read it
+    /// without a message.
     pub live: Mutex<Option<LiveState>>,
     /// `[limits] session_memory` and `spill_bytes` (0: the defaults).
     pub session_memory: u64,
@@ -61,23 +69,34 @@ pub struct SessionShared {
     /// The session's memory budget: its language session evaluates
     /// against it and its PTYs hold their bounds in it (docs/protocol.md §8).
     pub memory: &'static shoal_lang::memory::MemBudget,
-    /// The language session's spill allowance, for `shoal status` (set by the worker).
+    /// The language session's spill allowance, for `shoal status`.
+    /// Locked: the worker thread sets it with each new language session.
     pub spill: Mutex<Option<Arc<shoal_value::output::SpillQuota>>>,
     /// Adapters of the language session (`None`: commands run as written).
     pub adapters: Option<Arc<shoal_lang::adapters::Catalog>>,
     /// A fork of the language session as of its last exec: background tasks
     /// start from a copy of it without waiting for the worker.
+    /// Locked: the worker thread holds it from its reply to the refresh, so a
+    /// task started meanwhile sees that exec's bindings.
     pub fork_seed: Mutex<Option<ForkSeed>>,
+    /// The daemon's running task evaluations: each of this session's tasks
+    /// enters it from its evaluation thread (shutdown ends what is left).
+    pub tasks: crate::sessions::live_tasks::TaskRegistry,
+    /// This session's open PTYs, for the status rows (the supervisor's PTY table
+    /// holds the PTYs themselves).
+    pub ptys: shoal_pty::OpenPtys,
     /// The live Session actor and its counters, set by the supervisor as it
     /// starts one: a connection sends its execs there directly (one hop, not
     /// two). Weak, so the supervisor dropping its children's addresses still
     /// stops them; a dead one sends through the supervisor, which answers why
     /// there is none.
+    /// Locked: every connection's exec reads it on its own arbiter (no hop through the
+    /// supervisor); the supervisor writes it.
     actor: Mutex<Option<(actix::WeakAddr<super::Session>, super::WorkerLine)>>,
-    /// The supervisor (set as it starts): where an evaluation's `cmd &` and
-    /// `jobs` reach the session's tasks. Weak: the session's state never keeps
-    /// its supervisor alive.
-    supervisor: Mutex<Option<actix::WeakAddr<crate::sessions::supervisor::SessionSupervisor>>>,
+    /// The supervisor (set once, as it starts): where an evaluation's `cmd &`
+    /// and `jobs` reach the session's tasks, read on evaluation threads. Weak:
+    /// the session's state never keeps its supervisor alive.
+    supervisor: OnceLock<actix::WeakAddr<crate::sessions::supervisor::SessionSupervisor>>,
 }
 
 /// `out:n` of `session` read back from the journal.
@@ -124,6 +143,8 @@ pub struct LiveState {
 }
 
 /// The people attached to a session: `(connection, client, since)` each.
+/// Locked: kernel connections join and leave on their own arbiters, and the
+/// Daemon's status rows read it synchronously (no supervisor round trip).
 #[derive(Debug, Default)]
 pub struct Humans(Mutex<Vec<(u64, Arc<str>, i64)>>);
 
@@ -181,7 +202,9 @@ impl SessionShared {
             memory: shoal_lang::memory::MemBudget::leak(0),
             spill: Mutex::new(None),
             actor: Mutex::new(None),
-            supervisor: Mutex::new(None),
+            supervisor: OnceLock::new(),
+            tasks: Default::default(),
+            ptys: Default::default(),
         }
     }
 
@@ -203,15 +226,15 @@ impl SessionShared {
     pub fn supervisor(
         &self,
     ) -> Option<actix::WeakAddr<crate::sessions::supervisor::SessionSupervisor>> {
-        self.supervisor.locked().clone()
+        self.supervisor.get().cloned()
     }
 
-    /// The supervisor started.
+    /// The supervisor started (a session has one supervisor: a second is ignored).
     pub fn set_supervisor(
         &self,
         a: actix::WeakAddr<crate::sessions::supervisor::SessionSupervisor>,
     ) {
-        *self.supervisor.locked() = Some(a);
+        let _ = self.supervisor.set(a);
     }
 
     /// Apply the `[limits]` a language session enforces itself.
@@ -238,6 +261,12 @@ impl SessionShared {
     /// Start with exactly `env` (the creating client's environment).
     pub fn with_env(mut self, env: Vec<(String, String)>) -> Self {
         self.env = env;
+        self
+    }
+
+    /// Enter the session's tasks in the daemon's `tasks` (the default: a table of its own).
+    pub fn with_tasks(mut self, tasks: crate::sessions::live_tasks::TaskRegistry) -> Self {
+        self.tasks = tasks;
         self
     }
 

@@ -9,7 +9,6 @@ use std::sync::{mpsc, Arc};
 use tokio::sync::oneshot;
 
 use super::exec::{ensure_lang, run_job};
-use super::record::RecordInFlight;
 use super::shared::{ForkSeed, SessionShared};
 use super::{cancelled_before_running, journal_unavailable, panic_message};
 use crate::event_bus::Publish;
@@ -113,8 +112,11 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
             }
         }
         // Acknowledged but not yet handed to the journal writer: the daemon's
-        // shutdown waits for it (see `wait_records_handed_off`).
-        let guard = after.as_ref().map(|_| RecordInFlight::begin());
+        // shutdown waits for it (see `RecordsInFlight`).
+        let guard = after
+            .as_ref()
+            .and(shared.services.as_ref())
+            .map(|s| s.records.begin());
         if let Err((_, events)) = job.reply.send((result, events)) {
             // The caller is gone: publish what it would have.
             publish(&shared, events);
