@@ -110,6 +110,17 @@ fn unknown(plan_ref: &str) -> RpcError {
         .with_data(json!({"plan_ref": plan_ref}))
 }
 
+/// A plan a human denied, or one already applied, takes no further step
+/// (request, approval or apply).
+fn still_open(approval: Approval, plan_ref: &str) -> Result<(), RpcError> {
+    match approval {
+        Approval::Denied => Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
+            .with_data(json!({"plan_ref": plan_ref}))),
+        Approval::Applied => Err(already_applied(plan_ref)),
+        _ => Ok(()),
+    }
+}
+
 fn already_applied(plan_ref: &str) -> RpcError {
     RpcError::new(
         APPROVAL_REQUIRED,
@@ -293,13 +304,7 @@ impl PlanStore {
                     )
                     .with_data(json!({"plan_ref": plan_ref})));
                 }
-                if p.approval == Approval::Denied {
-                    return Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
-                        .with_data(json!({"plan_ref": plan_ref})));
-                }
-                if p.approval == Approval::Applied {
-                    return Err(already_applied(&plan_ref));
-                }
+                still_open(p.approval, &plan_ref)?;
                 let requested: Vec<&str> = kinds
                     .iter()
                     .filter_map(|k| effect::normalize_kind(k))
@@ -446,13 +451,7 @@ impl PlanStore {
                     )
                     .with_data(json!({"plan_ref": plan_ref})));
                 }
-                if p.approval == Approval::Denied {
-                    return Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
-                        .with_data(json!({"plan_ref": plan_ref})));
-                }
-                if p.approval == Approval::Applied {
-                    return Err(already_applied(&plan_ref));
-                }
+                still_open(p.approval, &plan_ref)?;
                 let channels = approve_channels(&p.principal);
                 if !channels.contains(&ApproveVia::Elicitation) {
                     return Err(RpcError::new(
@@ -486,12 +485,8 @@ impl PlanStore {
                     )
                     .with_data(json!({"plan_ref": r})));
                 }
+                still_open(p.approval, &r)?;
                 match (p.approval, p.verdict) {
-                    (Approval::Denied, _) => {
-                        Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
-                            .with_data(json!({"plan_ref": r})))
-                    }
-                    (Approval::Applied, _) => Err(already_applied(&r)),
                     (_, Verdict::Deny) => Err(RpcError::new(
                         LEASH_DENIED,
                         format!(
