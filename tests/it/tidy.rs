@@ -214,6 +214,22 @@ fn unsafe_only_in_the_allow_list() {
 /// listener fd, the Landlock ABI probe).
 const UNSAFE_BUDGET: usize = 25;
 
+/// `text` up to its inline test module (`#[cfg(test)]` then `mod NAME {`); a test module in a
+/// file of its own (`mod NAME;`) cuts nothing.
+pub(crate) fn before_test_module(text: &str, test_mod: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = (0..lines.len())
+        .find(|&i| {
+            lines[i].trim() == test_mod
+                && lines.get(i + 1).is_some_and(|l| {
+                    let l = l.trim();
+                    l.split_whitespace().any(|w| w == "mod") && l.ends_with('{')
+                })
+        })
+        .unwrap_or(lines.len());
+    lines[..end].join("\n")
+}
+
 #[test]
 fn unsafe_stays_within_its_budget() {
     let kw = ["uns", "afe"].concat();
@@ -228,8 +244,8 @@ fn unsafe_stays_within_its_budget() {
         if !shipped {
             continue;
         }
-        // Code after a file's test module is test code.
-        let code = text.split(&test_mod).next().unwrap_or("");
+        // Code in a file's inline test module is test code.
+        let code = before_test_module(&text, &test_mod);
         let n = code
             .lines()
             .map(|l| l.split("//").next().unwrap_or(""))
@@ -474,18 +490,13 @@ fn module_edges(rel_in_src: &str, text: &str) -> Vec<(String, usize)> {
         _ => parts.clone(),
     };
     let mut out = Vec::new();
-    // The file up to its inline test module (`#[cfg(test)]` then `mod NAME {`).
-    let mut lines = Vec::new();
-    let mut after_cfg_test = false;
-    for l in text.lines() {
-        let t = l.trim_start();
-        if after_cfg_test && t.contains("mod ") && t.trim_end().ends_with('{') {
-            break;
-        }
-        after_cfg_test = t.starts_with("#[cfg(test)]");
-        lines.push(l.split("//").next().unwrap_or(""));
-    }
-    let code = lines.join("\n");
+    // The file up to its inline test module, comments left out.
+    let test_mod = ["#[cfg(", "test)]"].concat();
+    let code: String = before_test_module(text, &test_mod)
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
     {
         let mut rest = code.as_str();
         loop {

@@ -4,7 +4,7 @@
 //! an owner that creates it and passes it down (an actor, a registry the daemon makes at
 //! start), so tests can make their own. Reads files only.
 
-use super::{has_word, report, rust_files};
+use super::{before_test_module, has_word, report, rust_files};
 
 /// Process-wide statics that hold a lock (`Mutex`, `RwLock`, `Condvar`, directly or in a
 /// struct of their crate behind a `OnceLock`/`LazyLock`) in shipped code:
@@ -152,22 +152,6 @@ fn static_decl(lines: &[&str], i: usize) -> Option<(String, String)> {
     }
     let ty = ty.split(['=', ';']).next().unwrap_or("").to_string();
     Some((name.to_string(), ty))
-}
-
-/// `text` up to its inline test module (`#[cfg(test)]` then `mod NAME {`); a test module in a
-/// file of its own (`mod NAME;`) cuts nothing.
-fn before_test_module(text: &str, test_mod: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let end = (0..lines.len())
-        .find(|&i| {
-            lines[i].trim() == test_mod
-                && lines.get(i + 1).is_some_and(|l| {
-                    let l = l.trim();
-                    l.starts_with("mod ") && l.ends_with('{')
-                })
-        })
-        .unwrap_or(lines.len());
-    lines[..end].join("\n")
 }
 
 #[test]
