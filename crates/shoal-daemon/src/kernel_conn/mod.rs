@@ -241,7 +241,10 @@ impl KernelConn {
                 let f = self.cx.daemon.status.send(GetStatus {
                     principal: gate.principal.clone(),
                 });
-                Box::pin(async move { f.await.map_err(crate::msg::mailbox) }.into_actor(self))
+                Box::pin(
+                    async move { rpc::to_result(&f.await.map_err(crate::msg::mailbox)?) }
+                        .into_actor(self),
+                )
             }
             K::Exec(p) => self.exec(p, handle, gate, tty, cancel),
             K::Explain(p) => Box::pin(lc::explain(handle, gate, p.src).into_actor(self)),
@@ -275,7 +278,12 @@ impl KernelConn {
                 )
             }
             K::Task(t) => {
-                Box::pin(crate::sessions::task::kernel_method(handle, t).into_actor(self))
+                Box::pin(
+                    async move {
+                        rpc::to_result(&crate::sessions::task::kernel_method(handle, t).await?)
+                    }
+                    .into_actor(self),
+                )
             }
             K::ValueGet(p) => match p.request() {
                 Err(e) => Box::pin(ready(Err(e))),

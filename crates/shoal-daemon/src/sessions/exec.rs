@@ -118,7 +118,8 @@ pub async fn get_value(
 ) -> Result<Json, RpcError> {
     // `task:N`: the task's state, output tail and, once it ended, its value.
     if let Some(id) = shoal_lang::task::parse_ref(&reference) {
-        return crate::sessions::task::task_read(handle, id, &req.elide).await;
+        let read = crate::sessions::task::task_read(handle, id, &req.elide).await?;
+        return shoal_proto::rpc::to_result(&read);
     }
     let view = ask(
         handle,

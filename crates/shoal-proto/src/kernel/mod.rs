@@ -13,11 +13,15 @@ use super::valpath;
 mod params;
 mod request;
 mod results;
+mod status;
+mod tasks;
 pub use params::*;
 pub use request::*;
 pub use results::*;
 use shoal_lang::{ParseError, Warning};
 use shoal_value::{render, ShoalError, Value};
+pub use status::*;
+pub use tasks::*;
 
 pub use shoal_journal::ref_name;
 

@@ -99,13 +99,7 @@ pub struct JournalResult {
     pub more: Option<u64>,
 }
 
-/// `shoal_cancel`.
-#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-pub struct CancelResult {
-    pub task: String,
-    pub cancel_requested: bool,
-    pub state: String,
-}
+pub use crate::kernel::CancelResult;
 
 pub use crate::kernel::{PlanResult, Verdict};
 
