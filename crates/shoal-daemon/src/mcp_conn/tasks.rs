@@ -42,6 +42,23 @@ async fn record(h: &SessionHandle, id: u64) -> Result<TaskRecord, RpcError> {
     }
 }
 
+/// Start `src` as a task of the session (no terminal): its id and view.
+async fn start(
+    h: &SessionHandle,
+    src: String,
+    position: Position,
+    gate: Option<Arc<shoal_policy::Gate>>,
+) -> Result<(u64, watch::Receiver<TaskView>), RpcError> {
+    h.send(StartTask {
+        src,
+        position,
+        tty: false,
+        gate,
+    })
+    .await
+    .map_err(|_| RpcError::internal("the session is gone"))?
+}
+
 /// A task-augmented `tools/call` of `shoal_exec`: the `CreateTaskResult` and
 /// the view whose changes become `notifications/tasks/status`.
 pub async fn create(
@@ -50,15 +67,7 @@ pub async fn create(
     position: Position,
     gate: Option<Arc<shoal_policy::Gate>>,
 ) -> Result<(Json, watch::Receiver<TaskView>), RpcError> {
-    let (_, view) = h
-        .send(StartTask {
-            src,
-            position,
-            tty: false,
-            gate,
-        })
-        .await
-        .map_err(|_| RpcError::internal("the session is gone"))??;
+    let (_, view) = start(&h, src, position, gate).await?;
     let created = mcp_tasks::CreateTaskResult::of(&view.borrow().record);
     Ok((rpc::to_result(&created)?, view))
 }
@@ -225,15 +234,7 @@ pub async fn ext_exec(
     cancel: Arc<CallCancel>,
     gate: Option<Arc<shoal_policy::Gate>>,
 ) -> Result<Json, RpcError> {
-    let (id, view) = h
-        .send(StartTask {
-            src,
-            position,
-            tty: false,
-            gate,
-        })
-        .await
-        .map_err(|_| RpcError::internal("the session is gone"))??;
+    let (id, view) = start(&h, src, position, gate).await?;
     let seen = tokio::select! {
         seen = task::wait_final(view, Some(mcp_tasks_ext::TASK_AFTER)) => seen,
         _ = async {
