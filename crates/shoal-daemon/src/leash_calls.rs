@@ -16,7 +16,7 @@ use shoal_policy::plan::{plan_ref, Approval, Plan};
 use shoal_policy::policy::ApproveVia;
 use shoal_policy::{effect, Gate};
 use shoal_proto::elide::Budget;
-use shoal_proto::mcp::CapRequestResult;
+use shoal_proto::mcp::{Applied, CapRequestResult};
 use shoal_proto::rpc::{self, RpcError};
 
 /// The principal of a connection: the local uid, or the token's.
@@ -96,10 +96,10 @@ pub async fn explain(
     handle: SessionHandle,
     gate: Arc<Gate>,
     src: String,
-) -> Result<Json, RpcError> {
+) -> Result<shoal_proto::kernel::Explained, RpcError> {
     let derived = derive(&handle, &src).await?;
     let d = gate.decide_derived(&derived);
-    rpc::to_result(&shoal_proto::kernel::Explained {
+    Ok(shoal_proto::kernel::Explained {
         effects: derived
             .effects
             .iter()
@@ -188,7 +188,7 @@ pub async fn apply(
     tty: bool,
     budget: Budget,
     cancel: Arc<CallCancel>,
-) -> Result<Json, RpcError> {
+) -> Result<Applied, RpcError> {
     apply_checked(handle, gate, plan_ref, None, tty, budget, cancel).await
 }
 
@@ -203,7 +203,7 @@ pub async fn exec_approved(
     tty: bool,
     budget: Budget,
     cancel: Arc<CallCancel>,
-) -> Result<Json, RpcError> {
+) -> Result<Applied, RpcError> {
     let denied = |m: &str| RpcError::new(rpc::LEASH_DENIED, m.to_string());
     let Some(plan_ref) = plan_ref else {
         return Err(denied(
@@ -233,7 +233,7 @@ async fn apply_checked(
     tty: bool,
     budget: Budget,
     cancel: Arc<CallCancel>,
-) -> Result<Json, RpcError> {
+) -> Result<Applied, RpcError> {
     // The store checks the source and uses the plan up (it applies once).
     let op = PlanOp::Apply {
         plan_ref: plan_ref.clone(),
@@ -271,7 +271,7 @@ async fn apply_checked(
     }
     // The run-time gate lets through what the approved plan lists.
     let applying = Arc::new(gate.applying(&plan.effects));
-    let mut r = crate::sessions::exec::exec_elided(
+    let result = crate::sessions::exec::exec_elided(
         handle,
         plan.src.clone(),
         Position::Stmt,
@@ -282,10 +282,7 @@ async fn apply_checked(
         false,
     )
     .await?;
-    if let Some(o) = r.as_object_mut() {
-        o.insert("plan_ref".into(), json!(plan_ref));
-    }
-    Ok(r)
+    Ok(Applied { result, plan_ref })
 }
 
 /// `cap.request` params checked: the plan (never empty) and the requested

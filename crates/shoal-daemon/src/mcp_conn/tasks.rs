@@ -137,7 +137,9 @@ pub async fn method(
             };
             let seen = task::wait_final(view, None).await;
             let mut r = match seen.reply.as_deref() {
-                Some(Ok(x)) => match crate::sessions::exec::exec_reply_json(x.clone(), &budget) {
+                Some(Ok(x)) => match crate::sessions::exec::exec_reply_result(x.clone(), &budget)
+                    .and_then(|r| rpc::to_result(&r))
+                {
                     Ok(v) => mcp::tool_success(v),
                     Err(e) => mcp::tool_error_rpc(&e),
                 },
@@ -203,7 +205,9 @@ fn ext_outcome(seen: &TaskView, budget: &Budget) -> mcp_tasks_ext::Outcome {
         return Outcome::None;
     }
     match seen.reply.as_deref() {
-        Some(Ok(x)) => match crate::sessions::exec::exec_reply_json(x.clone(), budget) {
+        Some(Ok(x)) => match crate::sessions::exec::exec_reply_result(x.clone(), budget)
+            .and_then(|r| rpc::to_result(&r))
+        {
             Ok(v) => Outcome::Result(mcp::tool_success(v)),
             Err(e) => Outcome::Result(mcp::tool_error_rpc(&e)),
         },

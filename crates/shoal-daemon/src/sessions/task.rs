@@ -25,7 +25,7 @@ use shoal_base::sync::Locked;
 use shoal_lang::task::{self, Ending, TaskRecord, TaskState};
 use shoal_lang::Session as LangSession;
 use shoal_proto::kernel::{TaskRead, TaskRequest, TaskResult, TaskRow};
-use shoal_proto::mcp::{CancelResult, TaskStarted};
+use shoal_proto::mcp::{CancelResult, ExecAnswer, TaskStarted};
 use shoal_proto::rpc::{self, RpcError};
 use shoal_proto::wire;
 use shoal_value::Value;
@@ -475,7 +475,7 @@ pub async fn exec_as_task(
     budget: shoal_proto::elide::Budget,
     opts: TaskOpts,
     gate: Option<std::sync::Arc<shoal_policy::Gate>>,
-) -> Result<serde_json::Value, RpcError> {
+) -> Result<ExecAnswer, RpcError> {
     let (id, view) = handle
         .send(crate::sessions::supervisor::StartTask {
             src,
@@ -487,16 +487,18 @@ pub async fn exec_as_task(
         .map_err(|_| crate::peer::session_error(SessionError::Closed(handle.name.clone())))??;
     let limit = match (opts.background, opts.timeout_ms) {
         (false, Some(ms)) if ms > 0 => Duration::from_millis(ms),
-        _ => return rpc::to_result(&task_created(id)),
+        _ => return Ok(ExecAnswer::Task(task_created(id))),
     };
     let seen = wait_final(view, Some(limit)).await;
     match seen.reply.as_deref() {
-        Some(Ok(x)) => crate::sessions::exec::exec_reply_json(x.clone(), &budget),
+        Some(Ok(x)) => {
+            crate::sessions::exec::exec_reply_result(x.clone(), &budget).map(ExecAnswer::Ran)
+        }
         Some(Err(e)) => Err(crate::peer::session_error(e.clone())),
-        None => rpc::to_result(&TaskStarted {
+        None => Ok(ExecAnswer::Task(TaskStarted {
             timed_out: Some(true),
             ..task_created(id)
-        }),
+        })),
     }
 }
 

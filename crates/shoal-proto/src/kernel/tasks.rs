@@ -79,6 +79,14 @@ pub struct CancelResult {
     pub state: String,
 }
 
+/// What `value.get` answers: a stored value's view, or a task's read.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ValueRead {
+    Value(Box<super::GetResult>),
+    Task(Box<TaskRead>),
+}
+
 /// A session's tasks (`shoal://jobs`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TaskList {
@@ -172,8 +180,31 @@ mod tests {
             json!([one.clone()])
         );
         assert_eq!(
-            serde_json::to_value(TaskList { tasks: vec![row] }).unwrap(),
-            json!({"tasks": [one]})
+            serde_json::to_value(TaskList {
+                tasks: vec![row.clone()]
+            })
+            .unwrap(),
+            json!({"tasks": [one.clone()]})
+        );
+        let read = ValueRead::Task(Box::new(TaskRead {
+            record: row,
+            value: None,
+            reference: "task:2".into(),
+            uri: "shoal://task/2".into(),
+            render: "task:2 running".into(),
+        }));
+        let mut want = one;
+        want["ref"] = json!("task:2");
+        want["uri"] = json!("shoal://task/2");
+        want["render"] = json!("task:2 running");
+        assert_eq!(serde_json::to_value(&read).unwrap(), want);
+        let view = ValueRead::Value(Box::new(super::super::GetResult {
+            render: Some("2".into()),
+            ..super::super::GetResult::of("out:1".into())
+        }));
+        assert_eq!(
+            serde_json::to_value(&view).unwrap(),
+            json!({"ref": "out:1", "render": "2"})
         );
     }
 }

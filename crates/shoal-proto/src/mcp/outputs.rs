@@ -87,6 +87,23 @@ pub struct TaskStarted {
     pub timed_out: Option<bool>,
 }
 
+/// `exec` run now or as a task: its result, or the task it became.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ExecAnswer {
+    Ran(ExecResult<Json>),
+    Task(TaskStarted),
+}
+
+/// `plan.apply`, `shoal_apply` and `exec mode:"approved"`: the exec's
+/// result and the plan it ran.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Applied {
+    #[serde(flatten)]
+    pub result: ExecResult<Json>,
+    pub plan_ref: String,
+}
+
 pub use crate::kernel::GetResult;
 
 /// `shoal_journal`: entries newest first.

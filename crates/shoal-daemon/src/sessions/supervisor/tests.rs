@@ -229,7 +229,8 @@ fn a_restarted_session_keeps_its_transcript_and_answers() {
             .await
             .unwrap()
             .unwrap();
-        let got = shoal_proto::kernel::value_view_json(&got).unwrap();
+        let got =
+            serde_json::to_value(shoal_proto::kernel::value_view_result(&got).unwrap()).unwrap();
         assert_eq!(
             got["value"],
             serde_json::json!({"$": "int", "v": 42}),
