@@ -16,7 +16,8 @@ use shoal_policy::plan::{plan_ref, Approval, Plan};
 use shoal_policy::policy::ApproveVia;
 use shoal_policy::{effect, Gate};
 use shoal_proto::elide::Budget;
-use shoal_proto::mcp::{Applied, CapRequestResult};
+use shoal_proto::kernel::PlanResult;
+use shoal_proto::mcp::{Applied, CapRequestResult, PlanAnswer};
 use shoal_proto::rpc::{self, RpcError};
 
 /// The principal of a connection: the local uid, or the token's.
@@ -114,7 +115,11 @@ pub async fn explain(
 }
 
 /// `exec mode:"plan"` / `shoal_plan`: derive, decide, store.
-pub async fn plan(handle: SessionHandle, gate: Arc<Gate>, src: String) -> Result<Json, RpcError> {
+pub async fn plan(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    src: String,
+) -> Result<PlanResult, RpcError> {
     let derived = derive(&handle, &src).await?;
     let effects = derived.effects.clone();
     let d = gate.decide_derived(&derived);
@@ -141,7 +146,7 @@ pub async fn plan(handle: SessionHandle, gate: Arc<Gate>, src: String) -> Result
         expires_ns: now.saturating_add(ttl),
     };
     match call(&handle, &gate, PlanOp::Put(Box::new(plan))).await? {
-        PlanReply::Json(j) => Ok(j),
+        PlanReply::Plan(p) => Ok(*p),
         _ => Err(RpcError::internal("unexpected plan store reply")),
     }
 }
@@ -158,12 +163,26 @@ async fn call(handle: &SessionHandle, gate: &Gate, op: PlanOp) -> Result<PlanRep
 }
 
 /// `plan.get`, `plan.list`, `cap.request`, `plan.approve`, `plan.deny`.
-pub async fn plan_op(handle: SessionHandle, gate: Arc<Gate>, op: PlanOp) -> Result<Json, RpcError> {
+pub async fn plan_op(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    op: PlanOp,
+) -> Result<PlanAnswer, RpcError> {
     match call(&handle, &gate, op).await? {
-        PlanReply::Json(j) => Ok(j),
-        PlanReply::Grant(g) => rpc::to_result(&g),
+        PlanReply::Plan(p) => Ok(PlanAnswer::Plan(p)),
+        PlanReply::Plans(p) => Ok(PlanAnswer::Plans(p)),
+        PlanReply::Grant(g) => Ok(PlanAnswer::Grant(g)),
         PlanReply::Run(_) => Err(RpcError::internal("unexpected plan store reply")),
     }
+}
+
+/// [`plan_op`] as the JSON an MCP result carries.
+pub async fn plan_op_json(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    op: PlanOp,
+) -> Result<Json, RpcError> {
+    rpc::to_result(&plan_op(handle, gate, op).await?)
 }
 
 /// `cap.request` / `shoal_cap_request` (a [`PlanOp::Request`]): the grant.

@@ -262,7 +262,10 @@ impl KernelConn {
             K::Explain(p) => Box::pin(answered(lc::explain(handle, gate, p.src)).into_actor(self)),
             K::PlanList => Box::pin(
                 async move {
-                    let plans = lc::plan_op(handle, gate, PlanOp::List).await?;
+                    let plans = match lc::plan_op(handle, gate, PlanOp::List).await? {
+                        shoal_proto::mcp::PlanAnswer::Plans(p) => p,
+                        _ => return Err(RpcError::internal("unexpected plan store reply")),
+                    };
                     Ok(rpc::answer(kernel::PlanList { plans }))
                 }
                 .into_actor(self),

@@ -208,7 +208,9 @@ impl McpConn {
                     (Err(e), _) => Err(e),
                     (Ok(_), None) => Err(RpcError::internal("attached without a principal")),
                     (Ok(h), Some(gate)) => match call {
-                        Leash::Plan(a) => crate::leash_calls::plan(h, gate, a.src).await,
+                        Leash::Plan(a) => crate::leash_calls::plan(h, gate, a.src)
+                            .await
+                            .and_then(|r| rpc::to_result(&r)),
                         Leash::Apply(a) => {
                             let budget = Elide::budget_of(a.elide.as_ref());
                             crate::leash_calls::apply(h, gate, a.plan_ref, false, budget, cancel)

@@ -161,7 +161,7 @@ pub struct SessionClosed {
 /// `plan.list`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PlanList {
-    pub plans: Json,
+    pub plans: Vec<PlanResult>,
 }
 
 /// `debug.crash`: the actor crashed (a session's name or a service).

@@ -120,6 +120,16 @@ pub use crate::kernel::CancelResult;
 
 pub use crate::kernel::{PlanResult, Verdict};
 
+/// What a plan call answers: a plan, the plans (`plan.list`'s rows), or a
+/// `cap.request` grant.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum PlanAnswer {
+    Plan(Box<PlanResult>),
+    Plans(Vec<PlanResult>),
+    Grant(Box<CapRequestResult>),
+}
+
 /// `shoal_apply` (the result of the exec it runs).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct ApplyResult {

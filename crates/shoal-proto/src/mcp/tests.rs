@@ -202,3 +202,31 @@ fn an_exec_answers_its_result_or_its_task_and_an_apply_its_plan() {
         serde_json::to_string(&applied).unwrap()
     );
 }
+
+#[test]
+fn a_plan_call_answers_a_plan_its_rows_or_a_grant() {
+    let grant = PlanAnswer::Grant(Box::new(CapRequestResult {
+        grant: Grant::Approved,
+        plan_ref: "plan:1".into(),
+        awaiting: None,
+        enforced: Some(true),
+        why: None,
+        uncovered_effects: None,
+        granted_effects: None,
+        approve_via: None,
+        expires: None,
+        elicitation: None,
+    }));
+    assert_eq!(
+        serde_json::to_value(&grant).unwrap(),
+        json!({"grant": "approved", "plan_ref": "plan:1", "enforced": true})
+    );
+    assert_eq!(
+        serde_json::to_value(PlanAnswer::Plans(vec![])).unwrap(),
+        json!([])
+    );
+    assert_eq!(
+        serde_json::to_value(crate::kernel::PlanList { plans: vec![] }).unwrap(),
+        json!({"plans": []})
+    );
+}
