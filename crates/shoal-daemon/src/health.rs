@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use serde_json::{json, Value as Json};
+use shoal_proto::kernel::ActorRow;
 
 use shoal_base::sync::{Locked, RwLocked};
 
@@ -67,19 +67,19 @@ impl ActorStats {
             .load(Ordering::Relaxed)
             .saturating_sub(self.handled.load(Ordering::Relaxed))
     }
-    pub fn to_json(&self) -> Json {
-        json!({
-            "id": self.id,
-            "kind": self.kind,
-            "name": self.name,
-            "parent": self.parent,
-            "state": self.state(),
-            "mailbox": self.mailbox(),
-            "handled": self.handled.load(Ordering::Relaxed),
-            "restarts": self.restarts.load(Ordering::Relaxed),
-            "last_error": self.last_error.locked().clone(),
-            "age_ms": self.started.elapsed().as_millis() as u64,
-        })
+    pub fn row(&self) -> ActorRow {
+        ActorRow {
+            id: self.id,
+            kind: self.kind,
+            name: self.name.clone(),
+            parent: self.parent,
+            state: self.state(),
+            mailbox: self.mailbox(),
+            handled: self.handled.load(Ordering::Relaxed),
+            restarts: self.restarts.load(Ordering::Relaxed),
+            last_error: self.last_error.locked().clone(),
+            age_ms: self.started.elapsed().as_millis() as u64,
+        }
     }
 }
 
@@ -285,8 +285,8 @@ impl Registry {
             .unwrap_or(0)
     }
 
-    pub fn snapshot(&self) -> Vec<Json> {
-        self.lock().values().map(|s| s.to_json()).collect()
+    pub fn snapshot(&self) -> Vec<ActorRow> {
+        self.lock().values().map(|s| s.row()).collect()
     }
 }
 
@@ -354,8 +354,8 @@ mod tests {
         b.stats.handled();
         let snap = reg.snapshot();
         assert_eq!(snap.len(), 2);
-        assert_eq!(snap[1]["mailbox"], json!(1));
-        assert_eq!(snap[1]["parent"], json!(a.id()));
+        assert_eq!(snap[1].mailbox, 1);
+        assert_eq!(snap[1].parent, Some(a.id()));
         drop(b);
         assert_eq!(reg.snapshot().len(), 1);
         assert!(rss_bytes().unwrap() > 0);

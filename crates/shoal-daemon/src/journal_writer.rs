@@ -25,6 +25,7 @@ use shoal_journal::{
     self as journal, Cwd, Entry, EntryId, Finish, JournalError, NewEntry, Op, OutputData,
     OutputKind, Query, Scope, StoreStats,
 };
+use shoal_proto::kernel::JournalStatus;
 use shoal_value::{ShoalError, Value};
 
 type Writer = journal::JournalWriter;
@@ -130,7 +131,7 @@ impl Services {
     }
 
     /// Journal figures for `daemon.status` (store counters refreshed every second).
-    pub fn status_json(&self) -> Json {
+    pub fn status(&self) -> JournalStatus {
         let w = self.writer.stats();
         let s = *self.store_stats.locked();
         let (p50, p99) = {
@@ -141,35 +142,33 @@ impl Services {
             };
             (pct(0.5), pct(0.99))
         };
-        json!({
-            "exec_overhead_p50_us": p50,
-            "exec_overhead_p99_us": p99,
-            "path": self.writer.store().path().display().to_string(),
-            "durability": w.durability,
-            "flush_ms": self.writer.config().flush_ms,
-            "entries": s.map(|s| s.entries),
-            "bytes": s.map(|s| s.bytes),
-            "blobs": s.map(|s| s.blobs),
-            "file_bytes": s.map(|s| s.file_bytes),
-            "queued": w.queued,
-            "commits": w.commits,
-            "committed_ops": w.committed_ops,
-            "failed_commits": w.failed_commits,
-            "last_commit_us": w.last_commit_us,
-            "last_commit_ops": w.last_commit_ops,
-            // Batched: how long acknowledged ops waited to be durable (the window a crash loses).
-            "last_window_us": w.last_window_us,
-            "worst_window_us": w.worst_window_us,
-            // Batched, now: the oldest acknowledged op not yet durable (a commit in flight included).
-            "at_risk_us": w.at_risk_us,
-            "last_commit_at": w.last_commit_at,
-            "last_error": w.last_error,
-            "health": if w.degraded { "degraded" } else { "ok" },
-            "degraded_since": (w.degraded_since != 0).then_some(w.degraded_since),
-            "failed_ops": w.failed_ops,
-            "reopens": w.reopens,
-            "dropped_ops": w.dropped_ops,
-        })
+        JournalStatus {
+            exec_overhead_p50_us: p50,
+            exec_overhead_p99_us: p99,
+            path: self.writer.store().path().display().to_string(),
+            durability: w.durability,
+            flush_ms: self.writer.config().flush_ms,
+            entries: s.map(|s| s.entries),
+            bytes: s.map(|s| s.bytes),
+            blobs: s.map(|s| s.blobs),
+            file_bytes: s.map(|s| s.file_bytes),
+            queued: w.queued,
+            commits: w.commits,
+            committed_ops: w.committed_ops,
+            failed_commits: w.failed_commits,
+            last_commit_us: w.last_commit_us,
+            last_commit_ops: w.last_commit_ops,
+            last_window_us: w.last_window_us,
+            worst_window_us: w.worst_window_us,
+            at_risk_us: w.at_risk_us,
+            last_commit_at: w.last_commit_at,
+            last_error: w.last_error,
+            health: if w.degraded { "degraded" } else { "ok" },
+            degraded_since: (w.degraded_since != 0).then_some(w.degraded_since),
+            failed_ops: w.failed_ops,
+            reopens: w.reopens,
+            dropped_ops: w.dropped_ops,
+        }
     }
 }
 

@@ -16,7 +16,8 @@ use shoal_policy::plan::{plan_ref, Approval, Plan};
 use shoal_policy::policy::ApproveVia;
 use shoal_policy::{effect, Gate};
 use shoal_proto::elide::Budget;
-use shoal_proto::mcp::CapRequestResult;
+use shoal_proto::kernel::PlanResult;
+use shoal_proto::mcp::{Applied, CapRequestResult, PlanAnswer};
 use shoal_proto::rpc::{self, RpcError};
 
 /// The principal of a connection: the local uid, or the token's.
@@ -96,10 +97,10 @@ pub async fn explain(
     handle: SessionHandle,
     gate: Arc<Gate>,
     src: String,
-) -> Result<Json, RpcError> {
+) -> Result<shoal_proto::kernel::Explained, RpcError> {
     let derived = derive(&handle, &src).await?;
     let d = gate.decide_derived(&derived);
-    rpc::to_result(&shoal_proto::kernel::Explained {
+    Ok(shoal_proto::kernel::Explained {
         effects: derived
             .effects
             .iter()
@@ -114,7 +115,11 @@ pub async fn explain(
 }
 
 /// `exec mode:"plan"` / `shoal_plan`: derive, decide, store.
-pub async fn plan(handle: SessionHandle, gate: Arc<Gate>, src: String) -> Result<Json, RpcError> {
+pub async fn plan(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    src: String,
+) -> Result<PlanResult, RpcError> {
     let derived = derive(&handle, &src).await?;
     let effects = derived.effects.clone();
     let d = gate.decide_derived(&derived);
@@ -141,7 +146,7 @@ pub async fn plan(handle: SessionHandle, gate: Arc<Gate>, src: String) -> Result
         expires_ns: now.saturating_add(ttl),
     };
     match call(&handle, &gate, PlanOp::Put(Box::new(plan))).await? {
-        PlanReply::Json(j) => Ok(j),
+        PlanReply::Plan(p) => Ok(*p),
         _ => Err(RpcError::internal("unexpected plan store reply")),
     }
 }
@@ -158,12 +163,26 @@ async fn call(handle: &SessionHandle, gate: &Gate, op: PlanOp) -> Result<PlanRep
 }
 
 /// `plan.get`, `plan.list`, `cap.request`, `plan.approve`, `plan.deny`.
-pub async fn plan_op(handle: SessionHandle, gate: Arc<Gate>, op: PlanOp) -> Result<Json, RpcError> {
+pub async fn plan_op(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    op: PlanOp,
+) -> Result<PlanAnswer, RpcError> {
     match call(&handle, &gate, op).await? {
-        PlanReply::Json(j) => Ok(j),
-        PlanReply::Grant(g) => rpc::to_result(&g),
+        PlanReply::Plan(p) => Ok(PlanAnswer::Plan(p)),
+        PlanReply::Plans(p) => Ok(PlanAnswer::Plans(p)),
+        PlanReply::Grant(g) => Ok(PlanAnswer::Grant(g)),
         PlanReply::Run(_) => Err(RpcError::internal("unexpected plan store reply")),
     }
+}
+
+/// [`plan_op`] as the JSON an MCP result carries.
+pub async fn plan_op_json(
+    handle: SessionHandle,
+    gate: Arc<Gate>,
+    op: PlanOp,
+) -> Result<Json, RpcError> {
+    rpc::to_result(&plan_op(handle, gate, op).await?)
 }
 
 /// `cap.request` / `shoal_cap_request` (a [`PlanOp::Request`]): the grant.
@@ -188,7 +207,7 @@ pub async fn apply(
     tty: bool,
     budget: Budget,
     cancel: Arc<CallCancel>,
-) -> Result<Json, RpcError> {
+) -> Result<Applied, RpcError> {
     apply_checked(handle, gate, plan_ref, None, tty, budget, cancel).await
 }
 
@@ -203,7 +222,7 @@ pub async fn exec_approved(
     tty: bool,
     budget: Budget,
     cancel: Arc<CallCancel>,
-) -> Result<Json, RpcError> {
+) -> Result<Applied, RpcError> {
     let denied = |m: &str| RpcError::new(rpc::LEASH_DENIED, m.to_string());
     let Some(plan_ref) = plan_ref else {
         return Err(denied(
@@ -233,7 +252,7 @@ async fn apply_checked(
     tty: bool,
     budget: Budget,
     cancel: Arc<CallCancel>,
-) -> Result<Json, RpcError> {
+) -> Result<Applied, RpcError> {
     // The store checks the source and uses the plan up (it applies once).
     let op = PlanOp::Apply {
         plan_ref: plan_ref.clone(),
@@ -271,7 +290,7 @@ async fn apply_checked(
     }
     // The run-time gate lets through what the approved plan lists.
     let applying = Arc::new(gate.applying(&plan.effects));
-    let mut r = crate::sessions::exec::exec_elided(
+    let result = crate::sessions::exec::exec_elided(
         handle,
         plan.src.clone(),
         Position::Stmt,
@@ -282,10 +301,7 @@ async fn apply_checked(
         false,
     )
     .await?;
-    if let Some(o) = r.as_object_mut() {
-        o.insert("plan_ref".into(), json!(plan_ref));
-    }
-    Ok(r)
+    Ok(Applied { result, plan_ref })
 }
 
 /// `cap.request` params checked: the plan (never empty) and the requested

@@ -60,7 +60,7 @@ pub struct ListSessions {
 /// The data behind `shoal status` / `daemon.status`, as `principal` may see it
 /// (a token principal: its own and shared sessions, no daemon internals).
 #[derive(Message)]
-#[rtype(result = "Json")]
+#[rtype(result = "shoal_proto::kernel::DaemonStatus")]
 pub struct GetStatus {
     pub principal: String,
 }

@@ -195,35 +195,6 @@ pub fn tier() -> &'static str {
     }
 }
 
-/// The `leash` part of `daemon.status`: the sandbox tier and, per
-/// configured principal, whether its grants are OS-enforced.
-pub fn status_json() -> serde_json::Value {
-    let rt = runtime();
-    let principals: Vec<serde_json::Value> = rt
-        .policy
-        .principals
-        .keys()
-        .map(|name| {
-            let g = Gate::for_principal(name);
-            serde_json::json!({
-                "name": name,
-                "caps_enforced": g.caps_enforced(),
-                "hermetic": rt.policy.principals[name].hermetic,
-                "net": g.net_confinement(),
-                "opaque": g.decide(&[Effect::Opaque]).verdict.as_str(),
-                "auto_apply": format!("{:?}", rt.policy.principals[name].auto_apply).to_lowercase(),
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "tier": tier(),
-        "landlock_abi": landlock::abi(),
-        "plan_ttl_s": rt.plan_ttl.as_secs(),
-        "tokens": rt.tokens.as_ref().map(|t| t.path().display().to_string()),
-        "principals": principals,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::parse_duration;

@@ -219,7 +219,7 @@ impl Stamp {
     /// The reply frame for request `id`, its result stamped.
     pub fn reply_frame(&self, id: &Json, res: Result<Json, RpcError>) -> Vec<u8> {
         match res {
-            Err(e) => rpc::reply_frame(id, Err(error(self.read_uri.as_deref(), e))),
+            Err(e) => rpc::error_frame(id, &error(self.read_uri.as_deref(), e)),
             Ok(r) => rpc::reply_frame(id, Ok(stamp_value(self.cacheable, r))),
         }
     }

@@ -2,6 +2,7 @@
 //! capability, `Task` objects, statuses, `tasks/list` pages). Pure mapping from [`shoal_lang::task::TaskRecord`]; one
 //! place, so another protocol revision's envelope can reuse it.
 
+use serde::Serialize;
 use serde_json::{json, Value as Json};
 
 use shoal_lang::task::{self, TaskRecord, TaskState};
@@ -43,10 +44,23 @@ fn iso(ns: i64) -> String {
         .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
 }
 
-/// The MCP `Task` object of a record.
-pub fn task_object(r: &TaskRecord) -> Json {
-    let st = status(r);
-    let message = match (r.state, st) {
+/// The MCP `Task` object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpTask {
+    pub task_id: String,
+    pub status: &'static str,
+    pub created_at: String,
+    pub last_updated_at: String,
+    pub ttl: u64,
+    pub poll_interval: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+}
+
+/// What a task's MCP status message says, if anything.
+pub fn status_message(r: &TaskRecord) -> Option<String> {
+    match (r.state, status(r)) {
         (TaskState::Suspended, _) => Some("suspended (SIGSTOP); resume with task.resume".into()),
         (TaskState::Cancelling, _) => {
             Some("cancel requested; its processes are being stopped".into())
@@ -58,29 +72,75 @@ pub fn task_object(r: &TaskRecord) -> Json {
             .map(str::to_string),
         (_, "completed") => r.result_ref.map(|n| format!("value stored as out:{n}")),
         _ => None,
-    };
-    let mut t = json!({
-        "taskId": task::ref_name(r.id),
-        "status": st,
-        "createdAt": iso(r.started_ns),
-        "lastUpdatedAt": iso(r.finished_ns.unwrap_or(r.started_ns)),
-        "ttl": r.retain.as_millis() as u64,
-        "pollInterval": POLL_INTERVAL_MS,
-    });
-    if let Some(m) = message {
-        t["statusMessage"] = json!(m);
     }
-    t
+}
+
+/// The MCP `Task` object of a record.
+pub fn task_object(r: &TaskRecord) -> McpTask {
+    McpTask {
+        task_id: task::ref_name(r.id),
+        status: status(r),
+        created_at: iso(r.started_ns),
+        last_updated_at: iso(r.finished_ns.unwrap_or(r.started_ns)),
+        ttl: r.retain.as_millis() as u64,
+        poll_interval: POLL_INTERVAL_MS,
+        status_message: status_message(r),
+    }
 }
 
 /// `_meta` naming the task a result belongs to.
-pub fn related_meta(id: u64) -> Json {
-    json!({ RELATED_TASK: {"taskId": task::ref_name(id)} })
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RelatedMeta {
+    #[serde(rename = "io.modelcontextprotocol/related-task")]
+    pub related: RelatedTask,
+}
+
+/// The task of [`RelatedMeta`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RelatedTask {
+    #[serde(rename = "taskId")]
+    pub task_id: String,
+}
+
+/// `_meta` naming the task a result belongs to.
+pub fn related_meta(id: u64) -> RelatedMeta {
+    RelatedMeta {
+        related: RelatedTask {
+            task_id: task::ref_name(id),
+        },
+    }
+}
+
+/// The `CreateTaskResult` of a task-augmented `tools/call`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CreateTaskResult {
+    pub task: McpTask,
+    #[serde(rename = "_meta")]
+    pub meta: RelatedMeta,
+}
+
+impl CreateTaskResult {
+    pub fn of(r: &TaskRecord) -> Self {
+        CreateTaskResult {
+            task: task_object(r),
+            meta: related_meta(r.id),
+        }
+    }
+}
+
+/// A `tasks/list` page.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPage {
+    pub tasks: Vec<McpTask>,
+    /// The last id of this page, when more follow.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// One `tasks/list` page of `records` (ascending ids) after `cursor` (the
 /// last id of the previous page). `Err` for a cursor that is not one.
-pub fn list_page(records: &[TaskRecord], cursor: Option<&str>) -> Result<Json, String> {
+pub fn list_page(records: &[TaskRecord], cursor: Option<&str>) -> Result<TaskPage, String> {
     let after = match cursor {
         None => 0,
         Some(c) => c
@@ -91,13 +151,10 @@ pub fn list_page(records: &[TaskRecord], cursor: Option<&str>) -> Result<Json, S
     page.sort_by_key(|r| r.id);
     let more = page.len() > PAGE;
     page.truncate(PAGE);
-    let mut out = json!({"tasks": page.iter().map(|r| task_object(r)).collect::<Vec<_>>()});
-    if more {
-        if let Some(last) = page.last() {
-            out["nextCursor"] = json!(last.id.to_string());
-        }
-    }
-    Ok(out)
+    Ok(TaskPage {
+        tasks: page.iter().map(|r| task_object(r)).collect(),
+        next_cursor: page.last().filter(|_| more).map(|last| last.id.to_string()),
+    })
 }
 
 #[cfg(test)]
@@ -110,10 +167,25 @@ mod tests {
         let mut r = TaskRecord::new(5, "s", "sleep 1", 1_750_000_000_000_000_000);
         assert_eq!(status(&r), "working");
         let t = task_object(&r);
-        assert_eq!(t["taskId"], "task:5");
-        assert!(t["createdAt"].as_str().unwrap().starts_with("2025-06-15"));
+        assert_eq!(t.task_id, "task:5");
+        assert!(t.created_at.starts_with("2025-06-15"));
+        assert_eq!(
+            serde_json::to_value(CreateTaskResult::of(&r)).unwrap(),
+            json!({
+                "task": {
+                    "taskId": "task:5", "status": "working",
+                    "createdAt": "2025-06-15T15:06:40Z", "lastUpdatedAt": "2025-06-15T15:06:40Z",
+                    "ttl": r.retain.as_millis() as u64, "pollInterval": POLL_INTERVAL_MS,
+                },
+                "_meta": {RELATED_TASK: {"taskId": "task:5"}},
+            })
+        );
         r.finish(Ending::Value { n: 2, ok: true }, 1_750_000_001_000_000_000);
-        assert_eq!(task_object(&r)["status"], "completed");
+        assert_eq!(task_object(&r).status, "completed");
+        assert_eq!(
+            serde_json::to_value(task_object(&r)).unwrap()["statusMessage"],
+            "value stored as out:2"
+        );
         let mut c = TaskRecord::new(6, "s", "sleep 9", 0);
         c.request_cancel();
         assert_eq!(status(&c), "cancelled");
@@ -124,11 +196,15 @@ mod tests {
     fn pages() {
         let recs: Vec<TaskRecord> = (1..=120).map(|i| TaskRecord::new(i, "s", "x", 0)).collect();
         let p1 = list_page(&recs, None).unwrap();
-        assert_eq!(p1["tasks"].as_array().unwrap().len(), PAGE);
-        let c = p1["nextCursor"].as_str().unwrap().to_string();
+        assert_eq!(p1.tasks.len(), PAGE);
+        let c = p1.next_cursor.clone().unwrap();
+        assert_eq!(serde_json::to_value(&p1).unwrap()["nextCursor"], "50");
         let p3 = list_page(&recs, Some("100")).unwrap();
-        assert_eq!(p3["tasks"].as_array().unwrap().len(), 20);
-        assert!(p3.get("nextCursor").is_none());
+        assert_eq!(p3.tasks.len(), 20);
+        assert!(serde_json::to_value(&p3)
+            .unwrap()
+            .get("nextCursor")
+            .is_none());
         assert_eq!(c, "50");
         assert!(list_page(&recs, Some("x")).is_err());
     }

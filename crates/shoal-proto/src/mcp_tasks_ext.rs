@@ -16,6 +16,7 @@
 
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{json, Value as Json};
 
 use super::mcp_tasks::{self, POLL_INTERVAL_MS};
@@ -66,21 +67,32 @@ pub fn capability() -> Json {
     json!({})
 }
 
-/// The extension's `Task` fields of a record (no `resultType`).
-pub fn task_fields(r: &TaskRecord) -> Json {
+/// The extension's `Task` fields (no `resultType`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtTask {
+    pub task_id: String,
+    pub status: &'static str,
+    pub created_at: String,
+    pub last_updated_at: String,
+    pub ttl_ms: u64,
+    pub poll_interval_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+}
+
+/// The extension's `Task` fields of a record.
+pub fn task_fields(r: &TaskRecord) -> ExtTask {
     let legacy = mcp_tasks::task_object(r);
-    let mut t = json!({
-        "taskId": legacy["taskId"],
-        "status": status(r),
-        "createdAt": legacy["createdAt"],
-        "lastUpdatedAt": legacy["lastUpdatedAt"],
-        "ttlMs": r.retain.as_millis() as u64,
-        "pollIntervalMs": POLL_INTERVAL_MS,
-    });
-    if let Some(m) = legacy.get("statusMessage") {
-        t["statusMessage"] = m.clone();
+    ExtTask {
+        task_id: legacy.task_id,
+        status: status(r),
+        created_at: legacy.created_at,
+        last_updated_at: legacy.last_updated_at,
+        ttl_ms: r.retain.as_millis() as u64,
+        poll_interval_ms: POLL_INTERVAL_MS,
+        status_message: legacy.status_message,
     }
-    t
 }
 
 /// The extension's status of a shoal task. A program that raised ended its
@@ -101,12 +113,25 @@ pub fn is_internal(error: Option<&Json>) -> bool {
     error.is_none_or(|e| e["code"] == json!(super::rpc::INTERNAL_ERROR))
 }
 
-/// The task handle a `tools/call` answers with (`CreateTaskResult`).
-pub fn created(r: &TaskRecord) -> Json {
-    let mut t = task_fields(r);
-    t["resultType"] = json!("task");
-    t["_meta"] = mcp_tasks::related_meta(r.id);
-    t
+/// The task handle a `tools/call` answers with (`CreateTaskResult`): the
+/// task's fields flat, `resultType: "task"` and the related task.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Created {
+    #[serde(flatten)]
+    pub task: ExtTask,
+    #[serde(rename = "resultType")]
+    pub result_type: &'static str,
+    #[serde(rename = "_meta")]
+    pub meta: mcp_tasks::RelatedMeta,
+}
+
+/// The task handle of `r`.
+pub fn created(r: &TaskRecord) -> Created {
+    Created {
+        task: task_fields(r),
+        result_type: "task",
+        meta: mcp_tasks::related_meta(r.id),
+    }
 }
 
 /// What a terminal task ended with, for a `tasks/get` answer.
@@ -120,22 +145,56 @@ pub enum Outcome {
 }
 
 /// The `tasks/get` (and `tasks/cancel`) answer: the task, with its outcome
-/// once terminal.
-pub fn get_result(r: &TaskRecord, outcome: Outcome) -> Json {
-    let mut t = task_fields(r);
-    match outcome {
-        Outcome::None => {}
-        Outcome::Result(x) => t["result"] = x,
-        Outcome::Error(e) => t["error"] = e.to_json(),
-    }
-    t
+/// once terminal (`result` or `error`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TaskGot {
+    #[serde(flatten)]
+    pub task: ExtTask,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Json>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<RpcError>,
 }
 
-/// The params of a `notifications/tasks/status` push on a listen stream.
-pub fn status_params(r: &TaskRecord, subscription: &Json) -> Json {
-    let mut t = task_fields(r);
-    t["_meta"] = json!({ crate::mcp::SUBSCRIPTION_ID_KEY: subscription });
-    t
+/// The `tasks/get` (and `tasks/cancel`) answer of `r`.
+pub fn get_result(r: &TaskRecord, outcome: Outcome) -> TaskGot {
+    let (result, error) = match outcome {
+        Outcome::None => (None, None),
+        Outcome::Result(x) => (Some(x), None),
+        Outcome::Error(e) => (None, Some(e)),
+    };
+    TaskGot {
+        task: task_fields(r),
+        result,
+        error,
+    }
+}
+
+/// The params of a `notifications/tasks/status` push on a listen stream:
+/// the task's fields and the subscription they answer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StatusParams {
+    #[serde(flatten)]
+    pub task: ExtTask,
+    #[serde(rename = "_meta")]
+    pub meta: SubscriptionMeta,
+}
+
+/// `_meta` naming the listen stream a notification belongs to.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SubscriptionMeta {
+    #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+    pub subscription: Json,
+}
+
+/// The params of a `notifications/tasks/status` push of `r`.
+pub fn status_params(r: &TaskRecord, subscription: &Json) -> StatusParams {
+    StatusParams {
+        task: task_fields(r),
+        meta: SubscriptionMeta {
+            subscription: subscription.clone(),
+        },
+    }
 }
 
 /// The `taskIds` a `subscriptions/listen` filter asks for, as shoal task
@@ -204,20 +263,40 @@ mod tests {
     fn handle_and_poll_shapes() {
         let mut r = TaskRecord::new(3, "s", "sleep 2", 1_750_000_000_000_000_000);
         let c = created(&r);
-        assert_eq!(c["resultType"], "task");
-        assert_eq!(c["taskId"], "task:3");
-        assert_eq!(c["status"], "working");
-        assert_eq!(c["pollIntervalMs"], POLL_INTERVAL_MS);
-        assert!(c.get("task").is_none() && c.get("result").is_none());
+        let ttl = r.retain.as_millis() as u64;
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            serde_json::to_string(&json!({
+                "taskId": "task:3", "status": "working",
+                "createdAt": "2025-06-15T15:06:40Z", "lastUpdatedAt": "2025-06-15T15:06:40Z",
+                "ttlMs": ttl, "pollIntervalMs": POLL_INTERVAL_MS,
+                "resultType": "task",
+                "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "task:3"}},
+            }))
+            .unwrap()
+        );
         r.finish(Ending::Value { n: 1, ok: true }, 1_750_000_002_000_000_000);
-        let g = get_result(&r, Outcome::Result(json!({"content": []})));
-        assert_eq!(g["status"], "completed");
-        assert_eq!(g["result"]["content"], json!([]));
-        assert!(g.get("resultType").is_none());
-        let e = get_result(&r, Outcome::Error(RpcError::internal("x")));
-        assert_eq!(e["error"]["message"], "x");
-        let n = status_params(&r, &json!(7));
-        assert_eq!(n["_meta"][crate::mcp::SUBSCRIPTION_ID_KEY], 7);
+        let g =
+            serde_json::to_value(get_result(&r, Outcome::Result(json!({"content": []})))).unwrap();
+        assert_eq!(
+            g,
+            json!({
+                "taskId": "task:3", "status": "completed",
+                "createdAt": "2025-06-15T15:06:40Z", "lastUpdatedAt": "2025-06-15T15:06:42Z",
+                "ttlMs": ttl, "pollIntervalMs": POLL_INTERVAL_MS,
+                "statusMessage": "value stored as out:1",
+                "result": {"content": []},
+            })
+        );
+        let e =
+            serde_json::to_value(get_result(&r, Outcome::Error(RpcError::internal("x")))).unwrap();
+        assert_eq!(
+            e["error"],
+            json!({"code": crate::rpc::INTERNAL_ERROR, "message": "x"})
+        );
+        let n = serde_json::to_value(status_params(&r, &json!(7))).unwrap();
+        assert_eq!(n["_meta"], json!({crate::mcp::SUBSCRIPTION_ID_KEY: 7}));
+        assert_eq!(n["taskId"], "task:3");
     }
 
     #[test]

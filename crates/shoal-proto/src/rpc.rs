@@ -413,13 +413,40 @@ pub fn error_frame(id: &Value, error: &RpcError) -> Vec<u8> {
     out
 }
 
-/// The reply frame for request `id`: the same frame as
-/// `frame::encode(&reply(id, r))` without building the wrapper object.
-pub fn reply_frame(id: &Value, r: Result<Value, RpcError>) -> Vec<u8> {
-    match r {
-        Ok(v) => result_frame(id, &v),
-        Err(e) => error_frame(id, &e),
+/// A result ready to be answered: written once, by serde, straight into its
+/// response frame (no JSON tree of it is built on the way). Every
+/// `Serialize` result is one, a JSON value included.
+pub trait Respond: Send {
+    /// The frame of the success response to `id` carrying this result.
+    fn frame(&self, id: &Value) -> Vec<u8>;
+}
+
+impl<T: Serialize + Send> Respond for T {
+    fn frame(&self, id: &Value) -> Vec<u8> {
+        result_frame(id, self)
     }
+}
+
+/// A typed result whose type the caller need not name.
+pub type Answer = Box<dyn Respond>;
+
+/// `result` as an [`Answer`].
+pub fn answer<T: Serialize + Send + 'static>(result: T) -> Answer {
+    Box::new(result)
+}
+
+/// The reply frame for request `id`: the result's frame, or the error's.
+pub fn respond<R: Respond + ?Sized>(id: &Value, r: Result<&R, &RpcError>) -> Vec<u8> {
+    match r {
+        Ok(v) => v.frame(id),
+        Err(e) => error_frame(id, e),
+    }
+}
+
+/// [`respond`] with an owned result: the same frame as
+/// `frame::encode(&reply(id, r))` without building the wrapper object.
+pub fn reply_frame<T: Serialize + Send>(id: &Value, r: Result<T, RpcError>) -> Vec<u8> {
+    respond(id, r.as_ref())
 }
 
 /// The frame-limit refusal (id unknown: the frame was never read whole).
@@ -496,8 +523,30 @@ mod tests {
             }
             let e = RpcError::invalid_params("bad");
             let want = crate::frame::encode(&reply(id, Err(e.clone())));
-            assert_eq!(reply_frame(id, Err(e)), want);
+            assert_eq!(reply_frame::<Value>(id, Err(e)), want);
         }
+    }
+
+    #[test]
+    fn a_typed_answer_is_the_frame_of_its_json() {
+        #[derive(Serialize)]
+        struct Row {
+            name: &'static str,
+            n: Option<u64>,
+        }
+        let id = json!(3);
+        let typed: Answer = answer(Row { name: "a", n: None });
+        let want = crate::frame::encode(&reply(&id, Ok(json!({"name": "a", "n": null}))));
+        assert_eq!(respond(&id, Ok(&*typed)), want);
+        assert_eq!(
+            String::from_utf8(want).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"name\":\"a\",\"n\":null}}\n"
+        );
+        let e = RpcError::internal("x");
+        assert_eq!(
+            respond::<dyn Respond>(&id, Err(&e)),
+            crate::frame::encode(&reply(&id, Err(e.clone())))
+        );
     }
 
     /// The in-place read classifies every frame as the whole-value parse does.

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
 use actix::prelude::*;
-use serde_json::{json, Value as Json};
+use shoal_proto::kernel::{ServiceRow, ServiceRows};
 
 use super::Daemon;
 use crate::event_bus::{EventBus, SubscriberBook};
@@ -78,18 +78,21 @@ impl ServiceSet {
     }
 
     /// `{service: {restarts, failed}}` for `daemon.status`.
-    pub fn status_json(&self) -> Json {
-        let m: serde_json::Map<String, Json> = self
-            .slots
-            .iter()
-            .map(|(k, s)| {
-                (
-                    k.label().to_string(),
-                    json!({"restarts": s.budget.restarts(), "failed": s.failed.is_some()}),
-                )
-            })
-            .collect();
-        Json::Object(m)
+    pub fn status(&self) -> ServiceRows {
+        ServiceRows(
+            self.slots
+                .iter()
+                .map(|(k, s)| {
+                    (
+                        k.label(),
+                        ServiceRow {
+                            restarts: s.budget.restarts(),
+                            failed: s.failed.is_some(),
+                        },
+                    )
+                })
+                .collect(),
+        )
     }
 }
 

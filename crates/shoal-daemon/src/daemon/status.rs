@@ -5,7 +5,6 @@
 //! a deadline: it never waits on a stuck one and never changes anything.
 
 use actix::prelude::*;
-use serde_json::{json, Value as Json};
 
 use super::Daemon;
 use crate::health::rss_bytes;
@@ -13,12 +12,15 @@ use crate::journal_writer::Services;
 use crate::msg::GetStatus;
 use crate::sessions::session::SessionShared;
 use shoal_base::sync::Locked;
-use shoal_proto::kernel::SessionRow;
+use shoal_proto::kernel::{
+    AdaptersStatus, DaemonFacts, DaemonStatus, LeashPrincipal, LeashStatus, Limits, LocalStatus,
+    Quota, SessionRow, TokenDaemonFacts, TokenStatus,
+};
 
 impl Daemon {
     /// Each `[limits]` quota with its current use, where the daemon can count it. Per-session
     /// and per-connection quotas show the busiest session or connection.
-    fn limits_json(&self) -> Json {
+    fn limits(&self) -> Limits {
         let l = &self.config.limits;
         let live = self
             .sessions
@@ -37,35 +39,44 @@ impl Daemon {
             .map(|(_, s, _)| s.ptys.list().len())
             .max()
             .unwrap_or(0);
-        json!({
-            "sessions": {"used": live, "max": l.max_sessions, "key": "max_sessions"},
+        let n = |v: usize| v as u64;
+        Limits {
+            sessions: Some(Quota::used(n(live), n(l.max_sessions), "max_sessions")),
             // The busiest token principal's sessions (the local uid has no such cap).
-            "sessions_per_principal": {
-                "used": self.busiest_owner(),
-                "max": l.max_sessions_per_principal,
-                "key": "max_sessions_per_principal",
-            },
-            "connections": {
-                "used": self.connections.load(std::sync::atomic::Ordering::Relaxed),
-                "max": l.max_connections,
-                "key": "max_connections",
-            },
-            "subscriptions_per_connection": {
-                "used": self.registry.max_subscriptions(),
-                "max": l.max_subscriptions_per_connection,
-                "key": "max_subscriptions_per_connection",
-            },
+            sessions_per_principal: Some(Quota::used(
+                n(self.busiest_owner()),
+                n(l.max_sessions_per_principal),
+                "max_sessions_per_principal",
+            )),
+            connections: Some(Quota::used(
+                n(self.connections.load(std::sync::atomic::Ordering::Relaxed)),
+                n(l.max_connections),
+                "max_connections",
+            )),
+            subscriptions_per_connection: Some(Quota::used(
+                self.registry.max_subscriptions(),
+                n(l.max_subscriptions_per_connection),
+                "max_subscriptions_per_connection",
+            )),
             // `used` (the busiest session's live tasks) is filled in from the
             // session tables.
-            "tasks_per_session": {"used": 0, "max": l.max_tasks_per_session, "key": "max_tasks_per_session"},
-            "ptys_per_session": {
-                "used": ptys_used,
-                "max": l.max_ptys_per_session,
-                "key": "max_ptys_per_session",
-            },
-            "session_memory": {"max": l.session_memory, "key": "session_memory"},
-            "spill_bytes": {"used": spill_used, "max": l.spill_bytes, "key": "spill_bytes"},
-        })
+            tasks_per_session: Some(Quota::used(
+                0,
+                n(l.max_tasks_per_session),
+                "max_tasks_per_session",
+            )),
+            ptys_per_session: Some(Quota::used(
+                n(ptys_used),
+                n(l.max_ptys_per_session),
+                "max_ptys_per_session",
+            )),
+            session_memory: Some(Quota {
+                used: None,
+                max: l.session_memory,
+                key: "session_memory",
+            }),
+            spill_bytes: Some(Quota::used(spill_used, l.spill_bytes, "spill_bytes")),
+        }
     }
     /// Live sessions of the token principal that owns the most.
     fn busiest_owner(&self) -> usize {
@@ -106,12 +117,12 @@ impl Daemon {
 }
 
 impl Handler<GetStatus> for Daemon {
-    type Result = ResponseFuture<Json>;
+    type Result = ResponseFuture<DaemonStatus>;
 
     fn handle(&mut self, msg: GetStatus, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         if msg.principal != shoal_policy::runtime().local {
-            let status = self.token_status(&msg.principal);
+            let status = DaemonStatus::Token(Box::new(self.token_status(&msg.principal)));
             return Box::pin(async move { status });
         }
         let adapters = self.adapters().clone();
@@ -126,33 +137,35 @@ impl Handler<GetStatus> for Daemon {
                 addr.send(crate::sessions::supervisor::ListChildren)
             })
             .collect();
-        let mut status = json!({
-            "daemon": {
-                "pid": i.pid,
-                "version": env!("CARGO_PKG_VERSION"),
-                "uptime_ms": i.started.elapsed().as_millis() as u64,
-                "started_unix_ms": i.started_unix_ms,
-                "socket": i.socket.display().to_string(),
-                "socket_activated": i.socket_activated,
-                "state_dir": i.state_dir.display().to_string(),
-                "config": i.config.as_ref().map(|p| p.display().to_string()),
-                "log_dir": i.log_dir.display().to_string(),
+        let mut status = LocalStatus {
+            daemon: DaemonFacts {
+                pid: i.pid,
+                version: env!("CARGO_PKG_VERSION"),
+                uptime_ms: i.started.elapsed().as_millis() as u64,
+                started_unix_ms: i.started_unix_ms,
+                socket: i.socket.display().to_string(),
+                socket_activated: i.socket_activated,
+                state_dir: i.state_dir.display().to_string(),
+                config: i.config.as_ref().map(|p| p.display().to_string()),
+                log_dir: i.log_dir.display().to_string(),
             },
-            "actors": self.registry.snapshot(),
-            "sessions": null,
-            "journal": self.services.as_ref().map(Services::status_json),
-            "services": self.service_set.status_json(),
-            "limits": self.limits_json(),
-            "adapters": {"count": adapters.len(), "warnings": adapters.warnings},
-            "leash": shoal_policy::status_json(),
-            "rss_bytes": rss_bytes(),
-            "http": crate::http::status_json(),
-        });
-        let mut rows: Vec<SessionRow> = self
-            .sessions
-            .values()
-            .map(|(_, s, _)| Daemon::session_row(s))
-            .collect();
+            actors: self.registry.snapshot(),
+            sessions: self
+                .sessions
+                .values()
+                .map(|(_, s, _)| Daemon::session_row(s))
+                .collect(),
+            journal: self.services.as_ref().map(Services::status),
+            services: self.service_set.status(),
+            limits: self.limits(),
+            adapters: AdaptersStatus {
+                count: adapters.len(),
+                warnings: adapters.warnings.clone(),
+            },
+            leash: leash_status(),
+            rss_bytes: rss_bytes(),
+            http: crate::http::status(),
+        };
         Box::pin(async move {
             let mut busiest = 0;
             for (i, t) in tables.into_iter().enumerate() {
@@ -160,35 +173,57 @@ impl Handler<GetStatus> for Daemon {
                     .await
                     .ok()
                     .and_then(Result::ok);
-                if let (Some(table), Some(s)) = (table, rows.get_mut(i)) {
-                    let live = table["tasks"].as_array().map_or(0, |t| {
-                        t.iter()
-                            .filter(|r| {
-                                !matches!(
-                                    r["state"].as_str(),
-                                    Some("completed" | "failed" | "cancelled")
-                                )
-                            })
-                            .count()
-                    });
+                if let (Some(table), Some(s)) = (table, status.sessions.get_mut(i)) {
+                    let live = table.tasks.iter().filter(|t| !t.is_final()).count();
                     s.tasks = live;
                     busiest = busiest.max(live);
-                    s.task_list = Some(table["tasks"].clone());
-                    s.children = Some(table["children"].clone());
-                    s.restarts = Some(table["restarts"].clone());
+                    s.task_list = Some(table.tasks);
+                    s.children = Some(table.children);
+                    s.restarts = Some(table.restarts);
                 }
             }
-            status["sessions"] = serde_json::to_value(rows).unwrap_or_default();
-            status["limits"]["tasks_per_session"]["used"] = json!(busiest);
-            status
+            if let Some(q) = status.limits.tasks_per_session.as_mut() {
+                q.used = Some(busiest as u64);
+            }
+            DaemonStatus::Local(Box::new(status))
         })
+    }
+}
+
+/// The `leash` section: the sandbox tier and, per configured principal,
+/// whether its grants are OS-enforced.
+fn leash_status() -> LeashStatus {
+    use shoal_policy::{Effect, Gate};
+    let rt = shoal_policy::runtime();
+    let principals = rt
+        .policy
+        .principals
+        .iter()
+        .map(|(name, p)| {
+            let g = Gate::for_principal(name);
+            LeashPrincipal {
+                name: name.clone(),
+                caps_enforced: g.caps_enforced(),
+                hermetic: p.hermetic,
+                net: g.net_confinement(),
+                opaque: g.decide(&[Effect::Opaque]).verdict.as_str(),
+                auto_apply: format!("{:?}", p.auto_apply).to_lowercase(),
+            }
+        })
+        .collect();
+    LeashStatus {
+        tier: shoal_policy::tier(),
+        landlock_abi: shoal_policy::landlock::abi(),
+        plan_ttl_s: rt.plan_ttl.as_secs(),
+        tokens: rt.tokens.as_ref().map(|t| t.path().display().to_string()),
+        principals,
     }
 }
 
 impl Daemon {
     /// What a token principal's `daemon.status` shows: the version, the sessions it may
     /// reach (with its access to each) and the session quotas as they apply to it.
-    fn token_status(&self, principal: &str) -> Json {
+    fn token_status(&self, principal: &str) -> TokenStatus {
         let mut owned = 0;
         let sessions: Vec<SessionRow> = self
             .sessions
@@ -207,21 +242,22 @@ impl Daemon {
             })
             .collect();
         let l = &self.config.limits;
-        json!({
-            "daemon": {
-                "version": env!("CARGO_PKG_VERSION"),
-                "uptime_ms": self.info.started.elapsed().as_millis() as u64,
+        TokenStatus {
+            daemon: TokenDaemonFacts {
+                version: env!("CARGO_PKG_VERSION"),
+                uptime_ms: self.info.started.elapsed().as_millis() as u64,
             },
-            "principal": principal,
-            "sessions": sessions,
-            "limits": {
-                "sessions_per_principal": {
-                    "used": owned,
-                    "max": l.max_sessions_per_principal,
-                    "key": "max_sessions_per_principal",
-                },
+            principal: principal.to_string(),
+            sessions,
+            limits: Limits {
+                sessions_per_principal: Some(Quota::used(
+                    owned,
+                    l.max_sessions_per_principal as u64,
+                    "max_sessions_per_principal",
+                )),
+                ..Default::default()
             },
-        })
+        }
     }
 }
 

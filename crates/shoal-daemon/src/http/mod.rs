@@ -21,8 +21,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value as Json};
-
 use crate::config::{Config, HttpConfig};
 use pipe::Pipe;
 use shoal_base::sync::Locked;
@@ -44,16 +42,16 @@ pub struct HttpStats {
 static STATS: OnceLock<Arc<HttpStats>> = OnceLock::new();
 
 /// The `http` object of `daemon.status` (`None`: no HTTP listener).
-pub fn status_json() -> Option<Json> {
+pub fn status() -> Option<shoal_proto::kernel::HttpStatus> {
     let s = STATS.get()?;
-    Some(json!({
-        "listen": s.listen,
-        "url": format!("http://{}/mcp", s.listen),
-        "connections": s.connections.load(Ordering::Relaxed),
-        "streams": s.streams.load(Ordering::Relaxed),
-        "sessions": s.sessions.load(Ordering::Relaxed),
-        "requests": s.requests.load(Ordering::Relaxed),
-    }))
+    Some(shoal_proto::kernel::HttpStatus {
+        listen: s.listen.clone(),
+        url: format!("http://{}/mcp", s.listen),
+        connections: s.connections.load(Ordering::Relaxed),
+        streams: s.streams.load(Ordering::Relaxed),
+        sessions: s.sessions.load(Ordering::Relaxed),
+        requests: s.requests.load(Ordering::Relaxed),
+    })
 }
 
 /// Idle pipes kept per bearer and session for stateless requests.

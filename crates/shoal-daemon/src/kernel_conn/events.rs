@@ -15,7 +15,7 @@ use crate::event_bus::{
 };
 use crate::peer;
 use shoal_proto::kernel::{self, EventsRequest};
-use shoal_proto::rpc::{self, RpcError};
+use shoal_proto::rpc::{self, Answer, RpcError};
 
 impl KernelConn {
     /// `events.read`, `events.publish`, `events.subscribe`, `events.unsubscribe`.
@@ -67,7 +67,7 @@ impl KernelConn {
                         })
                         .await
                         .map_err(crate::msg::mailbox)?;
-                    rpc::to_result(&kernel::EventsRead {
+                    Ok(kernel::EventsRead {
                         channel,
                         events: events.iter().map(BusEvent::to_json).collect(),
                     })
@@ -98,7 +98,7 @@ impl KernelConn {
                         .send(PublishFrom { publish, origin })
                         .await
                         .map_err(crate::msg::mailbox)?;
-                    rpc::to_result(&kernel::Published {
+                    Ok(kernel::Published {
                         channel: ev.channel.clone(),
                         seq: ev.seq,
                         ts: ev.ts,
@@ -164,9 +164,9 @@ impl KernelConn {
     }
 }
 
-fn subscription(channel: String, subscribed: bool) -> Result<Json, RpcError> {
-    rpc::to_result(&kernel::Subscription {
+fn subscription(channel: String, subscribed: bool) -> Result<Answer, RpcError> {
+    Ok(rpc::answer(kernel::Subscription {
         channel,
         subscribed,
-    })
+    }))
 }

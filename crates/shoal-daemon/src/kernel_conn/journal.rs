@@ -3,7 +3,7 @@
 //! only asks the journal actor; it never writes to it.
 
 use actix::prelude::*;
-use serde_json::{json, Value as Json};
+use serde_json::json;
 
 use super::{KernelConn, Reply};
 use crate::conn::GetServices;
@@ -13,13 +13,14 @@ use shoal_proto::rpc::{self, RpcError};
 
 impl KernelConn {
     /// The journal and bus: from the attachment, else asked of the daemon once.
-    pub(super) fn with_services<F, Fut>(&mut self, f: F) -> Reply
+    pub(super) fn with_services<F, Fut, T>(&mut self, f: F) -> Reply
     where
         F: FnOnce(Services) -> Fut + 'static,
-        Fut: std::future::Future<Output = Result<Json, RpcError>> + 'static,
+        Fut: std::future::Future<Output = Result<T, RpcError>> + 'static,
+        T: serde::Serialize + Send + 'static,
     {
         if let Some(s) = self.known_services() {
-            return Box::pin(f(s).into_actor(self));
+            return Box::pin(super::answered(f(s)).into_actor(self));
         }
         self.cx.daemon_stats.enqueue();
         let q = self.cx.daemon.services.send(GetServices);
@@ -28,7 +29,7 @@ impl KernelConn {
             act.services = s.clone();
             async move {
                 match s {
-                    Some(s) => f(s).await,
+                    Some(s) => f(s).await.map(rpc::answer),
                     None => Err(RpcError::internal("the journal is not running")),
                 }
             }
@@ -50,7 +51,7 @@ impl KernelConn {
                 .await
                 .map_err(crate::msg::mailbox)?
                 .map_err(journal_error)?;
-            serde_json::to_value(entries).map_err(|e| RpcError::internal(e.to_string()))
+            Ok(entries)
         })
     }
 
@@ -71,7 +72,7 @@ impl KernelConn {
                     RpcError::new(rpc::UNKNOWN_REF, format!("no journal entry {id}"))
                         .with_data(json!({"id": id}))
                 })?;
-            serde_json::to_value(e).map_err(|e| RpcError::internal(e.to_string()))
+            Ok(e)
         })
     }
 

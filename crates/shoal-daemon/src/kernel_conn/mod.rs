@@ -39,9 +39,22 @@ pub use reader::KernelItem;
 use reader::{id_key, lock_calls, Calls};
 use shoal_proto::elide::Elide;
 use shoal_proto::kernel::{self, EventsRequest, KernelRequest};
-use shoal_proto::rpc::{self, RpcError};
+use shoal_proto::rpc::{self, Answer, RpcError};
 
-type Reply = LocalBoxActorFuture<KernelConn, Result<Json, RpcError>>;
+/// A request's answer: a typed result, written once into its reply frame.
+type Reply = LocalBoxActorFuture<KernelConn, Result<Answer, RpcError>>;
+
+/// A call's future, its typed result answered as is.
+async fn answered<T: serde::Serialize + Send + 'static>(
+    f: impl std::future::Future<Output = Result<T, RpcError>>,
+) -> Result<Answer, RpcError> {
+    f.await.map(rpc::answer)
+}
+
+/// A result known at once.
+fn done<T: serde::Serialize + Send + 'static>(r: Result<T, RpcError>) -> Reply {
+    Box::pin(ready(r.map(rpc::answer)))
+}
 
 pub struct KernelConn {
     cx: ConnContext,
@@ -158,7 +171,7 @@ impl KernelConn {
                     act.reg.stats.set_error(format!("{method}: {}", e.message));
                 }
             }
-            peer::write_frame(&act.tx, ctx, rpc::reply_frame(&id, res));
+            peer::write_frame(&act.tx, ctx, rpc::respond(&id, res.as_deref()));
         }));
     }
 
@@ -167,7 +180,7 @@ impl KernelConn {
             KernelRequest::Attach(p) => self.attach(p),
             // Context-free: answered before attaching, by no session.
             KernelRequest::Parse(p) => {
-                Box::pin(shoal_proto::syntax::parse_async(p).into_actor(self))
+                Box::pin(answered(shoal_proto::syntax::parse_async(p)).into_actor(self))
             }
             KernelRequest::Complete(p) => {
                 // Paths and commands only for the local user: a token's
@@ -182,8 +195,8 @@ impl KernelConn {
                         let names = a.handle.names();
                         shoal_proto::syntax::Where { cwd, path, names }
                     });
-                let done = shoal_proto::syntax::complete_method(&p, at.as_ref());
-                Box::pin(ready(rpc::to_result(&done)))
+                let completed = shoal_proto::syntax::complete_method(&p, at.as_ref());
+                done(Ok(completed))
             }
             // The local user (no token, same uid) may watch the bus without a
             // session: `shoal watch --all` must create none.
@@ -230,7 +243,7 @@ impl KernelConn {
                 Box::pin(
                     async move {
                         let sessions = f.await.map_err(crate::msg::mailbox)?;
-                        rpc::to_result(&kernel::SessionList { sessions })
+                        Ok(rpc::answer(kernel::SessionList { sessions }))
                     }
                     .into_actor(self),
                 )
@@ -241,14 +254,19 @@ impl KernelConn {
                 let f = self.cx.daemon.status.send(GetStatus {
                     principal: gate.principal.clone(),
                 });
-                Box::pin(async move { f.await.map_err(crate::msg::mailbox) }.into_actor(self))
+                Box::pin(
+                    answered(async move { f.await.map_err(crate::msg::mailbox) }).into_actor(self),
+                )
             }
             K::Exec(p) => self.exec(p, handle, gate, tty, cancel),
-            K::Explain(p) => Box::pin(lc::explain(handle, gate, p.src).into_actor(self)),
+            K::Explain(p) => Box::pin(answered(lc::explain(handle, gate, p.src)).into_actor(self)),
             K::PlanList => Box::pin(
                 async move {
-                    let plans = lc::plan_op(handle, gate, PlanOp::List).await?;
-                    rpc::to_result(&kernel::PlanList { plans })
+                    let plans = match lc::plan_op(handle, gate, PlanOp::List).await? {
+                        shoal_proto::mcp::PlanAnswer::Plans(p) => p,
+                        _ => return Err(RpcError::internal("unexpected plan store reply")),
+                    };
+                    Ok(rpc::answer(kernel::PlanList { plans }))
                 }
                 .into_actor(self),
             ),
@@ -271,11 +289,12 @@ impl KernelConn {
             K::PlanApply(p) => {
                 let budget = Elide::budget_of(p.elide.as_ref());
                 Box::pin(
-                    lc::apply(handle, gate, p.plan_ref.0, tty, budget, cancel).into_actor(self),
+                    answered(lc::apply(handle, gate, p.plan_ref.0, tty, budget, cancel))
+                        .into_actor(self),
                 )
             }
             K::Task(t) => {
-                Box::pin(crate::sessions::task::kernel_method(handle, t).into_actor(self))
+                Box::pin(answered(crate::sessions::task::kernel_method(handle, t)).into_actor(self))
             }
             K::ValueGet(p) => match p.request() {
                 Err(e) => Box::pin(ready(Err(e))),
@@ -283,9 +302,9 @@ impl KernelConn {
                     // The supervisor reads an `out:N` from before a restart back
                     // from the journal itself: one restore path.
                     Box::pin(
-                        async move {
+                        answered(async move {
                             crate::sessions::exec::get_value(&handle, reference, req, tty).await
-                        }
+                        })
                         .into_actor(self),
                     )
                 }
@@ -298,21 +317,26 @@ impl KernelConn {
             K::PtyRelease(p) => self.pty_human(takeover::Human::Release, &p.pty_id),
             K::PtyWatch(p) => self.pty_human(takeover::Human::Watch, &p.pty_id),
             K::Pty(r) => Box::pin(
-                crate::sessions::pty::call_as(&handle, r, Some(gate), Some(self.cx.id))
-                    .into_actor(self),
+                answered(crate::sessions::pty::call_as(
+                    &handle,
+                    r,
+                    Some(gate),
+                    Some(self.cx.id),
+                ))
+                .into_actor(self),
             ),
             K::DebugCrash(p) => match p.actor.filter(|a| a != "session") {
                 None => {
                     handle.notify(Crash);
-                    Box::pin(ready(rpc::to_result(&kernel::Crashed {
+                    done(Ok(kernel::Crashed {
                         crashed: handle.name.clone(),
-                    })))
+                    }))
                 }
                 Some(a) => match ServiceKind::parse(&a) {
                     Some(kind) => {
                         self.cx.daemon_stats.enqueue();
                         self.cx.daemon.crash.do_send(CrashService { kind });
-                        Box::pin(ready(rpc::to_result(&kernel::Crashed { crashed: a })))
+                        done(Ok(kernel::Crashed { crashed: a }))
                     }
                     None => Box::pin(ready(Err(RpcError::invalid_params(format!(
                         "unknown actor {a:?}: session, event_bus, journal_writer or listener"
@@ -337,16 +361,20 @@ impl KernelConn {
         let budget = p.budget();
         match p.mode() {
             kernel::ExecMode::Approved => Box::pin(
-                lc::exec_approved(handle, gate, p.src, p.plan_ref, tty, budget, cancel)
-                    .into_actor(self),
+                answered(lc::exec_approved(
+                    handle, gate, p.src, p.plan_ref, tty, budget, cancel,
+                ))
+                .into_actor(self),
             ),
-            kernel::ExecMode::Plan => Box::pin(lc::plan(handle, gate, p.src).into_actor(self)),
+            kernel::ExecMode::Plan => {
+                Box::pin(answered(lc::plan(handle, gate, p.src)).into_actor(self))
+            }
             kernel::ExecMode::Run => {
                 let position = p.position();
                 let opts = crate::sessions::task::TaskOpts::of(Some(p.background()), p.timeout_ms);
                 match opts {
                     Some(opts) => Box::pin(
-                        crate::sessions::task::exec_as_task(
+                        answered(crate::sessions::task::exec_as_task(
                             handle,
                             p.src,
                             position,
@@ -354,7 +382,7 @@ impl KernelConn {
                             budget,
                             opts,
                             Some(gate),
-                        )
+                        ))
                         .into_actor(self),
                     ),
                     None => {
@@ -368,7 +396,8 @@ impl KernelConn {
                             width: p.width.map(|w| w.0),
                         };
                         Box::pin(
-                            crate::sessions::exec::exec_json(handle, exec, budget).into_actor(self),
+                            answered(crate::sessions::exec::exec_result(handle, exec, budget))
+                                .into_actor(self),
                         )
                     }
                 }
@@ -385,7 +414,7 @@ impl KernelConn {
     ) -> Reply {
         match op {
             Err(e) => Box::pin(ready(Err(e))),
-            Ok(op) => Box::pin(lc::plan_op(handle, gate, op).into_actor(self)),
+            Ok(op) => Box::pin(answered(lc::plan_op(handle, gate, op)).into_actor(self)),
         }
     }
 
@@ -465,7 +494,7 @@ impl KernelConn {
                 human,
             }));
             tracing::debug!(conn = act.cx.id, session = %handle.name, client = %kind, "attached");
-            rpc::to_result(&kernel::Attached {
+            Ok(rpc::answer(kernel::Attached {
                 session: handle.name.clone(),
                 owner: handle.owner().to_string(),
                 access: match handle.access {
@@ -490,7 +519,7 @@ impl KernelConn {
                 },
                 caps_enforced: enforced,
                 channels: kernel::SESSION_CHANNELS,
-            })
+            }))
         }))
     }
 
@@ -512,10 +541,10 @@ impl KernelConn {
             if act.attached.as_ref().is_some_and(|a| a.handle.name == name) {
                 act.attached = None;
             }
-            rpc::to_result(&kernel::SessionClosed {
+            Ok(rpc::answer(kernel::SessionClosed {
                 session: name,
                 closed: true,
-            })
+            }))
         }))
     }
 }

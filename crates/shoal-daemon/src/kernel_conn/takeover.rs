@@ -77,10 +77,10 @@ impl KernelConn {
         }
         if call == Human::Release {
             let held = self.claims.remove(&id).is_some();
-            return Box::pin(ready(rpc::to_result(&kernel::PtyReleased {
+            return super::done(Ok(kernel::PtyReleased {
                 pty_id: shoal_pty::id_name(id),
                 released: held,
-            })));
+            }));
         }
         let client = if att.client.is_empty() {
             "attach".to_string()
@@ -97,13 +97,13 @@ impl KernelConn {
                 act.watches
                     .insert(id, Watch(actix_rt::spawn(stream(tx, h.clone()))));
                 let info = h.info();
-                return rpc::to_result(&kernel::PtyWatching {
+                return Ok(rpc::answer(kernel::PtyWatching {
                     pty_id: shoal_pty::id_name(id),
                     watching: true,
                     cols: info.cols,
                     rows: info.rows,
                     alive: info.alive,
-                });
+                }));
             }
             let guard = h
                 .claims()
@@ -111,7 +111,7 @@ impl KernelConn {
                 .map_err(|c| claim::claimed_by_other(id, &c))?;
             act.claims.insert(id, guard);
             tracing::info!(conn, pty = %shoal_pty::id_name(id), "a human took over the pty");
-            Ok(api::claim_result(&h.info(), true))
+            Ok(rpc::answer(api::claim_result(&h.info(), true)))
         }))
     }
 }

@@ -249,11 +249,11 @@ async fn settle(
     let expires = |p: Json| p["expires"].as_str().map(str::to_string);
     let (grant, action, why, expires) = match outcome {
         Outcome::Approve => {
-            let p = leash_calls::plan_op(h, gate.clone(), decide(true)).await?;
+            let p = leash_calls::plan_op_json(h, gate.clone(), decide(true)).await?;
             (Grant::Approved, "accept", None, expires(p))
         }
         Outcome::Deny(why) => {
-            let p = leash_calls::plan_op(h, gate.clone(), decide(false)).await?;
+            let p = leash_calls::plan_op_json(h, gate.clone(), decide(false)).await?;
             (Grant::Denied, "decline", Some(why.to_string()), expires(p))
         }
         Outcome::Open(why) => {
@@ -419,7 +419,7 @@ impl McpConn {
                 if !can_ask {
                     return Step::Done(rpc::to_result(&pending));
                 }
-                match leash_calls::plan_op(h.clone(), gate.clone(), PlanOp::Get(plan_ref.clone())).await {
+                match leash_calls::plan_op_json(h.clone(), gate.clone(), PlanOp::Get(plan_ref.clone())).await {
                     Ok(detail) => Step::Ask(Box::new(Asking {
                         h,
                         gate,

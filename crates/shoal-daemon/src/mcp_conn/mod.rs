@@ -519,7 +519,8 @@ pub async fn get_value(
     reference: String,
     req: GetRequest,
 ) -> Result<Json, RpcError> {
-    crate::sessions::exec::get_value(handle, reference, req, false).await
+    let read = crate::sessions::exec::get_value(handle, reference, req, false).await?;
+    rpc::to_result(&read)
 }
 
 impl Actor for McpConn {

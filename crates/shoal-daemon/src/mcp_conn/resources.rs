@@ -33,7 +33,7 @@ impl McpConn {
                 if cursor.is_none() {
                     let mut extra = crate::sessions::pty::resource_entries(h.clone()).await;
                     if let (Some(h), Some(g)) = (h, gate) {
-                        if let Ok(Json::Array(plans)) = crate::leash_calls::plan_op(
+                        if let Ok(Json::Array(plans)) = crate::leash_calls::plan_op_json(
                             h,
                             g,
                             crate::sessions::plan_store::PlanOp::List,
@@ -222,7 +222,7 @@ impl McpConn {
                         let handle = h?;
                         let gate =
                             gate.ok_or_else(|| RpcError::internal("attached without a principal"))?;
-                        let j = crate::leash_calls::plan_op(
+                        let j = crate::leash_calls::plan_op_json(
                             handle,
                             gate,
                             crate::sessions::plan_store::PlanOp::Get(r),

@@ -42,28 +42,34 @@ async fn record(h: &SessionHandle, id: u64) -> Result<TaskRecord, RpcError> {
     }
 }
 
+/// Start `src` as a task of the session (no terminal): its id and view.
+async fn start(
+    h: &SessionHandle,
+    src: String,
+    position: Position,
+    gate: Option<Arc<shoal_policy::Gate>>,
+) -> Result<(u64, watch::Receiver<TaskView>), RpcError> {
+    h.send(StartTask {
+        src,
+        position,
+        tty: false,
+        gate,
+    })
+    .await
+    .map_err(|_| RpcError::internal("the session is gone"))?
+}
+
 /// A task-augmented `tools/call` of `shoal_exec`: the `CreateTaskResult` and
 /// the view whose changes become `notifications/tasks/status`.
 pub async fn create(
     h: SessionHandle,
     src: String,
     position: Position,
-    gate: Option<std::sync::Arc<shoal_policy::Gate>>,
+    gate: Option<Arc<shoal_policy::Gate>>,
 ) -> Result<(Json, watch::Receiver<TaskView>), RpcError> {
-    let (id, view) = h
-        .send(StartTask {
-            src,
-            position,
-            tty: false,
-            gate,
-        })
-        .await
-        .map_err(|_| RpcError::internal("the session is gone"))??;
-    let rec = view.borrow().record.clone();
-    Ok((
-        json!({"task": mcp_tasks::task_object(&rec), "_meta": mcp_tasks::related_meta(id)}),
-        view,
-    ))
+    let (_, view) = start(&h, src, position, gate).await?;
+    let created = mcp_tasks::CreateTaskResult::of(&view.borrow().record);
+    Ok((rpc::to_result(&created)?, view))
 }
 
 /// `notifications/tasks/status` whenever the MCP status of the task changes,
@@ -75,8 +81,11 @@ pub async fn status_updates(tx: Writer, mut view: watch::Receiver<TaskView>) {
         let rec = view.borrow_and_update().record.clone();
         let now = mcp_tasks::status(&rec);
         if now != last {
-            let f = json!({"jsonrpc": "2.0", "method": "notifications/tasks/status",
-                "params": mcp_tasks::task_object(&rec)});
+            let f = rpc::Notification {
+                jsonrpc: "2.0",
+                method: "notifications/tasks/status",
+                params: mcp_tasks::task_object(&rec),
+            };
             if tx.send(frame::encode(&f)).await.is_err() {
                 return;
             }
@@ -101,9 +110,9 @@ pub async fn method(
                 return Err(RpcError::internal("unexpected answer to tasks/list"));
             };
             let cursor = params.get("cursor").and_then(Json::as_str);
-            mcp_tasks::list_page(&all, cursor).map_err(RpcError::invalid_params)
+            rpc::to_result(&mcp_tasks::list_page(&all, cursor).map_err(RpcError::invalid_params)?)
         }
-        "tasks/get" => Ok(mcp_tasks::task_object(
+        "tasks/get" => rpc::to_result(&mcp_tasks::task_object(
             &record(&h, task_id(&params)?).await?,
         )),
         "tasks/cancel" => {
@@ -117,7 +126,7 @@ pub async fn method(
                 )));
             }
             task::task_call(&h, TaskOp::Control(id, TaskControl::Cancel)).await?;
-            Ok(mcp_tasks::task_object(&record(&h, id).await?))
+            rpc::to_result(&mcp_tasks::task_object(&record(&h, id).await?))
         }
         _ => {
             // tasks/result: wait for the end, answer the tool result.
@@ -128,14 +137,16 @@ pub async fn method(
             };
             let seen = task::wait_final(view, None).await;
             let mut r = match seen.reply.as_deref() {
-                Some(Ok(x)) => match crate::sessions::exec::exec_reply_json(x.clone(), &budget) {
+                Some(Ok(x)) => match crate::sessions::exec::exec_reply_result(x.clone(), &budget)
+                    .and_then(|r| rpc::to_result(&r))
+                {
                     Ok(v) => mcp::tool_success(v),
                     Err(e) => mcp::tool_error_rpc(&e),
                 },
                 Some(Err(e)) => mcp::tool_error_rpc(&crate::peer::session_error(e.clone())),
                 None => mcp::tool_error_rpc(&RpcError::internal("the task ended without a result")),
             };
-            r["_meta"] = mcp_tasks::related_meta(id);
+            r["_meta"] = rpc::to_result(&mcp_tasks::related_meta(id))?;
             Ok(r)
         }
     }
@@ -143,7 +154,10 @@ pub async fn method(
 
 /// The `shoal_cancel` tool: `{task, cancel_requested, state}`.
 pub async fn cancel_tool(h: SessionHandle, args: shoal_proto::kernel::TaskParams) -> Json {
-    match task::kernel_method(h, shoal_proto::kernel::TaskRequest::Cancel(args)).await {
+    match task::kernel_method(h, shoal_proto::kernel::TaskRequest::Cancel(args))
+        .await
+        .and_then(|r| rpc::to_result(&r))
+    {
         Ok(r) => mcp::tool_success(r),
         Err(e) => mcp::tool_error_rpc(&e),
     }
@@ -152,26 +166,27 @@ pub async fn cancel_tool(h: SessionHandle, args: shoal_proto::kernel::TaskParams
 /// `resources/read` of `shoal://task/N`, `shoal://task/N/out`, `shoal://jobs`.
 pub async fn read(h: SessionHandle, uri: String, segs: Vec<String>) -> Result<Json, RpcError> {
     if segs.is_empty() {
-        let TaskAnswer::List(l) = task::task_call(&h, TaskOp::List).await? else {
+        let TaskAnswer::List(tasks) = task::task_call(&h, TaskOp::List).await? else {
             return Err(RpcError::internal("unexpected answer for shoal://jobs"));
         };
-        return Ok(mcp::read_result(&uri, &json!({"tasks": l})));
+        let jobs = rpc::to_result(&shoal_proto::kernel::TaskList { tasks })?;
+        return Ok(mcp::read_result(&uri, &jobs));
     }
     let id = shoal_lang::task::parse_ref(&format!("task:{}", segs[0])).ok_or_else(|| {
         RpcError::new(rpc::UNKNOWN_TASK, "unknown task ref").with_data(json!({"uri": uri}))
     })?;
     let rec = task::task_record(&h, id).await?;
     match segs.get(1).map(String::as_str) {
-        None if segs.len() == 1 => Ok(mcp::read_result(&uri, &rec)),
+        None if segs.len() == 1 => Ok(mcp::read_result(&uri, &rpc::to_result(&rec)?)),
         Some("out") if segs.len() == 2 => {
-            let Some(r) = rec["result_ref"].as_str() else {
+            let Some(r) = rec.result_ref else {
                 return Err(RpcError::new(
                     rpc::UNKNOWN_REF,
-                    format!("task:{id} has no value yet (state {})", rec["state"]),
+                    format!("task:{id} has no value yet (state {:?})", rec.state),
                 )
-                .with_data(json!({"task": format!("task:{id}"), "state": rec["state"]})));
+                .with_data(json!({"task": format!("task:{id}"), "state": rec.state})));
             };
-            let v = crate::mcp_conn::get_value(&h, r.to_string(), Default::default()).await?;
+            let v = crate::mcp_conn::get_value(&h, r, Default::default()).await?;
             Ok(mcp::read_result(&uri, &v))
         }
         _ => Err(RpcError::invalid_params(format!(
@@ -190,7 +205,9 @@ fn ext_outcome(seen: &TaskView, budget: &Budget) -> mcp_tasks_ext::Outcome {
         return Outcome::None;
     }
     match seen.reply.as_deref() {
-        Some(Ok(x)) => match crate::sessions::exec::exec_reply_json(x.clone(), budget) {
+        Some(Ok(x)) => match crate::sessions::exec::exec_reply_result(x.clone(), budget)
+            .and_then(|r| rpc::to_result(&r))
+        {
             Ok(v) => Outcome::Result(mcp::tool_success(v)),
             Err(e) => Outcome::Result(mcp::tool_error_rpc(&e)),
         },
@@ -221,15 +238,7 @@ pub async fn ext_exec(
     cancel: Arc<CallCancel>,
     gate: Option<Arc<shoal_policy::Gate>>,
 ) -> Result<Json, RpcError> {
-    let (id, view) = h
-        .send(StartTask {
-            src,
-            position,
-            tty: false,
-            gate,
-        })
-        .await
-        .map_err(|_| RpcError::internal("the session is gone"))??;
+    let (id, view) = start(&h, src, position, gate).await?;
     let seen = tokio::select! {
         seen = task::wait_final(view, Some(mcp_tasks_ext::TASK_AFTER)) => seen,
         _ = async {
@@ -243,7 +252,7 @@ pub async fn ext_exec(
     };
     let done = seen.record.state.is_final() && seen.reply.is_some();
     if !done {
-        return Ok(mcp_tasks_ext::created(&seen.record));
+        return rpc::to_result(&mcp_tasks_ext::created(&seen.record));
     }
     let r = match ext_outcome(&seen, &budget) {
         mcp_tasks_ext::Outcome::Result(r) => r,
@@ -275,7 +284,7 @@ pub async fn ext_method(h: SessionHandle, method: String, params: Json) -> Resul
         "tasks/get" => {
             let seen = ext_view(&h, id).await?;
             let outcome = ext_outcome(&seen, &budget);
-            Ok(mcp_tasks_ext::get_result(&seen.record, outcome))
+            rpc::to_result(&mcp_tasks_ext::get_result(&seen.record, outcome))
         }
         "tasks/update" => {
             // Shoal tasks never enter input_required: there is nothing an
@@ -304,7 +313,7 @@ pub async fn ext_method(h: SessionHandle, method: String, params: Json) -> Resul
             }
             task::task_call(&h, TaskOp::Control(id, TaskControl::Cancel)).await?;
             let seen = ext_view(&h, id).await?;
-            Ok(mcp_tasks_ext::get_result(
+            rpc::to_result(&mcp_tasks_ext::get_result(
                 &seen.record,
                 mcp_tasks_ext::Outcome::None,
             ))
@@ -333,8 +342,11 @@ pub async fn ext_status_updates(
         let rec = view.borrow_and_update().record.clone();
         let now = mcp_tasks_ext::status(&rec);
         if last != Some(now) {
-            let f = json!({"jsonrpc": "2.0", "method": "notifications/tasks/status",
-                "params": mcp_tasks_ext::status_params(&rec, &subscription)});
+            let f = rpc::Notification {
+                jsonrpc: "2.0",
+                method: "notifications/tasks/status",
+                params: mcp_tasks_ext::status_params(&rec, &subscription),
+            };
             if tx.send(frame::encode(&f)).await.is_err() {
                 return;
             }

@@ -17,7 +17,7 @@ use shoal_proto::elide::Elide;
 use shoal_proto::mcp::{
     self, ApplyArgs, CallError, ExecArgs, GetArgs, JournalArgs, PlanArgs, Tool,
 };
-use shoal_proto::rpc::RpcError;
+use shoal_proto::rpc::{self, RpcError};
 
 use super::{get_value, ConnEra, McpConn, Reply};
 
@@ -140,15 +140,14 @@ impl McpConn {
                     return Ok(r.await.unwrap_or_else(|e| mcp::tool_error_rpc(&e)));
                 }
                 let r = match opts {
-                    Some(o) => {
-                        crate::sessions::task::exec_as_task(
-                            handle, src, position, false, budget, o, gate,
-                        )
+                    Some(o) => crate::sessions::task::exec_as_task(
+                        handle, src, position, false, budget, o, gate,
+                    )
+                    .await
+                    .and_then(|r| rpc::to_result(&r)),
+                    None => exec_elided(handle, src, position, false, budget, cancel, gate, true)
                         .await
-                    }
-                    None => {
-                        exec_elided(handle, src, position, false, budget, cancel, gate, true).await
-                    }
+                        .and_then(|r| rpc::to_result(&r)),
                 };
                 Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
             }
@@ -209,11 +208,14 @@ impl McpConn {
                     (Err(e), _) => Err(e),
                     (Ok(_), None) => Err(RpcError::internal("attached without a principal")),
                     (Ok(h), Some(gate)) => match call {
-                        Leash::Plan(a) => crate::leash_calls::plan(h, gate, a.src).await,
+                        Leash::Plan(a) => crate::leash_calls::plan(h, gate, a.src)
+                            .await
+                            .and_then(|r| rpc::to_result(&r)),
                         Leash::Apply(a) => {
                             let budget = Elide::budget_of(a.elide.as_ref());
                             crate::leash_calls::apply(h, gate, a.plan_ref, false, budget, cancel)
                                 .await
+                                .and_then(|r| rpc::to_result(&r))
                         }
                     },
                 };

@@ -14,7 +14,7 @@ use crate::sessions::handle::SessionHandle;
 use crate::sessions::supervisor::SessionSupervisor;
 use shoal_lang::Position;
 use shoal_proto::elide::Budget;
-use shoal_proto::kernel::{self, GetRequest};
+use shoal_proto::kernel::{self, GetRequest, ValueRead};
 use shoal_proto::mcp::{ExecResult, WarningOut};
 use shoal_proto::rpc::RpcError;
 
@@ -31,7 +31,7 @@ pub async fn exec_elided(
     cancel: Arc<CallCancel>,
     gate: Option<Arc<shoal_policy::Gate>>,
     check: bool,
-) -> Result<Json, RpcError> {
+) -> Result<ExecResult<Json>, RpcError> {
     let exec = Exec {
         src,
         position,
@@ -41,23 +41,25 @@ pub async fn exec_elided(
         check,
         width: None,
     };
-    exec_json(handle, exec, budget).await
+    exec_result(handle, exec, budget).await
 }
 
-/// Send `exec` to the session, then answer its reply as [`exec_reply_json`]
+/// Send `exec` to the session, then answer its reply as [`exec_reply_result`]
 /// does, the value elided under `budget`.
-pub async fn exec_json(
+pub async fn exec_result(
     handle: SessionHandle,
     exec: Exec,
     budget: Budget,
-) -> Result<Json, RpcError> {
+) -> Result<ExecResult<Json>, RpcError> {
     let x = handle.exec(exec).await.map_err(peer::session_error)?;
-    exec_reply_json(x, &budget)
+    exec_reply_result(x, &budget)
 }
 
 /// `{ref, uri, value, render, elapsed_ms, warnings?, journal?}` of an exec's
-/// reply, the value elided under `budget`.
-pub fn exec_reply_json(mut x: ExecReply, budget: &Budget) -> Result<Json, RpcError> {
+/// reply, the value elided under `budget`: typed, so the connection writes
+/// it once into its reply (only `value`, the elided wire encoding, is a JSON
+/// tree).
+pub fn exec_reply_result(mut x: ExecReply, budget: &Budget) -> Result<ExecResult<Json>, RpcError> {
     x.render = text_under(&mut x, budget);
     // Elide once, here, from the value the session stored as out:n (no
     // second round trip to read it back).
@@ -71,11 +73,11 @@ pub fn exec_reply_json(mut x: ExecReply, budget: &Budget) -> Result<Json, RpcErr
             crate::sessions::session::panic_message(&p)
         ))
     })?;
-    serde_json::to_value(exec_result(x, uri, value)).map_err(|e| RpcError::internal(e.to_string()))
+    Ok(typed_result(x, uri, value))
 }
 
 /// The typed result of an exec's reply whose value is encoded as `value`.
-fn exec_result<V>(x: ExecReply, uri: String, value: V) -> ExecResult<V> {
+fn typed_result<V>(x: ExecReply, uri: String, value: V) -> ExecResult<V> {
     ExecResult {
         reference: kernel::ref_name(x.n),
         uri,
@@ -115,10 +117,11 @@ pub async fn get_value(
     reference: String,
     req: GetRequest,
     tty: bool,
-) -> Result<Json, RpcError> {
+) -> Result<ValueRead, RpcError> {
     // `task:N`: the task's state, output tail and, once it ended, its value.
     if let Some(id) = shoal_lang::task::parse_ref(&reference) {
-        return crate::sessions::task::task_read(handle, id, &req.elide).await;
+        let read = crate::sessions::task::task_read(handle, id, &req.elide).await?;
+        return Ok(ValueRead::Task(Box::new(read)));
     }
     let view = ask(
         handle,
@@ -130,7 +133,7 @@ pub async fn get_value(
     )
     .await?;
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        kernel::value_view_json(&view)
+        kernel::value_view_result(&view).map(|r| ValueRead::Value(Box::new(r)))
     }))
     .map_err(|p| {
         RpcError::internal(format!(

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use actix::prelude::*;
-use serde_json::{json, Value as Json};
+use serde_json::json;
 
 use crate::event_bus::BusHandle;
 use crate::health::Registration;
@@ -19,7 +19,7 @@ use shoal_policy::policy::{ApproveVia, AutoApply};
 use shoal_policy::{effect, Verdict};
 use shoal_proto::kernel::PlanResult;
 use shoal_proto::mcp::{CapRequestResult, Grant};
-use shoal_proto::rpc::{self, RpcError, APPROVAL_REQUIRED, LEASH_DENIED, UNKNOWN_PLAN};
+use shoal_proto::rpc::{RpcError, APPROVAL_REQUIRED, LEASH_DENIED, UNKNOWN_PLAN};
 
 /// Plans a session keeps at most (the oldest go first).
 const MAX_PLANS: usize = 1024;
@@ -94,7 +94,10 @@ pub struct PlanCall {
 
 #[derive(Debug)]
 pub enum PlanReply {
-    Json(Json),
+    /// A plan as the wire shows it (`Put`, `Get`, `Approve`, `Deny`).
+    Plan(Box<PlanResult>),
+    /// `List`: the caller's plans, oldest first.
+    Plans(Vec<PlanResult>),
     /// `Request`: the grant.
     Grant(Box<CapRequestResult>),
     /// `Apply`: the plan to run.
@@ -270,13 +273,13 @@ impl PlanStore {
                 if plan.approval_pending() {
                     self.publish("pending", &plan);
                 }
-                let j = rpc::to_result(&PlanResult::of(&plan))?;
+                let j = PlanResult::of(&plan);
                 self.plans.insert(plan.plan_ref.clone(), plan);
-                Ok(PlanReply::Json(j))
+                Ok(PlanReply::Plan(Box::new(j)))
             }
-            PlanOp::Get(r) => Ok(PlanReply::Json(rpc::to_result(&PlanResult::detail(
+            PlanOp::Get(r) => Ok(PlanReply::Plan(Box::new(PlanResult::detail(
                 self.owned(&r, &caller, true)?,
-            ))?)),
+            )))),
             PlanOp::List => {
                 self.sweep();
                 let mut v: Vec<&Plan> = self
@@ -290,7 +293,7 @@ impl PlanStore {
                         .then(a.plan_ref.cmp(&b.plan_ref))
                 });
                 let rows: Vec<PlanResult> = v.into_iter().map(PlanResult::of).collect();
-                Ok(PlanReply::Json(rpc::to_result(&rows)?))
+                Ok(PlanReply::Plans(rows))
             }
             PlanOp::Request { plan_ref, kinds } => {
                 let p = self.owned(&plan_ref, &caller, false)?;
@@ -424,7 +427,7 @@ impl PlanStore {
                 let p = p.clone();
                 let by = caller.principal.clone();
                 self.publish_by("approved", &p, Some((&by, &via_text(via, true), via)));
-                Ok(PlanReply::Json(rpc::to_result(&PlanResult::of(&p))?))
+                Ok(PlanReply::Plan(Box::new(PlanResult::of(&p))))
             }
             PlanOp::Deny { plan_ref: r, via } => {
                 let p = self.owned(&r, &caller, true)?;
@@ -433,7 +436,7 @@ impl PlanStore {
                 let p = p.clone();
                 let by = caller.principal.clone();
                 self.publish_by("denied", &p, Some((&by, &via_text(via, false), via)));
-                Ok(PlanReply::Json(rpc::to_result(&PlanResult::of(&p))?))
+                Ok(PlanReply::Plan(Box::new(PlanResult::of(&p))))
             }
             PlanOp::Elicited {
                 plan_ref,
@@ -474,7 +477,7 @@ impl PlanStore {
                 let p = p.clone();
                 let event = if approve { "approved" } else { "denied" };
                 self.publish_by(event, &p, Some(("user", &via, ApproveVia::Elicitation)));
-                Ok(PlanReply::Json(rpc::to_result(&PlanResult::of(&p))?))
+                Ok(PlanReply::Plan(Box::new(PlanResult::of(&p))))
             }
             PlanOp::Apply { plan_ref: r, src } => {
                 let p = self.owned(&r, &caller, false)?;

@@ -23,8 +23,8 @@ use crate::sessions::session::{CallCancel, SessionShared};
 use crate::sessions::supervisor::ExitNotice;
 use shoal_lang::task::{self, Ending, TaskRecord, TaskState};
 use shoal_lang::Session as LangSession;
-use shoal_proto::kernel::TaskRequest;
-use shoal_proto::mcp::{CancelResult, TaskStarted};
+use shoal_proto::kernel::{TaskRead, TaskRequest, TaskResult, TaskRow};
+use shoal_proto::mcp::{CancelResult, ExecAnswer, TaskStarted};
 use shoal_proto::rpc::{self, RpcError};
 use shoal_proto::wire;
 use shoal_value::Value;
@@ -404,7 +404,7 @@ pub async fn exec_as_task(
     budget: shoal_proto::elide::Budget,
     opts: TaskOpts,
     gate: Option<std::sync::Arc<shoal_policy::Gate>>,
-) -> Result<serde_json::Value, RpcError> {
+) -> Result<ExecAnswer, RpcError> {
     let (id, view) = handle
         .send(crate::sessions::supervisor::StartTask {
             src,
@@ -416,16 +416,18 @@ pub async fn exec_as_task(
         .map_err(|_| crate::peer::session_error(SessionError::Closed(handle.name.clone())))??;
     let limit = match (opts.background, opts.timeout_ms) {
         (false, Some(ms)) if ms > 0 => Duration::from_millis(ms),
-        _ => return rpc::to_result(&task_created(id)),
+        _ => return Ok(ExecAnswer::Task(task_created(id))),
     };
     let seen = wait_final(view, Some(limit)).await;
     match seen.reply.as_deref() {
-        Some(Ok(x)) => crate::sessions::exec::exec_reply_json(x.clone(), &budget),
+        Some(Ok(x)) => {
+            crate::sessions::exec::exec_reply_result(x.clone(), &budget).map(ExecAnswer::Ran)
+        }
         Some(Err(e)) => Err(crate::peer::session_error(e.clone())),
-        None => rpc::to_result(&TaskStarted {
+        None => Ok(ExecAnswer::Task(TaskStarted {
             timed_out: Some(true),
             ..task_created(id)
-        }),
+        })),
     }
 }
 
@@ -440,14 +442,14 @@ pub async fn task_call(
         .map_err(|_| crate::peer::session_error(SessionError::Closed(handle.name.clone())))?
 }
 
-/// One task's record as JSON.
+/// One task's record.
 pub async fn task_record(
     handle: &crate::sessions::handle::SessionHandle,
     id: u64,
-) -> Result<serde_json::Value, RpcError> {
+) -> Result<TaskRow, RpcError> {
     use crate::sessions::supervisor::{TaskAnswer, TaskOp};
     match task_call(handle, TaskOp::Get(id)).await? {
-        TaskAnswer::Record(r) => Ok(r),
+        TaskAnswer::Record(r) => Ok(*r),
         _ => Err(RpcError::internal("unexpected answer to task.get")),
     }
 }
@@ -457,16 +459,20 @@ pub async fn task_record(
 pub async fn kernel_method(
     handle: crate::sessions::handle::SessionHandle,
     req: TaskRequest,
-) -> Result<serde_json::Value, RpcError> {
+) -> Result<TaskResult, RpcError> {
     use crate::sessions::supervisor::{TaskAnswer, TaskOp};
     let (task, control) = match req {
         TaskRequest::List => {
             return match task_call(&handle, TaskOp::List).await? {
-                TaskAnswer::List(l) => Ok(serde_json::Value::Array(l)),
+                TaskAnswer::List(l) => Ok(TaskResult::List(l)),
                 _ => Err(RpcError::internal("unexpected answer to task.list")),
             }
         }
-        TaskRequest::Get(p) => return task_record(&handle, task_param(&p.task)?).await,
+        TaskRequest::Get(p) => {
+            return task_record(&handle, task_param(&p.task)?)
+                .await
+                .map(|r| TaskResult::Record(Box::new(r)))
+        }
         TaskRequest::Await(p) => {
             let id = task_param(&p.task)?;
             let limit = p.timeout_ms.map(Duration::from_millis);
@@ -474,7 +480,9 @@ pub async fn kernel_method(
                 return Err(RpcError::internal("unexpected answer to task.await"));
             };
             let _ = wait_final(view, limit).await;
-            return task_record(&handle, id).await;
+            return task_record(&handle, id)
+                .await
+                .map(|r| TaskResult::Record(Box::new(r)));
         }
         TaskRequest::Cancel(p) => (p.task, TaskControl::Cancel),
         TaskRequest::Suspend(p) => (p.task, TaskControl::Suspend),
@@ -484,13 +492,13 @@ pub async fn kernel_method(
     task_call(&handle, TaskOp::Control(id, control)).await?;
     let rec = task_record(&handle, id).await?;
     if control == TaskControl::Cancel {
-        return rpc::to_result(&CancelResult {
+        return Ok(TaskResult::Cancel(CancelResult {
             task: task::ref_name(id),
             cancel_requested: true,
-            state: rec["state"].as_str().unwrap_or_default().to_string(),
-        });
+            state: rec.state.to_string(),
+        }));
     }
-    Ok(rec)
+    Ok(TaskResult::Record(Box::new(rec)))
 }
 
 /// `shoal_get {"ref": "task:N"}` / `value.get` of a task ref: the task's
@@ -502,14 +510,14 @@ pub async fn task_read(
     handle: &crate::sessions::handle::SessionHandle,
     id: u64,
     budget: &shoal_proto::elide::Budget,
-) -> Result<serde_json::Value, RpcError> {
+) -> Result<TaskRead, RpcError> {
     use crate::sessions::supervisor::{TaskAnswer, TaskOp};
     let TaskAnswer::Watch(view) = task_call(handle, TaskOp::Watch(id)).await? else {
         return Err(RpcError::internal("unexpected answer to a task read"));
     };
-    let mut rec = task_record(handle, id).await?;
+    let record = task_record(handle, id).await?;
     let reply = view.borrow().reply.clone();
-    let reply = reply.as_deref().filter(|_| is_final(&rec));
+    let reply = reply.as_deref().filter(|_| record.is_final());
     let status = match reply {
         Some(Ok(ExecReply {
             value: Value::Outcome(o),
@@ -517,15 +525,18 @@ pub async fn task_read(
         })) => outcome_status(o),
         _ => None,
     };
-    let mut text = read_status_line(&rec, status);
+    let mut text = read_status_line(&record, status);
+    let mut value = None;
     if let Some(reply) = reply {
         match reply {
             Ok(x) => {
                 let uri = shoal_proto::kernel::ref_uri(x.n);
-                rec["value"] = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    shoal_proto::elide::elide(&x.value, budget, &uri)
-                }))
-                .map_err(|_| RpcError::internal("encoding the task's value panicked"))?;
+                value = Some(
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        shoal_proto::elide::elide(&x.value, budget, &uri)
+                    }))
+                    .map_err(|_| RpcError::internal("encoding the task's value panicked"))?,
+                );
                 if !x.render.is_empty() {
                     text.push('\n');
                     text.push_str(&x.render);
@@ -540,44 +551,39 @@ pub async fn task_read(
                 text.push_str(&e.message);
             }
         }
-    } else if let Some(t) = rec.get("tail") {
-        for (k, title) in [("stdout", "output so far"), ("stderr", "stderr so far")] {
-            let s = t.get(k).and_then(|s| s.as_str()).unwrap_or("");
+    } else if let Some(t) = &record.tail {
+        for (s, title) in [(&t.stdout, "output so far"), (&t.stderr, "stderr so far")] {
             if !s.is_empty() {
                 text.push_str(&format!("\n--- {title} (last bytes) ---\n{}", s.trim_end()));
             }
         }
     }
-    rec["ref"] = serde_json::json!(task::ref_name(id));
-    rec["uri"] = serde_json::json!(format!("shoal://task/{id}"));
-    rec["render"] = serde_json::json!(text);
-    Ok(rec)
-}
-
-fn is_final(rec: &serde_json::Value) -> bool {
-    matches!(
-        rec["state"].as_str(),
-        Some("completed" | "failed" | "cancelled")
-    )
+    Ok(TaskRead {
+        record,
+        value,
+        reference: task::ref_name(id),
+        uri: format!("shoal://task/{id}"),
+        render: text,
+    })
 }
 
 /// `task:3 running · 2.1 s · sleep 30`, `task:4 failed · exit status 2 ·
 /// …` (and the value's ref once it ended).
-fn read_status_line(rec: &serde_json::Value, status: Option<String>) -> String {
-    let ms = rec["elapsed_ms"].as_u64().unwrap_or(0);
+fn read_status_line(rec: &TaskRow, status: Option<String>) -> String {
+    let ms = rec.elapsed_ms;
     let mut line = format!(
         "{} {}{} · {}.{} s · {}",
-        rec["task"].as_str().unwrap_or("task"),
-        rec["state"].as_str().unwrap_or("unknown"),
+        rec.task,
+        rec.state,
         status.map(|s| format!(" · {s}")).unwrap_or_default(),
         ms / 1000,
         (ms % 1000) / 100,
-        shoal_proto::bound::bound_text(rec["src"].as_str().unwrap_or(""), 96, None)
+        shoal_proto::bound::bound_text(&rec.src, 96, None)
             .lines()
             .next()
             .unwrap_or(""),
     );
-    if let Some(r) = rec["result_ref"].as_str() {
+    if let Some(r) = &rec.result_ref {
         line.push_str(&format!(" · value {r}"));
     }
     line

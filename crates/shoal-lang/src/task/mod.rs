@@ -194,30 +194,6 @@ impl TaskRecord {
         }
     }
 
-    /// The kernel `TaskRecord` (what `task.get` answers, docs/protocol.md §4): its
-    /// fields plus `src`, `elapsed_ms`, `pid` and, while it runs, `tail: {stdout,
-    /// stderr}`: the last
-    /// [`TAIL_BYTES`](shoal_value::output::TAIL_BYTES) of each).
-    pub fn to_json(&self) -> Json {
-        let mut j = json!({
-            "task": ref_name(self.id),
-            "session": self.session,
-            "state": self.state.as_str(),
-            "src": self.src,
-            "started_ns": self.started_ns,
-            "finished_ns": self.finished_ns,
-            "elapsed_ms": self.elapsed_ms(),
-            "result_ref": self.result_ref.map(|n| format!("out:{n}")),
-            "error": self.error,
-            "pid": if self.pid == 0 { Json::Null } else { json!(self.pid) },
-        });
-        if let Some(t) = self.tail.as_ref().filter(|_| !self.state.is_final()) {
-            let (stdout, stderr) = t.snapshot();
-            j["tail"] = json!({"stdout": stdout, "stderr": stderr});
-        }
-        j
-    }
-
     /// The final `task.N` event payload: `{state, ref}`.
     pub fn end_event(&self) -> Json {
         json!({
@@ -343,9 +319,7 @@ mod tests {
         );
         assert_eq!(r.state, TaskState::Cancelled);
         assert!(!r.request_cancel());
-        let j = r.to_json();
-        assert_eq!(j["task"], "task:3");
-        assert_eq!(j["result_ref"], "out:4");
+        assert_eq!(r.result_ref, Some(4));
         assert_eq!(r.end_event()["state"], "cancelled");
     }
 

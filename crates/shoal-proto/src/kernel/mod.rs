@@ -13,11 +13,15 @@ use super::valpath;
 mod params;
 mod request;
 mod results;
+mod status;
+mod tasks;
 pub use params::*;
 pub use request::*;
 pub use results::*;
 use shoal_lang::{ParseError, Warning};
 use shoal_value::{render, ShoalError, Value};
+pub use status::*;
+pub use tasks::*;
 
 pub use shoal_journal::ref_name;
 
@@ -262,7 +266,7 @@ pub fn get_request(
 }
 
 /// What `value.get` selected, before any wire encoding: the typed answer of the session
-/// supervisor, encoded by the connection with [`value_view_json`].
+/// supervisor, encoded by the connection with [`value_view_result`].
 #[derive(Clone, Debug)]
 pub struct ValueView {
     pub n: u64,
@@ -352,7 +356,7 @@ fn view(
 }
 
 /// `value.get` on transcript value `out:n` (docs/rules.md §3): lookup → path → slice, and
-/// the format checked; [`value_view_json`] then formats. The URI of an elided result
+/// the format checked; [`value_view_result`] then formats. The URI of an elided result
 /// reflects the path, not the slice.
 pub fn value_get(
     v: &Value,
@@ -390,13 +394,8 @@ pub fn value_get(
     Ok(view(n, Selected::Value(v), uri, req, tty, width))
 }
 
-/// The wire answer of `value.get` (the connections' one encoder of a [`ValueView`]).
-/// `Err`: `lines` past the end of the text.
-pub fn value_view_json(view: &ValueView) -> Result<Json, RpcError> {
-    value_view_result(view).and_then(|r| rpc::to_result(&r))
-}
-
-/// [`value_view_json`] before its encoding: one of `value`, `render`,
+/// The wire answer of `value.get` (the connections' one encoder of a [`ValueView`]),
+/// typed: one of `value`, `render`,
 /// `inline`, `raw`, `raw_base64`, and what bounds it.
 pub fn value_view_result(view: &ValueView) -> Result<GetResult, RpcError> {
     let reference = ref_name(view.n);

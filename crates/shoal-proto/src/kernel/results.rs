@@ -138,11 +138,11 @@ pub struct SessionRow {
     pub access: Option<&'static str>,
     /// `daemon.status`: its supervisor's task table, children and restarts.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub task_list: Option<Json>,
+    pub task_list: Option<Vec<super::TaskRow>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub children: Option<Json>,
+    pub children: Option<Vec<super::ChildRow>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub restarts: Option<Json>,
+    pub restarts: Option<u64>,
 }
 
 /// `session.list`.
@@ -161,7 +161,7 @@ pub struct SessionClosed {
 /// `plan.list`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PlanList {
-    pub plans: Json,
+    pub plans: Vec<PlanResult>,
 }
 
 /// `debug.crash`: the actor crashed (a session's name or a service).

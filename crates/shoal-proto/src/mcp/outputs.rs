@@ -87,6 +87,23 @@ pub struct TaskStarted {
     pub timed_out: Option<bool>,
 }
 
+/// `exec` run now or as a task: its result, or the task it became.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ExecAnswer {
+    Ran(ExecResult<Json>),
+    Task(TaskStarted),
+}
+
+/// `plan.apply`, `shoal_apply` and `exec mode:"approved"`: the exec's
+/// result and the plan it ran.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Applied {
+    #[serde(flatten)]
+    pub result: ExecResult<Json>,
+    pub plan_ref: String,
+}
+
 pub use crate::kernel::GetResult;
 
 /// `shoal_journal`: entries newest first.
@@ -99,15 +116,19 @@ pub struct JournalResult {
     pub more: Option<u64>,
 }
 
-/// `shoal_cancel`.
-#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
-pub struct CancelResult {
-    pub task: String,
-    pub cancel_requested: bool,
-    pub state: String,
-}
+pub use crate::kernel::CancelResult;
 
 pub use crate::kernel::{PlanResult, Verdict};
+
+/// What a plan call answers: a plan, the plans (`plan.list`'s rows), or a
+/// `cap.request` grant.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum PlanAnswer {
+    Plan(Box<PlanResult>),
+    Plans(Vec<PlanResult>),
+    Grant(Box<CapRequestResult>),
+}
 
 /// `shoal_apply` (the result of the exec it runs).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]

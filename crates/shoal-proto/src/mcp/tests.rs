@@ -161,3 +161,72 @@ fn the_table_parses_every_tool() {
         Err(CallError::InvalidArguments(_))
     ));
 }
+
+#[test]
+fn an_exec_answers_its_result_or_its_task_and_an_apply_its_plan() {
+    let result = ExecResult {
+        reference: "out:1".into(),
+        uri: "shoal://out/1".into(),
+        value: json!({"$": "int", "v": 2}),
+        render: "2".into(),
+        elapsed_ms: 0.5,
+        warnings: vec![],
+        journal: Some("degraded"),
+    };
+    let ran = json!({
+        "ref": "out:1", "uri": "shoal://out/1", "value": {"$": "int", "v": 2},
+        "render": "2", "elapsed_ms": 0.5, "journal": "degraded",
+    });
+    assert_eq!(
+        serde_json::to_string(&ExecAnswer::Ran(result.clone())).unwrap(),
+        serde_json::to_string(&ran).unwrap()
+    );
+    let task = ExecAnswer::Task(TaskStarted {
+        task: "task:3".into(),
+        events: "task.3".into(),
+        render: None,
+        timed_out: Some(true),
+    });
+    assert_eq!(
+        serde_json::to_value(&task).unwrap(),
+        json!({"task": "task:3", "events": "task.3", "timed_out": true})
+    );
+    let mut applied = ran;
+    applied["plan_ref"] = json!("plan:9");
+    assert_eq!(
+        serde_json::to_string(&Applied {
+            result,
+            plan_ref: "plan:9".into()
+        })
+        .unwrap(),
+        serde_json::to_string(&applied).unwrap()
+    );
+}
+
+#[test]
+fn a_plan_call_answers_a_plan_its_rows_or_a_grant() {
+    let grant = PlanAnswer::Grant(Box::new(CapRequestResult {
+        grant: Grant::Approved,
+        plan_ref: "plan:1".into(),
+        awaiting: None,
+        enforced: Some(true),
+        why: None,
+        uncovered_effects: None,
+        granted_effects: None,
+        approve_via: None,
+        expires: None,
+        elicitation: None,
+    }));
+    assert_eq!(
+        serde_json::to_value(&grant).unwrap(),
+        json!({"grant": "approved", "plan_ref": "plan:1", "enforced": true})
+    );
+    assert_eq!(
+        serde_json::to_value(PlanAnswer::Plans(vec![])).unwrap(),
+        json!([])
+    );
+    assert_eq!(
+        serde_json::to_value(crate::kernel::PlanList { plans: vec![] }).unwrap(),
+        json!({"plans": []})
+    );
+}

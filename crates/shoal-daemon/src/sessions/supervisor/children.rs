@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use actix::prelude::*;
-use serde_json::Value as Json;
+use shoal_proto::kernel::{ChildRow, ChildTable, TaskRow};
 
 use super::SessionSupervisor;
 use crate::health::{ActorStats, Counted};
@@ -83,7 +83,7 @@ pub(super) struct ChildSlot {
 /// `children` are exactly the actors whose status row names this supervisor
 /// as parent: the Session, the PlanStore, each Task and each PTY.
 #[derive(Message)]
-#[rtype(result = "Json")]
+#[rtype(result = "ChildTable")]
 pub struct ListChildren;
 impl SessionSupervisor {
     pub(super) fn notice(&mut self, kind: ChildKind, ctx: &mut Context<Self>) -> ExitNotice {
@@ -196,45 +196,48 @@ impl SessionSupervisor {
 
     /// Start a task on a fork of the session's state. The one place a
     /// background task is spawned (the policy gate belongs here).
-    fn children_json(&self) -> Json {
-        let mut children: Vec<Json> = self
+    fn children_table(&self) -> ChildTable {
+        let mut children: Vec<ChildRow> = self
             .children
             .iter()
-            .map(|(k, c)| {
-                serde_json::json!({
-                    "child": k.label(),
-                    "actor": c.stats.id,
-                    "state": c.stats.state(),
-                    "age_ms": c.stats.started.elapsed().as_millis() as u64,
-                    "restarts": if *k == ChildKind::Session { self.budget.restarts() } else { 0 },
-                })
+            .map(|(k, c)| ChildRow {
+                child: k.label(),
+                actor: c.stats.id,
+                state: c.stats.state(),
+                age_ms: c.stats.started.elapsed().as_millis() as u64,
+                restarts: if *k == ChildKind::Session {
+                    self.budget.restarts()
+                } else {
+                    0
+                },
             })
             .collect();
         // The PTYs (their table is `sessions/pty.rs`'s): their rows in the registry.
-        let me = serde_json::json!(self.reg.id());
+        let me = self.reg.id();
         children.extend(
             self.registry
                 .snapshot()
                 .into_iter()
-                .filter(|r| r["parent"] == me && r["kind"] == "pty")
-                .map(|r| {
-                    serde_json::json!({
-                        "child": r["name"],
-                        "actor": r["id"],
-                        "state": r["state"],
-                        "age_ms": r["age_ms"],
-                        "restarts": 0,
-                    })
+                .filter(|r| r.parent == Some(me) && r.kind == "pty")
+                .map(|r| ChildRow {
+                    child: r.name,
+                    actor: r.id,
+                    state: r.state,
+                    age_ms: r.age_ms,
+                    restarts: 0,
                 }),
         );
-        let tasks: Vec<Json> = self.tasks.values().map(|e| e.record().to_json()).collect();
-        serde_json::json!({
-            "session": self.shared.name,
-            "failed": self.failed,
-            "restarts": self.budget.restarts(),
-            "children": children,
-            "tasks": tasks,
-        })
+        ChildTable {
+            session: self.shared.name.clone(),
+            failed: self.failed,
+            restarts: self.budget.restarts(),
+            children,
+            tasks: self
+                .tasks
+                .values()
+                .map(|e| TaskRow::of(&e.record()))
+                .collect(),
+        }
     }
 }
 
@@ -278,6 +281,6 @@ impl Handler<ListChildren> for SessionSupervisor {
 
     fn handle(&mut self, _msg: ListChildren, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        MessageResult(self.children_json())
+        MessageResult(self.children_table())
     }
 }

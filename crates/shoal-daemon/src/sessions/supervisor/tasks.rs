@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::prelude::*;
-use serde_json::Value as Json;
 
 use super::children::{ChildAddr, ChildKind, ChildSlot};
 use super::SessionSupervisor;
@@ -19,6 +18,7 @@ use crate::sessions::session::CallCancel;
 use crate::sessions::task::{Control, Task, TaskControl, TaskView};
 use shoal_lang::task::{self as tasks, Entry, TaskTable};
 use shoal_lang::Position;
+use shoal_proto::kernel::TaskRow;
 use shoal_proto::rpc::{self, RpcError};
 
 /// A task the supervisor started: its live view and process slot.
@@ -104,9 +104,9 @@ pub enum TaskOp {
 pub struct TaskCall(pub TaskOp);
 
 pub enum TaskAnswer {
-    Record(Json),
+    Record(Box<TaskRow>),
     Records(Vec<tasks::TaskRecord>),
-    List(Vec<Json>),
+    List(Vec<TaskRow>),
     Watch(tokio::sync::watch::Receiver<TaskView>),
     /// The control request was carried out (the caller reads the record again).
     Done,
@@ -224,9 +224,14 @@ impl SessionSupervisor {
                 .map(|e| (e.record(), e.view.clone()))
         };
         match op {
-            TaskOp::Get(id) => Ok(TaskAnswer::Record(entry(&self.tasks, id)?.0.to_json())),
+            TaskOp::Get(id) => Ok(TaskAnswer::Record(Box::new(TaskRow::of(
+                &entry(&self.tasks, id)?.0,
+            )))),
             TaskOp::List => Ok(TaskAnswer::List(
-                self.tasks.values().map(|e| e.record().to_json()).collect(),
+                self.tasks
+                    .values()
+                    .map(|e| TaskRow::of(&e.record()))
+                    .collect(),
             )),
             TaskOp::Watch(id) => Ok(TaskAnswer::Watch(entry(&self.tasks, id)?.1)),
             TaskOp::Records(Some(id)) => Ok(TaskAnswer::Records(vec![entry(&self.tasks, id)?.0])),
@@ -250,7 +255,7 @@ impl SessionSupervisor {
                         stats.enqueue();
                         Ok(TaskAnswer::Forward(a.clone(), c))
                     }
-                    _ => Ok(TaskAnswer::Record(rec.to_json())),
+                    _ => Ok(TaskAnswer::Record(Box::new(TaskRow::of(&rec)))),
                 }
             }
         }

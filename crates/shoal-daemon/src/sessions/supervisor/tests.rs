@@ -25,7 +25,7 @@ fn start(registry: &Arc<Registry>, name: &str) -> (Addr<SessionSupervisor>, u64)
 }
 
 async fn table(a: &Addr<SessionSupervisor>) -> Json {
-    a.send(ListChildren).await.unwrap()
+    serde_json::to_value(a.send(ListChildren).await.unwrap()).unwrap()
 }
 
 /// The child table once `done` holds of it (a bounded poll of the test's own;
@@ -71,8 +71,8 @@ fn rows_under(registry: &Registry, parent: u64) -> Vec<u64> {
     let mut rows: Vec<u64> = registry
         .snapshot()
         .iter()
-        .filter(|r| r["parent"] == parent)
-        .filter_map(|r| r["id"].as_u64())
+        .filter(|r| r.parent == Some(parent))
+        .map(|r| r.id)
         .collect();
     rows.sort_unstable();
     rows
@@ -131,7 +131,7 @@ async fn record(a: &Addr<SessionSupervisor>, id: u64) -> Json {
     let TaskAnswer::Record(r) = task_call(a, TaskOp::Get(id)).await else {
         panic!("no record");
     };
-    r
+    serde_json::to_value(r).unwrap()
 }
 
 /// A task's view, to wait on.
@@ -173,9 +173,9 @@ fn a_panicking_session_is_restarted_by_message_and_counted() {
         let restarted = registry
             .snapshot()
             .into_iter()
-            .find(|r| r["id"] == shown[0])
+            .find(|r| r.id == shown[0])
             .unwrap();
-        assert_eq!(restarted["restarts"], 1);
+        assert_eq!(restarted.restarts, 1);
     });
 }
 
@@ -195,7 +195,7 @@ fn a_task_is_a_child_and_cancels_alone() {
             registry
                 .snapshot()
                 .iter()
-                .filter(|r| r["parent"] == a_id && r["kind"] == "task")
+                .filter(|r| r.parent == Some(a_id) && r.kind == "task")
                 .count(),
             2
         );
@@ -229,7 +229,8 @@ fn a_restarted_session_keeps_its_transcript_and_answers() {
             .await
             .unwrap()
             .unwrap();
-        let got = shoal_proto::kernel::value_view_json(&got).unwrap();
+        let got =
+            serde_json::to_value(shoal_proto::kernel::value_view_result(&got).unwrap()).unwrap();
         assert_eq!(
             got["value"],
             serde_json::json!({"$": "int", "v": 42}),
@@ -271,11 +272,15 @@ fn past_the_restart_limit_the_session_fails_and_says_so() {
         let row = registry
             .snapshot()
             .into_iter()
-            .find(|r| r["id"] == a_id)
+            .find(|r| r.id == a_id)
             .unwrap();
-        assert_eq!(row["state"], "failed", "{row}");
-        assert_eq!(row["last_error"], "restart limit reached", "{row}");
-        assert_eq!(row["restarts"], 3, "{row}");
+        assert_eq!(row.state, "failed", "{row:?}");
+        assert_eq!(
+            row.last_error.as_deref(),
+            Some("restart limit reached"),
+            "{row:?}"
+        );
+        assert_eq!(row.restarts, 3, "{row:?}");
         // The other session never noticed.
         assert_eq!(table(&b).await["restarts"], 0);
         assert!(matches!(
