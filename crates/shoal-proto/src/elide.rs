@@ -166,6 +166,50 @@ impl serde::Serialize for Elided<'_> {
     }
 }
 
+/// An exec's value as its reply carries it: a stored value elided under the
+/// caller's budget as the reply is written ([`elision`]: within the budget
+/// it streams straight into the reply, no tree is built), or a value already
+/// encoded.
+#[derive(Clone, Debug)]
+pub enum ReplyValue {
+    Stored {
+        value: Value,
+        budget: Budget,
+        uri: String,
+    },
+    Encoded(Json),
+}
+
+impl From<Json> for ReplyValue {
+    fn from(j: Json) -> Self {
+        ReplyValue::Encoded(j)
+    }
+}
+
+impl serde::Serialize for ReplyValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ReplyValue::Stored { value, budget, uri } => {
+                // Deciding (and building a ref's preview) renders the value:
+                // a panic there is an encoding error, never a lost connection.
+                let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    elision(value, budget, uri)
+                }))
+                .map_err(|_| serde::ser::Error::custom("encoding panicked"))?;
+                e.serialize(s)
+            }
+            ReplyValue::Encoded(j) => j.serialize(s),
+        }
+    }
+}
+
+/// Equal when they encode alike (tests compare replies).
+impl PartialEq for ReplyValue {
+    fn eq(&self, other: &Self) -> bool {
+        serde_json::to_value(self).ok() == serde_json::to_value(other).ok()
+    }
+}
+
 /// Whether `v` must travel as a ref.
 pub fn over_budget(v: &Value, b: &Budget) -> bool {
     match v {
@@ -404,6 +448,54 @@ mod tests {
 
     fn ints(n: i64) -> Value {
         Value::list((0..n).map(Value::Int).collect())
+    }
+
+    /// A stored reply value writes what [`elide`] builds, within the budget
+    /// and over it (a table past `max_rows` becomes a ref).
+    #[test]
+    fn a_reply_value_streams_what_elide_builds() {
+        let rows: Vec<Arc<Record>> = (0..150)
+            .map(|i| {
+                Arc::new(
+                    [("n".into(), Value::Int(i)), ("s".into(), Value::str("x"))]
+                        .into_iter()
+                        .collect(),
+                )
+            })
+            .collect();
+        let table = Value::Table(Arc::new(rows));
+        for (v, b) in [
+            (ints(3), Budget::default()),
+            (
+                ints(3),
+                Elide {
+                    max_items: Some(2),
+                    ..Default::default()
+                }
+                .budget(),
+            ),
+            (table.clone(), Budget::default()),
+            (
+                table,
+                Elide {
+                    max_rows: Some(500),
+                    max_bytes: Some(60_000),
+                    ..Default::default()
+                }
+                .budget(),
+            ),
+        ] {
+            let r = ReplyValue::Stored {
+                value: v.clone(),
+                budget: b,
+                uri: "shoal://out/4".into(),
+            };
+            let text = serde_json::to_string(&r).unwrap();
+            assert_eq!(
+                serde_json::from_str::<Json>(&text).unwrap(),
+                elide(&v, &b, "shoal://out/4")
+            );
+        }
     }
 
     #[test]

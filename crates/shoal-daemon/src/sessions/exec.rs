@@ -6,14 +6,12 @@
 
 use std::sync::Arc;
 
-use serde_json::Value as Json;
-
 use crate::msg::{CallCancel, Exec, ExecReply, GetValue, SessionError};
 use crate::peer;
 use crate::sessions::handle::SessionHandle;
 use crate::sessions::supervisor::SessionSupervisor;
 use shoal_lang::Position;
-use shoal_proto::elide::Budget;
+use shoal_proto::elide::{Budget, ReplyValue};
 use shoal_proto::kernel::{self, GetRequest, ValueRead};
 use shoal_proto::mcp::{ExecResult, WarningOut};
 use shoal_proto::rpc::RpcError;
@@ -31,7 +29,7 @@ pub async fn exec_elided(
     cancel: Arc<CallCancel>,
     gate: Option<Arc<shoal_policy::Gate>>,
     check: bool,
-) -> Result<ExecResult<Json>, RpcError> {
+) -> Result<ExecResult<ReplyValue>, RpcError> {
     let exec = Exec {
         src,
         position,
@@ -50,29 +48,28 @@ pub async fn exec_result(
     handle: SessionHandle,
     exec: Exec,
     budget: Budget,
-) -> Result<ExecResult<Json>, RpcError> {
+) -> Result<ExecResult<ReplyValue>, RpcError> {
     let x = handle.exec(exec).await.map_err(peer::session_error)?;
     exec_reply_result(x, &budget)
 }
 
 /// `{ref, uri, value, render, elapsed_ms, warnings?, journal?}` of an exec's
-/// reply, the value elided under `budget`: typed, so the connection writes
-/// it once into its reply (only `value`, the elided wire encoding, is a JSON
-/// tree).
-pub fn exec_reply_result(mut x: ExecReply, budget: &Budget) -> Result<ExecResult<Json>, RpcError> {
+/// reply, the value elided under `budget`: typed, and its value elided as the
+/// connection writes the reply (a value within the budget streams into it; no
+/// tree of it is built).
+pub fn exec_reply_result(
+    mut x: ExecReply,
+    budget: &Budget,
+) -> Result<ExecResult<ReplyValue>, RpcError> {
     x.render = text_under(&mut x, budget);
-    // Elide once, here, from the value the session stored as out:n (no
-    // second round trip to read it back).
+    // Elided from the value the session stored as out:n (no second round
+    // trip to read it back).
     let uri = kernel::ref_uri(x.n);
-    let value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        shoal_proto::elide::elide(&x.value, budget, &uri)
-    }))
-    .map_err(|p| {
-        RpcError::internal(format!(
-            "encoding panicked: {}",
-            crate::sessions::session::panic_message(&p)
-        ))
-    })?;
+    let value = ReplyValue::Stored {
+        value: std::mem::replace(&mut x.value, shoal_value::Value::Null),
+        budget: *budget,
+        uri: uri.clone(),
+    };
     Ok(typed_result(x, uri, value))
 }
 

@@ -9,6 +9,7 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 use serde_json::{json, Value as Json};
 
+use crate::elide::ReplyValue;
 use shoal_lang::parse::Warning;
 
 fn tagged_value(_: &mut SchemaGenerator) -> Schema {
@@ -55,7 +56,8 @@ impl From<&Warning> for WarningOut {
 }
 
 /// An exec's result (`exec`, `shoal_exec`, `shoal_apply`): `value` is the
-/// tagged wire value (a tree, or bytes already encoded).
+/// tagged wire value ([`ReplyValue`]: elided and streamed as the reply is
+/// written).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct ExecResult<V> {
     /// transcript ref, out:N
@@ -91,7 +93,7 @@ pub struct TaskStarted {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ExecAnswer {
-    Ran(ExecResult<Json>),
+    Ran(ExecResult<ReplyValue>),
     Task(TaskStarted),
 }
 
@@ -100,7 +102,7 @@ pub enum ExecAnswer {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Applied {
     #[serde(flatten)]
-    pub result: ExecResult<Json>,
+    pub result: ExecResult<ReplyValue>,
     pub plan_ref: String,
 }
 
