@@ -63,6 +63,10 @@ struct Seen {
     ended: Mutex<Option<String>>,
     /// The daemon closed the connection.
     gone: AtomicBool,
+    /// Set (under its lock) once the keyboard loop ended: the screen is no
+    /// longer drawn, so a frame that arrives while detaching (the redraw
+    /// the agent's size brings back) never lands on the human's own screen.
+    detached: Mutex<bool>,
 }
 
 /// The terminal in raw mode on its alternate screen until dropped.
@@ -221,7 +225,9 @@ fn attached(
     } else {
         None
     };
-    keyboard(&conn, pty_id, typing, &wake_r)?;
+    let keys = keyboard(&conn, pty_id, typing, &wake_r);
+    *seen.detached.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    keys?;
     if let Some(h) = signals {
         h.close();
     }
@@ -325,7 +331,9 @@ fn read_frames(
                 *seen.ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(exit_text(&p["exit"]));
                 let _ = wake.write_all(b"x");
             } else if let Some(ansi) = p["ansi"].as_str() {
-                if output::raw(ansi.as_bytes()).is_err() {
+                // Drawn under the lock the detach takes: never after it.
+                let detached = seen.detached.lock().unwrap_or_else(|p| p.into_inner());
+                if !*detached && output::raw(ansi.as_bytes()).is_err() {
                     return;
                 }
             }
