@@ -166,47 +166,25 @@ impl serde::Serialize for Elided<'_> {
     }
 }
 
-/// An exec's value as its reply carries it: a stored value elided under the
-/// caller's budget as the reply is written ([`elision`]: within the budget
-/// it streams straight into the reply, no tree is built), or a value already
-/// encoded.
+/// An exec's value as its reply carries it: the stored value, elided under
+/// the caller's budget as the reply is written ([`elision`]: within the
+/// budget it streams straight into the reply; no tree of it is built).
 #[derive(Clone, Debug)]
-pub enum ReplyValue {
-    Stored {
-        value: Value,
-        budget: Budget,
-        uri: String,
-    },
-    Encoded(Json),
-}
-
-impl From<Json> for ReplyValue {
-    fn from(j: Json) -> Self {
-        ReplyValue::Encoded(j)
-    }
+pub struct ReplyValue {
+    pub value: Value,
+    pub budget: Budget,
+    pub uri: String,
 }
 
 impl serde::Serialize for ReplyValue {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            ReplyValue::Stored { value, budget, uri } => {
-                // Deciding (and building a ref's preview) renders the value:
-                // a panic there is an encoding error, never a lost connection.
-                let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    elision(value, budget, uri)
-                }))
-                .map_err(|_| serde::ser::Error::custom("encoding panicked"))?;
-                e.serialize(s)
-            }
-            ReplyValue::Encoded(j) => j.serialize(s),
-        }
-    }
-}
-
-/// Equal when they encode alike (tests compare replies).
-impl PartialEq for ReplyValue {
-    fn eq(&self, other: &Self) -> bool {
-        serde_json::to_value(self).ok() == serde_json::to_value(other).ok()
+        // Deciding (and building a ref's preview) renders the value: a panic
+        // there is an encoding error, never a lost connection.
+        let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            elision(&self.value, &self.budget, &self.uri)
+        }))
+        .map_err(|_| serde::ser::Error::custom("encoding panicked"))?;
+        e.serialize(s)
     }
 }
 
@@ -485,7 +463,7 @@ mod tests {
                 .budget(),
             ),
         ] {
-            let r = ReplyValue::Stored {
+            let r = ReplyValue {
                 value: v.clone(),
                 budget: b,
                 uri: "shoal://out/4".into(),

@@ -65,7 +65,7 @@ pub fn exec_reply_result(
     // Elided from the value the session stored as out:n (no second round
     // trip to read it back).
     let uri = kernel::ref_uri(x.n);
-    let value = ReplyValue::Stored {
+    let value = ReplyValue {
         value: std::mem::replace(&mut x.value, shoal_value::Value::Null),
         budget: *budget,
         uri: uri.clone(),

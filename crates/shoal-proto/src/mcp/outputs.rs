@@ -90,7 +90,7 @@ pub struct TaskStarted {
 }
 
 /// `exec` run now or as a task: its result, or the task it became.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub enum ExecAnswer {
     Ran(ExecResult<ReplyValue>),
@@ -99,7 +99,7 @@ pub enum ExecAnswer {
 
 /// `plan.apply`, `shoal_apply` and `exec mode:"approved"`: the exec's
 /// result and the plan it ran.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Applied {
     #[serde(flatten)]
     pub result: ExecResult<ReplyValue>,

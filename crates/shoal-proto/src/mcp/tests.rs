@@ -167,7 +167,7 @@ fn an_exec_answers_its_result_or_its_task_and_an_apply_its_plan() {
     let result = ExecResult {
         reference: "out:1".into(),
         uri: "shoal://out/1".into(),
-        value: crate::elide::ReplyValue::Stored {
+        value: crate::elide::ReplyValue {
             value: shoal_value::Value::Int(2),
             budget: Default::default(),
             uri: "shoal://out/1".into(),
