@@ -260,3 +260,54 @@ fn token_pty_children_are_in_namespaces() {
         "{screen}"
     );
 }
+
+/// A token principal's children hold no capability, whatever the daemon
+/// holds (run as root it holds them all, and Landlock and the filters do not
+/// govern `reboot`, module loading or the network configuration): none to
+/// use, in namespaces or not. Judged by an act that needs one
+/// (`CAP_DAC_OVERRIDE`: reading a project file of mode 000) and, where the
+/// child may read `/proc`, by its sets; the local user's child, which keeps
+/// the daemon's, is the control.
+#[test]
+fn token_children_hold_no_capabilities() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = setup();
+    let locked = s.project.join("locked");
+    std::fs::write(&locked, "locked-content-4c1\n").unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let probe = "sh { cat locked; grep -E '^Cap(Prm|Eff|Amb):' /proc/self/status; true }";
+    let mut l = conn(&s, None, "local");
+    let local = reply(&mut l, probe);
+    let privileged = local.contains("locked-content-4c1");
+    let own = reply(&mut l, "path(\"locked\").read()");
+    assert_eq!(privileged, own.contains("locked-content-4c1"), "{own}");
+    let mut modes = vec![("agent:off", "off")];
+    if have_tools("token_children_hold_no_capabilities", &["bwrap"]) {
+        modes.push(("agent:ns", "ns"));
+        modes.push(("agent:herm", "herm"));
+    }
+    for (principal, session) in modes {
+        let mut k = conn(&s, Some(principal), session);
+        let r = reply(&mut k, probe);
+        assert!(
+            !r.contains("locked-content-4c1"),
+            "{principal} kept a capability: {r}"
+        );
+        // The evaluation thread's own builtins too.
+        let r = reply(&mut k, "path(\"locked\").read()");
+        assert!(!r.contains("locked-content-4c1"), "{principal}: {r}");
+        for set in ["CapPrm", "CapEff", "CapAmb"] {
+            if let Some(v) = r.split(&format!("{set}:")).nth(1) {
+                let hex = v.trim_start_matches(['\\', 't', ' ']);
+                assert!(
+                    hex.starts_with("0000000000000000"),
+                    "{principal} {set}: {r}"
+                );
+            }
+        }
+    }
+    eprintln!(
+        "control: the local user's child {} the file",
+        if privileged { "read" } else { "could not read" }
+    );
+}

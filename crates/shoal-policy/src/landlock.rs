@@ -278,6 +278,7 @@ impl Rules {
                 created: None,
                 filter,
                 attrs: self.token,
+                caps: self.token,
             });
         }
         let mut handled = WRITE | DELETE;
@@ -337,6 +338,7 @@ impl Rules {
             created: Some(created),
             filter,
             attrs: self.token,
+            caps: self.token,
         })
     }
 }
@@ -376,6 +378,8 @@ pub struct Ruleset {
     /// A token principal's children: no attribute changes by name
     /// (`seccomp::NO_ATTR`).
     attrs: bool,
+    /// A token principal: no capabilities ([`drop_capabilities`]).
+    caps: bool,
 }
 
 impl Ruleset {
@@ -386,6 +390,7 @@ impl Ruleset {
             ruleset: self.created,
             filter: self.filter,
             attrs: self.attrs,
+            caps: self.caps,
         }
     }
 }
@@ -396,10 +401,12 @@ pub struct Confine {
     ruleset: Option<RulesetCreated>,
     filter: Option<&'static [libc::sock_filter]>,
     attrs: bool,
+    caps: bool,
 }
 
 impl Confine {
-    /// In the child between fork and exec: no_new_privs, the Landlock
+    /// In the child between fork and exec: no capabilities (a token
+    /// principal), no_new_privs, the Landlock
     /// ruleset, then the socket filter (hermetic: no socket at all; any
     /// other token principal: no unix socket). An error fails the spawn.
     /// Async-signal-safe: nothing here allocates (the crate's
@@ -432,8 +439,12 @@ impl Confine {
         Ok(())
     }
 
-    /// no_new_privs and the Landlock domain (once: the ruleset is used up).
+    /// No capabilities (a token principal), no_new_privs and the Landlock
+    /// domain (once: the ruleset is used up).
     fn restrict(&mut self) -> io::Result<()> {
+        if self.caps {
+            drop_capabilities()?;
+        }
         let Some(rs) = self.ruleset.take() else {
             return Ok(rustix::thread::set_no_new_privs(true)?);
         };
@@ -446,6 +457,42 @@ impl Confine {
             Err(_) => Err(io::Error::from(io::ErrorKind::PermissionDenied)),
         }
     }
+}
+
+/// Leave the calling thread no capability now or after any exec: a daemon
+/// run as root (or with file capabilities) must not lend them to a token
+/// principal, whose child would otherwise keep them through exec (Landlock
+/// and the filters do not govern `reboot`, module loading, raw devices or
+/// the network configuration). The bounding set is emptied where the
+/// thread may (`CAP_SETPCAP`; without it there is nothing to lend, and
+/// no_new_privs keeps exec from raising the empty permitted set); then the
+/// ambient, inheritable, permitted and effective sets. Async-signal-safe:
+/// system calls on integers.
+pub fn drop_capabilities() -> io::Result<()> {
+    use rustix::io::Errno;
+    use rustix::thread::{self as t, CapabilitySet};
+    for n in 0..64u32 {
+        match t::remove_capability_from_bounding_set(CapabilitySet::from_bits_retain(1 << n)) {
+            // EINVAL: past the kernel's last capability; EPERM: no
+            // CAP_SETPCAP, so no capability either.
+            Ok(()) | Err(Errno::INVAL) | Err(Errno::PERM) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    match t::clear_ambient_capability_set() {
+        Ok(()) | Err(Errno::INVAL) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let none = CapabilitySet::empty();
+    t::set_capabilities(
+        None,
+        t::CapabilitySets {
+            effective: none,
+            permitted: none,
+            inheritable: none,
+        },
+    )?;
+    Ok(())
 }
 
 /// The kernel's Landlock ABI version (0: none).
