@@ -311,3 +311,123 @@ fn token_children_hold_no_capabilities() {
         if privileged { "read" } else { "could not read" }
     );
 }
+
+/// A token principal's command in namespaces ends when its task is
+/// cancelled, as the local user's does (the confined evaluation thread may
+/// not signal it itself: the broker that started it does), and nothing of
+/// it is left running: judged by the task's end state and by the program's
+/// processes, looked for by a marker in their command line.
+#[test]
+fn token_commands_in_namespaces_end_when_cancelled() {
+    if !have_tools(
+        "token_commands_in_namespaces_end_when_cancelled",
+        &["bwrap"],
+    ) {
+        return;
+    }
+    let s = setup();
+    for (principal, session) in [(None, "local"), (Some("agent:ns"), "ns")] {
+        let mut c = conn(&s, principal, session);
+        let marker = format!("31{}", std::process::id() % 1000);
+        let r = c.call(
+            "exec",
+            json!({"src": format!("sh {{ sleep {marker}.5 & sleep {marker}.25 }} &")}),
+        );
+        let task = r["result"]["value"]["ref"]
+            .as_str()
+            .filter(|t| t.starts_with("task:"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no task: {r}"));
+        // Wait until the program runs (its second sleep shows up).
+        let running = |m: &str| {
+            std::fs::read_dir("/proc")
+                .unwrap()
+                .flatten()
+                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+                .any(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(m))
+        };
+        let started = std::time::Instant::now();
+        while !running(&format!("{marker}.25")) {
+            assert!(
+                started.elapsed().as_secs() < 30,
+                "{principal:?}: never ran: {r}"
+            );
+            std::thread::yield_now();
+        }
+        let r = c.call("task.cancel", json!({"task": task}));
+        assert!(r.get("error").is_none(), "{r}");
+        let r = c.call("task.await", json!({"task": task, "timeout_ms": 30000}));
+        assert_eq!(
+            r["result"]["state"],
+            json!("cancelled"),
+            "{principal:?}: {r}"
+        );
+        assert!(
+            !running(&format!("{marker}.25")),
+            "{principal:?}: still runs"
+        );
+        assert!(
+            !running(&format!("{marker}.5")),
+            "{principal:?}: its child still runs"
+        );
+    }
+}
+
+/// Nothing a token principal's command started in namespaces outlives a
+/// daemon killed by `SIGKILL`: each process of the chain dies with its
+/// parent, and the command's pid namespace with its first process. Judged
+/// by the program's processes, found by a marker and awaited by pidfd.
+#[test]
+fn token_children_in_namespaces_die_with_a_killed_daemon() {
+    if !have_tools(
+        "token_children_in_namespaces_die_with_a_killed_daemon",
+        &["bwrap"],
+    ) {
+        return;
+    }
+    let s = setup();
+    let mut c = conn(&s, Some("agent:ns"), "ns");
+    let marker = format!("32{}", std::process::id() % 1000);
+    let r = c.call(
+        "exec",
+        json!({"src": format!("sh {{ sleep {marker}.5 & sleep {marker}.25 }} &")}),
+    );
+    assert!(r.get("error").is_none(), "{r}");
+    let find = |m: &str| -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+                let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+                let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+                (cmd.starts_with("sleep ") && cmd.contains(m)).then_some(pid)
+            })
+            .collect()
+    };
+    let started = std::time::Instant::now();
+    let pids = loop {
+        let p = find(&marker);
+        if p.len() == 2 {
+            break p;
+        }
+        assert!(started.elapsed().as_secs() < 30, "never ran: {p:?}");
+        std::thread::yield_now();
+    };
+    let fds: Vec<_> = pids
+        .iter()
+        .filter_map(|p| rustix::process::Pid::from_raw(*p))
+        .filter_map(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
+        .collect();
+    assert_eq!(fds.len(), 2, "{pids:?}");
+    kill_pid(s.d.pid());
+    for fd in &fds {
+        let mut pfd = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
+        let t = rustix::event::Timespec {
+            tv_sec: 30,
+            tv_nsec: 0,
+        };
+        let n = rustix::event::poll(&mut pfd, Some(&t)).unwrap_or(0);
+        assert_eq!(n, 1, "a child of the command outlived the daemon: {pids:?}");
+    }
+}

@@ -57,10 +57,12 @@ const UNSAFE_ALLOWED: &[&str] = &[
     // The kernel's Landlock ABI, reported and checked before a spawn (the `landlock`
     // crate keeps it private); the tests' pre_exec hooks.
     "crates/shoal-policy/src/landlock.rs",
-    // Bubblewrap's child: the status pipe at fd 3 and signal dispositions between fork and
-    // exec; inside the namespace fork, execv and waitpid of the program (no rustix wrapper
-    // for exec with a prepared argv after confinement).
-    "crates/shoal-policy/src/namespaces.rs",
+    // A namespaced child between fork and exec: a descriptor at fd 3, joining the holder's
+    // namespaces, the fork of its pid 1 and the wait for it (no rustix wrapper for fork).
+    "crates/shoal-policy/src/namespaces/holder.rs",
+    // Inside the namespaces: the status pipe named on the command line, and the program's
+    // signal dispositions between fork and exec.
+    "crates/shoal-policy/src/namespaces/confine.rs",
     // The seccomp socket filters (prctl, seccomp, close_range between fork and exec).
     "crates/shoal-policy/src/seccomp.rs",
     // Adopting a socket-activated listener fd.

@@ -53,12 +53,12 @@ const STATIC_LOCKS_ALLOWED: &[(&str, &str, &str)] = &[
         "the Leash runtime (policy, token store), installed once at start (docs/leash.md)",
     ),
     (
-        "crates/shoal-policy/src/namespaces.rs",
+        "crates/shoal-policy/src/namespaces/mod.rs",
         "MODES",
         "each principal's namespace mode, beside the Leash runtime the process installs once",
     ),
     (
-        "crates/shoal-policy/src/namespaces.rs",
+        "crates/shoal-policy/src/namespaces/mod.rs",
         "PTY",
         "status pipes of namespaced PTY children, read when the process reaps them",
     ),
@@ -68,7 +68,7 @@ const STATIC_LOCKS_ALLOWED: &[(&str, &str, &str)] = &[
         "the process's cgroup tree or subreaper, chosen once at start, and its live counts",
     ),
     (
-        "crates/shoal-policy/src/namespaces.rs",
+        "crates/shoal-policy/src/namespaces/mod.rs",
         "ENGINE",
         "the one unconfined broker thread the process starts token children from",
     ),

@@ -153,7 +153,11 @@ pub fn signal_group(pid: u32, sig: i32) {
     ) else {
         return;
     };
-    let _ = rustix::process::kill_process_group(group, sig);
+    if let Err(rustix::io::Errno::PERM) = rustix::process::kill_process_group(group, sig) {
+        // A token principal's child in namespaces is outside this confined
+        // thread's Landlock domain: the broker that started it signals it.
+        shoal_policy::namespaces::signal_group(pid as i32, sig.as_raw());
+    }
 }
 
 fn pidfd_open(pid: u32) -> Option<OwnedFd> {
@@ -331,7 +335,11 @@ pub fn run(spec: SpawnSpec, intr: &Interrupter) -> Result<ProcResult, RunError> 
         intr,
         start,
     );
-    // In namespaces: the program's own status (bwrap reports a signal as 128+n).
+    // In namespaces: the program's own status (the child that waited for it
+    // reports a signal as 128+n); the broker forgets the reaped child.
+    if ns.is_some() {
+        shoal_policy::namespaces::forget(pid as i32);
+    }
     if let (Some(raw), Ok(r)) = (ns.and_then(|(_, w)| w.status()), result.as_mut()) {
         (r.status, r.signal) = status_parts(ExitStatus::from_raw(raw));
     }

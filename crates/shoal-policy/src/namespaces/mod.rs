@@ -34,11 +34,10 @@
 //! death kills the pid namespace (`--die-with-parent`).
 
 use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::mpsc;
@@ -48,6 +47,13 @@ use serde::{Deserialize, Serialize};
 
 use super::landlock::{Net, Rules};
 
+mod confine;
+mod holder;
+
+pub use confine::confine_main;
+pub use holder::hold_main;
+use holder::{at_fd3, Holder};
+
 /// Where the shoal binary is bound inside the namespace (a top-level name
 /// no grant can cover: grants are cut around `/proc`, so `/` never is one).
 pub const CONFINE_AT: &str = "/.shoal-confine";
@@ -55,35 +61,54 @@ pub const CONFINE_AT: &str = "/.shoal-confine";
 /// The hidden subcommand of the shoal binary that confines and runs.
 pub const CONFINE_ARG: &str = "__confine";
 
+/// The hidden subcommand that holds a principal's namespaces ([`hold_main`]).
+pub const HOLD_ARG: &str = "__hold";
+
+/// Holders kept at once (the oldest is ended first); one per principal's
+/// rules and stand-in cwd.
+const MAX_HOLDERS: usize = 16;
+
 pub use crate::policy::Namespaces as Mode;
 
-type Job = (Command, mpsc::Sender<(Command, io::Result<Child>)>);
+/// A wrapped command, what it joins, and where its start is answered.
+struct Spawn {
+    cmd: Command,
+    join: Join,
+    reply: mpsc::Sender<(Command, io::Result<Child>)>,
+}
+
+/// What the broker does for a confined evaluation thread.
+enum Job {
+    /// Start a wrapped command in its principal's holder.
+    Spawn(Box<Spawn>),
+    /// Signal the process group of a child it started (a confined thread
+    /// may not: the child is outside its Landlock domain), then answer.
+    Signal(i32, i32, mpsc::Sender<bool>),
+    /// The child was reaped: its pid may be reused; never signal it again.
+    Forget(i32),
+}
 
 struct Engine {
     bwrap: Option<PathBuf>,
-    exe: PathBuf,
     broker: Mutex<mpsc::Sender<Job>>,
 }
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 
 /// At daemon start, on an unconfined thread, before any token runs: find
-/// `bwrap` on `PATH` and start the broker thread. Without it every mode
-/// but `"require"` falls back to Landlock and seccomp alone.
+/// `bwrap` on `PATH` and start the broker thread, which owns the holders.
+/// Without `bwrap` every mode but `"require"` falls back to Landlock and
+/// seccomp alone.
 pub fn init(exe: PathBuf) {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let path = std::env::var("PATH").ok();
     let bwrap = shoal_base::lookup::find_program("bwrap", path.as_deref(), &cwd)
         .filter(|_| super::landlock::abi() > 0);
     let (tx, rx) = mpsc::channel::<Job>();
+    let tool = bwrap.clone();
     let started = std::thread::Builder::new()
         .name("shoal-ns-broker".into())
-        .spawn(move || {
-            for (mut cmd, reply) in rx {
-                let r = cmd.spawn();
-                let _ = reply.send((cmd, r));
-            }
-        });
+        .spawn(move || broker(rx, tool, exe));
     if let Err(e) = started {
         tracing::warn!("cannot start the namespace broker: {e}");
         return;
@@ -91,9 +116,63 @@ pub fn init(exe: PathBuf) {
     tracing::info!(bwrap = ?bwrap, "namespaces for token children");
     let _ = ENGINE.set(Engine {
         bwrap,
-        exe,
         broker: Mutex::new(tx),
     });
+}
+
+/// The broker: starts each wrapped child in its principal's holder
+/// (starting the holder first where there is none), one at a time.
+fn broker(rx: mpsc::Receiver<Job>, bwrap: Option<PathBuf>, exe: PathBuf) {
+    let mut holders: Vec<Holder> = Vec::new();
+    // The direct children started here and not yet reaped.
+    let mut started: std::collections::BTreeSet<i32> = Default::default();
+    let daemon = rustix::process::getpid();
+    for job in rx {
+        let Spawn {
+            mut cmd,
+            join,
+            reply,
+        } = match job {
+            Job::Spawn(s) => *s,
+            Job::Signal(pid, sig, reply) => {
+                let sent = started.contains(&pid)
+                    && rustix::process::Pid::from_raw(pid)
+                        .zip(rustix::process::Signal::from_named_raw(sig))
+                        .is_some_and(|(p, s)| rustix::process::kill_process_group(p, s).is_ok());
+                let _ = reply.send(sent);
+                continue;
+            }
+            Job::Forget(pid) => {
+                started.remove(&pid);
+                continue;
+            }
+        };
+        // Holders of rules no principal has any more, and dead ones, go.
+        holders
+            .retain_mut(|h| h.rules.strong_count() > 0 && matches!(h.bwrap.try_wait(), Ok(None)));
+        let found = holders
+            .iter()
+            .position(|h| Weak::ptr_eq(&h.rules, &join.rules) && h.args == join.args);
+        let at = match (found, &bwrap) {
+            (Some(i), _) => Ok(i),
+            (None, Some(b)) => Holder::start(b, &exe, &join).map(|h| {
+                if holders.len() >= MAX_HOLDERS {
+                    holders.remove(0);
+                }
+                holders.push(h);
+                holders.len() - 1
+            }),
+            (None, None) => Err(io::Error::other("bubblewrap is not available")),
+        };
+        let r = at.and_then(|i| {
+            holders[i].enter_at_exec(&mut cmd, &join, daemon);
+            cmd.spawn()
+        });
+        if let Ok(c) = &r {
+            started.insert(c.id() as i32);
+        }
+        let _ = reply.send((cmd, r));
+    }
 }
 
 /// Is bubblewrap used for token children (found at start)?
@@ -120,17 +199,29 @@ fn mode_of(rules: &Arc<Rules>) -> Mode {
         .map_or(Mode::Auto, |(_, mode)| *mode)
 }
 
-/// A child started in namespaces: the read end of its status pipe (and
-/// the write end until the spawn).
+/// What a child needs to join its principal's namespaces: which holder
+/// (the principal's rules and the holder's `bwrap` arguments), and what it
+/// mounts and where it starts on its own.
+#[derive(Debug)]
+struct Join {
+    rules: Weak<Rules>,
+    args: Vec<OsString>,
+    sealed: bool,
+    cwd: CString,
+}
+
+/// A child started in namespaces: the read end of its status pipe (and,
+/// until the spawn, the write end and what it joins).
 #[derive(Debug)]
 pub struct Wrapped {
     status_rx: OwnedFd,
     status_tx: Option<OwnedFd>,
+    join: Option<Join>,
 }
 
 impl Wrapped {
     /// The program's raw wait status, once the child has been reaped
-    /// (`None`: it never got that far; use what `bwrap` reported).
+    /// (`None`: it never got that far; use what the child reported).
     pub fn status(&self) -> Option<i32> {
         let mut buf = [0u8; 4];
         // Non-blocking: every holder of the write end is gone once the
@@ -151,10 +242,11 @@ impl Wrapped {
     }
 }
 
-/// The `bwrap` command that runs `program` for the current thread's rules
-/// (`landlock::current`), or `None` when the child is not put in
-/// namespaces (the local user, `"off"`, no bubblewrap under `"auto"`).
-/// Errors: `"require"` without bubblewrap; rules that cannot be encoded.
+/// The command that runs `program` in the namespaces of the current
+/// thread's rules (`landlock::current`), or `None` when the child is not
+/// put in namespaces (the local user, `"off"`, no bubblewrap under
+/// `"auto"`). Errors: `"require"` without bubblewrap; rules that cannot be
+/// encoded.
 pub fn wrap(
     program: &Path,
     argv0: &OsStr,
@@ -168,18 +260,16 @@ pub fn wrap(
         return Ok(None);
     }
     let mode = mode_of(&rules);
-    let engine = ENGINE.get();
-    let bwrap = engine.and_then(|e| e.bwrap.as_ref().map(|b| (e, b)));
-    let (engine, bwrap) = match (mode, bwrap) {
-        (Mode::Off, _) | (Mode::Auto, None) => return Ok(None),
-        (Mode::Require, None) => {
+    match (mode, available()) {
+        (Mode::Off, _) | (Mode::Auto, false) => return Ok(None),
+        (Mode::Require, false) => {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 "namespaces = \"require\": bubblewrap (bwrap) was not found on the daemon's PATH at start; the program is not started",
             ))
         }
-        (_, Some(x)) => x,
-    };
+        (_, true) => {}
+    }
     let program = if program.is_absolute() {
         program.to_path_buf()
     } else {
@@ -189,16 +279,24 @@ pub fn wrap(
     let plan = Plan::of(&rules);
     let encoded = serde_json::to_string(&Encoded::of(&plan.inner))
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-    let mut cmd = Command::new(bwrap);
-    cmd.args(plan.bwrap_args(&engine.exe, &cwd));
-    cmd.arg(CONFINE_AT).arg(CONFINE_ARG).arg("3").arg(encoded);
+    let c_cwd = CString::new(cwd.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    let mut cmd = Command::new(CONFINE_AT);
+    cmd.arg(CONFINE_ARG).arg("3").arg(encoded);
     cmd.arg(&program).arg(argv0).args(args);
     let (rx, tx) = pipe()?;
+    let join = Join {
+        rules: Arc::downgrade(&rules),
+        args: plan.holder_args(&cwd),
+        sealed: plan.sealed,
+        cwd: c_cwd,
+    };
     Ok(Some((
         cmd,
         Wrapped {
             status_rx: rx,
             status_tx: Some(tx),
+            join: Some(join),
         },
     )))
 }
@@ -226,28 +324,10 @@ pub fn spawn_either(mut cmd: Command, w: Option<&mut Wrapped>) -> (Command, io::
 /// child's descriptor 3. Gives the command back (its redirect files are
 /// the caller's to drop).
 pub fn spawn(mut cmd: Command, w: &mut Wrapped) -> (Command, io::Result<Child>) {
-    let Some(tx) = w.status_tx.take() else {
+    let (Some(tx), Some(join)) = (w.status_tx.take(), w.join.take()) else {
         return (cmd, Err(io::Error::other("spawned twice")));
     };
-    let fd = tx.as_raw_fd();
-    // SAFETY: dup2, fcntl and signal are async-signal-safe; nothing is
-    // allocated.
-    unsafe {
-        cmd.pre_exec(move || {
-            if fd == 3 {
-                let fl = libc::fcntl(3, libc::F_GETFD);
-                if fl < 0 || libc::fcntl(3, libc::F_SETFD, fl & !libc::FD_CLOEXEC) < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            } else if libc::dup2(fd, 3) < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            for s in PASSED {
-                libc::signal(s, libc::SIG_IGN);
-            }
-            Ok(())
-        });
-    }
+    at_fd3(&mut cmd, tx.as_raw_fd());
     let Some(engine) = ENGINE.get() else {
         return (cmd, Err(io::Error::other("namespaces are not initialised")));
     };
@@ -256,9 +336,13 @@ pub fn spawn(mut cmd: Command, w: &mut Wrapped) -> (Command, io::Result<Child>) 
         .broker
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .send((cmd, rtx));
-    if let Err(mpsc::SendError((cmd, _))) = sent {
-        return (cmd, Err(io::Error::other("the namespace broker is gone")));
+        .send(Job::Spawn(Box::new(Spawn {
+            cmd,
+            join,
+            reply: rtx,
+        })));
+    if let Err(mpsc::SendError(Job::Spawn(s))) = sent {
+        return (s.cmd, Err(io::Error::other("the namespace broker is gone")));
     }
     let out = match rrx.recv() {
         Ok(x) => x,
@@ -273,6 +357,35 @@ pub fn spawn(mut cmd: Command, w: &mut Wrapped) -> (Command, io::Result<Child>) 
     out
 }
 
+/// Signal the process group of `pid`, a child started in namespaces and not
+/// yet reaped, through the broker (a confined thread's own signal is
+/// refused: Landlock scopes its signals to its domain). Whether it was sent.
+pub fn signal_group(pid: i32, sig: i32) -> bool {
+    let Some(engine) = ENGINE.get() else {
+        return false;
+    };
+    let (tx, rx) = mpsc::channel();
+    let job = Job::Signal(pid, sig, tx);
+    let sent = engine
+        .broker
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send(job);
+    sent.is_ok() && rx.recv().unwrap_or(false)
+}
+
+/// `pid`, a child started in namespaces, was reaped.
+pub fn forget(pid: i32) {
+    if let Some(engine) = ENGINE.get() {
+        let job = Job::Forget(pid);
+        let _ = engine
+            .broker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(job);
+    }
+}
+
 /// Status pipes of PTY children in namespaces, by pid (read at reap).
 static PTY: Mutex<BTreeMap<i32, Wrapped>> = Mutex::new(BTreeMap::new());
 
@@ -285,6 +398,9 @@ pub fn remember(pid: i32, w: Wrapped) {
 /// `raw` (unchanged for a child not in namespaces); forgets `pid`.
 pub fn exit_status(pid: i32, raw: i32) -> i32 {
     let w = PTY.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
+    if w.is_some() {
+        forget(pid);
+    }
     w.and_then(|w| w.status()).unwrap_or(raw)
 }
 
@@ -355,11 +471,17 @@ impl Plan {
         }
     }
 
-    fn bwrap_args(&self, exe: &Path, cwd: &Path) -> Vec<OsString> {
+    /// The holder's `bwrap` arguments (before its own binary and program):
+    /// the namespaces and what the mount namespace holds. `cwd` matters only
+    /// where no grant shows it: an empty directory then stands in for it.
+    fn holder_args(&self, cwd: &Path) -> Vec<OsString> {
         let mut a: Vec<OsString> = Vec::new();
         let mut push = |s: &[&OsStr]| a.extend(s.iter().map(|s| s.to_os_string()));
         push(&[
             "--die-with-parent".as_ref(),
+            // A user namespace even for a daemon run as root: whatever the
+            // children could do as its root, they do there.
+            "--unshare-user".as_ref(),
             "--unshare-pid".as_ref(),
             "--unshare-ipc".as_ref(),
             "--unshare-uts".as_ref(),
@@ -401,12 +523,6 @@ impl Plan {
             "/proc".as_ref(),
             "--dev".as_ref(),
             "/dev".as_ref(),
-            "--ro-bind".as_ref(),
-            exe.as_os_str(),
-            CONFINE_AT.as_ref(),
-            "--chdir".as_ref(),
-            cwd.as_os_str(),
-            "--".as_ref(),
         ]);
         a
     }
@@ -458,155 +574,5 @@ impl Encoded {
     }
 }
 
-/// `shoal __confine FD RULES PROGRAM ARGV0 ARGS..` inside the namespace:
-/// apply the rules to this process, fork, exec the program in the child,
-/// write its raw wait status to FD and exit the way a shell reports it.
-/// `args` starts after `__confine`.
-pub fn confine_main(args: Vec<OsString>) -> i32 {
-    match confine_run(args) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("shoal: cannot start the program in its sandbox: {e}");
-            126
-        }
-    }
-}
-
-fn confine_run(args: Vec<OsString>) -> Result<i32, String> {
-    let mut it = args.into_iter();
-    let (Some(fd), Some(rules), Some(program), Some(argv0)) =
-        (it.next(), it.next(), it.next(), it.next())
-    else {
-        return Err("usage: shoal __confine FD RULES PROGRAM ARGV0 [ARGS..]".into());
-    };
-    let fd: RawFd = fd
-        .to_str()
-        .and_then(|s| s.parse().ok())
-        .ok_or("bad status descriptor")?;
-    let encoded: Encoded = serde_json::from_slice(rules.as_bytes()).map_err(|e| e.to_string())?;
-    let rules = encoded.rules()?;
-    let rs = rules.ruleset().map_err(|e| e.to_string())?;
-    rs.confine().apply().map_err(|e| e.to_string())?;
-    // SAFETY: `fd` is the status pipe `bwrap` left open for this process and
-    // named on its command line; nothing else in this process owns it.
-    let status = unsafe { OwnedFd::from_raw_fd(fd) };
-    rustix::io::fcntl_setfd(&status, rustix::io::FdFlags::CLOEXEC).map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(&program);
-    cmd.arg0(argv0);
-    cmd.args(it);
-    // SAFETY: between fork and exec the child only resets the dispositions
-    // of a few signals (`signal` is async-signal-safe) and allocates nothing.
-    unsafe {
-        cmd.pre_exec(|| {
-            for s in PASSED {
-                libc::signal(s, libc::SIG_DFL);
-            }
-            Ok(())
-        });
-    }
-    let st = match cmd.spawn() {
-        Ok(mut child) => {
-            use std::os::unix::process::ExitStatusExt;
-            child.wait().map_err(|e| e.to_string())?.into_raw()
-        }
-        Err(e) => {
-            eprintln!("shoal: {}: {e}", Path::new(&program).display());
-            // As a shell reports it: 127 not found, 126 not runnable.
-            (if e.kind() == io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            }) << 8
-        }
-    };
-    let _ = rustix::io::write(&status, &st.to_le_bytes());
-    Ok(if libc::WIFEXITED(st) {
-        libc::WEXITSTATUS(st)
-    } else if libc::WIFSIGNALED(st) {
-        128 + libc::WTERMSIG(st)
-    } else {
-        1
-    })
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rules(read: &[&str], write: &[&str], net: Net) -> Rules {
-        Rules {
-            read: Some(read.iter().map(PathBuf::from).collect()),
-            write: write.iter().map(PathBuf::from).collect(),
-            delete: Vec::new(),
-            net,
-            token: true,
-        }
-    }
-
-    #[test]
-    fn the_plan_mounts_grants_once_parents_first() {
-        let r = rules(
-            &["/usr", "/usr/lib", "/srv/p", "/srv/p/out/x"],
-            &["/srv/p/out"],
-            Net::Sealed,
-        );
-        let p = Plan::of(&r);
-        assert_eq!(
-            p.binds,
-            vec![
-                (PathBuf::from("/srv/p"), false),
-                (PathBuf::from("/srv/p/out"), true),
-                (PathBuf::from("/usr"), false),
-            ]
-        );
-        assert!(p.private_tmp && p.sealed);
-        let inner = p.inner.read.as_ref().unwrap();
-        assert!(inner.contains(&PathBuf::from("/proc")) && inner.contains(&PathBuf::from("/tmp")));
-        assert!(p.inner.write.contains(&PathBuf::from("/tmp")));
-        let args = p.bwrap_args(Path::new("/x/shoal"), Path::new("/srv/p"));
-        let s: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
-        let w = s
-            .windows(3)
-            .any(|w| w == ["--bind-try", "/srv/p/out", "/srv/p/out"]);
-        assert!(w, "{s:?}");
-        assert!(s.contains(&"--unshare-net".to_string()));
-        assert!(s
-            .windows(3)
-            .any(|w| w == ["--ro-bind", "/x/shoal", CONFINE_AT]));
-        assert_eq!(s.last().map(String::as_str), Some("--"));
-        // A root above a protected directory (`/` holds `/proc`) is never
-        // mounted; no network namespace unless sealed.
-        let p = Plan::of(&rules(&["/", "/usr"], &[], Net::Open));
-        assert_eq!(p.binds, vec![(PathBuf::from("/usr"), false)]);
-        assert!(!p.sealed);
-    }
-
-    #[test]
-    fn rules_round_trip() {
-        for net in [Net::Open, Net::Sealed, Net::ConnectPorts(vec![22, 443])] {
-            let r = rules(&["/usr"], &["/srv"], net);
-            let s = serde_json::to_string(&Encoded::of(&r)).unwrap();
-            let back: Encoded = serde_json::from_str(&s).unwrap();
-            assert_eq!(back.rules().unwrap(), r);
-        }
-    }
-
-    #[test]
-    fn modes_parse_and_default_to_auto() {
-        #[derive(Deserialize)]
-        struct T {
-            #[serde(default)]
-            m: Mode,
-        }
-        let t: T = serde_json::from_str("{\"m\":\"require\"}").unwrap();
-        assert_eq!(t.m, Mode::Require);
-        let t: T = serde_json::from_str("{}").unwrap();
-        assert_eq!(t.m, Mode::Auto);
-        let r = Arc::new(rules(&[], &[], Net::Open));
-        assert_eq!(mode_of(&r), Mode::Auto);
-        register(&r, Mode::Off);
-        assert_eq!(mode_of(&r), Mode::Off);
-        let other = Arc::new(rules(&[], &[], Net::Open));
-        assert_eq!(mode_of(&other), Mode::Auto);
-    }
-}
+mod tests;

@@ -1,0 +1,261 @@
+//! A principal's namespaces held by bubblewrap, and how each child joins them
+//! (see the module above).
+
+use std::ffi::CStr;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Weak;
+
+use rustix::thread::LinkNameSpaceType as NsType;
+use serde::Deserialize;
+
+use super::{pipe, Join, Rules, CONFINE_AT, HOLD_ARG, PASSED};
+
+/// Make `fd` the child's descriptor 3 (open across exec).
+pub(super) fn at_fd3(cmd: &mut Command, fd: RawFd) {
+    // SAFETY: dup2 and fcntl are async-signal-safe; nothing is allocated.
+    unsafe {
+        cmd.pre_exec(move || {
+            if fd == 3 {
+                let fl = libc::fcntl(3, libc::F_GETFD);
+                if fl < 0 || libc::fcntl(3, libc::F_SETFD, fl & !libc::FD_CLOEXEC) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if libc::dup2(fd, 3) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// A principal's namespaces, held open by a `bwrap` that runs
+/// `shoal __hold` until its stdin closes (or the daemon dies: it is started
+/// `--die-with-parent` by the broker thread, which lives as long as the
+/// daemon). Children join its user, mount, IPC, UTS and (sealed) network
+/// namespaces through the descriptors kept here.
+pub(super) struct Holder {
+    pub(super) rules: Weak<Rules>,
+    pub(super) args: Vec<std::ffi::OsString>,
+    pub(super) bwrap: Child,
+    /// Its end closes the holder.
+    _stdin: Option<ChildStdin>,
+    user: OwnedFd,
+    mnt: OwnedFd,
+    ipc: OwnedFd,
+    uts: OwnedFd,
+    net: Option<OwnedFd>,
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.bwrap.kill();
+        let _ = self.bwrap.wait();
+    }
+}
+
+impl Holder {
+    /// Start `bwrap` with the join's arguments and wait until the holder
+    /// runs inside (its namespaces are then complete); keep them.
+    pub(super) fn start(bwrap: &Path, exe: &Path, join: &Join) -> io::Result<Holder> {
+        let (info_rx, info_tx) = pipe()?;
+        let mut cmd = Command::new(bwrap);
+        cmd.arg("--info-fd").arg("3").args(&join.args);
+        // The binary itself, read-only (the holder runs it; children exec it).
+        cmd.arg("--ro-bind").arg(exe).arg(CONFINE_AT);
+        cmd.arg("--").arg(CONFINE_AT).arg(HOLD_ARG);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        at_fd3(&mut cmd, info_tx.as_raw_fd());
+        let mut child = cmd.spawn()?;
+        drop(cmd);
+        drop(info_tx);
+        let failed = |child: &mut Child, what: &str| {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            io::Error::other(format!(
+                "cannot start the sandbox's namespaces ({what}): {}",
+                err.trim()
+            ))
+        };
+        let mut info = Vec::new();
+        let _ = std::fs::File::from(info_rx).read_to_end(&mut info);
+        let pid = serde_json::from_slice::<Info>(&info)
+            .ok()
+            .map(|i| i.child_pid);
+        let mut ready = [0u8; 1];
+        let up = child
+            .stdout
+            .take()
+            .is_some_and(|mut o| o.read_exact(&mut ready).is_ok() && ready == *b"R");
+        let Some(pid) = pid.filter(|_| up) else {
+            return Err(failed(&mut child, "bwrap"));
+        };
+        let open = |ns: &str| {
+            rustix::fs::open(
+                format!("/proc/{pid}/ns/{ns}"),
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC,
+                rustix::fs::Mode::empty(),
+            )
+        };
+        let fds = (|| -> io::Result<_> {
+            let net = if join.sealed {
+                Some(open("net")?)
+            } else {
+                None
+            };
+            Ok((open("user")?, open("mnt")?, open("ipc")?, open("uts")?, net))
+        })();
+        // The pid was the holder's while bwrap still runs (it is our child,
+        // not yet reaped, and the holder's death ends it).
+        let alive = matches!(child.try_wait(), Ok(None));
+        let (user, mnt, ipc, uts, net) = match fds {
+            Ok(f) if alive => f,
+            _ => return Err(failed(&mut child, "its namespaces")),
+        };
+        // Never join the daemon's own mount namespace.
+        let own = rustix::fs::stat("/proc/self/ns/mnt")?;
+        if rustix::fs::fstat(&mnt)?.st_ino == own.st_ino {
+            return Err(failed(&mut child, "no mount namespace of its own"));
+        }
+        drop(child.stderr.take());
+        let stdin = child.stdin.take();
+        Ok(Holder {
+            rules: join.rules.clone(),
+            args: join.args.clone(),
+            bwrap: child,
+            _stdin: stdin,
+            user,
+            mnt,
+            ipc,
+            uts,
+            net,
+        })
+    }
+
+    /// Between fork and exec, `cmd`'s child (the daemon's direct child):
+    /// ignore the interrupt signals, join the holder's namespaces, then a
+    /// mount and a pid namespace of the child's own; fork. The forked
+    /// process (pid 1 there) mounts its own `/proc` (and `/tmp`), enters the
+    /// cwd, gives up every capability and goes on to exec `__confine`; the
+    /// first one waits for it and exits as it did, so the daemon keeps a
+    /// direct child to wait on and to signal (both are in its process
+    /// group). When pid 1 ends, so does everything the program left in its
+    /// pid namespace; each dies with its parent (`SIGKILL`).
+    pub(super) fn enter_at_exec(
+        &self,
+        cmd: &mut Command,
+        join: &Join,
+        daemon: rustix::process::Pid,
+    ) {
+        let ns: [(RawFd, NsType); 5] = [
+            (self.user.as_raw_fd(), NsType::User),
+            (self.mnt.as_raw_fd(), NsType::Mount),
+            (self.ipc.as_raw_fd(), NsType::InterProcessCommunication),
+            (self.uts.as_raw_fd(), NsType::HostNameAndNISDomainName),
+            (
+                self.net.as_ref().map_or(-1, |f| f.as_raw_fd()),
+                NsType::Network,
+            ),
+        ];
+        let cwd = join.cwd.clone();
+        // SAFETY: between fork and exec, in the single-threaded child: only
+        // system calls (signal, setns, unshare, mount, prctl, fork, waitpid,
+        // close_range, _exit) on integers, the descriptors kept by the
+        // holder (open until the broker's spawn returns) and C strings made
+        // before the fork; nothing is allocated. `unshare` of the mount and
+        // pid namespaces leaves the descriptor table alone.
+        unsafe {
+            cmd.pre_exec(move || {
+                for s in PASSED {
+                    libc::signal(s, libc::SIG_IGN);
+                }
+                rustix::process::set_parent_process_death_signal(Some(
+                    rustix::process::Signal::KILL,
+                ))?;
+                if rustix::process::getppid() != Some(daemon) {
+                    return Err(io::Error::other("the daemon is gone"));
+                }
+                for (fd, kind) in ns {
+                    if fd >= 0 {
+                        let fd = std::os::fd::BorrowedFd::borrow_raw(fd);
+                        rustix::thread::move_into_link_name_space(fd, Some(kind))?;
+                    }
+                }
+                rustix::thread::unshare_unsafe(
+                    rustix::thread::UnshareFlags::NEWNS | rustix::thread::UnshareFlags::NEWPID,
+                )?;
+                match libc::fork() {
+                    -1 => Err(io::Error::last_os_error()),
+                    0 => own_proc(&cwd),
+                    pid => {
+                        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+                        let mut st = 0;
+                        while libc::waitpid(pid, &mut st, 0) < 0
+                            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+                        {
+                        }
+                        libc::_exit(if libc::WIFSIGNALED(st) {
+                            128 + libc::WTERMSIG(st)
+                        } else {
+                            libc::WEXITSTATUS(st)
+                        })
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// In a child's own pid namespace (as its pid 1), before exec: its own
+/// `/proc`, its cwd, and no capability from here on. Async-signal-safe:
+/// system calls on C strings made before the fork.
+fn own_proc(cwd: &CStr) -> io::Result<()> {
+    use rustix::mount::{mount, mount_change, MountFlags, MountPropagationFlags};
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+    // Nothing mounted here reaches the holder or the other children.
+    mount_change(
+        c"/",
+        MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+    )?;
+    let hidden = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    mount(c"proc", c"/proc", c"proc", hidden, None)?;
+    rustix::process::chdir(cwd)?;
+    crate::landlock::drop_capabilities()
+}
+
+/// What `bwrap --info-fd` reports.
+#[derive(Deserialize)]
+struct Info {
+    #[serde(rename = "child-pid")]
+    child_pid: i32,
+}
+
+/// `shoal __hold`, as a holder's program inside its namespaces: say it is
+/// up (`R` on stdout), then wait until stdin closes.
+pub fn hold_main() -> i32 {
+    use std::io::Write;
+    let mut out = io::stdout();
+    if out.write_all(b"R").and_then(|_| out.flush()).is_err() {
+        return 1;
+    }
+    let mut sink = [0u8; 64];
+    let mut stdin = io::stdin();
+    loop {
+        match stdin.read(&mut sink) {
+            Ok(0) => return 0,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return 0,
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The namespace plan, the rules' encoding and the principals' modes.
+
+use super::*;
+
+fn rules(read: &[&str], write: &[&str], net: Net) -> Rules {
+    Rules {
+        read: Some(read.iter().map(PathBuf::from).collect()),
+        write: write.iter().map(PathBuf::from).collect(),
+        delete: Vec::new(),
+        net,
+        token: true,
+    }
+}
+
+#[test]
+fn the_plan_mounts_grants_once_parents_first() {
+    let r = rules(
+        &["/usr", "/usr/lib", "/srv/p", "/srv/p/out/x"],
+        &["/srv/p/out"],
+        Net::Sealed,
+    );
+    let p = Plan::of(&r);
+    assert_eq!(
+        p.binds,
+        vec![
+            (PathBuf::from("/srv/p"), false),
+            (PathBuf::from("/srv/p/out"), true),
+            (PathBuf::from("/usr"), false),
+        ]
+    );
+    assert!(p.private_tmp && p.sealed);
+    let inner = p.inner.read.as_ref().unwrap();
+    assert!(inner.contains(&PathBuf::from("/proc")) && inner.contains(&PathBuf::from("/tmp")));
+    assert!(p.inner.write.contains(&PathBuf::from("/tmp")));
+    let args = p.holder_args(Path::new("/srv/p"));
+    let s: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
+    let w = s
+        .windows(3)
+        .any(|w| w == ["--bind-try", "/srv/p/out", "/srv/p/out"]);
+    assert!(w, "{s:?}");
+    assert!(s.contains(&"--unshare-net".to_string()));
+    assert!(s.contains(&"--unshare-user".to_string()));
+    // The cwd is shown by a grant: no stand-in; one where none shows it.
+    assert!(!s.contains(&"--dir".to_string()), "{s:?}");
+    let s: Vec<String> = p
+        .holder_args(Path::new("/elsewhere/w"))
+        .iter()
+        .map(|a| a.to_string_lossy().into())
+        .collect();
+    assert!(
+        s.windows(2).any(|w| w == ["--dir", "/elsewhere/w"]),
+        "{s:?}"
+    );
+    // A root above a protected directory (`/` holds `/proc`) is never
+    // mounted; no network namespace unless sealed.
+    let p = Plan::of(&rules(&["/", "/usr"], &[], Net::Open));
+    assert_eq!(p.binds, vec![(PathBuf::from("/usr"), false)]);
+    assert!(!p.sealed);
+}
+
+#[test]
+fn rules_round_trip() {
+    for net in [Net::Open, Net::Sealed, Net::ConnectPorts(vec![22, 443])] {
+        let r = rules(&["/usr"], &["/srv"], net);
+        let s = serde_json::to_string(&Encoded::of(&r)).unwrap();
+        let back: Encoded = serde_json::from_str(&s).unwrap();
+        assert_eq!(back.rules().unwrap(), r);
+    }
+}
+
+#[test]
+fn modes_parse_and_default_to_auto() {
+    #[derive(Deserialize)]
+    struct T {
+        #[serde(default)]
+        m: Mode,
+    }
+    let t: T = serde_json::from_str("{\"m\":\"require\"}").unwrap();
+    assert_eq!(t.m, Mode::Require);
+    let t: T = serde_json::from_str("{}").unwrap();
+    assert_eq!(t.m, Mode::Auto);
+    let r = Arc::new(rules(&[], &[], Net::Open));
+    assert_eq!(mode_of(&r), Mode::Auto);
+    register(&r, Mode::Off);
+    assert_eq!(mode_of(&r), Mode::Off);
+    let other = Arc::new(rules(&[], &[], Net::Open));
+    assert_eq!(mode_of(&other), Mode::Auto);
+}
