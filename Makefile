@@ -15,13 +15,15 @@ all: build
 build:
 	$(CARGO) build --release --locked
 
-# Installs `shoal` into $(PREFIX)/bin (default ~/.cargo/bin), reusing target/release.
+# Installs `shoal` and `shoal-confine` (the sandbox step of a token principal's
+# children, docs/leash.md) into $(PREFIX)/bin (default ~/.cargo/bin), reusing target/release.
 # The installed copy is stripped (`install -s`): target/release/shoal keeps its debug
 # info (`debug = 1` in Cargo.toml) for profiling.
 install: build
 	install -d $(PREFIX)/bin
 	install -s -m 755 target/release/shoal $(PREFIX)/bin/shoal
-	@echo "installed $(PREFIX)/bin/shoal"
+	install -s -m 755 target/release/shoal-confine $(PREFIX)/bin/shoal-confine
+	@echo "installed $(PREFIX)/bin/shoal and $(PREFIX)/bin/shoal-confine"
 
 # The man page, generated from the CLI definition (src/main.rs, clap_mangen).
 man: build

@@ -244,16 +244,6 @@ enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
-    // Inside a token principal's namespaces: confine, then run; or hold them.
-    let mut args = std::env::args_os();
-    let first = args.nth(1);
-    if first.as_deref() == Some(shoal_policy::namespaces::CONFINE_ARG.as_ref()) {
-        let code = shoal_policy::namespaces::confine_main(args.collect());
-        return ExitCode::from(u8::try_from(code).unwrap_or(1));
-    }
-    if first.as_deref() == Some(shoal_policy::namespaces::HOLD_ARG.as_ref()) {
-        return ExitCode::from(u8::try_from(shoal_policy::namespaces::hold_main()).unwrap_or(1));
-    }
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Daemon {

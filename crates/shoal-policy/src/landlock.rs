@@ -47,8 +47,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use landlock::{
-    make_bitflags, Access, AccessFs, AccessNet, BitFlags, NetPort, PathBeneath, PathFd,
-    RestrictSelfError, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError, Scope, ABI,
+    make_bitflags, Access, AccessFs, AccessNet, BitFlags, NetPort, PathBeneath, RestrictSelfError,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError, Scope, ABI,
 };
 
 use super::policy::{PathGlob, PrincipalPolicy};
@@ -351,18 +351,21 @@ fn add_path(
     path: &Path,
     mut rights: BitFlags<AccessFs>,
 ) -> io::Result<()> {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
+    use rustix::fs::{FileType, Mode, OFlags};
+    // One path walk: open (O_PATH, following links as a stat would), then
+    // ask the descriptor what it is.
+    let fd = match rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(e.into()),
     };
-    if !meta.is_dir() {
+    let kind = FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode);
+    if kind != FileType::Directory {
         rights &= AccessFs::from_file(TARGET);
     }
     if rights.is_empty() {
         return Ok(());
     }
-    let fd = PathFd::new(path).map_err(|e| io::Error::other(format!("landlock: {e}")))?;
     rs.add_rule(PathBeneath::new(fd, rights))
         .map_err(|e| io::Error::other(format!("landlock: {e}")))?;
     Ok(())

@@ -1,4 +1,4 @@
-//! `shoal __confine` inside the namespaces: confine, run, report.
+//! `shoal-confine run` inside the namespaces: confine, run, report.
 
 use std::ffi::OsString;
 use std::io;
@@ -10,10 +10,10 @@ use std::process::Command;
 
 use super::{Encoded, PASSED};
 
-/// `shoal __confine FD RULES PROGRAM ARGV0 ARGS..` inside the namespace:
+/// `shoal-confine run FD RULES PROGRAM ARGV0 ARGS..` inside the namespace:
 /// apply the rules to this process, fork, exec the program in the child,
 /// write its raw wait status to FD and exit the way a shell reports it.
-/// `args` starts after `__confine`.
+/// `args` starts after `run`.
 pub fn confine_main(args: Vec<OsString>) -> i32 {
     match confine_run(args) {
         Ok(code) => code,
@@ -29,7 +29,7 @@ fn confine_run(args: Vec<OsString>) -> Result<i32, String> {
     let (Some(fd), Some(rules), Some(program), Some(argv0)) =
         (it.next(), it.next(), it.next(), it.next())
     else {
-        return Err("usage: shoal __confine FD RULES PROGRAM ARGV0 [ARGS..]".into());
+        return Err("usage: shoal-confine run FD RULES PROGRAM ARGV0 [ARGS..]".into());
     };
     let fd: RawFd = fd
         .to_str()

@@ -33,7 +33,7 @@ pub(super) fn at_fd3(cmd: &mut Command, fd: RawFd) {
 }
 
 /// A principal's namespaces, held open by a `bwrap` that runs
-/// `shoal __hold` until its stdin closes (or the daemon dies: it is started
+/// `shoal-confine hold` until its stdin closes (or the daemon dies: it is started
 /// `--die-with-parent` by the broker thread, which lives as long as the
 /// daemon). Children join its user, mount, IPC, UTS and (sealed) network
 /// namespaces through the descriptors kept here.
@@ -87,10 +87,12 @@ impl Holder {
                 err.trim()
             ))
         };
-        let mut info = Vec::new();
-        let _ = std::fs::File::from(info_rx).read_to_end(&mut info);
-        let pid = serde_json::from_slice::<Info>(&info)
-            .ok()
+        // One JSON object (read up to its end, not to EOF: whether bwrap
+        // closes the descriptor after writing is not promised).
+        let pid = serde_json::Deserializer::from_reader(std::fs::File::from(info_rx))
+            .into_iter::<Info>()
+            .next()
+            .and_then(Result::ok)
             .map(|i| i.child_pid);
         let mut ready = [0u8; 1];
         let up = child
@@ -146,7 +148,7 @@ impl Holder {
     /// ignore the interrupt signals, join the holder's namespaces, then a
     /// mount and a pid namespace of the child's own; fork. The forked
     /// process (pid 1 there) mounts its own `/proc` (and `/tmp`), enters the
-    /// cwd, gives up every capability and goes on to exec `__confine`; the
+    /// cwd, gives up every capability and goes on to exec `shoal-confine run`; the
     /// first one waits for it and exits as it did, so the daemon keeps a
     /// direct child to wait on and to signal (both are in its process
     /// group). When pid 1 ends, so does everything the program left in its
@@ -240,7 +242,7 @@ struct Info {
     child_pid: i32,
 }
 
-/// `shoal __hold`, as a holder's program inside its namespaces: say it is
+/// `shoal-confine hold`, as a holder's program inside its namespaces: say it is
 /// up (`R` on stdout), then wait until stdin closes.
 pub fn hold_main() -> i32 {
     use std::io::Write;

@@ -1,37 +1,41 @@
-//! Kernel namespaces for a token principal's children, by bubblewrap
+//! Kernel namespaces for a token principal's children, held by bubblewrap
 //! (docs/leash.md, "Layers").
 //!
-//! Where `bwrap` is on the daemon's `PATH` at start (and the principal's
-//! `namespaces` is not `"off"`), a token principal's child does not run in
-//! the daemon's file tree: the daemon starts `bwrap` with a private mount
-//! namespace that holds only what the principal's [`Rules`] grant (the
-//! system directories and read grants read-only, write and delete grants
-//! read-write, every path cut around the daemon's own directories as the
-//! rules already are), a private `/proc` in a new pid namespace, a fresh
-//! `/dev`, a private `/tmp` when no grant covers it, new IPC and UTS
-//! namespaces and, for `hermetic`, a network namespace with only `lo`.
+//! Where `bwrap` is on the daemon's `PATH` at start, `shoal-confine` is
+//! beside the daemon's binary, and the principal's `namespaces` is not
+//! `"off"`, a token principal's child does not run in the daemon's file
+//! tree. It runs in namespaces held for the principal's [`Rules`]: a mount
+//! namespace that holds only what they grant (the system directories and
+//! read grants read-only, write and delete grants read-write, every path
+//! cut around the daemon's own directories as the rules already are), a
+//! fresh `/dev`, a private `/tmp` when no grant covers it, its own user,
+//! IPC and UTS namespaces and, for `hermetic`, a network namespace with
+//! only `lo`.
 //!
-//! Landlock forbids mounting, so the child cannot be confined before
-//! `bwrap` runs; and the evaluation thread that asks for the spawn is
-//! confined already (every process it forks inherits that). So:
+//! Landlock forbids mounting, and the evaluation thread that asks for the
+//! spawn is confined already (every process it forks inherits that). So
+//! an unconfined thread started at [`init`], the *broker*, does the rest:
 //!
-//! * the spawn itself is made by the *broker*, a thread the daemon starts
-//!   unconfined at start ([`init`]); it only runs the fixed `bwrap` command
-//!   built here from the rules of the asking thread;
-//! * `bwrap` runs the shoal binary itself, bound read-only at
-//!   [`CONFINE_AT`], as `shoal __confine FD RULES PROGRAM ARGV0 ARGS..`
-//!   ([`confine_main`]): inside the namespaces it applies the principal's
-//!   Landlock domain and seccomp filters (and `no_new_privs`) to itself,
-//!   then forks and execs the program (the resolved absolute path), waits
-//!   for it and writes its raw wait status to descriptor FD. `bwrap`
-//!   reports a signal death as `128 + n`; the daemon reads the true status
-//!   from that pipe instead ([`Wrapped::status`], [`exit_status`]).
+//! * it keeps a *holder* per principal's rules ([`holder`]): `bwrap`
+//!   running `shoal-confine hold`, started once, whose namespaces each
+//!   child joins;
+//! * it starts each child: the child joins the holder's namespaces, takes a
+//!   mount and a pid namespace of its own, mounts its `/proc` there as its
+//!   pid 1, gives up every capability and execs `shoal-confine run FD RULES
+//!   PROGRAM ARGV0 ARGS..` (bound read-only at [`CONFINE_AT`],
+//!   [`confine_main`]), which applies the principal's Landlock domain and
+//!   seccomp filters (and `no_new_privs`) to itself, then forks and execs
+//!   the program (the resolved absolute path), waits for it and writes its
+//!   raw wait status to descriptor FD ([`Wrapped::status`],
+//!   [`exit_status`]);
+//! * it signals those children for the confined thread, whose own signals
+//!   Landlock keeps inside its domain ([`signal_group`]).
 //!
-//! Every process of the tree ignores `SIGINT`, `SIGTERM`, `SIGHUP` and
+//! Every process of the chain ignores `SIGINT`, `SIGTERM`, `SIGHUP` and
 //! `SIGQUIT` but the program (whose dispositions are reset), so an
 //! interrupt signalled to the process group reaches the program the way it
-//! does unconfined, and the `SIGKILL` that follows ends `bwrap`, whose
-//! death kills the pid namespace (`--die-with-parent`).
+//! does unconfined; the `SIGKILL` that follows ends the chain, and the end
+//! of the child's pid 1 ends its pid namespace.
 
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
@@ -58,11 +62,16 @@ use holder::{at_fd3, Holder};
 /// no grant can cover: grants are cut around `/proc`, so `/` never is one).
 pub const CONFINE_AT: &str = "/.shoal-confine";
 
-/// The hidden subcommand of the shoal binary that confines and runs.
-pub const CONFINE_ARG: &str = "__confine";
+/// The program beside the daemon's binary that confines and runs a child
+/// (`shoal-confine run ..`, [`confine_main`]) and holds the namespaces
+/// (`shoal-confine hold`, [`hold_main`]).
+pub const CONFINE_PROGRAM: &str = "shoal-confine";
 
-/// The hidden subcommand that holds a principal's namespaces ([`hold_main`]).
-pub const HOLD_ARG: &str = "__hold";
+/// Its subcommand that confines and runs.
+pub const CONFINE_ARG: &str = "run";
+
+/// Its subcommand that holds a principal's namespaces.
+pub const HOLD_ARG: &str = "hold";
 
 /// Holders kept at once (the oldest is ended first); one per principal's
 /// rules and stand-in cwd.
@@ -102,13 +111,17 @@ static ENGINE: OnceLock<Engine> = OnceLock::new();
 pub fn init(exe: PathBuf) {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let path = std::env::var("PATH").ok();
+    let confine = exe.with_file_name(CONFINE_PROGRAM);
+    if !confine.is_file() {
+        tracing::warn!(path = %confine.display(), "no shoal-confine beside the daemon: token children run without namespaces");
+    }
     let bwrap = shoal_base::lookup::find_program("bwrap", path.as_deref(), &cwd)
-        .filter(|_| super::landlock::abi() > 0);
+        .filter(|_| super::landlock::abi() > 0 && confine.is_file());
     let (tx, rx) = mpsc::channel::<Job>();
     let tool = bwrap.clone();
     let started = std::thread::Builder::new()
         .name("shoal-ns-broker".into())
-        .spawn(move || broker(rx, tool, exe));
+        .spawn(move || broker(rx, tool, confine));
     if let Err(e) = started {
         tracing::warn!("cannot start the namespace broker: {e}");
         return;
@@ -265,7 +278,7 @@ pub fn wrap(
         (Mode::Require, false) => {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
-                "namespaces = \"require\": bubblewrap (bwrap) was not found on the daemon's PATH at start; the program is not started",
+                "namespaces = \"require\": bubblewrap (bwrap) was not found on the daemon's PATH at start (or shoal-confine beside the daemon); the program is not started",
             ))
         }
         (_, true) => {}
