@@ -339,13 +339,7 @@ fn token_commands_in_namespaces_end_when_cancelled() {
             .map(str::to_string)
             .unwrap_or_else(|| panic!("no task: {r}"));
         // Wait until the program runs (its second sleep shows up).
-        let running = |m: &str| {
-            std::fs::read_dir("/proc")
-                .unwrap()
-                .flatten()
-                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-                .any(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(m))
-        };
+        let running = |m: &str| !pids_running(&format!("sleep {m}")).is_empty();
         let started = std::time::Instant::now();
         while !running(&format!("{marker}.25")) {
             assert!(
@@ -393,21 +387,17 @@ fn token_children_in_namespaces_die_with_a_killed_daemon() {
         json!({"src": format!("sh {{ sleep {marker}.5 & sleep {marker}.25 }} &")}),
     );
     assert!(r.get("error").is_none(), "{r}");
-    let find = |m: &str| -> Vec<i32> {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| {
-                let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-                let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
-                let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-                (cmd.starts_with("sleep ") && cmd.contains(m)).then_some(pid)
-            })
-            .collect()
-    };
     let started = std::time::Instant::now();
     let pids = loop {
-        let p = find(&marker);
+        // The two sleeps (not the shell or the confinement step, whose
+        // command lines hold the marker too).
+        let p: Vec<i32> = [".5", ".25"]
+            .iter()
+            .flat_map(|t| pids_running(&format!("sleep {marker}{t}")))
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(b"sleep\0"))
+            })
+            .collect();
         if p.len() == 2 {
             break p;
         }

@@ -358,6 +358,23 @@ pub fn run(root: &Root, args: &[&str], env: &[(&str, &str)]) -> (i32, String, St
     )
 }
 
+/// Pids of the processes whose command line (arguments joined by spaces)
+/// contains `needle` (a zombie's is empty).
+pub fn pids_running(needle: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmd)
+                .replace('\0', " ")
+                .contains(needle)
+                .then_some(pid)
+        })
+        .collect()
+}
+
 /// Pids of live `shoal daemon` processes whose command line names `socket`.
 pub fn daemons_on(socket: &Path) -> Vec<i32> {
     let want = socket.to_string_lossy().to_string();

@@ -141,18 +141,3 @@ fn ref_n(r: &Value) -> u64 {
         .parse()
         .unwrap()
 }
-
-fn pids_running(needle: &str) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
-            String::from_utf8_lossy(&cmd)
-                .replace('\0', " ")
-                .contains(needle)
-                .then_some(pid)
-        })
-        .collect()
-}
