@@ -176,15 +176,6 @@ pub async fn plan_op(
     }
 }
 
-/// [`plan_op`] as the JSON an MCP result carries.
-pub async fn plan_op_json(
-    handle: SessionHandle,
-    gate: Arc<Gate>,
-    op: PlanOp,
-) -> Result<Json, RpcError> {
-    rpc::to_result(&plan_op(handle, gate, op).await?)
-}
-
 /// `cap.request` / `shoal_cap_request` (a [`PlanOp::Request`]): the grant.
 pub async fn cap_request(
     handle: SessionHandle,

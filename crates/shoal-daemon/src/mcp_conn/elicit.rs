@@ -47,7 +47,8 @@ use crate::sessions::session::CallCancel;
 use shoal_policy::policy::ApproveVia;
 use shoal_policy::Gate;
 use shoal_proto::frame::Frame;
-use shoal_proto::mcp::{self, CapDecided, CapRequestResult, Elicitation, Grant};
+use shoal_proto::kernel::PlanResult;
+use shoal_proto::mcp::{self, CapDecided, CapRequestResult, Elicitation, Grant, PlanAnswer};
 use shoal_proto::mcp_era;
 use shoal_proto::rpc::{self, RpcError};
 
@@ -182,10 +183,13 @@ fn outcome_of(answer: Answer) -> Outcome {
     }
 }
 
-/// The `elicitation/create` params for a pending plan.
-fn ask_params(detail: &Json, pending: &[String]) -> Json {
-    let s = |k: &str| detail.get(k).and_then(Json::as_str).unwrap_or("");
-    let mut src = s("src").to_string();
+/// The `elicitation/create` params for a pending plan (`plan.get`'s answer).
+fn ask_params(plan: &PlanResult, pending: &[String]) -> Json {
+    let mut src = plan
+        .detail
+        .as_ref()
+        .map_or("", |d| d.src.as_str())
+        .to_string();
     if src.len() > MAX_SRC {
         let mut cut = MAX_SRC;
         while !src.is_char_boundary(cut) {
@@ -195,10 +199,7 @@ fn ask_params(detail: &Json, pending: &[String]) -> Json {
         src.push_str(" …");
     }
     let kinds: Vec<&str> = pending.iter().map(String::as_str).collect();
-    let effects = detail
-        .get("effects")
-        .map(|e| e.to_string())
-        .unwrap_or_default();
+    let effects = plan.effects.to_string();
     let mut effects_shown: String = effects.chars().take(MAX_SRC).collect();
     if effects_shown.len() < effects.len() {
         effects_shown.push_str(" …");
@@ -209,9 +210,9 @@ fn ask_params(detail: &Json, pending: &[String]) -> Json {
          Needs your approval: {pending}\n\
          All effects: {effects_shown}\n\n\
          Approve to let it run once as planned (its filesystem grants still apply).",
-        principal = s("principal"),
-        plan = s("plan_ref"),
-        session = s("session"),
+        principal = plan.principal,
+        plan = plan.plan_ref,
+        session = plan.session,
         pending = kinds.join(", "),
     );
     json!({
@@ -223,7 +224,7 @@ fn ask_params(detail: &Json, pending: &[String]) -> Json {
                 "approve": {
                     "type": "boolean",
                     "title": "Approve this plan",
-                    "description": format!("Run plan {} as shown", s("plan_ref")),
+                    "description": format!("Run plan {} as shown", plan.plan_ref),
                     "default": false,
                 },
             },
@@ -246,14 +247,13 @@ async fn settle(
         approve,
         via: via.clone(),
     };
-    let expires = |p: Json| p["expires"].as_str().map(str::to_string);
     let (grant, action, why, expires) = match outcome {
         Outcome::Approve => {
-            let p = leash_calls::plan_op_json(h, gate.clone(), decide(true)).await?;
+            let p = leash_calls::plan_op(h, gate.clone(), decide(true)).await?;
             (Grant::Approved, "accept", None, expires(p))
         }
         Outcome::Deny(why) => {
-            let p = leash_calls::plan_op_json(h, gate.clone(), decide(false)).await?;
+            let p = leash_calls::plan_op(h, gate.clone(), decide(false)).await?;
             (Grant::Denied, "decline", Some(why.to_string()), expires(p))
         }
         Outcome::Open(why) => {
@@ -281,6 +281,15 @@ async fn settle(
         why,
         expires,
     })
+}
+
+/// When the decided plan expires.
+fn expires(answer: PlanAnswer) -> Option<String> {
+    match answer {
+        PlanAnswer::Plan(p) => Some(p.expires),
+        PlanAnswer::Grant(g) => g.expires,
+        PlanAnswer::Plans(_) => None,
+    }
 }
 
 /// Wait for the client's answer: bounded, and ended by the call's own
@@ -314,7 +323,8 @@ struct Asking {
     gate: Arc<Gate>,
     plan_ref: String,
     pending: CapRequestResult,
-    detail: Json,
+    /// The plan with its source (`plan.get`).
+    detail: Box<PlanResult>,
 }
 
 fn tool_result(r: Result<Json, RpcError>) -> Result<Json, RpcError> {
@@ -419,14 +429,15 @@ impl McpConn {
                 if !can_ask {
                     return Step::Done(rpc::to_result(&pending));
                 }
-                match leash_calls::plan_op_json(h.clone(), gate.clone(), PlanOp::Get(plan_ref.clone())).await {
-                    Ok(detail) => Step::Ask(Box::new(Asking {
+                match leash_calls::plan_op(h.clone(), gate.clone(), PlanOp::Get(plan_ref.clone())).await {
+                    Ok(PlanAnswer::Plan(detail)) => Step::Ask(Box::new(Asking {
                         h,
                         gate,
                         plan_ref,
                         pending,
                         detail,
                     })),
+                    Ok(_) => Step::Done(Err(RpcError::internal("unexpected plan store reply"))),
                     Err(e) => Step::Done(Err(e)),
                 }
             };
@@ -545,10 +556,32 @@ mod tests {
             outcome_of(Err(RpcError::internal("x"))),
             Outcome::Open(_)
         ));
-        let p = ask_params(
-            &json!({"src": "sh { x }".repeat(500), "plan_ref": "plan:1", "principal": "agent:a", "session": "s", "effects": [{"kind": "opaque"}]}),
-            &["opaque".to_string()],
-        );
+        use shoal_proto::kernel::{PlanDetail, Reversibility, Verdict};
+        let plan = PlanResult {
+            plan_ref: "plan:1".into(),
+            effects: json!([{"kind": "opaque"}]),
+            verdict: Verdict::ApprovalRequired,
+            approval_pending: true,
+            approved: false,
+            approval: "pending",
+            approved_via: None,
+            reason: None,
+            session: "s".into(),
+            principal: "agent:a".into(),
+            expires: "2026-01-01T00:00:00Z".into(),
+            reversible: Reversibility {
+                reversibility: "irreversible",
+                irreversible: vec![],
+                undo: None,
+            },
+            detail: Some(PlanDetail {
+                src: "sh { x }".repeat(500),
+                ast: None,
+                ast_version: 1,
+                created: "2026-01-01T00:00:00Z".into(),
+            }),
+        };
+        let p = ask_params(&plan, &["opaque".to_string()]);
         let m = p["message"].as_str().unwrap();
         assert!(
             m.contains("plan:1")

@@ -10,6 +10,7 @@ use crate::event_bus::{BusEvent, ListChannels, ReadEvents, Scope};
 use crate::journal_writer::{self as jw, Services};
 use shoal_proto::elide::Budget;
 use shoal_proto::kernel::{GetFormat, GetRequest};
+use shoal_proto::mcp::PlanAnswer;
 use shoal_proto::rpc::{self, RpcError};
 use shoal_proto::{mcp, uri};
 
@@ -33,20 +34,20 @@ impl McpConn {
                 if cursor.is_none() {
                     let mut extra = crate::sessions::pty::resource_entries(h.clone()).await;
                     if let (Some(h), Some(g)) = (h, gate) {
-                        if let Ok(Json::Array(plans)) = crate::leash_calls::plan_op_json(
+                        let plans = crate::leash_calls::plan_op(
                             h,
                             g,
                             crate::sessions::plan_store::PlanOp::List,
                         )
-                        .await
-                        {
+                        .await;
+                        if let Ok(PlanAnswer::Plans(plans)) = plans {
                             for p in plans {
-                                let r = p["plan_ref"].as_str().unwrap_or("");
+                                let r = p.plan_ref.as_str();
                                 let hex = r.strip_prefix("plan:").unwrap_or(r);
                                 extra.push(json!({
                                     "uri": format!("shoal://plan/{hex}"),
                                     "name": r,
-                                    "description": format!("plan ({}), {}", p["verdict"].as_str().unwrap_or(""), p["approval"].as_str().unwrap_or("")),
+                                    "description": format!("plan ({}), {}", p.verdict.as_str(), p.approval),
                                     "mimeType": "application/json",
                                 }));
                             }
@@ -222,13 +223,13 @@ impl McpConn {
                         let handle = h?;
                         let gate =
                             gate.ok_or_else(|| RpcError::internal("attached without a principal"))?;
-                        let j = crate::leash_calls::plan_op_json(
+                        let plan = crate::leash_calls::plan_op(
                             handle,
                             gate,
                             crate::sessions::plan_store::PlanOp::Get(r),
                         )
                         .await?;
-                        Ok(mcp::read_result(&u, &j))
+                        Ok(mcp::read_result(&u, &rpc::to_result(&plan)?))
                     }
                     .into_actor(act)
                 }))

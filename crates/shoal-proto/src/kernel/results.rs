@@ -334,6 +334,17 @@ pub enum Verdict {
     ApprovalRequired,
 }
 
+impl Verdict {
+    /// Its wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Allow => "allow",
+            Verdict::Deny => "deny",
+            Verdict::ApprovalRequired => "approval_required",
+        }
+    }
+}
+
 impl From<shoal_policy::Verdict> for Verdict {
     fn from(v: shoal_policy::Verdict) -> Self {
         match v {
