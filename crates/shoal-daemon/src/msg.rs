@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use actix::prelude::*;
-use serde_json::Value as Json;
 
 use shoal_base::sync::Locked;
 use shoal_lang::{Interrupter, ParseError, Position};
@@ -151,7 +150,7 @@ pub struct Crash;
 /// A `pty.*` request for the session's PTY table (answered by the
 /// SessionSupervisor; all but open and list are forwarded to the Pty actor).
 #[derive(Message)]
-#[rtype(result = "Result<Json, shoal_proto::rpc::RpcError>")]
+#[rtype(result = "Result<shoal_proto::mcp::PtyAnswer, shoal_proto::rpc::RpcError>")]
 pub struct PtyCall {
     pub op: shoal_pty::api::PtyOp,
     /// The caller's principal (Leash): an open is gated by its verdict and

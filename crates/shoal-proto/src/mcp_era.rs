@@ -10,7 +10,7 @@
 
 use serde_json::{json, Map, Value as Json};
 
-use super::mcp::{self, INSTRUCTIONS, VERSIONS};
+use super::mcp::{self, McpResult, INSTRUCTIONS, VERSIONS};
 use super::rpc::{self, RpcError};
 
 /// The stateless revision.
@@ -216,11 +216,16 @@ impl Stamp {
         }
     }
 
-    /// The reply frame for request `id`, its result stamped.
-    pub fn reply_frame(&self, id: &Json, res: Result<Json, RpcError>) -> Vec<u8> {
+    /// The reply frame for request `id`, its result stamped: a tool result
+    /// in its typed members, a JSON result in its tree.
+    pub fn reply_frame(&self, id: &Json, res: Result<McpResult, RpcError>) -> Vec<u8> {
         match res {
             Err(e) => rpc::error_frame(id, &error(self.read_uri.as_deref(), e)),
-            Ok(r) => rpc::reply_frame(id, Ok(stamp_value(self.cacheable, r))),
+            Ok(McpResult::Tool(mut t)) => {
+                t.stamp();
+                rpc::reply_frame(id, Ok(t))
+            }
+            Ok(McpResult::Json(r)) => rpc::reply_frame(id, Ok(stamp_value(self.cacheable, r))),
         }
     }
 }
@@ -352,12 +357,24 @@ mod tests {
             ),
             ("resources/read", json!({"contents": [], "_meta": {"x": 1}})),
         ] {
-            let f =
-                Stamp::for_request(method, &json!({})).reply_frame(&json!(9), Ok(result.clone()));
+            let f = Stamp::for_request(method, &json!({}))
+                .reply_frame(&json!(9), Ok(result.clone().into()));
             let v: Json = serde_json::from_slice(&f).unwrap();
             assert_eq!(v["result"], finish(method, result), "{method}");
             assert_eq!(v["id"], 9);
         }
+        // A tool result's typed stamp writes the bytes the tree stamp wrote.
+        let tool = crate::mcp::tool_success(crate::kernel::CancelResult {
+            task: "task:1".into(),
+            cancel_requested: true,
+            state: "running".into(),
+        });
+        let stamp = Stamp::for_request("tools/call", &json!({}));
+        let tree: Json = serde_json::to_value(&tool).unwrap();
+        assert_eq!(
+            stamp.reply_frame(&json!(9), Ok(tool.into())),
+            stamp.reply_frame(&json!(9), Ok(tree.into()))
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{json, Value as Json};
 
+use super::mcp::ToolResult;
 use super::mcp_tasks::{self, POLL_INTERVAL_MS};
 use super::rpc::RpcError;
 use shoal_lang::task::{self, TaskRecord};
@@ -139,19 +140,19 @@ pub enum Outcome {
     /// Still running (or cancelled: nothing to report).
     None,
     /// The `CallToolResult` of the call.
-    Result(Json),
+    Result(Box<ToolResult>),
     /// The JSON-RPC error of the call.
     Error(RpcError),
 }
 
 /// The `tasks/get` (and `tasks/cancel`) answer: the task, with its outcome
 /// once terminal (`result` or `error`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct TaskGot {
     #[serde(flatten)]
     pub task: ExtTask,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<Json>,
+    pub result: Option<Box<ToolResult>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<RpcError>,
 }
@@ -276,8 +277,12 @@ mod tests {
             .unwrap()
         );
         r.finish(Ending::Value { n: 1, ok: true }, 1_750_000_002_000_000_000);
-        let g =
-            serde_json::to_value(get_result(&r, Outcome::Result(json!({"content": []})))).unwrap();
+        let done = crate::mcp::tool_success(crate::kernel::CancelResult {
+            task: "task:3".into(),
+            cancel_requested: false,
+            state: "completed".into(),
+        });
+        let g = serde_json::to_value(get_result(&r, Outcome::Result(Box::new(done)))).unwrap();
         assert_eq!(
             g,
             json!({
@@ -285,7 +290,11 @@ mod tests {
                 "createdAt": "2025-06-15T15:06:40Z", "lastUpdatedAt": "2025-06-15T15:06:42Z",
                 "ttlMs": ttl, "pollIntervalMs": POLL_INTERVAL_MS,
                 "statusMessage": "value stored as out:1",
-                "result": {"content": []},
+                "result": {
+                    "content": [{"type": "text", "text": "{\n  \"task\": \"task:3\",\n  \"cancel_requested\": false,\n  \"state\": \"completed\"\n}"}],
+                    "structuredContent": {"task": "task:3", "cancel_requested": false, "state": "completed"},
+                    "isError": false,
+                },
             })
         );
         let e =

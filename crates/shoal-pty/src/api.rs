@@ -9,8 +9,8 @@ use serde_json::{json, Value as Json};
 use super::{id_name, keys, parse_id, Exit, Matcher, PtyInfo, ReadOpts, ReadResult};
 use shoal_proto::kernel::{PtyClaimed, PtyRef, PtyRequest, PtyScreenUpdate};
 use shoal_proto::mcp::{
-    result_json, Cursor, PtyClosed, PtyEntry, PtyExit, PtyList, PtyOpened, PtyResized, PtyScreen,
-    PtySent, TakenOver,
+    result_json, Cursor, PtyAnswer, PtyClosed, PtyEntry, PtyExit, PtyList, PtyOpened, PtyResized,
+    PtyScreen, PtySent, TakenOver,
 };
 use shoal_proto::rpc::{self, RpcError};
 
@@ -222,8 +222,8 @@ fn exit_of(e: Option<Exit>) -> Option<PtyExit> {
     })
 }
 
-pub fn open_result(info: &PtyInfo) -> Json {
-    result_json(PtyOpened {
+pub fn open_result(info: &PtyInfo) -> PtyAnswer {
+    PtyAnswer::Opened(PtyOpened {
         pty_id: id_name(info.id),
         pid: info.pid,
         cmd: info.cmd.clone(),
@@ -233,16 +233,16 @@ pub fn open_result(info: &PtyInfo) -> Json {
     })
 }
 
-pub fn send_result(id: u64, sent: usize) -> Json {
-    result_json(PtySent {
+pub fn send_result(id: u64, sent: usize) -> PtyAnswer {
+    PtyAnswer::Sent(PtySent {
         pty_id: id_name(id),
         sent,
     })
 }
 
-pub fn read_result(info: &PtyInfo, r: &ReadResult) -> Json {
+pub fn read_result(info: &PtyInfo, r: &ReadResult) -> PtyAnswer {
     let s = &r.snapshot.screen;
-    result_json(PtyScreen {
+    PtyAnswer::Screen(Box::new(PtyScreen {
         pty_id: id_name(info.id),
         cmd: info.cmd.clone(),
         cols: info.cols,
@@ -260,19 +260,19 @@ pub fn read_result(info: &PtyInfo, r: &ReadResult) -> Json {
         alternate_screen: s.alternate.then_some(true),
         matched: r.matched,
         scrollback: r.snapshot.scrollback.clone(),
-    })
+    }))
 }
 
-pub fn resize_result(id: u64, rows: u16, cols: u16) -> Json {
-    result_json(PtyResized {
+pub fn resize_result(id: u64, rows: u16, cols: u16) -> PtyAnswer {
+    PtyAnswer::Resized(PtyResized {
         pty_id: id_name(id),
         cols,
         rows,
     })
 }
 
-pub fn close_result(id: u64, exit: Option<Exit>) -> Json {
-    result_json(PtyClosed {
+pub fn close_result(id: u64, exit: Option<Exit>) -> PtyAnswer {
+    PtyAnswer::Closed(PtyClosed {
         pty_id: id_name(id),
         closed: true,
         exit: exit_of(exit),
@@ -322,8 +322,8 @@ pub fn screen_update(id: u64, u: &super::stream::Update) -> PtyScreenUpdate {
     }
 }
 
-pub fn list_result(infos: &[PtyInfo]) -> Json {
-    result_json(PtyList {
+pub fn list_result(infos: &[PtyInfo]) -> PtyAnswer {
+    PtyAnswer::List(PtyList {
         ptys: infos.iter().map(entry).collect(),
     })
 }

@@ -54,6 +54,7 @@ fn results_and_errors_validate() {
         ),
     ];
     for (tool, ok) in cases {
+        let ok = shoal_proto::mcp::result_json(ok);
         let v = out_validator(tool);
         assert!(v.is_valid(&ok), "{tool}: {ok}");
         assert!(v.is_valid(&err), "{tool} error shape");
@@ -70,7 +71,7 @@ fn results_and_errors_validate() {
         }),
         matched: Some(true),
     };
-    let read = api::read_result(&info, &r);
+    let read = shoal_proto::mcp::result_json(api::read_result(&info, &r));
     assert!(out_validator("shoal_pty_read").is_valid(&read), "{read}");
     assert_eq!(read["exit"], json!({"status": 0, "signal": null}));
 }
@@ -83,6 +84,7 @@ fn arguments_validate() {
     else {
         panic!("invalid pty_open arguments pass");
     };
+    let e = e.to_json();
     assert_eq!(e["code"], json!(-32602));
     assert!(ok(
         "shoal_pty_send",

@@ -36,10 +36,11 @@ use std::time::{Duration, Instant};
 
 use actix::fut::ready;
 use actix::prelude::*;
+use serde::Serialize;
 use serde_json::{json, Map, Value as Json};
 use tokio::sync::oneshot;
 
-use super::{ConnEra, McpConn, Reply};
+use super::{ConnEra, McpConn, ToolReply};
 use crate::leash_calls;
 use crate::sessions::handle::SessionHandle;
 use crate::sessions::plan_store::PlanOp;
@@ -48,7 +49,9 @@ use shoal_policy::policy::ApproveVia;
 use shoal_policy::Gate;
 use shoal_proto::frame::Frame;
 use shoal_proto::kernel::PlanResult;
-use shoal_proto::mcp::{self, CapDecided, CapRequestResult, Elicitation, Grant, PlanAnswer};
+use shoal_proto::mcp::{
+    self, CapDecided, CapRequestResult, Elicitation, Grant, McpResult, PlanAnswer,
+};
 use shoal_proto::mcp_era;
 use shoal_proto::rpc::{self, RpcError};
 
@@ -241,7 +244,7 @@ async fn settle(
     mut pending: CapRequestResult,
     outcome: Outcome,
     via: String,
-) -> Result<Json, RpcError> {
+) -> Result<CapAnswer, RpcError> {
     let decide = |approve: bool| PlanOp::Elicited {
         plan_ref: plan_ref.clone(),
         approve,
@@ -263,10 +266,10 @@ async fn settle(
                 why: Some(why),
                 ..Elicitation::default()
             });
-            return rpc::to_result(&pending);
+            return Ok(CapAnswer::Request(Box::new(pending)));
         }
     };
-    rpc::to_result(&CapDecided {
+    Ok(CapAnswer::Decided(Box::new(CapDecided {
         grant,
         plan_ref,
         enforced: gate.caps_enforced(),
@@ -280,7 +283,7 @@ async fn settle(
         uncovered_effects: (grant == Grant::Denied).then(Vec::new),
         why,
         expires,
-    })
+    })))
 }
 
 /// When the decided plan expires.
@@ -312,7 +315,7 @@ async fn wait(rx: oneshot::Receiver<Answer>, cancel: Arc<CallCancel>) -> Result<
 
 /// After `cap.request`: what to do next.
 enum Step {
-    Done(Result<Json, RpcError>),
+    Done(Result<CapAnswer, RpcError>),
     /// The plan awaits a human: ask.
     Ask(Box<Asking>),
 }
@@ -327,8 +330,18 @@ struct Asking {
     detail: Box<PlanResult>,
 }
 
-fn tool_result(r: Result<Json, RpcError>) -> Result<Json, RpcError> {
-    Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
+/// What `shoal_cap_request` answers: the request's grant, or the user's decision.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum CapAnswer {
+    Request(Box<CapRequestResult>),
+    Decided(Box<CapDecided>),
+}
+
+impl mcp::ToolOutput for CapAnswer {}
+
+fn tool_result(r: Result<CapAnswer, RpcError>) -> Result<McpResult, RpcError> {
+    Ok(mcp::tool_answer(r).into())
 }
 
 impl McpConn {
@@ -348,7 +361,7 @@ impl McpConn {
         args: shoal_proto::mcp::CapRequestArgs,
         params: &Json,
         cancel: Arc<CallCancel>,
-    ) -> Reply {
+    ) -> ToolReply {
         let modern = self.era == Some(ConnEra::Modern);
         let meta = params.get("_meta");
         let can_ask = if modern {
@@ -369,7 +382,7 @@ impl McpConn {
             Ok(x) => x,
             Err(e) => return Box::pin(ready(tool_result(Err(e)))),
         };
-        Box::pin(self.session().then(move |h, act, _ctx| -> Reply {
+        Box::pin(self.session().then(move |h, act, _ctx| -> ToolReply {
             let (h, gate) = match (h, act.gate.clone()) {
                 (Err(e), _) => return Box::pin(ready(tool_result(Err(e)))),
                 (Ok(_), None) => {
@@ -404,7 +417,7 @@ impl McpConn {
                     Err(e) => return Step::Done(Err(e)),
                 };
                 if pending.awaiting.as_deref() != Some("human") {
-                    return Step::Done(rpc::to_result(&pending));
+                    return Step::Done(Ok(CapAnswer::Request(Box::new(pending))));
                 }
                 let channels = shoal_policy::plan::approve_channels(&gate.principal);
                 if !channels.contains(&ApproveVia::Elicitation) {
@@ -417,7 +430,7 @@ impl McpConn {
                         )),
                         ..Elicitation::default()
                     });
-                    return Step::Done(rpc::to_result(&pending));
+                    return Step::Done(Ok(CapAnswer::Request(Box::new(pending))));
                 }
                 if let Some(r) = retry {
                     let outcome = match r.answer {
@@ -427,7 +440,7 @@ impl McpConn {
                     return Step::Done(settle(h, gate, plan_ref, pending, outcome, via).await);
                 }
                 if !can_ask {
-                    return Step::Done(rpc::to_result(&pending));
+                    return Step::Done(Ok(CapAnswer::Request(Box::new(pending))));
                 }
                 match leash_calls::plan_op(h.clone(), gate.clone(), PlanOp::Get(plan_ref.clone())).await {
                     Ok(PlanAnswer::Plan(detail)) => Step::Ask(Box::new(Asking {
@@ -441,7 +454,7 @@ impl McpConn {
                     Err(e) => Step::Done(Err(e)),
                 }
             };
-            Box::pin(fut.into_actor(act).then(move |step, act, ctx| -> Reply {
+            Box::pin(fut.into_actor(act).then(move |step, act, ctx| -> ToolReply {
                 match step {
                     Step::Done(r) => Box::pin(ready(tool_result(r))),
                     Step::Ask(a) => act.ask(*a, modern, cancel, ctx),
@@ -457,7 +470,7 @@ impl McpConn {
         modern: bool,
         cancel: Arc<CallCancel>,
         ctx: &mut Context<Self>,
-    ) -> Reply {
+    ) -> ToolReply {
         let Asking {
             h,
             gate,
@@ -473,7 +486,9 @@ impl McpConn {
                 )),
                 ..Elicitation::default()
             });
-            return Box::pin(ready(tool_result(rpc::to_result(&pending))));
+            return Box::pin(ready(tool_result(Ok(CapAnswer::Request(Box::new(
+                pending,
+            ))))));
         }
         let params = ask_params(&detail, pending.uncovered_effects.as_deref().unwrap_or(&[]));
         if modern {
@@ -486,11 +501,11 @@ impl McpConn {
                 INPUT_KEY.into(),
                 json!({"method": "elicitation/create", "params": params}),
             );
-            return Box::pin(ready(Ok(json!({
+            return Box::pin(ready(Ok(McpResult::Json(json!({
                 "resultType": "input_required",
                 "inputRequests": requests,
                 "requestState": state,
-            }))));
+            })))));
         }
         self.elicit.next += 1;
         let id = json!(format!("shoal-elicit-{}", self.elicit.next));
@@ -505,7 +520,7 @@ impl McpConn {
         Box::pin(
             wait(rx, cancel)
                 .into_actor(self)
-                .then(move |answer, act, ctx| -> Reply {
+                .then(move |answer, act, ctx| -> ToolReply {
                     let outcome = match answer {
                         Ok(a) => outcome_of(a),
                         Err(why) => {

@@ -52,7 +52,7 @@ use crate::sessions::session::CallCancel;
 use shoal_proto::elide::Budget;
 use shoal_proto::frame::Frame;
 use shoal_proto::kernel::GetRequest;
-use shoal_proto::mcp;
+use shoal_proto::mcp::{self, McpResult};
 use shoal_proto::mcp_era::{self, Era};
 use shoal_proto::mcp_tasks_ext;
 use shoal_proto::rpc::{self, RpcError};
@@ -65,6 +65,14 @@ pub mod tasks;
 mod tools;
 
 type Reply = LocalBoxActorFuture<McpConn, Result<Json, RpcError>>;
+/// What `tools/call` and `tasks/result` answer: a tool result, carried typed
+/// to the reply frame (or a JSON result such as a task handle).
+type ToolReply = LocalBoxActorFuture<McpConn, Result<McpResult, RpcError>>;
+
+/// A JSON-answered method's future as a [`ToolReply`].
+fn json_reply(r: Reply) -> ToolReply {
+    Box::pin(r.map(|r, _act, _ctx| r.map(McpResult::Json)))
+}
 
 /// Concurrent `tools/call` / `resources/read` per connection.
 pub const MAX_IN_FLIGHT: usize = 32;
@@ -360,7 +368,8 @@ impl McpConn {
         let stamp = modern
             .as_ref()
             .map(|_| mcp_era::Stamp::for_request(&method, &params));
-        let reply_frame = move |id: &Json, answer: Result<Json, RpcError>| match stamp.as_ref() {
+        let reply_frame = move |id: &Json, answer: Result<McpResult, RpcError>| match stamp.as_ref()
+        {
             Some(s) => s.reply_frame(id, answer),
             None => rpc::reply_frame(id, answer),
         };
@@ -458,7 +467,24 @@ impl McpConn {
         params: Json,
         cancel: Arc<CallCancel>,
         ctx: &mut Context<Self>,
-    ) -> Reply {
+    ) -> ToolReply {
+        match method {
+            "tools/call" => self.tools_call(params, cancel),
+            "tasks/result" if self.era != Some(ConnEra::Modern) => {
+                Box::pin(self.session().then(move |h, act, _ctx| {
+                    let h = h.and_then(|h| act.task_access(h, "tasks/result"));
+                    async move {
+                            crate::mcp_conn::tasks::result(h?, params, Budget::default()).await
+                        }
+                        .into_actor(act)
+                }))
+            }
+            _ => json_reply(self.dispatch_json(method, params, ctx)),
+        }
+    }
+
+    /// The methods whose handlers answer JSON.
+    fn dispatch_json(&mut self, method: &str, params: Json, ctx: &mut Context<Self>) -> Reply {
         match method {
             "initialize" => {
                 let requested = params.get("protocolVersion").and_then(Json::as_str);
@@ -475,7 +501,6 @@ impl McpConn {
             }
             "ping" => Box::pin(ready(Ok(json!({})))),
             "tools/list" => Box::pin(ready(Ok(json!({"tools": mcp::tools(self.caps())})))),
-            "tools/call" => self.tools_call(params, cancel),
             "resources/list" => self.resources_list(params),
             "prompts/list" => Box::pin(ready(Ok(mcp::prompts()))),
             "prompts/get" => Box::pin(ready(mcp::prompt_get(
@@ -495,17 +520,12 @@ impl McpConn {
                         .into_actor(act)
                 }))
             }
-            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel"
-                if self.era != Some(ConnEra::Modern) =>
-            {
+            "tasks/get" | "tasks/list" | "tasks/cancel" if self.era != Some(ConnEra::Modern) => {
                 let method = method.to_string();
                 Box::pin(self.session().then(move |h, act, _ctx| {
                     let h = h.and_then(|h| act.task_access(h, &method));
-                    async move {
-                        let h = h?;
-                        crate::mcp_conn::tasks::method(h, method, params, Budget::default()).await
-                    }
-                    .into_actor(act)
+                    async move { crate::mcp_conn::tasks::method(h?, method, params).await }
+                        .into_actor(act)
                 }))
             }
             other => Box::pin(ready(Err(RpcError::method_not_found(other)))),

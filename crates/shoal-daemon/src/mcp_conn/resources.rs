@@ -202,7 +202,7 @@ impl McpConn {
                 Box::pin(self.session().then(move |h, act, _ctx| {
                     async move {
                         let r = crate::sessions::pty::read_resource(&h?, seg.as_deref()).await?;
-                        Ok(mcp::read_result(&u, &r))
+                        Ok(mcp::read_result(&u, &rpc::to_result(&r)?))
                     }
                     .into_actor(act)
                 }))

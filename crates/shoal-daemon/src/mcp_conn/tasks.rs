@@ -17,6 +17,7 @@ use crate::sessions::task::{self, TaskControl, TaskView};
 use shoal_lang::task::TaskRecord;
 use shoal_lang::Position;
 use shoal_proto::elide::Budget;
+use shoal_proto::mcp::{McpResult, ToolResult};
 use shoal_proto::rpc::{self, RpcError};
 use shoal_proto::{frame, mcp, mcp_tasks, mcp_tasks_ext};
 
@@ -97,13 +98,8 @@ pub async fn status_updates(tx: Writer, mut view: watch::Receiver<TaskView>) {
     }
 }
 
-/// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`.
-pub async fn method(
-    h: SessionHandle,
-    method: String,
-    params: Json,
-    budget: Budget,
-) -> Result<Json, RpcError> {
+/// `tasks/get`, `tasks/list`, `tasks/cancel`.
+pub async fn method(h: SessionHandle, method: String, params: Json) -> Result<Json, RpcError> {
     match method.as_str() {
         "tasks/list" => {
             let TaskAnswer::Records(all) = task::task_call(&h, TaskOp::Records(None)).await? else {
@@ -128,39 +124,31 @@ pub async fn method(
             task::task_call(&h, TaskOp::Control(id, TaskControl::Cancel)).await?;
             rpc::to_result(&mcp_tasks::task_object(&record(&h, id).await?))
         }
-        _ => {
-            // tasks/result: wait for the end, answer the tool result.
-            let id = task_id(&params)?;
-            record(&h, id).await?;
-            let TaskAnswer::Watch(view) = task::task_call(&h, TaskOp::Watch(id)).await? else {
-                return Err(RpcError::internal("unexpected answer to tasks/result"));
-            };
-            let seen = task::wait_final(view, None).await;
-            let mut r = match seen.reply.as_deref() {
-                Some(Ok(x)) => match crate::sessions::exec::exec_reply_result(x.clone(), &budget)
-                    .and_then(|r| rpc::to_result(&r))
-                {
-                    Ok(v) => mcp::tool_success(v),
-                    Err(e) => mcp::tool_error_rpc(&e),
-                },
-                Some(Err(e)) => mcp::tool_error_rpc(&crate::peer::session_error(e.clone())),
-                None => mcp::tool_error_rpc(&RpcError::internal("the task ended without a result")),
-            };
-            r["_meta"] = rpc::to_result(&mcp_tasks::related_meta(id))?;
-            Ok(r)
-        }
+        other => Err(RpcError::method_not_found(other)),
     }
 }
 
+/// `tasks/result`: wait for the end, answer the tool result tied to its task.
+pub async fn result(h: SessionHandle, params: Json, budget: Budget) -> Result<McpResult, RpcError> {
+    let id = task_id(&params)?;
+    record(&h, id).await?;
+    let TaskAnswer::Watch(view) = task::task_call(&h, TaskOp::Watch(id)).await? else {
+        return Err(RpcError::internal("unexpected answer to tasks/result"));
+    };
+    let seen = task::wait_final(view, None).await;
+    let r = match seen.reply.as_deref() {
+        Some(Ok(x)) => {
+            mcp::tool_answer(crate::sessions::exec::exec_reply_result(x.clone(), &budget))
+        }
+        Some(Err(e)) => mcp::tool_error(&crate::peer::session_error(e.clone())),
+        None => mcp::tool_error(&RpcError::internal("the task ended without a result")),
+    };
+    Ok(r.related(mcp_tasks::related_meta(id)).into())
+}
+
 /// The `shoal_cancel` tool: `{task, cancel_requested, state}`.
-pub async fn cancel_tool(h: SessionHandle, args: shoal_proto::kernel::TaskParams) -> Json {
-    match task::kernel_method(h, shoal_proto::kernel::TaskRequest::Cancel(args))
-        .await
-        .and_then(|r| rpc::to_result(&r))
-    {
-        Ok(r) => mcp::tool_success(r),
-        Err(e) => mcp::tool_error_rpc(&e),
-    }
+pub async fn cancel_tool(h: SessionHandle, args: shoal_proto::kernel::TaskParams) -> ToolResult {
+    mcp::tool_answer(task::kernel_method(h, shoal_proto::kernel::TaskRequest::Cancel(args)).await)
 }
 
 /// `resources/read` of `shoal://task/N`, `shoal://task/N/out`, `shoal://jobs`.
@@ -205,12 +193,9 @@ fn ext_outcome(seen: &TaskView, budget: &Budget) -> mcp_tasks_ext::Outcome {
         return Outcome::None;
     }
     match seen.reply.as_deref() {
-        Some(Ok(x)) => match crate::sessions::exec::exec_reply_result(x.clone(), budget)
-            .and_then(|r| rpc::to_result(&r))
-        {
-            Ok(v) => Outcome::Result(mcp::tool_success(v)),
-            Err(e) => Outcome::Result(mcp::tool_error_rpc(&e)),
-        },
+        Some(Ok(x)) => Outcome::Result(Box::new(mcp::tool_answer(
+            crate::sessions::exec::exec_reply_result(x.clone(), budget),
+        ))),
         Some(Err(e)) => {
             // A tool error ends the task `completed` with the `isError`
             // result the inline call gives; only an internal error stays a
@@ -219,7 +204,7 @@ fn ext_outcome(seen: &TaskView, budget: &Budget) -> mcp_tasks_ext::Outcome {
             if e.code == shoal_proto::rpc::INTERNAL_ERROR {
                 Outcome::Error(e)
             } else {
-                Outcome::Result(mcp::tool_error_rpc(&e))
+                Outcome::Result(Box::new(mcp::tool_error(&e)))
             }
         }
         None => Outcome::None,
@@ -237,7 +222,7 @@ pub async fn ext_exec(
     budget: Budget,
     cancel: Arc<CallCancel>,
     gate: Option<Arc<shoal_policy::Gate>>,
-) -> Result<Json, RpcError> {
+) -> Result<McpResult, RpcError> {
     let (id, view) = start(&h, src, position, gate).await?;
     let seen = tokio::select! {
         seen = task::wait_final(view, Some(mcp_tasks_ext::TASK_AFTER)) => seen,
@@ -252,19 +237,19 @@ pub async fn ext_exec(
     };
     let done = seen.record.state.is_final() && seen.reply.is_some();
     if !done {
-        return rpc::to_result(&mcp_tasks_ext::created(&seen.record));
+        return rpc::to_result(&mcp_tasks_ext::created(&seen.record)).map(McpResult::Json);
     }
     let r = match ext_outcome(&seen, &budget) {
-        mcp_tasks_ext::Outcome::Result(r) => r,
-        mcp_tasks_ext::Outcome::Error(e) => mcp::tool_error_rpc(&e),
+        mcp_tasks_ext::Outcome::Result(r) => *r,
+        mcp_tasks_ext::Outcome::Error(e) => mcp::tool_error(&e),
         mcp_tasks_ext::Outcome::None => {
-            mcp::tool_error_rpc(&RpcError::internal("the task ended without a result"))
+            mcp::tool_error(&RpcError::internal("the task ended without a result"))
         }
     };
     // Answered within the threshold: to the client this was a plain call,
     // so no task of it stays behind (nor a `retain_max` slot).
     task::task_call(&h, TaskOp::Forget(id)).await?;
-    Ok(r)
+    Ok(r.into())
 }
 
 async fn ext_view(h: &SessionHandle, id: u64) -> Result<TaskView, RpcError> {

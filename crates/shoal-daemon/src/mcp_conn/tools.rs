@@ -15,16 +15,16 @@ use crate::sessions::exec::exec_elided;
 use crate::sessions::session::CallCancel;
 use shoal_proto::elide::Elide;
 use shoal_proto::mcp::{
-    self, ApplyArgs, CallError, ExecArgs, GetArgs, JournalArgs, PlanArgs, Tool,
+    self, ApplyArgs, CallError, ExecArgs, GetArgs, JournalArgs, McpResult, PlanArgs, Tool,
 };
-use shoal_proto::rpc::{self, RpcError};
+use shoal_proto::rpc::RpcError;
 
-use super::{get_value, ConnEra, McpConn, Reply};
+use super::{ConnEra, McpConn, ToolReply};
 
 impl McpConn {
     /// `tools/call`: one parse step ([`mcp::parse_call`]) from the name and
     /// arguments to a [`Tool`], then dispatch on it.
-    pub(super) fn tools_call(&mut self, params: Json, cancel: Arc<CallCancel>) -> Reply {
+    pub(super) fn tools_call(&mut self, params: Json, cancel: Arc<CallCancel>) -> ToolReply {
         let Some(p) = params.as_object() else {
             return Box::pin(ready(Err(RpcError::invalid_params(
                 "tools/call params must be an object",
@@ -38,14 +38,14 @@ impl McpConn {
         let tool = match mcp::parse_call(self.caps(), name, p.get("arguments").cloned()) {
             Ok(t) => t,
             Err(CallError::UnknownTool(n)) => return unknown_tool(&n),
-            Err(CallError::InvalidArguments(structured)) => {
-                return Box::pin(ready(Ok(mcp::tool_error(structured))))
+            Err(CallError::InvalidArguments(e)) => {
+                return Box::pin(ready(Ok(mcp::tool_error(&e).into())))
             }
         };
         if tool.def().acts {
             return self.acting(
                 tool.name(),
-                |e| Ok(mcp::tool_error_rpc(&e)),
+                |e| Ok(mcp::tool_error(&e).into()),
                 move |act| act.tool_run(tool, params, cancel),
             );
         }
@@ -53,7 +53,7 @@ impl McpConn {
     }
 
     /// A parsed `tools/call` (`params` whole, for the task and elicitation fields).
-    fn tool_run(&mut self, tool: Tool, params: Json, cancel: Arc<CallCancel>) -> Reply {
+    fn tool_run(&mut self, tool: Tool, params: Json, cancel: Arc<CallCancel>) -> ToolReply {
         // A task-augmented call (MCP Tasks 2025): `shoal_exec` only. At
         // 2026-07-28 task creation is the server's call and `task` is ignored.
         let legacy_task = self.era != Some(ConnEra::Modern);
@@ -73,8 +73,10 @@ impl McpConn {
             Tool::Cancel(a) => Box::pin(self.session().then(move |h, act, _ctx| {
                 async move {
                     match h {
-                        Ok(h) => Ok(crate::mcp_conn::tasks::cancel_tool(h, a.into()).await),
-                        Err(e) => Ok(mcp::tool_error_rpc(&e)),
+                        Ok(h) => Ok(crate::mcp_conn::tasks::cancel_tool(h, a.into())
+                            .await
+                            .into()),
+                        Err(e) => Ok(mcp::tool_error(&e).into()),
                     }
                 }
                 .into_actor(act)
@@ -98,7 +100,7 @@ impl McpConn {
 
     /// `tools/call` of `shoal_exec` with `params.task`: a `CreateTaskResult`
     /// now, `notifications/tasks/status` as the task changes.
-    pub(super) fn tool_exec_task(&mut self, args: ExecArgs) -> Reply {
+    pub(super) fn tool_exec_task(&mut self, args: ExecArgs) -> ToolReply {
         let position = args.position();
         let src = args.src;
         Box::pin(self.session().then(move |h, act, _ctx| {
@@ -109,13 +111,13 @@ impl McpConn {
                     let (created, view) = r?;
                     let updates = crate::mcp_conn::tasks::status_updates(act.tx.clone(), view);
                     ctx.spawn(updates.into_actor(act));
-                    Ok(created)
+                    Ok(McpResult::Json(created))
                 })
         }))
     }
 
     /// `shoal_exec`.
-    pub(super) fn tool_exec(&mut self, args: ExecArgs, cancel: Arc<CallCancel>) -> Reply {
+    pub(super) fn tool_exec(&mut self, args: ExecArgs, cancel: Arc<CallCancel>) -> ToolReply {
         let position = args.position();
         let budget = Elide::budget_of(args.elide.as_ref());
         let opts = crate::sessions::task::TaskOpts::of(args.background, args.timeout_ms);
@@ -130,69 +132,64 @@ impl McpConn {
             async move {
                 let handle = match h {
                     Ok(h) => h,
-                    Err(e) => return Ok(mcp::tool_error_rpc(&e)),
+                    Err(e) => return Ok(mcp::tool_error(&e).into()),
                 };
                 if ext {
                     // Server-directed task creation (Tasks extension).
                     let r = crate::mcp_conn::tasks::ext_exec(
                         handle, src, position, budget, cancel, gate,
                     );
-                    return Ok(r.await.unwrap_or_else(|e| mcp::tool_error_rpc(&e)));
+                    return Ok(r.await.unwrap_or_else(|e| mcp::tool_error(&e).into()));
                 }
                 let r = match opts {
-                    Some(o) => crate::sessions::task::exec_as_task(
-                        handle, src, position, false, budget, o, gate,
-                    )
-                    .await
-                    .and_then(|r| rpc::to_result(&r)),
-                    None => exec_elided(handle, src, position, false, budget, cancel, gate, true)
-                        .await
-                        .and_then(|r| rpc::to_result(&r)),
+                    Some(o) => mcp::tool_answer(
+                        crate::sessions::task::exec_as_task(
+                            handle, src, position, false, budget, o, gate,
+                        )
+                        .await,
+                    ),
+                    None => mcp::tool_answer(
+                        exec_elided(handle, src, position, false, budget, cancel, gate, true).await,
+                    ),
                 };
-                Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
+                Ok(r.into())
             }
             .into_actor(act)
         }))
     }
 
-    pub(super) fn tool_get(&mut self, args: GetArgs) -> Reply {
+    pub(super) fn tool_get(&mut self, args: GetArgs) -> ToolReply {
         // The model reads text: without `format`, the render (`json` asks for the tagged value).
         let (reference, req) = match args.request() {
             Ok(x) => x,
-            Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
+            Err(e) => return Box::pin(ready(Ok(mcp::tool_error(&e).into()))),
         };
         Box::pin(self.session().then(move |h, act, _ctx| {
             async move {
                 let handle = match h {
                     Ok(h) => h,
-                    Err(e) => return Ok(mcp::tool_error_rpc(&e)),
+                    Err(e) => return Ok(mcp::tool_error(&e).into()),
                 };
-                Ok(match get_value(&handle, reference, req).await {
-                    Ok(x) => mcp::tool_success(x),
-                    Err(e) => mcp::tool_error_rpc(&e),
-                })
+                let read = crate::sessions::exec::get_value(&handle, reference, req, false).await;
+                Ok(mcp::tool_answer(read).into())
             }
             .into_actor(act)
         }))
     }
 
-    pub(super) fn tool_journal(&mut self, args: JournalArgs) -> Reply {
+    pub(super) fn tool_journal(&mut self, args: JournalArgs) -> ToolReply {
         let query = shoal_journal::Query::from(args);
         let Some(s) = self.services.clone() else {
             return Box::pin(ready(Err(RpcError::internal("the journal is not running"))));
         };
         let principal = match self.principal_now() {
             Ok(p) => p,
-            Err(e) => return Box::pin(ready(Ok(mcp::tool_error_rpc(&e)))),
+            Err(e) => return Box::pin(ready(Ok(mcp::tool_error(&e).into()))),
         };
         Box::pin(
             async move {
-                Ok(match query_journal(&s, query, &principal).await {
-                    Ok(entries) => {
-                        mcp::tool_success(mcp::result_json(mcp::journal_result(entries)))
-                    }
-                    Err(e) => mcp::tool_error_rpc(&e),
-                })
+                let entries = query_journal(&s, query, &principal).await;
+                Ok(mcp::tool_answer(entries.map(mcp::journal_result)).into())
             }
             .into_actor(self),
         )
@@ -200,33 +197,38 @@ impl McpConn {
 
     /// `shoal_plan` and `shoal_apply` (`shoal_cap_request` is `tool_cap_request`: it may ask
     /// the user first).
-    fn tool_leash(&mut self, call: Leash, cancel: Arc<CallCancel>) -> Reply {
+    fn tool_leash(&mut self, call: Leash, cancel: Arc<CallCancel>) -> ToolReply {
         Box::pin(self.session().then(move |h, act, _ctx| {
             let gate = act.gate.clone();
             async move {
                 let r = match (h, gate) {
-                    (Err(e), _) => Err(e),
-                    (Ok(_), None) => Err(RpcError::internal("attached without a principal")),
+                    (Err(e), _) => mcp::tool_error(&e),
+                    (Ok(_), None) => {
+                        mcp::tool_error(&RpcError::internal("attached without a principal"))
+                    }
                     (Ok(h), Some(gate)) => match call {
-                        Leash::Plan(a) => crate::leash_calls::plan(h, gate, a.src)
-                            .await
-                            .and_then(|r| rpc::to_result(&r)),
+                        Leash::Plan(a) => {
+                            mcp::tool_answer(crate::leash_calls::plan(h, gate, a.src).await)
+                        }
                         Leash::Apply(a) => {
                             let budget = Elide::budget_of(a.elide.as_ref());
-                            crate::leash_calls::apply(h, gate, a.plan_ref, false, budget, cancel)
-                                .await
-                                .and_then(|r| rpc::to_result(&r))
+                            mcp::tool_answer(
+                                crate::leash_calls::apply(
+                                    h, gate, a.plan_ref, false, budget, cancel,
+                                )
+                                .await,
+                            )
                         }
                     },
                 };
-                Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
+                Ok(r.into())
             }
             .into_actor(act)
         }))
     }
 
     /// `shoal_pty_*`: the `pty.*` request of the same name in the session.
-    fn tool_pty(&mut self, req: shoal_proto::kernel::PtyRequest) -> Reply {
+    fn tool_pty(&mut self, req: shoal_proto::kernel::PtyRequest) -> ToolReply {
         Box::pin(self.session().then(move |h, act, _ctx| {
             let gate = act.gate.clone();
             let caller = Some(act.cx.id);
@@ -235,14 +237,14 @@ impl McpConn {
                     Ok(h) => crate::sessions::pty::call_as(&h, req, gate, caller).await,
                     Err(e) => Err(e),
                 };
-                Ok(r.map_or_else(|e| mcp::tool_error_rpc(&e), mcp::tool_success))
+                Ok(mcp::tool_answer(r).into())
             }
             .into_actor(act)
         }))
     }
 }
 
-fn unknown_tool(name: &str) -> Reply {
+fn unknown_tool(name: &str) -> ToolReply {
     Box::pin(ready(Err(RpcError::invalid_params(format!(
         "unknown tool {name:?}"
     ))

@@ -27,6 +27,7 @@ use crate::sessions::handle::SessionHandle;
 use crate::sessions::supervisor::SessionSupervisor;
 use shoal_proto::frame;
 use shoal_proto::kernel::{PtyRef, PtyRequest};
+use shoal_proto::mcp::PtyAnswer;
 use shoal_proto::rpc::RpcError;
 use shoal_pty::api::{self, PtyOp};
 use shoal_pty::{child_env, id_name, PtyHandle, SpawnSpec};
@@ -58,7 +59,7 @@ impl Actor for Pty {
     }
 }
 
-type PtyReply = ResponseFuture<Result<Json, RpcError>>;
+type PtyReply = ResponseFuture<Result<PtyAnswer, RpcError>>;
 
 impl Handler<PtyCall> for Pty {
     type Result = PtyReply;
@@ -227,7 +228,7 @@ fn session_env(
 }
 
 impl Handler<PtyCall> for SessionSupervisor {
-    type Result = ResponseActFuture<Self, Result<Json, RpcError>>;
+    type Result = ResponseActFuture<Self, Result<PtyAnswer, RpcError>>;
 
     fn handle(&mut self, msg: PtyCall, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
@@ -403,7 +404,7 @@ impl Handler<PtyWatch> for SessionSupervisor {
 pub fn call(
     handle: &SessionHandle,
     req: PtyRequest,
-) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
+) -> impl std::future::Future<Output = Result<PtyAnswer, RpcError>> + 'static {
     call_as(handle, req, None, None)
 }
 
@@ -414,7 +415,7 @@ pub fn call_as(
     req: PtyRequest,
     gate: Option<Arc<shoal_policy::Gate>>,
     caller: Option<u64>,
-) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
+) -> impl std::future::Future<Output = Result<PtyAnswer, RpcError>> + 'static {
     let method = req.method();
     let op = api::parse(req);
     let handle = handle.clone();
@@ -448,9 +449,9 @@ pub async fn resource_entries(handle: Option<SessionHandle>) -> Vec<Json> {
     let Some(h) = handle else {
         return out;
     };
-    if let Ok(list) = call(&h, PtyRequest::List).await {
-        for p in list["ptys"].as_array().into_iter().flatten() {
-            if let Some(id) = p["pty_id"].as_str().and_then(shoal_pty::parse_id) {
+    if let Ok(PtyAnswer::List(list)) = call(&h, PtyRequest::List).await {
+        for p in list.ptys {
+            if let Some(id) = shoal_pty::parse_id(&p.pty_id) {
                 out.push(entry(
                     format!("shoal://pty/{id}"),
                     id_name(id),
@@ -467,7 +468,7 @@ pub async fn resource_entries(handle: Option<SessionHandle>) -> Vec<Json> {
 pub fn read_resource(
     handle: &SessionHandle,
     seg: Option<&str>,
-) -> impl std::future::Future<Output = Result<Json, RpcError>> + 'static {
+) -> impl std::future::Future<Output = Result<PtyAnswer, RpcError>> + 'static {
     let req = match seg {
         None => PtyRequest::List,
         Some(s) => PtyRequest::Read(shoal_proto::kernel::PtyReadParams {

@@ -20,6 +20,8 @@ mod completion;
 mod outputs;
 mod resources;
 mod results;
+#[cfg(test)]
+mod results_tests;
 mod schemas;
 mod table;
 
@@ -34,7 +36,10 @@ pub use resources::{
     bounded_blob, bounded_blob_max, events_result, journal_result, parse_slice, read_result,
     resource_templates, resources_page, subscription_channel, RESOURCES_PAGE,
 };
-pub use results::{tool_error, tool_error_rpc, tool_success};
+pub use results::{
+    tool_answer, tool_error, tool_result, tool_success, CallToolResult, Content, Link, McpResult,
+    ResultMeta, ServerInfo, ToolOutput, ToolResult,
+};
 pub use schemas::{argument_error, invalid_arguments};
 pub use table::{
     input_schema_of, is_tool, parse_call, tool_def, tools, tools_detailed, CallError, Needs, Tool,
@@ -91,7 +96,7 @@ Errors carry a hint. Read the prompt shoal_language (or resource shoal://docs/la
 /// Who the server is: the handshake's `serverInfo`, and the 2026-07-28
 /// `_meta` stamp on every result.
 pub fn server_info() -> Json {
-    json!({"name": "shoal", "title": "Shoal", "version": env!("CARGO_PKG_VERSION")})
+    result_json(ServerInfo::SHOAL)
 }
 
 pub fn initialize_result(version: &str) -> Json {

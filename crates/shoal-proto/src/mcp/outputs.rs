@@ -324,6 +324,18 @@ pub struct PtyList {
     pub ptys: Vec<PtyEntry>,
 }
 
+/// What a `pty.*` request answers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum PtyAnswer {
+    Opened(PtyOpened),
+    Sent(PtySent),
+    Screen(Box<PtyScreen>),
+    Resized(PtyResized),
+    Closed(PtyClosed),
+    List(PtyList),
+}
+
 /// The schema of a result struct: inlined, without `$schema`, `title` or
 /// `format` annotations.
 fn schema_of<T: JsonSchema>() -> Json {

@@ -1,148 +1,415 @@
-//! Folding results into MCP `CallToolResult`s: bounded text for a model to
-//! read (renders, warnings, error messages with hints, argument errors,
+//! Folding typed results into MCP `CallToolResult`s: bounded text for a model
+//! to read (renders, warnings, error messages with hints, argument errors,
 //! stderr), a resource link to the stored value, the structured content as
-//! given. Pure: it never validates arguments and never reads a value.
+//! given. A result says what the fold needs of it through [`ToolOutput`];
+//! its structured content is encoded once, straight from the typed value.
+//! Pure: it never validates arguments and never reads a value.
 
-use serde_json::{json, Map, Value as Json};
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value as Json;
 
 use super::super::bound::{bound_text, MAX_TEXT};
-use super::super::rpc::RpcError;
+use super::super::kernel::{CancelResult, GetResult, PlanResult, TaskRead, TaskResult, ValueRead};
+use super::super::mcp_tasks::RelatedMeta;
+use super::super::rpc::{self, RpcError};
 use super::super::uri;
+use super::outputs::{
+    Applied, CapDecided, CapRequestResult, ExecAnswer, ExecResult, JournalResult, PlanAnswer,
+    PtyAnswer, TaskStarted, WarningOut,
+};
 
-/// One text line per warning of an exec result (`warning[code]: message (hint)`).
-fn warning_lines(structured: &Json) -> String {
-    let mut out = String::new();
-    for w in structured
-        .get("warnings")
-        .and_then(Json::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let field = |k: &str| w.get(k).and_then(Json::as_str).unwrap_or("");
-        out.push_str(&format!(
-            "\nwarning[{}]: {} (hint: {})",
-            field("code"),
-            field("message"),
-            field("hint")
-        ));
+/// One item of a result's `content`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    Text {
+        text: String,
+    },
+    /// The stored value the result addresses.
+    ResourceLink {
+        uri: String,
+        name: String,
+        #[serde(rename = "mimeType")]
+        mime_type: &'static str,
+    },
+}
+
+/// Who the server is (the handshake's `serverInfo`, the 2026-07-28 stamp).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ServerInfo {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub version: &'static str,
+}
+
+impl ServerInfo {
+    pub const SHOAL: ServerInfo = ServerInfo {
+        name: "shoal",
+        title: "Shoal",
+        version: env!("CARGO_PKG_VERSION"),
+    };
+}
+
+/// A tool result's `_meta`: the task it belongs to (`tasks/result`), the
+/// server (the 2026-07-28 stamp).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ResultMeta {
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub related: Option<RelatedMeta>,
+    #[serde(
+        rename = "io.modelcontextprotocol/serverInfo",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub server: Option<ServerInfo>,
+}
+
+/// A `CallToolResult`: the text and link a model reads, the structured
+/// content, whether it failed; `resultType` and `_meta` when stamped.
+#[derive(Clone, Debug, Serialize)]
+pub struct CallToolResult<S> {
+    pub content: Vec<Content>,
+    #[serde(rename = "structuredContent")]
+    pub structured_content: S,
+    #[serde(rename = "isError")]
+    pub is_error: bool,
+    #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<&'static str>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+}
+
+/// A tool result as the daemon carries it to the reply frame: its
+/// structured content already encoded.
+pub type ToolResult = CallToolResult<Box<RawValue>>;
+
+impl<S> CallToolResult<S> {
+    /// Tie the result to task `related` (`tasks/result`).
+    pub fn related(mut self, related: RelatedMeta) -> Self {
+        self.meta.get_or_insert_with(Default::default).related = Some(related);
+        self
     }
-    out
-}
-/// The addressable URI of a result, in order: `uri`, `value.uri` (elided),
-/// `ref` converted.
-fn link_uri(structured: &Json) -> Option<String> {
-    if let Some(u) = structured.get("uri").and_then(Json::as_str) {
-        return Some(u.to_string());
+
+    /// The 2026-07-28 stamp: `resultType` (unless set) and the server.
+    pub fn stamp(&mut self) {
+        self.result_type.get_or_insert("complete");
+        let meta = self.meta.get_or_insert_with(Default::default);
+        meta.server.get_or_insert(ServerInfo::SHOAL);
     }
-    if let Some(u) = structured
-        .get("value")
-        .and_then(|v| v.get("uri"))
-        .and_then(Json::as_str)
-    {
-        return Some(u.to_string());
+}
+
+impl<S: Serialize> CallToolResult<S> {
+    /// The structured content encoded: what travels to the frame.
+    pub fn encoded(self) -> Result<ToolResult, RpcError> {
+        let structured_content = serde_json::value::to_raw_value(&self.structured_content)
+            .map_err(|e| RpcError::internal(e.to_string()))?;
+        Ok(CallToolResult {
+            content: self.content,
+            structured_content,
+            is_error: self.is_error,
+            result_type: self.result_type,
+            meta: self.meta,
+        })
     }
-    structured
-        .get("ref")
-        .and_then(Json::as_str)
-        .and_then(uri::ref_to_uri)
 }
 
-fn resource_link(uri: &str, name: &str) -> Json {
-    link_item(uri.to_string(), name.to_string())
+/// What an MCP request answers: a tool result, or a result its handler
+/// builds as JSON (lists, reads, a task handle, an `input_required` round).
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum McpResult {
+    Tool(Box<ToolResult>),
+    Json(Json),
 }
 
-/// `{type: resource_link, uri, name, mimeType}`, built from owned strings.
-fn link_item(uri: String, name: String) -> Json {
-    let mut o = Map::with_capacity(4);
-    o.insert("type".into(), Json::String("resource_link".into()));
-    o.insert("uri".into(), Json::String(uri));
-    o.insert("name".into(), Json::String(name));
-    o.insert("mimeType".into(), Json::String("application/json".into()));
-    Json::Object(o)
+impl From<ToolResult> for McpResult {
+    fn from(r: ToolResult) -> Self {
+        McpResult::Tool(Box::new(r))
+    }
 }
 
-/// `{type: text, text}`.
-fn text_item(text: String) -> Json {
-    let mut o = Map::with_capacity(2);
-    o.insert("type".into(), Json::String("text".into()));
-    o.insert("text".into(), Json::String(text));
-    Json::Object(o)
+impl From<Json> for McpResult {
+    fn from(v: Json) -> Self {
+        McpResult::Json(v)
+    }
 }
 
-/// The text and the resource link (`uri`, `name`) of a successful result.
-fn success_parts(structured: &Json) -> (String, Option<(String, String)>) {
-    let uri = link_uri(structured);
-    let text = match ["render", "inline", "raw"]
-        .iter()
-        .find_map(|k| structured.get(*k).and_then(Json::as_str))
-    {
-        Some(r) => bound_text(r, MAX_TEXT, uri.as_deref()),
+/// The stored value a result addresses: its URI and the name a client shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link<'a> {
+    pub uri: Cow<'a, str>,
+    pub name: Cow<'a, str>,
+}
+
+/// What the fold reads of a typed result; the rest is its structured content.
+pub trait ToolOutput: Serialize {
+    /// The text a model reads (a render); `None`: the result's own JSON, pretty.
+    fn text(&self) -> Option<Cow<'_, str>> {
+        None
+    }
+    /// The stored value it addresses.
+    fn link(&self) -> Option<Link<'_>> {
+        None
+    }
+    /// Likely bash habits in its source, one text line each.
+    fn warnings(&self) -> &[WarningOut] {
+        &[]
+    }
+}
+
+/// The fold: bounded text (with the warnings), the link, the structured content.
+pub fn tool_result<S: ToolOutput>(structured: S, is_error: bool) -> CallToolResult<S> {
+    let link = structured.link();
+    let uri = link.as_ref().map(|l| l.uri.as_ref());
+    let mut text = match structured.text() {
+        Some(t) => bound_text(&t, MAX_TEXT, uri),
         None => bound_text(
-            &serde_json::to_string_pretty(structured).unwrap_or_default(),
+            &serde_json::to_string_pretty(&structured).unwrap_or_default(),
             MAX_TEXT,
-            uri.as_deref(),
+            uri,
         ),
     };
-    let text = text + &warning_lines(structured);
-    let link = uri.map(|uri| {
-        let name = match structured.get("ref").and_then(Json::as_str) {
-            Some(r) => r.to_string(),
+    for w in structured.warnings() {
+        text.push_str(&format!(
+            "\nwarning[{}]: {} (hint: {})",
+            w.code, w.message, w.hint
+        ));
+    }
+    let mut content = Vec::with_capacity(2);
+    content.push(Content::Text { text });
+    if let Some(l) = link {
+        content.push(Content::ResourceLink {
+            uri: l.uri.into_owned(),
+            name: l.name.into_owned(),
+            mime_type: "application/json",
+        });
+    }
+    CallToolResult {
+        content,
+        structured_content: structured,
+        is_error,
+        result_type: None,
+        meta: None,
+    }
+}
+
+/// A successful tool result, encoded (a result that does not encode is an
+/// internal error result).
+pub fn tool_success<S: ToolOutput>(structured: S) -> ToolResult {
+    tool_result(structured, false)
+        .encoded()
+        .unwrap_or_else(|e| tool_error(&e))
+}
+
+/// A failed tool result carrying the error object `{code, message, data?}`;
+/// linked when the error was stored (`data.uri` / `data.ref`).
+pub fn tool_error(e: &RpcError) -> ToolResult {
+    let r = tool_result(e, true);
+    CallToolResult {
+        // An error's members are strings, numbers and JSON values: it encodes.
+        structured_content: serde_json::value::to_raw_value(e)
+            .unwrap_or_else(|_| RawValue::NULL.to_owned()),
+        content: r.content,
+        is_error: true,
+        result_type: None,
+        meta: None,
+    }
+}
+
+/// A tool's typed answer or its error, folded.
+pub fn tool_answer<S: ToolOutput>(r: Result<S, RpcError>) -> ToolResult {
+    match r {
+        Ok(s) => tool_success(s),
+        Err(e) => tool_error(&e),
+    }
+}
+
+impl<T: ToolOutput + ?Sized> ToolOutput for &T {
+    fn text(&self) -> Option<Cow<'_, str>> {
+        (**self).text()
+    }
+    fn link(&self) -> Option<Link<'_>> {
+        (**self).link()
+    }
+    fn warnings(&self) -> &[WarningOut] {
+        (**self).warnings()
+    }
+}
+
+impl<T: ToolOutput + ?Sized> ToolOutput for Box<T> {
+    fn text(&self) -> Option<Cow<'_, str>> {
+        (**self).text()
+    }
+    fn link(&self) -> Option<Link<'_>> {
+        (**self).link()
+    }
+    fn warnings(&self) -> &[WarningOut] {
+        (**self).warnings()
+    }
+}
+
+/// A stored value's link, named by its ref.
+fn stored<'a>(uri: &'a str, reference: &'a str) -> Option<Link<'a>> {
+    Some(Link {
+        uri: Cow::Borrowed(uri),
+        name: Cow::Borrowed(reference),
+    })
+}
+
+impl<V: Serialize> ToolOutput for ExecResult<V> {
+    fn text(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(&self.render))
+    }
+    fn link(&self) -> Option<Link<'_>> {
+        stored(&self.uri, &self.reference)
+    }
+    fn warnings(&self) -> &[WarningOut] {
+        &self.warnings
+    }
+}
+
+impl ToolOutput for TaskStarted {
+    fn text(&self) -> Option<Cow<'_, str>> {
+        self.render.as_deref().map(Cow::Borrowed)
+    }
+}
+
+impl ToolOutput for ExecAnswer {
+    fn text(&self) -> Option<Cow<'_, str>> {
+        match self {
+            ExecAnswer::Ran(r) => r.text(),
+            ExecAnswer::Task(t) => t.text(),
+        }
+    }
+    fn link(&self) -> Option<Link<'_>> {
+        match self {
+            ExecAnswer::Ran(r) => r.link(),
+            ExecAnswer::Task(t) => t.link(),
+        }
+    }
+    fn warnings(&self) -> &[WarningOut] {
+        match self {
+            ExecAnswer::Ran(r) => r.warnings(),
+            ExecAnswer::Task(t) => t.warnings(),
+        }
+    }
+}
+
+impl ToolOutput for Applied {
+    fn text(&self) -> Option<Cow<'_, str>> {
+        self.result.text()
+    }
+    fn link(&self) -> Option<Link<'_>> {
+        self.result.link()
+    }
+    fn warnings(&self) -> &[WarningOut] {
+        self.result.warnings()
+    }
+}
+
+/// A view of a stored value: the render, inline or raw text asked for; the
+/// value's own URI when it came back elided, else its ref's.
+impl ToolOutput for GetResult {
+    fn text(&self) -> Option<Cow<'_, str>> {
+        [&self.render, &self.inline, &self.raw]
+            .into_iter()
+            .find_map(|t| t.as_deref().map(Cow::Borrowed))
+    }
+    fn link(&self) -> Option<Link<'_>> {
+        let elided = self
+            .value
+            .as_ref()
+            .and_then(|v| v.get("uri"))
+            .and_then(Json::as_str);
+        let uri = match elided {
+            Some(u) => Cow::Borrowed(u),
+            None => Cow::Owned(uri::ref_to_uri(&self.reference)?),
+        };
+        Some(Link {
+            uri,
+            name: Cow::Borrowed(&self.reference),
+        })
+    }
+}
+
+impl ToolOutput for TaskRead {
+    fn text(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Borrowed(&self.render))
+    }
+    fn link(&self) -> Option<Link<'_>> {
+        stored(&self.uri, &self.reference)
+    }
+}
+
+impl ToolOutput for ValueRead {
+    fn text(&self) -> Option<Cow<'_, str>> {
+        match self {
+            ValueRead::Value(v) => v.text(),
+            ValueRead::Task(t) => t.text(),
+        }
+    }
+    fn link(&self) -> Option<Link<'_>> {
+        match self {
+            ValueRead::Value(v) => v.link(),
+            ValueRead::Task(t) => t.link(),
+        }
+    }
+}
+
+/// Results a model reads as their JSON, pretty.
+macro_rules! as_json {
+    ($($t:ty),* $(,)?) => {
+        $(impl ToolOutput for $t {})*
+    };
+}
+
+as_json!(
+    CancelResult,
+    TaskResult,
+    JournalResult,
+    PlanResult,
+    PlanAnswer,
+    CapRequestResult,
+    CapDecided,
+    PtyAnswer,
+);
+
+/// An error for a model: the message with its codes, the hint, argument
+/// errors, a failed command's status and stderr; linked when a raised
+/// error's value was stored.
+impl ToolOutput for RpcError {
+    fn text(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Owned(error_text(self)))
+    }
+    fn link(&self) -> Option<Link<'_>> {
+        if self.code != rpc::RAISED {
+            return None;
+        }
+        let data = self.data.as_ref()?;
+        let reference = data.get("ref").and_then(Json::as_str);
+        let uri = match data.get("uri").and_then(Json::as_str) {
+            Some(u) => Cow::Borrowed(u),
+            None => Cow::Owned(
+                reference
+                    .filter(|r| r.starts_with("out:"))
+                    .and_then(uri::ref_to_uri)?,
+            ),
+        };
+        let name = match reference {
+            Some(r) => Cow::Borrowed(r),
             None => uri.clone(),
         };
-        (uri, name)
-    });
-    (text, link)
-}
-
-/// A successful tool result: bounded text, a resource link, structured content.
-/// Built by moving `structured` in (the `json!` macro would copy it whole).
-pub fn tool_success(structured: Json) -> Json {
-    let (text, link) = success_parts(&structured);
-    let mut content = Vec::with_capacity(2);
-    content.push(text_item(text));
-    if let Some((uri, name)) = link {
-        content.push(link_item(uri, name));
+        Some(Link { uri, name })
     }
-    let mut o = Map::with_capacity(3);
-    o.insert("content".into(), Json::Array(content));
-    o.insert("structuredContent".into(), structured);
-    o.insert("isError".into(), Json::Bool(false));
-    Json::Object(o)
 }
 
-/// A failed tool result carrying an error object `{code, message, data?}`;
-/// linked when the error was stored (`data.uri` / `data.ref`).
-pub fn tool_error(error: Json) -> Json {
-    let uri = error
-        .get("data")
-        .and_then(|d| {
-            d.get("uri")
-                .and_then(Json::as_str)
-                .map(str::to_string)
-                .or_else(|| {
-                    d.get("ref")
-                        .and_then(Json::as_str)
-                        .filter(|r| r.starts_with("out:"))
-                        .and_then(uri::ref_to_uri)
-                })
-        })
-        .filter(|_| error.get("code") == Some(&json!(super::super::rpc::RAISED)));
-    let text = bound_text(&error_text(&error), MAX_TEXT, uri.as_deref());
-    let mut content = vec![json!({"type": "text", "text": text})];
-    if let Some(u) = &uri {
-        let name = error["data"]["ref"].as_str().unwrap_or(u);
-        content.push(resource_link(u, name));
-    }
-    json!({"content": content, "structuredContent": error, "isError": true})
-}
-
-/// The text of an error result, for a model to read: the message with its
-/// codes, the hint, argument errors, a failed command's status and stderr.
-fn error_text(error: &Json) -> String {
-    let data = error.get("data");
-    let field = |k: &str| data.and_then(|d| d.get(k));
-    let message = error["message"].as_str().unwrap_or("error");
-    let rpc_code = error["code"].as_i64().unwrap_or(0);
+/// The text of an error result. `data` is the error's own JSON (each error
+/// site shapes it): the members read here are the ones a model needs.
+pub(super) fn error_text(e: &RpcError) -> String {
+    let field = |k: &str| e.data.as_ref().and_then(|d| d.get(k));
+    let (message, rpc_code) = (&e.message, e.code);
     let mut out = match field("code").and_then(Json::as_str) {
         Some(lang) => format!("error [{lang}, {rpc_code}]: {message}"),
         None => format!("error [{rpc_code}]: {message}"),
@@ -151,18 +418,18 @@ fn error_text(error: &Json) -> String {
         out.push_str("\nhint: ");
         out.push_str(hint);
     }
-    for e in field("errors")
+    for a in field("errors")
         .and_then(Json::as_array)
         .into_iter()
         .flatten()
     {
-        let path = e["path"]
+        let path = a["path"]
             .as_str()
             .filter(|p| !p.is_empty())
             .unwrap_or("(arguments)");
         out.push_str(&format!(
             "\n  {path}: {}",
-            e["message"].as_str().unwrap_or("")
+            a["message"].as_str().unwrap_or("")
         ));
     }
     if let Some(status) = field("status").filter(|s| !s.is_null()) {
@@ -181,69 +448,4 @@ fn error_text(error: &Json) -> String {
         }
     }
     out
-}
-
-pub fn tool_error_rpc(e: &RpcError) -> Json {
-    tool_error(e.to_json())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The result as the `json!` form built it before (key order included).
-    fn reference(structured: Json) -> Json {
-        let uri = link_uri(&structured);
-        let text = match ["render", "inline", "raw"]
-            .iter()
-            .find_map(|k| structured.get(*k).and_then(Json::as_str))
-        {
-            Some(r) => bound_text(r, MAX_TEXT, uri.as_deref()),
-            None => bound_text(
-                &serde_json::to_string_pretty(&structured).unwrap_or_default(),
-                MAX_TEXT,
-                uri.as_deref(),
-            ),
-        };
-        let text = text + &warning_lines(&structured);
-        let mut content = vec![json!({"type": "text", "text": text})];
-        if let Some(uri) = &uri {
-            let name = structured.get("ref").and_then(Json::as_str).unwrap_or(uri);
-            content.push(json!({"type": "resource_link", "uri": uri, "name": name, "mimeType": "application/json"}));
-        }
-        json!({"content": content, "structuredContent": structured, "isError": false})
-    }
-
-    #[test]
-    fn error_text_shows_the_end_of_stderr() {
-        let stderr: String = (1..=30).map(|i| format!("e{i}\n")).collect();
-        let text = error_text(
-            &json!({"code": -32002, "message": "`make` exited with status 2",
-            "data": {"code": "cmd_failed", "status": 2, "stderr": stderr}}),
-        );
-        let want: Vec<String> = (11..=30).map(|i| format!("e{i}")).collect();
-        assert_eq!(
-            text,
-            format!(
-                "error [cmd_failed, -32002]: `make` exited with status 2\nstatus: 2\n\
-                 --- stderr (last 20 of 30 lines) ---\n{}",
-                want.join("\n")
-            )
-        );
-    }
-
-    #[test]
-    fn tool_success_is_the_json_form() {
-        for s in [
-            json!({"ref": "out:3", "uri": "shoal://out/3", "value": {"t": "int", "v": 42}, "render": "42", "elapsed_ms": 0.1}),
-            json!({"ref": "out:4", "value": {"uri": "shoal://out/4"}, "render": "x",
-                   "warnings": [{"code": "w", "message": "m", "hint": "h"}]}),
-            json!({"value": [1, 2]}),
-            json!({"inline": "i"}),
-        ] {
-            let (got, want) = (tool_success(s.clone()), reference(s.clone()));
-            assert_eq!(got, want);
-            assert_eq!(got.to_string(), want.to_string());
-        }
-    }
 }

@@ -5,12 +5,12 @@
 
 use serde_json::{json, Value as Json};
 
-use super::super::rpc::INVALID_PARAMS;
+use super::super::rpc::RpcError;
 
 /// The one shape of a tool's argument error (the structured content of its `isError`
 /// result): `{code:-32602, message, data:{errors:[{path, message}]}}`.
-pub fn invalid_arguments(message: String, errors: Vec<Json>) -> Json {
-    json!({"code": INVALID_PARAMS, "message": message, "data": {"errors": errors}})
+pub fn invalid_arguments(message: String, errors: Vec<Json>) -> RpcError {
+    RpcError::invalid_params(message).with_data(json!({"errors": errors}))
 }
 
 /// One entry of [`invalid_arguments`]'s `errors`.

@@ -16,6 +16,7 @@ use super::outputs::*;
 use super::schemas::{argument_error, invalid_arguments};
 use super::Caps;
 use crate::kernel::PtyRequest;
+use crate::rpc::RpcError;
 
 /// A `tools/call`, parsed: the tool and its typed arguments.
 #[derive(Clone, Debug, PartialEq)]
@@ -481,7 +482,7 @@ pub enum CallError {
     UnknownTool(String),
     /// The arguments do not fit the input schema: the `isError` structured
     /// content `{code:-32602, message, data:{errors:[{path, message}]}}`.
-    InvalidArguments(Json),
+    InvalidArguments(RpcError),
 }
 
 fn validators() -> &'static [jsonschema::Validator] {

@@ -48,6 +48,7 @@ fn schemas_are_valid_and_validate() {
     else {
         panic!("invalid arguments pass");
     };
+    let e = e.to_json();
     assert_eq!(e["code"], json!(-32602));
     let errs = e["data"]["errors"].as_array().unwrap();
     assert_eq!(errs.len(), 2, "{e}");
@@ -147,6 +148,7 @@ fn the_table_parses_every_tool() {
     ) else {
         panic!("line 0 passes");
     };
+    let e = e.to_json();
     assert_eq!(e["data"]["errors"][0]["path"], json!("/lines/0"), "{e}");
     let Err(CallError::InvalidArguments(e)) = parse_call(
         caps,
@@ -155,6 +157,7 @@ fn the_table_parses_every_tool() {
     ) else {
         panic!("a negative timeout passes");
     };
+    let e = e.to_json();
     assert_eq!(e["data"]["errors"][0]["path"], json!("/timeout_ms"), "{e}");
     assert!(matches!(
         parse_call(caps, "shoal_exec", Some(json!([1]))),

@@ -336,7 +336,7 @@ fn the_child_table_is_every_row_status_shows() {
         assert!(labels.contains(&tasks::ref_name(task).as_str()), "{t}");
         assert!(
             labels.iter().any(|l| l.starts_with("pty:")),
-            "{t} (opened {opened})"
+            "{t} (opened {opened:?})"
         );
         cancel_task(&a, task).await;
         // Closing the session kills the PTY's process group.
