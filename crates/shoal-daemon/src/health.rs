@@ -70,10 +70,10 @@ impl ActorStats {
     pub fn row(&self) -> ActorRow {
         ActorRow {
             id: self.id,
-            kind: self.kind,
+            kind: self.kind.into(),
             name: self.name.clone(),
             parent: self.parent,
-            state: self.state(),
+            state: self.state().into(),
             mailbox: self.mailbox(),
             handled: self.handled.load(Ordering::Relaxed),
             restarts: self.restarts.load(Ordering::Relaxed),

@@ -163,7 +163,7 @@ impl Services {
             at_risk_us: w.at_risk_us,
             last_commit_at: w.last_commit_at,
             last_error: w.last_error,
-            health: if w.degraded { "degraded" } else { "ok" },
+            health: if w.degraded { "degraded" } else { "ok" }.into(),
             degraded_since: (w.degraded_since != 0).then_some(w.degraded_since),
             failed_ops: w.failed_ops,
             reopens: w.reopens,

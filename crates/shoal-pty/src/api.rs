@@ -279,7 +279,8 @@ pub fn close_result(id: u64, exit: Option<Exit>) -> PtyAnswer {
     })
 }
 
-fn entry(info: &PtyInfo) -> PtyEntry {
+/// One PTY as lists show it.
+pub fn list_entry(info: &PtyInfo) -> PtyEntry {
     PtyEntry {
         pty_id: id_name(info.id),
         cmd: info.cmd.clone(),
@@ -293,10 +294,6 @@ fn entry(info: &PtyInfo) -> PtyEntry {
         }),
         watchers: (info.watchers > 0).then_some(info.watchers),
     }
-}
-
-pub fn list_entry(info: &PtyInfo) -> Json {
-    result_json(entry(info))
 }
 
 /// `pty.claim` / `pty.release` answers.
@@ -324,7 +321,7 @@ pub fn screen_update(id: u64, u: &super::stream::Update) -> PtyScreenUpdate {
 
 pub fn list_result(infos: &[PtyInfo]) -> PtyAnswer {
     PtyAnswer::List(PtyList {
-        ptys: infos.iter().map(entry).collect(),
+        ptys: infos.iter().map(list_entry).collect(),
     })
 }
 

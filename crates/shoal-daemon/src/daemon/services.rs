@@ -84,7 +84,7 @@ impl ServiceSet {
                 .iter()
                 .map(|(k, s)| {
                     (
-                        k.label(),
+                        k.label().into(),
                         ServiceRow {
                             restarts: s.budget.restarts(),
                             failed: s.failed.is_some(),

@@ -73,7 +73,7 @@ impl Daemon {
             session_memory: Some(Quota {
                 used: None,
                 max: l.session_memory,
-                key: "session_memory",
+                key: "session_memory".into(),
             }),
             spill_bytes: Some(Quota::used(spill_used, l.spill_bytes, "spill_bytes")),
         }
@@ -97,7 +97,7 @@ impl Daemon {
             owner: shared.owner.clone(),
             cwd: shared.cwd.display().to_string(),
             clients: shared.clients.load(std::sync::atomic::Ordering::Relaxed),
-            humans: shared.humans.to_json(),
+            humans: shared.humans.rows(),
             busy: shared.busy.load(std::sync::atomic::Ordering::Relaxed),
             transcript: shared.transcript_len(),
             tasks: 0,
@@ -140,7 +140,7 @@ impl Handler<GetStatus> for Daemon {
         let mut status = LocalStatus {
             daemon: DaemonFacts {
                 pid: i.pid,
-                version: env!("CARGO_PKG_VERSION"),
+                version: env!("CARGO_PKG_VERSION").into(),
                 uptime_ms: i.started.elapsed().as_millis() as u64,
                 started_unix_ms: i.started_unix_ms,
                 socket: i.socket.display().to_string(),
@@ -205,14 +205,14 @@ fn leash_status() -> LeashStatus {
                 name: name.clone(),
                 caps_enforced: g.caps_enforced(),
                 hermetic: p.hermetic,
-                net: g.net_confinement(),
-                opaque: g.decide(&[Effect::Opaque]).verdict.as_str(),
+                net: g.net_confinement().into(),
+                opaque: g.decide(&[Effect::Opaque]).verdict.as_str().into(),
                 auto_apply: format!("{:?}", p.auto_apply).to_lowercase(),
             }
         })
         .collect();
     LeashStatus {
-        tier: shoal_policy::tier(),
+        tier: shoal_policy::tier().into(),
         landlock_abi: shoal_policy::landlock::abi(),
         plan_ttl_s: rt.plan_ttl.as_secs(),
         tokens: rt.tokens.as_ref().map(|t| t.path().display().to_string()),
@@ -234,17 +234,20 @@ impl Daemon {
                     owned += 1;
                 }
                 let mut row = Daemon::session_row(s);
-                row.access = Some(match access {
-                    crate::sessions::handle::Access::Full => "full",
-                    crate::sessions::handle::Access::Read => "read",
-                });
+                row.access = Some(
+                    match access {
+                        crate::sessions::handle::Access::Full => "full",
+                        crate::sessions::handle::Access::Read => "read",
+                    }
+                    .into(),
+                );
                 Some(row)
             })
             .collect();
         let l = &self.config.limits;
         TokenStatus {
             daemon: TokenDaemonFacts {
-                version: env!("CARGO_PKG_VERSION"),
+                version: env!("CARGO_PKG_VERSION").into(),
                 uptime_ms: self.info.started.elapsed().as_millis() as u64,
             },
             principal: principal.to_string(),

@@ -5,7 +5,9 @@
 //! marked so.
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 fn any_object(_: &mut SchemaGenerator) -> Schema {
@@ -109,16 +111,46 @@ pub struct Attached {
 /// The channels every attached client may subscribe to.
 pub const SESSION_CHANNELS: [&str; 4] = ["session.transcript", "journal", "approval", "render"];
 
+/// A person at a terminal attached to a session (`shoal attach`, `shoal watch`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HumanRow {
+    pub client: String,
+    /// RFC 3339.
+    pub since: String,
+}
+
+/// Who took a PTY over.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TakenOver {
+    pub by: String,
+    pub client: String,
+}
+
+/// One PTY of `shoal_pty_list`, `pty.list` and a session's `pty_list`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PtyEntry {
+    pub pty_id: String,
+    pub cmd: String,
+    pub pid: i32,
+    pub cols: u16,
+    pub rows: u16,
+    pub alive: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taken_over: Option<TakenOver>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub watchers: Option<usize>,
+}
+
 /// A session as `session.list` and `daemon.status` show it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionRow {
     pub name: String,
     pub owner: String,
     pub cwd: String,
     /// Connections attached now.
     pub clients: i64,
-    /// The people at a terminal attached to it.
-    pub humans: Json,
+    /// The people at a terminal attached to it, oldest first.
+    pub humans: Vec<HumanRow>,
     pub busy: bool,
     /// Values in its transcript.
     pub transcript: usize,
@@ -131,11 +163,11 @@ pub struct SessionRow {
     pub procs: usize,
     pub spill_bytes: u64,
     pub ref_waits: u64,
-    pub pty_list: Vec<Json>,
+    pub pty_list: Vec<PtyEntry>,
     pub age_ms: u64,
     /// A token principal's access (`daemon.status` of a token).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub access: Option<&'static str>,
+    pub access: Option<Cow<'static, str>>,
     /// `daemon.status`: its supervisor's task table, children and restarts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_list: Option<Vec<super::TaskRow>>,

@@ -5,12 +5,14 @@
 //! own quota. A member `null` when unknown is an `Option` without
 //! `skip_serializing_if`.
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 
 use super::{SessionRow, TaskRow};
 
 /// `daemon.status`: the local user's view or a token principal's.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum DaemonStatus {
     Local(Box<LocalStatus>),
@@ -18,7 +20,7 @@ pub enum DaemonStatus {
 }
 
 /// `daemon.status` for the local user.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LocalStatus {
     pub daemon: DaemonFacts,
     pub actors: Vec<ActorRow>,
@@ -36,7 +38,7 @@ pub struct LocalStatus {
 }
 
 /// `daemon.status` for a token principal: nothing of the daemon's internals.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TokenStatus {
     pub daemon: TokenDaemonFacts,
     pub principal: String,
@@ -45,10 +47,10 @@ pub struct TokenStatus {
 }
 
 /// The daemon process.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DaemonFacts {
     pub pid: u32,
-    pub version: &'static str,
+    pub version: Cow<'static, str>,
     pub uptime_ms: u64,
     pub started_unix_ms: u64,
     pub socket: String,
@@ -60,21 +62,21 @@ pub struct DaemonFacts {
 }
 
 /// What a token principal sees of the daemon.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenDaemonFacts {
-    pub version: &'static str,
+    pub version: Cow<'static, str>,
     pub uptime_ms: u64,
 }
 
 /// One live actor.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActorRow {
     pub id: u64,
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     pub name: String,
     /// The actor that supervises it (`null`: none).
     pub parent: Option<u64>,
-    pub state: &'static str,
+    pub state: Cow<'static, str>,
     /// Messages queued and not yet handled.
     pub mailbox: u64,
     pub handled: u64,
@@ -84,7 +86,7 @@ pub struct ActorRow {
 }
 
 /// The journal's figures. Store counters are `null` until first read.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JournalStatus {
     pub exec_overhead_p50_us: Option<f64>,
     pub exec_overhead_p99_us: Option<f64>,
@@ -109,7 +111,7 @@ pub struct JournalStatus {
     pub last_commit_at: i64,
     pub last_error: Option<String>,
     /// `ok` or `degraded`.
-    pub health: &'static str,
+    pub health: Cow<'static, str>,
     pub degraded_since: Option<i64>,
     pub failed_ops: u64,
     pub reopens: u64,
@@ -117,7 +119,7 @@ pub struct JournalStatus {
 }
 
 /// A supervised service's restarts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceRow {
     pub restarts: u64,
     pub failed: bool,
@@ -125,22 +127,45 @@ pub struct ServiceRow {
 
 /// `{service: {restarts, failed}}`, keys in the order given.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ServiceRows(pub Vec<(&'static str, ServiceRow)>);
+pub struct ServiceRows(pub Vec<(Cow<'static, str>, ServiceRow)>);
 
 impl Serialize for ServiceRows {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter().map(|(k, v)| (*k, v)))
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+impl<'de> Deserialize<'de> for ServiceRows {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Rows;
+        impl<'de> serde::de::Visitor<'de> for Rows {
+            type Value = ServiceRows;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map of services")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<ServiceRows, A::Error> {
+                let mut rows = Vec::new();
+                while let Some((k, v)) = m.next_entry::<String, ServiceRow>()? {
+                    rows.push((Cow::Owned(k), v));
+                }
+                Ok(ServiceRows(rows))
+            }
+        }
+        d.deserialize_map(Rows)
     }
 }
 
 /// One `[limits]` quota: its key, its maximum and, where the daemon counts
 /// it, its use now.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Quota {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub used: Option<u64>,
     pub max: u64,
-    pub key: &'static str,
+    pub key: Cow<'static, str>,
 }
 
 impl Quota {
@@ -148,7 +173,7 @@ impl Quota {
         Quota {
             used: Some(used),
             max,
-            key,
+            key: Cow::Borrowed(key),
         }
     }
 }
@@ -156,7 +181,7 @@ impl Quota {
 /// Each quota with its use. Per-session and per-connection quotas show the
 /// busiest session or connection; a token principal sees only
 /// `sessions_per_principal`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<Quota>,
@@ -179,16 +204,16 @@ pub struct Limits {
 }
 
 /// The adapters loaded.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdaptersStatus {
     pub count: usize,
     pub warnings: Vec<String>,
 }
 
 /// The sandbox tier and, per configured principal, what is enforced.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeashStatus {
-    pub tier: &'static str,
+    pub tier: Cow<'static, str>,
     pub landlock_abi: i64,
     pub plan_ttl_s: u64,
     /// The token store's file (`null`: none).
@@ -197,19 +222,19 @@ pub struct LeashStatus {
 }
 
 /// A configured principal's sandbox.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeashPrincipal {
     pub name: String,
     pub caps_enforced: bool,
     pub hermetic: bool,
-    pub net: &'static str,
+    pub net: Cow<'static, str>,
     /// The verdict on an opaque effect.
-    pub opaque: &'static str,
+    pub opaque: Cow<'static, str>,
     pub auto_apply: String,
 }
 
 /// The HTTP listener.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HttpStatus {
     pub listen: String,
     pub url: String,
@@ -225,7 +250,7 @@ pub struct HttpStatus {
 
 /// A session supervisor's child table: `{session, failed, restarts,
 /// children, tasks}`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChildTable {
     pub session: String,
     pub failed: bool,
@@ -235,12 +260,12 @@ pub struct ChildTable {
 }
 
 /// One child of a session supervisor.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChildRow {
     pub child: String,
     /// Its actor's id.
     pub actor: u64,
-    pub state: &'static str,
+    pub state: Cow<'static, str>,
     pub age_ms: u64,
     pub restarts: u64,
 }
@@ -256,7 +281,7 @@ mod tests {
             owner: "u".into(),
             cwd: "/w".into(),
             clients: 1,
-            humans: json!([]),
+            humans: vec![],
             busy: false,
             transcript: 2,
             tasks: 0,
@@ -267,18 +292,17 @@ mod tests {
             ref_waits: 0,
             pty_list: vec![],
             age_ms: 5,
-            access: Some("read"),
+            access: Some("read".into()),
             task_list: None,
             children: None,
             restarts: None,
         }
     }
 
-    #[test]
-    fn a_token_principal_sees_its_sessions_and_its_quota() {
-        let st = DaemonStatus::Token(Box::new(TokenStatus {
+    fn token_status() -> DaemonStatus {
+        DaemonStatus::Token(Box::new(TokenStatus {
             daemon: TokenDaemonFacts {
-                version: "1.0",
+                version: "1.0".into(),
                 uptime_ms: 7,
             },
             principal: "agent:a".into(),
@@ -287,40 +311,25 @@ mod tests {
                 sessions_per_principal: Some(Quota::used(1, 4, "max_sessions_per_principal")),
                 ..Default::default()
             },
-        }));
-        assert_eq!(
-            serde_json::to_value(&st).unwrap(),
-            json!({
-                "daemon": {"version": "1.0", "uptime_ms": 7},
-                "principal": "agent:a",
-                "sessions": [{
-                    "name": "s", "owner": "u", "cwd": "/w", "clients": 1, "humans": [],
-                    "busy": false, "transcript": 2, "tasks": 0, "ptys": 0, "pty_memory": 0,
-                    "procs": 0, "spill_bytes": 0, "ref_waits": 0, "pty_list": [], "age_ms": 5,
-                    "access": "read",
-                }],
-                "limits": {"sessions_per_principal": {"used": 1, "max": 4, "key": "max_sessions_per_principal"}},
-            })
-        );
+        }))
     }
 
-    #[test]
-    fn the_local_status_keeps_its_sections_and_order() {
+    fn local_status() -> DaemonStatus {
         let mut session = row();
         session.access = None;
         session.task_list = Some(vec![]);
         session.children = Some(vec![ChildRow {
             child: "session".into(),
             actor: 3,
-            state: "running",
+            state: "running".into(),
             age_ms: 4,
             restarts: 0,
         }]);
         session.restarts = Some(0);
-        let st = DaemonStatus::Local(Box::new(LocalStatus {
+        DaemonStatus::Local(Box::new(LocalStatus {
             daemon: DaemonFacts {
                 pid: 9,
-                version: "1.0",
+                version: "1.0".into(),
                 uptime_ms: 10,
                 started_unix_ms: 11,
                 socket: "/r/shoal.sock".into(),
@@ -331,10 +340,10 @@ mod tests {
             },
             actors: vec![ActorRow {
                 id: 1,
-                kind: "daemon",
+                kind: "daemon".into(),
                 name: "daemon".into(),
                 parent: None,
-                state: "running",
+                state: "running".into(),
                 mailbox: 0,
                 handled: 3,
                 restarts: 0,
@@ -363,7 +372,7 @@ mod tests {
                 at_risk_us: 0,
                 last_commit_at: 99,
                 last_error: None,
-                health: "ok",
+                health: "ok".into(),
                 degraded_since: None,
                 failed_ops: 0,
                 reopens: 0,
@@ -371,14 +380,14 @@ mod tests {
             }),
             services: ServiceRows(vec![
                 (
-                    "journal_writer",
+                    "journal_writer".into(),
                     ServiceRow {
                         restarts: 1,
                         failed: false,
                     },
                 ),
                 (
-                    "event_bus",
+                    "event_bus".into(),
                     ServiceRow {
                         restarts: 0,
                         failed: true,
@@ -391,7 +400,7 @@ mod tests {
                 session_memory: Some(Quota {
                     used: None,
                     max: 1024,
-                    key: "session_memory",
+                    key: "session_memory".into(),
                 }),
                 ..Default::default()
             },
@@ -400,7 +409,7 @@ mod tests {
                 warnings: vec!["w".into()],
             },
             leash: LeashStatus {
-                tier: "A",
+                tier: "A".into(),
                 landlock_abi: 5,
                 plan_ttl_s: 600,
                 tokens: None,
@@ -408,8 +417,8 @@ mod tests {
                     name: "agent:a".into(),
                     caps_enforced: true,
                     hermetic: false,
-                    net: "open",
-                    opaque: "deny",
+                    net: "open".into(),
+                    opaque: "deny".into(),
                     auto_apply: "ingrant".into(),
                 }],
             },
@@ -422,7 +431,31 @@ mod tests {
                 sessions: 2,
                 requests: 3,
             }),
-        }));
+        }))
+    }
+
+    #[test]
+    fn a_token_principal_sees_its_sessions_and_its_quota() {
+        let st = token_status();
+        assert_eq!(
+            serde_json::to_value(&st).unwrap(),
+            json!({
+                "daemon": {"version": "1.0", "uptime_ms": 7},
+                "principal": "agent:a",
+                "sessions": [{
+                    "name": "s", "owner": "u", "cwd": "/w", "clients": 1, "humans": [],
+                    "busy": false, "transcript": 2, "tasks": 0, "ptys": 0, "pty_memory": 0,
+                    "procs": 0, "spill_bytes": 0, "ref_waits": 0, "pty_list": [], "age_ms": 5,
+                    "access": "read",
+                }],
+                "limits": {"sessions_per_principal": {"used": 1, "max": 4, "key": "max_sessions_per_principal"}},
+            })
+        );
+    }
+
+    #[test]
+    fn the_local_status_keeps_its_sections_and_order() {
+        let st = local_status();
         let expected = json!({
             "daemon": {
                 "pid": 9, "version": "1.0", "uptime_ms": 10, "started_unix_ms": 11,
@@ -479,5 +512,38 @@ mod tests {
             serde_json::to_string(&st).unwrap(),
             serde_json::to_string(&expected).unwrap()
         );
+    }
+
+    /// What `shoal status` reads back is what the daemon wrote, in the form
+    /// it was written (the token form has no daemon internals to miss).
+    #[test]
+    fn a_status_reads_back_as_it_was_written() {
+        let mut local = local_status();
+        if let DaemonStatus::Local(l) = &mut local {
+            let s = &mut l.sessions[0];
+            s.humans.push(super::super::HumanRow {
+                client: "attach".into(),
+                since: "2026-01-01T00:00:00Z".into(),
+            });
+            s.pty_list.push(super::super::PtyEntry {
+                pty_id: "pty:1".into(),
+                cmd: "vim".into(),
+                pid: 7,
+                cols: 80,
+                rows: 24,
+                alive: true,
+                taken_over: Some(super::super::TakenOver {
+                    by: "human".into(),
+                    client: "attach".into(),
+                }),
+                watchers: Some(2),
+            });
+        }
+        for st in [local, token_status()] {
+            let text = serde_json::to_string(&st).unwrap();
+            let back: DaemonStatus = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, st);
+            assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        }
     }
 }

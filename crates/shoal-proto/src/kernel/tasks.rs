@@ -3,7 +3,9 @@
 //! `task:N` read of `value.get`/`shoal_get`.
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use shoal_lang::task::{self, TaskRecord};
@@ -11,11 +13,11 @@ use shoal_lang::task::{self, TaskRecord};
 /// A task's record: what `task.get` answers. `pid` is `null` when no
 /// process runs it; `tail` (the last bytes of its output) is there only
 /// while it runs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskRow {
     pub task: String,
     pub session: String,
-    pub state: &'static str,
+    pub state: Cow<'static, str>,
     pub src: String,
     pub started_ns: i64,
     pub finished_ns: Option<i64>,
@@ -29,7 +31,7 @@ pub struct TaskRow {
 }
 
 /// The last bytes a running task's programs wrote.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskTail {
     pub stdout: String,
     pub stderr: String,
@@ -40,7 +42,7 @@ impl TaskRow {
         TaskRow {
             task: task::ref_name(r.id),
             session: r.session.clone(),
-            state: r.state.as_str(),
+            state: Cow::Borrowed(r.state.as_str()),
             src: r.src.clone(),
             started_ns: r.started_ns,
             finished_ns: r.finished_ns,
@@ -57,7 +59,7 @@ impl TaskRow {
 
     /// Whether the task has ended.
     pub fn is_final(&self) -> bool {
-        matches!(self.state, "completed" | "failed" | "cancelled")
+        matches!(self.state.as_ref(), "completed" | "failed" | "cancelled")
     }
 }
 

@@ -296,27 +296,7 @@ pub struct PtyClosed {
     pub exit: Option<PtyExit>,
 }
 
-/// Who took a PTY over.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct TakenOver {
-    pub by: String,
-    pub client: String,
-}
-
-/// One PTY of `shoal_pty_list`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
-pub struct PtyEntry {
-    pub pty_id: String,
-    pub cmd: String,
-    pub pid: i32,
-    pub cols: u16,
-    pub rows: u16,
-    pub alive: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub taken_over: Option<TakenOver>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub watchers: Option<usize>,
-}
+pub use crate::kernel::{PtyEntry, TakenOver};
 
 /// `shoal_pty_list`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]

@@ -158,19 +158,15 @@ impl Humans {
         self.0.locked().retain(|(c, _, _)| *c != conn);
     }
 
-    /// `[{client, since}]` (since: RFC 3339), oldest first.
-    pub fn to_json(&self) -> serde_json::Value {
+    /// Who is here, oldest first.
+    pub fn rows(&self) -> Vec<shoal_proto::kernel::HumanRow> {
         let list = self.0.locked();
-        serde_json::Value::Array(
-            list.iter()
-                .map(|(_, client, since)| {
-                    serde_json::json!({
-                        "client": &**client,
-                        "since": shoal_policy::plan::rfc3339(*since),
-                    })
-                })
-                .collect(),
-        )
+        list.iter()
+            .map(|(_, client, since)| shoal_proto::kernel::HumanRow {
+                client: client.to_string(),
+                since: shoal_policy::plan::rfc3339(*since),
+            })
+            .collect()
     }
 }
 

@@ -203,7 +203,7 @@ impl SessionSupervisor {
             .map(|(k, c)| ChildRow {
                 child: k.label(),
                 actor: c.stats.id,
-                state: c.stats.state(),
+                state: c.stats.state().into(),
                 age_ms: c.stats.started.elapsed().as_millis() as u64,
                 restarts: if *k == ChildKind::Session {
                     self.budget.restarts()
