@@ -12,6 +12,16 @@ pub enum Durability {
     Batched,
 }
 
+impl Durability {
+    /// Its config and wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Immediate => "immediate",
+            Durability::Batched => "batched",
+        }
+    }
+}
+
 /// Writer settings (`journal.durability`, `journal.flush_ms`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriterConfig {
