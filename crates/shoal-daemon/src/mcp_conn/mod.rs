@@ -65,8 +65,8 @@ pub mod tasks;
 mod tools;
 
 type Reply = LocalBoxActorFuture<McpConn, Result<Json, RpcError>>;
-/// What `tools/call` and `tasks/result` answer: a tool result, carried typed
-/// to the reply frame (or a JSON result such as a task handle).
+/// What a request answers: a tool result (`tools/call`, `tasks/result`) carried
+/// typed to the reply frame, or a JSON result.
 type ToolReply = LocalBoxActorFuture<McpConn, Result<McpResult, RpcError>>;
 
 /// A JSON-answered method's future as a [`ToolReply`].

@@ -400,8 +400,8 @@ pub fn exec_output() -> Json {
     output_schema_of(&[schema_of::<ExecResult<Json>>(), schema_of::<TaskStarted>()])
 }
 
-/// A typed result as its structured content (a result struct always
-/// encodes: its keys are strings).
+/// A typed value as JSON, where the answer is still a tree (resource reads,
+/// the kernel's PTY claims; a result struct always encodes: its keys are strings).
 pub fn result_json<T: Serialize>(v: T) -> Json {
     serde_json::to_value(v).unwrap_or(Json::Null)
 }
