@@ -9,8 +9,9 @@
 //!   ≤ 2× the local user's p50) and a spawn (`sh { : }`, target ≤ 5 ms
 //!   more than the local user's p50);
 //! - where bubblewrap is installed, `sh { true }` spawned by the local user against
-//!   a token principal whose children run in kernel namespaces (target ≤ 5 ms
-//!   more than the local user's p50; the rows above are `namespaces = "off"`).
+//!   token principals whose children run in kernel namespaces, one reading every
+//!   path and one its project (target ≤ 5 ms more than the local user's p50; the
+//!   rows above are `namespaces = "off"`).
 
 #![allow(clippy::print_stdout)] // a benchmark report is its stdout
 
@@ -163,13 +164,16 @@ fn confinement() {
     let dir = BenchDir::new("shl");
     let project = dir.path().join("project");
     std::fs::create_dir_all(&project).expect("project");
-    let section = |name: &str, ns: &str| {
+    let section = |name: &str, ns: &str, read: &str| {
         format!(
-            "[policy.principal.\"{name}\"]\nopaque = \"allow\"\nauto_apply = \"in-grant\"\nnamespaces = \"{ns}\"\n[policy.principal.\"{name}\".fs]\nread = [\"/**\"]\nwrite = [\"{p}/**\"]\ndelete = [\"{p}/**\"]\n",
+            "[policy.principal.\"{name}\"]\nopaque = \"allow\"\nauto_apply = \"in-grant\"\nnamespaces = \"{ns}\"\n[policy.principal.\"{name}\".fs]\nread = [\"{read}\"]\nwrite = [\"{p}/**\"]\ndelete = [\"{p}/**\"]\n",
             p = project.display()
         )
     };
-    let config = section("agent:bench", "off") + &section("agent:bench-ns", "require");
+    let own = format!("{}/**", project.display());
+    let config = section("agent:bench", "off", "/**")
+        + &section("agent:bench-ns", "require", "/**")
+        + &section("agent:bench-ns-own", "require", &own);
     let daemon = dir.daemon().config(config).start();
     let sock = daemon.sock();
     let token = |name: &str| {
@@ -194,12 +198,22 @@ fn confinement() {
     );
     let bwrap = std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("bwrap").is_file()));
-    let mut in_ns = Line::open(&sock);
+    // In namespaces: a token that reads every path (its grant cut around the
+    // daemon's directories into many mounts and rules) and one that reads its
+    // project (and the system's program directories).
+    let mut in_ns = Vec::new();
     if bwrap {
-        in_ns.call(
-            "session.attach",
-            json!({"session": "bench-ns", "token": token("agent:bench-ns")}),
-        );
+        for (name, reads) in [
+            ("agent:bench-ns", "/**"),
+            ("agent:bench-ns-own", "its project"),
+        ] {
+            let mut l = Line::open(&sock);
+            l.call(
+                "session.attach",
+                json!({"session": name.replace(':', "-"), "token": token(name)}),
+            );
+            in_ns.push((l, reads));
+        }
     }
     // `6 * 7` is quick (answered on the arbiter for both); `"abc".len()` is
     // not (the token's meets its confined worker thread).
@@ -233,24 +247,25 @@ fn confinement() {
             verdict(ok)
         );
     }
-    if bwrap {
+    for (ns, reads) in &mut in_ns {
         let src = "sh { true }";
         time_execs(&mut local, src, 20);
-        time_execs(&mut in_ns, src, 20);
+        time_execs(ns, src, 20);
         let (mut l, mut a) = (Vec::new(), Vec::new());
         for _ in 0..4 {
             l.push(time_execs(&mut local, src, 50));
-            a.push(time_execs(&mut in_ns, src, 50));
+            a.push(time_execs(ns, src, 50));
         }
         let (l, a) = (p50(l), p50(a));
         println!(
-            "  exec {:<12} local p50 {:>7.3} ms   token (namespaces) p50 {:>7.3} ms   (≤ local + 5 ms) {}",
+            "  exec {:<12} local p50 {:>7.3} ms   token (namespaces, reads {reads}) p50 {:>7.3} ms   (≤ local + 5 ms) {}",
             format!("{src:?}"),
             l.as_secs_f64() * 1e3,
             a.as_secs_f64() * 1e3,
             verdict(a <= l + Duration::from_millis(5))
         );
-    } else {
+    }
+    if !bwrap {
         println!("  exec sh {{ true }} in namespaces: skipped (no bwrap on PATH)");
     }
     drop(daemon);

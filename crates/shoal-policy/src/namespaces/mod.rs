@@ -289,9 +289,8 @@ pub fn wrap(
         cwd.join(program)
     };
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
-    let plan = Plan::of(&rules);
-    let encoded = serde_json::to_string(&Encoded::of(&plan.inner))
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    let prepared = prepared(&rules)?;
+    let (plan, encoded) = (&prepared.plan, &prepared.encoded);
     let c_cwd = CString::new(cwd.as_os_str().as_bytes())
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
     let mut cmd = Command::new(CONFINE_AT);
@@ -312,6 +311,37 @@ pub fn wrap(
             join: Some(join),
         },
     )))
+}
+
+/// A principal's [`Plan`] and its inner rules as `shoal-confine` receives
+/// them: made once per thread and rules (a confined thread keeps one
+/// principal's rules for good), not per spawn (a grant of `/**` is cut
+/// into hundreds of paths).
+struct Prepared {
+    rules: Weak<Rules>,
+    plan: Plan,
+    encoded: String,
+}
+
+thread_local! {
+    static PREPARED: std::cell::RefCell<Option<Arc<Prepared>>> = const { std::cell::RefCell::new(None) };
+}
+
+fn prepared(rules: &Arc<Rules>) -> io::Result<Arc<Prepared>> {
+    let mine = |p: &Arc<Prepared>| p.rules.upgrade().is_some_and(|r| Arc::ptr_eq(&r, rules));
+    if let Some(p) = PREPARED.with(|c| c.borrow().as_ref().filter(|p| mine(p)).cloned()) {
+        return Ok(p);
+    }
+    let plan = Plan::of(rules);
+    let encoded = serde_json::to_string(&Encoded::of(&plan.inner))
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    let p = Arc::new(Prepared {
+        rules: Arc::downgrade(rules),
+        plan,
+        encoded,
+    });
+    PREPARED.with(|c| *c.borrow_mut() = Some(p.clone()));
+    Ok(p)
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
