@@ -421,3 +421,39 @@ fn token_children_in_namespaces_die_with_a_killed_daemon() {
         assert_eq!(n, 1, "a child of the command outlived the daemon: {pids:?}");
     }
 }
+
+#[test]
+fn token_children_have_a_temporary_directory_when_their_project_is_in_tmp() {
+    if !have_tools("token_children_have_a_temporary_directory", &["bwrap"]) {
+        return;
+    }
+    // The project is under /tmp (the test root), so /tmp itself is not the
+    // child's to write: a scratch directory on the private /tmp is, named
+    // by TMPDIR, as `mktemp` and compilers expect.
+    let s = setup();
+    assert!(s.project.starts_with("/tmp"), "{}", s.project.display());
+    let src = "sh { f=$(mktemp) && echo scratch-ok > $f && cat $f && echo MADE=$f; echo x > /tmp/escape-41 || echo TMP_REFUSED }";
+    let mut k = conn(&s, Some("agent:ns"), "ns");
+    let r = reply(&mut k, src);
+    assert!(r.contains("scratch-ok"), "{r}");
+    assert!(r.contains("TMP_REFUSED"), "{r}");
+    let made = r
+        .split("MADE=")
+        .nth(1)
+        .and_then(|t| {
+            t.split(|c: char| c.is_whitespace() || c == '\\' || c == '"')
+                .next()
+        })
+        .unwrap_or_else(|| panic!("no path: {r}"));
+    assert!(made.starts_with("/tmp/.shoal-tmp/"), "{r}");
+    // Private to the namespace: nothing on the real disk.
+    assert!(!std::path::Path::new(made).exists(), "{made} on the host");
+    assert!(!std::path::Path::new("/tmp/escape-41").exists());
+    // The local user's mktemp is the real /tmp's, as before.
+    let mut l = conn(&s, None, "local");
+    let r = reply(
+        &mut l,
+        "sh { f=$(mktemp) && echo local-ok > $f && cat $f && rm $f }",
+    );
+    assert!(r.contains("local-ok"), "{r}");
+}

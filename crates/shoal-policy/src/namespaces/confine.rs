@@ -36,6 +36,7 @@ fn confine_run(args: Vec<OsString>) -> Result<i32, String> {
         .and_then(|s| s.parse().ok())
         .ok_or("bad status descriptor")?;
     let encoded: Encoded = serde_json::from_slice(rules.as_bytes()).map_err(|e| e.to_string())?;
+    let tmpdir = encoded.tmpdir.clone();
     let rules = encoded.rules()?;
     let rs = rules.ruleset().map_err(|e| e.to_string())?;
     rs.confine().apply().map_err(|e| e.to_string())?;
@@ -46,6 +47,9 @@ fn confine_run(args: Vec<OsString>) -> Result<i32, String> {
     let mut cmd = Command::new(&program);
     cmd.arg0(argv0);
     cmd.args(it);
+    if let Some(t) = tmpdir {
+        cmd.env("TMPDIR", t);
+    }
     // SAFETY: between fork and exec the child only resets the dispositions
     // of a few signals (`signal` is async-signal-safe) and allocates nothing.
     unsafe {

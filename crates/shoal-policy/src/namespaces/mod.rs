@@ -333,7 +333,7 @@ fn prepared(rules: &Arc<Rules>) -> io::Result<Arc<Prepared>> {
         return Ok(p);
     }
     let plan = Plan::of(rules);
-    let encoded = serde_json::to_string(&Encoded::of(&plan.inner))
+    let encoded = serde_json::to_string(&Encoded::of(&plan.inner, plan.scratch))
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
     let p = Arc::new(Prepared {
         rules: Arc::downgrade(rules),
@@ -455,8 +455,16 @@ struct Plan {
     /// Mounts: path, writable; parents before children.
     binds: Vec<(PathBuf, bool)>,
     private_tmp: bool,
+    /// A grant lies inside the private `/tmp`, so `/tmp` itself is not the
+    /// child's to write: [`SCRATCH`] is, and `TMPDIR` names it.
+    scratch: bool,
     sealed: bool,
 }
+
+/// The child's temporary directory when one of its grants lies inside
+/// `/tmp` (a directory of the holder's private `/tmp`, on no real disk
+/// path).
+const SCRATCH: &str = "/tmp/.shoal-tmp";
 
 impl Plan {
     fn of(rules: &Rules) -> Plan {
@@ -497,19 +505,23 @@ impl Plan {
             read.push(PathBuf::from("/proc"));
         }
         // The private /tmp is the child's, unless a grant is mounted in it
-        // (then a grant of /tmp would widen that grant's rights).
-        if private_tmp && !binds.iter().any(|(p, _)| p.starts_with(tmp)) {
+        // (then a grant of /tmp would widen that grant's rights): a scratch
+        // directory beside the grant is then.
+        let scratch = private_tmp && binds.iter().any(|(p, _)| p.starts_with(tmp));
+        if private_tmp {
+            let own = if scratch { Path::new(SCRATCH) } else { tmp };
             inner
                 .read
                 .iter_mut()
-                .for_each(|r| r.push(tmp.to_path_buf()));
-            inner.write.push(tmp.to_path_buf());
-            inner.delete.push(tmp.to_path_buf());
+                .for_each(|r| r.push(own.to_path_buf()));
+            inner.write.push(own.to_path_buf());
+            inner.delete.push(own.to_path_buf());
         }
         Plan {
             inner,
             binds,
             private_tmp,
+            scratch,
             sealed: rules.net == Net::Sealed,
         }
     }
@@ -534,6 +546,9 @@ impl Plan {
         }
         if self.private_tmp {
             push(&["--tmpfs".as_ref(), "/tmp".as_ref()]);
+        }
+        if self.scratch {
+            push(&["--dir".as_ref(), SCRATCH.as_ref()]);
         }
         for (p, rw) in &self.binds {
             let flag: &OsStr = if *rw {
@@ -581,10 +596,13 @@ struct Encoded {
     net: String,
     ports: Vec<u16>,
     token: bool,
+    /// `TMPDIR` for the program (the scratch directory), when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tmpdir: Option<PathBuf>,
 }
 
 impl Encoded {
-    fn of(r: &Rules) -> Encoded {
+    fn of(r: &Rules, scratch: bool) -> Encoded {
         let (net, ports) = match &r.net {
             Net::Open => ("open", Vec::new()),
             Net::Sealed => ("sealed", Vec::new()),
@@ -597,6 +615,7 @@ impl Encoded {
             net: net.into(),
             ports,
             token: r.token,
+            tmpdir: scratch.then(|| PathBuf::from(SCRATCH)),
         }
     }
 

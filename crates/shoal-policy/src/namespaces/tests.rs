@@ -59,10 +59,38 @@ fn the_plan_mounts_grants_once_parents_first() {
 }
 
 #[test]
+fn a_grant_inside_tmp_leaves_the_child_a_scratch_directory() {
+    let p = Plan::of(&rules(&["/usr"], &["/tmp/proj"], Net::Open));
+    assert!(p.private_tmp && p.scratch);
+    // /tmp itself is not granted (it would widen the grant's rights); the
+    // scratch directory is, and the holder makes it on its tmpfs.
+    let scratch = PathBuf::from(SCRATCH);
+    assert!(!p.inner.write.contains(&PathBuf::from("/tmp")));
+    assert!(p.inner.write.contains(&scratch) && p.inner.delete.contains(&scratch));
+    assert!(p.inner.read.as_ref().unwrap().contains(&scratch));
+    let s: Vec<String> = p
+        .holder_args(Path::new("/tmp/proj"))
+        .iter()
+        .map(|a| a.to_string_lossy().into())
+        .collect();
+    let at = |w: &[&str]| s.windows(w.len()).position(|x| x == w);
+    let (tmpfs, dir) = (at(&["--tmpfs", "/tmp"]), at(&["--dir", SCRATCH]));
+    assert!(tmpfs.is_some() && dir > tmpfs, "{s:?}");
+    // The confinement step is told to name it in TMPDIR.
+    let e = Encoded::of(&p.inner, p.scratch);
+    assert_eq!(e.tmpdir, Some(scratch));
+    // Without a grant inside /tmp, the private /tmp is the child's.
+    let p = Plan::of(&rules(&["/usr"], &["/srv/p"], Net::Open));
+    assert!(p.private_tmp && !p.scratch);
+    assert!(p.inner.write.contains(&PathBuf::from("/tmp")));
+    assert_eq!(Encoded::of(&p.inner, p.scratch).tmpdir, None);
+}
+
+#[test]
 fn rules_round_trip() {
     for net in [Net::Open, Net::Sealed, Net::ConnectPorts(vec![22, 443])] {
         let r = rules(&["/usr"], &["/srv"], net);
-        let s = serde_json::to_string(&Encoded::of(&r)).unwrap();
+        let s = serde_json::to_string(&Encoded::of(&r, false)).unwrap();
         let back: Encoded = serde_json::from_str(&s).unwrap();
         assert_eq!(back.rules().unwrap(), r);
     }
