@@ -257,6 +257,15 @@ pub async fn post(req: HttpRequest, body: web::Payload, st: web::Data<Http>) -> 
     let method = msg.get("method").and_then(Json::as_str);
     let frame = one_line(&bytes, &msg);
     let sse = accepts_sse(&req);
+    // `shoal/attach` names the connection's principal: only the bridge sends it (with the
+    // bearer it checked), never a client's frame passed through.
+    if method.is_some_and(|m| m.starts_with("shoal/")) {
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "invalid request: shoal/* methods are not served over HTTP",
+        );
+    }
     let progress = msg
         .pointer("/params/_meta/progressToken")
         .map(Json::to_string);

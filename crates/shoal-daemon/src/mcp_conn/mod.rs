@@ -125,6 +125,8 @@ pub struct McpConn {
     /// The client's environment, forwarded by the shim.
     want_env: Option<Vec<(String, String)>>,
     token: Option<String>,
+    /// A `shoal/attach` was taken: the connection's principal is named for good.
+    attach_seen: bool,
     attached: Option<SessionHandle>,
     /// The principal's policy and sandbox (Leash), set on attach.
     gate: Option<Arc<shoal_policy::Gate>>,
@@ -169,6 +171,7 @@ impl McpConn {
             want_cwd: None,
             want_env: None,
             token: None,
+            attach_seen: false,
             attached: None,
             gate: None,
             inflight: HashMap::new(),
@@ -198,6 +201,15 @@ impl McpConn {
     fn notification(&mut self, method: &str, params: Json, ctx: &mut Context<Self>) {
         match method {
             "shoal/attach" => {
+                // The shim's (or the HTTP bridge's) one attach names the connection's
+                // principal. Once named, or once a call has admitted a principal, it
+                // stays: a later attach would trade the token for another, or for
+                // none (the local uid the socket's peer is).
+                if self.attach_seen || self.gate.is_some() {
+                    tracing::warn!(conn = self.cx.id, "shoal/attach after the first, ignored");
+                    return;
+                }
+                self.attach_seen = true;
                 let p = params.as_object().cloned().unwrap_or_default();
                 if let Some(s) = p
                     .get("session")
