@@ -20,6 +20,7 @@ mod children;
 mod eval;
 mod reattach;
 mod sessions;
+mod threads;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

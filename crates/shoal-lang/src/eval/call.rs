@@ -1,7 +1,8 @@
 //! Calls (docs/rules.md §4: call resolution and binding; §9: special call
 //! forms and constructors).
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::ast::{Arg, Expr, ExprKind, FnBody, FnDef, TypeAnn};
@@ -9,6 +10,7 @@ use crate::eval::command::CArg;
 use crate::eval::expr::{make_regex, now_value, today_value};
 use crate::eval::{Ctl, EResult, Interp, Pos, MAX_DEPTH};
 use crate::scope::{closure, command, Closure, Scope, ScopeRef};
+use shoal_base::sync::Locked;
 use shoal_value::{methods, ops, Args, ErrorCode, GlobVal, RangeVal, Record, ShoalError, Value};
 
 /// Names handled as special call forms (docs/rules.md §4), before any binding.
@@ -634,48 +636,7 @@ impl Interp {
             [Value::List(l)] => l.as_ref().clone(),
             _ => pos,
         };
-        // Each thunk runs on its own thread with an evaluator that shares the
-        // session's interrupter, tasks and channels; closures reach their
-        // captured scopes (mutex-protected) from any thread. Results keep the
-        // thunks' order; without `settle` the first error in that order is raised.
-        let stack = super::task::TASK_STACK;
-        let results: Vec<Result<Value, ShoalError>> = std::thread::scope(|sc| {
-            let handles: Vec<_> = thunks
-                .iter()
-                .map(|t| {
-                    let mut child = self.child();
-                    let sandbox = shoal_policy::landlock::current();
-                    let gate = shoal_policy::run_gate::current();
-                    let home = shoal_base::procs::current_home();
-                    std::thread::Builder::new()
-                        .name("shoal-parallel".into())
-                        .stack_size(stack)
-                        .spawn_scoped(sc, move || {
-                            child.enter_thread(stack);
-                            shoal_policy::run_gate::with_gate(gate, || {
-                                shoal_policy::landlock::with_rules(sandbox, || {
-                                    shoal_base::procs::with_home(home, || {
-                                        child
-                                            .call_value(t, vec![], vec![])
-                                            .map_err(|c| child.ctl_to_err(c))
-                                    })
-                                })
-                            })
-                        })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| match h {
-                    Ok(h) => h
-                        .join()
-                        .unwrap_or_else(|_| Err(ShoalError::custom("parallel: a thunk panicked"))),
-                    Err(e) => Err(ShoalError::custom(format!(
-                        "parallel: cannot start a thread: {e}"
-                    ))),
-                })
-                .collect()
-        });
+        let results = self.run_thunks(&thunks);
         let mut out = Vec::with_capacity(results.len());
         for r in results {
             match r {
@@ -685,6 +646,64 @@ impl Interp {
             }
         }
         Ok(Value::list(out))
+    }
+
+    /// Run `parallel`'s thunks, results in the thunks' order. Each runs with an evaluator
+    /// that shares the session's interrupter, tasks and channels; closures reach their
+    /// captured scopes (mutex-protected) from any thread. At most [`PARALLEL_PER_CALL`]
+    /// threads serve one call, taken from a daemon-wide pool of [`PARALLEL_THREADS`]; the
+    /// caller's thread runs thunks too, so with no thread to spare they run one after the
+    /// other and a call never waits for a thread (nor makes one per thunk: a list of
+    /// thousands is no fork bomb).
+    fn run_thunks(&mut self, thunks: &[Value]) -> Vec<Result<Value, ShoalError>> {
+        let slots: Vec<Mutex<Option<Result<Value, ShoalError>>>> =
+            thunks.iter().map(|_| Mutex::new(None)).collect();
+        let next = AtomicUsize::new(0);
+        let work = |interp: &mut Interp| loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(t) = thunks.get(i) else { break };
+            let r = interp
+                .call_value(t, vec![], vec![])
+                .map_err(|c| interp.ctl_to_err(c));
+            *slots[i].locked() = Some(r);
+        };
+        let threads = ThreadPermits::take(thunks.len().saturating_sub(1).min(PARALLEL_PER_CALL));
+        let stack = super::task::TASK_STACK;
+        std::thread::scope(|sc| {
+            for _ in 0..threads.count {
+                let mut child = self.child();
+                let sandbox = shoal_policy::landlock::current();
+                let gate = shoal_policy::run_gate::current();
+                let home = shoal_base::procs::current_home();
+                let work = &work;
+                let started = std::thread::Builder::new()
+                    .name("shoal-parallel".into())
+                    .stack_size(stack)
+                    .spawn_scoped(sc, move || {
+                        child.enter_thread(stack);
+                        shoal_policy::run_gate::with_gate(gate, || {
+                            shoal_policy::landlock::with_rules(sandbox, || {
+                                shoal_base::procs::with_home(home, || work(&mut child))
+                            })
+                        })
+                    });
+                if started.is_err() {
+                    // The caller's thread does the work this one would have.
+                    break;
+                }
+            }
+            let mut own = self.child();
+            work(&mut own);
+        });
+        drop(threads);
+        slots
+            .into_iter()
+            .map(|s| {
+                s.into_inner()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .unwrap_or_else(|| Err(ShoalError::custom("parallel: a thunk panicked")))
+            })
+            .collect()
     }
 
     pub(crate) fn sleep_interruptibly(&self, d: Duration) -> EResult<()> {
@@ -744,5 +763,34 @@ fn coerce_list_param(
             Ok(Value::list(out))
         }
         _ => Ok(v),
+    }
+}
+
+/// Threads one `parallel` call may use beside its caller's.
+const PARALLEL_PER_CALL: usize = 15;
+/// Threads every `parallel` call of the daemon may hold at once.
+const PARALLEL_THREADS: usize = 64;
+static PARALLEL_IN_USE: AtomicUsize = AtomicUsize::new(0);
+
+/// Threads taken from the daemon-wide `parallel` pool, given back on drop.
+struct ThreadPermits {
+    count: usize,
+}
+
+impl ThreadPermits {
+    /// Up to `want` threads, as many as the pool has left (perhaps none).
+    fn take(want: usize) -> ThreadPermits {
+        let mut count = 0;
+        let _ = PARALLEL_IN_USE.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+            count = want.min(PARALLEL_THREADS.saturating_sub(used));
+            Some(used + count)
+        });
+        ThreadPermits { count }
+    }
+}
+
+impl Drop for ThreadPermits {
+    fn drop(&mut self) {
+        PARALLEL_IN_USE.fetch_sub(self.count, Ordering::AcqRel);
     }
 }
