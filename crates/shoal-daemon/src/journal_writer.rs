@@ -297,11 +297,14 @@ impl Handler<GetEntry> for JournalWriter {
     }
 }
 
-/// Bytes of a content-store blob (`HEX` or `blake3:HEX`).
+/// Bytes of a content-store blob (`HEX` or `blake3:HEX`) that a reader of `scope` may
+/// have: under a principal's scope only a blob one of its own entries references, `None`
+/// (like an unknown hash) otherwise (`Store::blob_get_scoped`).
 #[derive(Message)]
 #[rtype(result = "Result<Option<Vec<u8>>, JournalError>")]
 pub struct GetBlob {
     pub hash: String,
+    pub scope: Scope,
 }
 
 impl Handler<GetBlob> for JournalWriter {
@@ -310,7 +313,7 @@ impl Handler<GetBlob> for JournalWriter {
     fn handle(&mut self, msg: GetBlob, _ctx: &mut Context<Self>) -> Self::Result {
         self.blocking(move |w| {
             w.sync_visible()?;
-            w.store().blob_get(&msg.hash)
+            w.store().blob_get_scoped(&msg.hash, &msg.scope)
         })
     }
 }

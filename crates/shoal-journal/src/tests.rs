@@ -674,3 +674,58 @@ fn a_new_journal_appears_whole_and_a_stale_half_made_one_is_replaced() {
     drop(open(&d2));
     assert!(!d2.path().join("journal.redb.new").exists());
 }
+
+/// A reader scoped to a principal gets a blob only through an entry of its own: another
+/// principal's output reads exactly like a hash nobody stored, even when the bytes sit in the
+/// store; the same bytes become readable once an entry of its own produces them.
+#[test]
+fn scoped_blob_reads_need_an_own_entry() {
+    let d = tmp();
+    let s = open(&d);
+    record(&s, ne("local", 10, "cat secret", &[]), fin(true, "SECRET"));
+    record(&s, ne("agent:t", 11, "1", &[]), fin(true, "mine"));
+    let t = Scope::Principal("agent:t".into());
+    let secret = cas::hash_hex(b"SECRET");
+    let mine = cas::hash_hex(b"mine");
+    assert!(s.blob_get(&secret).unwrap().is_some());
+    assert_eq!(s.blob_get_scoped(&secret, &t).unwrap(), None);
+    let upper = format!("blake3:{}", secret.to_uppercase());
+    assert_eq!(s.blob_get_scoped(&upper, &t).unwrap(), None);
+    assert_eq!(
+        s.blob_get_scoped(&cas::hash_hex(b"nobody"), &t).unwrap(),
+        None
+    );
+    assert_eq!(
+        s.blob_get_scoped(&mine, &t).unwrap().as_deref(),
+        Some(&b"mine"[..])
+    );
+    assert_eq!(
+        s.blob_get_scoped(&format!("blake3:{}", mine.to_uppercase()), &t)
+            .unwrap()
+            .as_deref(),
+        Some(&b"mine"[..])
+    );
+    assert!(s.blob_get_scoped(&secret, &Scope::All).unwrap().is_some());
+    // The hash in the token's own source is not a reference to the blob.
+    record(
+        &s,
+        ne("agent:t", 12, &format!("echo {secret}"), &[]),
+        fin(true, "x"),
+    );
+    assert_eq!(s.blob_get_scoped(&secret, &t).unwrap(), None);
+    // A principal whose name only shares a truncated index key gets nothing either.
+    let long = "p".repeat(schema::MAX_INDEX_KEY + 10);
+    record(
+        &s,
+        ne(&format!("{long}a"), 13, "1", &[]),
+        fin(true, "long-a"),
+    );
+    let b = Scope::Principal(format!("{long}b"));
+    assert_eq!(
+        s.blob_get_scoped(&cas::hash_hex(b"long-a"), &b).unwrap(),
+        None
+    );
+    // Producing the same bytes itself makes them its own.
+    record(&s, ne("agent:t", 14, "cat copy", &[]), fin(true, "SECRET"));
+    assert!(s.blob_get_scoped(&secret, &t).unwrap().is_some());
+}

@@ -78,8 +78,9 @@ impl KernelConn {
 
     /// `blob.get`: bounded like every other read (docs/protocol.md §3): past
     /// `max_bytes` (default the elision budget, at most the hard cap) the value
-    /// comes back as a ref.
-    pub(super) fn blob_get(&mut self, p: BlobGetParams) -> Reply {
+    /// comes back as a ref. A token principal reads only blobs its own journal
+    /// entries reference; any other hash answers as unknown (no existence oracle).
+    pub(super) fn blob_get(&mut self, p: BlobGetParams, principal: String) -> Reply {
         let hash = p.hash;
         let max_bytes = p
             .max_bytes
@@ -91,7 +92,12 @@ impl KernelConn {
                 RpcError::new(rpc::UNKNOWN_REF, "unknown value hash")
                     .with_data(json!({"hash": hash}))
             };
-            match s.journal.send(jw::GetBlob { hash: hash.clone() }).await {
+            let scope = jw::scope_for(&principal);
+            let get = jw::GetBlob {
+                hash: hash.clone(),
+                scope,
+            };
+            match s.journal.send(get).await {
                 Err(e) => Err(crate::msg::mailbox(e)),
                 Ok(Ok(Some(bytes))) => {
                     let key = hash.strip_prefix("blake3:").unwrap_or(&hash);

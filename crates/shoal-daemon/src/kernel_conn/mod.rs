@@ -312,7 +312,7 @@ impl KernelConn {
             K::Events(e) => self.events_method(e, &gate.principal),
             K::JournalQuery(q) => self.journal_query(q, gate.principal.clone()),
             K::JournalGet(p) => self.journal_get(p.id, gate.principal.clone()),
-            K::BlobGet(p) => self.blob_get(p),
+            K::BlobGet(p) => self.blob_get(p, gate.principal.clone()),
             K::PtyClaim(p) => self.pty_human(takeover::Human::Claim, &p.pty_id),
             K::PtyRelease(p) => self.pty_human(takeover::Human::Release, &p.pty_id),
             K::PtyWatch(p) => self.pty_human(takeover::Human::Watch, &p.pty_id),

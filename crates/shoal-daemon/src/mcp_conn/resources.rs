@@ -310,12 +310,17 @@ pub(super) async fn read_service(
         "val" => {
             let hash = p.segs[0].clone();
             // Read errors are the kernel's own (code, message, data), not
-            // wrapped in a -32602 string (docs/protocol.md §9).
+            // wrapped in a -32602 string (docs/protocol.md §9). A token reads only
+            // blobs its own entries reference; another's answers like an unknown hash.
             let unknown = || {
                 RpcError::new(rpc::UNKNOWN_REF, "unknown value hash")
                     .with_data(json!({"hash": hash}))
             };
-            let bytes = match s.journal.send(jw::GetBlob { hash: hash.clone() }).await {
+            let get = jw::GetBlob {
+                hash: hash.clone(),
+                scope: jw::scope_for(principal),
+            };
+            let bytes = match s.journal.send(get).await {
                 Err(e) => return Err(crate::msg::mailbox(e)),
                 Ok(Ok(Some(b))) => b,
                 Ok(Ok(None)) | Ok(Err(shoal_journal::JournalError::Invalid(_))) => {

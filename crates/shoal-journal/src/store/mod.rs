@@ -18,7 +18,7 @@ mod apply;
 
 use super::cas::{self, CasTables};
 use super::schema::{self, *};
-use super::{Entry, EntryId, Finish, JournalError, NewEntry, OutputRef, Result};
+use super::{Entry, EntryId, Finish, JournalError, NewEntry, OutputRef, Result, Scope};
 pub(crate) use apply::decode_tsw;
 use apply::{read_counter, Counters, Tx};
 use shoal_base::sync::RwLocked;
@@ -337,6 +337,36 @@ impl Store {
         cas::read(&blobs, &data, &by_hash, &key)
     }
 
+    /// [`Store::blob_get`] for a reader limited to `scope`: under [`Scope::Principal`] the
+    /// bytes come back only when one of that principal's own entries lists the hash among its
+    /// outputs, and `None` otherwise, exactly as for a hash nobody stored (no existence
+    /// oracle). [`Scope::All`] reads every blob.
+    ///
+    /// Why a scan and no index: the principal's own entry ids are already an index stream
+    /// (`TAG_PRINCIPAL`), and an entry's output hashes are in its row, so walking that stream
+    /// (newest first: the hash a reader asks for is usually of a recent exec) decides the
+    /// question exactly with no schema change and no cost on the write path. A row is decoded
+    /// only when the 64 hex digits occur in its bytes. The cost is bounded by the principal's
+    /// own entries, like a `journal.query` with an unindexed filter, and it is paid before the
+    /// blob table is looked at, so how long a refusal takes says nothing about whether
+    /// someone else stored the hash. Transcript rows and pins are not consulted: a token only
+    /// ever learns hashes from journal entries (`out:N` goes through its session).
+    pub fn blob_get_scoped(&self, hash: &str, scope: &Scope) -> Result<Option<Vec<u8>>> {
+        let Scope::Principal(principal) = scope else {
+            return self.blob_get(hash);
+        };
+        let key = cas::parse_hash(hash)?;
+        let hex = cas::to_hex(&key);
+        let rx = self.db()?.begin_read()?;
+        if !references(&rx, principal, &hex)? {
+            return Ok(None);
+        }
+        let blobs = rx.open_table(BLOBS)?;
+        let data = rx.open_table(BLOB_DATA)?;
+        let by_hash = rx.open_table(BLOB_HASH)?;
+        cas::read(&blobs, &data, &by_hash, &key)
+    }
+
     pub fn blob_info(&self, hash: &str) -> Result<Option<BlobInfo>> {
         let key = cas::parse_hash(hash)?;
         let rx = self.db()?.begin_read()?;
@@ -531,6 +561,35 @@ impl Store {
         }
         Ok(bad)
     }
+}
+
+/// Whether an entry of `principal` lists `hex` (lowercase blake3) among its outputs; see
+/// [`Store::blob_get_scoped`]. The index key may be truncated (a principal name past
+/// [`MAX_INDEX_KEY`] bytes shares its rows with others of the same prefix), so the decoded
+/// entry's principal decides, as in `journal.query`. A row that fails to decode grants
+/// nothing.
+fn references(rx: &redb::ReadTransaction, principal: &str, hex: &str) -> Result<bool> {
+    let entries = rx.open_table(ENTRIES)?;
+    let idx = rx.open_table(IDX)?;
+    let p = idx_prefix(TAG_PRINCIPAL, principal);
+    let (a, b) = (with_id(&p, 0), with_id(&p, u64::MAX));
+    let finder = memchr::memmem::Finder::new(hex.as_bytes());
+    for r in idx.range(a.as_slice()..=b.as_slice())?.rev() {
+        let id = key_id(r?.0.value())?;
+        let Some(g) = entries.get(id)? else {
+            continue;
+        };
+        if finder.find(g.value()).is_none() {
+            continue;
+        }
+        let Ok(e) = decode_json::<Entry>("entry", g.value()) else {
+            continue;
+        };
+        if e.principal == principal && e.outputs.iter().any(|o| o.hash == hex) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 fn last_in_prefix<T: ReadableTable<&'static [u8], V>, V: redb::Value + 'static>(
