@@ -18,6 +18,7 @@
 mod approvals;
 mod children;
 mod eval;
+mod limits;
 mod sessions;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
