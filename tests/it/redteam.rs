@@ -19,6 +19,7 @@ mod approvals;
 mod blobs;
 mod children;
 mod eval;
+mod limits;
 mod reattach;
 mod sessions;
 mod threads;

@@ -125,6 +125,9 @@ pub struct LimitsConfig {
     /// Bytes the values of one session may hold (an evaluation past it fails
     /// with `resource_limit`).
     pub session_memory: u64,
+    /// Bytes the sessions of one token principal may hold together, across
+    /// execs (unset: `session_memory`). The local user is not bound by it.
+    pub principal_memory: Option<u64>,
     /// Named sessions alive at once.
     pub max_sessions: usize,
     /// Named sessions alive at once that one principal owns (created by its attach).
@@ -145,10 +148,29 @@ pub struct LimitsConfig {
     pub write_stall_ms: u64,
 }
 
+impl LimitsConfig {
+    /// `principal_memory`, or `session_memory` when unset.
+    pub fn principal_memory(&self) -> u64 {
+        self.principal_memory.unwrap_or(self.session_memory)
+    }
+
+    /// Places of `max_sessions` only the local user may take: token principals
+    /// together create sessions while fewer than `max_sessions` minus these are
+    /// alive ([`LOCAL_SESSIONS`], at most half of `max_sessions`).
+    pub fn local_sessions(&self) -> usize {
+        LOCAL_SESSIONS.min(self.max_sessions / 2)
+    }
+}
+
+/// The share of `[limits] max_sessions` kept for the local user (see
+/// [`LimitsConfig::local_sessions`]).
+pub const LOCAL_SESSIONS: usize = 4;
+
 impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
             session_memory: 1 << 30,
+            principal_memory: None,
             max_sessions: 64,
             max_sessions_per_principal: 16,
             max_connections: 256,
@@ -405,6 +427,12 @@ fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
             ),
         );
     }
+    if let Some(m) = l.principal_memory.filter(|m| *m < 1 << 20) {
+        return bad(
+            "principal_memory",
+            format!("principal_memory must be at least 1048576 (got {m})"),
+        );
+    }
     if l.spill_bytes < 1 << 20 {
         return bad(
             "spill_bytes",
@@ -561,6 +589,14 @@ mod tests {
                 "c.toml:2:30: max_sessions_per_principal must be between 1 and 100000",
             ),
             (
+                "[limits]\nprincipal_memory = 1000\n",
+                "c.toml:2:20: principal_memory must be at least 1048576",
+            ),
+            (
+                "[limits]\nprincipal_memory = \"1G\"\n",
+                "c.toml:2:20: invalid type",
+            ),
+            (
                 "[limits]\nspill_bytes = 5\n",
                 "c.toml:2:15: spill_bytes must be at least",
             ),
@@ -588,5 +624,29 @@ mod tests {
         let text = include_str!("../../../shoal.toml.example");
         let c = parse(text, Path::new("shoal.toml.example")).unwrap();
         assert_eq!(c, Config::default());
+    }
+
+    #[test]
+    fn principal_memory_defaults_to_session_memory() {
+        let c = parse("[limits]\nsession_memory = 67108864\n", Path::new("c.toml")).unwrap();
+        assert_eq!(c.limits.principal_memory(), 64 << 20);
+        let c = parse(
+            "[limits]\nsession_memory = 67108864\nprincipal_memory = 33554432\n",
+            Path::new("c.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.limits.principal_memory, Some(32 << 20));
+        assert_eq!(c.limits.principal_memory(), 32 << 20);
+    }
+
+    #[test]
+    fn the_local_sessions_are_a_share_of_max_sessions() {
+        let with = |max_sessions| LimitsConfig {
+            max_sessions,
+            ..LimitsConfig::default()
+        };
+        assert_eq!(with(64).local_sessions(), 4);
+        assert_eq!(with(6).local_sessions(), 3);
+        assert_eq!(with(1).local_sessions(), 0);
     }
 }

@@ -85,6 +85,9 @@ pub struct Daemon {
     /// Built-in plus user adapters, loaded once, when first needed (a
     /// session or `daemon.status`): an idle daemon holds none of it.
     adapters: Option<Arc<shoal_lang::adapters::Catalog>>,
+    /// Each token principal's `[limits] principal_memory` budget, made with its
+    /// first session and kept (its sessions come and go).
+    principal_memory: BTreeMap<String, &'static shoal_lang::memory::PrincipalBudget>,
 }
 
 impl Daemon {
@@ -112,7 +115,22 @@ impl Daemon {
             draining: Arc::default(),
             tasks: TaskRegistry::default(),
             adapters: None,
+            principal_memory: BTreeMap::new(),
         }
+    }
+
+    /// `principal`'s memory budget (a token principal's: the local user has none).
+    fn principal_budget(
+        &mut self,
+        principal: &str,
+    ) -> &'static shoal_lang::memory::PrincipalBudget {
+        let limit = self.config.limits.principal_memory();
+        let b = *self
+            .principal_memory
+            .entry(principal.to_string())
+            .or_insert_with(|| shoal_lang::memory::PrincipalBudget::leak(limit));
+        b.set_limit(limit);
+        b
     }
 
     fn adapters(&mut self) -> &Arc<shoal_lang::adapters::Catalog> {
@@ -225,6 +243,16 @@ impl Handler<AttachSession> for Daemon {
                 "too many sessions",
             )));
         }
+        // The last places are the local user's: tokens together never take them.
+        let reserve = self.config.limits.local_sessions();
+        if !local && live + reserve >= max {
+            tracing::warn!(session = %msg.name, principal = %msg.principal, max, reserve, "refused a new session: the places left of max_sessions are the local user's");
+            return Err(SessionError::Rpc(crate::peer::limit_error(
+                "max_sessions",
+                max as u64,
+                &format!("too many sessions (the {reserve} places left are the local user's)"),
+            )));
+        }
         let cwd = match msg.cwd {
             Some(c) if c.is_dir() => c,
             Some(c) => {
@@ -255,6 +283,11 @@ impl Handler<AttachSession> for Daemon {
         }
         if !msg.no_adapters {
             shared.adapters = Some(self.adapters().clone());
+        }
+        if !local {
+            shared
+                .memory
+                .with_principal(self.principal_budget(&msg.principal));
         }
         let shared = Arc::new(shared);
         let reg =

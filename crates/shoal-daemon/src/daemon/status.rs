@@ -76,6 +76,15 @@ impl Daemon {
                 key: "session_memory".into(),
             }),
             spill_bytes: Some(Quota::used(spill_used, l.spill_bytes, "spill_bytes")),
+            principal_memory: Some(Quota::used(
+                self.principal_memory
+                    .values()
+                    .map(|b| b.used())
+                    .max()
+                    .unwrap_or(0),
+                l.principal_memory(),
+                "principal_memory",
+            )),
         }
     }
     /// Live sessions of the token principal that owns the most.
@@ -103,6 +112,7 @@ impl Daemon {
             tasks: 0,
             ptys: ptys.len(),
             pty_memory: shared.memory.held(),
+            memory: shared.memory.resident(),
             procs: shoal_base::procs::count(&shared.name),
             spill_bytes: spill_used(shared),
             ref_waits: shared.ref_waits(),
@@ -257,6 +267,11 @@ impl Daemon {
                     owned,
                     l.max_sessions_per_principal as u64,
                     "max_sessions_per_principal",
+                )),
+                principal_memory: Some(Quota::used(
+                    self.principal_memory.get(principal).map_or(0, |b| b.used()),
+                    l.principal_memory(),
+                    "principal_memory",
                 )),
                 ..Default::default()
             },

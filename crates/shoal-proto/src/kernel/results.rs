@@ -159,6 +159,11 @@ pub struct SessionRow {
     pub ptys: usize,
     /// Bytes its PTYs hold of `[limits] session_memory`.
     pub pty_memory: u64,
+    /// Bytes its values hold: what its evaluation threads allocated and did
+    /// not free since it started (a token's session counts this and its
+    /// `pty_memory` against `[limits] principal_memory`).
+    #[serde(default)]
+    pub memory: u64,
     /// Processes in its cgroups (fallback: live programs).
     pub procs: usize,
     pub spill_bytes: u64,

@@ -199,6 +199,10 @@ pub struct Limits {
     pub ptys_per_session: Option<Quota>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_memory: Option<Quota>,
+    /// What the token principal holding the most holds of its
+    /// `principal_memory` together, or the asking principal's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal_memory: Option<Quota>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spill_bytes: Option<Quota>,
 }
@@ -287,6 +291,7 @@ mod tests {
             tasks: 0,
             ptys: 0,
             pty_memory: 0,
+            memory: 0,
             procs: 0,
             spill_bytes: 0,
             ref_waits: 0,
@@ -445,7 +450,7 @@ mod tests {
                 "sessions": [{
                     "name": "s", "owner": "u", "cwd": "/w", "clients": 1, "humans": [],
                     "busy": false, "transcript": 2, "tasks": 0, "ptys": 0, "pty_memory": 0,
-                    "procs": 0, "spill_bytes": 0, "ref_waits": 0, "pty_list": [], "age_ms": 5,
+                    "memory": 0, "procs": 0, "spill_bytes": 0, "ref_waits": 0, "pty_list": [], "age_ms": 5,
                     "access": "read",
                 }],
                 "limits": {"sessions_per_principal": {"used": 1, "max": 4, "key": "max_sessions_per_principal"}},
@@ -469,7 +474,7 @@ mod tests {
             "sessions": [{
                 "name": "s", "owner": "u", "cwd": "/w", "clients": 1, "humans": [],
                 "busy": false, "transcript": 2, "tasks": 0, "ptys": 0, "pty_memory": 0,
-                "procs": 0, "spill_bytes": 0, "ref_waits": 0, "pty_list": [], "age_ms": 5,
+                "memory": 0, "procs": 0, "spill_bytes": 0, "ref_waits": 0, "pty_list": [], "age_ms": 5,
                 "task_list": [],
                 "children": [{"child": "session", "actor": 3, "state": "running", "age_ms": 4, "restarts": 0}],
                 "restarts": 0,

@@ -16,6 +16,7 @@ use shoal_base::sync::Locked;
 use shoal_lang::session::Prepared;
 use shoal_lang::{ExecError, Session as LangSession, SessionOptions};
 use shoal_proto::{bound, kernel, wire};
+use shoal_value::memory::Detached;
 use shoal_value::render::Layout;
 use shoal_value::{shown, Value};
 
@@ -40,6 +41,8 @@ pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionErr
             // what the session emits there is published for every client.
             let bus = svc.bus.clone();
             s.set_bus_sink(Some(Arc::new(move |channel: &str, v: &Value| {
+                // Freed by the bus and its readers, not the session's to hold.
+                let _outside = Detached::new();
                 bus.publish(channel, wire::encode(v));
             })));
         }
@@ -336,6 +339,7 @@ fn finish_job(
         Ok(Err(ExecError::Parse(e))) => (Err(SessionError::Parse(e)), None),
         Ok(Err(ExecError::Raised(e))) => {
             let n = shared.push(Value::Error(Arc::new(e.clone())));
+            let _outside = Detached::new();
             let j = pending(n, PendingRan::Raised(e.clone()));
             let warnings = session.take_warnings().into_boxed_slice();
             (
@@ -358,15 +362,21 @@ fn finish_job(
             } else {
                 Layout::text(width)
             };
-            let rendered = catch_unwind(AssertUnwindSafe(|| match &value {
-                // `cmd &`: how to read the task it started.
-                Value::Task(t) => shown::Shown {
-                    body: shoal_lang::task::started_text(t.id),
-                    ..shown::Shown::default()
-                },
-                v => kernel::value_shown(v, layout),
-            }));
+            // The render, the reply and the journal record are the daemon's, freed on
+            // other threads: made outside the session's memory budget.
+            let rendered = {
+                let _outside = Detached::new();
+                catch_unwind(AssertUnwindSafe(|| match &value {
+                    // `cmd &`: how to read the task it started.
+                    Value::Task(t) => shown::Shown {
+                        body: shoal_lang::task::started_text(t.id),
+                        ..shown::Shown::default()
+                    },
+                    v => kernel::value_shown(v, layout),
+                }))
+            };
             let n = shared.push(value.clone());
+            let _outside = Detached::new();
             let shown = match rendered {
                 Ok(r) => r,
                 Err(p) => {

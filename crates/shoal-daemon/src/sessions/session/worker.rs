@@ -76,6 +76,9 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
         }
         shared.busy.store(true, Ordering::Relaxed);
         let (result, journal) = run_job(&shared, lang, &job.spec, stack, true);
+        // The reply and the journal record are freed on other threads: they do
+        // not count against the session's memory (the fork seed, kept here, does).
+        let outside = shoal_value::memory::Detached::new();
         job.spec.cancel.finish();
         tracing::debug!(ok = result.is_ok(), "exec evaluated");
         // The state background tasks fork from is refreshed after the reply,
@@ -121,10 +124,12 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
             // The caller is gone: publish what it would have.
             publish(&shared, events);
         }
+        drop(outside);
         if let (Some(seed), Some(l)) = (seed.as_mut(), &*lang) {
             **seed = Some(ForkSeed(l.fork()));
         }
         drop(seed);
+        let _outside = shoal_value::memory::Detached::new();
         if let Some(j) = after {
             tracing::debug!("exec handed to the journal after the reply");
             let mut events = Vec::new();

@@ -112,6 +112,8 @@ impl Actor for SessionSupervisor {
         // After the polite signals (interrupt, task cancel), whatever is
         // left in the session's cgroups is killed (docs/processes.md).
         shoal_base::procs::close_session(&self.shared.name, CLOSE_GRACE);
+        // What it holds is no longer its principal's (`[limits] principal_memory`).
+        self.shared.memory.part();
     }
 }
 
