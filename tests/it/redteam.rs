@@ -20,6 +20,7 @@ mod blobs;
 mod children;
 mod eval;
 mod limits;
+mod links;
 mod reattach;
 mod sessions;
 mod threads;

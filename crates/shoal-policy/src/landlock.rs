@@ -149,6 +149,54 @@ fn roots(grants: &[PathGlob], home: Option<&str>) -> Vec<PathBuf> {
     v
 }
 
+/// A token's grant root with its symbolic links resolved, or `None` (the grant is
+/// dropped) when the path goes through a link in a directory the principal may write
+/// (`writable`): a link it could have made would point the grant wherever it chose
+/// (`proj/target -> /` turning `delete = ["proj/target/**"]` into the whole disk). Links
+/// elsewhere (an operator's `~/src -> /data/src`, merged `/usr`) are followed. A path
+/// that does not exist, or loops, grants nothing.
+pub fn resolve_grant(root: &Path, writable: &[PathBuf]) -> Option<PathBuf> {
+    use std::collections::VecDeque;
+    use std::path::Component;
+    let mut cur = PathBuf::from("/");
+    let mut rest: VecDeque<std::ffi::OsString> = VecDeque::new();
+    let push_front = |rest: &mut VecDeque<std::ffi::OsString>, p: &Path| {
+        for c in p.components().rev() {
+            match c {
+                Component::Normal(n) => rest.push_front(n.to_os_string()),
+                Component::ParentDir => rest.push_front("..".into()),
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            }
+        }
+    };
+    push_front(&mut rest, root);
+    let mut links = 0;
+    while let Some(c) = rest.pop_front() {
+        if c == ".." {
+            cur.pop();
+            continue;
+        }
+        let next = cur.join(&c);
+        let meta = std::fs::symlink_metadata(&next).ok()?;
+        if !meta.file_type().is_symlink() {
+            cur = next;
+            continue;
+        }
+        links += 1;
+        if links > 40 || writable.iter().any(|w| cur.starts_with(w)) {
+            tracing::warn!(grant = %root.display(), link = %next.display(),
+                "a grant goes through a link the principal can make: the grant is dropped");
+            return None;
+        }
+        let target = std::fs::read_link(&next).ok()?;
+        if target.is_absolute() {
+            cur = PathBuf::from("/");
+        }
+        push_front(&mut rest, &target);
+    }
+    Some(cur)
+}
+
 impl Rules {
     /// `None` when the grants do not confine anything (every list grants
     /// `/` and the network is open).
@@ -186,19 +234,31 @@ impl Rules {
     /// principal has no policy section (nothing is granted: its verdicts
     /// refuse every run anyway).
     pub fn for_token(p: Option<&PrincipalPolicy>, home: Option<&str>) -> Rules {
-        let canonical = |v: Vec<PathBuf>| -> Vec<PathBuf> {
-            v.into_iter()
-                .filter_map(|r| r.canonicalize().ok())
-                .collect()
-        };
         let (mut read, write, delete, net) = match p {
             None => (Vec::new(), Vec::new(), Vec::new(), Net::Open),
-            Some(p) => (
-                canonical(roots(&p.fs.read, home)),
-                canonical(roots(&p.fs.write, home)),
-                canonical(roots(&p.fs.delete, home)),
-                Net::of(p),
-            ),
+            Some(p) => {
+                let (read, write, delete) = (
+                    roots(&p.fs.read, home),
+                    roots(&p.fs.write, home),
+                    roots(&p.fs.delete, home),
+                );
+                // Where the principal can make links: its write and delete grants, as
+                // written and as resolved (resolving through one of its own links only
+                // widens this set, which makes the check below stricter).
+                let mut writable: Vec<PathBuf> = write.iter().chain(&delete).cloned().collect();
+                writable.extend(
+                    writable
+                        .clone()
+                        .iter()
+                        .filter_map(|r| r.canonicalize().ok()),
+                );
+                let resolve = |v: Vec<PathBuf>| -> Vec<PathBuf> {
+                    v.iter()
+                        .filter_map(|r| resolve_grant(r, &writable))
+                        .collect()
+                };
+                (resolve(read), resolve(write), resolve(delete), Net::of(p))
+            }
         };
         read.extend(crate::protected::system_reads());
         let protected = crate::protected::protected();
@@ -550,6 +610,52 @@ pub fn prepare() -> io::Result<Option<Ruleset>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grant_through_a_link_the_principal_can_make_is_dropped() {
+        let base = std::env::temp_dir().join(format!("shoal-grant-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let (proj, outside, op) = (base.join("proj"), base.join("outside"), base.join("op"));
+        for d in [&proj, &outside, &op.join("real")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let base = base.canonicalize().unwrap();
+        let proj = base.join("proj");
+        std::os::unix::fs::symlink(base.join("outside"), proj.join("target")).unwrap();
+        std::os::unix::fs::symlink("../outside", proj.join("rel")).unwrap();
+        std::os::unix::fs::symlink(base.join("op/real"), base.join("link")).unwrap();
+        std::fs::create_dir(proj.join("sub")).unwrap();
+        let writable = vec![proj.clone()];
+        // Links in the project (the principal can make them) void the grant.
+        assert_eq!(resolve_grant(&proj.join("target"), &writable), None);
+        assert_eq!(resolve_grant(&proj.join("rel/x"), &writable), None);
+        // A real directory stays; an operator's link outside the project is followed.
+        assert_eq!(
+            resolve_grant(&proj.join("sub"), &writable),
+            Some(proj.join("sub"))
+        );
+        assert_eq!(resolve_grant(&proj, &writable), Some(proj.clone()));
+        assert_eq!(
+            resolve_grant(&base.join("link"), &writable),
+            Some(base.join("op/real"))
+        );
+        // What does not exist grants nothing; `..` is taken after links, as the kernel does.
+        assert_eq!(resolve_grant(&proj.join("missing"), &writable), None);
+        assert_eq!(
+            resolve_grant(&base.join("link/../real"), &writable),
+            Some(base.join("op/real"))
+        );
+        // And the token's rules hold the resolved grants only.
+        let toml = format!(
+            "fs.write = [\"{p}/**\"]\nfs.delete = [\"{p}/target/**\", \"{p}/sub/**\"]",
+            p = proj.display()
+        );
+        let pol: PrincipalPolicy = toml::from_str(&toml).unwrap();
+        let r = Rules::for_token(Some(&pol), None);
+        assert_eq!(r.delete, vec![proj.join("sub")]);
+        assert_eq!(r.write, vec![proj.clone()]);
+        let _ = std::fs::remove_dir_all(&base);
+    }
 
     #[test]
     fn roots_and_lowering() {
