@@ -23,6 +23,7 @@ mod limits;
 mod links;
 mod reattach;
 mod sessions;
+mod shared;
 mod threads;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -74,7 +74,7 @@ pub fn confine_thread(principal: &str, rules: &Rules) -> Result<(), String> {
     r.write.push(private.clone());
     r.delete.push(private.clone());
     let rs = r
-        .ruleset()
+        .ruleset_for_thread()
         .map_err(|e| format!("cannot confine the evaluation of {principal}: {e}"))?;
     rs.confine()
         .apply_to_thread()

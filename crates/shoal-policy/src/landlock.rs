@@ -53,7 +53,7 @@ use landlock::{
 
 use super::policy::{PathGlob, PrincipalPolicy};
 use super::seccomp::{
-    cloexec_from, filter_available, install_filter, AUDIT_ARCH, NO_ATTR, NO_UNIX, SEAL,
+    cloexec_from, filter_available, install_filter, AUDIT_ARCH, NO_ATTR, NO_SHARED, NO_UNIX, SEAL,
 };
 
 /// The newest ABI whose rights these rules name (scopes are ABI 6); on an
@@ -326,8 +326,28 @@ impl Rules {
         Ok(())
     }
 
-    /// Build the ruleset (in the parent, before fork).
+    /// Build the ruleset (in the parent, before fork) for a child in a token's namespaces
+    /// (`shoal-confine`): its `/dev/pts` is a private instance, so all of it is granted.
     pub fn ruleset(&self) -> io::Result<Ruleset> {
+        self.ruleset_for(Ttys::All)
+    }
+
+    /// The ruleset of a child that shares the daemon's namespaces (no bubblewrap, or
+    /// `namespaces = "off"`): of `/dev/pts` a token's child gets only its own terminal
+    /// (`tty`, a PTY program's), and it installs [`NO_SHARED`] too (the SysV IPC objects,
+    /// keyrings and datagram pairs it would share with the local user).
+    pub fn ruleset_shared(&self, tty: Option<&Path>) -> io::Result<Ruleset> {
+        let mut rs = self.ruleset_for(tty.map_or(Ttys::None, Ttys::Own))?;
+        rs.shared = self.token;
+        Ok(rs)
+    }
+
+    /// The ruleset of a token's evaluation thread: no terminal at all.
+    pub fn ruleset_for_thread(&self) -> io::Result<Ruleset> {
+        self.ruleset_for(Ttys::None)
+    }
+
+    fn ruleset_for(&self, ttys: Ttys<'_>) -> io::Result<Ruleset> {
         let abi = abi();
         self.enforceable_at(abi)
             .map_err(|m| io::Error::new(io::ErrorKind::Unsupported, m))?;
@@ -338,6 +358,7 @@ impl Rules {
                 created: None,
                 filter,
                 attrs: self.token,
+                shared: false,
                 caps: self.token,
             });
         }
@@ -384,8 +405,23 @@ impl Rules {
         for dev in ["/dev/null", "/dev/tty", "/dev/zero", "/dev/full"] {
             let _ = add(Path::new(dev), DEVICE);
         }
-        if let Ok(true) = std::fs::metadata("/dev/pts").map(|m| m.is_dir()) {
-            let _ = add(Path::new("/dev/pts"), DEVICE);
+        // Terminals: a token's child reaches only its own (another's would be the
+        // local user's screen and keyboard), unless its `/dev/pts` is private.
+        match ttys {
+            Ttys::All => {
+                if let Ok(true) = std::fs::metadata("/dev/pts").map(|m| m.is_dir()) {
+                    let _ = add(Path::new("/dev/pts"), DEVICE);
+                }
+            }
+            Ttys::Own(tty) => {
+                let _ = add(tty, DEVICE);
+            }
+            Ttys::None => {}
+        }
+        if !self.token && !matches!(ttys, Ttys::All) {
+            if let Ok(true) = std::fs::metadata("/dev/pts").map(|m| m.is_dir()) {
+                let _ = add(Path::new("/dev/pts"), DEVICE);
+            }
         }
         if let Net::ConnectPorts(ports) = &self.net {
             for p in ports {
@@ -398,6 +434,7 @@ impl Rules {
             created: Some(created),
             filter,
             attrs: self.token,
+            shared: false,
             caps: self.token,
         })
     }
@@ -431,6 +468,15 @@ fn add_path(
     Ok(())
 }
 
+/// What of `/dev/pts` a ruleset grants.
+enum Ttys<'a> {
+    /// All of it (a private devpts, or the local user's own rules).
+    All,
+    /// This terminal alone.
+    Own(&'a Path),
+    None,
+}
+
 /// A Landlock ruleset (`None`: this kernel has no Landlock and the rules
 /// need only the socket filter) and the seccomp socket filter the children
 /// install after it.
@@ -441,6 +487,9 @@ pub struct Ruleset {
     /// A token principal's children: no attribute changes by name
     /// (`seccomp::NO_ATTR`).
     attrs: bool,
+    /// A token principal's child in the daemon's namespaces: no SysV IPC,
+    /// keyrings or datagram pairs (`seccomp::NO_SHARED`).
+    shared: bool,
     /// A token principal: no capabilities ([`drop_capabilities`]).
     caps: bool,
 }
@@ -453,6 +502,7 @@ impl Ruleset {
             ruleset: self.created,
             filter: self.filter,
             attrs: self.attrs,
+            shared: self.shared,
             caps: self.caps,
         }
     }
@@ -464,6 +514,7 @@ pub struct Confine {
     ruleset: Option<RulesetCreated>,
     filter: Option<&'static [libc::sock_filter]>,
     attrs: bool,
+    shared: bool,
     caps: bool,
 }
 
@@ -478,6 +529,9 @@ impl Confine {
         self.restrict()?;
         if self.attrs {
             install_filter(&NO_ATTR[..])?;
+        }
+        if self.shared {
+            install_filter(&NO_SHARED[..])?;
         }
         if let Some(filter) = self.filter {
             install_filter(filter)?;
@@ -598,12 +652,13 @@ pub fn current() -> Option<Arc<Rules>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
-/// The ruleset for a spawn on this thread (`None`: not confined). An error
+/// The ruleset for a spawn on this thread outside namespaces (`None`: not
+/// confined); `tty` is the child's own terminal, if it has one. An error
 /// means the child must not run unconfined.
-pub fn prepare() -> io::Result<Option<Ruleset>> {
+pub fn prepare(tty: Option<&Path>) -> io::Result<Option<Ruleset>> {
     match current() {
         None => Ok(None),
-        Some(r) => r.ruleset().map(Some),
+        Some(r) => r.ruleset_shared(tty).map(Some),
     }
 }
 

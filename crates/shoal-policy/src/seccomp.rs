@@ -232,3 +232,56 @@ const fn no_attr_body() -> [libc::sock_filter; 37] {
 /// [`BY_NAME`] (and `removexattrat`, and `utimensat` with a path) fail with
 /// `EPERM`; everything else is allowed.
 pub(super) static NO_ATTR: [libc::sock_filter; 43] = after_prologue(no_attr_body());
+
+/// The kernel objects a token's child would share with the local user when it
+/// runs in the daemon's own namespaces, and which Landlock does not govern:
+/// SysV shared memory, message queues and semaphores, and the keyrings.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+const SHARED_OBJECTS: [i64; 14] = [
+    libc::SYS_shmget,
+    libc::SYS_shmat,
+    libc::SYS_shmctl,
+    libc::SYS_msgget,
+    libc::SYS_msgsnd,
+    libc::SYS_msgrcv,
+    libc::SYS_msgctl,
+    libc::SYS_semget,
+    libc::SYS_semop,
+    libc::SYS_semctl,
+    libc::SYS_semtimedop,
+    libc::SYS_keyctl,
+    libc::SYS_add_key,
+    libc::SYS_request_key,
+];
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const SHARED_OBJECTS: [i64; 14] = [-1; 14];
+
+const SOCK_DGRAM: u32 = libc::SOCK_DGRAM as u32;
+const SOCK_NONBLOCK: u32 = libc::SOCK_NONBLOCK as u32;
+const SOCK_CLOEXEC: u32 = libc::SOCK_CLOEXEC as u32;
+
+const fn no_shared_body() -> [libc::sock_filter; 36] {
+    let mut out = [bpf(0, 0, 0, 0); 36];
+    let mut i = 0;
+    while i < SHARED_OBJECTS.len() {
+        out[2 * i] = bpf(BPF_JEQ_K, 0, 1, SHARED_OBJECTS[i] as u32);
+        out[2 * i + 1] = bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32);
+        i += 1;
+    }
+    let b = 2 * SHARED_OBJECTS.len(); // 28
+                                      // socketpair(.., SOCK_DGRAM [| NONBLOCK] [| CLOEXEC], ..): a datagram socket can
+                                      // `sendto` a named unix socket, which Landlock does not check.
+    out[b] = bpf(BPF_JEQ_K, 0, 6, libc::SYS_socketpair as u32);
+    out[b + 1] = bpf(BPF_LD_W_ABS, 0, 0, 24); // args[1] (type), low word
+    out[b + 2] = bpf(BPF_JEQ_K, 3, 0, SOCK_DGRAM);
+    out[b + 3] = bpf(BPF_JEQ_K, 2, 0, SOCK_DGRAM | SOCK_NONBLOCK);
+    out[b + 4] = bpf(BPF_JEQ_K, 1, 0, SOCK_DGRAM | SOCK_CLOEXEC);
+    out[b + 5] = bpf(BPF_JEQ_K, 0, 1, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC);
+    out[b + 6] = bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EACCES as u32);
+    out[b + 7] = bpf(BPF_RET_K, 0, 0, RET_ALLOW);
+    out
+}
+
+/// A token principal's child outside namespaces: [`SHARED_OBJECTS`] fail with
+/// `EPERM`, a datagram `socketpair` with `EACCES`; everything else is allowed.
+pub(super) static NO_SHARED: [libc::sock_filter; 42] = after_prologue(no_shared_body());

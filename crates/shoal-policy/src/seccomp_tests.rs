@@ -3,7 +3,7 @@
 //! verdict is asserted, instruction by instruction as the kernel would
 //! execute them. Tests only; installs nothing.
 
-use super::seccomp::{AUDIT_ARCH, NO_ATTR, NO_UNIX, SEAL};
+use super::seccomp::{AUDIT_ARCH, NO_ATTR, NO_SHARED, NO_UNIX, SEAL};
 
 /// What a filter returns for a call.
 #[derive(Debug, PartialEq, Eq)]
@@ -72,7 +72,7 @@ const EPERM: Verdict = Verdict::Errno(libc::EPERM);
 #[test]
 fn every_filter_kills_foreign_abis() {
     let Some(arch) = AUDIT_ARCH else { return };
-    for prog in [&SEAL[..], &NO_UNIX[..], &NO_ATTR[..]] {
+    for prog in [&SEAL[..], &NO_UNIX[..], &NO_ATTR[..], &NO_SHARED[..]] {
         // A 32-bit (or any other) architecture.
         assert_eq!(
             run(prog, &data(0x4000_0003, libc::SYS_read, [0; 6])),
@@ -188,5 +188,56 @@ fn token_children_change_no_attribute_by_name() {
     ];
     for (nr, args, want) in table {
         assert_eq!(&call(&NO_ATTR, *nr, *args), want, "syscall {nr} {args:?}");
+    }
+}
+
+#[test]
+fn children_outside_namespaces_share_no_ipc_keyring_or_datagram_pair() {
+    if AUDIT_ARCH.is_none() {
+        return;
+    }
+    let unix = libc::AF_UNIX as u64;
+    let (dgram, stream) = (libc::SOCK_DGRAM as u64, libc::SOCK_STREAM as u64);
+    let (nb, ce) = (libc::SOCK_NONBLOCK as u64, libc::SOCK_CLOEXEC as u64);
+    let mut table: Vec<(i64, [u64; 6], Verdict)> = [
+        libc::SYS_shmget,
+        libc::SYS_shmat,
+        libc::SYS_shmctl,
+        libc::SYS_msgget,
+        libc::SYS_msgsnd,
+        libc::SYS_msgrcv,
+        libc::SYS_msgctl,
+        libc::SYS_semget,
+        libc::SYS_semop,
+        libc::SYS_semctl,
+        libc::SYS_semtimedop,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+    ]
+    .iter()
+    .map(|nr| (*nr, [0u64; 6], EPERM))
+    .collect();
+    for ty in [dgram, dgram | nb, dgram | ce, dgram | nb | ce] {
+        table.push((libc::SYS_socketpair, [unix, ty, 0, 0, 0, 0], EACCES));
+    }
+    table.extend([
+        (
+            libc::SYS_socketpair,
+            [unix, stream, 0, 0, 0, 0],
+            Verdict::Allow,
+        ),
+        (
+            libc::SYS_socketpair,
+            [unix, stream | ce, 0, 0, 0, 0],
+            Verdict::Allow,
+        ),
+        (libc::SYS_socket, [unix, dgram, 0, 0, 0, 0], Verdict::Allow),
+        (libc::SYS_shmdt, [0; 6], Verdict::Allow),
+        (libc::SYS_mmap, [0; 6], Verdict::Allow),
+        (libc::SYS_openat, [0; 6], Verdict::Allow),
+    ]);
+    for (nr, args, want) in &table {
+        assert_eq!(&call(&NO_SHARED, *nr, *args), want, "syscall {nr} {args:?}");
     }
 }

@@ -112,7 +112,7 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
     shoal_policy::run_gate::spawn(&program)
         .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.msg))?;
     let ws = winsize(spec.rows, spec.cols);
-    let (master, slave, _name) =
+    let (master, slave, tty) =
         openpty::openpty(None, Some(&ws), None).map_err(|e| io::Error::other(e.to_string()))?;
     let master = OwnedFd::from(master);
     let slave = OwnedFd::from(slave);
@@ -151,7 +151,11 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
         cmd.pre_exec(move || child_join.apply());
     }
     // Leash: the principal's filesystem grants, enforced by Landlock.
-    let sandbox = match ns.is_none().then(shoal_policy::landlock::prepare) {
+    let tty = std::path::PathBuf::from(tty);
+    let sandbox = match ns
+        .is_none()
+        .then(|| shoal_policy::landlock::prepare(Some(&tty)))
+    {
         None => None,
         Some(Ok(s)) => s,
         Some(Err(e)) => {
