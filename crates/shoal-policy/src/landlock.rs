@@ -385,8 +385,20 @@ impl Rules {
             rs = rs.scope(Scope::from_all(TARGET)).map_err(ll)?;
         }
         let mut created = rs.create().map_err(ll)?;
+        // A token's paths are resolved again now, and opened without following links: a
+        // grant the principal turned into a link since its rules were made (`mv target
+        // t2; ln -s / target`) grants nothing, not what the link points at.
+        let writable: Option<Vec<PathBuf>> = self
+            .token
+            .then(|| self.write.iter().chain(&self.delete).cloned().collect());
         let mut add = |path: &Path, rights: BitFlags<AccessFs>| -> io::Result<()> {
-            add_path(&mut created, path, rights & handled)
+            match &writable {
+                None => add_path(&mut created, path, rights & handled, false),
+                Some(w) => match resolve_grant(path, w) {
+                    Some(real) => add_path(&mut created, &real, rights & handled, true),
+                    None => Ok(()),
+                },
+            }
         };
         if let Some(read) = &self.read {
             for r in read {
@@ -447,13 +459,26 @@ fn add_path(
     rs: &mut RulesetCreated,
     path: &Path,
     mut rights: BitFlags<AccessFs>,
+    no_links: bool,
 ) -> io::Result<()> {
-    use rustix::fs::{FileType, Mode, OFlags};
-    // One path walk: open (O_PATH, following links as a stat would), then
-    // ask the descriptor what it is.
-    let fd = match rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()) {
+    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, CWD};
+    use rustix::io::Errno;
+    // One path walk: open (O_PATH), then ask the descriptor what it is. A
+    // resolved path (`no_links`) must still have no link in it: one swapped
+    // in since it was resolved fails the walk, and the path grants nothing.
+    let flags = OFlags::PATH | OFlags::CLOEXEC;
+    let opened = if no_links {
+        match rustix::fs::openat2(CWD, path, flags, Mode::empty(), ResolveFlags::NO_SYMLINKS) {
+            // Before Linux 5.6: the plain walk.
+            Err(Errno::NOSYS) => rustix::fs::open(path, flags | OFlags::NOFOLLOW, Mode::empty()),
+            r => r,
+        }
+    } else {
+        rustix::fs::open(path, flags, Mode::empty())
+    };
+    let fd = match opened {
         Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Ok(()),
+        Err(Errno::NOENT | Errno::LOOP) => return Ok(()),
         Err(e) => return Err(e.into()),
     };
     let kind = FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode);

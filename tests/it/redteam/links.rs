@@ -6,7 +6,7 @@
 
 use super::*;
 
-fn config(proj: &Path, _root: &Path) -> String {
+fn config(proj: &Path, root: &Path) -> String {
     let pj = Arena::proj_grant(proj);
     let mut read = pj.clone();
     read.extend(SYSTEM_READ.iter().map(|s| s.to_string()));
@@ -24,7 +24,89 @@ fn config(proj: &Path, _root: &Path) -> String {
         &read,
         &pj,
         &target,
+    ) + &swap_principals(proj, root)
+}
+
+/// agent:swap / agent:swapoff: read only `proj/docs` (and the system), write and delete
+/// all of `proj`: so it may move `docs` away and put a link in its place.
+fn swap_principals(proj: &Path, _root: &Path) -> String {
+    let pj = Arena::proj_grant(proj);
+    let mut read = vec![format!("{}/docs/**", proj.display())];
+    read.extend(SYSTEM_READ.iter().map(|s| s.to_string()));
+    let keys = "opaque = \"allow\"\nauto_apply = \"in-grant\"\nsession_write = true";
+    principal(
+        "agent:swap",
+        &format!("{keys}\nnamespaces = \"auto\""),
+        &read,
+        &pj,
+        &pj,
+    ) + &principal(
+        "agent:swapoff",
+        &format!("{keys}\nnamespaces = \"off\""),
+        &read,
+        &pj,
+        &pj,
     )
+}
+
+#[test]
+fn a_grant_swapped_for_a_link_after_its_rules_were_made_grants_nothing() {
+    let a = Arena::start(config, &[]);
+    let docs = a.p("docs");
+    let elsewhere = a.root.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("elsewhere");
+    std::fs::write(a.out("secret"), &a.marker).expect("outside secret");
+    for who in ["agent:swap", "agent:swapoff"] {
+        let _ = std::fs::remove_file(&docs);
+        let _ = std::fs::remove_dir_all(a.p("d2"));
+        std::fs::create_dir(&docs).expect("docs");
+        std::fs::write(docs.join("readme"), "docs").expect("readme");
+        let mut s = a.kernel(Some(who), who, None);
+        // Control: the grant reads while it is the real directory.
+        let r = s.exec(&format!("sh {{ cat {}/readme }}", docs.display()));
+        assert!(leaks(&r, "docs"), "{who}: control: {r}");
+        let swap = s.exec(&format!(
+            "mv {} {}; ln -s {} {}",
+            lit(&docs),
+            lit(&a.p("d2")),
+            lit(&a.outside),
+            lit(&docs)
+        ));
+        assert!(
+            std::fs::symlink_metadata(&docs).is_ok_and(|m| m.file_type().is_symlink()),
+            "{who}: the swap is made: {swap}"
+        );
+        // A PTY program (started by the daemon, not by the confined evaluation thread).
+        let open = s.conn.call(
+            "pty.open",
+            json!({"cmd": "sh", "args": ["-c",
+                format!("cat {}/secret; echo END; sleep 30", docs.display())]}),
+        );
+        let id = open["result"]["pty_id"].clone();
+        let screen = s.conn.call(
+            "pty.read",
+            json!({"pty_id": id, "wait_for": "END", "timeout_ms": 10000}),
+        );
+        s.conn.call("pty.close", json!({"pty_id": id}));
+        assert!(
+            leaks(&screen, "END") && !leaks(&screen, &a.marker),
+            "ESCAPED ({who}, pty): read through the swapped link: {open} {screen}"
+        );
+        // From a cwd outside the grants (a new namespace holder stands in for it), and
+        // from the project.
+        for cwd in [&elsewhere, &a.proj] {
+            let r = s.exec(&format!(
+                "cd {}; sh {{ cat {}/secret }}",
+                lit(cwd),
+                docs.display()
+            ));
+            assert!(
+                !leaks(&r, &a.marker),
+                "ESCAPED ({who}, cwd {}): read through the swapped link: {r}",
+                cwd.display()
+            );
+        }
+    }
 }
 
 #[test]

@@ -550,7 +550,19 @@ impl Plan {
         if self.scratch {
             push(&["--dir".as_ref(), SCRATCH.as_ref()]);
         }
+        // Each root is resolved again as the holder starts: one the principal turned into
+        // a link since its rules were made (a grant below one it may delete in) is not
+        // mounted (bubblewrap would follow the link).
+        let writable: Vec<PathBuf> = self
+            .binds
+            .iter()
+            .filter(|(_, rw)| *rw)
+            .map(|(p, _)| p.clone())
+            .collect();
         for (p, rw) in &self.binds {
+            if crate::landlock::resolve_grant(p, &writable).as_ref() != Some(p) {
+                continue;
+            }
             let flag: &OsStr = if *rw {
                 "--bind-try".as_ref()
             } else {
