@@ -560,7 +560,9 @@ impl Plan {
             .map(|(p, _)| p.clone())
             .collect();
         for (p, rw) in &self.binds {
-            if crate::landlock::resolve_grant(p, &writable).as_ref() != Some(p) {
+            // (A root that does not exist is left to `--bind-try`, which skips it.)
+            let exists = std::fs::symlink_metadata(p).is_ok();
+            if exists && crate::landlock::resolve_grant(p, &writable).as_ref() != Some(p) {
                 continue;
             }
             let flag: &OsStr = if *rw {
