@@ -40,6 +40,11 @@ struct Setup {
 }
 
 fn setup() -> Setup {
+    setup_with("")
+}
+
+/// [`setup`] with `head` (e.g. a `[limits]` section) before the policies.
+fn setup_with(head: &str) -> Setup {
     let root = Root::new();
     let project = root.path().join("project");
     let ro = root.path().join("ro");
@@ -50,7 +55,8 @@ fn setup() -> Setup {
     std::fs::write(ro.join("keep"), "keep\n").unwrap();
     std::fs::write(outside.join("secret"), "outside-secret-91c\n").unwrap();
     let (p, r) = (project.display().to_string(), ro.display().to_string());
-    let cfg = policy("agent:ns", &p, &r, "")
+    let cfg = head.to_string()
+        + &policy("agent:ns", &p, &r, "")
         + &policy("agent:herm", &p, &r, "hermetic = true")
         + &policy("agent:off", &p, &r, "namespaces = \"off\"")
         + &policy("agent:req", &p, &r, "namespaces = \"require\"");
@@ -456,4 +462,59 @@ fn token_children_have_a_temporary_directory_when_their_project_is_in_tmp() {
         "sh { f=$(mktemp) && echo local-ok > $f && cat $f && rm $f }",
     );
     assert!(r.contains("local-ok"), "{r}");
+}
+
+/// The program's stdout of `src` (it must run).
+fn stdout(c: &mut Conn, src: &str) -> String {
+    let r = c.call("exec", json!({"src": src}));
+    r["result"]["value"]["out"]["v"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{src}: {r}"))
+        .to_string()
+}
+
+#[test]
+fn a_tokens_private_tmp_holds_at_most_token_tmp() {
+    if !have_tools("a_tokens_private_tmp_holds_at_most_token_tmp", &["bwrap"]) {
+        return;
+    }
+    // 8 MiB. The root is under /tmp, so the child's own temporary directory is the
+    // scratch directory of the private /tmp (`TMPDIR`): the same tmpfs.
+    let s = setup_with("[limits]\ntoken_tmp = 8388608\n");
+    let mut k = conn(&s, Some("agent:ns"), "tmp");
+    let write = |c: &mut Conn, name: &str, bytes: u64| {
+        stdout(
+            c,
+            &format!(
+                "sh {{ head -c {bytes} /dev/zero > ${{TMPDIR:-/tmp}}/{name} 2>/dev/null; echo rc=$? }}"
+            ),
+        )
+    };
+    // Control: 1 MiB fits.
+    let o = write(&mut k, "small", 1 << 20);
+    assert!(o.ends_with("rc=0"), "a 1 MiB write: {o}");
+    // 16 MiB does not: the write fails, and what is left stays under the limit.
+    let o = write(&mut k, "big", 16 << 20);
+    assert!(
+        !o.ends_with("rc=0"),
+        "a 16 MiB write into an 8 MiB /tmp: {o}"
+    );
+    let o = stdout(
+        &mut k,
+        "sh { stat -c size=%s ${TMPDIR:-/tmp}/big; du -k ${TMPDIR:-/tmp}/big }",
+    );
+    let size: u64 = o
+        .split("size=")
+        .nth(1)
+        .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no size: {o}"));
+    assert!(size <= 8 << 20, "/tmp/big holds {size} bytes: {o}");
+    let kib: u64 = o
+        .lines()
+        .last()
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no du: {o}"));
+    assert!(kib <= 8 << 10, "/tmp/big takes {kib} KiB: {o}");
 }

@@ -21,6 +21,7 @@ mod children;
 mod eval;
 mod limits;
 mod links;
+mod plans;
 mod reattach;
 mod sessions;
 mod shared;

@@ -143,6 +143,10 @@ pub struct LimitsConfig {
     /// Captured output a session may spill to disk, in bytes; past it the
     /// stream is closed for the child and the outcome says `truncated: true`.
     pub spill_bytes: u64,
+    /// Bytes a token principal's private `/tmp` may hold (the tmpfs of its
+    /// namespace holder, whose files are memory); a write past it fails
+    /// with `ENOSPC`.
+    pub token_tmp: u64,
     /// How long a client may leave its write queue full (not reading what it
     /// is sent) before its connection is closed, in milliseconds.
     pub write_stall_ms: u64,
@@ -178,6 +182,7 @@ impl Default for LimitsConfig {
             max_ptys_per_session: 16,
             max_subscriptions_per_connection: 64,
             spill_bytes: 4 << 30,
+            token_tmp: 256 << 20,
             write_stall_ms: 10_000,
         }
     }
@@ -442,6 +447,12 @@ fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
             ),
         );
     }
+    if l.token_tmp < 1 << 20 {
+        return bad(
+            "token_tmp",
+            format!("token_tmp must be at least 1048576 (got {})", l.token_tmp),
+        );
+    }
     for (key, value, max) in [
         ("max_sessions", l.max_sessions, 100_000),
         (
@@ -599,6 +610,14 @@ mod tests {
             (
                 "[limits]\nspill_bytes = 5\n",
                 "c.toml:2:15: spill_bytes must be at least",
+            ),
+            (
+                "[limits]\ntoken_tmp = 4096\n",
+                "c.toml:2:13: token_tmp must be at least 1048576",
+            ),
+            (
+                "[limits]\ntoken_tmp = \"256M\"\n",
+                "c.toml:2:13: invalid type",
             ),
             (
                 "[tasks]\nretain = \"soon\"\n",

@@ -79,12 +79,14 @@ fn caller(gate: &Gate) -> Caller {
 
 async fn derive(
     handle: &SessionHandle,
+    gate: &Arc<Gate>,
     src: &str,
 ) -> Result<shoal_policy::undo::Derived, RpcError> {
     let name = handle.name.clone();
     handle
         .send(DerivePlan {
             src: src.to_string(),
+            gate: Some(gate.clone()),
         })
         .await
         .map_err(|_| SessionError::Closed(name))
@@ -98,7 +100,7 @@ pub async fn explain(
     gate: Arc<Gate>,
     src: String,
 ) -> Result<shoal_proto::kernel::Explained, RpcError> {
-    let derived = derive(&handle, &src).await?;
+    let derived = derive(&handle, &gate, &src).await?;
     let d = gate.decide_derived(&derived);
     Ok(shoal_proto::kernel::Explained {
         effects: derived
@@ -120,7 +122,7 @@ pub async fn plan(
     gate: Arc<Gate>,
     src: String,
 ) -> Result<PlanResult, RpcError> {
-    let derived = derive(&handle, &src).await?;
+    let derived = derive(&handle, &gate, &src).await?;
     let effects = derived.effects.clone();
     let d = gate.decide_derived(&derived);
     // Verdict and approval never contradict (docs/rules.md §21): what the
@@ -253,7 +255,7 @@ async fn apply_checked(
         PlanReply::Run(p) => p,
         _ => return Err(RpcError::internal("unexpected plan store reply")),
     };
-    let now = derive(&handle, &plan.src).await?;
+    let now = derive(&handle, &gate, &plan.src).await?;
     if now.effects != plan.effects {
         return Err(RpcError::new(
             rpc::APPROVAL_REQUIRED,

@@ -98,6 +98,9 @@ pub struct Exec {
 #[rtype(result = "Result<shoal_policy::undo::Derived, SessionError>")]
 pub struct DerivePlan {
     pub src: String,
+    /// The caller's principal: the deriver runs confined as an exec of this
+    /// caller in this session would, and looks only at files it may read.
+    pub gate: Option<Arc<shoal_policy::Gate>>,
 }
 
 #[derive(Debug, Clone)]

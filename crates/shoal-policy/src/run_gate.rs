@@ -295,6 +295,17 @@ pub fn fs(access: Access, cwd: &Path, path: &Path) -> Result<(), ShoalError> {
     }
 }
 
+/// May the planner look at `path` (absolute) for this thread's principal?
+/// Even a file's existence is a read of it: the deriver asks before it
+/// stats a file, and treats one it may not read as unknown (it may or may
+/// not exist). No gate installed (the local uid): always.
+pub fn may_read(path: &Path) -> bool {
+    match current() {
+        None => true,
+        Some(g) => fs_with(&g, Access::Read, Path::new("/"), path).is_ok(),
+    }
+}
+
 fn fs_with(g: &RunGate, access: Access, cwd: &Path, path: &Path) -> Result<(), ShoalError> {
     // Both spellings must be granted: the lexical one (what the plan showed)
     // and the one the kernel will reach (through symlinks).

@@ -127,7 +127,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
     // Token children in namespaces where bubblewrap is installed; the
     // broker thread that starts them is unconfined, so it starts here.
     match std::env::current_exe() {
-        Ok(exe) => shoal_policy::namespaces::init(exe),
+        Ok(exe) => shoal_policy::namespaces::init(exe, config.limits.token_tmp),
         Err(e) => tracing::warn!("no namespaces for token children: {e}"),
     }
     shoal_policy::install(&config.policy, config.plans.ttl.0, Some(state_dir.clone()));

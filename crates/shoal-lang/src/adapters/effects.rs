@@ -352,9 +352,13 @@ fn kube(sc: &Scope) -> Effect {
     server.and_then(|s| url_endpoint(&s, sc)).unwrap_or(unknown)
 }
 
-/// A config file of at most 1 MiB, or nothing.
+/// A config file of at most 1 MiB, or nothing (also when the principal
+/// planning may not read it).
 fn read_small(p: &Path) -> Option<String> {
     use std::io::Read;
+    if !shoal_policy::run_gate::may_read(p) {
+        return None;
+    }
     let f = std::fs::File::open(p).ok()?;
     let mut s = String::new();
     f.take(1 << 20).read_to_string(&mut s).ok()?;
@@ -367,6 +371,10 @@ fn git_dir(cwd: &Path) -> Option<PathBuf> {
     let mut dir = Some(cwd);
     while let Some(d) = dir {
         let dotgit = d.join(".git");
+        if !shoal_policy::run_gate::may_read(&dotgit) {
+            // Not looked at (its existence is a read of it): no repository known.
+            return None;
+        }
         match std::fs::symlink_metadata(&dotgit) {
             Ok(m) if m.is_dir() => return Some(dotgit),
             Ok(m) if m.is_file() => {
@@ -385,6 +393,9 @@ fn git_config_file(cwd: &Path) -> Option<PathBuf> {
     let mut dir = Some(cwd);
     while let Some(d) = dir {
         let dotgit = d.join(".git");
+        if !shoal_policy::run_gate::may_read(&dotgit) {
+            return None;
+        }
         let meta = std::fs::symlink_metadata(&dotgit).ok();
         match meta {
             Some(m) if m.is_dir() => return Some(dotgit.join("config")),

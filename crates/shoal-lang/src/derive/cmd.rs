@@ -428,9 +428,15 @@ impl Walker<'_, '_> {
 }
 
 impl Walker<'_, '_> {
-    /// Writing `p` over a file that exists now loses its content.
+    /// Writing `p` over a file that exists now loses its content. A path
+    /// outside the principal's read grants is not looked at (its existence
+    /// is a read of it): it may exist, so the write may lose it.
     fn overwrites(&mut self, what: &str, p: &str) {
-        if std::fs::metadata(p).is_ok_and(|m| !m.is_dir()) {
+        if !shoal_policy::run_gate::may_read(Path::new(p)) {
+            self.undo.lose(format!(
+                "{what} may overwrite {p}: whether it exists is not looked at (outside what this principal may read)"
+            ));
+        } else if std::fs::metadata(p).is_ok_and(|m| !m.is_dir()) {
             self.undo.lose(format!(
                 "{what} overwrites {p}: its present content is lost"
             ));
@@ -439,9 +445,13 @@ impl Walker<'_, '_> {
 }
 
 /// Where `cp`/`mv` of `src` to `dest` lands (inside `dest` when it is a
-/// directory).
+/// directory). A `dest` the principal may not read is not looked at: the
+/// answer is `dest` itself (whose overwrite check then says "may").
 fn landing(src: &str, dest: &str) -> String {
     let d = Path::new(dest);
+    if !shoal_policy::run_gate::may_read(d) {
+        return dest.to_string();
+    }
     match Path::new(src).file_name() {
         Some(name) if d.is_dir() => d.join(name).to_string_lossy().into_owned(),
         _ => dest.to_string(),

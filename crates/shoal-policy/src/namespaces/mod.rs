@@ -99,6 +99,9 @@ enum Job {
 
 struct Engine {
     bwrap: Option<PathBuf>,
+    /// The size of a holder's private `/tmp` in bytes (`None`: this
+    /// bubblewrap has no `--size`, the tmpfs takes the kernel's default).
+    tmp_size: Option<u64>,
     broker: Mutex<mpsc::Sender<Job>>,
 }
 
@@ -107,8 +110,11 @@ static ENGINE: OnceLock<Engine> = OnceLock::new();
 /// At daemon start, on an unconfined thread, before any token runs: find
 /// `bwrap` on `PATH` and start the broker thread, which owns the holders.
 /// Without `bwrap` every mode but `"require"` falls back to Landlock and
-/// seccomp alone.
-pub fn init(exe: PathBuf) {
+/// seccomp alone. `tmp_size`: the bytes a holder's private `/tmp` may hold
+/// (`[limits] token_tmp`), where bubblewrap has `--size` (0.10 and some
+/// earlier builds); without it a warning is logged and the tmpfs takes the
+/// kernel's default (half of RAM).
+pub fn init(exe: PathBuf, tmp_size: u64) {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let path = std::env::var("PATH").ok();
     let confine = exe.with_file_name(CONFINE_PROGRAM);
@@ -117,6 +123,14 @@ pub fn init(exe: PathBuf) {
     }
     let bwrap = shoal_base::lookup::find_program("bwrap", path.as_deref(), &cwd)
         .filter(|_| super::landlock::abi() > 0 && confine.is_file());
+    let tmp_size = match &bwrap {
+        Some(b) if has_size_option(b) => Some(tmp_size),
+        Some(b) => {
+            tracing::warn!(bwrap = %b.display(), "this bubblewrap has no --size: a token's private /tmp is not limited by [limits] token_tmp");
+            None
+        }
+        None => None,
+    };
     let (tx, rx) = mpsc::channel::<Job>();
     let tool = bwrap.clone();
     let started = std::thread::Builder::new()
@@ -126,11 +140,26 @@ pub fn init(exe: PathBuf) {
         tracing::warn!("cannot start the namespace broker: {e}");
         return;
     }
-    tracing::info!(bwrap = ?bwrap, "namespaces for token children");
+    tracing::info!(bwrap = ?bwrap, tmp_size = ?tmp_size, "namespaces for token children");
     let _ = ENGINE.set(Engine {
         bwrap,
+        tmp_size,
         broker: Mutex::new(tx),
     });
+}
+
+/// Does `bwrap --help` list `--size` (the size of the next `--tmpfs`)?
+fn has_size_option(bwrap: &Path) -> bool {
+    std::process::Command::new(bwrap)
+        .arg("--help")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .any(|w| w == "--size")
+        })
 }
 
 /// The broker: starts each wrapped child in its principal's holder
@@ -332,7 +361,7 @@ fn prepared(rules: &Arc<Rules>) -> io::Result<Arc<Prepared>> {
     if let Some(p) = PREPARED.with(|c| c.borrow().as_ref().filter(|p| mine(p)).cloned()) {
         return Ok(p);
     }
-    let plan = Plan::of(rules);
+    let plan = Plan::of(rules, ENGINE.get().and_then(|e| e.tmp_size));
     let encoded = serde_json::to_string(&Encoded::of(&plan.inner, plan.scratch))
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
     let p = Arc::new(Prepared {
@@ -455,6 +484,8 @@ struct Plan {
     /// Mounts: path, writable; parents before children.
     binds: Vec<(PathBuf, bool)>,
     private_tmp: bool,
+    /// The private `/tmp`'s size in bytes (`--size`), when limited.
+    tmp_size: Option<u64>,
     /// A grant lies inside the private `/tmp`, so `/tmp` itself is not the
     /// child's to write: [`SCRATCH`] is, and `TMPDIR` names it.
     scratch: bool,
@@ -467,7 +498,9 @@ struct Plan {
 const SCRATCH: &str = "/tmp/.shoal-tmp";
 
 impl Plan {
-    fn of(rules: &Rules) -> Plan {
+    /// `tmp_size`: the bytes the private `/tmp` may hold (`None`: the
+    /// kernel's default for a tmpfs).
+    fn of(rules: &Rules, tmp_size: Option<u64>) -> Plan {
         let protected = crate::protected::protected();
         // The rules are cut around the daemon's directories already; a root
         // inside or above one is never mounted all the same.
@@ -521,6 +554,7 @@ impl Plan {
             inner,
             binds,
             private_tmp,
+            tmp_size,
             scratch,
             sealed: rules.net == Net::Sealed,
         }
@@ -545,6 +579,11 @@ impl Plan {
             push(&["--unshare-net".as_ref()]);
         }
         if self.private_tmp {
+            // Its files are memory the holder pins until it ends.
+            if let Some(size) = self.tmp_size {
+                let size = OsString::from(size.to_string());
+                push(&["--size".as_ref(), size.as_os_str()]);
+            }
             push(&["--tmpfs".as_ref(), "/tmp".as_ref()]);
         }
         if self.scratch {

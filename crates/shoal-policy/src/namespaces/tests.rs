@@ -19,7 +19,7 @@ fn the_plan_mounts_grants_once_parents_first() {
         &["/srv/p/out"],
         Net::Sealed,
     );
-    let p = Plan::of(&r);
+    let p = Plan::of(&r, None);
     assert_eq!(
         p.binds,
         vec![
@@ -53,14 +53,14 @@ fn the_plan_mounts_grants_once_parents_first() {
     );
     // A root above a protected directory (`/` holds `/proc`) is never
     // mounted; no network namespace unless sealed.
-    let p = Plan::of(&rules(&["/", "/usr"], &[], Net::Open));
+    let p = Plan::of(&rules(&["/", "/usr"], &[], Net::Open), None);
     assert_eq!(p.binds, vec![(PathBuf::from("/usr"), false)]);
     assert!(!p.sealed);
 }
 
 #[test]
 fn a_grant_inside_tmp_leaves_the_child_a_scratch_directory() {
-    let p = Plan::of(&rules(&["/usr"], &["/tmp/proj"], Net::Open));
+    let p = Plan::of(&rules(&["/usr"], &["/tmp/proj"], Net::Open), None);
     assert!(p.private_tmp && p.scratch);
     // /tmp itself is not granted (it would widen the grant's rights); the
     // scratch directory is, and the holder makes it on its tmpfs.
@@ -80,10 +80,30 @@ fn a_grant_inside_tmp_leaves_the_child_a_scratch_directory() {
     let e = Encoded::of(&p.inner, p.scratch);
     assert_eq!(e.tmpdir, Some(scratch));
     // Without a grant inside /tmp, the private /tmp is the child's.
-    let p = Plan::of(&rules(&["/usr"], &["/srv/p"], Net::Open));
+    let p = Plan::of(&rules(&["/usr"], &["/srv/p"], Net::Open), None);
     assert!(p.private_tmp && !p.scratch);
     assert!(p.inner.write.contains(&PathBuf::from("/tmp")));
     assert_eq!(Encoded::of(&p.inner, p.scratch).tmpdir, None);
+}
+
+#[test]
+fn the_private_tmp_is_sized() {
+    let args = |size| -> Vec<String> {
+        Plan::of(&rules(&["/usr"], &["/srv/p"], Net::Open), size)
+            .holder_args(Path::new("/srv/p"))
+            .iter()
+            .map(|a| a.to_string_lossy().into())
+            .collect()
+    };
+    let s = args(Some(8 << 20));
+    let at = |s: &[String], w: &[&str]| s.windows(w.len()).position(|x| x == w);
+    assert!(
+        at(&s, &["--size", "8388608", "--tmpfs", "/tmp"]).is_some(),
+        "{s:?}"
+    );
+    // A bubblewrap without --size: the tmpfs alone.
+    let s = args(None);
+    assert!(at(&s, &["--tmpfs", "/tmp"]).is_some() && !s.iter().any(|a| a == "--size"));
 }
 
 #[test]

@@ -64,7 +64,9 @@ fn gate_run(
     src: &str,
     check: bool,
 ) -> Result<Vec<serde_json::Value>, SessionError> {
-    let derived = match catch_unwind(AssertUnwindSafe(|| session.derive_plan(src))) {
+    let derived = match catch_unwind(AssertUnwindSafe(|| {
+        shoal_policy::run_gate::with_gate(gate.run.clone(), || session.derive_plan(src))
+    })) {
         Ok(Ok(d)) => d,
         Ok(Err(_)) => return Ok(Vec::new()),
         Err(p) => {
@@ -214,7 +216,10 @@ fn finish_job(
     };
     let mut effects = Vec::new();
     if let (Some(gate), Ok(p)) = (&job.gate, &prepared) {
-        let derived = match catch_unwind(AssertUnwindSafe(|| session.derived_of(p))) {
+        // The deriver's file probes pass the caller's run-time gate.
+        let derived = match catch_unwind(AssertUnwindSafe(|| {
+            shoal_policy::run_gate::with_gate(gate.run.clone(), || session.derived_of(p))
+        })) {
             Ok(e) => e,
             Err(p) => {
                 let m = panic_message(&p);

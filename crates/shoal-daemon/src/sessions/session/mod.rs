@@ -221,6 +221,7 @@ impl Handler<crate::msg::DerivePlan> for Session {
         let (reply, rx) = oneshot::channel();
         let sent = self.hand_off(Work::Derive {
             src: msg.src,
+            gate: msg.gate,
             reply,
         });
         let name = self.shared.name.clone();

@@ -33,6 +33,8 @@ pub(super) enum Work {
     /// Derive the effects of a source (planning; nothing runs).
     Derive {
         src: String,
+        /// The caller's principal (as an exec's `gate`).
+        gate: Option<Arc<shoal_policy::Gate>>,
         reply: oneshot::Sender<Result<shoal_policy::undo::Derived, SessionError>>,
     },
 }
@@ -44,17 +46,24 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
         let lang = &mut state;
         let job = match work {
             Work::Exec(job) => job,
-            Work::Derive { src, reply } => {
-                let r = match ensure_lang(&shared, lang) {
+            Work::Derive { src, gate, reply } => {
+                // Planning runs under the confinement an exec of this caller
+                // would, and its file probes pass the caller's run-time gate
+                // (even a file's existence is a read of it).
+                let r = match confine_for(&shared, gate.as_deref())
+                    .and_then(|()| ensure_lang(&shared, lang))
+                {
                     Err(e) => Err(e),
-                    Ok(session) => catch_unwind(AssertUnwindSafe(|| session.derive_plan(&src)))
-                        .map_err(|p| {
-                            SessionError::Internal(format!(
-                                "planning panicked: {}",
-                                panic_message(&p)
-                            ))
-                        })
-                        .and_then(|r| r.map_err(SessionError::Parse)),
+                    Ok(session) => catch_unwind(AssertUnwindSafe(|| {
+                        shoal_policy::run_gate::with_gate(
+                            gate.as_ref().and_then(|g| g.run.clone()),
+                            || session.derive_plan(&src),
+                        )
+                    }))
+                    .map_err(|p| {
+                        SessionError::Internal(format!("planning panicked: {}", panic_message(&p)))
+                    })
+                    .and_then(|r| r.map_err(SessionError::Parse)),
                 };
                 let _ = reply.send(r);
                 continue;
