@@ -55,8 +55,10 @@ const UNSAFE_ALLOWED: &[&str] = &[
     // mallopt(M_ARENA_MAX) before any thread starts (no safe wrapper).
     "crates/shoal-base/src/procmem.rs",
     // The kernel's Landlock ABI, reported and checked before a spawn (the `landlock`
-    // crate keeps it private); the tests' pre_exec hooks.
+    // crate keeps it private).
     "crates/shoal-policy/src/landlock.rs",
+    // Its tests' pre_exec hooks (a child applies a ruleset to itself).
+    "crates/shoal-policy/src/landlock_tests.rs",
     // A namespaced child between fork and exec: a descriptor at fd 3, joining the holder's
     // namespaces, the fork of its pid 1 and the wait for it (no rustix wrapper for fork).
     "crates/shoal-policy/src/namespaces/holder.rs",

@@ -12,6 +12,8 @@ pub mod confine;
 pub mod effect;
 pub mod glob;
 pub mod landlock;
+#[cfg(test)]
+mod landlock_tests;
 pub mod namespaces;
 pub mod plan;
 pub mod policy;
