@@ -22,6 +22,7 @@ mod eval;
 mod limits;
 mod links;
 mod reattach;
+mod revoke;
 mod sessions;
 mod threads;
 
