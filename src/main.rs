@@ -155,6 +155,9 @@ enum Command {
         command: TokenCommand,
         #[arg(long = "state-dir", global = true)]
         state_dir: Option<PathBuf>,
+        /// The daemon `revoke` tells (it ends the principal's work when no valid token is left).
+        #[arg(long, global = true)]
+        socket: Option<PathBuf>,
     },
     /// Plans waiting for a human: list, show, approve, deny.
     Plan {
@@ -191,7 +194,8 @@ enum TokenCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Revoke a token by id or by the token itself; the daemon refuses it at once.
+    /// Revoke a token by id or by the token itself; the daemon refuses it at once and,
+    /// when its principal holds no other valid token, ends what that principal runs.
     Revoke {
         /// A token may start with `-` (its alphabet is base64url): taken as written.
         #[arg(allow_hyphen_values = true)]
@@ -346,14 +350,18 @@ fn main() -> ExitCode {
             AdapterCommand::List { json } => cli::adapter::list(json),
             AdapterCommand::Check { file } => cli::adapter::check(&file),
         },
-        Command::Token { command, state_dir } => match command {
+        Command::Token {
+            command,
+            state_dir,
+            socket,
+        } => match command {
             TokenCommand::Create {
                 principal,
                 local: _,
                 ttl,
             } => cli::leash::token_create(state_dir, principal.as_deref(), ttl),
             TokenCommand::List { json } => cli::leash::token_list(state_dir, json),
-            TokenCommand::Revoke { token } => cli::leash::token_revoke(state_dir, &token),
+            TokenCommand::Revoke { token } => cli::leash::token_revoke(state_dir, socket, &token),
         },
         Command::Plan { command, socket } => match command {
             PlanCommand::List { session, json } => cli::leash::plan_list(socket, session, json),

@@ -101,16 +101,53 @@ pub fn token_list(state_dir: Option<PathBuf>, as_json: bool) -> i32 {
     }
 }
 
-pub fn token_revoke(state_dir: Option<PathBuf>, what: &str) -> i32 {
+/// `shoal token revoke ID|TOKEN`: written to the token file, then told to the
+/// daemon on `socket` if one runs (`leash.tokens_changed`): when the principal
+/// holds no other valid token, the daemon ends its sessions and processes.
+pub fn token_revoke(state_dir: Option<PathBuf>, socket: Option<PathBuf>, what: &str) -> i32 {
     match store(state_dir).revoke(what) {
         Ok(id) => {
             output::line(&format!("revoked {id}"));
+            tell_daemon(socket);
             0
         }
         Err(e) => {
             eprintln!("shoal token revoke: {e}");
             1
         }
+    }
+}
+
+/// Tell a running daemon that the token file changed; without one there is
+/// nothing to end (a daemon reads the file when it starts).
+fn tell_daemon(socket: Option<PathBuf>) {
+    let path = shoal_base::paths::socket_path(socket.as_deref());
+    let Ok(s) = connect(&path) else { return };
+    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(30)));
+    let told = Client::new(s)
+        .map_err(|e| e.to_string())
+        .and_then(|mut c| call(&mut c, "leash.tokens_changed", json!({})));
+    match told {
+        Ok(r) => {
+            let ended: Vec<&str> = r["ended"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if !ended.is_empty() {
+                let n = r["sessions"].as_array().map_or(0, Vec::len);
+                eprintln!(
+                    "no valid token left for {}: the daemon ended its work ({n} session{})",
+                    ended.join(", "),
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+        }
+        Err(e) => eprintln!(
+            "shoal token revoke: the daemon on {} was not told ({e}); it refuses the token on its next call",
+            path.display()
+        ),
     }
 }
 

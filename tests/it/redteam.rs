@@ -23,6 +23,7 @@ mod limits;
 mod links;
 mod plans;
 mod reattach;
+mod revoke;
 mod sessions;
 mod shared;
 mod threads;

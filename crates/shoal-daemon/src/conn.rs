@@ -31,6 +31,7 @@ pub struct DaemonRef {
     pub status: Recipient<GetStatus>,
     pub services: Recipient<GetServices>,
     pub crash: Recipient<CrashService>,
+    pub tokens: Recipient<crate::msg::TokensChanged>,
 }
 
 /// What the listener knows about an accepted connection.

@@ -145,6 +145,19 @@ pub struct Interrupt;
 #[rtype(result = "()")]
 pub struct StopSession;
 
+/// Stop the session and kill its programs at once, without the close grace:
+/// its owner no longer holds a valid token (docs/leash.md, Tokens).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct EndSession;
+
+/// The token file may have changed (`leash.tokens_changed`, a re-read on a
+/// token's call, a token's expiry): end the work of every token principal
+/// that holds no valid token any more; the answer names them.
+#[derive(Message)]
+#[rtype(result = "shoal_proto::kernel::TokensChecked")]
+pub struct TokensChanged;
+
 /// Debug hook (`SHOAL_DEBUG_HOOKS`): make the session actor panic, to exercise supervision.
 #[derive(Message)]
 #[rtype(result = "()")]

@@ -104,8 +104,9 @@ impl Gate {
             Some(landlock::Rules::for_token(policy, home.as_deref()))
         }
         .map(Arc::new);
-        if let (Some(s), Some(p), false) = (&sandbox, policy, principal == rt.local) {
-            namespaces::register(s, p.namespaces);
+        if let (Some(s), false) = (&sandbox, principal == rt.local) {
+            let mode = policy.map_or(namespaces::Mode::Auto, |p| p.namespaces);
+            namespaces::register(s, mode, principal);
         }
         let permissive =
             principal == rt.local && policy.is_some_and(|p| *p == policy::local_default());

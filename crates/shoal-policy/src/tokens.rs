@@ -1,12 +1,15 @@
 //! Bearer tokens (docs/rules.md §21): stored as keyed
 //! BLAKE3 digests in a 0600 file of the state dir, opened without following
 //! symlinks. The daemon re-reads the file when it changes, so a revoke takes
-//! effect on the next call, without a restart.
+//! effect on the next call, without a restart; [`Store::standing`] tells it which
+//! principals still hold a valid token (the others' work is ended) and when the
+//! next one expires.
 
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -33,9 +36,37 @@ struct File {
 
 type Stamp = (u64, u64, i64, i64, u64);
 
+/// Told when [`Store::validate`] finds the file changed and reads it again.
+type OnReload = Box<dyn Fn() + Send + Sync>;
+
 pub struct Store {
     path: PathBuf,
     cache: Mutex<Option<(Stamp, File)>>,
+    on_reload: OnceLock<OnReload>,
+}
+
+/// The principals that hold a valid (unrevoked, unexpired) token at one
+/// moment, and when the first of those tokens expires.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Standing {
+    pub valid: BTreeSet<String>,
+    pub next_expiry_ns: Option<i64>,
+}
+
+impl Standing {
+    fn of(file: Option<&File>, now: i64) -> Standing {
+        let mut s = Standing::default();
+        for t in file.map(|f| f.tokens.as_slice()).unwrap_or_default() {
+            if t.revoked_ns.is_some() || t.expires_ns.is_some_and(|e| e <= now) {
+                continue;
+            }
+            s.valid.insert(t.principal.clone());
+            if let Some(e) = t.expires_ns {
+                s.next_expiry_ns = Some(s.next_expiry_ns.map_or(e, |n| n.min(e)));
+            }
+        }
+        s
+    }
 }
 
 /// Largest token file accepted (a bound on what the daemon reads).
@@ -81,7 +112,15 @@ impl Store {
         Store {
             path,
             cache: Mutex::new(None),
+            on_reload: OnceLock::new(),
         }
+    }
+
+    /// Call `f` (once set, for good) each time [`Store::validate`] reads the
+    /// file again because it changed: the daemon then checks who still holds
+    /// a valid token ([`Store::standing`]).
+    pub fn on_reload(&self, f: OnReload) {
+        let _ = self.on_reload.set(f);
     }
 
     pub fn path(&self) -> &Path {
@@ -130,22 +169,53 @@ impl Store {
         Some((md.dev(), md.ino(), md.mtime(), md.mtime_nsec(), md.len()))
     }
 
+    /// Read the file again into `cache` when it changed (a file that cannot
+    /// be read leaves no tokens: every bearer is refused). `Err` with the
+    /// reason when it could not be read; `Ok(true)` when what it holds now
+    /// came from another version of the file than before.
+    fn refresh(&self, cache: &mut Option<(Stamp, File)>) -> Result<bool, String> {
+        let fresh = matches!((&*cache, self.stamp()), (Some((s, _)), Some(now)) if *s == now);
+        if fresh {
+            return Ok(false);
+        }
+        let before = cache.as_ref().map(|(s, _)| *s);
+        let read = self.read();
+        *cache = read.as_ref().ok().cloned().flatten();
+        read.map(|_| cache.as_ref().map(|(s, _)| *s) != before)
+    }
+
     /// The principal of a valid (known, unexpired, unrevoked) bearer.
     pub fn validate(&self, bearer: &str) -> Option<String> {
-        let mut cache = self.cache.locked();
-        let fresh = matches!((&*cache, self.stamp()), (Some((s, _)), Some(now)) if *s == now);
-        if !fresh {
-            *cache = self.read().ok().flatten();
+        let (reloaded, found) = {
+            let mut cache = self.cache.locked();
+            let reloaded = self.refresh(&mut cache).unwrap_or(false);
+            let found = cache.as_ref().and_then(|(_, file)| {
+                let key = file.key().ok()?;
+                let d = digest(&key, bearer);
+                let now = now_ns();
+                file.tokens
+                    .iter()
+                    .find(|t| ct_eq(&t.digest, &d))
+                    .filter(|t| t.revoked_ns.is_none() && t.expires_ns.is_none_or(|e| e > now))
+                    .map(|t| t.principal.clone())
+            });
+            (reloaded, found)
+        };
+        if reloaded {
+            if let Some(f) = self.on_reload.get() {
+                f();
+            }
         }
-        let (_, file) = cache.as_ref()?;
-        let key = file.key().ok()?;
-        let d = digest(&key, bearer);
-        let now = now_ns();
-        file.tokens
-            .iter()
-            .find(|t| ct_eq(&t.digest, &d))
-            .filter(|t| t.revoked_ns.is_none() && t.expires_ns.is_none_or(|e| e > now))
-            .map(|t| t.principal.clone())
+        found
+    }
+
+    /// Who holds a valid token now (the file read again if it changed), and
+    /// when the first of them expires. `Err` when the file cannot be read
+    /// (a missing file holds no tokens: every principal's are gone).
+    pub fn standing(&self) -> Result<Standing, String> {
+        let mut cache = self.cache.locked();
+        self.refresh(&mut cache)?;
+        Ok(Standing::of(cache.as_ref().map(|(_, f)| f), now_ns()))
     }
 
     fn write(&self, file: &File) -> Result<(), String> {
@@ -288,6 +358,47 @@ mod tests {
         let (e, b3) = s.create_local(None).unwrap();
         assert_eq!(e.principal, crate::local_principal());
         assert_eq!(s.validate(&b3), Some(crate::local_principal()));
+    }
+
+    #[test]
+    fn standing_names_who_holds_a_valid_token() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(d.path().join("tokens.json"));
+        // No file: nobody.
+        assert_eq!(s.standing().unwrap(), Standing::default());
+        let reloads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = reloads.clone();
+        s.on_reload(Box::new(move || {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }));
+        let (a1, _) = s.create("agent:a", None).unwrap();
+        let (_, b1) = s.create("agent:a", None).unwrap();
+        let hour = std::time::Duration::from_secs(3600);
+        let (e, _) = s.create("agent:b", Some(hour)).unwrap();
+        let (_, _) = s.create("agent:b", Some(hour * 2)).unwrap();
+        let st = s.standing().unwrap();
+        assert_eq!(
+            st.valid.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["agent:a", "agent:b"]
+        );
+        assert_eq!(st.next_expiry_ns, e.expires_ns);
+        // One of agent:a's two tokens revoked: it still holds the other.
+        Store::new(s.path().to_path_buf()).revoke(&a1.id).unwrap();
+        assert!(s.standing().unwrap().valid.contains("agent:a"));
+        // A validate that reads the changed file tells the daemon.
+        let before = reloads.load(std::sync::atomic::Ordering::SeqCst);
+        Store::new(s.path().to_path_buf()).revoke(&b1).unwrap();
+        assert_eq!(s.validate(&b1), None);
+        assert_eq!(
+            reloads.load(std::sync::atomic::Ordering::SeqCst),
+            before + 1
+        );
+        assert!(!s.standing().unwrap().valid.contains("agent:a"));
+        // An expired token counts for nobody.
+        let (_, _) = s
+            .create("agent:c", Some(std::time::Duration::ZERO))
+            .unwrap();
+        assert!(!s.standing().unwrap().valid.contains("agent:c"));
     }
 
     #[test]

@@ -169,6 +169,7 @@ pub fn init(state_dir: &Path) {
     }
     if let Mode::Cgroup { base } = &mode {
         tracing::info!(cgroup = %base.display(), "processes: one cgroup per program");
+        start_leaf_helper();
     }
     let m = Manager {
         mode,
@@ -301,32 +302,98 @@ pub fn prepare(home: Option<Home>, pty: bool) -> Join {
         None => base.join("unowned"),
     }
     .join(n.to_string());
+    // A thread confined for a token principal (Landlock) may neither make the
+    // leaf nor open it: an unconfined helper does, and the descriptor serves
+    // the child all the same (docs/processes.md).
+    let made = make_leaf(&leaf).or_else(|_| on_helper(&leaf));
+    match made {
+        Ok(fd) => {
+            j.procs = Some(Arc::new(fd));
+            j.leaf = Some(leaf);
+        }
+        Err(e) => {
+            tracing::warn!(cgroup = %leaf.display(), "cannot create the program's cgroup: {e}");
+        }
+    }
+    j
+}
+
+/// Make the leaf `leaf` and open its `cgroup.procs` for the child to write.
+fn make_leaf(leaf: &Path) -> io::Result<OwnedFd> {
     // A concurrent removal of an empty parent can race the mkdir: retry.
-    let mut made = fs::create_dir_all(&leaf);
+    let mut made = fs::create_dir_all(leaf);
     for _ in 0..3 {
         if made.is_ok() {
             break;
         }
-        made = fs::create_dir_all(&leaf);
+        made = fs::create_dir_all(leaf);
     }
-    if let Err(e) = made {
-        tracing::warn!(cgroup = %leaf.display(), "cannot create the program's cgroup: {e}");
-        return j;
-    }
+    made?;
     match fs::OpenOptions::new()
         .write(true)
         .open(leaf.join("cgroup.procs"))
     {
-        Ok(f) => {
-            j.procs = Some(Arc::new(OwnedFd::from(f)));
-            j.leaf = Some(leaf);
-        }
+        Ok(f) => Ok(OwnedFd::from(f)),
         Err(e) => {
-            tracing::warn!(cgroup = %leaf.display(), "cannot open cgroup.procs: {e}");
-            let _ = fs::remove_dir(&leaf);
+            let _ = fs::remove_dir(leaf);
+            Err(e)
         }
     }
-    j
+}
+
+/// What the leaf helper does for a confined thread.
+enum LeafJob {
+    Make(PathBuf, std::sync::mpsc::Sender<io::Result<OwnedFd>>),
+    /// Remove an empty leaf (and, `true`, its owner's directory when empty).
+    Remove(PathBuf, bool),
+}
+
+static LEAF_HELPER: OnceLock<std::sync::mpsc::Sender<LeafJob>> = OnceLock::new();
+
+/// At start, on the daemon's unconfined thread: the thread that makes and
+/// removes leaves for threads that may not.
+fn start_leaf_helper() {
+    let (tx, rx) = std::sync::mpsc::channel::<LeafJob>();
+    let spawned = std::thread::Builder::new()
+        .name("shoal-cgroups".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            for job in rx {
+                match job {
+                    LeafJob::Make(leaf, reply) => {
+                        let _ = reply.send(make_leaf(&leaf));
+                    }
+                    LeafJob::Remove(leaf, parent) => remove_leaf(&leaf, parent),
+                }
+            }
+        });
+    match spawned {
+        Ok(_) => {
+            let _ = LEAF_HELPER.set(tx);
+        }
+        Err(e) => tracing::warn!("cannot start the cgroup helper: {e}"),
+    }
+}
+
+fn on_helper(leaf: &Path) -> io::Result<OwnedFd> {
+    let helper = LEAF_HELPER
+        .get()
+        .ok_or_else(|| io::Error::other("no cgroup helper"))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    helper
+        .send(LeafJob::Make(leaf.to_path_buf(), tx))
+        .map_err(|_| io::Error::other("the cgroup helper is gone"))?;
+    rx.recv()
+        .map_err(|_| io::Error::other("the cgroup helper is gone"))?
+}
+
+/// Remove `leaf` when empty (and its parent, `parent`, when that is empty too).
+fn remove_leaf(leaf: &Path, parent: bool) {
+    if !cgroup::populated(leaf) && fs::remove_dir(leaf).is_ok() && parent {
+        if let Some(p) = leaf.parent() {
+            let _ = fs::remove_dir(p);
+        }
+    }
 }
 
 impl Join {
@@ -417,12 +484,14 @@ impl Drop for Tracked {
             }
         }
         if let Some(l) = &self.leaf {
-            let exec = self.home.as_ref().is_some_and(|h| h.owner == Owner::Exec);
-            if !cgroup::populated(l) && fs::remove_dir(l).is_ok() && !exec {
-                // A task's or PTY's directory goes too once it is empty (the
-                // foreground's stays for its next program).
-                if let Some(parent) = l.parent() {
-                    let _ = fs::remove_dir(parent);
+            // A task's or PTY's directory goes too once it is empty (the
+            // foreground's stays for its next program).
+            let parent = !self.home.as_ref().is_some_and(|h| h.owner == Owner::Exec);
+            remove_leaf(l, parent);
+            // A confined thread may not remove it: the helper does.
+            if l.exists() {
+                if let Some(h) = LEAF_HELPER.get() {
+                    let _ = h.send(LeafJob::Remove(l.clone(), parent));
                 }
             }
         }

@@ -12,6 +12,7 @@ mod services;
 mod setup;
 mod shutdown;
 mod status;
+mod tokens;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,7 +24,7 @@ use actix::prelude::*;
 use crate::config::Config;
 use crate::health::{Registration, Registry};
 use crate::journal_writer::Services;
-use crate::msg::{CloseSession, ListSessions, SessionError, StopSession};
+use crate::msg::{CloseSession, EndSession, ListSessions, SessionError, StopSession};
 use crate::sessions::handle::{access_of, unavailable, Access, AttachSession, SessionHandle};
 use crate::sessions::live_tasks::TaskRegistry;
 use crate::sessions::session::SessionShared;
@@ -88,6 +89,8 @@ pub struct Daemon {
     /// Each token principal's `[limits] principal_memory` budget, made with its
     /// first session and kept (its sessions come and go).
     principal_memory: BTreeMap<String, &'static shoal_lang::memory::PrincipalBudget>,
+    /// The timer of the first expiry among the valid tokens (`tokens.rs`).
+    expiry: Option<SpawnHandle>,
 }
 
 impl Daemon {
@@ -116,6 +119,7 @@ impl Daemon {
             tasks: TaskRegistry::default(),
             adapters: None,
             principal_memory: BTreeMap::new(),
+            expiry: None,
         }
     }
 
@@ -169,6 +173,7 @@ impl Actor for Daemon {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(1024);
+        self.watch_tokens(ctx);
     }
 }
 
@@ -357,28 +362,42 @@ impl Handler<CloseSession> for Daemon {
             },
             None => {}
         }
-        match self.sessions.remove(&msg.name) {
-            Some((addr, _, stats)) => {
-                stats.enqueue();
-                addr.do_send(StopSession);
-                // Its out:N refs die with it: release their journal transcript rows (queued
-                // only; the writer thread does the work).
-                if let Some(s) = &self.services {
-                    let op = journal::Op::DropTranscript {
-                        session: msg.name.clone(),
-                    };
-                    if let Err(e) = s.writer.submit(op, None) {
-                        tracing::warn!(session = %msg.name, "transcript rows not dropped: {e}");
-                    }
-                }
-                tracing::info!(session = %msg.name, "session closed");
-                Ok(())
-            }
-            None => Err(SessionError::BadRequest(format!(
+        if self.remove_session(&msg.name, false) {
+            tracing::info!(session = %msg.name, "session closed");
+            Ok(())
+        } else {
+            Err(SessionError::BadRequest(format!(
                 "unknown session {:?}",
                 msg.name
-            ))),
+            )))
         }
+    }
+}
+
+impl Daemon {
+    /// Remove session `name` and stop it (`kill`: its programs killed at once,
+    /// [`EndSession`]); whether there was one.
+    fn remove_session(&mut self, name: &str, kill: bool) -> bool {
+        let Some((addr, _, stats)) = self.sessions.remove(name) else {
+            return false;
+        };
+        stats.enqueue();
+        if kill {
+            addr.do_send(EndSession);
+        } else {
+            addr.do_send(StopSession);
+        }
+        // Its out:N refs die with it: release their journal transcript rows (queued
+        // only; the writer thread does the work).
+        if let Some(s) = &self.services {
+            let op = journal::Op::DropTranscript {
+                session: name.to_string(),
+            };
+            if let Err(e) = s.writer.submit(op, None) {
+                tracing::warn!(session = %name, "transcript rows not dropped: {e}");
+            }
+        }
+        true
     }
 }
 

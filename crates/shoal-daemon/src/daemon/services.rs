@@ -185,7 +185,8 @@ impl Daemon {
             list: me.clone().recipient(),
             status: me.clone().recipient(),
             services: me.clone().recipient(),
-            crash: me.recipient(),
+            crash: me.clone().recipient(),
+            tokens: me.recipient(),
         };
         let addr = Listener::new(
             l,

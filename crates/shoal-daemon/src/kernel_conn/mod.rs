@@ -208,8 +208,26 @@ impl KernelConn {
                 let local = shoal_policy::runtime().local.clone();
                 self.events_method(e, &local)
             }
+            // The local user's only (`shoal token revoke` after writing the file).
+            KernelRequest::TokensChanged => self.tokens_changed(),
             req => self.dispatch_attached(req, cancel),
         }
+    }
+
+    /// `leash.tokens_changed`: the daemon reads the token file again and ends
+    /// the work of every token principal left without a valid token. The
+    /// local user only, attached or not; a token connection is refused.
+    fn tokens_changed(&mut self) -> Reply {
+        let token = self.attached.as_ref().is_some_and(|a| a.token.is_some());
+        if token || self.cx.foreign {
+            return Box::pin(ready(Err(RpcError::new(
+                rpc::LEASH_DENIED,
+                "leash.tokens_changed: only the local user tells the daemon the token file changed",
+            ))));
+        }
+        self.cx.daemon_stats.enqueue();
+        let f = self.cx.daemon.tokens.send(crate::msg::TokensChanged);
+        Box::pin(answered(async move { f.await.map_err(crate::msg::mailbox) }).into_actor(self))
     }
 
     /// A request that needs a session.
@@ -343,7 +361,7 @@ impl KernelConn {
                     ))))),
                 },
             },
-            K::Attach(_) | K::Parse(_) | K::Complete(_) => Box::pin(ready(Err(
+            K::Attach(_) | K::Parse(_) | K::Complete(_) | K::TokensChanged => Box::pin(ready(Err(
                 RpcError::internal("answered before a session is needed"),
             ))),
         }

@@ -95,6 +95,8 @@ enum Job {
     Signal(i32, i32, mpsc::Sender<bool>),
     /// The child was reaped: its pid may be reused; never signal it again.
     Forget(i32),
+    /// End the holders of these rules (their principal's work ended).
+    End(Vec<Weak<Rules>>),
 }
 
 struct Engine {
@@ -188,6 +190,11 @@ fn broker(rx: mpsc::Receiver<Job>, bwrap: Option<PathBuf>, exe: PathBuf) {
                 started.remove(&pid);
                 continue;
             }
+            Job::End(rules) => {
+                // Dropping a holder ends its `bwrap` (and with it the namespaces).
+                holders.retain(|h| !rules.iter().any(|r| Weak::ptr_eq(&h.rules, r)));
+                continue;
+            }
         };
         // Holders of rules no principal has any more, and dead ones, go.
         holders
@@ -222,23 +229,56 @@ pub fn available() -> bool {
     ENGINE.get().is_some_and(|e| e.bwrap.is_some())
 }
 
-/// Principals' modes other than the default, by their rules.
-static MODES: Mutex<Vec<(Weak<Rules>, Mode)>> = Mutex::new(Vec::new());
+/// Token principals' rules, each with its principal and mode.
+static MODES: Mutex<Vec<(Weak<Rules>, Mode, String)>> = Mutex::new(Vec::new());
 
-/// The mode of the principal whose children `rules` confine.
-pub fn register(rules: &Arc<Rules>, mode: Mode) {
+/// The mode of `principal`, whose children `rules` confine.
+pub fn register(rules: &Arc<Rules>, mode: Mode, principal: &str) {
     let mut m = MODES.lock().unwrap_or_else(|e| e.into_inner());
-    m.retain(|(w, _)| w.strong_count() > 0);
-    if mode != Mode::Auto {
-        m.push((Arc::downgrade(rules), mode));
-    }
+    m.retain(|(w, _, _)| w.strong_count() > 0);
+    m.push((Arc::downgrade(rules), mode, principal.to_string()));
 }
 
 fn mode_of(rules: &Arc<Rules>) -> Mode {
     let m = MODES.lock().unwrap_or_else(|e| e.into_inner());
     m.iter()
-        .find(|(w, _)| w.upgrade().is_some_and(|r| Arc::ptr_eq(&r, rules)))
-        .map_or(Mode::Auto, |(_, mode)| *mode)
+        .find(|(w, _, _)| w.upgrade().is_some_and(|r| Arc::ptr_eq(&r, rules)))
+        .map_or(Mode::Auto, |(_, mode, _)| *mode)
+}
+
+/// The token principals whose rules are live (a session or connection holds them).
+pub fn principals() -> std::collections::BTreeSet<String> {
+    MODES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|(w, _, _)| w.strong_count() > 0)
+        .map(|(_, _, p)| p.clone())
+        .collect()
+}
+
+/// End `principal`'s holders (its token is gone: docs/leash.md): their
+/// namespaces, and the private `/tmp` they hold, go. A later command of the
+/// principal (a new token) starts a new holder.
+pub fn end_principal(principal: &str) {
+    let rules: Vec<Weak<Rules>> = MODES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|(w, _, p)| p == principal && w.strong_count() > 0)
+        .map(|(w, _, _)| w.clone())
+        .collect();
+    if rules.is_empty() {
+        return;
+    }
+    if let Some(engine) = ENGINE.get() {
+        let job = Job::End(rules);
+        let _ = engine
+            .broker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(job);
+    }
 }
 
 /// What a child needs to join its principal's namespaces: which holder

@@ -129,7 +129,7 @@ fn modes_parse_and_default_to_auto() {
     assert_eq!(t.m, Mode::Auto);
     let r = Arc::new(rules(&[], &[], Net::Open));
     assert_eq!(mode_of(&r), Mode::Auto);
-    register(&r, Mode::Off);
+    register(&r, Mode::Off, "agent:test");
     assert_eq!(mode_of(&r), Mode::Off);
     let other = Arc::new(rules(&[], &[], Net::Open));
     assert_eq!(mode_of(&other), Mode::Auto);

@@ -38,6 +38,7 @@ pub enum KernelRequest {
     PtyClaim(PtyIdParams),
     PtyRelease(PtyIdParams),
     PtyWatch(PtyIdParams),
+    TokensChanged,
 }
 
 /// The kernel methods, each once (`pty.*` included; `debug.crash` only with
@@ -81,6 +82,7 @@ pub const METHODS: &[&str] = &[
     "pty.claim",
     "pty.release",
     "pty.watch",
+    "leash.tokens_changed",
 ];
 
 impl KernelRequest {
@@ -137,6 +139,7 @@ impl KernelRequest {
             "pty.claim" => K::PtyClaim(p.read()?),
             "pty.release" => K::PtyRelease(p.read()?),
             "pty.watch" => K::PtyWatch(p.read()?),
+            "leash.tokens_changed" => K::TokensChanged,
             _ => return Err(RpcError::method_not_found(method)),
         })
     }
@@ -170,6 +173,7 @@ impl KernelRequest {
             K::PtyClaim(_) => "pty.claim",
             K::PtyRelease(_) => "pty.release",
             K::PtyWatch(_) => "pty.watch",
+            K::TokensChanged => "leash.tokens_changed",
         }
     }
 

@@ -201,6 +201,14 @@ pub struct PlanList {
     pub plans: Vec<PlanResult>,
 }
 
+/// `leash.tokens_changed`: the token principals that hold no valid token any
+/// more and whose work was ended now, and the sessions of theirs that closed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TokensChecked {
+    pub ended: Vec<String>,
+    pub sessions: Vec<String>,
+}
+
 /// `debug.crash`: the actor crashed (a session's name or a service).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Crashed {

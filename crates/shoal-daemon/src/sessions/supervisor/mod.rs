@@ -18,7 +18,9 @@ use std::sync::Arc;
 use actix::prelude::*;
 
 use crate::health::{Registration, Registry, RestartBudget};
-use crate::msg::{Crash, Exec, ExecReply, GetValue, Interrupt, SessionError, StopSession};
+use crate::msg::{
+    Crash, EndSession, Exec, ExecReply, GetValue, Interrupt, SessionError, StopSession,
+};
 use crate::sessions::session::{panic_message, SessionShared};
 use shoal_lang::task::{self as task_table, TaskTable};
 use shoal_proto::kernel;
@@ -45,6 +47,9 @@ pub struct SessionSupervisor {
     budget: RestartBudget,
     failed: bool,
     stopping: bool,
+    /// Ended ([`EndSession`]): its programs are killed at once, not after
+    /// [`CLOSE_GRACE`].
+    ended: bool,
 }
 
 impl SessionSupervisor {
@@ -66,6 +71,7 @@ impl SessionSupervisor {
             budget: RestartBudget::new(max_per_minute),
             failed: false,
             stopping: false,
+            ended: false,
             ptys: crate::sessions::pty::PtyTable::new(
                 crate::config::LimitsConfig::default().max_ptys_per_session,
             ),
@@ -110,8 +116,14 @@ impl Actor for SessionSupervisor {
         self.ptys.kill_all();
         self.stop_tasks();
         // After the polite signals (interrupt, task cancel), whatever is
-        // left in the session's cgroups is killed (docs/processes.md).
-        shoal_base::procs::close_session(&self.shared.name, CLOSE_GRACE);
+        // left in the session's cgroups is killed (docs/processes.md); an
+        // ended session's at once.
+        let grace = if self.ended {
+            std::time::Duration::ZERO
+        } else {
+            CLOSE_GRACE
+        };
+        shoal_base::procs::close_session(&self.shared.name, grace);
         // What it holds is no longer its principal's (`[limits] principal_memory`).
         self.shared.memory.part();
     }
@@ -235,6 +247,17 @@ impl Handler<StopSession> for SessionSupervisor {
         self.children.remove(&ChildKind::Session);
         self.shared.set_actor(None);
         ctx.stop();
+    }
+}
+
+impl Handler<EndSession> for SessionSupervisor {
+    type Result = ();
+
+    /// Its owner's last token is gone: stop as [`StopSession`] does, with no
+    /// grace for its programs.
+    fn handle(&mut self, _msg: EndSession, ctx: &mut Context<Self>) {
+        self.ended = true;
+        <Self as Handler<StopSession>>::handle(self, StopSession, ctx);
     }
 }
 
