@@ -81,6 +81,18 @@ pub fn principal(
     )
 }
 
+/// `name`: opaque denied, plans inside its grants applied, fs read/write/delete = `proj`.
+pub fn project_only(name: &str, proj: &Path) -> String {
+    let pj = Arena::proj_grant(proj);
+    principal(
+        name,
+        "opaque = \"deny\"\nauto_apply = \"in-grant\"",
+        &pj,
+        &pj,
+        &pj,
+    )
+}
+
 impl Arena {
     /// Start a daemon whose config `cfg(proj, root)` gives; `env` goes to the daemon.
     pub fn start(cfg: impl Fn(&Path, &Path) -> String, env: &[(&str, &str)]) -> Arena {

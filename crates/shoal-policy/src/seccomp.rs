@@ -206,14 +206,25 @@ const REMOVEXATTRAT_OR_UTIMENSAT: i64 = 466; // removexattrat
 #[cfg(not(target_arch = "x86_64"))]
 const REMOVEXATTRAT_OR_UTIMENSAT: i64 = libc::SYS_utimensat;
 
-const fn no_attr_body() -> [libc::sock_filter; 37] {
-    let mut out = [bpf(0, 0, 0, 0); 37];
+/// A body of `M` instructions that starts with `JEQ nr; RET errno` for each
+/// syscall of `list` (the rest is the caller's to fill).
+const fn deny_each<const L: usize, const M: usize>(
+    list: &[i64; L],
+    errno: i32,
+) -> [libc::sock_filter; M] {
+    assert!(M > 2 * L, "body length");
+    let mut out = [bpf(0, 0, 0, 0); M];
     let mut i = 0;
-    while i < BY_NAME.len() {
-        out[2 * i] = bpf(BPF_JEQ_K, 0, 1, BY_NAME[i] as u32);
-        out[2 * i + 1] = bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32);
+    while i < L {
+        out[2 * i] = bpf(BPF_JEQ_K, 0, 1, list[i] as u32);
+        out[2 * i + 1] = bpf(BPF_RET_K, 0, 0, RET_ERRNO | errno as u32);
         i += 1;
     }
+    out
+}
+
+const fn no_attr_body() -> [libc::sock_filter; 37] {
+    let mut out = deny_each(&BY_NAME, libc::EPERM);
     let b = 2 * BY_NAME.len(); // 28
     out[b] = bpf(BPF_JEQ_K, 0, 1, REMOVEXATTRAT_OR_UTIMENSAT as u32);
     out[b + 1] = bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32);
@@ -261,13 +272,7 @@ const SOCK_NONBLOCK: u32 = libc::SOCK_NONBLOCK as u32;
 const SOCK_CLOEXEC: u32 = libc::SOCK_CLOEXEC as u32;
 
 const fn no_shared_body() -> [libc::sock_filter; 36] {
-    let mut out = [bpf(0, 0, 0, 0); 36];
-    let mut i = 0;
-    while i < SHARED_OBJECTS.len() {
-        out[2 * i] = bpf(BPF_JEQ_K, 0, 1, SHARED_OBJECTS[i] as u32);
-        out[2 * i + 1] = bpf(BPF_RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32);
-        i += 1;
-    }
+    let mut out = deny_each(&SHARED_OBJECTS, libc::EPERM);
     let b = 2 * SHARED_OBJECTS.len(); // 28
                                       // socketpair(.., SOCK_DGRAM [| NONBLOCK] [| CLOEXEC], ..): a datagram socket can
                                       // `sendto` a named unix socket, which Landlock does not check.

@@ -11,14 +11,7 @@ use crate::http_client::{request, serve_in, Client, Served};
 fn config(root: &Path) -> String {
     let proj = root.join("proj");
     std::fs::create_dir_all(&proj).expect("proj");
-    let pj = Arena::proj_grant(&proj);
-    principal(
-        "agent:rt",
-        "opaque = \"deny\"\nauto_apply = \"in-grant\"",
-        &pj,
-        &pj,
-        &pj,
-    )
+    project_only("agent:rt", &proj)
 }
 
 /// A notification POSTed in `c`'s HTTP session; its status.
@@ -120,12 +113,5 @@ fn a_socket_connection_keeps_its_token_and_a_revoked_one_stays_refused() {
 }
 
 fn config_with(proj: &Path, _root: &Path) -> String {
-    let pj = Arena::proj_grant(proj);
-    principal(
-        "agent:rt",
-        "opaque = \"deny\"\nauto_apply = \"in-grant\"",
-        &pj,
-        &pj,
-        &pj,
-    )
+    project_only("agent:rt", proj)
 }

@@ -5,14 +5,7 @@
 use super::*;
 
 fn config(proj: &Path, _root: &Path) -> String {
-    let pj = Arena::proj_grant(proj);
-    principal(
-        "agent:rt",
-        "opaque = \"deny\"\nauto_apply = \"in-grant\"",
-        &pj,
-        &pj,
-        &pj,
-    )
+    project_only("agent:rt", proj)
 }
 
 /// The daemon's thread count (`/proc/PID/status`).

@@ -109,6 +109,16 @@ struct Engine {
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 
+impl Engine {
+    /// Hand `job` to the broker (`Err` gives it back when the broker is gone).
+    fn send(&self, job: Job) -> Result<(), mpsc::SendError<Job>> {
+        self.broker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .send(job)
+    }
+}
+
 /// At daemon start, on an unconfined thread, before any token runs: find
 /// `bwrap` on `PATH` and start the broker thread, which owns the holders.
 /// Without `bwrap` every mode but `"require"` falls back to Landlock and
@@ -272,12 +282,7 @@ pub fn end_principal(principal: &str) {
         return;
     }
     if let Some(engine) = ENGINE.get() {
-        let job = Job::End(rules);
-        let _ = engine
-            .broker
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .send(job);
+        let _ = engine.send(Job::End(rules));
     }
 }
 
@@ -444,15 +449,11 @@ pub fn spawn(mut cmd: Command, w: &mut Wrapped) -> (Command, io::Result<Child>) 
         return (cmd, Err(io::Error::other("namespaces are not initialised")));
     };
     let (rtx, rrx) = mpsc::channel();
-    let sent = engine
-        .broker
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .send(Job::Spawn(Box::new(Spawn {
-            cmd,
-            join,
-            reply: rtx,
-        })));
+    let sent = engine.send(Job::Spawn(Box::new(Spawn {
+        cmd,
+        join,
+        reply: rtx,
+    })));
     if let Err(mpsc::SendError(Job::Spawn(s))) = sent {
         return (s.cmd, Err(io::Error::other("the namespace broker is gone")));
     }
@@ -477,24 +478,14 @@ pub fn signal_group(pid: i32, sig: i32) -> bool {
         return false;
     };
     let (tx, rx) = mpsc::channel();
-    let job = Job::Signal(pid, sig, tx);
-    let sent = engine
-        .broker
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .send(job);
+    let sent = engine.send(Job::Signal(pid, sig, tx));
     sent.is_ok() && rx.recv().unwrap_or(false)
 }
 
 /// `pid`, a child started in namespaces, was reaped.
 pub fn forget(pid: i32) {
     if let Some(engine) = ENGINE.get() {
-        let job = Job::Forget(pid);
-        let _ = engine
-            .broker
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .send(job);
+        let _ = engine.send(Job::Forget(pid));
     }
 }
 
