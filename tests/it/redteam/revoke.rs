@@ -284,3 +284,43 @@ fn an_expired_token_ends_what_its_principal_runs() {
     );
     rep.finish("expired tokens");
 }
+
+/// Round two of the red team: a revoke in the middle of a storm of spawns (each a `setsid`
+/// child that leaves its command) must leave none of them running. (A spawn in flight at
+/// the close used to make the session's cgroup again, where no kill reached it; that race
+/// needs a heavier storm than a test should make, so this guards the outcome only.)
+#[test]
+fn a_revoke_during_a_storm_of_spawns_leaves_nothing_running() {
+    let a = Arena::start(config, &[]);
+    let mut local = a.kernel(None, "control", None).conn;
+    for round in 0..2 {
+        let token = create_token(&a.root, "agent:off");
+        // The marker: a `sleep` argument no other process has.
+        let mark = format!("20.{}{round}7", std::process::id());
+        let _guard = Writers(vec![format!("sleep {mark}")]);
+        let spawns = format!(
+            "parallel((1..=2).map(i => () => {{ for j in 0..100000 {{ \
+             sh {{ setsid sh -c 'sleep {mark}' >/dev/null 2>&1 & }}; sleep(0.02) }} }}))"
+        );
+        let mut conns = Vec::new();
+        for s in 0..2 {
+            let mut c = attach(&a, &token, &format!("storm-{round}-{s}"));
+            let r = c.call("exec", json!({"src": spawns, "background": true}));
+            assert!(r["result"]["task"].is_string(), "{r}");
+            conns.push(c);
+        }
+        eventually("the storm runs", Duration::from_secs(30), || {
+            (pids_running(&format!("sleep {mark}")).len() > 10).then_some(())
+        });
+        let sock = a.sock();
+        let (code, _, err) = run(
+            &a.root,
+            &["token", "revoke", &token],
+            &[("SHOAL_SOCKET", &sock)],
+        );
+        assert_eq!(code, 0, "{err}");
+        if let Some(left) = ended(&mut local, "agent:off", &[&format!("sleep {mark}")], &[]) {
+            panic!("ESCAPED (round {round}): {left}");
+        }
+    }
+}

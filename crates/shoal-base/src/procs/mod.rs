@@ -101,6 +101,37 @@ struct Manager {
     record: PathBuf,
     /// Live programs per session (leaders not yet reaped).
     live: Mutex<std::collections::HashMap<Arc<str>, usize>>,
+    /// Sessions closed and not opened again: a spawn for one of them is refused
+    /// (one in flight at the close would make its directory again, unkilled).
+    closed: Mutex<std::collections::HashSet<Arc<str>>>,
+    /// Spawns prepared and not yet started or abandoned, per session.
+    in_flight: Mutex<std::collections::HashMap<Arc<str>, usize>>,
+}
+
+/// One spawn in flight for a session, counted until the [`Join`] is used up.
+#[derive(Default)]
+struct InFlight(Option<Arc<str>>);
+
+impl InFlight {
+    fn new(m: &Manager, session: &Arc<str>) -> InFlight {
+        *m.in_flight.locked().entry(session.clone()).or_default() += 1;
+        InFlight(Some(session.clone()))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let (Some(m), Some(session)) = (manager(), self.0.take()) else {
+            return;
+        };
+        let mut table = m.in_flight.locked();
+        if let Some(n) = table.get_mut(&session) {
+            *n -= 1;
+            if *n == 0 {
+                table.remove(&session);
+            }
+        }
+    }
 }
 
 /// PTY children not yet reaped, each with its cgroup (docs/processes.md):
@@ -175,6 +206,8 @@ pub fn init(state_dir: &Path) {
         mode,
         record,
         live: Mutex::new(Default::default()),
+        closed: Mutex::new(Default::default()),
+        in_flight: Mutex::new(Default::default()),
     };
     let _ = MANAGER.set(m);
     save_record();
@@ -251,6 +284,8 @@ pub struct Join {
     leaf: Option<PathBuf>,
     home: Option<Home>,
     pdeathsig: bool,
+    refused: bool,
+    _in_flight: InFlight,
 }
 
 /// The child's half of a [`Join`]: cloned in the parent before the fork;
@@ -259,16 +294,23 @@ pub struct Join {
 pub struct ChildJoin {
     procs: Option<Arc<OwnedFd>>,
     pdeathsig: bool,
+    /// Its session was closed: the program must not start.
+    refused: bool,
 }
 
 impl ChildJoin {
     /// In the child, between fork and exec (before any confinement): join
-    /// the leaf cgroup; ask for SIGKILL when the spawning thread dies.
-    /// Failing to join is not fatal (the program runs unowned rather than
-    /// not at all).
+    /// the leaf cgroup; ask for SIGKILL when the spawning thread dies. A
+    /// program whose session was closed, or that cannot join the leaf made
+    /// for it (the session's cgroups went with its close), does not start:
+    /// it would run where no kill reaches it. Without cgroups there is no
+    /// leaf to join.
     pub fn apply(&self) -> io::Result<()> {
+        if self.refused {
+            return Err(io::Error::from_raw_os_error(libc_esrch()));
+        }
         if let Some(fd) = &self.procs {
-            let _ = rustix::io::write(fd.as_fd(), b"0");
+            rustix::io::write(fd.as_fd(), b"0")?;
         }
         if self.pdeathsig {
             rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
@@ -291,6 +333,16 @@ pub fn prepare(home: Option<Home>, pty: bool) -> Join {
     };
     if let Mode::Fallback = m.mode {
         j._spawning = Some(fallback::SPAWNING.read().unwrap_or_else(|e| e.into_inner()));
+    }
+    if let Some(h) = &home {
+        // Checked and counted under one lock order (closed, then in flight),
+        // so a close sees every spawn that got past this point.
+        let closed = m.closed.locked();
+        if closed.contains(&h.session) {
+            j.refused = true;
+            return j;
+        }
+        j._in_flight = InFlight::new(m, &h.session);
     }
     let Mode::Cgroup { base } = &m.mode else {
         return j;
@@ -401,6 +453,7 @@ impl Join {
         ChildJoin {
             procs: self.procs.clone(),
             pdeathsig: self.pdeathsig,
+            refused: self.refused,
         }
     }
 
@@ -532,9 +585,17 @@ pub fn count(session: &str) -> usize {
 /// (bounded by `grace`), kill what is left of its tree and remove it. Runs on
 /// a thread of its own; the session's directory is renamed first so a new
 /// session of the same name starts in a fresh one.
+/// A session of this name starts (again): its programs may start.
+pub fn open_session(session: &str) {
+    if let Some(m) = manager() {
+        m.closed.locked().remove(session);
+    }
+}
+
 pub fn close_session(session: &str, grace: Duration) {
     let Some(m) = manager() else { return };
     let session: Arc<str> = session.into();
+    m.closed.locked().insert(session.clone());
     let closing = match &m.mode {
         Mode::Cgroup { base } => {
             let dir = session_path(base, &session);
@@ -561,12 +622,40 @@ pub fn close_session(session: &str, grace: Duration) {
                 std::thread::sleep(Duration::from_millis(20));
             }
             match &m.mode {
-                Mode::Cgroup { .. } => {
-                    if let Some(dir) = closing {
-                        let n = cgroup::kill_tree(&dir, Duration::from_secs(2));
-                        if n > 0 {
-                            tracing::info!(session = %session, killed = n, "session closed: its processes were killed");
+                Mode::Cgroup { base } => {
+                    let mut n = 0;
+                    if let Some(dir) = &closing {
+                        n += cgroup::kill_tree(dir, Duration::from_secs(2));
+                    }
+                    // A spawn in flight at the close joins a little later: in the
+                    // renamed tree, or in the session's directory it made again
+                    // (prepare refuses every spawn after the close). Killed again
+                    // until the session's programs are all reaped; the remade
+                    // directory only while no session of the name has opened since.
+                    let again = session_path(base, &session);
+                    let until = std::time::Instant::now() + Duration::from_secs(5);
+                    loop {
+                        if let Some(dir) = &closing {
+                            if cgroup::populated(dir) {
+                                n += cgroup::kill_tree(dir, Duration::from_secs(2));
+                            }
                         }
+                        {
+                            let closed = m.closed.locked();
+                            if closed.contains(&session) && cgroup::populated(&again) {
+                                let _ = cgroup::kill(&again);
+                                n += 1;
+                            }
+                        }
+                        let live = m.live.locked().contains_key(&session)
+                            || m.in_flight.locked().contains_key(&session);
+                        if !live || std::time::Instant::now() >= until {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    if n > 0 {
+                        tracing::info!(session = %session, killed = n, "session closed: its processes were killed");
                     }
                 }
                 Mode::Fallback => fallback::kill_session(&session),
@@ -589,4 +678,9 @@ pub fn shutdown() {
         tracing::info!(killed, "stopping: processes still running were killed");
     }
     let _ = fs::remove_file(&m.record);
+}
+
+/// `ESRCH`: the program's session is gone.
+const fn libc_esrch() -> i32 {
+    rustix::io::Errno::SRCH.raw_os_error()
 }

@@ -106,6 +106,8 @@ impl Actor for SessionSupervisor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(256);
+        // A session of an earlier one's name: its programs may start again.
+        shoal_base::procs::open_session(&self.shared.name);
         self.shared.set_supervisor(ctx.address().downgrade());
         self.start_child(ctx);
     }
