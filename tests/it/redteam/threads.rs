@@ -73,3 +73,49 @@ fn parallel_over_a_long_list_keeps_the_daemon_to_a_few_threads() {
     assert_eq!(r["result"]["render"], json!("400"), "every thunk ran: {r}");
     assert_eq!(started(&marks), 400);
 }
+
+/// Round two: a token holding every `parallel` thread it can get (background tasks whose
+/// thunks wait) must not leave the local user's `parallel` to run its thunks in turn. The
+/// local user's two thunks meet only when they run at the same time.
+#[test]
+fn a_token_holding_parallel_threads_leaves_the_local_user_its_own() {
+    let a = Arena::start(config, &[]);
+    let marks = a.p("started");
+    std::fs::write(&marks, "").expect("marks");
+    let go = a.p("go");
+    let flag = a.out("met");
+    let mut attacker = a.kernel(Some("agent:rt"), "rt", None);
+    let hold = format!(
+        "parallel((1..=16).map(i => () => {{ \"x\".append({marks}); \
+         while !path({go}).exists() {{ sleep 20ms }}; i }})).len()",
+        marks = lit(&marks),
+        go = lit(&go)
+    );
+    for _ in 0..5 {
+        let r = attacker
+            .conn
+            .call("exec", json!({"src": hold, "background": true}));
+        assert!(r["result"]["task"].is_string(), "{r}");
+    }
+    // Every thread the tokens' pool gives, and the five tasks' own, are taken.
+    eventually(
+        "the token holds its threads",
+        Duration::from_secs(30),
+        || (started(&marks) >= 37).then_some(()),
+    );
+    let mut local = a.kernel(None, "home", None);
+    // Thunk 1 waits (at most 5 s) for thunk 2's flag: met only when both run at once.
+    let src = format!(
+        "parallel(() => {{ var n = 0; while !path({f}).exists() && n < 250 {{ sleep 20ms; n += 1 }}; \
+         if path({f}).exists() {{ \"met\" }} else {{ \"alone\" }} }}, \
+         () => {{ \"x\".save({f}); \"set\" }})",
+        f = lit(&flag)
+    );
+    let r = local.exec(&src);
+    std::fs::write(&go, "").expect("go");
+    assert_eq!(
+        r["result"]["render"],
+        json!("[\"met\", \"set\"]"),
+        "ESCAPED: the local user's parallel ran its thunks in turn: {r}"
+    );
+}

@@ -651,7 +651,8 @@ impl Interp {
     /// Run `parallel`'s thunks, results in the thunks' order. Each runs with an evaluator
     /// that shares the session's interrupter, tasks and channels; closures reach their
     /// captured scopes (mutex-protected) from any thread. At most [`PARALLEL_PER_CALL`]
-    /// threads serve one call, taken from a daemon-wide pool of [`PARALLEL_THREADS`]; the
+    /// threads serve one call, taken from a pool of [`PARALLEL_THREADS`] (the local user's,
+    /// or token principals' together); the
     /// caller's thread runs thunks too, so with no thread to spare they run one after the
     /// other and a call never waits for a thread (nor makes one per thunk: a list of
     /// thousands is no fork bomb).
@@ -768,29 +769,41 @@ fn coerce_list_param(
 
 /// Threads one `parallel` call may use beside its caller's.
 const PARALLEL_PER_CALL: usize = 15;
-/// Threads every `parallel` call of the daemon may hold at once.
-const PARALLEL_THREADS: usize = 64;
-static PARALLEL_IN_USE: AtomicUsize = AtomicUsize::new(0);
+/// Threads the local user's `parallel` calls may hold at once, and token
+/// principals' together: two pools, so tokens cannot leave the local user's
+/// calls to run in turn.
+const PARALLEL_THREADS: usize = 32;
+static PARALLEL_LOCAL: AtomicUsize = AtomicUsize::new(0);
+static PARALLEL_TOKENS: AtomicUsize = AtomicUsize::new(0);
 
-/// Threads taken from the daemon-wide `parallel` pool, given back on drop.
+/// Threads taken from a `parallel` pool, given back on drop.
 struct ThreadPermits {
     count: usize,
+    pool: &'static AtomicUsize,
 }
 
 impl ThreadPermits {
-    /// Up to `want` threads, as many as the pool has left (perhaps none).
+    /// Up to `want` threads, as many as the caller's pool has left (perhaps
+    /// none): a token principal's evaluation (its thread is confined) takes
+    /// from the tokens' pool.
     fn take(want: usize) -> ThreadPermits {
+        let token = shoal_policy::landlock::current().is_some_and(|r| r.token);
+        let pool = if token {
+            &PARALLEL_TOKENS
+        } else {
+            &PARALLEL_LOCAL
+        };
         let mut count = 0;
-        let _ = PARALLEL_IN_USE.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+        let _ = pool.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
             count = want.min(PARALLEL_THREADS.saturating_sub(used));
             Some(used + count)
         });
-        ThreadPermits { count }
+        ThreadPermits { count, pool }
     }
 }
 
 impl Drop for ThreadPermits {
     fn drop(&mut self) {
-        PARALLEL_IN_USE.fetch_sub(self.count, Ordering::AcqRel);
+        self.pool.fetch_sub(self.count, Ordering::AcqRel);
     }
 }
