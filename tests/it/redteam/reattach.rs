@@ -14,23 +14,30 @@ fn config(root: &Path) -> String {
     project_only("agent:rt", &proj)
 }
 
-/// A notification POSTed in `c`'s HTTP session; its status.
-fn notify(s: &Served, c: &Client, v: &Value) -> u16 {
+/// A notification POSTed in `c`'s HTTP session (the body as written); its status.
+fn notify_raw(s: &Served, c: &Client, body: &str) -> u16 {
     let auth = format!("Bearer {}", c.token);
     let h = [
         ("Authorization", auth.as_str()),
         ("Mcp-Session-Id", c.session.as_str()),
     ];
-    request(&c.agent, "POST", &s.url, &h, Some(&v.to_string())).status
+    request(&c.agent, "POST", &s.url, &h, Some(body)).status
 }
 
 /// Re-attach without a token (naming the local user's session), then write outside the
 /// grants and read the secret: what the client sees, as one string.
 fn reattach_then_escape(s: &Served, c: &mut Client, target: &Path, secret: &Path) -> String {
-    let _ = notify(
+    let _ = notify_raw(
         s,
         c,
-        &json!({"jsonrpc": "2.0", "method": "shoal/attach", "params": {"session": "home"}}),
+        &json!({"jsonrpc": "2.0", "method": "shoal/attach", "params": {"session": "home"}})
+            .to_string(),
+    );
+    // The same with a second `method` key: the bridge checks the last, a parser the first.
+    let _ = notify_raw(
+        s,
+        c,
+        r#"{"jsonrpc":"2.0","method":"shoal/attach","method":"notifications/x","params":{"session":"home"}}"#,
     );
     let w = c.exec(&format!("\"x\".save({})", lit(target)));
     let r = c.exec(&format!("cat({})", lit(secret)));

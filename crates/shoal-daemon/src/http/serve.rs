@@ -138,16 +138,12 @@ fn sse_response(
 }
 
 /// A frame on one line (the socket's framing), whatever the client's layout.
-fn one_line(bytes: &[u8], msg: &Json) -> Vec<u8> {
-    if bytes.contains(&b'\n') || bytes.contains(&b'\r') {
-        let mut v = msg.to_string().into_bytes();
-        v.push(b'\n');
-        v
-    } else {
-        let mut v = bytes.to_vec();
-        v.push(b'\n');
-        v
-    }
+/// The frame passed to the daemon: the message as it was read and checked here, one line
+/// (not the client's bytes, whose duplicate keys another parser could read otherwise).
+fn one_line(msg: &Json) -> Vec<u8> {
+    let mut v = msg.to_string().into_bytes();
+    v.push(b'\n');
+    v
 }
 
 fn session_id() -> String {
@@ -255,7 +251,7 @@ pub async fn post(req: HttpRequest, body: web::Payload, st: web::Data<Http>) -> 
     }
     let id = msg.get("id").filter(|v| !v.is_null()).cloned();
     let method = msg.get("method").and_then(Json::as_str);
-    let frame = one_line(&bytes, &msg);
+    let frame = one_line(&msg);
     let sse = accepts_sse(&req);
     // `shoal/attach` names the connection's principal: only the bridge sends it (with the
     // bearer it checked), never a client's frame passed through.
