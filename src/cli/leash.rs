@@ -119,10 +119,18 @@ pub fn token_revoke(state_dir: Option<PathBuf>, socket: Option<PathBuf>, what: &
 }
 
 /// Tell a running daemon that the token file changed; without one there is
-/// nothing to end (a daemon reads the file when it starts).
+/// nothing to end (a daemon reads the file when it starts). No daemon on the
+/// socket is said in one line: one on another socket would end the principal's
+/// work only at its next call.
 fn tell_daemon(socket: Option<PathBuf>) {
     let path = shoal_base::paths::socket_path(socket.as_deref());
-    let Ok(s) = connect(&path) else { return };
+    let Ok(s) = connect(&path) else {
+        eprintln!(
+            "shoal token revoke: no daemon on {}; a daemon on another socket (--socket) refuses the token on its next call but is not told to end what it runs",
+            path.display()
+        );
+        return;
+    };
     let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(30)));
     let told = Client::new(s)
         .map_err(|e| e.to_string())
