@@ -327,6 +327,29 @@ fn the_message_module_is_a_leaf() {
 }
 
 #[test]
+fn an_evaluation_never_touches_the_sessions_state() {
+    // eval.rs evaluates wherever the language session lives: what it needs
+    // comes in as values, so it names neither the session's shared state nor
+    // the daemon's services.
+    let bad = offending_lines(
+        |p| p == "crates/shoal-daemon/src/sessions/session/eval.rs",
+        |l| {
+            let code = l.split("//").next().unwrap_or("");
+            [
+                "SessionShared",
+                "shared",
+                "Services",
+                "supervisor",
+                "journal_writer",
+            ]
+            .iter()
+            .any(|w| code.contains(w))
+        },
+    );
+    report("eval.rs reaches the session's state", bad);
+}
+
+#[test]
 fn comments_cite_rules_in_the_repository() {
     // The specification files live outside the repository (a clone does not have them), and
     // `docs/language.md` is the agent card, not the language specification.

@@ -1,28 +1,28 @@
-//! One evaluation, foreground or a background task's: the Leash gate on
-//! the derived effects, the run under the caller's sandbox, the value stored
-//! as `out:N`, its bounded render and the [`PendingJournal`] it leaves. Runs on
-//! an evaluation thread only (never an arbiter); it never encodes a reply.
+//! One evaluation as the session keeps it, foreground or a background
+//! task's: the language session made from the session's state, the
+//! evaluation itself (`eval.rs`), then the value stored as `out:N`, its
+//! bounded render and the [`PendingJournal`] it leaves. Runs on an
+//! evaluation thread only (never an arbiter); it never encodes a reply.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::time::Instant;
 
+use super::eval::{self, EvalJob, Evaluated, LangSetup, Ran};
+use super::journal_unavailable;
 use super::record::{PendingJournal, PendingRan};
 use super::shared::{LiveState, SessionShared};
 use super::worker::publish;
-use super::{cancelled_before_running, journal_unavailable, panic_message};
 use crate::msg::{Exec, ExecReply, SessionError};
 use shoal_base::sync::Locked;
-use shoal_lang::session::Prepared;
-use shoal_lang::{ExecError, Session as LangSession, SessionOptions};
+use shoal_lang::{Session as LangSession, SessionOptions};
 use shoal_proto::{bound, kernel, wire};
 use shoal_value::memory::Detached;
-use shoal_value::render::Layout;
-use shoal_value::{shown, Value};
+use shoal_value::Value;
 
-/// A language session for `shared` (its cwd, environment, limits, adapters
-/// and the bus bridge of `user.*` channels).
-pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionError> {
+pub use eval::check_gate;
+
+/// What a language session of `shared` starts from: its cwd, environment,
+/// limits, adapters, `out:N` and the bus bridge of `user.*` channels.
+pub(super) fn lang_setup(shared: &SessionShared) -> LangSetup {
     let opts = SessionOptions {
         cwd: shared.cwd.clone(),
         env: Vec::new(),
@@ -32,82 +32,30 @@ pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionErr
         spill_limit: shared.spill_bytes,
         adapters: shared.adapters.clone(),
     };
-    catch_unwind(AssertUnwindSafe(|| {
-        let mut s = LangSession::new(opts);
-        s.replace_env(shared.env.clone());
-        s.set_transcript(Some(shared.transcript_lookup()));
-        if let Some(svc) = &shared.services {
-            // `user.*` channels are the language's side of the event bus:
-            // what the session emits there is published for every client.
-            let bus = svc.bus.clone();
-            s.set_bus_sink(Some(Arc::new(move |channel: &str, v: &Value| {
-                // Freed by the bus and its readers, not the session's to hold.
-                let _outside = Detached::new();
-                bus.publish(channel, wire::encode(v));
-            })));
-        }
-        s
-    }))
-    .map_err(|p| {
-        let m = panic_message(&p);
+    // `user.*` channels are the language's side of the event bus: what the
+    // session emits there is published for every client.
+    let bus = shared.services.as_ref().map(|svc| {
+        let bus = svc.bus.clone();
+        Arc::new(move |channel: &str, v: &Value| {
+            // Freed by the bus and its readers, not the session's to hold.
+            let _outside = Detached::new();
+            bus.publish(channel, wire::encode(v));
+        }) as shoal_lang::BusSink
+    });
+    LangSetup {
+        opts,
+        env: shared.env.clone(),
+        lookup: shared.transcript_lookup(),
+        bus,
+    }
+}
+
+/// A language session for `shared`.
+pub(super) fn new_lang(shared: &SessionShared) -> Result<LangSession, SessionError> {
+    eval::new_lang(lang_setup(shared)).map_err(|m| {
         tracing::error!(session = %shared.name, "language session failed to start: {m}");
         SessionError::Internal(format!("language session unavailable: {m}"))
     })
-}
-
-/// The Leash gate of a run (docs/rules.md §21): derive the effects and refuse
-/// unless the principal's verdict is `allow`. A parse error passes through
-/// (the exec reports it as usual).
-fn gate_run(
-    gate: &shoal_policy::Gate,
-    session: &LangSession,
-    src: &str,
-    check: bool,
-) -> Result<Vec<serde_json::Value>, SessionError> {
-    let derived = match catch_unwind(AssertUnwindSafe(|| {
-        shoal_policy::run_gate::with_gate(gate.run.clone(), || session.derive_plan(src))
-    })) {
-        Ok(Ok(d)) => d,
-        Ok(Err(_)) => return Ok(Vec::new()),
-        Err(p) => {
-            return Err(SessionError::Internal(format!(
-                "planning panicked: {}",
-                panic_message(&p)
-            )))
-        }
-    };
-    if check {
-        let d = gate.decide_derived(&derived);
-        if let Some(e) = shoal_proto::rpc::refusal(&gate.principal, &d, &derived.effects) {
-            return Err(SessionError::Rpc(e));
-        }
-    }
-    gate_effects(gate, &derived.effects, false)
-}
-
-/// The Leash verdict on derived `effects` (`check`: enforce it), and the
-/// effects as the journal records them.
-fn gate_effects(
-    gate: &shoal_policy::Gate,
-    effects: &[shoal_policy::Effect],
-    check: bool,
-) -> Result<Vec<serde_json::Value>, SessionError> {
-    if check {
-        let d = gate.decide(effects);
-        if let Some(e) = shoal_proto::rpc::refusal(&gate.principal, &d, effects) {
-            return Err(SessionError::Rpc(e));
-        }
-    }
-    Ok(effects.iter().map(shoal_policy::Effect::to_json).collect())
-}
-
-/// The Leash verdict for running `src` in `lang` (a background task's start).
-pub fn check_gate(
-    gate: &shoal_policy::Gate,
-    lang: &LangSession,
-    src: &str,
-) -> Result<(), SessionError> {
-    gate_run(gate, lang, src, true).map(|_| ())
 }
 
 /// The worker's language session, started on first use (with the session's
@@ -157,9 +105,10 @@ pub fn run_task(
     result
 }
 
-/// Evaluate `job` in `lang`. The foreground (`foreground`: the session's
-/// worker) creates the language session on first use and updates the
-/// session's views; a task's fork leaves them alone.
+/// Evaluate `job` in `lang` and keep what it leaves. The foreground
+/// (`foreground`: the session's worker) creates the language session on
+/// first use and updates the session's views; a task's fork leaves them
+/// alone.
 pub(super) fn run_job(
     shared: &SessionShared,
     lang: &mut Option<LangSession>,
@@ -167,148 +116,99 @@ pub(super) fn run_job(
     stack: usize,
     foreground: bool,
 ) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
-    if foreground {
-        if let Err(e) = ensure_lang(shared, lang) {
-            return (Err(e), None);
-        }
-    }
-    let prepared = match prepare(lang, job) {
+    let session = if foreground {
+        ensure_lang(shared, lang)
+    } else {
+        lang.as_mut()
+            .ok_or_else(|| SessionError::Internal("language session unavailable".into()))
+    };
+    let session = match session {
+        Ok(s) => s,
+        Err(e) => return (Err(e), None),
+    };
+    let prepared = match eval::prepare(session, &job.src, job.position) {
         Ok(p) => p,
         Err(e) => return (Err(e), None),
     };
-    finish_job(shared, lang, job, prepared, stack, foreground)
-}
-
-/// Parse `job` for `lang` (one parse serves the gate and the evaluation; a
-/// parse error is the exec's own answer, reported like any other result).
-fn prepare(
-    lang: &mut Option<LangSession>,
-    job: &Exec,
-) -> Result<Result<Prepared, ExecError>, SessionError> {
-    let Some(session) = lang.as_mut() else {
-        return Err(SessionError::Internal(
-            "language session unavailable".into(),
-        ));
-    };
-    catch_unwind(AssertUnwindSafe(|| {
-        session.prepare_exec(&job.src, job.position)
-    }))
-    .map_err(|p| SessionError::Internal(format!("parsing panicked: {}", panic_message(&p))))
-}
-
-/// The rest of an evaluation: the gate, the run (on a `stack`-byte thread), the value stored
-/// as `out:N`, its render and the journal record it leaves.
-fn finish_job(
-    shared: &SessionShared,
-    lang: &mut Option<LangSession>,
-    job: &Exec,
-    prepared: Result<Prepared, ExecError>,
-    stack: usize,
-    foreground: bool,
-) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
-    let Some(session) = lang.as_mut() else {
-        return (
-            Err(SessionError::Internal(
-                "language session unavailable".into(),
-            )),
-            None,
-        );
-    };
-    let mut effects = Vec::new();
-    if let (Some(gate), Ok(p)) = (&job.gate, &prepared) {
-        // The deriver's file probes pass the caller's run-time gate.
-        let derived = match catch_unwind(AssertUnwindSafe(|| {
-            shoal_policy::run_gate::with_gate(gate.run.clone(), || session.derived_of(p))
-        })) {
-            Ok(e) => e,
-            Err(p) => {
-                let m = panic_message(&p);
-                return (
-                    Err(SessionError::Internal(format!("planning panicked: {m}"))),
-                    None,
-                );
-            }
-        };
-        if job.check {
-            let d = gate.decide_derived(&derived);
-            if let Some(e) = shoal_proto::rpc::refusal(&gate.principal, &d, &derived.effects) {
-                return (Err(SessionError::Rpc(e)), None);
-            }
-        }
-        match gate_effects(gate, &derived.effects, false) {
-            Ok(e) => effects = e,
-            Err(e) => return (Err(e), None),
-        }
-    }
-    // The caller's view of the environment (docs/rules.md §21), for this run.
-    session.set_env_view(
-        job.gate
-            .as_deref()
-            .and_then(shoal_lang::env_view::EnvView::for_gate),
-    );
-    // `cmd &`, `jobs` and task handles reach the session's tasks, for this caller.
-    session.set_task_host(crate::sessions::supervisor::task_host(
-        shared,
-        job.gate.clone(),
-    ));
-    let interrupter = session.interrupter();
-    interrupter.reset();
-    // From here a cancel of this call interrupts it (and only it).
-    let started = job.cancel.begin(Some(&interrupter));
-    if !started {
-        return (Err(cancelled_before_running()), None);
-    }
     shared.ensure_base();
     if let Err(e) = shared.reserve_next() {
         return (Err(e), None);
     }
-    let ts = shoal_journal::now_ns();
-    let t0 = Instant::now();
-    let sandbox = job.gate.as_ref().and_then(|g| g.sandbox.clone());
-    // The run-time Leash gate: every effect site checks it while this runs
-    // (a thread-local).
-    let run_gate = job.gate.as_ref().and_then(|g| g.run.clone());
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
-        shoal_policy::run_gate::with_gate(run_gate, || {
-            shoal_policy::landlock::with_rules(sandbox, || {
-                // Its programs belong to the session's foreground, or to the
-                // task whose thread this is (docs/processes.md).
-                let home = if foreground {
-                    Some(shoal_base::procs::Home::new(
-                        &shared.name,
-                        shoal_base::procs::Owner::Exec,
-                    ))
-                } else {
-                    shoal_base::procs::current_home()
-                };
-                shoal_base::procs::with_home(home, || {
-                    prepared.and_then(|p| session.exec_prepared_here(p, stack))
-                })
-            })
-        })
-    }));
-    let elapsed = t0.elapsed();
-    let elapsed_ms = elapsed.as_secs_f64() * 1000.0;
-    let cwd = session.cwd();
+    // Its programs belong to the session's foreground, or to the task whose
+    // thread this is (docs/processes.md).
+    let home = if foreground {
+        Some(shoal_base::procs::Home::new(
+            &shared.name,
+            shoal_base::procs::Owner::Exec,
+        ))
+    } else {
+        shoal_base::procs::current_home()
+    };
+    let spec = EvalJob {
+        tty: job.tty,
+        width: job.width.unwrap_or(shared.render_width),
+        gate: job.gate.clone(),
+        check: job.check,
+        cancel: &job.cancel,
+        tasks: crate::sessions::supervisor::task_host(shared, job.gate.clone()),
+        home,
+    };
+    let done = match eval::evaluate(session, &spec, prepared, stack) {
+        Ok(d) => d,
+        Err(e) => return (Err(e), None),
+    };
     if foreground {
-        // Most execs change neither: compare rather than copy the environment.
-        let mut live = shared.live.locked();
-        let names = session.name_count();
-        let same = live
-            .as_ref()
-            .is_some_and(|l| l.cwd == cwd && session.env_is(&l.env) && l.names.len() == names);
-        if !same {
-            let names = match live.as_ref() {
-                Some(l) if l.names.len() == names => l.names.clone(),
-                _ => Arc::from(session.all_names()),
-            };
-            *live = Some(LiveState {
-                cwd: cwd.clone(),
-                env: session.env(),
-                names,
-            });
-        }
+        update_live(shared, session, &done);
     }
+    if let Ran::Panicked(m) = &done.ran {
+        // Never resume state a panic may have half-mutated.
+        *lang = None;
+        let origin = job.cancel.origin();
+        tracing::error!(
+            session = %shared.name,
+            conn = origin.conn,
+            id = %origin.request,
+            "evaluation panicked: {m}"
+        );
+    }
+    settle(shared, job, done)
+}
+
+/// The session's views after a foreground exec. Most execs change neither
+/// cwd nor environment: compare rather than copy.
+fn update_live(shared: &SessionShared, session: &LangSession, done: &Evaluated) {
+    let mut live = shared.live.locked();
+    let names = session.name_count();
+    let same = live
+        .as_ref()
+        .is_some_and(|l| l.cwd == done.cwd && session.env_is(&l.env) && l.names.len() == names);
+    if !same {
+        let names = match live.as_ref() {
+            Some(l) if l.names.len() == names => l.names.clone(),
+            _ => Arc::from(session.all_names()),
+        };
+        *live = Some(LiveState {
+            cwd: done.cwd.clone(),
+            env: session.env(),
+            names,
+        });
+    }
+}
+
+/// What the session keeps of an evaluation: the value as `out:N`, the
+/// reply's bounded text, the journal record.
+fn settle(
+    shared: &SessionShared,
+    job: &Exec,
+    done: Evaluated,
+) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
+    let Evaluated {
+        effects,
+        cwd,
+        ts,
+        elapsed,
+        ran,
+    } = done;
     let pending = |n: u64, ran: PendingRan| {
         shared.services.as_ref().map(|_| PendingJournal {
             n,
@@ -322,73 +222,36 @@ fn finish_job(
             ran,
         })
     };
-    match outcome {
-        Err(p) => {
-            // Never resume state a panic may have half-mutated.
-            *lang = None;
-            let m = panic_message(&p);
-            let origin = job.cancel.origin();
-            tracing::error!(
-                session = %shared.name,
-                conn = origin.conn,
-                id = %origin.request,
-                "evaluation panicked: {m}"
-            );
-            (
-                Err(SessionError::Internal(format!(
-                    "evaluation panicked ({m}); the session's bindings were reset"
-                ))),
-                None,
-            )
-        }
-        Ok(Err(ExecError::Parse(e))) => (Err(SessionError::Parse(e)), None),
-        Ok(Err(ExecError::Raised(e))) => {
-            let n = shared.push(Value::Error(Arc::new(e.clone())));
+    match ran {
+        Ran::Panicked(m) => (
+            Err(SessionError::Internal(format!(
+                "evaluation panicked ({m}); the session's bindings were reset"
+            ))),
+            None,
+        ),
+        Ran::Parse(e) => (Err(SessionError::Parse(e)), None),
+        Ran::Raised { error, warnings } => {
+            let n = shared.push(Value::Error(Arc::new(error.clone())));
             let _outside = Detached::new();
-            let j = pending(n, PendingRan::Raised(e.clone()));
-            let warnings = session.take_warnings().into_boxed_slice();
+            let j = pending(n, PendingRan::Raised(error.clone()));
             (
                 Err(SessionError::Raised {
-                    error: e,
+                    error,
                     n,
-                    warnings,
+                    warnings: warnings.into_boxed_slice(),
                 }),
                 j,
             )
         }
-        Ok(Ok(value)) => {
-            // The reply carries the value itself; the connection elides it under
-            // the caller's budget (wire encoding happens at the edges).
-            // A terminal gets its width; text for a model or a pipe none
-            // (docs/rules.md §12).
-            let width = job.width.unwrap_or(shared.render_width);
-            let layout = if job.tty {
-                Layout::terminal(width)
-            } else {
-                Layout::text(width)
-            };
-            // The render, the reply and the journal record are the daemon's, freed on
-            // other threads: made outside the session's memory budget.
-            let rendered = {
-                let _outside = Detached::new();
-                catch_unwind(AssertUnwindSafe(|| match &value {
-                    // `cmd &`: how to read the task it started.
-                    Value::Task(t) => shown::Shown {
-                        body: shoal_lang::task::started_text(t.id),
-                        ..shown::Shown::default()
-                    },
-                    v => kernel::value_shown(v, layout),
-                }))
-            };
+        Ran::Value {
+            value,
+            shown,
+            warnings,
+        } => {
             let n = shared.push(value.clone());
+            // The reply and the journal record are the daemon's, freed on
+            // other threads: made outside the session's memory budget.
             let _outside = Detached::new();
-            let shown = match rendered {
-                Ok(r) => r,
-                Err(p) => {
-                    tracing::warn!(session = %shared.name, "render panicked: {}", panic_message(&p));
-                    shown::Shown::default()
-                }
-            };
             // Head plus tail within the default text budget (the status
             // line leads the head, the stderr section ends the tail); the
             // whole text rides along when cut, for a caller's own
@@ -416,9 +279,9 @@ fn finish_job(
                     value,
                     render: bounded,
                     full,
-                    elapsed_ms,
+                    elapsed_ms: elapsed.as_secs_f64() * 1000.0,
                     journal: None,
-                    warnings: session.take_warnings(),
+                    warnings,
                 }),
                 j,
             )

@@ -1,0 +1,252 @@
+//! One evaluation, apart from the session's bookkeeping: the language
+//! session's start, the Leash gate on the derived effects, the run under the
+//! caller's sandbox and the value's render. What it needs from the session
+//! comes in as values ([`LangSetup`], [`EvalJob`]) and what it leaves goes out
+//! as one ([`Evaluated`]); nothing here reads or writes [`SessionShared`]
+//! (tidy checks it), so the same code can evaluate wherever the language
+//! session lives. Numbering the value as `out:N`, the reply's text and the
+//! journal record are the session's (`exec.rs`).
+//!
+//! [`SessionShared`]: super::SessionShared
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::panic_message;
+use crate::msg::{CallCancel, SessionError};
+use shoal_lang::eval::TaskHostRef;
+use shoal_lang::eval::{BusSink, TranscriptLookup};
+use shoal_lang::session::Prepared;
+use shoal_lang::{ExecError, Session as LangSession, SessionOptions, Warning};
+use shoal_proto::kernel;
+use shoal_value::memory::Detached;
+use shoal_value::render::Layout;
+use shoal_value::{shown, ShoalError, Value};
+
+/// What a language session starts from.
+pub struct LangSetup {
+    pub opts: SessionOptions,
+    /// Its environment (the creating client's).
+    pub env: Vec<(String, String)>,
+    /// What `out:N` in source reads.
+    pub lookup: TranscriptLookup,
+    /// Where its `user.*` channel events go (`None`: nowhere).
+    pub bus: Option<BusSink>,
+}
+
+/// A language session made from `setup`.
+pub fn new_lang(setup: LangSetup) -> Result<LangSession, String> {
+    catch_unwind(AssertUnwindSafe(move || {
+        let mut s = LangSession::new(setup.opts);
+        s.replace_env(setup.env);
+        s.set_transcript(Some(setup.lookup));
+        s.set_bus_sink(setup.bus);
+        s
+    }))
+    .map_err(|p| panic_message(&p))
+}
+
+/// One evaluation's request, as the session hands it over.
+pub struct EvalJob<'a> {
+    /// Keep ANSI escapes in the render.
+    pub tty: bool,
+    /// The render's width.
+    pub width: usize,
+    /// The caller's principal: its run-time gate, sandbox and view of the
+    /// environment (`None`: the local uid, unchecked).
+    pub gate: Option<Arc<shoal_policy::Gate>>,
+    /// Refuse unless the gate's verdict on the derived effects allows.
+    pub check: bool,
+    pub cancel: &'a CallCancel,
+    /// Where `cmd &`, `jobs` and task handles reach the session's tasks.
+    pub tasks: Option<TaskHostRef>,
+    /// Whose programs its children are (docs/processes.md).
+    pub home: Option<shoal_base::procs::Home>,
+}
+
+/// What an evaluation leaves.
+pub struct Evaluated {
+    /// The derived effects as the journal records them (none without a gate).
+    pub effects: Vec<serde_json::Value>,
+    /// The cwd it ended in.
+    pub cwd: PathBuf,
+    /// When it started (ns since the epoch) and how long it ran.
+    pub ts: i64,
+    pub elapsed: Duration,
+    pub ran: Ran,
+}
+
+/// How an evaluation ended.
+pub enum Ran {
+    /// The language panicked: its state must not be used again.
+    Panicked(String),
+    Parse(shoal_lang::ParseError),
+    Raised {
+        error: ShoalError,
+        warnings: Vec<Warning>,
+    },
+    Value {
+        value: Value,
+        /// Its render's parts, before the `out:N` reference is known.
+        shown: shown::Shown,
+        warnings: Vec<Warning>,
+    },
+}
+
+/// Parse `src` for `lang` (one parse serves the gate and the evaluation; a
+/// parse error is the exec's own answer, reported like any other result).
+pub fn prepare(
+    lang: &mut LangSession,
+    src: &str,
+    position: shoal_lang::Position,
+) -> Result<Result<Prepared, ExecError>, SessionError> {
+    catch_unwind(AssertUnwindSafe(|| lang.prepare_exec(src, position)))
+        .map_err(|p| SessionError::Internal(format!("parsing panicked: {}", panic_message(&p))))
+}
+
+/// The Leash verdict on derived `effects` (`check`: enforce it), and the
+/// effects as the journal records them.
+fn gate_effects(
+    gate: &shoal_policy::Gate,
+    effects: &[shoal_policy::Effect],
+    check: bool,
+) -> Result<Vec<serde_json::Value>, SessionError> {
+    if check {
+        let d = gate.decide(effects);
+        if let Some(e) = shoal_proto::rpc::refusal(&gate.principal, &d, effects) {
+            return Err(SessionError::Rpc(e));
+        }
+    }
+    Ok(effects.iter().map(shoal_policy::Effect::to_json).collect())
+}
+
+/// The Leash verdict for running `src` in `lang` (a background task's start):
+/// derive the effects and refuse unless the principal's verdict is `allow`.
+/// A parse error passes (the run reports it as usual).
+pub fn check_gate(
+    gate: &shoal_policy::Gate,
+    lang: &LangSession,
+    src: &str,
+) -> Result<(), SessionError> {
+    let derived = match catch_unwind(AssertUnwindSafe(|| {
+        shoal_policy::run_gate::with_gate(gate.run.clone(), || lang.derive_plan(src))
+    })) {
+        Ok(Ok(d)) => d,
+        Ok(Err(_)) => return Ok(()),
+        Err(p) => {
+            return Err(SessionError::Internal(format!(
+                "planning panicked: {}",
+                panic_message(&p)
+            )))
+        }
+    };
+    let d = gate.decide_derived(&derived);
+    if let Some(e) = shoal_proto::rpc::refusal(&gate.principal, &d, &derived.effects) {
+        return Err(SessionError::Rpc(e));
+    }
+    Ok(())
+}
+
+/// Evaluate `prepared` in `lang` for `job`, on a `stack`-byte thread. An
+/// error means it did not run (refused by the gate, cancelled first, or the
+/// deriver panicked).
+pub fn evaluate(
+    lang: &mut LangSession,
+    job: &EvalJob<'_>,
+    prepared: Result<Prepared, ExecError>,
+    stack: usize,
+) -> Result<Evaluated, SessionError> {
+    let mut effects = Vec::new();
+    if let (Some(gate), Ok(p)) = (&job.gate, &prepared) {
+        // The deriver's file probes pass the caller's run-time gate.
+        let derived = catch_unwind(AssertUnwindSafe(|| {
+            shoal_policy::run_gate::with_gate(gate.run.clone(), || lang.derived_of(p))
+        }))
+        .map_err(|p| SessionError::Internal(format!("planning panicked: {}", panic_message(&p))))?;
+        if job.check {
+            let d = gate.decide_derived(&derived);
+            if let Some(e) = shoal_proto::rpc::refusal(&gate.principal, &d, &derived.effects) {
+                return Err(SessionError::Rpc(e));
+            }
+        }
+        effects = gate_effects(gate, &derived.effects, false)?;
+    }
+    // The caller's view of the environment (docs/rules.md §21), for this run.
+    lang.set_env_view(
+        job.gate
+            .as_deref()
+            .and_then(shoal_lang::env_view::EnvView::for_gate),
+    );
+    lang.set_task_host(job.tasks.clone());
+    let interrupter = lang.interrupter();
+    interrupter.reset();
+    // From here a cancel of this call interrupts it (and only it).
+    if !job.cancel.begin(Some(&interrupter)) {
+        return Err(super::cancelled_before_running());
+    }
+    let ts = shoal_journal::now_ns();
+    let t0 = Instant::now();
+    let sandbox = job.gate.as_ref().and_then(|g| g.sandbox.clone());
+    // The run-time Leash gate: every effect site checks it while this runs
+    // (a thread-local).
+    let run_gate = job.gate.as_ref().and_then(|g| g.run.clone());
+    let home = job.home.clone();
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        shoal_policy::run_gate::with_gate(run_gate, || {
+            shoal_policy::landlock::with_rules(sandbox, || {
+                shoal_base::procs::with_home(home, || {
+                    prepared.and_then(|p| lang.exec_prepared_here(p, stack))
+                })
+            })
+        })
+    }));
+    let elapsed = t0.elapsed();
+    let ran = match outcome {
+        Err(p) => Ran::Panicked(panic_message(&p)),
+        Ok(Err(ExecError::Parse(e))) => Ran::Parse(e),
+        Ok(Err(ExecError::Raised(error))) => Ran::Raised {
+            error,
+            warnings: lang.take_warnings(),
+        },
+        Ok(Ok(value)) => {
+            // A terminal gets its width; text for a model or a pipe none
+            // (docs/rules.md §12).
+            let layout = if job.tty {
+                Layout::terminal(job.width)
+            } else {
+                Layout::text(job.width)
+            };
+            // The render is the daemon's, freed on other threads: made
+            // outside the session's memory budget.
+            let rendered = {
+                let _outside = Detached::new();
+                catch_unwind(AssertUnwindSafe(|| match &value {
+                    // `cmd &`: how to read the task it started.
+                    Value::Task(t) => shown::Shown {
+                        body: shoal_lang::task::started_text(t.id),
+                        ..shown::Shown::default()
+                    },
+                    v => kernel::value_shown(v, layout),
+                }))
+            };
+            let shown = rendered.unwrap_or_else(|p| {
+                tracing::warn!("render panicked: {}", panic_message(&p));
+                shown::Shown::default()
+            });
+            Ran::Value {
+                value,
+                shown,
+                warnings: lang.take_warnings(),
+            }
+        }
+    };
+    Ok(Evaluated {
+        effects,
+        cwd: lang.cwd(),
+        ts,
+        elapsed,
+        ran,
+    })
+}
