@@ -37,6 +37,9 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
     },
+    /// A token principal's worker process (the daemon starts it; its stdin is the daemon's pair).
+    #[command(hide = true)]
+    Worker,
     /// The stdio MCP server an MCP client launches: pipes stdio to the daemon, starting it if needed.
     Mcp {
         #[arg(long)]
@@ -264,6 +267,11 @@ fn main() -> ExitCode {
                 config,
                 http,
             })
+        }
+        Command::Worker => {
+            // Before any thread exists: the worker confines its only thread.
+            shoal_base::procmem::limit_arenas();
+            shoal_daemon::worker::main()
         }
         Command::Mcp {
             socket,

@@ -64,3 +64,4 @@ mod tidy;
 mod transcript_memory;
 mod user_channels;
 mod wire_snapshots;
+mod worker;

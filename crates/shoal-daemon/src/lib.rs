@@ -35,3 +35,4 @@ pub mod mcp_conn;
 pub mod msg;
 pub mod peer;
 pub mod sessions;
+pub mod worker;

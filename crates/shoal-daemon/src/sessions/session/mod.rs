@@ -15,7 +15,7 @@
 //! so it survives a restart of this actor. One evaluation is `exec.rs`; what
 //! it leaves for the journal is `record.rs`.
 
-mod eval;
+pub(crate) mod eval;
 mod exec;
 mod record;
 mod shared;

@@ -1,0 +1,386 @@
+//! `shoal worker`: the process a token principal's sessions evaluate in.
+//!
+//! The daemon starts it with one end of a socketpair as its stdin and sends
+//! [`Init`]. Before it reads anything else, and before it starts a second
+//! thread, the worker confines the whole process to the principal's rules
+//! (Landlock, seccomp, `no_new_privs`, no capabilities; see
+//! `shoal_policy::confine`), so its evaluation, its builtins and every
+//! child it starts meet the kernel. Then it answers [`Ready`] and hosts the
+//! sessions the daemon opens, each on an evaluation thread of its own that
+//! owns the language session. `out:N` lookups and `user.*` events go back to
+//! the daemon; the daemon keeps the transcript, the journal and the replies.
+//! When the pair closes the worker interrupts what runs and exits.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::sync::{mpsc, Arc, Mutex};
+
+use serde_json::{json, Value as Json};
+
+use super::pair::{Incoming, Pair};
+use super::proto::{self, ExecJob, FromWorker, Init, Ready, ToWorker};
+use crate::msg::CallCancel;
+use crate::sessions::session::eval::{self, EvalJob, LangSetup};
+use shoal_base::sync::Locked;
+use shoal_lang::{ChannelInjector, Session as LangSession, SessionOptions};
+use shoal_proto::wire;
+
+/// One hosted session's line to its evaluation thread.
+struct Hosted {
+    jobs: mpsc::Sender<(u64, ExecJob)>,
+    injector: Arc<Mutex<Option<ChannelInjector>>>,
+}
+
+/// The worker's state, shared by the pair's reader and the evaluation threads.
+struct Worker {
+    principal: String,
+    sessions: Mutex<HashMap<String, Hosted>>,
+    /// The jobs running or queued: what an interrupt reaches.
+    jobs: Mutex<HashMap<u64, Arc<CallCancel>>>,
+    /// Each caller's gate, made once.
+    gates: Mutex<HashMap<String, Arc<shoal_policy::Gate>>>,
+    budget: &'static shoal_lang::memory::PrincipalBudget,
+    /// The user's adapters, read before the worker confined itself.
+    adapters: Arc<shoal_lang::adapters::Catalog>,
+}
+
+/// Run the worker on the pair at stdin; the process's exit code.
+pub fn main() -> i32 {
+    let stream = match std::io::stdin().as_fd().try_clone_to_owned() {
+        Ok(fd) => UnixStream::from(fd),
+        Err(e) => {
+            eprintln!("shoal worker: no pair on stdin: {e}");
+            return 2;
+        }
+    };
+    let init = match read_init(&stream) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("shoal worker: {e}");
+            return 2;
+        }
+    };
+    let worker = match confine(&init) {
+        Ok(w) => Arc::new(w),
+        Err(e) => {
+            // Not confined: say why, and evaluate nothing.
+            let _ = send_line(&stream, &json!({"error": e}));
+            eprintln!("shoal worker: {e}");
+            return 3;
+        }
+    };
+    if send_line(
+        &stream,
+        &json!({"ready": Ready {
+            pid: std::process::id()
+        }}),
+    )
+    .is_err()
+    {
+        return 0;
+    }
+    let (closed_tx, closed_rx) = mpsc::channel::<()>();
+    let w = worker.clone();
+    let started = Pair::start(
+        stream,
+        "shoal-worker-pair",
+        move |pair, incoming| match incoming {
+            Incoming::Request { id, body } => w.request(pair, id, body),
+            Incoming::Note(body) => w.note(body),
+            Incoming::Closed => {
+                let _ = closed_tx.send(());
+            }
+        },
+    );
+    if let Err(e) = started {
+        eprintln!("shoal worker: cannot read the pair: {e}");
+        return 2;
+    }
+    let _ = closed_rx.recv();
+    // The daemon is gone or closed the pair: interrupt what runs, and go.
+    for c in worker.jobs.locked().values() {
+        c.cancel();
+    }
+    0
+}
+
+/// The first line of the pair: [`Init`].
+fn read_init(stream: &UnixStream) -> Result<Init, String> {
+    // One byte at a time: nothing past the first line may be buffered here.
+    let mut line = Vec::new();
+    let mut r = BufReader::with_capacity(1, stream);
+    r.read_until(b'\n', &mut line)
+        .map_err(|e| format!("cannot read the init frame: {e}"))?;
+    serde_json::from_slice(&line).map_err(|e| format!("bad init frame: {e}"))
+}
+
+fn send_line(mut stream: &UnixStream, v: &Json) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(v)?;
+    line.push(b'\n');
+    stream.write_all(&line)
+}
+
+/// Install the daemon's policy and confine this process (its only thread
+/// so far) to `init.principal`'s rules.
+fn confine(init: &Init) -> Result<Worker, String> {
+    let loaded = crate::config::load(&init.config, false).map_err(|e| e.to_string())?;
+    let config = loaded.config;
+    shoal_policy::confine::protect(init.protected.clone());
+    shoal_policy::install(
+        &config.policy,
+        config.plans.ttl.0,
+        Some(init.state_dir.clone()),
+    );
+    if init.principal == shoal_policy::runtime().local {
+        return Err("a worker evaluates for a token principal, not the local user".into());
+    }
+    let adapters = Arc::new(shoal_lang::adapters::Catalog::load(
+        shoal_lang::adapters::user_dir().as_deref(),
+    ));
+    let gate = shoal_policy::Gate::for_principal(&init.principal);
+    let rules = gate
+        .sandbox
+        .as_deref()
+        .ok_or_else(|| format!("principal {} has no sandbox", init.principal))?;
+    shoal_policy::confine::confine_thread(&init.principal, rules)?;
+    let budget = shoal_lang::memory::PrincipalBudget::leak(config.limits.principal_memory());
+    let mut gates = HashMap::new();
+    gates.insert(init.principal.clone(), Arc::new(gate));
+    Ok(Worker {
+        principal: init.principal.clone(),
+        sessions: Mutex::new(HashMap::new()),
+        jobs: Mutex::new(HashMap::new()),
+        gates: Mutex::new(gates),
+        budget,
+        adapters,
+    })
+}
+
+impl Worker {
+    fn gate(&self, caller: Option<&str>) -> Arc<shoal_policy::Gate> {
+        let who = caller.unwrap_or(&self.principal).to_string();
+        self.gates
+            .locked()
+            .entry(who.clone())
+            .or_insert_with(|| Arc::new(shoal_policy::Gate::for_principal(&who)))
+            .clone()
+    }
+
+    fn request(self: &Arc<Self>, pair: &Arc<Pair>, id: u64, body: Json) {
+        let msg: ToWorker = match serde_json::from_value(body) {
+            Ok(m) => m,
+            Err(e) => return pair.reply(id, Err(format!("not a worker request: {e}"))),
+        };
+        match msg {
+            ToWorker::Open {
+                session,
+                cwd,
+                env,
+                session_memory,
+                spill_bytes,
+            } => {
+                let r = self.open(pair, &session, cwd, env, session_memory, spill_bytes);
+                pair.reply(id, r.map(|()| Json::Null));
+            }
+            ToWorker::Exec(job) => {
+                let cancel = CallCancel::new();
+                self.jobs.locked().insert(job.job, cancel);
+                let sent = self
+                    .sessions
+                    .locked()
+                    .get(&job.session)
+                    .map(|h| h.jobs.send((id, job.clone())).is_ok());
+                if sent != Some(true) {
+                    self.jobs.locked().remove(&job.job);
+                    pair.reply(id, Err(format!("session {} is not open here", job.session)));
+                }
+            }
+            ToWorker::Close { session } => {
+                // Dropping the line ends the session's thread after its job.
+                self.sessions.locked().remove(&session);
+                pair.reply(id, Ok(Json::Null));
+            }
+            ToWorker::Interrupt { .. } | ToWorker::Inject { .. } => {
+                self.note(serde_json::to_value(msg).unwrap_or_default());
+                pair.reply(id, Ok(Json::Null));
+            }
+        }
+    }
+
+    fn note(&self, body: Json) {
+        match serde_json::from_value(body) {
+            Ok(ToWorker::Interrupt { job }) => {
+                if let Some(c) = self.jobs.locked().get(&job) {
+                    c.cancel();
+                }
+            }
+            Ok(ToWorker::Inject {
+                session,
+                channel,
+                value,
+            }) => {
+                let Some(v) = wire::decode(&value) else {
+                    return;
+                };
+                let injector = self
+                    .sessions
+                    .locked()
+                    .get(&session)
+                    .map(|h| h.injector.clone());
+                if let Some(inj) = injector.as_ref().and_then(|i| i.locked().clone()) {
+                    inj.inject(&channel, v);
+                }
+            }
+            Ok(other) => tracing::warn!("a worker note that is a request: {other:?}"),
+            Err(e) => tracing::warn!("not a worker note: {e}"),
+        }
+    }
+
+    /// Start hosting `session`: its evaluation thread, idle until a job.
+    fn open(
+        self: &Arc<Self>,
+        pair: &Arc<Pair>,
+        session: &str,
+        cwd: std::path::PathBuf,
+        env: Vec<(String, String)>,
+        session_memory: u64,
+        spill_bytes: u64,
+    ) -> Result<(), String> {
+        if self.sessions.locked().contains_key(session) {
+            return Ok(());
+        }
+        let (tx, rx) = mpsc::channel();
+        let injector = Arc::new(Mutex::new(None));
+        let memory =
+            shoal_lang::memory::MemBudget::leak(session_memory).with_principal(self.budget);
+        let pair_l = pair.clone();
+        let name = session.to_string();
+        let lookup: shoal_lang::eval::TranscriptLookup = Arc::new(move |n: u64| {
+            let q = FromWorker::Lookup {
+                session: name.clone(),
+                n,
+            };
+            let v = pair_l.request(serde_json::to_value(q).map_err(|e| e.to_string())?)?;
+            wire::decode(&v).ok_or_else(|| format!("out:{n} did not decode"))
+        });
+        let pair_b = pair.clone();
+        let name = session.to_string();
+        let bus: shoal_lang::BusSink = Arc::new(move |channel: &str, v: &shoal_value::Value| {
+            let note = FromWorker::Publish {
+                session: name.clone(),
+                channel: channel.to_string(),
+                value: wire::encode(v),
+            };
+            if let Ok(j) = serde_json::to_value(note) {
+                pair_b.note(j);
+            }
+        });
+        let setup = LangSetup {
+            opts: SessionOptions {
+                cwd,
+                env: Vec::new(),
+                config: Default::default(),
+                memory_limit: session_memory,
+                memory: Some(memory),
+                spill_limit: spill_bytes,
+                adapters: Some(self.adapters.clone()),
+            },
+            env,
+            lookup,
+            bus: Some(bus),
+        };
+        let (me, pair, inj, name) = (
+            self.clone(),
+            pair.clone(),
+            injector.clone(),
+            session.to_string(),
+        );
+        shoal_lang::session::spawn_eval_thread(format!("shoal-worker-{session}"), move |stack| {
+            me.serve(&name, setup, rx, &pair, &inj, stack)
+        })
+        .map_err(|e| format!("cannot start the session's thread: {e}"))?;
+        self.sessions
+            .locked()
+            .insert(session.to_string(), Hosted { jobs: tx, injector });
+        Ok(())
+    }
+
+    /// A hosted session's evaluation thread: its jobs in order.
+    fn serve(
+        &self,
+        session: &str,
+        setup: LangSetup,
+        rx: mpsc::Receiver<(u64, ExecJob)>,
+        pair: &Pair,
+        injector: &Mutex<Option<ChannelInjector>>,
+        stack: usize,
+    ) {
+        let mut setup = Some(setup);
+        let mut lang: Option<LangSession> = None;
+        while let Ok((id, job)) = rx.recv() {
+            let cancel = self.jobs.locked().get(&job.job).cloned();
+            let cancel = cancel.unwrap_or_else(CallCancel::new);
+            if lang.is_none() {
+                match setup.take().map(eval::new_lang) {
+                    Some(Ok(l)) => {
+                        *injector.locked() = Some(l.channel_injector());
+                        lang = Some(l);
+                    }
+                    Some(Err(m)) => {
+                        let e = crate::msg::SessionError::Internal(format!(
+                            "language session unavailable: {m}"
+                        ));
+                        pair.reply(id, Ok(json!({"error": proto::error_json(&e)})));
+                        self.jobs.locked().remove(&job.job);
+                        continue;
+                    }
+                    None => {}
+                }
+            }
+            let r = match lang.as_mut() {
+                Some(l) => self.run(l, &job, &cancel, stack),
+                None => Err(crate::msg::SessionError::Internal(format!(
+                    "session {session}: its language state was reset by a panic"
+                ))),
+            };
+            cancel.finish();
+            self.jobs.locked().remove(&job.job);
+            let reply = match r {
+                Ok(done) => {
+                    if matches!(done.ran, eval::Ran::Panicked(_)) {
+                        // Never resume state a panic may have half-mutated.
+                        lang = None;
+                    }
+                    json!({"done": proto::evaluated_json(&done)})
+                }
+                Err(e) => json!({"error": proto::error_json(&e)}),
+            };
+            pair.reply(id, Ok(reply));
+        }
+    }
+
+    fn run(
+        &self,
+        lang: &mut LangSession,
+        job: &ExecJob,
+        cancel: &CallCancel,
+        stack: usize,
+    ) -> Result<eval::Evaluated, crate::msg::SessionError> {
+        let prepared = eval::prepare(lang, &job.src, job.position())?;
+        let spec = EvalJob {
+            tty: job.tty,
+            width: job.width,
+            gate: Some(self.gate(job.caller.as_deref())),
+            check: job.check,
+            cancel,
+            tasks: None,
+            home: Some(shoal_base::procs::Home::new(
+                &job.session,
+                shoal_base::procs::Owner::Exec,
+            )),
+        };
+        eval::evaluate(lang, &spec, prepared, stack)
+    }
+}

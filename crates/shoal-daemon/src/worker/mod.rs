@@ -1,0 +1,16 @@
+//! A token principal's worker process (docs/leash.md): a process of its own,
+//! confined by the kernel as a whole, that evaluates the principal's
+//! sessions. `pair.rs` is the socketpair both ends speak over, `proto.rs`
+//! what crosses it, `host.rs` the worker's side (`shoal worker`).
+//!
+//! Status: the worker evaluates execs, answers `out:N` lookups through the
+//! daemon and publishes `user.*` events (tests/it/worker.rs drives it as
+//! the daemon will). The daemon does not start it yet: a token's sessions
+//! still evaluate on a confined thread of the daemon until the session
+//! actors route to it, with background tasks and planning crossing too.
+
+mod host;
+pub mod pair;
+pub mod proto;
+
+pub use host::main;

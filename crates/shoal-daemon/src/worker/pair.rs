@@ -1,0 +1,213 @@
+//! One end of the socketpair between the daemon and a worker process.
+//!
+//! Each frame is one line of JSON: a request `{"q": id, "b": body}`, the
+//! reply to one `{"r": id, "ok": body}` or `{"r": id, "err": message}`, or
+//! a note `{"b": body}` that wants no reply. Either end sends requests from
+//! any thread and waits for its reply there; one reader thread per end
+//! routes replies to their waiters and hands requests and notes to the
+//! end's handler, which must not block (it hands long work to a thread of
+//! its own). When the other end goes, every waiter gets an error and the
+//! handler [`Incoming::Closed`].
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+
+use serde_json::{json, Value as Json};
+use shoal_base::sync::Locked;
+
+/// What the reader hands the handler.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A request: answer it with [`Pair::reply`] and its `id`.
+    Request {
+        id: u64,
+        body: Json,
+    },
+    Note(Json),
+    /// The other end closed the pair (or sent a frame that is not one).
+    Closed,
+}
+
+/// One end of the pair.
+pub struct Pair {
+    out: Mutex<UnixStream>,
+    waiting: Mutex<HashMap<u64, mpsc::SyncSender<Result<Json, String>>>>,
+    next: AtomicU64,
+    gone: AtomicBool,
+}
+
+impl std::fmt::Debug for Pair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pair")
+            .field("gone", &self.gone.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// The error every request gets once the other end is gone.
+pub const GONE: &str = "the worker pair is closed";
+
+impl Pair {
+    /// Start the reader of `stream` on a thread named `name`; `handler`
+    /// takes every request and note, then [`Incoming::Closed`] once.
+    pub fn start(
+        stream: UnixStream,
+        name: &str,
+        mut handler: impl FnMut(&Arc<Pair>, Incoming) + Send + 'static,
+    ) -> io::Result<Arc<Pair>> {
+        let read = stream.try_clone()?;
+        let pair = Arc::new(Pair {
+            out: Mutex::new(stream),
+            waiting: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+            gone: AtomicBool::new(false),
+        });
+        let me = pair.clone();
+        std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                let mut lines = BufReader::new(read);
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    match lines.read_line(&mut line) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                    let Ok(frame) = serde_json::from_str::<Json>(&line) else {
+                        tracing::error!("a worker pair frame is not JSON; closing the pair");
+                        break;
+                    };
+                    if let Some(id) = frame.get("r").and_then(Json::as_u64) {
+                        let r = match frame.get("err") {
+                            Some(e) => Err(e.as_str().unwrap_or("error").to_string()),
+                            None => Ok(frame.get("ok").cloned().unwrap_or(Json::Null)),
+                        };
+                        if let Some(w) = me.waiting.locked().remove(&id) {
+                            let _ = w.send(r);
+                        }
+                        continue;
+                    }
+                    let body = frame.get("b").cloned().unwrap_or(Json::Null);
+                    match frame.get("q").and_then(Json::as_u64) {
+                        Some(id) => handler(&me, Incoming::Request { id, body }),
+                        None => handler(&me, Incoming::Note(body)),
+                    }
+                }
+                me.gone.store(true, Ordering::SeqCst);
+                // Dropping the senders wakes every waiter with an error.
+                me.waiting.locked().clear();
+                let _ = me.out.locked().shutdown(std::net::Shutdown::Both);
+                handler(&me, Incoming::Closed);
+            })?;
+        Ok(pair)
+    }
+
+    /// Close the pair: the other end reads its end, and this end's reader
+    /// ends (its handler gets [`Incoming::Closed`]).
+    pub fn close(&self) {
+        let _ = self.out.locked().shutdown(std::net::Shutdown::Both);
+    }
+
+    /// The other end is gone.
+    pub fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::SeqCst)
+    }
+
+    fn send(&self, frame: &Json) -> Result<(), String> {
+        let mut line = serde_json::to_vec(frame).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        let mut out = self.out.locked();
+        out.write_all(&line).map_err(|_| GONE.to_string())
+    }
+
+    /// Send `body` and wait for its reply (an `err` reply, or the other end
+    /// going, is the error).
+    pub fn request(&self, body: Json) -> Result<Json, String> {
+        if self.is_gone() {
+            return Err(GONE.into());
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.waiting.locked().insert(id, tx);
+        if let Err(e) = self.send(&json!({"q": id, "b": body})) {
+            self.waiting.locked().remove(&id);
+            return Err(e);
+        }
+        // The reader may have ended between the check above and the insert.
+        if self.is_gone() {
+            self.waiting.locked().remove(&id);
+        }
+        rx.recv().unwrap_or_else(|_| Err(GONE.into()))
+    }
+
+    /// Answer request `id`.
+    pub fn reply(&self, id: u64, r: Result<Json, String>) {
+        let frame = match r {
+            Ok(ok) => json!({"r": id, "ok": ok}),
+            Err(e) => json!({"r": id, "err": e}),
+        };
+        let _ = self.send(&frame);
+    }
+
+    /// Send `body`, wanting no reply.
+    pub fn note(&self, body: Json) {
+        let _ = self.send(&json!({"b": body}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Requests cross both ways at once, a handler's reply may come from
+    /// another thread, and a closed end fails its waiters instead of
+    /// hanging them.
+    #[test]
+    fn requests_cross_both_ways_and_a_close_wakes_waiters() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let echo = |p: &Arc<Pair>, i: Incoming| {
+            if let Incoming::Request { id, body } = i {
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    if body == json!("fail") {
+                        p.reply(id, Err("refused".into()));
+                    } else {
+                        p.reply(id, Ok(json!({"echo": body})));
+                    }
+                });
+            }
+        };
+        let pa = Pair::start(a, "a", echo).unwrap();
+        let (closed_tx, closed_rx) = mpsc::channel();
+        let pb = Pair::start(b, "b", move |p, i| {
+            if matches!(i, Incoming::Closed) {
+                let _ = closed_tx.send(());
+            } else {
+                echo(p, i)
+            }
+        })
+        .unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let (pa, pb) = (pa.clone(), pb.clone());
+                std::thread::spawn(move || {
+                    assert_eq!(pa.request(json!(i)).unwrap(), json!({"echo": i}));
+                    assert_eq!(pb.request(json!(-i)).unwrap(), json!({"echo": -i}));
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(pa.request(json!("fail")).unwrap_err(), "refused");
+        // `a` goes: `b` hears it, and its requests fail from then on.
+        pa.close();
+        closed_rx.recv().unwrap();
+        assert!(pb.is_gone());
+        assert_eq!(pb.request(json!(1)).unwrap_err(), GONE);
+    }
+}

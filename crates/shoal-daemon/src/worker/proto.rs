@@ -1,0 +1,338 @@
+//! What crosses the pair between the daemon and a worker process: the
+//! daemon's requests and notes ([`ToWorker`]), the worker's
+//! ([`FromWorker`]), and an evaluation's result in a form that crosses
+//! ([`evaluated_json`], [`evaluated_from`]). Values travel in the journal's
+//! wire encoding: what the daemon keeps of a worker's value is what it
+//! would read back from the journal after a restart.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value as Json};
+
+use crate::msg::SessionError;
+use crate::sessions::session::eval::{Evaluated, Ran};
+use shoal_lang::{ParseError, Position, Warning};
+use shoal_proto::rpc::RpcError;
+use shoal_proto::wire;
+use shoal_value::{shown::Shown, ShoalError, Value};
+
+/// The first frame the daemon sends, before the worker confines itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Init {
+    /// The token principal whose sessions the worker evaluates.
+    pub principal: String,
+    /// The daemon's config file (its `[policy]` and `[limits]`).
+    pub config: PathBuf,
+    /// The daemon's state dir.
+    pub state_dir: PathBuf,
+    /// What no token reaches (the daemon's `protect` list).
+    pub protected: Vec<PathBuf>,
+}
+
+/// The worker's answer to [`Init`]: confined and ready.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Ready {
+    pub pid: u32,
+}
+
+/// From the daemon to a worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum ToWorker {
+    /// Host session `session` (its language session starts on first use).
+    Open {
+        session: String,
+        cwd: PathBuf,
+        env: Vec<(String, String)>,
+        session_memory: u64,
+        spill_bytes: u64,
+    },
+    /// Evaluate (a request: the reply is [`evaluated_json`] or an error).
+    Exec(ExecJob),
+    /// Stop hosting `session`.
+    Close { session: String },
+    /// A note: cancel job `job` (again, while it runs).
+    Interrupt { job: u64 },
+    /// A note: deliver a `user.*` event to `session`'s channel readers.
+    Inject {
+        session: String,
+        channel: String,
+        value: Json,
+    },
+}
+
+/// One exec as the worker gets it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExecJob {
+    pub session: String,
+    /// The daemon's number for it (what [`ToWorker::Interrupt`] names).
+    pub job: u64,
+    pub src: String,
+    pub value_position: bool,
+    pub tty: bool,
+    pub width: usize,
+    /// The caller's principal (`None`: the session's owner).
+    pub caller: Option<String>,
+    pub check: bool,
+}
+
+impl ExecJob {
+    pub fn position(&self) -> Position {
+        if self.value_position {
+            Position::Value
+        } else {
+            Position::Stmt
+        }
+    }
+}
+
+/// From a worker to the daemon.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum FromWorker {
+    /// What `out:n` of `session` is (a request: the reply is its wire value).
+    Lookup { session: String, n: u64 },
+    /// A note: publish `value` on `channel` (a `user.*` channel).
+    Publish {
+        session: String,
+        channel: String,
+        value: Json,
+    },
+}
+
+/// The warning codes the parser gives (a crossing warning's code must be
+/// one of them).
+const WARNING_CODES: &[&str] = &["builtin_in_chain", "dollar_in_string"];
+
+fn warnings_json(ws: &[Warning]) -> Json {
+    shoal_proto::kernel::warnings_json(ws)
+}
+
+fn span_from(j: &Json) -> shoal_lang::ast::Span {
+    let n = |k: &str| {
+        j.get(k)
+            .and_then(Json::as_u64)
+            .and_then(|x| u32::try_from(x).ok())
+            .unwrap_or(0)
+    };
+    shoal_lang::ast::Span {
+        start: n("start"),
+        end: n("end"),
+    }
+}
+
+fn warnings_from(j: &Json) -> Vec<Warning> {
+    let s = |w: &Json, k: &str| w.get(k).and_then(Json::as_str).unwrap_or("").to_string();
+    j.as_array()
+        .map(|ws| {
+            ws.iter()
+                .filter_map(|w| {
+                    let code = w.get("code").and_then(Json::as_str)?;
+                    let code = WARNING_CODES.iter().find(|c| **c == code)?;
+                    Some(Warning {
+                        code,
+                        message: s(w, "message"),
+                        span: span_from(w.get("span").unwrap_or(&Json::Null)),
+                        hint: s(w, "hint"),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn shown_json(s: &Shown) -> Json {
+    json!({
+        "status": s.status,
+        "body": s.body,
+        "stderr": s.stderr,
+        "truncated": s.truncated,
+        "cells_cut": s.cells_cut,
+    })
+}
+
+fn shown_from(j: &Json) -> Shown {
+    let opt = |k: &str| j.get(k).and_then(Json::as_str).map(str::to_string);
+    let flag = |k: &str| j.get(k).and_then(Json::as_bool).unwrap_or(false);
+    Shown {
+        status: opt("status"),
+        body: opt("body").unwrap_or_default(),
+        stderr: opt("stderr"),
+        truncated: flag("truncated"),
+        cells_cut: flag("cells_cut"),
+    }
+}
+
+/// `e` as it crosses.
+pub fn error_json(e: &SessionError) -> Json {
+    match e {
+        SessionError::Internal(m) => json!({"internal": m}),
+        e => json!({"rpc": crate::peer::session_error(e.clone())}),
+    }
+}
+
+/// An error that crossed.
+pub fn error_from(j: &Json) -> SessionError {
+    if let Some(m) = j.get("internal").and_then(Json::as_str) {
+        return SessionError::Internal(m.to_string());
+    }
+    let r = j.get("rpc").unwrap_or(&Json::Null);
+    let mut e = RpcError::new(
+        r.get("code").and_then(Json::as_i64).unwrap_or(-32603),
+        r.get("message")
+            .and_then(Json::as_str)
+            .unwrap_or("the worker failed"),
+    );
+    e.data = r.get("data").cloned();
+    SessionError::Rpc(e)
+}
+
+/// `e` as it crosses.
+pub fn evaluated_json(e: &Evaluated) -> Json {
+    let ran = match &e.ran {
+        Ran::Panicked(m) => json!({"panicked": m}),
+        Ran::Parse(p) => json!({"parse": {
+            "msg": p.msg,
+            "span": {"start": p.span.start, "end": p.span.end},
+            "hint": p.hint,
+        }}),
+        Ran::Raised { error, warnings } => json!({
+            "raised": wire::error(error),
+            "warnings": warnings_json(warnings),
+        }),
+        Ran::Value {
+            value,
+            shown,
+            warnings,
+        } => json!({
+            "value": wire::encode(value),
+            "shown": shown_json(shown),
+            "warnings": warnings_json(warnings),
+        }),
+    };
+    json!({
+        "effects": e.effects,
+        "cwd": e.cwd,
+        "ts": e.ts,
+        "elapsed_ns": u64::try_from(e.elapsed.as_nanos()).unwrap_or(u64::MAX),
+        "ran": ran,
+    })
+}
+
+/// An evaluation that crossed (`None`: not one).
+pub fn evaluated_from(j: &Json) -> Option<Evaluated> {
+    let ran = j.get("ran")?;
+    let ran = if let Some(m) = ran.get("panicked") {
+        Ran::Panicked(m.as_str()?.to_string())
+    } else if let Some(p) = ran.get("parse") {
+        Ran::Parse(ParseError {
+            msg: p.get("msg")?.as_str()?.to_string(),
+            span: span_from(p.get("span")?),
+            hint: p.get("hint").and_then(Json::as_str).map(str::to_string),
+        })
+    } else if let Some(r) = ran.get("raised") {
+        let error = match &wire::decode(r)? {
+            Value::Error(e) => ShoalError::clone(e),
+            _ => return None,
+        };
+        Ran::Raised {
+            error,
+            warnings: warnings_from(ran.get("warnings")?),
+        }
+    } else {
+        let v = ran.get("value")?;
+        // What does not decode (a closure, a stream) is kept as its text.
+        let value = wire::decode(v).unwrap_or_else(|| {
+            let repr = v
+                .get("repr")
+                .or_else(|| v.get("label"))
+                .and_then(Json::as_str)
+                .unwrap_or("<value>");
+            Value::str(repr)
+        });
+        Ran::Value {
+            value,
+            shown: shown_from(ran.get("shown")?),
+            warnings: warnings_from(ran.get("warnings")?),
+        }
+    };
+    Some(Evaluated {
+        effects: j.get("effects")?.as_array()?.clone(),
+        cwd: PathBuf::from(j.get("cwd")?.as_str()?),
+        ts: j.get("ts")?.as_i64()?,
+        elapsed: Duration::from_nanos(j.get("elapsed_ns")?.as_u64()?),
+        ran,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_evaluation_crosses_whole() {
+        let e = Evaluated {
+            effects: vec![json!({"kind": "fs_read", "path": "/p"})],
+            cwd: PathBuf::from("/proj"),
+            ts: 7,
+            elapsed: Duration::from_micros(1500),
+            ran: Ran::Value {
+                value: Value::List(std::sync::Arc::new(vec![Value::Int(1), Value::str("a")])),
+                shown: Shown {
+                    status: Some("exit status 1".into()),
+                    body: "[1, a]".into(),
+                    stderr: None,
+                    truncated: true,
+                    cells_cut: false,
+                },
+                warnings: vec![Warning {
+                    code: "dollar_in_string",
+                    message: "m".into(),
+                    span: shoal_lang::ast::Span { start: 1, end: 3 },
+                    hint: "h".into(),
+                }],
+            },
+        };
+        let back = evaluated_from(&evaluated_json(&e)).unwrap();
+        assert_eq!(back.effects, e.effects);
+        assert_eq!((back.cwd, back.ts, back.elapsed), (e.cwd, e.ts, e.elapsed));
+        match (back.ran, e.ran) {
+            (
+                Ran::Value {
+                    value,
+                    shown,
+                    warnings,
+                },
+                Ran::Value {
+                    value: v0,
+                    shown: s0,
+                    warnings: w0,
+                },
+            ) => {
+                assert_eq!(wire::encode(&value), wire::encode(&v0));
+                assert_eq!(shown, s0);
+                assert_eq!(warnings, w0);
+            }
+            _ => panic!("not a value"),
+        }
+        let raised = Evaluated {
+            effects: vec![],
+            cwd: PathBuf::from("/"),
+            ts: 0,
+            elapsed: Duration::ZERO,
+            ran: Ran::Raised {
+                error: ShoalError::new(shoal_value::ErrorCode::Permission, "denied"),
+                warnings: vec![],
+            },
+        };
+        match evaluated_from(&evaluated_json(&raised)).unwrap().ran {
+            Ran::Raised { error, .. } => {
+                assert_eq!(error.msg, "denied");
+                assert_eq!(error.code, shoal_value::ErrorCode::Permission);
+            }
+            _ => panic!("not raised"),
+        }
+    }
+}

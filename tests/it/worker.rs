@@ -1,0 +1,173 @@
+//! `shoal worker`, driven over its pair as the daemon drives it: the
+//! process confines itself before it evaluates anything (seccomp mode 2,
+//! `no_new_privs`, a pid of its own), then a token principal's builtins,
+//! methods and children meet the kernel inside it, judged on disk; `out:N`
+//! and `user.*` events cross back to the daemon's side; closing the pair
+//! ends the worker.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+
+use crate::common::*;
+use crate::redteam::{principal, SYSTEM_READ};
+use serde_json::{json, Value};
+use shoal_daemon::worker::pair::{Incoming, Pair};
+
+/// A field of `/proc/PID/status`.
+fn status_field(pid: u32, name: &str) -> String {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
+    let root = Root::new();
+    let base = root.path().canonicalize().unwrap();
+    let (proj, outside) = (base.join("proj"), base.join("outside"));
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let secret = outside.join("secret");
+    std::fs::write(&secret, "WORKER-SECRET-7731").unwrap();
+    let mut read: Vec<String> = SYSTEM_READ.iter().map(|s| s.to_string()).collect();
+    read.push(format!("{}/**", proj.display()));
+    let grant = vec![format!("{}/**", proj.display())];
+    let config = base.join("shoal.toml");
+    let section = principal(
+        "agent:w",
+        "opaque = \"deny\"\nauto_apply = \"in-grant\"\nnamespaces = \"off\"\nproc_spawn = [\"cat\", \"sh\"]",
+        &read,
+        &grant,
+        &grant,
+    );
+    std::fs::write(&config, format!("[policy]\n{section}")).unwrap();
+
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let mut child = Command::new(BIN)
+        .arg("worker")
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .env("XDG_STATE_HOME", base.join("state"))
+        .env("XDG_CONFIG_HOME", base.join("config"))
+        .spawn()
+        .unwrap();
+    let init = json!({
+        "principal": "agent:w",
+        "config": config,
+        "state_dir": base.join("state/shoal"),
+        "protected": [base.join("state")],
+    });
+    (&ours).write_all(format!("{init}\n").as_bytes()).unwrap();
+    let mut first = String::new();
+    BufReader::with_capacity(1, &ours)
+        .read_line(&mut first)
+        .unwrap();
+    let ready: Value = serde_json::from_str(&first).unwrap();
+    let pid = ready["ready"]["pid"].as_u64().expect("ready") as u32;
+    assert_eq!(pid, child.id());
+    assert_ne!(pid, std::process::id());
+    assert_eq!(
+        status_field(pid, "Seccomp"),
+        "2",
+        "the worker runs under seccomp"
+    );
+    assert_eq!(status_field(pid, "NoNewPrivs"), "1");
+
+    // The daemon's side: `out:N` lookups and published events.
+    let (events_tx, events) = mpsc::channel::<Value>();
+    let pair = Pair::start(ours, "test-pair", move |pair, i| match i {
+        Incoming::Request { id, body } => {
+            assert_eq!(body["op"], "lookup");
+            let n = body["n"].as_u64().unwrap();
+            pair.reply(id, Ok(json!({"$": "int", "v": n * 100})));
+        }
+        Incoming::Note(body) => {
+            let _ = events_tx.send(body);
+        }
+        Incoming::Closed => {}
+    })
+    .unwrap();
+    let open = json!({"op": "open", "session": "w1", "cwd": proj, "env": [["HOME", base]],
+        "session_memory": 0, "spill_bytes": 0});
+    pair.request(open).unwrap();
+    let job = std::cell::Cell::new(0);
+    // `check: false` is an approved plan's apply: no gate on the derived
+    // effects, so only the kernel stands in the way.
+    let run = |src: String, check: bool| -> Value {
+        job.set(job.get() + 1);
+        pair.request(
+            json!({"op": "exec", "session": "w1", "job": job.get(), "src": src,
+            "value_position": false, "tty": false, "width": 80, "caller": null, "check": check}),
+        )
+        .unwrap()
+    };
+    let exec = |src: String| run(src, true);
+
+    // Builtins, methods and children outside the grants: nothing happens on disk.
+    let pwn = outside.join("PWNED");
+    let attempts = [
+        format!("{:?}.save({:?})", "x", pwn.display().to_string()),
+        format!("rm({:?}, permanent: true)", secret.display().to_string()),
+        format!(
+            "cp({:?}, {:?})",
+            secret.display().to_string(),
+            pwn.display().to_string()
+        ),
+        format!("touch({:?})", pwn.display().to_string()),
+        format!("sh(\"-c\", \"echo x > {}\")", pwn.display()),
+    ];
+    let reads = [
+        format!("cat({:?})", secret.display().to_string()),
+        format!("path({:?}).read()", secret.display().to_string()),
+    ];
+    for check in [true, false] {
+        for src in &attempts {
+            let r = run(src.clone(), check);
+            assert!(!pwn.exists(), "{src}: {r}");
+            assert_eq!(
+                std::fs::read_to_string(&secret).unwrap(),
+                "WORKER-SECRET-7731"
+            );
+        }
+        for src in &reads {
+            let r = run(src.clone(), check);
+            assert!(!r.to_string().contains("WORKER-SECRET"), "{src}: {r}");
+        }
+    }
+    // Inside the grant it works: the control.
+    let made = proj.join("made.txt");
+    let r = exec(format!("\"inside\".save({:?})", made.display().to_string()));
+    assert!(r.get("done").is_some(), "{r}");
+    assert_eq!(std::fs::read_to_string(&made).unwrap(), "inside");
+    let r = exec(format!("cat {:?}", made.display().to_string()));
+    assert!(r["done"]["ran"]["shown"]["body"]
+        .as_str()
+        .unwrap()
+        .contains("inside"));
+
+    // `out:N` is the daemon's; `user.*` events go to it.
+    let r = exec("out:3 + 1".into());
+    assert_eq!(
+        r["done"]["ran"]["value"],
+        json!({"$": "int", "v": 301}),
+        "{r}"
+    );
+    exec("channel(\"user.t\").emit(42)".into());
+    let ev = events.recv().unwrap();
+    assert_eq!(
+        (ev["op"].as_str(), ev["channel"].as_str()),
+        (Some("publish"), Some("user.t"))
+    );
+
+    // A closed pair ends the worker.
+    pair.close();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
