@@ -246,7 +246,8 @@ pub fn effects(data: &[u8]) {
     let _ = leash_policy::local_default().decide(&effects, None);
     let _ = effect::wire_reversibility(&effects);
     let _ = effect::auto_reversible(&effects);
-    let _ = plan::plan_ref("s", "agent", "src", &effects);
+    let at = plan::Place::of(std::path::Path::new("/home/u"), [("PATH", "/usr/bin")]);
+    let _ = plan::plan_ref("s", "agent", "src", &effects, &at);
     for e in &effects {
         let _ = effect::normalize_kind(e.kind());
         let _ = e.to_json();

@@ -287,6 +287,7 @@ pub fn plan_show(socket: Option<PathBuf>, plan_ref: &str, as_json: bool) -> i32 
                 "plan_ref",
                 "session",
                 "principal",
+                "cwd",
                 "verdict",
                 "approval",
                 "reversibility",

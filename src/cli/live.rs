@@ -110,6 +110,7 @@ impl Pending {
             s("session"),
             s("principal")
         );
+        text.push_str(&format!("  cwd:     {}\n", s("cwd")));
         for (i, l) in s("src").lines().enumerate() {
             text.push_str(if i == 0 { "  src:     " } else { "           " });
             text.push_str(l);
@@ -384,7 +385,7 @@ mod tests {
     fn a_pending_plan_names_source_effects_and_reversibility() {
         let ev = json!({"channel": "approval", "payload": {
             "event": "pending", "plan_ref": "p1", "session": "s", "principal": "agent",
-            "src": "rm a.txt", "effects": [{"kind": "fs_delete", "path": "/x/a.txt"}],
+            "cwd": "/x", "src": "rm a.txt", "effects": [{"kind": "fs_delete", "path": "/x/a.txt"}],
             "reversibility": "reversible"}});
         let f = Filter {
             session: None,
@@ -395,6 +396,7 @@ mod tests {
             panic!("no plan");
         };
         assert!(p.text.contains("src:     rm a.txt"), "{}", p.text);
+        assert!(p.text.contains("cwd:     /x"), "{}", p.text);
         assert!(p.text.contains("effects: fs_delete /x/a.txt"), "{}", p.text);
         assert!(p.text.contains("reversibility: reversible"), "{}", p.text);
         assert_eq!(answer(" Y "), Some(true));

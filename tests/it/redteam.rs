@@ -1,7 +1,8 @@
 //! Red-team acceptance suite for Leash (docs/rules.md §21): a token principal gets nothing
 //! its policy does not grant, whichever route it takes (builtins in call form, value methods,
 //! unknown commands, links, `cd`, closures and aliases, scripts, `PATH`, other sessions,
-//! `env`, sandboxed children, plans and approvals, event channels, state files, blob hashes).
+//! `env`, sandboxed children, plans and approvals (and where they apply), event channels, state
+//! files, blob hashes).
 //!
 //! Every attempt runs against a real daemon as the attacker would, through the kernel socket
 //! and (where it makes sense) through MCP `shoal_exec`, and is judged only by its outcome: on
@@ -21,6 +22,7 @@ mod children;
 mod eval;
 mod limits;
 mod links;
+mod place;
 mod plans;
 mod reattach;
 mod revoke;

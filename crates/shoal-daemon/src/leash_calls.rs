@@ -133,11 +133,16 @@ pub async fn plan(
         .plan_ttl
         .as_nanos()
         .min(i64::MAX as u128) as i64;
+    let place = derived
+        .place
+        .clone()
+        .ok_or_else(|| RpcError::internal("the plan's place is unknown"))?;
     let plan = Plan {
-        plan_ref: plan_ref(&handle.name, &gate.principal, &src, &effects),
+        plan_ref: plan_ref(&handle.name, &gate.principal, &src, &effects, &place),
         session: handle.name.clone(),
         principal: gate.principal.clone(),
         src,
+        place,
         effects,
         undo: derived.undo,
         verdict: d.verdict,
@@ -191,8 +196,10 @@ pub async fn cap_request(
 }
 
 /// `plan.apply` / `shoal_apply`: run an approved (or allowed) plan of the
-/// caller, once. The effects are derived again first: if they changed since
-/// planning (a new cwd, new files for a glob), the plan must be made again.
+/// caller, once, where it was planned: in another cwd or environment it is
+/// refused (the same source may run another program there). The effects are
+/// derived again first: if they changed since planning (new files for a
+/// glob), the plan must be made again.
 pub async fn apply(
     handle: SessionHandle,
     gate: Arc<Gate>,
@@ -256,6 +263,9 @@ async fn apply_checked(
         _ => return Err(RpcError::internal("unexpected plan store reply")),
     };
     let now = derive(&handle, &gate, &plan.src).await?;
+    if let Some(why) = now.place.as_ref().and_then(|p| plan.place.moved(p)) {
+        return Err(moved(&plan_ref, &plan.place, &why));
+    }
     if now.effects != plan.effects {
         return Err(RpcError::new(
             rpc::APPROVAL_REQUIRED,
@@ -282,19 +292,35 @@ async fn apply_checked(
         .with_data(json!({"plan_ref": plan_ref, "irreversible": new_losses})));
     }
     // The run-time gate lets through what the approved plan lists.
+    // The session checks the place again as the run starts (a call queued
+    // meanwhile may have changed it).
     let applying = Arc::new(gate.applying(&plan.effects));
-    let result = crate::sessions::exec::exec_elided(
-        handle,
-        plan.src.clone(),
-        Position::Stmt,
+    let exec = crate::msg::Exec {
+        src: plan.src.clone(),
+        position: Position::Stmt,
         tty,
-        budget,
         cancel,
-        Some(applying),
-        false,
-    )
-    .await?;
+        gate: Some(applying),
+        check: false,
+        width: None,
+        place: Some(plan.place.clone()),
+    };
+    let result = crate::sessions::exec::exec_result(handle, exec, budget)
+        .await
+        .map_err(|e| match e.data.as_ref().and_then(|d| d.get("moved")) {
+            Some(_) => moved(&plan_ref, &plan.place, &e.message),
+            None => e,
+        })?;
     Ok(Applied { result, plan_ref })
+}
+
+/// The refusal of an apply away from where the plan was made.
+pub fn moved(plan_ref: &str, place: &shoal_policy::plan::Place, why: &str) -> RpcError {
+    RpcError::new(
+        rpc::APPROVAL_REQUIRED,
+        format!("{why}: an approved plan applies only where it was made; plan it again here"),
+    )
+    .with_data(json!({"plan_ref": plan_ref, "cwd": place.cwd_text(), "moved": true}))
 }
 
 /// `cap.request` params checked: the plan (never empty) and the requested

@@ -91,6 +91,9 @@ pub struct Exec {
     /// The caller's terminal width for the render (`None`: the session's
     /// `render_width`).
     pub width: Option<usize>,
+    /// An approved plan's apply: refuse unless the session's cwd and
+    /// environment are still where the plan was made.
+    pub place: Option<shoal_policy::plan::Place>,
 }
 
 /// Derive the effects of a source in the session (planning; nothing runs).

@@ -390,7 +390,21 @@ impl Session {
     pub fn derive_plan(&self, src: &str) -> Result<shoal_policy::undo::Derived, ParseError> {
         let ctx = self.parse_context();
         let prog = crate::parse::parse(src, &ctx)?;
-        Ok(self.effects_in(&prog, &ctx.bound))
+        let mut d = self.effects_in(&prog, &ctx.bound);
+        d.place = Some(self.place());
+        Ok(d)
+    }
+
+    /// Where the session is now: its cwd and a digest of its environment (an
+    /// approved plan applies only where it was made).
+    pub fn place(&self) -> shoal_policy::plan::Place {
+        shoal_policy::plan::Place::of(
+            &self.interp.cwd,
+            self.interp
+                .env
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        )
     }
 
     /// Names value-bound at the top level by earlier execs (`let`/`var`).

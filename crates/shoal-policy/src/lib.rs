@@ -15,6 +15,7 @@ pub mod landlock;
 #[cfg(test)]
 mod landlock_tests;
 pub mod namespaces;
+pub mod place;
 pub mod plan;
 pub mod policy;
 pub mod protected;

@@ -3,16 +3,31 @@
 use serde_json::Value as Json;
 
 use super::effect::Effect;
+pub use super::place::Place;
 use super::policy::{ApproveVia, AutoApply, Verdict};
 use super::undo::Undo;
 
-/// `plan:` + 16 hex of BLAKE3 over session, principal, source and effects:
-/// bound to its owner, so two callers never share or overwrite one.
-pub fn plan_ref(session: &str, principal: &str, src: &str, effects: &[Effect]) -> String {
+/// `plan:` + 16 hex of BLAKE3 over session, principal, source, effects and
+/// place: bound to its owner, so two callers never share or overwrite one, and
+/// to where it was made, so planning the same source elsewhere is a new plan.
+pub fn plan_ref(
+    session: &str,
+    principal: &str,
+    src: &str,
+    effects: &[Effect],
+    place: &Place,
+) -> String {
     let mut h = blake3::Hasher::new();
-    for part in [session, principal, src] {
+    let cwd = place.cwd.as_os_str().as_encoded_bytes();
+    for part in [
+        session.as_bytes(),
+        principal.as_bytes(),
+        src.as_bytes(),
+        cwd,
+        place.env.as_bytes(),
+    ] {
         h.update(&(part.len() as u64).to_le_bytes());
-        h.update(part.as_bytes());
+        h.update(part);
     }
     let effects = serde_json::to_vec(effects).unwrap_or_default();
     h.update(&effects);
@@ -66,6 +81,8 @@ pub struct Plan {
     pub session: String,
     pub principal: String,
     pub src: String,
+    /// Where it was made: it applies only there.
+    pub place: Place,
     pub effects: Vec<Effect>,
     /// What of the effects can be undone.
     pub undo: Undo,
@@ -129,16 +146,20 @@ pub fn rfc3339(ns: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn refs_are_owner_bound() {
         let e = vec![Effect::Opaque];
-        let a = plan_ref("s1", "uid:0", "sh { x }", &e);
-        assert_eq!(a, plan_ref("s1", "uid:0", "sh { x }", &e));
-        assert_ne!(a, plan_ref("s2", "uid:0", "sh { x }", &e));
-        assert_ne!(a, plan_ref("s1", "agent", "sh { x }", &e));
-        assert_ne!(a, plan_ref("s1", "uid:0", "sh { y }", &e));
-        assert_ne!(a, plan_ref("s1", "uid:0", "sh { x }", &[]));
+        let at = Place::of(Path::new("/usr/bin"), [("PATH", "/usr/bin")]);
+        let a = plan_ref("s1", "uid:0", "sh { x }", &e, &at);
+        assert_eq!(a, plan_ref("s1", "uid:0", "sh { x }", &e, &at));
+        assert_ne!(a, plan_ref("s2", "uid:0", "sh { x }", &e, &at));
+        assert_ne!(a, plan_ref("s1", "agent", "sh { x }", &e, &at));
+        assert_ne!(a, plan_ref("s1", "uid:0", "sh { y }", &e, &at));
+        assert_ne!(a, plan_ref("s1", "uid:0", "sh { x }", &[], &at));
+        let elsewhere = Place::of(Path::new("/home/a"), [("PATH", "/usr/bin")]);
+        assert_ne!(a, plan_ref("s1", "uid:0", "sh { x }", &e, &elsewhere));
         assert_eq!(a.len(), 21);
     }
 }

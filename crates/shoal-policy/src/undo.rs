@@ -37,6 +37,8 @@ impl Undo {
 pub struct Derived {
     pub effects: Vec<Effect>,
     pub undo: Undo,
+    /// Where it was derived (a plan's: the session's cwd and environment).
+    pub place: Option<super::place::Place>,
 }
 
 impl Derived {
@@ -45,6 +47,7 @@ impl Derived {
         Derived {
             effects: vec![Effect::Opaque],
             undo: Undo::default(),
+            place: None,
         }
     }
 
@@ -103,6 +106,7 @@ mod tests {
                 paths: vec!["/p/a".into()],
             }],
             undo: Undo::default(),
+            place: None,
         };
         assert_eq!(d.reversibility(), "reversible");
         d.undo.lose("rm --permanent deletes /p/a for good".into());
@@ -118,6 +122,7 @@ mod tests {
                 port: 22,
             }],
             undo: Undo::default(),
+            place: None,
         };
         assert_eq!(net.reversibility(), "irreversible");
         assert!(net.irreversible()[0].contains("github.com:22"));

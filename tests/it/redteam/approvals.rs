@@ -39,7 +39,7 @@ fn plan_ref(r: &Value) -> Option<String> {
     .find_map(|v| v.as_str().map(str::to_string))
 }
 
-fn plan(ag: &mut Agent, src: &str) -> String {
+pub(super) fn plan(ag: &mut Agent, src: &str) -> String {
     let r = if ag.mcp {
         ag.conn.call(
             "tools/call",
@@ -51,12 +51,12 @@ fn plan(ag: &mut Agent, src: &str) -> String {
     plan_ref(&r).unwrap_or_else(|| panic!("no plan for {src}: {r}"))
 }
 
-fn apply(ag: &mut Agent, pr: &str) -> Value {
+pub(super) fn apply(ag: &mut Agent, pr: &str) -> Value {
     ag.tool("plan.apply", "shoal_apply", json!({"plan_ref": pr}))
 }
 
 /// `shoal plan approve REF`, as the human does it.
-fn human_approves(a: &Arena, pr: &str) {
+pub(super) fn human_approves(a: &Arena, pr: &str) {
     let (st, out, err) = run(
         &a.root,
         &["plan", "approve", pr, "--socket", &a.sock()],

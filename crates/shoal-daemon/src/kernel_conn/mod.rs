@@ -412,6 +412,7 @@ impl KernelConn {
                             gate: Some(gate),
                             check: true,
                             width: p.width.map(|w| w.0),
+                            place: None,
                         };
                         Box::pin(
                             answered(crate::sessions::exec::exec_result(handle, exec, budget))

@@ -209,6 +209,7 @@ fn ask_params(plan: &PlanResult, pending: &[String]) -> Json {
     }
     let message = format!(
         "Shoal: {principal} asks to run plan {plan} in session {session}.\n\n\
+         In directory: {cwd}\n\n\
          Source:\n{src}\n\n\
          Needs your approval: {pending}\n\
          All effects: {effects_shown}\n\n\
@@ -216,6 +217,7 @@ fn ask_params(plan: &PlanResult, pending: &[String]) -> Json {
         principal = plan.principal,
         plan = plan.plan_ref,
         session = plan.session,
+        cwd = plan.cwd,
         pending = kinds.join(", "),
     );
     json!({
@@ -583,6 +585,7 @@ mod tests {
             reason: None,
             session: "s".into(),
             principal: "agent:a".into(),
+            cwd: "/usr/bin".into(),
             expires: "2026-01-01T00:00:00Z".into(),
             reversible: Reversibility {
                 reversibility: "irreversible",
@@ -602,6 +605,7 @@ mod tests {
             m.contains("plan:1")
                 && m.contains("agent:a")
                 && m.contains("Needs your approval: opaque")
+                && m.contains("In directory: /usr/bin")
         );
         assert!(m.len() < 2 * MAX_SRC + 600, "{}", m.len());
         assert_eq!(

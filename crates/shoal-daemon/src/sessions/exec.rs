@@ -38,6 +38,7 @@ pub async fn exec_elided(
         gate,
         check,
         width: None,
+        place: None,
     };
     exec_result(handle, exec, budget).await
 }

@@ -111,6 +111,7 @@ fn derive_pass(
         Derived {
             effects: w.out,
             undo,
+            place: None,
         },
         w.saw_cd,
     ))

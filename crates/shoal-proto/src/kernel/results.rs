@@ -303,6 +303,7 @@ mod tests {
             session: "s".into(),
             principal: "agent:a".into(),
             src: "rm x".into(),
+            place: shoal_policy::plan::Place::of(std::path::Path::new("/p"), []),
             effects: vec![],
             undo: shoal_policy::undo::Undo {
                 trashed: vec!["/p/x".into()],
@@ -321,7 +322,7 @@ mod tests {
             j.starts_with(concat!(
                 r#"{"plan_ref":"plan:1","effects":[],"verdict":"allow","approval_pending":false,"#,
                 r#""approved":true,"approval":"approved","approved_via":"policy","reason":null,"#,
-                r#""session":"s","principal":"agent:a","expires":"#
+                r#""session":"s","principal":"agent:a","cwd":"/p","expires":"#
             )),
             "{j}"
         );
@@ -473,6 +474,9 @@ pub struct PlanResult {
     pub reason: Option<String>,
     pub session: String,
     pub principal: String,
+    /// The session's cwd when it was planned: it applies only there (and only
+    /// while the session's environment is as it was).
+    pub cwd: String,
     pub expires: String,
     #[serde(flatten)]
     pub reversible: Reversibility,
@@ -505,6 +509,7 @@ impl PlanResult {
             reason: p.reason.clone(),
             session: p.session.clone(),
             principal: p.principal.clone(),
+            cwd: p.place.cwd_text(),
             expires: rfc3339(p.expires_ns),
             reversible: Reversibility::of(&p.effects, &p.undo),
             detail: None,

@@ -126,6 +126,13 @@ pub(super) fn run_job(
         Ok(s) => s,
         Err(e) => return (Err(e), None),
     };
+    // An approved plan runs only where it was made (checked here, on the
+    // worker, so nothing queued before it can move the session in between).
+    if let Some(why) = job.place.as_ref().and_then(|p| p.moved(&session.place())) {
+        let e = shoal_proto::rpc::RpcError::new(shoal_proto::rpc::APPROVAL_REQUIRED, why)
+            .with_data(serde_json::json!({"moved": true}));
+        return (Err(SessionError::Rpc(e)), None);
+    }
     let prepared = match eval::prepare(session, &job.src, job.position) {
         Ok(p) => p,
         Err(e) => return (Err(e), None),

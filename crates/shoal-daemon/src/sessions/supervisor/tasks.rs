@@ -182,6 +182,7 @@ impl SessionSupervisor {
             // Checked above; the sandbox still applies.
             check: false,
             width: None,
+            place: None,
         };
         let start = Task::prepare(
             id,

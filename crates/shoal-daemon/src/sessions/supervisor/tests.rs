@@ -88,6 +88,7 @@ async fn exec(a: &Addr<SessionSupervisor>, src: &str) -> Result<ExecReply, Sessi
         gate: None,
         check: false,
         width: None,
+        place: None,
     })
     .await
     .unwrap()
