@@ -19,6 +19,7 @@
 mod approvals;
 mod blobs;
 mod children;
+mod configs;
 mod eval;
 mod limits;
 mod links;

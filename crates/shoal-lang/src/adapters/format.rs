@@ -19,7 +19,14 @@
 //! flags = { repo = ["--repo"] }           # value-taking flags, bound by name
 //! params = { limit = { type = "int", flag = "-n" } }   # `--limit=5` → `-n 5`
 //! effects = ["fs.read(cwd)", "net.connect($remote|origin)"]
+//! opaque = ["--receive-pack", "--exec"]  # flags that run a program or read options
 //! ```
+//!
+//! `opaque` lists flags under which the effects above do not tell what the tool
+//! does (it reads its options from a file, or runs a program the flag names): a
+//! call using one is `opaque` for Leash. Matching is wide on purpose: a long
+//! flag matches any abbreviation of it and `--flag=value`, a short one anywhere
+//! in a bundle (`-sK`, `-Kfile`).
 //!
 //! Top-level `invoke`/`output`/`effects`/... describe the form without a
 //! sub-command (`df`, `ps`); a tool with only sub-commands leaves them out.
@@ -74,6 +81,7 @@ struct FileDef {
     params: BTreeMap<String, ParamDef>,
     output: Option<OutputDef>,
     effects: Option<Vec<Spanned<String>>>,
+    opaque: Option<Vec<String>>,
     #[serde(default)]
     sub: BTreeMap<String, Spanned<FormDef>>,
 }
@@ -98,6 +106,8 @@ struct FormDef {
     output: Option<OutputDef>,
     #[serde(default)]
     effects: Vec<Spanned<String>>,
+    #[serde(default)]
+    opaque: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -156,6 +166,9 @@ pub struct Form {
     pub params: Vec<Param>,
     pub output: Option<OutputSpec>,
     pub effects: Vec<Template>,
+    /// Flags that make a call opaque (it reads options from a file or runs a
+    /// program): its effects are not these.
+    pub opaque: Vec<String>,
     pub ok_codes: Vec<i64>,
     /// Applies only when every argument is a flag (`systemctl` alone lists
     /// units; `systemctl restart x` is not that form).
@@ -250,6 +263,7 @@ pub fn load(file: &str, name: &str, text: &str, source: Source) -> Result<Adapte
     let has_root = def.invoke.is_some()
         || def.output.is_some()
         || def.effects.is_some()
+        || def.opaque.is_some()
         || def.consumed.is_some()
         || def.accepts.is_some()
         || def.positional.is_some()
@@ -272,6 +286,7 @@ pub fn load(file: &str, name: &str, text: &str, source: Source) -> Result<Adapte
                     params: def.params,
                     output: def.output,
                     effects: def.effects.unwrap_or_default(),
+                    opaque: def.opaque.unwrap_or_default(),
                 },
                 &ok_codes,
                 0,
@@ -332,6 +347,16 @@ fn form(
             return Err(cx.at(span, format!("bad positional name `{s}`")));
         }
         positional.push(s);
+    }
+    for f in &d.opaque {
+        let short = f.len() == 2 && f.starts_with('-') && f.as_bytes()[1].is_ascii_alphanumeric();
+        let long = f.len() > 2 && f.starts_with("--") && !f.contains('=');
+        if !short && !long {
+            return Err(cx.at(
+                at,
+                format!("bad opaque flag `{f}` (expected `-X` or `--name`)"),
+            ));
+        }
     }
     let mut params = Vec::new();
     for (name, p) in d.params {
@@ -440,6 +465,7 @@ fn form(
         params,
         output,
         effects,
+        opaque: d.opaque,
         ok_codes: d.ok_codes.unwrap_or_else(|| default_ok.to_vec()),
         bare: false,
     })

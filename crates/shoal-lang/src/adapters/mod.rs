@@ -392,6 +392,11 @@ pub fn effects_of(
     bin_hash: Option<&str>,
 ) -> Option<Vec<Effect>> {
     let (adapter, form) = catalog.resolve(head, args)?;
+    if opaque_flag(form, args).is_some() {
+        // It reads options from a file or runs a program: none of the
+        // form's effects says what it does.
+        return None;
+    }
     let (_, bound) = build(adapter, form, args).ok()?;
     let get = |n: &str| bound.get(n);
     let sc = effects::Scope {
@@ -411,6 +416,59 @@ pub fn effects_of(
 }
 
 pub use shoal_policy::bin_id::bin_hash;
+
+/// The first of `form`'s `opaque` flags that `words` (the sub-command's
+/// words first) use, as the user wrote it. Wide on purpose: a long flag
+/// matches any abbreviation of it (tools such as git take unique prefixes)
+/// and `--flag=value`; a short one anywhere in a bundle of letters (`-sK`,
+/// `-Kfile`). Words after `--` are operands.
+pub fn opaque_flag<'a, S: AsRef<OsStr>>(form: &Form, words: &'a [S]) -> Option<&'a OsStr> {
+    if form.opaque.is_empty() {
+        return None;
+    }
+    let user = &words[form.words.len().min(words.len())..];
+    for w in user {
+        let b = w.as_ref().as_bytes();
+        if b == b"--" {
+            break;
+        }
+        let hit = if let Some(rest) = b.strip_prefix(b"--") {
+            let name = rest.split(|c| *c == b'=').next().unwrap_or_default();
+            !name.is_empty()
+                && form
+                    .opaque
+                    .iter()
+                    .filter_map(|f| f.strip_prefix("--"))
+                    .any(|f| f.as_bytes().starts_with(name))
+        } else if let Some(bundle) = b.strip_prefix(b"-") {
+            form.opaque
+                .iter()
+                .filter(|f| f.len() == 2 && !f.starts_with("--"))
+                .any(|f| {
+                    let c = f.as_bytes()[1];
+                    bundle
+                        .iter()
+                        .position(|x| *x == c)
+                        .is_some_and(|k| bundle[..k].iter().all(u8::is_ascii_alphanumeric))
+                })
+        } else {
+            false
+        };
+        if hit {
+            return Some(w.as_ref());
+        }
+    }
+    None
+}
+
+impl Catalog {
+    /// The opaque flag (see [`opaque_flag`]) `head args...` uses, if its
+    /// adapter names one.
+    pub fn opaque_flag<'a, S: AsRef<OsStr>>(&self, head: &str, args: &'a [S]) -> Option<&'a OsStr> {
+        let (_, form) = self.resolve(head, args)?;
+        opaque_flag(form, args)
+    }
+}
 
 /// How the evaluator asks [`run_adapted`] to run the program: the binary
 /// name and the argv after it; the result is the outcome (never raised for

@@ -209,6 +209,55 @@ fn effects_are_concrete() {
 }
 
 #[test]
+fn flags_that_read_options_or_run_programs_are_opaque() {
+    let c = cat();
+    let cwd = Path::new("/w");
+    let opaque =
+        |head: &str, args: &str| effects_of(&c, head, &words(args), cwd, &env_none, None).is_none();
+    for args in [
+        "-K c.cfg https://example.com/",
+        "--config c.cfg https://example.com/",
+        "--config=c.cfg https://example.com/",
+        "--conf c.cfg https://example.com/",
+        "-sK c.cfg https://example.com/",
+        "-Kc.cfg https://example.com/",
+        "-sKv c.cfg https://example.com/",
+        "https://example.com/ -K c.cfg",
+        "--alt-svc cache.txt https://example.com/",
+    ] {
+        assert!(opaque("curl", args), "curl {args}");
+        assert!(c.opaque_flag("curl", &words(args)).is_some(), "curl {args}");
+    }
+    for args in [
+        "-c core.sshCommand=x push",
+        "--config-env=core.sshCommand=X fetch",
+        "--exec-path=/w/bin status",
+        "-C /w status",
+        "push --receive-pack=/w/x /w/r",
+        "push --exec /w/x /w/r",
+        "fetch --upload-pack /w/x /w/r",
+        "pull --upload-p=/w/x /w/r",
+        "diff --ext-diff",
+        "show --ext-diff HEAD",
+    ] {
+        assert!(opaque("git", args), "git {args}");
+    }
+    // What stays modelled: plain calls, look-alike flags and operands after `--`.
+    for (head, args) in [
+        ("curl", "-s -o out https://example.com/"),
+        ("curl", "--compressed https://example.com/"),
+        ("curl", "-o -- https://example.com/"),
+        ("git", "diff --text"),
+        ("git", "diff --exit-code"),
+        ("git", "push origin main"),
+        ("git", "fetch --unshallow origin"),
+        ("git", "add -- --exec"),
+    ] {
+        assert!(!opaque(head, args), "{head} {args}");
+    }
+}
+
+#[test]
 fn git_push_connects_to_the_remote_host() {
     let d = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir_all(d.path().join(".git")).expect("mkdir");

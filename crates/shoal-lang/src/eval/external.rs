@@ -109,6 +109,16 @@ impl Interp {
     ) -> EResult<Value> {
         // Leash: refused before any redirect file is opened.
         shoal_policy::run_gate::spawn(&program)?;
+        // A flag its adapter calls opaque (`curl -K`, `git push --exec`):
+        // what it runs or reads the plan could not see.
+        if let Some(flag) = self
+            .adapters
+            .as_ref()
+            .and_then(|c| c.opaque_flag(argv0, &argv))
+        {
+            let what = format!("{argv0} {}", flag.to_string_lossy());
+            shoal_policy::run_gate::opaque(&what)?;
+        }
         let io = |p: &Path, e: std::io::Error| {
             ShoalError::custom(format!("cannot open {}: {}", p.display(), io_msg(&e)))
         };
