@@ -25,6 +25,7 @@ mod limits;
 mod links;
 mod place;
 mod plans;
+mod ptys;
 mod reattach;
 mod revoke;
 mod sessions;

@@ -240,22 +240,23 @@ impl Handler<PtyCall> for SessionSupervisor {
                 }
                 // The Leash gate (docs/rules.md §21): a program on a PTY is an
                 // opaque effect, checked like exec, before the spawn.
-                let (sandbox, run_gate) = match &msg.gate {
-                    Some(g) => {
-                        let effects = [shoal_policy::Effect::Opaque];
-                        let d = g.decide(&effects);
-                        if let Some(e) = shoal_proto::rpc::refusal(&g.principal, &d, &effects) {
-                            return ready(Err(e));
-                        }
-                        (g.sandbox.clone(), g.run.clone())
+                if let Some(g) = &msg.gate {
+                    let effects = [shoal_policy::Effect::Opaque];
+                    let d = g.decide(&effects);
+                    if let Some(e) = shoal_proto::rpc::refusal(&g.principal, &d, &effects) {
+                        return ready(Err(e));
                     }
-                    None => (None, None),
-                };
+                }
+                // The program runs as an exec of this caller here would: in a
+                // token's session under the owner's sandbox, whoever opens it
+                // (another principal then drives it with `pty.send`).
+                let confined = self.shared.confining_gate(msg.gate.clone());
+                let sandbox = confined.as_ref().and_then(|g| g.sandbox.clone());
+                let run_gate = confined.as_ref().and_then(|g| g.run.clone());
                 let (cwd, mut base) = session_env(&self.shared);
                 // A token principal's program inherits what its children
                 // may (docs/rules.md §21).
-                if let Some(v) = msg
-                    .gate
+                if let Some(v) = confined
                     .as_deref()
                     .and_then(shoal_lang::env_view::EnvView::for_gate)
                 {

@@ -233,7 +233,7 @@ impl Actor for Task {
                 let _live = live;
                 shoal_lang::shell::process::set_thread_tail(tail);
                 let r = shoal_base::procs::with_home(Some(home.clone()), || {
-                    crate::sessions::session::confine_for(&shared, spec.gate.as_deref()).and_then(
+                    crate::sessions::session::confine_for(&shared, spec.gate.as_ref()).and_then(
                         |()| crate::sessions::session::run_task(&shared, lang, &spec, stack),
                     )
                 });

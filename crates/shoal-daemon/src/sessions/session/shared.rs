@@ -204,6 +204,21 @@ impl SessionShared {
         }
     }
 
+    /// Whose sandbox a caller's work in this session runs under: in a
+    /// session a token owns, the owner's, whoever calls (the local uid
+    /// attached to it must not lend the owner's programs its reach);
+    /// elsewhere the caller's own.
+    pub fn confining_gate(
+        &self,
+        caller: Option<Arc<shoal_policy::Gate>>,
+    ) -> Option<Arc<shoal_policy::Gate>> {
+        match caller {
+            Some(g) if self.owner_is_local || g.principal == self.owner => Some(g),
+            None if self.owner_is_local => None,
+            _ => Some(Arc::new(shoal_policy::Gate::for_principal(&self.owner))),
+        }
+    }
+
     /// The line to the live Session actor's worker, where execs go directly.
     pub fn worker_line(&self) -> Option<super::WorkerLine> {
         let a = self.actor.locked();

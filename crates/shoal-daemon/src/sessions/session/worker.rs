@@ -50,7 +50,7 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
                 // Planning runs under the confinement an exec of this caller
                 // would, and its file probes pass the caller's run-time gate
                 // (even a file's existence is a read of it).
-                let r = match confine_for(&shared, gate.as_deref())
+                let r = match confine_for(&shared, gate.as_ref())
                     .and_then(|()| ensure_lang(&shared, lang))
                 {
                     Err(e) => Err(e),
@@ -78,7 +78,7 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
                 .send((Err(cancelled_before_running()), Vec::new()));
             continue;
         }
-        if let Err(e) = confine_for(&shared, job.spec.gate.as_deref()) {
+        if let Err(e) = confine_for(&shared, job.spec.gate.as_ref()) {
             job.spec.cancel.finish();
             let _ = job.reply.send((Err(e), Vec::new()));
             continue;
@@ -162,20 +162,10 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
 /// is. An error means the job must not run.
 pub fn confine_for(
     shared: &SessionShared,
-    gate: Option<&shoal_policy::Gate>,
+    gate: Option<&Arc<shoal_policy::Gate>>,
 ) -> Result<(), SessionError> {
-    let owners;
-    let gate = match gate {
-        Some(g) if !shared.owner_is_local && g.principal != shared.owner => {
-            owners = shoal_policy::Gate::for_principal(&shared.owner);
-            &owners
-        }
-        Some(g) => g,
-        None if !shared.owner_is_local => {
-            owners = shoal_policy::Gate::for_principal(&shared.owner);
-            &owners
-        }
-        None => return Ok(()),
+    let Some(gate) = shared.confining_gate(gate.cloned()) else {
+        return Ok(());
     };
     if gate.is_local() {
         return Ok(());
