@@ -342,8 +342,9 @@ fn a_plan_waiting_for_a_human_is_approved_with_y_and_then_applies() {
     // Its first call creates the session, owned by its principal (a session the
     // human created first would be the local user's, closed to the token).
     assert!(mcp_exec(&mut agent, "6 * 7").contains("42"));
-    let t = Tmux::start(&root, &["attach", "att"]);
-    t.wait_for("att>");
+    // (A token's sessions are named NAME@PRINCIPAL.)
+    let t = Tmux::start(&root, &["attach", "att@agent:att"]);
+    t.wait_for("att@agent:att>");
 
     let log = proj.join("log");
     let src = format!("sh {{ echo applied >> {} }}", log.display());
@@ -360,7 +361,9 @@ fn a_plan_waiting_for_a_human_is_approved_with_y_and_then_applies() {
     assert!(s.contains("reversibility: irreversible"), "{s}");
     assert!(s.contains(&format!("src:     {src}")), "{s}");
     t.line("y");
-    t.wait_for(&format!("approved plan {r} (agent:att in session att)"));
+    t.wait_for(&format!(
+        "approved plan {r} (agent:att in session att@agent:att)"
+    ));
     assert!(!log.exists());
     let a = agent.ok(
         "tools/call",
@@ -439,11 +442,11 @@ fn watch_all_answers_a_plan_of_any_session() {
     t.wait_for("watching every session");
     let mut agent = agent_in(&root, &d, "far");
     agent.ok("exec", json!({"src": "6 * 7"}));
-    t.wait_for("[far] agent:att (test) · out:1");
+    t.wait_for("[far@agent:att] agent:att (test) · out:1");
     let log = proj.join("log");
     let src = format!("sh {{ echo yes >> {} }}", log.display());
     let r = plan_ref(&mut agent, &src);
-    t.wait_for(&format!("[far] plan {r} waits for your approval"));
+    t.wait_for(&format!("[far@agent:att] plan {r} waits for your approval"));
     t.line("n");
     t.wait_for(&format!("denied plan {r}"));
     let refused = agent.call("plan.apply", json!({"plan_ref": r}));
@@ -451,7 +454,9 @@ fn watch_all_answers_a_plan_of_any_session() {
     // Planned again: a new question, answered yes this time.
     let src2 = format!("sh {{ echo again >> {} }}", log.display());
     let r2 = plan_ref(&mut agent, &src2);
-    t.wait_for(&format!("[far] plan {r2} waits for your approval"));
+    t.wait_for(&format!(
+        "[far@agent:att] plan {r2} waits for your approval"
+    ));
     t.line("y");
     t.wait_for(&format!("approved plan {r2}"));
     agent.ok("plan.apply", json!({"plan_ref": r2}));
@@ -480,8 +485,10 @@ fn a_token_cannot_attach_to_the_local_users_session() {
         "session.attach",
         json!({"session": "mine", "token": tok, "client": {"kind": "attach", "human": true}}),
     );
-    assert!(
-        r.get("error").is_some(),
+    // The name gives it a session of its own (`mine@agent:att`), never the user's.
+    assert_eq!(
+        r["result"]["session"],
+        json!("mine@agent:att"),
         "a token attached to the local user's session: {r}"
     );
     // Its own session: it plans, and cannot approve its plan from "attach".
@@ -498,7 +505,7 @@ fn a_token_cannot_attach_to_the_local_users_session() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["name"] == "own")
+        .find(|s| s["name"] == "own@agent:att")
         .cloned()
         .unwrap();
     assert_eq!(own["humans"], json!([]), "{own}");

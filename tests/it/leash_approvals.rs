@@ -162,7 +162,7 @@ fn auto_apply_never_waits_for_the_cli() {
         -32010
     );
     let mut local = d.conn();
-    local.attach("never");
+    local.attach("never@agent:n");
     let a = local.call("plan.approve", json!({"plan_ref": r}));
     assert_eq!(code(&a), -32010, "{a}");
     assert!(a.to_string().contains("approve_via"), "{a}");
@@ -218,7 +218,7 @@ fn approval_channels_follow_approve_via() {
     c.attach_token("att", &att);
     let (r, _) = plan_ref(&mut c, "sh { echo attach }");
     let mut local = d.conn();
-    local.attach("att");
+    local.attach("att@agent:att");
     let a = local.ok("plan.approve", json!({"plan_ref": r}));
     assert_eq!(a["approved_via"], json!("attach"), "{a}");
     // attach only: the CLI is not one of this policy's channels.

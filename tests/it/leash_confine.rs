@@ -202,7 +202,7 @@ fn a_tokens_session_confines_the_local_user_in_it() {
     );
 
     let mut l = d.conn();
-    l.attach("agent");
+    l.attach("agent@agent:k");
     reply(&mut l, &format!("zap(\"{}\")", o("a")));
     assert!(
         outside.join("a").exists(),
@@ -218,7 +218,7 @@ fn a_tokens_session_confines_the_local_user_in_it() {
     let r = k2.attach_token("agent-fresh", &token);
     assert!(r.get("result").is_some(), "{r}");
     let mut l2 = d.conn();
-    l2.attach("agent-fresh");
+    l2.attach("agent-fresh@agent:k");
     reply(&mut l2, &format!("rm(\"{}\", permanent: true)", o("b")));
     assert!(
         outside.join("b").exists(),

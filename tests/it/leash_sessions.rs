@@ -83,17 +83,24 @@ fn a_token_cannot_reach_the_local_users_session() {
         json!({"src": "let secret = \"user-secret-1\"\nsecret"}),
     );
 
-    // Attach: -32010, worded exactly as a refusal to close a session that does not exist.
+    // Attach by the user's name: the token's own session of that name, `mine@agent:own`
+    // (a token's sessions are named NAME@PRINCIPAL), never the user's.
     let mut a = d.conn();
     let r = a.attach_token("mine", &t);
-    assert_eq!(code(&r), -32010, "{r}");
-    assert!(!r.to_string().contains("user-secret-1"), "{r}");
+    assert_eq!(
+        r["result"]["session"],
+        json!(format!("mine@{AGENT}")),
+        "{r}"
+    );
+    assert_eq!(r["result"]["created"], json!(true), "{r}");
+    let got = a.call("exec", json!({"src": "secret"}));
+    assert!(!got.to_string().contains("user-secret-1"), "{got}");
     let (mut own, att) = token_conn(&d, "agent-own", &t);
     assert_eq!(att["owner"], json!(AGENT), "{att}");
     assert_eq!(att["access"], json!("full"));
+    // Close: -32010, worded exactly as a refusal to close a session that does not exist.
     let missing = own.call("session.close", json!({"session": "no-such-session"}));
     assert_eq!(code(&missing), -32010, "{missing}");
-    assert_eq!(words(&r, "mine"), words(&missing, "no-such-session"));
     let foreign = own.call("session.close", json!({"session": "mine"}));
     assert_eq!(code(&foreign), -32010, "{foreign}");
     assert_eq!(words(&foreign, "mine"), words(&missing, "no-such-session"));
@@ -106,7 +113,11 @@ fn a_token_cannot_reach_the_local_users_session() {
         .iter()
         .filter_map(|s| s["name"].as_str())
         .collect();
-    assert_eq!(names, vec!["agent-own"], "{l}");
+    assert_eq!(
+        names,
+        vec![format!("agent-own@{AGENT}"), format!("mine@{AGENT}")],
+        "{l}"
+    );
     let st = own.ok("daemon.status", json!({}));
     assert!(!st.to_string().contains("\"mine\""), "{st}");
     let st = user.ok("daemon.status", json!({}));
@@ -114,7 +125,7 @@ fn a_token_cannot_reach_the_local_users_session() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["name"] == json!("agent-own"))
+        .find(|s| s["name"] == json!(format!("agent-own@{AGENT}")))
         .cloned()
         .unwrap_or_else(|| panic!("{st}"));
     assert_eq!(row["owner"], json!(AGENT));
@@ -132,7 +143,7 @@ fn a_token_cannot_reach_the_local_users_session() {
 
     // The local uid attaches to the token's session, reads it and works in it.
     let mut u2 = d.conn();
-    let att = u2.attach("agent-own");
+    let att = u2.attach(&format!("agent-own@{AGENT}"));
     assert_eq!(att["created"], json!(false), "{att}");
     assert_eq!(att["access"], json!("full"));
     let v = u2.ok("value.get", json!({"ref": "out:1"}));
@@ -232,10 +243,19 @@ fn a_shared_session_is_read_only_for_its_reader() {
     let v = user.ok("exec", json!({"src": "\"still-here\""}));
     assert_eq!(v["value"], json!({"$": "str", "v": "still-here"}));
     user.ok("pty.close", json!({"pty_id": id}));
-    // A session not matching the grant stays out of reach.
+    // A session not matching the grant stays out of reach: the name gives the token
+    // its own session (`private-1@agent:own`), not the user's.
     user.attach("private-1");
-    let e = d.conn().attach_token("private-1", &t);
-    assert_eq!(code(&e), -32010, "{e}");
+    user.ok("exec", json!({"src": "\"private-value\""}));
+    let mut p = d.conn();
+    let e = p.attach_token("private-1", &t);
+    assert_eq!(
+        e["result"]["session"],
+        json!(format!("private-1@{AGENT}")),
+        "{e}"
+    );
+    let v = p.call("value.get", json!({"ref": "out:1"}));
+    assert!(!v.to_string().contains("private-value"), "{v}");
 }
 
 /// Read `event` notifications on `c` until `done` says all wanted ones came; every one seen.
@@ -329,22 +349,20 @@ fn mcp_tokens_reach_only_their_own_sessions() {
         json!({"src": "env.SHOAL_SECRET = \"env-secret-3\"\n\"out-secret-3\""}),
     );
 
-    // Naming the user's session: every read and act is refused, nothing leaks.
+    // Naming the user's session: the token gets its own of that name
+    // (`default@agent:own`); nothing of the user's leaks, nothing it defines reaches it.
     let mut m = mcp_token(&d, Some("default"), &t);
-    let r = m.call("resources/read", json!({"uri": "shoal://session/env"}));
-    assert_eq!(code(&r), -32010, "{r}");
-    let r = m.call("resources/read", json!({"uri": "shoal://out/1"}));
-    assert_eq!(code(&r), -32010, "{r}");
+    for uri in ["shoal://session/env", "shoal://out/1"] {
+        let r = m.call("resources/read", json!({"uri": uri}));
+        assert!(!r.to_string().contains("secret-3"), "{uri}: {r}");
+    }
     for (name, args) in [
         ("shoal_get", json!({"ref": "out:1"})),
         ("shoal_exec", json!({"src": "fn ls() { \"evil\" }"})),
         ("shoal_pty_list", json!({})),
     ] {
-        let r = tool(&mut m, name, args);
-        assert_eq!(r["isError"], json!(true), "{name}: {r}");
-        assert_eq!(r["structuredContent"]["code"], json!(-32010), "{name}: {r}");
-        let text = r.to_string();
-        assert!(!text.contains("secret-3"), "{name}: {r}");
+        let r = m.call("tools/call", json!({"name": name, "arguments": args}));
+        assert!(!r.to_string().contains("secret-3"), "{name}: {r}");
     }
     // The 2026-07-28 per-request selection is held to the same rule.
     let mut modern = d.conn();
@@ -360,17 +378,14 @@ fn mcp_tokens_reach_only_their_own_sessions() {
         json!({"name": "shoal_get", "arguments": {"ref": "out:1"}, "_meta": meta}),
     );
     assert!(!r.to_string().contains("secret-3"), "{r}");
-    assert_eq!(
-        r["result"]["structuredContent"]["code"],
-        json!(-32010),
-        "{r}"
-    );
 
     // Naming none: its own default session, not the user's.
     let mut own = mcp_token(&d, None, &t);
     let r = tool(&mut own, "shoal_exec", json!({"src": "\"agent-mcp\""}));
     assert_eq!(r["isError"], json!(false), "{r}");
-    let r = tool(&mut own, "shoal_get", json!({"ref": "out:1"}));
+    // (The same session as the one named `default` above: its value is the latest.)
+    let latest = r["structuredContent"]["ref"].clone();
+    let r = tool(&mut own, "shoal_get", json!({"ref": latest}));
     assert!(r.to_string().contains("agent-mcp"), "{r}");
     let r = own.ok("resources/read", json!({"uri": "shoal://session/env"}));
     assert!(!r.to_string().contains("env-secret-3"), "{r}");

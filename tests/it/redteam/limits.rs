@@ -156,11 +156,14 @@ fn a_tokens_sessions_share_one_memory_budget() {
         n(&quota["used"]) >= 2 * BUILT - SLACK,
         "A's values are counted: {st}"
     );
-    assert!(n(&row(&st, "mem-a")["memory"]) >= 2 * BUILT - SLACK, "{st}");
+    assert!(
+        n(&row(&st, "mem-a@agent:u")["memory"]) >= 2 * BUILT - SLACK,
+        "{st}"
+    );
 
     // What B's exec left bound stays counted, and A's too.
     let st = status(&mut sb);
-    let left_in_b = n(&row(&st, "mem-b")["memory"]);
+    let left_in_b = n(&row(&st, "mem-b@agent:u")["memory"]);
     assert!(
         left_in_b >= SLACK,
         "B's half-built binding is counted: {st}"
@@ -177,7 +180,7 @@ fn a_tokens_sessions_share_one_memory_budget() {
     sb.ok("exec", json!({"src": "1 + 1"}));
     let st = status(&mut sb);
     assert!(
-        n(&row(&st, "mem-b")["memory"]) < left_in_b / 2,
+        n(&row(&st, "mem-b@agent:u")["memory"]) < left_in_b / 2,
         "B's count follows the drop: {st}"
     );
     let r = sa.ok("exec", json!({"src": "a1.len()"}));

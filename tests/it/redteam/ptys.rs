@@ -53,7 +53,7 @@ fn a_pty_the_local_user_opens_in_a_tokens_session_is_confined() {
 
     // The attack: the token's session, a PTY the local user opens, the token types.
     let mut agent = a.kernel(Some("agent:pty"), "agent-s", None);
-    let mut local = a.kernel(None, "agent-s", None);
+    let mut local = a.kernel(None, "agent-s@agent:pty", None);
     let screen = typed(&mut local, &mut agent, &line);
     let copied = std::fs::read_to_string(&stolen).unwrap_or_default();
     assert!(

@@ -137,15 +137,18 @@ fn other_principals_sessions_and_channels_are_out_of_reach() {
             .exists()
             .then(|| "the typed command ran".to_string()),
     );
-    let inside = a.p("t9");
-    let _ = std::fs::remove_file(&inside);
+    // (Naming "home" gave the token a session of its own, `home@agent:rt`: what it
+    // runs there must not land in the user's.)
+    let m_intr = marker("I");
     t.call(
         "exec",
-        json!({"src": format!("touch {}", inside.display())}),
+        json!({"src": format!("let intruder9 = \"{m_intr}\"")}),
     );
+    let r = home.exec("intruder9");
     rep.judge(
         "9 exec in another principal's session [kernel]",
-        inside.exists().then(|| "it ran".to_string()),
+        (leaks(&r, &m_intr) || att["result"]["session"] == json!("home"))
+            .then(|| clip(&r.to_string())),
     );
     t.call(
         "exec",
@@ -355,11 +358,72 @@ fn shared_sessions_are_read_only() {
     );
     let mut u = a.d.conn();
     let r = u.attach_token("private", &tok);
-    let got = r.get("error").is_none();
+    let got = r["result"]["session"] == json!("private");
     let v = u.call("value.get", json!({"ref": private_ref}));
     rep.judge(
         "9 attach to a session outside the sessions grant",
         (got || leaks(&v, &m_private)).then(|| clip(&r.to_string())),
     );
     rep.finish("shared sessions");
+}
+
+/// Squatting names: a token that creates `default` before the local user, or
+/// `default@agent:rt2` (the default of another token's `shoal mcp`), gets
+/// sessions of its own (`NAME@agent:rt`); the user's `default` stays the
+/// user's and the other token's default stays reachable to it.
+#[test]
+fn a_token_cannot_take_another_principals_session_names() {
+    let a = Arena::start(
+        |proj, root| {
+            let pj = Arena::proj_grant(proj);
+            config(proj, root)
+                + &principal(
+                    "agent:rt2",
+                    "opaque = \"deny\"\nauto_apply = \"in-grant\"",
+                    &pj,
+                    &pj,
+                    &pj,
+                )
+        },
+        &[],
+    );
+    let mut rep = Report::default();
+    let m = marker("Q");
+    // The squatter comes first, and plants a command and a binding.
+    let mut sq = a.kernel(Some("agent:rt"), "default", None);
+    sq.exec(&format!("fn ls() {{ \"{m}\" }}\nlet left9 = \"{m}\""));
+    let mut sq2 = a.kernel(Some("agent:rt"), "default@agent:rt2", None);
+    sq2.exec(&format!("let left9 = \"{m}\""));
+    // The user arrives at `default`, keeps a secret there and lists its files.
+    let mut user = a.kernel(None, "default", None);
+    let m_user = marker("U");
+    user.exec(&format!("let user_secret = \"{m_user}\""));
+    let r = user.exec("ls");
+    rep.judge(
+        "E2 the token's fn ls answers the user's ls in `default`",
+        leaks(&r, &m).then(|| clip(&r.to_string())),
+    );
+    let r = user.exec("left9");
+    rep.judge(
+        "E2 the user's `default` holds the token's binding",
+        leaks(&r, &m).then(|| clip(&r.to_string())),
+    );
+    let r = sq.exec("user_secret");
+    rep.judge(
+        "E2 the token reads the user's binding in `default`",
+        leaks(&r, &m_user).then(|| clip(&r.to_string())),
+    );
+    // The other token's default is its own.
+    let mut other = a.kernel(Some("agent:rt2"), "default@agent:rt2", None);
+    let r = other.exec("left9");
+    rep.judge(
+        "E2 another token's default session was taken",
+        leaks(&r, &m).then(|| clip(&r.to_string())),
+    );
+    rep.control(
+        "E2 the other token works in its default session",
+        other.exec("40 + 2").to_string().contains("42"),
+        "",
+    );
+    rep.finish("session names");
 }

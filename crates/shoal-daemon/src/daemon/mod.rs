@@ -137,6 +137,24 @@ impl Daemon {
         b
     }
 
+    /// The session `principal` means by `name`. A token principal's
+    /// sessions are named `NAME@PRINCIPAL` (docs/leash.md, Sessions): a bare
+    /// name means its own, unless another principal's session of that name
+    /// is shared with it. So a token never takes a name the local user or
+    /// another principal will use (`default`, `default@agent:other`).
+    fn session_name_for(&self, principal: &str, name: String) -> String {
+        if principal == shoal_policy::runtime().local || name.ends_with(&format!("@{principal}")) {
+            return name;
+        }
+        let shared_here = self.sessions.get(&name).is_some_and(|(a, s, _)| {
+            a.connected() && access_of(principal, &s.owner, &name).is_some()
+        });
+        if shared_here {
+            return name;
+        }
+        format!("{name}@{principal}")
+    }
+
     fn adapters(&mut self) -> &Arc<shoal_lang::adapters::Catalog> {
         self.adapters.get_or_insert_with(|| {
             Arc::new(shoal_lang::adapters::Catalog::load(
@@ -185,6 +203,11 @@ impl Handler<AttachSession> for Daemon {
         if self.stopping {
             return Err(SessionError::Internal("the daemon is shutting down".into()));
         }
+        if let Err(m) = validate_session_name(&msg.name) {
+            return Err(SessionError::BadRequest(m));
+        }
+        let mut msg = msg;
+        msg.name = self.session_name_for(&msg.principal, msg.name);
         if let Err(m) = validate_session_name(&msg.name) {
             return Err(SessionError::BadRequest(m));
         }
