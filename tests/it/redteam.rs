@@ -21,6 +21,7 @@ mod blobs;
 mod children;
 mod configs;
 mod eval;
+mod execs;
 mod limits;
 mod links;
 mod place;

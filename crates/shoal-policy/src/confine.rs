@@ -144,6 +144,7 @@ mod tests {
             delete: carve_all(vec![root.clone()], &protected),
             net: super::super::landlock::Net::Open,
             token: true,
+            exec: None,
         };
         let (o, p, g) = (outside.clone(), proj.clone(), guarded.clone());
         std::thread::spawn(move || {

@@ -80,6 +80,21 @@ pub struct Rules {
     /// A token principal's children: no `AF_UNIX` sockets (the socket
     /// filter), and a Landlock domain wherever the kernel has one.
     pub token: bool,
+    /// The files a child may execute besides its own program and what runs
+    /// it (`crate::exec_list`): a token's granted binaries, when its policy
+    /// lets no other program run (`proc_spawn` without `"*"`, `opaque` not
+    /// `"allow"`). `None`: whatever it may read.
+    pub exec: Option<Vec<PathBuf>>,
+}
+
+/// What a ruleset lets its process execute.
+#[derive(Clone, Copy)]
+enum Exec<'a> {
+    /// As the rules say ([`Rules::exec`]), plus this program.
+    Program(Option<&'a Path>),
+    /// Whatever may be read (an evaluation thread, whose children confine
+    /// themselves further).
+    Readable,
 }
 
 /// What the children may do on the network.
@@ -222,6 +237,7 @@ impl Rules {
             delete,
             net,
             token: false,
+            exec: None,
         })
     }
 
@@ -268,6 +284,7 @@ impl Rules {
             delete: crate::protected::carve_all(delete, &protected),
             net,
             token: true,
+            exec: exec_only(p),
         }
     }
 
@@ -329,25 +346,40 @@ impl Rules {
     /// Build the ruleset (in the parent, before fork) for a child in a token's namespaces
     /// (`shoal-confine`): its `/dev/pts` is a private instance, so all of it is granted.
     pub fn ruleset(&self) -> io::Result<Ruleset> {
-        self.ruleset_for(Ttys::All)
+        self.ruleset_for(Ttys::All, Exec::Program(None))
+    }
+
+    /// [`Rules::ruleset`] for a child that executes `program`.
+    pub fn ruleset_running(&self, program: &Path) -> io::Result<Ruleset> {
+        self.ruleset_for(Ttys::All, Exec::Program(Some(program)))
     }
 
     /// The ruleset of a child that shares the daemon's namespaces (no bubblewrap, or
     /// `namespaces = "off"`): of `/dev/pts` a token's child gets only its own terminal
     /// (`tty`, a PTY program's), and it installs [`NO_SHARED`] too (the SysV IPC objects,
     /// keyrings and datagram pairs it would share with the local user).
-    pub fn ruleset_shared(&self, tty: Option<&Path>) -> io::Result<Ruleset> {
-        let mut rs = self.ruleset_for(tty.map_or(Ttys::None, Ttys::Own))?;
+    pub fn ruleset_shared(&self, tty: Option<&Path>, program: &Path) -> io::Result<Ruleset> {
+        let ttys = tty.map_or(Ttys::None, Ttys::Own);
+        let mut rs = self.ruleset_for(ttys, Exec::Program(Some(program)))?;
         rs.shared = self.token;
         Ok(rs)
     }
 
     /// The ruleset of a token's evaluation thread: no terminal at all.
     pub fn ruleset_for_thread(&self) -> io::Result<Ruleset> {
-        self.ruleset_for(Ttys::None)
+        self.ruleset_for(Ttys::None, Exec::Readable)
     }
 
-    fn ruleset_for(&self, ttys: Ttys<'_>) -> io::Result<Ruleset> {
+    /// These rules with no limit on what runs (an approved plan that may
+    /// start any program: `opaque` among its effects).
+    pub fn any_program(&self) -> Rules {
+        Rules {
+            exec: None,
+            ..self.clone()
+        }
+    }
+
+    fn ruleset_for(&self, ttys: Ttys<'_>, exec: Exec<'_>) -> io::Result<Ruleset> {
         let abi = abi();
         self.enforceable_at(abi)
             .map_err(|m| io::Error::new(io::ErrorKind::Unsupported, m))?;
@@ -400,16 +432,34 @@ impl Rules {
                 },
             }
         };
+        // What may be executed: everything readable, or the listed files only.
+        let only = match exec {
+            Exec::Program(program) => self.exec.as_ref().map(|list| {
+                let mut files = list.clone();
+                if let Some(p) = program {
+                    files.extend(crate::exec_list::with_interpreters(p));
+                }
+                files
+            }),
+            Exec::Readable => None,
+        };
+        let read_rights = match only {
+            Some(_) => READ & !BitFlags::from(AccessFs::Execute),
+            None => READ,
+        };
         if let Some(read) = &self.read {
             for r in read {
-                add(r, READ)?;
+                add(r, read_rights)?;
             }
         }
         for r in &self.write {
             add(
                 r,
-                WRITE | self.read.as_ref().map_or(BitFlags::EMPTY, |_| READ),
+                WRITE | self.read.as_ref().map_or(BitFlags::EMPTY, |_| read_rights),
             )?;
+        }
+        for f in only.iter().flatten() {
+            add(f, make_bitflags!(AccessFs::{Execute | ReadFile}))?;
         }
         for r in &self.delete {
             add(r, DELETE)?;
@@ -680,9 +730,32 @@ pub fn current() -> Option<Arc<Rules>> {
 /// The ruleset for a spawn on this thread outside namespaces (`None`: not
 /// confined); `tty` is the child's own terminal, if it has one. An error
 /// means the child must not run unconfined.
-pub fn prepare(tty: Option<&Path>) -> io::Result<Option<Ruleset>> {
+pub fn prepare(tty: Option<&Path>, program: &Path) -> io::Result<Option<Ruleset>> {
     match current() {
         None => Ok(None),
-        Some(r) => r.ruleset_shared(tty).map(Some),
+        Some(r) => r.ruleset_shared(tty, program).map(Some),
     }
+}
+
+/// The files a token under `p` may execute (beside each child's program):
+/// `None` when its policy lets any program run anyway.
+fn exec_only(p: Option<&PrincipalPolicy>) -> Option<Vec<PathBuf>> {
+    let Some(p) = p else {
+        return Some(Vec::new());
+    };
+    let any = p.proc_spawn.iter().any(|g| g.0 == "*");
+    if any || p.opaque == crate::policy::OpaqueMode::Allow {
+        return None;
+    }
+    let names: Vec<String> = p.proc_spawn.iter().map(|g| g.0.clone()).collect();
+    let path = std::env::var("PATH").ok();
+    let bins = crate::run_gate::Bins::resolve(&names, path.as_deref());
+    let mut files: Vec<PathBuf> = bins
+        .files
+        .iter()
+        .flat_map(|b| crate::exec_list::with_interpreters(&b.path))
+        .collect();
+    files.sort();
+    files.dedup();
+    Some(files)
 }

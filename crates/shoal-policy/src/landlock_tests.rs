@@ -124,6 +124,7 @@ fn confines_tcp() {
         delete: vec![PathBuf::from("/")],
         net,
         token: false,
+        exec: None,
     };
     assert_eq!(connects(&fs(Net::Open), &[pa, pb]), vec![true, true]);
     assert_eq!(connects(&fs(Net::Sealed), &[pa, pb]), vec![false, false]);
@@ -188,6 +189,7 @@ fn confines_a_child() {
         delete: vec![],
         net: Net::Open,
         token: false,
+        exec: None,
     };
     let mut confine = rules.ruleset().unwrap().confine();
     let script = format!(

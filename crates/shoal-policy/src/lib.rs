@@ -10,6 +10,7 @@
 pub mod bin_id;
 pub mod confine;
 pub mod effect;
+pub mod exec_list;
 pub mod glob;
 pub mod landlock;
 #[cfg(test)]
@@ -125,10 +126,17 @@ impl Gate {
     /// This gate while applying an approved plan of `effects`: what the
     /// plan lists passes the run-time checks too.
     pub fn applying(&self, effects: &[Effect]) -> Gate {
+        // An approved opaque plan may start any program it can read.
+        let sandbox = match &self.sandbox {
+            Some(r) if effects.contains(&Effect::Opaque) && r.exec.is_some() => {
+                Some(Arc::new(r.any_program()))
+            }
+            s => s.clone(),
+        };
         Gate {
             principal: self.principal.clone(),
             policy: self.policy.clone(),
-            sandbox: self.sandbox.clone(),
+            sandbox,
             home: self.home.clone(),
             run: self.run.as_ref().map(|r| Arc::new(r.applying(effects))),
         }

@@ -154,7 +154,7 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
     let tty = std::path::PathBuf::from(tty);
     let sandbox = match ns
         .is_none()
-        .then(|| shoal_policy::landlock::prepare(Some(&tty)))
+        .then(|| shoal_policy::landlock::prepare(Some(&tty), &program))
     {
         None => None,
         Some(Ok(s)) => s,

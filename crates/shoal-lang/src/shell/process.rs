@@ -293,7 +293,10 @@ pub fn run(spec: SpawnSpec, intr: &Interrupter) -> Result<ProcResult, RunError> 
         cmd.pre_exec(move || child_join.apply());
     }
     // Leash: the principal's filesystem grants, enforced by Landlock.
-    let sandbox = match ns.is_none().then(|| shoal_policy::landlock::prepare(None)) {
+    let sandbox = match ns
+        .is_none()
+        .then(|| shoal_policy::landlock::prepare(None, &spec.program))
+    {
         None => None,
         Some(Ok(s)) => s,
         Some(Err(e)) => {

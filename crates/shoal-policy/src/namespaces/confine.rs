@@ -38,7 +38,9 @@ fn confine_run(args: Vec<OsString>) -> Result<i32, String> {
     let encoded: Encoded = serde_json::from_slice(rules.as_bytes()).map_err(|e| e.to_string())?;
     let tmpdir = encoded.tmpdir.clone();
     let rules = encoded.rules()?;
-    let rs = rules.ruleset().map_err(|e| e.to_string())?;
+    let rs = rules
+        .ruleset_running(Path::new(&program))
+        .map_err(|e| e.to_string())?;
     rs.confine().apply().map_err(|e| e.to_string())?;
     // SAFETY: `fd` is the status pipe `bwrap` left open for this process and
     // named on its command line; nothing else in this process owns it.

@@ -683,6 +683,9 @@ struct Encoded {
     /// `TMPDIR` for the program (the scratch directory), when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tmpdir: Option<PathBuf>,
+    /// [`Rules::exec`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exec: Option<Vec<PathBuf>>,
 }
 
 impl Encoded {
@@ -700,6 +703,7 @@ impl Encoded {
             ports,
             token: r.token,
             tmpdir: scratch.then(|| PathBuf::from(SCRATCH)),
+            exec: r.exec.clone(),
         }
     }
 
@@ -716,6 +720,7 @@ impl Encoded {
             delete: self.delete,
             net,
             token: self.token,
+            exec: self.exec,
         })
     }
 }

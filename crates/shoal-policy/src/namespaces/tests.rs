@@ -9,6 +9,7 @@ fn rules(read: &[&str], write: &[&str], net: Net) -> Rules {
         delete: Vec::new(),
         net,
         token: true,
+        exec: None,
     }
 }
 
