@@ -324,3 +324,81 @@ fn a_revoke_during_a_storm_of_spawns_leaves_nothing_running() {
         }
     }
 }
+
+/// The processes descended from `root` whose command name is `comm`.
+fn descendants_named(root: i32, comm: &str) -> Vec<i32> {
+    let mut parent = std::collections::HashMap::new();
+    let mut names = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: the name may hold spaces and parentheses.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let ppid = stat[close + 1..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<i32>().ok());
+        if let Some(pp) = ppid {
+            parent.insert(pid, pp);
+            names.insert(pid, stat[open + 1..close].to_string());
+        }
+    }
+    let under = |mut p: i32| {
+        for _ in 0..64 {
+            match parent.get(&p) {
+                Some(&pp) if pp == root => return true,
+                Some(&pp) if pp > 1 => p = pp,
+                _ => return false,
+            }
+        }
+        false
+    };
+    names
+        .iter()
+        .filter(|(pid, n)| n.as_str() == comm && under(**pid))
+        .map(|(pid, _)| *pid)
+        .collect()
+}
+
+/// A PTY opened on a connection that has closed since leaves a namespace holder whose
+/// rules nobody holds: the revoke ends it too, not the next spawn of someone else.
+#[test]
+fn a_revoke_ends_the_namespaces_of_a_closed_connection() {
+    if !have_tools(
+        "redteam::revoke::namespaces_of_a_closed_connection",
+        &["bwrap"],
+    ) {
+        return;
+    }
+    let a = Arena::start(config, &[]);
+    let token = create_token(&a.root, "agent:ns");
+    {
+        let mut c = attach(&a, &token, "held");
+        let r = c.call("pty.open", json!({"cmd": "sleep", "args": ["300"]}));
+        assert!(r.get("error").is_none(), "{r}");
+    }
+    let daemon = a.d.pid();
+    // The holder runs (the control), and the connection is gone.
+    assert!(
+        within_30s(|| !descendants_named(daemon, "bwrap").is_empty()),
+        "no namespace holder started"
+    );
+    let (st, out, err) = run(
+        &a.root,
+        &["token", "revoke", &token],
+        &[("SHOAL_SOCKET", &a.sock())],
+    );
+    assert_eq!(st, 0, "{out}{err}");
+    let left = || descendants_named(daemon, "bwrap");
+    assert!(
+        within_30s(|| left().is_empty()),
+        "ESCAPED: namespace holders {:?} outlive the revoke",
+        left()
+    );
+}

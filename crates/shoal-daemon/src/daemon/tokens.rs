@@ -82,6 +82,9 @@ impl Daemon {
                 shoal_policy::namespaces::end_principal(&p);
             }
         }
+        // And the holders whose rules nobody holds any more (no principal
+        // is named by them: a closed connection's).
+        shoal_policy::namespaces::prune();
         let ending: Vec<(String, String)> = self
             .sessions
             .values()

@@ -201,8 +201,11 @@ fn broker(rx: mpsc::Receiver<Job>, bwrap: Option<PathBuf>, exe: PathBuf) {
                 continue;
             }
             Job::End(rules) => {
-                // Dropping a holder ends its `bwrap` (and with it the namespaces).
-                holders.retain(|h| !rules.iter().any(|r| Weak::ptr_eq(&h.rules, r)));
+                // Dropping a holder ends its `bwrap` (and with it the namespaces);
+                // those of rules nobody holds go too.
+                holders.retain(|h| {
+                    h.rules.strong_count() > 0 && !rules.iter().any(|r| Weak::ptr_eq(&h.rules, r))
+                });
                 continue;
             }
         };
@@ -283,6 +286,15 @@ pub fn end_principal(principal: &str) {
     }
     if let Some(engine) = ENGINE.get() {
         let _ = engine.send(Job::End(rules));
+    }
+}
+
+/// End the holders of rules nobody holds any more (a PTY opened on a
+/// connection that has closed since): without this they would wait for the
+/// next spawn to be pruned.
+pub fn prune() {
+    if let Some(engine) = ENGINE.get() {
+        let _ = engine.send(Job::End(Vec::new()));
     }
 }
 
