@@ -2,8 +2,9 @@
 //! process confines itself before it evaluates anything (seccomp mode 2,
 //! `no_new_privs`, a pid of its own), then a token principal's builtins,
 //! methods and children meet the kernel inside it, judged on disk; `out:N`
-//! and `user.*` events cross back to the daemon's side; closing the pair
-//! ends the worker.
+//! and `user.*` events cross back to the daemon's side, and the session's
+//! views when they change; an approved plan's place holds; an interrupt
+//! ends a running job; closing the pair ends the worker.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::OwnedFd;
@@ -41,7 +42,7 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
     let config = base.join("shoal.toml");
     let section = principal(
         "agent:w",
-        "opaque = \"deny\"\nauto_apply = \"in-grant\"\nnamespaces = \"off\"\nproc_spawn = [\"cat\", \"sh\"]",
+        "opaque = \"deny\"\nauto_apply = \"in-grant\"\nsession_write = true\nnamespaces = \"off\"\nproc_spawn = [\"cat\", \"sh\", \"sleep\"]",
         &read,
         &grant,
         &grant,
@@ -165,6 +166,50 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
         (ev["op"].as_str(), ev["channel"].as_str()),
         (Some("publish"), Some("user.t"))
     );
+
+    // The session's views cross when they change (`cd`), not otherwise.
+    let r = exec("1 + 1".into());
+    assert!(
+        r.get("live").is_none(),
+        "unchanged views crossed again: {r}"
+    );
+    std::fs::create_dir_all(proj.join("sub")).unwrap();
+    let r = exec("cd sub".into());
+    assert_eq!(r["live"]["cwd"], json!(proj.join("sub")), "{r}");
+    // An approved plan's place: elsewhere it does not run.
+    job.set(job.get() + 1);
+    let elsewhere = pair
+        .request(json!({"op": "exec", "session": "w1", "job": job.get(),
+            "src": format!("\"moved\".save({:?})", proj.join("moved.txt").display().to_string()),
+            "value_position": false, "tty": false, "width": 80, "caller": null, "check": false,
+            "place": {"cwd": proj, "env": "0"}}))
+        .unwrap();
+    assert_eq!(
+        elsewhere["error"]["rpc"]["data"]["moved"],
+        json!(true),
+        "{elsewhere}"
+    );
+    assert!(!proj.join("moved.txt").exists());
+
+    // An interrupt reaches the running job: its reply comes back as a cancel,
+    // not as the value of a finished `sleep`.
+    let (pair2, next) = (pair.clone(), job.get() + 1);
+    job.set(next);
+    let long = std::thread::spawn(move || {
+        pair2
+            .request(
+                json!({"op": "exec", "session": "w1", "job": next, "src": "sleep 600; 7",
+                "value_position": false, "tty": false, "width": 80, "caller": null, "check": true}),
+            )
+            .unwrap()
+    });
+    // Interrupt until the reply comes (the first may land before the job starts).
+    while !long.is_finished() {
+        pair.note(json!({"op": "interrupt", "job": next}));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let r = long.join().unwrap();
+    assert!(r["done"]["ran"].get("value").is_none(), "{r}");
 
     // A closed pair ends the worker.
     pair.close();

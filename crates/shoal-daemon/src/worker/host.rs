@@ -319,6 +319,8 @@ impl Worker {
     ) {
         let mut setup = Some(setup);
         let mut lang: Option<LangSession> = None;
+        // The views last sent to the daemon.
+        let mut sent: Option<proto::Live> = None;
         while let Ok((id, job)) = rx.recv() {
             let cancel = self.jobs.locked().get(&job.job).cloned();
             let cancel = cancel.unwrap_or_else(CallCancel::new);
@@ -347,7 +349,8 @@ impl Worker {
             };
             cancel.finish();
             self.jobs.locked().remove(&job.job);
-            let reply = match r {
+            let live = lang.as_ref().and_then(|l| changed_views(l, &mut sent));
+            let mut reply = match r {
                 Ok(done) => {
                     if matches!(done.ran, eval::Ran::Panicked(_)) {
                         // Never resume state a panic may have half-mutated.
@@ -357,6 +360,9 @@ impl Worker {
                 }
                 Err(e) => json!({"error": proto::error_json(&e)}),
             };
+            if let Some(l) = live {
+                reply["live"] = serde_json::to_value(l).unwrap_or_default();
+            }
             pair.reply(id, Ok(reply));
         }
     }
@@ -368,6 +374,16 @@ impl Worker {
         cancel: &CallCancel,
         stack: usize,
     ) -> Result<eval::Evaluated, crate::msg::SessionError> {
+        // An approved plan runs only where it was made.
+        let moved = job
+            .place
+            .clone()
+            .and_then(|p| shoal_policy::plan::Place::from(p).moved(&lang.place()));
+        if let Some(why) = moved {
+            let e = shoal_proto::rpc::RpcError::new(shoal_proto::rpc::APPROVAL_REQUIRED, why)
+                .with_data(json!({"moved": true}));
+            return Err(crate::msg::SessionError::Rpc(e));
+        }
         let prepared = eval::prepare(lang, &job.src, job.position())?;
         let spec = EvalJob {
             tty: job.tty,
@@ -383,4 +399,22 @@ impl Worker {
         };
         eval::evaluate(lang, &spec, prepared, stack)
     }
+}
+
+/// The session's views when they differ from those last `sent` (most execs
+/// change none of them).
+fn changed_views(lang: &LangSession, sent: &mut Option<proto::Live>) -> Option<proto::Live> {
+    let same = sent.as_ref().is_some_and(|s| {
+        s.cwd == lang.cwd() && lang.env_is(&s.env) && s.names.len() == lang.name_count()
+    });
+    if same {
+        return None;
+    }
+    let now = proto::Live {
+        cwd: lang.cwd(),
+        env: lang.env(),
+        names: lang.all_names(),
+    };
+    *sent = Some(now.clone());
+    Some(now)
 }

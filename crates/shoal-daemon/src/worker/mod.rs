@@ -3,9 +3,10 @@
 //! sessions. `pair.rs` is the socketpair both ends speak over, `proto.rs`
 //! what crosses it, `host.rs` the worker's side (`shoal worker`).
 //!
-//! Status: the worker evaluates execs, answers `out:N` lookups through the
-//! daemon and publishes `user.*` events (tests/it/worker.rs drives it as
-//! the daemon will). The daemon does not start it yet: a token's sessions
+//! Status: the worker evaluates execs (an approved plan's place checked,
+//! interrupts honoured), asks the daemon for `out:N`, publishes `user.*`
+//! events and sends the session's views when they change
+//! (tests/it/worker.rs drives it as the daemon will). The daemon does not start it yet: a token's sessions
 //! still evaluate on a confined thread of the daemon until the session
 //! actors route to it, with background tasks and planning crossing too.
 

@@ -76,6 +76,43 @@ pub struct ExecJob {
     /// The caller's principal (`None`: the session's owner).
     pub caller: Option<String>,
     pub check: bool,
+    /// An approved plan's place: the run is refused anywhere else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<Place>,
+}
+
+/// [`shoal_policy::plan::Place`] as it crosses.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Place {
+    pub cwd: PathBuf,
+    pub env: String,
+}
+
+impl From<&shoal_policy::plan::Place> for Place {
+    fn from(p: &shoal_policy::plan::Place) -> Place {
+        Place {
+            cwd: p.cwd.clone(),
+            env: p.env.clone(),
+        }
+    }
+}
+
+impl From<Place> for shoal_policy::plan::Place {
+    fn from(p: Place) -> shoal_policy::plan::Place {
+        shoal_policy::plan::Place {
+            cwd: p.cwd,
+            env: p.env,
+        }
+    }
+}
+
+/// A hosted session's views after an exec that changed them (its cwd,
+/// environment and top-level names), for `shoal://session/*`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Live {
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub names: Vec<String>,
 }
 
 impl ExecJob {
