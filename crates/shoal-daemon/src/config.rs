@@ -346,6 +346,13 @@ fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
             message,
         })
     };
+    // A token's sessions are named NAME@PRINCIPAL (docs/leash.md).
+    if let Some(name) = c.policy.principal.keys().find(|n| n.contains('@')) {
+        return bad(
+            name,
+            format!("a principal name has no '@' (got [policy.principal.{name:?}])"),
+        );
+    }
     if c.daemon.max_frame_bytes < 1024 || c.daemon.max_frame_bytes > 1 << 30 {
         return bad(
             "max_frame_bytes",
@@ -614,6 +621,10 @@ mod tests {
             (
                 "[limits]\ntoken_tmp = 4096\n",
                 "c.toml:2:13: token_tmp must be at least 1048576",
+            ),
+            (
+                "[policy.principal.\"x@b\"]\nopaque = \"deny\"\n",
+                "c.toml:1:1: a principal name has no '@'",
             ),
             (
                 "[limits]\ntoken_tmp = \"256M\"\n",

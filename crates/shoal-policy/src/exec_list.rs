@@ -31,6 +31,22 @@ pub fn with_interpreters(file: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// `file` and, when it is an ELF program, its loader: what another program
+/// needs to execute it. A script's `#!` interpreter is not among them: it
+/// goes only to the child that runs the script itself (granting every child
+/// the shell a granted script names would grant them all a shell).
+pub fn with_loader(file: &Path) -> Vec<PathBuf> {
+    let mut out = vec![file.to_path_buf()];
+    let mut head = Vec::with_capacity(HEAD);
+    let read = std::fs::File::open(file)
+        .and_then(|f| f.take(HEAD as u64).read_to_end(&mut head))
+        .is_ok();
+    if read {
+        out.extend(elf_interpreter(&head));
+    }
+    out
+}
+
 /// The interpreter the kernel opens to execute `file`, if it names one.
 fn interpreter(file: &Path) -> Option<PathBuf> {
     let mut head = Vec::with_capacity(HEAD);
@@ -77,6 +93,10 @@ fn elf_interpreter(head: &[u8]) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
+    fn chain_of(p: &Path) -> Vec<PathBuf> {
+        with_interpreters(p)
+    }
+
     #[test]
     fn finds_the_elf_interpreter_and_a_scripts_interpreter() {
         // A dynamically linked system program names the loader.
@@ -91,6 +111,9 @@ mod tests {
         std::fs::write(&script, "#!/bin/sh -e\necho hi\n").unwrap();
         let chain = with_interpreters(&script);
         assert_eq!(chain[..2], [script.clone(), PathBuf::from("/bin/sh")]);
+        // Another program executing the script gets the script alone.
+        assert_eq!(with_loader(&script), vec![script.clone()]);
+        assert_eq!(with_loader(&sh)[..], chain_of(&sh)[..]);
         // Text that names nothing, and a file that is not there.
         std::fs::write(&script, "echo hi\n").unwrap();
         assert_eq!(with_interpreters(&script), vec![script.clone()]);

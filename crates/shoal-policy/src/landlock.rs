@@ -727,6 +727,16 @@ pub fn current() -> Option<Arc<Rules>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// Whether a child spawned on this thread gets the environment variable
+/// `name`: under an execute limit ([`Rules::exec`]) not the loader's
+/// (`LD_PRELOAD`, `LD_AUDIT`, `LD_LIBRARY_PATH`, any `LD_*`) nor glibc's
+/// `GCONV_PATH`, which would load code of the token's choosing into a
+/// granted program.
+pub fn passes_env(name: &str) -> bool {
+    let loads_code = name.starts_with("LD_") || name == "GCONV_PATH";
+    !(loads_code && current().is_some_and(|r| r.exec.is_some()))
+}
+
 /// The ruleset for a spawn on this thread outside namespaces (`None`: not
 /// confined); `tty` is the child's own terminal, if it has one. An error
 /// means the child must not run unconfined.
@@ -753,7 +763,7 @@ fn exec_only(p: Option<&PrincipalPolicy>) -> Option<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = bins
         .files
         .iter()
-        .flat_map(|b| crate::exec_list::with_interpreters(&b.path))
+        .flat_map(|b| crate::exec_list::with_loader(&b.path))
         .collect();
     files.sort();
     files.dedup();

@@ -282,6 +282,11 @@ impl Store {
         {
             return Err("a principal is 1..=256 printable characters".into());
         }
+        // A token's sessions are named NAME@PRINCIPAL: with `@` in principal
+        // names, `default@x` of principal `b` would be `default` of `x@b`.
+        if principal.contains('@') {
+            return Err(format!("a principal name has no '@' (got {principal:?})"));
+        }
         let mut file = self.load_or_new()?;
         let key = file.key()?;
         let bearer = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random32()?);

@@ -129,7 +129,12 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
     };
     cmd.current_dir(&spec.cwd)
         .env_clear()
-        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .envs(
+            spec.env
+                .iter()
+                .filter(|(k, _)| shoal_policy::landlock::passes_env(k))
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        )
         .stdin(Stdio::from(slave.try_clone()?))
         .stdout(Stdio::from(slave.try_clone()?))
         .stderr(Stdio::from(slave));

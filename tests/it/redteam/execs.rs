@@ -1,6 +1,7 @@
 //! Programs a granted program starts: with `proc_spawn = ["tar", "zip",
-//! "sqlite3", "git"]` and `opaque = "deny"`, the kernel lets a token's child
-//! execute only the granted binaries (and the loader that runs them), so
+//! "sqlite3", "git", "gunzip"]` and `opaque = "deny"`, the kernel lets a
+//! token's child execute only the granted binaries (and the loader that runs
+//! them; `gunzip`, a `#!/bin/sh` script, lends the others no shell), so
 //! `tar --checkpoint-action=exec=..`, `zip -TT`, `sqlite3 .shell` and a git
 //! repository's `core.fsmonitor` cannot start a shell or any other program,
 //! in namespaces and without. Judged by a marker file the sub-program would
@@ -16,7 +17,8 @@ fn config(mode: &'static str) -> impl Fn(&Path, &Path) -> String {
         read.extend(pj.iter().cloned());
         let keys = format!(
             "opaque = \"deny\"\nauto_apply = \"in-grant\"\nsession_write = true\nnamespaces = \"{mode}\"\n\
-             proc_spawn = [\"tar\", \"zip\", \"sqlite3\", \"git\", \"true\"]"
+             proc_spawn = [\"tar\", \"zip\", \"sqlite3\", \"git\", \"true\", \"gunzip\"]\n\
+             env_write = [\"LD_PRELOAD\"]"
         );
         principal("agent:ex", &keys, &read, &pj, &pj)
     }
@@ -30,6 +32,10 @@ fn attacks() -> Vec<(&'static str, &'static str)> {
             "tar --checkpoint=1 \"--checkpoint-action=exec=touch MARK\" -cf t1.tar seed",
         ),
         ("tar -I", "tar \"-Itouch MARK;cat\" -cf t2.tar seed"),
+        (
+            "tar exec of the loader through a shell",
+            "tar --checkpoint=1 \"--checkpoint-action=exec=LOADER /usr/bin/touch MARK\" -cf t3.tar seed",
+        ),
         ("zip -TT", "zip z.zip seed -T -TT \"touch MARK #\""),
         ("sqlite3 .shell", "sqlite3 q.db \".shell touch MARK\""),
         ("git core.fsmonitor", "cd repo; git status; cd .."),
@@ -51,6 +57,12 @@ fn a_granted_program_cannot_start_an_ungranted_one() {
         eprintln!("skipped: tar, zip, sqlite3 and git are needed");
         return;
     }
+    // The dynamic loader: executable for every granted program, it runs any
+    // file named as its argument (documented); a shell must not be at hand.
+    let loader = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+        .iter()
+        .find(|p| Path::new(p).exists())
+        .map_or_else(|| "/nonexistent-loader".to_string(), |p| p.to_string());
     for mode in ["auto", "off"] {
         let a = Arena::start(config(mode), &[]);
         let mut rep = Report::default();
@@ -75,7 +87,9 @@ fn a_granted_program_cannot_start_an_ungranted_one() {
                 let cmd = format!("touch {} #", mark.display());
                 git(&["config", "core.fsmonitor", &cmd]);
             }
-            let src = src.replace("MARK", &mark.display().to_string());
+            let src = src
+                .replace("MARK", &mark.display().to_string())
+                .replace("LOADER", &loader);
             let _ = std::fs::remove_file(&mark);
             let r = local.exec(&src);
             rep.control(
@@ -89,6 +103,47 @@ fn a_granted_program_cannot_start_an_ungranted_one() {
                 &format!("{mode}: {name}: a token's granted program started another"),
                 mark.exists().then(|| clip(&r.to_string())),
             );
+        }
+        // Code the token wrote, loaded into a granted program: a shared object
+        // whose constructor runs `touch` through the loader.
+        if let Some(so) = shared_object(&a.proj, &loader) {
+            let mark = so.1;
+            let steps: Vec<(&str, String, bool)> = vec![
+                // Without namespaces the project stays executable: a known limit
+                // (docs/leash.md); in namespaces write grants are `noexec`.
+                (
+                    "sqlite3 .load",
+                    "sqlite3 q2.db \".load ./evil.so\"".into(),
+                    mode != "off",
+                ),
+                (
+                    "LD_PRELOAD",
+                    format!(
+                        "env.LD_PRELOAD = {:?}\ntar -cf t4.tar seed",
+                        so.0.display().to_string()
+                    ),
+                    true,
+                ),
+            ];
+            for (name, src, judged) in steps {
+                let _ = std::fs::remove_file(&mark);
+                let r = local.exec(&src);
+                local.exec("env.LD_PRELOAD = null");
+                rep.control(
+                    &format!("{mode}: {name}: the local user's program runs the object"),
+                    mark.exists(),
+                    &clip(&r.to_string()),
+                );
+                let _ = std::fs::remove_file(&mark);
+                let r = agent.exec(&src);
+                agent.exec("env.LD_PRELOAD = null");
+                if judged {
+                    rep.judge(
+                        &format!("{mode}: {name}: a granted program ran the token's code"),
+                        mark.exists().then(|| clip(&r.to_string())),
+                    );
+                }
+            }
         }
         // The granted programs themselves still run.
         let r = agent.exec("tar -cf ok.tar seed");
@@ -105,4 +160,33 @@ fn a_granted_program_cannot_start_an_ungranted_one() {
         );
         rep.finish(&format!("granted programs, namespaces {mode}"));
     }
+}
+
+/// A shared object in `dir` whose constructor executes `touch MARK` through
+/// `loader`, built with `cc` (`None` without one): its path and the marker's.
+fn shared_object(dir: &Path, loader: &str) -> Option<(PathBuf, PathBuf)> {
+    if !have(&["cc"]) {
+        eprintln!("skipped the shared-object attacks: no cc");
+        return None;
+    }
+    let mark = dir.join("SO-MARK");
+    let src = dir.join("evil.c");
+    let so = dir.join("evil.so");
+    let code = format!(
+        "#include <unistd.h>\n\
+         __attribute__((constructor)) static void run(void) {{\n\
+         char *argv[] = {{\"{loader}\", \"/usr/bin/touch\", \"{mark}\", 0}};\n\
+         char *envp[] = {{0}};\n\
+         execve(\"{loader}\", argv, envp);\n}}\n",
+        mark = mark.display()
+    );
+    std::fs::write(&src, code).ok()?;
+    let built = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(&src)
+        .status()
+        .ok()?
+        .success();
+    built.then_some((so, mark))
 }

@@ -425,5 +425,12 @@ fn a_token_cannot_take_another_principals_session_names() {
         other.exec("40 + 2").to_string().contains("42"),
         "",
     );
+    // A principal named with `@` would make `default@agent:rt` of `agent:x` the
+    // default of `agent:x@agent:rt`: no token is made for such a name.
+    let (st, out, _) = run(&a.root, &["token", "create", "agent:x@agent:rt"], &[]);
+    rep.judge(
+        "S1 a token for a principal whose name holds '@'",
+        (st == 0).then(|| clip(&out)),
+    );
     rep.finish("session names");
 }

@@ -257,7 +257,12 @@ pub fn run(spec: SpawnSpec, intr: &Interrupter) -> Result<ProcResult, RunError> 
     };
     cmd.current_dir(&spec.cwd);
     cmd.env_clear();
-    cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
+    cmd.envs(
+        spec.env
+            .iter()
+            .filter(|(k, _)| shoal_policy::landlock::passes_env(&k.to_string_lossy()))
+            .map(|(k, v)| (k, v)),
+    );
     cmd.process_group(0);
     let mut feed: Option<OutputBytes> = None;
     match spec.stdin {

@@ -170,6 +170,22 @@ impl Holder {
             ),
         ];
         let cwd = join.cwd.clone();
+        // Where the token may write, nothing is executable (not even mapped
+        // as code) when its children may run only granted programs: a
+        // program or library it wrote there would run as its own code.
+        let noexec: Vec<std::ffi::CString> = join
+            .rules
+            .upgrade()
+            .filter(|r| r.exec.is_some())
+            .map(|r| {
+                use std::os::unix::ffi::OsStrExt;
+                r.write
+                    .iter()
+                    .chain(&r.delete)
+                    .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
         // SAFETY: between fork and exec, in the single-threaded child: only
         // system calls (signal, setns, unshare, mount, prctl, fork, waitpid,
         // close_range, _exit) on integers, the descriptors kept by the
@@ -198,7 +214,7 @@ impl Holder {
                 )?;
                 match libc::fork() {
                     -1 => Err(io::Error::last_os_error()),
-                    0 => own_proc(&cwd),
+                    0 => own_proc(&cwd, &noexec),
                     pid => {
                         libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
                         let mut st = 0;
@@ -221,8 +237,9 @@ impl Holder {
 /// In a child's own pid namespace (as its pid 1), before exec: its own
 /// `/proc`, its cwd, and no capability from here on. Async-signal-safe:
 /// system calls on C strings made before the fork.
-fn own_proc(cwd: &CStr) -> io::Result<()> {
-    use rustix::mount::{mount, mount_change, MountFlags, MountPropagationFlags};
+fn own_proc(cwd: &CStr, noexec: &[std::ffi::CString]) -> io::Result<()> {
+    use rustix::mount::MountPropagationFlags;
+    use rustix::mount::{mount, mount_bind, mount_change, mount_remount, MountFlags};
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
     // Nothing mounted here reaches the holder or the other children.
     mount_change(
@@ -231,6 +248,15 @@ fn own_proc(cwd: &CStr) -> io::Result<()> {
     )?;
     let hidden = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
     mount(c"proc", c"/proc", c"proc", hidden, None)?;
+    // Each such path becomes a mount of its own, then loses exec (a path
+    // this namespace does not hold has nothing to run).
+    for p in noexec {
+        match mount_bind(p.as_c_str(), p.as_c_str()) {
+            Err(rustix::io::Errno::NOENT) => continue,
+            r => r?,
+        }
+        mount_remount(p.as_c_str(), MountFlags::BIND | hidden, c"")?;
+    }
     rustix::process::chdir(cwd)?;
     crate::landlock::drop_capabilities()
 }
