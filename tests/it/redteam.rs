@@ -32,6 +32,7 @@ mod revoke;
 mod sessions;
 mod shared;
 mod threads;
+mod trash;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

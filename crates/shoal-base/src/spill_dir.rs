@@ -24,6 +24,12 @@ pub fn set_thread_private_base(dir: Option<PathBuf>) {
     THREAD_BASE.with(|b| *b.borrow_mut() = dir);
 }
 
+/// The calling thread's own private base directory, if it has one (a
+/// token principal's evaluation thread).
+pub fn thread_private_base() -> Option<PathBuf> {
+    thread_base()
+}
+
 fn thread_base() -> Option<PathBuf> {
     THREAD_BASE.with(|b| b.borrow().clone())
 }

@@ -147,6 +147,10 @@ pub struct LimitsConfig {
     /// namespace holder, whose files are memory); a write past it fails
     /// with `ENOSPC`.
     pub token_tmp: u64,
+    /// Bytes a token principal's trash (where its `rm` without `--permanent`
+    /// moves files) may hold: older entries are purged to make room, and a
+    /// file larger than this is deleted, not trashed.
+    pub token_trash: u64,
     /// How long a client may leave its write queue full (not reading what it
     /// is sent) before its connection is closed, in milliseconds.
     pub write_stall_ms: u64,
@@ -183,6 +187,7 @@ impl Default for LimitsConfig {
             max_subscriptions_per_connection: 64,
             spill_bytes: 4 << 30,
             token_tmp: 256 << 20,
+            token_trash: 256 << 20,
             write_stall_ms: 10_000,
         }
     }
@@ -460,6 +465,15 @@ fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
             format!("token_tmp must be at least 1048576 (got {})", l.token_tmp),
         );
     }
+    if l.token_trash < 1 << 20 {
+        return bad(
+            "token_trash",
+            format!(
+                "token_trash must be at least 1048576 (got {})",
+                l.token_trash
+            ),
+        );
+    }
     for (key, value, max) in [
         ("max_sessions", l.max_sessions, 100_000),
         (
@@ -629,6 +643,10 @@ mod tests {
             (
                 "[limits]\ntoken_tmp = \"256M\"\n",
                 "c.toml:2:13: invalid type",
+            ),
+            (
+                "[limits]\ntoken_trash = 4096\n",
+                "c.toml:2:15: token_trash must be at least 1048576",
             ),
             (
                 "[tasks]\nretain = \"soon\"\n",

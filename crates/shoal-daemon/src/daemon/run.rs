@@ -131,6 +131,8 @@ pub fn run(opts: DaemonOptions) -> i32 {
         Err(e) => tracing::warn!("no namespaces for token children: {e}"),
     }
     shoal_policy::install(&config.policy, config.plans.ttl.0, Some(state_dir.clone()));
+    // A token's `rm` trashes into its private dir, on its own threads.
+    shoal_lang::shell::trash::set_token_cap(config.limits.token_trash);
 
     // The journal: a corrupt or foreign file stops the start, untouched.
     let journal_path = state_dir.join("journal.redb");

@@ -133,6 +133,7 @@ fn confine(init: &Init) -> Result<Worker, String> {
         config.plans.ttl.0,
         Some(init.state_dir.clone()),
     );
+    shoal_lang::shell::trash::set_token_cap(config.limits.token_trash);
     if init.principal == shoal_policy::runtime().local {
         return Err("a worker evaluates for a token principal, not the local user".into());
     }

@@ -357,7 +357,7 @@ impl Walker<'_, '_> {
                                 .lose(format!("rm --permanent deletes {x} for good"));
                         }
                     } else {
-                        self.undo.trash(&p);
+                        self.trashes(&p);
                     }
                     self.push(Effect::FsDelete { paths: p });
                 }
@@ -428,6 +428,32 @@ impl Walker<'_, '_> {
 }
 
 impl Walker<'_, '_> {
+    /// `rm` to the trash: undoable, except on a token principal's thread
+    /// for what is larger than its trash may hold (`[limits] token_trash`),
+    /// which `rm` deletes for good. What exists is measured now; a glob's
+    /// files, and a path outside the principal's read grants, are not.
+    fn trashes(&mut self, paths: &[String]) {
+        let Some(cap) = crate::shell::trash::cap() else {
+            self.undo.trash(paths);
+            return;
+        };
+        for p in paths {
+            let path = Path::new(p);
+            let glob = p.contains(['*', '?', '[']);
+            if !shoal_policy::run_gate::may_read(path) || (glob && !path.exists()) {
+                self.undo.lose(format!(
+                    "rm may delete {p} for good: its size is not looked at, and what is larger than [limits] token_trash ({cap} bytes) is not trashed"
+                ));
+            } else if crate::shell::trash::size(path, cap).is_ok_and(|n| n > cap) {
+                self.undo.lose(format!(
+                    "rm deletes {p} for good: it is larger than [limits] token_trash ({cap} bytes)"
+                ));
+            } else {
+                self.undo.trash(std::slice::from_ref(p));
+            }
+        }
+    }
+
     /// Writing `p` over a file that exists now loses its content. A path
     /// outside the principal's read grants is not looked at (its existence
     /// is a read of it): it may exist, so the write may lose it.

@@ -273,3 +273,34 @@ fn permanent_deletes_and_overwrites_cannot_be_undone() {
         assert!(u.lost.is_empty(), "{src}: {u:?}");
     }
 }
+
+/// On a token principal's thread (one with a private directory), what is
+/// larger than its trash may hold cannot be undone: `rm` deletes it.
+#[test]
+fn a_tokens_rm_of_more_than_its_trash_holds_cannot_be_undone() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().to_path_buf();
+    std::fs::write(cwd.join("small"), vec![0u8; 1000]).unwrap();
+    std::fs::write(cwd.join("big"), vec![0u8; 100_000]).unwrap();
+    // The local user's trash is not bounded.
+    assert!(undo_in("rm big", &cwd).lost.is_empty());
+    let base = cwd.join("private");
+    let c = cwd.clone();
+    let at = move |p: &str| cwd.join(p).display().to_string();
+    std::thread::spawn(move || {
+        shoal_base::spill_dir::set_thread_private_base(Some(base));
+        // The cap the shell::trash tests use too (it is process-wide).
+        crate::shell::trash::set_token_cap(90_000);
+        let u = undo_in("rm small big", &c);
+        assert_eq!(u.trashed, vec![at("small")], "{u:?}");
+        assert_eq!(u.lost.len(), 1, "{u:?}");
+        assert!(
+            u.lost[0].starts_with(&format!("rm deletes {} for good", at("big"))),
+            "{u:?}"
+        );
+        let u = undo_in("rm *.bin", &c);
+        assert!(u.lost[0].starts_with("rm may delete"), "{u:?}");
+    })
+    .join()
+    .unwrap();
+}

@@ -478,32 +478,7 @@ fn mv(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     Ok(Value::list(out))
 }
 
-/// Where [`trash_dir`] is, without creating it (a plan names it).
-pub fn trash_dir_path() -> PathBuf {
-    shoal_base::spill_dir::private_temp_path("trash").join(std::process::id().to_string())
-}
-
-/// The per-process trash directory used by `rm` without `--permanent`:
-/// `$TMPDIR/shoal-<uid>/trash/<pid>`, private (0700) at every level so no
-/// other user can read what was removed or plant a link in its place.
-pub fn trash_dir() -> std::io::Result<PathBuf> {
-    let dir = shoal_value::output::private_temp_dir("trash")?.join(std::process::id().to_string());
-    match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
-        .create(&dir)
-    {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    let md = std::fs::symlink_metadata(&dir)?;
-    if !md.is_dir() {
-        return Err(std::io::Error::other(format!(
-            "{} is not a directory",
-            dir.display()
-        )));
-    }
-    Ok(dir)
-}
+pub use super::trash::{trash_dir, trash_dir_path};
 
 fn rm(a: Parsed, ctx: &Ctx) -> SResult<Value> {
     if a.vals.is_empty() {
@@ -543,19 +518,24 @@ fn rm(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         } else {
             let dir = trash_dir()
                 .map_err(|e| ShoalError::custom(format!("rm: no private trash directory: {e}")))?;
-            let stamp = SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
-            let name = abs
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "item".into());
-            let trash = dir.join(format!("{stamp}-{name}"));
-            move_path(&abs, &trash).map_err(|e| fs_err("rm", &p, &e))?;
+            let put = super::trash::put(&abs, &dir, move_path).map_err(|e| fs_err("rm", &p, &e))?;
             let mut r = Record::new();
             r.insert("path".into(), Value::path(normalize(&abs)));
-            r.insert("trash".into(), Value::path(trash));
+            match put {
+                super::trash::Put::Trashed(trash) => {
+                    r.insert("trash".into(), Value::path(trash));
+                }
+                super::trash::Put::Deleted { cap } => {
+                    r.insert("trash".into(), Value::Null);
+                    r.insert("permanent".into(), Value::Bool(true));
+                    r.insert(
+                        "why".into(),
+                        Value::str(format!(
+                            "larger than this principal's trash may hold ([limits] token_trash, {cap} bytes): deleted for good"
+                        )),
+                    );
+                }
+            }
             out.push(Value::record(r));
         }
     }

@@ -10,6 +10,7 @@ pub mod process;
 #[doc(hidden)]
 pub mod procstat;
 pub mod reef;
+pub mod trash;
 pub mod words;
 
 #[cfg(test)]
