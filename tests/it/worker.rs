@@ -153,6 +153,15 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
         .unwrap()
         .contains("inside"));
 
+    // Its trash is the principal's private directory: `rm` works in the grant.
+    let gone = proj.join("gone.txt");
+    std::fs::write(&gone, "x").unwrap();
+    let r = exec(format!("rm({:?})", gone.display().to_string()));
+    assert!(
+        r["done"]["ran"].get("value").is_some() && !gone.exists(),
+        "{r}"
+    );
+
     // `out:N` is the daemon's; `user.*` events go to it.
     let r = exec("out:3 + 1".into());
     assert_eq!(

@@ -318,6 +318,12 @@ impl Worker {
         injector: &Mutex<Option<ChannelInjector>>,
         stack: usize,
     ) {
+        // Its spill files and trash go to the principal's private directory
+        // (per thread, as on the daemon's confined threads).
+        match shoal_policy::confine::private_dir(&self.principal) {
+            Ok(dir) => shoal_base::spill_dir::set_thread_private_base(Some(dir)),
+            Err(e) => tracing::warn!("no private directory for {}: {e}", self.principal),
+        }
         let mut setup = Some(setup);
         let mut lang: Option<LangSession> = None;
         // The views last sent to the daemon.
