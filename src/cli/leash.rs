@@ -305,6 +305,15 @@ pub fn plan_show(socket: Option<PathBuf>, plan_ref: &str, as_json: bool) -> i32 
             for e in p["effects"].as_array().into_iter().flatten() {
                 s.push_str(&format!("  {e}\n"));
             }
+            let files = p["files"].as_array().into_iter().flatten();
+            let files: Vec<&str> = files.filter_map(|f| f.as_str()).collect();
+            if !files.is_empty() {
+                // The approval covers these as they are now.
+                s.push_str("files (bound by content):\n");
+                for f in files {
+                    s.push_str(&format!("  {f}\n"));
+                }
+            }
             s.push_str("src:\n");
             for l in p["src"].as_str().unwrap_or("").lines() {
                 s.push_str(&format!("  {l}\n"));

@@ -18,6 +18,7 @@
 
 mod approvals;
 mod blobs;
+mod bound;
 mod children;
 mod configs;
 mod eval;

@@ -266,6 +266,20 @@ async fn apply_checked(
     if let Some(why) = now.place.as_ref().and_then(|p| plan.place.moved(p)) {
         return Err(moved(&plan_ref, &plan.place, &why));
     }
+    if let Some(f) = now.place.as_ref().and_then(|p| plan.place.changed(p)) {
+        return Err(changed(&plan_ref, &plan.place, &f));
+    }
+    if plan.place.unbound && plan.effects.contains(&shoal_policy::Effect::Opaque) {
+        return Err(RpcError::new(
+            rpc::APPROVAL_REQUIRED,
+            format!(
+                "the plan's source names more than {} files, so what it runs is not bound to \
+                 what was approved; an opaque plan of it does not apply",
+                shoal_policy::place::MAX_BOUND_FILES
+            ),
+        )
+        .with_data(json!({"plan_ref": plan_ref, "unbound": true})));
+    }
     if now.effects != plan.effects {
         return Err(RpcError::new(
             rpc::APPROVAL_REQUIRED,
@@ -307,9 +321,15 @@ async fn apply_checked(
     };
     let result = crate::sessions::exec::exec_result(handle, exec, budget)
         .await
-        .map_err(|e| match e.data.as_ref().and_then(|d| d.get("moved")) {
-            Some(_) => moved(&plan_ref, &plan.place, &e.message),
-            None => e,
+        .map_err(|e| {
+            let data = e.data.as_ref();
+            if data.and_then(|d| d.get("moved")).is_some() {
+                moved(&plan_ref, &plan.place, &e.message)
+            } else if let Some(f) = data.and_then(|d| d.get("changed")?.as_str()) {
+                changed(&plan_ref, &plan.place, std::path::Path::new(f))
+            } else {
+                e
+            }
         })?;
     Ok(Applied { result, plan_ref })
 }
@@ -321,6 +341,23 @@ pub fn moved(plan_ref: &str, place: &shoal_policy::plan::Place, why: &str) -> Rp
         format!("{why}: an approved plan applies only where it was made; plan it again here"),
     )
     .with_data(json!({"plan_ref": plan_ref, "cwd": place.cwd_text(), "moved": true}))
+}
+
+/// The refusal of an apply after a file the plan names changed: an
+/// approval covers the programs and scripts as they were.
+pub fn changed(plan_ref: &str, place: &shoal_policy::plan::Place, f: &std::path::Path) -> RpcError {
+    RpcError::new(
+        rpc::APPROVAL_REQUIRED,
+        format!(
+            "{}: an approved plan runs only the files it named as they were; plan it again",
+            shoal_policy::place::changed_why(f)
+        ),
+    )
+    .with_data(json!({
+        "plan_ref": plan_ref,
+        "cwd": place.cwd_text(),
+        "changed": f.to_string_lossy(),
+    }))
 }
 
 /// `cap.request` params checked: the plan (never empty) and the requested

@@ -7,6 +7,7 @@
 
 pub mod adapters;
 pub mod ast;
+pub mod bound;
 pub mod derive;
 pub mod env_view;
 pub mod eval;

@@ -391,8 +391,25 @@ impl Session {
         let ctx = self.parse_context();
         let prog = crate::parse::parse(src, &ctx)?;
         let mut d = self.effects_in(&prog, &ctx.bound);
-        d.place = Some(self.place());
+        d.place = Some(self.place_for(src));
         Ok(d)
+    }
+
+    /// [`place`](Self::place) bound to the files `src` names (the programs
+    /// and scripts it may run, [`crate::bound`]) as they are now. Run on a
+    /// thread confined and gated as the caller (it reads only what the
+    /// caller may).
+    pub fn place_for(&self, src: &str) -> shoal_policy::plan::Place {
+        let env = |k: &str| self.interp.env.get(k).cloned();
+        let resolve = |w: &str| match self.interp.resolve_tool(w) {
+            crate::shell::reef::Resolution::Ambient(p) => p,
+            crate::shell::reef::Resolution::Reef { path, .. } => Some(path),
+            crate::shell::reef::Resolution::Unresolved { .. } => None,
+        };
+        let (files, truncated) = crate::bound::named_files(src, &self.interp.cwd, &env, &resolve);
+        let mut place = self.place().with_files(files);
+        place.unbound |= truncated;
+        place
     }
 
     /// Where the session is now: its cwd and a digest of its environment (an

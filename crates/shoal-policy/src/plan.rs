@@ -8,8 +8,9 @@ use super::policy::{ApproveVia, AutoApply, Verdict};
 use super::undo::Undo;
 
 /// `plan:` + 16 hex of BLAKE3 over session, principal, source, effects and
-/// place: bound to its owner, so two callers never share or overwrite one, and
-/// to where it was made, so planning the same source elsewhere is a new plan.
+/// place (with its bound files' digests): bound to its owner, so two callers
+/// never share or overwrite one, and to where it was made and what its files
+/// held, so planning the same source elsewhere or after a rewrite is a new plan.
 pub fn plan_ref(
     session: &str,
     principal: &str,
@@ -29,6 +30,13 @@ pub fn plan_ref(
         h.update(&(part.len() as u64).to_le_bytes());
         h.update(part);
     }
+    for f in &place.files {
+        for part in [f.path.as_os_str().as_encoded_bytes(), f.digest.as_bytes()] {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+    }
+    h.update(&[u8::from(place.unbound)]);
     let effects = serde_json::to_vec(effects).unwrap_or_default();
     h.update(&effects);
     let hex = h.finalize().to_hex();
@@ -160,6 +168,15 @@ mod tests {
         assert_ne!(a, plan_ref("s1", "uid:0", "sh { x }", &[], &at));
         let elsewhere = Place::of(Path::new("/home/a"), [("PATH", "/usr/bin")]);
         assert_ne!(a, plan_ref("s1", "uid:0", "sh { x }", &e, &elsewhere));
+        let mut bound = at.clone();
+        bound.files.push(super::super::place::BoundFile {
+            path: "/usr/bin/x".into(),
+            digest: "b3:00".into(),
+        });
+        let b = plan_ref("s1", "uid:0", "sh { x }", &e, &bound);
+        assert_ne!(a, b);
+        bound.files[0].digest = "b3:01".into();
+        assert_ne!(b, plan_ref("s1", "uid:0", "sh { x }", &e, &bound));
         assert_eq!(a.len(), 21);
     }
 }

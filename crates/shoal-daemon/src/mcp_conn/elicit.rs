@@ -594,6 +594,7 @@ mod tests {
             },
             detail: Some(PlanDetail {
                 src: "sh { x }".repeat(500),
+                files: vec![],
                 ast: None,
                 ast_version: 1,
                 created: "2026-01-01T00:00:00Z".into(),

@@ -489,6 +489,9 @@ pub struct PlanResult {
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct PlanDetail {
     pub src: String,
+    /// The files the source names (programs, scripts), bound by content:
+    /// the plan does not apply once one changed.
+    pub files: Vec<String>,
     pub ast: Option<Json>,
     pub ast_version: u64,
     pub created: String,
@@ -521,6 +524,7 @@ impl PlanResult {
         PlanResult {
             detail: Some(PlanDetail {
                 src: p.src.clone(),
+                files: p.place.file_texts(),
                 ast: None,
                 ast_version: 2,
                 created: shoal_policy::plan::rfc3339(p.created_ns),
