@@ -381,21 +381,18 @@ impl Worker {
         cancel: &CallCancel,
         stack: usize,
     ) -> Result<eval::Evaluated, crate::msg::SessionError> {
-        // An approved plan runs only where it was made.
-        let moved = job
-            .place
-            .clone()
-            .and_then(|p| shoal_policy::plan::Place::from(p).moved(&lang.place()));
-        if let Some(why) = moved {
-            let e = shoal_proto::rpc::RpcError::new(shoal_proto::rpc::APPROVAL_REQUIRED, why)
-                .with_data(json!({"moved": true}));
-            return Err(crate::msg::SessionError::Rpc(e));
+        let gate = self.gate(job.caller.as_deref());
+        // An approved plan runs only where it was made, on the files it named.
+        if let Some(p) = job.place.clone() {
+            let plan = shoal_policy::plan::Place::from(p);
+            eval::still_in_place(&plan, lang, Some(&gate), &job.src)
+                .map_err(crate::msg::SessionError::Rpc)?;
         }
         let prepared = eval::prepare(lang, &job.src, job.position())?;
         let spec = EvalJob {
             tty: job.tty,
             width: job.width,
-            gate: Some(self.gate(job.caller.as_deref())),
+            gate: Some(gate),
             check: job.check,
             cancel,
             tasks: None,

@@ -86,6 +86,11 @@ pub struct ExecJob {
 pub struct Place {
     pub cwd: PathBuf,
     pub env: String,
+    /// The bound files: `(path, digest)`.
+    #[serde(default)]
+    pub files: Vec<(PathBuf, String)>,
+    #[serde(default)]
+    pub unbound: bool,
 }
 
 impl From<&shoal_policy::plan::Place> for Place {
@@ -93,6 +98,12 @@ impl From<&shoal_policy::plan::Place> for Place {
         Place {
             cwd: p.cwd.clone(),
             env: p.env.clone(),
+            files: p
+                .files
+                .iter()
+                .map(|f| (f.path.clone(), f.digest.clone()))
+                .collect(),
+            unbound: p.unbound,
         }
     }
 }
@@ -102,6 +113,12 @@ impl From<Place> for shoal_policy::plan::Place {
         shoal_policy::plan::Place {
             cwd: p.cwd,
             env: p.env,
+            files: p
+                .files
+                .into_iter()
+                .map(|(path, digest)| shoal_policy::place::BoundFile { path, digest })
+                .collect(),
+            unbound: p.unbound,
         }
     }
 }

@@ -149,6 +149,35 @@ pub fn check_gate(
     Ok(())
 }
 
+/// `plan` (an approved plan's place) against the session now: the same
+/// cwd and environment, and the same content in every file its source
+/// `src` names, looked at as the plan's deriver looked (the caller's
+/// run-time gate without the plan's approval).
+pub fn still_in_place(
+    plan: &shoal_policy::plan::Place,
+    lang: &LangSession,
+    gate: Option<&shoal_policy::Gate>,
+    src: &str,
+) -> Result<(), shoal_proto::rpc::RpcError> {
+    use shoal_proto::rpc::{RpcError, APPROVAL_REQUIRED};
+    let planning = gate
+        .and_then(|g| g.run.as_ref())
+        .map(|r| Arc::new(r.applying(&[])));
+    let here = shoal_policy::run_gate::with_gate(planning, || lang.place_for(src));
+    if let Some(why) = plan.moved(&here) {
+        return Err(
+            RpcError::new(APPROVAL_REQUIRED, why).with_data(serde_json::json!({"moved": true}))
+        );
+    }
+    if let Some(f) = plan.changed(&here) {
+        return Err(
+            RpcError::new(APPROVAL_REQUIRED, shoal_policy::place::changed_why(&f))
+                .with_data(serde_json::json!({"changed": f.to_string_lossy()})),
+        );
+    }
+    Ok(())
+}
+
 /// Evaluate `prepared` in `lang` for `job`, on a `stack`-byte thread. An
 /// error means it did not run (refused by the gate, cancelled first, or the
 /// deriver panicked).

@@ -105,33 +105,6 @@ pub fn run_task(
     result
 }
 
-/// `plan` (an approved plan's place) against the session now: the same
-/// cwd and environment, and the same content in every file its source
-/// names, looked at as the plan's deriver looked (the caller's run-time gate
-/// without the plan's approval, on this confined worker).
-fn still_in_place(
-    plan: &shoal_policy::plan::Place,
-    session: &LangSession,
-    job: &Exec,
-) -> Result<(), shoal_proto::rpc::RpcError> {
-    use shoal_proto::rpc::{RpcError, APPROVAL_REQUIRED};
-    let gate = job.gate.as_ref().and_then(|g| g.run.as_ref());
-    let planning = gate.map(|r| Arc::new(r.applying(&[])));
-    let here = shoal_policy::run_gate::with_gate(planning, || session.place_for(&job.src));
-    if let Some(why) = plan.moved(&here) {
-        return Err(
-            RpcError::new(APPROVAL_REQUIRED, why).with_data(serde_json::json!({"moved": true}))
-        );
-    }
-    if let Some(f) = plan.changed(&here) {
-        return Err(
-            RpcError::new(APPROVAL_REQUIRED, shoal_policy::place::changed_why(&f))
-                .with_data(serde_json::json!({"changed": f.to_string_lossy()})),
-        );
-    }
-    Ok(())
-}
-
 /// Evaluate `job` in `lang` and keep what it leaves. The foreground
 /// (`foreground`: the session's worker) creates the language session on
 /// first use and updates the session's views; a task's fork leaves them
@@ -157,7 +130,7 @@ pub(super) fn run_job(
     // it named as they were (checked here, on the worker, so nothing queued
     // before it can move the session or rewrite a script in between).
     if let Some(plan) = job.place.as_ref() {
-        if let Err(e) = still_in_place(plan, session, job) {
+        if let Err(e) = eval::still_in_place(plan, session, job.gate.as_deref(), &job.src) {
             return (Err(SessionError::Rpc(e)), None);
         }
     }
