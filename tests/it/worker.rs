@@ -3,8 +3,9 @@
 //! `no_new_privs`, a pid of its own), then a token principal's builtins,
 //! methods and children meet the kernel inside it, judged on disk; `out:N`
 //! and `user.*` events cross back to the daemon's side, and the session's
-//! views when they change; an approved plan's place holds; an interrupt
-//! ends a running job; closing the pair ends the worker.
+//! views when they change; planning derives effects without running; an
+//! approved plan's place holds; an interrupt ends a running job; closing
+//! the pair ends the worker.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::OwnedFd;
@@ -152,6 +153,23 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
         .as_str()
         .unwrap()
         .contains("inside"));
+
+    // Planning derives effects in the session, running nothing.
+    let planned = proj.join("planned.txt");
+    let d = pair
+        .request(json!({"op": "derive", "session": "w1", "caller": null,
+            "src": format!("\"p\".save({:?})", planned.display().to_string())}))
+        .unwrap();
+    let effects = d["derived"]["effects"].to_string();
+    assert!(
+        effects.contains("fs_write") && effects.contains("planned.txt"),
+        "{d}"
+    );
+    assert!(!planned.exists(), "planning ran the program");
+    let bad = pair
+        .request(json!({"op": "derive", "session": "w1", "caller": null, "src": "let = ("}))
+        .unwrap();
+    assert!(bad.get("error").is_some(), "{bad}");
 
     // Its trash is the principal's private directory: `rm` works in the grant.
     let gone = proj.join("gone.txt");

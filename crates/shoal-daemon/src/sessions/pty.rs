@@ -523,7 +523,9 @@ pub async fn updates(
     listen: Option<serde_json::Value>,
 ) {
     let mut seq = 0u64;
-    changes.borrow_and_update();
+    // `changes` saw the screen as it was when the subscription was made (a
+    // new receiver has): a change between then and this loop's first poll
+    // is still delivered.
     loop {
         let open = changes.changed().await.is_ok();
         changes.borrow_and_update();

@@ -27,9 +27,19 @@ use shoal_base::sync::Locked;
 use shoal_lang::{ChannelInjector, Session as LangSession, SessionOptions};
 use shoal_proto::wire;
 
+/// What a hosted session's thread does for a request.
+enum Work {
+    Exec(ExecJob),
+    /// Derive a plan (nothing runs).
+    Derive {
+        src: String,
+        caller: Option<String>,
+    },
+}
+
 /// One hosted session's line to its evaluation thread.
 struct Hosted {
-    jobs: mpsc::Sender<(u64, ExecJob)>,
+    jobs: mpsc::Sender<(u64, Work)>,
     injector: Arc<Mutex<Option<ChannelInjector>>>,
 }
 
@@ -188,14 +198,19 @@ impl Worker {
             ToWorker::Exec(job) => {
                 let cancel = CallCancel::new();
                 self.jobs.locked().insert(job.job, cancel);
-                let sent = self
-                    .sessions
-                    .locked()
-                    .get(&job.session)
-                    .map(|h| h.jobs.send((id, job.clone())).is_ok());
-                if sent != Some(true) {
-                    self.jobs.locked().remove(&job.job);
-                    pair.reply(id, Err(format!("session {} is not open here", job.session)));
+                let (name, number) = (job.session.clone(), job.job);
+                if !self.hand(&name, id, Work::Exec(job)) {
+                    self.jobs.locked().remove(&number);
+                    pair.reply(id, Err(format!("session {name} is not open here")));
+                }
+            }
+            ToWorker::Derive {
+                session,
+                src,
+                caller,
+            } => {
+                if !self.hand(&session, id, Work::Derive { src, caller }) {
+                    pair.reply(id, Err(format!("session {session} is not open here")));
                 }
             }
             ToWorker::Close { session } => {
@@ -208,6 +223,14 @@ impl Worker {
                 pair.reply(id, Ok(Json::Null));
             }
         }
+    }
+
+    /// Queue request `id` on `session`'s thread (false: no such session).
+    fn hand(&self, session: &str, id: u64, work: Work) -> bool {
+        self.sessions
+            .locked()
+            .get(session)
+            .is_some_and(|h| h.jobs.send((id, work)).is_ok())
     }
 
     fn note(&self, body: Json) {
@@ -313,7 +336,7 @@ impl Worker {
         &self,
         session: &str,
         setup: LangSetup,
-        rx: mpsc::Receiver<(u64, ExecJob)>,
+        rx: mpsc::Receiver<(u64, Work)>,
         pair: &Pair,
         injector: &Mutex<Option<ChannelInjector>>,
         stack: usize,
@@ -324,36 +347,41 @@ impl Worker {
             Ok(dir) => shoal_base::spill_dir::set_thread_private_base(Some(dir)),
             Err(e) => tracing::warn!("no private directory for {}: {e}", self.principal),
         }
-        let mut setup = Some(setup);
         let mut lang: Option<LangSession> = None;
         // The views last sent to the daemon.
         let mut sent: Option<proto::Live> = None;
-        while let Ok((id, job)) = rx.recv() {
-            let cancel = self.jobs.locked().get(&job.job).cloned();
-            let cancel = cancel.unwrap_or_else(CallCancel::new);
+        while let Ok((id, work)) = rx.recv() {
+            // The language session, made on first use and again after a
+            // panic (whose half-mutated state is never resumed).
             if lang.is_none() {
-                match setup.take().map(eval::new_lang) {
-                    Some(Ok(l)) => {
+                match eval::new_lang(setup.clone()) {
+                    Ok(l) => {
                         *injector.locked() = Some(l.channel_injector());
                         lang = Some(l);
                     }
-                    Some(Err(m)) => {
+                    Err(m) => {
                         let e = crate::msg::SessionError::Internal(format!(
-                            "language session unavailable: {m}"
+                            "session {session}: language session unavailable: {m}"
                         ));
+                        if let Work::Exec(job) = &work {
+                            self.jobs.locked().remove(&job.job);
+                        }
                         pair.reply(id, Ok(json!({"error": proto::error_json(&e)})));
-                        self.jobs.locked().remove(&job.job);
                         continue;
                     }
-                    None => {}
                 }
             }
-            let r = match lang.as_mut() {
-                Some(l) => self.run(l, &job, &cancel, stack),
-                None => Err(crate::msg::SessionError::Internal(format!(
-                    "session {session}: its language state was reset by a panic"
-                ))),
+            let Some(l) = lang.as_mut() else { continue };
+            let job = match work {
+                Work::Exec(job) => job,
+                Work::Derive { src, caller } => {
+                    pair.reply(id, Ok(self.derive(l, &src, caller.as_deref())));
+                    continue;
+                }
             };
+            let cancel = self.jobs.locked().get(&job.job).cloned();
+            let cancel = cancel.unwrap_or_else(CallCancel::new);
+            let r = self.run(l, &job, &cancel, stack);
             cancel.finish();
             self.jobs.locked().remove(&job.job);
             let live = lang.as_ref().and_then(|l| changed_views(l, &mut sent));
@@ -371,6 +399,24 @@ impl Worker {
                 reply["live"] = serde_json::to_value(l).unwrap_or_default();
             }
             pair.reply(id, Ok(reply));
+        }
+    }
+
+    /// A plan's derivation for `caller`: its file probes pass the caller's
+    /// run-time gate (even a file's existence is a read of it).
+    fn derive(&self, lang: &LangSession, src: &str, caller: Option<&str>) -> Json {
+        let gate = self.gate(caller);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            shoal_policy::run_gate::with_gate(gate.run.clone(), || lang.derive_plan(src))
+        }));
+        match r {
+            Ok(Ok(d)) => json!({"derived": proto::derived_json(&d)}),
+            Ok(Err(p)) => json!({"error": proto::error_json(&crate::msg::SessionError::Parse(p))}),
+            Err(p) => {
+                let m = crate::sessions::session::panic_message(&p);
+                let e = crate::msg::SessionError::Internal(format!("planning panicked: {m}"));
+                json!({"error": proto::error_json(&e)})
+            }
         }
     }
 

@@ -51,6 +51,14 @@ pub enum ToWorker {
     },
     /// Evaluate (a request: the reply is [`evaluated_json`] or an error).
     Exec(ExecJob),
+    /// Derive the effects of `src` in `session` (planning; nothing runs): a
+    /// request, answered `{"derived": ..}` ([`derived_json`]) or an error.
+    Derive {
+        session: String,
+        src: String,
+        /// The caller's principal (`None`: the session's owner).
+        caller: Option<String>,
+    },
     /// Stop hosting `session`.
     Close { session: String },
     /// A note: cancel job `job` (again, while it runs).
@@ -243,6 +251,50 @@ pub fn error_from(j: &Json) -> SessionError {
     SessionError::Rpc(e)
 }
 
+/// A plan's derivation as it crosses.
+pub fn derived_json(d: &shoal_policy::undo::Derived) -> Json {
+    json!({
+        "effects": d.effects.iter().map(shoal_policy::Effect::to_json).collect::<Vec<_>>(),
+        "lost": d.undo.lost,
+        "trashed": d.undo.trashed,
+        "trash_dir": d.undo.trash_dir,
+        "place": d.place.as_ref().map(Place::from),
+    })
+}
+
+/// A derivation that crossed (`None`: not one).
+pub fn derived_from(j: &Json) -> Option<shoal_policy::undo::Derived> {
+    let strings = |k: &str| -> Option<Vec<String>> {
+        j.get(k)?
+            .as_array()?
+            .iter()
+            .map(|s| s.as_str().map(str::to_string))
+            .collect()
+    };
+    let effects = j
+        .get("effects")?
+        .as_array()?
+        .iter()
+        .map(shoal_policy::Effect::from_json)
+        .collect::<Option<Vec<_>>>()?;
+    let place = match j.get("place") {
+        None | Some(Json::Null) => None,
+        Some(p) => Some(serde_json::from_value::<Place>(p.clone()).ok()?.into()),
+    };
+    Some(shoal_policy::undo::Derived {
+        effects,
+        undo: shoal_policy::undo::Undo {
+            lost: strings("lost")?,
+            trashed: strings("trashed")?,
+            trash_dir: j
+                .get("trash_dir")
+                .and_then(Json::as_str)
+                .map(str::to_string),
+        },
+        place,
+    })
+}
+
 /// `e` as it crosses.
 pub fn evaluated_json(e: &Evaluated) -> Json {
     let ran = match &e.ran {
@@ -381,6 +433,29 @@ mod tests {
                 warnings: vec![],
             },
         };
+        let d = shoal_policy::undo::Derived {
+            effects: vec![
+                shoal_policy::Effect::FsDelete {
+                    paths: vec!["/p/a".into()],
+                },
+                shoal_policy::Effect::Opaque,
+            ],
+            undo: shoal_policy::undo::Undo {
+                lost: vec!["rm --permanent deletes /p/a for good".into()],
+                trashed: vec!["/p/b".into()],
+                trash_dir: Some("/t".into()),
+            },
+            place: Some(shoal_policy::plan::Place {
+                cwd: PathBuf::from("/p"),
+                env: "e".into(),
+                files: vec![shoal_policy::place::BoundFile {
+                    path: PathBuf::from("/p/x"),
+                    digest: "b3:00".into(),
+                }],
+                unbound: false,
+            }),
+        };
+        assert_eq!(derived_from(&derived_json(&d)), Some(d));
         match evaluated_from(&evaluated_json(&raised)).unwrap().ran {
             Ran::Raised { error, .. } => {
                 assert_eq!(error.msg, "denied");

@@ -26,6 +26,7 @@ use shoal_value::render::Layout;
 use shoal_value::{shown, ShoalError, Value};
 
 /// What a language session starts from.
+#[derive(Clone)]
 pub struct LangSetup {
     pub opts: SessionOptions,
     /// Its environment (the creating client's).
