@@ -116,6 +116,18 @@ fn a_granted_program_cannot_start_an_ungranted_one() {
                     "sqlite3 q2.db \".load ./evil.so\"".into(),
                     mode != "off",
                 ),
+                // The same from the scratch directory of its private `/tmp` in
+                // namespaces (also noexec). Judged there only: the local user's
+                // control is the step above.
+                (
+                    "sqlite3 .load from /tmp",
+                    format!(
+                        "sqlite3 q3.db \"select writefile('/tmp/.shoal-tmp/{tag}.so', readfile('evil.so'))\"\n\
+                         sqlite3 q3.db \".load /tmp/.shoal-tmp/{tag}.so\"",
+                        tag = marker("T")
+                    ),
+                    mode != "off",
+                ),
                 (
                     "LD_PRELOAD",
                     format!(
@@ -127,13 +139,15 @@ fn a_granted_program_cannot_start_an_ungranted_one() {
             ];
             for (name, src, judged) in steps {
                 let _ = std::fs::remove_file(&mark);
-                let r = local.exec(&src);
-                local.exec("env.LD_PRELOAD = null");
-                rep.control(
-                    &format!("{mode}: {name}: the local user's program runs the object"),
-                    mark.exists(),
-                    &clip(&r.to_string()),
-                );
+                if !name.ends_with("/tmp") {
+                    let r = local.exec(&src);
+                    local.exec("env.LD_PRELOAD = null");
+                    rep.control(
+                        &format!("{mode}: {name}: the local user's program runs the object"),
+                        mark.exists(),
+                        &clip(&r.to_string()),
+                    );
+                }
                 let _ = std::fs::remove_file(&mark);
                 let r = agent.exec(&src);
                 agent.exec("env.LD_PRELOAD = null");

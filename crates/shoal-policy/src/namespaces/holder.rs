@@ -179,10 +179,17 @@ impl Holder {
             .filter(|r| r.exec.is_some())
             .map(|r| {
                 use std::os::unix::ffi::OsStrExt;
-                r.write
-                    .iter()
-                    .chain(&r.delete)
-                    .filter_map(|p| std::ffi::CString::new(p.as_os_str().as_bytes()).ok())
+                // The private `/tmp` (and its scratch directory) first: a
+                // grant below it is a mount of its own, made noexec after.
+                [b"/tmp".as_slice()]
+                    .into_iter()
+                    .chain(
+                        r.write
+                            .iter()
+                            .chain(&r.delete)
+                            .map(|p| p.as_os_str().as_bytes()),
+                    )
+                    .filter_map(|p| std::ffi::CString::new(p).ok())
                     .collect()
             })
             .unwrap_or_default();
@@ -239,7 +246,7 @@ impl Holder {
 /// system calls on C strings made before the fork.
 fn own_proc(cwd: &CStr, noexec: &[std::ffi::CString]) -> io::Result<()> {
     use rustix::mount::MountPropagationFlags;
-    use rustix::mount::{mount, mount_bind, mount_change, mount_remount, MountFlags};
+    use rustix::mount::{mount, mount_bind_recursive, mount_change, mount_remount, MountFlags};
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
     // Nothing mounted here reaches the holder or the other children.
     mount_change(
@@ -248,10 +255,11 @@ fn own_proc(cwd: &CStr, noexec: &[std::ffi::CString]) -> io::Result<()> {
     )?;
     let hidden = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
     mount(c"proc", c"/proc", c"proc", hidden, None)?;
-    // Each such path becomes a mount of its own, then loses exec (a path
-    // this namespace does not hold has nothing to run).
+    // Each such path becomes a mount of its own (with what is mounted below
+    // it), then loses exec (a path this namespace does not hold has nothing
+    // to run).
     for p in noexec {
-        match mount_bind(p.as_c_str(), p.as_c_str()) {
+        match mount_bind_recursive(p.as_c_str(), p.as_c_str()) {
             Err(rustix::io::Errno::NOENT) => continue,
             r => r?,
         }
