@@ -3,7 +3,6 @@
 //! a responsive exec, a TUI repainting after a resize, screen subscriptions,
 //! limits, and no leftover processes after close, session close and stop.
 
-use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
@@ -108,23 +107,7 @@ impl Mcp {
         if !self.notes.is_empty() {
             return Some(self.notes.remove(0));
         }
-        self.c.stream.set_read_timeout(Some(d)).unwrap();
-        let mut line = String::new();
-        let got = {
-            use std::io::BufRead;
-            let mut r = std::io::BufReader::new(&self.c.stream);
-            match r.read_line(&mut line) {
-                Ok(n) if n > 0 => Some(serde_json::from_str(&line).unwrap()),
-                Ok(_) => None,
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => None,
-                Err(e) => panic!("read: {e}"),
-            }
-        };
-        self.c
-            .stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        got
+        self.c.recv_within(d)
     }
 }
 

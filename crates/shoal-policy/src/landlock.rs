@@ -370,6 +370,18 @@ impl Rules {
         self.ruleset_for(Ttys::None, Exec::Readable)
     }
 
+    /// Whether a child under these rules may read `path` (its read and
+    /// write grants, as the kernel sees them: through links).
+    pub fn reads(&self, path: &Path) -> bool {
+        let Some(read) = &self.read else {
+            return true;
+        };
+        let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        read.iter()
+            .chain(&self.write)
+            .any(|root| real.starts_with(root))
+    }
+
     /// These rules with no limit on what runs (an approved plan that may
     /// start any program: `opaque` among its effects).
     pub fn any_program(&self) -> Rules {

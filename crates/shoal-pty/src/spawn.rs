@@ -84,16 +84,20 @@ pub fn resolve(cmd: &str, env: &[(String, String)], cwd: &Path) -> io::Result<Pa
         .rev()
         .find(|(k, _)| k == "PATH")
         .map(|(_, v)| v.as_str());
-    shoal_base::lookup::find_program(cmd, path, cwd).ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::NotFound,
-            if cmd.contains('/') {
-                format!("{cmd}: no such executable file")
-            } else {
-                format!("{cmd}: not found on PATH")
-            },
-        )
-    })
+    // A program the caller may not read is not there for it: the answer
+    // must not tell a token whether a path outside its grants exists.
+    shoal_base::lookup::find_program(cmd, path, cwd)
+        .filter(|p| shoal_policy::landlock::current().is_none_or(|r| r.reads(p)))
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                if cmd.contains('/') {
+                    format!("{cmd}: no such executable file")
+                } else {
+                    format!("{cmd}: not found on PATH")
+                },
+            )
+        })
 }
 
 fn winsize(rows: u16, cols: u16) -> libc::winsize {

@@ -284,6 +284,33 @@ impl Conn {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad frame {line:?}: {e}"))
     }
 
+    /// The next frame within `d` (`None`: none came), read through the same
+    /// buffer as [`Conn::recv`], so a frame that arrived with an earlier one
+    /// is not missed.
+    pub fn recv_within(&mut self, d: Duration) -> Option<Value> {
+        self.stream.set_read_timeout(Some(d)).expect("timeout");
+        let mut line = String::new();
+        let got = match self.reader.read_line(&mut line) {
+            Ok(n) if n > 0 => Some(
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad frame {line:?}: {e}")),
+            ),
+            Ok(_) => None,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                None
+            }
+            Err(e) => panic!("read: {e}"),
+        };
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        got
+    }
+
     /// Request and its response (responses arrive in request order).
     pub fn call(&mut self, method: &str, params: Value) -> Value {
         self.next += 1;

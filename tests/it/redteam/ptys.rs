@@ -61,3 +61,35 @@ fn a_pty_the_local_user_opens_in_a_tokens_session_is_confined() {
         "ESCAPED: the token drove an unconfined PTY of its session: {screen} / {copied:?}"
     );
 }
+
+/// `pty.open` of a path outside the token's grants answers as it does for a
+/// path that does not exist: it tells nothing of what is there.
+#[test]
+fn pty_open_tells_nothing_of_paths_outside_the_grants() {
+    let a = Arena::start(config, &[]);
+    let tool = a.out("tool");
+    std::fs::write(&tool, "#!/bin/sh\necho hi\n").expect("tool");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let missing = a.out("missing");
+    let mut agent = a.kernel(Some("agent:pty"), "probe", None);
+    let mut answer = |p: &Path| {
+        let r = agent
+            .conn
+            .call("pty.open", json!({"cmd": p.display().to_string()}));
+        let text = r["error"]
+            .to_string()
+            .replace(&p.display().to_string(), "PATH");
+        (r.get("result").is_some(), text)
+    };
+    let (there, missing_answer) = (answer(&tool), answer(&missing));
+    assert!(
+        !there.0 && there == missing_answer,
+        "ESCAPED: pty.open tells an outside file from a missing one: {there:?} / {missing_answer:?}"
+    );
+    // Control: the local user runs the outside tool.
+    let mut local = a.kernel(None, "probe-local", None);
+    let r = local
+        .conn
+        .call("pty.open", json!({"cmd": tool.display().to_string()}));
+    assert!(r.get("result").is_some(), "control: {r}");
+}
