@@ -7,8 +7,11 @@
 //! names an existing regular file the principal may read is a candidate,
 //! relative to the session's cwd or to any directory another word names
 //! (`cd sub; ./x`), and a bare word is also looked up as a command on `PATH`.
-//! A `#!` script's interpreter is bound too. Names built at run time
-//! (`$f`, `"./b" ++ "x"`) and files a program reads by itself are not seen.
+//! A `#!` script's interpreter is bound too, and a glob binds its matches.
+//! A source that builds names the scan cannot follow (quotes glued to a
+//! word, backslashes, `$` inside a word, command substitution, `-m`) is
+//! unbound. Names built by the language (`"./b" ++ "x"`) and files a program
+//! reads by itself are not seen.
 
 use std::collections::HashSet;
 use std::io::Read;
@@ -46,6 +49,40 @@ fn words(src: &str) -> Option<Vec<String>> {
         out.push(w.to_string());
     }
     Some(out)
+}
+
+/// Whether `src` builds a name in a way this scan cannot follow: a quote
+/// glued to a word (`"$PWD"/build.sh`, `./bu''ild.sh`), a backslash outside
+/// quotes (`./build\.sh`), a `$` inside a word, a command substitution, or
+/// `-m` (a module found by the interpreter, not by name). Such a plan is
+/// unbound: an opaque one does not apply.
+fn builds_names(src: &str) -> bool {
+    let glued = |c: Option<char>| c.is_some_and(|c| !is_break(c) && !c.is_whitespace());
+    let chars: Vec<char> = src.chars().collect();
+    let mut quote: Option<char> = None;
+    for (i, &c) in chars.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1).copied();
+        match quote {
+            Some(q) if c == q => {
+                quote = None;
+                if glued(next) {
+                    return true;
+                }
+            }
+            Some(_) => {}
+            None if c == '"' || c == '\'' => {
+                if glued(prev) {
+                    return true;
+                }
+                quote = Some(c);
+            }
+            None if c == '\\' || c == '`' => return true,
+            None if c == '$' && (glued(prev) || next == Some('(')) => return true,
+            None => {}
+        }
+    }
+    src.split(is_break).any(|w| w == "-m")
 }
 
 /// `~/x`, `$NAME/x` and `${NAME}/x` with the session's environment.
@@ -128,7 +165,7 @@ pub fn named_files(
     resolve: &dyn Fn(&str) -> Option<PathBuf>,
 ) -> (Vec<PathBuf>, bool) {
     let (words, truncated) = match words(src) {
-        Some(w) => (w, false),
+        Some(w) => (w, builds_names(src)),
         None => (Vec::new(), true),
     };
     let words: Vec<String> = words.iter().map(|w| expand(w, env)).collect();
@@ -153,6 +190,12 @@ pub fn named_files(
     for w in &words {
         for base in &dirs {
             add(shoal_base::paths::normalize(&base.join(w)), &mut files);
+            // A glob binds what it matches now (a new match refuses the apply).
+            if shoal_policy::glob::is_glob(w) {
+                for m in shoal_policy::glob::expand(w, base, false) {
+                    add(shoal_base::paths::normalize(&base.join(m)), &mut files);
+                }
+            }
         }
         if is_command_name(w) {
             if let Some(p) = resolve(w) {
@@ -211,5 +254,34 @@ mod tests {
         );
         assert_eq!(names("$HOME/sub/x.py", &d), vec!["sub/x.py", "bin/tool"]);
         assert!(names("echo hi; ls sub", &d).is_empty());
+        // A glob binds its matches.
+        assert_eq!(names("sh { ./buil?.sh }", &d), vec!["build.sh"]);
+    }
+
+    #[test]
+    fn names_built_at_run_time_leave_the_plan_unbound() {
+        let d = tempfile::tempdir().unwrap();
+        let env = |_: &str| None;
+        let resolve = |_: &str| None;
+        let unbound = |src: &str| named_files(src, d.path(), &env, &resolve).1;
+        for src in [
+            "sh { \"$PWD\"/build.sh }",
+            "sh { ./bu''ild.sh }",
+            "sh { ./build\\.sh }",
+            "sh { ./b$X.sh }",
+            "sh { $(echo ./build.sh) }",
+            "sh { `echo ./build.sh` }",
+            "python3 -m tool",
+        ] {
+            assert!(unbound(src), "{src}");
+        }
+        for src in [
+            "sh { ./build.sh }",
+            "sh { echo \"a b\" 'c' }",
+            "cat \"my file\"",
+            "sh { $HOME/x }",
+        ] {
+            assert!(!unbound(src), "{src}");
+        }
     }
 }

@@ -88,6 +88,23 @@ fn approved_plans_run_only_the_files_they_named_as_they_were() {
                 &r.to_string(),
             );
         }
+        // Names the file scan cannot follow (round 5): bound by their matches
+        // (a glob) or left unbound, so the rewrite never runs.
+        for src in [
+            "sh { \"$PWD\"/build.sh }",
+            "sh { ./bu''ild.sh }",
+            "sh { ./buil?.sh }",
+        ] {
+            reset(&a, ag);
+            let pr = plan(ag, src);
+            human_approves(&a, &pr);
+            rewrite(&a, ag);
+            let r = apply(ag, &pr);
+            rep.judge(
+                &format!("P3 `{src}` approved, script rewritten, applied [{via}]"),
+                swapped.exists().then(|| clip(&r.to_string())),
+            );
+        }
         // Control: the rewritten script, planned again and approved, does run.
         reset(&a, ag);
         rewrite(&a, ag);
