@@ -51,6 +51,16 @@ fn rewrite(a: &Arena, ag: &mut Agent) -> Value {
     r
 }
 
+/// Plan `src` with a benign script, have the human approve it, rewrite the
+/// script as the agent, apply: the apply's reply.
+fn approved_then_rewritten(a: &Arena, ag: &mut Agent, src: &str) -> Value {
+    reset(a, ag);
+    let pr = plan(ag, src);
+    human_approves(a, &pr);
+    rewrite(a, ag);
+    apply(ag, &pr)
+}
+
 #[test]
 fn approved_plans_run_only_the_files_they_named_as_they_were() {
     let a = Arena::start(config, &[]);
@@ -62,11 +72,7 @@ fn approved_plans_run_only_the_files_they_named_as_they_were() {
         let via = if ag.mcp { "mcp" } else { "kernel" };
         for src in ["./build.sh", "sh ./build.sh", "sh { ./build.sh }"] {
             // The approved plan applied after the agent rewrote the script.
-            reset(&a, ag);
-            let pr = plan(ag, src);
-            human_approves(&a, &pr);
-            rewrite(&a, ag);
-            let r = apply(ag, &pr);
+            let r = approved_then_rewritten(&a, ag, src);
             rep.judge(
                 &format!("P1 `{src}` approved, script rewritten, applied [{via}]"),
                 swapped.exists().then(|| clip(&r.to_string())),
@@ -95,11 +101,7 @@ fn approved_plans_run_only_the_files_they_named_as_they_were() {
             "sh { ./bu''ild.sh }",
             "sh { ./buil?.sh }",
         ] {
-            reset(&a, ag);
-            let pr = plan(ag, src);
-            human_approves(&a, &pr);
-            rewrite(&a, ag);
-            let r = apply(ag, &pr);
+            let r = approved_then_rewritten(&a, ag, src);
             rep.judge(
                 &format!("P3 `{src}` approved, script rewritten, applied [{via}]"),
                 swapped.exists().then(|| clip(&r.to_string())),
