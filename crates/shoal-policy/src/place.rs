@@ -6,6 +6,8 @@ use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 /// At most this many files bind a plan; a source naming more is `unbound`.
 pub const MAX_BOUND_FILES: usize = 64;
 /// Past this size a file is bound by its identity and change time (which
@@ -14,7 +16,7 @@ pub const MAX_HASHED_BYTES: u64 = 16 << 20;
 
 /// A file the plan's source names (a program it runs, a script it gives an
 /// interpreter) and a digest of it when the plan was made.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BoundFile {
     /// As the source reached it (not canonicalised: a symlink swapped in on
     /// the way changes what opening it reads).
@@ -69,7 +71,8 @@ pub fn file_digest(path: &Path) -> Option<String> {
 /// environment. Both decide what the same source does (a relative or bare
 /// command name, a script path, `PATH`, `BASH_ENV`, ...), so an approved plan
 /// applies only where it was planned.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Place {
     pub cwd: PathBuf,
     /// 64 hex of BLAKE3 over the environment's pairs, sorted (never shown:

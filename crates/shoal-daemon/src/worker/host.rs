@@ -429,9 +429,8 @@ impl Worker {
     ) -> Result<eval::Evaluated, crate::msg::SessionError> {
         let gate = self.gate(job.caller.as_deref());
         // An approved plan runs only where it was made, on the files it named.
-        if let Some(p) = job.place.clone() {
-            let plan = shoal_policy::plan::Place::from(p);
-            eval::still_in_place(&plan, lang, Some(&gate), &job.src)
+        if let Some(plan) = &job.place {
+            eval::still_in_place(plan, lang, Some(&gate), &job.src)
                 .map_err(crate::msg::SessionError::Rpc)?;
         }
         let prepared = eval::prepare(lang, &job.src, job.position())?;

@@ -86,49 +86,7 @@ pub struct ExecJob {
     pub check: bool,
     /// An approved plan's place: the run is refused anywhere else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub place: Option<Place>,
-}
-
-/// [`shoal_policy::plan::Place`] as it crosses.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Place {
-    pub cwd: PathBuf,
-    pub env: String,
-    /// The bound files: `(path, digest)`.
-    #[serde(default)]
-    pub files: Vec<(PathBuf, String)>,
-    #[serde(default)]
-    pub unbound: bool,
-}
-
-impl From<&shoal_policy::plan::Place> for Place {
-    fn from(p: &shoal_policy::plan::Place) -> Place {
-        Place {
-            cwd: p.cwd.clone(),
-            env: p.env.clone(),
-            files: p
-                .files
-                .iter()
-                .map(|f| (f.path.clone(), f.digest.clone()))
-                .collect(),
-            unbound: p.unbound,
-        }
-    }
-}
-
-impl From<Place> for shoal_policy::plan::Place {
-    fn from(p: Place) -> shoal_policy::plan::Place {
-        shoal_policy::plan::Place {
-            cwd: p.cwd,
-            env: p.env,
-            files: p
-                .files
-                .into_iter()
-                .map(|(path, digest)| shoal_policy::place::BoundFile { path, digest })
-                .collect(),
-            unbound: p.unbound,
-        }
-    }
+    pub place: Option<shoal_policy::plan::Place>,
 }
 
 /// A hosted session's views after an exec that changed them (its cwd,
@@ -258,7 +216,7 @@ pub fn derived_json(d: &shoal_policy::undo::Derived) -> Json {
         "lost": d.undo.lost,
         "trashed": d.undo.trashed,
         "trash_dir": d.undo.trash_dir,
-        "place": d.place.as_ref().map(Place::from),
+        "place": d.place,
     })
 }
 
@@ -279,7 +237,7 @@ pub fn derived_from(j: &Json) -> Option<shoal_policy::undo::Derived> {
         .collect::<Option<Vec<_>>>()?;
     let place = match j.get("place") {
         None | Some(Json::Null) => None,
-        Some(p) => Some(serde_json::from_value::<Place>(p.clone()).ok()?.into()),
+        Some(p) => Some(serde_json::from_value(p.clone()).ok()?),
     };
     Some(shoal_policy::undo::Derived {
         effects,
