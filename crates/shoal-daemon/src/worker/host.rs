@@ -218,8 +218,8 @@ impl Worker {
                 self.sessions.locked().remove(&session);
                 pair.reply(id, Ok(Json::Null));
             }
-            ToWorker::Interrupt { .. } | ToWorker::Inject { .. } => {
-                self.note(serde_json::to_value(msg).unwrap_or_default());
+            note @ (ToWorker::Interrupt { .. } | ToWorker::Inject { .. }) => {
+                self.apply_note(note);
                 pair.reply(id, Ok(Json::Null));
             }
         }
@@ -235,16 +235,24 @@ impl Worker {
 
     fn note(&self, body: Json) {
         match serde_json::from_value(body) {
-            Ok(ToWorker::Interrupt { job }) => {
+            Ok(msg) => self.apply_note(msg),
+            Err(e) => tracing::warn!("not a worker note: {e}"),
+        }
+    }
+
+    /// An interrupt or a `user.*` event, sent as a note or a request.
+    fn apply_note(&self, msg: ToWorker) {
+        match msg {
+            ToWorker::Interrupt { job } => {
                 if let Some(c) = self.jobs.locked().get(&job) {
                     c.cancel();
                 }
             }
-            Ok(ToWorker::Inject {
+            ToWorker::Inject {
                 session,
                 channel,
                 value,
-            }) => {
+            } => {
                 let Some(v) = wire::decode(&value) else {
                     return;
                 };
@@ -257,8 +265,7 @@ impl Worker {
                     inj.inject(&channel, v);
                 }
             }
-            Ok(other) => tracing::warn!("a worker note that is a request: {other:?}"),
-            Err(e) => tracing::warn!("not a worker note: {e}"),
+            other => tracing::warn!("a worker note that is a request: {other:?}"),
         }
     }
 
