@@ -65,3 +65,4 @@ mod transcript_memory;
 mod user_channels;
 mod wire_snapshots;
 mod worker;
+mod worker_sessions;

@@ -332,7 +332,7 @@ fn an_evaluation_never_touches_the_sessions_state() {
     // comes in as values, so it names neither the session's shared state nor
     // the daemon's services.
     let bad = offending_lines(
-        |p| p == "crates/shoal-daemon/src/sessions/session/eval.rs",
+        |p| p == "crates/shoal-daemon/src/eval.rs",
         |l| {
             let code = l.split("//").next().unwrap_or("");
             [

@@ -46,6 +46,8 @@ pub struct Services {
     overhead: Arc<Mutex<VecDeque<u64>>>,
     /// Acknowledged execs whose record is not on the writer's queue yet.
     pub records: Arc<RecordsInFlight>,
+    /// The token principals' worker processes (`worker/remote.rs`).
+    pub workers: Arc<crate::worker::remote::Workers>,
 }
 
 /// The count of execs acknowledged (batched durability) whose journal record
@@ -122,6 +124,7 @@ impl Services {
             store_stats,
             overhead: Arc::new(Mutex::new(VecDeque::with_capacity(OVERHEAD_SAMPLES))),
             records,
+            workers: Arc::default(),
         }
     }
 

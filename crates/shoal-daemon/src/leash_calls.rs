@@ -318,6 +318,7 @@ async fn apply_checked(
         check: false,
         width: None,
         place: Some(plan.place.clone()),
+        approved: plan.effects.clone(),
     };
     let result = crate::sessions::exec::exec_result(handle, exec, budget)
         .await

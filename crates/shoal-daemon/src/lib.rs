@@ -8,13 +8,17 @@
 //! │   ├── KernelConn        kernel JSON-RPC
 //! │   └── McpConn           MCP
 //! ├── SessionSupervisor(n)  one per named session; re-creates a dead Session
-//! │   ├── Session           owns the evaluation worker thread
+//! │   ├── Session           owns the evaluation worker thread (a token's
+//! │   │                     session: the thread that talks to its worker)
 //! │   ├── Task(n)           one per background task, on a fork of the session
 //! │   ├── PlanStore         the session's plans (Leash)
 //! │   └── Pty(n)            one per PTY; its I/O thread feeds the emulator
 //! ├── http (actix-web)    MCP over Streamable HTTP, through the socket as McpConns
 //! ├── JournalWriter         owns the journal's group-commit writer thread
 //! └── EventBus              channels, rings, a broadcast per channel
+//!
+//! shoal worker (a process per token principal: `worker/`) evaluates that
+//! principal's sessions under its sandbox, over a socketpair.
 //! ```
 //!
 //! Invariants: no handler blocks its arbiter (evaluation runs on the session's
@@ -24,6 +28,7 @@
 pub mod config;
 pub mod conn;
 pub mod daemon;
+pub mod eval;
 pub mod event_bus;
 pub mod health;
 pub mod http;

@@ -94,6 +94,10 @@ pub struct Exec {
     /// An approved plan's apply: refuse unless the session's cwd and
     /// environment are still where the plan was made.
     pub place: Option<shoal_policy::plan::Place>,
+    /// An approved plan's effects, which its `gate` lets through (empty:
+    /// not an approved plan's apply); a worker process builds the gate
+    /// again from them.
+    pub approved: Vec<shoal_policy::Effect>,
 }
 
 /// Derive the effects of a source in the session (planning; nothing runs).
@@ -223,8 +227,35 @@ pub struct CallCancel {
 enum CallState {
     #[default]
     Queued,
-    Running(Interrupter),
+    Running(Stop),
     Finished,
+}
+
+/// How a running call is interrupted: the language session's interrupter
+/// when it evaluates in this process, else a note to the worker process
+/// that evaluates it.
+#[derive(Clone)]
+enum Stop {
+    Here(Interrupter),
+    There(Arc<dyn Fn() + Send + Sync>),
+}
+
+impl Stop {
+    fn fire(&self) {
+        match self {
+            Stop::Here(i) => i.interrupt(),
+            Stop::There(f) => f(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stop::Here(_) => "Here",
+            Stop::There(_) => "There",
+        })
+    }
 }
 
 /// Which call an evaluation serves: the connection and the request id (a background task's
@@ -274,8 +305,8 @@ impl CallCancel {
     pub fn cancel(&self) {
         let g = self.state.locked();
         self.cancelled.store(true, Ordering::SeqCst);
-        if let CallState::Running(i) = &*g {
-            i.interrupt();
+        if let CallState::Running(stop) = &*g {
+            stop.fire();
         }
         drop(g);
         self.wake.notify_one();
@@ -298,13 +329,23 @@ impl CallCancel {
 
     /// The worker starts this call: `false` when it was cancelled first.
     pub(super) fn begin(&self, i: Option<&Interrupter>) -> bool {
+        self.begin_with(i.map(|i| Stop::Here(i.clone())))
+    }
+
+    /// The call starts in a worker process: a cancel runs `interrupt`
+    /// (which asks the worker to interrupt it). `false`: cancelled first.
+    pub(crate) fn begin_there(&self, interrupt: Arc<dyn Fn() + Send + Sync>) -> bool {
+        self.begin_with(Some(Stop::There(interrupt)))
+    }
+
+    fn begin_with(&self, stop: Option<Stop>) -> bool {
         let mut g = self.state.locked();
         if self.is_cancelled() {
             *g = CallState::Finished;
             return false;
         }
-        *g = match i {
-            Some(i) => CallState::Running(i.clone()),
+        *g = match stop {
+            Some(s) => CallState::Running(s),
             None => CallState::Finished,
         };
         true
@@ -316,8 +357,8 @@ impl CallCancel {
         if !self.is_cancelled() {
             return;
         }
-        if let CallState::Running(i) = &*self.state.locked() {
-            i.interrupt();
+        if let CallState::Running(stop) = &*self.state.locked() {
+            stop.fire();
         }
     }
 

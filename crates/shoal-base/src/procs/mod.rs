@@ -40,6 +40,9 @@ pub enum Owner {
     Exec,
     Task(u64),
     Pty(u64),
+    /// The worker process a token principal's session evaluates in
+    /// (its programs stay in its cgroup).
+    Worker,
 }
 
 impl Owner {
@@ -48,6 +51,7 @@ impl Owner {
             Owner::Exec => "exec".into(),
             Owner::Task(n) => format!("task-{n}"),
             Owner::Pty(n) => format!("pty-{n}"),
+            Owner::Worker => "worker".into(),
         }
     }
 }
@@ -454,6 +458,21 @@ impl Join {
             procs: self.procs.clone(),
             pdeathsig: self.pdeathsig,
             refused: self.refused,
+        }
+    }
+
+    /// Move the started child `pid` into its leaf from the parent (for a
+    /// child that must not start anything before the parent has done so;
+    /// the hook of [`Join::child`] is the way for every other).
+    pub fn adopt(&self, pid: i32) -> io::Result<()> {
+        if self.refused {
+            return Err(io::Error::from_raw_os_error(libc_esrch()));
+        }
+        match &self.procs {
+            Some(fd) => rustix::io::write(fd.as_fd(), pid.to_string().as_bytes())
+                .map(|_| ())
+                .map_err(io::Error::from),
+            None => Ok(()),
         }
     }
 

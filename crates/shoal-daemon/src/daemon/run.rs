@@ -127,8 +127,16 @@ pub fn run(opts: DaemonOptions) -> i32 {
     // Token children in namespaces where bubblewrap is installed; the
     // broker thread that starts them is unconfined, so it starts here.
     match std::env::current_exe() {
-        Ok(exe) => shoal_policy::namespaces::init(exe, config.limits.token_tmp),
-        Err(e) => tracing::warn!("no namespaces for token children: {e}"),
+        Ok(exe) => {
+            // A token-owned session evaluates in a worker process of this binary.
+            crate::worker::launch::configure(crate::worker::launch::Launch {
+                exe: exe.clone(),
+                config: config_path.clone(),
+                state_dir: state_dir.clone(),
+            });
+            shoal_policy::namespaces::init(exe, config.limits.token_tmp)
+        }
+        Err(e) => tracing::warn!("no namespaces nor workers for token principals: {e}"),
     }
     shoal_policy::install(&config.policy, config.plans.ttl.0, Some(state_dir.clone()));
     // A token's `rm` trashes into its private dir, on its own threads.

@@ -78,8 +78,8 @@ impl Daemon {
             spill_bytes: Some(Quota::used(spill_used, l.spill_bytes, "spill_bytes")),
             principal_memory: Some(Quota::used(
                 self.principal_memory
-                    .values()
-                    .map(|b| b.used())
+                    .iter()
+                    .map(|(p, b)| b.used() + self.memory_there(p))
                     .max()
                     .unwrap_or(0),
                 l.principal_memory(),
@@ -112,7 +112,7 @@ impl Daemon {
             tasks: 0,
             ptys: ptys.len(),
             pty_memory: shared.memory.held(),
-            memory: shared.memory.resident(),
+            memory: shared.value_memory(),
             procs: shoal_base::procs::count(&shared.name),
             spill_bytes: spill_used(shared),
             ref_waits: shared.ref_waits(),
@@ -269,7 +269,8 @@ impl Daemon {
                     "max_sessions_per_principal",
                 )),
                 principal_memory: Some(Quota::used(
-                    self.principal_memory.get(principal).map_or(0, |b| b.used()),
+                    self.principal_memory.get(principal).map_or(0, |b| b.used())
+                        + self.memory_there(principal),
                     l.principal_memory(),
                     "principal_memory",
                 )),
@@ -280,6 +281,15 @@ impl Daemon {
 }
 
 /// Bytes in a session's spill files now (0 before its first exec).
+impl Daemon {
+    /// What `principal`'s sessions hold in its worker process.
+    fn memory_there(&self, principal: &str) -> u64 {
+        self.services
+            .as_ref()
+            .map_or(0, |s| s.workers.principal_memory(principal))
+    }
+}
+
 fn spill_used(shared: &SessionShared) -> u64 {
     shared.spill.locked().as_ref().map_or(0, |q| q.used())
 }

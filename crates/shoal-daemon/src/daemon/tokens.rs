@@ -85,6 +85,10 @@ impl Daemon {
         // And the holders whose rules nobody holds any more (no principal
         // is named by them: a closed connection's).
         shoal_policy::namespaces::prune();
+        // Their worker processes, with every program they run.
+        if let Some(svc) = &self.services {
+            svc.workers.end(gone);
+        }
         let ending: Vec<(String, String)> = self
             .sessions
             .values()

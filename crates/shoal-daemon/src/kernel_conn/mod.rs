@@ -413,6 +413,7 @@ impl KernelConn {
                             check: true,
                             width: p.width.map(|w| w.0),
                             place: None,
+                            approved: Vec::new(),
                         };
                         Box::pin(
                             answered(crate::sessions::exec::exec_result(handle, exec, budget))

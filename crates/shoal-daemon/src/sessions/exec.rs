@@ -39,6 +39,7 @@ pub async fn exec_elided(
         check,
         width: None,
         place: None,
+        approved: Vec::new(),
     };
     exec_result(handle, exec, budget).await
 }

@@ -8,7 +8,7 @@
 //! nor another task waits for it. It never blocks its arbiter: the thread
 //! reports the end by a oneshot the actor awaits.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,10 +19,10 @@ use crate::event_bus::{BusHandle, Publish};
 use crate::health::Registration;
 use crate::msg::Exec;
 use crate::msg::{ExecReply, SessionError};
+use crate::sessions::session::TaskLang;
 use crate::sessions::session::{CallCancel, SessionShared};
 use crate::sessions::supervisor::ExitNotice;
 use shoal_lang::task::{self, Ending, TaskRecord, TaskState};
-use shoal_lang::Session as LangSession;
 use shoal_proto::kernel::{TaskRead, TaskRequest, TaskResult, TaskRow};
 use shoal_proto::mcp::{CancelResult, ExecAnswer, TaskStarted};
 use shoal_proto::rpc::{self, RpcError};
@@ -43,9 +43,12 @@ const REASSERT: Duration = Duration::from_millis(100);
 pub struct Task {
     id: u64,
     shared: Arc<SessionShared>,
-    work: Option<(LangSession, Exec)>,
+    work: Option<(TaskLang, Exec)>,
     cancel: Arc<CallCancel>,
     pid: Arc<AtomicU32>,
+    /// Its job's number in the session's worker process (0: it evaluates
+    /// here, or has not started there).
+    there: Arc<AtomicU64>,
     /// The process group stopped by `task.suspend` (0: none).
     stopped_pid: u32,
     tx: watch::Sender<TaskView>,
@@ -68,7 +71,7 @@ impl Task {
     pub fn prepare(
         id: u64,
         shared: Arc<SessionShared>,
-        lang: LangSession,
+        lang: TaskLang,
         spec: Exec,
         reg: Registration,
         exit: ExitNotice,
@@ -81,7 +84,11 @@ impl Task {
             record,
             reply: None,
         });
-        let pid = lang.child_pid_slot();
+        let pid = match &lang {
+            TaskLang::Here(l) => l.child_pid_slot(),
+            // Its program runs in the worker, which signals it.
+            TaskLang::There { .. } => Arc::default(),
+        };
         let bus = shared.services.as_ref().map(|s| s.bus.clone());
         let cancel = spec.cancel.clone();
         TaskStart {
@@ -91,6 +98,7 @@ impl Task {
                 shared,
                 work: Some((lang, spec)),
                 pid: pid.clone(),
+                there: Arc::default(),
                 stopped_pid: 0,
                 tx,
                 bus,
@@ -227,6 +235,7 @@ impl Actor for Task {
         let home =
             shoal_base::procs::Home::new(&shared.name, shoal_base::procs::Owner::Task(self.id));
         let cancel = self.cancel.clone();
+        let there = self.there.clone();
         let spawned = shoal_lang::session::spawn_eval_thread(
             format!("shoal-task-{}", self.id),
             move |stack| {
@@ -234,7 +243,9 @@ impl Actor for Task {
                 shoal_lang::shell::process::set_thread_tail(tail);
                 let r = shoal_base::procs::with_home(Some(home.clone()), || {
                     crate::sessions::session::confine_for(&shared, spec.gate.as_ref()).and_then(
-                        |()| crate::sessions::session::run_task(&shared, lang, &spec, stack),
+                        |()| {
+                            crate::sessions::session::run_task(&shared, lang, &spec, stack, &there)
+                        },
                     )
                 });
                 shoal_lang::shell::process::set_thread_tail(None);
@@ -271,9 +282,31 @@ impl Actor for Task {
         if !self.tx.borrow().record.state.is_final() {
             self.cancel.cancel();
             if self.stopped_pid != 0 {
-                shoal_lang::shell::process::signal_group(self.stopped_pid, libc::SIGCONT);
+                self.signal(self.stopped_pid, libc::SIGCONT);
             }
         }
+    }
+}
+
+impl Task {
+    /// Signal the task's program `pid` without waiting: here, or (a task in
+    /// the session's worker) a note the worker acts on.
+    fn signal(&self, pid: u32, sig: i32) {
+        match self.there.load(Ordering::SeqCst) {
+            0 => shoal_lang::shell::process::signal_group(pid, sig),
+            job => {
+                if let Some(r) = self.shared.remote_now() {
+                    r.signal_note(job, sig);
+                }
+            }
+        }
+    }
+
+    /// Stop the task's running program: its pid (0: none runs).
+    fn suspend(&mut self, pid: u32) {
+        self.stopped_pid = pid;
+        self.tx.send_modify(|v| v.record.pid = pid);
+        self.set_state(TaskState::Suspended);
     }
 }
 
@@ -290,14 +323,25 @@ pub enum TaskControl {
 pub struct Control(pub TaskControl);
 
 impl Handler<Control> for Task {
-    type Result = Result<(), RpcError>;
+    type Result = ResponseActFuture<Self, Result<(), RpcError>>;
 
     fn handle(&mut self, msg: Control, _ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
         let state = self.tx.borrow().record.state;
-        if state.is_final() {
-            return Ok(());
+        fn done(r: Result<(), RpcError>) -> ResponseActFuture<Task, Result<(), RpcError>> {
+            Box::pin(actix::fut::ready(r))
         }
+        if state.is_final() {
+            return done(Ok(()));
+        }
+        let id = self.id;
+        let nothing = move || {
+            RpcError::new(
+                rpc::TASK_CONTROL_UNAVAILABLE,
+                "the task runs no external program right now: nothing to suspend",
+            )
+            .with_data(serde_json::json!({"task": task::ref_name(id)}))
+        };
         match msg.0 {
             TaskControl::Cancel => {
                 self.tx.send_modify(|v| {
@@ -308,37 +352,45 @@ impl Handler<Control> for Task {
                 // process layer does it once the interrupt is seen.
                 self.cancel.cancel();
                 if self.stopped_pid != 0 {
-                    shoal_lang::shell::process::signal_group(self.stopped_pid, libc::SIGCONT);
+                    self.signal(self.stopped_pid, libc::SIGCONT);
                     self.stopped_pid = 0;
                 }
-                Ok(())
+                done(Ok(()))
             }
+            TaskControl::Suspend if state == TaskState::Suspended => done(Ok(())),
+            TaskControl::Suspend if state != TaskState::Running => done(Err(nothing())),
             TaskControl::Suspend => {
-                if state == TaskState::Suspended {
-                    return Ok(());
-                }
-                let pid = self.pid.load(Ordering::SeqCst);
-                if pid == 0 || state != TaskState::Running {
-                    return Err(RpcError::new(
-                        rpc::TASK_CONTROL_UNAVAILABLE,
-                        "the task runs no external program right now: nothing to suspend",
-                    )
-                    .with_data(serde_json::json!({"task": task::ref_name(self.id)})));
-                }
-                shoal_lang::shell::process::signal_group(pid, libc::SIGSTOP);
-                self.stopped_pid = pid;
-                self.tx.send_modify(|v| v.record.pid = pid);
-                self.set_state(TaskState::Suspended);
-                Ok(())
+                let job = self.there.load(Ordering::SeqCst);
+                let remote = self.shared.remote_now().filter(|_| job != 0);
+                let Some(remote) = remote else {
+                    let pid = self.pid.load(Ordering::SeqCst);
+                    if pid == 0 {
+                        return done(Err(nothing()));
+                    }
+                    shoal_lang::shell::process::signal_group(pid, libc::SIGSTOP);
+                    self.suspend(pid);
+                    return done(Ok(()));
+                };
+                // In the worker, which finds the program: off this arbiter.
+                let stop = tokio::task::spawn_blocking(move || remote.signal(job, libc::SIGSTOP));
+                Box::pin(
+                    stop.into_actor(self)
+                        .map(move |pid, act, _ctx| match pid.unwrap_or(0) {
+                            0 => Err(nothing()),
+                            pid => {
+                                act.suspend(pid);
+                                Ok(())
+                            }
+                        }),
+                )
             }
             TaskControl::Resume => {
-                if state != TaskState::Suspended {
-                    return Ok(());
+                if state == TaskState::Suspended {
+                    self.signal(self.stopped_pid, libc::SIGCONT);
+                    self.stopped_pid = 0;
+                    self.set_state(TaskState::Running);
                 }
-                shoal_lang::shell::process::signal_group(self.stopped_pid, libc::SIGCONT);
-                self.stopped_pid = 0;
-                self.set_state(TaskState::Running);
-                Ok(())
+                done(Ok(()))
             }
         }
     }

@@ -15,14 +15,16 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
 use serde_json::{json, Value as Json};
 
 use super::pair::{Incoming, Pair};
 use super::proto::{self, ExecJob, FromWorker, Init, Ready, ToWorker};
+use super::tasks::{Forks, WorkerTasks};
+use crate::eval::{self, EvalJob, LangSetup};
 use crate::msg::CallCancel;
-use crate::sessions::session::eval::{self, EvalJob, LangSetup};
 use shoal_base::sync::Locked;
 use shoal_lang::{ChannelInjector, Session as LangSession, SessionOptions};
 use shoal_proto::wire;
@@ -41,14 +43,40 @@ enum Work {
 struct Hosted {
     jobs: mpsc::Sender<(u64, Work)>,
     injector: Arc<Mutex<Option<ChannelInjector>>>,
+    /// What its language session starts from.
+    setup: LangSetup,
+    /// A fork of its language session as of its last exec, which tasks
+    /// start from without waiting for the session's thread.
+    seed: Arc<Mutex<Option<LangSession>>>,
+    tasks: Arc<WorkerTasks>,
+    /// Its memory budget (a share of the principal's).
+    memory: &'static shoal_lang::memory::MemBudget,
+}
+
+/// A job running or queued: what an interrupt or a signal reaches.
+struct Running {
+    session: String,
+    cancel: Arc<CallCancel>,
+    /// Its running program's pid (0: none), for a task's suspend.
+    pid: Option<Arc<AtomicU32>>,
+}
+
+/// What a hosted session's thread shares with the pair's reader.
+struct Line<'a> {
+    injector: &'a Mutex<Option<ChannelInjector>>,
+    seed: &'a Mutex<Option<LangSession>>,
+    tasks: &'a Arc<WorkerTasks>,
+    memory: &'static shoal_lang::memory::MemBudget,
 }
 
 /// The worker's state, shared by the pair's reader and the evaluation threads.
 struct Worker {
     principal: String,
     sessions: Mutex<HashMap<String, Hosted>>,
-    /// The jobs running or queued: what an interrupt reaches.
-    jobs: Mutex<HashMap<u64, Arc<CallCancel>>>,
+    /// The jobs running or queued, by the daemon's number.
+    jobs: Mutex<HashMap<u64, Running>>,
+    /// Forks kept for tasks the daemon is to run.
+    forks: Arc<Forks>,
     /// Each caller's gate, made once.
     gates: Mutex<HashMap<String, Arc<shoal_policy::Gate>>>,
     budget: &'static shoal_lang::memory::PrincipalBudget,
@@ -65,6 +93,14 @@ pub fn main() -> i32 {
             return 2;
         }
     };
+    // The pair stays this process's own: no program it starts inherits it
+    // as its stdin (it could speak to the daemon as the worker).
+    let detached = std::fs::File::open("/dev/null")
+        .and_then(|null| rustix::stdio::dup2_stdin(&null).map_err(std::io::Error::from));
+    if let Err(e) = detached {
+        eprintln!("shoal worker: cannot detach stdin from the pair: {e}");
+        return 2;
+    }
     let init = match read_init(&stream) {
         Ok(i) => i,
         Err(e) => {
@@ -109,12 +145,22 @@ pub fn main() -> i32 {
         return 2;
     }
     let _ = closed_rx.recv();
-    // The daemon is gone or closed the pair: interrupt what runs, and go.
-    for c in worker.jobs.locked().values() {
-        c.cancel();
+    // The daemon is gone or closed the pair: interrupt what runs, and go
+    // once it ended (its programs get the whole cancel sequence) or after
+    // [`LAST_WAIT`].
+    for r in worker.jobs.locked().values() {
+        r.cancel.cancel();
+    }
+    let t0 = std::time::Instant::now();
+    while !worker.jobs.locked().is_empty() && t0.elapsed() < LAST_WAIT {
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     0
 }
+
+/// How long a worker whose daemon went waits for its interrupted jobs
+/// (the cancel sequence ends a program within 6 s).
+const LAST_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The first line of the pair: [`Init`].
 fn read_init(stream: &UnixStream) -> Result<Init, String> {
@@ -155,6 +201,19 @@ fn confine(init: &Init) -> Result<Worker, String> {
         .sandbox
         .as_deref()
         .ok_or_else(|| format!("principal {} has no sandbox", init.principal))?;
+    // Landlock forbids mounting, so the one thread that starts children in
+    // the principal's namespaces starts now, before the confinement: it
+    // takes spawn requests from this process's evaluation threads only.
+    let mode = shoal_policy::runtime()
+        .policy
+        .get(&init.principal)
+        .map_or(shoal_policy::namespaces::Mode::Auto, |p| p.namespaces);
+    if mode != shoal_policy::namespaces::Mode::Off {
+        match std::env::current_exe() {
+            Ok(exe) => shoal_policy::namespaces::init(exe, config.limits.token_tmp),
+            Err(e) => tracing::warn!("no namespaces for this worker's children: {e}"),
+        }
+    }
     shoal_policy::confine::confine_thread(&init.principal, rules)?;
     let budget = shoal_lang::memory::PrincipalBudget::leak(config.limits.principal_memory());
     let mut gates = HashMap::new();
@@ -163,6 +222,7 @@ fn confine(init: &Init) -> Result<Worker, String> {
         principal: init.principal.clone(),
         sessions: Mutex::new(HashMap::new()),
         jobs: Mutex::new(HashMap::new()),
+        forks: Arc::default(),
         gates: Mutex::new(gates),
         budget,
         adapters,
@@ -196,13 +256,22 @@ impl Worker {
                 pair.reply(id, r.map(|()| Json::Null));
             }
             ToWorker::Exec(job) => {
-                let cancel = CallCancel::new();
-                self.jobs.locked().insert(job.job, cancel);
                 let (name, number) = (job.session.clone(), job.job);
+                self.enter(&job, None);
                 if !self.hand(&name, id, Work::Exec(job)) {
                     self.jobs.locked().remove(&number);
                     pair.reply(id, Err(format!("session {name} is not open here")));
                 }
+            }
+            ToWorker::Fork { session, src } => {
+                let (me, pair) = (self.clone(), pair.clone());
+                // Forking and judging may read files: off the pair's reader.
+                std::thread::spawn(move || pair.reply(id, Ok(me.fork(&session, &src))));
+            }
+            ToWorker::Task { fork, job } => self.task(pair, id, fork, job),
+            ToWorker::Signal { job, signal } => {
+                let pid = self.signal(job, signal);
+                pair.reply(id, Ok(json!({ "pid": pid })));
             }
             ToWorker::Derive {
                 session,
@@ -213,12 +282,9 @@ impl Worker {
                     pair.reply(id, Err(format!("session {session} is not open here")));
                 }
             }
-            ToWorker::Close { session } => {
-                // Dropping the line ends the session's thread after its job.
-                self.sessions.locked().remove(&session);
-                pair.reply(id, Ok(Json::Null));
-            }
-            note @ (ToWorker::Interrupt { .. } | ToWorker::Inject { .. }) => {
+            note @ (ToWorker::Interrupt { .. }
+            | ToWorker::Inject { .. }
+            | ToWorker::Close { .. }) => {
                 self.apply_note(note);
                 pair.reply(id, Ok(Json::Null));
             }
@@ -240,12 +306,13 @@ impl Worker {
         }
     }
 
-    /// An interrupt or a `user.*` event, sent as a note or a request.
+    /// An interrupt, a `user.*` event or a session's close, sent as a
+    /// note or a request.
     fn apply_note(&self, msg: ToWorker) {
         match msg {
             ToWorker::Interrupt { job } => {
-                if let Some(c) = self.jobs.locked().get(&job) {
-                    c.cancel();
+                if let Some(r) = self.jobs.locked().get(&job) {
+                    r.cancel.cancel();
                 }
             }
             ToWorker::Inject {
@@ -263,6 +330,22 @@ impl Worker {
                     .map(|h| h.injector.clone());
                 if let Some(inj) = injector.as_ref().and_then(|i| i.locked().clone()) {
                     inj.inject(&channel, v);
+                }
+            }
+            ToWorker::Signal { job, signal } => {
+                self.signal(job, signal);
+            }
+            ToWorker::Close { session } => {
+                // Dropping the line ends the session's thread after its
+                // job, which is interrupted with its tasks; what it holds
+                // is no longer its principal's.
+                if let Some(h) = self.sessions.locked().remove(&session) {
+                    h.memory.part();
+                }
+                for r in self.jobs.locked().values() {
+                    if r.session == session {
+                        r.cancel.cancel();
+                    }
                 }
             }
             other => tracing::warn!("a worker note that is a request: {other:?}"),
@@ -322,19 +405,37 @@ impl Worker {
             lookup,
             bus: Some(bus),
         };
-        let (me, pair, inj, name) = (
-            self.clone(),
-            pair.clone(),
-            injector.clone(),
-            session.to_string(),
+        let hosted = Hosted {
+            jobs: tx,
+            injector,
+            setup,
+            seed: Arc::default(),
+            memory,
+            tasks: Arc::new(WorkerTasks {
+                pair: pair.clone(),
+                session: session.to_string(),
+                forks: self.forks.clone(),
+                gate: self.gate(None),
+            }),
+        };
+        let (me, pair, name) = (self.clone(), pair.clone(), session.to_string());
+        let (setup, inj, seed, tasks) = (
+            hosted.setup.clone(),
+            hosted.injector.clone(),
+            hosted.seed.clone(),
+            hosted.tasks.clone(),
         );
         shoal_lang::session::spawn_eval_thread(format!("shoal-worker-{session}"), move |stack| {
-            me.serve(&name, setup, rx, &pair, &inj, stack)
+            let hosted = Line {
+                injector: &inj,
+                seed: &seed,
+                tasks: &tasks,
+                memory,
+            };
+            me.serve(&name, setup, rx, &pair, hosted, stack)
         })
         .map_err(|e| format!("cannot start the session's thread: {e}"))?;
-        self.sessions
-            .locked()
-            .insert(session.to_string(), Hosted { jobs: tx, injector });
+        self.sessions.locked().insert(session.to_string(), hosted);
         Ok(())
     }
 
@@ -345,9 +446,10 @@ impl Worker {
         setup: LangSetup,
         rx: mpsc::Receiver<(u64, Work)>,
         pair: &Pair,
-        injector: &Mutex<Option<ChannelInjector>>,
+        hosted: Line<'_>,
         stack: usize,
     ) {
+        let injector = hosted.injector;
         // Its spill files and trash go to the principal's private directory
         // (per thread, as on the daemon's confined threads).
         match shoal_policy::confine::private_dir(&self.principal) {
@@ -386,12 +488,14 @@ impl Worker {
                     continue;
                 }
             };
-            let cancel = self.jobs.locked().get(&job.job).cloned();
-            let cancel = cancel.unwrap_or_else(CallCancel::new);
-            let r = self.run(l, &job, &cancel, stack);
+            let cancel = self.cancel_of(job.job);
+            let r = self.run(l, &job, &cancel, stack, hosted.tasks);
             cancel.finish();
             self.jobs.locked().remove(&job.job);
             let live = lang.as_ref().and_then(|l| changed_views(l, &mut sent));
+            // Tasks started after this reply see this exec's bindings: the
+            // seed is refreshed under the lock taken before it.
+            let mut seed = hosted.seed.locked();
             let mut reply = match r {
                 Ok(done) => {
                     if matches!(done.ran, eval::Ran::Panicked(_)) {
@@ -405,7 +509,13 @@ impl Worker {
             if let Some(l) = live {
                 reply["live"] = serde_json::to_value(l).unwrap_or_default();
             }
+            // What the session and its principal hold now, for `shoal status`.
+            reply["memory"] = json!({
+                "session": hosted.memory.resident(),
+                "principal": self.budget.used(),
+            });
             pair.reply(id, Ok(reply));
+            *seed = lang.as_ref().map(LangSession::fork);
         }
     }
 
@@ -420,10 +530,95 @@ impl Worker {
             Ok(Ok(d)) => json!({"derived": proto::derived_json(&d)}),
             Ok(Err(p)) => json!({"error": proto::error_json(&crate::msg::SessionError::Parse(p))}),
             Err(p) => {
-                let m = crate::sessions::session::panic_message(&p);
+                let m = crate::eval::panic_message(&p);
                 let e = crate::msg::SessionError::Internal(format!("planning panicked: {m}"));
                 json!({"error": proto::error_json(&e)})
             }
+        }
+    }
+
+    /// Send `signal` (0: none) to the program job `job` runs: its pid (0:
+    /// none runs).
+    fn signal(&self, job: u64, signal: i32) -> u32 {
+        let pid = self
+            .jobs
+            .locked()
+            .get(&job)
+            .and_then(|r| r.pid.as_ref())
+            .map_or(0, |p| p.load(Ordering::SeqCst));
+        shoal_lang::shell::process::signal_group(pid, signal);
+        pid
+    }
+
+    /// Job `job` is queued (`pid`: its program's pid slot, for a task).
+    fn enter(&self, job: &ExecJob, pid: Option<Arc<AtomicU32>>) {
+        let r = Running {
+            session: job.session.clone(),
+            cancel: CallCancel::new(),
+            pid,
+        };
+        self.jobs.locked().insert(job.job, r);
+    }
+
+    fn cancel_of(&self, job: u64) -> Arc<CallCancel> {
+        let c = self.jobs.locked().get(&job).map(|r| r.cancel.clone());
+        c.unwrap_or_else(CallCancel::new)
+    }
+
+    /// A fork of `session`'s language state for a task of `src`, judged by
+    /// the owner's gate and kept: `{"fork": key}` or `{"error": ..}`.
+    fn fork(&self, session: &str, src: &str) -> Json {
+        let (seed, setup) = match self.sessions.locked().get(session) {
+            Some(h) => (h.seed.clone(), h.setup.clone()),
+            None => {
+                return json!({"error": {"internal": format!("session {session} is not open here")}})
+            }
+        };
+        let forked = seed.locked().as_ref().map(LangSession::fork);
+        let lang = match forked.map_or_else(|| eval::new_lang(setup), Ok) {
+            Ok(l) => l,
+            Err(m) => {
+                let e = crate::msg::SessionError::Internal(format!(
+                    "language session unavailable: {m}"
+                ));
+                return json!({"error": proto::error_json(&e)});
+            }
+        };
+        if let Err(e) = crate::eval::check_gate(&self.gate(None), &lang, src) {
+            return json!({"error": proto::error_json(&e)});
+        }
+        json!({"fork": self.forks.keep(lang)})
+    }
+
+    /// Run a background task's job on fork `fork`, on a thread of its own.
+    fn task(self: &Arc<Self>, pair: &Arc<Pair>, id: u64, fork: u64, job: ExecJob) {
+        let hosted = self
+            .sessions
+            .locked()
+            .get(&job.session)
+            .map(|h| h.tasks.clone());
+        let (Some(tasks), Some(mut lang)) = (hosted, self.forks.take(fork)) else {
+            let e = format!("session {} has no fork {fork} here", job.session);
+            return pair.reply(id, Err(e));
+        };
+        self.enter(&job, Some(lang.child_pid_slot()));
+        let (me, pair_t) = (self.clone(), pair.clone());
+        let number = job.job;
+        let spawned =
+            shoal_lang::session::spawn_eval_thread(format!("shoal-task-{number}"), move |stack| {
+                let cancel = me.cancel_of(job.job);
+                let r = me.run(&mut lang, &job, &cancel, stack, &tasks);
+                cancel.finish();
+                me.jobs.locked().remove(&job.job);
+                let reply = match r {
+                    Ok(done) => json!({"done": proto::evaluated_json(&done)}),
+                    Err(e) => json!({"error": proto::error_json(&e)}),
+                };
+                pair_t.reply(id, Ok(reply));
+            });
+        if let Err(e) = spawned {
+            self.jobs.locked().remove(&number);
+            pair.reply(id, Err(format!("cannot start the task's thread: {e}")));
         }
     }
 
@@ -433,8 +628,21 @@ impl Worker {
         job: &ExecJob,
         cancel: &CallCancel,
         stack: usize,
+        tasks: &Arc<WorkerTasks>,
     ) -> Result<eval::Evaluated, crate::msg::SessionError> {
-        let gate = self.gate(job.caller.as_deref());
+        let mut gate = self.gate(job.caller.as_deref());
+        if !job.approved.is_empty() {
+            // An approved plan's apply: its gate lets the plan's effects through.
+            let effects = job
+                .approved
+                .iter()
+                .map(shoal_policy::Effect::from_json)
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    crate::msg::SessionError::Internal("an approved effect that is not one".into())
+                })?;
+            gate = Arc::new(gate.applying(&effects));
+        }
         // An approved plan runs only where it was made, on the files it named.
         if let Some(plan) = &job.place {
             eval::still_in_place(plan, lang, Some(&gate), &job.src)
@@ -447,7 +655,7 @@ impl Worker {
             gate: Some(gate),
             check: job.check,
             cancel,
-            tasks: None,
+            tasks: Some(tasks.clone()),
             home: Some(shoal_base::procs::Home::new(
                 &job.session,
                 shoal_base::procs::Owner::Exec,

@@ -3,16 +3,16 @@
 //! sessions. `pair.rs` is the socketpair both ends speak over, `proto.rs`
 //! what crosses it, `host.rs` the worker's side (`shoal worker`).
 //!
-//! Status: the worker evaluates execs (an approved plan's place and bound
-//! files checked, interrupts honoured) and derives plans, asks the daemon
-//! for `out:N`, publishes `user.*` events and sends the session's views when
-//! they change (tests/it/worker.rs drives it as the daemon will). The
-//! daemon does not start it yet: a token's sessions still evaluate on a
-//! confined thread of the daemon until the session actors route to it,
-//! with background tasks, namespaces and cgroups crossing too.
+//! The daemon starts one per token principal with a session open
+//! (`remote.rs`, `launch.rs`); the sessions' side of a job is
+//! `sessions/session/remote.rs`. `tasks.rs` is the sessions' tasks as an
+//! evaluation in the worker reaches them.
 
 mod host;
+pub mod launch;
 pub mod pair;
 pub mod proto;
+pub mod remote;
+pub mod tasks;
 
 pub use host::main;

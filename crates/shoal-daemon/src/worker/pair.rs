@@ -50,6 +50,12 @@ impl std::fmt::Debug for Pair {
 /// The error every request gets once the other end is gone.
 pub const GONE: &str = "the worker pair is closed";
 
+/// The error of a [`Pair::request_unless`] its caller gave up on.
+pub const STOPPED: &str = "interrupted while waiting for the other end";
+
+/// How often [`Pair::request_unless`] asks whether to give up.
+const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
 impl Pair {
     /// Start the reader of `stream` on a thread named `name`; `handler`
     /// takes every request and note, then [`Incoming::Closed`] once.
@@ -127,6 +133,29 @@ impl Pair {
     /// Send `body` and wait for its reply (an `err` reply, or the other end
     /// going, is the error).
     pub fn request(&self, body: Json) -> Result<Json, String> {
+        let (_, rx) = self.ask(body)?;
+        rx.recv().unwrap_or_else(|_| Err(GONE.into()))
+    }
+
+    /// [`Pair::request`], given up (an error) once `stop` says so; `stop`
+    /// is looked at every [`STOP_POLL`] while the reply is awaited.
+    pub fn request_unless(&self, body: Json, stop: impl Fn() -> bool) -> Result<Json, String> {
+        let (id, rx) = self.ask(body)?;
+        loop {
+            match rx.recv_timeout(STOP_POLL) {
+                Ok(r) => return r,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(GONE.into()),
+                Err(mpsc::RecvTimeoutError::Timeout) if stop() => {
+                    self.waiting.locked().remove(&id);
+                    return Err(STOPPED.into());
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    /// Send request `body`: its id and where its reply comes.
+    fn ask(&self, body: Json) -> Result<(u64, mpsc::Receiver<Result<Json, String>>), String> {
         if self.is_gone() {
             return Err(GONE.into());
         }
@@ -141,7 +170,7 @@ impl Pair {
         if self.is_gone() {
             self.waiting.locked().remove(&id);
         }
-        rx.recv().unwrap_or_else(|_| Err(GONE.into()))
+        Ok((id, rx))
     }
 
     /// Answer request `id`.

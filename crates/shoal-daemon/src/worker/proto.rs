@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 
+use crate::eval::{Evaluated, Ran};
 use crate::msg::SessionError;
-use crate::sessions::session::eval::{Evaluated, Ran};
 use shoal_lang::{ParseError, Position, Warning};
 use shoal_proto::rpc::RpcError;
 use shoal_proto::wire;
@@ -59,6 +59,17 @@ pub enum ToWorker {
         /// The caller's principal (`None`: the session's owner).
         caller: Option<String>,
     },
+    /// Fork `session`'s language state as of its last exec for a
+    /// background task of `src`, behind the owner's Leash verdict on it (a
+    /// request, answered `{"fork": key}` or an error; nothing runs yet).
+    Fork { session: String, src: String },
+    /// Run a background task on fork `fork` (one made by [`ToWorker::Fork`]
+    /// or by the language's `cmd &`): a request answered as an exec is.
+    Task { fork: u64, job: ExecJob },
+    /// Send `signal` to the process group of job `job`'s running program
+    /// (a task's suspend and resume): a request, answered `{"pid": pid}`
+    /// (0: no program runs).
+    Signal { job: u64, signal: i32 },
     /// Stop hosting `session`.
     Close { session: String },
     /// A note: cancel job `job` (again, while it runs).
@@ -87,6 +98,10 @@ pub struct ExecJob {
     /// An approved plan's place: the run is refused anywhere else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub place: Option<shoal_policy::plan::Place>,
+    /// That plan's effects (`Effect::to_json`): the caller's gate lets
+    /// them through.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approved: Vec<Json>,
 }
 
 /// A hosted session's views after an exec that changed them (its cwd,
@@ -119,6 +134,31 @@ pub enum FromWorker {
         session: String,
         channel: String,
         value: Json,
+    },
+    /// The session's tasks as an evaluation reaches them (`cmd &`, `jobs`,
+    /// a task handle's methods): a request, answered as [`TaskAsk`] says.
+    Tasks { session: String, ask: TaskAsk },
+}
+
+/// What an evaluation in the worker asks of its session's tasks.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "ask", rename_all = "snake_case")]
+pub enum TaskAsk {
+    /// Start a task of `src` on fork `fork` (already past the Leash
+    /// verdict): `{"task": id}`.
+    Start { src: String, fork: u64 },
+    /// Every task (`id` absent) or one: `{"tasks": [TaskInfo..]}`
+    /// (`shoal_lang::eval::TaskInfo`).
+    List {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<u64>,
+    },
+    /// Wait until task `id` ends: `{"value": wire}` or `{"raised": wire error}`.
+    Wait { id: u64 },
+    /// Cancel, suspend or resume task `id`: `null`.
+    Control {
+        id: u64,
+        control: shoal_lang::eval::TaskControl,
     },
 }
 
@@ -253,6 +293,36 @@ pub fn derived_from(j: &Json) -> Option<shoal_policy::undo::Derived> {
     })
 }
 
+/// A raised error as it crosses: its wire form and a command's exit status.
+fn error_value_json(e: &ShoalError) -> Json {
+    let mut j = wire::error(e);
+    if let (Some(status), Some(o)) = (e.status, j.as_object_mut()) {
+        o.insert("status".into(), json!(status));
+    }
+    j
+}
+
+fn error_value_from(j: &Json) -> Option<ShoalError> {
+    let mut e = match &wire::decode(j)? {
+        Value::Error(e) => ShoalError::clone(e),
+        _ => return None,
+    };
+    e.status = j.get("status").and_then(Json::as_i64);
+    Some(e)
+}
+
+/// A value that crossed: as the journal reads it back, but a task (what
+/// `cmd &` gives) stays a task, not its number.
+fn value_from(j: &Json) -> Option<Value> {
+    if j.get("$").and_then(Json::as_str) == Some("task") {
+        let id = j.get("id")?.as_u64()?;
+        return Some(Value::Task(std::sync::Arc::new(shoal_value::TaskRef {
+            id,
+        })));
+    }
+    wire::decode(j)
+}
+
 /// `e` as it crosses.
 pub fn evaluated_json(e: &Evaluated) -> Json {
     let ran = match &e.ran {
@@ -263,7 +333,7 @@ pub fn evaluated_json(e: &Evaluated) -> Json {
             "hint": p.hint,
         }}),
         Ran::Raised { error, warnings } => json!({
-            "raised": wire::error(error),
+            "raised": error_value_json(error),
             "warnings": warnings_json(warnings),
         }),
         Ran::Value {
@@ -297,10 +367,7 @@ pub fn evaluated_from(j: &Json) -> Option<Evaluated> {
             hint: p.get("hint").and_then(Json::as_str).map(str::to_string),
         })
     } else if let Some(r) = ran.get("raised") {
-        let error = match &wire::decode(r)? {
-            Value::Error(e) => ShoalError::clone(e),
-            _ => return None,
-        };
+        let error = error_value_from(r)?;
         Ran::Raised {
             error,
             warnings: warnings_from(ran.get("warnings")?),
@@ -308,7 +375,7 @@ pub fn evaluated_from(j: &Json) -> Option<Evaluated> {
     } else {
         let v = ran.get("value")?;
         // What does not decode (a closure, a stream) is kept as its text.
-        let value = wire::decode(v).unwrap_or_else(|| {
+        let value = value_from(v).unwrap_or_else(|| {
             let repr = v
                 .get("repr")
                 .or_else(|| v.get("label"))

@@ -16,7 +16,7 @@ use shoal_base::sync::Locked;
 use shoal_value::{Record, SResult, ShoalError, TaskRef, Value};
 
 /// One task as `jobs` shows it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TaskInfo {
     pub id: u64,
     pub desc: String,
@@ -26,7 +26,8 @@ pub struct TaskInfo {
 }
 
 /// A control request on a task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum TaskControl {
     Cancel,
     Suspend,

@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
-use super::eval::{self, EvalJob, Evaluated, LangSetup, Ran};
 use super::journal_unavailable;
 use super::record::{PendingJournal, PendingRan};
 use super::shared::{LiveState, SessionShared};
 use super::worker::publish;
+use crate::eval::{self, EvalJob, Evaluated, LangSetup, Ran};
 use crate::msg::{Exec, ExecReply, SessionError};
 use shoal_base::sync::Locked;
 use shoal_lang::{Session as LangSession, SessionOptions};
@@ -76,16 +76,22 @@ pub(super) fn ensure_lang<'a>(
 }
 
 /// Run one background task's evaluation on the calling thread (started by
-/// `spawn_eval_thread`), on its own fork `lang`: stored as `out:N`, journaled.
+/// `spawn_eval_thread`), on its own fork `lang` (one in the session's
+/// worker: `job_slot` gets its number there): stored as `out:N`, journaled.
 pub fn run_task(
     shared: &SessionShared,
-    lang: LangSession,
+    lang: super::TaskLang,
     spec: &Exec,
     stack: usize,
+    job_slot: &std::sync::atomic::AtomicU64,
 ) -> Result<ExecReply, SessionError> {
     let _span = spec.cancel.origin().span(&shared.name).entered();
-    let mut lang = Some(lang);
-    let (mut result, journal) = run_job(shared, &mut lang, spec, stack, false);
+    let (mut result, journal) = match lang {
+        super::TaskLang::Here(l) => run_job(shared, &mut Some(*l), spec, stack, false),
+        super::TaskLang::There { fork } => {
+            super::remote::run_there(shared, spec, Some((fork, job_slot)))
+        }
+    };
     spec.cancel.finish();
     tracing::debug!(ok = result.is_ok(), "task evaluated");
     if let Some(j) = journal {
@@ -205,7 +211,7 @@ fn update_live(shared: &SessionShared, session: &LangSession, done: &Evaluated) 
 
 /// What the session keeps of an evaluation: the value as `out:N`, the
 /// reply's bounded text, the journal record.
-fn settle(
+pub(super) fn settle(
     shared: &SessionShared,
     job: &Exec,
     done: Evaluated,

@@ -15,9 +15,9 @@
 //! so it survives a restart of this actor. One evaluation is `exec.rs`; what
 //! it leaves for the journal is `record.rs`.
 
-pub(crate) mod eval;
 mod exec;
 mod record;
+mod remote;
 mod shared;
 mod transcript;
 mod worker;
@@ -31,12 +31,21 @@ use crate::health::Registration;
 use crate::msg::{Crash, Exec, ExecReply, SessionError};
 
 pub use exec::{check_gate, run_task};
+pub use remote::fork_there;
 pub use shared::{ForkSeed, Humans, LiveState, SessionShared};
 pub use transcript::Transcript;
 pub use worker::confine_for;
 use worker::{worker, Job, Work};
 
+pub use crate::eval::{cancelled_before_running, panic_message};
 pub use crate::msg::CallCancel;
+
+/// Where a background task evaluates: on a fork of the language session
+/// here, or on a fork kept in the session's worker process (`remote.rs`).
+pub enum TaskLang {
+    Here(Box<shoal_lang::Session>),
+    There { fork: u64 },
+}
 
 /// The journal cannot make this exec durable: `-32603` with `data.journal: "unavailable"`.
 pub fn journal_unavailable(error: &str) -> SessionError {
@@ -50,17 +59,6 @@ pub fn journal_unavailable(error: &str) -> SessionError {
 
 /// How often a cancelled, still running call is interrupted again.
 const CANCEL_REASSERT: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// The reply to a call cancelled before it ran.
-pub fn cancelled_before_running() -> SessionError {
-    SessionError::Rpc(
-        shoal_proto::rpc::RpcError::new(
-            shoal_proto::rpc::RAISED,
-            "cancelled before it ran (removed from the session's queue)",
-        )
-        .with_data(serde_json::json!({"code": "cancelled", "ran": false})),
-    )
-}
 
 pub struct Session {
     shared: Arc<SessionShared>,
@@ -250,15 +248,5 @@ impl Handler<Crash> for Session {
             "session {}: crash requested by debug hook",
             self.shared.name
         );
-    }
-}
-
-pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic".to_string()
     }
 }

@@ -97,6 +97,24 @@ pub struct SessionShared {
     /// and `jobs` reach the session's tasks, read on evaluation threads. Weak:
     /// the session's state never keeps its supervisor alive.
     supervisor: OnceLock<actix::WeakAddr<crate::sessions::supervisor::SessionSupervisor>>,
+    /// The worker process a token-owned session evaluates in (`remote.rs`),
+    /// started with its first job.
+    /// Locked: the session's thread and its tasks' threads start or reach it.
+    pub(super) remote: Mutex<Option<Arc<crate::worker::remote::Remote>>>,
+    /// The foreground job running in the worker (0: none): what
+    /// interrupting the session reaches there.
+    pub(super) there_job: std::sync::atomic::AtomicU64,
+    /// What its language session holds in the worker, as of its last exec.
+    pub(super) there_memory: std::sync::atomic::AtomicU64,
+}
+
+impl Drop for SessionShared {
+    fn drop(&mut self) {
+        // Its state in the worker goes with it.
+        if let Some(r) = self.remote.get_mut().ok().and_then(Option::take) {
+            r.release(&self.name);
+        }
+    }
 }
 
 /// `out:n` of `session` read back from the journal.
@@ -198,6 +216,9 @@ impl SessionShared {
             memory: shoal_lang::memory::MemBudget::leak(0),
             spill: Mutex::new(None),
             actor: Mutex::new(None),
+            remote: Mutex::new(None),
+            there_job: Default::default(),
+            there_memory: Default::default(),
             supervisor: OnceLock::new(),
             tasks: Default::default(),
             ptys: Default::default(),
@@ -476,6 +497,9 @@ impl SessionShared {
     /// Deliver a `user.*` event to the language's `channel(...)` readers (none
     /// before the first exec started the language session).
     pub fn inject(&self, channel: &str, payload: Value) {
+        if let Some(r) = self.remote.locked().as_ref() {
+            r.inject(&self.name, channel, &payload);
+        }
         if let Some(inj) = self.injector.locked().as_ref() {
             inj.inject(channel, payload);
         }
@@ -486,5 +510,29 @@ impl SessionShared {
         if let Some(i) = self.interrupter.locked().as_ref() {
             i.interrupt();
         }
+        if let Some(r) = self.remote.locked().as_ref() {
+            r.interrupt(self.there_job.load(Ordering::SeqCst));
+        }
+    }
+
+    /// The session evaluates in a worker process (its owner is a token
+    /// principal: docs/leash.md), not on a thread of the daemon.
+    pub fn evaluates_there(&self) -> bool {
+        !self.owner_is_local
+    }
+
+    /// The pid of the session's worker process, while it has one.
+    pub fn worker_pid(&self) -> Option<u32> {
+        self.remote.locked().as_ref().map(|r| r.pid())
+    }
+
+    /// Bytes its values hold: here, or in its worker as of its last exec.
+    pub fn value_memory(&self) -> u64 {
+        self.memory.resident() + self.there_memory.load(Ordering::Relaxed)
+    }
+
+    /// The session's worker process as it is now (none started here).
+    pub fn remote_now(&self) -> Option<Arc<crate::worker::remote::Remote>> {
+        self.remote.locked().clone()
     }
 }

@@ -50,6 +50,11 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
                 // Planning runs under the confinement an exec of this caller
                 // would, and its file probes pass the caller's run-time gate
                 // (even a file's existence is a read of it).
+                if shared.evaluates_there() {
+                    let r = super::remote::derive_there(&shared, &src, gate.as_ref());
+                    let _ = reply.send(r);
+                    continue;
+                }
                 let r = match confine_for(&shared, gate.as_ref())
                     .and_then(|()| ensure_lang(&shared, lang))
                 {
@@ -78,13 +83,26 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
                 .send((Err(cancelled_before_running()), Vec::new()));
             continue;
         }
-        if let Err(e) = confine_for(&shared, job.spec.gate.as_ref()) {
+        // A token-owned session evaluates in its worker process; this
+        // thread only settles what comes back (never confined, never
+        // evaluating).
+        let there = shared.evaluates_there();
+        let confined = if there {
+            Ok(())
+        } else {
+            confine_for(&shared, job.spec.gate.as_ref())
+        };
+        if let Err(e) = confined {
             job.spec.cancel.finish();
             let _ = job.reply.send((Err(e), Vec::new()));
             continue;
         }
         shared.busy.store(true, Ordering::Relaxed);
-        let (result, journal) = run_job(&shared, lang, &job.spec, stack, true);
+        let (result, journal) = if there {
+            super::remote::run_there(&shared, &job.spec, None)
+        } else {
+            run_job(&shared, lang, &job.spec, stack, true)
+        };
         // The reply and the journal record are freed on other threads: they do
         // not count against the session's memory (the fork seed, kept here, does).
         let outside = shoal_value::memory::Detached::new();

@@ -18,13 +18,14 @@ use tokio::sync::{oneshot, watch};
 
 use super::tasks::{StartTask, TaskAnswer, TaskCall, TaskOp};
 use super::SessionSupervisor;
+use crate::eval::lang_error;
 use crate::msg::{ExecReply, SessionError};
-use crate::sessions::session::SessionShared;
+use crate::sessions::session::{SessionShared, TaskLang};
 use crate::sessions::task::{TaskControl, TaskView};
 use shoal_lang::eval::{TaskHost, TaskHostRef, TaskInfo};
 use shoal_lang::task::TaskRecord;
 use shoal_lang::{Interrupter, Position, Session as LangSession};
-use shoal_proto::rpc::{self, RpcError};
+use shoal_proto::rpc::RpcError;
 use shoal_value::{ErrorCode, SResult, ShoalError, Value};
 
 /// How often a waiting evaluation looks at the task's view again (and at
@@ -34,7 +35,7 @@ const POLL: Duration = Duration::from_millis(10);
 enum LangCall {
     Start {
         src: String,
-        lang: Box<LangSession>,
+        lang: TaskLang,
         gate: Option<Arc<shoal_policy::Gate>>,
     },
     Task(TaskOp),
@@ -71,7 +72,7 @@ impl Handler<FromLang> for SessionSupervisor {
                 };
                 let r = self
                     .may_start(start.gate.as_deref())
-                    .and_then(|()| self.start_task(start, Some(*lang), ctx))
+                    .and_then(|()| self.start_task(start, Some(lang), ctx))
                     .map(|(id, _)| LangAnswer::Started(id));
                 let _ = reply.send(r);
                 Box::pin(std::future::ready(()))
@@ -96,7 +97,40 @@ pub fn task_host(
     Some(Arc::new(SupervisorTasks { sup, gate }))
 }
 
-struct SupervisorTasks {
+/// The tasks of `shared` as its worker process's evaluations reach them,
+/// each started and judged for `owner` (the session's owner, whoever the
+/// worker says asks).
+pub fn remote_tasks(
+    shared: &SessionShared,
+    owner: Arc<shoal_policy::Gate>,
+) -> Option<Arc<RemoteTasks>> {
+    let sup = shared.supervisor()?;
+    Some(Arc::new(SupervisorTasks {
+        sup,
+        gate: Some(owner),
+    }))
+}
+
+/// The session's tasks as its worker process reaches them.
+pub type RemoteTasks = SupervisorTasks;
+
+impl SupervisorTasks {
+    /// Start a task of `src` on fork `fork` kept in the session's worker
+    /// (judged there by the owner's gate as it was made).
+    pub fn start_there(&self, src: &str, fork: u64) -> SResult<u64> {
+        let call = LangCall::Start {
+            src: src.to_string(),
+            lang: TaskLang::There { fork },
+            gate: self.gate.clone(),
+        };
+        match self.call(call)? {
+            LangAnswer::Started(id) => Ok(id),
+            LangAnswer::Task(_) => Err(ShoalError::custom("unexpected answer")),
+        }
+    }
+}
+
+pub struct SupervisorTasks {
     sup: actix::WeakAddr<SessionSupervisor>,
     /// The caller's principal: it gates every task it starts, and its sandbox
     /// confines the task's children.
@@ -105,26 +139,6 @@ struct SupervisorTasks {
 
 fn gone() -> ShoalError {
     ShoalError::custom("the session is closing: its tasks are out of reach")
-}
-
-/// A wire error as the language raises it.
-fn lang_error(e: RpcError) -> ShoalError {
-    let code = match e.code {
-        rpc::LEASH_DENIED => ErrorCode::Permission,
-        rpc::UNKNOWN_TASK => ErrorCode::NotFound,
-        _ if e.message.contains("max_tasks_per_session") => ErrorCode::ResourceLimit,
-        _ => ErrorCode::Custom,
-    };
-    let mut err = ShoalError::new(code, e.message.clone());
-    if let Some(h) = e
-        .data
-        .as_ref()
-        .and_then(|d| d.get("hint"))
-        .and_then(|h| h.as_str())
-    {
-        err = err.with_hint(h);
-    }
-    err
 }
 
 fn info(r: &TaskRecord) -> TaskInfo {
@@ -189,7 +203,7 @@ impl TaskHost for SupervisorTasks {
         let lang = LangSession::from(fork);
         let call = LangCall::Start {
             src: src.to_string(),
-            lang: Box::new(lang),
+            lang: TaskLang::Here(Box::new(lang)),
             gate: self.gate.clone(),
         };
         match self.call(call)? {

@@ -25,9 +25,10 @@ use crate::sessions::session::{panic_message, SessionShared};
 use shoal_lang::task::{self as task_table, TaskTable};
 use shoal_proto::kernel;
 
+pub use crate::eval::lang_error;
 use children::ChildSlot;
 pub use children::{ChildExited, ChildKind, ExitNotice, ListChildren};
-pub use lang_tasks::task_host;
+pub use lang_tasks::{remote_tasks, task_host, RemoteTasks};
 use tasks::TaskEntry;
 pub use tasks::{unknown_task, StartTask, TaskAnswer, TaskCall, TaskOp};
 

@@ -14,7 +14,7 @@ use super::children::{ChildAddr, ChildKind, ChildSlot};
 use super::SessionSupervisor;
 use crate::msg::Exec;
 use crate::msg::{CallOrigin, SessionError};
-use crate::sessions::session::CallCancel;
+use crate::sessions::session::{CallCancel, TaskLang};
 use crate::sessions::task::{Control, Task, TaskControl, TaskView};
 use shoal_lang::task::{self as tasks, Entry, TaskTable};
 use shoal_lang::Position;
@@ -122,14 +122,8 @@ impl SessionSupervisor {
         self.tasks
             .prune(Instant::now(), self.retention.retain, self.retention.max);
     }
-    /// Start a task of `msg` on `lang` (a fork of the evaluation that asked
-    /// for it: `cmd &`), else on a fork of the session's last exec.
-    pub(super) fn start_task(
-        &mut self,
-        msg: StartTask,
-        lang: Option<shoal_lang::Session>,
-        ctx: &mut Context<Self>,
-    ) -> Result<(u64, tokio::sync::watch::Receiver<TaskView>), RpcError> {
+    /// Why no task may start now (the session failed, or runs its most).
+    fn may_add(&mut self) -> Result<(), RpcError> {
         if self.failed {
             return Err(crate::peer::session_error(
                 self.child()
@@ -145,16 +139,36 @@ impl SessionSupervisor {
                 "running background tasks in this session",
             ));
         }
+        Ok(())
+    }
+
+    /// Start a task of `msg` on `lang` (a fork of the evaluation that asked
+    /// for it: `cmd &`; one kept in the session's worker), else on a fork
+    /// of the session's last exec.
+    pub(super) fn start_task(
+        &mut self,
+        msg: StartTask,
+        lang: Option<TaskLang>,
+        ctx: &mut Context<Self>,
+    ) -> Result<(u64, tokio::sync::watch::Receiver<TaskView>), RpcError> {
+        self.may_add()?;
         let lang = match lang {
             Some(l) => l,
-            None => self
-                .shared
-                .fork_lang()
-                .map_err(crate::peer::session_error)?,
+            None if self.shared.evaluates_there() => {
+                return Err(RpcError::internal(
+                    "a task of this session starts on a fork in its worker process",
+                ))
+            }
+            None => TaskLang::Here(Box::new(
+                self.shared
+                    .fork_lang()
+                    .map_err(crate::peer::session_error)?,
+            )),
         };
-        // The Leash gate: refused before any task exists.
-        if let Some(g) = &msg.gate {
-            crate::sessions::session::check_gate(g, &lang, &msg.src)
+        // The Leash gate: refused before any task exists (a fork in the
+        // worker was judged there as it was made).
+        if let (Some(g), TaskLang::Here(l)) = (&msg.gate, &lang) {
+            crate::sessions::session::check_gate(g, l, &msg.src)
                 .map_err(crate::peer::session_error)?;
         }
         let id = tasks::next_id();
@@ -183,6 +197,7 @@ impl SessionSupervisor {
             check: false,
             width: None,
             place: None,
+            approved: Vec::new(),
         };
         let start = Task::prepare(
             id,
@@ -297,12 +312,30 @@ impl SessionSupervisor {
 }
 
 impl Handler<StartTask> for SessionSupervisor {
-    type Result = Result<(u64, tokio::sync::watch::Receiver<TaskView>), RpcError>;
+    type Result =
+        ResponseActFuture<Self, Result<(u64, tokio::sync::watch::Receiver<TaskView>), RpcError>>;
 
     fn handle(&mut self, msg: StartTask, ctx: &mut Context<Self>) -> Self::Result {
         self.reg.stats.handled();
-        self.may_start(msg.gate.as_deref())?;
-        self.start_task(msg, None, ctx)
+        let checked = self
+            .may_start(msg.gate.as_deref())
+            .and_then(|()| self.may_add());
+        if checked.is_err() || !self.shared.evaluates_there() {
+            let r = checked.and_then(|()| self.start_task(msg, None, ctx));
+            return Box::pin(actix::fut::ready(r));
+        }
+        // In the worker: a fork of the session's state there, judged by its
+        // owner's gate, made off this arbiter.
+        let (shared, src) = (self.shared.clone(), msg.src.clone());
+        let fork = tokio::task::spawn_blocking(move || {
+            crate::sessions::session::fork_there(&shared, &src)
+        });
+        Box::pin(fork.into_actor(self).map(move |r, act, ctx| {
+            let fork = r
+                .map_err(|e| RpcError::internal(format!("the task's fork failed: {e}")))?
+                .map_err(crate::peer::session_error)?;
+            act.start_task(msg, Some(TaskLang::There { fork }), ctx)
+        }))
     }
 }
 
@@ -315,8 +348,11 @@ impl Handler<TaskCall> for SessionSupervisor {
         Box::pin(async move {
             match r {
                 Ok(TaskAnswer::Forward(addr, c)) => {
-                    let id_err = |_| RpcError::internal("the task actor is gone");
-                    addr.send(Control(c)).await.map_err(id_err)??;
+                    // An actor gone meanwhile ended with its task: there is
+                    // nothing left to control, and its record says how it ended.
+                    if let Ok(r) = addr.send(Control(c)).await {
+                        r?;
+                    }
                     Ok(TaskAnswer::Done)
                 }
                 r => r,

@@ -89,6 +89,7 @@ async fn exec(a: &Addr<SessionSupervisor>, src: &str) -> Result<ExecReply, Sessi
         check: false,
         width: None,
         place: None,
+        approved: Vec::new(),
     })
     .await
     .unwrap()

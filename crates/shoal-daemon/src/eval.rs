@@ -1,4 +1,5 @@
-//! One evaluation, apart from the session's bookkeeping: the language
+//! One evaluation, apart from the session's bookkeeping (in the daemon's
+//! session thread, or in a token principal's worker process): the language
 //! session's start, the Leash gate on the derived effects, the run under the
 //! caller's sandbox and the value's render. What it needs from the session
 //! comes in as values ([`LangSetup`], [`EvalJob`]) and what it leaves goes out
@@ -7,14 +8,13 @@
 //! session lives. Numbering the value as `out:N`, the reply's text and the
 //! journal record are the session's (`exec.rs`).
 //!
-//! [`SessionShared`]: super::SessionShared
+//! [`SessionShared`]: crate::sessions::session::SessionShared
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::panic_message;
 use crate::msg::{CallCancel, SessionError};
 use shoal_lang::eval::TaskHostRef;
 use shoal_lang::eval::{BusSink, TranscriptLookup};
@@ -214,7 +214,7 @@ pub fn evaluate(
     interrupter.reset();
     // From here a cancel of this call interrupts it (and only it).
     if !job.cancel.begin(Some(&interrupter)) {
-        return Err(super::cancelled_before_running());
+        return Err(cancelled_before_running());
     }
     let ts = shoal_journal::now_ns();
     let t0 = Instant::now();
@@ -279,4 +279,45 @@ pub fn evaluate(
         elapsed,
         ran,
     })
+}
+
+/// The reply to a call cancelled before it ran.
+pub fn cancelled_before_running() -> SessionError {
+    SessionError::Rpc(
+        shoal_proto::rpc::RpcError::new(
+            shoal_proto::rpc::RAISED,
+            "cancelled before it ran (removed from the session's queue)",
+        )
+        .with_data(serde_json::json!({"code": "cancelled", "ran": false})),
+    )
+}
+
+pub fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".to_string()
+    }
+}
+
+/// A wire error as the language raises it (a task host's answer).
+pub fn lang_error(e: shoal_proto::rpc::RpcError) -> ShoalError {
+    let code = match e.code {
+        shoal_proto::rpc::LEASH_DENIED => shoal_value::ErrorCode::Permission,
+        shoal_proto::rpc::UNKNOWN_TASK => shoal_value::ErrorCode::NotFound,
+        _ if e.message.contains("max_tasks_per_session") => shoal_value::ErrorCode::ResourceLimit,
+        _ => shoal_value::ErrorCode::Custom,
+    };
+    let mut err = ShoalError::new(code, e.message.clone());
+    if let Some(h) = e
+        .data
+        .as_ref()
+        .and_then(|d| d.get("hint"))
+        .and_then(|h| h.as_str())
+    {
+        err = err.with_hint(h);
+    }
+    err
 }

@@ -1,0 +1,256 @@
+//! A session a token principal owns evaluates in a worker process of its
+//! own (`shoal worker`, docs/leash.md "Layers"), confined by the kernel as
+//! a whole: builtins, methods and every child meet Landlock, seccomp and
+//! `no_new_privs` there, never in the daemon. The daemon's side of the
+//! session stays here: its thread sends each job over the pair and settles
+//! the evaluation that comes back exactly as a local one (`exec.rs`:
+//! `out:N`, the bounded reply, the journal). What the worker asks back
+//! (`out:N`, `user.*` events, the session's tasks) is answered from the
+//! session's state, never trusting the worker for more than its session.
+//!
+//! One worker serves every session of its principal (their memory is one
+//! budget, `[limits] principal_memory`, in one process). It starts with
+//! the first job of the principal's first session and ends when the last
+//! of them is gone; one that ended (killed, crashed) is replaced by the
+//! next job, with fresh bindings, and the job that was running gets an
+//! error that says so.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde_json::{json, Value as Json};
+
+use super::record::PendingJournal;
+use super::shared::{LiveState, SessionShared};
+use super::{cancelled_before_running, exec};
+use crate::msg::{Exec, ExecReply, SessionError};
+use crate::worker::proto::{self, ExecJob, TaskAsk, ToWorker};
+use crate::worker::remote::{Answers, Remote};
+use crate::worker::tasks as wtasks;
+use shoal_base::sync::Locked;
+use shoal_lang::eval::TaskHost;
+
+/// `shared`'s worker: its owner's running one, else a new one (started,
+/// confined), hosting the session.
+pub fn remote_of(shared: &SessionShared) -> Result<Arc<Remote>, SessionError> {
+    let mut slot = shared.remote.locked();
+    if let Some(r) = slot.as_ref().filter(|r| !r.is_gone()) {
+        return Ok(r.clone());
+    }
+    *slot = None;
+    let unavailable = |m: String| {
+        tracing::error!(session = %shared.name, "no worker process: {m}");
+        SessionError::Internal(format!(
+            "session {}: its worker process is unavailable ({m})",
+            shared.name
+        ))
+    };
+    let svc = shared
+        .services
+        .as_ref()
+        .ok_or_else(|| unavailable("this daemon runs no workers".into()))?;
+    let remote = svc
+        .workers
+        .for_principal(&shared.owner)
+        .map_err(unavailable)?;
+    let tasks = crate::sessions::supervisor::remote_tasks(
+        shared,
+        Arc::new(shoal_policy::Gate::for_principal(&shared.owner)),
+    );
+    let answers = Answers {
+        lookup: shared.transcript_lookup(),
+        bus: Some(svc.bus.clone()),
+        tasks: tasks.map(|t| {
+            Box::new(move |ask| task_answer(&t, ask)) as Box<dyn Fn(TaskAsk) -> Json + Send + Sync>
+        }),
+    };
+    let open = ToWorker::Open {
+        session: shared.name.clone(),
+        cwd: shared.cwd.clone(),
+        env: shared.env.clone(),
+        session_memory: shared.session_memory,
+        spill_bytes: shared.spill_bytes,
+    };
+    remote
+        .host(&shared.name, answers, &open)
+        .map_err(unavailable)?;
+    *slot = Some(remote.clone());
+    Ok(remote)
+}
+
+/// The answer to a worker evaluation's `ask` of its session's tasks.
+fn task_answer(tasks: &crate::sessions::supervisor::RemoteTasks, ask: TaskAsk) -> Json {
+    let r = match ask {
+        TaskAsk::Start { src, fork } => tasks.start_there(&src, fork).map(|id| json!({"task": id})),
+        TaskAsk::List { id: None } => tasks.list().map(|t| json!({"tasks": t})),
+        TaskAsk::List { id: Some(id) } => tasks
+            .info(id)
+            .map(|t| json!({"tasks": t.into_iter().collect::<Vec<_>>()})),
+        TaskAsk::Wait { id } => {
+            // The worker gives up its wait when interrupted; this one ends
+            // with the task (or the session).
+            let intr = shoal_lang::Interrupter::default();
+            return wtasks::ended_json(tasks.wait(id, &intr));
+        }
+        TaskAsk::Control { id, control } => tasks.control(id, control).map(|()| Json::Null),
+    };
+    r.unwrap_or_else(|e| wtasks::raised_json(&e))
+}
+
+/// Evaluate `job` in `shared`'s worker, on the session's own language
+/// state (`fork: None`, the foreground) or on fork `fork` (a background
+/// task: `job_slot` gets the worker's number for it), and keep what it
+/// leaves as a local evaluation's.
+pub(super) fn run_there(
+    shared: &SessionShared,
+    job: &Exec,
+    fork: Option<(u64, &AtomicU64)>,
+) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
+    let remote = match remote_of(shared) {
+        Ok(r) => r,
+        Err(e) => return (Err(e), None),
+    };
+    shared.ensure_base();
+    if let Err(e) = shared.reserve_next() {
+        return (Err(e), None);
+    }
+    let number = remote.job();
+    let caller = job.gate.as_ref().map_or_else(
+        || shoal_policy::runtime().local.clone(),
+        |g| g.principal.clone(),
+    );
+    let spec = ExecJob {
+        session: shared.name.clone(),
+        job: number,
+        src: job.src.clone(),
+        value_position: job.position == shoal_lang::Position::Value,
+        tty: job.tty,
+        width: job.width.unwrap_or(shared.render_width),
+        caller: Some(caller),
+        check: job.check,
+        place: job.place.clone(),
+        approved: job
+            .approved
+            .iter()
+            .map(shoal_policy::Effect::to_json)
+            .collect(),
+    };
+    let msg = match fork {
+        None => ToWorker::Exec(spec),
+        Some((fork, slot)) => {
+            slot.store(number, Ordering::SeqCst);
+            ToWorker::Task { fork, job: spec }
+        }
+    };
+    let there = remote.clone();
+    let interrupt = Arc::new(move || there.interrupt(number));
+    if !job.cancel.begin_there(interrupt) {
+        return (Err(cancelled_before_running()), None);
+    }
+    let foreground = fork.is_none();
+    if foreground {
+        shared.there_job.store(number, Ordering::SeqCst);
+    }
+    let answer = remote.request(&msg);
+    if foreground {
+        shared.there_job.store(0, Ordering::SeqCst);
+    }
+    let j = match answer {
+        Ok(j) => j,
+        Err(m) => {
+            tracing::warn!(session = %shared.name, pid = remote.pid(), "the worker process ended: {m}");
+            forget(shared, &remote);
+            return (
+                Err(SessionError::Internal(format!(
+                    "the session's worker process ended during this exec ({m}); \
+                     the next exec starts a new one, without this session's bindings"
+                ))),
+                None,
+            );
+        }
+    };
+    if let Some(m) = j.get("memory") {
+        let n = |k: &str| m.get(k).and_then(Json::as_u64).unwrap_or(0);
+        shared.there_memory.store(n("session"), Ordering::Relaxed);
+        remote.set_principal_memory(n("principal"));
+    }
+    if let Some(e) = j.get("error") {
+        return (Err(proto::error_from(e)), None);
+    }
+    let Some(done) = j.get("done").and_then(proto::evaluated_from) else {
+        return (
+            Err(SessionError::Internal(
+                "the worker's answer is not an evaluation".into(),
+            )),
+            None,
+        );
+    };
+    if foreground {
+        if let Some(live) = j
+            .get("live")
+            .and_then(|l| serde_json::from_value::<proto::Live>(l.clone()).ok())
+        {
+            *shared.live.locked() = Some(LiveState {
+                cwd: live.cwd,
+                env: live.env,
+                names: Arc::from(live.names),
+            });
+        }
+    }
+    if let crate::eval::Ran::Panicked(m) = &done.ran {
+        tracing::error!(session = %shared.name, "evaluation panicked in the worker: {m}");
+    }
+    exec::settle(shared, job, done)
+}
+
+/// The worker `remote` ended: the next job starts another.
+fn forget(shared: &SessionShared, remote: &Arc<Remote>) {
+    let mut slot = shared.remote.locked();
+    if slot.as_ref().is_some_and(|r| Arc::ptr_eq(r, remote)) {
+        *slot = None;
+    }
+}
+
+/// Derive the effects of `src` in `shared`'s worker (planning).
+pub(super) fn derive_there(
+    shared: &SessionShared,
+    src: &str,
+    gate: Option<&Arc<shoal_policy::Gate>>,
+) -> Result<shoal_policy::undo::Derived, SessionError> {
+    let remote = remote_of(shared)?;
+    let msg = ToWorker::Derive {
+        session: shared.name.clone(),
+        src: src.to_string(),
+        caller: gate.map(|g| g.principal.clone()),
+    };
+    let j = remote.request(&msg).map_err(|m| {
+        forget(shared, &remote);
+        SessionError::Internal(format!("the session's worker process ended ({m})"))
+    })?;
+    if let Some(e) = j.get("error") {
+        return Err(proto::error_from(e));
+    }
+    j.get("derived")
+        .and_then(proto::derived_from)
+        .ok_or_else(|| SessionError::Internal("the worker's answer is not a plan".into()))
+}
+
+/// A fork of `shared`'s language state in its worker for a background
+/// task of `src`, past the owner's Leash verdict: its key. Blocking: never
+/// on an arbiter.
+pub fn fork_there(shared: &SessionShared, src: &str) -> Result<u64, SessionError> {
+    let remote = remote_of(shared)?;
+    let msg = ToWorker::Fork {
+        session: shared.name.clone(),
+        src: src.to_string(),
+    };
+    let j = remote
+        .request(&msg)
+        .map_err(|m| SessionError::Internal(format!("the session's worker process ended ({m})")))?;
+    if let Some(e) = j.get("error") {
+        return Err(proto::error_from(e));
+    }
+    j.get("fork")
+        .and_then(Json::as_u64)
+        .ok_or_else(|| SessionError::Internal("the worker's answer is not a fork".into()))
+}

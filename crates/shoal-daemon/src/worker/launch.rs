@@ -1,0 +1,124 @@
+//! The daemon's end of a worker process: starting `shoal worker` with one
+//! end of a socketpair as its stdin, in the session's cgroup, sending
+//! [`Init`] and waiting for [`Ready`]. What the worker asks afterwards goes
+//! to the handler the caller gives (`sessions/session/remote.rs`).
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, OnceLock};
+
+use super::pair::{Incoming, Pair};
+use super::proto::{Init, Ready};
+
+/// What every worker of this daemon starts from (set once at start).
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The `shoal` binary.
+    pub exe: PathBuf,
+    pub config: PathBuf,
+    pub state_dir: PathBuf,
+}
+
+static LAUNCH: OnceLock<Launch> = OnceLock::new();
+
+/// Where workers come from: the daemon sets it as it starts.
+pub fn configure(launch: Launch) {
+    let _ = LAUNCH.set(launch);
+}
+
+/// A started worker.
+pub struct Started {
+    pub pair: Arc<Pair>,
+    pub pid: u32,
+    pub child: Child,
+    /// Its cgroup (removed once it is reaped and empty).
+    pub tracked: shoal_base::procs::Tracked,
+}
+
+/// Start a worker for `principal`, its process (and every program it
+/// starts) homed at `home`; `handler` takes what it sends once ready.
+pub fn start(
+    principal: &str,
+    home: shoal_base::procs::Home,
+    handler: impl FnMut(&Arc<Pair>, Incoming) + Send + 'static,
+) -> Result<Started, String> {
+    let launch = LAUNCH
+        .get()
+        .ok_or("this daemon starts no worker processes (not configured)")?;
+    let (ours, theirs) =
+        UnixStream::pair().map_err(|e| format!("cannot make the worker's pair: {e}"))?;
+    let join = shoal_base::procs::prepare(Some(home), false);
+    let mut cmd = Command::new(&launch.exe);
+    cmd.arg("worker")
+        .stdin(Stdio::from(OwnedFd::from(theirs)))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        // Its own group, as every program of a session (the fallback
+        // without cgroups tracks groups).
+        .process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            join.abandon();
+            return Err(format!(
+                "cannot start the worker {}: {e}",
+                launch.exe.display()
+            ));
+        }
+    };
+    drop(cmd);
+    let pid = child.id();
+    // Into its cgroup before it is told anything: it starts no program
+    // before its init.
+    let adopted = join.adopt(pid as i32);
+    let tracked = join.started(pid as i32);
+    let ready = adopted
+        .map_err(|e| format!("cannot move the worker into its cgroup: {e}"))
+        .and_then(|()| handshake(&ours, launch, principal));
+    if let Err(e) = ready {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e);
+    }
+    let pair = Pair::start(ours, &format!("shoal-worker-{pid}"), handler)
+        .map_err(|e| format!("cannot read the worker's pair: {e}"))?;
+    Ok(Started {
+        pair,
+        pid,
+        child,
+        tracked,
+    })
+}
+
+/// Send the init frame and read the worker's answer: ready, or why not.
+fn handshake(stream: &UnixStream, launch: &Launch, principal: &str) -> Result<(), String> {
+    let init = Init {
+        principal: principal.to_string(),
+        config: launch.config.clone(),
+        state_dir: launch.state_dir.clone(),
+        protected: shoal_policy::confine::protected(),
+    };
+    let mut line = serde_json::to_vec(&init).map_err(|e| e.to_string())?;
+    line.push(b'\n');
+    (&mut &*stream)
+        .write_all(&line)
+        .map_err(|e| format!("cannot send the worker its init: {e}"))?;
+    // One byte at a time: what follows the answer is the pair's.
+    let mut answer = Vec::new();
+    BufReader::with_capacity(1, stream)
+        .read_until(b'\n', &mut answer)
+        .map_err(|e| format!("no answer from the worker: {e}"))?;
+    let j: serde_json::Value = serde_json::from_slice(&answer)
+        .map_err(|_| "the worker ended before it was ready".to_string())?;
+    if let Some(e) = j.get("error").and_then(|e| e.as_str()) {
+        return Err(format!("the worker could not confine itself: {e}"));
+    }
+    let ready: Ready = serde_json::from_value(j.get("ready").cloned().unwrap_or_default())
+        .map_err(|e| format!("not a ready frame: {e}"))?;
+    tracing::debug!(pid = ready.pid, principal, "worker ready");
+    Ok(())
+}

@@ -1,0 +1,285 @@
+//! The daemon's handle on its worker processes (`shoal worker`, one per
+//! token principal with a session open): starting one, the requests and
+//! notes the daemon sends it, and the answers to what it asks back, each
+//! for the hosted session it names and never for another. The sessions'
+//! side (a job's round trip, settling what comes back) is
+//! `sessions/session/remote.rs`; the registry is the daemon's
+//! ([`crate::journal_writer::Services`] carries it).
+
+use std::collections::HashMap;
+use std::process::Child;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use serde_json::Value as Json;
+
+use super::launch;
+use super::pair::{Incoming, Pair};
+use super::proto::{FromWorker, TaskAsk, ToWorker};
+use shoal_base::sync::Locked;
+use shoal_proto::wire;
+
+/// The daemon's running workers, by principal: each lives while a session
+/// (or a running task) of its principal holds it.
+#[derive(Debug, Default)]
+pub struct Workers {
+    running: Mutex<Vec<(String, Weak<Remote>)>>,
+}
+
+/// A token principal's worker process, as the daemon holds it.
+pub struct Remote {
+    pair: Arc<Pair>,
+    pid: u32,
+    next_job: AtomicU64,
+    child: Mutex<Option<Child>>,
+    tracked: Mutex<Option<shoal_base::procs::Tracked>>,
+    /// What answers each hosted session's requests.
+    hosted: Hosted,
+    /// What its principal's sessions hold there, as of the last exec.
+    principal_memory: AtomicU64,
+}
+
+/// A hosted session's answers to its worker: `out:N`, its `user.*`
+/// events, its tasks.
+pub struct Answers {
+    pub lookup: shoal_lang::eval::TranscriptLookup,
+    pub bus: Option<crate::event_bus::BusHandle>,
+    /// What an evaluation there asks of the session's tasks (the session's
+    /// owner asking, whoever the worker says asks).
+    pub tasks: Option<Box<dyn Fn(TaskAsk) -> Json + Send + Sync>>,
+}
+
+type Hosted = Arc<Mutex<HashMap<String, Arc<Answers>>>>;
+
+impl Workers {
+    /// `principal`'s running worker, else a new one (started, confined).
+    pub fn for_principal(&self, principal: &str) -> Result<Arc<Remote>, String> {
+        let mut running = self.running.locked();
+        running.retain(|(_, w)| w.upgrade().is_some_and(|r| !r.pair.is_gone()));
+        if let Some(r) = running
+            .iter()
+            .find(|(p, _)| p == principal)
+            .and_then(|(_, w)| w.upgrade())
+        {
+            return Ok(r);
+        }
+        let hosted: Hosted = Arc::default();
+        // Its programs' cgroup: a name no session has (control characters
+        // are refused in session names).
+        let home = shoal_base::procs::Home::new(
+            &format!("\u{1}worker {principal}"),
+            shoal_base::procs::Owner::Worker,
+        );
+        let started = launch::start(principal, home, answerer(hosted.clone()))?;
+        let remote = Arc::new(Remote {
+            pair: started.pair,
+            pid: started.pid,
+            next_job: AtomicU64::new(0),
+            child: Mutex::new(Some(started.child)),
+            tracked: Mutex::new(Some(started.tracked)),
+            hosted,
+            principal_memory: AtomicU64::new(0),
+        });
+        tracing::info!(principal, pid = remote.pid, "worker process started");
+        running.push((principal.to_string(), Arc::downgrade(&remote)));
+        Ok(remote)
+    }
+
+    fn of(&self, which: impl Fn(&String) -> bool) -> Vec<Arc<Remote>> {
+        self.running
+            .locked()
+            .iter()
+            .filter(|(p, _)| which(p))
+            .filter_map(|(_, w)| w.upgrade())
+            .collect()
+    }
+
+    /// What `principal`'s sessions hold in its worker (0: it has none).
+    pub fn principal_memory(&self, principal: &str) -> u64 {
+        self.of(|p| p == principal)
+            .iter()
+            .map(|r| r.principal_memory.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// End the workers of the principals `gone` names (their last token
+    /// is gone) and everything they run, at once: their cgroups are killed
+    /// (`setsid` children included) and their pairs closed.
+    pub fn end(&self, gone: impl Fn(&String) -> bool) {
+        for r in self.of(gone) {
+            tracing::info!(
+                pid = r.pid,
+                "worker ended: its principal holds no valid token"
+            );
+            if let Some(t) = r.tracked.locked().as_ref() {
+                t.kill();
+            }
+            r.pair.close();
+        }
+    }
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote").field("pid", &self.pid).finish()
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        // Closing the pair interrupts what runs there and ends the worker;
+        // it is reaped off this thread.
+        self.pair.close();
+        let (child, tracked) = (self.child.locked().take(), self.tracked.locked().take());
+        if let Some(mut c) = child {
+            std::thread::spawn(move || {
+                let _ = c.wait();
+                drop(tracked);
+            });
+        }
+    }
+}
+
+impl Remote {
+    /// The worker's pid (`shoal status`, tests).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The worker is gone (killed, crashed, ended): the next job needs another.
+    pub fn is_gone(&self) -> bool {
+        self.pair.is_gone()
+    }
+
+    /// Host `session`: what answers its requests, then its opening.
+    pub fn host(&self, session: &str, answers: Answers, open: &ToWorker) -> Result<(), String> {
+        self.hosted
+            .locked()
+            .insert(session.to_string(), Arc::new(answers));
+        self.request(open).map(|_| ())
+    }
+
+    /// Send request `msg` and wait for its answer.
+    pub fn request(&self, msg: &ToWorker) -> Result<Json, String> {
+        let body = serde_json::to_value(msg).map_err(|e| e.to_string())?;
+        self.pair.request(body)
+    }
+
+    /// Send note `msg` (no answer).
+    pub fn note(&self, msg: &ToWorker) {
+        note(&self.pair, msg);
+    }
+
+    /// What the principal's sessions hold there, from an exec's answer.
+    pub fn set_principal_memory(&self, bytes: u64) {
+        self.principal_memory.store(bytes, Ordering::Relaxed);
+    }
+
+    /// A job number (what an interrupt or a signal names).
+    pub fn job(&self) -> u64 {
+        self.next_job.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// `session` is gone: the worker drops its state (and interrupts what
+    /// it still runs).
+    pub fn release(&self, session: &str) {
+        self.hosted.locked().remove(session);
+        note(
+            &self.pair,
+            &ToWorker::Close {
+                session: session.to_string(),
+            },
+        );
+    }
+
+    /// Deliver a `user.*` event to the session's channel readers there.
+    pub fn inject(&self, session: &str, channel: &str, value: &shoal_value::Value) {
+        let msg = ToWorker::Inject {
+            session: session.to_string(),
+            channel: channel.to_string(),
+            value: wire::encode(value),
+        };
+        note(&self.pair, &msg);
+    }
+
+    /// Interrupt job `job` (0: none).
+    pub fn interrupt(&self, job: u64) {
+        if job != 0 {
+            note(&self.pair, &ToWorker::Interrupt { job });
+        }
+    }
+
+    /// Send `signal` to the program job `job` runs, without waiting.
+    pub fn signal_note(&self, job: u64, signal: i32) {
+        note(&self.pair, &ToWorker::Signal { job, signal });
+    }
+
+    /// Send `signal` to the program job `job` runs (0: only ask which):
+    /// its pid (0: none runs, or the worker did not answer within a
+    /// second). Blocking: never on an arbiter.
+    pub fn signal(&self, job: u64, signal: i32) -> u32 {
+        let t0 = Instant::now();
+        let body = serde_json::to_value(ToWorker::Signal { job, signal }).unwrap_or_default();
+        self.pair
+            .request_unless(body, || t0.elapsed() > Duration::from_secs(1))
+            .ok()
+            .and_then(|j| j.get("pid").and_then(Json::as_u64))
+            .map_or(0, |p| p as u32)
+    }
+}
+
+fn note(pair: &Pair, msg: &ToWorker) {
+    if let Ok(j) = serde_json::to_value(msg) {
+        pair.note(j);
+    }
+}
+
+/// What answers the worker's requests, each for the session it names:
+/// `out:N`, `user.*` events, tasks (as the session's owner starts them).
+/// Holds no reference to a session's state itself.
+fn answerer(hosted: Hosted) -> impl FnMut(&Arc<Pair>, Incoming) + Send + 'static {
+    move |pair, incoming| match incoming {
+        Incoming::Note(body) => match serde_json::from_value::<FromWorker>(body) {
+            Ok(FromWorker::Publish {
+                session,
+                channel,
+                value,
+            }) if channel.starts_with("user.") => {
+                let bus = hosted.locked().get(&session).and_then(|a| a.bus.clone());
+                if let Some(bus) = bus {
+                    bus.publish(&channel, value);
+                }
+            }
+            _ => tracing::warn!("a worker note refused"),
+        },
+        Incoming::Request { id, body } => {
+            let (pair, hosted) = (pair.clone(), hosted.clone());
+            // Answers may read the journal or wait for a task: off the reader.
+            std::thread::spawn(move || {
+                let of = |s: &str| {
+                    hosted
+                        .locked()
+                        .get(s)
+                        .cloned()
+                        .ok_or_else(|| format!("session {s} is not hosted there"))
+                };
+                let r = match serde_json::from_value::<FromWorker>(body) {
+                    Ok(FromWorker::Lookup { session, n }) => {
+                        of(&session).and_then(|a| (a.lookup)(n).map(|v| wire::encode(&v)))
+                    }
+                    Ok(FromWorker::Tasks { session, ask }) => of(&session).and_then(|a| {
+                        a.tasks
+                            .as_ref()
+                            .map(|t| t(ask))
+                            .ok_or_else(|| "this session has no tasks".to_string())
+                    }),
+                    Ok(FromWorker::Publish { .. }) => Err("a note sent as a request".into()),
+                    Err(e) => Err(format!("not a worker request: {e}")),
+                };
+                pair.reply(id, r);
+            });
+        }
+        Incoming::Closed => {}
+    }
+}

@@ -1,0 +1,250 @@
+//! A token principal's sessions evaluate in its worker process, started by
+//! the daemon (docs/leash.md, "Layers"): one confined process per principal
+//! (seccomp, `no_new_privs`), the parent of every program its sessions
+//! start, while the local user's programs stay the daemon's children. The
+//! session keeps its bindings, `out:N`, background tasks and `cmd &` across
+//! the pair; a worker killed is replaced by the next exec (with fresh
+//! bindings, and an error that says so); the daemon going ends the worker
+//! and what it runs.
+
+use std::time::Duration;
+
+use crate::common::*;
+use crate::redteam::{principal, Arena, SYSTEM_READ};
+use serde_json::{json, Value};
+
+/// A daemon with `agent:w`: its project, no namespaces (so a child's parent
+/// is the process that started it), any program.
+fn arena() -> Arena {
+    Arena::start(
+        |proj, _| {
+            let pj = Arena::proj_grant(proj);
+            let mut read: Vec<String> = SYSTEM_READ.iter().map(|s| s.to_string()).collect();
+            read.extend(pj.clone());
+            read.push("/proc/**".into());
+            principal(
+                "agent:w",
+                "opaque = \"allow\"\nauto_apply = \"in-grant\"\nsession_write = true\nnamespaces = \"off\"",
+                &read,
+                &pj,
+                &pj,
+            )
+        },
+        &[],
+    )
+}
+
+/// A field of `/proc/PID/status`.
+fn status_field(pid: i32, name: &str) -> String {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// The pid of the process that starts the session's programs.
+fn parent_of_children(c: &mut Conn) -> i32 {
+    let r = c.ok("exec", json!({"src": "sh { echo $PPID }"}));
+    let text = r["render"].as_str().unwrap_or_default().to_string();
+    text.lines()
+        .find_map(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {r}"))
+}
+
+fn attach(a: &Arena, token: Option<&str>, session: &str) -> Conn {
+    let mut c = a.d.conn();
+    let mut p =
+        json!({"session": session, "cwd": a.proj, "client": {"kind": "test", "tty": false}});
+    if let Some(t) = token {
+        p["token"] = json!(t);
+    }
+    let r = c.call("session.attach", p);
+    assert!(r.get("error").is_none(), "attach {session}: {r}");
+    c
+}
+
+fn alive(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !stat.is_empty() && !stat.contains(") Z ")
+}
+
+#[test]
+fn a_tokens_sessions_evaluate_in_one_confined_worker_process() {
+    let a = arena();
+    let daemon = a.d.pid();
+    let tok = create_token(&a.root, "agent:w");
+    let mut w1 = attach(&a, Some(&tok), "w1");
+    let worker = parent_of_children(&mut w1);
+    assert_ne!(
+        worker, daemon,
+        "a token's program is not the daemon's child"
+    );
+    assert_eq!(status_field(worker, "PPid"), daemon.to_string());
+    assert_eq!(
+        status_field(worker, "Seccomp"),
+        "2",
+        "the worker is confined"
+    );
+    assert_eq!(status_field(worker, "NoNewPrivs"), "1");
+    let cmdline = std::fs::read(format!("/proc/{worker}/cmdline")).unwrap();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("worker"),
+        "{cmdline:?}"
+    );
+    // The principal's second session: the same process (one budget).
+    let mut w2 = attach(&a, Some(&tok), "w2");
+    assert_eq!(parent_of_children(&mut w2), worker);
+    // The local user's programs stay the daemon's.
+    let mut home = attach(&a, None, "home");
+    assert_eq!(parent_of_children(&mut home), daemon);
+
+    // Bindings, `out:N` and the session's views cross.
+    w1.ok("exec", json!({"src": "let x = 41"}));
+    let r = w1.ok("exec", json!({"src": "x + 1"}));
+    assert_eq!(r["value"], json!({"$": "int", "v": 42}), "{r}");
+    let n = r["ref"].as_str().unwrap().to_string();
+    let r = w1.ok("exec", json!({"src": format!("{n} * 2")}));
+    assert_eq!(r["value"], json!({"$": "int", "v": 84}), "{r}");
+    let sub = a.p("sub");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(sub.join("noteshere.txt"), "").unwrap();
+    w1.ok(
+        "exec",
+        json!({"src": format!("let limit_of_rows = 3; cd {}", sub.display())}),
+    );
+    // The local user beside the agent completes from the session's views
+    // as the worker left them: its cwd and its names.
+    let mut human = attach(&a, None, "w1@agent:w");
+    let r = human.ok("complete", json!({"src": "cat notesh"}));
+    assert_eq!(r["candidates"], json!(["noteshere.txt"]), "{r}");
+    let r = human.ok("complete", json!({"src": "1 + limit_"}));
+    assert_eq!(r["candidates"], json!(["limit_of_rows"]), "{r}");
+
+    // A background task starts on a fork of the session there.
+    let r = w1.ok("exec", json!({"src": "x + 2", "background": true}));
+    let task = r["task"].as_str().unwrap().to_string();
+    let rec = w1.ok("task.await", json!({"task": task, "timeout_ms": 20000}));
+    assert_eq!(rec["state"], "completed", "{rec}");
+    let v = w1.ok(
+        "value.get",
+        json!({"ref": rec["result_ref"], "format": "json"}),
+    );
+    assert_eq!(v["value"], json!({"$": "int", "v": 43}), "{v}");
+    // So does `cmd &`, and `jobs` and `.await()` reach the session's tasks.
+    let r = w1.ok(
+        "exec",
+        json!({"src": "let t = sh { echo from-task } &; t.await().out.trim()"}),
+    );
+    assert_eq!(r["value"], json!({"$": "str", "v": "from-task"}), "{r}");
+    let r = w1.ok("exec", json!({"src": "jobs.len() >= 2"}));
+    assert_eq!(r["value"], json!({"$": "bool", "v": true}), "{r}");
+}
+
+#[test]
+fn a_killed_worker_is_replaced_and_a_killed_daemon_takes_its_worker_along() {
+    let mut a = arena();
+    let tok = create_token(&a.root, "agent:w");
+    let mut c = attach(&a, Some(&tok), "k");
+    c.ok("exec", json!({"src": "let x = 1"}));
+    let first = parent_of_children(&mut c);
+    kill_pid(first);
+    eventually("the worker is gone", Duration::from_secs(10), || {
+        (!alive(first)).then_some(())
+    });
+    // The next exec runs in a new worker, without the old bindings; at
+    // most one call hears that the worker ended.
+    let mut r = c.call("exec", json!({"src": "x"}));
+    if r.to_string().contains("worker process ended") {
+        r = c.call("exec", json!({"src": "x"}));
+    }
+    assert!(r["error"].to_string().contains('x'), "{r}");
+    let second = parent_of_children(&mut c);
+    assert_ne!(second, first);
+
+    // A long program in a background task; then the daemon dies.
+    let marker = format!("30{}", std::process::id() % 1000);
+    let r = c.ok(
+        "exec",
+        json!({"src": format!("sh {{ sleep {marker}.5 }}"), "background": true}),
+    );
+    assert!(r["task"].is_string(), "{r}");
+    let sleeping = || pids_running(&format!("sleep {marker}.5"));
+    eventually("the program runs", Duration::from_secs(10), || {
+        (!sleeping().is_empty()).then_some(())
+    });
+    a.d.signal(libc::SIGKILL);
+    let _ = a.d.wait_timeout(Duration::from_secs(10));
+    eventually(
+        "the worker and its program end with the daemon",
+        Duration::from_secs(20),
+        || (!alive(second) && sleeping().is_empty()).then_some(()),
+    );
+}
+
+/// A closed session leaves the worker; the principal's last one ends it.
+#[test]
+fn the_worker_ends_with_its_principals_last_session() {
+    let a = arena();
+    let tok = create_token(&a.root, "agent:w");
+    let mut c1 = attach(&a, Some(&tok), "c1");
+    let mut c2 = attach(&a, Some(&tok), "c2");
+    let worker = parent_of_children(&mut c1);
+    assert_eq!(parent_of_children(&mut c2), worker);
+    let r: Value = c1.ok("session.close", json!({"session": "c1@agent:w"}));
+    assert!(r.is_object(), "{r}");
+    // c2 still evaluates there.
+    assert_eq!(parent_of_children(&mut c2), worker);
+    c2.ok("session.close", json!({"session": "c2@agent:w"}));
+    eventually("the worker ends", Duration::from_secs(20), || {
+        (!alive(worker)).then_some(())
+    });
+}
+
+/// The state letter of `/proc/PID/stat` (`None`: gone or a zombie).
+fn proc_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let state = stat.rsplit(") ").next()?.chars().next()?;
+    (state != 'Z').then_some(state)
+}
+
+/// A token's background task runs in its worker; suspend, resume and
+/// cancel reach its program there.
+#[test]
+fn a_tokens_task_is_suspended_resumed_and_cancelled_in_its_worker() {
+    let a = arena();
+    let tok = create_token(&a.root, "agent:w");
+    let mut c = attach(&a, Some(&tok), "s");
+    let marker = format!("29{}", std::process::id() % 1000);
+    let r = c.ok(
+        "exec",
+        json!({"src": format!("sh {{ sleep {marker}.5 }}"), "background": true}),
+    );
+    let t = r["task"].as_str().unwrap().to_string();
+    let pids = eventually("the program runs", Duration::from_secs(10), || {
+        let p = pids_running(&format!("sleep {marker}.5"));
+        (!p.is_empty()).then_some(p)
+    });
+    let all = |want: fn(Option<char>) -> bool| pids.iter().all(|p| want(proc_state(*p)));
+    let r = c.ok("task.suspend", json!({"task": t}));
+    assert_eq!(r["state"], "suspended", "{r}");
+    eventually("stopped", Duration::from_secs(20), || {
+        all(|s| s == Some('T')).then_some(())
+    });
+    let r = c.ok("task.resume", json!({"task": t}));
+    assert_eq!(r["state"], "running", "{r}");
+    eventually("running again", Duration::from_secs(20), || {
+        all(|s| matches!(s, Some('S') | Some('R'))).then_some(())
+    });
+    c.ok("task.suspend", json!({"task": t}));
+    eventually("stopped again", Duration::from_secs(20), || {
+        all(|s| s == Some('T')).then_some(())
+    });
+    c.ok("task.cancel", json!({"task": t}));
+    let rec = c.ok("task.await", json!({"task": t, "timeout_ms": 20000}));
+    assert_eq!(rec["state"], "cancelled", "{rec}");
+    eventually("the program is gone", Duration::from_secs(20), || {
+        all(|s| s.is_none()).then_some(())
+    });
+}
