@@ -5,7 +5,7 @@
 //! session keeps its bindings, `out:N`, background tasks and `cmd &` across
 //! the pair; a worker killed is replaced by the next exec (with fresh
 //! bindings, and an error that says so); the daemon going ends the worker
-//! and what it runs.
+//! and what it runs; none of the daemon's environment is the worker's.
 
 use std::time::Duration;
 
@@ -30,9 +30,12 @@ fn arena() -> Arena {
                 &pj,
             )
         },
-        &[],
+        &[(API_KEY.0, API_KEY.1)],
     )
 }
+
+/// A variable of the daemon's own environment (the user's shell's).
+const API_KEY: (&str, &str) = ("WORKER_TEST_API_KEY", "sk-daemon-only-4471");
 
 /// A field of `/proc/PID/status`.
 fn status_field(pid: i32, name: &str) -> String {
@@ -93,6 +96,11 @@ fn a_tokens_sessions_evaluate_in_one_confined_worker_process() {
         String::from_utf8_lossy(&cmdline).contains("worker"),
         "{cmdline:?}"
     );
+    // None of the daemon's own environment is the worker's.
+    let environ = std::fs::read(format!("/proc/{worker}/environ")).unwrap();
+    let daemon_env = std::fs::read(format!("/proc/{daemon}/environ")).unwrap();
+    assert!(String::from_utf8_lossy(&daemon_env).contains(API_KEY.1));
+    assert!(!String::from_utf8_lossy(&environ).contains(API_KEY.1));
     // The principal's second session: the same process (one budget).
     let mut w2 = attach(&a, Some(&tok), "w2");
     assert_eq!(parent_of_children(&mut w2), worker);

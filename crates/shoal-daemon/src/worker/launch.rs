@@ -53,7 +53,11 @@ pub fn start(
         UnixStream::pair().map_err(|e| format!("cannot make the worker's pair: {e}"))?;
     let join = shoal_base::procs::prepare(Some(home), false);
     let mut cmd = Command::new(&launch.exe);
-    cmd.arg("worker")
+    // None of the daemon's own environment (a user's API keys) reaches a
+    // token's process: only where things are and how to log.
+    cmd.env_clear()
+        .envs(std::env::vars_os().filter(|(k, _)| passes(k)))
+        .arg("worker")
         .stdin(Stdio::from(OwnedFd::from(theirs)))
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -92,6 +96,16 @@ pub fn start(
         child,
         tracked,
     })
+}
+
+/// The daemon's variables a worker gets: where the user's files and
+/// programs are, the locale, and the daemon's own settings.
+fn passes(key: &std::ffi::OsStr) -> bool {
+    let k = key.to_string_lossy();
+    matches!(
+        &*k,
+        "HOME" | "PATH" | "USER" | "LOGNAME" | "LANG" | "TMPDIR" | "RUST_LOG" | "RUST_BACKTRACE"
+    ) || ["LC_", "XDG_", "SHOAL_"].iter().any(|p| k.starts_with(p)) && !k.starts_with("SHOAL_TOKEN")
 }
 
 /// Send the init frame and read the worker's answer: ready, or why not.
