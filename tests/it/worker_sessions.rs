@@ -217,8 +217,8 @@ fn proc_state(pid: i32) -> Option<char> {
     (state != 'Z').then_some(state)
 }
 
-/// A token's background task runs in its worker; suspend, resume and
-/// cancel reach its program there.
+/// A token's background task runs in its worker; its record shows its
+/// output as it comes, and suspend, resume and cancel reach its program.
 #[test]
 fn a_tokens_task_is_suspended_resumed_and_cancelled_in_its_worker() {
     let a = arena();
@@ -227,12 +227,19 @@ fn a_tokens_task_is_suspended_resumed_and_cancelled_in_its_worker() {
     let marker = format!("29{}", std::process::id() % 1000);
     let r = c.ok(
         "exec",
-        json!({"src": format!("sh {{ sleep {marker}.5 }}"), "background": true}),
+        json!({"src": format!("sh {{ echo up-{marker}; echo warm 1>&2; sleep {marker}.5 }}"), "background": true}),
     );
     let t = r["task"].as_str().unwrap().to_string();
     let pids = eventually("the program runs", Duration::from_secs(10), || {
         let p = pids_running(&format!("sleep {marker}.5"));
         (!p.is_empty()).then_some(p)
+    });
+    // Its output shows in the task's record while it runs.
+    eventually("the tail", Duration::from_secs(10), || {
+        let row = c.ok("task.get", json!({"task": t}));
+        let tail = &row["tail"];
+        (tail["stdout"] == json!(format!("up-{marker}\n")) && tail["stderr"] == json!("warm\n"))
+            .then_some(())
     });
     let all = |want: fn(Option<char>) -> bool| pids.iter().all(|p| want(proc_state(*p)));
     let r = c.ok("task.suspend", json!({"task": t}));

@@ -606,6 +606,22 @@ impl Worker {
         let number = job.job;
         let spawned =
             shoal_lang::session::spawn_eval_thread(format!("shoal-task-{number}"), move |stack| {
+                // Its programs' output goes to the daemon as it comes (the
+                // task's record shows its tail while it runs).
+                let pair_o = pair_t.clone();
+                let tail = shoal_value::output::OutputTail::forwarding(move |stderr, bytes| {
+                    use base64::Engine;
+                    let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+                    let note = FromWorker::Output {
+                        job: number,
+                        stderr,
+                        data,
+                    };
+                    if let Ok(j) = serde_json::to_value(note) {
+                        pair_o.note(j);
+                    }
+                });
+                shoal_lang::shell::process::set_thread_tail(Some(tail));
                 let cancel = me.cancel_of(job.job);
                 let r = me.run(&mut lang, &job, &cancel, stack, &tasks);
                 cancel.finish();

@@ -135,6 +135,13 @@ pub enum FromWorker {
         channel: String,
         value: Json,
     },
+    /// A note: output of the program task job `job` runs (`data`: base64
+    /// bytes of its stderr, else of its stdout), for the task's tail.
+    Output {
+        job: u64,
+        stderr: bool,
+        data: String,
+    },
     /// The session's tasks as an evaluation reaches them (`cmd &`, `jobs`,
     /// a task handle's methods): a request, answered as [`TaskAsk`] says.
     Tasks { session: String, ask: TaskAsk },

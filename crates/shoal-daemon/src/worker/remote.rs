@@ -38,7 +38,11 @@ pub struct Remote {
     hosted: Hosted,
     /// What its principal's sessions hold there, as of the last exec.
     principal_memory: AtomicU64,
+    /// The tails of its running tasks, by job.
+    tails: Tails,
 }
+
+type Tails = Arc<Mutex<HashMap<u64, Arc<shoal_value::output::OutputTail>>>>;
 
 /// A hosted session's answers to its worker: `out:N`, its `user.*`
 /// events, its tasks.
@@ -65,13 +69,15 @@ impl Workers {
             return Ok(r);
         }
         let hosted: Hosted = Arc::default();
+        let tails: Tails = Arc::default();
         // Its programs' cgroup: a name no session has (control characters
         // are refused in session names).
         let home = shoal_base::procs::Home::new(
             &format!("\u{1}worker {principal}"),
             shoal_base::procs::Owner::Worker,
         );
-        let started = launch::start(principal, home, answerer(hosted.clone()))?;
+        let answer = answerer(hosted.clone(), tails.clone());
+        let started = launch::start(principal, home, answer)?;
         let remote = Arc::new(Remote {
             pair: started.pair,
             pid: started.pid,
@@ -80,6 +86,7 @@ impl Workers {
             tracked: Mutex::new(Some(started.tracked)),
             hosted,
             principal_memory: AtomicU64::new(0),
+            tails,
         });
         tracing::info!(principal, pid = remote.pid, "worker process started");
         running.push((principal.to_string(), Arc::downgrade(&remote)));
@@ -176,6 +183,16 @@ impl Remote {
         self.principal_memory.store(bytes, Ordering::Relaxed);
     }
 
+    /// Keep job `job`'s output in `tail` while it runs (until
+    /// [`Remote::unwatch`]).
+    pub fn watch(&self, job: u64, tail: Arc<shoal_value::output::OutputTail>) {
+        self.tails.locked().insert(job, tail);
+    }
+
+    pub fn unwatch(&self, job: u64) {
+        self.tails.locked().remove(&job);
+    }
+
     /// A job number (what an interrupt or a signal names).
     pub fn job(&self) -> u64 {
         self.next_job.fetch_add(1, Ordering::Relaxed) + 1
@@ -238,8 +255,18 @@ fn note(pair: &Pair, msg: &ToWorker) {
 /// What answers the worker's requests, each for the session it names:
 /// `out:N`, `user.*` events, tasks (as the session's owner starts them).
 /// Holds no reference to a session's state itself.
-fn answerer(hosted: Hosted) -> impl FnMut(&Arc<Pair>, Incoming) + Send + 'static {
+fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + Send + 'static {
     move |pair, incoming| match incoming {
+        Incoming::Note(body) if body.get("op").and_then(Json::as_str) == Some("output") => {
+            if let Ok(FromWorker::Output { job, stderr, data }) = serde_json::from_value(body) {
+                use base64::Engine;
+                let tail = tails.locked().get(&job).cloned();
+                let bytes = base64::engine::general_purpose::STANDARD.decode(data);
+                if let (Some(t), Ok(b)) = (tail, bytes) {
+                    t.push(stderr, &b);
+                }
+            }
+        }
         Incoming::Note(body) => match serde_json::from_value::<FromWorker>(body) {
             Ok(FromWorker::Publish {
                 session,
@@ -274,7 +301,9 @@ fn answerer(hosted: Hosted) -> impl FnMut(&Arc<Pair>, Incoming) + Send + 'static
                             .map(|t| t(ask))
                             .ok_or_else(|| "this session has no tasks".to_string())
                     }),
-                    Ok(FromWorker::Publish { .. }) => Err("a note sent as a request".into()),
+                    Ok(FromWorker::Publish { .. } | FromWorker::Output { .. }) => {
+                        Err("a note sent as a request".into())
+                    }
                     Err(e) => Err(format!("not a worker request: {e}")),
                 };
                 pair.reply(id, r);

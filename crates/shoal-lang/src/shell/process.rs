@@ -121,7 +121,8 @@ pub fn set_thread_tail(tail: Option<Arc<OutputTail>>) {
     TAIL.with(|t| *t.borrow_mut() = tail);
 }
 
-fn thread_tail() -> Option<Arc<OutputTail>> {
+/// The tail this thread's programs write (a background task's).
+pub fn thread_tail() -> Option<Arc<OutputTail>> {
     TAIL.with(|t| t.borrow().clone())
 }
 

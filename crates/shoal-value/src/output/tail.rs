@@ -12,9 +12,20 @@ pub const TAIL_BYTES: usize = 4 << 10;
 /// between the thread that drains its pipes and whoever shows it (a
 /// background task's record). Bounded: older bytes are dropped as new ones
 /// arrive.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct OutputTail {
     bufs: std::sync::Mutex<[Vec<u8>; 2]>,
+    /// Where each push goes as well (a worker process's task: to the
+    /// daemon, which keeps the tail its readers see).
+    forward: Option<Box<dyn Fn(bool, &[u8]) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for OutputTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputTail")
+            .field("forwards", &self.forward.is_some())
+            .finish()
+    }
 }
 
 impl OutputTail {
@@ -22,10 +33,21 @@ impl OutputTail {
         Arc::new(OutputTail::default())
     }
 
+    /// A tail whose every push also goes to `forward` (stderr?, bytes).
+    pub fn forwarding(forward: impl Fn(bool, &[u8]) + Send + Sync + 'static) -> Arc<OutputTail> {
+        Arc::new(OutputTail {
+            forward: Some(Box::new(forward)),
+            ..OutputTail::default()
+        })
+    }
+
     /// Append bytes of stdout (`stderr` false) or stderr.
     pub fn push(&self, stderr: bool, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
+        }
+        if let Some(f) = &self.forward {
+            f(stderr, bytes);
         }
         let mut g = self.bufs.locked();
         let b = &mut g[usize::from(stderr)];

@@ -139,6 +139,10 @@ pub(super) fn run_there(
         None => ToWorker::Exec(spec),
         Some((fork, slot)) => {
             slot.store(number, Ordering::SeqCst);
+            // The task's record shows its programs' output as it comes.
+            if let Some(tail) = shoal_lang::shell::process::thread_tail() {
+                remote.watch(number, tail);
+            }
             ToWorker::Task { fork, job: spec }
         }
     };
@@ -152,6 +156,7 @@ pub(super) fn run_there(
         shared.there_job.store(number, Ordering::SeqCst);
     }
     let answer = remote.request(&msg);
+    remote.unwatch(number);
     if foreground {
         shared.there_job.store(0, Ordering::SeqCst);
     }
