@@ -17,8 +17,11 @@ pub struct OutputTail {
     bufs: std::sync::Mutex<[Vec<u8>; 2]>,
     /// Where each push goes as well (a worker process's task: to the
     /// daemon, which keeps the tail its readers see).
-    forward: Option<Box<dyn Fn(bool, &[u8]) + Send + Sync>>,
+    forward: Option<Forward>,
 }
+
+/// Where a forwarding tail's pushes go: (stderr?, bytes).
+type Forward = Box<dyn Fn(bool, &[u8]) + Send + Sync>;
 
 impl std::fmt::Debug for OutputTail {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
