@@ -18,6 +18,28 @@ use crate::redteam::{principal, SYSTEM_READ};
 use serde_json::{json, Value};
 use shoal_daemon::worker::pair::{Incoming, Pair};
 
+/// The daemon's end of a session's line: one job out, its answer back.
+struct Line {
+    out: UnixStream,
+    answers: BufReader<UnixStream>,
+}
+
+impl Line {
+    fn new(s: UnixStream) -> Line {
+        Line {
+            answers: BufReader::new(s.try_clone().unwrap()),
+            out: s,
+        }
+    }
+
+    fn ask(&mut self, job: Value) -> Value {
+        self.out.write_all(format!("{job}\n").as_bytes()).unwrap();
+        let mut answer = String::new();
+        self.answers.read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap()
+    }
+}
+
 /// A field of `/proc/PID/status`.
 fn status_field(pid: u32, name: &str) -> String {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -85,7 +107,7 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
     // The daemon's side: `out:N` lookups and published events.
     let (events_tx, events) = mpsc::channel::<Value>();
     let pair = Pair::start(ours, "test-pair", move |pair, i| match i {
-        Incoming::Request { id, body } => {
+        Incoming::Request { id, body, .. } => {
             assert_eq!(body["op"], "lookup");
             let n = body["n"].as_u64().unwrap();
             pair.reply(id, Ok(json!({"$": "int", "v": n * 100})));
@@ -98,17 +120,21 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
     .unwrap();
     let open = json!({"op": "open", "session": "w1", "cwd": proj, "env": [["HOME", base]],
         "session_memory": 0, "spill_bytes": 0});
-    pair.request(open).unwrap();
+    // The session's line: its jobs and their answers, one at a time.
+    let (ours_l, theirs_l) = UnixStream::pair().unwrap();
+    pair.request_with_fd(open, std::os::fd::AsFd::as_fd(&theirs_l))
+        .unwrap();
+    drop(theirs_l);
+    let line = std::cell::RefCell::new(Line::new(ours_l));
     let job = std::cell::Cell::new(0);
     // `check: false` is an approved plan's apply: no gate on the derived
     // effects, so only the kernel stands in the way.
     let run = |src: String, check: bool| -> Value {
         job.set(job.get() + 1);
-        pair.request(
+        line.borrow_mut().ask(
             json!({"op": "exec", "session": "w1", "job": job.get(), "src": src,
             "value_position": false, "tty": false, "width": 80, "caller": null, "check": check}),
         )
-        .unwrap()
     };
     let exec = |src: String| run(src, true);
 
@@ -156,19 +182,19 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
 
     // Planning derives effects in the session, running nothing.
     let planned = proj.join("planned.txt");
-    let d = pair
-        .request(json!({"op": "derive", "session": "w1", "caller": null,
-            "src": format!("\"p\".save({:?})", planned.display().to_string())}))
-        .unwrap();
+    let d = line
+        .borrow_mut()
+        .ask(json!({"op": "derive", "session": "w1", "caller": null,
+            "src": format!("\"p\".save({:?})", planned.display().to_string())}));
     let effects = d["derived"]["effects"].to_string();
     assert!(
         effects.contains("fs_write") && effects.contains("planned.txt"),
         "{d}"
     );
     assert!(!planned.exists(), "planning ran the program");
-    let bad = pair
-        .request(json!({"op": "derive", "session": "w1", "caller": null, "src": "let = ("}))
-        .unwrap();
+    let bad = line
+        .borrow_mut()
+        .ask(json!({"op": "derive", "session": "w1", "caller": null, "src": "let = ("}));
     assert!(bad.get("error").is_some(), "{bad}");
 
     // Its trash is the principal's private directory: `rm` works in the grant.
@@ -205,12 +231,12 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
     assert_eq!(r["live"]["cwd"], json!(proj.join("sub")), "{r}");
     // An approved plan's place: elsewhere it does not run.
     job.set(job.get() + 1);
-    let elsewhere = pair
-        .request(json!({"op": "exec", "session": "w1", "job": job.get(),
+    let elsewhere = line
+        .borrow_mut()
+        .ask(json!({"op": "exec", "session": "w1", "job": job.get(),
             "src": format!("\"moved\".save({:?})", proj.join("moved.txt").display().to_string()),
             "value_position": false, "tty": false, "width": 80, "caller": null, "check": false,
-            "place": {"cwd": proj, "env": "0"}}))
-        .unwrap();
+            "place": {"cwd": proj, "env": "0"}}));
     assert_eq!(
         elsewhere["error"]["rpc"]["data"]["moved"],
         json!(true),
@@ -220,15 +246,14 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
 
     // An interrupt reaches the running job: its reply comes back as a cancel,
     // not as the value of a finished `sleep`.
-    let (pair2, next) = (pair.clone(), job.get() + 1);
+    let next = job.get() + 1;
     job.set(next);
+    let mut line = line.into_inner();
     let long = std::thread::spawn(move || {
-        pair2
-            .request(
-                json!({"op": "exec", "session": "w1", "job": next, "src": "sleep 600; 7",
+        line.ask(
+            json!({"op": "exec", "session": "w1", "job": next, "src": "sleep 600; 7",
                 "value_position": false, "tty": false, "width": 80, "caller": null, "check": true}),
-            )
-            .unwrap()
+        )
     });
     // Interrupt until the reply comes (the first may land before the job starts).
     while !long.is_finished() {

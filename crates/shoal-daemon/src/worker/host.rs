@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -29,19 +29,17 @@ use shoal_base::sync::Locked;
 use shoal_lang::{ChannelInjector, Session as LangSession, SessionOptions};
 use shoal_proto::wire;
 
-/// What a hosted session's thread does for a request.
-enum Work {
-    Exec(ExecJob),
-    /// Derive a plan (nothing runs).
-    Derive {
-        src: String,
-        caller: Option<String>,
-    },
+/// What a session opens with (its line aside).
+struct Opening {
+    cwd: std::path::PathBuf,
+    env: Vec<(String, String)>,
+    session_memory: u64,
+    spill_bytes: u64,
 }
 
-/// One hosted session's line to its evaluation thread.
+/// One hosted session: what the pair's reader reaches of it (its jobs come
+/// on its own line, to its evaluation thread).
 struct Hosted {
-    jobs: mpsc::Sender<(u64, Work)>,
     injector: Arc<Mutex<Option<ChannelInjector>>>,
     /// What its language session starts from.
     setup: LangSetup,
@@ -77,6 +75,9 @@ struct Worker {
     jobs: Mutex<HashMap<u64, Running>>,
     /// Forks kept for tasks the daemon is to run.
     forks: Arc<Forks>,
+    /// Interrupts that came (on the pair) before their job (on its line),
+    /// newest last; a few at most.
+    early: Mutex<std::collections::VecDeque<u64>>,
     /// Each caller's gate, made once.
     gates: Mutex<HashMap<String, Arc<shoal_policy::Gate>>>,
     budget: &'static shoal_lang::memory::PrincipalBudget,
@@ -133,7 +134,7 @@ pub fn main() -> i32 {
         stream,
         "shoal-worker-pair",
         move |pair, incoming| match incoming {
-            Incoming::Request { id, body } => w.request(pair, id, body),
+            Incoming::Request { id, body, fd } => w.request(pair, id, body, fd),
             Incoming::Note(body) => w.note(body),
             Incoming::Closed => {
                 let _ = closed_tx.send(());
@@ -223,6 +224,7 @@ fn confine(init: &Init) -> Result<Worker, String> {
         sessions: Mutex::new(HashMap::new()),
         jobs: Mutex::new(HashMap::new()),
         forks: Arc::default(),
+        early: Mutex::default(),
         gates: Mutex::new(gates),
         budget,
         adapters,
@@ -239,7 +241,7 @@ impl Worker {
             .clone()
     }
 
-    fn request(self: &Arc<Self>, pair: &Arc<Pair>, id: u64, body: Json) {
+    fn request(self: &Arc<Self>, pair: &Arc<Pair>, id: u64, body: Json, fd: Option<OwnedFd>) {
         let msg: ToWorker = match serde_json::from_value(body) {
             Ok(m) => m,
             Err(e) => return pair.reply(id, Err(format!("not a worker request: {e}"))),
@@ -252,16 +254,22 @@ impl Worker {
                 session_memory,
                 spill_bytes,
             } => {
-                let r = self.open(pair, &session, cwd, env, session_memory, spill_bytes);
+                let r = match fd {
+                    Some(line) => {
+                        let o = Opening {
+                            cwd,
+                            env,
+                            session_memory,
+                            spill_bytes,
+                        };
+                        self.open(pair, &session, o, UnixStream::from(line))
+                    }
+                    None => Err("a session opens with its line".into()),
+                };
                 pair.reply(id, r.map(|()| Json::Null));
             }
-            ToWorker::Exec(job) => {
-                let (name, number) = (job.session.clone(), job.job);
-                self.enter(&job, None);
-                if !self.hand(&name, id, Work::Exec(job)) {
-                    self.jobs.locked().remove(&number);
-                    pair.reply(id, Err(format!("session {name} is not open here")));
-                }
+            ToWorker::Exec(_) | ToWorker::Derive { .. } => {
+                pair.reply(id, Err("execs and plans come on the session's line".into()));
             }
             ToWorker::Fork { session, src } => {
                 let (me, pair) = (self.clone(), pair.clone());
@@ -273,15 +281,6 @@ impl Worker {
                 let pid = self.signal(job, signal);
                 pair.reply(id, Ok(json!({ "pid": pid })));
             }
-            ToWorker::Derive {
-                session,
-                src,
-                caller,
-            } => {
-                if !self.hand(&session, id, Work::Derive { src, caller }) {
-                    pair.reply(id, Err(format!("session {session} is not open here")));
-                }
-            }
             note @ (ToWorker::Interrupt { .. }
             | ToWorker::Inject { .. }
             | ToWorker::Close { .. }) => {
@@ -289,14 +288,6 @@ impl Worker {
                 pair.reply(id, Ok(Json::Null));
             }
         }
-    }
-
-    /// Queue request `id` on `session`'s thread (false: no such session).
-    fn hand(&self, session: &str, id: u64, work: Work) -> bool {
-        self.sessions
-            .locked()
-            .get(session)
-            .is_some_and(|h| h.jobs.send((id, work)).is_ok())
     }
 
     fn note(&self, body: Json) {
@@ -310,11 +301,16 @@ impl Worker {
     /// note or a request.
     fn apply_note(&self, msg: ToWorker) {
         match msg {
-            ToWorker::Interrupt { job } => {
-                if let Some(r) = self.jobs.locked().get(&job) {
-                    r.cancel.cancel();
+            ToWorker::Interrupt { job } => match self.jobs.locked().get(&job) {
+                Some(r) => r.cancel.cancel(),
+                None => {
+                    let mut early = self.early.locked();
+                    if early.len() >= 16 {
+                        early.pop_front();
+                    }
+                    early.push_back(job);
                 }
-            }
+            },
             ToWorker::Inject {
                 session,
                 channel,
@@ -357,15 +353,18 @@ impl Worker {
         self: &Arc<Self>,
         pair: &Arc<Pair>,
         session: &str,
-        cwd: std::path::PathBuf,
-        env: Vec<(String, String)>,
-        session_memory: u64,
-        spill_bytes: u64,
+        o: Opening,
+        line: UnixStream,
     ) -> Result<(), String> {
         if self.sessions.locked().contains_key(session) {
-            return Ok(());
+            return Err(format!("session {session} is open here already"));
         }
-        let (tx, rx) = mpsc::channel();
+        let Opening {
+            cwd,
+            env,
+            session_memory,
+            spill_bytes,
+        } = o;
         let injector = Arc::new(Mutex::new(None));
         let memory =
             shoal_lang::memory::MemBudget::leak(session_memory).with_principal(self.budget);
@@ -406,7 +405,6 @@ impl Worker {
             bus: Some(bus),
         };
         let hosted = Hosted {
-            jobs: tx,
             injector,
             setup,
             seed: Arc::default(),
@@ -418,7 +416,7 @@ impl Worker {
                 gate: self.gate(None),
             }),
         };
-        let (me, pair, name) = (self.clone(), pair.clone(), session.to_string());
+        let (me, name) = (self.clone(), session.to_string());
         let (setup, inj, seed, tasks) = (
             hosted.setup.clone(),
             hosted.injector.clone(),
@@ -432,20 +430,20 @@ impl Worker {
                 tasks: &tasks,
                 memory,
             };
-            me.serve(&name, setup, rx, &pair, hosted, stack)
+            me.serve(&name, setup, line, hosted, stack)
         })
         .map_err(|e| format!("cannot start the session's thread: {e}"))?;
         self.sessions.locked().insert(session.to_string(), hosted);
         Ok(())
     }
 
-    /// A hosted session's evaluation thread: its jobs in order.
+    /// A hosted session's evaluation thread: the jobs its line brings, in
+    /// order, each answered on the line; it ends when the daemon closes it.
     fn serve(
         &self,
         session: &str,
         setup: LangSetup,
-        rx: mpsc::Receiver<(u64, Work)>,
-        pair: &Pair,
+        line: UnixStream,
         hosted: Line<'_>,
         stack: usize,
     ) {
@@ -459,7 +457,35 @@ impl Worker {
         let mut lang: Option<LangSession> = None;
         // The views last sent to the daemon.
         let mut sent: Option<proto::Live> = None;
-        while let Ok((id, work)) = rx.recv() {
+        let mut jobs = match line.try_clone() {
+            Ok(l) => std::io::BufReader::new(l),
+            Err(e) => return tracing::error!("session {session}: no line: {e}"),
+        };
+        let answer = |v: &Json| {
+            if send_line(&line, v).is_err() {
+                tracing::warn!("session {session}: its line is gone");
+            }
+        };
+        let mut frame = String::new();
+        loop {
+            frame.clear();
+            match std::io::BufRead::read_line(&mut jobs, &mut frame) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let work = match serde_json::from_str::<ToWorker>(&frame) {
+                Ok(ToWorker::Exec(job)) => {
+                    self.enter(&job, None);
+                    ToWorker::Exec(job)
+                }
+                Ok(w @ ToWorker::Derive { .. }) => w,
+                Ok(_) | Err(_) => {
+                    let e =
+                        crate::msg::SessionError::Internal("not a job for a session's line".into());
+                    answer(&json!({"error": proto::error_json(&e)}));
+                    continue;
+                }
+            };
             // The language session, made on first use and again after a
             // panic (whose half-mutated state is never resumed).
             if lang.is_none() {
@@ -472,21 +498,22 @@ impl Worker {
                         let e = crate::msg::SessionError::Internal(format!(
                             "session {session}: language session unavailable: {m}"
                         ));
-                        if let Work::Exec(job) = &work {
+                        if let ToWorker::Exec(job) = &work {
                             self.jobs.locked().remove(&job.job);
                         }
-                        pair.reply(id, Ok(json!({"error": proto::error_json(&e)})));
+                        answer(&json!({"error": proto::error_json(&e)}));
                         continue;
                     }
                 }
             }
             let Some(l) = lang.as_mut() else { continue };
             let job = match work {
-                Work::Exec(job) => job,
-                Work::Derive { src, caller } => {
-                    pair.reply(id, Ok(self.derive(l, &src, caller.as_deref())));
+                ToWorker::Exec(job) => job,
+                ToWorker::Derive { src, caller, .. } => {
+                    answer(&self.derive(l, &src, caller.as_deref()));
                     continue;
                 }
+                _ => continue,
             };
             let cancel = self.cancel_of(job.job);
             let r = self.run(l, &job, &cancel, stack, hosted.tasks);
@@ -514,7 +541,7 @@ impl Worker {
                 "session": hosted.memory.resident(),
                 "principal": self.budget.used(),
             });
-            pair.reply(id, Ok(reply));
+            answer(&reply);
             *seed = lang.as_ref().map(LangSession::fork);
         }
     }
@@ -557,6 +584,12 @@ impl Worker {
             cancel: CallCancel::new(),
             pid,
         };
+        let mut early = self.early.locked();
+        if let Some(i) = early.iter().position(|j| *j == job.job) {
+            early.remove(i);
+            r.cancel.cancel();
+        }
+        drop(early);
         self.jobs.locked().insert(job.job, r);
     }
 

@@ -10,7 +10,8 @@
 //! handler [`Incoming::Closed`].
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, Write};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -21,10 +22,12 @@ use shoal_base::sync::Locked;
 /// What the reader hands the handler.
 #[derive(Debug)]
 pub enum Incoming {
-    /// A request: answer it with [`Pair::reply`] and its `id`.
+    /// A request: answer it with [`Pair::reply`] and its `id`. `fd`: the
+    /// descriptor sent with it ([`Pair::request_with_fd`]).
     Request {
         id: u64,
         body: Json,
+        fd: Option<OwnedFd>,
     },
     Note(Json),
     /// The other end closed the pair (or sent a frame that is not one).
@@ -75,18 +78,8 @@ impl Pair {
         std::thread::Builder::new()
             .name(name.to_string())
             .spawn(move || {
-                let mut lines = BufReader::new(read);
-                let mut line = String::new();
-                loop {
-                    line.clear();
-                    match lines.read_line(&mut line) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {}
-                    }
-                    let Ok(frame) = serde_json::from_str::<Json>(&line) else {
-                        tracing::error!("a worker pair frame is not JSON; closing the pair");
-                        break;
-                    };
+                let mut frames = Frames::default();
+                while let Some((frame, fds)) = frames.next(&read) {
                     if let Some(id) = frame.get("r").and_then(Json::as_u64) {
                         let r = match frame.get("err") {
                             Some(e) => Err(e.as_str().unwrap_or("error").to_string()),
@@ -99,7 +92,7 @@ impl Pair {
                     }
                     let body = frame.get("b").cloned().unwrap_or(Json::Null);
                     match frame.get("q").and_then(Json::as_u64) {
-                        Some(id) => handler(&me, Incoming::Request { id, body }),
+                        Some(id) => handler(&me, Incoming::Request { id, body, fd: fds }),
                         None => handler(&me, Incoming::Note(body)),
                     }
                 }
@@ -130,6 +123,26 @@ impl Pair {
         out.write_all(&line).map_err(|_| GONE.to_string())
     }
 
+    /// Send `frame` with `fd` attached to its first byte.
+    fn send_fd(&self, frame: &Json, fd: BorrowedFd<'_>) -> Result<(), String> {
+        use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+        let mut line = serde_json::to_vec(frame).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        let fds = [fd];
+        control.push(SendAncillaryMessage::ScmRights(&fds));
+        let mut out = self.out.locked();
+        let n = rustix::net::sendmsg(
+            &*out,
+            &[io::IoSlice::new(&line)],
+            &mut control,
+            SendFlags::empty(),
+        )
+        .map_err(|_| GONE.to_string())?;
+        out.write_all(&line[n..]).map_err(|_| GONE.to_string())
+    }
+
     /// Send `body` and wait for its reply (an `err` reply, or the other end
     /// going, is the error).
     pub fn request(&self, body: Json) -> Result<Json, String> {
@@ -154,15 +167,34 @@ impl Pair {
         }
     }
 
+    /// [`Pair::request`] with `fd` sent along (the other end's handler
+    /// gets it with the request).
+    pub fn request_with_fd(&self, body: Json, fd: BorrowedFd<'_>) -> Result<Json, String> {
+        let (_, rx) = self.ask_with(body, Some(fd))?;
+        rx.recv().unwrap_or_else(|_| Err(GONE.into()))
+    }
+
     /// Send request `body`: its id and where its reply comes.
     fn ask(&self, body: Json) -> Result<(u64, mpsc::Receiver<Result<Json, String>>), String> {
+        self.ask_with(body, None)
+    }
+
+    fn ask_with(
+        &self,
+        body: Json,
+        fd: Option<BorrowedFd<'_>>,
+    ) -> Result<(u64, mpsc::Receiver<Result<Json, String>>), String> {
         if self.is_gone() {
             return Err(GONE.into());
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::sync_channel(1);
         self.waiting.locked().insert(id, tx);
-        if let Err(e) = self.send(&json!({"q": id, "b": body})) {
+        let sent = match fd {
+            None => self.send(&json!({"q": id, "b": body})),
+            Some(fd) => self.send_fd(&json!({"q": id, "b": body, "fd": true}), fd),
+        };
+        if let Err(e) = sent {
             self.waiting.locked().remove(&id);
             return Err(e);
         }
@@ -188,6 +220,61 @@ impl Pair {
     }
 }
 
+/// The frames one end reads: lines of JSON, and the descriptors that came
+/// with them (a frame marked `"fd": true` takes the next one; the kernel
+/// delivers a descriptor with the first byte of the frame it was sent with,
+/// so it is here by the time its frame is).
+#[derive(Default)]
+struct Frames {
+    buf: Vec<u8>,
+    fds: std::collections::VecDeque<OwnedFd>,
+}
+
+impl Frames {
+    /// The next frame (`None`: the other end closed the pair, or sent
+    /// something that is not a frame).
+    fn next(&mut self, stream: &UnixStream) -> Option<(Json, Option<OwnedFd>)> {
+        use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+        loop {
+            if let Some(nl) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=nl).collect();
+                let Ok(frame) = serde_json::from_slice::<Json>(&line) else {
+                    tracing::error!("a worker pair frame is not JSON; closing the pair");
+                    return None;
+                };
+                let fd = if frame.get("fd") == Some(&Json::Bool(true)) {
+                    self.fds.pop_front()
+                } else {
+                    None
+                };
+                return Some((frame, fd));
+            }
+            let mut chunk = [0u8; 16 << 10];
+            let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+            let mut control = RecvAncillaryBuffer::new(&mut space);
+            let got = rustix::net::recvmsg(
+                stream,
+                &mut [io::IoSliceMut::new(&mut chunk)],
+                &mut control,
+                RecvFlags::CMSG_CLOEXEC,
+            );
+            match got {
+                Ok(m) if m.bytes == 0 => return None,
+                Ok(m) => {
+                    for msg in control.drain() {
+                        if let RecvAncillaryMessage::ScmRights(fds) = msg {
+                            self.fds.extend(fds);
+                        }
+                    }
+                    self.buf.extend_from_slice(&chunk[..m.bytes]);
+                }
+                Err(rustix::io::Errno::INTR) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,7 +286,7 @@ mod tests {
     fn requests_cross_both_ways_and_a_close_wakes_waiters() {
         let (a, b) = UnixStream::pair().unwrap();
         let echo = |p: &Arc<Pair>, i: Incoming| {
-            if let Incoming::Request { id, body } = i {
+            if let Incoming::Request { id, body, .. } = i {
                 let p = p.clone();
                 std::thread::spawn(move || {
                     if body == json!("fail") {

@@ -159,12 +159,19 @@ impl Remote {
         self.pair.is_gone()
     }
 
-    /// Host `session`: what answers its requests, then its opening.
-    pub fn host(&self, session: &str, answers: Answers, open: &ToWorker) -> Result<(), String> {
+    /// Host `session`: what answers its requests, then its opening with
+    /// its line (the socket its jobs and their answers go over, one at a
+    /// time, with no thread between the two ends): the daemon's end.
+    pub fn host(&self, session: &str, answers: Answers, open: &ToWorker) -> Result<Line, String> {
         self.hosted
             .locked()
             .insert(session.to_string(), Arc::new(answers));
-        self.request(open).map(|_| ())
+        let (ours, theirs) =
+            std::os::unix::net::UnixStream::pair().map_err(|e| format!("no line: {e}"))?;
+        let body = serde_json::to_value(open).map_err(|e| e.to_string())?;
+        self.pair
+            .request_with_fd(body, std::os::fd::AsFd::as_fd(&theirs))?;
+        Line::new(ours)
     }
 
     /// Send request `msg` and wait for its answer.
@@ -246,6 +253,40 @@ impl Remote {
     }
 }
 
+/// The daemon's end of a session's line.
+#[derive(Debug)]
+pub struct Line {
+    out: std::os::unix::net::UnixStream,
+    answers: std::io::BufReader<std::os::unix::net::UnixStream>,
+    frame: String,
+}
+
+impl Line {
+    fn new(ours: std::os::unix::net::UnixStream) -> Result<Line, String> {
+        let answers = ours.try_clone().map_err(|e| format!("no line: {e}"))?;
+        Ok(Line {
+            out: ours,
+            answers: std::io::BufReader::new(answers),
+            frame: String::new(),
+        })
+    }
+
+    /// Send job `msg` and wait for its answer (an error: the worker is gone).
+    pub fn ask(&mut self, msg: &ToWorker) -> Result<Json, String> {
+        use std::io::{BufRead, Write};
+        let mut bytes = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
+        bytes.push(b'\n');
+        let gone = |_| super::pair::GONE.to_string();
+        self.out.write_all(&bytes).map_err(gone)?;
+        self.frame.clear();
+        match self.answers.read_line(&mut self.frame) {
+            Ok(0) => Err(super::pair::GONE.into()),
+            Ok(_) => serde_json::from_str(&self.frame).map_err(|e| format!("not an answer: {e}")),
+            Err(e) => Err(gone(e)),
+        }
+    }
+}
+
 fn note(pair: &Pair, msg: &ToWorker) {
     if let Ok(j) = serde_json::to_value(msg) {
         pair.note(j);
@@ -280,7 +321,7 @@ fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + 
             }
             _ => tracing::warn!("a worker note refused"),
         },
-        Incoming::Request { id, body } => {
+        Incoming::Request { id, body, .. } => {
             let (pair, hosted) = (pair.clone(), hosted.clone());
             // Answers may read the journal or wait for a task: off the reader.
             std::thread::spawn(move || {

@@ -16,7 +16,7 @@
 //! error that says so.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value as Json};
 
@@ -25,17 +25,25 @@ use super::shared::{LiveState, SessionShared};
 use super::{cancelled_before_running, exec};
 use crate::msg::{Exec, ExecReply, SessionError};
 use crate::worker::proto::{self, ExecJob, TaskAsk, ToWorker};
-use crate::worker::remote::{Answers, Remote};
+use crate::worker::remote::{Answers, Line, Remote};
 use crate::worker::tasks as wtasks;
 use shoal_base::sync::Locked;
 use shoal_lang::eval::TaskHost;
 
+/// A session hosted in its owner's worker: the worker, and the session's
+/// line to it (its thread's jobs, one at a time).
+#[derive(Debug, Clone)]
+pub struct Hosting {
+    pub remote: Arc<Remote>,
+    pub line: Arc<Mutex<Line>>,
+}
+
 /// `shared`'s worker: its owner's running one, else a new one (started,
 /// confined), hosting the session.
-pub fn remote_of(shared: &SessionShared) -> Result<Arc<Remote>, SessionError> {
+pub fn remote_of(shared: &SessionShared) -> Result<Hosting, SessionError> {
     let mut slot = shared.remote.locked();
-    if let Some(r) = slot.as_ref().filter(|r| !r.is_gone()) {
-        return Ok(r.clone());
+    if let Some(h) = slot.as_ref().filter(|h| !h.remote.is_gone()) {
+        return Ok(h.clone());
     }
     *slot = None;
     let unavailable = |m: String| {
@@ -71,11 +79,15 @@ pub fn remote_of(shared: &SessionShared) -> Result<Arc<Remote>, SessionError> {
         session_memory: shared.session_memory,
         spill_bytes: shared.spill_bytes,
     };
-    remote
+    let line = remote
         .host(&shared.name, answers, &open)
         .map_err(unavailable)?;
-    *slot = Some(remote.clone());
-    Ok(remote)
+    let hosting = Hosting {
+        remote,
+        line: Arc::new(Mutex::new(line)),
+    };
+    *slot = Some(hosting.clone());
+    Ok(hosting)
 }
 
 /// The answer to a worker evaluation's `ask` of its session's tasks.
@@ -106,8 +118,8 @@ pub(super) fn run_there(
     job: &Exec,
     fork: Option<(u64, &AtomicU64)>,
 ) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
-    let remote = match remote_of(shared) {
-        Ok(r) => r,
+    let Hosting { remote, line } = match remote_of(shared) {
+        Ok(h) => h,
         Err(e) => return (Err(e), None),
     };
     shared.ensure_base();
@@ -155,7 +167,12 @@ pub(super) fn run_there(
     if foreground {
         shared.there_job.store(number, Ordering::SeqCst);
     }
-    let answer = remote.request(&msg);
+    // The foreground's job goes on the session's line; a task's on the
+    // worker's pair (it runs beside the foreground, on a thread of its own).
+    let answer = match &msg {
+        ToWorker::Exec(_) => line.locked().ask(&msg),
+        _ => remote.request(&msg),
+    };
     remote.unwatch(number);
     if foreground {
         shared.there_job.store(0, Ordering::SeqCst);
@@ -211,7 +228,10 @@ pub(super) fn run_there(
 /// The worker `remote` ended: the next job starts another.
 fn forget(shared: &SessionShared, remote: &Arc<Remote>) {
     let mut slot = shared.remote.locked();
-    if slot.as_ref().is_some_and(|r| Arc::ptr_eq(r, remote)) {
+    if slot
+        .as_ref()
+        .is_some_and(|h| Arc::ptr_eq(&h.remote, remote))
+    {
         *slot = None;
     }
 }
@@ -222,13 +242,13 @@ pub(super) fn derive_there(
     src: &str,
     gate: Option<&Arc<shoal_policy::Gate>>,
 ) -> Result<shoal_policy::undo::Derived, SessionError> {
-    let remote = remote_of(shared)?;
+    let Hosting { remote, line } = remote_of(shared)?;
     let msg = ToWorker::Derive {
         session: shared.name.clone(),
         src: src.to_string(),
         caller: gate.map(|g| g.principal.clone()),
     };
-    let j = remote.request(&msg).map_err(|m| {
+    let j = line.locked().ask(&msg).map_err(|m| {
         forget(shared, &remote);
         SessionError::Internal(format!("the session's worker process ended ({m})"))
     })?;
@@ -244,7 +264,7 @@ pub(super) fn derive_there(
 /// task of `src`, past the owner's Leash verdict: its key. Blocking: never
 /// on an arbiter.
 pub fn fork_there(shared: &SessionShared, src: &str) -> Result<u64, SessionError> {
-    let remote = remote_of(shared)?;
+    let remote = remote_of(shared)?.remote;
     let msg = ToWorker::Fork {
         session: shared.name.clone(),
         src: src.to_string(),

@@ -100,7 +100,7 @@ pub struct SessionShared {
     /// The worker process a token-owned session evaluates in (`remote.rs`),
     /// started with its first job.
     /// Locked: the session's thread and its tasks' threads start or reach it.
-    pub(super) remote: Mutex<Option<Arc<crate::worker::remote::Remote>>>,
+    pub(super) remote: Mutex<Option<super::remote::Hosting>>,
     /// The foreground job running in the worker (0: none): what
     /// interrupting the session reaches there.
     pub(super) there_job: std::sync::atomic::AtomicU64,
@@ -111,8 +111,8 @@ pub struct SessionShared {
 impl Drop for SessionShared {
     fn drop(&mut self) {
         // Its state in the worker goes with it.
-        if let Some(r) = self.remote.get_mut().ok().and_then(Option::take) {
-            r.release(&self.name);
+        if let Some(h) = self.remote.get_mut().ok().and_then(Option::take) {
+            h.remote.release(&self.name);
         }
     }
 }
@@ -497,8 +497,8 @@ impl SessionShared {
     /// Deliver a `user.*` event to the language's `channel(...)` readers (none
     /// before the first exec started the language session).
     pub fn inject(&self, channel: &str, payload: Value) {
-        if let Some(r) = self.remote.locked().as_ref() {
-            r.inject(&self.name, channel, &payload);
+        if let Some(h) = self.remote.locked().as_ref() {
+            h.remote.inject(&self.name, channel, &payload);
         }
         if let Some(inj) = self.injector.locked().as_ref() {
             inj.inject(channel, payload);
@@ -510,8 +510,8 @@ impl SessionShared {
         if let Some(i) = self.interrupter.locked().as_ref() {
             i.interrupt();
         }
-        if let Some(r) = self.remote.locked().as_ref() {
-            r.interrupt(self.there_job.load(Ordering::SeqCst));
+        if let Some(h) = self.remote.locked().as_ref() {
+            h.remote.interrupt(self.there_job.load(Ordering::SeqCst));
         }
     }
 
@@ -523,7 +523,7 @@ impl SessionShared {
 
     /// The pid of the session's worker process, while it has one.
     pub fn worker_pid(&self) -> Option<u32> {
-        self.remote.locked().as_ref().map(|r| r.pid())
+        self.remote.locked().as_ref().map(|h| h.remote.pid())
     }
 
     /// Bytes its values hold: here, or in its worker as of its last exec.
@@ -533,6 +533,6 @@ impl SessionShared {
 
     /// The session's worker process as it is now (none started here).
     pub fn remote_now(&self) -> Option<Arc<crate::worker::remote::Remote>> {
-        self.remote.locked().clone()
+        self.remote.locked().as_ref().map(|h| h.remote.clone())
     }
 }
