@@ -122,7 +122,7 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
         "session_memory": 0, "spill_bytes": 0});
     // The session's line: its jobs and their answers, one at a time.
     let (ours_l, theirs_l) = UnixStream::pair().unwrap();
-    pair.request_with_fd(open, std::os::fd::AsFd::as_fd(&theirs_l))
+    pair.request_with_fds(open, &[std::os::fd::AsFd::as_fd(&theirs_l)])
         .unwrap();
     drop(theirs_l);
     let line = std::cell::RefCell::new(Line::new(ours_l));

@@ -263,3 +263,36 @@ fn a_tokens_task_is_suspended_resumed_and_cancelled_in_its_worker() {
         all(|s| s.is_none()).then_some(())
     });
 }
+
+/// What a token's session started ends with the session, `setsid` ones
+/// included (they are in the session's cgroup, not only in its process
+/// groups).
+#[test]
+fn closing_a_tokens_session_ends_its_setsid_programs() {
+    let a = arena();
+    let tok = create_token(&a.root, "agent:w");
+    // Another session keeps the principal's worker alive.
+    let mut keep = attach(&a, Some(&tok), "keep");
+    let worker = parent_of_children(&mut keep);
+    let mut c = attach(&a, Some(&tok), "z");
+    let marker = format!("28{}", std::process::id() % 1000);
+    c.ok(
+        "exec",
+        json!({"src": format!("sh {{ setsid sleep {marker}.5 > /dev/null 2>&1 < /dev/null & }}")}),
+    );
+    let escaped = || pids_running(&format!("sleep {marker}.5"));
+    eventually("the setsid program runs", Duration::from_secs(10), || {
+        (!escaped().is_empty()).then_some(())
+    });
+    // The session goes on: the program is still there after the exec.
+    c.ok("exec", json!({"src": "1 + 1"}));
+    assert!(!escaped().is_empty());
+    c.ok("session.close", json!({"session": "z@agent:w"}));
+    eventually(
+        "the setsid program ends with the session",
+        Duration::from_secs(20),
+        || escaped().is_empty().then_some(()),
+    );
+    assert!(alive(worker), "the worker serves the other session still");
+    assert_eq!(parent_of_children(&mut keep), worker);
+}

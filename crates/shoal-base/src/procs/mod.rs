@@ -61,15 +61,53 @@ impl Owner {
 pub struct Home {
     pub session: Arc<str>,
     pub owner: Owner,
+    /// A process that keeps no cgroup tree of its own (a token's worker):
+    /// the `cgroup.procs` of the leaf the daemon made for the session,
+    /// which each program joins.
+    delegated: Option<Delegated>,
 }
+
+/// A `cgroup.procs` descriptor handed to a process by the daemon.
+#[derive(Clone, Debug)]
+struct Delegated(Arc<OwnedFd>);
+
+impl PartialEq for Delegated {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Delegated {}
 
 impl Home {
     pub fn new(session: &str, owner: Owner) -> Home {
         Home {
             session: session.into(),
             owner,
+            delegated: None,
         }
     }
+
+    /// A home whose programs join the leaf behind `procs` (opened by the
+    /// daemon: [`delegate`]), in a process that runs no tree of its own.
+    pub fn delegated(session: &str, owner: Owner, procs: Arc<OwnedFd>) -> Home {
+        Home {
+            delegated: Some(Delegated(procs)),
+            ..Home::new(session, owner)
+        }
+    }
+}
+
+/// A leaf for `home`'s programs started by another process (a token's
+/// worker), which it is handed: its `cgroup.procs`, open for writing.
+/// `None` without cgroups, or when the session is closed. The leaf stays
+/// until the session's tree goes.
+pub fn delegate(home: Home) -> Option<OwnedFd> {
+    let join = prepare(Some(home), true);
+    if join.refused {
+        return None;
+    }
+    join.procs.as_ref().and_then(|fd| fd.try_clone().ok())
 }
 
 thread_local! {
@@ -326,10 +364,17 @@ impl ChildJoin {
 /// Prepare a spawn for `home` (`None`: this thread's home). `pty`: the program
 /// is started by a short-lived thread, so no parent-death signal.
 pub fn prepare(home: Option<Home>, pty: bool) -> Join {
-    let Some(m) = manager() else {
-        return Join::default();
-    };
     let home = home.or_else(current_home);
+    let Some(m) = manager() else {
+        // A process without a tree (a token's worker): the leaf the daemon
+        // made for the program's session, if it was handed one.
+        let procs = home.as_ref().and_then(|h| h.delegated.clone());
+        return Join {
+            pdeathsig: procs.is_some() && !pty,
+            procs: procs.map(|d| d.0),
+            ..Join::default()
+        };
+    };
     let mut j = Join {
         pdeathsig: !pty,
         home: home.clone(),

@@ -35,6 +35,8 @@ struct Opening {
     env: Vec<(String, String)>,
     session_memory: u64,
     spill_bytes: u64,
+    /// The `cgroup.procs` of the leaf the daemon made for its programs.
+    procs: Option<Arc<OwnedFd>>,
 }
 
 /// One hosted session: what the pair's reader reaches of it (its jobs come
@@ -49,6 +51,8 @@ struct Hosted {
     tasks: Arc<WorkerTasks>,
     /// Its memory budget (a share of the principal's).
     memory: &'static shoal_lang::memory::MemBudget,
+    /// The `cgroup.procs` its programs join (none without cgroups).
+    procs: Option<Arc<OwnedFd>>,
 }
 
 /// A job running or queued: what an interrupt or a signal reaches.
@@ -134,7 +138,7 @@ pub fn main() -> i32 {
         stream,
         "shoal-worker-pair",
         move |pair, incoming| match incoming {
-            Incoming::Request { id, body, fd } => w.request(pair, id, body, fd),
+            Incoming::Request { id, body, fds } => w.request(pair, id, body, fds),
             Incoming::Note(body) => w.note(body),
             Incoming::Closed => {
                 let _ = closed_tx.send(());
@@ -241,7 +245,7 @@ impl Worker {
             .clone()
     }
 
-    fn request(self: &Arc<Self>, pair: &Arc<Pair>, id: u64, body: Json, fd: Option<OwnedFd>) {
+    fn request(self: &Arc<Self>, pair: &Arc<Pair>, id: u64, body: Json, fds: Vec<OwnedFd>) {
         let msg: ToWorker = match serde_json::from_value(body) {
             Ok(m) => m,
             Err(e) => return pair.reply(id, Err(format!("not a worker request: {e}"))),
@@ -254,13 +258,17 @@ impl Worker {
                 session_memory,
                 spill_bytes,
             } => {
-                let r = match fd {
+                // Its line, then the cgroup leaf its programs join (none
+                // without cgroups).
+                let mut fds = fds.into_iter();
+                let r = match fds.next() {
                     Some(line) => {
                         let o = Opening {
                             cwd,
                             env,
                             session_memory,
                             spill_bytes,
+                            procs: fds.next().map(Arc::new),
                         };
                         self.open(pair, &session, o, UnixStream::from(line))
                     }
@@ -356,14 +364,16 @@ impl Worker {
         o: Opening,
         line: UnixStream,
     ) -> Result<(), String> {
-        if self.sessions.locked().contains_key(session) {
-            return Err(format!("session {session} is open here already"));
+        // Opened again (its line was lost): the old one goes.
+        if let Some(old) = self.sessions.locked().remove(session) {
+            old.memory.part();
         }
         let Opening {
             cwd,
             env,
             session_memory,
             spill_bytes,
+            procs,
         } = o;
         let injector = Arc::new(Mutex::new(None));
         let memory =
@@ -409,6 +419,7 @@ impl Worker {
             setup,
             seed: Arc::default(),
             memory,
+            procs,
             tasks: Arc::new(WorkerTasks {
                 pair: pair.clone(),
                 session: session.to_string(),
@@ -577,6 +588,21 @@ impl Worker {
         pid
     }
 
+    /// Where `session`'s programs go: the cgroup leaf the daemon made for
+    /// them, if any.
+    fn home(&self, session: &str) -> shoal_base::procs::Home {
+        use shoal_base::procs::{Home, Owner};
+        let procs = self
+            .sessions
+            .locked()
+            .get(session)
+            .and_then(|h| h.procs.clone());
+        match procs {
+            Some(p) => Home::delegated(session, Owner::Exec, p),
+            None => Home::new(session, Owner::Exec),
+        }
+    }
+
     /// Job `job` is queued (`pid`: its program's pid slot, for a task).
     fn enter(&self, job: &ExecJob, pid: Option<Arc<AtomicU32>>) {
         let r = Running {
@@ -705,10 +731,7 @@ impl Worker {
             check: job.check,
             cancel,
             tasks: Some(tasks.clone()),
-            home: Some(shoal_base::procs::Home::new(
-                &job.session,
-                shoal_base::procs::Owner::Exec,
-            )),
+            home: Some(self.home(&job.session)),
         };
         eval::evaluate(lang, &spec, prepared, stack)
     }

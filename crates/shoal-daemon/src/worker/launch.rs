@@ -8,7 +8,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
 
 use super::pair::{Incoming, Pair};
@@ -30,13 +30,13 @@ pub fn configure(launch: Launch) {
     let _ = LAUNCH.set(launch);
 }
 
-/// A started worker.
+/// A started worker. A thread of its own reaps it; then whatever it left
+/// in its cgroup is killed.
 pub struct Started {
     pub pair: Arc<Pair>,
     pub pid: u32,
-    pub child: Child,
     /// Its cgroup (removed once it is reaped and empty).
-    pub tracked: shoal_base::procs::Tracked,
+    pub tracked: Arc<shoal_base::procs::Tracked>,
 }
 
 /// Start a worker for `principal`, its process (and every program it
@@ -88,14 +88,31 @@ pub fn start(
         let _ = child.wait();
         return Err(e);
     }
-    let pair = Pair::start(ours, &format!("shoal-worker-{pid}"), handler)
-        .map_err(|e| format!("cannot read the worker's pair: {e}"))?;
-    Ok(Started {
-        pair,
-        pid,
-        child,
-        tracked,
-    })
+    let pair = match Pair::start(ours, &format!("shoal-worker-{pid}"), handler) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("cannot read the worker's pair: {e}"));
+        }
+    };
+    let tracked = Arc::new(tracked);
+    let left = tracked.clone();
+    let reaper = std::thread::Builder::new()
+        .name(format!("shoal-reap-{pid}"))
+        .stack_size(64 << 10)
+        .spawn(move || {
+            let _ = child.wait();
+            // What it left behind (a namespace holder, a program that
+            // outlived its session's close) ends with it.
+            left.kill();
+            tracing::info!(pid, "worker process ended");
+        });
+    if let Err(e) = reaper {
+        pair.close();
+        return Err(format!("cannot start the worker's reaper: {e}"));
+    }
+    Ok(Started { pair, pid, tracked })
 }
 
 /// The daemon's variables a worker gets: where the user's files and

@@ -22,12 +22,12 @@ use shoal_base::sync::Locked;
 /// What the reader hands the handler.
 #[derive(Debug)]
 pub enum Incoming {
-    /// A request: answer it with [`Pair::reply`] and its `id`. `fd`: the
-    /// descriptor sent with it ([`Pair::request_with_fd`]).
+    /// A request: answer it with [`Pair::reply`] and its `id`. `fds`: the
+    /// descriptors sent with it ([`Pair::request_with_fds`]).
     Request {
         id: u64,
         body: Json,
-        fd: Option<OwnedFd>,
+        fds: Vec<OwnedFd>,
     },
     Note(Json),
     /// The other end closed the pair (or sent a frame that is not one).
@@ -92,7 +92,7 @@ impl Pair {
                     }
                     let body = frame.get("b").cloned().unwrap_or(Json::Null);
                     match frame.get("q").and_then(Json::as_u64) {
-                        Some(id) => handler(&me, Incoming::Request { id, body, fd: fds }),
+                        Some(id) => handler(&me, Incoming::Request { id, body, fds }),
                         None => handler(&me, Incoming::Note(body)),
                     }
                 }
@@ -123,15 +123,17 @@ impl Pair {
         out.write_all(&line).map_err(|_| GONE.to_string())
     }
 
-    /// Send `frame` with `fd` attached to its first byte.
-    fn send_fd(&self, frame: &Json, fd: BorrowedFd<'_>) -> Result<(), String> {
+    /// Send `frame` with `fds` (at most [`MAX_FDS`]) attached to its first byte.
+    fn send_fds(&self, frame: &Json, fds: &[BorrowedFd<'_>]) -> Result<(), String> {
         use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
+        if fds.len() > MAX_FDS {
+            return Err(format!("at most {MAX_FDS} descriptors go with a frame"));
+        }
         let mut line = serde_json::to_vec(frame).map_err(|e| e.to_string())?;
         line.push(b'\n');
-        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
         let mut control = SendAncillaryBuffer::new(&mut space);
-        let fds = [fd];
-        control.push(SendAncillaryMessage::ScmRights(&fds));
+        control.push(SendAncillaryMessage::ScmRights(fds));
         let mut out = self.out.locked();
         let n = rustix::net::sendmsg(
             &*out,
@@ -167,22 +169,22 @@ impl Pair {
         }
     }
 
-    /// [`Pair::request`] with `fd` sent along (the other end's handler
-    /// gets it with the request).
-    pub fn request_with_fd(&self, body: Json, fd: BorrowedFd<'_>) -> Result<Json, String> {
-        let (_, rx) = self.ask_with(body, Some(fd))?;
+    /// [`Pair::request`] with `fds` sent along (the other end's handler
+    /// gets them with the request).
+    pub fn request_with_fds(&self, body: Json, fds: &[BorrowedFd<'_>]) -> Result<Json, String> {
+        let (_, rx) = self.ask_with(body, fds)?;
         rx.recv().unwrap_or_else(|_| Err(GONE.into()))
     }
 
     /// Send request `body`: its id and where its reply comes.
     fn ask(&self, body: Json) -> Result<(u64, mpsc::Receiver<Result<Json, String>>), String> {
-        self.ask_with(body, None)
+        self.ask_with(body, &[])
     }
 
     fn ask_with(
         &self,
         body: Json,
-        fd: Option<BorrowedFd<'_>>,
+        fds: &[BorrowedFd<'_>],
     ) -> Result<(u64, mpsc::Receiver<Result<Json, String>>), String> {
         if self.is_gone() {
             return Err(GONE.into());
@@ -190,9 +192,9 @@ impl Pair {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::sync_channel(1);
         self.waiting.locked().insert(id, tx);
-        let sent = match fd {
-            None => self.send(&json!({"q": id, "b": body})),
-            Some(fd) => self.send_fd(&json!({"q": id, "b": body, "fd": true}), fd),
+        let sent = match fds.len() {
+            0 => self.send(&json!({"q": id, "b": body})),
+            n => self.send_fds(&json!({"q": id, "b": body, "fds": n}), fds),
         };
         if let Err(e) = sent {
             self.waiting.locked().remove(&id);
@@ -214,16 +216,28 @@ impl Pair {
         let _ = self.send(&frame);
     }
 
+    /// Answer request `id` with `ok`, a JSON value already encoded.
+    pub fn reply_encoded(&self, id: u64, ok: &[u8]) {
+        let mut line = Vec::with_capacity(ok.len() + 32);
+        line.extend_from_slice(format!("{{\"r\":{id},\"ok\":").as_bytes());
+        line.extend_from_slice(ok);
+        line.extend_from_slice(b"}\n");
+        let _ = self.out.locked().write_all(&line);
+    }
+
     /// Send `body`, wanting no reply.
     pub fn note(&self, body: Json) {
         let _ = self.send(&json!({"b": body}));
     }
 }
 
+/// The most descriptors one frame carries.
+const MAX_FDS: usize = 4;
+
 /// The frames one end reads: lines of JSON, and the descriptors that came
-/// with them (a frame marked `"fd": true` takes the next one; the kernel
-/// delivers a descriptor with the first byte of the frame it was sent with,
-/// so it is here by the time its frame is).
+/// with them (a frame marked `"fds": n` takes the next `n`; the kernel
+/// delivers descriptors with the first byte of the frame they were sent
+/// with, so they are here by the time their frame is).
 #[derive(Default)]
 struct Frames {
     buf: Vec<u8>,
@@ -233,7 +247,7 @@ struct Frames {
 impl Frames {
     /// The next frame (`None`: the other end closed the pair, or sent
     /// something that is not a frame).
-    fn next(&mut self, stream: &UnixStream) -> Option<(Json, Option<OwnedFd>)> {
+    fn next(&mut self, stream: &UnixStream) -> Option<(Json, Vec<OwnedFd>)> {
         use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
         loop {
             if let Some(nl) = self.buf.iter().position(|b| *b == b'\n') {
@@ -242,15 +256,13 @@ impl Frames {
                     tracing::error!("a worker pair frame is not JSON; closing the pair");
                     return None;
                 };
-                let fd = if frame.get("fd") == Some(&Json::Bool(true)) {
-                    self.fds.pop_front()
-                } else {
-                    None
-                };
-                return Some((frame, fd));
+                let n = frame.get("fds").and_then(Json::as_u64).unwrap_or(0) as usize;
+                let fds = self.fds.drain(..n.min(self.fds.len())).collect();
+                return Some((frame, fds));
             }
             let mut chunk = [0u8; 16 << 10];
-            let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
+            let mut space =
+                [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
             let mut control = RecvAncillaryBuffer::new(&mut space);
             let got = rustix::net::recvmsg(
                 stream,

@@ -7,7 +7,6 @@
 //! ([`crate::journal_writer::Services`] carries it).
 
 use std::collections::HashMap;
-use std::process::Child;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -19,6 +18,10 @@ use super::pair::{Incoming, Pair};
 use super::proto::{FromWorker, TaskAsk, ToWorker};
 use shoal_base::sync::Locked;
 use shoal_proto::wire;
+
+/// The largest `out:N` a token's session reads back into its worker, in
+/// wire bytes.
+pub const MAX_LOOKUP: u64 = 64 << 20;
 
 /// The daemon's running workers, by principal: each lives while a session
 /// (or a running task) of its principal holds it.
@@ -32,8 +35,7 @@ pub struct Remote {
     pair: Arc<Pair>,
     pid: u32,
     next_job: AtomicU64,
-    child: Mutex<Option<Child>>,
-    tracked: Mutex<Option<shoal_base::procs::Tracked>>,
+    tracked: Arc<shoal_base::procs::Tracked>,
     /// What answers each hosted session's requests.
     hosted: Hosted,
     /// What its principal's sessions hold there, as of the last exec.
@@ -82,8 +84,7 @@ impl Workers {
             pair: started.pair,
             pid: started.pid,
             next_job: AtomicU64::new(0),
-            child: Mutex::new(Some(started.child)),
-            tracked: Mutex::new(Some(started.tracked)),
+            tracked: started.tracked,
             hosted,
             principal_memory: AtomicU64::new(0),
             tails,
@@ -119,9 +120,7 @@ impl Workers {
                 pid = r.pid,
                 "worker ended: its principal holds no valid token"
             );
-            if let Some(t) = r.tracked.locked().as_ref() {
-                t.kill();
-            }
+            r.tracked.kill();
             r.pair.close();
         }
     }
@@ -135,16 +134,9 @@ impl std::fmt::Debug for Remote {
 
 impl Drop for Remote {
     fn drop(&mut self) {
-        // Closing the pair interrupts what runs there and ends the worker;
-        // it is reaped off this thread.
+        // Closing the pair interrupts what runs there and ends the worker
+        // (its reaper kills what it leaves).
         self.pair.close();
-        let (child, tracked) = (self.child.locked().take(), self.tracked.locked().take());
-        if let Some(mut c) = child {
-            std::thread::spawn(move || {
-                let _ = c.wait();
-                drop(tracked);
-            });
-        }
     }
 }
 
@@ -163,14 +155,20 @@ impl Remote {
     /// its line (the socket its jobs and their answers go over, one at a
     /// time, with no thread between the two ends): the daemon's end.
     pub fn host(&self, session: &str, answers: Answers, open: &ToWorker) -> Result<Line, String> {
+        use std::os::fd::AsFd;
         self.hosted
             .locked()
             .insert(session.to_string(), Arc::new(answers));
         let (ours, theirs) =
             std::os::unix::net::UnixStream::pair().map_err(|e| format!("no line: {e}"))?;
+        // Its programs go to a leaf of the session's own cgroup tree, so
+        // closing the session ends them (`setsid` ones included).
+        let home = shoal_base::procs::Home::new(session, shoal_base::procs::Owner::Worker);
+        let procs = shoal_base::procs::delegate(home);
+        let mut fds = vec![theirs.as_fd()];
+        fds.extend(procs.as_ref().map(|p| p.as_fd()));
         let body = serde_json::to_value(open).map_err(|e| e.to_string())?;
-        self.pair
-            .request_with_fd(body, std::os::fd::AsFd::as_fd(&theirs))?;
+        self.pair.request_with_fds(body, &fds)?;
         Line::new(ours)
     }
 
@@ -297,6 +295,7 @@ fn note(pair: &Pair, msg: &ToWorker) {
 /// `out:N`, `user.*` events, tasks (as the session's owner starts them).
 /// Holds no reference to a session's state itself.
 fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + Send + 'static {
+    let reading = Arc::new(Mutex::new(()));
     move |pair, incoming| match incoming {
         Incoming::Note(body) if body.get("op").and_then(Json::as_str) == Some("output") => {
             if let Ok(FromWorker::Output { job, stderr, data }) = serde_json::from_value(body) {
@@ -322,7 +321,7 @@ fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + 
             _ => tracing::warn!("a worker note refused"),
         },
         Incoming::Request { id, body, .. } => {
-            let (pair, hosted) = (pair.clone(), hosted.clone());
+            let (pair, hosted, reading) = (pair.clone(), hosted.clone(), reading.clone());
             // Answers may read the journal or wait for a task: off the reader.
             std::thread::spawn(move || {
                 let of = |s: &str| {
@@ -334,7 +333,19 @@ fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + 
                 };
                 let r = match serde_json::from_value::<FromWorker>(body) {
                     Ok(FromWorker::Lookup { session, n }) => {
-                        of(&session).and_then(|a| (a.lookup)(n).map(|v| wire::encode(&v)))
+                        // One at a time, bounded, written as it encodes: a
+                        // token's lookups cannot multiply its values here.
+                        let _one = reading.locked();
+                        match of(&session).and_then(|a| (a.lookup)(n)) {
+                            Ok(v) if wire::encoded_len(&v) as u64 > MAX_LOOKUP => Err(format!(
+                                "out:{n} is {} bytes in wire form; a token's session reads back \
+                                 at most {MAX_LOOKUP} (take a part of it where it was made, or \
+                                 read it with shoal_get and a path)",
+                                wire::encoded_len(&v)
+                            )),
+                            Ok(v) => return pair.reply_encoded(id, &wire::encode_to_vec(&v)),
+                            Err(e) => Err(e),
+                        }
                     }
                     Ok(FromWorker::Tasks { session, ask }) => of(&session).and_then(|a| {
                         a.tasks
