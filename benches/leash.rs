@@ -4,7 +4,7 @@
 //! - the policy check a gated `exec` adds (derivation + verdict of typical
 //!   exec sources, in the session, as the daemon's worker does before
 //!   running them; target ≤ 20 µs p50);
-//! - through the real daemon, a token principal's confined evaluation
+//! - through the real daemon, a token principal's evaluation in its worker process
 //!   against the local user's, in the same run: a trivial `exec` (target
 //!   ≤ 2× the local user's p50) and a spawn (`sh { : }`, target ≤ 5 ms
 //!   more than the local user's p50);
@@ -215,8 +215,8 @@ fn confinement() {
             in_ns.push((l, reads));
         }
     }
-    // `6 * 7` is quick (answered on the arbiter for both); `"abc".len()` is
-    // not (the token's meets its confined worker thread).
+    // The token's execs cross to its worker process and back (one
+    // socketpair hop: two more thread wake-ups than the local user's).
     for (src, n) in [("6 * 7", 2000), ("\"abc\".len()", 2000), ("sh { : }", 200)] {
         // Warm both, then alternate rounds so load weighs on both alike.
         time_execs(&mut local, src, n / 10);

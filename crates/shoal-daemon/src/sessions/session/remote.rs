@@ -2,8 +2,10 @@
 //! own (`shoal worker`, docs/leash.md "Layers"), confined by the kernel as
 //! a whole: builtins, methods and every child meet Landlock, seccomp and
 //! `no_new_privs` there, never in the daemon. The daemon's side of the
-//! session stays here: its thread sends each job over the pair and settles
-//! the evaluation that comes back exactly as a local one (`exec.rs`:
+//! session stays here: its thread sends each job over the session's line
+//! (a socketpair of its own, read by the session's thread in the worker;
+//! a background task's goes over the worker's pair) and settles the
+//! evaluation that comes back exactly as a local one (`exec.rs`:
 //! `out:N`, the bounded reply, the journal). What the worker asks back
 //! (`out:N`, `user.*` events, the session's tasks) is answered from the
 //! session's state, never trusting the worker for more than its session.
