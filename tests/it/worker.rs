@@ -84,7 +84,7 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
         .unwrap();
     let init = json!({
         "principal": "agent:w",
-        "config": config,
+        "config": std::fs::read_to_string(&config).unwrap(),
         "state_dir": base.join("state/shoal"),
         "protected": [base.join("state")],
     });

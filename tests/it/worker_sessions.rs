@@ -296,3 +296,32 @@ fn closing_a_tokens_session_ends_its_setsid_programs() {
     assert!(alive(worker), "the worker serves the other session still");
     assert_eq!(parent_of_children(&mut keep), worker);
 }
+
+/// A worker runs with the policy the daemon runs with, not with what the
+/// config file says since: an edit that widens the grants waits for a
+/// restart of the daemon, for the token's worker too.
+#[test]
+fn a_worker_takes_the_daemons_policy_not_the_files_later_text() {
+    let a = arena();
+    let cfg = a.root.path().join("shoal.toml");
+    let wider = std::fs::read_to_string(&cfg).unwrap().replace(
+        "write = [",
+        &format!("write = [{:?}, ", a.outside.display().to_string() + "/**"),
+    );
+    std::fs::write(&cfg, wider).unwrap();
+    let tok = create_token(&a.root, "agent:w");
+    let mut c = attach(&a, Some(&tok), "late");
+    let target = a.out("late.txt");
+    let r = c.call(
+        "exec",
+        json!({"src": format!("sh {{ echo x > {} }}", target.display())}),
+    );
+    assert!(!target.exists(), "the file's later grant applied: {r}");
+    // The daemon's own grant still works.
+    let inside = a.p("late.txt");
+    c.ok(
+        "exec",
+        json!({"src": format!("sh {{ echo x > {} }}", inside.display())}),
+    );
+    assert!(inside.exists());
+}

@@ -304,6 +304,8 @@ pub enum ConfigError {
 pub struct Loaded {
     pub config: Config,
     pub path: Option<PathBuf>,
+    /// The text it was parsed from (empty: defaults).
+    pub text: String,
 }
 
 /// Load `path`; a missing file is an error only when `required`.
@@ -312,10 +314,12 @@ pub fn load(path: &Path, required: bool) -> Result<Loaded, ConfigError> {
         Ok(text) => Ok(Loaded {
             config: parse(&text, path)?,
             path: Some(path.to_path_buf()),
+            text,
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => Ok(Loaded {
             config: Config::default(),
             path: None,
+            text: String::new(),
         }),
         Err(e) => Err(ConfigError::Io {
             path: path.to_path_buf(),

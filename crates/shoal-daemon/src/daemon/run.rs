@@ -131,7 +131,7 @@ pub fn run(opts: DaemonOptions) -> i32 {
             // A token-owned session evaluates in a worker process of this binary.
             crate::worker::launch::configure(crate::worker::launch::Launch {
                 exe: exe.clone(),
-                config: config_path.clone(),
+                config: loaded.text.clone(),
                 state_dir: state_dir.clone(),
             });
             shoal_policy::namespaces::init(exe, config.limits.token_tmp)

@@ -186,8 +186,12 @@ fn send_line(mut stream: &UnixStream, v: &Json) -> std::io::Result<()> {
 /// Install the daemon's policy and confine this process (its only thread
 /// so far) to `init.principal`'s rules.
 fn confine(init: &Init) -> Result<Worker, String> {
-    let loaded = crate::config::load(&init.config, false).map_err(|e| e.to_string())?;
-    let config = loaded.config;
+    let config = if init.config.is_empty() {
+        crate::config::Config::default()
+    } else {
+        let from = std::path::Path::new("(the daemon's config)");
+        crate::config::parse(&init.config, from).map_err(|e| e.to_string())?
+    };
     shoal_policy::confine::protect(init.protected.clone());
     shoal_policy::install(
         &config.policy,

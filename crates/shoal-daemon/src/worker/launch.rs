@@ -19,7 +19,9 @@ use super::proto::{Init, Ready};
 pub struct Launch {
     /// The `shoal` binary.
     pub exe: PathBuf,
-    pub config: PathBuf,
+    /// The text of the daemon's config (what it runs with, whatever the
+    /// file holds now).
+    pub config: String,
     pub state_dir: PathBuf,
 }
 

@@ -23,8 +23,9 @@ use shoal_value::{shown::Shown, ShoalError, Value};
 pub struct Init {
     /// The token principal whose sessions the worker evaluates.
     pub principal: String,
-    /// The daemon's config file (its `[policy]` and `[limits]`).
-    pub config: PathBuf,
+    /// The text of the config the daemon runs with (its `[policy]` and
+    /// `[limits]`; empty: the defaults), as the daemon read it at start.
+    pub config: String,
     /// The daemon's state dir.
     pub state_dir: PathBuf,
     /// What no token reaches (the daemon's `protect` list).
