@@ -146,6 +146,10 @@ struct Manager {
     /// Sessions closed and not opened again: a spawn for one of them is refused
     /// (one in flight at the close would make its directory again, unkilled).
     closed: Mutex<std::collections::HashSet<Arc<str>>>,
+    /// How many sessions of each name have opened: a close of an older one
+    /// must not close a newer one's (its supervisor may stop after the next
+    /// one of the name started).
+    opened: Mutex<std::collections::HashMap<Arc<str>, u64>>,
     /// Spawns prepared and not yet started or abandoned, per session.
     in_flight: Mutex<std::collections::HashMap<Arc<str>, usize>>,
 }
@@ -249,6 +253,7 @@ pub fn init(state_dir: &Path) {
         record,
         live: Mutex::new(Default::default()),
         closed: Mutex::new(Default::default()),
+        opened: Mutex::new(Default::default()),
         in_flight: Mutex::new(Default::default()),
     };
     let _ = MANAGER.set(m);
@@ -649,17 +654,30 @@ pub fn count(session: &str) -> usize {
 /// (bounded by `grace`), kill what is left of its tree and remove it. Runs on
 /// a thread of its own; the session's directory is renamed first so a new
 /// session of the same name starts in a fresh one.
-/// A session of this name starts (again): its programs may start.
-pub fn open_session(session: &str) {
-    if let Some(m) = manager() {
-        m.closed.locked().remove(session);
-    }
+/// A session of this name starts (again): its programs may start. Its
+/// generation, for its [`close_session`].
+pub fn open_session(session: &str) -> u64 {
+    let Some(m) = manager() else { return 0 };
+    let mut opened = m.opened.locked();
+    let n = opened.entry(session.into()).or_default();
+    *n += 1;
+    m.closed.locked().remove(session);
+    *n
 }
 
-pub fn close_session(session: &str, grace: Duration) {
+/// Close the session `generation` of [`open_session`] names; a newer
+/// session of the name keeps its programs and its tree.
+pub fn close_session(session: &str, generation: u64, grace: Duration) {
     let Some(m) = manager() else { return };
     let session: Arc<str> = session.into();
-    m.closed.locked().insert(session.clone());
+    {
+        let opened = m.opened.locked();
+        if opened.get(&session).is_some_and(|n| *n != generation) {
+            tracing::debug!(session = %session, "closed after a newer session of its name opened: its tree stays");
+            return;
+        }
+        m.closed.locked().insert(session.clone());
+    }
     let closing = match &m.mode {
         Mode::Cgroup { base } => {
             let dir = session_path(base, &session);

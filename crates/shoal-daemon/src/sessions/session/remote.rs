@@ -38,6 +38,10 @@ use shoal_lang::eval::TaskHost;
 pub struct Hosting {
     pub remote: Arc<Remote>,
     pub line: Arc<Mutex<Line>>,
+    /// What the worker calls this session: its name and a number of its
+    /// own, so a closed session's last notes never reach a newer one of
+    /// the same name.
+    pub key: String,
 }
 
 /// `shared`'s worker: its owner's running one, else a new one (started,
@@ -74,19 +78,19 @@ pub fn remote_of(shared: &SessionShared) -> Result<Hosting, SessionError> {
             Box::new(move |ask| task_answer(&t, ask)) as Box<dyn Fn(TaskAsk) -> Json + Send + Sync>
         }),
     };
+    let key = format!("{}#{}", shared.name, remote.job());
     let open = ToWorker::Open {
-        session: shared.name.clone(),
+        session: key.clone(),
         cwd: shared.cwd.clone(),
         env: shared.env.clone(),
         session_memory: shared.session_memory,
         spill_bytes: shared.spill_bytes,
     };
-    let line = remote
-        .host(&shared.name, answers, &open)
-        .map_err(unavailable)?;
+    let line = remote.host(&key, answers, &open).map_err(unavailable)?;
     let hosting = Hosting {
         remote,
         line: Arc::new(Mutex::new(line)),
+        key,
     };
     *slot = Some(hosting.clone());
     Ok(hosting)
@@ -120,7 +124,7 @@ pub(super) fn run_there(
     job: &Exec,
     fork: Option<(u64, &AtomicU64)>,
 ) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
-    let Hosting { remote, line } = match remote_of(shared) {
+    let Hosting { remote, line, key } = match remote_of(shared) {
         Ok(h) => h,
         Err(e) => return (Err(e), None),
     };
@@ -134,7 +138,7 @@ pub(super) fn run_there(
         |g| g.principal.clone(),
     );
     let spec = ExecJob {
-        session: shared.name.clone(),
+        session: key,
         job: number,
         src: job.src.clone(),
         value_position: job.position == shoal_lang::Position::Value,
@@ -244,9 +248,9 @@ pub(super) fn derive_there(
     src: &str,
     gate: Option<&Arc<shoal_policy::Gate>>,
 ) -> Result<shoal_policy::undo::Derived, SessionError> {
-    let Hosting { remote, line } = remote_of(shared)?;
+    let Hosting { remote, line, key } = remote_of(shared)?;
     let msg = ToWorker::Derive {
-        session: shared.name.clone(),
+        session: key,
         src: src.to_string(),
         caller: gate.map(|g| g.principal.clone()),
     };
@@ -266,9 +270,9 @@ pub(super) fn derive_there(
 /// task of `src`, past the owner's Leash verdict: its key. Blocking: never
 /// on an arbiter.
 pub fn fork_there(shared: &SessionShared, src: &str) -> Result<u64, SessionError> {
-    let remote = remote_of(shared)?.remote;
+    let Hosting { remote, key, .. } = remote_of(shared)?;
     let msg = ToWorker::Fork {
-        session: shared.name.clone(),
+        session: key,
         src: src.to_string(),
     };
     let j = remote

@@ -112,7 +112,7 @@ impl Drop for SessionShared {
     fn drop(&mut self) {
         // Its state in the worker goes with it.
         if let Some(h) = self.remote.get_mut().ok().and_then(Option::take) {
-            h.remote.release(&self.name);
+            h.remote.release(&h.key);
         }
     }
 }
@@ -498,7 +498,7 @@ impl SessionShared {
     /// before the first exec started the language session).
     pub fn inject(&self, channel: &str, payload: Value) {
         if let Some(h) = self.remote.locked().as_ref() {
-            h.remote.inject(&self.name, channel, &payload);
+            h.remote.inject(&h.key, channel, &payload);
         }
         if let Some(inj) = self.injector.locked().as_ref() {
             inj.inject(channel, payload);

@@ -51,6 +51,8 @@ pub struct SessionSupervisor {
     /// Ended ([`EndSession`]): its programs are killed at once, not after
     /// [`CLOSE_GRACE`].
     ended: bool,
+    /// Which session of its name this is, for the process layer.
+    procs_generation: u64,
 }
 
 impl SessionSupervisor {
@@ -73,6 +75,7 @@ impl SessionSupervisor {
             failed: false,
             stopping: false,
             ended: false,
+            procs_generation: 0,
             ptys: crate::sessions::pty::PtyTable::new(
                 crate::config::LimitsConfig::default().max_ptys_per_session,
             ),
@@ -108,7 +111,7 @@ impl Actor for SessionSupervisor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(256);
         // A session of an earlier one's name: its programs may start again.
-        shoal_base::procs::open_session(&self.shared.name);
+        self.procs_generation = shoal_base::procs::open_session(&self.shared.name);
         self.shared.set_supervisor(ctx.address().downgrade());
         self.start_child(ctx);
     }
@@ -126,7 +129,7 @@ impl Actor for SessionSupervisor {
         } else {
             CLOSE_GRACE
         };
-        shoal_base::procs::close_session(&self.shared.name, grace);
+        shoal_base::procs::close_session(&self.shared.name, self.procs_generation, grace);
         // What it holds is no longer its principal's (`[limits] principal_memory`).
         self.shared.memory.part();
     }
