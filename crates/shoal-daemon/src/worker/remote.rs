@@ -151,14 +151,22 @@ impl Remote {
         self.pair.is_gone()
     }
 
-    /// Host `session`: what answers its requests, then its opening with
+    /// Host a session: what answers its requests, then its opening with
     /// its line (the socket its jobs and their answers go over, one at a
     /// time, with no thread between the two ends): the daemon's end.
-    pub fn host(&self, session: &str, answers: Answers, open: &ToWorker) -> Result<Line, String> {
+    /// `key` is what the worker calls the session (`open` names it so);
+    /// `session` its name, whose cgroup tree its programs join.
+    pub fn host(
+        &self,
+        key: &str,
+        session: &str,
+        answers: Answers,
+        open: &ToWorker,
+    ) -> Result<Line, String> {
         use std::os::fd::AsFd;
         self.hosted
             .locked()
-            .insert(session.to_string(), Arc::new(answers));
+            .insert(key.to_string(), Arc::new(answers));
         let (ours, theirs) =
             std::os::unix::net::UnixStream::pair().map_err(|e| format!("no line: {e}"))?;
         // Its programs go to a leaf of the session's own cgroup tree, so

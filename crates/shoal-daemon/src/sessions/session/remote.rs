@@ -86,7 +86,9 @@ pub fn remote_of(shared: &SessionShared) -> Result<Hosting, SessionError> {
         session_memory: shared.session_memory,
         spill_bytes: shared.spill_bytes,
     };
-    let line = remote.host(&key, answers, &open).map_err(unavailable)?;
+    let line = remote
+        .host(&key, &shared.name, answers, &open)
+        .map_err(unavailable)?;
     let hosting = Hosting {
         remote,
         line: Arc::new(Mutex::new(line)),
