@@ -242,11 +242,18 @@ impl Actor for Task {
                 let _live = live;
                 shoal_lang::shell::process::set_thread_tail(tail);
                 let r = shoal_base::procs::with_home(Some(home.clone()), || {
-                    crate::sessions::session::confine_for(&shared, spec.gate.as_ref()).and_then(
-                        |()| {
-                            crate::sessions::session::run_task(&shared, lang, &spec, stack, &there)
-                        },
-                    )
+                    // Evaluating here, the thread is confined as the
+                    // caller's (or the owner's) sandbox says; relaying to
+                    // the session's worker, it evaluates nothing.
+                    let confined = match &lang {
+                        TaskLang::Here(_) => {
+                            crate::sessions::session::confine_for(&shared, spec.gate.as_ref())
+                        }
+                        TaskLang::There { .. } => Ok(()),
+                    };
+                    confined.and_then(|()| {
+                        crate::sessions::session::run_task(&shared, lang, &spec, stack, &there)
+                    })
                 });
                 shoal_lang::shell::process::set_thread_tail(None);
                 // A cancelled task's programs got the polite signals; what
