@@ -107,6 +107,7 @@ impl KernelConn {
             }
             EventsRequest::Subscribe(p) => {
                 let (channel, since) = (p.channel, p.since);
+                self.dropped.remove(&channel);
                 if self.subs.contains_key(&channel) {
                     return Box::pin(ready(subscription(channel, true)));
                 }
@@ -152,6 +153,9 @@ impl KernelConn {
             EventsRequest::Unsubscribe(p) => {
                 let channel = p.channel;
                 let removed = self.subs.remove(&channel);
+                if removed.is_some() {
+                    self.dropped.insert(channel.clone());
+                }
                 self.reg.stats.set_subscriptions(self.subs.len());
                 if let Some(id) = removed {
                     if let Some(s) = self.known_services() {

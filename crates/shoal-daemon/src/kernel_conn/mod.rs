@@ -63,6 +63,9 @@ pub struct KernelConn {
     attached: Option<Attachment>,
     /// `events.subscribe` subscriptions of this connection, by channel.
     subs: BTreeMap<String, SubId>,
+    /// Channels unsubscribed (and not subscribed again): an event of one
+    /// still on its way from the bus is not written.
+    dropped: std::collections::BTreeSet<String>,
     services: Option<Services>,
     /// Shared with the reader task (see [`KernelConn::start_with`]).
     calls: Calls,
@@ -102,6 +105,7 @@ impl KernelConn {
             reg,
             attached: None,
             subs: BTreeMap::new(),
+            dropped: Default::default(),
             services: None,
             calls: Arc::default(),
             hangup: Arc::default(),
@@ -626,6 +630,10 @@ impl Handler<BusEvent> for KernelConn {
 
     fn handle(&mut self, ev: BusEvent, ctx: &mut Context<Self>) {
         self.reg.stats.handled_item();
+        // The client unsubscribed: nothing more of the channel reaches it.
+        if self.dropped.contains(&ev.channel) {
+            return;
+        }
         // Encoded once per event: every kernel subscriber of this publish shares the bytes.
         let frame = ev.frame_with(|ev| {
             shoal_proto::frame::encode(&rpc::Notification {

@@ -37,6 +37,9 @@ pub enum Incoming {
 /// One end of the pair.
 pub struct Pair {
     out: Mutex<UnixStream>,
+    /// The same socket, to shut it down without waiting for a writer
+    /// blocked on `out`.
+    ctl: UnixStream,
     waiting: Mutex<HashMap<u64, mpsc::SyncSender<Result<Json, String>>>>,
     next: AtomicU64,
     gone: AtomicBool,
@@ -68,8 +71,10 @@ impl Pair {
         mut handler: impl FnMut(&Arc<Pair>, Incoming) + Send + 'static,
     ) -> io::Result<Arc<Pair>> {
         let read = stream.try_clone()?;
+        let ctl = stream.try_clone()?;
         let pair = Arc::new(Pair {
             out: Mutex::new(stream),
+            ctl,
             waiting: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
             gone: AtomicBool::new(false),
@@ -99,7 +104,7 @@ impl Pair {
                 me.gone.store(true, Ordering::SeqCst);
                 // Dropping the senders wakes every waiter with an error.
                 me.waiting.locked().clear();
-                let _ = me.out.locked().shutdown(std::net::Shutdown::Both);
+                let _ = me.ctl.shutdown(std::net::Shutdown::Both);
                 handler(&me, Incoming::Closed);
             })?;
         Ok(pair)
@@ -108,7 +113,7 @@ impl Pair {
     /// Close the pair: the other end reads its end, and this end's reader
     /// ends (its handler gets [`Incoming::Closed`]).
     pub fn close(&self) {
-        let _ = self.out.locked().shutdown(std::net::Shutdown::Both);
+        let _ = self.ctl.shutdown(std::net::Shutdown::Both);
     }
 
     /// The other end is gone.
@@ -234,6 +239,11 @@ impl Pair {
 /// The most descriptors one frame carries.
 const MAX_FDS: usize = 4;
 
+/// The longest frame either end reads: past it the other end is not
+/// speaking the protocol (a worker's values are bounded by its memory
+/// budget well below it), and the pair closes.
+pub const MAX_FRAME: usize = 256 << 20;
+
 /// The frames one end reads: lines of JSON, and the descriptors that came
 /// with them (a frame marked `"fds": n` takes the next `n`; the kernel
 /// delivers descriptors with the first byte of the frame they were sent
@@ -241,6 +251,8 @@ const MAX_FDS: usize = 4;
 #[derive(Default)]
 struct Frames {
     buf: Vec<u8>,
+    /// How much of `buf` holds no newline (each byte is looked at once).
+    scanned: usize,
     fds: std::collections::VecDeque<OwnedFd>,
 }
 
@@ -250,8 +262,10 @@ impl Frames {
     fn next(&mut self, stream: &UnixStream) -> Option<(Json, Vec<OwnedFd>)> {
         use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
         loop {
-            if let Some(nl) = self.buf.iter().position(|b| *b == b'\n') {
+            if let Some(i) = self.buf[self.scanned..].iter().position(|b| *b == b'\n') {
+                let nl = self.scanned + i;
                 let line: Vec<u8> = self.buf.drain(..=nl).collect();
+                self.scanned = 0;
                 let Ok(frame) = serde_json::from_slice::<Json>(&line) else {
                     tracing::error!("a worker pair frame is not JSON; closing the pair");
                     return None;
@@ -260,7 +274,12 @@ impl Frames {
                 let fds = self.fds.drain(..n.min(self.fds.len())).collect();
                 return Some((frame, fds));
             }
-            let mut chunk = [0u8; 16 << 10];
+            self.scanned = self.buf.len();
+            if self.buf.len() > MAX_FRAME {
+                tracing::error!("a worker pair frame is over {MAX_FRAME} bytes; closing the pair");
+                return None;
+            }
+            let mut chunk = vec![0u8; 64 << 10];
             let mut space =
                 [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
             let mut control = RecvAncillaryBuffer::new(&mut space);
@@ -332,6 +351,10 @@ mod tests {
             t.join().unwrap();
         }
         assert_eq!(pa.request(json!("fail")).unwrap_err(), "refused");
+        // A frame many reads long arrives whole, and the ones after it too.
+        let big = "x".repeat(5 << 20);
+        assert_eq!(pa.request(json!(big)).unwrap(), json!({"echo": big}));
+        assert_eq!(pa.request(json!(7)).unwrap(), json!({"echo": 7}));
         // `a` goes: `b` hears it, and its requests fail from then on.
         pa.close();
         closed_rx.recv().unwrap();

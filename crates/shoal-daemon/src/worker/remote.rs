@@ -279,14 +279,21 @@ impl Line {
 
     /// Send job `msg` and wait for its answer (an error: the worker is gone).
     pub fn ask(&mut self, msg: &ToWorker) -> Result<Json, String> {
-        use std::io::{BufRead, Write};
+        use std::io::{BufRead, Read, Write};
         let mut bytes = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
         bytes.push(b'\n');
         let gone = |_| super::pair::GONE.to_string();
         self.out.write_all(&bytes).map_err(gone)?;
         self.frame.clear();
-        match self.answers.read_line(&mut self.frame) {
+        let limit = super::pair::MAX_FRAME as u64;
+        match (&mut self.answers).take(limit).read_line(&mut self.frame) {
             Ok(0) => Err(super::pair::GONE.into()),
+            // Cut: the line is out of step from here; the session is
+            // hosted again with a new one.
+            Ok(_) if !self.frame.ends_with('\n') => Err(format!(
+                "an answer over {limit} bytes ({})",
+                super::pair::GONE
+            )),
             Ok(_) => serde_json::from_str(&self.frame).map_err(|e| format!("not an answer: {e}")),
             Err(e) => Err(gone(e)),
         }

@@ -233,14 +233,19 @@ pub(super) fn run_there(
     exec::settle(shared, job, done)
 }
 
-/// The worker `remote` ended: the next job starts another.
+/// The worker `remote` ended, or the session's line broke: the next job
+/// hosts the session again (in a new worker if need be).
 fn forget(shared: &SessionShared, remote: &Arc<Remote>) {
     let mut slot = shared.remote.locked();
     if slot
         .as_ref()
         .is_some_and(|h| Arc::ptr_eq(&h.remote, remote))
     {
-        *slot = None;
+        // A worker still there drops the session's state (its line is
+        // out of step); the next job hosts it again.
+        if let Some(h) = slot.take().filter(|h| !h.remote.is_gone()) {
+            h.remote.release(&h.key);
+        }
     }
 }
 
