@@ -40,9 +40,9 @@ impl Line {
     }
 }
 
-/// A field of `/proc/PID/status`.
-fn status_field(pid: u32, name: &str) -> String {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+/// A field of `/proc/PID/status` (empty: no such process or field).
+pub fn status_field(pid: u32, name: &str) -> String {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     s.lines()
         .find_map(|l| l.strip_prefix(&format!("{name}:")))
         .unwrap_or("")

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::common::*;
 use crate::redteam::{principal, Arena, SYSTEM_READ};
+use crate::worker::status_field;
 use serde_json::{json, Value};
 
 /// A daemon with `agent:w`: its project, no namespaces (so a child's parent
@@ -36,16 +37,6 @@ fn arena() -> Arena {
 
 /// A variable of the daemon's own environment (the user's shell's).
 const API_KEY: (&str, &str) = ("WORKER_TEST_API_KEY", "sk-daemon-only-4471");
-
-/// A field of `/proc/PID/status`.
-fn status_field(pid: i32, name: &str) -> String {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    s.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
 
 /// The pid of the process that starts the session's programs.
 fn parent_of_children(c: &mut Conn) -> i32 {
@@ -84,13 +75,13 @@ fn a_tokens_sessions_evaluate_in_one_confined_worker_process() {
         worker, daemon,
         "a token's program is not the daemon's child"
     );
-    assert_eq!(status_field(worker, "PPid"), daemon.to_string());
+    assert_eq!(status_field(worker as u32, "PPid"), daemon.to_string());
     assert_eq!(
-        status_field(worker, "Seccomp"),
+        status_field(worker as u32, "Seccomp"),
         "2",
         "the worker is confined"
     );
-    assert_eq!(status_field(worker, "NoNewPrivs"), "1");
+    assert_eq!(status_field(worker as u32, "NoNewPrivs"), "1");
     let cmdline = std::fs::read(format!("/proc/{worker}/cmdline")).unwrap();
     assert!(
         String::from_utf8_lossy(&cmdline).contains("worker"),
