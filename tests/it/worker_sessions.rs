@@ -148,9 +148,22 @@ fn a_killed_worker_is_replaced_and_a_killed_daemon_takes_its_worker_along() {
     let mut c = attach(&a, Some(&tok), "k");
     c.ok("exec", json!({"src": "let x = 1"}));
     let first = parent_of_children(&mut c);
+    // A program that left its process group: it goes with the worker.
+    let marker = format!("27{}", std::process::id() % 1000);
+    c.ok(
+        "exec",
+        json!({"src": format!("sh {{ setsid sleep {marker}.5 > /dev/null 2>&1 < /dev/null & }}")}),
+    );
+    let orphan = || pids_running(&format!("sleep {marker}.5"));
+    eventually("the setsid program runs", Duration::from_secs(10), || {
+        (!orphan().is_empty()).then_some(())
+    });
     kill_pid(first);
     eventually("the worker is gone", Duration::from_secs(10), || {
         (!alive(first)).then_some(())
+    });
+    eventually("its setsid program too", Duration::from_secs(20), || {
+        orphan().is_empty().then_some(())
     });
     // The next exec runs in a new worker, without the old bindings; at
     // most one call hears that the worker ended.

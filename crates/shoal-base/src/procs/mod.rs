@@ -101,13 +101,35 @@ impl Home {
 /// A leaf for `home`'s programs started by another process (a token's
 /// worker), which it is handed: its `cgroup.procs`, open for writing.
 /// `None` without cgroups, or when the session is closed. The leaf stays
-/// until the session's tree goes.
-pub fn delegate(home: Home) -> Option<OwnedFd> {
+/// until the session's tree goes, or [`Delegation::kill`].
+pub fn delegate(home: Home) -> Option<Delegation> {
     let join = prepare(Some(home), true);
     if join.refused {
         return None;
     }
-    join.procs.as_ref().and_then(|fd| fd.try_clone().ok())
+    let procs = join.procs.as_ref().and_then(|fd| fd.try_clone().ok())?;
+    Some(Delegation {
+        procs,
+        leaf: join.leaf.clone()?,
+    })
+}
+
+/// A leaf handed to another process ([`delegate`]).
+#[derive(Debug)]
+pub struct Delegation {
+    /// Its `cgroup.procs`, open for writing: what the other process gets.
+    pub procs: OwnedFd,
+    leaf: PathBuf,
+}
+
+impl Delegation {
+    /// Kill everything in the leaf (the process it was handed to is gone,
+    /// and what it started with it).
+    pub fn kill(&self) {
+        if cgroup::populated(&self.leaf) {
+            let _ = cgroup::kill(&self.leaf);
+        }
+    }
 }
 
 thread_local! {

@@ -54,6 +54,9 @@ pub struct Answers {
     /// What an evaluation there asks of the session's tasks (the session's
     /// owner asking, whoever the worker says asks).
     pub tasks: Option<Box<dyn Fn(TaskAsk) -> Json + Send + Sync>>,
+    /// The cgroup leaf its programs join: killed if the worker dies with
+    /// the session still open (what it started goes with it).
+    pub leaf: Option<shoal_base::procs::Delegation>,
 }
 
 type Hosted = Arc<Mutex<HashMap<String, Arc<Answers>>>>;
@@ -160,23 +163,26 @@ impl Remote {
         &self,
         key: &str,
         session: &str,
-        answers: Answers,
+        mut answers: Answers,
         open: &ToWorker,
     ) -> Result<Line, String> {
         use std::os::fd::AsFd;
-        self.hosted
-            .locked()
-            .insert(key.to_string(), Arc::new(answers));
         let (ours, theirs) =
             std::os::unix::net::UnixStream::pair().map_err(|e| format!("no line: {e}"))?;
         // Its programs go to a leaf of the session's own cgroup tree, so
         // closing the session ends them (`setsid` ones included).
         let home = shoal_base::procs::Home::new(session, shoal_base::procs::Owner::Worker);
-        let procs = shoal_base::procs::delegate(home);
+        let leaf = shoal_base::procs::delegate(home);
         let mut fds = vec![theirs.as_fd()];
-        fds.extend(procs.as_ref().map(|p| p.as_fd()));
+        fds.extend(leaf.as_ref().map(|l| l.procs.as_fd()));
         let body = serde_json::to_value(open).map_err(|e| e.to_string())?;
         self.pair.request_with_fds(body, &fds)?;
+        // Nothing of the session runs before its first job on the line, so
+        // nothing asks for it before this.
+        answers.leaf = leaf;
+        self.hosted
+            .locked()
+            .insert(key.to_string(), Arc::new(answers));
         Line::new(ours)
     }
 
@@ -376,6 +382,14 @@ fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + 
                 pair.reply(id, r);
             });
         }
-        Incoming::Closed => {}
+        Incoming::Closed => {
+            // The worker is gone: the programs of the sessions it still
+            // hosted (`setsid` ones included) go with it.
+            for a in hosted.locked().values() {
+                if let Some(l) = &a.leaf {
+                    l.kill();
+                }
+            }
+        }
     }
 }

@@ -72,6 +72,7 @@ pub fn remote_of(shared: &SessionShared) -> Result<Hosting, SessionError> {
         Arc::new(shoal_policy::Gate::for_principal(&shared.owner)),
     );
     let answers = Answers {
+        leaf: None,
         lookup: shared.transcript_lookup(),
         bus: Some(svc.bus.clone()),
         tasks: tasks.map(|t| {
