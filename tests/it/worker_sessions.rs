@@ -59,6 +59,21 @@ fn attach(a: &Arena, token: Option<&str>, session: &str) -> Conn {
     c
 }
 
+/// Start a `sleep` that left its process group (`setsid`) in `c`'s session
+/// and wait until it runs: what lists its pids (tagged `tag`).
+fn start_setsid(c: &mut Conn, tag: &str) -> impl Fn() -> Vec<i32> {
+    let marker = format!("{tag}{}", std::process::id() % 1000);
+    c.ok(
+        "exec",
+        json!({"src": format!("sh {{ setsid sleep {marker}.5 > /dev/null 2>&1 < /dev/null & }}")}),
+    );
+    let pids = move || pids_running(&format!("sleep {marker}.5"));
+    eventually("the setsid program runs", Duration::from_secs(10), || {
+        (!pids().is_empty()).then_some(())
+    });
+    pids
+}
+
 fn alive(pid: i32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     !stat.is_empty() && !stat.contains(") Z ")
@@ -149,15 +164,7 @@ fn a_killed_worker_is_replaced_and_a_killed_daemon_takes_its_worker_along() {
     c.ok("exec", json!({"src": "let x = 1"}));
     let first = parent_of_children(&mut c);
     // A program that left its process group: it goes with the worker.
-    let marker = format!("27{}", std::process::id() % 1000);
-    c.ok(
-        "exec",
-        json!({"src": format!("sh {{ setsid sleep {marker}.5 > /dev/null 2>&1 < /dev/null & }}")}),
-    );
-    let orphan = || pids_running(&format!("sleep {marker}.5"));
-    eventually("the setsid program runs", Duration::from_secs(10), || {
-        (!orphan().is_empty()).then_some(())
-    });
+    let orphan = start_setsid(&mut c, "27");
     kill_pid(first);
     eventually("the worker is gone", Duration::from_secs(10), || {
         (!alive(first)).then_some(())
@@ -279,15 +286,7 @@ fn closing_a_tokens_session_ends_its_setsid_programs() {
     let mut keep = attach(&a, Some(&tok), "keep");
     let worker = parent_of_children(&mut keep);
     let mut c = attach(&a, Some(&tok), "z");
-    let marker = format!("28{}", std::process::id() % 1000);
-    c.ok(
-        "exec",
-        json!({"src": format!("sh {{ setsid sleep {marker}.5 > /dev/null 2>&1 < /dev/null & }}")}),
-    );
-    let escaped = || pids_running(&format!("sleep {marker}.5"));
-    eventually("the setsid program runs", Duration::from_secs(10), || {
-        (!escaped().is_empty()).then_some(())
-    });
+    let escaped = start_setsid(&mut c, "28");
     // The session goes on: the program is still there after the exec.
     c.ok("exec", json!({"src": "1 + 1"}));
     assert!(!escaped().is_empty());
