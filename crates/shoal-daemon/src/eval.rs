@@ -131,23 +131,33 @@ pub fn check_gate(
     lang: &LangSession,
     src: &str,
 ) -> Result<(), SessionError> {
-    let derived = match catch_unwind(AssertUnwindSafe(|| {
-        shoal_policy::run_gate::with_gate(gate.run.clone(), || lang.derive_plan(src))
-    })) {
-        Ok(Ok(d)) => d,
-        Ok(Err(_)) => return Ok(()),
-        Err(p) => {
-            return Err(SessionError::Internal(format!(
-                "planning panicked: {}",
-                panic_message(&p)
-            )))
-        }
+    let derived = match derive(lang, Some(gate), src) {
+        Ok(d) => d,
+        Err(SessionError::Parse(_)) => return Ok(()),
+        Err(e) => return Err(e),
     };
     let d = gate.decide_derived(&derived);
     if let Some(e) = shoal_proto::rpc::refusal(&gate.principal, &d, &derived.effects) {
         return Err(SessionError::Rpc(e));
     }
     Ok(())
+}
+
+/// Derive the effects of `src` in `lang` (planning: nothing runs); the
+/// deriver's file probes pass `gate`'s run-time checks (even a file's
+/// existence is a read of it).
+pub fn derive(
+    lang: &LangSession,
+    gate: Option<&shoal_policy::Gate>,
+    src: &str,
+) -> Result<shoal_policy::undo::Derived, SessionError> {
+    catch_unwind(AssertUnwindSafe(|| {
+        shoal_policy::run_gate::with_gate(gate.and_then(|g| g.run.clone()), || {
+            lang.derive_plan(src)
+        })
+    }))
+    .map_err(|p| SessionError::Internal(format!("planning panicked: {}", panic_message(&p))))
+    .and_then(|r| r.map_err(SessionError::Parse))
 }
 
 /// `plan` (an approved plan's place) against the session now: the same

@@ -564,18 +564,9 @@ impl Worker {
     /// A plan's derivation for `caller`: its file probes pass the caller's
     /// run-time gate (even a file's existence is a read of it).
     fn derive(&self, lang: &LangSession, src: &str, caller: Option<&str>) -> Json {
-        let gate = self.gate(caller);
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            shoal_policy::run_gate::with_gate(gate.run.clone(), || lang.derive_plan(src))
-        }));
-        match r {
-            Ok(Ok(d)) => json!({"derived": proto::derived_json(&d)}),
-            Ok(Err(p)) => json!({"error": proto::error_json(&crate::msg::SessionError::Parse(p))}),
-            Err(p) => {
-                let m = crate::eval::panic_message(&p);
-                let e = crate::msg::SessionError::Internal(format!("planning panicked: {m}"));
-                json!({"error": proto::error_json(&e)})
-            }
+        match eval::derive(lang, Some(&self.gate(caller)), src) {
+            Ok(d) => json!({"derived": proto::derived_json(&d)}),
+            Err(e) => json!({"error": proto::error_json(&e)}),
         }
     }
 

@@ -10,12 +10,11 @@ use tokio::sync::oneshot;
 
 use super::exec::{ensure_lang, run_job};
 use super::shared::{ForkSeed, SessionShared};
-use super::{cancelled_before_running, journal_unavailable, panic_message};
+use super::{cancelled_before_running, journal_unavailable};
 use crate::event_bus::Publish;
 use crate::msg::{Exec, ExecReply, SessionError};
 use shoal_base::sync::Locked;
 use shoal_lang::Session as LangSession;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// What the worker answers: the result, and the exec's bus events when its
 /// journal record was handed off before the reply (the arbiter publishes them
@@ -59,16 +58,7 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
                     .and_then(|()| ensure_lang(&shared, lang))
                 {
                     Err(e) => Err(e),
-                    Ok(session) => catch_unwind(AssertUnwindSafe(|| {
-                        shoal_policy::run_gate::with_gate(
-                            gate.as_ref().and_then(|g| g.run.clone()),
-                            || session.derive_plan(&src),
-                        )
-                    }))
-                    .map_err(|p| {
-                        SessionError::Internal(format!("planning panicked: {}", panic_message(&p)))
-                    })
-                    .and_then(|r| r.map_err(SessionError::Parse)),
+                    Ok(session) => crate::eval::derive(session, gate.as_deref(), &src),
                 };
                 let _ = reply.send(r);
                 continue;
