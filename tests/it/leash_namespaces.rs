@@ -518,3 +518,79 @@ fn a_tokens_private_tmp_holds_at_most_token_tmp() {
         .unwrap_or_else(|| panic!("no du: {o}"));
     assert!(kib <= 8 << 10, "/tmp/big takes {kib} KiB: {o}");
 }
+
+/// The pids whose parent is `parent` and whose command line holds `needle`.
+fn children_of(parent: i32, needle: &str) -> Vec<i32> {
+    pids_running(needle)
+        .into_iter()
+        .filter(|p| crate::worker::status_field(*p as u32, "PPid") == parent.to_string())
+        .collect()
+}
+
+/// A token's worker confines itself whole: not one of its threads is left
+/// without its seccomp filter and `no_new_privs` (the namespaces are made
+/// by a broker process of its own, started before the worker confined
+/// itself). The token's program descends from that broker, not from the
+/// worker. Judged by `/proc`.
+#[test]
+fn a_tokens_worker_keeps_no_unconfined_thread_and_its_broker_starts_its_programs() {
+    if !have_tools(
+        "a_tokens_worker_keeps_no_unconfined_thread_and_its_broker_starts_its_programs",
+        &["bwrap"],
+    ) {
+        return;
+    }
+    let s = setup();
+    let mut c = conn(&s, Some("agent:ns"), "ns");
+    let marker = format!("33{}", std::process::id() % 1000);
+    let r = c.call(
+        "exec",
+        json!({"src": format!("sh {{ sleep {marker}.5 }} &")}),
+    );
+    assert!(r.get("error").is_none(), "{r}");
+    let program = eventually(
+        "the program runs",
+        std::time::Duration::from_secs(30),
+        || {
+            pids_running(&format!("sleep {marker}.5"))
+                .into_iter()
+                .find(|p| {
+                    std::fs::read(format!("/proc/{p}/cmdline"))
+                        .is_ok_and(|c| c.starts_with(b"sleep\0"))
+                })
+        },
+    );
+    let daemon = s.d.pid();
+    let workers = children_of(daemon, "worker");
+    assert_eq!(workers.len(), 1, "one worker: {workers:?}");
+    let worker = workers[0];
+    let threads: Vec<u32> = std::fs::read_dir(format!("/proc/{worker}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    assert!(!threads.is_empty());
+    for t in &threads {
+        let st = std::fs::read_to_string(format!("/proc/{worker}/task/{t}/status")).unwrap();
+        let field = |name: &str| {
+            st.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        assert_eq!(field("Seccomp"), "2", "thread {t} of the worker: {st}");
+        assert_eq!(field("NoNewPrivs"), "1", "thread {t} of the worker");
+    }
+    let brokers = children_of(worker, "broker");
+    assert_eq!(brokers.len(), 1, "the worker's broker: {brokers:?}");
+    // Up from the program: the broker comes before the worker.
+    let mut at = program;
+    let mut chain = vec![at];
+    while at != brokers[0] && at != worker && at > 1 {
+        at = crate::worker::status_field(at as u32, "PPid")
+            .parse()
+            .unwrap_or(0);
+        chain.push(at);
+    }
+    assert_eq!(at, brokers[0], "the program's ancestors: {chain:?}");
+}

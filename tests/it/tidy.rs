@@ -62,6 +62,8 @@ const UNSAFE_ALLOWED: &[&str] = &[
     // A namespaced child between fork and exec: a descriptor at fd 3, joining the holder's
     // namespaces, the fork of its pid 1 and the wait for it (no rustix wrapper for fork).
     "crates/shoal-policy/src/namespaces/holder.rs",
+    // The namespace broker's children between fork and exec: session leader, cgroup join.
+    "crates/shoal-policy/src/namespaces/broker.rs",
     // Inside the namespaces: the status pipe named on the command line, and the program's
     // signal dispositions between fork and exec.
     "crates/shoal-policy/src/namespaces/confine.rs",

@@ -1,10 +1,11 @@
 //! The ground floor of Shoal: what every other crate may use and which uses no
-//! other Shoal crate. Lock-poison recovery, the state and runtime paths, the
+//! other Shoal crate. Lock-poison recovery, the state and runtime paths, lines with descriptors over a socket, the
 //! allocator's arenas, process homes (cgroups or the subreaper fallback),
 //! `PATH` lookup, the language's error value, private spill directories and
 //! unit literals.
 
 pub mod error;
+pub mod fdlines;
 pub mod lookup;
 pub mod paths;
 pub mod procmem;

@@ -8,6 +8,7 @@
 //! (and possibly reused). [`kill_all`] ends every group at daemon exit.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -120,85 +121,101 @@ pub fn spawn(spec: &SpawnSpec, home: Option<shoal_base::procs::Home>) -> io::Res
         openpty::openpty(None, Some(&ws), None).map_err(|e| io::Error::other(e.to_string()))?;
     let master = OwnedFd::from(master);
     let slave = OwnedFd::from(slave);
-    // Leash: a token principal's child in kernel namespaces (bubblewrap).
-    let mut ns =
-        shoal_policy::namespaces::wrap(&program, spec.cmd.as_ref(), &spec.args, &spec.cwd)?;
-    let mut cmd = match ns.as_mut() {
-        Some((c, _)) => std::mem::replace(c, Command::new("/")),
-        None => {
-            let mut c = Command::new(&program);
-            c.arg0(&spec.cmd).args(&spec.args);
-            c
-        }
-    };
-    cmd.current_dir(&spec.cwd)
-        .env_clear()
-        .envs(
-            spec.env
-                .iter()
-                .filter(|(k, _)| shoal_policy::landlock::passes_env(k))
-                .map(|(k, v)| (k.as_str(), v.as_str())),
-        )
-        .stdin(Stdio::from(slave.try_clone()?))
-        .stdout(Stdio::from(slave.try_clone()?))
-        .stderr(Stdio::from(slave));
-    // SAFETY: the closure runs in the forked child before exec and calls only
-    // async-signal-safe syscalls (setsid, ioctl) on fd 0, the slave.
-    unsafe {
-        cmd.pre_exec(|| {
-            rustix::process::setsid()?;
-            rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?;
-            Ok(())
-        });
-    }
+    // Leash: a token principal's child in kernel namespaces (bubblewrap),
+    // started by the namespace broker.
+    let ns = shoal_policy::namespaces::wrap(&program, spec.cmd.as_ref(), &spec.args, &spec.cwd)?;
+    let env = spec
+        .env
+        .iter()
+        .filter(|(k, _)| shoal_policy::landlock::passes_env(k))
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)));
     // Its cgroup, joined before any confinement. Started from a short-lived
     // thread, so no parent-death signal.
     let join = shoal_base::procs::prepare(home, true);
-    let child_join = join.child();
-    // SAFETY: apply writes to an open descriptor; it allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || child_join.apply());
-    }
-    // Leash: the principal's filesystem grants, enforced by Landlock.
-    let tty = std::path::PathBuf::from(tty);
-    let sandbox = match ns
-        .is_none()
-        .then(|| shoal_policy::landlock::prepare(Some(&tty), &program))
-    {
-        None => None,
-        Some(Ok(s)) => s,
-        Some(Err(e)) => {
-            join.abandon();
-            return Err(e);
-        }
-    };
-    if let Some(rs) = sandbox {
-        let mut confine = rs.confine();
-        // SAFETY: apply makes a few syscalls and allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || confine.apply());
-        }
-    }
     // The table lock is held across the spawn so a reaper never sees the pid
     // before it is registered.
     let mut table = live();
-    let (cmd, spawned) = shoal_policy::namespaces::spawn_either(cmd, ns.as_mut().map(|(_, w)| w));
-    let child = match spawned {
-        Ok(c) => c,
-        Err(e) => {
-            join.abandon();
-            return Err(e);
+    let pid = match ns {
+        Some(w) => {
+            use shoal_policy::namespaces::{launch, Launch, Stdio as Io};
+            let child_join = join.child();
+            let launched = child_join.procs().and_then(|procs| {
+                let l = Launch {
+                    env: env.collect(),
+                    cwd: &spec.cwd,
+                    stdin: Io::Fd(slave.try_clone()?),
+                    stdout: Io::Fd(slave.try_clone()?),
+                    stderr: Io::Fd(slave),
+                    pty: true,
+                    procs,
+                };
+                launch(w, l)
+            });
+            match launched {
+                Ok(l) => {
+                    let pid = l.child.id() as i32;
+                    shoal_policy::namespaces::remember(l.child);
+                    pid
+                }
+                Err(e) => {
+                    drop(table);
+                    join.abandon();
+                    return Err(e);
+                }
+            }
+        }
+        None => {
+            let mut cmd = Command::new(&program);
+            cmd.arg0(&spec.cmd).args(&spec.args);
+            cmd.current_dir(&spec.cwd)
+                .env_clear()
+                .envs(env)
+                .stdin(Stdio::from(slave.try_clone()?))
+                .stdout(Stdio::from(slave.try_clone()?))
+                .stderr(Stdio::from(slave));
+            // SAFETY: the closure runs in the forked child before exec and calls only
+            // async-signal-safe syscalls (setsid, ioctl) on fd 0, the slave.
+            unsafe {
+                cmd.pre_exec(|| {
+                    rustix::process::setsid()?;
+                    rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?;
+                    Ok(())
+                });
+            }
+            let child_join = join.child();
+            // SAFETY: apply writes to an open descriptor; it allocates nothing.
+            unsafe {
+                cmd.pre_exec(move || child_join.apply());
+            }
+            // Leash: the principal's filesystem grants, enforced by Landlock.
+            let tty = std::path::PathBuf::from(&tty);
+            let spawned = match shoal_policy::landlock::prepare(Some(&tty), &program) {
+                Ok(Some(rs)) => {
+                    let mut confine = rs.confine();
+                    // SAFETY: apply makes a few syscalls and allocates nothing.
+                    unsafe {
+                        cmd.pre_exec(move || confine.apply());
+                    }
+                    cmd.spawn()
+                }
+                Ok(None) => cmd.spawn(),
+                Err(e) => Err(e),
+            };
+            // The parent's copies of the slave close with `cmd`: EOF needs that.
+            drop(cmd);
+            match spawned {
+                // Reaped by pid ([`reap`]), not through the handle.
+                Ok(child) => child.id() as i32,
+                Err(e) => {
+                    drop(table);
+                    join.abandon();
+                    return Err(e);
+                }
+            }
         }
     };
-    let pid = child.id() as i32;
     table.insert(pid, join.started(pid));
-    if let Some((_, w)) = ns {
-        shoal_policy::namespaces::remember(pid, w);
-    }
     drop(table);
-    // The parent's copies of the slave close here: EOF needs that.
-    drop(cmd);
-    drop(child);
     let pidfd = match rustix::process::Pid::from_raw(pid)
         .ok_or_else(|| io::Error::other("bad pid"))
         .and_then(|p| {
@@ -259,9 +276,21 @@ pub fn kill_group(pid: i32) -> bool {
 /// Reap a PTY child that has exited (its pidfd is readable), first killing
 /// what is left of its process group. `None` while it still runs.
 pub fn reap(pid: i32) -> Option<Exit> {
-    let mut table = live();
+    let table = live();
     if !table.contains_key(&pid) {
         return None;
+    }
+    // A program in namespaces is the broker's child, reaped there.
+    if let Some(r) = shoal_policy::namespaces::try_reap(pid) {
+        let exit = match r {
+            Ok(None) => return None,
+            Ok(Some(raw)) => Exit::from_wait(raw),
+            Err(_) => Exit {
+                status: None,
+                signal: None,
+            },
+        };
+        return Some(forget(table, pid, exit));
     }
     // Peek first (WNOWAIT): the exited leader stays a zombie, pinning its
     // pgid while the rest of its group is killed, then it is reaped.
@@ -279,24 +308,30 @@ pub fn reap(pid: i32) -> Option<Exit> {
     }
     let exit = match rustix::process::waitpid(Some(child), WaitOptions::NOHANG) {
         Ok(None) => return None,
-        Ok(Some((_, st))) => {
-            Exit::from_wait(shoal_policy::namespaces::exit_status(pid, st.as_raw()))
-        }
+        Ok(Some((_, st))) => Exit::from_wait(st.as_raw()),
         // ECHILD: someone else reaped it; the status is lost.
         Err(_) => Exit {
             status: None,
             signal: None,
         },
     };
+    Some(forget(table, pid, exit))
+}
+
+/// `pid` was reaped: out of the table; what left its group is still in its
+/// cgroup, killed, and the cgroup removed once it is empty (bounded).
+fn forget(
+    mut table: std::sync::MutexGuard<'static, BTreeMap<i32, shoal_base::procs::Tracked>>,
+    pid: i32,
+    exit: Exit,
+) -> Exit {
     let tracked = table.remove(&pid);
     drop(table);
-    // What left the group is still in its cgroup: killed, and the cgroup
-    // removed once it is empty (bounded).
     if let Some(t) = tracked {
         t.kill();
         t.remove_when_empty(Duration::from_secs(1));
     }
-    Some(exit)
+    exit
 }
 
 /// Wait (bounded) until `pid` is reaped.

@@ -58,9 +58,9 @@ const STATIC_LOCKS_ALLOWED: &[(&str, &str, &str)] = &[
         "each principal's namespace mode, beside the Leash runtime the process installs once",
     ),
     (
-        "crates/shoal-policy/src/namespaces/mod.rs",
+        "crates/shoal-policy/src/namespaces/launch.rs",
         "PTY",
-        "status pipes of namespaced PTY children, read when the process reaps them",
+        "the process's namespaced PTY children, which its broker started, until it reaps them",
     ),
     (
         "crates/shoal-base/src/procs/mod.rs",
@@ -70,7 +70,7 @@ const STATIC_LOCKS_ALLOWED: &[(&str, &str, &str)] = &[
     (
         "crates/shoal-policy/src/namespaces/mod.rs",
         "ENGINE",
-        "the one unconfined broker thread the process starts token children from",
+        "the one namespace broker process the process starts token children through",
     ),
     (
         "crates/shoal-lang/src/shell/process.rs",

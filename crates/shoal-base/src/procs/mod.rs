@@ -25,7 +25,7 @@ pub use signal::signal_name;
 use std::cell::RefCell;
 use std::fs;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -374,6 +374,15 @@ impl ChildJoin {
     /// for it (the session's cgroups went with its close), does not start:
     /// it would run where no kill reaches it. Without cgroups there is no
     /// leaf to join.
+    /// For a child another process starts (a namespace broker's): the
+    /// `cgroup.procs` it must join first, or why it must not start.
+    pub fn procs(&self) -> io::Result<Option<BorrowedFd<'_>>> {
+        if self.refused {
+            return Err(io::Error::from_raw_os_error(libc_esrch()));
+        }
+        Ok(self.procs.as_ref().map(|fd| fd.as_fd()))
+    }
+
     pub fn apply(&self) -> io::Result<()> {
         if self.refused {
             return Err(io::Error::from_raw_os_error(libc_esrch()));

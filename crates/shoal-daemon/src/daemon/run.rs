@@ -124,8 +124,8 @@ pub fn run(opts: DaemonOptions) -> i32 {
     );
     protected.push(shoal_value::output::spill_dir());
     shoal_policy::confine::protect(protected);
-    // Token children in namespaces where bubblewrap is installed; the
-    // broker thread that starts them is unconfined, so it starts here.
+    // Token PTY programs in namespaces where bubblewrap is installed,
+    // started by a broker process (at the first of them).
     match std::env::current_exe() {
         Ok(exe) => {
             // A token-owned session evaluates in a worker process of this binary.

@@ -210,16 +210,19 @@ fn confine(init: &Init) -> Result<Worker, String> {
         .sandbox
         .as_deref()
         .ok_or_else(|| format!("principal {} has no sandbox", init.principal))?;
-    // Landlock forbids mounting, so the one thread that starts children in
-    // the principal's namespaces starts now, before the confinement: it
-    // takes spawn requests from this process's evaluation threads only.
+    // Landlock forbids mounting, so the process that starts children in
+    // the principal's namespaces (the broker) starts now, before the
+    // confinement; this process keeps no unconfined thread.
     let mode = shoal_policy::runtime()
         .policy
         .get(&init.principal)
         .map_or(shoal_policy::namespaces::Mode::Auto, |p| p.namespaces);
     if mode != shoal_policy::namespaces::Mode::Off {
         match std::env::current_exe() {
-            Ok(exe) => shoal_policy::namespaces::init(exe, config.limits.token_tmp),
+            Ok(exe) => {
+                shoal_policy::namespaces::init(exe, config.limits.token_tmp);
+                shoal_policy::namespaces::start_broker();
+            }
             Err(e) => tracing::warn!("no namespaces for this worker's children: {e}"),
         }
     }

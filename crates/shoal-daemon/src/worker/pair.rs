@@ -128,26 +128,12 @@ impl Pair {
         out.write_all(&line).map_err(|_| GONE.to_string())
     }
 
-    /// Send `frame` with `fds` (at most [`MAX_FDS`]) attached to its first byte.
+    /// Send `frame` with `fds` attached to its first byte.
     fn send_fds(&self, frame: &Json, fds: &[BorrowedFd<'_>]) -> Result<(), String> {
-        use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-        if fds.len() > MAX_FDS {
-            return Err(format!("at most {MAX_FDS} descriptors go with a frame"));
-        }
         let mut line = serde_json::to_vec(frame).map_err(|e| e.to_string())?;
         line.push(b'\n');
-        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
-        let mut control = SendAncillaryBuffer::new(&mut space);
-        control.push(SendAncillaryMessage::ScmRights(fds));
-        let mut out = self.out.locked();
-        let n = rustix::net::sendmsg(
-            &*out,
-            &[io::IoSlice::new(&line)],
-            &mut control,
-            SendFlags::empty(),
-        )
-        .map_err(|_| GONE.to_string())?;
-        out.write_all(&line[n..]).map_err(|_| GONE.to_string())
+        let out = self.out.locked();
+        shoal_base::fdlines::send(&out, &line, fds).map_err(|_| GONE.to_string())
     }
 
     /// Send `body` and wait for its reply (an `err` reply, or the other end
@@ -236,73 +222,34 @@ impl Pair {
     }
 }
 
-/// The most descriptors one frame carries.
-const MAX_FDS: usize = 4;
-
 /// The longest frame either end reads: past it the other end is not
 /// speaking the protocol (a worker's values are bounded by its memory
 /// budget well below it), and the pair closes.
 pub const MAX_FRAME: usize = 256 << 20;
 
 /// The frames one end reads: lines of JSON, and the descriptors that came
-/// with them (a frame marked `"fds": n` takes the next `n`; the kernel
-/// delivers descriptors with the first byte of the frame they were sent
-/// with, so they are here by the time their frame is).
+/// with them (a frame marked `"fds": n` takes the next `n`).
 #[derive(Default)]
-struct Frames {
-    buf: Vec<u8>,
-    /// How much of `buf` holds no newline (each byte is looked at once).
-    scanned: usize,
-    fds: std::collections::VecDeque<OwnedFd>,
-}
+struct Frames(shoal_base::fdlines::Lines);
 
 impl Frames {
     /// The next frame (`None`: the other end closed the pair, or sent
     /// something that is not a frame).
     fn next(&mut self, stream: &UnixStream) -> Option<(Json, Vec<OwnedFd>)> {
-        use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
-        loop {
-            if let Some(i) = self.buf[self.scanned..].iter().position(|b| *b == b'\n') {
-                let nl = self.scanned + i;
-                let line: Vec<u8> = self.buf.drain(..=nl).collect();
-                self.scanned = 0;
-                let Ok(frame) = serde_json::from_slice::<Json>(&line) else {
-                    tracing::error!("a worker pair frame is not JSON; closing the pair");
-                    return None;
-                };
-                let n = frame.get("fds").and_then(Json::as_u64).unwrap_or(0) as usize;
-                let fds = self.fds.drain(..n.min(self.fds.len())).collect();
-                return Some((frame, fds));
-            }
-            self.scanned = self.buf.len();
-            if self.buf.len() > MAX_FRAME {
+        let line = match self.0.next(stream, MAX_FRAME) {
+            Ok(l) => l,
+            Err(shoal_base::fdlines::End::Closed) => return None,
+            Err(shoal_base::fdlines::End::TooLong) => {
                 tracing::error!("a worker pair frame is over {MAX_FRAME} bytes; closing the pair");
                 return None;
             }
-            let mut chunk = vec![0u8; 64 << 10];
-            let mut space =
-                [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_FDS))];
-            let mut control = RecvAncillaryBuffer::new(&mut space);
-            let got = rustix::net::recvmsg(
-                stream,
-                &mut [io::IoSliceMut::new(&mut chunk)],
-                &mut control,
-                RecvFlags::CMSG_CLOEXEC,
-            );
-            match got {
-                Ok(m) if m.bytes == 0 => return None,
-                Ok(m) => {
-                    for msg in control.drain() {
-                        if let RecvAncillaryMessage::ScmRights(fds) = msg {
-                            self.fds.extend(fds);
-                        }
-                    }
-                    self.buf.extend_from_slice(&chunk[..m.bytes]);
-                }
-                Err(rustix::io::Errno::INTR) => {}
-                Err(_) => return None,
-            }
-        }
+        };
+        let Ok(frame) = serde_json::from_slice::<Json>(&line) else {
+            tracing::error!("a worker pair frame is not JSON; closing the pair");
+            return None;
+        };
+        let n = frame.get("fds").and_then(Json::as_u64).unwrap_or(0) as usize;
+        Some((frame, self.0.take_fds(n)))
     }
 }
 

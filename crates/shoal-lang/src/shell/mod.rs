@@ -6,6 +6,7 @@
 pub mod builtins;
 pub mod glob;
 pub use shoal_base::lookup;
+mod child;
 pub mod process;
 #[doc(hidden)]
 pub mod procstat;

@@ -22,7 +22,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -34,6 +34,7 @@ use shoal_base::sync::Locked;
 use shoal_value::output::{OutputSink, OutputTail, SpillQuota, MEM_LIMIT};
 use shoal_value::OutputBytes;
 
+use super::child::{Pipes, Proc};
 use crate::interrupt::Interrupter;
 
 /// Bytes of stdout (and, separately, of stderr) kept in memory per process
@@ -161,11 +162,6 @@ pub fn signal_group(pid: u32, sig: i32) {
     }
 }
 
-fn pidfd_open(pid: u32) -> Option<OwnedFd> {
-    let pid = rustix::process::Pid::from_raw(pid as i32)?;
-    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
-}
-
 /// Wait until the child has exited (without reaping it) for at most `d`.
 /// Returns whether it exited. Without a pidfd, waits `d` and says no.
 fn wait_exit_for(pidfd: Option<&OwnedFd>, d: Duration) -> bool {
@@ -189,7 +185,7 @@ pub const CANCEL_GRACE: Duration = Duration::from_secs(3);
 /// End the child's process group: SIGINT, SIGTERM after [`CANCEL_GRACE`],
 /// SIGKILL after as long again; then reap it. A stopped (suspended) group is
 /// continued so it sees the signals.
-fn kill_and_reap(child: &mut Child, pidfd: Option<&OwnedFd>) {
+fn kill_and_reap(child: &mut Proc, pidfd: Option<&OwnedFd>) {
     let pid = child.id();
     let mut exited = false;
     for sig in [libc::SIGINT, libc::SIGTERM] {
@@ -209,14 +205,14 @@ fn kill_and_reap(child: &mut Child, pidfd: Option<&OwnedFd>) {
     // The leader is gone (or never listened): make sure the whole group is.
     signal_group(pid, libc::SIGKILL);
     if !exited && pidfd.is_none() {
-        let _ = child.kill();
+        child.kill();
     }
     let _ = child.wait();
 }
 
 /// Without a pidfd: poll `try_wait` for at most `d` (the leader is not
 /// reaped before the deadline only if it is still running).
-fn wait_exit_polling(child: &mut Child, d: Duration) -> bool {
+fn wait_exit_polling(child: &mut Proc, d: Duration) -> bool {
     let deadline = Instant::now() + d;
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
@@ -244,90 +240,113 @@ pub fn run(spec: SpawnSpec, intr: &Interrupter) -> Result<ProcResult, RunError> 
     shoal_policy::run_gate::spawn(&spec.program).map_err(RunError::Denied)?;
     let start = Instant::now();
     // Leash: a token principal's child in kernel namespaces (bubblewrap),
-    // confined inside them; `None`: confined here, below.
-    let mut ns = shoal_policy::namespaces::wrap(&spec.program, &spec.argv0, &spec.args, &spec.cwd)
+    // confined inside them and started by the namespace broker; `None`:
+    // started and confined here.
+    let ns = shoal_policy::namespaces::wrap(&spec.program, &spec.argv0, &spec.args, &spec.cwd)
         .map_err(RunError::Spawn)?;
-    let mut cmd = match ns.as_mut() {
-        Some((c, _)) => std::mem::replace(c, Command::new("/")),
-        None => {
-            let mut c = Command::new(&spec.program);
-            c.arg0(&spec.argv0);
-            c.args(&spec.args);
-            c
-        }
-    };
-    cmd.current_dir(&spec.cwd);
-    cmd.env_clear();
-    cmd.envs(
-        spec.env
-            .iter()
-            .filter(|(k, _)| shoal_policy::landlock::passes_env(&k.to_string_lossy()))
-            .map(|(k, v)| (k, v)),
-    );
-    cmd.process_group(0);
-    let mut feed: Option<OutputBytes> = None;
-    match spec.stdin {
-        StdinSpec::Null => {
-            cmd.stdin(Stdio::null());
-        }
-        StdinSpec::Bytes(b) => {
-            cmd.stdin(Stdio::piped());
-            feed = Some(b);
-        }
-        StdinSpec::File(f) => {
-            cmd.stdin(Stdio::from(f));
-        }
-    }
-    let capture_stdout = match spec.stdout {
-        StdoutSpec::Capture => {
-            cmd.stdout(Stdio::piped());
-            true
-        }
-        StdoutSpec::File(f) => {
-            cmd.stdout(Stdio::from(f));
-            false
-        }
-    };
-    cmd.stderr(Stdio::piped());
+    let env: Vec<(OsString, OsString)> = spec
+        .env
+        .into_iter()
+        .filter(|(k, _)| shoal_policy::landlock::passes_env(&k.to_string_lossy()))
+        .collect();
     // The program's home (docs/processes.md): the child joins its cgroup
     // first, before any confinement could forbid the write.
     let join = shoal_base::procs::prepare(None, false);
-    let child_join = join.child();
-    // SAFETY: apply writes to an open descriptor and calls prctl; it
-    // allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || child_join.apply());
-    }
-    // Leash: the principal's filesystem grants, enforced by Landlock.
-    let sandbox = match ns
-        .is_none()
-        .then(|| shoal_policy::landlock::prepare(None, &spec.program))
-    {
-        None => None,
-        Some(Ok(s)) => s,
-        Some(Err(e)) => {
-            join.abandon();
-            return Err(RunError::Spawn(e));
+    let mut feed: Option<OutputBytes> = None;
+    let capture_stdout = matches!(spec.stdout, StdoutSpec::Capture);
+    let started = match ns {
+        Some(w) => {
+            use shoal_policy::namespaces::{launch, Launch, Stdio as Io};
+            let child_join = join.child();
+            let launched = child_join.procs().and_then(|procs| {
+                let stdin = match spec.stdin {
+                    StdinSpec::Null => Io::Null,
+                    StdinSpec::Bytes(b) => {
+                        feed = Some(b);
+                        Io::Piped
+                    }
+                    StdinSpec::File(f) => Io::Fd(f.into()),
+                };
+                let stdout = match spec.stdout {
+                    StdoutSpec::Capture => Io::Piped,
+                    StdoutSpec::File(f) => Io::Fd(f.into()),
+                };
+                let l = Launch {
+                    env,
+                    cwd: &spec.cwd,
+                    stdin,
+                    stdout,
+                    stderr: Io::Piped,
+                    pty: false,
+                    procs,
+                };
+                launch(w, l)
+            });
+            launched.map(|l| {
+                let pipes = Pipes::of_fds(l.stdin, l.stdout, l.stderr);
+                (Proc::Brokered(l.child), pipes)
+            })
+        }
+        None => {
+            let mut cmd = Command::new(&spec.program);
+            cmd.arg0(&spec.argv0);
+            cmd.args(&spec.args);
+            cmd.current_dir(&spec.cwd);
+            cmd.env_clear();
+            cmd.envs(env);
+            cmd.process_group(0);
+            match spec.stdin {
+                StdinSpec::Null => {
+                    cmd.stdin(Stdio::null());
+                }
+                StdinSpec::Bytes(b) => {
+                    cmd.stdin(Stdio::piped());
+                    feed = Some(b);
+                }
+                StdinSpec::File(f) => {
+                    cmd.stdin(Stdio::from(f));
+                }
+            }
+            match spec.stdout {
+                StdoutSpec::Capture => cmd.stdout(Stdio::piped()),
+                StdoutSpec::File(f) => cmd.stdout(Stdio::from(f)),
+            };
+            cmd.stderr(Stdio::piped());
+            let child_join = join.child();
+            // SAFETY: apply writes to an open descriptor and calls prctl; it
+            // allocates nothing.
+            unsafe {
+                cmd.pre_exec(move || child_join.apply());
+            }
+            // Leash: the principal's filesystem grants, enforced by Landlock.
+            match shoal_policy::landlock::prepare(None, &spec.program) {
+                Ok(Some(rs)) => {
+                    let mut confine = rs.confine();
+                    // SAFETY: apply makes a few syscalls and allocates nothing.
+                    unsafe {
+                        cmd.pre_exec(move || confine.apply());
+                    }
+                    Ok(())
+                }
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            }
+            .and_then(|()| cmd.spawn())
+            .map(|mut c| {
+                let pipes = Pipes::of_child(&mut c);
+                (Proc::Own(c), pipes)
+            })
+            // `cmd` holds the parent's copies of redirect files; they close
+            // here so the child is the only holder.
         }
     };
-    if let Some(rs) = sandbox {
-        let mut confine = rs.confine();
-        // SAFETY: apply makes a few syscalls and allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || confine.apply());
-        }
-    }
-    let (cmd, spawned) = shoal_policy::namespaces::spawn_either(cmd, ns.as_mut().map(|(_, w)| w));
-    let child = match spawned {
-        Ok(c) => c,
+    let (child, pipes) = match started {
+        Ok(x) => x,
         Err(e) => {
             join.abandon();
             return Err(RunError::Spawn(e));
         }
     };
-    // `cmd` holds the parent's copies of redirect files; drop them now so the
-    // child is the only holder.
-    drop(cmd);
     let pid = child.id();
     // Removes the program's cgroup once it is reaped and nothing is left in it.
     let tracked = join.started(pid as i32);
@@ -335,8 +354,9 @@ pub fn run(spec: SpawnSpec, intr: &Interrupter) -> Result<ProcResult, RunError> 
         slot.store(pid, Ordering::SeqCst);
     }
     let slot = spec.pid_slot.clone();
-    let mut result = wait_child(
+    let result = wait_child(
         child,
+        pipes,
         &tracked,
         feed,
         capture_stdout,
@@ -344,14 +364,6 @@ pub fn run(spec: SpawnSpec, intr: &Interrupter) -> Result<ProcResult, RunError> 
         intr,
         start,
     );
-    // In namespaces: the program's own status (the child that waited for it
-    // reports a signal as 128+n); the broker forgets the reaped child.
-    if ns.is_some() {
-        shoal_policy::namespaces::forget(pid as i32);
-    }
-    if let (Some(raw), Ok(r)) = (ns.and_then(|(_, w)| w.status()), result.as_mut()) {
-        (r.status, r.signal) = status_parts(ExitStatus::from_raw(raw));
-    }
     if let Some(slot) = slot {
         slot.store(0, Ordering::SeqCst);
     }
@@ -369,7 +381,7 @@ struct Stream {
     tail: Option<(Arc<OutputTail>, bool)>,
 }
 
-trait ReadFd: Read + AsFd + Send {}
+pub(super) trait ReadFd: Read + AsFd + Send {}
 impl<T: Read + AsFd + Send> ReadFd for T {}
 
 impl Stream {
@@ -438,8 +450,10 @@ impl Stream {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn wait_child(
-    mut child: Child,
+    mut child: Proc,
+    pipes: Pipes,
     tracked: &shoal_base::procs::Tracked,
     feed: Option<OutputBytes>,
     capture_stdout: bool,
@@ -447,23 +461,20 @@ fn wait_child(
     intr: &Interrupter,
     start: Instant,
 ) -> Result<ProcResult, RunError> {
-    let writer = match (feed, child.stdin.take()) {
+    let writer = match (feed, pipes.stdin) {
         (Some(bytes), Some(mut stdin)) => Some(thread::spawn(move || {
             let _ = bytes.write_to(&mut stdin);
             // stdin dropped here: EOF for the child.
         })),
         _ => None,
     };
-    let out_pipe: Option<Box<dyn ReadFd>> = match child.stdout.take() {
-        Some(p) if capture_stdout => Some(Box::new(p)),
-        _ => None,
-    };
-    let err_pipe: Option<Box<dyn ReadFd>> = child.stderr.take().map(|p| Box::new(p) as _);
+    let out_pipe = pipes.stdout.filter(|_| capture_stdout);
+    let err_pipe = pipes.stderr;
     let tail = thread_tail();
     let mut out = Stream::new(out_pipe, quota.clone()).with_tail(tail.clone(), false);
     let mut err = Stream::new(err_pipe, quota).with_tail(tail, true);
     let pid = child.id();
-    let pidfd = pidfd_open(pid);
+    let pidfd = child.pidfd();
     let mut buf = take_buf();
     let mut exit: Option<ExitStatus> = None;
     let mut backoff = Duration::from_micros(100);

@@ -7,12 +7,12 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::Weak;
 
 use rustix::thread::LinkNameSpaceType as NsType;
 use serde::Deserialize;
 
-use super::{pipe, Join, Rules, CONFINE_AT, HOLD_ARG, PASSED};
+use super::broker::HolderSpec;
+use super::{pipe, CONFINE_AT, HOLD_ARG, PASSED};
 
 /// Make `fd` the child's descriptor 3 (open across exec).
 pub(super) fn at_fd3(cmd: &mut Command, fd: RawFd) {
@@ -33,13 +33,13 @@ pub(super) fn at_fd3(cmd: &mut Command, fd: RawFd) {
 }
 
 /// A principal's namespaces, held open by a `bwrap` that runs
-/// `shoal-confine hold` until its stdin closes (or the daemon dies: it is started
-/// `--die-with-parent` by the broker thread, which lives as long as the
-/// daemon). Children join its user, mount, IPC, UTS and (sealed) network
-/// namespaces through the descriptors kept here.
+/// `shoal-confine hold` until its stdin closes (or the broker ends: it is
+/// started `--die-with-parent`). Children join its user, mount, IPC, UTS
+/// and (sealed) network namespaces through the descriptors kept here.
 pub(super) struct Holder {
-    pub(super) rules: Weak<Rules>,
-    pub(super) args: Vec<std::ffi::OsString>,
+    /// Whose it is (a principal's rules, numbered by the spawning process).
+    pub(super) key: u64,
+    pub(super) spec: HolderSpec,
     pub(super) bwrap: Child,
     /// Its end closes the holder.
     _stdin: Option<ChildStdin>,
@@ -58,12 +58,14 @@ impl Drop for Holder {
 }
 
 impl Holder {
-    /// Start `bwrap` with the join's arguments and wait until the holder
+    /// Start `bwrap` with the spec's arguments and wait until the holder
     /// runs inside (its namespaces are then complete); keep them.
-    pub(super) fn start(bwrap: &Path, exe: &Path, join: &Join) -> io::Result<Holder> {
+    pub(super) fn start(bwrap: &Path, exe: &Path, spec: &HolderSpec) -> io::Result<Holder> {
+        use std::os::unix::ffi::OsStrExt;
         let (info_rx, info_tx) = pipe()?;
         let mut cmd = Command::new(bwrap);
-        cmd.arg("--info-fd").arg("3").args(&join.args);
+        cmd.arg("--info-fd").arg("3");
+        cmd.args(spec.args.iter().map(|a| std::ffi::OsStr::from_bytes(&a.0)));
         // The binary itself, read-only (the holder runs it; children exec it).
         cmd.arg("--ro-bind").arg(exe).arg(CONFINE_AT);
         cmd.arg("--").arg(CONFINE_AT).arg(HOLD_ARG);
@@ -110,7 +112,7 @@ impl Holder {
             )
         };
         let fds = (|| -> io::Result<_> {
-            let net = if join.sealed {
+            let net = if spec.sealed {
                 Some(open("net")?)
             } else {
                 None
@@ -124,7 +126,7 @@ impl Holder {
             Ok(f) if alive => f,
             _ => return Err(failed(&mut child, "its namespaces")),
         };
-        // Never join the daemon's own mount namespace.
+        // Never join the broker's own mount namespace.
         let own = rustix::fs::stat("/proc/self/ns/mnt")?;
         if rustix::fs::fstat(&mnt)?.st_ino == own.st_ino {
             return Err(failed(&mut child, "no mount namespace of its own"));
@@ -132,8 +134,8 @@ impl Holder {
         drop(child.stderr.take());
         let stdin = child.stdin.take();
         Ok(Holder {
-            rules: join.rules.clone(),
-            args: join.args.clone(),
+            key: spec.key,
+            spec: spec.clone(),
             bwrap: child,
             _stdin: stdin,
             user,
@@ -144,20 +146,22 @@ impl Holder {
         })
     }
 
-    /// Between fork and exec, `cmd`'s child (the daemon's direct child):
+    /// Between fork and exec, `cmd`'s child (the broker's direct child):
     /// ignore the interrupt signals, join the holder's namespaces, then a
     /// mount and a pid namespace of the child's own; fork. The forked
-    /// process (pid 1 there) mounts its own `/proc` (and `/tmp`), enters the
-    /// cwd, gives up every capability and goes on to exec `shoal-confine run`; the
-    /// first one waits for it and exits as it did, so the daemon keeps a
-    /// direct child to wait on and to signal (both are in its process
-    /// group). When pid 1 ends, so does everything the program left in its
-    /// pid namespace; each dies with its parent (`SIGKILL`).
+    /// process (pid 1 there) mounts its own `/proc`, makes the `noexec`
+    /// paths so, enters `cwd`, gives up every capability and goes on to
+    /// exec `shoal-confine run`; the first one waits for it and exits as it
+    /// did, so the broker keeps a direct child to wait on and to signal
+    /// (both are in its process group). When pid 1 ends, so does
+    /// everything the program left in its pid namespace; each dies with its
+    /// parent (`SIGKILL`).
     pub(super) fn enter_at_exec(
         &self,
         cmd: &mut Command,
-        join: &Join,
-        daemon: rustix::process::Pid,
+        cwd: std::ffi::CString,
+        noexec: Vec<std::ffi::CString>,
+        broker: rustix::process::Pid,
     ) {
         let ns: [(RawFd, NsType); 5] = [
             (self.user.as_raw_fd(), NsType::User),
@@ -169,30 +173,6 @@ impl Holder {
                 NsType::Network,
             ),
         ];
-        let cwd = join.cwd.clone();
-        // Where the token may write, nothing is executable (not even mapped
-        // as code) when its children may run only granted programs: a
-        // program or library it wrote there would run as its own code.
-        let noexec: Vec<std::ffi::CString> = join
-            .rules
-            .upgrade()
-            .filter(|r| r.exec.is_some())
-            .map(|r| {
-                use std::os::unix::ffi::OsStrExt;
-                // The private `/tmp` (and its scratch directory) first: a
-                // grant below it is a mount of its own, made noexec after.
-                [b"/tmp".as_slice()]
-                    .into_iter()
-                    .chain(
-                        r.write
-                            .iter()
-                            .chain(&r.delete)
-                            .map(|p| p.as_os_str().as_bytes()),
-                    )
-                    .filter_map(|p| std::ffi::CString::new(p).ok())
-                    .collect()
-            })
-            .unwrap_or_default();
         // SAFETY: between fork and exec, in the single-threaded child: only
         // system calls (signal, setns, unshare, mount, prctl, fork, waitpid,
         // close_range, _exit) on integers, the descriptors kept by the
@@ -207,8 +187,8 @@ impl Holder {
                 rustix::process::set_parent_process_death_signal(Some(
                     rustix::process::Signal::KILL,
                 ))?;
-                if rustix::process::getppid() != Some(daemon) {
-                    return Err(io::Error::other("the daemon is gone"));
+                if rustix::process::getppid() != Some(broker) {
+                    return Err(io::Error::other("the namespace broker is gone"));
                 }
                 for (fd, kind) in ns {
                     if fd >= 0 {

@@ -12,13 +12,14 @@
 //! IPC and UTS namespaces and, for `hermetic`, a network namespace with
 //! only `lo`.
 //!
-//! Landlock forbids mounting, and the evaluation thread that asks for the
-//! spawn is confined already (every process it forks inherits that). So
-//! an unconfined thread started at [`init`], the *broker*, does the rest:
+//! Landlock forbids mounting, and the process that asks for the spawn may
+//! be confined already (a token's worker confines itself whole; every
+//! process it forks inherits that). So a process of its own started at
+//! [`init`], before any confinement, the *broker* (`shoal-confine broker`,
+//! [`broker`]), does the rest, over a socketpair:
 //!
-//! * it keeps a *holder* per principal's rules ([`holder`]): `bwrap`
-//!   running `shoal-confine hold`, started once, whose namespaces each
-//!   child joins;
+//! * it keeps a *holder* per principal ([`holder`]): `bwrap` running
+//!   `shoal-confine hold`, started once, whose namespaces each child joins;
 //! * it starts each child: the child joins the holder's namespaces, takes a
 //!   mount and a pid namespace of its own, mounts its `/proc` there as its
 //!   pid 1, gives up every capability and execs `shoal-confine run FD RULES
@@ -26,10 +27,10 @@
 //!   [`confine_main`]), which applies the principal's Landlock domain and
 //!   seccomp filters (and `no_new_privs`) to itself, then forks and execs
 //!   the program (the resolved absolute path), waits for it and writes its
-//!   raw wait status to descriptor FD ([`Wrapped::status`],
-//!   [`exit_status`]);
-//! * it signals those children for the confined thread, whose own signals
-//!   Landlock keeps inside its domain ([`signal_group`]).
+//!   raw wait status to descriptor FD ([`Brokered::wait`]);
+//! * it answers with the child's pid and a pidfd, signals the child's
+//!   process group (a confined process's own signals Landlock keeps inside
+//!   its domain) and reaps it when asked ([`Brokered`]).
 //!
 //! Every process of the chain ignores `SIGINT`, `SIGTERM`, `SIGHUP` and
 //! `SIGQUIT` but the program (whose dispositions are reset), so an
@@ -37,34 +38,37 @@
 //! does unconfined; the `SIGKILL` that follows ends the chain, and the end
 //! of the child's pid 1 ends its pid namespace.
 
-use std::collections::BTreeMap;
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use serde::{Deserialize, Serialize};
+use shoal_base::sync::Locked;
 
 use super::landlock::{Net, Rules};
 
+mod broker;
 mod confine;
 mod holder;
+mod launch;
 
+pub use broker::{broker_main, BROKER_ARG};
+use broker::{HolderSpec, Reply, Request, B};
 pub use confine::confine_main;
 pub use holder::hold_main;
-use holder::{at_fd3, Holder};
+pub use launch::{launch, remember, signal_group, try_reap, Brokered, Launch, Launched, Stdio};
 
 /// Where the shoal binary is bound inside the namespace (a top-level name
 /// no grant can cover: grants are cut around `/proc`, so `/` never is one).
 pub const CONFINE_AT: &str = "/.shoal-confine";
 
 /// The program beside the daemon's binary that confines and runs a child
-/// (`shoal-confine run ..`, [`confine_main`]) and holds the namespaces
-/// (`shoal-confine hold`, [`hold_main`]).
+/// (`shoal-confine run ..`, [`confine_main`]), holds the namespaces
+/// (`shoal-confine hold`, [`hold_main`]) and brokers (`shoal-confine
+/// broker`, [`broker_main`]).
 pub const CONFINE_PROGRAM: &str = "shoal-confine";
 
 /// Its subcommand that confines and runs.
@@ -79,53 +83,60 @@ const MAX_HOLDERS: usize = 16;
 
 pub use crate::policy::Namespaces as Mode;
 
-/// A wrapped command, what it joins, and where its start is answered.
-struct Spawn {
-    cmd: Command,
-    join: Join,
-    reply: mpsc::Sender<(Command, io::Result<Child>)>,
-}
-
-/// What the broker does for a confined evaluation thread.
-enum Job {
-    /// Start a wrapped command in its principal's holder.
-    Spawn(Box<Spawn>),
-    /// Signal the process group of a child it started (a confined thread
-    /// may not: the child is outside its Landlock domain), then answer.
-    Signal(i32, i32, mpsc::Sender<bool>),
-    /// The child was reaped: its pid may be reused; never signal it again.
-    Forget(i32),
-    /// End the holders of these rules (their principal's work ended).
-    End(Vec<Weak<Rules>>),
-}
-
 struct Engine {
-    bwrap: Option<PathBuf>,
     /// The size of a holder's private `/tmp` in bytes (`None`: this
     /// bubblewrap has no `--size`, the tmpfs takes the kernel's default).
     tmp_size: Option<u64>,
-    broker: Mutex<mpsc::Sender<Job>>,
+    /// `shoal-confine` and `bwrap`.
+    confine: PathBuf,
+    bwrap: PathBuf,
+    /// Started at its first use, or at [`start_broker`]; `None`: it could
+    /// not be (not tried again: a later start could be from a confined
+    /// thread, whose broker could not mount).
+    broker: OnceLock<Option<broker::Client>>,
 }
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 
 impl Engine {
-    /// Hand `job` to the broker (`Err` gives it back when the broker is gone).
-    fn send(&self, job: Job) -> Result<(), mpsc::SendError<Job>> {
+    fn broker(&self) -> Option<&broker::Client> {
         self.broker
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .send(job)
+            .get_or_init(
+                || match broker::Client::start(&self.confine, Some(&self.bwrap)) {
+                    Ok(b) => Some(b),
+                    Err(e) => {
+                        tracing::warn!("cannot start the namespace broker: {e}");
+                        None
+                    }
+                },
+            )
+            .as_ref()
     }
 }
 
-/// At daemon start, on an unconfined thread, before any token runs: find
-/// `bwrap` on `PATH` and start the broker thread, which owns the holders.
-/// Without `bwrap` every mode but `"require"` falls back to Landlock and
-/// seccomp alone. `tmp_size`: the bytes a holder's private `/tmp` may hold
-/// (`[limits] token_tmp`), where bubblewrap has `--size` (0.10 and some
-/// earlier builds); without it a warning is logged and the tmpfs takes the
-/// kernel's default (half of RAM).
+/// Ask the broker (`Err`: there is none, or it is gone).
+fn call(req: &Request, fds: &[BorrowedFd<'_>]) -> io::Result<(Reply, Vec<OwnedFd>)> {
+    let broker = ENGINE
+        .get()
+        .and_then(Engine::broker)
+        .ok_or_else(|| io::Error::other("the namespace broker is not running"))?;
+    let (reply, fds) = broker.call(req, fds)?;
+    match reply {
+        // A spawn's own failures are system errors.
+        Reply::Failed { errno: Some(n), .. } => Err(io::Error::from_raw_os_error(n)),
+        Reply::Failed { errno: None, msg } => Err(io::Error::other(msg)),
+        r => Ok((r, fds)),
+    }
+}
+
+/// At start, before anything is confined: find `bwrap` on `PATH` and
+/// `shoal-confine` beside `exe`; the broker, which owns the holders, starts
+/// at its first use (or [`start_broker`]). Without `bwrap` every mode but
+/// `"require"` falls back to Landlock and seccomp alone. `tmp_size`: the
+/// bytes a holder's private `/tmp` may hold (`[limits] token_tmp`), where
+/// bubblewrap has `--size` (0.10 and some earlier builds); without it a
+/// warning is logged and the tmpfs takes the kernel's default (half of
+/// RAM).
 pub fn init(exe: PathBuf, tmp_size: u64) {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let path = std::env::var("PATH").ok();
@@ -133,31 +144,34 @@ pub fn init(exe: PathBuf, tmp_size: u64) {
     if !confine.is_file() {
         tracing::warn!(path = %confine.display(), "no shoal-confine beside the daemon: token children run without namespaces");
     }
-    let bwrap = shoal_base::lookup::find_program("bwrap", path.as_deref(), &cwd)
-        .filter(|_| super::landlock::abi() > 0 && confine.is_file());
-    let tmp_size = match &bwrap {
-        Some(b) if has_size_option(b) => Some(tmp_size),
-        Some(b) => {
-            tracing::warn!(bwrap = %b.display(), "this bubblewrap has no --size: a token's private /tmp is not limited by [limits] token_tmp");
-            None
-        }
-        None => None,
-    };
-    let (tx, rx) = mpsc::channel::<Job>();
-    let tool = bwrap.clone();
-    let started = std::thread::Builder::new()
-        .name("shoal-ns-broker".into())
-        .spawn(move || broker(rx, tool, confine));
-    if let Err(e) = started {
-        tracing::warn!("cannot start the namespace broker: {e}");
+    let Some(bwrap) = shoal_base::lookup::find_program("bwrap", path.as_deref(), &cwd)
+        .filter(|_| super::landlock::abi() > 0 && confine.is_file())
+    else {
+        tracing::info!("no bubblewrap: token children run without namespaces");
         return;
-    }
-    tracing::info!(bwrap = ?bwrap, tmp_size = ?tmp_size, "namespaces for token children");
+    };
+    let tmp_size = if has_size_option(&bwrap) {
+        Some(tmp_size)
+    } else {
+        tracing::warn!(bwrap = %bwrap.display(), "this bubblewrap has no --size: a token's private /tmp is not limited by [limits] token_tmp");
+        None
+    };
+    tracing::info!(bwrap = %bwrap.display(), tmp_size = ?tmp_size, "namespaces for token children");
     let _ = ENGINE.set(Engine {
-        bwrap,
         tmp_size,
-        broker: Mutex::new(tx),
+        confine,
+        bwrap,
+        broker: OnceLock::new(),
     });
+}
+
+/// Start the broker now (a process about to confine itself: it could not
+/// later). Without it (no bubblewrap, or it failed to start) namespaces
+/// are not [`available`].
+pub fn start_broker() {
+    if let Some(e) = ENGINE.get() {
+        e.broker();
+    }
 }
 
 /// Does `bwrap --help` list `--size` (the size of the next `--tmpfs`)?
@@ -174,99 +188,72 @@ fn has_size_option(bwrap: &Path) -> bool {
         })
 }
 
-/// The broker: starts each wrapped child in its principal's holder
-/// (starting the holder first where there is none), one at a time.
-fn broker(rx: mpsc::Receiver<Job>, bwrap: Option<PathBuf>, exe: PathBuf) {
-    let mut holders: Vec<Holder> = Vec::new();
-    // The direct children started here and not yet reaped.
-    let mut started: std::collections::BTreeSet<i32> = Default::default();
-    let daemon = rustix::process::getpid();
-    for job in rx {
-        let Spawn {
-            mut cmd,
-            join,
-            reply,
-        } = match job {
-            Job::Spawn(s) => *s,
-            Job::Signal(pid, sig, reply) => {
-                let sent = started.contains(&pid)
-                    && rustix::process::Pid::from_raw(pid)
-                        .zip(rustix::process::Signal::from_named_raw(sig))
-                        .is_some_and(|(p, s)| rustix::process::kill_process_group(p, s).is_ok());
-                let _ = reply.send(sent);
-                continue;
-            }
-            Job::Forget(pid) => {
-                started.remove(&pid);
-                continue;
-            }
-            Job::End(rules) => {
-                // Dropping a holder ends its `bwrap` (and with it the namespaces);
-                // those of rules nobody holds go too.
-                holders.retain(|h| {
-                    h.rules.strong_count() > 0 && !rules.iter().any(|r| Weak::ptr_eq(&h.rules, r))
-                });
-                continue;
-            }
-        };
-        // Holders of rules no principal has any more, and dead ones, go.
-        holders
-            .retain_mut(|h| h.rules.strong_count() > 0 && matches!(h.bwrap.try_wait(), Ok(None)));
-        let found = holders
-            .iter()
-            .position(|h| Weak::ptr_eq(&h.rules, &join.rules) && h.args == join.args);
-        let at = match (found, &bwrap) {
-            (Some(i), _) => Ok(i),
-            (None, Some(b)) => Holder::start(b, &exe, &join).map(|h| {
-                if holders.len() >= MAX_HOLDERS {
-                    holders.remove(0);
-                }
-                holders.push(h);
-                holders.len() - 1
-            }),
-            (None, None) => Err(io::Error::other("bubblewrap is not available")),
-        };
-        let r = at.and_then(|i| {
-            holders[i].enter_at_exec(&mut cmd, &join, daemon);
-            cmd.spawn()
-        });
-        if let Ok(c) = &r {
-            started.insert(c.id() as i32);
-        }
-        let _ = reply.send((cmd, r));
-    }
-}
-
-/// Is bubblewrap used for token children (found at start)?
+/// Is bubblewrap used for token children (found at start, and its broker
+/// not known to have failed to start)?
 pub fn available() -> bool {
-    ENGINE.get().is_some_and(|e| e.bwrap.is_some())
+    ENGINE
+        .get()
+        .is_some_and(|e| e.broker.get().is_none_or(Option::is_some))
 }
 
-/// Token principals' rules, each with its principal and mode.
-static MODES: Mutex<Vec<(Weak<Rules>, Mode, String)>> = Mutex::new(Vec::new());
+/// Has the broker started (so holders may be running)?
+fn running() -> bool {
+    ENGINE
+        .get()
+        .is_some_and(|e| e.broker.get().is_some_and(Option::is_some))
+}
+
+/// A token principal's rules, with its mode and the number its holders go by.
+struct Registered {
+    rules: Weak<Rules>,
+    mode: Mode,
+    principal: String,
+    key: u64,
+}
+
+/// Token principals' rules.
+static MODES: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
 
 /// The mode of `principal`, whose children `rules` confine.
 pub fn register(rules: &Arc<Rules>, mode: Mode, principal: &str) {
-    let mut m = MODES.lock().unwrap_or_else(|e| e.into_inner());
-    m.retain(|(w, _, _)| w.strong_count() > 0);
-    m.push((Arc::downgrade(rules), mode, principal.to_string()));
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let mut m = MODES.locked();
+    m.retain(|r| r.rules.strong_count() > 0);
+    m.push(Registered {
+        rules: Arc::downgrade(rules),
+        mode,
+        principal: principal.to_string(),
+        key: NEXT.fetch_add(1, Ordering::Relaxed),
+    });
 }
 
-fn mode_of(rules: &Arc<Rules>) -> Mode {
-    let m = MODES.lock().unwrap_or_else(|e| e.into_inner());
+/// The mode and key of `rules` (unregistered: `"auto"`, key 0).
+fn mode_of(rules: &Arc<Rules>) -> (Mode, u64) {
+    let m = MODES.locked();
     m.iter()
-        .find(|(w, _, _)| w.upgrade().is_some_and(|r| Arc::ptr_eq(&r, rules)))
-        .map_or(Mode::Auto, |(_, mode, _)| *mode)
+        .find(|r| r.rules.upgrade().is_some_and(|r| Arc::ptr_eq(&r, rules)))
+        .map_or((Mode::Auto, 0), |r| (r.mode, r.key))
+}
+
+/// The keys of live rules but those of `except`.
+fn live_keys(except: Option<&str>) -> Vec<u64> {
+    let m = MODES.locked();
+    let mut keys: Vec<u64> = m
+        .iter()
+        .filter(|r| r.rules.strong_count() > 0 && Some(r.principal.as_str()) != except)
+        .map(|r| r.key)
+        .collect();
+    keys.push(0);
+    keys
 }
 
 /// The token principals whose rules are live (a session or connection holds them).
 pub fn principals() -> std::collections::BTreeSet<String> {
     MODES
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+        .locked()
         .iter()
-        .filter(|(w, _, _)| w.strong_count() > 0)
-        .map(|(_, _, p)| p.clone())
+        .filter(|r| r.rules.strong_count() > 0)
+        .map(|r| r.principal.clone())
         .collect()
 }
 
@@ -274,18 +261,13 @@ pub fn principals() -> std::collections::BTreeSet<String> {
 /// namespaces, and the private `/tmp` they hold, go. A later command of the
 /// principal (a new token) starts a new holder.
 pub fn end_principal(principal: &str) {
-    let rules: Vec<Weak<Rules>> = MODES
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .filter(|(w, _, p)| p == principal && w.strong_count() > 0)
-        .map(|(w, _, _)| w.clone())
-        .collect();
-    if rules.is_empty() {
-        return;
-    }
-    if let Some(engine) = ENGINE.get() {
-        let _ = engine.send(Job::End(rules));
+    if running() {
+        let _ = call(
+            &Request::Keep {
+                live: live_keys(Some(principal)),
+            },
+            &[],
+        );
     }
 }
 
@@ -293,55 +275,37 @@ pub fn end_principal(principal: &str) {
 /// connection that has closed since): without this they would wait for the
 /// next spawn to be pruned.
 pub fn prune() {
-    if let Some(engine) = ENGINE.get() {
-        let _ = engine.send(Job::End(Vec::new()));
+    if running() {
+        let _ = call(
+            &Request::Keep {
+                live: live_keys(None),
+            },
+            &[],
+        );
     }
 }
 
-/// What a child needs to join its principal's namespaces: which holder
-/// (the principal's rules and the holder's `bwrap` arguments), and what it
-/// mounts and where it starts on its own.
+/// What a child needs to join its principal's namespaces: which holder,
+/// and what it mounts and where it starts on its own.
 #[derive(Debug)]
 struct Join {
-    rules: Weak<Rules>,
-    args: Vec<OsString>,
-    sealed: bool,
-    cwd: CString,
+    holder: HolderSpec,
+    cwd: PathBuf,
+    /// Where the principal may write, when its children may run only
+    /// granted programs: nothing there is executable (not even mapped as
+    /// code), or a program or library it wrote would run as its own code.
+    noexec: Vec<PathBuf>,
 }
 
-/// A child started in namespaces: the read end of its status pipe (and,
-/// until the spawn, the write end and what it joins).
+/// A program to start in namespaces ([`wrap`], then [`launch`]).
 #[derive(Debug)]
 pub struct Wrapped {
-    status_rx: OwnedFd,
-    status_tx: Option<OwnedFd>,
-    join: Option<Join>,
+    /// The arguments of [`CONFINE_AT`].
+    args: Vec<OsString>,
+    join: Join,
 }
 
-impl Wrapped {
-    /// The program's raw wait status, once the child has been reaped
-    /// (`None`: it never got that far; use what the child reported).
-    pub fn status(&self) -> Option<i32> {
-        let mut buf = [0u8; 4];
-        // Non-blocking: every holder of the write end is gone once the
-        // child is reaped, but a read must never hang the run.
-        if let Ok(fl) = rustix::fs::fcntl_getfl(&self.status_rx) {
-            let _ = rustix::fs::fcntl_setfl(&self.status_rx, fl | rustix::fs::OFlags::NONBLOCK);
-        }
-        let mut got = 0;
-        while got < 4 {
-            match rustix::io::read(&self.status_rx, &mut buf[got..]) {
-                Ok(0) => return None,
-                Ok(n) => got += n,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(_) => return None,
-            }
-        }
-        Some(i32::from_le_bytes(buf))
-    }
-}
-
-/// The command that runs `program` in the namespaces of the current
+/// The wrapped program for `program` in the namespaces of the current
 /// thread's rules (`landlock::current`), or `None` when the child is not
 /// put in namespaces (the local user, `"off"`, no bubblewrap under
 /// `"auto"`). Errors: `"require"` without bubblewrap; rules that cannot be
@@ -351,14 +315,14 @@ pub fn wrap(
     argv0: &OsStr,
     args: &[impl AsRef<OsStr>],
     cwd: &Path,
-) -> io::Result<Option<(Command, Wrapped)>> {
+) -> io::Result<Option<Wrapped>> {
     let Some(rules) = super::landlock::current() else {
         return Ok(None);
     };
     if !rules.token {
         return Ok(None);
     }
-    let mode = mode_of(&rules);
+    let (mode, key) = mode_of(&rules);
     match (mode, available()) {
         (Mode::Off, _) | (Mode::Auto, false) => return Ok(None),
         (Mode::Require, false) => {
@@ -377,26 +341,35 @@ pub fn wrap(
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let prepared = prepared(&rules)?;
     let (plan, encoded) = (&prepared.plan, &prepared.encoded);
-    let c_cwd = CString::new(cwd.as_os_str().as_bytes())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
-    let mut cmd = Command::new(CONFINE_AT);
-    cmd.arg(CONFINE_ARG).arg("3").arg(encoded);
-    cmd.arg(&program).arg(argv0).args(args);
-    let (rx, tx) = pipe()?;
-    let join = Join {
-        rules: Arc::downgrade(&rules),
-        args: plan.holder_args(&cwd),
-        sealed: plan.sealed,
-        cwd: c_cwd,
+    let mut a: Vec<OsString> = vec![CONFINE_ARG.into(), "3".into(), encoded.into()];
+    a.push(program.into_os_string());
+    a.push(argv0.to_os_string());
+    a.extend(args.iter().map(|x| x.as_ref().to_os_string()));
+    // The private `/tmp` (and its scratch directory) first: a grant below
+    // it is a mount of its own, made noexec after.
+    let noexec = match rules.exec {
+        Some(_) => std::iter::once(PathBuf::from("/tmp"))
+            .chain(rules.write.iter().chain(&rules.delete).cloned())
+            .collect(),
+        None => Vec::new(),
     };
-    Ok(Some((
-        cmd,
-        Wrapped {
-            status_rx: rx,
-            status_tx: Some(tx),
-            join: Some(join),
+    let holder = HolderSpec {
+        key,
+        args: plan
+            .holder_args(&cwd)
+            .iter()
+            .map(|a| B::from(a.as_os_str()))
+            .collect(),
+        sealed: plan.sealed,
+    };
+    Ok(Some(Wrapped {
+        args: a,
+        join: Join {
+            holder,
+            cwd,
+            noexec,
         },
-    )))
+    }))
 }
 
 /// A principal's [`Plan`] and its inner rules as `shoal-confine` receives
@@ -436,88 +409,6 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// The signals every process of the tree but the program ignores.
 const PASSED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
-
-/// Start `cmd`: on the broker when [`wrap`] wrapped it (`w`), else here.
-/// The command comes back either way (it holds the pipes' other ends).
-pub fn spawn_either(mut cmd: Command, w: Option<&mut Wrapped>) -> (Command, io::Result<Child>) {
-    match w {
-        Some(w) => spawn(cmd, w),
-        None => {
-            let r = cmd.spawn();
-            (cmd, r)
-        }
-    }
-}
-
-/// Start `cmd` (from [`wrap`]) on the broker: the status pipe becomes the
-/// child's descriptor 3. Gives the command back (its redirect files are
-/// the caller's to drop).
-pub fn spawn(mut cmd: Command, w: &mut Wrapped) -> (Command, io::Result<Child>) {
-    let (Some(tx), Some(join)) = (w.status_tx.take(), w.join.take()) else {
-        return (cmd, Err(io::Error::other("spawned twice")));
-    };
-    at_fd3(&mut cmd, tx.as_raw_fd());
-    let Some(engine) = ENGINE.get() else {
-        return (cmd, Err(io::Error::other("namespaces are not initialised")));
-    };
-    let (rtx, rrx) = mpsc::channel();
-    let sent = engine.send(Job::Spawn(Box::new(Spawn {
-        cmd,
-        join,
-        reply: rtx,
-    })));
-    if let Err(mpsc::SendError(Job::Spawn(s))) = sent {
-        return (s.cmd, Err(io::Error::other("the namespace broker is gone")));
-    }
-    let out = match rrx.recv() {
-        Ok(x) => x,
-        Err(_) => {
-            return (
-                Command::new("/"),
-                Err(io::Error::other("the namespace broker is gone")),
-            )
-        }
-    };
-    drop(tx);
-    out
-}
-
-/// Signal the process group of `pid`, a child started in namespaces and not
-/// yet reaped, through the broker (a confined thread's own signal is
-/// refused: Landlock scopes its signals to its domain). Whether it was sent.
-pub fn signal_group(pid: i32, sig: i32) -> bool {
-    let Some(engine) = ENGINE.get() else {
-        return false;
-    };
-    let (tx, rx) = mpsc::channel();
-    let sent = engine.send(Job::Signal(pid, sig, tx));
-    sent.is_ok() && rx.recv().unwrap_or(false)
-}
-
-/// `pid`, a child started in namespaces, was reaped.
-pub fn forget(pid: i32) {
-    if let Some(engine) = ENGINE.get() {
-        let _ = engine.send(Job::Forget(pid));
-    }
-}
-
-/// Status pipes of PTY children in namespaces, by pid (read at reap).
-static PTY: Mutex<BTreeMap<i32, Wrapped>> = Mutex::new(BTreeMap::new());
-
-/// Keep `w` until [`exit_status`] of `pid`.
-pub fn remember(pid: i32, w: Wrapped) {
-    PTY.lock().unwrap_or_else(|e| e.into_inner()).insert(pid, w);
-}
-
-/// The true raw wait status of a reaped child `pid` whose `bwrap` reported
-/// `raw` (unchanged for a child not in namespaces); forgets `pid`.
-pub fn exit_status(pid: i32, raw: i32) -> i32 {
-    let w = PTY.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
-    if w.is_some() {
-        forget(pid);
-    }
-    w.and_then(|w| w.status()).unwrap_or(raw)
-}
 
 /// What the namespace holds, from the rules.
 struct Plan {

@@ -129,9 +129,48 @@ fn modes_parse_and_default_to_auto() {
     let t: T = serde_json::from_str("{}").unwrap();
     assert_eq!(t.m, Mode::Auto);
     let r = Arc::new(rules(&[], &[], Net::Open));
-    assert_eq!(mode_of(&r), Mode::Auto);
+    assert_eq!(mode_of(&r), (Mode::Auto, 0));
     register(&r, Mode::Off, "agent:test");
-    assert_eq!(mode_of(&r), Mode::Off);
+    let (mode, key) = mode_of(&r);
+    assert_eq!(mode, Mode::Off);
+    assert_ne!(key, 0);
     let other = Arc::new(rules(&[], &[], Net::Open));
-    assert_eq!(mode_of(&other), Mode::Auto);
+    assert_eq!(mode_of(&other), (Mode::Auto, 0));
+    // Holders are kept by key: a principal's end leaves the others' (and
+    // those of unregistered rules, key 0).
+    assert!(live_keys(None).contains(&key));
+    let rest = live_keys(Some("agent:test"));
+    assert!(!rest.contains(&key) && rest.contains(&0));
+}
+
+/// What crosses to the broker keeps every byte of a path or argument.
+#[test]
+fn broker_requests_keep_bytes_that_are_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let odd = OsStr::from_bytes(b"/srv/p/\xff\xfe name\n");
+    let req = broker::Request::Spawn(Box::new(broker::SpawnReq {
+        args: vec![B::from(odd)],
+        env: vec![(B::from(OsStr::new("K")), B::from(odd))],
+        cwd: B::from(Path::new("/srv/p")),
+        holder: HolderSpec {
+            key: 7,
+            args: vec![B::from(OsStr::new("--unshare-user"))],
+            sealed: true,
+        },
+        inner_cwd: B::from(odd),
+        noexec: vec![],
+        stdio: [false, true, true],
+        procs: false,
+        pty: false,
+        live: vec![0, 7],
+    }));
+    let line = serde_json::to_string(&req).unwrap();
+    let back: broker::Request = serde_json::from_str(&line).unwrap();
+    let broker::Request::Spawn(s) = back else {
+        panic!("{line}")
+    };
+    assert_eq!(s.args[0].0, odd.as_bytes());
+    assert_eq!(s.env[0].1 .0, odd.as_bytes());
+    assert_eq!(s.holder.key, 7);
+    assert_eq!(s.stdio, [false, true, true]);
 }
