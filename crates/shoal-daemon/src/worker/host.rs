@@ -222,6 +222,10 @@ fn confine(init: &Init) -> Result<Worker, String> {
             Ok(exe) => {
                 shoal_policy::namespaces::init(exe, config.limits.token_tmp);
                 shoal_policy::namespaces::start_broker();
+                shoal_policy::namespaces::when_broker_gone(|| {
+                    tracing::error!("the namespace broker is gone: this worker ends (the daemon starts a new one)");
+                    std::process::exit(1);
+                });
             }
             Err(e) => tracing::warn!("no namespaces for this worker's children: {e}"),
         }

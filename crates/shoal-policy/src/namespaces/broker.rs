@@ -172,13 +172,20 @@ fn write_line<T: Serialize>(s: &UnixStream, body: T, fds: &[BorrowedFd<'_>]) -> 
     fdlines::send(s, &line, fds)
 }
 
+/// A request too long for the broker: refused here, never sent (the
+/// broker takes a longer line as the end of the protocol).
+fn too_long(len: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("the program's arguments and environment take {len} bytes, over the {MAX_LINE} a namespaced spawn takes"),
+    )
+}
+
 fn read_line<T: for<'de> Deserialize<'de>>(
     s: &UnixStream,
     lines: &mut Lines,
 ) -> io::Result<(T, Vec<OwnedFd>)> {
-    let line = lines
-        .next(s, MAX_LINE)
-        .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the namespace broker is gone"))?;
+    let line = lines.next(s, MAX_LINE).map_err(|_| gone())?;
     let l: Line<T> = serde_json::from_slice(&line)?;
     let fds = lines.take_fds(l.fds);
     Ok((l.body, fds))
@@ -187,6 +194,13 @@ fn read_line<T: for<'de> Deserialize<'de>>(
 /// The spawning process's end: one request at a time.
 pub(super) struct Client {
     io: Mutex<(UnixStream, Lines)>,
+    /// The broker, reaped once it is gone.
+    child: Mutex<Child>,
+}
+
+/// The error of every request once the broker is gone.
+pub(super) fn gone() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "the namespace broker is gone")
 }
 
 impl Client {
@@ -202,21 +216,33 @@ impl Client {
         cmd.stdin(Stdio::from(OwnedFd::from(theirs)))
             .stdout(Stdio::null())
             .process_group(0);
-        // It is never waited for: it ends with this process (or earlier,
-        // and then every request fails).
-        let _ = cmd.spawn()?;
+        let child = cmd.spawn()?;
         Ok(Client {
             io: Mutex::new((ours, Lines::default())),
+            child: Mutex::new(child),
         })
     }
 
     pub fn call(&self, req: &Request, fds: &[BorrowedFd<'_>]) -> io::Result<(Reply, Vec<OwnedFd>)> {
+        let mut line = serde_json::to_vec(&Line {
+            fds: fds.len(),
+            body: req,
+        })?;
+        line.push(b'\n');
+        if line.len() > MAX_LINE {
+            return Err(too_long(line.len()));
+        }
         let mut io = self.io.locked();
         let (s, lines) = &mut *io;
-        write_line(s, req, fds).map_err(|_| {
-            io::Error::new(io::ErrorKind::BrokenPipe, "the namespace broker is gone")
-        })?;
+        fdlines::send(s, &line, fds).map_err(|_| gone())?;
         read_line(s, lines)
+    }
+
+    /// The broker is gone: end it (if it is not yet) and reap it.
+    pub fn end(&self) {
+        let mut c = self.child.locked();
+        let _ = c.kill();
+        let _ = c.wait();
     }
 }
 
@@ -335,16 +361,21 @@ impl Broker {
         let status = fds.next().expect("counted");
         let procs = fds.next();
         self.keep(&req.live);
+        let key = req.holder.key;
         let found = self
             .holders
             .iter()
-            .position(|h| h.key == req.holder.key && h.spec == req.holder);
+            .position(|h| h.key == key && h.spec == req.holder);
         let at = match (found, &self.bwrap) {
             (Some(i), _) => i,
             (None, Some(bwrap)) => {
                 let h = Holder::start(bwrap, &self.exe, &req.holder)?;
-                if self.holders.len() >= MAX_HOLDERS {
-                    self.holders.remove(0);
+                // A principal's oldest holder goes, never another's (its
+                // private `/tmp` would go with it).
+                if self.holders.iter().filter(|h| h.key == key).count() >= MAX_HOLDERS {
+                    if let Some(i) = self.holders.iter().position(|h| h.key == key) {
+                        self.holders.remove(i);
+                    }
                 }
                 self.holders.push(h);
                 self.holders.len() - 1

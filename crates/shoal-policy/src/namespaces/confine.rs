@@ -34,7 +34,22 @@ fn confine_run(args: Vec<OsString>) -> Result<i32, String> {
     let fd: RawFd = fd
         .to_str()
         .and_then(|s| s.parse().ok())
+        .filter(|fd| *fd >= 3)
         .ok_or("bad status descriptor")?;
+    // This process stays beside the program (its pid 1) until it ends: the
+    // program may not reach it through `/proc/1` (its descriptors: the
+    // status pipe, a launcher's pipe the daemon inherited; its memory).
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .map_err(|e| e.to_string())?;
+    // SAFETY: `fd` is the status pipe `bwrap` left open for this process and
+    // named on its command line; nothing else in this process owns it. Every
+    // other descriptor above stdio is one this process inherited and does
+    // not use (nothing here has opened one yet): closed.
+    let status = unsafe {
+        libc::syscall(libc::SYS_close_range, 3u32, (fd - 1) as u32, 0u32);
+        libc::syscall(libc::SYS_close_range, (fd + 1) as u32, u32::MAX, 0u32);
+        OwnedFd::from_raw_fd(fd)
+    };
     let encoded: Encoded = serde_json::from_slice(rules.as_bytes()).map_err(|e| e.to_string())?;
     let tmpdir = encoded.tmpdir.clone();
     let rules = encoded.rules()?;
@@ -42,9 +57,6 @@ fn confine_run(args: Vec<OsString>) -> Result<i32, String> {
         .ruleset_running(Path::new(&program))
         .map_err(|e| e.to_string())?;
     rs.confine().apply().map_err(|e| e.to_string())?;
-    // SAFETY: `fd` is the status pipe `bwrap` left open for this process and
-    // named on its command line; nothing else in this process owns it.
-    let status = unsafe { OwnedFd::from_raw_fd(fd) };
     rustix::io::fcntl_setfd(&status, rustix::io::FdFlags::CLOEXEC).map_err(|e| e.to_string())?;
     let mut cmd = Command::new(&program);
     cmd.arg0(argv0);

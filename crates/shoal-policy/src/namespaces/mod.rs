@@ -77,8 +77,8 @@ pub const CONFINE_ARG: &str = "run";
 /// Its subcommand that holds a principal's namespaces.
 pub const HOLD_ARG: &str = "hold";
 
-/// Holders kept at once (the oldest is ended first); one per principal's
-/// rules and stand-in cwd.
+/// Holders kept at once for one principal (its oldest is ended first):
+/// one per stand-in cwd.
 const MAX_HOLDERS: usize = 16;
 
 pub use crate::policy::Namespaces as Mode;
@@ -90,37 +90,73 @@ struct Engine {
     /// `shoal-confine` and `bwrap`.
     confine: PathBuf,
     bwrap: PathBuf,
-    /// Started at its first use, or at [`start_broker`]; `None`: it could
-    /// not be (not tried again: a later start could be from a confined
-    /// thread, whose broker could not mount).
-    broker: OnceLock<Option<broker::Client>>,
+    /// The broker, started at its first use or at [`start_broker`].
+    broker: Mutex<Slot>,
+}
+
+enum Slot {
+    Unstarted,
+    Running(Arc<broker::Client>),
+    /// It could not start, or it is gone and may not start again (a
+    /// process that confined itself since could start only a broker that
+    /// cannot mount).
+    Failed,
 }
 
 static ENGINE: OnceLock<Engine> = OnceLock::new();
 
 impl Engine {
-    fn broker(&self) -> Option<&broker::Client> {
-        self.broker
-            .get_or_init(
-                || match broker::Client::start(&self.confine, Some(&self.bwrap)) {
-                    Ok(b) => Some(b),
-                    Err(e) => {
-                        tracing::warn!("cannot start the namespace broker: {e}");
-                        None
-                    }
-                },
-            )
-            .as_ref()
+    fn broker(&self) -> Option<Arc<broker::Client>> {
+        let mut slot = self.broker.locked();
+        if let Slot::Unstarted = *slot {
+            *slot = match broker::Client::start(&self.confine, Some(&self.bwrap)) {
+                Ok(b) => Slot::Running(Arc::new(b)),
+                Err(e) => {
+                    tracing::warn!("cannot start the namespace broker: {e}");
+                    Slot::Failed
+                }
+            };
+        }
+        match &*slot {
+            Slot::Running(b) => Some(b.clone()),
+            _ => None,
+        }
+    }
+
+    /// `b` turned out to be gone: reap it; the next request starts a new
+    /// one, unless this process confined itself ([`when_broker_gone`]).
+    fn lost(&self, b: &Arc<broker::Client>) {
+        let mut slot = self.broker.locked();
+        if matches!(&*slot, Slot::Running(r) if Arc::ptr_eq(r, b)) {
+            b.end();
+            let gone = GONE.get();
+            *slot = if gone.is_some() {
+                Slot::Failed
+            } else {
+                Slot::Unstarted
+            };
+            drop(slot);
+            tracing::warn!("the namespace broker is gone");
+            if let Some(f) = gone {
+                f();
+            }
+        }
     }
 }
 
 /// Ask the broker (`Err`: there is none, or it is gone).
 fn call(req: &Request, fds: &[BorrowedFd<'_>]) -> io::Result<(Reply, Vec<OwnedFd>)> {
-    let broker = ENGINE
+    let engine = ENGINE
         .get()
-        .and_then(Engine::broker)
+        .ok_or_else(|| io::Error::other("namespaces are not initialised"))?;
+    let broker = engine
+        .broker()
         .ok_or_else(|| io::Error::other("the namespace broker is not running"))?;
-    let (reply, fds) = broker.call(req, fds)?;
+    let (reply, fds) = broker.call(req, fds).inspect_err(|e| {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            engine.lost(&broker);
+        }
+    })?;
     match reply {
         // A spawn's own failures are system errors.
         Reply::Failed { errno: Some(n), .. } => Err(io::Error::from_raw_os_error(n)),
@@ -161,8 +197,20 @@ pub fn init(exe: PathBuf, tmp_size: u64) {
         tmp_size,
         confine,
         bwrap,
-        broker: OnceLock::new(),
+        broker: Mutex::new(Slot::Unstarted),
     });
+}
+
+/// What the process does when its broker is gone (see [`when_broker_gone`]).
+static GONE: OnceLock<fn()> = OnceLock::new();
+
+/// Call `f` when the broker turns out to be gone (killed from outside, or
+/// crashed), and start no other: a confined process could start only one
+/// that cannot mount (a token's worker ends; the daemon starts a new one,
+/// with a new broker, at the principal's next exec). Without it the next
+/// request starts a new broker.
+pub fn when_broker_gone(f: fn()) {
+    let _ = GONE.set(f);
 }
 
 /// Start the broker now (a process about to confine itself: it could not
@@ -193,14 +241,14 @@ fn has_size_option(bwrap: &Path) -> bool {
 pub fn available() -> bool {
     ENGINE
         .get()
-        .is_some_and(|e| e.broker.get().is_none_or(Option::is_some))
+        .is_some_and(|e| !matches!(*e.broker.locked(), Slot::Failed))
 }
 
 /// Has the broker started (so holders may be running)?
 fn running() -> bool {
     ENGINE
         .get()
-        .is_some_and(|e| e.broker.get().is_some_and(Option::is_some))
+        .is_some_and(|e| matches!(*e.broker.locked(), Slot::Running(_)))
 }
 
 /// A token principal's rules, with its mode and the number its holders go by.
@@ -214,16 +262,21 @@ struct Registered {
 /// Token principals' rules.
 static MODES: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
 
-/// The mode of `principal`, whose children `rules` confine.
+/// The mode of `principal`, whose children `rules` confine. Every rules of
+/// one principal (a gate per connection) share its key: its holders.
 pub fn register(rules: &Arc<Rules>, mode: Mode, principal: &str) {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     let mut m = MODES.locked();
     m.retain(|r| r.rules.strong_count() > 0);
+    let key = m
+        .iter()
+        .find(|r| r.principal == principal)
+        .map_or_else(|| NEXT.fetch_add(1, Ordering::Relaxed), |r| r.key);
     m.push(Registered {
         rules: Arc::downgrade(rules),
         mode,
         principal: principal.to_string(),
-        key: NEXT.fetch_add(1, Ordering::Relaxed),
+        key,
     });
 }
 
