@@ -393,23 +393,7 @@ fn token_children_in_namespaces_die_with_a_killed_daemon() {
         json!({"src": format!("sh {{ sleep {marker}.5 & sleep {marker}.25 }} &")}),
     );
     assert!(r.get("error").is_none(), "{r}");
-    let started = std::time::Instant::now();
-    let pids = loop {
-        // The two sleeps (not the shell or the confinement step, whose
-        // command lines hold the marker too).
-        let p: Vec<i32> = [".5", ".25"]
-            .iter()
-            .flat_map(|t| pids_running(&format!("sleep {marker}{t}")))
-            .filter(|p| {
-                std::fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.starts_with(b"sleep\0"))
-            })
-            .collect();
-        if p.len() == 2 {
-            break p;
-        }
-        assert!(started.elapsed().as_secs() < 30, "never ran: {p:?}");
-        std::thread::yield_now();
-    };
+    let pids = sleeps_running(&marker, &[".5", ".25"]);
     let fds: Vec<_> = pids
         .iter()
         .filter_map(|p| rustix::process::Pid::from_raw(*p))
@@ -519,6 +503,27 @@ fn a_tokens_private_tmp_holds_at_most_token_tmp() {
     assert!(kib <= 8 << 10, "/tmp/big takes {kib} KiB: {o}");
 }
 
+/// The `sleep MARKER<tail>` programs running, one for each tail (not the
+/// shell or the confinement step, whose command lines hold the marker too),
+/// once they all run.
+fn sleeps_running(marker: &str, tails: &[&str]) -> Vec<i32> {
+    eventually(
+        "the programs run",
+        std::time::Duration::from_secs(30),
+        || {
+            let p: Vec<i32> = tails
+                .iter()
+                .flat_map(|t| pids_running(&format!("sleep {marker}{t}")))
+                .filter(|p| {
+                    std::fs::read(format!("/proc/{p}/cmdline"))
+                        .is_ok_and(|c| c.starts_with(b"sleep\0"))
+                })
+                .collect();
+            (p.len() == tails.len()).then_some(p)
+        },
+    )
+}
+
 /// The pids whose parent is `parent` and whose command line holds `needle`.
 fn children_of(parent: i32, needle: &str) -> Vec<i32> {
     pids_running(needle)
@@ -548,18 +553,7 @@ fn a_tokens_worker_keeps_no_unconfined_thread_and_its_broker_starts_its_programs
         json!({"src": format!("sh {{ sleep {marker}.5 }} &")}),
     );
     assert!(r.get("error").is_none(), "{r}");
-    let program = eventually(
-        "the program runs",
-        std::time::Duration::from_secs(30),
-        || {
-            pids_running(&format!("sleep {marker}.5"))
-                .into_iter()
-                .find(|p| {
-                    std::fs::read(format!("/proc/{p}/cmdline"))
-                        .is_ok_and(|c| c.starts_with(b"sleep\0"))
-                })
-        },
-    );
+    let program = sleeps_running(&marker, &[".5"])[0];
     let daemon = s.d.pid();
     let workers = children_of(daemon, "worker");
     assert_eq!(workers.len(), 1, "one worker: {workers:?}");
