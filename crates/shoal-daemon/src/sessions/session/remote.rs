@@ -63,10 +63,26 @@ pub fn remote_of(shared: &SessionShared) -> Result<Hosting, SessionError> {
         .services
         .as_ref()
         .ok_or_else(|| unavailable("this daemon runs no workers".into()))?;
+    // A worker that died a moment ago may not be known as gone yet: hosting
+    // the session there fails, and then once more in a new one.
+    match host_in(shared, svc) {
+        Err(e) if e.1 => host_in(shared, svc),
+        r => r,
+    }
+    .inspect(|h| *slot = Some(h.clone()))
+    .map_err(|e| unavailable(e.0))
+}
+
+/// Host `shared` in its owner's worker (started if need be). The error says
+/// whether that worker turned out to be gone.
+fn host_in(
+    shared: &SessionShared,
+    svc: &crate::journal_writer::Services,
+) -> Result<Hosting, (String, bool)> {
     let remote = svc
         .workers
         .for_principal(&shared.owner)
-        .map_err(unavailable)?;
+        .map_err(|e| (e, false))?;
     let tasks = crate::sessions::supervisor::remote_tasks(
         shared,
         Arc::new(shoal_policy::Gate::for_principal(&shared.owner)),
@@ -89,14 +105,12 @@ pub fn remote_of(shared: &SessionShared) -> Result<Hosting, SessionError> {
     };
     let line = remote
         .host(&key, &shared.name, answers, &open)
-        .map_err(unavailable)?;
-    let hosting = Hosting {
+        .map_err(|e| (e, remote.is_gone()))?;
+    Ok(Hosting {
         remote,
         line: Arc::new(Mutex::new(line)),
         key,
-    };
-    *slot = Some(hosting.clone());
-    Ok(hosting)
+    })
 }
 
 /// The answer to a worker evaluation's `ask` of its session's tasks.
