@@ -728,3 +728,45 @@ fn an_oversized_pty_spawn_leaves_the_shared_broker_running() {
         "the dead broker was reaped"
     );
 }
+
+/// A worker killed from outside: the exec that finds it gone says so, and
+/// the next one runs in a new worker, even when the daemon has not yet
+/// noticed the old one's end (a race: looped). Judged by the replies.
+#[test]
+fn the_exec_after_the_one_that_found_its_worker_killed_runs() {
+    if !have_tools(
+        "the_exec_after_the_one_that_found_its_worker_killed_runs",
+        &["bwrap"],
+    ) {
+        return;
+    }
+    let s = setup();
+    let mut c = conn(&s, Some("agent:ns"), "ns");
+    let daemon = s.d.pid();
+    // Its children, as each thread of it lists them (fast: no /proc scan).
+    let worker = || {
+        std::fs::read_dir(format!("/proc/{daemon}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+            .flat_map(|k| {
+                k.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .find(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.windows(6).any(|w| w == b"worker"))
+            })
+    };
+    for round in 0..20 {
+        let r = c.call("exec", json!({"src": "1 + 1"}));
+        assert!(r.get("error").is_none(), "round {round}: {r}");
+        kill_pid(worker().expect("the worker"));
+        // It may have reached the worker already: its answer is either.
+        c.call("exec", json!({"src": "sh { sleep 0.1 } &"}));
+        let r = c.call("exec", json!({"src": "sh { sleep 0.1 } &"}));
+        assert!(r.get("error").is_none(), "round {round}: {r}");
+    }
+}

@@ -97,6 +97,15 @@ impl Workers {
         Ok(remote)
     }
 
+    /// `remote` turned out to be gone (its pair failed before its reader
+    /// saw the end): the principal's next job starts a new worker.
+    pub fn forget(&self, remote: &Arc<Remote>) {
+        remote.pair.close();
+        self.running
+            .locked()
+            .retain(|(_, w)| w.upgrade().is_some_and(|r| !Arc::ptr_eq(&r, remote)));
+    }
+
     fn of(&self, which: impl Fn(&String) -> bool) -> Vec<Arc<Remote>> {
         self.running
             .locked()

@@ -105,7 +105,13 @@ fn host_in(
     };
     let line = remote
         .host(&key, &shared.name, answers, &open)
-        .map_err(|e| (e, remote.is_gone()))?;
+        .map_err(|e| {
+            let gone = e == crate::worker::pair::GONE || remote.is_gone();
+            if gone {
+                svc.workers.forget(&remote);
+            }
+            (e, gone)
+        })?;
     Ok(Hosting {
         remote,
         line: Arc::new(Mutex::new(line)),
