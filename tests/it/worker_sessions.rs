@@ -328,3 +328,35 @@ fn a_worker_takes_the_daemons_policy_not_the_files_later_text() {
     );
     assert!(inside.exists());
 }
+
+/// A worker killed while its session is idle: the session's next exec runs
+/// in a new worker and says that the session's bindings went with the old
+/// one (the model reads it beside the result); the exec after it says
+/// nothing more. Judged by the replies.
+#[test]
+fn an_exec_that_runs_in_a_replaced_worker_says_so() {
+    let a = arena();
+    let tok = create_token(&a.root, "agent:w");
+    let mut c = attach(&a, Some(&tok), "w1");
+    c.ok("exec", json!({"src": "let kept = 5"}));
+    let worker = parent_of_children(&mut c);
+    let pidfd = rustix::process::Pid::from_raw(worker)
+        .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
+        .expect("a pidfd of the worker");
+    kill_pid(worker);
+    let mut pfd = [rustix::event::PollFd::new(
+        &pidfd,
+        rustix::event::PollFlags::IN,
+    )];
+    let t = rustix::event::Timespec {
+        tv_sec: 30,
+        tv_nsec: 0,
+    };
+    assert_eq!(rustix::event::poll(&mut pfd, Some(&t)).unwrap_or(0), 1);
+    let r = c.ok("exec", json!({"src": "1 + 1"}));
+    assert_eq!(r["value"], json!({"$": "int", "v": 2}), "{r}");
+    assert_eq!(r["warnings"][0]["code"], json!("worker_replaced"), "{r}");
+    let r = c.call("exec", json!({"src": "kept"}));
+    assert!(r.get("error").is_some(), "the binding went: {r}");
+    assert!(!r.to_string().contains("worker_replaced"), "said once: {r}");
+}

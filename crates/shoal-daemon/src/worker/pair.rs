@@ -116,9 +116,17 @@ impl Pair {
         let _ = self.ctl.shutdown(std::net::Shutdown::Both);
     }
 
-    /// The other end is gone.
+    /// The other end is gone: the reader saw its end, or the socket says
+    /// it hung up (a process that just died, before the reader woke).
     pub fn is_gone(&self) -> bool {
-        self.gone.load(Ordering::SeqCst)
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+        if self.gone.load(Ordering::SeqCst) {
+            return true;
+        }
+        let hup = PollFlags::RDHUP | PollFlags::HUP;
+        let mut fds = [PollFd::new(&self.ctl, PollFlags::RDHUP)];
+        matches!(poll(&mut fds, Some(&Timespec::default())), Ok(n) if n > 0)
+            && fds[0].revents().intersects(hup)
     }
 
     fn send(&self, frame: &Json) -> Result<(), String> {

@@ -47,11 +47,18 @@ pub struct Hosting {
 /// `shared`'s worker: its owner's running one, else a new one (started,
 /// confined), hosting the session.
 pub fn remote_of(shared: &SessionShared) -> Result<Hosting, SessionError> {
+    hosting(shared).map(|(h, _)| h)
+}
+
+/// [`remote_of`], and whether the session's earlier worker turned out to
+/// be gone here (nothing of this session has said so yet: its bindings
+/// went with it).
+fn hosting(shared: &SessionShared) -> Result<(Hosting, bool), SessionError> {
     let mut slot = shared.remote.locked();
     if let Some(h) = slot.as_ref().filter(|h| !h.remote.is_gone()) {
-        return Ok(h.clone());
+        return Ok((h.clone(), false));
     }
-    *slot = None;
+    let replaced = slot.take().is_some();
     let unavailable = |m: String| {
         tracing::error!(session = %shared.name, "no worker process: {m}");
         SessionError::Internal(format!(
@@ -69,7 +76,10 @@ pub fn remote_of(shared: &SessionShared) -> Result<Hosting, SessionError> {
         Err(e) if e.1 => host_in(shared, svc),
         r => r,
     }
-    .inspect(|h| *slot = Some(h.clone()))
+    .map(|h| {
+        *slot = Some(h.clone());
+        (h, replaced)
+    })
     .map_err(|e| unavailable(e.0))
 }
 
@@ -147,7 +157,7 @@ pub(super) fn run_there(
     job: &Exec,
     fork: Option<(u64, &AtomicU64)>,
 ) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
-    let Hosting { remote, line, key } = match remote_of(shared) {
+    let (Hosting { remote, line, key }, replaced) = match hosting(shared) {
         Ok(h) => h,
         Err(e) => return (Err(e), None),
     };
@@ -251,7 +261,26 @@ pub(super) fn run_there(
     if let crate::eval::Ran::Panicked(m) = &done.ran {
         tracing::error!(session = %shared.name, "evaluation panicked in the worker: {m}");
     }
+    let mut done = done;
+    if replaced && foreground {
+        if let crate::eval::Ran::Value { warnings, .. }
+        | crate::eval::Ran::Raised { warnings, .. } = &mut done.ran
+        {
+            warnings.insert(0, worker_replaced(&job.src));
+        }
+    }
     exec::settle(shared, job, done)
+}
+
+/// What an exec says when it ran in a new worker because the session's
+/// last one had ended (killed, crashed) unnoticed by any exec before it.
+fn worker_replaced(src: &str) -> shoal_lang::Warning {
+    shoal_lang::Warning {
+        code: "worker_replaced",
+        message: "the session's worker process had ended: this exec ran in a new one, without the session's earlier bindings".into(),
+        span: shoal_base::error::Span::new(0, src.len()),
+        hint: String::new(),
+    }
 }
 
 /// The worker `remote` ended, or the session's line broke: the next job
