@@ -277,9 +277,9 @@ pub(super) fn run_there(
 fn worker_replaced(src: &str) -> shoal_lang::Warning {
     shoal_lang::Warning {
         code: "worker_replaced",
-        message: "the session's worker process had ended: this exec ran in a new one, without the session's earlier bindings".into(),
+        message: "the session's worker process had ended: this exec ran in a new one, without the session's earlier bindings, cwd and environment changes".into(),
         span: shoal_base::error::Span::new(0, src.len()),
-        hint: String::new(),
+        hint: "set again what later commands need (`let`, `cd`, `env`)".into(),
     }
 }
 
