@@ -84,7 +84,7 @@ pub fn start(
     let tracked = join.started(pid as i32);
     let ready = adopted
         .map_err(|e| format!("cannot move the worker into its cgroup: {e}"))
-        .and_then(|()| handshake(&ours, launch, principal));
+        .and_then(|()| handshake(&ours, launch, principal, READY_WITHIN));
     if let Err(e) = ready {
         let _ = child.kill();
         let _ = child.wait();
@@ -127,8 +127,16 @@ fn passes(key: &std::ffi::OsStr) -> bool {
     ) || ["LC_", "XDG_", "SHOAL_"].iter().any(|p| k.starts_with(p)) && !k.starts_with("SHOAL_TOKEN")
 }
 
+/// How long a worker may take to confine itself and say it is ready.
+const READY_WITHIN: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// Send the init frame and read the worker's answer: ready, or why not.
-fn handshake(stream: &UnixStream, launch: &Launch, principal: &str) -> Result<(), String> {
+fn handshake(
+    stream: &UnixStream,
+    launch: &Launch,
+    principal: &str,
+    within: std::time::Duration,
+) -> Result<(), String> {
     let init = Init {
         principal: principal.to_string(),
         config: launch.config.clone(),
@@ -140,11 +148,16 @@ fn handshake(stream: &UnixStream, launch: &Launch, principal: &str) -> Result<()
     (&mut &*stream)
         .write_all(&line)
         .map_err(|e| format!("cannot send the worker its init: {e}"))?;
-    // One byte at a time: what follows the answer is the pair's.
+    // One byte at a time: what follows the answer is the pair's. Bounded
+    // in time: every principal's new hosting waits for this one.
     let mut answer = Vec::new();
+    stream
+        .set_read_timeout(Some(within))
+        .map_err(|e| e.to_string())?;
     BufReader::with_capacity(1, stream)
         .read_until(b'\n', &mut answer)
-        .map_err(|e| format!("no answer from the worker: {e}"))?;
+        .map_err(|e| format!("no answer from the worker within {within:?}: {e}"))?;
+    stream.set_read_timeout(None).map_err(|e| e.to_string())?;
     let j: serde_json::Value = serde_json::from_slice(&answer)
         .map_err(|_| "the worker ended before it was ready".to_string())?;
     if let Some(e) = j.get("error").and_then(|e| e.as_str()) {
@@ -154,4 +167,24 @@ fn handshake(stream: &UnixStream, launch: &Launch, principal: &str) -> Result<()
         .map_err(|e| format!("not a ready frame: {e}"))?;
     tracing::debug!(pid = ready.pid, principal, "worker ready");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker that never says it is ready fails its start (the caller
+    /// kills it) instead of holding every other start back.
+    #[test]
+    fn a_worker_silent_at_start_fails_it() {
+        let (ours, _theirs) = UnixStream::pair().unwrap();
+        let launch = Launch {
+            exe: PathBuf::from("/nonexistent"),
+            config: String::new(),
+            state_dir: PathBuf::from("/nonexistent"),
+        };
+        let within = std::time::Duration::from_millis(50);
+        let e = handshake(&ours, &launch, "agent:t", within).unwrap_err();
+        assert!(e.contains("no answer from the worker"), "{e}");
+    }
 }
