@@ -16,6 +16,12 @@ pub(super) enum Proc {
     Brokered(Brokered),
 }
 
+/// A started program and our ends of its pipes.
+pub(super) struct Started {
+    pub child: Proc,
+    pub pipes: Pipes,
+}
+
 /// Our ends of a started program's pipes.
 #[derive(Default)]
 pub(super) struct Pipes {

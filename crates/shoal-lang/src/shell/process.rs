@@ -34,7 +34,7 @@ use shoal_base::sync::Locked;
 use shoal_value::output::{OutputSink, OutputTail, SpillQuota, MEM_LIMIT};
 use shoal_value::OutputBytes;
 
-use super::child::{Pipes, Proc};
+use super::child::{Pipes, Proc, Started};
 use crate::interrupt::Interrupter;
 
 /// Bytes of stdout (and, separately, of stderr) kept in memory per process
@@ -282,9 +282,9 @@ pub fn run(spec: SpawnSpec, intr: &Interrupter) -> Result<ProcResult, RunError> 
                 };
                 launch(w, l)
             });
-            launched.map(|l| {
-                let pipes = Pipes::of_fds(l.stdin, l.stdout, l.stderr);
-                (Proc::Brokered(l.child), pipes)
+            launched.map(|l| Started {
+                pipes: Pipes::of_fds(l.stdin, l.stdout, l.stderr),
+                child: Proc::Brokered(l.child),
             })
         }
         None => {
@@ -332,22 +332,22 @@ pub fn run(spec: SpawnSpec, intr: &Interrupter) -> Result<ProcResult, RunError> 
                 Err(e) => Err(e),
             }
             .and_then(|()| cmd.spawn())
-            .map(|mut c| {
-                let pipes = Pipes::of_child(&mut c);
-                (Proc::Own(c), pipes)
+            .map(|mut c| Started {
+                pipes: Pipes::of_child(&mut c),
+                child: Proc::Own(c),
             })
             // `cmd` holds the parent's copies of redirect files; they close
             // here so the child is the only holder.
         }
     };
-    let (child, pipes) = match started {
+    let started = match started {
         Ok(x) => x,
         Err(e) => {
             join.abandon();
             return Err(RunError::Spawn(e));
         }
     };
-    let pid = child.id();
+    let pid = started.child.id();
     // Removes the program's cgroup once it is reaped and nothing is left in it.
     let tracked = join.started(pid as i32);
     if let Some(slot) = &spec.pid_slot {
@@ -355,8 +355,7 @@ pub fn run(spec: SpawnSpec, intr: &Interrupter) -> Result<ProcResult, RunError> 
     }
     let slot = spec.pid_slot.clone();
     let result = wait_child(
-        child,
-        pipes,
+        started,
         &tracked,
         feed,
         capture_stdout,
@@ -450,10 +449,8 @@ impl Stream {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn wait_child(
-    mut child: Proc,
-    pipes: Pipes,
+    started: Started,
     tracked: &shoal_base::procs::Tracked,
     feed: Option<OutputBytes>,
     capture_stdout: bool,
@@ -461,6 +458,7 @@ fn wait_child(
     intr: &Interrupter,
     start: Instant,
 ) -> Result<ProcResult, RunError> {
+    let Started { mut child, pipes } = started;
     let writer = match (feed, pipes.stdin) {
         (Some(bytes), Some(mut stdin)) => Some(thread::spawn(move || {
             let _ = bytes.write_to(&mut stdin);
