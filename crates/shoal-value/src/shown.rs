@@ -16,7 +16,7 @@ pub const STDERR_LINES: usize = 20;
 pub const STDERR_BYTES: usize = 2048;
 
 /// The parts of a value's text: a status line, the render, what follows it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Shown {
     /// `exit status N` / `killed by signal SIG` for an outcome that is not ok.
     pub status: Option<String>,

@@ -21,7 +21,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use serde_json::{json, Value as Json};
 
 use super::pair::{Incoming, Pair};
-use super::proto::{self, ExecJob, FromWorker, Init, Ready, ToWorker};
+use super::proto::{self, Answer, ExecJob, Failed, FromWorker, Init, Outcome, Ready, ToWorker};
 use super::tasks::{Forks, WorkerTasks};
 use crate::eval::{self, EvalJob, LangSetup};
 use crate::msg::CallCancel;
@@ -177,10 +177,15 @@ fn read_init(stream: &UnixStream) -> Result<Init, String> {
     serde_json::from_slice(&line).map_err(|e| format!("bad init frame: {e}"))
 }
 
-fn send_line(mut stream: &UnixStream, v: &Json) -> std::io::Result<()> {
+fn send_line(mut stream: &UnixStream, v: &impl serde::Serialize) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(v)?;
     line.push(b'\n');
     stream.write_all(&line)
+}
+
+/// `v` as a pair reply's body.
+fn json_of(v: &impl serde::Serialize) -> Result<Json, String> {
+    serde_json::to_value(v).map_err(|e| format!("an answer that does not encode: {e}"))
 }
 
 /// Install the daemon's policy and confine this process (its only thread
@@ -293,12 +298,12 @@ impl Worker {
             ToWorker::Fork { session, src } => {
                 let (me, pair) = (self.clone(), pair.clone());
                 // Forking and judging may read files: off the pair's reader.
-                std::thread::spawn(move || pair.reply(id, Ok(me.fork(&session, &src))));
+                std::thread::spawn(move || pair.reply(id, json_of(&me.fork(&session, &src))));
             }
             ToWorker::Task { fork, job } => self.task(pair, id, fork, job),
             ToWorker::Signal { job, signal } => {
                 let pid = self.signal(job, signal);
-                pair.reply(id, Ok(json!({ "pid": pid })));
+                pair.reply(id, json_of(&proto::Signalled { pid }));
             }
             note @ (ToWorker::Interrupt { .. }
             | ToWorker::Inject { .. }
@@ -483,7 +488,7 @@ impl Worker {
             Ok(l) => std::io::BufReader::new(l),
             Err(e) => return tracing::error!("session {session}: no line: {e}"),
         };
-        let answer = |v: &Json| {
+        let answer = |v: &Answer| {
             if send_line(&line, v).is_err() {
                 tracing::warn!("session {session}: its line is gone");
             }
@@ -502,9 +507,8 @@ impl Worker {
                 }
                 Ok(w @ ToWorker::Derive { .. }) => w,
                 Ok(_) | Err(_) => {
-                    let e =
-                        crate::msg::SessionError::Internal("not a job for a session's line".into());
-                    answer(&json!({"error": proto::error_json(&e)}));
+                    let e = Failed::Internal("not a job for a session's line".into());
+                    answer(&Answer::of(Err(e)));
                     continue;
                 }
             };
@@ -523,7 +527,7 @@ impl Worker {
                         if let ToWorker::Exec(job) = &work {
                             self.jobs.locked().remove(&job.job);
                         }
-                        answer(&json!({"error": proto::error_json(&e)}));
+                        answer(&Answer::of(Err((&e).into())));
                         continue;
                     }
                 }
@@ -532,7 +536,7 @@ impl Worker {
             let job = match work {
                 ToWorker::Exec(job) => job,
                 ToWorker::Derive { src, caller, .. } => {
-                    answer(&self.derive(l, &src, caller.as_deref()));
+                    answer(&Answer::of(self.derive(l, &src, caller.as_deref())));
                     continue;
                 }
                 _ => continue,
@@ -545,35 +549,40 @@ impl Worker {
             // Tasks started after this reply see this exec's bindings: the
             // seed is refreshed under the lock taken before it.
             let mut seed = hosted.seed.locked();
-            let mut reply = match r {
+            let outcome = match r {
                 Ok(done) => {
                     if matches!(done.ran, eval::Ran::Panicked(_)) {
                         // Never resume state a panic may have half-mutated.
                         lang = None;
                     }
-                    json!({"done": proto::evaluated_json(&done)})
+                    Ok(Outcome::Done((&done).into()))
                 }
-                Err(e) => json!({"error": proto::error_json(&e)}),
+                Err(e) => Err((&e).into()),
             };
-            if let Some(l) = live {
-                reply["live"] = serde_json::to_value(l).unwrap_or_default();
-            }
-            // What the session and its principal hold now, for `shoal status`.
-            reply["memory"] = json!({
-                "session": hosted.memory.resident(),
-                "principal": self.budget.used(),
+            answer(&Answer {
+                outcome,
+                live,
+                // What the session and its principal hold now, for `shoal status`.
+                memory: Some(proto::Memory {
+                    session: hosted.memory.resident(),
+                    principal: self.budget.used(),
+                }),
             });
-            answer(&reply);
             *seed = lang.as_ref().map(LangSession::fork);
         }
     }
 
     /// A plan's derivation for `caller`: its file probes pass the caller's
     /// run-time gate (even a file's existence is a read of it).
-    fn derive(&self, lang: &LangSession, src: &str, caller: Option<&str>) -> Json {
+    fn derive(
+        &self,
+        lang: &LangSession,
+        src: &str,
+        caller: Option<&str>,
+    ) -> Result<Outcome, Failed> {
         match eval::derive(lang, Some(&self.gate(caller)), src) {
-            Ok(d) => json!({"derived": proto::derived_json(&d)}),
-            Err(e) => json!({"error": proto::error_json(&e)}),
+            Ok(d) => Ok(Outcome::Derived((&d).into())),
+            Err(e) => Err((&e).into()),
         }
     }
 
@@ -627,12 +636,14 @@ impl Worker {
     }
 
     /// A fork of `session`'s language state for a task of `src`, judged by
-    /// the owner's gate and kept: `{"fork": key}` or `{"error": ..}`.
-    fn fork(&self, session: &str, src: &str) -> Json {
+    /// the owner's gate and kept: its key.
+    fn fork(&self, session: &str, src: &str) -> proto::Forked {
         let (seed, setup) = match self.sessions.locked().get(session) {
             Some(h) => (h.seed.clone(), h.setup.clone()),
             None => {
-                return json!({"error": {"internal": format!("session {session} is not open here")}})
+                return Err(Failed::Internal(format!(
+                    "session {session} is not open here"
+                )))
             }
         };
         let forked = seed.locked().as_ref().map(LangSession::fork);
@@ -642,13 +653,13 @@ impl Worker {
                 let e = crate::msg::SessionError::Internal(format!(
                     "language session unavailable: {m}"
                 ));
-                return json!({"error": proto::error_json(&e)});
+                return Err((&e).into());
             }
         };
         if let Err(e) = crate::eval::check_gate(&self.gate(None), &lang, src) {
-            return json!({"error": proto::error_json(&e)});
+            return Err((&e).into());
         }
-        json!({"fork": self.forks.keep(lang)})
+        Ok(self.forks.keep(lang))
     }
 
     /// Run a background task's job on fork `fork`, on a thread of its own.
@@ -687,11 +698,11 @@ impl Worker {
                 let r = me.run(&mut lang, &job, &cancel, stack, &tasks);
                 cancel.finish();
                 me.jobs.locked().remove(&job.job);
-                let reply = match r {
-                    Ok(done) => json!({"done": proto::evaluated_json(&done)}),
-                    Err(e) => json!({"error": proto::error_json(&e)}),
+                let outcome = match r {
+                    Ok(done) => Ok(Outcome::Done((&done).into())),
+                    Err(e) => Err((&e).into()),
                 };
-                pair_t.reply(id, Ok(reply));
+                pair_t.reply(id, json_of(&Answer::of(outcome)));
             });
         if let Err(e) = spawned {
             self.jobs.locked().remove(&number);

@@ -9,10 +9,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 
 use crate::eval::{Evaluated, Ran};
 use crate::msg::SessionError;
+use shoal_lang::ast::Span;
 use shoal_lang::{ParseError, Position, Warning};
 use shoal_proto::rpc::RpcError;
 use shoal_proto::wire;
@@ -170,245 +171,350 @@ pub enum TaskAsk {
     },
 }
 
+/// The daemon's answer to a [`TaskAsk`].
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskAnswer {
+    /// A started task's id.
+    Task(u64),
+    /// The tasks listed.
+    Tasks(Vec<shoal_lang::eval::TaskInfo>),
+    /// What an awaited task ended with (wire).
+    Value(Json),
+    /// A control applied.
+    Done,
+    /// What the ask raised (wire error).
+    Raised(Json),
+}
+
+impl TaskAnswer {
+    /// `e` as a task answer.
+    pub fn raised(e: &ShoalError) -> TaskAnswer {
+        TaskAnswer::Raised(wire::error(e))
+    }
+}
+
 /// The warning codes the parser gives (a crossing warning's code must be
 /// one of them).
 const WARNING_CODES: &[&str] = &["builtin_in_chain", "dollar_in_string"];
 
-fn warnings_json(ws: &[Warning]) -> Json {
-    shoal_proto::kernel::warnings_json(ws)
+/// What a session's line (or a task's request on the pair) answers: the
+/// outcome, and for the foreground the session's views when they changed
+/// and what its memory holds.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Answer {
+    pub outcome: Result<Outcome, Failed>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<Live>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Memory>,
 }
 
-fn span_from(j: &Json) -> shoal_lang::ast::Span {
-    let n = |k: &str| {
-        j.get(k)
-            .and_then(Json::as_u64)
-            .and_then(|x| u32::try_from(x).ok())
-            .unwrap_or(0)
-    };
-    shoal_lang::ast::Span {
-        start: n("start"),
-        end: n("end"),
+impl Answer {
+    /// Just `outcome`.
+    pub fn of(outcome: Result<Outcome, Failed>) -> Answer {
+        Answer {
+            outcome,
+            live: None,
+            memory: None,
+        }
     }
 }
 
-fn warnings_from(j: &Json) -> Vec<Warning> {
-    let s = |w: &Json, k: &str| w.get(k).and_then(Json::as_str).unwrap_or("").to_string();
-    j.as_array()
-        .map(|ws| {
-            ws.iter()
-                .filter_map(|w| {
-                    let code = w.get("code").and_then(Json::as_str)?;
-                    let code = WARNING_CODES.iter().find(|c| **c == code)?;
-                    Some(Warning {
-                        code,
-                        message: s(w, "message"),
-                        span: span_from(w.get("span").unwrap_or(&Json::Null)),
-                        hint: s(w, "hint"),
-                    })
-                })
-                .collect()
+/// What a job came to.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// An exec's (or a task's) evaluation.
+    Done(Crossed),
+    /// A plan's derivation.
+    Derived(DerivedX),
+}
+
+/// What the session and its principal hold in the worker after an exec,
+/// for `shoal status`.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Memory {
+    pub session: u64,
+    pub principal: u64,
+}
+
+/// A job that failed before or instead of evaluating, as it crosses.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failed {
+    Internal(String),
+    Rpc {
+        code: i64,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<Json>,
+    },
+}
+
+impl From<&SessionError> for Failed {
+    fn from(e: &SessionError) -> Failed {
+        match e {
+            SessionError::Internal(m) => Failed::Internal(m.clone()),
+            e => {
+                let r = crate::peer::session_error(e.clone());
+                Failed::Rpc {
+                    code: r.code,
+                    message: r.message,
+                    data: r.data,
+                }
+            }
+        }
+    }
+}
+
+impl From<Failed> for SessionError {
+    fn from(f: Failed) -> SessionError {
+        match f {
+            Failed::Internal(m) => SessionError::Internal(m),
+            Failed::Rpc {
+                code,
+                message,
+                data,
+            } => {
+                let mut e = RpcError::new(code, message);
+                e.data = data;
+                SessionError::Rpc(e)
+            }
+        }
+    }
+}
+
+/// A parser warning as it crosses.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WarningX {
+    code: String,
+    message: String,
+    span: Span,
+    hint: String,
+}
+
+fn warnings_x(ws: &[Warning]) -> Vec<WarningX> {
+    ws.iter()
+        .map(|w| WarningX {
+            code: w.code.to_string(),
+            message: w.message.clone(),
+            span: w.span,
+            hint: w.hint.clone(),
         })
-        .unwrap_or_default()
+        .collect()
 }
 
-fn shown_json(s: &Shown) -> Json {
-    json!({
-        "status": s.status,
-        "body": s.body,
-        "stderr": s.stderr,
-        "truncated": s.truncated,
-        "cells_cut": s.cells_cut,
-    })
+/// The warnings that crossed, each with a code the parser gives (any other
+/// is dropped).
+fn warnings_back(ws: Vec<WarningX>) -> Vec<Warning> {
+    ws.into_iter()
+        .filter_map(|w| {
+            let code = WARNING_CODES.iter().find(|c| **c == w.code)?;
+            Some(Warning {
+                code,
+                message: w.message,
+                span: w.span,
+                hint: w.hint,
+            })
+        })
+        .collect()
 }
 
-fn shown_from(j: &Json) -> Shown {
-    let opt = |k: &str| j.get(k).and_then(Json::as_str).map(str::to_string);
-    let flag = |k: &str| j.get(k).and_then(Json::as_bool).unwrap_or(false);
-    Shown {
-        status: opt("status"),
-        body: opt("body").unwrap_or_default(),
-        stderr: opt("stderr"),
-        truncated: flag("truncated"),
-        cells_cut: flag("cells_cut"),
+/// An evaluation as it crosses ([`Evaluated`]); values in the journal's
+/// wire encoding.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Crossed {
+    effects: Vec<Json>,
+    cwd: PathBuf,
+    ts: i64,
+    elapsed_ns: u64,
+    ran: RanX,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum RanX {
+    Panicked(String),
+    Parse {
+        msg: String,
+        span: Span,
+        hint: Option<String>,
+    },
+    /// A raised error: its wire form, and a command's exit status.
+    Raised {
+        error: Json,
+        status: Option<i64>,
+        warnings: Vec<WarningX>,
+    },
+    Value {
+        value: Json,
+        shown: Shown,
+        warnings: Vec<WarningX>,
+    },
+}
+
+impl From<&Evaluated> for Crossed {
+    fn from(e: &Evaluated) -> Crossed {
+        let ran = match &e.ran {
+            Ran::Panicked(m) => RanX::Panicked(m.clone()),
+            Ran::Parse(p) => RanX::Parse {
+                msg: p.msg.clone(),
+                span: p.span,
+                hint: p.hint.clone(),
+            },
+            Ran::Raised { error, warnings } => RanX::Raised {
+                error: wire::error(error),
+                status: error.status,
+                warnings: warnings_x(warnings),
+            },
+            Ran::Value {
+                value,
+                shown,
+                warnings,
+            } => RanX::Value {
+                value: wire::encode(value),
+                shown: shown.clone(),
+                warnings: warnings_x(warnings),
+            },
+        };
+        Crossed {
+            effects: e.effects.clone(),
+            cwd: e.cwd.clone(),
+            ts: e.ts,
+            elapsed_ns: u64::try_from(e.elapsed.as_nanos()).unwrap_or(u64::MAX),
+            ran,
+        }
     }
 }
 
-/// `e` as it crosses.
-pub fn error_json(e: &SessionError) -> Json {
-    match e {
-        SessionError::Internal(m) => json!({"internal": m}),
-        e => json!({"rpc": crate::peer::session_error(e.clone())}),
+impl Crossed {
+    /// The evaluation that crossed (`None`: a raised error that is not one).
+    pub fn evaluated(self) -> Option<Evaluated> {
+        let ran = match self.ran {
+            RanX::Panicked(m) => Ran::Panicked(m),
+            RanX::Parse { msg, span, hint } => Ran::Parse(ParseError { msg, span, hint }),
+            RanX::Raised {
+                error,
+                status,
+                warnings,
+            } => {
+                let mut error = match &wire::decode(&error)? {
+                    Value::Error(e) => ShoalError::clone(e),
+                    _ => return None,
+                };
+                error.status = status;
+                Ran::Raised {
+                    error,
+                    warnings: warnings_back(warnings),
+                }
+            }
+            RanX::Value {
+                value,
+                shown,
+                warnings,
+            } => Ran::Value {
+                value: value_from(&value),
+                shown,
+                warnings: warnings_back(warnings),
+            },
+        };
+        Some(Evaluated {
+            effects: self.effects,
+            cwd: self.cwd,
+            ts: self.ts,
+            elapsed: Duration::from_nanos(self.elapsed_ns),
+            ran,
+        })
     }
-}
-
-/// An error that crossed.
-pub fn error_from(j: &Json) -> SessionError {
-    if let Some(m) = j.get("internal").and_then(Json::as_str) {
-        return SessionError::Internal(m.to_string());
-    }
-    let r = j.get("rpc").unwrap_or(&Json::Null);
-    let mut e = RpcError::new(
-        r.get("code").and_then(Json::as_i64).unwrap_or(-32603),
-        r.get("message")
-            .and_then(Json::as_str)
-            .unwrap_or("the worker failed"),
-    );
-    e.data = r.get("data").cloned();
-    SessionError::Rpc(e)
-}
-
-/// A plan's derivation as it crosses.
-pub fn derived_json(d: &shoal_policy::undo::Derived) -> Json {
-    json!({
-        "effects": d.effects.iter().map(shoal_policy::Effect::to_json).collect::<Vec<_>>(),
-        "lost": d.undo.lost,
-        "trashed": d.undo.trashed,
-        "trash_dir": d.undo.trash_dir,
-        "place": d.place,
-    })
-}
-
-/// A derivation that crossed (`None`: not one).
-pub fn derived_from(j: &Json) -> Option<shoal_policy::undo::Derived> {
-    let strings = |k: &str| -> Option<Vec<String>> {
-        j.get(k)?
-            .as_array()?
-            .iter()
-            .map(|s| s.as_str().map(str::to_string))
-            .collect()
-    };
-    let effects = j
-        .get("effects")?
-        .as_array()?
-        .iter()
-        .map(shoal_policy::Effect::from_json)
-        .collect::<Option<Vec<_>>>()?;
-    let place = match j.get("place") {
-        None | Some(Json::Null) => None,
-        Some(p) => Some(serde_json::from_value(p.clone()).ok()?),
-    };
-    Some(shoal_policy::undo::Derived {
-        effects,
-        undo: shoal_policy::undo::Undo {
-            lost: strings("lost")?,
-            trashed: strings("trashed")?,
-            trash_dir: j
-                .get("trash_dir")
-                .and_then(Json::as_str)
-                .map(str::to_string),
-        },
-        place,
-    })
-}
-
-/// A raised error as it crosses: its wire form and a command's exit status.
-fn error_value_json(e: &ShoalError) -> Json {
-    let mut j = wire::error(e);
-    if let (Some(status), Some(o)) = (e.status, j.as_object_mut()) {
-        o.insert("status".into(), json!(status));
-    }
-    j
-}
-
-fn error_value_from(j: &Json) -> Option<ShoalError> {
-    let mut e = match &wire::decode(j)? {
-        Value::Error(e) => ShoalError::clone(e),
-        _ => return None,
-    };
-    e.status = j.get("status").and_then(Json::as_i64);
-    Some(e)
 }
 
 /// A value that crossed: as the journal reads it back, but a task (what
-/// `cmd &` gives) stays a task, not its number.
-fn value_from(j: &Json) -> Option<Value> {
+/// `cmd &` gives) stays a task, not its number; what does not decode (a
+/// closure, a stream) is kept as its text.
+fn value_from(j: &Json) -> Value {
     if j.get("$").and_then(Json::as_str) == Some("task") {
-        let id = j.get("id")?.as_u64()?;
-        return Some(Value::Task(std::sync::Arc::new(shoal_value::TaskRef {
-            id,
-        })));
+        if let Some(id) = j.get("id").and_then(Json::as_u64) {
+            return Value::Task(std::sync::Arc::new(shoal_value::TaskRef { id }));
+        }
     }
-    wire::decode(j)
-}
-
-/// `e` as it crosses.
-pub fn evaluated_json(e: &Evaluated) -> Json {
-    let ran = match &e.ran {
-        Ran::Panicked(m) => json!({"panicked": m}),
-        Ran::Parse(p) => json!({"parse": {
-            "msg": p.msg,
-            "span": {"start": p.span.start, "end": p.span.end},
-            "hint": p.hint,
-        }}),
-        Ran::Raised { error, warnings } => json!({
-            "raised": error_value_json(error),
-            "warnings": warnings_json(warnings),
-        }),
-        Ran::Value {
-            value,
-            shown,
-            warnings,
-        } => json!({
-            "value": wire::encode(value),
-            "shown": shown_json(shown),
-            "warnings": warnings_json(warnings),
-        }),
-    };
-    json!({
-        "effects": e.effects,
-        "cwd": e.cwd,
-        "ts": e.ts,
-        "elapsed_ns": u64::try_from(e.elapsed.as_nanos()).unwrap_or(u64::MAX),
-        "ran": ran,
+    wire::decode(j).unwrap_or_else(|| {
+        let repr = j
+            .get("repr")
+            .or_else(|| j.get("label"))
+            .and_then(Json::as_str)
+            .unwrap_or("<value>");
+        Value::str(repr)
     })
 }
 
-/// An evaluation that crossed (`None`: not one).
-pub fn evaluated_from(j: &Json) -> Option<Evaluated> {
-    let ran = j.get("ran")?;
-    let ran = if let Some(m) = ran.get("panicked") {
-        Ran::Panicked(m.as_str()?.to_string())
-    } else if let Some(p) = ran.get("parse") {
-        Ran::Parse(ParseError {
-            msg: p.get("msg")?.as_str()?.to_string(),
-            span: span_from(p.get("span")?),
-            hint: p.get("hint").and_then(Json::as_str).map(str::to_string),
+/// A plan's derivation as it crosses (`Effect::to_json` for its effects).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DerivedX {
+    effects: Vec<Json>,
+    lost: Vec<String>,
+    trashed: Vec<String>,
+    trash_dir: Option<String>,
+    place: Option<shoal_policy::plan::Place>,
+}
+
+impl From<&shoal_policy::undo::Derived> for DerivedX {
+    fn from(d: &shoal_policy::undo::Derived) -> DerivedX {
+        DerivedX {
+            effects: d
+                .effects
+                .iter()
+                .map(shoal_policy::Effect::to_json)
+                .collect(),
+            lost: d.undo.lost.clone(),
+            trashed: d.undo.trashed.clone(),
+            trash_dir: d.undo.trash_dir.clone(),
+            place: d.place.clone(),
+        }
+    }
+}
+
+impl DerivedX {
+    /// The derivation that crossed (`None`: an effect that is not one).
+    pub fn derived(self) -> Option<shoal_policy::undo::Derived> {
+        Some(shoal_policy::undo::Derived {
+            effects: self
+                .effects
+                .iter()
+                .map(shoal_policy::Effect::from_json)
+                .collect::<Option<Vec<_>>>()?,
+            undo: shoal_policy::undo::Undo {
+                lost: self.lost,
+                trashed: self.trashed,
+                trash_dir: self.trash_dir,
+            },
+            place: self.place,
         })
-    } else if let Some(r) = ran.get("raised") {
-        let error = error_value_from(r)?;
-        Ran::Raised {
-            error,
-            warnings: warnings_from(ran.get("warnings")?),
-        }
-    } else {
-        let v = ran.get("value")?;
-        // What does not decode (a closure, a stream) is kept as its text.
-        let value = value_from(v).unwrap_or_else(|| {
-            let repr = v
-                .get("repr")
-                .or_else(|| v.get("label"))
-                .and_then(Json::as_str)
-                .unwrap_or("<value>");
-            Value::str(repr)
-        });
-        Ran::Value {
-            value,
-            shown: shown_from(ran.get("shown")?),
-            warnings: warnings_from(ran.get("warnings")?),
-        }
-    };
-    Some(Evaluated {
-        effects: j.get("effects")?.as_array()?.clone(),
-        cwd: PathBuf::from(j.get("cwd")?.as_str()?),
-        ts: j.get("ts")?.as_i64()?,
-        elapsed: Duration::from_nanos(j.get("elapsed_ns")?.as_u64()?),
-        ran,
-    })
+    }
+}
+
+/// What a fork request answers: the fork's key.
+pub type Forked = Result<u64, Failed>;
+
+/// What a signal request answers: the pid signalled (0: no program ran).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Signalled {
+    pub pid: u32,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// `e` as the daemon reads it after it crossed the line as text.
+    fn crossed(e: &Evaluated) -> Evaluated {
+        let text = serde_json::to_string(&Answer::of(Ok(Outcome::Done(e.into())))).unwrap();
+        match serde_json::from_str::<Answer>(&text).unwrap().outcome {
+            Ok(Outcome::Done(c)) => c.evaluated().unwrap(),
+            _ => panic!("not an evaluation"),
+        }
+    }
 
     #[test]
     fn an_evaluation_crosses_whole() {
@@ -434,7 +540,7 @@ mod tests {
                 }],
             },
         };
-        let back = evaluated_from(&evaluated_json(&e)).unwrap();
+        let back = crossed(&e);
         assert_eq!(back.effects, e.effects);
         assert_eq!((back.cwd, back.ts, back.elapsed), (e.cwd, e.ts, e.elapsed));
         match (back.ran, e.ran) {
@@ -462,7 +568,11 @@ mod tests {
             ts: 0,
             elapsed: Duration::ZERO,
             ran: Ran::Raised {
-                error: ShoalError::new(shoal_value::ErrorCode::Permission, "denied"),
+                error: {
+                    let mut e = ShoalError::new(shoal_value::ErrorCode::Permission, "denied");
+                    e.status = Some(3);
+                    e
+                },
                 warnings: vec![],
             },
         };
@@ -488,11 +598,14 @@ mod tests {
                 unbound: false,
             }),
         };
-        assert_eq!(derived_from(&derived_json(&d)), Some(d));
-        match evaluated_from(&evaluated_json(&raised)).unwrap().ran {
+        let text = serde_json::to_string(&DerivedX::from(&d)).unwrap();
+        let back = serde_json::from_str::<DerivedX>(&text).unwrap().derived();
+        assert_eq!(back, Some(d));
+        match crossed(&raised).ran {
             Ran::Raised { error, .. } => {
                 assert_eq!(error.msg, "denied");
                 assert_eq!(error.code, shoal_value::ErrorCode::Permission);
+                assert_eq!(error.status, Some(3));
             }
             _ => panic!("not raised"),
         }

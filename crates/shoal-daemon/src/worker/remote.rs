@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 
 use super::launch;
 use super::pair::{Incoming, Pair};
-use super::proto::{FromWorker, TaskAsk, ToWorker};
+use super::proto::{Answer, FromWorker, TaskAnswer, TaskAsk, ToWorker};
 use shoal_base::sync::Locked;
 use shoal_proto::wire;
 
@@ -53,7 +53,7 @@ pub struct Answers {
     pub bus: Option<crate::event_bus::BusHandle>,
     /// What an evaluation there asks of the session's tasks (the session's
     /// owner asking, whoever the worker says asks).
-    pub tasks: Option<Box<dyn Fn(TaskAsk) -> Json + Send + Sync>>,
+    pub tasks: Option<Box<dyn Fn(TaskAsk) -> TaskAnswer + Send + Sync>>,
     /// The cgroup leaf its programs join: killed if the worker dies with
     /// the session still open (what it started goes with it).
     pub leaf: Option<shoal_base::procs::Delegation>,
@@ -269,8 +269,8 @@ impl Remote {
         self.pair
             .request_unless(body, || t0.elapsed() > Duration::from_secs(1))
             .ok()
-            .and_then(|j| j.get("pid").and_then(Json::as_u64))
-            .map_or(0, |p| p as u32)
+            .and_then(|j| serde_json::from_value::<super::proto::Signalled>(j).ok())
+            .map_or(0, |s| s.pid)
     }
 }
 
@@ -292,8 +292,9 @@ impl Line {
         })
     }
 
-    /// Send job `msg` and wait for its answer (an error: the worker is gone).
-    pub fn ask(&mut self, msg: &ToWorker) -> Result<Json, String> {
+    /// Send job `msg` and wait for its answer (an error: the worker is gone,
+    /// or answered out of step).
+    pub fn ask(&mut self, msg: &ToWorker) -> Result<Answer, String> {
         use std::io::{BufRead, Read, Write};
         let mut bytes = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
         bytes.push(b'\n');
@@ -380,8 +381,11 @@ fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + 
                     Ok(FromWorker::Tasks { session, ask }) => of(&session).and_then(|a| {
                         a.tasks
                             .as_ref()
-                            .map(|t| t(ask))
                             .ok_or_else(|| "this session has no tasks".to_string())
+                            .and_then(|t| {
+                                serde_json::to_value(t(ask))
+                                    .map_err(|e| format!("a task answer that does not encode: {e}"))
+                            })
                     }),
                     Ok(FromWorker::Publish { .. } | FromWorker::Output { .. }) => {
                         Err("a note sent as a request".into())

@@ -9,10 +9,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{json, Value as Json};
-
 use super::pair::Pair;
-use super::proto::{FromWorker, TaskAsk};
+use super::proto::{FromWorker, TaskAnswer, TaskAsk};
 use shoal_base::sync::Locked;
 use shoal_lang::eval::{Forked, TaskControl, TaskHost, TaskInfo};
 use shoal_lang::{Interrupter, Session as LangSession};
@@ -47,16 +45,8 @@ pub(super) struct WorkerTasks {
     pub(super) gate: Arc<shoal_policy::Gate>,
 }
 
-/// An answer that is a raised error, as the daemon sends it.
-fn raised(j: &Json) -> Option<ShoalError> {
-    match &wire::decode(j.get("raised")?)? {
-        Value::Error(e) => Some(ShoalError::clone(e)),
-        _ => None,
-    }
-}
-
 impl WorkerTasks {
-    fn ask(&self, ask: TaskAsk, intr: Option<&Interrupter>) -> SResult<Json> {
+    fn ask(&self, ask: TaskAsk, intr: Option<&Interrupter>) -> SResult<TaskAnswer> {
         let q = FromWorker::Tasks {
             session: self.session.clone(),
             ask,
@@ -72,16 +62,25 @@ impl WorkerTasks {
             }
             _ => ShoalError::custom(format!("the session's tasks are out of reach: {m}")),
         })?;
-        match raised(&j) {
-            Some(e) => Err(e),
-            None => Ok(j),
+        match serde_json::from_value(j) {
+            Ok(TaskAnswer::Raised(e)) => Err(match &wire::decode(&e) {
+                Some(Value::Error(e)) => ShoalError::clone(e),
+                _ => ShoalError::custom("the session's tasks raised an error that does not cross"),
+            }),
+            Ok(a) => Ok(a),
+            Err(e) => Err(ShoalError::custom(format!(
+                "the session's tasks answered out of step: {e}"
+            ))),
         }
     }
 
     fn infos(&self, id: Option<u64>) -> SResult<Vec<TaskInfo>> {
-        let j = self.ask(TaskAsk::List { id }, None)?;
-        serde_json::from_value(j.get("tasks").cloned().unwrap_or(Json::Null))
-            .map_err(|e| ShoalError::custom(format!("a task list that is not one: {e}")))
+        match self.ask(TaskAsk::List { id }, None)? {
+            TaskAnswer::Tasks(t) => Ok(t),
+            a => Err(ShoalError::custom(format!(
+                "a task list that is not one: {a:?}"
+            ))),
+        }
     }
 }
 
@@ -99,10 +98,9 @@ impl TaskHost for WorkerTasks {
             },
             None,
         );
-        let id = r.and_then(|j| {
-            j.get("task")
-                .and_then(Json::as_u64)
-                .ok_or_else(|| ShoalError::custom(format!("not a task: {j}")))
+        let id = r.and_then(|a| match a {
+            TaskAnswer::Task(id) => Ok(id),
+            a => Err(ShoalError::custom(format!("not a task: {a:?}"))),
         });
         if id.is_err() {
             self.forks.take(fork);
@@ -119,10 +117,11 @@ impl TaskHost for WorkerTasks {
     }
 
     fn wait(&self, id: u64, intr: &Interrupter) -> SResult<Value> {
-        let j = self.ask(TaskAsk::Wait { id }, Some(intr))?;
-        j.get("value").and_then(wire::decode).ok_or_else(|| {
-            ShoalError::custom(format!("task:{id} ended with no value that crosses"))
-        })
+        match self.ask(TaskAsk::Wait { id }, Some(intr))? {
+            TaskAnswer::Value(v) => wire::decode(&v),
+            _ => None,
+        }
+        .ok_or_else(|| ShoalError::custom(format!("task:{id} ended with no value that crosses")))
     }
 
     fn control(&self, id: u64, control: TaskControl) -> SResult<()> {
@@ -131,14 +130,9 @@ impl TaskHost for WorkerTasks {
 }
 
 /// The daemon's answer to an ended task's wait: its value, or what it raised.
-pub fn ended_json(r: SResult<Value>) -> Json {
+pub fn ended(r: SResult<Value>) -> TaskAnswer {
     match r {
-        Ok(v) => json!({"value": wire::encode(&v)}),
-        Err(e) => raised_json(&e),
+        Ok(v) => TaskAnswer::Value(wire::encode(&v)),
+        Err(e) => TaskAnswer::raised(&e),
     }
-}
-
-/// `e` as a task answer.
-pub fn raised_json(e: &ShoalError) -> Json {
-    json!({"raised": wire::error(e)})
 }

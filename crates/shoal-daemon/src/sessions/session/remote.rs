@@ -20,13 +20,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{json, Value as Json};
-
 use super::record::PendingJournal;
 use super::shared::{LiveState, SessionShared};
 use super::{cancelled_before_running, exec};
 use crate::msg::{Exec, ExecReply, SessionError};
-use crate::worker::proto::{self, ExecJob, TaskAsk, ToWorker};
+use crate::worker::proto::{self, ExecJob, TaskAnswer, TaskAsk, ToWorker};
 use crate::worker::remote::{Answers, Line, Remote};
 use crate::worker::tasks as wtasks;
 use shoal_base::sync::Locked;
@@ -102,7 +100,8 @@ fn host_in(
         lookup: shared.transcript_lookup(),
         bus: Some(svc.bus.clone()),
         tasks: tasks.map(|t| {
-            Box::new(move |ask| task_answer(&t, ask)) as Box<dyn Fn(TaskAsk) -> Json + Send + Sync>
+            Box::new(move |ask| task_answer(&t, ask))
+                as Box<dyn Fn(TaskAsk) -> TaskAnswer + Send + Sync>
         }),
     };
     let key = format!("{}#{}", shared.name, remote.job());
@@ -130,22 +129,22 @@ fn host_in(
 }
 
 /// The answer to a worker evaluation's `ask` of its session's tasks.
-fn task_answer(tasks: &crate::sessions::supervisor::RemoteTasks, ask: TaskAsk) -> Json {
+fn task_answer(tasks: &crate::sessions::supervisor::RemoteTasks, ask: TaskAsk) -> TaskAnswer {
     let r = match ask {
-        TaskAsk::Start { src, fork } => tasks.start_there(&src, fork).map(|id| json!({"task": id})),
-        TaskAsk::List { id: None } => tasks.list().map(|t| json!({"tasks": t})),
+        TaskAsk::Start { src, fork } => tasks.start_there(&src, fork).map(TaskAnswer::Task),
+        TaskAsk::List { id: None } => tasks.list().map(TaskAnswer::Tasks),
         TaskAsk::List { id: Some(id) } => tasks
             .info(id)
-            .map(|t| json!({"tasks": t.into_iter().collect::<Vec<_>>()})),
+            .map(|t| TaskAnswer::Tasks(t.into_iter().collect())),
         TaskAsk::Wait { id } => {
             // The worker gives up its wait when interrupted; this one ends
             // with the task (or the session).
             let intr = shoal_lang::Interrupter::default();
-            return wtasks::ended_json(tasks.wait(id, &intr));
+            return wtasks::ended(tasks.wait(id, &intr));
         }
-        TaskAsk::Control { id, control } => tasks.control(id, control).map(|()| Json::Null),
+        TaskAsk::Control { id, control } => tasks.control(id, control).map(|()| TaskAnswer::Done),
     };
-    r.unwrap_or_else(|e| wtasks::raised_json(&e))
+    r.unwrap_or_else(|e| TaskAnswer::raised(&e))
 }
 
 /// Evaluate `job` in `shared`'s worker, on the session's own language
@@ -210,14 +209,20 @@ pub(super) fn run_there(
     // worker's pair (it runs beside the foreground, on a thread of its own).
     let answer = match &msg {
         ToWorker::Exec(_) => line.locked().ask(&msg),
-        _ => remote.request(&msg),
+        _ => remote.request(&msg).and_then(|j| {
+            serde_json::from_value::<proto::Answer>(j).map_err(|e| format!("not an answer: {e}"))
+        }),
     };
     remote.unwatch(number);
     if foreground {
         shared.there_job.store(0, Ordering::SeqCst);
     }
-    let j = match answer {
-        Ok(j) => j,
+    let proto::Answer {
+        outcome,
+        live,
+        memory,
+    } = match answer {
+        Ok(a) => a,
         Err(m) => {
             tracing::warn!(session = %shared.name, pid = remote.pid(), "the worker process ended: {m}");
             forget(shared, &remote);
@@ -230,15 +235,16 @@ pub(super) fn run_there(
             );
         }
     };
-    if let Some(m) = j.get("memory") {
-        let n = |k: &str| m.get(k).and_then(Json::as_u64).unwrap_or(0);
-        shared.there_memory.store(n("session"), Ordering::Relaxed);
-        remote.set_principal_memory(n("principal"));
+    if let Some(m) = memory {
+        shared.there_memory.store(m.session, Ordering::Relaxed);
+        remote.set_principal_memory(m.principal);
     }
-    if let Some(e) = j.get("error") {
-        return (Err(proto::error_from(e)), None);
-    }
-    let Some(done) = j.get("done").and_then(proto::evaluated_from) else {
+    let done = match outcome {
+        Err(e) => return (Err(e.into()), None),
+        Ok(proto::Outcome::Done(c)) => c.evaluated(),
+        Ok(_) => None,
+    };
+    let Some(done) = done else {
         return (
             Err(SessionError::Internal(
                 "the worker's answer is not an evaluation".into(),
@@ -247,10 +253,7 @@ pub(super) fn run_there(
         );
     };
     if foreground {
-        if let Some(live) = j
-            .get("live")
-            .and_then(|l| serde_json::from_value::<proto::Live>(l.clone()).ok())
-        {
+        if let Some(live) = live {
             *shared.live.locked() = Some(LiveState {
                 cwd: live.cwd,
                 env: live.env,
@@ -311,16 +314,19 @@ pub(super) fn derive_there(
         src: src.to_string(),
         caller: gate.map(|g| g.principal.clone()),
     };
-    let j = line.locked().ask(&msg).map_err(|m| {
+    let answer = line.locked().ask(&msg).map_err(|m| {
         forget(shared, &remote);
         SessionError::Internal(format!("the session's worker process ended ({m})"))
     })?;
-    if let Some(e) = j.get("error") {
-        return Err(proto::error_from(e));
+    match answer.outcome {
+        Err(e) => Err(e.into()),
+        Ok(proto::Outcome::Derived(d)) => d.derived().ok_or_else(not_a_plan),
+        Ok(_) => Err(not_a_plan()),
     }
-    j.get("derived")
-        .and_then(proto::derived_from)
-        .ok_or_else(|| SessionError::Internal("the worker's answer is not a plan".into()))
+}
+
+fn not_a_plan() -> SessionError {
+    SessionError::Internal("the worker's answer is not a plan".into())
 }
 
 /// A fork of `shared`'s language state in its worker for a background
@@ -335,10 +341,7 @@ pub fn fork_there(shared: &SessionShared, src: &str) -> Result<u64, SessionError
     let j = remote
         .request(&msg)
         .map_err(|m| SessionError::Internal(format!("the session's worker process ended ({m})")))?;
-    if let Some(e) = j.get("error") {
-        return Err(proto::error_from(e));
-    }
-    j.get("fork")
-        .and_then(Json::as_u64)
-        .ok_or_else(|| SessionError::Internal("the worker's answer is not a fork".into()))
+    serde_json::from_value::<proto::Forked>(j)
+        .map_err(|e| SessionError::Internal(format!("the worker's answer is not a fork: {e}")))?
+        .map_err(SessionError::from)
 }
