@@ -21,7 +21,9 @@ use std::sync::{mpsc, Arc, Mutex};
 use serde_json::{json, Value as Json};
 
 use super::pair::{Incoming, Pair};
-use super::proto::{self, Answer, ExecJob, Failed, FromWorker, Init, Outcome, Ready, ToWorker};
+use super::proto::{
+    self, Answer, ExecJob, Failed, FromWorker, Init, LineJob, Outcome, Ready, ToWorker,
+};
 use super::tasks::{Forks, WorkerTasks};
 use crate::eval::{self, EvalJob, LangSetup};
 use crate::msg::CallCancel;
@@ -292,9 +294,6 @@ impl Worker {
                 };
                 pair.reply(id, r.map(|()| Json::Null));
             }
-            ToWorker::Exec(_) | ToWorker::Derive { .. } => {
-                pair.reply(id, Err("execs and plans come on the session's line".into()));
-            }
             ToWorker::Fork { session, src } => {
                 let (me, pair) = (self.clone(), pair.clone());
                 // Forking and judging may read files: off the pair's reader.
@@ -500,18 +499,17 @@ impl Worker {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
-            let work = match serde_json::from_str::<ToWorker>(&frame) {
-                Ok(ToWorker::Exec(job)) => {
-                    self.enter(&job, None);
-                    ToWorker::Exec(job)
-                }
-                Ok(w @ ToWorker::Derive { .. }) => w,
-                Ok(_) | Err(_) => {
-                    let e = Failed::Internal("not a job for a session's line".into());
+            let work = match serde_json::from_str::<LineJob>(&frame) {
+                Ok(w) => w,
+                Err(e) => {
+                    let e = Failed::Internal(format!("not a job for a session's line: {e}"));
                     answer(&Answer::of(Err(e)));
                     continue;
                 }
             };
+            if let LineJob::Exec(job) = &work {
+                self.enter(job, None);
+            }
             // The language session, made on first use and again after a
             // panic (whose half-mutated state is never resumed).
             if lang.is_none() {
@@ -524,7 +522,7 @@ impl Worker {
                         let e = crate::msg::SessionError::Internal(format!(
                             "session {session}: language session unavailable: {m}"
                         ));
-                        if let ToWorker::Exec(job) = &work {
+                        if let LineJob::Exec(job) = &work {
                             self.jobs.locked().remove(&job.job);
                         }
                         answer(&Answer::of(Err((&e).into())));
@@ -534,12 +532,11 @@ impl Worker {
             }
             let Some(l) = lang.as_mut() else { continue };
             let job = match work {
-                ToWorker::Exec(job) => job,
-                ToWorker::Derive { src, caller, .. } => {
+                LineJob::Exec(job) => job,
+                LineJob::Derive { src, caller } => {
                     answer(&Answer::of(self.derive(l, &src, caller.as_deref())));
                     continue;
                 }
-                _ => continue,
             };
             let cancel = self.cancel_of(job.job);
             let r = self.run(l, &job, &cancel, stack, hosted.tasks);

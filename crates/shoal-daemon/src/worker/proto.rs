@@ -1,9 +1,11 @@
-//! What crosses the pair between the daemon and a worker process: the
-//! daemon's requests and notes ([`ToWorker`]), the worker's
-//! ([`FromWorker`]), and an evaluation's result in a form that crosses
-//! ([`evaluated_json`], [`evaluated_from`]). Values travel in the journal's
-//! wire encoding: what the daemon keeps of a worker's value is what it
-//! would read back from the journal after a restart.
+//! What crosses between the daemon and a worker process, every message a
+//! typed struct: on the pair, the daemon's requests and notes
+//! ([`ToWorker`]) and the worker's ([`FromWorker`], answered by
+//! [`TaskAnswer`] and the like); on a hosted session's line, its jobs
+//! ([`LineJob`]) and their [`Answer`]s, an evaluation crossing as a
+//! [`Crossed`]. Values travel in the journal's wire encoding: what the
+//! daemon keeps of a worker's value is what it would read back from the
+//! journal after a restart.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -51,16 +53,6 @@ pub enum ToWorker {
         session_memory: u64,
         spill_bytes: u64,
     },
-    /// Evaluate (a request: the reply is [`evaluated_json`] or an error).
-    Exec(ExecJob),
-    /// Derive the effects of `src` in `session` (planning; nothing runs): a
-    /// request, answered `{"derived": ..}` ([`derived_json`]) or an error.
-    Derive {
-        session: String,
-        src: String,
-        /// The caller's principal (`None`: the session's owner).
-        caller: Option<String>,
-    },
     /// Fork `session`'s language state as of its last exec for a
     /// background task of `src`, behind the owner's Leash verdict on it (a
     /// request, answered `{"fork": key}` or an error; nothing runs yet).
@@ -81,6 +73,21 @@ pub enum ToWorker {
         session: String,
         channel: String,
         value: Json,
+    },
+}
+
+/// What a hosted session's line carries from the daemon, one job at a
+/// time, each answered on the line with an [`Answer`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineJob {
+    /// Evaluate.
+    Exec(ExecJob),
+    /// Derive the effects of `src` (planning; nothing runs).
+    Derive {
+        src: String,
+        /// The caller's principal (`None`: the session's owner).
+        caller: Option<String>,
     },
 }
 

@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 
 use super::launch;
 use super::pair::{Incoming, Pair};
-use super::proto::{Answer, FromWorker, TaskAnswer, TaskAsk, ToWorker};
+use super::proto::{Answer, FromWorker, LineJob, TaskAnswer, TaskAsk, ToWorker};
 use shoal_base::sync::Locked;
 use shoal_proto::wire;
 
@@ -294,7 +294,7 @@ impl Line {
 
     /// Send job `msg` and wait for its answer (an error: the worker is gone,
     /// or answered out of step).
-    pub fn ask(&mut self, msg: &ToWorker) -> Result<Answer, String> {
+    pub fn ask(&mut self, msg: &LineJob) -> Result<Answer, String> {
         use std::io::{BufRead, Read, Write};
         let mut bytes = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
         bytes.push(b'\n');

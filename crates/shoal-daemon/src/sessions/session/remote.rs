@@ -24,7 +24,7 @@ use super::record::PendingJournal;
 use super::shared::{LiveState, SessionShared};
 use super::{cancelled_before_running, exec};
 use crate::msg::{Exec, ExecReply, SessionError};
-use crate::worker::proto::{self, ExecJob, TaskAnswer, TaskAsk, ToWorker};
+use crate::worker::proto::{self, ExecJob, LineJob, TaskAnswer, TaskAsk, ToWorker};
 use crate::worker::remote::{Answers, Line, Remote};
 use crate::worker::tasks as wtasks;
 use shoal_base::sync::Locked;
@@ -185,15 +185,17 @@ pub(super) fn run_there(
             .map(shoal_policy::Effect::to_json)
             .collect(),
     };
+    // The foreground's job goes on the session's line; a task's on the
+    // worker's pair (it runs beside the foreground, on a thread of its own).
     let msg = match fork {
-        None => ToWorker::Exec(spec),
+        None => Ok(LineJob::Exec(spec)),
         Some((fork, slot)) => {
             slot.store(number, Ordering::SeqCst);
             // The task's record shows its programs' output as it comes.
             if let Some(tail) = shoal_lang::shell::process::thread_tail() {
                 remote.watch(number, tail);
             }
-            ToWorker::Task { fork, job: spec }
+            Err(ToWorker::Task { fork, job: spec })
         }
     };
     let there = remote.clone();
@@ -205,11 +207,9 @@ pub(super) fn run_there(
     if foreground {
         shared.there_job.store(number, Ordering::SeqCst);
     }
-    // The foreground's job goes on the session's line; a task's on the
-    // worker's pair (it runs beside the foreground, on a thread of its own).
     let answer = match &msg {
-        ToWorker::Exec(_) => line.locked().ask(&msg),
-        _ => remote.request(&msg).and_then(|j| {
+        Ok(job) => line.locked().ask(job),
+        Err(task) => remote.request(task).and_then(|j| {
             serde_json::from_value::<proto::Answer>(j).map_err(|e| format!("not an answer: {e}"))
         }),
     };
@@ -308,9 +308,8 @@ pub(super) fn derive_there(
     src: &str,
     gate: Option<&Arc<shoal_policy::Gate>>,
 ) -> Result<shoal_policy::undo::Derived, SessionError> {
-    let Hosting { remote, line, key } = remote_of(shared)?;
-    let msg = ToWorker::Derive {
-        session: key,
+    let Hosting { remote, line, .. } = remote_of(shared)?;
+    let msg = LineJob::Derive {
         src: src.to_string(),
         caller: gate.map(|g| g.principal.clone()),
     };
