@@ -40,6 +40,11 @@ impl Line {
     }
 }
 
+/// The evaluation an exec's answer carries (`null`: it failed instead).
+fn done(answer: &Value) -> &Value {
+    &answer["outcome"]["Ok"]["done"]
+}
+
 /// A field of `/proc/PID/status` (empty: no such process or field).
 pub fn status_field(pid: u32, name: &str) -> String {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -132,8 +137,8 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
     let run = |src: String, check: bool| -> Value {
         job.set(job.get() + 1);
         line.borrow_mut().ask(
-            json!({"op": "exec", "session": "w1", "job": job.get(), "src": src,
-            "value_position": false, "tty": false, "width": 80, "caller": null, "check": check}),
+            json!({"exec": {"session": "w1", "job": job.get(), "src": src,
+            "value_position": false, "tty": false, "width": 80, "caller": null, "check": check}}),
         )
     };
     let exec = |src: String| run(src, true);
@@ -172,21 +177,19 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
     // Inside the grant it works: the control.
     let made = proj.join("made.txt");
     let r = exec(format!("\"inside\".save({:?})", made.display().to_string()));
-    assert!(r.get("done").is_some(), "{r}");
+    assert!(done(&r).is_object(), "{r}");
     assert_eq!(std::fs::read_to_string(&made).unwrap(), "inside");
     let r = exec(format!("cat {:?}", made.display().to_string()));
-    assert!(r["done"]["ran"]["shown"]["body"]
+    assert!(done(&r)["ran"]["value"]["shown"]["body"]
         .as_str()
         .unwrap()
         .contains("inside"));
 
     // Planning derives effects in the session, running nothing.
     let planned = proj.join("planned.txt");
-    let d = line
-        .borrow_mut()
-        .ask(json!({"op": "derive", "session": "w1", "caller": null,
-            "src": format!("\"p\".save({:?})", planned.display().to_string())}));
-    let effects = d["derived"]["effects"].to_string();
+    let d = line.borrow_mut().ask(json!({"derive": {"caller": null,
+            "src": format!("\"p\".save({:?})", planned.display().to_string())}}));
+    let effects = d["outcome"]["Ok"]["derived"]["effects"].to_string();
     assert!(
         effects.contains("fs_write") && effects.contains("planned.txt"),
         "{d}"
@@ -194,22 +197,22 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
     assert!(!planned.exists(), "planning ran the program");
     let bad = line
         .borrow_mut()
-        .ask(json!({"op": "derive", "session": "w1", "caller": null, "src": "let = ("}));
-    assert!(bad.get("error").is_some(), "{bad}");
+        .ask(json!({"derive": {"caller": null, "src": "let = ("}}));
+    assert!(bad["outcome"].get("Err").is_some(), "{bad}");
 
     // Its trash is the principal's private directory: `rm` works in the grant.
     let gone = proj.join("gone.txt");
     std::fs::write(&gone, "x").unwrap();
     let r = exec(format!("rm({:?})", gone.display().to_string()));
     assert!(
-        r["done"]["ran"].get("value").is_some() && !gone.exists(),
+        done(&r)["ran"].get("value").is_some() && !gone.exists(),
         "{r}"
     );
 
     // `out:N` is the daemon's; `user.*` events go to it.
     let r = exec("out:3 + 1".into());
     assert_eq!(
-        r["done"]["ran"]["value"],
+        done(&r)["ran"]["value"]["value"],
         json!({"$": "int", "v": 301}),
         "{r}"
     );
@@ -233,12 +236,12 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
     job.set(job.get() + 1);
     let elsewhere = line
         .borrow_mut()
-        .ask(json!({"op": "exec", "session": "w1", "job": job.get(),
+        .ask(json!({"exec": {"session": "w1", "job": job.get(),
             "src": format!("\"moved\".save({:?})", proj.join("moved.txt").display().to_string()),
             "value_position": false, "tty": false, "width": 80, "caller": null, "check": false,
-            "place": {"cwd": proj, "env": "0"}}));
+            "place": {"cwd": proj, "env": "0"}}}));
     assert_eq!(
-        elsewhere["error"]["rpc"]["data"]["moved"],
+        elsewhere["outcome"]["Err"]["rpc"]["data"]["moved"],
         json!(true),
         "{elsewhere}"
     );
@@ -251,8 +254,8 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
     let mut line = line.into_inner();
     let long = std::thread::spawn(move || {
         line.ask(
-            json!({"op": "exec", "session": "w1", "job": next, "src": "sleep 600; 7",
-                "value_position": false, "tty": false, "width": 80, "caller": null, "check": true}),
+            json!({"exec": {"session": "w1", "job": next, "src": "sleep 600; 7",
+                "value_position": false, "tty": false, "width": 80, "caller": null, "check": true}}),
         )
     });
     // Interrupt until the reply comes (the first may land before the job starts).
@@ -261,7 +264,7 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let r = long.join().unwrap();
-    assert!(r["done"]["ran"].get("value").is_none(), "{r}");
+    assert!(done(&r)["ran"].get("value").is_none(), "{r}");
 
     // A closed pair ends the worker.
     pair.close();
