@@ -428,11 +428,14 @@ impl PtyHandle {
                 let mut open = true;
                 loop {
                     changes.borrow_and_update();
+                    // The end is read before the screen is checked: the I/O
+                    // thread publishes the last screen before it marks the
+                    // end, so a screen checked after an end is seen is final.
+                    let life = shared.life();
                     let (ok, wake_at) = check(&shared, &opts);
                     if ok {
                         break true;
                     }
-                    let life = shared.life();
                     // Nothing more can arrive: a wait for text is over.
                     if (!open || (!life.alive && life.eof)) && opts.stable.is_none() {
                         break false;
