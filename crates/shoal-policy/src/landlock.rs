@@ -43,6 +43,7 @@
 
 use std::cell::RefCell;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -51,6 +52,8 @@ use landlock::{
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetError, Scope, ABI,
 };
 
+pub use super::grant_path::resolve_grant;
+use super::grant_path::{open_grant, open_path};
 use super::policy::{PathGlob, PrincipalPolicy};
 use super::seccomp::{
     cloexec_from, filter_available, install_filter, AUDIT_ARCH, NO_ATTR, NO_SHARED, NO_UNIX, SEAL,
@@ -162,54 +165,6 @@ fn roots(grants: &[PathGlob], home: Option<&str>) -> Vec<PathBuf> {
     v.sort();
     v.dedup();
     v
-}
-
-/// A token's grant root with its symbolic links resolved, or `None` (the grant is
-/// dropped) when the path goes through a link in a directory the principal may write
-/// (`writable`): a link it could have made would point the grant wherever it chose
-/// (`proj/target -> /` turning `delete = ["proj/target/**"]` into the whole disk). Links
-/// elsewhere (an operator's `~/src -> /data/src`, merged `/usr`) are followed. A path
-/// that does not exist, or loops, grants nothing.
-pub fn resolve_grant(root: &Path, writable: &[PathBuf]) -> Option<PathBuf> {
-    use std::collections::VecDeque;
-    use std::path::Component;
-    let mut cur = PathBuf::from("/");
-    let mut rest: VecDeque<std::ffi::OsString> = VecDeque::new();
-    let push_front = |rest: &mut VecDeque<std::ffi::OsString>, p: &Path| {
-        for c in p.components().rev() {
-            match c {
-                Component::Normal(n) => rest.push_front(n.to_os_string()),
-                Component::ParentDir => rest.push_front("..".into()),
-                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-            }
-        }
-    };
-    push_front(&mut rest, root);
-    let mut links = 0;
-    while let Some(c) = rest.pop_front() {
-        if c == ".." {
-            cur.pop();
-            continue;
-        }
-        let next = cur.join(&c);
-        let meta = std::fs::symlink_metadata(&next).ok()?;
-        if !meta.file_type().is_symlink() {
-            cur = next;
-            continue;
-        }
-        links += 1;
-        if links > 40 || writable.iter().any(|w| cur.starts_with(w)) {
-            tracing::warn!(grant = %root.display(), link = %next.display(),
-                "a grant goes through a link the principal can make: the grant is dropped");
-            return None;
-        }
-        let target = std::fs::read_link(&next).ok()?;
-        if target.is_absolute() {
-            cur = PathBuf::from("/");
-        }
-        push_front(&mut rest, &target);
-    }
-    Some(cur)
 }
 
 impl Rules {
@@ -436,12 +391,13 @@ impl Rules {
             .token
             .then(|| self.write.iter().chain(&self.delete).cloned().collect());
         let mut add = |path: &Path, rights: BitFlags<AccessFs>| -> io::Result<()> {
-            match &writable {
-                None => add_path(&mut created, path, rights & handled, false),
-                Some(w) => match resolve_grant(path, w) {
-                    Some(real) => add_path(&mut created, &real, rights & handled, true),
-                    None => Ok(()),
-                },
+            let opened = match &writable {
+                None => open_path(path, false)?,
+                Some(w) => open_grant(path, w)?,
+            };
+            match opened {
+                Some(fd) => add_fd(&mut created, fd, rights & handled),
+                None => Ok(()),
             }
         };
         // What may be executed: everything readable, or the listed files only.
@@ -514,35 +470,10 @@ impl Rules {
     }
 }
 
-/// Grant `rights` beneath `path` (only the file rights on a non-directory).
-/// A path gone since the rules were lowered grants nothing (one of many
-/// entries a grant was cut into, say).
-fn add_path(
-    rs: &mut RulesetCreated,
-    path: &Path,
-    mut rights: BitFlags<AccessFs>,
-    no_links: bool,
-) -> io::Result<()> {
-    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags, CWD};
-    use rustix::io::Errno;
-    // One path walk: open (O_PATH), then ask the descriptor what it is. A
-    // resolved path (`no_links`) must still have no link in it: one swapped
-    // in since it was resolved fails the walk, and the path grants nothing.
-    let flags = OFlags::PATH | OFlags::CLOEXEC;
-    let opened = if no_links {
-        match rustix::fs::openat2(CWD, path, flags, Mode::empty(), ResolveFlags::NO_SYMLINKS) {
-            // Before Linux 5.6: the plain walk.
-            Err(Errno::NOSYS) => rustix::fs::open(path, flags | OFlags::NOFOLLOW, Mode::empty()),
-            r => r,
-        }
-    } else {
-        rustix::fs::open(path, flags, Mode::empty())
-    };
-    let fd = match opened {
-        Ok(fd) => fd,
-        Err(Errno::NOENT | Errno::LOOP) => return Ok(()),
-        Err(e) => return Err(e.into()),
-    };
+/// Grant `rights` beneath the opened `fd` (only the file rights on a
+/// non-directory).
+fn add_fd(rs: &mut RulesetCreated, fd: OwnedFd, mut rights: BitFlags<AccessFs>) -> io::Result<()> {
+    use rustix::fs::FileType;
     let kind = FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode);
     if kind != FileType::Directory {
         rights &= AccessFs::from_file(TARGET);

@@ -12,6 +12,7 @@ pub mod confine;
 pub mod effect;
 pub mod exec_list;
 pub mod glob;
+pub mod grant_path;
 pub mod landlock;
 #[cfg(test)]
 mod landlock_tests;

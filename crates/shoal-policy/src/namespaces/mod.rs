@@ -587,8 +587,7 @@ impl Plan {
             .collect();
         for (p, rw) in &self.binds {
             // (A root that does not exist is left to `--bind-try`, which skips it.)
-            let exists = std::fs::symlink_metadata(p).is_ok();
-            if exists && crate::landlock::resolve_grant(p, &writable).as_ref() != Some(p) {
+            if !crate::grant_path::resolves_to_itself(p, &writable) {
                 continue;
             }
             let flag: &OsStr = if *rw {

@@ -1,0 +1,197 @@
+//! Where a token's grant path leads now: resolved through the links it may
+//! follow ([`resolve_grant`]), and opened for a Landlock rule or checked
+//! before a namespace mount without following any link ([`open_grant`],
+//! [`resolves_to_itself`]), so a link swapped in since the rules were made
+//! grants nothing.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+/// A token's grant root with its symbolic links resolved, or `None` (the grant is
+/// dropped) when the path goes through a link in a directory the principal may write
+/// (`writable`): a link it could have made would point the grant wherever it chose
+/// (`proj/target -> /` turning `delete = ["proj/target/**"]` into the whole disk). Links
+/// elsewhere (an operator's `~/src -> /data/src`, merged `/usr`) are followed. A path
+/// that does not exist, or loops, grants nothing.
+pub fn resolve_grant(root: &Path, writable: &[PathBuf]) -> Option<PathBuf> {
+    use std::collections::VecDeque;
+    use std::path::Component;
+    let mut cur = PathBuf::from("/");
+    let mut rest: VecDeque<std::ffi::OsString> = VecDeque::new();
+    let push_front = |rest: &mut VecDeque<std::ffi::OsString>, p: &Path| {
+        for c in p.components().rev() {
+            match c {
+                Component::Normal(n) => rest.push_front(n.to_os_string()),
+                Component::ParentDir => rest.push_front("..".into()),
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            }
+        }
+    };
+    push_front(&mut rest, root);
+    let mut links = 0;
+    while let Some(c) = rest.pop_front() {
+        if c == ".." {
+            cur.pop();
+            continue;
+        }
+        let next = cur.join(&c);
+        let meta = std::fs::symlink_metadata(&next).ok()?;
+        if !meta.file_type().is_symlink() {
+            cur = next;
+            continue;
+        }
+        links += 1;
+        if links > 40 || writable.iter().any(|w| cur.starts_with(w)) {
+            tracing::warn!(grant = %root.display(), link = %next.display(),
+                "a grant goes through a link the principal can make: the grant is dropped");
+            return None;
+        }
+        let target = std::fs::read_link(&next).ok()?;
+        if target.is_absolute() {
+            cur = PathBuf::from("/");
+        }
+        push_front(&mut rest, &target);
+    }
+    Some(cur)
+}
+
+/// `path` opened (`O_PATH`) for a rule, following no link when `no_links`
+/// (before Linux 5.6, no link in its last component). `None`: it is gone
+/// (one of many entries a grant was cut into, say) or has a link in it.
+pub(crate) fn open_path(path: &Path, no_links: bool) -> io::Result<Option<OwnedFd>> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags, CWD};
+    use rustix::io::Errno;
+    let flags = OFlags::PATH | OFlags::CLOEXEC;
+    let opened = if no_links {
+        match rustix::fs::openat2(CWD, path, flags, Mode::empty(), ResolveFlags::NO_SYMLINKS) {
+            Err(Errno::NOSYS) => rustix::fs::open(path, flags | OFlags::NOFOLLOW, Mode::empty()),
+            r => r,
+        }
+    } else {
+        rustix::fs::open(path, flags, Mode::empty())
+    };
+    match opened {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::NOENT | Errno::LOOP) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A token's grant path as a rule opens it now: the path itself when no
+/// link is in it (one walk: the common case), else what [`resolve_grant`]
+/// resolves it to, opened without following links. Either open fails on
+/// a link swapped in meanwhile, so a grant the principal turned into a
+/// link since its rules were made (`mv target t2; ln -s / target`) grants
+/// nothing, not what the link points at. `None`: nothing is granted.
+pub(crate) fn open_grant(path: &Path, writable: &[PathBuf]) -> io::Result<Option<OwnedFd>> {
+    if let Ok(Some(fd)) = open_path(path, true) {
+        return Ok(Some(fd));
+    }
+    // A link in it, or it failed to open: resolved a component at a time.
+    match resolve_grant(path, writable) {
+        Some(real) => open_path(&real, true),
+        None => Ok(None),
+    }
+}
+
+/// Whether grant root `root` resolves to itself now (no link in it, or it
+/// does not exist) rather than through a link: what a namespace holder
+/// checks before it mounts the root.
+pub(crate) fn resolves_to_itself(root: &Path, writable: &[PathBuf]) -> bool {
+    use rustix::fs::{Mode, OFlags, ResolveFlags, CWD};
+    use rustix::io::Errno;
+    let walk = || {
+        std::fs::symlink_metadata(root).is_err()
+            || resolve_grant(root, writable).as_deref() == Some(root)
+    };
+    // A `..` resolves to another spelling of the path: the walk says so.
+    if root
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+    {
+        return walk();
+    }
+    let flags = OFlags::PATH | OFlags::CLOEXEC;
+    match rustix::fs::openat2(CWD, root, flags, Mode::empty(), ResolveFlags::NO_SYMLINKS) {
+        Ok(_) | Err(Errno::NOENT) => true,
+        Err(Errno::LOOP) => false,
+        // Before Linux 5.6 (or refused): the walk a component at a time.
+        Err(_) => walk(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, MetadataExt};
+
+    /// The inode `fd` names.
+    fn ino(fd: &OwnedFd) -> (u64, u64) {
+        let st = rustix::fs::fstat(fd).unwrap();
+        (st.st_dev, st.st_ino)
+    }
+
+    /// Against the walk a component at a time on every kind of path a grant
+    /// meets: [`open_grant`] opens what the resolved path names, and
+    /// [`resolves_to_itself`] agrees with comparing the resolved path.
+    #[test]
+    fn opening_a_grant_agrees_with_resolving_it_first() {
+        let base = std::env::temp_dir().join(format!("shoal-grant-open-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for d in ["proj/sub/deep", "outside/in", "op/real/x"] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        let base = base.canonicalize().unwrap();
+        let (proj, outside) = (base.join("proj"), base.join("outside"));
+        std::fs::write(proj.join("file"), "f").unwrap();
+        std::fs::write(outside.join("secret"), "s").unwrap();
+        symlink(&outside, proj.join("to-outside")).unwrap();
+        symlink("../outside", proj.join("rel")).unwrap();
+        symlink(proj.join("file"), proj.join("to-file")).unwrap();
+        symlink(base.join("op/real"), base.join("link")).unwrap();
+        symlink(base.join("loop-a"), base.join("loop-b")).unwrap();
+        symlink(base.join("loop-b"), base.join("loop-a")).unwrap();
+        let writable = vec![proj.clone()];
+        let paths = [
+            "proj",
+            "proj/sub",
+            "proj/sub/deep",
+            "proj/file",
+            "proj/file/under-a-file",
+            "proj/missing",
+            "proj/to-outside",
+            "proj/to-outside/secret",
+            "proj/rel/in",
+            "proj/to-file",
+            "link",
+            "link/x",
+            "link/../real",
+            "loop-a",
+            "outside",
+            "outside/secret",
+            "proj/sub/../file",
+        ];
+        for rel in paths {
+            let p = base.join(rel);
+            let walked = resolve_grant(&p, &writable);
+            let old = walked
+                .as_ref()
+                .and_then(|r| open_path(r, true).unwrap())
+                .map(|fd| ino(&fd));
+            let new = open_grant(&p, &writable).unwrap().map(|fd| ino(&fd));
+            assert_eq!(new, old, "{rel}: opened");
+            let before = std::fs::symlink_metadata(&p).is_err() || walked.as_deref() == Some(&*p);
+            assert_eq!(resolves_to_itself(&p, &writable), before, "{rel}: mounted");
+        }
+        // The cases that matter, stated: a link the principal can make grants
+        // nothing; an operator's link is followed.
+        assert!(open_grant(&proj.join("to-outside"), &writable)
+            .unwrap()
+            .is_none());
+        let followed = open_grant(&base.join("link"), &writable).unwrap().unwrap();
+        let real = std::fs::metadata(base.join("op/real")).unwrap();
+        assert_eq!(ino(&followed), (real.dev(), real.ino()));
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}
