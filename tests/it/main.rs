@@ -30,6 +30,7 @@ mod journal;
 mod language_card;
 mod leash;
 mod leash_approvals;
+mod leash_broker;
 mod leash_confine;
 mod leash_elicit;
 mod leash_escape;

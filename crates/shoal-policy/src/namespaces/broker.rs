@@ -95,6 +95,10 @@ pub(super) struct HolderSpec {
     pub sealed: bool,
 }
 
+/// A spawn's answer when no holder runs for a remembered (not fresh)
+/// [`HolderSpec`]: make it again and ask once more.
+pub(super) const STALE: i32 = libc::ESTALE;
+
 /// One child to start.
 #[derive(Serialize, Deserialize, Debug)]
 pub(super) struct SpawnReq {
@@ -104,6 +108,11 @@ pub(super) struct SpawnReq {
     /// Where the child starts (before it enters the namespaces).
     pub cwd: B,
     pub holder: HolderSpec,
+    /// `holder` was made for this spawn, its roots checked for links just
+    /// now: a holder may start from it. One remembered from an earlier
+    /// spawn only finds a running holder (else [`STALE`]): a holder's
+    /// mounts are made once, so only a start needs the check.
+    pub fresh: bool,
     /// Where it goes in its own mount namespace.
     pub inner_cwd: B,
     /// Paths mounted again without exec there.
@@ -368,6 +377,7 @@ impl Broker {
             .position(|h| h.key == key && h.spec == req.holder);
         let at = match (found, &self.bwrap) {
             (Some(i), _) => i,
+            (None, _) if !req.fresh => return Err(io::Error::from_raw_os_error(STALE)),
             (None, Some(bwrap)) => {
                 let h = Holder::start(bwrap, &self.exe, &req.holder)?;
                 // A principal's oldest holder goes, never another's (its

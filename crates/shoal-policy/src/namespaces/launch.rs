@@ -73,6 +73,7 @@ pub fn launch(w: Wrapped, l: Launch<'_>) -> io::Result<Launched> {
     let (status_rx, status_tx) = pipe()?;
     give.push(status_tx);
     let b = |p: &Path| B::from(p);
+    let (holder, fresh) = w.join.holder();
     let req = SpawnReq {
         args: w.args.iter().map(|a| B::from(a.as_os_str())).collect(),
         env: l
@@ -81,7 +82,8 @@ pub fn launch(w: Wrapped, l: Launch<'_>) -> io::Result<Launched> {
             .map(|(k, v)| (B::from(k.as_os_str()), B::from(v.as_os_str())))
             .collect(),
         cwd: b(l.cwd),
-        holder: w.join.holder,
+        holder,
+        fresh,
         inner_cwd: b(&w.join.cwd),
         noexec: w.join.noexec.iter().map(|p| b(p)).collect(),
         stdio: given,
@@ -91,7 +93,18 @@ pub fn launch(w: Wrapped, l: Launch<'_>) -> io::Result<Launched> {
     };
     let mut fds: Vec<BorrowedFd<'_>> = give.iter().map(|f| f.as_fd()).collect();
     fds.extend(l.procs);
-    let (reply, mut back) = call(&Request::Spawn(Box::new(req)), &fds)?;
+    let mut req = Request::Spawn(Box::new(req));
+    let mut answer = call(&req, &fds);
+    if let (false, Err(e), Request::Spawn(r)) = (fresh, &answer, &mut req) {
+        if e.raw_os_error() == Some(super::broker::STALE) {
+            // No holder runs for the remembered spec: one starts from a
+            // spec made (and checked) now.
+            r.holder = w.join.fresh_holder();
+            r.fresh = true;
+            answer = call(&req, &fds);
+        }
+    }
+    let (reply, mut back) = answer?;
     drop(fds);
     // The child holds its ends now; ours close here.
     drop(give);

@@ -340,9 +340,10 @@ pub fn prune() {
 
 /// What a child needs to join its principal's namespaces: which holder,
 /// and what it mounts and where it starts on its own.
-#[derive(Debug)]
 struct Join {
-    holder: HolderSpec,
+    /// The principal's plan, whose holder spec is made for `cwd`.
+    prepared: Arc<Prepared>,
+    key: u64,
     cwd: PathBuf,
     /// Where the principal may write, when its children may run only
     /// granted programs: nothing there is executable (not even mapped as
@@ -393,7 +394,7 @@ pub fn wrap(
     };
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
     let prepared = prepared(&rules)?;
-    let (plan, encoded) = (&prepared.plan, &prepared.encoded);
+    let encoded = &prepared.encoded;
     let mut a: Vec<OsString> = vec![CONFINE_ARG.into(), "3".into(), encoded.into()];
     a.push(program.into_os_string());
     a.push(argv0.to_os_string());
@@ -406,19 +407,11 @@ pub fn wrap(
             .collect(),
         None => Vec::new(),
     };
-    let holder = HolderSpec {
-        key,
-        args: plan
-            .holder_args(&cwd)
-            .iter()
-            .map(|a| B::from(a.as_os_str()))
-            .collect(),
-        sealed: plan.sealed,
-    };
     Ok(Some(Wrapped {
         args: a,
         join: Join {
-            holder,
+            prepared: prepared.clone(),
+            key,
             cwd,
             noexec,
         },
@@ -433,6 +426,50 @@ struct Prepared {
     rules: Weak<Rules>,
     plan: Plan,
     encoded: String,
+    /// The holder spec last made, and the cwd it was made for.
+    holder: Mutex<Option<(PathBuf, HolderSpec)>>,
+}
+
+impl std::fmt::Debug for Join {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Join")
+            .field("key", &self.key)
+            .field("cwd", &self.cwd)
+            .field("noexec", &self.noexec)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Join {
+    /// The holder spec for this spawn: the one remembered for its cwd
+    /// (`false`: it may only find a running holder), else one made now.
+    pub(super) fn holder(&self) -> (HolderSpec, bool) {
+        let kept = self.prepared.holder.locked();
+        match kept.as_ref() {
+            Some((cwd, spec)) if *cwd == self.cwd && spec.key == self.key => (spec.clone(), false),
+            _ => {
+                drop(kept);
+                (self.fresh_holder(), true)
+            }
+        }
+    }
+
+    /// The holder spec made now: each root checked for links as the
+    /// holder that starts from it will mount it (and remembered).
+    pub(super) fn fresh_holder(&self) -> HolderSpec {
+        let plan = &self.prepared.plan;
+        let spec = HolderSpec {
+            key: self.key,
+            args: plan
+                .holder_args(&self.cwd)
+                .iter()
+                .map(|a| B::from(a.as_os_str()))
+                .collect(),
+            sealed: plan.sealed,
+        };
+        *self.prepared.holder.locked() = Some((self.cwd.clone(), spec.clone()));
+        spec
+    }
 }
 
 thread_local! {
@@ -451,6 +488,7 @@ fn prepared(rules: &Arc<Rules>) -> io::Result<Arc<Prepared>> {
         rules: Arc::downgrade(rules),
         plan,
         encoded,
+        holder: Mutex::new(None),
     });
     PREPARED.with(|c| *c.borrow_mut() = Some(p.clone()));
     Ok(p)

@@ -157,6 +157,7 @@ fn broker_requests_keep_bytes_that_are_not_utf8() {
             args: vec![B::from(OsStr::new("--unshare-user"))],
             sealed: true,
         },
+        fresh: true,
         inner_cwd: B::from(odd),
         noexec: vec![],
         stdio: [false, true, true],
@@ -172,5 +173,6 @@ fn broker_requests_keep_bytes_that_are_not_utf8() {
     assert_eq!(s.args[0].0, odd.as_bytes());
     assert_eq!(s.env[0].1 .0, odd.as_bytes());
     assert_eq!(s.holder.key, 7);
+    assert!(s.fresh);
     assert_eq!(s.stdio, [false, true, true]);
 }
