@@ -513,3 +513,54 @@ fn shoal_mcp_reads_the_token_privately() {
     );
     assert!(!err.contains("unexpected argument"), "{err}");
 }
+
+/// An approved opaque plan of a `"require"` principal whose `proc_spawn` lists its
+/// programs may start a program the list does not name, and it runs in the principal's
+/// namespaces all the same (it does not see the test's process). The rules' mode and
+/// holder key are checked in `namespaces::tests`.
+#[test]
+fn an_approved_opaque_plan_runs_in_the_principals_namespaces() {
+    if !have_tools(
+        "an_approved_opaque_plan_runs_in_the_principals_namespaces",
+        &["bwrap"],
+    ) {
+        return;
+    }
+    let root = Root::new();
+    let proj = root.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    let cfg = config(
+        &root,
+        &format!(
+            "[policy.principal.\"agent:op\"]\nopaque = \"ask\"\nauto_apply = \"in-grant\"\n\
+             namespaces = \"require\"\nproc_spawn = [\"git\"]\n\
+             fs.read = [\"/usr/**\", \"/bin/**\", \"/lib/**\", \"/lib64/**\", \"/etc/**\", \"{p}/**\"]\n\
+             fs.write = [\"{p}/**\"]\n",
+            p = proj.display()
+        ),
+    );
+    let d = daemon(&root, &cfg, &[]);
+    let tok = create_token(&root, "agent:op");
+    let mut c = d.conn();
+    assert!(c.attach_token("op", &tok).get("result").is_some());
+    let seen = proj.join("seen");
+    let src = format!(
+        "sh -c 'test -e /proc/{me} && echo pid-seen > {s} || echo pid-hidden > {s}'",
+        s = seen.display(),
+        me = std::process::id()
+    );
+    // Not on the list: refused until approved.
+    let refused = c.call("exec", json!({"src": src}));
+    assert_eq!(code(&refused), -32011, "{refused}");
+    assert!(!seen.exists());
+    let (r, p) = plan_ref(&mut c, &src);
+    assert_eq!(p["effects"], json!([{"kind": "opaque"}]), "{p}");
+    let (st, out) = cli_approve(&root, &r);
+    assert_eq!(st, 0, "{out}");
+    let applied = c.ok("plan.apply", json!({"plan_ref": r}));
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap_or_default(),
+        "pid-hidden\n",
+        "{applied}"
+    );
+}

@@ -145,6 +145,7 @@ mod tests {
             net: super::super::landlock::Net::Open,
             token: true,
             exec: None,
+            links: Vec::new(),
         };
         let (o, p, g) = (outside.clone(), proj.clone(), guarded.clone());
         std::thread::spawn(move || {

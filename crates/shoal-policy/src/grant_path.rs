@@ -8,10 +8,53 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+use crate::policy::PrincipalPolicy;
+
+/// Longest glob-free prefix of an (expanded, absolute) glob.
+pub(crate) fn root_of(glob: &str) -> Option<PathBuf> {
+    let mut out = PathBuf::from("/");
+    for c in glob.split('/').filter(|c| !c.is_empty()) {
+        if crate::glob::is_glob(c) {
+            break;
+        }
+        if c == ".." {
+            out.pop();
+        } else if c != "." {
+            out.push(c);
+        }
+    }
+    glob.starts_with('/').then_some(out)
+}
+
+/// Where a link may have been made by a token principal: the write and
+/// delete grant roots of every token principal in the daemon's policy (and
+/// of `own`, whose policy may be one not installed), as written and as
+/// resolved. A link met in one of them is never followed when a grant is
+/// resolved or opened: a token may have made it, to point its own grant or
+/// another token's where it chose. Links elsewhere are the operator's.
+pub fn link_dirs(own: Option<&PrincipalPolicy>, home: Option<&str>) -> Vec<PathBuf> {
+    let rt = crate::runtime();
+    let mut v: Vec<PathBuf> = rt
+        .policy
+        .principals
+        .iter()
+        .filter(|(name, _)| **name != rt.local)
+        .map(|(_, p)| p)
+        .chain(own)
+        .flat_map(|p| p.fs.write.iter().chain(&p.fs.delete))
+        .filter_map(|g| root_of(&g.expanded(home)))
+        .collect();
+    let resolved: Vec<PathBuf> = v.iter().filter_map(|r| r.canonicalize().ok()).collect();
+    v.extend(resolved);
+    v.sort();
+    v.dedup();
+    v
+}
+
 /// A token's grant root with its symbolic links resolved, or `None` (the grant is
-/// dropped) when the path goes through a link in a directory the principal may write
-/// (`writable`): a link it could have made would point the grant wherever it chose
-/// (`proj/target -> /` turning `delete = ["proj/target/**"]` into the whole disk). Links
+/// dropped) when the path goes through a link in a directory a token may write
+/// (`writable`, from [`link_dirs`]): a link it could have made would point the grant
+/// wherever it chose (`proj/target -> /` turning `delete = ["proj/target/**"]` into the whole disk). Links
 /// elsewhere (an operator's `~/src -> /data/src`, merged `/usr`) are followed. A path
 /// that does not exist, or loops, grants nothing.
 pub fn resolve_grant(root: &Path, writable: &[PathBuf]) -> Option<PathBuf> {

@@ -53,7 +53,7 @@ use landlock::{
 };
 
 pub use super::grant_path::resolve_grant;
-use super::grant_path::{open_grant, open_path};
+use super::grant_path::{link_dirs, open_grant, open_path, root_of};
 use super::policy::{PathGlob, PrincipalPolicy};
 use super::seccomp::{
     cloexec_from, filter_available, install_filter, AUDIT_ARCH, NO_ATTR, NO_SHARED, NO_UNIX, SEAL,
@@ -88,6 +88,11 @@ pub struct Rules {
     /// lets no other program run (`proc_spawn` without `"*"`, `opaque` not
     /// `"allow"`). `None`: whatever it may read.
     pub exec: Option<Vec<PathBuf>>,
+    /// Where a token principal may have made a link ([`link_dirs`]): a link
+    /// met there is never followed when a grant is opened again, so one
+    /// token cannot point another's grant (or its own) elsewhere. Empty for
+    /// the local user's rules (its links are its own).
+    pub links: Vec<PathBuf>,
 }
 
 /// What a ruleset lets its process execute.
@@ -140,22 +145,6 @@ impl Net {
     }
 }
 
-/// Longest glob-free prefix of an (expanded, absolute) glob.
-pub(crate) fn root_of(glob: &str) -> Option<PathBuf> {
-    let mut out = PathBuf::from("/");
-    for c in glob.split('/').filter(|c| !c.is_empty()) {
-        if crate::glob::is_glob(c) {
-            break;
-        }
-        if c == ".." {
-            out.pop();
-        } else if c != "." {
-            out.push(c);
-        }
-    }
-    glob.starts_with('/').then_some(out)
-}
-
 fn roots(grants: &[PathGlob], home: Option<&str>) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = grants
         .iter()
@@ -193,6 +182,7 @@ impl Rules {
             net,
             token: false,
             exec: None,
+            links: Vec::new(),
         })
     }
 
@@ -205,30 +195,24 @@ impl Rules {
     /// principal has no policy section (nothing is granted: its verdicts
     /// refuse every run anyway).
     pub fn for_token(p: Option<&PrincipalPolicy>, home: Option<&str>) -> Rules {
+        let links = link_dirs(p, home);
         let (mut read, write, delete, net) = match p {
             None => (Vec::new(), Vec::new(), Vec::new(), Net::Open),
             Some(p) => {
-                let (read, write, delete) = (
-                    roots(&p.fs.read, home),
-                    roots(&p.fs.write, home),
-                    roots(&p.fs.delete, home),
-                );
-                // Where the principal can make links: its write and delete grants, as
-                // written and as resolved (resolving through one of its own links only
-                // widens this set, which makes the check below stricter).
-                let mut writable: Vec<PathBuf> = write.iter().chain(&delete).cloned().collect();
-                writable.extend(
-                    writable
-                        .clone()
+                // A grant is followed through the operator's links only: one met where
+                // any token may write (this one included) drops the grant.
+                let resolve = |grants: &[PathGlob]| -> Vec<PathBuf> {
+                    roots(grants, home)
                         .iter()
-                        .filter_map(|r| r.canonicalize().ok()),
-                );
-                let resolve = |v: Vec<PathBuf>| -> Vec<PathBuf> {
-                    v.iter()
-                        .filter_map(|r| resolve_grant(r, &writable))
+                        .filter_map(|r| resolve_grant(r, &links))
                         .collect()
                 };
-                (resolve(read), resolve(write), resolve(delete), Net::of(p))
+                (
+                    resolve(&p.fs.read),
+                    resolve(&p.fs.write),
+                    resolve(&p.fs.delete),
+                    Net::of(p),
+                )
             }
         };
         read.extend(crate::protected::system_reads());
@@ -240,6 +224,7 @@ impl Rules {
             net,
             token: true,
             exec: exec_only(p),
+            links,
         }
     }
 
@@ -385,15 +370,13 @@ impl Rules {
         }
         let mut created = rs.create().map_err(ll)?;
         // A token's paths are resolved again now, and opened without following links: a
-        // grant the principal turned into a link since its rules were made (`mv target
-        // t2; ln -s / target`) grants nothing, not what the link points at.
-        let writable: Option<Vec<PathBuf>> = self
-            .token
-            .then(|| self.write.iter().chain(&self.delete).cloned().collect());
+        // grant a token turned into a link since these rules were made (`mv target t2;
+        // ln -s / target`) grants nothing, not what the link points at.
         let mut add = |path: &Path, rights: BitFlags<AccessFs>| -> io::Result<()> {
-            let opened = match &writable {
-                None => open_path(path, false)?,
-                Some(w) => open_grant(path, w)?,
+            let opened = if self.token {
+                open_grant(path, &self.links)?
+            } else {
+                open_path(path, false)?
             };
             match opened {
                 Some(fd) => add_fd(&mut created, fd, rights & handled),

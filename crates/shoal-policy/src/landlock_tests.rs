@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::grant_path::root_of;
 use crate::landlock::*;
 use crate::policy::PrincipalPolicy;
 use crate::seccomp::{filter_available, AUDIT_ARCH};
@@ -125,6 +126,7 @@ fn confines_tcp() {
         net,
         token: false,
         exec: None,
+        links: Vec::new(),
     };
     assert_eq!(connects(&fs(Net::Open), &[pa, pb]), vec![true, true]);
     assert_eq!(connects(&fs(Net::Sealed), &[pa, pb]), vec![false, false]);
@@ -190,6 +192,7 @@ fn confines_a_child() {
         net: Net::Open,
         token: false,
         exec: None,
+        links: Vec::new(),
     };
     let mut confine = rules.ruleset().unwrap().confine();
     let script = format!(

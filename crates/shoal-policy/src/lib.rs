@@ -127,10 +127,18 @@ impl Gate {
     /// This gate while applying an approved plan of `effects`: what the
     /// plan lists passes the run-time checks too.
     pub fn applying(&self, effects: &[Effect]) -> Gate {
-        // An approved opaque plan may start any program it can read.
+        // An approved opaque plan may start any program it can read. Its rules are the
+        // principal's as well: the same namespace mode (a `"require"` never runs
+        // without namespaces) and the same holders (its private `/tmp`).
         let sandbox = match &self.sandbox {
             Some(r) if effects.contains(&Effect::Opaque) && r.exec.is_some() => {
-                Some(Arc::new(r.any_program()))
+                let wider = Arc::new(r.any_program());
+                if !self.is_local() {
+                    let p = self.policy.get(&self.principal);
+                    let mode = p.map_or(namespaces::Mode::Auto, |p| p.namespaces);
+                    namespaces::register(&wider, mode, &self.principal);
+                }
+                Some(wider)
             }
             s => s.clone(),
         };

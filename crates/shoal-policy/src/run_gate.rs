@@ -108,8 +108,12 @@ pub struct RunGate {
 impl RunGate {
     /// The gate of `principal` under `policy`; `home` is what `~` in a
     /// grant means. Grants whose literal root is reached through a symlink
-    /// also match under the root's real path.
+    /// also match under the root's real path; for a token principal only
+    /// through the operator's links (none where a token may write:
+    /// [`crate::grant_path::link_dirs`]).
     pub fn new(principal: &str, policy: Option<&PrincipalPolicy>, home: Option<&str>) -> RunGate {
+        let links = (principal != crate::runtime().local)
+            .then(|| crate::grant_path::link_dirs(policy, home));
         let path_var = std::env::var("PATH").ok();
         let bins = policy
             .map(|p| {
@@ -122,7 +126,7 @@ impl RunGate {
             for list in [&mut p.fs.read, &mut p.fs.write, &mut p.fs.delete] {
                 let extra: Vec<PathGlob> = list
                     .iter()
-                    .filter_map(|g| real_root_variant(&g.expanded(home)))
+                    .filter_map(|g| real_root_variant(&g.expanded(home), links.as_deref()))
                     .map(PathGlob)
                     .collect();
                 list.extend(extra);
@@ -188,8 +192,9 @@ impl RunGate {
 }
 
 /// `/real/root/rest` for a grant whose glob-free root is a symlink path
-/// (`None` when the root resolves to itself or does not exist).
-fn real_root_variant(pat: &str) -> Option<String> {
+/// (`None` when the root resolves to itself or does not exist, or, given
+/// `links`, goes through a link in one of them).
+fn real_root_variant(pat: &str, links: Option<&[PathBuf]>) -> Option<String> {
     let comps: Vec<&str> = pat.split('/').collect();
     let lit = comps
         .iter()
@@ -198,7 +203,10 @@ fn real_root_variant(pat: &str) -> Option<String> {
     let root: String = comps[..lit].join("/");
     let rest: String = comps[lit..].join("/");
     let root_path = if root.is_empty() { "/" } else { root.as_str() };
-    let real = std::fs::canonicalize(root_path).ok()?;
+    let real = match links {
+        Some(links) => crate::grant_path::resolve_grant(Path::new(root_path), links)?,
+        None => std::fs::canonicalize(root_path).ok()?,
+    };
     let real = real.to_string_lossy();
     if real == root_path {
         return None;

@@ -2,7 +2,8 @@
 //! `write = proj/**` and `delete = proj/target/**`, the agent makes `proj/target -> outside`,
 //! then a new session (its rules made afresh) deletes through the grant, by a builtin and
 //! by a child, with namespaces and without. Judged on disk; the local user's delete of the
-//! same file is the control.
+//! same file is the control. A link one token makes must not move another token's grant
+//! either.
 
 use super::*;
 
@@ -25,6 +26,28 @@ fn config(proj: &Path, root: &Path) -> String {
         &pj,
         &target,
     ) + &swap_principals(proj, root)
+        + &readers(proj)
+}
+
+/// agent:reader / agent:readeroff: read only `proj/docs` (and the system), write and
+/// delete nothing. agent:swap may write where their grant goes through.
+fn readers(proj: &Path) -> String {
+    let mut read = vec![format!("{}/docs/**", proj.display())];
+    read.extend(SYSTEM_READ.iter().map(|s| s.to_string()));
+    let keys = "opaque = \"allow\"\nauto_apply = \"in-grant\"";
+    principal(
+        "agent:reader",
+        &format!("{keys}\nnamespaces = \"auto\""),
+        &read,
+        &[],
+        &[],
+    ) + &principal(
+        "agent:readeroff",
+        &format!("{keys}\nnamespaces = \"off\""),
+        &read,
+        &[],
+        &[],
+    )
 }
 
 /// agent:swap / agent:swapoff: read only `proj/docs` (and the system), write and delete
@@ -148,4 +171,54 @@ fn a_link_in_the_project_does_not_move_a_grant() {
     let mut local = a.kernel(None, "home", None);
     let r = local.exec(&format!("rm --permanent {}", lit(&a.out("v-builtin"))));
     assert!(!a.out("v-builtin").exists(), "control: {r}");
+}
+
+#[test]
+fn another_tokens_link_does_not_move_a_grant() {
+    let a = Arena::start(config, &[]);
+    let docs = a.p("docs");
+    std::fs::create_dir(&docs).expect("docs");
+    std::fs::write(a.out("secret"), &a.marker).expect("outside secret");
+    // Sessions the readers opened before the link was made, and their first ones after.
+    let mut early: Vec<(&str, Agent)> = ["agent:reader", "agent:readeroff"]
+        .into_iter()
+        .map(|who| (who, a.kernel(Some(who), &format!("{who}-early"), None)))
+        .collect();
+    for (who, s) in &mut early {
+        let r = s.exec("1 + 1");
+        assert!(leaks(&r, "2"), "{who}: control: {r}");
+    }
+    // agent:swap may write all of the project: it puts a link where `docs` was.
+    let mut swap = a.kernel(Some("agent:swap"), "swapper", None);
+    let r = swap.exec(&format!(
+        "mv {} {}; ln -s {} {}",
+        lit(&docs),
+        lit(&a.p("d2")),
+        lit(&a.outside),
+        lit(&docs)
+    ));
+    assert!(
+        std::fs::symlink_metadata(&docs).is_ok_and(|m| m.file_type().is_symlink()),
+        "the link is made: {r}"
+    );
+    let late = ["agent:reader", "agent:readeroff"]
+        .into_iter()
+        .map(|who| (who, a.kernel(Some(who), who, None)));
+    for (who, mut s) in early.into_iter().chain(late) {
+        for src in [
+            format!("cat {}", lit(&docs.join("secret"))),
+            format!("sh {{ cat {}/secret }}", docs.display()),
+            format!("sh {{ cat {} }}", a.out("secret").display()),
+        ] {
+            let r = s.exec(&src);
+            assert!(
+                !leaks(&r, &a.marker),
+                "ESCAPED ({who}): read through another token's link with `{src}`: {r}"
+            );
+        }
+    }
+    // Control: the local user reads through the same link.
+    let mut local = a.kernel(None, "home", None);
+    let r = local.exec(&format!("cat {}", lit(&docs.join("secret"))));
+    assert!(leaks(&r, &a.marker), "control: {r}");
 }

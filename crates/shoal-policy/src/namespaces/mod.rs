@@ -614,18 +614,12 @@ impl Plan {
         if self.scratch {
             push(&["--dir".as_ref(), SCRATCH.as_ref()]);
         }
-        // Each root is resolved again as the holder starts: one the principal turned into
-        // a link since its rules were made (a grant below one it may delete in) is not
-        // mounted (bubblewrap would follow the link).
-        let writable: Vec<PathBuf> = self
-            .binds
-            .iter()
-            .filter(|(_, rw)| *rw)
-            .map(|(p, _)| p.clone())
-            .collect();
+        // Each root is resolved again as the holder starts: one a token turned into a
+        // link since the rules were made (a grant below a directory any token may write
+        // in) is not mounted (bubblewrap would follow the link).
         for (p, rw) in &self.binds {
             // (A root that does not exist is left to `--bind-try`, which skips it.)
-            if !crate::grant_path::resolves_to_itself(p, &writable) {
+            if !crate::grant_path::resolves_to_itself(p, &self.inner.links) {
                 continue;
             }
             let flag: &OsStr = if *rw {
@@ -679,6 +673,9 @@ struct Encoded {
     /// [`Rules::exec`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     exec: Option<Vec<PathBuf>>,
+    /// [`Rules::links`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    links: Vec<PathBuf>,
 }
 
 impl Encoded {
@@ -697,6 +694,7 @@ impl Encoded {
             token: r.token,
             tmpdir: scratch.then(|| PathBuf::from(SCRATCH)),
             exec: r.exec.clone(),
+            links: r.links.clone(),
         }
     }
 
@@ -714,6 +712,7 @@ impl Encoded {
             net,
             token: self.token,
             exec: self.exec,
+            links: self.links,
         })
     }
 }

@@ -10,6 +10,7 @@ fn rules(read: &[&str], write: &[&str], net: Net) -> Rules {
         net,
         token: true,
         exec: None,
+        links: write.iter().map(PathBuf::from).collect(),
     }
 }
 
@@ -141,6 +142,37 @@ fn modes_parse_and_default_to_auto() {
     assert!(live_keys(None).contains(&key));
     let rest = live_keys(Some("agent:test"));
     assert!(!rest.contains(&key) && rest.contains(&0));
+}
+
+/// An approved opaque plan lifts the principal's list of programs, and nothing else: its
+/// rules keep the principal's namespace mode (a `"require"` never runs without
+/// namespaces) and holder key (its private `/tmp`).
+#[test]
+fn an_approved_opaque_plan_keeps_its_principals_mode_and_holders() {
+    let who = "agent:planned";
+    let policy = crate::policy::PrincipalPolicy {
+        namespaces: Mode::Require,
+        ..Default::default()
+    };
+    let mut r = rules(&["/usr"], &[], Net::Open);
+    r.exec = Some(vec![PathBuf::from("/usr/bin/git")]);
+    let r = Arc::new(r);
+    register(&r, Mode::Require, who);
+    let gate = crate::Gate {
+        principal: who.to_string(),
+        policy: Arc::new(crate::policy::Policy {
+            principals: [(who.to_string(), policy)].into(),
+        }),
+        sandbox: Some(r.clone()),
+        home: None,
+        run: None,
+    };
+    let applying = gate.applying(&[crate::effect::Effect::Opaque]);
+    let wider = applying.sandbox.expect("a sandbox");
+    assert_eq!(wider.exec, None);
+    assert_eq!(wider.read, r.read);
+    assert_eq!(mode_of(&wider), mode_of(&r));
+    assert_eq!(mode_of(&wider).0, Mode::Require);
 }
 
 /// What crosses to the broker keeps every byte of a path or argument.
