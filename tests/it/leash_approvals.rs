@@ -49,6 +49,32 @@ fn cli_approve(root: &Root, r: &str) -> (i32, String) {
     (st, format!("{out}{err}"))
 }
 
+/// A daemon whose one policy section is `section(proj)`, and a connection of
+/// `principal` (a new token) attached to `session`, in a root with a `proj` directory.
+struct Agent {
+    root: Root,
+    proj: PathBuf,
+    _d: Daemon,
+    c: Conn,
+}
+
+fn agent(principal: &str, session: &str, section: impl Fn(&Path) -> String) -> Agent {
+    let root = Root::new();
+    let proj = root.path().join("proj");
+    std::fs::create_dir(&proj).unwrap();
+    let cfg = config(&root, &section(&proj));
+    let d = daemon(&root, &cfg, &[]);
+    let tok = create_token(&root, principal);
+    let mut c = d.conn();
+    assert!(c.attach_token(session, &tok).get("result").is_some());
+    Agent {
+        root,
+        proj,
+        _d: d,
+        c,
+    }
+}
+
 fn lines(p: &Path) -> usize {
     std::fs::read_to_string(p).map_or(0, |s| s.lines().count())
 }
@@ -62,21 +88,18 @@ fn mode(p: &Path) -> u32 {
 /// a new approval.
 #[test]
 fn an_approved_plan_applies_once() {
-    let root = Root::new();
-    let proj = root.path().join("proj");
-    std::fs::create_dir(&proj).unwrap();
-    let cfg = config(
-        &root,
-        &format!(
+    let Agent {
+        root,
+        proj,
+        _d,
+        mut c,
+    } = agent("agent:once", "once", |proj| {
+        format!(
             "[policy.principal.\"agent:once\"]\nopaque = \"ask\"\nauto_apply = \"in-grant\"\n\
              fs.read = [\"/**\"]\nfs.write = [\"{p}/**\"]\n",
             p = proj.display()
-        ),
-    );
-    let d = daemon(&root, &cfg, &[]);
-    let tok = create_token(&root, "agent:once");
-    let mut c = d.conn();
-    assert!(c.attach_token("once", &tok).get("result").is_some());
+        )
+    });
     let log = proj.join("log");
     let src = format!("sh {{ echo run >> {} }}", log.display());
     let (r, p) = plan_ref(&mut c, &src);
@@ -124,21 +147,18 @@ fn an_approved_plan_applies_once() {
 /// `approve_via` lists only the CLI (the default).
 #[test]
 fn auto_apply_never_waits_for_the_cli() {
-    let root = Root::new();
-    let proj = root.path().join("proj");
-    std::fs::create_dir(&proj).unwrap();
-    let cfg = config(
-        &root,
-        &format!(
+    let Agent {
+        root,
+        proj,
+        _d: d,
+        mut c,
+    } = agent("agent:n", "never", |proj| {
+        format!(
             "[policy.principal.\"agent:n\"]\nauto_apply = \"never\"\n\
              fs.read = [\"/**\"]\nfs.write = [\"{p}/**\"]\n",
             p = proj.display()
-        ),
-    );
-    let d = daemon(&root, &cfg, &[]);
-    let tok = create_token(&root, "agent:n");
-    let mut c = d.conn();
-    c.attach_token("never", &tok);
+        )
+    });
     let f = proj.join("n.txt");
     let (r, p) = plan_ref(&mut c, &format!("touch {}", f.display()));
     assert_eq!(p["verdict"], json!("approval_required"), "{p}");
@@ -526,23 +546,20 @@ fn an_approved_opaque_plan_runs_in_the_principals_namespaces() {
     ) {
         return;
     }
-    let root = Root::new();
-    let proj = root.path().join("proj");
-    std::fs::create_dir(&proj).unwrap();
-    let cfg = config(
-        &root,
-        &format!(
+    let Agent {
+        root,
+        proj,
+        _d,
+        mut c,
+    } = agent("agent:op", "op", |proj| {
+        format!(
             "[policy.principal.\"agent:op\"]\nopaque = \"ask\"\nauto_apply = \"in-grant\"\n\
              namespaces = \"require\"\nproc_spawn = [\"git\"]\n\
              fs.read = [\"/usr/**\", \"/bin/**\", \"/lib/**\", \"/lib64/**\", \"/etc/**\", \"{p}/**\"]\n\
              fs.write = [\"{p}/**\"]\n",
             p = proj.display()
-        ),
-    );
-    let d = daemon(&root, &cfg, &[]);
-    let tok = create_token(&root, "agent:op");
-    let mut c = d.conn();
-    assert!(c.attach_token("op", &tok).get("result").is_some());
+        )
+    });
     let seen = proj.join("seen");
     let src = format!(
         "sh -c 'test -e /proc/{me} && echo pid-seen > {s} || echo pid-hidden > {s}'",

@@ -72,6 +72,22 @@ fn swap_principals(proj: &Path, _root: &Path) -> String {
     )
 }
 
+/// As `who` in `s`: move `proj/docs` away and put a link to `outside` in its place.
+fn swap_for_link(a: &Arena, s: &mut Agent, who: &str) {
+    let docs = a.p("docs");
+    let r = s.exec(&format!(
+        "mv {} {}; ln -s {} {}",
+        lit(&docs),
+        lit(&a.p("d2")),
+        lit(&a.outside),
+        lit(&docs)
+    ));
+    assert!(
+        std::fs::symlink_metadata(&docs).is_ok_and(|m| m.file_type().is_symlink()),
+        "{who}: the swap is made: {r}"
+    );
+}
+
 #[test]
 fn a_grant_swapped_for_a_link_after_its_rules_were_made_grants_nothing() {
     let a = Arena::start(config, &[]);
@@ -88,17 +104,7 @@ fn a_grant_swapped_for_a_link_after_its_rules_were_made_grants_nothing() {
         // Control: the grant reads while it is the real directory.
         let r = s.exec(&format!("sh {{ cat {}/readme }}", docs.display()));
         assert!(leaks(&r, "docs"), "{who}: control: {r}");
-        let swap = s.exec(&format!(
-            "mv {} {}; ln -s {} {}",
-            lit(&docs),
-            lit(&a.p("d2")),
-            lit(&a.outside),
-            lit(&docs)
-        ));
-        assert!(
-            std::fs::symlink_metadata(&docs).is_ok_and(|m| m.file_type().is_symlink()),
-            "{who}: the swap is made: {swap}"
-        );
+        swap_for_link(&a, &mut s, who);
         // A PTY program (started by the daemon, not by the confined evaluation thread).
         let open = s.conn.call(
             "pty.open",
@@ -190,17 +196,7 @@ fn another_tokens_link_does_not_move_a_grant() {
     }
     // agent:swap may write all of the project: it puts a link where `docs` was.
     let mut swap = a.kernel(Some("agent:swap"), "swapper", None);
-    let r = swap.exec(&format!(
-        "mv {} {}; ln -s {} {}",
-        lit(&docs),
-        lit(&a.p("d2")),
-        lit(&a.outside),
-        lit(&docs)
-    ));
-    assert!(
-        std::fs::symlink_metadata(&docs).is_ok_and(|m| m.file_type().is_symlink()),
-        "the link is made: {r}"
-    );
+    swap_for_link(&a, &mut swap, "agent:swap");
     let late = ["agent:reader", "agent:readeroff"]
         .into_iter()
         .map(|who| (who, a.kernel(Some(who), who, None)));
