@@ -76,7 +76,7 @@ impl From<&Path> for B {
 }
 
 impl B {
-    fn os(&self) -> OsString {
+    pub(super) fn os(&self) -> OsString {
         OsString::from_vec(self.0.clone())
     }
 
@@ -91,8 +91,19 @@ impl B {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub(super) struct HolderSpec {
     pub key: u64,
-    pub args: Vec<B>,
+    pub args: Vec<HolderArg>,
     pub sealed: bool,
+}
+
+/// One piece of a holder's `bwrap` command line.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub(super) enum HolderArg {
+    /// An argument as it is.
+    Word(B),
+    /// A grant root, mounted at its own path (`rw`: writable). The broker
+    /// opens it as the holder starts and mounts what it opened
+    /// (`holder::bwrap_args`).
+    Mount { path: B, rw: bool },
 }
 
 /// A spawn's answer when no holder runs for a remembered (not fresh)

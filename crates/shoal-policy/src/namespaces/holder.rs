@@ -1,35 +1,89 @@
 //! A principal's namespaces held by bubblewrap, and how each child joins them
 //! (see the module above).
 
-use std::ffi::CStr;
+use std::ffi::{CStr, OsString};
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
 use rustix::thread::LinkNameSpaceType as NsType;
 use serde::Deserialize;
 
-use super::broker::HolderSpec;
+use super::broker::{HolderArg, HolderSpec};
 use super::{pipe, CONFINE_AT, HOLD_ARG, PASSED};
 
 /// Make `fd` the child's descriptor 3 (open across exec).
 pub(super) fn at_fd3(cmd: &mut Command, fd: RawFd) {
-    // SAFETY: dup2 and fcntl are async-signal-safe; nothing is allocated.
+    at_fd3_keeping(cmd, fd, Vec::new());
+}
+
+/// [`at_fd3`], and keep the descriptors `keep` (none of them 3) open across
+/// exec as well.
+fn at_fd3_keeping(cmd: &mut Command, fd: RawFd, keep: Vec<RawFd>) {
+    // SAFETY: dup2 and fcntl are async-signal-safe; nothing is allocated
+    // (`keep` was made before the fork).
     unsafe {
+        let open_across_exec = |fd: RawFd| {
+            let fl = libc::fcntl(fd, libc::F_GETFD);
+            if fl < 0 || libc::fcntl(fd, libc::F_SETFD, fl & !libc::FD_CLOEXEC) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        };
         cmd.pre_exec(move || {
             if fd == 3 {
-                let fl = libc::fcntl(3, libc::F_GETFD);
-                if fl < 0 || libc::fcntl(3, libc::F_SETFD, fl & !libc::FD_CLOEXEC) < 0 {
-                    return Err(io::Error::last_os_error());
-                }
+                open_across_exec(3)?;
             } else if libc::dup2(fd, 3) < 0 {
                 return Err(io::Error::last_os_error());
+            }
+            for &k in &keep {
+                open_across_exec(k)?;
             }
             Ok(())
         });
     }
+}
+
+/// The lowest descriptor a grant root handed to bubblewrap takes (above 3,
+/// where its info pipe goes).
+const FIRST_ROOT_FD: RawFd = 10;
+
+/// A holder's `bwrap` arguments, with the descriptors they name. Each grant
+/// root is opened now, following no link (`RESOLVE_NO_SYMLINKS`), and handed
+/// to bubblewrap as that descriptor (`--bind-fd`, `--ro-bind-fd`): the mount
+/// is of what was opened, whatever the path names by the time bubblewrap
+/// mounts it (another token may swap a directory it can write for a link at
+/// any moment). A root that does not open (gone, or a link in it) is not
+/// mounted. bubblewrap resolves each descriptor to its path, mounts that and
+/// checks that the mount is the descriptor's file, refusing to start if it is
+/// not; then it closes the descriptor.
+pub(super) fn bwrap_args(spec: &[HolderArg]) -> (Vec<OsString>, Vec<OwnedFd>) {
+    let mut args = Vec::new();
+    let mut fds = Vec::new();
+    for a in spec {
+        match a {
+            HolderArg::Word(w) => args.push(w.os()),
+            HolderArg::Mount { path, rw } => {
+                let path = PathBuf::from(path.os());
+                let opened = crate::grant_path::open_path(&path, true)
+                    .ok()
+                    .flatten()
+                    .and_then(|fd| rustix::io::fcntl_dupfd_cloexec(&fd, FIRST_ROOT_FD).ok());
+                let Some(fd) = opened else {
+                    tracing::debug!(root = %path.display(), "a grant root is gone or a link: not mounted");
+                    continue;
+                };
+                let flag = if *rw { "--bind-fd" } else { "--ro-bind-fd" };
+                args.push(flag.into());
+                args.push(fd.as_raw_fd().to_string().into());
+                args.push(path.into_os_string());
+                fds.push(fd);
+            }
+        }
+    }
+    (args, fds)
 }
 
 /// A principal's namespaces, held open by a `bwrap` that runs
@@ -59,13 +113,24 @@ impl Drop for Holder {
 
 impl Holder {
     /// Start `bwrap` with the spec's arguments and wait until the holder
-    /// runs inside (its namespaces are then complete); keep them.
+    /// runs inside (its namespaces are then complete); keep them. Once more
+    /// if it fails: bubblewrap mounts a root by the path its descriptor
+    /// names, and refuses to start when that path was removed or replaced
+    /// since the root was opened (`Race condition binding dirfd`); opened
+    /// again, such a root is left out.
     pub(super) fn start(bwrap: &Path, exe: &Path, spec: &HolderSpec) -> io::Result<Holder> {
-        use std::os::unix::ffi::OsStrExt;
+        Holder::start_once(bwrap, exe, spec).or_else(|e| {
+            tracing::debug!("a namespace holder did not start ({e}); once more");
+            Holder::start_once(bwrap, exe, spec)
+        })
+    }
+
+    fn start_once(bwrap: &Path, exe: &Path, spec: &HolderSpec) -> io::Result<Holder> {
         let (info_rx, info_tx) = pipe()?;
+        let (args, roots) = bwrap_args(&spec.args);
         let mut cmd = Command::new(bwrap);
         cmd.arg("--info-fd").arg("3");
-        cmd.args(spec.args.iter().map(|a| std::ffi::OsStr::from_bytes(&a.0)));
+        cmd.args(args);
         // The binary itself, read-only (the holder runs it; children exec it).
         cmd.arg("--ro-bind").arg(exe).arg(CONFINE_AT);
         cmd.arg("--").arg(CONFINE_AT).arg(HOLD_ARG);
@@ -73,10 +138,12 @@ impl Holder {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        at_fd3(&mut cmd, info_tx.as_raw_fd());
+        let keep = roots.iter().map(|fd| fd.as_raw_fd()).collect();
+        at_fd3_keeping(&mut cmd, info_tx.as_raw_fd(), keep);
         let mut child = cmd.spawn()?;
         drop(cmd);
         drop(info_tx);
+        drop(roots);
         let failed = |child: &mut Child, what: &str| {
             let mut err = String::new();
             if let Some(mut e) = child.stderr.take() {

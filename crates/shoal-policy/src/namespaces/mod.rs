@@ -56,7 +56,7 @@ mod holder;
 mod launch;
 
 pub use broker::{broker_main, BROKER_ARG};
-use broker::{HolderSpec, Reply, Request, B};
+use broker::{HolderArg, HolderSpec, Reply, Request, B};
 pub use confine::confine_main;
 pub use holder::hold_main;
 pub use launch::{launch, remember, signal_group, try_reap, Brokered, Launch, Launched, Stdio};
@@ -167,7 +167,8 @@ fn call(req: &Request, fds: &[BorrowedFd<'_>]) -> io::Result<(Reply, Vec<OwnedFd
 
 /// At start, before anything is confined: find `bwrap` on `PATH` and
 /// `shoal-confine` beside `exe`; the broker, which owns the holders, starts
-/// at its first use (or [`start_broker`]). Without `bwrap` every mode but
+/// at its first use (or [`start_broker`]). Without `bwrap` (or with one
+/// older than 0.8, which cannot mount a descriptor) every mode but
 /// `"require"` falls back to Landlock and seccomp alone. `tmp_size`: the
 /// bytes a holder's private `/tmp` may hold (`[limits] token_tmp`), where
 /// bubblewrap has `--size` (0.10 and some earlier builds); without it a
@@ -186,7 +187,15 @@ pub fn init(exe: PathBuf, tmp_size: u64) {
         tracing::info!("no bubblewrap: token children run without namespaces");
         return;
     };
-    let tmp_size = if has_size_option(&bwrap) {
+    let options = bwrap_options(&bwrap);
+    // A holder mounts each grant root from a descriptor opened without following links
+    // (`holder::bwrap_args`): a bubblewrap that can mount only by path would follow a
+    // link another token swapped in meanwhile.
+    if !options.iter().any(|o| o == "--bind-fd") {
+        tracing::warn!(bwrap = %bwrap.display(), "this bubblewrap has no --bind-fd (0.8 or later has): token children run without namespaces");
+        return;
+    }
+    let tmp_size = if options.iter().any(|o| o == "--size") {
         Some(tmp_size)
     } else {
         tracing::warn!(bwrap = %bwrap.display(), "this bubblewrap has no --size: a token's private /tmp is not limited by [limits] token_tmp");
@@ -222,18 +231,22 @@ pub fn start_broker() {
     }
 }
 
-/// Does `bwrap --help` list `--size` (the size of the next `--tmpfs`)?
-fn has_size_option(bwrap: &Path) -> bool {
+/// The options `bwrap --help` lists (`--size`: the size of the next `--tmpfs`;
+/// `--bind-fd`: a mount of an open descriptor).
+fn bwrap_options(bwrap: &Path) -> Vec<String> {
     std::process::Command::new(bwrap)
         .arg("--help")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output()
-        .is_ok_and(|o| {
+        .map(|o| {
             String::from_utf8_lossy(&o.stdout)
                 .split_whitespace()
-                .any(|w| w == "--size")
+                .filter(|w| w.starts_with("--"))
+                .map(str::to_string)
+                .collect()
         })
+        .unwrap_or_default()
 }
 
 /// Is bubblewrap used for token children (found at start, and its broker
@@ -382,7 +395,7 @@ pub fn wrap(
         (Mode::Require, false) => {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
-                "namespaces = \"require\": bubblewrap (bwrap) was not found on the daemon's PATH at start (or shoal-confine beside the daemon); the program is not started",
+                "namespaces = \"require\": bubblewrap (bwrap, 0.8 or later) was not found on the daemon's PATH at start (or shoal-confine beside the daemon); the program is not started",
             ))
         }
         (_, true) => {}
@@ -460,11 +473,7 @@ impl Join {
         let plan = &self.prepared.plan;
         let spec = HolderSpec {
             key: self.key,
-            args: plan
-                .holder_args(&self.cwd)
-                .iter()
-                .map(|a| B::from(a.as_os_str()))
-                .collect(),
+            args: plan.holder_args(&self.cwd),
             sealed: plan.sealed,
         };
         *self.prepared.holder.locked() = Some((self.cwd.clone(), spec.clone()));
@@ -588,46 +597,45 @@ impl Plan {
     /// The holder's `bwrap` arguments (before its own binary and program):
     /// the namespaces and what the mount namespace holds. `cwd` matters only
     /// where no grant shows it: an empty directory then stands in for it.
-    fn holder_args(&self, cwd: &Path) -> Vec<OsString> {
-        let mut a: Vec<OsString> = Vec::new();
-        let mut push = |s: &[&OsStr]| a.extend(s.iter().map(|s| s.to_os_string()));
-        push(&[
-            "--die-with-parent".as_ref(),
-            // A user namespace even for a daemon run as root: whatever the
-            // children could do as its root, they do there.
-            "--unshare-user".as_ref(),
-            "--unshare-pid".as_ref(),
-            "--unshare-ipc".as_ref(),
-            "--unshare-uts".as_ref(),
-        ]);
+    fn holder_args(&self, cwd: &Path) -> Vec<HolderArg> {
+        let mut a: Vec<HolderArg> = Vec::new();
+        let push = |a: &mut Vec<HolderArg>, s: &[&OsStr]| {
+            a.extend(s.iter().map(|s| HolderArg::Word(B::from(*s))))
+        };
+        push(
+            &mut a,
+            &[
+                "--die-with-parent".as_ref(),
+                // A user namespace even for a daemon run as root: whatever the
+                // children could do as its root, they do there.
+                "--unshare-user".as_ref(),
+                "--unshare-pid".as_ref(),
+                "--unshare-ipc".as_ref(),
+                "--unshare-uts".as_ref(),
+            ],
+        );
         if self.sealed {
-            push(&["--unshare-net".as_ref()]);
+            push(&mut a, &["--unshare-net".as_ref()]);
         }
         if self.private_tmp {
             // Its files are memory the holder pins until it ends.
             if let Some(size) = self.tmp_size {
                 let size = OsString::from(size.to_string());
-                push(&["--size".as_ref(), size.as_os_str()]);
+                push(&mut a, &["--size".as_ref(), size.as_os_str()]);
             }
-            push(&["--tmpfs".as_ref(), "/tmp".as_ref()]);
+            push(&mut a, &["--tmpfs".as_ref(), "/tmp".as_ref()]);
         }
         if self.scratch {
-            push(&["--dir".as_ref(), SCRATCH.as_ref()]);
+            push(&mut a, &["--dir".as_ref(), SCRATCH.as_ref()]);
         }
-        // Each root is resolved again as the holder starts: one a token turned into a
-        // link since the rules were made (a grant below a directory any token may write
-        // in) is not mounted (bubblewrap would follow the link).
+        // Each root is opened as the holder starts, following no link, and what was
+        // opened is mounted: one a token turned into a link since the rules were made
+        // (a grant below a directory any token may write in) is not mounted.
         for (p, rw) in &self.binds {
-            // (A root that does not exist is left to `--bind-try`, which skips it.)
-            if !crate::grant_path::resolves_to_itself(p, &self.inner.links) {
-                continue;
-            }
-            let flag: &OsStr = if *rw {
-                "--bind-try".as_ref()
-            } else {
-                "--ro-bind-try".as_ref()
-            };
-            push(&[flag, p.as_os_str(), p.as_os_str()]);
+            a.push(HolderArg::Mount {
+                path: B::from(p.as_path()),
+                rw: *rw,
+            });
         }
         // The system's merged-/usr links (`/bin -> usr/bin`): the rules
         // hold their targets.
@@ -637,7 +645,10 @@ impl Plan {
             };
             let abs = Path::new("/").join(&target);
             if self.binds.iter().any(|(p, _)| abs.starts_with(p)) {
-                push(&["--symlink".as_ref(), target.as_os_str(), l.as_ref()]);
+                push(
+                    &mut a,
+                    &["--symlink".as_ref(), target.as_os_str(), l.as_ref()],
+                );
             }
         }
         // A cwd outside every grant: an empty directory stands in for it
@@ -645,14 +656,17 @@ impl Plan {
         let shown = self.binds.iter().any(|(p, _)| cwd.starts_with(p));
         let special = cwd.starts_with("/proc") || cwd.starts_with("/dev");
         if !shown && !special && cwd != Path::new("/") {
-            push(&["--dir".as_ref(), cwd.as_os_str()]);
+            push(&mut a, &["--dir".as_ref(), cwd.as_os_str()]);
         }
-        push(&[
-            "--proc".as_ref(),
-            "/proc".as_ref(),
-            "--dev".as_ref(),
-            "/dev".as_ref(),
-        ]);
+        push(
+            &mut a,
+            &[
+                "--proc".as_ref(),
+                "/proc".as_ref(),
+                "--dev".as_ref(),
+                "/dev".as_ref(),
+            ],
+        );
         a
     }
 }

@@ -14,6 +14,19 @@ fn rules(read: &[&str], write: &[&str], net: Net) -> Rules {
     }
 }
 
+/// A holder's arguments as words; a mount as `mount-rw PATH` or `mount-ro PATH`.
+fn words(args: &[HolderArg]) -> Vec<String> {
+    args.iter()
+        .flat_map(|a| match a {
+            HolderArg::Word(w) => vec![w.os().to_string_lossy().into_owned()],
+            HolderArg::Mount { path, rw } => vec![
+                if *rw { "mount-rw" } else { "mount-ro" }.to_string(),
+                path.os().to_string_lossy().into_owned(),
+            ],
+        })
+        .collect()
+}
+
 #[test]
 fn the_plan_mounts_grants_once_parents_first() {
     let r = rules(
@@ -35,20 +48,14 @@ fn the_plan_mounts_grants_once_parents_first() {
     assert!(inner.contains(&PathBuf::from("/proc")) && inner.contains(&PathBuf::from("/tmp")));
     assert!(p.inner.write.contains(&PathBuf::from("/tmp")));
     let args = p.holder_args(Path::new("/srv/p"));
-    let s: Vec<String> = args.iter().map(|a| a.to_string_lossy().into()).collect();
-    let w = s
-        .windows(3)
-        .any(|w| w == ["--bind-try", "/srv/p/out", "/srv/p/out"]);
+    let s = words(&args);
+    let w = s.windows(2).any(|w| w == ["mount-rw", "/srv/p/out"]);
     assert!(w, "{s:?}");
     assert!(s.contains(&"--unshare-net".to_string()));
     assert!(s.contains(&"--unshare-user".to_string()));
     // The cwd is shown by a grant: no stand-in; one where none shows it.
     assert!(!s.contains(&"--dir".to_string()), "{s:?}");
-    let s: Vec<String> = p
-        .holder_args(Path::new("/elsewhere/w"))
-        .iter()
-        .map(|a| a.to_string_lossy().into())
-        .collect();
+    let s = words(&p.holder_args(Path::new("/elsewhere/w")));
     assert!(
         s.windows(2).any(|w| w == ["--dir", "/elsewhere/w"]),
         "{s:?}"
@@ -70,11 +77,7 @@ fn a_grant_inside_tmp_leaves_the_child_a_scratch_directory() {
     assert!(!p.inner.write.contains(&PathBuf::from("/tmp")));
     assert!(p.inner.write.contains(&scratch) && p.inner.delete.contains(&scratch));
     assert!(p.inner.read.as_ref().unwrap().contains(&scratch));
-    let s: Vec<String> = p
-        .holder_args(Path::new("/tmp/proj"))
-        .iter()
-        .map(|a| a.to_string_lossy().into())
-        .collect();
+    let s = words(&p.holder_args(Path::new("/tmp/proj")));
     let at = |w: &[&str]| s.windows(w.len()).position(|x| x == w);
     let (tmpfs, dir) = (at(&["--tmpfs", "/tmp"]), at(&["--dir", SCRATCH]));
     assert!(tmpfs.is_some() && dir > tmpfs, "{s:?}");
@@ -91,11 +94,10 @@ fn a_grant_inside_tmp_leaves_the_child_a_scratch_directory() {
 #[test]
 fn the_private_tmp_is_sized() {
     let args = |size| -> Vec<String> {
-        Plan::of(&rules(&["/usr"], &["/srv/p"], Net::Open), size)
-            .holder_args(Path::new("/srv/p"))
-            .iter()
-            .map(|a| a.to_string_lossy().into())
-            .collect()
+        words(
+            &Plan::of(&rules(&["/usr"], &["/srv/p"], Net::Open), size)
+                .holder_args(Path::new("/srv/p")),
+        )
     };
     let s = args(Some(8 << 20));
     let at = |s: &[String], w: &[&str]| s.windows(w.len()).position(|x| x == w);
@@ -186,7 +188,7 @@ fn broker_requests_keep_bytes_that_are_not_utf8() {
         cwd: B::from(Path::new("/srv/p")),
         holder: HolderSpec {
             key: 7,
-            args: vec![B::from(OsStr::new("--unshare-user"))],
+            args: vec![HolderArg::Word(B::from(OsStr::new("--unshare-user")))],
             sealed: true,
         },
         fresh: true,
@@ -207,4 +209,53 @@ fn broker_requests_keep_bytes_that_are_not_utf8() {
     assert_eq!(s.holder.key, 7);
     assert!(s.fresh);
     assert_eq!(s.stdio, [false, true, true]);
+}
+
+/// A holder mounts each grant root by the descriptor the broker opened as the holder
+/// started: a root swapped for a link after that still mounts what was opened (not what
+/// the link names); a root that is a link by then is not mounted at all.
+#[test]
+fn a_holder_mounts_the_roots_it_opened() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{symlink, MetadataExt};
+    let base = std::env::temp_dir().join(format!("shoal-holder-fds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let (docs, outside) = (base.join("shared/docs"), base.join("outside"));
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let swapped_early = base.join("shared/early");
+    symlink(&outside, &swapped_early).unwrap();
+    let mount = |p: &Path, rw| HolderArg::Mount {
+        path: B::from(p),
+        rw,
+    };
+    let spec = [
+        HolderArg::Word(B::from(OsStr::new("--unshare-user"))),
+        mount(&docs, false),
+        mount(&swapped_early, true),
+        mount(&base.join("missing"), true),
+    ];
+    let (args, fds) = holder::bwrap_args(&spec);
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(fds.len(), 1, "{words:?}");
+    let fd = fds[0].as_raw_fd();
+    assert!(fd >= 10, "{fd}");
+    let want = [
+        "--unshare-user".to_string(),
+        "--ro-bind-fd".into(),
+        fd.to_string(),
+        docs.display().to_string(),
+    ];
+    assert_eq!(words, want);
+    // Swapped for a link once opened: the descriptor still names the directory.
+    let moved = base.join("shared/d2");
+    std::fs::rename(&docs, &moved).unwrap();
+    symlink(&outside, &docs).unwrap();
+    let st = rustix::fs::fstat(&fds[0]).unwrap();
+    let real = std::fs::metadata(&moved).unwrap();
+    assert_eq!((st.st_dev, st.st_ino), (real.dev(), real.ino()));
+    std::fs::remove_dir_all(&base).unwrap();
 }
