@@ -553,15 +553,32 @@ impl Plan {
         all.sort();
         all.dedup();
         // A root under one already mounted as strongly is left out; a
-        // writable one under a read-only one is mounted over it.
+        // writable one under a read-only one is mounted over it, unless a
+        // token may write in a directory between the two.
         let mut binds: Vec<(PathBuf, bool)> = Vec::new();
         for (p, rw) in all {
-            let covered = binds
-                .iter()
-                .rev()
-                .find(|(q, _)| p.starts_with(q))
-                .is_some_and(|(_, qrw)| *qrw || !rw);
-            if !covered {
+            let Some(i) = binds.iter().rposition(|(q, _)| p.starts_with(q)) else {
+                binds.push((p, rw));
+                continue;
+            };
+            let (q, qrw) = &binds[i];
+            if *qrw || !rw {
+                continue;
+            }
+            // bubblewrap walks to a mount point through what is mounted above
+            // it, following links, and makes the directories (or the file)
+            // it does not find. A token that may write there could point that
+            // walk anywhere the daemon may write (round 13's B1). So the
+            // read-only root is mounted writable instead, and Landlock alone
+            // keeps the rest of it read-only.
+            let walked_in_writable = p != *q
+                && p.parent()
+                    .is_some_and(|d| rules.links.iter().any(|w| d.starts_with(w)));
+            if walked_in_writable {
+                let q = q.clone();
+                binds[i].1 = true;
+                binds.retain(|(x, _)| *x == q || !x.starts_with(&q));
+            } else {
                 binds.push((p, rw));
             }
         }

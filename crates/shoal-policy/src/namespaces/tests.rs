@@ -67,6 +67,55 @@ fn the_plan_mounts_grants_once_parents_first() {
     assert!(!p.sealed);
 }
 
+/// A writable root below a read-only one is mounted over it only where no token may
+/// write between the two: bubblewrap walks to the mount point through the read-only
+/// mount, following links, and makes what it does not find there. Where a token may
+/// write, the read-only root is mounted writable instead (Landlock keeps it read-only).
+#[test]
+fn a_writable_root_is_not_mounted_through_a_directory_a_token_may_write() {
+    let mut r = rules(
+        &["/srv/shared", "/usr"],
+        &[
+            "/srv/shared/sub/docs",
+            "/srv/shared/sub/f.txt",
+            "/srv/shared/own",
+        ],
+        Net::Open,
+    );
+    let nested = vec![
+        (PathBuf::from("/srv/shared"), false),
+        (PathBuf::from("/srv/shared/own"), true),
+        (PathBuf::from("/srv/shared/sub/docs"), true),
+        (PathBuf::from("/srv/shared/sub/f.txt"), true),
+        (PathBuf::from("/usr"), false),
+    ];
+    assert_eq!(Plan::of(&r, None).binds, nested);
+    // Another token may write `sub`: both roots below it would be walked to through it.
+    r.links.push(PathBuf::from("/srv/shared/sub"));
+    let p = Plan::of(&r, None);
+    assert_eq!(
+        p.binds,
+        vec![
+            (PathBuf::from("/srv/shared"), true),
+            (PathBuf::from("/usr"), false),
+        ]
+    );
+    // The child's own rules are unchanged: it reads `shared` and writes only its roots.
+    assert_eq!(p.inner.write[..3], r.write[..]);
+    assert!(p
+        .inner
+        .read
+        .as_ref()
+        .unwrap()
+        .contains(&PathBuf::from("/srv/shared")));
+    // A token that may write all of `shared`: the same.
+    r.links = vec![PathBuf::from("/srv")];
+    assert_eq!(
+        Plan::of(&r, None).binds[0],
+        (PathBuf::from("/srv/shared"), true)
+    );
+}
+
 #[test]
 fn a_grant_inside_tmp_leaves_the_child_a_scratch_directory() {
     let p = Plan::of(&rules(&["/usr"], &["/tmp/proj"], Net::Open), None);
