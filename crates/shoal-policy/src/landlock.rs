@@ -369,20 +369,6 @@ impl Rules {
             rs = rs.scope(Scope::from_all(TARGET)).map_err(ll)?;
         }
         let mut created = rs.create().map_err(ll)?;
-        // A token's paths are resolved again now, and opened without following links: a
-        // grant a token turned into a link since these rules were made (`mv target t2;
-        // ln -s / target`) grants nothing, not what the link points at.
-        let mut add = |path: &Path, rights: BitFlags<AccessFs>| -> io::Result<()> {
-            let opened = if self.token {
-                open_grant(path, &self.links)?
-            } else {
-                open_path(path, false)?
-            };
-            match opened {
-                Some(fd) => add_fd(&mut created, fd, rights & handled),
-                None => Ok(()),
-            }
-        };
         // What may be executed: everything readable, or the listed files only.
         let only = match exec {
             Exec::Program(program) => self.exec.as_ref().map(|list| {
@@ -397,6 +383,30 @@ impl Rules {
         let read_rights = match only {
             Some(_) => READ & !BitFlags::from(AccessFs::Execute),
             None => READ,
+        };
+        // A child limited to its listed programs, in the principal's namespaces, writes
+        // only where the mount is noexec (each write grant was made so as the child
+        // started: `namespaces::holder`), so nothing it writes is mapped as code. A grant
+        // that is not (another directory put in its place since) is not written to.
+        let writes_noexec = only.is_some() && matches!(ttys, Ttys::All);
+        // A token's paths are resolved again now, and opened without following links: a
+        // grant a token turned into a link since these rules were made (`mv target t2;
+        // ln -s / target`) grants nothing, not what the link points at.
+        let mut add = |path: &Path, mut rights: BitFlags<AccessFs>| -> io::Result<()> {
+            let opened = if self.token {
+                open_grant(path, &self.links)?
+            } else {
+                open_path(path, false)?
+            };
+            let Some(fd) = opened else {
+                return Ok(());
+            };
+            // (A write grant's rights: the devices' are not.)
+            let write_grant = rights.contains(AccessFs::MakeReg);
+            if writes_noexec && write_grant && !on_noexec_mount(&fd) {
+                rights &= !WRITE;
+            }
+            add_fd(&mut created, fd, rights & handled)
         };
         if let Some(read) = &self.read {
             for r in read {
@@ -451,6 +461,12 @@ impl Rules {
             caps: self.token,
         })
     }
+}
+
+/// Is `fd` on a mount whose files cannot be executed or mapped as code?
+fn on_noexec_mount(fd: &OwnedFd) -> bool {
+    rustix::fs::fstatvfs(fd)
+        .is_ok_and(|st| st.f_flag.contains(rustix::fs::StatVfsMountFlags::NOEXEC))
 }
 
 /// Grant `rights` beneath the opened `fd` (only the file rights on a

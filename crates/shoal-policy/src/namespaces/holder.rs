@@ -292,8 +292,9 @@ impl Holder {
 /// `/proc`, its cwd, and no capability from here on. Async-signal-safe:
 /// system calls on C strings made before the fork.
 fn own_proc(cwd: &CStr, noexec: &[std::ffi::CString]) -> io::Result<()> {
-    use rustix::mount::MountPropagationFlags;
-    use rustix::mount::{mount, mount_bind_recursive, mount_change, mount_remount, MountFlags};
+    use rustix::fs::{Mode, OFlags, ResolveFlags, CWD};
+    use rustix::mount::{mount, mount_change, mount_remount, move_mount, open_tree};
+    use rustix::mount::{MountFlags, MountPropagationFlags, MoveMountFlags, OpenTreeFlags};
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
     // Nothing mounted here reaches the holder or the other children.
     mount_change(
@@ -304,16 +305,75 @@ fn own_proc(cwd: &CStr, noexec: &[std::ffi::CString]) -> io::Result<()> {
     mount(c"proc", c"/proc", c"proc", hidden, None)?;
     // Each such path becomes a mount of its own (with what is mounted below
     // it), then loses exec (a path this namespace does not hold has nothing
-    // to run).
+    // to run). The path is opened once, following no link, and all the rest
+    // is done on what was opened: a copy of the tree there is put over it and
+    // made noexec through its descriptor. (By path, a directory another token
+    // may write in could be swapped for a link between the steps, and the
+    // mount made elsewhere: round 14's N1.) A path that is a link now is
+    // refused: the child does not start.
     for p in noexec {
-        match mount_bind_recursive(p.as_c_str(), p.as_c_str()) {
+        let flags = OFlags::PATH | OFlags::CLOEXEC;
+        let at = match rustix::fs::openat2(
+            CWD,
+            p.as_c_str(),
+            flags,
+            Mode::empty(),
+            ResolveFlags::NO_SYMLINKS,
+        ) {
             Err(rustix::io::Errno::NOENT) => continue,
             r => r?,
-        }
-        mount_remount(p.as_c_str(), MountFlags::BIND | hidden, c"")?;
+        };
+        let tree = open_tree(
+            &at,
+            c"",
+            OpenTreeFlags::OPEN_TREE_CLONE
+                | OpenTreeFlags::OPEN_TREE_CLOEXEC
+                | OpenTreeFlags::AT_RECURSIVE
+                | OpenTreeFlags::AT_EMPTY_PATH,
+        )?;
+        move_mount(
+            &tree,
+            c"",
+            &at,
+            c"",
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
+        )?;
+        let mut buf = [0u8; FD_PATH_LEN];
+        mount_remount(
+            fd_path(&mut buf, tree.as_raw_fd()),
+            MountFlags::BIND | hidden,
+            c"",
+        )?;
     }
     rustix::process::chdir(cwd)?;
     crate::landlock::drop_capabilities()
+}
+
+/// Room for `/proc/self/fd/N` and its nul.
+const FD_PATH_LEN: usize = 32;
+
+/// `/proc/self/fd/FD` written into `buf` (nothing is allocated: this runs
+/// between fork and exec).
+fn fd_path(buf: &mut [u8; FD_PATH_LEN], fd: RawFd) -> &CStr {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    buf[..PREFIX.len()].copy_from_slice(PREFIX);
+    let mut digits = [0u8; 10];
+    let (mut n, mut k) = (fd.unsigned_abs(), 0);
+    loop {
+        digits[k] = b'0' + (n % 10) as u8;
+        k += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut at = PREFIX.len();
+    for d in digits[..k].iter().rev() {
+        buf[at] = *d;
+        at += 1;
+    }
+    buf[at] = 0;
+    CStr::from_bytes_with_nul(&buf[..=at]).unwrap_or(c"/proc/self/fd/")
 }
 
 /// What `bwrap --info-fd` reports.
@@ -340,5 +400,25 @@ pub fn hold_main() -> i32 {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn descriptor_paths_are_written_in_place() {
+        let mut buf = [0u8; super::FD_PATH_LEN];
+        for (fd, want) in [
+            (0, "/proc/self/fd/0"),
+            (7, "/proc/self/fd/7"),
+            (1234, "/proc/self/fd/1234"),
+        ] {
+            assert_eq!(super::fd_path(&mut buf, fd).to_str(), Ok(want));
+        }
+        let max = format!("/proc/self/fd/{}", i32::MAX);
+        assert_eq!(
+            super::fd_path(&mut buf, i32::MAX).to_str(),
+            Ok(max.as_str())
+        );
     }
 }
