@@ -412,12 +412,8 @@ pub fn wrap(
     a.push(program.into_os_string());
     a.push(argv0.to_os_string());
     a.extend(args.iter().map(|x| x.as_ref().to_os_string()));
-    // The private `/tmp` (and its scratch directory) first: a grant below
-    // it is a mount of its own, made noexec after.
     let noexec = match rules.exec {
-        Some(_) => std::iter::once(PathBuf::from("/tmp"))
-            .chain(rules.write.iter().chain(&rules.delete).cloned())
-            .collect(),
+        Some(_) => prepared.plan.noexec.clone(),
         None => Vec::new(),
     };
     Ok(Some(Wrapped {
@@ -524,6 +520,28 @@ struct Plan {
     /// child's to write: [`SCRATCH`] is, and `TMPDIR` names it.
     scratch: bool,
     sealed: bool,
+    /// Where a child limited to its programs may map no file as code
+    /// ([`noexec_paths`]).
+    noexec: Vec<PathBuf>,
+}
+
+/// Where a child limited to its programs may map no file as code, each made
+/// a `noexec` mount of its own as the child starts (`holder::own_proc`),
+/// parents before children: its private `/tmp`, its write and delete
+/// grants, and every directory some token may write in (`Rules::links`, in
+/// their resolved form). Without the last, a file it wrote that another
+/// token moved out of its write grant would lie on an executable mount it
+/// can read (round 15's E2). A program in such a directory does not run
+/// either: any token could have changed it.
+fn noexec_paths(rules: &Rules) -> Vec<PathBuf> {
+    let resolved = |w: &&PathBuf| w.canonicalize().is_ok_and(|c| c == **w);
+    let mut v: Vec<PathBuf> = std::iter::once(PathBuf::from("/tmp"))
+        .chain(rules.write.iter().chain(&rules.delete).cloned())
+        .chain(rules.links.iter().filter(resolved).cloned())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
 /// The child's temporary directory when one of its grants lies inside
@@ -608,6 +626,7 @@ impl Plan {
             tmp_size,
             scratch,
             sealed: rules.net == Net::Sealed,
+            noexec: noexec_paths(rules),
         }
     }
 

@@ -308,3 +308,34 @@ fn a_holder_mounts_the_roots_it_opened() {
     assert_eq!((st.st_dev, st.st_ino), (real.dev(), real.ino()));
     std::fs::remove_dir_all(&base).unwrap();
 }
+
+/// A child limited to its programs maps no file as code from its private `/tmp`, its
+/// write grants, or any directory a token may write in (resolved form only: a path
+/// through a link is covered by its target), parents first.
+#[test]
+fn an_exec_limited_child_maps_nothing_from_where_a_token_writes() {
+    let base = std::env::temp_dir().join(format!("shoal-noexec-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let (proj, shared) = (base.join("proj"), base.join("shared"));
+    std::fs::create_dir_all(proj.join("out")).unwrap();
+    std::fs::create_dir_all(&shared).unwrap();
+    std::os::unix::fs::symlink(&shared, base.join("link")).unwrap();
+    let mut r = rules(&["/usr"], &[proj.join("out").to_str().unwrap()], Net::Open);
+    r.links = vec![
+        proj.clone(),
+        base.join("link"),
+        shared.clone(),
+        base.join("gone"),
+    ];
+    let p = Plan::of(&r, None);
+    assert_eq!(
+        p.noexec,
+        vec![
+            PathBuf::from("/tmp"),
+            proj.clone(),
+            proj.join("out"),
+            shared.clone()
+        ]
+    );
+    std::fs::remove_dir_all(&base).unwrap();
+}
