@@ -204,3 +204,88 @@ fn shared_object(dir: &Path, loader: &str) -> Option<(PathBuf, PathBuf)> {
         .success();
     built.then_some((so, mark))
 }
+
+/// agent:lim is limited to `sqlite3` and writes `proj/docs`. `nested`: it reads
+/// `proj/lib` and `proj/docs`, and agent:mover may write all of `proj` (so `lib`, a
+/// mount of its own for agent:lim, lies below where a token writes). Otherwise it reads
+/// all of `proj`, and agent:mover may write `proj/lib`, made only later.
+fn moved_config(nested: bool) -> impl Fn(&Path, &Path) -> String {
+    move |proj, _root| {
+        let p = proj.display();
+        let mut read: Vec<String> = SYSTEM_READ.iter().map(|s| s.to_string()).collect();
+        let docs = vec![format!("{p}/docs/**")];
+        let mover = if nested {
+            read.extend([format!("{p}/lib/**"), format!("{p}/docs/**")]);
+            Arena::proj_grant(proj)
+        } else {
+            read.extend(Arena::proj_grant(proj));
+            vec![format!("{p}/lib/**")]
+        };
+        principal(
+            "agent:lim",
+            "opaque = \"deny\"\nauto_apply = \"in-grant\"\nnamespaces = \"auto\"\nproc_spawn = [\"sqlite3\"]",
+            &read,
+            &docs,
+            &docs,
+        ) + &principal(
+            "agent:mover",
+            "opaque = \"allow\"\nauto_apply = \"in-grant\"",
+            &Arena::proj_grant(proj),
+            &mover,
+            &[],
+        )
+    }
+}
+
+/// Code a program-limited token wrote, moved by another token out of its write grant
+/// into a read root of its own mounted below the other token's grant (round 16's E3),
+/// or into the other token's grant made after its session started (E4), is still not
+/// mapped as code: every directory a token may write in is `noexec` for it, with every
+/// mount below. The local user's load of the same file runs it.
+#[test]
+fn code_moved_out_of_a_write_grant_stays_unloadable() {
+    if !have(&["sqlite3", "bwrap"]) {
+        eprintln!("skipped: sqlite3 and bwrap are needed");
+        return;
+    }
+    let loader = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+        .iter()
+        .find(|p| Path::new(p).exists())
+        .map_or_else(|| "/nonexistent-loader".to_string(), |p| p.to_string());
+    for nested in [true, false] {
+        let a = Arena::start(moved_config(nested), &[]);
+        std::fs::create_dir(a.p("docs")).expect("docs");
+        if nested {
+            std::fs::create_dir(a.p("lib")).expect("lib");
+        }
+        let Some((so, mark)) = shared_object(&a.p("docs"), &loader) else {
+            return;
+        };
+        let mut lim = a.kernel(Some("agent:lim"), "lim", None);
+        let mut local = a.kernel(None, "local-lim", None);
+        let db = a.p("docs/q.db");
+        let r = lim.exec(&format!("sqlite3 {} \"select 1\"", lit(&db)));
+        assert!(
+            r.get("result").is_some(),
+            "{nested}: the token's sqlite3 runs: {r}"
+        );
+        // The other token moves the object (made now, when not nested).
+        if !nested {
+            std::fs::create_dir(a.p("lib")).expect("lib");
+        }
+        let to = a.p("lib/mine.so");
+        std::fs::rename(&so, &to).expect("moved by the other token");
+        let load = format!("sqlite3 {} \".load {}\"", lit(&db), to.display());
+        let r = lim.exec(&load);
+        assert!(
+            !mark.exists(),
+            "ESCAPED ({nested}): the token's own code ran from {}: {r}",
+            to.display()
+        );
+        let r = local.exec(&load);
+        assert!(
+            mark.exists(),
+            "control ({nested}): the local user's load runs it: {r}"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::ffi::{CStr, OsString};
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -45,6 +45,21 @@ fn at_fd3_keeping(cmd: &mut Command, fd: RawFd, keep: Vec<RawFd>) {
         });
     }
 }
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+/// `AT_RECURSIVE`: the whole tree, not only its top mount.
+const AT_RECURSIVE: libc::c_int = 0x8000;
 
 /// The lowest descriptor a grant root handed to bubblewrap takes (above 3,
 /// where its info pipe goes).
@@ -241,12 +256,38 @@ impl Holder {
             ),
         ];
         // SAFETY: between fork and exec, in the single-threaded child: only
-        // system calls (signal, setns, unshare, mount, prctl, fork, waitpid,
-        // close_range, _exit) on integers, the descriptors kept by the
-        // holder (open until the broker's spawn returns) and C strings made
-        // before the fork; nothing is allocated. `unshare` of the mount and
-        // pid namespaces leaves the descriptor table alone.
+        // system calls (signal, setns, unshare, mount, mount_setattr, prctl,
+        // fork, waitpid, close_range, _exit) on integers, the descriptors
+        // kept by the holder (open until the broker's spawn returns), C
+        // strings made before the fork and a `mount_attr` on the stack;
+        // nothing is allocated. `unshare` of the mount and pid namespaces
+        // leaves the descriptor table alone.
         unsafe {
+            // `mount_setattr(2)` (no wrapper in rustix): the tree at `tree`,
+            // every mount of it, loses exec, setuid and devices.
+            let noexec_tree = |tree: BorrowedFd<'_>| -> io::Result<()> {
+                let attr = MountAttr {
+                    attr_set: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                    attr_clr: 0,
+                    propagation: 0,
+                    userns_fd: 0,
+                };
+                let flags = (libc::AT_EMPTY_PATH | AT_RECURSIVE) as libc::c_uint;
+                let at = &attr as *const MountAttr;
+                let size = std::mem::size_of::<MountAttr>();
+                let r = libc::syscall(
+                    libc::SYS_mount_setattr,
+                    tree.as_raw_fd(),
+                    c"".as_ptr(),
+                    flags,
+                    at,
+                    size,
+                );
+                if r < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            };
             cmd.pre_exec(move || {
                 for s in PASSED {
                     libc::signal(s, libc::SIG_IGN);
@@ -268,7 +309,7 @@ impl Holder {
                 )?;
                 match libc::fork() {
                     -1 => Err(io::Error::last_os_error()),
-                    0 => own_proc(&cwd, &noexec),
+                    0 => own_proc(&cwd, &noexec, &noexec_tree),
                     pid => {
                         libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
                         let mut st = 0;
@@ -291,9 +332,13 @@ impl Holder {
 /// In a child's own pid namespace (as its pid 1), before exec: its own
 /// `/proc`, its cwd, and no capability from here on. Async-signal-safe:
 /// system calls on C strings made before the fork.
-fn own_proc(cwd: &CStr, noexec: &[std::ffi::CString]) -> io::Result<()> {
+fn own_proc(
+    cwd: &CStr,
+    noexec: &[std::ffi::CString],
+    noexec_tree: &dyn Fn(BorrowedFd<'_>) -> io::Result<()>,
+) -> io::Result<()> {
     use rustix::fs::{Mode, OFlags, ResolveFlags, CWD};
-    use rustix::mount::{mount, mount_change, mount_remount, move_mount, open_tree};
+    use rustix::mount::{mount, mount_change, move_mount, open_tree};
     use rustix::mount::{MountFlags, MountPropagationFlags, MoveMountFlags, OpenTreeFlags};
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
     // Nothing mounted here reaches the holder or the other children.
@@ -304,13 +349,14 @@ fn own_proc(cwd: &CStr, noexec: &[std::ffi::CString]) -> io::Result<()> {
     let hidden = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
     mount(c"proc", c"/proc", c"proc", hidden, None)?;
     // Each such path becomes a mount of its own (with what is mounted below
-    // it), then loses exec (a path this namespace does not hold has nothing
-    // to run). The path is opened once, following no link, and all the rest
-    // is done on what was opened: a copy of the tree there is put over it and
-    // made noexec through its descriptor. (By path, a directory another token
-    // may write in could be swapped for a link between the steps, and the
-    // mount made elsewhere: round 14's N1.) A path that is a link now is
-    // refused: the child does not start.
+    // it), then loses exec, with every mount below it (a path this namespace
+    // does not hold has nothing to run). The path is opened once, following
+    // no link, and all the rest is done on what was opened: a copy of the
+    // tree there is made noexec through its descriptor and put over it. (By
+    // path, a directory another token may write in could be swapped for a
+    // link between the steps, and the mount made elsewhere: round 14's N1;
+    // a grant mounted below one was left executable: round 16's E3.) A path
+    // that is a link now is refused: the child does not start.
     for p in noexec {
         let flags = OFlags::PATH | OFlags::CLOEXEC;
         let at = match rustix::fs::openat2(
@@ -331,6 +377,7 @@ fn own_proc(cwd: &CStr, noexec: &[std::ffi::CString]) -> io::Result<()> {
                 | OpenTreeFlags::AT_RECURSIVE
                 | OpenTreeFlags::AT_EMPTY_PATH,
         )?;
+        noexec_tree(tree.as_fd())?;
         move_mount(
             &tree,
             c"",
@@ -338,42 +385,9 @@ fn own_proc(cwd: &CStr, noexec: &[std::ffi::CString]) -> io::Result<()> {
             c"",
             MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH | MoveMountFlags::MOVE_MOUNT_T_EMPTY_PATH,
         )?;
-        let mut buf = [0u8; FD_PATH_LEN];
-        mount_remount(
-            fd_path(&mut buf, tree.as_raw_fd()),
-            MountFlags::BIND | hidden,
-            c"",
-        )?;
     }
     rustix::process::chdir(cwd)?;
     crate::landlock::drop_capabilities()
-}
-
-/// Room for `/proc/self/fd/N` and its nul.
-const FD_PATH_LEN: usize = 32;
-
-/// `/proc/self/fd/FD` written into `buf` (nothing is allocated: this runs
-/// between fork and exec).
-fn fd_path(buf: &mut [u8; FD_PATH_LEN], fd: RawFd) -> &CStr {
-    const PREFIX: &[u8] = b"/proc/self/fd/";
-    buf[..PREFIX.len()].copy_from_slice(PREFIX);
-    let mut digits = [0u8; 10];
-    let (mut n, mut k) = (fd.unsigned_abs(), 0);
-    loop {
-        digits[k] = b'0' + (n % 10) as u8;
-        k += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let mut at = PREFIX.len();
-    for d in digits[..k].iter().rev() {
-        buf[at] = *d;
-        at += 1;
-    }
-    buf[at] = 0;
-    CStr::from_bytes_with_nul(&buf[..=at]).unwrap_or(c"/proc/self/fd/")
 }
 
 /// What `bwrap --info-fd` reports.
@@ -400,25 +414,5 @@ pub fn hold_main() -> i32 {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return 0,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn descriptor_paths_are_written_in_place() {
-        let mut buf = [0u8; super::FD_PATH_LEN];
-        for (fd, want) in [
-            (0, "/proc/self/fd/0"),
-            (7, "/proc/self/fd/7"),
-            (1234, "/proc/self/fd/1234"),
-        ] {
-            assert_eq!(super::fd_path(&mut buf, fd).to_str(), Ok(want));
-        }
-        let max = format!("/proc/self/fd/{}", i32::MAX);
-        assert_eq!(
-            super::fd_path(&mut buf, i32::MAX).to_str(),
-            Ok(max.as_str())
-        );
     }
 }

@@ -528,16 +528,22 @@ struct Plan {
 /// Where a child limited to its programs may map no file as code, each made
 /// a `noexec` mount of its own as the child starts (`holder::own_proc`),
 /// parents before children: its private `/tmp`, its write and delete
-/// grants, and every directory some token may write in (`Rules::links`, in
-/// their resolved form). Without the last, a file it wrote that another
-/// token moved out of its write grant would lie on an executable mount it
-/// can read (round 15's E2). A program in such a directory does not run
-/// either: any token could have changed it.
+/// grants, and every directory some token may write in (`Rules::links`,
+/// resolved as far as they exist: one made later is covered once it is).
+/// Without the last, a file it wrote that another token moved out of its
+/// write grant would lie on an executable mount it can read (round 15's
+/// E2, round 16's E4). A program in such a directory does not run either:
+/// any token could have changed it.
 fn noexec_paths(rules: &Rules) -> Vec<PathBuf> {
-    let resolved = |w: &&PathBuf| w.canonicalize().is_ok_and(|c| c == **w);
+    let root = Path::new("/");
     let mut v: Vec<PathBuf> = std::iter::once(PathBuf::from("/tmp"))
         .chain(rules.write.iter().chain(&rules.delete).cloned())
-        .chain(rules.links.iter().filter(resolved).cloned())
+        .chain(
+            rules
+                .links
+                .iter()
+                .map(|w| crate::run_gate::resolve(root, w, true)),
+        )
         .collect();
     v.sort();
     v.dedup();

@@ -310,8 +310,9 @@ fn a_holder_mounts_the_roots_it_opened() {
 }
 
 /// A child limited to its programs maps no file as code from its private `/tmp`, its
-/// write grants, or any directory a token may write in (resolved form only: a path
-/// through a link is covered by its target), parents first.
+/// write grants, or any directory a token may write in (resolved as far as it exists: a
+/// path through a link is its target's; one made later is covered once it is), parents
+/// first.
 #[test]
 fn an_exec_limited_child_maps_nothing_from_where_a_token_writes() {
     let base = std::env::temp_dir().join(format!("shoal-noexec-{}", std::process::id()));
@@ -323,18 +324,20 @@ fn an_exec_limited_child_maps_nothing_from_where_a_token_writes() {
     let mut r = rules(&["/usr"], &[proj.join("out").to_str().unwrap()], Net::Open);
     r.links = vec![
         proj.clone(),
-        base.join("link"),
+        base.join("link/x"),
         shared.clone(),
-        base.join("gone"),
+        base.join("later"),
     ];
     let p = Plan::of(&r, None);
     assert_eq!(
         p.noexec,
         vec![
             PathBuf::from("/tmp"),
+            base.join("later"),
             proj.clone(),
             proj.join("out"),
-            shared.clone()
+            shared.clone(),
+            shared.join("x"),
         ]
     );
     std::fs::remove_dir_all(&base).unwrap();
