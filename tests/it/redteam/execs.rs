@@ -57,12 +57,7 @@ fn a_granted_program_cannot_start_an_ungranted_one() {
         eprintln!("skipped: tar, zip, sqlite3 and git are needed");
         return;
     }
-    // The dynamic loader: executable for every granted program, it runs any
-    // file named as its argument (documented); a shell must not be at hand.
-    let loader = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
-        .iter()
-        .find(|p| Path::new(p).exists())
-        .map_or_else(|| "/nonexistent-loader".to_string(), |p| p.to_string());
+    let loader = loader();
     for mode in ["auto", "off"] {
         let a = Arena::start(config(mode), &[]);
         let mut rep = Report::default();
@@ -176,6 +171,15 @@ fn a_granted_program_cannot_start_an_ungranted_one() {
     }
 }
 
+/// The dynamic loader: executable for every granted program, it runs any
+/// file named as its argument (documented); a shell must not be at hand.
+fn loader() -> String {
+    ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+        .iter()
+        .find(|p| Path::new(p).exists())
+        .map_or_else(|| "/nonexistent-loader".to_string(), |p| p.to_string())
+}
+
 /// A shared object in `dir` whose constructor executes `touch MARK` through
 /// `loader`, built with `cc` (`None` without one): its path and the marker's.
 fn shared_object(dir: &Path, loader: &str) -> Option<(PathBuf, PathBuf)> {
@@ -248,10 +252,7 @@ fn code_moved_out_of_a_write_grant_stays_unloadable() {
         eprintln!("skipped: sqlite3 and bwrap are needed");
         return;
     }
-    let loader = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
-        .iter()
-        .find(|p| Path::new(p).exists())
-        .map_or_else(|| "/nonexistent-loader".to_string(), |p| p.to_string());
+    let loader = loader();
     for nested in [true, false] {
         let a = Arena::start(moved_config(nested), &[]);
         std::fs::create_dir(a.p("docs")).expect("docs");
