@@ -290,3 +290,63 @@ fn code_moved_out_of_a_write_grant_stays_unloadable() {
         );
     }
 }
+
+/// agent:lim2 is limited to `sqlite3`, reads all of `proj` and writes `proj/docs`;
+/// agent:mover2 may write all of `proj`.
+fn swapped_config(proj: &Path, _root: &Path) -> String {
+    let mut read: Vec<String> = SYSTEM_READ.iter().map(|s| s.to_string()).collect();
+    read.extend(Arena::proj_grant(proj));
+    let docs = vec![format!("{}/docs/**", proj.display())];
+    principal(
+        "agent:lim2",
+        "opaque = \"deny\"\nauto_apply = \"in-grant\"\nnamespaces = \"auto\"\nproc_spawn = [\"sqlite3\"]",
+        &read,
+        &docs,
+        &docs,
+    ) + &principal(
+        "agent:mover2",
+        "opaque = \"allow\"\nauto_apply = \"in-grant\"",
+        &Arena::proj_grant(proj),
+        &Arena::proj_grant(proj),
+        &[],
+    )
+}
+
+/// A program-limited token's write grant that another token swaps for a link after its
+/// session started: its next program is not started, and the reply says why; nothing is
+/// written through the link.
+#[test]
+fn a_write_grant_swapped_for_a_link_stops_the_next_program_with_a_reason() {
+    if !have(&["sqlite3", "bwrap"]) {
+        eprintln!("skipped: sqlite3 and bwrap are needed");
+        return;
+    }
+    let a = Arena::start(swapped_config, &[]);
+    std::fs::create_dir(a.p("docs")).expect("docs");
+    let mut lim = a.kernel(Some("agent:lim2"), "lim2", None);
+    let db = |d: &str| {
+        format!(
+            "sqlite3 {} \"create table t(x)\"",
+            lit(&a.p(d).join("q.db"))
+        )
+    };
+    let r = lim.exec(&db("docs"));
+    assert!(
+        a.p("docs/q.db").exists(),
+        "control: the token writes its grant: {r}"
+    );
+    // The other token swaps the grant for a link to a directory the token only reads.
+    std::fs::create_dir(a.p("elsewhere")).expect("elsewhere");
+    std::fs::rename(a.p("docs"), a.p("d2")).expect("moved");
+    std::os::unix::fs::symlink(a.p("elsewhere"), a.p("docs")).expect("link");
+    let r = lim.exec(&db("docs"));
+    assert!(
+        !a.p("elsewhere/q.db").exists(),
+        "ESCAPED: written through the link: {r}"
+    );
+    let text = r.to_string();
+    assert!(
+        r.get("error").is_some() && text.contains("symbolic link now"),
+        "the reply says why the program did not start: {r}"
+    );
+}

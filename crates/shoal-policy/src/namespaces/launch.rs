@@ -104,7 +104,7 @@ pub fn launch(w: Wrapped, l: Launch<'_>) -> io::Result<Launched> {
             answer = call(&req, &fds);
         }
     }
-    let (reply, mut back) = answer?;
+    let (reply, mut back) = answer.map_err(explained)?;
     drop(fds);
     // The child holds its ends now; ours close here.
     drop(give);
@@ -258,4 +258,18 @@ pub fn try_reap(pid: i32) -> Option<io::Result<Option<i32>>> {
     let r = b.try_wait();
     table.remove(&pid);
     Some(r)
+}
+
+/// A spawn's failure as the agent reads it. `ELOOP` here comes from the
+/// child's start (`holder::own_proc`), which refuses a write grant, or a
+/// directory a token may write in, that is a symbolic link by then.
+fn explained(e: io::Error) -> io::Error {
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        return io::Error::new(
+            e.kind(),
+            "a write grant, or a directory a token may write in, is a symbolic link now \
+             (a token may have put it there): the program is not started",
+        );
+    }
+    e
 }
