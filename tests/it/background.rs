@@ -184,6 +184,60 @@ fn sh_block_amp_starts_a_task() {
     assert!(hint.contains("sh { … } &") && hint.contains("&&"), "{e}");
 }
 
+/// `.await()` on a task that does not end ends as soon as the waiting
+/// evaluation is cancelled, and the awaited task runs on.
+#[test]
+fn a_cancelled_wait_leaves_the_awaited_task_running() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut k = d.conn();
+    k.attach("s");
+    cancel_a_wait(&mut k);
+    let mut observer = d.conn();
+    observer.attach("observer");
+    cancel_a_foreground_wait(&mut k, &mut observer, "s");
+}
+
+/// Await a long task in the foreground of `k`'s session `session`, cancel
+/// the call once `observer` sees the session busy: the exec answers, the
+/// session takes the next exec, and the awaited task runs on.
+pub(crate) fn cancel_a_foreground_wait(k: &mut Conn, observer: &mut Conn, session: &str) {
+    let long = task_of(&exec(k, "sleep 60 &")["value"]);
+    let n = long.trim_start_matches("task:");
+    let id = 900_001;
+    k.send(&json!({"jsonrpc": "2.0", "id": id, "method": "exec",
+        "params": {"src": format!("task({n}).await()")}}));
+    session_busy(observer, session, true);
+    k.send(&json!({"jsonrpc": "2.0", "method": "cancel", "params": {"id": id}}));
+    let r = k.recv();
+    assert_eq!(r["id"], json!(id), "{r}");
+    assert!(r["error"].to_string().contains("interrupted"), "{r}");
+    let r = exec(k, "1 + 1");
+    assert_eq!(r["value"], json!({"$": "int", "v": 2}), "{r}");
+    let rec = k.ok("task.get", json!({"task": long}));
+    assert_eq!(rec["state"], "running", "{rec}");
+    k.ok("task.cancel", json!({"task": long}));
+    assert_eq!(await_task(k, &long)["state"], "cancelled");
+}
+
+/// Start a long task and a task awaiting it; cancel the waiter.
+pub(crate) fn cancel_a_wait(k: &mut Conn) {
+    let long = task_of(&exec(k, "sleep 60 &")["value"]);
+    let n = long.trim_start_matches("task:");
+    let w = k.ok(
+        "exec",
+        json!({"src": format!("task({n}).await()"), "background": true}),
+    );
+    let waiter = w["task"].as_str().unwrap().to_string();
+    k.ok("task.cancel", json!({"task": waiter}));
+    let rec = await_task(k, &waiter);
+    assert_eq!(rec["state"], "cancelled", "{rec}");
+    let rec = k.ok("task.get", json!({"task": long}));
+    assert_eq!(rec["state"], "running", "{rec}");
+    k.ok("task.cancel", json!({"task": long}));
+    assert_eq!(await_task(k, &long)["state"], "cancelled");
+}
+
 #[test]
 fn jobs_lists_every_task_of_the_session() {
     let root = Root::new();

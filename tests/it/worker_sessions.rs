@@ -154,6 +154,11 @@ fn a_tokens_sessions_evaluate_in_one_confined_worker_process() {
     assert_eq!(r["value"], json!({"$": "str", "v": "from-task"}), "{r}");
     let r = w1.ok("exec", json!({"src": "jobs.len() >= 2"}));
     assert_eq!(r["value"], json!({"$": "bool", "v": true}), "{r}");
+    // A wait there ends at a cancel of the waiter (the worker's pair wakes
+    // on the interrupt), and the awaited task runs on.
+    crate::background::cancel_a_wait(&mut w1);
+    let mut observer = attach(&a, None, "observer");
+    crate::background::cancel_a_foreground_wait(&mut w1, &mut observer, "w1@agent:w");
 }
 
 #[test]

@@ -3,11 +3,13 @@
 //! it imports nothing from the crate.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// Interrupts the evaluation running in a session, from any thread. A
 /// running program's capture loop waits on [`Interrupter::wake_fd`] beside
-/// its pipes, so an interrupt reaches it at once, without a timed wake-up.
+/// its pipes, and a wait on anything else (a task's end, the other end of a
+/// worker's pair) registers [`Interrupter::on_interrupt`]: an interrupt
+/// reaches either at once, without a timed wake-up.
 #[derive(Clone, Debug, Default)]
 pub struct Interrupter {
     inner: Arc<InterruptInner>,
@@ -19,6 +21,49 @@ struct InterruptInner {
     /// An eventfd made readable by [`Interrupter::interrupt`]; created by
     /// the first wait on it (`None`: the kernel refused one).
     wake: std::sync::OnceLock<Option<std::os::fd::OwnedFd>>,
+    /// What [`Interrupter::on_interrupt`] registered and has not yet run.
+    hooks: Mutex<Hooks>,
+}
+
+type Hook = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+struct Hooks {
+    next: u64,
+    waiting: Vec<(u64, Hook)>,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("waiting", &self.waiting.len())
+            .finish()
+    }
+}
+
+impl InterruptInner {
+    fn hooks(&self) -> MutexGuard<'_, Hooks> {
+        // A hook runs outside the lock, so a panic in one poisons nothing
+        // that matters.
+        self.hooks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A registration of [`Interrupter::on_interrupt`]: dropping it takes the
+/// hook back if it has not run.
+#[must_use = "dropping the registration takes the hook back"]
+#[derive(Debug)]
+pub struct OnInterrupt {
+    inner: Arc<InterruptInner>,
+    id: Option<u64>,
+}
+
+impl Drop for OnInterrupt {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.inner.hooks().waiting.retain(|(h, _)| *h != id);
+        }
+    }
 }
 
 impl Interrupter {
@@ -29,6 +74,33 @@ impl Interrupter {
         if let Some(Some(fd)) = self.inner.wake.get() {
             // A full counter is harmless: the eventfd is readable anyway.
             let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
+        }
+        // Also after the flag: a hook registered later sees it and runs at
+        // once (both sides look under the lock).
+        let fire = std::mem::take(&mut self.inner.hooks().waiting);
+        for (_, hook) in fire {
+            hook();
+        }
+    }
+    /// Run `hook` once, on the thread that interrupts this evaluation, or
+    /// here and now if it is interrupted already. The hook must not block:
+    /// it wakes a waiter (sends on a channel) and returns.
+    pub fn on_interrupt(&self, hook: impl FnOnce() + Send + 'static) -> OnInterrupt {
+        let mut hooks = self.inner.hooks();
+        if self.is_interrupted() {
+            drop(hooks);
+            hook();
+            return OnInterrupt {
+                inner: self.inner.clone(),
+                id: None,
+            };
+        }
+        let id = hooks.next;
+        hooks.next += 1;
+        hooks.waiting.push((id, Box::new(hook)));
+        OnInterrupt {
+            inner: self.inner.clone(),
+            id: Some(id),
         }
     }
     pub fn is_interrupted(&self) -> bool {
@@ -61,5 +133,39 @@ impl Interrupter {
             })
             .as_ref()
             .map(|fd| fd.as_fd())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    #[test]
+    fn a_hook_runs_once_on_interrupt_and_at_once_when_interrupted_already() {
+        let i = Interrupter::default();
+        let (tx, rx) = mpsc::channel();
+        let t = tx.clone();
+        let _kept = i.on_interrupt(move || t.send("first").unwrap());
+        let t = tx.clone();
+        drop(i.on_interrupt(move || t.send("taken back").unwrap()));
+        assert!(rx.try_recv().is_err());
+        let other = i.clone();
+        std::thread::spawn(move || other.interrupt())
+            .join()
+            .unwrap();
+        assert_eq!(rx.try_recv(), Ok("first"));
+        // A second interrupt runs nothing again.
+        i.interrupt();
+        assert!(rx.try_recv().is_err());
+        let t = tx.clone();
+        let _late = i.on_interrupt(move || t.send("late").unwrap());
+        assert_eq!(rx.try_recv(), Ok("late"));
+        // After a reset, hooks wait for the next interrupt.
+        i.reset();
+        let _next = i.on_interrupt(move || tx.send("next").unwrap());
+        assert!(rx.try_recv().is_err());
+        i.interrupt();
+        assert_eq!(rx.try_recv(), Ok("next"));
     }
 }

@@ -18,6 +18,12 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use serde_json::{json, Value as Json};
 use shoal_base::sync::Locked;
+use shoal_lang::Interrupter;
+
+type Reply = Result<Json, String>;
+
+/// A request sent: its id, and where its reply comes.
+type Asked = (u64, mpsc::Receiver<Reply>);
 
 /// What the reader hands the handler.
 #[derive(Debug)]
@@ -56,11 +62,11 @@ impl std::fmt::Debug for Pair {
 /// The error every request gets once the other end is gone.
 pub const GONE: &str = "the worker pair is closed";
 
-/// The error of a [`Pair::request_unless`] its caller gave up on.
+/// The error of a [`Pair::request_until`] interrupted before its reply.
 pub const STOPPED: &str = "interrupted while waiting for the other end";
 
-/// How often [`Pair::request_unless`] asks whether to give up.
-const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+/// The error of a [`Pair::request_within`] whose reply did not come in time.
+pub const LATE: &str = "the other end did not answer in time";
 
 impl Pair {
     /// Start the reader of `stream` on a thread named `name`; `handler`
@@ -147,23 +153,34 @@ impl Pair {
     /// Send `body` and wait for its reply (an `err` reply, or the other end
     /// going, is the error).
     pub fn request(&self, body: Json) -> Result<Json, String> {
-        let (_, rx) = self.ask(body)?;
+        let (_, rx) = self.ask_with(body, &[])?;
         rx.recv().unwrap_or_else(|_| Err(GONE.into()))
     }
 
-    /// [`Pair::request`], given up (an error) once `stop` says so; `stop`
-    /// is looked at every [`STOP_POLL`] while the reply is awaited.
-    pub fn request_unless(&self, body: Json, stop: impl Fn() -> bool) -> Result<Json, String> {
-        let (id, rx) = self.ask(body)?;
-        loop {
-            match rx.recv_timeout(STOP_POLL) {
-                Ok(r) => return r,
-                Err(mpsc::RecvTimeoutError::Disconnected) => return Err(GONE.into()),
-                Err(mpsc::RecvTimeoutError::Timeout) if stop() => {
-                    self.waiting.locked().remove(&id);
-                    return Err(STOPPED.into());
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
+    /// [`Pair::request`], given up ([`STOPPED`]) as soon as `intr` is
+    /// interrupted: the interrupt itself wakes the wait.
+    pub fn request_until(self: &Arc<Self>, body: Json, intr: &Interrupter) -> Result<Json, String> {
+        let (id, rx) = self.ask_with(body, &[])?;
+        let pair = Arc::downgrade(self);
+        let _hook = intr.on_interrupt(move || {
+            // Whoever takes the waiter answers: the reader or this.
+            let waiter = pair.upgrade().and_then(|p| p.waiting.locked().remove(&id));
+            if let Some(w) = waiter {
+                let _ = w.try_send(Err(STOPPED.into()));
+            }
+        });
+        rx.recv().unwrap_or_else(|_| Err(GONE.into()))
+    }
+
+    /// [`Pair::request`], given up ([`LATE`]) after `within`.
+    pub fn request_within(&self, body: Json, within: std::time::Duration) -> Result<Json, String> {
+        let (id, rx) = self.ask_with(body, &[])?;
+        match rx.recv_timeout(within) {
+            Ok(r) => r,
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(GONE.into()),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                self.waiting.locked().remove(&id);
+                Err(LATE.into())
             }
         }
     }
@@ -175,16 +192,8 @@ impl Pair {
         rx.recv().unwrap_or_else(|_| Err(GONE.into()))
     }
 
-    /// Send request `body`: its id and where its reply comes.
-    fn ask(&self, body: Json) -> Result<(u64, mpsc::Receiver<Result<Json, String>>), String> {
-        self.ask_with(body, &[])
-    }
-
-    fn ask_with(
-        &self,
-        body: Json,
-        fds: &[BorrowedFd<'_>],
-    ) -> Result<(u64, mpsc::Receiver<Result<Json, String>>), String> {
+    /// Send request `body` with `fds`: its id, and where its reply comes.
+    fn ask_with(&self, body: Json, fds: &[BorrowedFd<'_>]) -> Result<Asked, String> {
         if self.is_gone() {
             return Err(GONE.into());
         }
@@ -315,5 +324,45 @@ mod tests {
         closed_rx.recv().unwrap();
         assert!(pb.is_gone());
         assert_eq!(pb.request(json!(1)).unwrap_err(), GONE);
+    }
+
+    /// A wait given up by an interrupt or a deadline ends then, and one
+    /// whose other end goes ends too (the interrupt's hook keeps no waiter).
+    #[test]
+    fn an_interrupt_a_deadline_or_a_close_ends_a_wait() {
+        let (a, b) = UnixStream::pair().unwrap();
+        // `b` takes requests and answers none of them.
+        let (held_tx, held_rx) = mpsc::channel();
+        let pb = Pair::start(b, "b", move |_, i| {
+            if let Incoming::Request { id, .. } = i {
+                let _ = held_tx.send(id);
+            }
+        })
+        .unwrap();
+        let pa = Pair::start(a, "a", |_, _| {}).unwrap();
+        let intr = Interrupter::default();
+        let waiter = {
+            let (pa, intr) = (pa.clone(), intr.clone());
+            std::thread::spawn(move || pa.request_until(json!(1), &intr))
+        };
+        held_rx.recv().unwrap();
+        intr.interrupt();
+        assert_eq!(waiter.join().unwrap().unwrap_err(), STOPPED);
+        // Already interrupted: given up at once.
+        assert_eq!(pa.request_until(json!(2), &intr).unwrap_err(), STOPPED);
+        held_rx.recv().unwrap();
+        let late = pa.request_within(json!(3), std::time::Duration::from_millis(1));
+        assert_eq!(late.unwrap_err(), LATE);
+        held_rx.recv().unwrap();
+        assert!(pa.waiting.locked().is_empty());
+        // The other end goes while a wait is registered with an interrupter.
+        let fresh = Interrupter::default();
+        let waiter = {
+            let pa = pa.clone();
+            std::thread::spawn(move || pa.request_until(json!(4), &fresh))
+        };
+        held_rx.recv().unwrap();
+        pb.close();
+        assert_eq!(waiter.join().unwrap().unwrap_err(), GONE);
     }
 }

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value as Json;
 
@@ -264,10 +264,9 @@ impl Remote {
     /// its pid (0: none runs, or the worker did not answer within a
     /// second). Blocking: never on an arbiter.
     pub fn signal(&self, job: u64, signal: i32) -> u32 {
-        let t0 = Instant::now();
         let body = serde_json::to_value(ToWorker::Signal { job, signal }).unwrap_or_default();
         self.pair
-            .request_unless(body, || t0.elapsed() > Duration::from_secs(1))
+            .request_within(body, Duration::from_secs(1))
             .ok()
             .and_then(|j| serde_json::from_value::<super::proto::Signalled>(j).ok())
             .map_or(0, |s| s.pid)

@@ -53,7 +53,7 @@ impl WorkerTasks {
         };
         let body = serde_json::to_value(q).map_err(|e| ShoalError::custom(e.to_string()))?;
         let r = match intr {
-            Some(i) => self.pair.request_unless(body, || i.is_interrupted()),
+            Some(i) => self.pair.request_until(body, i),
             None => self.pair.request(body),
         };
         let j = r.map_err(|m| match intr {

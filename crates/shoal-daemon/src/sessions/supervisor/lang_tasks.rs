@@ -11,7 +11,6 @@
 //! the wait ends.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use actix::prelude::*;
 use tokio::sync::{oneshot, watch};
@@ -28,10 +27,6 @@ use shoal_lang::{Interrupter, Position, Session as LangSession};
 use shoal_proto::rpc::RpcError;
 use shoal_value::{ErrorCode, SResult, ShoalError, Value};
 
-/// How often a waiting evaluation looks at the task's view again (and at
-/// its own interrupt).
-const POLL: Duration = Duration::from_millis(10);
-
 enum LangCall {
     Start {
         src: String,
@@ -39,11 +34,18 @@ enum LangCall {
         gate: Option<Arc<shoal_policy::Gate>>,
     },
     Task(TaskOp),
+    /// Answer once task `id` ended, or once `interrupted` fires.
+    Wait {
+        id: u64,
+        interrupted: oneshot::Receiver<()>,
+    },
 }
 
 enum LangAnswer {
     Started(u64),
     Task(TaskAnswer),
+    Ended(SResult<Value>),
+    Interrupted,
 }
 
 /// A request from an evaluation, answered on `reply`.
@@ -83,8 +85,67 @@ impl Handler<FromLang> for SessionSupervisor {
                     let _ = reply.send(f.await.map(LangAnswer::Task));
                 })
             }
+            LangCall::Wait {
+                id,
+                mut interrupted,
+            } => {
+                let watch =
+                    <Self as Handler<TaskCall>>::handle(self, TaskCall(TaskOp::Watch(id)), ctx);
+                let me = ctx.address();
+                Box::pin(async move {
+                    let r = match watch.await {
+                        Ok(TaskAnswer::Watch(mut view)) => tokio::select! {
+                            end = task_end(id, &mut view, &me) => Ok(LangAnswer::Ended(end)),
+                            Ok(()) = &mut interrupted => Ok(LangAnswer::Interrupted),
+                        },
+                        Ok(_) => Err(RpcError::internal("unexpected answer")),
+                        Err(e) => Err(e),
+                    };
+                    let _ = reply.send(r);
+                })
+            }
         }
     }
+}
+
+/// How task `id`, seen through `view`, ended: awaited on the supervisor's
+/// arbiter, so a waiting evaluation holds no timer.
+async fn task_end(
+    id: u64,
+    view: &mut watch::Receiver<TaskView>,
+    sup: &Addr<SessionSupervisor>,
+) -> SResult<Value> {
+    loop {
+        {
+            let v = view.borrow_and_update();
+            if let (true, Some(reply)) = (v.record.state.is_final(), &v.reply) {
+                return ended(reply);
+            }
+        }
+        if view.changed().await.is_err() {
+            break;
+        }
+    }
+    {
+        let v = view.borrow();
+        if let (true, Some(reply)) = (v.record.state.is_final(), &v.reply) {
+            return ended(reply);
+        }
+    }
+    // The task's actor is gone without a final view: its record says how
+    // it ended.
+    let records = match sup.send(TaskCall(TaskOp::Records(Some(id)))).await {
+        Ok(Ok(TaskAnswer::Records(r))) => r,
+        _ => Vec::new(),
+    };
+    let msg = records
+        .first()
+        .and_then(|r| r.error.as_ref())
+        .and_then(|e| e.get("message"))
+        .and_then(|m| m.as_str())
+        .unwrap_or("the task ended without a value")
+        .to_string();
+    Err(ShoalError::custom(msg))
 }
 
 /// The task host of an evaluation of `shared` for the caller of `gate`
@@ -125,7 +186,7 @@ impl SupervisorTasks {
         };
         match self.call(call)? {
             LangAnswer::Started(id) => Ok(id),
-            LangAnswer::Task(_) => Err(ShoalError::custom("unexpected answer")),
+            _ => Err(ShoalError::custom("unexpected answer")),
         }
     }
 }
@@ -179,20 +240,13 @@ impl SupervisorTasks {
     fn task(&self, op: TaskOp) -> SResult<TaskAnswer> {
         match self.call(LangCall::Task(op))? {
             LangAnswer::Task(a) => Ok(a),
-            LangAnswer::Started(_) => Err(ShoalError::custom("unexpected answer")),
+            _ => Err(ShoalError::custom("unexpected answer")),
         }
     }
 
     fn records(&self, id: Option<u64>) -> SResult<Vec<TaskRecord>> {
         match self.task(TaskOp::Records(id))? {
             TaskAnswer::Records(r) => Ok(r),
-            _ => Err(ShoalError::custom("unexpected answer")),
-        }
-    }
-
-    fn view(&self, id: u64) -> SResult<watch::Receiver<TaskView>> {
-        match self.task(TaskOp::Watch(id))? {
-            TaskAnswer::Watch(v) => Ok(v),
             _ => Err(ShoalError::custom("unexpected answer")),
         }
     }
@@ -208,7 +262,7 @@ impl TaskHost for SupervisorTasks {
         };
         match self.call(call)? {
             LangAnswer::Started(id) => Ok(id),
-            LangAnswer::Task(_) => Err(ShoalError::custom("unexpected answer")),
+            _ => Err(ShoalError::custom("unexpected answer")),
         }
     }
 
@@ -225,39 +279,17 @@ impl TaskHost for SupervisorTasks {
     }
 
     fn wait(&self, id: u64, intr: &Interrupter) -> SResult<Value> {
-        let mut view = self.view(id)?;
-        loop {
-            {
-                let v = view.borrow_and_update();
-                if let (true, Some(reply)) = (v.record.state.is_final(), &v.reply) {
-                    return ended(reply);
-                }
-            }
-            if intr.is_interrupted() {
-                return Err(ShoalError::new(
-                    ErrorCode::Cancelled,
-                    "evaluation interrupted",
-                ));
-            }
-            if view.has_changed().is_err() {
-                let v = view.borrow();
-                if let (true, Some(reply)) = (v.record.state.is_final(), &v.reply) {
-                    return ended(reply);
-                }
-                drop(v);
-                // The task's actor is gone without a final view: its record
-                // says how it ended.
-                let rec = self.records(Some(id))?;
-                let msg = rec
-                    .first()
-                    .and_then(|r| r.error.as_ref())
-                    .and_then(|e| e.get("message"))
-                    .and_then(|m| m.as_str())
-                    .unwrap_or("the task ended without a value")
-                    .to_string();
-                return Err(ShoalError::custom(msg));
-            }
-            std::thread::sleep(POLL);
+        let (tx, interrupted) = oneshot::channel();
+        let _hook = intr.on_interrupt(move || {
+            let _ = tx.send(());
+        });
+        match self.call(LangCall::Wait { id, interrupted })? {
+            LangAnswer::Ended(r) => r,
+            LangAnswer::Interrupted => Err(ShoalError::new(
+                ErrorCode::Cancelled,
+                "evaluation interrupted",
+            )),
+            _ => Err(ShoalError::custom("unexpected answer")),
         }
     }
 
