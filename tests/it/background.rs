@@ -192,7 +192,7 @@ fn a_cancelled_wait_leaves_the_awaited_task_running() {
     let d = Daemon::start(&root);
     let mut k = d.conn();
     k.attach("s");
-    cancel_a_wait(&mut k);
+    cancel_a_wait(&mut k, &|| {});
     let mut observer = d.conn();
     observer.attach("observer");
     cancel_a_foreground_wait(&mut k, &mut observer, "s");
@@ -220,8 +220,9 @@ pub(crate) fn cancel_a_foreground_wait(k: &mut Conn, observer: &mut Conn, sessio
     assert_eq!(await_task(k, &long)["state"], "cancelled");
 }
 
-/// Start a long task and a task awaiting it; cancel the waiter.
-pub(crate) fn cancel_a_wait(k: &mut Conn) {
+/// Start a long task and a task awaiting it; cancel the waiter, and check
+/// `settled` while the long task still runs.
+pub(crate) fn cancel_a_wait(k: &mut Conn, settled: &dyn Fn()) {
     let long = task_of(&exec(k, "sleep 60 &")["value"]);
     let n = long.trim_start_matches("task:");
     let w = k.ok(
@@ -232,6 +233,7 @@ pub(crate) fn cancel_a_wait(k: &mut Conn) {
     k.ok("task.cancel", json!({"task": waiter}));
     let rec = await_task(k, &waiter);
     assert_eq!(rec["state"], "cancelled", "{rec}");
+    settled();
     let rec = k.ok("task.get", json!({"task": long}));
     assert_eq!(rec["state"], "running", "{rec}");
     k.ok("task.cancel", json!({"task": long}));

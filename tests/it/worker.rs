@@ -120,7 +120,7 @@ fn a_worker_confines_itself_and_evaluates_inside_the_kernels_bounds() {
         Incoming::Note(body) => {
             let _ = events_tx.send(body);
         }
-        Incoming::Closed => {}
+        Incoming::Abandoned { .. } | Incoming::Closed => {}
     })
     .unwrap();
     let open = json!({"op": "open", "session": "w1", "cwd": proj, "env": [["HOME", base]],

@@ -156,7 +156,20 @@ fn a_tokens_sessions_evaluate_in_one_confined_worker_process() {
     assert_eq!(r["value"], json!({"$": "bool", "v": true}), "{r}");
     // A wait there ends at a cancel of the waiter (the worker's pair wakes
     // on the interrupt), and the awaited task runs on.
-    crate::background::cancel_a_wait(&mut w1);
+    // The daemon's side of the wait ends with it: no thread of the daemon
+    // waits on for the task.
+    let answering = || {
+        std::fs::read_dir(format!("/proc/{daemon}/task"))
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|c| c.trim() == "shoal-answer")
+            .count()
+    };
+    crate::background::cancel_a_wait(&mut w1, &|| {
+        eventually("the daemon's wait ended", Duration::from_secs(20), || {
+            (answering() == 0).then_some(())
+        })
+    });
     let mut observer = attach(&a, None, "observer");
     crate::background::cancel_a_foreground_wait(&mut w1, &mut observer, "w1@agent:w");
 }

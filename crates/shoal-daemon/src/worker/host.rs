@@ -142,6 +142,8 @@ pub fn main() -> i32 {
         move |pair, incoming| match incoming {
             Incoming::Request { id, body, fds } => w.request(pair, id, body, fds),
             Incoming::Note(body) => w.note(body),
+            // The worker answers each of the daemon's requests at once.
+            Incoming::Abandoned { .. } => {}
             Incoming::Closed => {
                 let _ = closed_tx.send(());
             }

@@ -1,8 +1,9 @@
 //! One end of the socketpair between the daemon and a worker process.
 //!
 //! Each frame is one line of JSON: a request `{"q": id, "b": body}`, the
-//! reply to one `{"r": id, "ok": body}` or `{"r": id, "err": message}`, or
-//! a note `{"b": body}` that wants no reply. Either end sends requests from
+//! reply to one `{"r": id, "ok": body}` or `{"r": id, "err": message}`, a
+//! note `{"b": body}` that wants no reply, or `{"x": id}`: the sender gave up
+//! waiting for request `id`. Either end sends requests from
 //! any thread and waits for its reply there; one reader thread per end
 //! routes replies to their waiters and hands requests and notes to the
 //! end's handler, which must not block (it hands long work to a thread of
@@ -36,6 +37,11 @@ pub enum Incoming {
         fds: Vec<OwnedFd>,
     },
     Note(Json),
+    /// The other end gave up waiting for request `id` (interrupted, or out
+    /// of time): work on it may stop; a reply still sent is dropped.
+    Abandoned {
+        id: u64,
+    },
     /// The other end closed the pair (or sent a frame that is not one).
     Closed,
 }
@@ -101,6 +107,10 @@ impl Pair {
                         }
                         continue;
                     }
+                    if let Some(id) = frame.get("x").and_then(Json::as_u64) {
+                        handler(&me, Incoming::Abandoned { id });
+                        continue;
+                    }
                     let body = frame.get("b").cloned().unwrap_or(Json::Null);
                     match frame.get("q").and_then(Json::as_u64) {
                         Some(id) => handler(&me, Incoming::Request { id, body, fds }),
@@ -158,7 +168,8 @@ impl Pair {
     }
 
     /// [`Pair::request`], given up ([`STOPPED`]) as soon as `intr` is
-    /// interrupted: the interrupt itself wakes the wait.
+    /// interrupted: the interrupt itself wakes the wait, and the other end
+    /// hears that its answer is no longer awaited.
     pub fn request_until(self: &Arc<Self>, body: Json, intr: &Interrupter) -> Result<Json, String> {
         let (id, rx) = self.ask_with(body, &[])?;
         let pair = Arc::downgrade(self);
@@ -169,7 +180,16 @@ impl Pair {
                 let _ = w.try_send(Err(STOPPED.into()));
             }
         });
-        rx.recv().unwrap_or_else(|_| Err(GONE.into()))
+        let r = rx.recv().unwrap_or_else(|_| Err(GONE.into()));
+        if matches!(&r, Err(e) if e == STOPPED) {
+            self.abandon(id);
+        }
+        r
+    }
+
+    /// Tell the other end that request `id`'s answer is no longer awaited.
+    fn abandon(&self, id: u64) {
+        let _ = self.send(&json!({ "x": id }));
     }
 
     /// [`Pair::request`], given up ([`LATE`]) after `within`.
@@ -180,6 +200,7 @@ impl Pair {
             Err(mpsc::RecvTimeoutError::Disconnected) => Err(GONE.into()),
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 self.waiting.locked().remove(&id);
+                self.abandon(id);
                 Err(LATE.into())
             }
         }
@@ -331,12 +352,14 @@ mod tests {
     #[test]
     fn an_interrupt_a_deadline_or_a_close_ends_a_wait() {
         let (a, b) = UnixStream::pair().unwrap();
-        // `b` takes requests and answers none of them.
+        // `b` takes requests and answers none of them; it hears which ones
+        // were given up.
         let (held_tx, held_rx) = mpsc::channel();
-        let pb = Pair::start(b, "b", move |_, i| {
-            if let Incoming::Request { id, .. } = i {
-                let _ = held_tx.send(id);
-            }
+        let (gave_up_tx, gave_up) = mpsc::channel();
+        let pb = Pair::start(b, "b", move |_, i| match i {
+            Incoming::Request { id, .. } => held_tx.send(id).unwrap(),
+            Incoming::Abandoned { id } => gave_up_tx.send(id).unwrap(),
+            _ => {}
         })
         .unwrap();
         let pa = Pair::start(a, "a", |_, _| {}).unwrap();
@@ -345,15 +368,16 @@ mod tests {
             let (pa, intr) = (pa.clone(), intr.clone());
             std::thread::spawn(move || pa.request_until(json!(1), &intr))
         };
-        held_rx.recv().unwrap();
+        let first = held_rx.recv().unwrap();
         intr.interrupt();
         assert_eq!(waiter.join().unwrap().unwrap_err(), STOPPED);
+        assert_eq!(gave_up.recv().unwrap(), first);
         // Already interrupted: given up at once.
         assert_eq!(pa.request_until(json!(2), &intr).unwrap_err(), STOPPED);
-        held_rx.recv().unwrap();
+        assert_eq!(gave_up.recv().unwrap(), held_rx.recv().unwrap());
         let late = pa.request_within(json!(3), std::time::Duration::from_millis(1));
         assert_eq!(late.unwrap_err(), LATE);
-        held_rx.recv().unwrap();
+        assert_eq!(gave_up.recv().unwrap(), held_rx.recv().unwrap());
         assert!(pa.waiting.locked().is_empty());
         // The other end goes while a wait is registered with an interrupter.
         let fresh = Interrupter::default();

@@ -17,6 +17,7 @@ use super::launch;
 use super::pair::{Incoming, Pair};
 use super::proto::{Answer, FromWorker, LineJob, TaskAnswer, TaskAsk, ToWorker};
 use shoal_base::sync::Locked;
+use shoal_lang::Interrupter;
 use shoal_proto::wire;
 
 /// The largest `out:N` a token's session reads back into its worker, in
@@ -52,14 +53,18 @@ pub struct Answers {
     pub lookup: shoal_lang::eval::TranscriptLookup,
     pub bus: Option<crate::event_bus::BusHandle>,
     /// What an evaluation there asks of the session's tasks (the session's
-    /// owner asking, whoever the worker says asks).
-    pub tasks: Option<Box<dyn Fn(TaskAsk) -> TaskAnswer + Send + Sync>>,
+    /// owner asking, whoever the worker says asks); a wait ends when the
+    /// interrupter given is interrupted (the worker gave up on it).
+    pub tasks: Option<TaskAnswerer>,
     /// The cgroup leaf its programs join: killed if the worker dies with
     /// the session still open (what it started goes with it).
     pub leaf: Option<shoal_base::procs::Delegation>,
 }
 
 type Hosted = Arc<Mutex<HashMap<String, Arc<Answers>>>>;
+
+/// What answers a hosted session's task asks (see [`Answers::tasks`]).
+pub type TaskAnswerer = Box<dyn Fn(TaskAsk, &Interrupter) -> TaskAnswer + Send + Sync>;
 
 impl Workers {
     /// `principal`'s running worker, else a new one (started, confined).
@@ -326,6 +331,9 @@ fn note(pair: &Pair, msg: &ToWorker) {
 /// Holds no reference to a session's state itself.
 fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + Send + 'static {
     let reading = Arc::new(Mutex::new(()));
+    // The requests being answered, each with what stops its answer when
+    // the worker gives up on it.
+    let working: Arc<Mutex<HashMap<u64, Interrupter>>> = Arc::default();
     move |pair, incoming| match incoming {
         Incoming::Note(body) if body.get("op").and_then(Json::as_str) == Some("output") => {
             if let Ok(FromWorker::Output { job, stderr, data }) = serde_json::from_value(body) {
@@ -350,49 +358,66 @@ fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + 
             }
             _ => tracing::warn!("a worker note refused"),
         },
+        Incoming::Abandoned { id } => {
+            if let Some(stop) = working.locked().remove(&id) {
+                stop.interrupt();
+            }
+        }
         Incoming::Request { id, body, .. } => {
             let (pair, hosted, reading) = (pair.clone(), hosted.clone(), reading.clone());
+            // Registered here, on the reader: the request's abandonment is
+            // read after it.
+            let stop = Interrupter::default();
+            working.locked().insert(id, stop.clone());
+            let working = working.clone();
             // Answers may read the journal or wait for a task: off the reader.
-            std::thread::spawn(move || {
-                let of = |s: &str| {
-                    hosted
-                        .locked()
-                        .get(s)
-                        .cloned()
-                        .ok_or_else(|| format!("session {s} is not hosted there"))
-                };
-                let r = match serde_json::from_value::<FromWorker>(body) {
-                    Ok(FromWorker::Lookup { session, n }) => {
-                        // One at a time, bounded, written as it encodes: a
-                        // token's lookups cannot multiply its values here.
-                        let _one = reading.locked();
-                        match of(&session).and_then(|a| (a.lookup)(n)) {
-                            Ok(v) if wire::encoded_len(&v) as u64 > MAX_LOOKUP => Err(format!(
+            let spawned = std::thread::Builder::new()
+                .name("shoal-answer".into())
+                .spawn(move || {
+                    let of = |s: &str| {
+                        hosted
+                            .locked()
+                            .get(s)
+                            .cloned()
+                            .ok_or_else(|| format!("session {s} is not hosted there"))
+                    };
+                    let r = match serde_json::from_value::<FromWorker>(body) {
+                        Ok(FromWorker::Lookup { session, n }) => {
+                            // One at a time, bounded, written as it encodes: a
+                            // token's lookups cannot multiply its values here.
+                            let _one = reading.locked();
+                            match of(&session).and_then(|a| (a.lookup)(n)) {
+                                Ok(v) if wire::encoded_len(&v) as u64 > MAX_LOOKUP => Err(format!(
                                 "out:{n} is {} bytes in wire form; a token's session reads back \
                                  at most {MAX_LOOKUP} (take a part of it where it was made, or \
                                  read it with shoal_get and a path)",
                                 wire::encoded_len(&v)
                             )),
-                            Ok(v) => return pair.reply_encoded(id, &wire::encode_to_vec(&v)),
-                            Err(e) => Err(e),
+                                Ok(v) => return pair.reply_encoded(id, &wire::encode_to_vec(&v)),
+                                Err(e) => Err(e),
+                            }
                         }
-                    }
-                    Ok(FromWorker::Tasks { session, ask }) => of(&session).and_then(|a| {
-                        a.tasks
-                            .as_ref()
-                            .ok_or_else(|| "this session has no tasks".to_string())
-                            .and_then(|t| {
-                                serde_json::to_value(t(ask))
-                                    .map_err(|e| format!("a task answer that does not encode: {e}"))
-                            })
-                    }),
-                    Ok(FromWorker::Publish { .. } | FromWorker::Output { .. }) => {
-                        Err("a note sent as a request".into())
-                    }
-                    Err(e) => Err(format!("not a worker request: {e}")),
-                };
-                pair.reply(id, r);
-            });
+                        Ok(FromWorker::Tasks { session, ask }) => of(&session).and_then(|a| {
+                            a.tasks
+                                .as_ref()
+                                .ok_or_else(|| "this session has no tasks".to_string())
+                                .and_then(|t| {
+                                    serde_json::to_value(t(ask, &stop)).map_err(|e| {
+                                        format!("a task answer that does not encode: {e}")
+                                    })
+                                })
+                        }),
+                        Ok(FromWorker::Publish { .. } | FromWorker::Output { .. }) => {
+                            Err("a note sent as a request".into())
+                        }
+                        Err(e) => Err(format!("not a worker request: {e}")),
+                    };
+                    working.locked().remove(&id);
+                    pair.reply(id, r);
+                });
+            if let Err(e) = spawned {
+                tracing::warn!("cannot answer a worker's request: {e}");
+            }
         }
         Incoming::Closed => {
             // The worker is gone: the programs of the sessions it still

@@ -100,8 +100,8 @@ fn host_in(
         lookup: shared.transcript_lookup(),
         bus: Some(svc.bus.clone()),
         tasks: tasks.map(|t| {
-            Box::new(move |ask| task_answer(&t, ask))
-                as Box<dyn Fn(TaskAsk) -> TaskAnswer + Send + Sync>
+            Box::new(move |ask, stop: &shoal_lang::Interrupter| task_answer(&t, ask, stop))
+                as crate::worker::remote::TaskAnswerer
         }),
     };
     let key = format!("{}#{}", shared.name, remote.job());
@@ -129,19 +129,19 @@ fn host_in(
 }
 
 /// The answer to a worker evaluation's `ask` of its session's tasks.
-fn task_answer(tasks: &crate::sessions::supervisor::RemoteTasks, ask: TaskAsk) -> TaskAnswer {
+/// A wait ends with the task, the session, or `stop` (the worker gave up).
+fn task_answer(
+    tasks: &crate::sessions::supervisor::RemoteTasks,
+    ask: TaskAsk,
+    stop: &shoal_lang::Interrupter,
+) -> TaskAnswer {
     let r = match ask {
         TaskAsk::Start { src, fork } => tasks.start_there(&src, fork).map(TaskAnswer::Task),
         TaskAsk::List { id: None } => tasks.list().map(TaskAnswer::Tasks),
         TaskAsk::List { id: Some(id) } => tasks
             .info(id)
             .map(|t| TaskAnswer::Tasks(t.into_iter().collect())),
-        TaskAsk::Wait { id } => {
-            // The worker gives up its wait when interrupted; this one ends
-            // with the task (or the session).
-            let intr = shoal_lang::Interrupter::default();
-            return wtasks::ended(tasks.wait(id, &intr));
-        }
+        TaskAsk::Wait { id } => return wtasks::ended(tasks.wait(id, stop)),
         TaskAsk::Control { id, control } => tasks.control(id, control).map(|()| TaskAnswer::Done),
     };
     r.unwrap_or_else(|e| TaskAnswer::raised(&e))
