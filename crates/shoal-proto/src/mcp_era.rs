@@ -254,14 +254,6 @@ pub fn error(read_uri: Option<&str>, e: RpcError) -> RpcError {
     }
 }
 
-/// The first frame of a `subscriptions/listen` stream: the honored subset.
-pub fn acknowledged(listen_id: &Json, honored: &Json) -> Json {
-    json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {
-        "notifications": honored,
-        "_meta": {SUBSCRIPTION_ID_KEY: listen_id},
-    }})
-}
-
 /// The graceful end of a listen stream (its JSON-RPC result).
 pub fn listen_closed(listen_id: &Json) -> Json {
     json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: listen_id}})

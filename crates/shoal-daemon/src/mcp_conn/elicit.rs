@@ -49,6 +49,7 @@ use shoal_policy::policy::ApproveVia;
 use shoal_policy::Gate;
 use shoal_proto::frame::Frame;
 use shoal_proto::kernel::PlanResult;
+use shoal_proto::mcp::notify;
 use shoal_proto::mcp::{
     self, CapDecided, CapRequestResult, Elicitation, Grant, McpResult, PlanAnswer,
 };
@@ -514,9 +515,8 @@ impl McpConn {
         let key = id.to_string();
         let (tx, rx) = oneshot::channel();
         self.elicit.waiting.insert(key.clone(), tx);
-        let frame =
-            json!({"jsonrpc": "2.0", "id": id, "method": "elicitation/create", "params": params});
-        crate::peer::write(&self.tx, ctx, &frame);
+        let frame = notify::request(&id, "elicitation/create", params);
+        crate::peer::write_frame(&self.tx, ctx, frame);
         tracing::info!(conn = self.cx.id, plan = %plan_ref, "asking the user to approve a plan (elicitation/create)");
         let via = self.elicit.via(None);
         Box::pin(
@@ -528,16 +528,20 @@ impl McpConn {
                         Err(why) => {
                             // Our request is over: tell the client, if it still listens.
                             if act.elicit.waiting.remove(&key).is_some() {
-                                let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                    "params": {"requestId": id, "reason": why}});
-                                crate::peer::write(&act.tx, ctx, &note);
+                                let note = notify::cancelled(&notify::Cancelled {
+                                    request_id: &id,
+                                    reason: &why,
+                                });
+                                crate::peer::write_frame(&act.tx, ctx, note);
                             }
                             Outcome::Open(why)
                         }
                     };
                     Box::pin(
-                        async move { tool_result(settle(h, gate, plan_ref, pending, outcome, via).await) }
-                            .into_actor(act),
+                        async move {
+                            tool_result(settle(h, gate, plan_ref, pending, outcome, via).await)
+                        }
+                        .into_actor(act),
                     )
                 }),
         )

@@ -52,6 +52,7 @@ use crate::sessions::session::CallCancel;
 use shoal_proto::elide::Budget;
 use shoal_proto::frame::Frame;
 use shoal_proto::kernel::GetRequest;
+use shoal_proto::mcp::notify;
 use shoal_proto::mcp::{self, McpResult};
 use shoal_proto::mcp_era::{self, Era};
 use shoal_proto::mcp_tasks_ext;
@@ -464,12 +465,12 @@ impl McpConn {
         let t0 = Instant::now();
         ctx.run_interval(PROGRESS_EVERY, move |act, ctx| {
             let secs = t0.elapsed().as_secs_f64();
-            let frame = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
-                "progressToken": token,
-                "progress": (secs * 1000.0).round() / 1000.0,
-                "message": format!("running for {secs:.1}s"),
-            }});
-            peer::write(&act.tx, ctx, &frame);
+            let progress = notify::Progress {
+                progress_token: &token,
+                progress: (secs * 1000.0).round() / 1000.0,
+                message: format!("running for {secs:.1}s"),
+            };
+            peer::write_frame(&act.tx, ctx, notify::progress(&progress));
         })
     }
 

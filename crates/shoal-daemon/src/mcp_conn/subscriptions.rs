@@ -12,6 +12,7 @@ use crate::peer::{self};
 use crate::sessions::handle::SessionHandle;
 use crate::sessions::task;
 use shoal_proto::mcp;
+use shoal_proto::mcp::notify;
 use shoal_proto::mcp_era::{self};
 use shoal_proto::mcp_tasks_ext;
 use shoal_proto::rpc::{self, RpcError};
@@ -392,7 +393,13 @@ impl McpConn {
                     .collect();
                 filter["taskIds"] = json!(t);
             }
-            peer::write(&act.tx, ctx, &mcp_era::acknowledged(&listen_id, &filter));
+            let ack = notify::Acknowledged {
+                notifications: &filter,
+                meta: notify::ListenMeta {
+                    subscription_id: &listen_id,
+                },
+            };
+            peer::write_frame(&act.tx, ctx, notify::acknowledged(&ack));
             let mut handles = Vec::new();
             for (u, rx) in watched {
                 let updates =
@@ -458,16 +465,17 @@ impl Handler<BusEvent> for McpConn {
             .into_iter()
             .map(|u| (u, None))
             .chain(listened.into_iter().map(|(u, id)| (u, Some(id))));
+        let payload = small.then(|| ev.payload.to_json().into_owned());
         for (uri, listen) in tagged {
-            let mut params = json!({"uri": uri, "seq": ev.seq});
-            if small {
-                params["payload"] = ev.payload.to_json().into_owned();
-            }
-            if let Some(id) = listen {
-                params["_meta"] = json!({mcp_era::SUBSCRIPTION_ID_KEY: id});
-            }
-            let frame = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params});
-            peer::write(&self.tx, ctx, &frame);
+            let update = notify::ResourceUpdated {
+                uri: &uri,
+                seq: ev.seq,
+                payload: payload.clone(),
+                meta: listen.as_ref().map(|id| notify::ListenMeta {
+                    subscription_id: id,
+                }),
+            };
+            peer::write_frame(&self.tx, ctx, notify::resource_updated(&update));
         }
     }
 }

@@ -25,8 +25,8 @@ use crate::msg::{PtyCall, PtyGet, PtyWatch};
 use crate::peer::Writer;
 use crate::sessions::handle::SessionHandle;
 use crate::sessions::supervisor::SessionSupervisor;
-use shoal_proto::frame;
 use shoal_proto::kernel::{PtyRef, PtyRequest};
+use shoal_proto::mcp::notify;
 use shoal_proto::mcp::PtyAnswer;
 use shoal_proto::rpc::RpcError;
 use shoal_pty::api::{self, PtyOp};
@@ -529,13 +529,16 @@ pub async fn updates(
     loop {
         let open = changes.changed().await.is_ok();
         changes.borrow_and_update();
-        let mut frame = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
-            "params": {"uri": uri, "seq": seq}});
-        if let Some(id) = &listen {
-            frame["params"]["_meta"] = json!({shoal_proto::mcp_era::SUBSCRIPTION_ID_KEY: id});
-        }
+        let update = notify::ResourceUpdated {
+            uri: &uri,
+            seq,
+            payload: None,
+            meta: listen.as_ref().map(|id| notify::ListenMeta {
+                subscription_id: id,
+            }),
+        };
         seq += 1;
-        if tx.send(frame::encode(&frame)).await.is_err() || !open {
+        if tx.send(notify::resource_updated(&update)).await.is_err() || !open {
             return;
         }
         tokio::time::sleep(UPDATE_EVERY).await;

@@ -5,7 +5,8 @@
 //! `table.rs`, the typed arguments `args.rs`, the typed results and their
 //! output schemas `outputs.rs`, the argument-error shape `schemas.rs`; `CallToolResult` folding is
 //! `results.rs`, resource listing, reading and subscription URIs are
-//! `resources.rs`, `completion/complete` is `completion.rs`. Nothing here does
+//! `resources.rs`, `completion/complete` is `completion.rs`, what the server sends unasked
+//! `notify.rs`. Nothing here does
 //! I/O, holds state or knows of actors.
 
 /// The `_meta` keys of the 2026-07-28 envelope (`mcp_era.rs`), here so the Tasks extension
@@ -17,6 +18,7 @@ pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
 mod args;
 mod completion;
+pub mod notify;
 mod outputs;
 mod resources;
 mod results;
