@@ -54,3 +54,56 @@ fn user_channels_bridge_the_language_and_the_event_bus() {
         json!({"$": "record", "v": {"from": {"$": "str", "v": "ci"}, "ok": {"$": "bool", "v": true}}})
     );
 }
+
+fn vm_rss_kb(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
+/// A client cannot grow the daemon by publishing: an event over 64 KiB is
+/// refused where it is made (the language, `events.publish`), and many
+/// large events on many channels keep the bus within its bound.
+#[test]
+fn large_events_are_refused_and_many_keep_the_bus_bounded() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut c = d.conn();
+    c.attach("flood");
+    let r = c.call(
+        "exec",
+        json!({"src": "channel(\"user.m\").emit((0..100000).map(x => \"x\").join(\"\"))"}),
+    );
+    let e = r["error"].to_string();
+    assert!(e.contains("at most 64 KiB"), "{r}");
+    let ev = c.ok("events.read", json!({"channel": "user.m"}));
+    assert_eq!(ev["events"], json!([]), "nothing was published: {ev}");
+    let r = c.call(
+        "events.publish",
+        json!({"channel": "user.m", "payload": "x".repeat(100_000)}),
+    );
+    assert_eq!(r["error"]["code"], json!(-32040), "{r}");
+    assert!(r["error"]["message"].to_string().contains("64 KiB"), "{r}");
+
+    // 72 MB of events just under the limit, on 1,200 channels: the bus
+    // keeps about 32 MiB of them (it grew by 37 MB, and by 150 MB before it
+    // was bounded, for 120 MB).
+    let before = vm_rss_kb(d.pid());
+    let body = "y".repeat(60_000);
+    for i in 0..1200 {
+        c.ok(
+            "events.publish",
+            json!({"channel": format!("user.flood{i}"), "payload": body}),
+        );
+    }
+    let grown = vm_rss_kb(d.pid()).saturating_sub(before);
+    assert!(grown < 60_000, "the daemon grew by {grown} kB");
+    // The newest channels still have their event; the oldest were let go.
+    let ev = c.ok("events.read", json!({"channel": "user.flood1199"}));
+    assert_eq!(ev["events"].as_array().unwrap().len(), 1, "{ev}");
+    let ev = c.ok("events.read", json!({"channel": "user.flood0"}));
+    assert_eq!(ev["events"], json!([]), "{ev}");
+}

@@ -117,6 +117,23 @@ impl From<Json> for Payload {
 }
 
 impl Payload {
+    /// The bytes of the payload's JSON: about what it holds in memory.
+    pub fn json_len(&self) -> usize {
+        struct Count(usize);
+        impl std::io::Write for Count {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0 += b.len();
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut n = Count(0);
+        let _ = serde_json::to_writer(&mut n, self);
+        n.0
+    }
+
     /// The payload as a JSON value (borrowed when it is one already).
     pub fn to_json(&self) -> Cow<'_, Json> {
         match self {

@@ -61,9 +61,11 @@ pub struct ChannelInjector {
 }
 
 impl ChannelInjector {
-    /// Emit `v` on `channel` inside the session (not echoed to the bus sink).
-    pub fn inject(&self, channel: &str, v: Value) {
-        crate::eval::channel_push(&self.channels, channel, v);
+    /// Emit `v`, an event `bytes` long published from outside, on `channel`
+    /// inside the session (not echoed to the bus sink); how much of this a
+    /// session keeps is bounded.
+    pub fn inject(&self, channel: &str, v: Value, bytes: usize) {
+        crate::eval::channel_inject(&self.channels, channel, v, bytes);
     }
 }
 
@@ -593,5 +595,34 @@ mod tests {
     #[test]
     fn session_is_send() {
         assert_send::<Session>();
+    }
+
+    /// Events from outside keep a bounded part of a session: large ones
+    /// shorten their channel's ring, and a session with many channels makes
+    /// no new one for them.
+    #[test]
+    fn injected_events_are_bounded() {
+        let mut s = Session::new(SessionOptions::default());
+        let inj = s.channel_injector();
+        let big = Value::str(&"x".repeat(60_000));
+        for _ in 0..100 {
+            inj.inject("user.big", big.clone(), 60_000);
+        }
+        let n = |s: &mut Session, src: &str| match s.exec(src, Position::Value) {
+            Ok(Value::Int(n)) => n,
+            other => panic!("{src}: {other:?}"),
+        };
+        // 100 events of 60,000 bytes: the oldest the channel keeps is one of
+        // the last four.
+        let oldest = n(&mut s, "channel(\"user.big\").events().take(1).first().seq");
+        assert!((96..=99).contains(&oldest), "{oldest}");
+        for i in 0..200 {
+            inj.inject(&format!("user.c{i}"), Value::Int(i), 8);
+        }
+        assert_eq!(n(&mut s, "channel(\"user.c1\").latest()"), 1);
+        assert!(matches!(
+            s.exec("channel(\"user.c150\").latest()", Position::Value),
+            Ok(Value::Null)
+        ));
     }
 }

@@ -65,6 +65,28 @@ use shoal_base::sync::Locked;
 
 /// Events kept in memory per channel.
 pub const RING: usize = 1024;
+/// Bytes (of payload JSON) kept in memory per channel: fewer events when
+/// they are large, never less than the newest.
+pub const RING_BYTES: usize = 256 << 10;
+/// Bytes every channel's ring together may hold (each channel counted
+/// [`CHANNEL_BYTES`] more). Past it, the channel published to longest ago
+/// loses its ring, and goes if nobody subscribes to it.
+pub const BUS_BYTES: usize = 32 << 20;
+/// What a channel costs beside its events.
+pub const CHANNEL_BYTES: usize = 1024;
+/// The largest payload a client may publish on a `user.*` channel (kernel
+/// `events.publish`, `channel(...).emit` in the language).
+pub const MAX_EVENT_BYTES: usize = 64 << 10;
+
+/// Why a `user.*` payload of `len` bytes is refused (`None`: it is not).
+pub fn oversized(len: usize) -> Option<String> {
+    (len > MAX_EVENT_BYTES).then(|| {
+        format!(
+            "an event carries at most {} KiB of JSON; this one is {len} bytes",
+            MAX_EVENT_BYTES >> 10
+        )
+    })
+}
 /// Events a subscriber may fall behind (the broadcast capacity) before it starts dropping.
 pub const QUEUE: usize = 256;
 /// Channels persisted to (and replayed from) the journal.
@@ -86,6 +108,8 @@ pub struct BusEvent {
     frame: Arc<OnceLock<Vec<u8>>>,
     /// The session it is of (`None`: of no session, or read back from the journal).
     origin: Option<Arc<Origin>>,
+    /// What it counts against its ring's bytes.
+    bytes: usize,
 }
 
 /// Equal when channel, seq, ts and payload are (whether a frame was encoded yet is not part
@@ -108,6 +132,7 @@ impl BusEvent {
             payload,
             frame: Arc::default(),
             origin: None,
+            bytes: 0,
         }
     }
 
@@ -196,8 +221,13 @@ struct Channel {
     /// The next seq (shared with the [`SubscriberBook`]).
     next: Arc<AtomicU64>,
     ring: VecDeque<BusEvent>,
-    /// The live fan-out: one receiver per subscriber of the channel.
-    live: broadcast::Sender<BusEvent>,
+    /// The bytes of the events in `ring`.
+    bytes: usize,
+    /// When it was last published to (the bus's count of publishes).
+    last: u64,
+    /// The live fan-out: one receiver per subscriber of the channel (made
+    /// by the first subscription).
+    live: Option<broadcast::Sender<BusEvent>>,
 }
 
 impl Channel {
@@ -205,12 +235,25 @@ impl Channel {
         Channel {
             next,
             ring: VecDeque::new(),
-            live: broadcast::channel(QUEUE).0,
+            bytes: 0,
+            last: 0,
+            live: None,
         }
     }
 
     fn next(&self) -> u64 {
         self.next.load(Ordering::Relaxed)
+    }
+
+    fn subscribed(&self) -> bool {
+        self.live.as_ref().is_some_and(|l| l.receiver_count() > 0)
+    }
+
+    /// Drop the oldest event: its bytes.
+    fn pop(&mut self) -> usize {
+        let bytes = self.ring.pop_front().map_or(0, |e| e.bytes);
+        self.bytes -= bytes;
+        bytes
     }
 }
 
@@ -228,6 +271,9 @@ struct Book {
     next_sub: SubId,
     subs: BTreeMap<SubId, (String, Recipient<BusEvent>, Option<Scope>)>,
     seqs: HashMap<String, Arc<AtomicU64>>,
+    /// The next seq of every channel the bus let go: a channel made again
+    /// starts there, so no seq is given twice on one name.
+    floor: u64,
 }
 
 impl SubscriberBook {
@@ -262,14 +308,23 @@ impl SubscriberBook {
         queued
     }
 
-    /// A channel's shared seq counter (created at `start` the first time).
+    /// A channel's shared seq counter (created at `start`, or past every
+    /// seq of a channel let go, the first time).
     fn counter(&self, channel: &str, start: u64) -> Arc<AtomicU64> {
-        self.book
-            .locked()
-            .seqs
+        let mut b = self.book.locked();
+        let start = start.max(b.floor);
+        b.seqs
             .entry(channel.to_string())
             .or_insert_with(|| Arc::new(AtomicU64::new(start)))
             .clone()
+    }
+
+    /// Forget `channel`'s counter (the bus let the channel go).
+    fn forget(&self, channel: &str) {
+        let mut b = self.book.locked();
+        if let Some(c) = b.seqs.remove(channel) {
+            b.floor = b.floor.max(c.load(Ordering::Relaxed));
+        }
     }
 }
 
@@ -287,6 +342,10 @@ pub struct EventBus {
     resumed: Vec<(SubId, String, Recipient<BusEvent>, Option<Scope>)>,
     writer: Option<Arc<Writer>>,
     reg: Registration,
+    /// The bytes every channel holds (events and [`CHANNEL_BYTES`] each).
+    held: usize,
+    /// Publishes so far (a channel's `last`).
+    published: u64,
 }
 
 impl EventBus {
@@ -330,6 +389,7 @@ impl EventBus {
                 .collect();
             (BTreeMap::new(), resumed)
         };
+        let held = channels.len() * CHANNEL_BYTES;
         EventBus {
             channels,
             subs,
@@ -337,6 +397,8 @@ impl EventBus {
             resumed,
             writer,
             reg,
+            held,
+            published: 0,
         }
     }
 
@@ -367,10 +429,47 @@ impl EventBus {
 
     /// Channel `name`, created (its seq from the book) if it is new.
     fn channel(&mut self, name: &str) -> &mut Channel {
+        if !self.channels.contains_key(name) {
+            self.held += CHANNEL_BYTES;
+        }
         let book = &self.book;
         self.channels
             .entry(name.to_string())
             .or_insert_with(|| Channel::new(book.counter(name, 0)))
+    }
+
+    /// Keep what the channels hold within [`BUS_BYTES`]: the channel
+    /// published to longest ago (never `keep`, the one just published to)
+    /// loses its ring, and goes with its counter if nobody subscribes to it
+    /// and it is not durable.
+    fn trim(&mut self, keep: &str) {
+        while self.held > BUS_BYTES {
+            let oldest = self
+                .channels
+                .iter()
+                .filter(|(name, c)| {
+                    name.as_str() != keep
+                        && (!c.ring.is_empty()
+                            || !(c.subscribed() || DURABLE.contains(&name.as_str())))
+                })
+                .min_by_key(|(_, c)| c.last)
+                .map(|(name, _)| name.clone());
+            let Some(name) = oldest else {
+                return;
+            };
+            let Some(c) = self.channels.get_mut(&name) else {
+                return;
+            };
+            while !c.ring.is_empty() {
+                self.held -= c.pop();
+            }
+            c.ring = VecDeque::new();
+            if !(c.subscribed() || DURABLE.contains(&name.as_str())) {
+                self.channels.remove(&name);
+                self.book.forget(&name);
+                self.held -= CHANNEL_BYTES;
+            }
+        }
     }
 
     /// The next seq of every durable channel of `store` (0 for a fresh store).
@@ -387,16 +486,27 @@ impl EventBus {
         payload: Payload,
         origin: Option<Arc<Origin>>,
     ) -> BusEvent {
+        self.published += 1;
+        let published = self.published;
+        let bytes = payload.json_len();
         let ch = self.channel(&channel);
         let seq = ch.next.fetch_add(1, Ordering::Relaxed);
-        let ev =
+        let mut ev =
             BusEvent::new(channel, seq, journal::now_ns(), Arc::new(payload)).with_origin(origin);
-        if ch.ring.len() >= RING {
-            ch.ring.pop_front();
-        }
+        ev.bytes = bytes;
         ch.ring.push_back(ev.clone());
+        ch.bytes += bytes;
+        ch.last = published;
+        let mut freed = 0;
+        while ch.ring.len() > 1 && (ch.ring.len() > RING || ch.bytes > RING_BYTES) {
+            freed += ch.pop();
+        }
         // No receiver: nobody listens, nothing to do.
-        let _ = ch.live.send(ev.clone());
+        if let Some(live) = &ch.live {
+            let _ = live.send(ev.clone());
+        }
+        self.held = self.held + bytes - freed;
+        self.trim(&ev.channel);
         if DURABLE.contains(&ev.channel.as_str()) {
             if let Some(w) = &self.writer {
                 let op = Op::Event {
@@ -428,7 +538,11 @@ impl EventBus {
         first: Vec<BusEvent>,
         ctx: &mut Context<Self>,
     ) {
-        let rx = self.channel(&channel).live.subscribe();
+        let rx = self
+            .channel(&channel)
+            .live
+            .get_or_insert_with(|| broadcast::channel(QUEUE).0)
+            .subscribe();
         let task = ctx.spawn(deliver(rx, sub, scope, first).into_actor(self).map(
             move |(), act, _ctx| {
                 // The subscriber is gone: prune it.

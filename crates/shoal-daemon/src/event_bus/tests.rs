@@ -272,3 +272,58 @@ fn a_slow_subscriber_gets_a_dropped_marker_then_newer_events() {
         arb.stop();
     });
 }
+
+/// What the bus holds stays bounded however a client publishes: large events
+/// shorten their channel's ring, many channels cost the ones published to
+/// longest ago their events and then themselves, and a channel made again
+/// never gives a seq twice.
+#[test]
+fn the_bus_holds_a_bounded_number_of_bytes() {
+    let sys = System::new();
+    sys.block_on(async {
+        let reg = Arc::new(Registry::default()).register("event_bus", "t", None);
+        let mut bus = EventBus::new(None, Vec::new(), reg);
+        let big = |i: usize| Payload::from(json!(format!("{i:08}{}", "x".repeat(16_000))));
+        for i in 0..100 {
+            bus.publish("user.big".into(), big(i), None);
+        }
+        let ch = &bus.channels["user.big"];
+        assert!(ch.bytes <= RING_BYTES, "{}", ch.bytes);
+        assert!(ch.ring.len() >= RING_BYTES / 16_100, "{}", ch.ring.len());
+        let seqs: Vec<u64> = ch.ring.iter().map(|e| e.seq).collect();
+        assert_eq!(*seqs.last().unwrap(), 99, "the newest is kept");
+        assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+
+        // Many channels, each given one large event: the bus's total stays
+        // under its bound, and the first channels are let go.
+        let n = 2 * BUS_BYTES / 16_000;
+        for i in 0..n {
+            bus.publish(format!("user.c{i}"), big(i), None);
+            assert!(bus.held <= BUS_BYTES, "{} after {i}", bus.held);
+        }
+        assert!(!bus.channels.contains_key("user.c0"));
+        assert!(!bus.channels.contains_key("user.big"));
+        assert!(bus.channels.contains_key(&format!("user.c{}", n - 1)));
+        assert!(bus.channels.len() <= BUS_BYTES / 16_000 + 1);
+        let held: usize = bus.channels.values().map(|c| c.bytes + CHANNEL_BYTES).sum();
+        assert_eq!(held, bus.held, "the count agrees with what is held");
+        // `user.big` had seqs up to 99: made again, it goes on past them.
+        let ev = bus.publish("user.big".into(), json!(1).into(), None);
+        assert!(ev.seq >= 100, "{}", ev.seq);
+        // Small events keep the ring's count bound.
+        for i in 0..(RING as u64 + 10) {
+            bus.publish("user.small".into(), json!(i).into(), None);
+        }
+        assert_eq!(bus.channels["user.small"].ring.len(), RING);
+    });
+}
+
+#[test]
+fn a_payload_over_the_limit_is_refused_with_its_size() {
+    assert_eq!(oversized(MAX_EVENT_BYTES), None);
+    let why = oversized(MAX_EVENT_BYTES + 1).unwrap();
+    assert!(
+        why.contains("64 KiB") && why.contains(&(MAX_EVENT_BYTES + 1).to_string()),
+        "{why}"
+    );
+}

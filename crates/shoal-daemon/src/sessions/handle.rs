@@ -168,8 +168,8 @@ impl SessionHandle {
     }
 
     /// Deliver a client's `user.*` event to the language's `channel(...)` readers.
-    pub fn inject(&self, channel: &str, payload: shoal_value::Value) {
-        self.shared.inject(channel, payload)
+    pub fn inject(&self, channel: &str, payload: shoal_value::Value, bytes: usize) {
+        self.shared.inject(channel, payload, bytes)
     }
 
     /// Send an exec: straight to the session's worker on its line while the

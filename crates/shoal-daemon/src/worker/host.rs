@@ -350,7 +350,8 @@ impl Worker {
                     .get(&session)
                     .map(|h| h.injector.clone());
                 if let Some(inj) = injector.as_ref().and_then(|i| i.locked().clone()) {
-                    inj.inject(&channel, v);
+                    let bytes = wire::encoded_len(&v);
+                    inj.inject(&channel, v, bytes);
                 }
             }
             ToWorker::Signal { job, signal } => {
@@ -408,6 +409,10 @@ impl Worker {
         let pair_b = pair.clone();
         let name = session.to_string();
         let bus: shoal_lang::BusSink = Arc::new(move |channel: &str, v: &shoal_value::Value| {
+            // Refused here as the daemon would (it drops a larger one).
+            if let Some(why) = crate::event_bus::oversized(wire::encoded_len(v)) {
+                return Err(why);
+            }
             let note = FromWorker::Publish {
                 session: name.clone(),
                 channel: channel.to_string(),
@@ -416,6 +421,7 @@ impl Worker {
             if let Ok(j) = serde_json::to_value(note) {
                 pair_b.note(j);
             }
+            Ok(())
         });
         let setup = LangSetup {
             opts: SessionOptions {

@@ -351,8 +351,13 @@ fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + 
                 channel,
                 value,
             }) if channel.starts_with("user.") => {
+                let len = shoal_journal::event::Payload::Json(value);
+                if let Some(why) = crate::event_bus::oversized(len.json_len()) {
+                    tracing::warn!("a worker's event refused: {why}");
+                    return;
+                }
                 let bus = hosted.locked().get(&session).and_then(|a| a.bus.clone());
-                if let Some(bus) = bus {
+                if let (Some(bus), shoal_journal::event::Payload::Json(value)) = (bus, len) {
                     bus.publish(&channel, value);
                 }
             }

@@ -89,14 +89,15 @@ pub enum Pos {
 /// Receiver of non-final top-level statement values (docs/rules.md §1).
 /// Where `user.*` channel events go beyond the session (docs/rules.md §10:
 /// `user.*` channels are the language's side of the daemon's event bus).
-/// Called on the emitting thread with the channel name and the payload.
-pub type BusSink = Arc<dyn Fn(&str, &Value) + Send + Sync>;
+/// Called on the emitting thread with the channel name and the payload;
+/// `Err`: the bus refused it (why, for the emitter to raise).
+pub type BusSink = Arc<dyn Fn(&str, &Value) -> Result<(), String> + Send + Sync>;
 
 /// Reads the session's transcript: `out:N` in source (`Err`: why there is
 /// no such value, for the error message).
 pub type TranscriptLookup = Arc<dyn Fn(u64) -> Result<Value, String> + Send + Sync>;
 
-pub(crate) use task::channel_push;
+pub(crate) use task::channel_inject;
 
 pub type StatementSink = Box<dyn FnMut(&Value) + Send>;
 

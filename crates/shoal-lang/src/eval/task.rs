@@ -21,6 +21,12 @@ use shoal_value::{ErrorCode, Record, SResult, ShoalError, StreamVal, TaskRef, Va
 pub(crate) const TASK_STACK: usize = 64 << 20;
 /// Events retained per channel.
 const CHANNEL_RING: usize = 1024;
+/// Bytes of events published from outside the session that one of its
+/// channels keeps (the session's own emits are counted by its memory budget).
+const INJECTED_BYTES: usize = 256 << 10;
+/// A session with this many channels makes no new one for an event from
+/// outside (the event stays on the daemon's bus).
+const INJECTED_CHANNELS: usize = 64;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     shoal_base::sync::Locked::locked(m)
@@ -78,6 +84,10 @@ struct ChanInner {
 struct ChanState {
     next_seq: u64,
     ring: VecDeque<(u64, Value, Value)>,
+    /// Beside `ring`: the bytes each event counts (0: the session's own).
+    sizes: VecDeque<usize>,
+    /// The sum of `sizes`.
+    injected: usize,
 }
 
 fn channel_of(channels: &Channels, name: &str) -> Channel {
@@ -92,16 +102,40 @@ fn channel_of(channels: &Channels, name: &str) -> Channel {
         .clone()
 }
 
-/// Append an event to a session channel and wake its waiters (no bus sink:
-/// also the way in for events published from outside the session).
+/// Append an event to a session channel and wake its waiters (no bus sink).
 pub(crate) fn channel_push(channels: &Channels, name: &str, v: Value) {
-    let ch = channel_of(channels, name);
+    push_to(&channel_of(channels, name), v, 0);
+}
+
+/// [`channel_push`] of an event published from outside the session, `bytes`
+/// long: kept within [`INJECTED_BYTES`] a channel, and into a new channel
+/// only while the session has fewer than [`INJECTED_CHANNELS`].
+pub(crate) fn channel_inject(channels: &Channels, name: &str, v: Value, bytes: usize) {
+    let ch = {
+        let map = lock(channels);
+        match map.get(name) {
+            Some(ch) => ch.clone(),
+            None if map.len() >= INJECTED_CHANNELS => return,
+            None => {
+                drop(map);
+                channel_of(channels, name)
+            }
+        }
+    };
+    push_to(&ch, v, bytes);
+}
+
+fn push_to(ch: &Channel, v: Value, bytes: usize) {
     let mut st = ch.inner.state.locked();
     let seq = st.next_seq;
     st.next_seq += 1;
     st.ring.push_back((seq, v, now_dt()));
-    while st.ring.len() > CHANNEL_RING {
+    st.sizes.push_back(bytes);
+    st.injected += bytes;
+    while st.ring.len() > CHANNEL_RING || (st.injected > INJECTED_BYTES && st.ring.len() > 1) {
         st.ring.pop_front();
+        let gone = st.sizes.pop_front().unwrap_or(0);
+        st.injected -= gone;
     }
     ch.inner.cond.notify_all();
 }
@@ -326,13 +360,19 @@ impl Interp {
         channel_of(&self.channels, name)
     }
 
-    pub(crate) fn channel_emit(&self, name: &str, v: Value) {
+    /// Emit `v` on channel `name`: published on the daemon's bus first for a
+    /// `user.*` channel (an error if the bus refuses it: nothing is emitted).
+    pub(crate) fn channel_emit(&self, name: &str, v: Value) -> SResult<()> {
         if name.starts_with("user.") {
             if let Some(sink) = &self.bus_sink {
-                sink(name, &v);
+                sink(name, &v).map_err(|m| {
+                    ShoalError::new(ErrorCode::ResourceLimit, m)
+                        .with_hint("emit a path or an out:N ref of a large value instead")
+                })?;
             }
         }
         channel_push(&self.channels, name, v);
+        Ok(())
     }
 
     /// Methods of `{channel: name}` records. `None`: not a channel method.
@@ -348,7 +388,7 @@ impl Interp {
                 let [v] = pos else {
                     return Err(ShoalError::arg_error("emit expects one payload").into());
                 };
-                self.channel_emit(name, v.clone());
+                self.channel_emit(name, v.clone())?;
                 Ok(Some(Value::Null))
             }
             "latest" => {
@@ -717,7 +757,7 @@ impl Interp {
         for item in src {
             self.check_cancel()?;
             let v = item.map_err(|e| self.lift(e))?;
-            self.channel_emit(&name, v);
+            self.channel_emit(&name, v)?;
         }
         Ok(Value::Null)
     }

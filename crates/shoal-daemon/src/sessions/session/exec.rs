@@ -39,7 +39,11 @@ pub(super) fn lang_setup(shared: &SessionShared) -> LangSetup {
         Arc::new(move |channel: &str, v: &Value| {
             // Freed by the bus and its readers, not the session's to hold.
             let _outside = Detached::new();
+            if let Some(why) = crate::event_bus::oversized(wire::encoded_len(v)) {
+                return Err(why);
+            }
             bus.publish(channel, wire::encode(v));
+            Ok(())
         }) as shoal_lang::BusSink
     });
     LangSetup {

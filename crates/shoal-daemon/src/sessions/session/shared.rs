@@ -496,12 +496,13 @@ impl SessionShared {
 
     /// Deliver a `user.*` event to the language's `channel(...)` readers (none
     /// before the first exec started the language session).
-    pub fn inject(&self, channel: &str, payload: Value) {
+    /// `bytes`: the event's size, for the bound on what a session keeps of them.
+    pub fn inject(&self, channel: &str, payload: Value, bytes: usize) {
         if let Some(h) = self.remote.locked().as_ref() {
             h.remote.inject(&h.key, channel, &payload);
         }
         if let Some(inj) = self.injector.locked().as_ref() {
-            inj.inject(channel, payload);
+            inj.inject(channel, payload, bytes);
         }
     }
 
