@@ -536,3 +536,64 @@ fn delete_ends_what_the_session_still_runs() {
         a.body
     );
 }
+
+/// One principal's HTTP clients hold at most `connections_per_principal`
+/// daemon connections: a new session ends its least recently used one, a
+/// stateless request past it is refused, another principal is not touched,
+/// and a revoked token's sessions end at once.
+#[test]
+fn a_principals_connections_are_bounded_and_end_with_its_token() {
+    let s = serve("[http]\nconnections_per_principal = 3\n");
+    let mut local = Client::new(&s);
+    let other = create_token(&s.root, "agent:h");
+    let auth = format!("Bearer {other}");
+    let agent = ureq::agent();
+    let sessions: Vec<String> = (0..5)
+        .map(|_| {
+            let a = post_init(&agent, &s.url, &[("Authorization", &auth)]);
+            assert_eq!(a.status, 200, "{}", a.body);
+            a.header("mcp-session-id").unwrap().to_string()
+        })
+        .collect();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let status_of = |sid: &str| {
+        let h = [("Authorization", auth.as_str()), ("Mcp-Session-Id", sid)];
+        request(&agent, "POST", &s.url, &h, Some(list)).status
+    };
+    let got: Vec<u16> = sessions.iter().map(|sid| status_of(sid)).collect();
+    assert_eq!(got, [404, 404, 200, 200, 200], "the two oldest ended");
+    // Its stateless requests find no room; the local user's session works.
+    let stateless = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let a = request(
+        &agent,
+        "POST",
+        &s.url,
+        &[("Authorization", &auth)],
+        Some(&stateless.to_string()),
+    );
+    assert_eq!(a.status, 429, "{}", a.body);
+    assert_eq!(a.json()["error"]["code"], -32040, "{}", a.body);
+    assert!(a.body.contains("connections_per_principal"), "{}", a.body);
+    assert_eq!(local.exec("6 * 7")["content"][0]["text"], "42");
+    // Revoked: its sessions end and give their connections back.
+    let mut k = s.d.conn();
+    k.attach("probe");
+    let held = |k: &mut Conn| k.ok("daemon.status", json!({}))["http"]["sessions"].clone();
+    assert_eq!(held(&mut k), json!(4));
+    let socket = s.root.socket();
+    let (code, _, err) = run(
+        &s.root,
+        &[
+            "token",
+            "revoke",
+            &other,
+            "--socket",
+            socket.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(held(&mut k), json!(1));
+}

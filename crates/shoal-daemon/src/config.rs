@@ -42,6 +42,11 @@ pub struct HttpConfig {
     /// A 2025-era session (`Mcp-Session-Id`) unused this long, with no open
     /// stream, ends.
     pub session_idle_secs: u64,
+    /// The daemon connections one token principal's HTTP clients hold at once
+    /// (sessions, stateless requests running and idle ones kept for reuse):
+    /// a new session past it ends the principal's least recently used one,
+    /// a stateless request past it is refused.
+    pub connections_per_principal: usize,
 }
 
 impl Default for HttpConfig {
@@ -52,6 +57,7 @@ impl Default for HttpConfig {
             request_timeout_ms: 10_000,
             keepalive_ms: 15_000,
             session_idle_secs: 3600,
+            connections_per_principal: 32,
         }
     }
 }
@@ -394,6 +400,15 @@ fn validate(c: &Config, text: &str, path: &Path) -> Result<(), ConfigError> {
             format!(
                 "keepalive_ms must be between 50 and 600000 (got {})",
                 c.http.keepalive_ms
+            ),
+        );
+    }
+    if !(1..=100_000).contains(&c.http.connections_per_principal) {
+        return bad(
+            "connections_per_principal",
+            format!(
+                "connections_per_principal must be between 1 and 100000 (got {})",
+                c.http.connections_per_principal
             ),
         );
     }

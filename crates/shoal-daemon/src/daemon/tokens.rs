@@ -104,6 +104,8 @@ impl Daemon {
             }
         }
         out.ended = ended.into_iter().collect();
+        // A revoked token's HTTP sessions end even when its principal holds another.
+        crate::http::tokens_changed();
         out
     }
 }

@@ -40,6 +40,16 @@ pub struct HttpStats {
 }
 
 static STATS: OnceLock<Arc<HttpStats>> = OnceLock::new();
+/// The running listener's state, for [`tokens_changed`].
+static SERVED: OnceLock<std::sync::Weak<Http>> = OnceLock::new();
+
+/// The tokens changed (revoked, expired): end at once every HTTP session and
+/// idle connection whose token is no longer valid.
+pub fn tokens_changed() {
+    if let Some(h) = SERVED.get().and_then(std::sync::Weak::upgrade) {
+        h.reap();
+    }
+}
 
 /// The `http` object of `daemon.status` (`None`: no HTTP listener).
 pub fn status() -> Option<shoal_proto::kernel::HttpStatus> {
@@ -71,6 +81,8 @@ pub struct Http {
     sessions: std::sync::Mutex<HashMap<String, Arc<Session>>>,
     /// Idle stateless pipes by (bearer, session).
     pool: std::sync::Mutex<HashMap<PoolKey, Vec<Arc<Pipe>>>>,
+    /// Stateless requests running, by principal.
+    running: std::sync::Mutex<HashMap<String, usize>>,
     stats: Arc<HttpStats>,
 }
 
@@ -79,6 +91,9 @@ pub struct Http {
 pub struct Session {
     id: String,
     principal: String,
+    /// The token it was opened with: the session ends once it is no longer
+    /// valid (revoked, expired).
+    bearer: String,
     pipe: Arc<Pipe>,
     version: String,
     get: std::sync::Mutex<Option<Arc<SseStream>>>,
@@ -137,7 +152,8 @@ impl Http {
         }
     }
 
-    /// End sessions unused for `session_idle_secs` with no stream being read.
+    /// End sessions unused for `session_idle_secs` with no stream being read,
+    /// and every session and idle pipe whose token is no longer valid.
     fn reap(&self) {
         let idle = Duration::from_secs(self.cfg.session_idle_secs);
         let stale: Vec<String> = self
@@ -146,15 +162,89 @@ impl Http {
             .values()
             .filter(|s| {
                 let read = s.get.locked().as_ref().is_some_and(|g| g.is_live());
-                s.pipe.is_closed() || (!read && s.last_used.locked().elapsed() >= idle)
+                s.pipe.is_closed()
+                    || (!read && s.last_used.locked().elapsed() >= idle)
+                    || !valid(&s.bearer)
             })
             .map(|s| s.id.clone())
             .collect();
         for id in stale {
-            tracing::debug!(session = %id, "http session ended (idle or closed)");
+            tracing::debug!(session = %id, "http session ended (idle, closed, or its token invalid)");
             self.remove_session(&id);
         }
+        self.pool.locked().retain(|(bearer, _), _| valid(bearer));
     }
+
+    /// Make room for one more daemon connection of token principal
+    /// `principal`'s: its idle pooled pipes go first, then (`evict`) its least
+    /// recently used session. Whether it is now under
+    /// `connections_per_principal` (the local user, whose daemon it is, is
+    /// bounded by `max_connections` alone).
+    fn room_for(&self, principal: &str, evict: bool) -> bool {
+        if principal == shoal_policy::runtime().local {
+            return true;
+        }
+        let max = self.cfg.connections_per_principal;
+        let sessions = || {
+            let map = self.sessions.locked();
+            let mine: Vec<(Instant, String)> = map
+                .values()
+                .filter(|s| s.principal == principal)
+                .map(|s| (*s.last_used.locked(), s.id.clone()))
+                .collect();
+            mine
+        };
+        let running = || self.running.locked().get(principal).copied().unwrap_or(0);
+        let pooled = |pool: &HashMap<PoolKey, Vec<Arc<Pipe>>>| -> usize {
+            pool.iter()
+                .filter(|((b, _), _)| of_principal(b, principal))
+                .map(|(_, v)| v.len())
+                .sum()
+        };
+        if sessions().len() + running() + pooled(&self.pool.locked()) < max {
+            return true;
+        }
+        self.pool
+            .locked()
+            .retain(|(b, _), _| !of_principal(b, principal));
+        let mine = sessions();
+        if mine.len() + running() < max {
+            return true;
+        }
+        if !evict {
+            return false;
+        }
+        let mut mine = mine;
+        mine.sort();
+        let mut held = mine.len() + running();
+        for (_, id) in mine {
+            if held < max {
+                break;
+            }
+            tracing::info!(session = %id, principal, "http session ended: its principal opened one past connections_per_principal");
+            self.remove_session(&id);
+            held -= 1;
+        }
+        held < max
+    }
+}
+
+/// Whether `bearer` is still a valid token.
+fn valid(bearer: &str) -> bool {
+    let rt = shoal_policy::runtime();
+    rt.tokens
+        .as_ref()
+        .and_then(|t| t.validate(bearer))
+        .is_some()
+}
+
+/// Whether `bearer` is a valid token of `principal`.
+fn of_principal(bearer: &str, principal: &str) -> bool {
+    let rt = shoal_policy::runtime();
+    rt.tokens
+        .as_ref()
+        .and_then(|t| t.validate(bearer))
+        .is_some_and(|p| p == principal)
 }
 
 /// A duplicate of a connection's socket: how a handler waiting for an answer learns that
@@ -226,8 +316,10 @@ pub fn start(
         cfg: config.http.clone(),
         sessions: Default::default(),
         pool: Default::default(),
+        running: Default::default(),
         stats: stats.clone(),
     });
+    let _ = SERVED.set(Arc::downgrade(&http));
     let data = web::Data::from(http.clone());
     let conn_stats = stats.clone();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));

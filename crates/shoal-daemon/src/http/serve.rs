@@ -179,6 +179,22 @@ fn internal(id: &Json, message: &str) -> HttpResponse {
         )
 }
 
+/// 429: the principal's clients hold `connections_per_principal` connections.
+fn too_many(st: &Http, id: &Json) -> HttpResponse {
+    let max = st.cfg.connections_per_principal;
+    let message = format!(
+        "resource limit reached: this principal's HTTP clients hold {max} daemon connections \
+         ([http] connections_per_principal = {max}); end a session (DELETE /mcp) or wait for \
+         a request to finish"
+    );
+    HttpResponse::TooManyRequests()
+        .content_type("application/json")
+        .body(
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32040, "message": message}})
+                .to_string(),
+        )
+}
+
 fn unreachable_daemon(e: std::io::Error) -> HttpResponse {
     refusal(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -303,7 +319,7 @@ pub async fn post(req: HttpRequest, body: web::Payload, st: web::Data<Http>) -> 
     match (method, id) {
         (Some("initialize"), Some(id)) => initialize(&st, &req, &bearer, &principal, id, frame).await,
         (Some(_), Some(id)) if msg.pointer("/params/_meta").and_then(|m| m.get(mcp_era::PROTOCOL_VERSION_KEY)).is_some() => {
-            stateless(&st, &req, bearer, id, sse, frame).await
+            stateless(&st, &req, bearer, &principal, id, sse, frame).await
         }
         (Some(_), Some(_)) => refusal(
             StatusCode::BAD_REQUEST,
@@ -325,6 +341,9 @@ async fn initialize(
     frame: Vec<u8>,
 ) -> HttpResponse {
     let q = session_query(req);
+    if !st.room_for(principal, true) {
+        return too_many(st, &id);
+    }
     let pipe = match Pipe::connect(&st.socket, attach_frame(bearer, q.as_deref()), false).await {
         Ok(p) => p,
         Err(e) => return unreachable_daemon(e),
@@ -352,6 +371,7 @@ async fn initialize(
     let s = Arc::new(Session {
         id: sid.clone(),
         principal: principal.to_string(),
+        bearer: bearer.to_string(),
         pipe,
         version,
         get: Default::default(),
@@ -434,6 +454,39 @@ struct Lease {
     key: super::PoolKey,
     pipe: Option<Arc<Pipe>>,
     done: Arc<AtomicBool>,
+    /// Counts the request as running for its principal until it ends.
+    _running: Running,
+}
+
+/// A stateless request of `principal`'s, counted while it runs.
+struct Running {
+    st: Arc<Http>,
+    principal: String,
+}
+
+impl Running {
+    fn start(st: Arc<Http>, principal: &str) -> Running {
+        *st.running
+            .locked()
+            .entry(principal.to_string())
+            .or_default() += 1;
+        Running {
+            st,
+            principal: principal.to_string(),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut running = self.st.running.locked();
+        if let Some(n) = running.get_mut(&self.principal) {
+            *n -= 1;
+            if *n == 0 {
+                running.remove(&self.principal);
+            }
+        }
+    }
 }
 
 impl Drop for Lease {
@@ -455,10 +508,15 @@ async fn stateless(
     st: &web::Data<Http>,
     req: &HttpRequest,
     bearer: String,
+    principal: &str,
     id: Json,
     sse: bool,
     frame: Vec<u8>,
 ) -> HttpResponse {
+    if !st.room_for(principal, false) {
+        return too_many(st, &id);
+    }
+    let running = Running::start(st.clone().into_inner(), principal);
     let q = session_query(req);
     let key = (bearer, q);
     let idle = st.pool.locked().get_mut(&key).and_then(Vec::pop);
@@ -479,6 +537,7 @@ async fn stateless(
         key,
         pipe: Some(pipe),
         done: done.clone(),
+        _running: running,
     };
     let peer = peer(req);
     let first = loop {
