@@ -239,3 +239,26 @@ fn shoal_exec_prints_the_same_text() {
     assert!(row.ends_with(&subject), "{out}");
     assert!(!out.contains('…'), "{out}");
 }
+
+/// A glob that matched nothing is left out of an external command's
+/// arguments (docs/rules.md §8); the text says so, and how to pass it as
+/// written, after the command's own output.
+#[test]
+fn a_glob_that_matched_nothing_says_so() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let (dir, _) = repo(&root);
+    let mut m = mcp_in(&d, "globs", &dir);
+    let (text, _) = exec(&mut m, "grep -rn alpha --include=*.py .");
+    let note = "note: `--include=*.py` matched nothing and was left out (quote it to pass it \
+                as written: '--include=*.py')";
+    assert!(text.starts_with("./a.txt:1:alpha"), "{text}");
+    assert!(text.ends_with(&format!("--- stderr ---\n{note}")), "{text}");
+    // Quoted, it reaches grep as written.
+    let (text, _) = exec(&mut m, "grep -rn alpha '--include=*.py' .");
+    assert!(text.starts_with("exit status 1"), "{text}");
+    // A failure shows it beside the program's own complaint.
+    let (text, _) = exec(&mut m, "find . -name *.rs");
+    assert!(text.starts_with("exit status 1"), "{text}");
+    assert!(text.contains("note: `*.rs` matched nothing"), "{text}");
+}

@@ -435,16 +435,7 @@ impl Interp {
                 };
                 // docs/rules.md §8: an empty glob contributes no argument;
                 // the note goes to the outcome's stderr.
-                let mut notes = Vec::new();
-                for a in &inv.cargs {
-                    if let CArg::Glob { pattern, matches } = a {
-                        if matches.is_empty() {
-                            notes.extend_from_slice(
-                                format!("note: `{pattern}` matched nothing\n").as_bytes(),
-                            );
-                        }
-                    }
-                }
+                let notes = super::external::empty_glob_notes(&inv.cargs);
                 let out = builtins::run(h, to_bargs(inv.cargs), &ctx).map_err(|e| self.lift(e))?;
                 if self.interrupted() {
                     return Err(Interp::cancelled().into());

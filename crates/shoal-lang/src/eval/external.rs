@@ -9,11 +9,65 @@ use std::sync::Arc;
 
 use super::command::*;
 use crate::ast::{Arg, Expr, ExprKind, RedirectKind};
-use crate::eval::{EResult, Interp, Pos};
+use crate::eval::{Ctl, EResult, Interp, Pos};
 use crate::scope::ScopeRef;
 use crate::shell::process::{self, RunError, SpawnSpec, StdinSpec, StdoutSpec};
 use shoal_base::lookup;
 use shoal_value::{ns, render, ErrorCode, Outcome, OutputBytes, ShoalError, Value};
+
+/// What the globs of `cargs` that matched nothing say (docs/rules.md §8).
+pub(super) fn empty_glob_notes(cargs: &[CArg]) -> Vec<u8> {
+    let mut notes = Vec::new();
+    for a in cargs {
+        if let CArg::Glob { pattern, matches } = a {
+            if matches.is_empty() {
+                notes.extend_from_slice(
+                    format!(
+                        "note: `{pattern}` matched nothing and was left out (quote it to pass it as written: '{pattern}')\n"
+                    )
+                    .as_bytes(),
+                );
+            }
+        }
+    }
+    notes
+}
+
+/// `r` with `notes` after its stderr: an outcome's, or a failed command's.
+fn with_notes(r: EResult<Value>, notes: &[u8]) -> EResult<Value> {
+    let after = |stderr: &[u8]| -> Vec<u8> {
+        let mut v = stderr.to_vec();
+        if !v.is_empty() && !v.ends_with(b"\n") {
+            v.push(b'\n');
+        }
+        v.extend_from_slice(notes);
+        v
+    };
+    match r {
+        Ok(Value::Outcome(ref o)) if !o.stderr.is_spilled() => {
+            Ok(Value::Outcome(Arc::new(Outcome {
+                status: o.status,
+                ok: o.ok,
+                signal: o.signal.clone(),
+                dur_ns: o.dur_ns,
+                pid: o.pid,
+                cmd: o.cmd.clone(),
+                stdout: o.stdout.clone(),
+                stderr: OutputBytes::from(after(&o.stderr.head(usize::MAX))),
+                out: o.out.clone(),
+                span: o.span,
+                truncated: o.truncated,
+                typed: o.typed.clone(),
+            })))
+        }
+        Err(Ctl::Err(mut e)) if e.code == ErrorCode::CmdFailed => {
+            let stderr = after(e.stderr.as_deref().unwrap_or_default());
+            e.stderr = Some(stderr.into());
+            Err(Ctl::Err(e))
+        }
+        r => r,
+    }
+}
 
 impl Interp {
     /// Builtin `> f` / `>> f`: write the redirect bytes, yield null.
@@ -43,13 +97,25 @@ impl Interp {
         Ok(Value::Null)
     }
 
-    /// Spawn an external program (docs/rules.md §8).
+    /// Spawn an external program (docs/rules.md §8). A glob that matched
+    /// nothing is left out of its arguments, and its outcome's stderr (or its
+    /// failure's) ends with a note saying so (the end: what a bounded tail keeps).
     pub(super) fn run_external(
         &mut self,
         inv: Invocation,
         pos: Pos,
         scope: &ScopeRef,
     ) -> EResult<Value> {
+        let notes = empty_glob_notes(&inv.cargs);
+        let r = self.run_external_argv(inv, pos, scope);
+        if notes.is_empty() {
+            r
+        } else {
+            with_notes(r, &notes)
+        }
+    }
+
+    fn run_external_argv(&mut self, inv: Invocation, pos: Pos, scope: &ScopeRef) -> EResult<Value> {
         let argv = carg_argv(&inv.cargs)?;
         let mut display = inv.head.clone();
         for a in &inv.cargs {

@@ -588,12 +588,18 @@ fn truncations_never_panic() {
 
 #[test]
 fn empty_glob_note() {
+    let note = "\"note: `*.zzz` matched nothing and was left out (quote it to pass it as \
+                written: '*.zzz')\\n\"";
     check(&[
-        (
-            "(echo *.zzz).stderr.str()",
-            "\"note: `*.zzz` matched nothing\\n\"",
-        ),
+        ("(echo *.zzz).stderr.str()", note),
         ("(echo *.zzz).out", "\"\""),
+        // An external program's outcome says so too, after its own stderr.
+        ("(^sh -c 'echo own >&2' x *.zzz).stderr.str().lines().len()", "2"),
+        (
+            "(^sh -c 'echo own >&2' x *.zzz).stderr.str().lines()[1].starts_with(\"note: `*.zzz`\")",
+            "true",
+        ),
+        ("(^printf '%s|' a *.zzz b).stdout.str()", "\"a|b|\""),
     ]);
 }
 
