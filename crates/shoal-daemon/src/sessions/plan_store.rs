@@ -506,8 +506,14 @@ impl PlanStore {
                         self.publish("applied", &p);
                         Ok(PlanReply::Run(Box::new(p)))
                     }
-                    _ => Err(RpcError::new(APPROVAL_REQUIRED, "plan approval pending")
-                        .with_data(json!({"plan_ref": r, "approval_pending": true}))),
+                    _ => Err(RpcError::new(
+                        APPROVAL_REQUIRED,
+                        format!(
+                            "plan approval pending: a human approves it ('shoal plan approve {r}', \
+                             or when shoal_cap_request asks); apply it again once approved"
+                        ),
+                    )
+                    .with_data(json!({"plan_ref": r, "approval_pending": true}))),
                 }
             }
         }

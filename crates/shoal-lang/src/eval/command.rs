@@ -22,6 +22,18 @@ pub(crate) use super::args::*;
 pub(super) use super::closure_cmd::*;
 use crate::heads::{all_heads, is_builtin_head};
 
+/// Heads never offered as `did you mean` (a typo must not lead to a deletion).
+const NEVER_SUGGESTED: &[&str] = &["rm", "kill"];
+
+/// Tools often missing, and what does the same everywhere.
+const INSTEAD: &[(&str, &str)] = &[
+    ("rg", "`grep -rn PATTERN .` searches the same way"),
+    ("fd", "`find . -name 'PATTERN'` finds files by name"),
+    ("bat", "`cat FILE` or `head -n 50 FILE` reads a file"),
+    ("exa", "`ls` lists a directory as a table"),
+    ("eza", "`ls` lists a directory as a table"),
+];
+
 impl Interp {
     /// A command node (statement, substitution, `.feed` argument).
     pub(crate) fn eval_command(
@@ -235,7 +247,11 @@ impl Interp {
 
     pub(crate) fn did_you_mean(&self, name: &str, scope: &ScopeRef) -> Option<String> {
         use shoal_value::suggest;
-        let mut cands: Vec<String> = all_heads().map(|s| s.to_string()).collect();
+        // A head that destroys is never offered for a typo (`rg` is not `rm`).
+        let mut cands: Vec<String> = all_heads()
+            .filter(|h| !NEVER_SUGGESTED.contains(h))
+            .map(|s| s.to_string())
+            .collect();
         for (k, b) in scope.visible_bindings() {
             if matches!(b.value, Value::Closure(_) | Value::Command(_)) {
                 cands.push(k);
@@ -245,9 +261,13 @@ impl Interp {
         suggest::did_you_mean(&near, |c| format!("'{c}'"))
     }
 
+    /// A missing program's hint: `did you mean` a near head, or what does
+    /// the same for a tool often missing.
     pub(super) fn not_found(&self, name: &str, scope: &ScopeRef) -> ShoalError {
         let mut e = ShoalError::not_found(format!("command not found: `{name}`"));
-        if let Some(h) = self.did_you_mean(name, scope) {
+        if let Some((_, instead)) = INSTEAD.iter().find(|(missing, _)| *missing == name) {
+            e = e.with_hint(format!("`{name}` is not installed here; {instead}"));
+        } else if let Some(h) = self.did_you_mean(name, scope) {
             e = e.with_hint(h);
         }
         e

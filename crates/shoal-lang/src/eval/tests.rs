@@ -670,3 +670,21 @@ fn transcript_refs_in_source() {
         "{e}"
     );
 }
+
+/// A missing program's hint never points at a deletion (`rg` is one letter
+/// from `rm`), and an often-missing tool names what does the same.
+#[test]
+fn a_missing_program_is_never_pointed_at_a_deletion() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let mut s = session_in(d.path());
+    // Looked up on a PATH with nothing on it, wherever the test runs.
+    let mut hint = |src: &str| match s.exec(&format!("PATH=/nonexistent {src}"), Position::Value) {
+        Err(ExecError::Raised(e)) => e.hint.clone().unwrap_or_default(),
+        other => panic!("{src}: {other:?}"),
+    };
+    let rg = hint("rg TODO");
+    assert!(rg.contains("grep -rn"), "{rg}");
+    assert!(!hint("rmx a").contains("'rm'"));
+    assert!(!hint("kil 1").contains("'kill'"));
+    assert_eq!(hint("lss"), "did you mean 'ls'?");
+}

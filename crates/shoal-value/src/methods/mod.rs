@@ -192,9 +192,17 @@ pub fn outcome_out_unchecked(o: &Outcome) -> Value {
 /// `.out` of an outcome: `cmd_failed` when the outcome failed.
 pub fn outcome_out(o: &Outcome) -> SResult<Value> {
     if !o.ok {
-        return Err(cmd_failed(o));
+        return Err(read_failed(o));
     }
     Ok(outcome_out_unchecked(o))
+}
+
+/// `cmd_failed` for reading `.out`/`.err` of a failed outcome, saying what
+/// reads it instead.
+fn read_failed(o: &Outcome) -> ShoalError {
+    cmd_failed(o).with_hint(
+        "a failed outcome raises on .out, .err and their fields; read it with .status, .stderr and .stdout",
+    )
 }
 
 /// Outcome field access (docs/rules.md §8): own fields, else forwarded to `.out`.
@@ -212,7 +220,7 @@ pub fn outcome_field(host: &mut dyn Host, o: &Outcome, name: &str) -> SResult<Va
         "out" => outcome_out(o)?,
         "err" => {
             if !o.ok {
-                return Err(cmd_failed(o));
+                return Err(read_failed(o));
             }
             Value::Bytes(o.stderr.clone())
         }
