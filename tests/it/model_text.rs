@@ -262,3 +262,29 @@ fn a_glob_that_matched_nothing_says_so() {
     assert!(text.starts_with("exit status 1"), "{text}");
     assert!(text.contains("note: `*.rs` matched nothing"), "{text}");
 }
+
+/// A command has no terminal: an editor git would start fails at once and
+/// says what to pass, and a full-screen program is refused with the PTY
+/// call that runs it (both used to wait for keys that never came).
+#[test]
+fn programs_that_want_a_terminal_say_so_at_once() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let (dir, _) = repo(&root);
+    let mut m = mcp_in(&d, "terminal", &dir);
+    let (text, _) = exec(
+        &mut m,
+        "git -c user.name=a -c user.email=a@example.com commit --allow-empty",
+    );
+    assert!(text.starts_with("exit status 1"), "{text}");
+    assert!(text.contains("git commit -m MSG"), "{text}");
+    let (text, r) = exec(&mut m, "vim notes.txt");
+    assert_eq!(r["isError"], json!(true), "{r}");
+    assert!(text.contains("`vim` needs a terminal"), "{text}");
+    assert!(
+        text.contains(r#"shoal_pty_open {"cmd":"vim","args":["notes.txt"]}"#),
+        "{text}"
+    );
+    // Refused before anything runs: vim need not be installed.
+    assert!(!dir.join("notes.txt").exists());
+}

@@ -117,6 +117,9 @@ impl Interp {
 
     fn run_external_argv(&mut self, inv: Invocation, pos: Pos, scope: &ScopeRef) -> EResult<Value> {
         let argv = carg_argv(&inv.cargs)?;
+        if let Some(e) = super::terminal::refusal(&inv.head, &argv) {
+            return Err(e.into());
+        }
         let mut display = inv.head.clone();
         for a in &inv.cargs {
             for s in carg_display(a) {
@@ -217,6 +220,7 @@ impl Interp {
             merged.insert(k, v);
         }
         merged.insert("PWD".into(), self.cwd.to_string_lossy().into_owned());
+        super::terminal::no_editor(&mut merged);
         for (k, v) in merged {
             env.push((k.into(), v.into()));
         }

@@ -36,6 +36,7 @@ mod scripts;
 mod session_tasks;
 mod stmt;
 mod task;
+mod terminal;
 
 #[cfg(test)]
 mod tests;
