@@ -22,6 +22,18 @@ pub(crate) use super::args::*;
 pub(super) use super::closure_cmd::*;
 use crate::heads::{all_heads, is_builtin_head};
 
+/// Whether `cargs` hold a flag outside `modeled` (names as the builtin sees
+/// them: a short cluster letter by letter, a long flag with `_` for `-`).
+fn unmodeled_flag(cargs: &[CArg], modeled: &[&str]) -> bool {
+    cargs.iter().any(|a| match a {
+        CArg::Short(s) => s
+            .chars()
+            .any(|c| !modeled.contains(&c.to_string().as_str())),
+        CArg::Long { name, .. } => !modeled.contains(&name.as_str()),
+        _ => false,
+    })
+}
+
 /// Heads never offered as `did you mean` (a typo must not lead to a deletion).
 const NEVER_SUGGESTED: &[&str] = &["rm", "kill"];
 
@@ -435,6 +447,11 @@ impl Interp {
                     all,
                 )?;
                 return self.apply_value_redirects(v, &inv.redirects);
+            }
+            // A read-only builtin given a flag it does not model runs the
+            // program as written (the agent's flags win, docs/rules.md §8).
+            h if builtins::modeled_flags(h).is_some_and(|m| unmodeled_flag(&inv.cargs, m)) => {
+                return self.run_external(inv, pos, scope);
             }
             h if builtins::is_fs_builtin(h) => {
                 let interrupter = self.interrupter.clone();

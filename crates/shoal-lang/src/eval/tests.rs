@@ -688,3 +688,44 @@ fn a_missing_program_is_never_pointed_at_a_deletion() {
     assert!(!hint("kil 1").contains("'kill'"));
     assert_eq!(hint("lss"), "did you mean 'ls'?");
 }
+
+/// `ls` sorts as `-t`, `-S` and `-r` ask; a flag it does not model runs the
+/// program as written (the agent's flags win); `^ls` is still the builtin.
+#[test]
+fn ls_and_cat_keep_the_agents_flags() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path();
+    std::fs::write(p.join("big.txt"), "x".repeat(100)).unwrap();
+    std::fs::write(p.join("small.txt"), "x").unwrap();
+    std::fs::create_dir(p.join("sub")).unwrap();
+    std::fs::write(p.join("sub/deep.txt"), "d").unwrap();
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+    let f = std::fs::File::options()
+        .write(true)
+        .open(p.join("big.txt"))
+        .unwrap();
+    f.set_modified(old).unwrap();
+    assert_eq!(
+        run_in(p, "(ls).map(.name)"),
+        r#"["big.txt", "small.txt", "sub"]"#
+    );
+    assert_eq!(
+        run_in(p, "(ls -S *.txt).map(.name)"),
+        r#"["big.txt", "small.txt"]"#
+    );
+    assert_eq!(
+        run_in(p, "(ls -Sr *.txt).map(.name)"),
+        r#"["small.txt", "big.txt"]"#
+    );
+    assert_eq!(
+        run_in(p, "(ls -t *.txt).map(.name)"),
+        r#"["small.txt", "big.txt"]"#
+    );
+    assert_eq!(run_in(p, "(ls -la).len()"), "3");
+    // Not modelled: the program's own text.
+    let r = run_in(p, "(ls -R).out");
+    assert!(r.contains("./sub:") && r.contains("deep.txt"), "{r}");
+    assert_eq!(run_in(p, "(^ls sub).len()"), "1");
+    assert_eq!(run_in(p, "(/bin/ls sub).out"), r#""deep.txt""#);
+    assert_eq!(run_in(p, "(cat -n small.txt).out"), r#""     1\tx""#);
+}

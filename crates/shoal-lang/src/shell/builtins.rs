@@ -45,6 +45,17 @@ pub fn is_fs_builtin(name: &str) -> bool {
     FS_BUILTINS.contains(&name)
 }
 
+/// The flags a read-only builtin models; a flag outside them runs the
+/// program of the same name as written (the agent's flags win). `None`: the
+/// builtin takes what it is given (it changes files: its flags are its own).
+pub fn modeled_flags(head: &str) -> Option<&'static [&'static str]> {
+    match head {
+        "ls" => Some(&["a", "A", "all", "almost_all", "l", "h", "1", "t", "S", "r"]),
+        "cat" => Some(&[]),
+        _ => None,
+    }
+}
+
 struct Parsed {
     vals: Vec<Value>,
     flags: HashSet<String>,
@@ -211,7 +222,7 @@ fn echo_piece(v: &Value) -> String {
 }
 
 fn ls(a: Parsed, ctx: &Ctx) -> SResult<Value> {
-    let all = a.has(&["a", "all"]);
+    let all = a.has(&["a", "A", "all", "almost_all"]);
     let targets = if a.vals.is_empty() {
         vec![PathBuf::from(".")]
     } else {
@@ -242,6 +253,20 @@ fn ls(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         }
     }
     rows.sort_by_key(path_key);
+    // `-t` newest first, `-S` largest first (stable: ties keep path order),
+    // `-r` the other way round.
+    let newer = |k: &str, x: &Record, y: &Record| match (x.get(k), y.get(k)) {
+        (Some(x), Some(y)) => shoal_value::ops::compare(y, x).unwrap_or(std::cmp::Ordering::Equal),
+        _ => std::cmp::Ordering::Equal,
+    };
+    if a.has(&["t"]) {
+        rows.sort_by(|x, y| newer("modified", x, y));
+    } else if a.has(&["S"]) {
+        rows.sort_by(|x, y| newer("size", x, y));
+    }
+    if a.has(&["r"]) {
+        rows.reverse();
+    }
     Ok(table(rows))
 }
 
