@@ -490,7 +490,7 @@ pub fn refusal(
         Verdict::ApprovalRequired => (
             APPROVAL_REQUIRED,
             format!(
-                "approval required: {reason}; plan it with shoal_plan (kernel: exec with mode \"plan\"), ask for approval with shoal_cap_request, then apply the plan with shoal_apply once a human approved it"
+                "approval required: {reason}; plan it with shoal_plan (on the kernel socket: exec in plan mode), ask for approval with shoal_cap_request, then apply the plan with shoal_apply once a human approved it"
             ),
         ),
     };
