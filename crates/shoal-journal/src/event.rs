@@ -117,21 +117,44 @@ impl From<Json> for Payload {
 }
 
 impl Payload {
-    /// The bytes of the payload's JSON: about what it holds in memory.
-    pub fn json_len(&self) -> usize {
-        struct Count(usize);
-        impl std::io::Write for Count {
-            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                self.0 += b.len();
-                Ok(b.len())
+    /// About the bytes the payload holds: its JSON's length for a JSON
+    /// payload (a client's, bounded where it is published), its strings and a
+    /// fixed part for the typed ones (nothing is encoded to count them).
+    pub fn approx_bytes(&self) -> usize {
+        const FIXED: usize = 64;
+        match self {
+            Payload::Json(j) => {
+                struct Count(usize);
+                impl std::io::Write for Count {
+                    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                        self.0 += b.len();
+                        Ok(b.len())
+                    }
+                    fn flush(&mut self) -> std::io::Result<()> {
+                        Ok(())
+                    }
+                }
+                let mut n = Count(0);
+                let _ = serde_json::to_writer(&mut n, j);
+                n.0
             }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
+            Payload::Entry {
+                head, principal, ..
+            } => FIXED + head.len() + principal.len(),
+            Payload::Transcript { summary, .. } => {
+                FIXED + summary.outcome.as_ref().map_or(0, |(_, cmd)| cmd.len())
+            }
+            Payload::Render { render, .. } => FIXED + render.len(),
+            Payload::Exec(v) => {
+                FIXED
+                    + v.session.len()
+                    + v.src.len()
+                    + v.principal.len()
+                    + v.head.len()
+                    + v.code.as_ref().map_or(0, String::len)
+                    + v.client.as_ref().map_or(0, |c| c.len())
             }
         }
-        let mut n = Count(0);
-        let _ = serde_json::to_writer(&mut n, self);
-        n.0
     }
 
     /// The payload as a JSON value (borrowed when it is one already).

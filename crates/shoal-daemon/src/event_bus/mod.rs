@@ -488,7 +488,7 @@ impl EventBus {
     ) -> BusEvent {
         self.published += 1;
         let published = self.published;
-        let bytes = payload.json_len();
+        let bytes = payload.approx_bytes();
         let ch = self.channel(&channel);
         let seq = ch.next.fetch_add(1, Ordering::Relaxed);
         let mut ev =

@@ -352,7 +352,7 @@ fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + 
                 value,
             }) if channel.starts_with("user.") => {
                 let len = shoal_journal::event::Payload::Json(value);
-                if let Some(why) = crate::event_bus::oversized(len.json_len()) {
+                if let Some(why) = crate::event_bus::oversized(len.approx_bytes()) {
                     tracing::warn!("a worker's event refused: {why}");
                     return;
                 }
