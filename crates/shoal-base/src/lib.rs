@@ -4,6 +4,7 @@
 //! `PATH` lookup, the language's error value, private spill directories and
 //! unit literals.
 
+pub mod count;
 pub mod error;
 pub mod fdlines;
 pub mod lookup;

@@ -124,17 +124,7 @@ impl Payload {
         const FIXED: usize = 64;
         match self {
             Payload::Json(j) => {
-                struct Count(usize);
-                impl std::io::Write for Count {
-                    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                        self.0 += b.len();
-                        Ok(b.len())
-                    }
-                    fn flush(&mut self) -> std::io::Result<()> {
-                        Ok(())
-                    }
-                }
-                let mut n = Count(0);
+                let mut n = shoal_base::count::ByteCount::default();
                 let _ = serde_json::to_writer(&mut n, j);
                 n.0
             }

@@ -41,17 +41,7 @@ pub fn encode_to_vec(v: &Value) -> Vec<u8> {
 /// The length of [`encode`]'s JSON text of `v`, counted as it streams (no
 /// buffer, no tree).
 pub fn encoded_len(v: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0 += b.len();
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut n = Count(0);
+    let mut n = shoal_base::count::ByteCount::default();
     let _ = serde_json::to_writer(&mut n, &Wire::new(v));
     n.0
 }

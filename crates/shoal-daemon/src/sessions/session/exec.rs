@@ -249,9 +249,8 @@ pub(super) fn settle(
         ),
         Ran::Parse(mut e) => {
             // Where, in words a reader counts by (the span stays in bytes).
-            if let Some((line, column)) = line_and_column(&job.src, e.span.start as usize) {
-                e.msg = format!("{} (line {line}, column {column})", e.msg);
-            }
+            let (line, column) = shoal_base::text::line_col(&job.src, e.span.start as usize);
+            e.msg = format!("{} (line {line}, column {column})", e.msg);
             (Err(SessionError::Parse(e)), None)
         }
         Ran::Raised { error, warnings } => {
@@ -310,27 +309,5 @@ pub(super) fn settle(
                 j,
             )
         }
-    }
-}
-
-/// The 1-based line and column (in characters) of byte `at` of `src`.
-fn line_and_column(src: &str, at: usize) -> Option<(usize, usize)> {
-    let before = src.get(..at.min(src.len()))?;
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    Some((line, column))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_byte_offset_is_a_line_and_a_column_in_characters() {
-        let src = "let a = 1\nlet é = (2 +\n";
-        assert_eq!(super::line_and_column(src, 0), Some((1, 1)));
-        assert_eq!(super::line_and_column(src, 10), Some((2, 1)));
-        // `(` after a two-byte character is the ninth character of its line.
-        assert_eq!(super::line_and_column(src, 19), Some((2, 9)));
-        assert_eq!(super::line_and_column(src, src.len()), Some((3, 1)));
-        assert_eq!(super::line_and_column(src, 15), None, "inside é");
     }
 }
