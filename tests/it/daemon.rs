@@ -701,3 +701,53 @@ fn closing_a_session_ends_its_worker_and_a_crashed_one_comes_back() {
     );
     assert_eq!(r["value"], json!({"$": "int", "v": 4}), "{r}");
 }
+
+/// The context switches of each thread of process `pid`.
+fn switches(pid: i32) -> std::collections::HashMap<String, u64> {
+    let mut out = std::collections::HashMap::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let Ok(status) = std::fs::read_to_string(t.path().join("status")) else {
+            continue;
+        };
+        let n: u64 = status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum();
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        let tid = t.file_name().to_string_lossy().into_owned();
+        out.insert(format!("{tid} {}", comm.trim()), n);
+    }
+    out
+}
+
+/// An idle daemon keeps no timer: once what an exec and a status left has
+/// settled, a window of 1.5 s passes in which none of its threads wakes (a
+/// periodic tick, even once a second, would wake one in every window; a thread
+/// that ended meanwhile, such as a blocking-pool one, is not counted).
+#[test]
+fn an_idle_daemon_wakes_no_thread() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut c = d.conn();
+    c.attach("idle");
+    c.ok("exec", json!({"src": "sh { true }"}));
+    c.ok("daemon.status", json!({}));
+    let mut last = Vec::new();
+    for _ in 0..10 {
+        let before = switches(d.pid());
+        std::thread::sleep(Duration::from_millis(1500));
+        let after = switches(d.pid());
+        last = after
+            .into_iter()
+            .filter(|(t, n)| before.get(t).is_some_and(|b| n > b))
+            .collect();
+        if last.is_empty() {
+            return;
+        }
+    }
+    panic!("no quiet window in 15 s; the last one woke {last:?}");
+}

@@ -133,7 +133,8 @@ impl Services {
         self.store_stats.clone()
     }
 
-    /// Journal figures for `daemon.status` (store counters refreshed every second).
+    /// Journal figures for `daemon.status` (store counters as of the last
+    /// [`RefreshStats`]).
     pub fn status(&self) -> JournalStatus {
         let w = self.writer.stats();
         let s = *self.store_stats.locked();
@@ -203,28 +204,30 @@ impl JournalWriter {
         }
     }
 
-    fn refresh(&mut self, _ctx: &mut Context<Self>) {
-        // The store's counters only move with a commit or a reopen: an idle
-        // daemon reads nothing (and keeps no blocking thread alive for it).
+    /// Read the store's counters again if a commit or a reopen moved them;
+    /// done when the cache holds them.
+    fn refresh(&mut self) -> ResponseFuture<()> {
+        // The store's counters only move with a commit or a reopen: an
+        // unchanged store is not read again.
         let ws = self.writer.stats();
         if let Some(e) = ws.last_error {
             self.reg.stats.set_error(e);
         }
         let mark = (ws.commits, ws.failed_commits, ws.reopens);
         if self.refreshed == Some(mark) {
-            return;
+            return Box::pin(std::future::ready(()));
         }
         self.refreshed = Some(mark);
         let w = self.writer.clone();
         let cache = self.store_stats.clone();
         let stats = self.reg.stats.clone();
-        actix_rt::spawn(async move {
+        Box::pin(async move {
             match tokio::task::spawn_blocking(move || w.store().stats()).await {
                 Ok(Ok(s)) => *cache.locked() = Some(s),
                 Ok(Err(e)) => stats.set_error(format!("journal stats: {e}")),
                 Err(e) => stats.set_error(format!("journal stats: {e}")),
             }
-        });
+        })
     }
 
     /// Run `f` against the writer on a blocking thread.
@@ -248,7 +251,21 @@ impl Actor for JournalWriter {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.set_mailbox_capacity(256);
-        ctx.run_interval(Duration::from_secs(1), |act, ctx| act.refresh(ctx));
+    }
+}
+
+/// Read the store's counters for `daemon.status` (asked by each status, so an
+/// idle daemon keeps no timer for them).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct RefreshStats;
+
+impl Handler<RefreshStats> for JournalWriter {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _msg: RefreshStats, _ctx: &mut Context<Self>) -> Self::Result {
+        self.reg.stats.handled();
+        self.refresh()
     }
 }
 

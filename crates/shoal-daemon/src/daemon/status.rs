@@ -147,6 +147,11 @@ impl Handler<GetStatus> for Daemon {
                 addr.send(crate::sessions::supervisor::ListChildren)
             })
             .collect();
+        // The journal's store counters, read again if they moved.
+        let services = self.services.clone();
+        let refresh = services
+            .as_ref()
+            .map(|s| s.journal.send(crate::journal_writer::RefreshStats));
         let mut status = LocalStatus {
             daemon: DaemonFacts {
                 pid: i.pid,
@@ -177,6 +182,12 @@ impl Handler<GetStatus> for Daemon {
             http: crate::http::status(),
         };
         Box::pin(async move {
+            if let (Some(refresh), Some(s)) = (refresh, services) {
+                let wait = std::time::Duration::from_millis(500);
+                if let Ok(Ok(())) = tokio::time::timeout(wait, refresh).await {
+                    status.journal = Some(s.status());
+                }
+            }
             let mut busiest = 0;
             for (i, t) in tables.into_iter().enumerate() {
                 let table = tokio::time::timeout(std::time::Duration::from_millis(500), t)
