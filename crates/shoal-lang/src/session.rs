@@ -604,7 +604,7 @@ mod tests {
     fn injected_events_are_bounded() {
         let mut s = Session::new(SessionOptions::default());
         let inj = s.channel_injector();
-        let big = Value::str(&"x".repeat(60_000));
+        let big = Value::str("x".repeat(60_000));
         for _ in 0..100 {
             inj.inject("user.big", big.clone(), 60_000);
         }
