@@ -56,12 +56,8 @@ fn user_channels_bridge_the_language_and_the_event_bus() {
 }
 
 fn vm_rss_kb(pid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap()
+    let rss = crate::worker::status_field(pid as u32, "VmRSS");
+    rss.trim_end_matches(" kB").parse().unwrap()
 }
 
 /// A client cannot grow the daemon by publishing: an event over 64 KiB is
