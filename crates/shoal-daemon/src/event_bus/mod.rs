@@ -78,6 +78,13 @@ pub const CHANNEL_BYTES: usize = 1024;
 /// `events.publish`, `channel(...).emit` in the language).
 pub const MAX_EVENT_BYTES: usize = 64 << 10;
 
+/// The bytes of a `user.*` payload given as JSON, or why it is refused.
+pub fn checked_json_len(payload: &Json) -> Result<usize, String> {
+    let mut n = shoal_base::count::ByteCount::default();
+    let _ = serde_json::to_writer(&mut n, payload);
+    oversized(n.0).map_or(Ok(n.0), Err)
+}
+
 /// Why a `user.*` payload of `len` bytes is refused (`None`: it is not).
 pub fn oversized(len: usize) -> Option<String> {
     (len > MAX_EVENT_BYTES).then(|| {

@@ -81,16 +81,16 @@ impl KernelConn {
                     )
                     .with_data(json!({"channel": channel})))));
                 }
-                let len = serde_json::to_vec(&payload).map_or(usize::MAX, |b| b.len());
-                if let Some(why) = crate::event_bus::oversized(len) {
-                    return Box::pin(ready(Err(RpcError::new(
+                let len = match crate::event_bus::checked_json_len(&payload) {
+                    Ok(len) => len,
+                    Err(why) => return Box::pin(ready(Err(RpcError::new(
                         rpc::RESOURCE_LIMIT,
                         format!("{why}: publish a path or a ref to large data instead"),
                     )
                     .with_data(
                         json!({"channel": channel, "max_bytes": crate::event_bus::MAX_EVENT_BYTES}),
-                    ))));
-                }
+                    )))),
+                };
                 // The publishing client's session sees the event on its own
                 // `channel(...)` too (the language side of the bus).
                 let origin = self.attached.as_ref().map(|att| {

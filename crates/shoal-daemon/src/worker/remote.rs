@@ -63,6 +63,19 @@ pub struct Answers {
 
 type Hosted = Arc<Mutex<HashMap<String, Arc<Answers>>>>;
 
+/// A worker's request being answered: its interrupter is registered under its
+/// id (for the worker's abandonment) until the answer is sent, whichever way.
+struct Answering {
+    working: Arc<Mutex<HashMap<u64, Interrupter>>>,
+    id: u64,
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.working.locked().remove(&self.id);
+    }
+}
+
 /// What answers a hosted session's task asks (see [`Answers::tasks`]).
 pub type TaskAnswerer = Box<dyn Fn(TaskAsk, &Interrupter) -> TaskAnswer + Send + Sync>;
 
@@ -351,13 +364,12 @@ fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + 
                 channel,
                 value,
             }) if channel.starts_with("user.") => {
-                let len = shoal_journal::event::Payload::Json(value);
-                if let Some(why) = crate::event_bus::oversized(len.approx_bytes()) {
+                if let Err(why) = crate::event_bus::checked_json_len(&value) {
                     tracing::warn!("a worker's event refused: {why}");
                     return;
                 }
                 let bus = hosted.locked().get(&session).and_then(|a| a.bus.clone());
-                if let (Some(bus), shoal_journal::event::Payload::Json(value)) = (bus, len) {
+                if let Some(bus) = bus {
                     bus.publish(&channel, value);
                 }
             }
@@ -374,11 +386,16 @@ fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + 
             // read after it.
             let stop = Interrupter::default();
             working.locked().insert(id, stop.clone());
-            let working = working.clone();
+            let answering = Answering {
+                working: working.clone(),
+                id,
+            };
+            let gone = pair.clone();
             // Answers may read the journal or wait for a task: off the reader.
             let spawned = std::thread::Builder::new()
                 .name("shoal-answer".into())
                 .spawn(move || {
+                    let _answering = answering;
                     let of = |s: &str| {
                         hosted
                             .locked()
@@ -417,11 +434,12 @@ fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + 
                         }
                         Err(e) => Err(format!("not a worker request: {e}")),
                     };
-                    working.locked().remove(&id);
                     pair.reply(id, r);
                 });
             if let Err(e) = spawned {
+                // The closure (and its registration) is dropped with the error.
                 tracing::warn!("cannot answer a worker's request: {e}");
+                gone.reply(id, Err(format!("the daemon cannot answer now: {e}")));
             }
         }
         Incoming::Closed => {

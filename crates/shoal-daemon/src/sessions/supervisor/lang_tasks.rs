@@ -91,7 +91,8 @@ impl Handler<FromLang> for SessionSupervisor {
             } => {
                 let watch =
                     <Self as Handler<TaskCall>>::handle(self, TaskCall(TaskOp::Watch(id)), ctx);
-                let me = ctx.address();
+                // Weak: a wait does not keep the supervisor alive.
+                let me = ctx.address().downgrade();
                 Box::pin(async move {
                     let r = match watch.await {
                         Ok(TaskAnswer::Watch(mut view)) => tokio::select! {
@@ -113,7 +114,7 @@ impl Handler<FromLang> for SessionSupervisor {
 async fn task_end(
     id: u64,
     view: &mut watch::Receiver<TaskView>,
-    sup: &Addr<SessionSupervisor>,
+    sup: &actix::WeakAddr<SessionSupervisor>,
 ) -> SResult<Value> {
     loop {
         {
@@ -134,9 +135,12 @@ async fn task_end(
     }
     // The task's actor is gone without a final view: its record says how
     // it ended.
-    let records = match sup.send(TaskCall(TaskOp::Records(Some(id)))).await {
-        Ok(Ok(TaskAnswer::Records(r))) => r,
-        _ => Vec::new(),
+    let records = match sup.upgrade() {
+        Some(sup) => match sup.send(TaskCall(TaskOp::Records(Some(id)))).await {
+            Ok(Ok(TaskAnswer::Records(r))) => r,
+            _ => Vec::new(),
+        },
+        None => Vec::new(),
     };
     let msg = records
         .first()
