@@ -11,9 +11,11 @@ use shoal_value::{ErrorCode, ShoalError};
 
 /// The editor git starts for a command here (`GIT_EDITOR`, and
 /// `GIT_SEQUENCE_EDITOR` for `rebase -i`), unless the environment names one.
-/// (`:` ignores the file git names; git's own error quotes this line.)
-const NO_EDITOR: &str = ": a shoal command has no terminal for an editor, so pass the text \
-     (git commit -m MSG) or run it in a terminal (shoal_pty_open); false";
+/// Git runs it with `sh -c`, the file to edit appended: `:` ignores it, and
+/// git's own error quotes this line (so: words only, nothing `sh` reads as
+/// syntax).
+const NO_EDITOR: &str = ": a shoal command has no terminal for an editor, so pass the message \
+     with -m, or run it in a terminal with shoal_pty_open; false";
 
 /// Full-screen programs, and the arguments that make each one run without a
 /// terminal (batch modes, `--version`).
@@ -120,5 +122,17 @@ mod tests {
         no_editor(&mut env);
         assert_eq!(env["GIT_EDITOR"], NO_EDITOR);
         assert_eq!(env["GIT_SEQUENCE_EDITOR"], "true");
+        // As git runs it: it fails, saying nothing of its own (no syntax error).
+        let out = std::process::Command::new("sh")
+            .args([
+                "-c",
+                &format!("{NO_EDITOR} \"$@\""),
+                "editor",
+                ".git/COMMIT_EDITMSG",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     }
 }
