@@ -596,4 +596,25 @@ fn a_principals_connections_are_bounded_and_end_with_its_token() {
     );
     assert_eq!(code, 0, "{err}");
     assert_eq!(held(&mut k), json!(1));
+
+    // Many initializes at the same moment cannot all pass the check: the
+    // principal ends with at most its cap of sessions.
+    let burst = create_token(&s.root, "agent:burst");
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            let (url, auth) = (s.url.clone(), format!("Bearer {burst}"));
+            std::thread::spawn(move || {
+                post_init(&ureq::agent(), &url, &[("Authorization", &auth)]).status
+            })
+        })
+        .collect();
+    for t in threads {
+        let status = t.join().unwrap();
+        assert!(status == 200 || status == 429, "{status}");
+    }
+    let sessions = held(&mut k).as_u64().unwrap();
+    assert!(
+        sessions <= 1 + 3,
+        "{sessions} sessions: the cap is 3 (and the local one)"
+    );
 }

@@ -175,15 +175,39 @@ impl Http {
         self.pool.locked().retain(|(bearer, _), _| valid(bearer));
     }
 
-    /// Make room for one more daemon connection of token principal
-    /// `principal`'s: its idle pooled pipes go first, then (`evict`) its least
-    /// recently used session. Whether it is now under
-    /// `connections_per_principal` (the local user, whose daemon it is, is
-    /// bounded by `max_connections` alone).
-    fn room_for(&self, principal: &str, evict: bool) -> bool {
-        if principal == shoal_policy::runtime().local {
-            return true;
+    /// Take a place for one more daemon connection of `principal`'s (a
+    /// session being opened, a stateless request), held until [`Http::release`]:
+    /// its idle pooled pipes go first, then (`evict`) its least recently used
+    /// session. Whether it got one under `connections_per_principal` (the local
+    /// user, whose daemon it is, is bounded by `max_connections` alone). The
+    /// check and the taking are one step: requests at the same moment cannot
+    /// all pass the check.
+    fn reserve(&self, principal: &str, evict: bool) -> bool {
+        let mut running = self.running.locked();
+        let held = running.get(principal).copied().unwrap_or(0);
+        let local = principal == shoal_policy::runtime().local;
+        if !local && !self.room_for(principal, evict, held) {
+            return false;
         }
+        *running.entry(principal.to_string()).or_default() += 1;
+        true
+    }
+
+    /// Give back a place [`Http::reserve`] took.
+    fn release(&self, principal: &str) {
+        let mut running = self.running.locked();
+        if let Some(n) = running.get_mut(principal) {
+            *n -= 1;
+            if *n == 0 {
+                running.remove(principal);
+            }
+        }
+    }
+
+    /// Whether a token principal with `held` places taken (and its sessions
+    /// and pooled pipes) has room for one more, after giving back its pooled
+    /// pipes and (`evict`) ending its least recently used sessions.
+    fn room_for(&self, principal: &str, evict: bool, held: usize) -> bool {
         let max = self.cfg.connections_per_principal;
         let sessions = || {
             let map = self.sessions.locked();
@@ -194,7 +218,7 @@ impl Http {
                 .collect();
             mine
         };
-        let running = || self.running.locked().get(principal).copied().unwrap_or(0);
+        let running = || held;
         let pooled = |pool: &HashMap<PoolKey, Vec<Arc<Pipe>>>| -> usize {
             pool.iter()
                 .filter(|((b, _), _)| of_principal(b, principal))

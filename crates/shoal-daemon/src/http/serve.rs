@@ -341,9 +341,10 @@ async fn initialize(
     frame: Vec<u8>,
 ) -> HttpResponse {
     let q = session_query(req);
-    if !st.room_for(principal, true) {
+    // Held until the session is in the table (then it counts itself).
+    let Some(_opening) = Running::reserve(st.clone().into_inner(), principal, true) else {
         return too_many(st, &id);
-    }
+    };
     let pipe = match Pipe::connect(&st.socket, attach_frame(bearer, q.as_deref()), false).await {
         Ok(p) => p,
         Err(e) => return unreachable_daemon(e),
@@ -458,34 +459,26 @@ struct Lease {
     _running: Running,
 }
 
-/// A stateless request of `principal`'s, counted while it runs.
+/// A place [`Http::reserve`] took for a principal, given back when dropped.
 struct Running {
     st: Arc<Http>,
     principal: String,
 }
 
 impl Running {
-    fn start(st: Arc<Http>, principal: &str) -> Running {
-        *st.running
-            .locked()
-            .entry(principal.to_string())
-            .or_default() += 1;
-        Running {
+    /// A place for one more of `principal`'s daemon connections, if it has
+    /// room (`evict`: ending its least recently used session to make some).
+    fn reserve(st: Arc<Http>, principal: &str, evict: bool) -> Option<Running> {
+        st.reserve(principal, evict).then(|| Running {
             st,
             principal: principal.to_string(),
-        }
+        })
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        let mut running = self.st.running.locked();
-        if let Some(n) = running.get_mut(&self.principal) {
-            *n -= 1;
-            if *n == 0 {
-                running.remove(&self.principal);
-            }
-        }
+        self.st.release(&self.principal);
     }
 }
 
@@ -513,10 +506,9 @@ async fn stateless(
     sse: bool,
     frame: Vec<u8>,
 ) -> HttpResponse {
-    if !st.room_for(principal, false) {
+    let Some(running) = Running::reserve(st.clone().into_inner(), principal, false) else {
         return too_many(st, &id);
-    }
-    let running = Running::start(st.clone().into_inner(), principal);
+    };
     let q = session_query(req);
     let key = (bearer, q);
     let idle = st.pool.locked().get_mut(&key).and_then(Vec::pop);
