@@ -1,9 +1,17 @@
-//! Memory as a user pays for it, of a real daemon: private memory (USS,
-//! `Private_Clean + Private_Dirty` of `/proc/PID/smaps_rollup`) and `Pss`,
-//! idle and per unit of what clients make it hold (a session, an idle PTY,
-//! 10,000 transcript entries), each the growth over N units divided by N,
-//! on a daemon of its own after a warm-up unit (so one-time costs, like the
-//! first session's machinery, are not charged to every unit).
+//! Memory as a user pays for it, of a real daemon, idle and per unit of what
+//! clients make it hold (a session, an idle PTY, 10,000 transcript entries),
+//! each the growth over N units divided by N, on a daemon of its own after a
+//! warm-up unit (so one-time costs, like the first session's machinery, are
+//! not charged to every unit). Three figures, from `/proc/PID/smaps_rollup`:
+//!
+//! - anonymous (`Anonymous`): the heap, malloc arenas, thread stacks and the
+//!   binary's relocated data. Only swap can free it, so it is what the
+//!   daemon costs the machine, and what the targets hold it to;
+//! - USS (`Private_Clean + Private_Dirty`): that and the file pages only this
+//!   process maps, mostly its binary's code. Those are page cache: the kernel
+//!   drops them under pressure and reads them back when needed, and another
+//!   process running the binary shares them (then they leave both USS);
+//! - `Pss`.
 //!
 //! Include it as `#[path = "workloads/memory.rs"] mod memory;` beside
 //! `workloads/daemon.rs` (as `mod daemon`).
@@ -19,7 +27,7 @@ use serde_json::{json, Value};
 
 use crate::daemon::{BenchDaemon, BenchDir, Line};
 
-/// The targets, kB: idle private memory, per session, per idle PTY.
+/// The targets of anonymous memory, kB: idle, per session, per idle PTY.
 pub const TARGET_IDLE_KB: u64 = 4 * 1024;
 pub const TARGET_SESSION_KB: u64 = 1024;
 pub const TARGET_PTY_KB: u64 = 300;
@@ -42,8 +50,9 @@ pub struct Mem {
 }
 
 /// A figure in kB: private memory (USS), its anonymous part (heap, stacks,
-/// malloc arenas; the rest is file pages only this process maps: the
-/// binary's code and data), and `Pss`.
+/// malloc arenas, relocated data: what the targets hold; the rest is file
+/// pages only this process maps, the binary's code and read-only data), and
+/// `Pss`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Kb {
     pub uss: f64,
@@ -92,9 +101,10 @@ pub fn rollup(pid: u32) -> Mem {
     m
 }
 
-/// The rollup once it stops moving: the same USS (within 8 kB) three reads
-/// in a row, 100 ms apart, or the last read after 5 s (the journal writer
-/// commits and the allocator settles in the background after a burst).
+/// The rollup once it stops moving: the same USS and anonymous memory (each
+/// within 8 kB) three reads in a row, 100 ms apart, or the last read after
+/// 5 s (the journal writer commits and the allocator settles in the
+/// background after a burst).
 pub fn settled(pid: u32) -> Mem {
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut last = rollup(pid);
@@ -102,7 +112,7 @@ pub fn settled(pid: u32) -> Mem {
     while same < 2 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
         let m = rollup(pid);
-        if m.uss().abs_diff(last.uss()) <= 8 {
+        if m.uss().abs_diff(last.uss()) <= 8 && m.anonymous.abs_diff(last.anonymous) <= 8 {
             same += 1;
         } else {
             same = 0;
@@ -161,7 +171,8 @@ impl fmt::Display for Breakdown {
         let row = |f: &mut fmt::Formatter<'_>, name: &str, m: &Mem| {
             writeln!(
                 f,
-                "    {name:<34} USS {:>7} kB  Pss {:>7} kB  Rss {:>7} kB",
+                "    {name:<34} anon {:>6} kB  USS {:>7} kB  Pss {:>7} kB  Rss {:>7} kB",
+                m.anonymous,
                 m.uss(),
                 m.pss,
                 m.rss
@@ -384,7 +395,7 @@ pub fn measure(bin: &Path) -> Figures {
 pub struct Row {
     pub name: String,
     pub kb: Kb,
-    /// The target for the USS, kB.
+    /// The target of its anonymous memory, kB.
     pub target: Option<u64>,
     /// Run-to-run noise is small enough to mark a change of over 10%
     /// (the growth after the caches are full moves with malloc's heap steps).
