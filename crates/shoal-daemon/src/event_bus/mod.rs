@@ -7,14 +7,15 @@
 //!
 //! Each channel fans out through a `tokio::sync::broadcast` channel of [`QUEUE`] events.
 //! Every subscriber (a `Recipient<BusEvent>`) has its own forwarding task on the bus's
-//! arbiter: it takes the next event from its broadcast receiver and puts it in the
-//! subscriber's mailbox (without waiting while the mailbox has room; while it is full, the
-//! task awaits that event's delivery). So publishing never waits on a subscriber and a
-//! stalled one never slows the others: it falls behind in its receiver, and when it is more
-//! than [`QUEUE`] events behind the receiver answers `Lagged(n)`; the subscriber then gets
-//! one marker `{dropped: n, latest_seq}` (seq = the latest dropped) before anything newer
-//! (docs/rules.md §19). A subscriber whose mailbox is closed (its connection ended) is
-//! pruned.
+//! arbiter: it takes each event from its broadcast receiver as it comes into a backlog, and
+//! puts the backlog's oldest in the subscriber's mailbox (without waiting while the mailbox
+//! has room; while it is full, the task awaits that event's delivery). So publishing never
+//! waits on a subscriber and a stalled one never slows the others: it falls behind in its
+//! backlog, which keeps at most [`QUEUE`] events and [`LAG_BYTES`] (and every backlog
+//! together [`LAG_BUS_BYTES`]) by dropping its oldest; the subscriber then gets one marker
+//! `{dropped: n, latest_seq}` (seq = the latest dropped) before anything newer
+//! (docs/rules.md §19; `backlog.rs`). A subscriber whose mailbox is closed (its connection
+//! ended) is pruned.
 //!
 //! The subscriptions and the seq counters also live in a [`SubscriberBook`] outside the actor
 //! (written on subscribe, unsubscribe and prune; a counter is one atomic per publish), so
@@ -56,9 +57,11 @@ use crate::msg::Crash;
 pub use shoal_journal::event::Payload;
 use shoal_journal::{self as journal, JournalWriter as Writer, Op};
 
+mod backlog;
 mod inbox;
 mod read;
 mod scope;
+pub use backlog::{Lag, LAG_BUS_BYTES, LAG_BYTES};
 pub use inbox::{BusHandle, Drain, Inbox, MAX_PENDING};
 pub use scope::{admits, Origin, Scope};
 use shoal_base::sync::Locked;
@@ -353,6 +356,8 @@ pub struct EventBus {
     held: usize,
     /// Publishes so far (a channel's `last`).
     published: u64,
+    /// What the subscriptions' waiting events hold together (`backlog.rs`).
+    lag: Lag,
 }
 
 impl EventBus {
@@ -406,6 +411,7 @@ impl EventBus {
             reg,
             held,
             published: 0,
+            lag: Lag::default(),
         }
     }
 
@@ -550,14 +556,17 @@ impl EventBus {
             .live
             .get_or_insert_with(|| broadcast::channel(QUEUE).0)
             .subscribe();
-        let task = ctx.spawn(deliver(rx, sub, scope, first).into_actor(self).map(
-            move |(), act, _ctx| {
-                // The subscriber is gone: prune it.
-                act.subs.remove(&id);
-                act.book.book.locked().subs.remove(&id);
-                act.count_live();
-            },
-        ));
+        let lag = self.lag.clone();
+        let task = ctx.spawn(
+            backlog::deliver(rx, sub, scope, first, lag)
+                .into_actor(self)
+                .map(move |(), act, _ctx| {
+                    // The subscriber is gone: prune it.
+                    act.subs.remove(&id);
+                    act.book.book.locked().subs.remove(&id);
+                    act.count_live();
+                }),
+        );
         self.subs.insert(id, Subscriber { channel, task });
         self.count_live();
     }
@@ -597,60 +606,6 @@ impl EventBus {
         };
         self.forward(id, channel, sub, scope, first, ctx);
         id
-    }
-}
-
-/// Move the events of `rx` that `scope` admits into `sub`'s mailbox, `first` before them,
-/// until the subscriber is gone (or the bus: the sender dropped). A full mailbox makes it
-/// wait for that event's delivery; falling more than [`QUEUE`] events behind turns what
-/// was lost into one `{dropped, latest_seq}` marker before the next event.
-async fn deliver(
-    mut rx: broadcast::Receiver<BusEvent>,
-    sub: Recipient<BusEvent>,
-    scope: Option<Scope>,
-    first: Vec<BusEvent>,
-) {
-    for ev in first {
-        if !put(&sub, ev).await {
-            return;
-        }
-    }
-    let mut dropped = 0u64;
-    loop {
-        let ev = match rx.recv().await {
-            Ok(ev) => ev,
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                dropped += n;
-                continue;
-            }
-            Err(broadcast::error::RecvError::Closed) => return,
-        };
-        if dropped > 0 {
-            let latest = ev.seq.saturating_sub(1);
-            let marker = BusEvent::new(
-                ev.channel.clone(),
-                latest,
-                journal::now_ns(),
-                Arc::new(json!({"dropped": dropped, "latest_seq": latest}).into()),
-            );
-            dropped = 0;
-            if !put(&sub, marker).await {
-                return;
-            }
-        }
-        if admits(scope.as_ref(), ev.origin()) && !put(&sub, ev).await {
-            return;
-        }
-    }
-}
-
-/// Put `ev` in `sub`'s mailbox: at once while it has room, else once it is delivered.
-/// Answers whether the subscriber is still there.
-async fn put(sub: &Recipient<BusEvent>, ev: BusEvent) -> bool {
-    match sub.try_send(ev) {
-        Ok(()) => true,
-        Err(SendError::Full(ev)) => sub.send(ev).await.is_ok(),
-        Err(SendError::Closed(_)) => false,
     }
 }
 
