@@ -199,8 +199,19 @@ impl KernelConn {
                         let names = a.handle.names();
                         shoal_proto::syntax::Where { cwd, path, names }
                     });
-                let completed = shoal_proto::syntax::complete_method(&p, at.as_ref());
-                done(Ok(completed))
+                // Off the connection's arbiter: it reads directories (the cwd's,
+                // every PATH entry's), which can stall on a slow or hung mount.
+                let completed = tokio::task::spawn_blocking(move || {
+                    shoal_proto::syntax::complete_method(&p, at.as_ref())
+                });
+                Box::pin(
+                    answered(async move {
+                        completed.await.map_err(|e| {
+                            RpcError::internal(format!("completion did not finish: {e}"))
+                        })
+                    })
+                    .into_actor(self),
+                )
             }
             // The local user (no token, same uid) may watch the bus without a
             // session: `shoal watch --all` must create none.
