@@ -69,8 +69,41 @@ where
     }
 }
 
-/// How often a connection whose client stopped sending checks for a hang-up.
-pub const HANGUP_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+/// Resolves when the peer of the socket `fd` (a duplicate of a connection's socket) hangs
+/// up completely. The wait is on readiness, never a timer: a hang-up is `EPOLLHUP`, which
+/// epoll reports whatever was asked, so the wait is for writability (edge-triggered: it
+/// changes only as the peer reads, so the wait wakes on traffic or on the hang-up).
+pub async fn hang_up(fd: Arc<std::os::fd::OwnedFd>) {
+    use tokio::io::Interest;
+    // A stream of its own over the socket, for its registration with the reactor (the
+    // socket is already non-blocking: the flag belongs to the socket, not the descriptor).
+    let watch = fd.try_clone().and_then(|dup| {
+        let s = std::os::unix::net::UnixStream::from(dup);
+        s.set_nonblocking(true)?;
+        tokio::net::UnixStream::from_std(s)
+    });
+    let watch = match watch {
+        Ok(w) => w,
+        Err(e) => {
+            // Not watched (out of descriptors): never taken for a hang-up, so the calls
+            // in flight run to their end and are answered to nobody.
+            tracing::warn!("cannot watch a connection for a hang-up: {e}");
+            return std::future::pending().await;
+        }
+    };
+    loop {
+        if watch.ready(Interest::WRITABLE).await.is_err() {
+            return std::future::pending().await;
+        }
+        if hung_up(&fd) {
+            return;
+        }
+        // Not a hang-up: forget this readiness and wait for the next change.
+        let _ = watch.try_io(Interest::WRITABLE, || {
+            Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock))
+        });
+    }
+}
 
 /// A reached `[limits]` quota: `-32040` naming the key (docs/protocol.md §10).
 pub fn limit_error(key: &str, max: u64, what: &str) -> rpc::RpcError {

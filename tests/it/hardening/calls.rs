@@ -124,3 +124,38 @@ fn a_disconnect_cancels_foreground_work() {
     let r = h.recv();
     assert_eq!(r["result"]["value"], json!({"$": "int", "v": 5}), "{r}");
 }
+
+// A client that half-closed (it sends nothing more but waits for its answers) and then
+// hangs up completely cancels what it was waiting for, on both protocols: the hang-up
+// is seen while the call runs, after the end of its requests.
+#[test]
+fn a_hang_up_after_a_half_close_cancels_the_call() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut b = d.conn();
+    b.attach("observer");
+    for (i, kernel) in [true, false].into_iter().enumerate() {
+        let session = format!("half{i}");
+        let marker = root.path().join(format!("marker{i}"));
+        let src = format!("sh {{ sleep 1000; touch {} }}", marker.display());
+        let mut c = if kernel {
+            let mut c = d.conn();
+            c.attach(&session);
+            c.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "exec", "params": {"src": src}}));
+            c
+        } else {
+            let mut m = mcp(&d, &session);
+            m.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                "params": {"name": "shoal_exec", "arguments": {"src": src}}}));
+            m
+        };
+        wait_busy(&d, &session);
+        c.stream.shutdown(Shutdown::Write).unwrap();
+        // Still running: a half-close waits for the answer.
+        session_busy(&mut b, &session, true);
+        drop(c);
+        // `sleep 1000` ends only by the hang-up's cancel.
+        session_busy(&mut b, &session, false);
+        assert!(!marker.exists());
+    }
+}

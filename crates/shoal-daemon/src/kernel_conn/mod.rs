@@ -71,6 +71,8 @@ pub struct KernelConn {
     calls: Calls,
     /// Set by the reader when the client hung up: its calls are abandoned.
     hangup: Arc<peer::Hangup>,
+    /// Set as the connection stops: the reader's watch for a hang-up ends.
+    ended: Arc<shoal_base::sync::Latch>,
     /// PTYs this connection has taken over (`pty.claim`), released when
     /// dropped: on `pty.release`, a hang-up or the close.
     claims: BTreeMap<u64, shoal_pty::claim::ClaimGuard>,
@@ -109,6 +111,7 @@ impl KernelConn {
             services: None,
             calls: Arc::default(),
             hangup: Arc::default(),
+            ended: Arc::default(),
             claims: BTreeMap::new(),
             watches: BTreeMap::new(),
         }
@@ -618,6 +621,7 @@ impl Actor for KernelConn {
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {
+        self.ended.set();
         // Nobody will read the answers of calls still queued or running.
         for (_, c) in lock_calls(&self.calls).drain() {
             c.cancel();

@@ -69,7 +69,14 @@ impl KernelConn {
     ) {
         let calls: Calls = Arc::default();
         let hangup: Arc<peer::Hangup> = Arc::default();
-        let rx = spawn_reader(items, calls.clone(), cx.peer.clone(), hangup.clone());
+        let ended: Arc<shoal_base::sync::Latch> = Arc::default();
+        let rx = spawn_reader(
+            items,
+            calls.clone(),
+            cx.peer.clone(),
+            hangup.clone(),
+            ended.clone(),
+        );
         let stream = futures_util::stream::unfold(rx, |mut rx| async move {
             rx.recv().await.map(|item| (item, rx))
         });
@@ -78,6 +85,7 @@ impl KernelConn {
             let mut k = KernelConn::new(cx, tx, reg);
             k.calls = calls;
             k.hangup = hangup;
+            k.ended = ended;
             k
         });
     }
@@ -88,6 +96,7 @@ fn spawn_reader(
     calls: Calls,
     peer: Option<Arc<std::os::fd::OwnedFd>>,
     hangup: Arc<peer::Hangup>,
+    ended: Arc<shoal_base::sync::Latch>,
 ) -> tokio::sync::mpsc::Receiver<KernelItem> {
     use futures_util::StreamExt;
     let (tx, rx) = tokio::sync::mpsc::channel(READ_AHEAD);
@@ -132,21 +141,17 @@ fn spawn_reader(
         drop(tx);
         // The client stopped sending. A half-close still waits for its answers; a hang-up
         // cancels every call it was waiting for.
+        // The watch ends with the connection (`ended`, set as it stops).
         let Some(peer) = peer else { return };
-        let mut tick = tokio::time::interval(peer::HANGUP_POLL);
-        loop {
-            tick.tick().await;
-            if lock_calls(&calls).is_empty() {
-                return;
-            }
-            if peer::hung_up(&peer) {
+        tokio::select! {
+            () = peer::hang_up(peer) => {
                 // Set first: a call woken by its cancel then knows nobody waits for it.
                 hangup.set();
                 for (_, c) in lock_calls(&calls).drain() {
                     c.cancel();
                 }
-                return;
             }
+            () = ended.wait() => {}
         }
     });
     rx

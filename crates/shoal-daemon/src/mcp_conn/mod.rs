@@ -618,8 +618,8 @@ impl StreamHandler<FrameItem> for McpConn {
         }
         self.closing = true;
         if let Some(peer) = self.cx.peer.clone() {
-            ctx.run_interval(peer::HANGUP_POLL, move |act, ctx| {
-                if peer::hung_up(&peer) {
+            ctx.spawn(actix::fut::wrap_future(peer::hang_up(peer)).map(
+                |(), act: &mut Self, ctx| {
                     for f in act.inflight.values_mut() {
                         f.cancelled = true;
                         f.cancel.cancel();
@@ -627,8 +627,8 @@ impl StreamHandler<FrameItem> for McpConn {
                     // Nobody reads the answers: the calls' futures go with the actor,
                     // waits (a PTY `wait_for`, a task result) included, and so does its place.
                     ctx.stop();
-                }
-            });
+                },
+            ));
         }
     }
 }
