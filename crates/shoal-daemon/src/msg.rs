@@ -351,17 +351,6 @@ impl CallCancel {
         true
     }
 
-    /// Interrupt again while the cancelled call still runs (an evaluation
-    /// that was just starting may have cleared the first interrupt).
-    pub(super) fn reassert(&self) {
-        if !self.is_cancelled() {
-            return;
-        }
-        if let CallState::Running(stop) = &*self.state.locked() {
-            stop.fire();
-        }
-    }
-
     pub(super) fn finish(&self) {
         *self.state.locked() = CallState::Finished;
     }

@@ -82,10 +82,6 @@ impl TaskRegistry {
                 if n == 0 || Instant::now() >= deadline {
                     return n;
                 }
-                // An evaluation that was just starting may have cleared it.
-                for t in self.0.locked().values() {
-                    t.cancel.reassert();
-                }
                 std::thread::sleep(Duration::from_millis(10));
             }
         };

@@ -36,10 +36,6 @@ pub struct TaskView {
     pub reply: Option<Arc<Result<ExecReply, SessionError>>>,
 }
 
-/// How often a cancelled task's interrupt is asserted again (an evaluation
-/// that was just starting may have cleared it).
-const REASSERT: Duration = Duration::from_millis(100);
-
 pub struct Task {
     id: u64,
     shared: Arc<SessionShared>,
@@ -280,7 +276,6 @@ impl Actor for Task {
             act.finish(r);
             ctx.stop();
         }));
-        ctx.run_interval(REASSERT, |act, _ctx| act.cancel.reassert());
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {

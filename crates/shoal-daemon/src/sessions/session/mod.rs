@@ -57,9 +57,6 @@ pub fn journal_unavailable(error: &str) -> SessionError {
     )
 }
 
-/// How often a cancelled, still running call is interrupted again.
-const CANCEL_REASSERT: std::time::Duration = std::time::Duration::from_millis(100);
-
 pub struct Session {
     shared: Arc<SessionShared>,
     jobs: mpsc::Sender<Work>,
@@ -186,14 +183,8 @@ async fn exec_reply(
             if cancel.is_queued() {
                 return Err(cancelled_before_running());
             }
-            // Running: keep the interrupt asserted until it ends.
-            let mut tick = tokio::time::interval(CANCEL_REASSERT);
-            loop {
-                tokio::select! {
-                    r = &mut rx => break r,
-                    _ = tick.tick() => cancel.reassert(),
-                }
-            }
+            // Running: interrupted (the cancel fired its stop), it ends and answers.
+            (&mut rx).await
         }
     };
     match r {
