@@ -373,3 +373,263 @@ fn porcelain_summary_names_the_branch() {
     // Without headers (a user adapter's pin): no summary.
     assert_eq!(summary(&s, b"? x\n", &v), None);
 }
+
+/// Generated JSON for [`the_direct_json_path_matches_the_tree_path_on_generated_documents`]:
+/// objects may repeat a key (kept as written), strings may be escaped or
+/// hold numbers, numbers run from small to past `u64`.
+mod generated {
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    pub enum J {
+        Null,
+        Bool(bool),
+        Int(i128),
+        Float(f64),
+        Str(String),
+        Arr(Vec<J>),
+        Obj(Vec<(String, J)>),
+    }
+
+    const KEYS: &[&str] = &[
+        "name", "version", "n", "size", "ok", "t", "kids", "tags", "k", "x",
+    ];
+    const STRS: &[&str] = &[
+        "a",
+        "1.0",
+        "12",
+        "-3",
+        "4.5%",
+        "yes",
+        "false",
+        "",
+        "/a b",
+        "2024-01-02T03:04:05Z",
+        "é",
+        "\u{1F600}",
+        "x\ny",
+        "\"q\"",
+        "1e3",
+        "0x10",
+        " 7 ",
+        "7",
+        "-0",
+        "+5",
+        "3.0",
+        "true",
+        "1700000000",
+        "10K",
+    ];
+
+    fn leaf() -> impl Strategy<Value = J> {
+        prop_oneof![
+            Just(J::Null),
+            any::<bool>().prop_map(J::Bool),
+            (-20i128..20).prop_map(J::Int),
+            (-1000i128..100_000).prop_map(J::Int),
+            prop_oneof![
+                Just(i64::MIN as i128),
+                Just(u64::MAX as i128),
+                Just(u64::MAX as i128 + 1),
+                Just(-1i128)
+            ]
+            .prop_map(J::Int),
+            prop_oneof![
+                Just(1.5f64),
+                Just(-0.25),
+                Just(3.0),
+                Just(1e300),
+                Just(2.5e-8)
+            ]
+            .prop_map(J::Float),
+            prop::sample::select(STRS).prop_map(|s| J::Str(s.to_string())),
+        ]
+    }
+
+    fn int() -> impl Strategy<Value = J> {
+        prop_oneof![
+            3 => (-10i128..10).prop_map(J::Int),
+            1 => prop::sample::select(&[" 7 ", "12", "-3", "+5", "7", "1.0", "0x1"][..])
+                .prop_map(|s| J::Str(s.to_string())),
+            1 => leaf(),
+        ]
+    }
+
+    fn str_() -> impl Strategy<Value = J> {
+        prop_oneof![
+            3 => prop::sample::select(STRS).prop_map(|s| J::Str(s.to_string())),
+            1 => leaf(),
+        ]
+    }
+
+    /// A cell as the column `key` of the specs reads it, mostly of its type.
+    fn cell(key: &'static str) -> BoxedStrategy<J> {
+        match key {
+            "name" | "version" => str_().boxed(),
+            "n" | "k" | "size" => int().boxed(),
+            "ok" => prop_oneof![3 => any::<bool>().prop_map(J::Bool), 1 => leaf()].boxed(),
+            "t" => prop_oneof![
+                (0i128..2_000_000_000).prop_map(J::Int),
+                Just(J::Str("2024-01-02T03:04:05Z".into())),
+                leaf()
+            ]
+            .boxed(),
+            "kids" => prop::collection::vec(
+                prop::collection::vec((Just("k"), int()), 0..2).prop_map(|kv| {
+                    J::Obj(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+                }),
+                0..3,
+            )
+            .prop_map(J::Arr)
+            .boxed(),
+            "tags" => prop::collection::vec(str_(), 0..3).prop_map(J::Arr).boxed(),
+            _ => leaf().boxed(),
+        }
+    }
+
+    fn row() -> impl Strategy<Value = J> {
+        prop::collection::vec(prop::sample::select(KEYS), 0..7).prop_flat_map(|keys| {
+            keys.into_iter()
+                .map(|k| cell(k).prop_map(move |v| (k.to_string(), v)))
+                .collect::<Vec<_>>()
+                .prop_map(J::Obj)
+        })
+    }
+
+    /// Mostly what the typed specs read (arrays of rows whose cells are
+    /// mostly of their column's type, arrays of ints or of strings), and
+    /// some trees of any shape.
+    pub fn value() -> impl Strategy<Value = J> {
+        prop_oneof![
+            4 => prop::collection::vec(row(), 0..5).prop_map(J::Arr),
+            1 => row(),
+            2 => prop::collection::vec(int(), 0..5).prop_map(J::Arr),
+            1 => prop::collection::vec(str_(), 0..5).prop_map(J::Arr),
+            2 => tree(),
+        ]
+    }
+
+    fn tree() -> impl Strategy<Value = J> {
+        leaf().prop_recursive(4, 40, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(J::Arr),
+                prop::collection::vec((prop::sample::select(KEYS), inner), 0..6).prop_map(|kv| {
+                    J::Obj(kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+                }),
+            ]
+        })
+    }
+
+    /// `j` as JSON text; `escape` writes non-ASCII as `\u` escapes, `pretty`
+    /// puts every member on a line of its own.
+    pub fn write(j: &J, escape: bool, pretty: bool, out: &mut String) {
+        let sep = if pretty { ",\n" } else { "," };
+        match j {
+            J::Null => out.push_str("null"),
+            J::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            J::Int(n) => out.push_str(&n.to_string()),
+            J::Float(f) => out.push_str(&format!("{f:?}")),
+            J::Str(s) => string(s, escape, out),
+            J::Arr(v) => {
+                out.push('[');
+                for (i, x) in v.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(sep);
+                    }
+                    write(x, escape, pretty, out);
+                }
+                out.push(']');
+            }
+            J::Obj(kv) => {
+                out.push('{');
+                for (i, (k, v)) in kv.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(sep);
+                    }
+                    string(k, escape, out);
+                    out.push_str(if pretty { ": " } else { ":" });
+                    write(v, escape, pretty, out);
+                }
+                out.push('}');
+            }
+        }
+    }
+
+    fn string(s: &str, escape: bool, out: &mut String) {
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                c if escape && !c.is_ascii() => {
+                    let mut units = [0u16; 2];
+                    for u in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{u:04x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+}
+
+/// The types and selections the generated documents are parsed as.
+const GENERATED_SPECS: &[(&str, &str, &[&str])] = &[
+    ("json", "value", &[]),
+    ("json", "record", &[]),
+    ("json", "table", &[]),
+    ("json", "list<int>", &[]),
+    ("json", "list<str>", &[]),
+    ("json", "int", &[]),
+    ("json", "table<{name: str, version: str}>", &[]),
+    ("json", "table<{name: str, n: int?}>", &[]),
+    (
+        "json",
+        "table<{name: str?, size: size, ok: bool?, t: datetime?}>",
+        &[],
+    ),
+    (
+        "json",
+        "table<{k: int, kids: table<{k: int}>?, tags: list<str>?}>",
+        &[],
+    ),
+    ("json", "table<{name: str}>", &["kids"]),
+    ("json", "table<{x: float?}>", &["x", "0"]),
+    ("ndjson", "table<{name: str?}>", &[]),
+    ("ndjson", "table", &[]),
+    ("ndjson", "list<int>", &[]),
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+    /// The direct JSON path ([`crate::adapters::fastjson`]) and the path
+    /// through a `serde_json` tree give the same value, or the same failure,
+    /// on generated documents: one or several, whole or cut short.
+    #[test]
+    fn the_direct_json_path_matches_the_tree_path_on_generated_documents(
+        docs in proptest::collection::vec(generated::value(), 1..3),
+        escape in proptest::prelude::any::<bool>(),
+        pretty in proptest::prelude::any::<bool>(),
+        cut in proptest::option::of(0usize..400),
+        which in 0..GENERATED_SPECS.len(),
+    ) {
+        let mut text = String::new();
+        for d in &docs {
+            generated::write(d, escape, pretty, &mut text);
+            text.push('\n');
+        }
+        if let Some(at) = cut {
+            let at = (0..=at.min(text.len())).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+            text.truncate(at);
+        }
+        let (parser, ty, select) = GENERATED_SPECS[which];
+        let mut s = spec(parser, ty);
+        s.select = select.iter().map(|k| k.to_string()).collect();
+        let fast = parse_with(&s, text.as_bytes(), true);
+        let tree = parse_with(&s, text.as_bytes(), false);
+        proptest::prop_assert_eq!(format!("{fast:?}"), format!("{tree:?}"), "{} {} {:?}\n{}", parser, ty, select, text);
+    }
+}
