@@ -214,6 +214,11 @@ pub fn classify_request(bytes: &[u8]) -> Classified<'_> {
         // A response or junk without id: nothing to answer.
         (Some(_), None) if head.result.is_some() || head.error.is_some() => String::new(),
         (None, _) => String::new(),
+        // Raw params are not parsed yet: one that does not parse makes the frame a
+        // parse error, as the whole parse says.
+        (Some(_), _) if params_value(params).is_none() => {
+            return Classified::Other(classify_whole(bytes))
+        }
         (Some(id), _) => {
             return Classified::Other(Incoming::Invalid {
                 id,
@@ -504,6 +509,9 @@ pub fn refusal(
 }
 
 #[cfg(test)]
+mod generated_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -590,6 +598,8 @@ mod tests {
             r#""s""#,
             r#"{}"#,
             r#"{not json"#,
+            // No method, params out of range: a parse error, as a whole.
+            r#"{"params":{"a":1e400},"jsonrpc":"2.0","id":1}"#,
         ]
         .iter()
         .map(|s| s.to_string())
