@@ -399,17 +399,8 @@ fn real_prefix(p: &Path) -> PathBuf {
     for i in (1..=comps.len()).rev() {
         let prefix: PathBuf = comps[..i].iter().collect();
         if let Ok(r) = std::fs::canonicalize(&prefix) {
-            let mut out = r;
-            for c in &comps[i..] {
-                match c {
-                    std::path::Component::ParentDir => {
-                        out.pop();
-                    }
-                    std::path::Component::Normal(n) => out.push(n),
-                    _ => {}
-                }
-            }
-            return out;
+            let rest: PathBuf = comps[i..].iter().collect();
+            return shoal_base::paths::normalize(&r.join(rest));
         }
     }
     shoal_base::paths::normalize(p)
