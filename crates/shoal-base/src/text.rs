@@ -1,5 +1,12 @@
 //! Plain text helpers shared by every layer.
 
+/// An effect kind in the snake form kinds are compared in: agents may
+/// write `fs.write` or `fs_write`. Which kinds exist is the policy's
+/// vocabulary (`shoal_policy::effect::KINDS`); this is only the spelling.
+pub fn effect_kind_snake(k: &str) -> String {
+    k.replace('.', "_")
+}
+
 /// 1-based line and column (in characters) of byte offset `at`.
 pub fn line_col(text: &str, at: usize) -> (usize, usize) {
     let at = at.min(text.len());

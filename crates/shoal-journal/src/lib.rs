@@ -200,7 +200,7 @@ impl Entry {
             .effects
             .iter()
             .filter_map(|e| e.get("kind").and_then(|k| k.as_str()))
-            .map(normalize_kind)
+            .map(shoal_base::text::effect_kind_snake)
             .collect();
         v.sort();
         v.dedup();
@@ -236,11 +236,6 @@ pub struct Finish {
 /// First whitespace-separated word of a source text.
 pub fn head_of(src: &str) -> &str {
     src.split_whitespace().next().unwrap_or("")
-}
-
-/// `fs.write` → `fs_write` (kinds are compared in snake form).
-pub fn normalize_kind(k: &str) -> String {
-    k.replace('.', "_")
 }
 
 pub use shoal_base::now_ns;

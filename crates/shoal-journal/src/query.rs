@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 use super::schema::*;
 use super::store::decode_tsw;
 use super::store::Store;
-use super::{normalize_kind, Entry, EntryId, JournalError, Result};
+use super::{Entry, EntryId, JournalError, Result};
+use shoal_base::text::effect_kind_snake;
 
 /// Default and maximum `limit`.
 pub const DEFAULT_LIMIT: usize = 100;
@@ -95,7 +96,7 @@ impl Query {
         }
         if let Some(want) = &self.effects {
             let have = e.effect_kinds();
-            if !want.iter().all(|k| have.contains(&normalize_kind(k))) {
+            if !want.iter().all(|k| have.contains(&effect_kind_snake(k))) {
                 return false;
             }
         }
@@ -265,7 +266,7 @@ impl Store {
             streams.push(idx_prefix(TAG_PRINCIPAL, p));
         }
         if let Some(effs) = &q.effects {
-            let mut ks: Vec<String> = effs.iter().map(|k| normalize_kind(k)).collect();
+            let mut ks: Vec<String> = effs.iter().map(|k| effect_kind_snake(k)).collect();
             ks.sort();
             ks.dedup();
             for k in ks {

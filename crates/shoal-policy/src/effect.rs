@@ -117,7 +117,7 @@ impl Effect {
 /// A kind as agents may spell it (`fs.write` or `fs_write`) in its
 /// canonical snake form; `None` when it names no kind.
 pub fn normalize_kind(k: &str) -> Option<&'static str> {
-    let k = k.replace('.', "_");
+    let k = shoal_base::text::effect_kind_snake(k);
     KINDS.iter().copied().find(|x| *x == k)
 }
 
