@@ -18,7 +18,8 @@ mod apply;
 
 use super::cas::{self, CasTables};
 use super::schema::{self, *};
-use super::{Entry, EntryId, Finish, JournalError, NewEntry, OutputRef, Result, Scope};
+use super::scope::Scope;
+use super::{Entry, EntryId, Finish, JournalError, NewEntry, OutputRef, Result};
 pub(crate) use apply::decode_tsw;
 use apply::{read_counter, Counters, Tx};
 use shoal_base::sync::RwLocked;
