@@ -208,7 +208,7 @@ impl Crate {
             // The longest prefix that is a module; the segment after it is the item.
             let m = (0..=path.len())
                 .rev()
-                .find(|&n| self.modules.contains(&path[..n].to_vec()))
+                .find(|&n| self.modules.contains(&path[..n]))
                 .unwrap_or(0);
             let Some(item) = path.get(m) else {
                 return path.first().cloned();
