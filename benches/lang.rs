@@ -60,11 +60,8 @@ fn session() -> Session {
 /// machine wall time swings with the load of other processes; CPU time does
 /// not, so both are reported.
 fn cpu_time() -> Duration {
-    // SAFETY: getrusage only writes into the struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 fn time_exec(s: &mut Session, src: &str, n: usize) -> (Vec<Duration>, Vec<Duration>) {

@@ -622,9 +622,8 @@ fn main() {
         c.call(&json!({"jsonrpc": "2.0", "id": 1, "method": "session.attach", "params": {}}));
         let st = c.call(&json!({"jsonrpc": "2.0", "id": 2, "method": "daemon.status"}));
         if let Some(pid) = st["result"]["daemon"]["pid"].as_i64() {
-            // SAFETY: kill(2) on the daemon this loop started.
-            unsafe {
-                libc::kill(pid as i32, libc::SIGTERM);
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
             }
             let deadline = Instant::now() + Duration::from_secs(5);
             while r.sock().exists() && Instant::now() < deadline {

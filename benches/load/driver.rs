@@ -230,9 +230,8 @@ struct Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on the daemon this driver started.
-        unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
         }
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {

@@ -87,9 +87,7 @@ fn percentile(sorted: &[Duration], q: f64) -> Option<Duration> {
 pub fn rss_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = s.split_whitespace().nth(1)?.parse().ok()?;
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    Some(pages * page.max(1) as u64)
+    Some(pages * rustix::param::page_size() as u64)
 }
 
 /// Samples RSS every few milliseconds until dropped; yields the peak.

@@ -564,7 +564,9 @@ fn socket_activation_uses_the_passed_fd() {
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    // SAFETY: dup2 is async-signal-safe; fd is a valid listener of this process.
+    // SAFETY: the hook runs in the forked child before exec and makes only async-signal-safe
+    // calls (fcntl, dup2) on `fd`, the listener this process keeps open until the spawn
+    // returns. (libc here: rustix's dup2 wants fd 3 as an open OwnedFd, which it need not be.)
     unsafe {
         cmd.pre_exec(move || {
             let r = if fd == 3 {
@@ -585,10 +587,7 @@ fn socket_activation_uses_the_passed_fd() {
     assert_eq!(r["session"], json!("default"));
     let st = c.ok("daemon.status", json!({}));
     assert_eq!(st["daemon"]["socket_activated"], json!(true), "{st}");
-    // SAFETY: signal our own child.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
+    kill_with(child.id() as i32, libc::SIGTERM);
     let status = wait_timeout(&mut child, Duration::from_secs(5)).expect("exit");
     assert_eq!(status.code(), Some(0));
 }

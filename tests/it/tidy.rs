@@ -5,7 +5,8 @@
 //! Every `.rs` file under `src/`, `actors/`, `crates/`, `benches/`, `tests/` and `fuzz/`:
 //! - opens with `//!` saying what it owns and what it must never do;
 //! - names no owner tag and no issue number (the tracker is not part of the code);
-//! - uses `unsafe` only if it is in [`UNSAFE_ALLOWED`] (prefer `rustix` over raw `libc`);
+//! - uses `unsafe` only if it is in [`UNSAFE_ALLOWED`] (prefer `rustix` over raw `libc`), each
+//!   block or impl under a `// SAFETY:` comment (above it or above its statement);
 //! - has no ignored test;
 //! - cites rules in the repository (`docs/rules.md`, `docs/protocol.md`), never the
 //!   specification files outside it;
@@ -21,11 +22,13 @@
 //!
 //! No crate below `shoal-daemon` names the actor framework: only the daemon does. The daemon's
 //! `msg.rs` is a leaf: it imports no other actor module. Inside each crate the top-level modules
-//! form layers: no import cycle between them (Cargo checks the crates themselves).
+//! form layers: no import cycle between them, a re-exported item counting as its defining
+//! module's (`tidy/modules.rs`; Cargo checks the crates themselves).
 
 use std::path::{Path, PathBuf};
 
 mod locks;
+mod modules;
 
 const MAX_LINES: usize = 800;
 
@@ -52,7 +55,8 @@ const UNSAFE_ALLOWED: &[&str] = &[
     "crates/shoal-pty/src/spawn.rs",
     // Releasing the evaluation thread's unused stack pages (pthread stack bounds, madvise).
     "crates/shoal-lang/src/session.rs",
-    // mallopt(M_ARENA_MAX) before any thread starts (no safe wrapper).
+    // glibc's allocator tunables and trim (mallopt, malloc_trim) and a thread's
+    // scheduling policy (sched_setscheduler): no safe wrapper.
     "crates/shoal-base/src/procmem.rs",
     // The kernel's Landlock ABI, reported and checked before a spawn (the `landlock`
     // crate keeps it private).
@@ -60,7 +64,8 @@ const UNSAFE_ALLOWED: &[&str] = &[
     // Its tests' pre_exec hooks (a child applies a ruleset to itself).
     "crates/shoal-policy/src/landlock_tests.rs",
     // A namespaced child between fork and exec: a descriptor at fd 3, joining the holder's
-    // namespaces, the fork of its pid 1 and the wait for it (no rustix wrapper for fork).
+    // namespaces, the fork of its pid 1 and the wait for it (no rustix wrapper for fork),
+    // and mount_setattr on the tree it exposes (no rustix wrapper).
     "crates/shoal-policy/src/namespaces/holder.rs",
     // The namespace broker's children between fork and exec: session leader, cgroup join.
     "crates/shoal-policy/src/namespaces/broker.rs",
@@ -71,14 +76,8 @@ const UNSAFE_ALLOWED: &[&str] = &[
     "crates/shoal-policy/src/seccomp.rs",
     // Adopting a socket-activated listener fd.
     "crates/shoal-daemon/src/daemon/setup.rs",
-    // Benchmarks and tests: rusage, page size, dup2 and signals on their own children.
-    "benches/lang.rs",
-    "benches/shoal.rs",
-    "benches/load/driver.rs",
-    "benches/workloads/shell.rs",
-    "tests/it/common/mod.rs",
+    // A socket-activation test's pre_exec hook: the listener at fd 3 in the child.
     "tests/it/daemon.rs",
-    "tests/it/hardening/shutdown.rs",
 ];
 
 const ROOTS: &[&str] = &["src", "actors", "crates", "benches", "tests", "fuzz"];
@@ -211,6 +210,83 @@ fn unsafe_only_in_the_allow_list() {
         .map(|f| f.to_string())
         .collect();
     report("allow-listed files that no longer exist", stale);
+}
+
+/// Where the `unsafe` block or impl on `lines[i]` lacks its reason: a `// SAFETY:` comment on
+/// the lines just above it, or above the statement it is part of (attributes between are
+/// fine). A blank line, or the end of another statement (`;`, `{`, `}`, `,`), between them is
+/// no reason.
+fn lacks_safety_comment(lines: &[&str], i: usize) -> bool {
+    let mut j = i;
+    loop {
+        let Some(prev) = j.checked_sub(1).map(|k| lines[k].trim()) else {
+            return true;
+        };
+        if prev.starts_with("//") {
+            return !lines[..j]
+                .iter()
+                .rev()
+                .take_while(|l| l.trim().starts_with("//"))
+                .any(|l| l.contains("SAFETY:"));
+        }
+        let code = prev.split("//").next().unwrap_or("").trim_end();
+        if prev.is_empty() || code.ends_with([';', '{', '}', ',']) {
+            return true;
+        }
+        // An attribute, or the earlier lines of the same statement.
+        j -= 1;
+    }
+}
+
+#[test]
+fn every_unsafe_block_says_why_it_is_sound() {
+    let kw = ["uns", "afe"].concat();
+    let (block, imp) = (format!("{kw} {{"), format!("{kw} impl"));
+    let mut bad = Vec::new();
+    for (p, text) in rust_files() {
+        if !["crates/", "src/", "tests/", "benches/"]
+            .iter()
+            .any(|r| p.starts_with(r))
+        {
+            continue;
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if (code.contains(&block) || code.contains(&imp)) && lacks_safety_comment(&lines, i) {
+                bad.push(format!("{p}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    report(
+        &format!("`{kw}` without a `// SAFETY:` comment just above it (or its statement)"),
+        bad,
+    );
+}
+
+#[test]
+fn a_safety_comment_must_be_just_above() {
+    let kw = ["uns", "afe"].concat();
+    let lines = |t: &str| {
+        t.replace("UNS", &kw)
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let check = |t: &str| {
+        let l = lines(t);
+        let refs: Vec<&str> = l.iter().map(String::as_str).collect();
+        lacks_safety_comment(&refs, refs.len() - 1)
+    };
+    let why = ["// SAF", "ETY: fd 3 is ours"].concat();
+    assert!(!check(&format!("{why}\nUNS {{ f() }};")));
+    assert!(!check(&format!(
+        "{why}\n// more\n#[allow(x)]\nlet r =\n    UNS {{ f() }};"
+    )));
+    assert!(check("let a = 1;\nUNS { f() };"));
+    assert!(check(&format!("{why}\n\nUNS {{ f() }};")));
+    assert!(check("// a comment with no reason\nUNS { f() };"));
+    assert!(check(&format!("{why}\nlet a = 1;\nUNS {{ f() }};")));
 }
 
 /// The most `unsafe` blocks the shipped code may hold (crates and the
@@ -506,175 +582,4 @@ fn readme_and_architecture_stay_short() {
             "{file} has {n} lines (at most {max}): move detail to docs/"
         );
     }
-}
-
-/// The top-level modules of one crate that `file` (a path under `crates/NAME/src/`) refers to,
-/// through `crate::m` or a `super::` chain that climbs to the crate root. Test code (a file
-/// named `tests.rs`, anything under a `tests/` directory, and everything after a
-/// `#[cfg(test)]` module) is left out: tests may reach across modules.
-fn module_edges(rel_in_src: &str, text: &str) -> Vec<(String, usize)> {
-    let parts: Vec<&str> = rel_in_src.trim_end_matches(".rs").split('/').collect();
-    let module: Vec<&str> = match parts.as_slice() {
-        [.., "mod"] => parts[..parts.len() - 1].to_vec(),
-        _ => parts.clone(),
-    };
-    let mut out = Vec::new();
-    // The file up to its inline test module, comments left out.
-    let test_mod = ["#[cfg(", "test)]"].concat();
-    let code: String = before_test_module(text, &test_mod)
-        .lines()
-        .map(|l| l.split("//").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n");
-    {
-        let mut rest = code.as_str();
-        loop {
-            // The earlier of the next `crate::` and the next `super::`.
-            let at = match (rest.find("crate::"), rest.find("super::")) {
-                (Some(c), Some(s)) => c.min(s),
-                (Some(i), None) | (None, Some(i)) => i,
-                (None, None) => break,
-            };
-            let before = rest[..at].chars().next_back();
-            let mut tail = &rest[at..];
-            // How deep below the crate root the path lands.
-            let depth = if let Some(t) = tail.strip_prefix("crate::") {
-                tail = t;
-                Some(0)
-            } else {
-                let mut ups = 0;
-                while let Some(t) = tail.strip_prefix("super::") {
-                    ups += 1;
-                    tail = t;
-                }
-                module.len().checked_sub(ups)
-            };
-            rest = tail;
-            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
-                continue;
-            }
-            if depth != Some(0) {
-                continue;
-            }
-            let names: Vec<String> = if let Some(group) = tail.strip_prefix('{') {
-                // The group's top-level items, up to its matching brace.
-                let (mut level, mut item, mut items) = (0usize, String::new(), Vec::new());
-                for c in group.chars() {
-                    match c {
-                        '{' => level += 1,
-                        '}' if level == 0 => break,
-                        '}' => level -= 1,
-                        ',' if level == 0 => items.push(std::mem::take(&mut item)),
-                        _ if level == 0 => item.push(c),
-                        _ => {}
-                    }
-                }
-                items.push(item);
-                items
-                    .iter()
-                    .map(|s| s.trim().split("::").next().unwrap_or("").trim().to_string())
-                    .collect()
-            } else {
-                let name: String = tail
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                vec![name]
-            };
-            let line = code.len() - rest.len();
-            let line = code[..line].matches('\n').count() + 1;
-            for n in names {
-                if !n.is_empty() && n != module[0] {
-                    out.push((n, line));
-                }
-            }
-        }
-    }
-    out
-}
-
-#[test]
-fn modules_inside_each_crate_form_no_cycle() {
-    use std::collections::{BTreeMap, BTreeSet};
-    // Per crate: module -> module it names -> where it first does.
-    type Graph = BTreeMap<String, BTreeMap<String, String>>;
-    let mut graphs: BTreeMap<String, Graph> = BTreeMap::new();
-    for (p, text) in rust_files() {
-        let Some(rest) = p.strip_prefix("crates/") else {
-            continue;
-        };
-        let Some((krate, in_src)) = rest.split_once("/src/") else {
-            continue;
-        };
-        if in_src == "lib.rs"
-            || in_src.ends_with("/tests.rs")
-            || in_src == "tests.rs"
-            || in_src.contains("/tests/")
-            || in_src.starts_with("tests/")
-        {
-            continue;
-        }
-        let top = in_src
-            .split('/')
-            .next()
-            .unwrap_or("")
-            .trim_end_matches(".rs");
-        let g = graphs.entry(krate.to_string()).or_default();
-        let entry = g.entry(top.to_string()).or_default();
-        for (to, line) in module_edges(in_src, &text) {
-            entry
-                .entry(to)
-                .or_insert_with(|| format!("{in_src}:{line}"));
-        }
-    }
-    let mut bad = Vec::new();
-    for (krate, g) in &graphs {
-        // Edges to names that are not top-level modules (items of lib.rs) are not module edges.
-        let modules: BTreeSet<&String> = g.keys().collect();
-        let edges = |m: &String| -> Vec<&String> {
-            g.get(m)
-                .map(|t| t.keys().filter(|n| modules.contains(n)).collect())
-                .unwrap_or_default()
-        };
-        // Depth-first search with colours; report each back edge's cycle.
-        fn visit<'a>(
-            m: &'a String,
-            edges: &dyn Fn(&'a String) -> Vec<&'a String>,
-            colour: &mut BTreeMap<&'a String, u8>,
-            stack: &mut Vec<&'a String>,
-            cycles: &mut Vec<Vec<&'a String>>,
-        ) {
-            colour.insert(m, 1);
-            stack.push(m);
-            for n in edges(m) {
-                match colour.get(n).copied().unwrap_or(0) {
-                    0 => visit(n, edges, colour, stack, cycles),
-                    1 => {
-                        let from = stack.iter().position(|s| *s == n).unwrap_or(0);
-                        let mut c: Vec<&String> = stack[from..].to_vec();
-                        c.push(n);
-                        cycles.push(c);
-                    }
-                    _ => {}
-                }
-            }
-            stack.pop();
-            colour.insert(m, 2);
-        }
-        let mut colour = BTreeMap::new();
-        let mut cycles = Vec::new();
-        for m in g.keys() {
-            if colour.get(m).copied().unwrap_or(0) == 0 {
-                visit(m, &edges, &mut colour, &mut Vec::new(), &mut cycles);
-            }
-        }
-        for c in cycles {
-            let path: Vec<String> = c
-                .windows(2)
-                .map(|w| format!("{} -> {} ({})", w[0], w[1], g[w[0]][w[1]]))
-                .collect();
-            bad.push(format!("{krate}: {}", path.join(", ")));
-        }
-    }
-    report("top-level modules that import each other in a cycle", bad);
 }

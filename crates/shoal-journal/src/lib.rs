@@ -10,7 +10,8 @@
 //!   batch-apply write path used by the writer (its transaction logic lives in `apply`).
 //! - [`cas`]: the content-addressed blob store (blake3 of the uncompressed bytes, lz4 above a
 //!   threshold, refcounted).
-//! - [`query`]: `journal.query` filters, scoping and the index-driven planner.
+//! - [`scope`]: [`Scope`], whose entries a reader sees (a leaf the store and the planner share).
+//! - [`query`]: `journal.query` filters and the index-driven planner.
 //! - [`writer`]: [`JournalWriter`], the group-commit writer thread (the only writer).
 //!
 //! Wiring (daemon side), in short:
@@ -37,6 +38,7 @@ pub mod event;
 pub mod query;
 pub mod reserve;
 pub mod schema;
+pub mod scope;
 pub mod store;
 pub mod writer;
 
@@ -45,7 +47,8 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use query::{Query, Scope};
+pub use query::Query;
+pub use scope::Scope;
 pub use store::{
     BlobInfo, Op, Retention, Store, StoreOptions, StoreStats, StoredEvent, TranscriptRow,
 };

@@ -1,4 +1,4 @@
-//! `journal.query`: filters, visibility scope and the index-driven planner.
+//! `journal.query`: filters, the visibility [`Scope`] applied, and the index-driven planner.
 //!
 //! Semantics (docs/protocol.md §6): every filter is applied before `limit`; results are newest first
 //! (by entry id); `since`/`until` are inclusive bounds on the start time `ts` (ns); `principal`
@@ -20,6 +20,7 @@ use redb::{ReadableDatabase, ReadableTable};
 use serde::{Deserialize, Serialize};
 
 use super::schema::*;
+use super::scope::Scope;
 use super::store::decode_tsw;
 use super::store::Store;
 use super::{Entry, EntryId, JournalError, Result};
@@ -42,13 +43,6 @@ pub struct Query {
     /// The session the entry ran in (exact; checked per candidate, not indexed).
     pub session: Option<String>,
     pub limit: Option<usize>,
-}
-
-/// Who is asking: the local human / `journal_read` principals see all, others their own.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Scope {
-    All,
-    Principal(String),
 }
 
 impl Query {

@@ -17,16 +17,9 @@ pub(super) fn cloexec_from(low: u32) {
         if libc::syscall(libc::SYS_close_range, low, u32::MAX, CLOSE_RANGE_CLOEXEC) == 0 {
             return;
         }
-        // Before Linux 5.11: one descriptor at a time, up to the limit.
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
-            lim.rlim_cur.min(1 << 16) as i32
-        } else {
-            1024
-        };
+        // Before Linux 5.11: one descriptor at a time, up to the limit (no limit: 65536).
+        let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        let top = lim.current.unwrap_or(u64::MAX).min(1 << 16) as i32;
         for fd in low as i32..top {
             let flags = libc::fcntl(fd, libc::F_GETFD);
             if flags >= 0 && flags & libc::FD_CLOEXEC == 0 {

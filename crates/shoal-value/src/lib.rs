@@ -169,6 +169,25 @@ pub struct StreamVal {
     pub bounded: bool,
     /// `None` once consumed.
     pub source: Mutex<Option<Box<dyn Iterator<Item = SResult<Value>> + Send>>>,
+    /// Callback stages (`map`, `where`, ...) recorded on an unbounded stream, applied as its
+    /// consumer pulls items: they need the host, which only the consumer has.
+    pending: Mutex<methods::PendingStages>,
+}
+
+impl StreamVal {
+    /// A stream over `source`, no stage pending.
+    pub fn new(
+        label: impl Into<String>,
+        bounded: bool,
+        source: Box<dyn Iterator<Item = SResult<Value>> + Send>,
+    ) -> StreamVal {
+        StreamVal {
+            label: label.into(),
+            bounded,
+            source: Mutex::new(Some(source)),
+            pending: Mutex::default(),
+        }
+    }
 }
 
 impl std::fmt::Debug for StreamVal {

@@ -164,10 +164,7 @@ impl Daemon {
     }
 
     pub fn signal(&self, sig: i32) {
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(self.pid(), sig);
-        }
+        kill_with(self.pid(), sig);
     }
 
     /// Wait for exit with a deadline; None if still running.
@@ -432,10 +429,16 @@ pub fn daemons_on(socket: &Path) -> Vec<i32> {
 }
 
 pub fn kill_pid(pid: i32) {
-    // SAFETY: kill(2) on a pid this test started (indirectly, via autostart).
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-    }
+    kill_with(pid, libc::SIGKILL);
+}
+
+/// Send `sig` (a `libc::SIG*` number) to `pid`, a process this test started; one already
+/// gone is no error.
+pub fn kill_with(pid: i32, sig: i32) {
+    use rustix::process::{kill_process, Pid, Signal};
+    let pid = Pid::from_raw(pid).expect("a positive pid");
+    let sig = Signal::from_named_raw(sig).expect("a named signal");
+    let _ = kill_process(pid, sig);
 }
 
 /// Run `tests/<script> SHOAL_BIN SOCKET WORKDIR [extra...]` with the Python of the venv
@@ -586,8 +589,7 @@ pub fn have_node(test: &str) -> bool {
 /// Whether the test runs as root (mounting a tmpfs needs it); otherwise the
 /// test is skipped as [`have_tools`] says.
 pub fn have_root(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
+    if rustix::process::geteuid().is_root() {
         return true;
     }
     skip(test, "needs root (mounts a tmpfs)");

@@ -58,7 +58,7 @@ fn sigterm_exits_zero_with_a_stopped_child() {
     let pid = eventually("the child", Duration::from_secs(10), || {
         pids_running("sleep 62.75").first().copied()
     });
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    kill_with(pid, libc::SIGSTOP);
     eventually("the child stopped", Duration::from_secs(10), || {
         let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         st.rsplit(')')

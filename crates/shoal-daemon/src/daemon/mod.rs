@@ -91,6 +91,8 @@ pub struct Daemon {
     principal_memory: BTreeMap<String, &'static shoal_lang::memory::PrincipalBudget>,
     /// The timer of the first expiry among the valid tokens (`tokens.rs`).
     expiry: Option<SpawnHandle>,
+    /// The HTTP listener, when one serves (`--http`, `[http] listen`).
+    http: Option<crate::http::Served>,
 }
 
 impl Daemon {
@@ -120,6 +122,7 @@ impl Daemon {
             adapters: None,
             principal_memory: BTreeMap::new(),
             expiry: None,
+            http: None,
         }
     }
 
@@ -178,6 +181,12 @@ impl Daemon {
     /// The listener's count of open connections (for `daemon.status`).
     pub fn with_connections(mut self, open: Arc<std::sync::atomic::AtomicUsize>) -> Self {
         self.connections = open;
+        self
+    }
+
+    /// The HTTP listener it serves (see [`run`]).
+    pub fn with_http(mut self, http: Option<crate::http::Served>) -> Self {
+        self.http = http;
         self
     }
 

@@ -218,22 +218,29 @@ pub fn run(opts: DaemonOptions) -> i32 {
             exit_code_run,
         );
         let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // Served from the System's first turn, as the daemon is: the daemon keeps
+        // what `daemon.status` and a token change need of it.
+        let http = match http_listener
+            .map(|l| crate::http::start(l, socket.clone(), &http_config))
+            .transpose()
+        {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::error!("{e}");
+                eprintln!("shoal daemon: {e}");
+                return false;
+            }
+        };
         let daemon = Daemon::create(move |ctx| {
             let mut d = Daemon::new(info, config, registry, dreg, set)
                 .with_connections(open)
+                .with_http(http)
                 .with_draining(draining_run)
                 .with_tasks(tasks_run);
             d.start_services(start_seqs, first, ctx);
             d
         });
         spawn_signal_handlers(daemon, signal_stats, signals);
-        if let Some(l) = http_listener {
-            if let Err(e) = crate::http::start(l, socket.clone(), &http_config) {
-                tracing::error!("{e}");
-                eprintln!("shoal daemon: {e}");
-                return false;
-            }
-        }
         let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
         tracing::info!(socket = %socket.display(), "daemon ready");
         eprintln!("shoal daemon: ready {}", socket.display());

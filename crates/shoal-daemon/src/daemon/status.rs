@@ -179,7 +179,7 @@ impl Handler<GetStatus> for Daemon {
             },
             leash: leash_status(),
             rss_bytes: rss_bytes(),
-            http: crate::http::status(),
+            http: self.http.as_ref().map(crate::http::Served::status),
         };
         Box::pin(async move {
             if let (Some(refresh), Some(s)) = (refresh, services) {

@@ -105,7 +105,9 @@ impl Daemon {
         }
         out.ended = ended.into_iter().collect();
         // A revoked token's HTTP sessions end even when its principal holds another.
-        crate::http::tokens_changed();
+        if let Some(h) = &self.http {
+            h.tokens_changed();
+        }
         out
     }
 }

@@ -18,7 +18,7 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use crate::config::{Config, HttpConfig};
@@ -39,29 +39,36 @@ pub struct HttpStats {
     pub requests: AtomicU64,
 }
 
-static STATS: OnceLock<Arc<HttpStats>> = OnceLock::new();
-/// The running listener's state, for [`tokens_changed`].
-static SERVED: OnceLock<std::sync::Weak<Http>> = OnceLock::new();
-
-/// The tokens changed (revoked, expired): end at once every HTTP session and
-/// idle connection whose token is no longer valid.
-pub fn tokens_changed() {
-    if let Some(h) = SERVED.get().and_then(std::sync::Weak::upgrade) {
-        h.reap();
-    }
+/// What the daemon keeps of its running HTTP listener ([`start`] makes it): the
+/// counters `daemon.status` shows, and the listener's sessions (weakly: they go with
+/// the server) to end those whose token is no longer valid.
+#[derive(Clone)]
+pub struct Served {
+    stats: Arc<HttpStats>,
+    http: Weak<Http>,
 }
 
-/// The `http` object of `daemon.status` (`None`: no HTTP listener).
-pub fn status() -> Option<shoal_proto::kernel::HttpStatus> {
-    let s = STATS.get()?;
-    Some(shoal_proto::kernel::HttpStatus {
-        listen: s.listen.clone(),
-        url: format!("http://{}/mcp", s.listen),
-        connections: s.connections.load(Ordering::Relaxed),
-        streams: s.streams.load(Ordering::Relaxed),
-        sessions: s.sessions.load(Ordering::Relaxed),
-        requests: s.requests.load(Ordering::Relaxed),
-    })
+impl Served {
+    /// The tokens changed (revoked, expired): end at once every HTTP session and
+    /// idle connection whose token is no longer valid.
+    pub fn tokens_changed(&self) {
+        if let Some(h) = self.http.upgrade() {
+            h.reap();
+        }
+    }
+
+    /// The `http` object of `daemon.status`.
+    pub fn status(&self) -> shoal_proto::kernel::HttpStatus {
+        let s = &self.stats;
+        shoal_proto::kernel::HttpStatus {
+            listen: s.listen.clone(),
+            url: format!("http://{}/mcp", s.listen),
+            connections: s.connections.load(Ordering::Relaxed),
+            streams: s.streams.load(Ordering::Relaxed),
+            sessions: s.sessions.load(Ordering::Relaxed),
+            requests: s.requests.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// Idle pipes kept per bearer and session for stateless requests.
@@ -315,12 +322,12 @@ pub fn bind(flag: Option<&str>, cfg: &HttpConfig) -> Result<Option<std::net::Tcp
 }
 
 /// Start serving on `listener` (inside the daemon's System): the server runs as tasks
-/// and arbiters of that System and stops with it.
+/// and arbiters of that System and stops with it. What the daemon keeps of it comes back.
 pub fn start(
     listener: std::net::TcpListener,
     socket: PathBuf,
     config: &Config,
-) -> Result<actix_web::dev::ServerHandle, String> {
+) -> Result<Served, String> {
     use actix_web::{web, App, HttpServer};
     let listen = listener
         .local_addr()
@@ -332,7 +339,6 @@ pub fn start(
         sessions: AtomicUsize::new(0),
         requests: AtomicU64::new(0),
     });
-    let _ = STATS.set(stats.clone());
     let http = Arc::new(Http {
         socket,
         listen,
@@ -343,7 +349,6 @@ pub fn start(
         running: Default::default(),
         stats: stats.clone(),
     });
-    let _ = SERVED.set(Arc::downgrade(&http));
     let data = web::Data::from(http.clone());
     let conn_stats = stats.clone();
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
@@ -375,7 +380,6 @@ pub fn start(
     .listen(listener)
     .map_err(|e| format!("http listener: {e}"))?
     .run();
-    let handle = server.handle();
     actix_rt::spawn(async move {
         if let Err(e) = server.await {
             tracing::error!("http server failed: {e}");
@@ -383,14 +387,15 @@ pub fn start(
     });
     let every = Duration::from_secs(config.http.session_idle_secs.clamp(1, 10));
     let weak = Arc::downgrade(&http);
+    let reaper = weak.clone();
     actix_rt::spawn(async move {
         let mut tick = tokio::time::interval(every);
         loop {
             tick.tick().await;
-            let Some(h) = weak.upgrade() else { return };
+            let Some(h) = reaper.upgrade() else { return };
             h.reap();
         }
     });
     tracing::info!(listen = %listen, "serving MCP over HTTP at http://{listen}/mcp");
-    Ok(handle)
+    Ok(Served { stats, http: weak })
 }

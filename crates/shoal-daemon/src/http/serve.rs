@@ -146,11 +146,10 @@ fn one_line(msg: &Json) -> Vec<u8> {
     v
 }
 
+/// A new `Mcp-Session-Id`: 16 bytes from the OS's random source (`getrandom(2)`), in hex.
 fn session_id() -> String {
-    use std::io::Read;
     let mut b = [0u8; 16];
-    let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
-    if ok.is_err() {
+    if getrandom::fill(&mut b).is_err() {
         // Not expected on Linux. Unique still; and a session answers only its own
         // principal's token, so a guessed id gives nothing the token does not.
         b = *uuid::Uuid::now_v7().as_bytes();

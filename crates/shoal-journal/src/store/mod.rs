@@ -1,8 +1,8 @@
 //! [`Store`]: the opened journal. Reads are safe from any thread at any time (each call takes its
 //! own short MVCC read transaction; none is held across calls). Writes go through
-//! [`Store::apply`], one write transaction per batch, which is what the group-commit writer
-//! (the only writer in the daemon) calls; tools such as `shoal history` may call it directly when
-//! no daemon runs (redb's file lock guarantees there is a single writer process).
+//! [`Store::apply`], one write transaction per batch, which only the group-commit writer calls
+//! (crate-private: no other crate can write behind it); redb's file lock keeps a second process
+//! out.
 //!
 //! Retention runs inside the same transaction as the batch that exceeded a limit: oldest
 //! unpinned entries go first, their index rows and output refs with them; blobs are deleted only
@@ -18,7 +18,8 @@ mod apply;
 
 use super::cas::{self, CasTables};
 use super::schema::{self, *};
-use super::{Entry, EntryId, Finish, JournalError, NewEntry, OutputRef, Result, Scope};
+use super::scope::Scope;
+use super::{Entry, EntryId, Finish, JournalError, NewEntry, OutputRef, Result};
 pub(crate) use apply::decode_tsw;
 use apply::{read_counter, Counters, Tx};
 use shoal_base::sync::RwLocked;
@@ -173,7 +174,15 @@ pub struct StoreStats {
     pub file_bytes: u64,
 }
 
-/// The opened journal (see the module doc).
+/// The opened journal (see the module doc). Its write path is the crate's own: only the
+/// [`JournalWriter`](crate::JournalWriter) applies a batch, so no other crate can write
+/// behind it:
+///
+/// ```compile_fail
+/// fn write_behind_the_writer(store: &shoal_journal::Store, ops: Vec<shoal_journal::Op>) {
+///     let _ = store.apply(ops, todo!());
+/// }
+/// ```
 pub struct Store {
     /// The open database; `None` for a moment while [`Store::reopen`] replaces it.
     db: std::sync::RwLock<Option<std::sync::Arc<Database>>>,
@@ -244,8 +253,9 @@ impl Store {
 
     /// Apply a batch in one write transaction. The outer error means nothing was committed; the
     /// inner results are per op (a bad op, e.g. finishing an unknown id, does not sink the batch).
-    /// Returns the entry id for `Append`/`Record`.
-    pub fn apply(
+    /// Returns the entry id for `Append`/`Record`. Crate-private: the writer thread is the one
+    /// writer (ARCHITECTURE.md, "The journal has one writer").
+    pub(crate) fn apply(
         &self,
         ops: Vec<Op>,
         durability: redb::Durability,
@@ -302,15 +312,16 @@ impl Store {
         Ok(results)
     }
 
-    /// Convenience: apply one op durably and return its result.
-    pub fn apply_one(&self, op: Op) -> Result<Option<EntryId>> {
+    /// Convenience for tests: apply one op durably and return its result.
+    #[cfg(test)]
+    pub(crate) fn apply_one(&self, op: Op) -> Result<Option<EntryId>> {
         self.apply(vec![op], redb::Durability::Immediate)?
             .pop()
             .unwrap_or(Ok(None))
     }
 
     /// Make every earlier non-durable commit durable (an empty `Immediate` commit).
-    pub fn sync(&self) -> Result<()> {
+    pub(crate) fn sync(&self) -> Result<()> {
         let mut wtx = self.db()?.begin_write()?;
         wtx.set_durability(redb::Durability::Immediate)?;
         wtx.commit()?;

@@ -786,9 +786,5 @@ fn stream<I>(label: &str, bounded: bool, iter: I) -> Value
 where
     I: Iterator<Item = SResult<Value>> + Send + 'static,
 {
-    Value::Stream(Arc::new(StreamVal {
-        label: label.to_string(),
-        bounded,
-        source: Mutex::new(Some(Box::new(iter))),
-    }))
+    Value::Stream(Arc::new(StreamVal::new(label, bounded, Box::new(iter))))
 }

@@ -22,14 +22,16 @@ pub(super) fn at_fd3(cmd: &mut Command, fd: RawFd) {
 /// [`at_fd3`], and keep the descriptors `keep` (none of them 3) open across
 /// exec as well.
 fn at_fd3_keeping(cmd: &mut Command, fd: RawFd, keep: Vec<RawFd>) {
-    // SAFETY: dup2 and fcntl are async-signal-safe; nothing is allocated
-    // (`keep` was made before the fork).
+    // SAFETY: between fork and exec: dup2 and fcntl are async-signal-safe
+    // system calls, on `fd` and `keep`, descriptors the caller holds open
+    // until the spawn returns; nothing is allocated (`keep` was made before
+    // the fork). (libc's dup2: rustix's wants fd 3 as an open `OwnedFd`,
+    // which it need not be.)
     unsafe {
-        let open_across_exec = |fd: RawFd| {
-            let fl = libc::fcntl(fd, libc::F_GETFD);
-            if fl < 0 || libc::fcntl(fd, libc::F_SETFD, fl & !libc::FD_CLOEXEC) < 0 {
-                return Err(io::Error::last_os_error());
-            }
+        let open_across_exec = |fd: RawFd| -> io::Result<()> {
+            use rustix::io::{fcntl_getfd, fcntl_setfd, FdFlags};
+            let fd = BorrowedFd::borrow_raw(fd);
+            fcntl_setfd(fd, fcntl_getfd(fd)?.difference(FdFlags::CLOEXEC))?;
             Ok(())
         };
         cmd.pre_exec(move || {
@@ -312,16 +314,22 @@ impl Holder {
                     0 => own_proc(&cwd, &noexec, &noexec_tree),
                     pid => {
                         libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-                        let mut st = 0;
-                        while libc::waitpid(pid, &mut st, 0) < 0
-                            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
-                        {
-                        }
-                        libc::_exit(if libc::WIFSIGNALED(st) {
-                            128 + libc::WTERMSIG(st)
-                        } else {
-                            libc::WEXITSTATUS(st)
-                        })
+                        // Its pid 1's end is this child's (a wait that fails: 0).
+                        let pid = rustix::process::Pid::from_raw(pid);
+                        let st = loop {
+                            match rustix::process::waitpid(
+                                pid,
+                                rustix::process::WaitOptions::empty(),
+                            ) {
+                                Err(rustix::io::Errno::INTR) => {}
+                                Ok(Some((_, st))) => break Some(st),
+                                _ => break None,
+                            }
+                        };
+                        libc::_exit(st.map_or(0, |st| match st.terminating_signal() {
+                            Some(sig) => 128 + sig,
+                            None => st.exit_status().unwrap_or(0),
+                        }))
                     }
                 }
             });

@@ -1,5 +1,5 @@
 //! Method dispatch and field access (docs/rules.md §10).
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::{
     json, render, suggest, Args, ErrorCode, Host, Outcome, OutputBytes, SResult, ShoalError,
@@ -13,7 +13,7 @@ mod stream;
 mod text;
 
 pub use coll::{range_len, Coll};
-pub use stream::{collect_stream, make_stream, Staged as StreamCursor};
+pub use stream::{collect_stream, make_stream, PendingStages, Staged as StreamCursor};
 pub use text::{compile_regex, split_lines};
 
 /// `recv.name(args)` for every receiver type, outcome forwarding included.
@@ -406,11 +406,11 @@ pub(crate) fn str_arg<'a>(v: &'a Value, name: &str) -> SResult<&'a str> {
 
 /// Build a bounded stream over `items`.
 pub(crate) fn stream_of(items: Vec<Value>) -> Value {
-    Value::Stream(Arc::new(StreamVal {
-        label: "value".to_string(),
-        bounded: true,
-        source: Mutex::new(Some(Box::new(items.into_iter().map(Ok)))),
-    }))
+    Value::Stream(Arc::new(StreamVal::new(
+        "value",
+        true,
+        Box::new(items.into_iter().map(Ok)),
+    )))
 }
 
 #[cfg(test)]

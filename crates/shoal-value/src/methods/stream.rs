@@ -3,10 +3,10 @@
 //! Non-callback combinators are lazy iterator adapters. Callback combinators
 //! (`map where filter scan flat_map take_until(pred)`) need the host, which an
 //! iterator cannot hold: on a bounded stream they are applied eagerly; on an
-//! unbounded stream they are recorded as pending stages (keyed by the new
-//! stream) and applied while a sink or `take(n)` pulls items.
+//! unbounded stream they are recorded as pending stages (in the new stream
+//! itself) and applied while a sink or `take(n)` pulls items.
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{arity, coll, count_arg, no_named, other, req};
@@ -23,38 +23,26 @@ enum Stage {
     TakeUntil(Value),
 }
 
-struct Pending {
-    stream: Weak<StreamVal>,
+/// The callback stages pending on an unbounded stream (kept in the stream itself), and the
+/// accumulator of a `scan` among them.
+#[derive(Default)]
+pub struct PendingStages {
     stages: Vec<Stage>,
     acc: Option<Value>,
 }
 
-static PENDING: Mutex<Vec<Pending>> = Mutex::new(Vec::new());
-
-fn take_pending(s: &Arc<StreamVal>) -> (Vec<Stage>, Option<Value>) {
-    let Ok(mut reg) = PENDING.lock() else {
+/// Take the stages pending on `s` (none left on it).
+fn take_pending(s: &StreamVal) -> (Vec<Stage>, Option<Value>) {
+    let Ok(mut p) = s.pending.lock() else {
         return (Vec::new(), None);
     };
-    reg.retain(|p| p.stream.strong_count() > 0);
-    match reg
-        .iter()
-        .position(|p| std::ptr::eq(p.stream.as_ptr(), Arc::as_ptr(s)))
-    {
-        Some(i) => {
-            let p = reg.swap_remove(i);
-            (p.stages, p.acc)
-        }
-        None => (Vec::new(), None),
-    }
+    let p = std::mem::take(&mut *p);
+    (p.stages, p.acc)
 }
 
 /// Make a stream value from an iterator.
 pub fn make_stream(label: &str, bounded: bool, src: Src) -> Value {
-    Value::Stream(Arc::new(StreamVal {
-        label: label.to_string(),
-        bounded,
-        source: Mutex::new(Some(src)),
-    }))
+    Value::Stream(Arc::new(StreamVal::new(label, bounded, src)))
 }
 
 fn consumed() -> ShoalError {
@@ -271,12 +259,11 @@ pub fn call(
         stages.push(stage);
         let v = make_stream(&s.label, false, src);
         if let Value::Stream(ns) = &v {
-            if let Ok(mut reg) = PENDING.lock() {
-                reg.push(Pending {
-                    stream: Arc::downgrade(ns),
+            if let Ok(mut p) = ns.pending.lock() {
+                *p = PendingStages {
                     stages,
                     acc: acc.or(old_acc),
-                });
+                };
             }
         }
         return Ok(Some(v));
