@@ -280,8 +280,24 @@ impl Walker<'_, '_> {
         self.cwd = target;
     }
 
-    /// `Some(())` when `head` is a builtin (its effects pushed).
+    /// `Some(())` when `head` is a builtin (its effects pushed). A builtin
+    /// given a flag it does not model runs the program as written: `None`,
+    /// planned as that program.
     pub(super) fn builtin(&mut self, head: &str, args: BArgs) -> Result<Option<()>, Unknown> {
+        if let (Some(modeled), BArgs::Words(words)) =
+            (crate::shell::builtins::modeled_flags(head), &args)
+        {
+            let unmodeled = words.iter().any(|w| match &w.kind {
+                WordKind::ShortFlags(s) => s
+                    .chars()
+                    .any(|c| !modeled.contains(&c.to_string().as_str())),
+                WordKind::LongFlag { name, .. } => !modeled.contains(&name.as_str()),
+                _ => false,
+            });
+            if unmodeled {
+                return Ok(None);
+            }
+        }
         match head {
             "echo" | "sleep" | "pwd" | "dirs" | "jobs" | "exit" | "quit" | "assert" | "plan"
             | "explain" => {}

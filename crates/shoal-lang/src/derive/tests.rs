@@ -72,6 +72,18 @@ fn command_forms_keep_their_effects() {
     );
 }
 
+/// A builtin given a flag it does not model runs the program as written, and
+/// is planned as that program: not as the builtin's file effects.
+#[test]
+fn a_builtin_with_a_flag_it_does_not_model_is_planned_as_the_program() {
+    assert_eq!(eff("mkdir -m 700 d"), vec![Effect::Opaque]);
+    assert_eq!(eff("touch -t 202001010000 a"), vec![Effect::Opaque]);
+    assert_eq!(eff("cp -p a b"), vec![Effect::Opaque]);
+    assert_eq!(eff("mkdir -p d"), vec![w("/p/d")]);
+    assert_eq!(eff("cp -r a b"), vec![r("/p/a"), w("/p/b")]);
+    assert_eq!(eff("mv -f a b"), vec![r("/p/a"), w("/p/b"), d("/p/a")]);
+}
+
 #[test]
 fn builtins_in_call_form_derive_the_same_effects() {
     assert_eq!(eff(r#"rm("/x/f", permanent: true)"#), vec![d("/x/f")]);

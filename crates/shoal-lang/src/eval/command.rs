@@ -448,8 +448,8 @@ impl Interp {
                 )?;
                 return self.apply_value_redirects(v, &inv.redirects);
             }
-            // A read-only builtin given a flag it does not model runs the
-            // program as written (the agent's flags win, docs/rules.md §8).
+            // A builtin given a flag it does not model runs the program as
+            // written (the agent's flags win, docs/rules.md §8).
             h if builtins::modeled_flags(h).is_some_and(|m| unmodeled_flag(&inv.cargs, m)) => {
                 return self.run_external(inv, pos, scope);
             }

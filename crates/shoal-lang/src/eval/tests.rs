@@ -729,3 +729,46 @@ fn ls_and_cat_keep_the_agents_flags() {
     assert_eq!(run_in(p, "(/bin/ls sub).out"), r#""deep.txt""#);
     assert_eq!(run_in(p, "(cat -n small.txt).out"), r#""     1\tx""#);
 }
+
+/// A builtin that changes files runs the program as written when given a
+/// flag it does not model, so the flag does what it says: never a file
+/// named after the flag's value, never an overwrite `-n` forbids. `rm`
+/// refuses such a flag instead (the system's rm deletes for good), and its
+/// `-f` makes a missing path no error.
+#[test]
+fn mutating_builtins_honour_flags_they_do_not_model() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    std::fs::write(p.join("a"), "hi").unwrap();
+    std::fs::write(p.join("n"), "new").unwrap();
+    run_in(p, "touch -t 202001010000 a");
+    let mtime = std::fs::metadata(p.join("a")).unwrap().modified().unwrap();
+    let year_2020 = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_577_836_800);
+    assert!(
+        mtime < year_2020 + std::time::Duration::from_secs(86_400 * 2),
+        "{mtime:?}"
+    );
+    assert!(!p.join("202001010000").exists());
+    run_in(p, "mkdir -m 700 d");
+    let mode = std::fs::metadata(p.join("d")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert!(!p.join("700").exists());
+    run_in(p, "mv -n n a");
+    assert_eq!(
+        std::fs::read_to_string(p.join("a")).unwrap(),
+        "hi",
+        "-n: no overwrite"
+    );
+    std::os::unix::fs::symlink("a", p.join("l")).unwrap();
+    run_in(p, "ln -sf n l");
+    assert_eq!(std::fs::read_link(p.join("l")).unwrap(), Path::new("n"));
+    assert_eq!(run_in(p, "(stat -c %s a).out"), r#""2""#);
+    // Modelled flags keep the builtin's typed result.
+    assert_eq!(run_in(p, "(mkdir -p e/f).out.len()"), "1");
+    assert_eq!(run_in(p, "(ln -s a s).out.symbolic"), "true");
+
+    assert_eq!(run_in(p, "(rm -f missing).out"), "[]");
+    assert_eq!(run_in(p, "rm -d d"), "!arg_error");
+    assert!(p.join("d").exists(), "a refused rm removes nothing");
+}

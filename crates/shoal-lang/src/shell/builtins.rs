@@ -45,16 +45,42 @@ pub fn is_fs_builtin(name: &str) -> bool {
     FS_BUILTINS.contains(&name)
 }
 
-/// The flags a read-only builtin models; a flag outside them runs the
-/// program of the same name as written (the agent's flags win). `None`: the
-/// builtin takes what it is given (it changes files: its flags are its own).
+/// The flags a builtin models; a flag outside them runs the program of the
+/// same name as written (the agent's flags win: `touch -t`, `mkdir -m`,
+/// `cp -p`, `mv -n`, `ln -sf`, `stat -c` do what they say, never a file
+/// named after the flag's value). `None`: the builtin reads its flags itself
+/// (`head`, `which`, `echo` drops them) or refuses the ones it does not take
+/// (`rm`, which moves to the trash: [`RM_FLAGS`]).
 pub fn modeled_flags(head: &str) -> Option<&'static [&'static str]> {
     match head {
         "ls" => Some(&["a", "A", "all", "almost_all", "l", "h", "1", "t", "S", "r"]),
-        "cat" => Some(&[]),
+        "cat" | "stat" | "touch" | "env" => Some(&[]),
+        "mkdir" => Some(&["p", "parents"]),
+        "cp" => Some(&["r", "R", "recursive"]),
+        // The builtin overwrites without asking, as `-f` says.
+        "mv" => Some(&["f", "force"]),
+        "ln" => Some(&["s", "symbolic"]),
         _ => None,
     }
 }
+
+/// The flags `rm` takes: `-r`, `-f` (a missing path is no error), `-v`
+/// (the result lists every path anyway), `-i`/`-I` (nothing is asked: the
+/// trash keeps what goes) and `--permanent`. Any other is refused rather
+/// than run by the system's `rm`, which deletes for good.
+pub const RM_FLAGS: &[&str] = &[
+    "r",
+    "R",
+    "recursive",
+    "f",
+    "force",
+    "v",
+    "verbose",
+    "i",
+    "I",
+    "interactive",
+    "permanent",
+];
 
 struct Parsed {
     vals: Vec<Value>,
@@ -512,9 +538,30 @@ fn rm(a: Parsed, ctx: &Ctx) -> SResult<Value> {
             "rm: no paths to remove",
         ));
     }
+    if let Some(f) = a.flags.iter().find(|f| !RM_FLAGS.contains(&f.as_str())) {
+        let dash = if f.chars().count() == 1 { "-" } else { "--" };
+        let system = shoal_base::lookup::find_program(
+            "rm",
+            ctx.env.get("PATH").map(String::as_str),
+            ctx.cwd,
+        )
+        .map_or_else(
+            || "the system's rm by its path".to_string(),
+            |p| format!("`{}`", p.display()),
+        );
+        return Err(ShoalError::arg_error(format!(
+            "rm: {dash}{f} is not a flag shoal's rm takes (it takes -r, -f, -v, -i and --permanent; without --permanent it moves paths to the trash)"
+        ))
+        .with_hint(format!("to run the system's rm, which deletes for good, call {system}")));
+    }
     let permanent = a.has(&["permanent"]);
     let recursive = a.has(&["r", "R", "recursive"]);
-    let ps = paths(&a.vals, "rm")?;
+    let force = a.has(&["f", "force"]);
+    let mut ps = paths(&a.vals, "rm")?;
+    if force {
+        // `-f`: a path that is not there is nothing to remove, not an error.
+        ps.retain(|p| std::fs::symlink_metadata(ctx.cwd.join(p)).is_ok());
+    }
     // Validate everything first so a bad argument removes nothing.
     for p in &ps {
         gate(Access::Delete, ctx, p)?;
