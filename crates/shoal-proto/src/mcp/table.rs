@@ -97,7 +97,7 @@ pub struct ToolDef {
     pub acts: bool,
     input: fn() -> Json,
     output: fn() -> Json,
-    parse: fn(Json) -> Result<Tool, serde_json::Error>,
+    parse: fn(Json) -> Result<Tool, serde_path_to_error::Error<serde_json::Error>>,
 }
 
 #[derive(Clone, Copy)]
@@ -209,8 +209,11 @@ fn tidy(v: &mut Json) {
     }
 }
 
-fn read<T: DeserializeOwned>(args: Json, wrap: fn(T) -> Tool) -> Result<Tool, serde_json::Error> {
-    serde_json::from_value(args).map(wrap)
+fn read<T: DeserializeOwned>(
+    args: Json,
+    wrap: fn(T) -> Tool,
+) -> Result<Tool, serde_path_to_error::Error<serde_json::Error>> {
+    serde_path_to_error::deserialize(args).map(wrap)
 }
 
 const fn pty_ann(read_only: bool) -> Option<Annotations> {
@@ -485,20 +488,46 @@ pub enum CallError {
     InvalidArguments(RpcError),
 }
 
-fn validators() -> &'static [jsonschema::Validator] {
-    static V: OnceLock<Vec<jsonschema::Validator>> = OnceLock::new();
-    V.get_or_init(|| {
+/// The members each tool's arguments may have (the input schema's
+/// `properties`), in table order.
+fn members() -> &'static [Vec<String>] {
+    static M: OnceLock<Vec<Vec<String>>> = OnceLock::new();
+    M.get_or_init(|| {
         TOOLS
             .iter()
-            .map(|t| jsonschema::validator_for(&t.input_schema()).expect("a tool schema compiles"))
+            .map(|t| {
+                t.input_schema()["properties"]
+                    .as_object()
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default()
+            })
             .collect()
     })
 }
 
+/// A `serde_path_to_error` path as a JSON pointer (`/lines/0`; the
+/// arguments themselves are `""`).
+fn pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut p = String::new();
+    for seg in path.iter() {
+        p.push('/');
+        match seg {
+            Segment::Seq { index } => p.push_str(&index.to_string()),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                p.push_str(&key.replace('~', "~0").replace('/', "~1"))
+            }
+            Segment::Unknown => p.push('?'),
+        }
+    }
+    p
+}
+
 /// The one parse step of a `tools/call`: the tool looked up in the table
-/// (listed with `caps`), its `arguments` (absent or `null`: `{}`) checked
-/// against the generated input schema, every error with its JSON path, and
-/// read into the tool's typed arguments.
+/// (listed with `caps`), its `arguments` (absent or `null`: `{}`) read into
+/// the tool's typed arguments. An error names its JSON path (`/src`, and
+/// `src: ...` in the message); every other unknown member is reported
+/// beside it.
 pub fn parse_call(caps: Caps, name: &str, arguments: Option<Json>) -> Result<Tool, CallError> {
     let Some(i) = TOOLS.iter().position(|t| t.name == name && t.listed(caps)) else {
         return Err(CallError::UnknownTool(name.to_string()));
@@ -514,27 +543,39 @@ pub fn parse_call(caps: Caps, name: &str, arguments: Option<Json>) -> Result<Too
             )))
         }
     };
-    let v = &validators()[i];
-    if !v.is_valid(&args) {
-        let errors: Vec<Json> = v
-            .iter_errors(&args)
-            .take(20)
-            .map(|e| argument_error(&e.instance_path().to_string(), &e.to_string()))
-            .collect();
-        let first = errors
-            .first()
-            .and_then(|e| e["message"].as_str())
-            .unwrap_or("invalid")
-            .to_string();
-        return Err(CallError::InvalidArguments(invalid_arguments(
-            format!("invalid arguments for {name}: {first}"),
-            errors,
-        )));
+    let unknown: Vec<String> = args
+        .as_object()
+        .into_iter()
+        .flat_map(|o| o.keys())
+        .filter(|k| !members()[i].contains(k))
+        .cloned()
+        .collect();
+    let e = match (def.parse)(args) {
+        Ok(tool) => return Ok(tool),
+        Err(e) => e,
+    };
+    let path = pointer(e.path());
+    let at = match e.path().to_string().as_str() {
+        "." => String::new(),
+        p => format!("{p}: "),
+    };
+    let message = e.inner().to_string();
+    let mut errors = vec![argument_error(&path, &message)];
+    let expected = members()[i]
+        .iter()
+        .map(|m| format!("`{m}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    for k in unknown {
+        if !message.starts_with(&format!("unknown field `{k}`")) {
+            errors.push(argument_error(
+                "",
+                &format!("unknown field `{k}`, expected one of {expected}"),
+            ));
+        }
     }
-    (def.parse)(args).map_err(|e| {
-        CallError::InvalidArguments(invalid_arguments(
-            format!("invalid arguments for {name}: {e}"),
-            vec![argument_error("", &e.to_string())],
-        ))
-    })
+    Err(CallError::InvalidArguments(invalid_arguments(
+        format!("invalid arguments for {name}: {at}{message}"),
+        errors,
+    )))
 }
