@@ -488,18 +488,26 @@ pub enum CallError {
     InvalidArguments(RpcError),
 }
 
-/// The members each tool's arguments may have (the input schema's
-/// `properties`), in table order.
-fn members() -> &'static [Vec<String>] {
-    static M: OnceLock<Vec<Vec<String>>> = OnceLock::new();
+/// The members each tool's arguments may have and those they must have (the
+/// input schema's `properties` and `required`), in table order.
+fn members() -> &'static [(Vec<String>, Vec<String>)] {
+    static M: OnceLock<Vec<(Vec<String>, Vec<String>)>> = OnceLock::new();
     M.get_or_init(|| {
         TOOLS
             .iter()
             .map(|t| {
-                t.input_schema()["properties"]
+                let schema = t.input_schema();
+                let known = schema["properties"]
                     .as_object()
                     .map(|p| p.keys().cloned().collect())
-                    .unwrap_or_default()
+                    .unwrap_or_default();
+                let required = schema["required"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|r| r.as_str().map(str::to_string))
+                    .collect();
+                (known, required)
             })
             .collect()
     })
@@ -514,28 +522,36 @@ fn pointer(path: &serde_path_to_error::Path) -> String {
         p.push('/');
         match seg {
             Segment::Seq { index } => p.push_str(&index.to_string()),
-            Segment::Map { key } | Segment::Enum { variant: key } => {
-                p.push_str(&key.replace('~', "~0").replace('/', "~1"))
-            }
+            Segment::Map { key } | Segment::Enum { variant: key } => p.push_str(&escape(key)),
             Segment::Unknown => p.push('?'),
         }
     }
     p
 }
 
+/// One bad argument: where it is in the arguments (for the order), its JSON
+/// pointer, its message, and the message's prefix naming its path.
+struct Bad {
+    at: usize,
+    pointer: String,
+    message: String,
+    named: String,
+}
+
 /// The one parse step of a `tools/call`: the tool looked up in the table
 /// (listed with `caps`), its `arguments` (absent or `null`: `{}`) read into
 /// the tool's typed arguments. An error names its JSON path (`/src`, and
-/// `src: ...` in the message); every other unknown member is reported
-/// beside it.
+/// `src: ...` in the message). Every bad member is reported, in the order
+/// given: unknown and missing members at once, then each member that does not read (it
+/// is set aside and the rest read again, at most 20 times).
 pub fn parse_call(caps: Caps, name: &str, arguments: Option<Json>) -> Result<Tool, CallError> {
     let Some(i) = TOOLS.iter().position(|t| t.name == name && t.listed(caps)) else {
         return Err(CallError::UnknownTool(name.to_string()));
     };
     let def = &TOOLS[i];
     let args = match arguments {
-        None | Some(Json::Null) => Json::Object(Default::default()),
-        Some(a @ Json::Object(_)) => a,
+        None | Some(Json::Null) => serde_json::Map::new(),
+        Some(Json::Object(a)) => a,
         Some(_) => {
             return Err(CallError::InvalidArguments(invalid_arguments(
                 "tool arguments must be an object".into(),
@@ -543,39 +559,76 @@ pub fn parse_call(caps: Caps, name: &str, arguments: Option<Json>) -> Result<Too
             )))
         }
     };
-    let unknown: Vec<String> = args
-        .as_object()
-        .into_iter()
-        .flat_map(|o| o.keys())
-        .filter(|k| !members()[i].contains(k))
-        .cloned()
-        .collect();
-    let e = match (def.parse)(args) {
-        Ok(tool) => return Ok(tool),
-        Err(e) => e,
-    };
-    let path = pointer(e.path());
-    let at = match e.path().to_string().as_str() {
-        "." => String::new(),
-        p => format!("{p}: "),
-    };
-    let message = e.inner().to_string();
-    let mut errors = vec![argument_error(&path, &message)];
-    let expected = members()[i]
+    let at = |k: &str| args.keys().position(|x| x == k).unwrap_or(usize::MAX);
+    let (known, required) = &members()[i];
+    let expected = known
         .iter()
         .map(|m| format!("`{m}`"))
         .collect::<Vec<_>>()
         .join(", ");
-    for k in unknown {
-        if !message.starts_with(&format!("unknown field `{k}`")) {
-            errors.push(argument_error(
-                "",
-                &format!("unknown field `{k}`, expected one of {expected}"),
-            ));
-        }
+    let mut bad: Vec<Bad> = Vec::new();
+    let mut rest = args.clone();
+    for k in args.keys().filter(|k| !known.contains(k)) {
+        rest.remove(k);
+        bad.push(Bad {
+            at: at(k),
+            pointer: format!("/{}", escape(k)),
+            message: format!("unknown field `{k}`, expected one of {expected}"),
+            named: String::new(),
+        });
     }
+    for k in required.iter().filter(|k| !args.contains_key(*k)) {
+        bad.push(Bad {
+            at: usize::MAX,
+            pointer: String::new(),
+            message: format!("missing field `{k}`"),
+            named: String::new(),
+        });
+    }
+    for _ in 0..20 {
+        let e = match (def.parse)(Json::Object(rest.clone())) {
+            Ok(tool) if bad.is_empty() => return Ok(tool),
+            Ok(_) => break,
+            Err(e) => e,
+        };
+        let message = e.inner().to_string();
+        let member = match e.path().iter().next() {
+            Some(serde_path_to_error::Segment::Map { key }) if rest.contains_key(key) => {
+                Some(key.clone())
+            }
+            _ => None,
+        };
+        // Missing members are reported above (and one set aside is not).
+        if member.is_none() && message.starts_with("missing field `") {
+            break;
+        }
+        let named = match e.path().to_string().as_str() {
+            "." => String::new(),
+            p => format!("{p}: "),
+        };
+        bad.push(Bad {
+            at: member.as_deref().map_or(usize::MAX, at),
+            pointer: pointer(e.path()),
+            message,
+            named,
+        });
+        let Some(k) = member else { break };
+        rest.remove(&k);
+    }
+    bad.sort_by_key(|b| b.at);
+    let first = &bad[0];
+    let headline = format!(
+        "invalid arguments for {name}: {}{}",
+        first.named, first.message
+    );
     Err(CallError::InvalidArguments(invalid_arguments(
-        format!("invalid arguments for {name}: {at}{message}"),
-        errors,
+        headline,
+        bad.iter()
+            .map(|b| argument_error(&b.pointer, &b.message))
+            .collect(),
     )))
+}
+
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }

@@ -1,5 +1,7 @@
 //! Tests of the MCP surface (`proto::mcp`): negotiation, schemas, tool results.
 
+use serde_json::json;
+
 use super::*;
 
 #[test]
@@ -309,23 +311,56 @@ fn what_the_schema_says_beyond_types_is_enforced() {
     assert_eq!(path, "/wait_for");
     let (_, path, _) = argument_error("shoal_exec", json!({"src": "1", "mode": "plan"}));
     assert_eq!(path, "/mode");
-    // Every unknown member is reported, beside the first error.
+    // Every bad member is reported, in the order given: unknown ones, and
+    // each that does not read (a required one set aside is not missing).
     let caps = Caps::default();
-    let Err(CallError::InvalidArguments(e)) =
-        parse_call(caps, "shoal_plan", Some(json!({"a": 1, "src": 2, "b": 3})))
-    else {
+    let Err(CallError::InvalidArguments(e)) = parse_call(
+        caps,
+        "shoal_exec",
+        Some(json!({"a": 1, "src": 2, "mode": "x", "b": 3, "timeout_ms": -1})),
+    ) else {
+        panic!("passes");
+    };
+    assert!(
+        e.message.starts_with(
+            "invalid arguments for shoal_exec: unknown field `a`, expected one of `src`"
+        ),
+        "{}",
+        e.message
+    );
+    let errors = e.data.unwrap()["errors"].clone();
+    let paths: Vec<&str> = errors
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["/a", "/src", "/mode", "/b", "/timeout_ms"],
+        "{errors}"
+    );
+    assert!(errors[2]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("unknown variant `x`"));
+    // Missing is reported when nothing else is wrong with the member.
+    let (m, _, _) = argument_error("shoal_pty_resize", json!({"pty_id": "pty:1", "cols": 5}));
+    assert_eq!(
+        m,
+        "invalid arguments for shoal_pty_resize: missing field `rows`"
+    );
+    let Err(CallError::InvalidArguments(e)) = parse_call(
+        caps,
+        "shoal_pty_resize",
+        Some(json!({"pty_id": 1, "cols": 5})),
+    ) else {
         panic!("passes");
     };
     let errors = e.data.unwrap()["errors"].clone();
     assert_eq!(errors.as_array().unwrap().len(), 2, "{errors}");
-    assert!(errors[0]["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("unknown field `a`"));
-    assert!(errors[1]["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("unknown field `b`"));
+    assert_eq!(errors[0]["path"], "/pty_id");
+    assert_eq!(errors[1]["message"], "missing field `rows`");
     // What passes still passes; null is an absent optional member.
     assert!(parse_call(caps, "shoal_cancel", Some(json!({"task": "task:12"}))).is_ok());
     assert!(parse_call(
