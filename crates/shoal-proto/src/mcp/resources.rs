@@ -4,6 +4,9 @@
 //! journal, events and blob answers. Pure: it builds answers from what the
 //! caller read; it never reads a value, the journal or the bus itself.
 
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 
 use super::super::bound::{bound_text, MAX_TEXT};
@@ -18,7 +21,11 @@ pub const RESOURCES_PAGE: u64 = 100;
 /// page, which starts with the fixed roots; refs go newest first, from
 /// `last_ref` down, [`RESOURCES_PAGE`] at a time, and `nextCursor` names the
 /// next ref below the page, so refs created meanwhile never shift a page.
-pub fn resources_page(caps: Caps, last_ref: u64, cursor: Option<&str>) -> Result<Json, RpcError> {
+pub fn resources_page(
+    caps: Caps,
+    last_ref: u64,
+    cursor: Option<&str>,
+) -> Result<ResourcesPage, RpcError> {
     let (fixed, top) = match cursor {
         None => (true, last_ref),
         Some(c) => {
@@ -39,48 +46,102 @@ pub fn resources_page(caps: Caps, last_ref: u64, cursor: Option<&str>) -> Result
     } else {
         (bottom..=top).rev().collect()
     };
-    let mut r = resources(caps, fixed, &refs);
-    if bottom > 1 && top > 0 {
-        r["nextCursor"] = json!(format!("out<={}", bottom - 1));
+    Ok(ResourcesPage {
+        resources: resources(caps, fixed, &refs),
+        next_cursor: (bottom > 1 && top > 0).then(|| format!("out<={}", bottom - 1)),
+    })
+}
+
+/// `resources/list` params.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct ResourcesListParams {
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// `resources/read`, `resources/subscribe`, `resources/unsubscribe` params.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct ResourceUriParams {
+    pub uri: String,
+}
+
+/// A `resources/list` page.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesPage {
+    pub resources: Vec<Resource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// A `resources/list` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    pub uri: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<&'static str>,
+    pub description: String,
+    pub mime_type: &'static str,
+}
+
+impl Resource {
+    /// A JSON resource without a title.
+    pub fn json(
+        uri: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> Self {
+        Resource {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: description.into(),
+            mime_type: "application/json",
+        }
     }
-    Ok(r)
 }
 
 /// `resources/list` entries: the fixed roots (when `fixed`) plus `out_refs`.
-fn resources(caps: Caps, fixed: bool, out_refs: &[u64]) -> Json {
-    let r = |uri: &str, name: &str, desc: &str| json!({"uri": uri, "name": name, "description": desc, "mimeType": "application/json"});
+fn resources(caps: Caps, fixed: bool, out_refs: &[u64]) -> Vec<Resource> {
     let mut v = Vec::new();
     if fixed {
-        v.push(json!({"uri": CARD_URI, "name": "language", "title": "The Shoal language card",
-            "description": "How to use Shoal as an agent (also the prompt shoal_language)", "mimeType": "text/markdown"}));
+        v.push(Resource {
+            uri: CARD_URI.into(),
+            name: "language".into(),
+            title: Some("The Shoal language card"),
+            description: "How to use Shoal as an agent (also the prompt shoal_language)".into(),
+            mime_type: "text/markdown",
+        });
     }
     if fixed && caps.journal {
-        v.push(r(
+        v.push(Resource::json(
             "shoal://journal",
             "journal",
             "The execution journal, newest first (subscribable)",
         ));
     }
     if fixed {
-        v.push(r(
+        v.push(Resource::json(
             "shoal://session/cwd",
             "cwd",
             "The session's working directory",
         ));
-        v.push(r(
+        v.push(Resource::json(
             "shoal://session/env",
             "env",
             "The session's environment variables",
         ));
     }
     for n in out_refs {
-        v.push(r(
-            &super::super::kernel::ref_uri(*n),
-            &super::super::kernel::ref_name(*n),
+        v.push(Resource::json(
+            super::super::kernel::ref_uri(*n),
+            super::super::kernel::ref_name(*n),
             "A transcript value",
         ));
     }
-    json!({"resources": v})
+    v
 }
 /// `resources/templates/list`.
 pub fn resource_templates(caps: Caps) -> Json {
@@ -133,12 +194,19 @@ pub fn resource_templates(caps: Caps) -> Json {
 /// A `resources/read` result: `render`/`raw`/`inline`
 /// strings as `text/plain`, else pretty JSON of `payload`, bounded.
 pub fn read_result(uri: &str, result: &Json) -> Json {
+    super::result_json(read_contents(uri, result))
+}
+
+/// [`read_result`], typed.
+pub fn read_contents<'a>(uri: &'a str, result: &'a Json) -> ReadResult<'a> {
     for k in ["render", "raw", "inline"] {
         if let Some(s) = result.get(k).and_then(Json::as_str) {
-            return json!({
-                "contents": [{"uri": uri, "mimeType": "text/plain", "text": bound_text(s, MAX_TEXT, Some(uri))}],
-                "structuredContent": result,
-            });
+            return ReadResult::one(
+                uri,
+                "text/plain",
+                bound_text(s, MAX_TEXT, Some(uri)),
+                Some(result),
+            );
         }
     }
     let payload = result.get("value").unwrap_or(result);
@@ -147,10 +215,44 @@ pub fn read_result(uri: &str, result: &Json) -> Json {
         MAX_TEXT,
         Some(uri),
     );
-    json!({
-        "contents": [{"uri": uri, "mimeType": "application/json", "text": text}],
-        "structuredContent": payload,
-    })
+    ReadResult::one(uri, "application/json", text, Some(payload))
+}
+
+/// A `resources/read` result: one text content, and the value read as
+/// `structuredContent` (not for the language card).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadResult<'a> {
+    pub contents: Vec<TextResource<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<&'a Json>,
+}
+
+/// A text content of a `resources/read` result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextResource<'a> {
+    pub uri: &'a str,
+    pub mime_type: &'static str,
+    pub text: Cow<'a, str>,
+}
+
+impl<'a> ReadResult<'a> {
+    pub fn one(
+        uri: &'a str,
+        mime_type: &'static str,
+        text: impl Into<Cow<'a, str>>,
+        structured: Option<&'a Json>,
+    ) -> Self {
+        ReadResult {
+            contents: vec![TextResource {
+                uri,
+                mime_type,
+                text: text.into(),
+            }],
+            structured_content: structured,
+        }
+    }
 }
 
 /// The channel a subscribable URI watches (docs/protocol.md §2): `shoal://events/{ch}`
