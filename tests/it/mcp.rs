@@ -398,6 +398,31 @@ fn methods_read_their_params_in_one_step() {
     );
     bad_params(&mut c, "resources/subscribe", json!({"uri": 1}), "uri");
     bad_params(&mut c, "resources/unsubscribe", json!({}), ".");
+    // The tasks' params and the tools/call envelope (a bad argument stays
+    // the tool's isError result).
+    let mut m = d.mcp_legacy("s");
+    bad_params(&mut m, "tasks/get", json!({}), ".");
+    bad_params(&mut m, "tasks/get", json!({"taskId": 5}), "taskId");
+    bad_params(&mut m, "tasks/cancel", json!({"taskId": null}), "taskId");
+    bad_params(&mut m, "tasks/result", json!({"task_id": "task:1"}), ".");
+    bad_params(&mut m, "tasks/list", json!({"cursor": 1}), "cursor");
+    bad_params(&mut m, "tools/call", json!({"name": 5}), "name");
+    bad_params(&mut m, "tools/call", json!({"arguments": {}}), ".");
+    bad_params(&mut m, "tools/call", json!(["shoal_exec"]), ".");
+    let r = m.ok(
+        "tools/call",
+        json!({"name": "shoal_exec", "arguments": [1], "_meta": {"progressToken": "p"}}),
+    );
+    assert_eq!(r["isError"], json!(true), "{r}");
+    let r = m.ok(
+        "tools/call",
+        json!({"name": "shoal_exec", "arguments": {"src": "1 + 1"}, "task": null}),
+    );
+    assert_eq!(
+        r["structuredContent"]["value"],
+        json!({"$": "int", "v": 2}),
+        "{r}"
+    );
     // What reads still answers as before.
     let r = c.ok(
         "prompts/get",

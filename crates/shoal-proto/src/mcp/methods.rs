@@ -21,7 +21,41 @@ pub fn read_params<T: DeserializeOwned>(method: &str, params: Json) -> Result<T,
         Json::Null => Json::Object(Default::default()),
         p => p,
     };
+    not_an_object(method, &params)?;
     crate::kernel::typed_value(method, params)
+}
+
+/// MCP params are an object (serde would read a struct from an array too).
+fn not_an_object(method: &str, params: &Json) -> Result<(), RpcError> {
+    if params.is_object() {
+        return Ok(());
+    }
+    Err(RpcError::invalid_params(format!(
+        "invalid params for {method}: params must be an object"
+    ))
+    .with_data(serde_json::json!({"path": "."})))
+}
+
+/// [`read_params`] of params the caller keeps (a `tools/call`'s `_meta`
+/// is read again later).
+pub fn read_params_ref<T: DeserializeOwned>(method: &str, params: &Json) -> Result<T, RpcError> {
+    if params.is_null() {
+        return read_params(method, Json::Null);
+    }
+    not_an_object(method, params)?;
+    serde_path_to_error::deserialize(params).map_err(|e| crate::kernel::params_error(method, &e))
+}
+
+/// `tools/call` params: the tool, its `arguments` (read by
+/// [`super::parse_call`]: a bad argument is an `isError` result, not a
+/// JSON-RPC error) and the 2025 task augmentation.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct CallToolParams {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: Option<Json>,
+    #[serde(default)]
+    pub task: Option<Json>,
 }
 
 /// `initialize` params: what the server reads of them.
@@ -217,6 +251,36 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn a_tool_call_envelope_reads_in_one_step() {
+        let params =
+            json!({"name": "shoal_exec", "arguments": {"src": 1}, "_meta": {"progressToken": 1}});
+        let p: CallToolParams = read_params_ref("tools/call", &params).unwrap();
+        assert_eq!(p.name, "shoal_exec");
+        assert_eq!(p.arguments, Some(json!({"src": 1})));
+        assert_eq!(p.task, None);
+        let e = read_params_ref::<CallToolParams>("tools/call", &json!({"name": 3})).unwrap_err();
+        assert_eq!(
+            e.message,
+            "invalid params for tools/call: name: invalid type: integer `3`, expected a string"
+        );
+        assert_eq!(e.data.unwrap()["path"], "name");
+        let e = read_params_ref::<CallToolParams>("tools/call", &Json::Null).unwrap_err();
+        assert_eq!(
+            e.message,
+            "invalid params for tools/call: missing field `name`"
+        );
+        let e =
+            read_params_ref::<CallToolParams>("tools/call", &json!(["shoal_exec"])).unwrap_err();
+        assert_eq!(
+            e.message,
+            "invalid params for tools/call: params must be an object"
+        );
+        let e =
+            read_params::<PromptGetParams>("prompts/get", json!(["shoal_language"])).unwrap_err();
+        assert_eq!(e.code, INVALID_PARAMS);
     }
 
     #[test]
