@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use actix::fut::{ready, LocalBoxActorFuture};
 use actix::prelude::*;
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 
 use crate::conn::GetServices;
 use crate::conn::{self, ConnContext};
@@ -517,7 +517,7 @@ impl McpConn {
                 Box::pin(ready(Ok(mcp::initialize_result(v))))
             }
             "ping" => Box::pin(ready(Ok(mcp::result_json(mcp::Empty {})))),
-            "tools/list" => Box::pin(ready(Ok(json!({"tools": mcp::tools(self.caps())})))),
+            "tools/list" => Box::pin(ready(Ok(mcp::result_json(mcp::tools_list(self.caps()))))),
             "resources/list" => self.resources_list(params),
             "prompts/list" => Box::pin(ready(Ok(mcp::prompts()))),
             "prompts/get" => Box::pin(ready(

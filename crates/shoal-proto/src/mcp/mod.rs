@@ -54,8 +54,8 @@ pub use results::{
 };
 pub use schemas::{argument_error, invalid_arguments};
 pub use table::{
-    input_schema_of, is_tool, parse_call, tool_def, tools, tools_detailed, CallError, Needs, Tool,
-    ToolDef, TOOLS,
+    input_schema_of, is_tool, parse_call, tool_def, tools, tools_detailed, tools_list, CallError,
+    Needs, Tool, ToolDef, ToolEntry, ToolsList, TOOLS,
 };
 
 pub const VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];

@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Value as Json};
 
 use super::args::*;
@@ -108,17 +109,67 @@ struct Annotations {
 }
 
 impl Annotations {
-    fn json(self) -> Json {
-        let mut a = serde_json::Map::new();
-        if let Some(r) = self.read_only {
-            a.insert("readOnlyHint".into(), json!(r));
+    /// The annotations as meant.
+    fn hints(self) -> Hints {
+        Hints {
+            read_only_hint: self.read_only,
+            destructive_hint: self.destructive,
+            open_world_hint: Some(self.open_world),
         }
-        if let Some(d) = self.destructive {
-            a.insert("destructiveHint".into(), json!(d));
-        }
-        a.insert("openWorldHint".into(), json!(self.open_world));
-        Json::Object(a)
     }
+
+    /// As advertised: without the spec's defaults (`openWorldHint: true`,
+    /// `readOnlyHint: false`, the `destructiveHint` of a read-only tool);
+    /// `None` when nothing is left.
+    fn advertised(self) -> Option<Hints> {
+        let read_only = self.read_only == Some(true);
+        let h = Hints {
+            read_only_hint: read_only.then_some(true),
+            destructive_hint: self.destructive.filter(|_| !read_only),
+            open_world_hint: (!self.open_world).then_some(false),
+        };
+        (h != Hints::default()).then_some(h)
+    }
+}
+
+/// A `tools/list` entry's `annotations`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Hints {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read_only_hint: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    destructive_hint: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    open_world_hint: Option<bool>,
+}
+
+/// A `tools/list` entry.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolEntry {
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    input_schema: Json,
+    output_schema: Json,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<Hints>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    execution: Option<Execution>,
+}
+
+/// `execution: {taskSupport: "optional"}` (task-augmented calls, 2025).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Execution {
+    task_support: &'static str,
+}
+
+/// The `tools/list` result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolsList {
+    pub tools: Vec<ToolEntry>,
 }
 
 impl ToolDef {
@@ -138,21 +189,30 @@ impl ToolDef {
         (self.output)()
     }
 
-    /// The `tools/list` entry with the detailed output schema.
-    fn entry(&self) -> Json {
-        let mut t = serde_json::Map::new();
-        t.insert("name".into(), json!(self.name));
-        t.insert("title".into(), json!(self.title));
-        t.insert("description".into(), json!(self.description));
-        t.insert("inputSchema".into(), self.input_schema());
-        t.insert("outputSchema".into(), self.output_schema());
-        if let Some(a) = self.annotations {
-            t.insert("annotations".into(), a.json());
+    /// The `tools/list` entry: with the detailed output schema and the
+    /// annotations as meant, or `lean` as advertised ([`tools`]).
+    fn entry(&self, lean: bool) -> ToolEntry {
+        ToolEntry {
+            name: self.name,
+            title: self.title,
+            description: self.description,
+            input_schema: self.input_schema(),
+            output_schema: if lean {
+                json!({"type": "object"})
+            } else {
+                self.output_schema()
+            },
+            annotations: self.annotations.and_then(|a| {
+                if lean {
+                    a.advertised()
+                } else {
+                    Some(a.hints())
+                }
+            }),
+            execution: self.task_support.then_some(Execution {
+                task_support: "optional",
+            }),
         }
-        if self.task_support {
-            t.insert("execution".into(), json!({"taskSupport": "optional"}));
-        }
-        Json::Object(t)
     }
 }
 
@@ -424,52 +484,33 @@ pub fn tool_def(caps: Caps, name: &str) -> Option<&'static ToolDef> {
 /// The tools with their detailed output schemas: the shapes every result
 /// keeps (the tests validate real results against them).
 pub fn tools_detailed(caps: Caps) -> Json {
-    Json::Array(
-        TOOLS
-            .iter()
-            .filter(|t| t.listed(caps))
-            .map(ToolDef::entry)
-            .collect(),
-    )
+    super::result_json(entries(caps, false))
+}
+
+fn entries(caps: Caps, lean: bool) -> Vec<ToolEntry> {
+    TOOLS
+        .iter()
+        .filter(|t| t.listed(caps))
+        .map(|t| t.entry(lean))
+        .collect()
 }
 
 /// The advertised tools (`tools/list`): only those whose capability exists,
 /// lean. Every result is an object (error results the shape
 /// `{code, message, data?}`), and that is all `outputSchema` says: the
-/// detailed shapes of [`tools_detailed`] would double the listing every
-/// client reads at start, for a check no client needs. Annotations that are
-/// the spec's defaults (`openWorldHint: true`, `readOnlyHint: false`,
-/// `destructiveHint` of a read-only tool) are left out.
+/// detailed shapes of [`tools_detailed`] would more than double the listing
+/// every client reads at start (about 19 KiB instead of 8), for a check no
+/// client needs. Annotations that are the spec's defaults
+/// (`openWorldHint: true`, `readOnlyHint: false`, `destructiveHint` of a
+/// read-only tool) are left out.
 pub fn tools(caps: Caps) -> Json {
-    let mut t = tools_detailed(caps);
-    for tool in t.as_array_mut().into_iter().flatten() {
-        advertise(tool);
-    }
-    t
+    super::result_json(entries(caps, true))
 }
 
-fn advertise(tool: &mut Json) {
-    let Some(o) = tool.as_object_mut() else {
-        return;
-    };
-    o.insert("outputSchema".into(), json!({"type": "object"}));
-    let empty = match o.get_mut("annotations").and_then(Json::as_object_mut) {
-        Some(a) => {
-            let read_only = a.get("readOnlyHint") == Some(&json!(true));
-            if a.get("openWorldHint") == Some(&json!(true)) {
-                a.remove("openWorldHint");
-            }
-            if !read_only {
-                a.remove("readOnlyHint");
-            } else {
-                a.remove("destructiveHint");
-            }
-            a.is_empty()
-        }
-        None => false,
-    };
-    if empty {
-        o.remove("annotations");
+/// The `tools/list` result.
+pub fn tools_list(caps: Caps) -> ToolsList {
+    ToolsList {
+        tools: entries(caps, true),
     }
 }
 
