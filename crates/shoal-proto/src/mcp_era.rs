@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Map, Value as Json};
 
 use super::mcp::{self, McpResult, INSTRUCTIONS, VERSIONS};
@@ -297,32 +297,9 @@ pub fn listen_closed(listen_id: &Json) -> Json {
     })
 }
 
-/// `subscriptions/listen` params: what to stream (`notifications`, an
-/// object; its list-changed keys are let through: Shoal never sends them,
-/// its lists are fixed or paginated by ref).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-pub struct ListenParams {
-    pub notifications: ListenFilter,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListenFilter {
-    #[serde(default)]
-    pub resource_subscriptions: Option<Vec<String>>,
-    /// The Tasks extension's (`proto::mcp_tasks_ext::listen_task_ids`).
-    #[serde(default)]
-    pub task_ids: Option<Vec<String>>,
-}
-
-/// [`ListenParams`] read in one step (`-32602` naming the path).
-pub fn listen_params(params: &Json) -> Result<ListenParams, RpcError> {
-    mcp::read_params_ref("subscriptions/listen", params)
-}
-
 /// The `resourceSubscriptions` a `subscriptions/listen` asks for.
 pub fn listen_uris(params: &Json) -> Result<Vec<String>, RpcError> {
-    Ok(listen_params(params)?
+    Ok(mcp::listen_params(params)?
         .notifications
         .resource_subscriptions
         .unwrap_or_default())

@@ -201,10 +201,7 @@ pub fn status_params(r: &TaskRecord, subscription: &Json) -> StatusParams {
 /// The `taskIds` a `subscriptions/listen` filter asks for, as shoal task
 /// numbers; ids that name no shoal task are not honored (left out).
 pub fn listen_task_ids(params: &Json) -> Result<Vec<u64>, RpcError> {
-    let Some(ids) = crate::mcp_era::listen_params(params)?
-        .notifications
-        .task_ids
-    else {
+    let Some(ids) = crate::mcp::listen_params(params)?.notifications.task_ids else {
         return Ok(Vec::new());
     };
     if ids.len() > MAX_LISTEN_TASKS {

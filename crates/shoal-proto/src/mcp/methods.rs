@@ -58,6 +58,29 @@ pub struct CallToolParams {
     pub task: Option<Json>,
 }
 
+/// `subscriptions/listen` params: what to stream (`notifications`, an
+/// object; its list-changed keys are let through: Shoal never sends them,
+/// its lists are fixed or paginated by ref).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct ListenParams {
+    pub notifications: ListenFilter,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenFilter {
+    #[serde(default)]
+    pub resource_subscriptions: Option<Vec<String>>,
+    /// The Tasks extension's (`proto::mcp_tasks_ext::listen_task_ids`).
+    #[serde(default)]
+    pub task_ids: Option<Vec<String>>,
+}
+
+/// [`ListenParams`] read in one step (`-32602` naming the path).
+pub fn listen_params(params: &Json) -> Result<ListenParams, RpcError> {
+    read_params_ref("subscriptions/listen", params)
+}
+
 /// `initialize` params: what the server reads of them.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]

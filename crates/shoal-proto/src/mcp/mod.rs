@@ -37,10 +37,10 @@ pub use completion::{
     CompleteResult, CompleteTarget, Completion,
 };
 pub use methods::{
-    prompt_get, read_params, read_params_ref, CallToolParams, ClientCapabilities, ClientInfo,
-    Empty, InitializeParams, InitializeResult, ListChanged, Prompt, PromptGetParams,
-    PromptGetResult, PromptList, PromptMessage, ResourcesCapability, ServerCapabilities,
-    TextContent,
+    listen_params, prompt_get, read_params, read_params_ref, CallToolParams, ClientCapabilities,
+    ClientInfo, Empty, InitializeParams, InitializeResult, ListChanged, ListenFilter, ListenParams,
+    Prompt, PromptGetParams, PromptGetResult, PromptList, PromptMessage, ResourcesCapability,
+    ServerCapabilities, TextContent,
 };
 pub use outputs::*;
 pub use resources::{
