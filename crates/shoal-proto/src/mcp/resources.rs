@@ -145,7 +145,42 @@ fn resources(caps: Caps, fixed: bool, out_refs: &[u64]) -> Vec<Resource> {
 }
 /// `resources/templates/list`.
 pub fn resource_templates(caps: Caps) -> Json {
-    let t = |tpl: &str, name: &str, desc: &str| json!({"uriTemplate": tpl, "name": name, "description": desc, "mimeType": "application/json"});
+    super::result_json(ResourceTemplates {
+        resource_templates: templates(caps),
+    })
+}
+
+/// The `resources/templates/list` result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceTemplates {
+    pub resource_templates: Vec<ResourceTemplate>,
+}
+
+/// A `resources/templates/list` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceTemplate {
+    pub uri_template: &'static str,
+    pub name: &'static str,
+    pub description: &'static str,
+    pub mime_type: &'static str,
+}
+
+impl ResourceTemplate {
+    /// A template of JSON resources.
+    pub fn json(uri_template: &'static str, name: &'static str, description: &'static str) -> Self {
+        ResourceTemplate {
+            uri_template,
+            name,
+            description,
+            mime_type: "application/json",
+        }
+    }
+}
+
+fn templates(caps: Caps) -> Vec<ResourceTemplate> {
+    let t = ResourceTemplate::json;
     let mut v = vec![
         t(
             "shoal://out/{n}{?path,slice,format}",
@@ -188,7 +223,7 @@ pub fn resource_templates(caps: Caps) -> Json {
             "Events of a channel (subscribable)",
         ));
     }
-    json!({"resourceTemplates": v})
+    v
 }
 
 /// A `resources/read` result: `render`/`raw`/`inline`
@@ -354,4 +389,36 @@ pub fn bounded_blob_max(blob: &Json, uri: &str, max_bytes: usize) -> Json {
 pub fn parse_slice(s: &str) -> Option<(usize, usize)> {
     let (a, b) = s.split_once("..")?;
     Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listings_keep_their_wire_shape() {
+        let t = resource_templates(Caps::default());
+        assert_eq!(
+            serde_json::to_string(&t["resourceTemplates"][0]).unwrap(),
+            r#"{"uriTemplate":"shoal://out/{n}{?path,slice,format}","name":"transcript-value","description":"A transcript value; slice=A..B","mimeType":"application/json"}"#
+        );
+        assert_eq!(t["resourceTemplates"][2]["name"], "pty-screen");
+        let all = resource_templates(Caps {
+            journal: true,
+            events: true,
+        });
+        assert_eq!(all["resourceTemplates"].as_array().unwrap().len(), 8);
+        let page = super::super::result_json(resources_page(Caps::default(), 150, None).unwrap());
+        assert_eq!(
+            serde_json::to_string(&page["resources"][0]).unwrap(),
+            r#"{"uri":"shoal://docs/language","name":"language","title":"The Shoal language card","description":"How to use Shoal as an agent (also the prompt shoal_language)","mimeType":"text/markdown"}"#
+        );
+        assert_eq!(page["nextCursor"], "out<=50");
+        let last = super::super::result_json(
+            resources_page(Caps::default(), 150, Some("out<=50")).unwrap(),
+        );
+        assert!(last.get("nextCursor").is_none(), "{last}");
+        let e = resources_page(Caps::default(), 150, Some("nope")).unwrap_err();
+        assert_eq!(e.code, crate::rpc::INVALID_PARAMS);
+    }
 }
