@@ -192,7 +192,10 @@ fn templates(caps: Caps) -> Vec<ResourceTemplate> {
             "session-view",
             "Session views: cwd, env",
         ),
-        super::super::mcp_pty::template(),
+        {
+            let (uri, name, description) = super::super::mcp_pty::TEMPLATE;
+            t(uri, name, description)
+        },
         t(
             "shoal://task/{n}",
             "task",
