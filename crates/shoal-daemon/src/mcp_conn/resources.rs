@@ -4,7 +4,7 @@
 
 use actix::fut::ready;
 use actix::prelude::*;
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use crate::event_bus::{BusEvent, ListChannels, ReadEvents, Scope};
 use crate::journal_writer::{self as jw, Services};
@@ -169,7 +169,9 @@ impl McpConn {
                 let (cwd, _) = h.views();
                 Ok(mcp::read_result(
                     &u,
-                    &json!({"display": cwd.display().to_string()}),
+                    &mcp::result_json(mcp::SessionCwd {
+                        display: cwd.display().to_string(),
+                    }),
                 ))
             })),
             ("session", Some("env")) => Box::pin(self.session().map(move |h, act, _ctx| {
@@ -184,16 +186,9 @@ impl McpConn {
                     .and_then(shoal_lang::env_view::EnvView::for_gate);
                 let (_, pairs) = h.views();
                 let pairs = shoal_lang::env_view::visible(view.as_deref(), pairs);
-                let mut names: Vec<String> = Vec::new();
-                let mut env = Map::new();
-                for (k, v) in pairs.into_iter().take(4096) {
-                    names.push(k.clone());
-                    env.insert(k, json!(v));
-                }
-                names.sort();
                 Ok(mcp::read_result(
                     &u,
-                    &json!({"granted": true, "names": names, "env": env}),
+                    &mcp::result_json(mcp::SessionEnv::of(pairs)),
                 ))
             })),
             ("pty", seg) => {

@@ -47,7 +47,7 @@ pub use resources::{
     bounded_blob, bounded_blob_max, events_result, journal_result, parse_slice, read_contents,
     read_result, resource_templates, resources_page, subscription_channel, ReadResult, Resource,
     ResourceTemplate, ResourceTemplates, ResourceUriParams, ResourcesListParams, ResourcesPage,
-    TextResource, RESOURCES_PAGE,
+    SessionCwd, SessionEnv, TextResource, RESOURCES_PAGE,
 };
 pub use results::{
     tool_answer, tool_error, tool_result, tool_success, CallToolResult, Content, Link, McpResult,

@@ -293,6 +293,42 @@ impl<'a> ReadResult<'a> {
     }
 }
 
+/// `shoal://session/cwd`: the session's working directory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionCwd {
+    pub display: String,
+}
+
+/// `shoal://session/env`: the variables the caller may read (at most
+/// [`SessionEnv::MAX`]), their names sorted beside them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionEnv {
+    pub granted: bool,
+    pub names: Vec<String>,
+    /// Name to value (a JSON object in the order given).
+    pub env: serde_json::Map<String, Json>,
+}
+
+impl SessionEnv {
+    pub const MAX: usize = 4096;
+
+    /// The first [`SessionEnv::MAX`] of `pairs`, in their order.
+    pub fn of(pairs: Vec<(String, String)>) -> Self {
+        let env: serde_json::Map<String, Json> = pairs
+            .into_iter()
+            .take(Self::MAX)
+            .map(|(k, v)| (k, Json::String(v)))
+            .collect();
+        let mut names: Vec<String> = env.keys().cloned().collect();
+        names.sort();
+        SessionEnv {
+            granted: true,
+            names,
+            env,
+        }
+    }
+}
+
 /// The channel a subscribable URI watches (docs/protocol.md §2): `shoal://events/{ch}`
 /// → `ch`, `shoal://journal` → `journal`.
 pub fn subscription_channel(u: &str) -> Result<String, String> {
@@ -421,6 +457,11 @@ mod tests {
             resources_page(Caps::default(), 150, Some("out<=50")).unwrap(),
         );
         assert!(last.get("nextCursor").is_none(), "{last}");
+        let env = SessionEnv::of(vec![("B".into(), "1".into()), ("A".into(), "2".into())]);
+        assert_eq!(
+            serde_json::to_string(&env).unwrap(),
+            r#"{"granted":true,"names":["A","B"],"env":{"B":"1","A":"2"}}"#
+        );
         let e = resources_page(Caps::default(), 150, Some("nope")).unwrap_err();
         assert_eq!(e.code, crate::rpc::INVALID_PARAMS);
     }
