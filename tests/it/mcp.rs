@@ -317,3 +317,120 @@ fn exec_command_runs_through_the_daemon() {
     assert_eq!(code, 1);
     assert!(err.contains("div_zero"), "{err}");
 }
+
+/// A request without `params` (absent, not `{}`), its response.
+fn call_bare(c: &mut Conn, id: u64, method: &str) -> Value {
+    c.send(&json!({"jsonrpc": "2.0", "id": id, "method": method}));
+    let r = c.recv();
+    assert_eq!(r["id"], json!(id), "{r}");
+    r
+}
+
+/// The `-32602` of a method whose params do not read, with the path named.
+fn bad_params(c: &mut Conn, method: &str, params: Value, path: &str) {
+    let r = c.call(method, params.clone());
+    assert_eq!(r["error"]["code"], json!(-32602), "{method} {params}: {r}");
+    assert_eq!(r["error"]["data"]["path"], json!(path), "{method}: {r}");
+    let m = r["error"]["message"].as_str().unwrap();
+    assert!(
+        m.starts_with(&format!("invalid params for {method}: ")),
+        "{method}: {m}"
+    );
+    if path != "." {
+        assert!(m.contains(&format!("{path}: ")), "{method}: {m}");
+    }
+}
+
+#[test]
+fn methods_read_their_params_in_one_step() {
+    let root = Root::new();
+    let d = Daemon::start(&root);
+    let mut c = d.conn();
+    // Lenient where clients are: members the server does not read, `_meta`,
+    // absent params.
+    let r = c.ok(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"roots": {"listChanged": true}, "sampling": {}},
+               "clientInfo": {"name": "t", "version": "0", "title": "T"}, "_meta": {"progressToken": 1}, "later": 1}),
+    );
+    assert_eq!(r["protocolVersion"], json!("2025-06-18"), "{r}");
+    assert_eq!(call_bare(&mut c, 1, "ping")["result"], json!({}));
+    assert!(call_bare(&mut c, 2, "resources/list")["result"]["resources"].is_array());
+    assert_eq!(
+        call_bare(&mut c, 3, "initialize")["result"]["protocolVersion"],
+        json!("2025-11-25")
+    );
+    c.ok("ping", json!({"_meta": {"x": 1}}));
+    // A member of the wrong type, or a missing one: -32602 naming its path.
+    bad_params(
+        &mut c,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "clientInfo": {"name": 7}}),
+        "clientInfo.name",
+    );
+    bad_params(
+        &mut c,
+        "initialize",
+        json!({"protocolVersion": 2025}),
+        "protocolVersion",
+    );
+    bad_params(&mut c, "prompts/get", json!({}), ".");
+    bad_params(&mut c, "prompts/get", json!({"name": 5}), "name");
+    bad_params(
+        &mut c,
+        "completion/complete",
+        json!({"ref": {"type": "ref/tool"}, "argument": {"name": "n", "value": ""}}),
+        "ref.type",
+    );
+    bad_params(
+        &mut c,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "shoal_language"}, "argument": {"name": "x", "value": 1}}),
+        "argument.value",
+    );
+    bad_params(&mut c, "resources/list", json!({"cursor": 5}), "cursor");
+    bad_params(&mut c, "resources/read", json!({}), ".");
+    bad_params(
+        &mut c,
+        "resources/read",
+        json!({"uri": ["shoal://out/1"]}),
+        "uri",
+    );
+    bad_params(&mut c, "resources/subscribe", json!({"uri": 1}), "uri");
+    bad_params(&mut c, "resources/unsubscribe", json!({}), ".");
+    // The tasks' params and the tools/call envelope (a bad argument stays
+    // the tool's isError result).
+    let mut m = d.mcp_legacy("s");
+    bad_params(&mut m, "tasks/get", json!({}), ".");
+    bad_params(&mut m, "tasks/get", json!({"taskId": 5}), "taskId");
+    bad_params(&mut m, "tasks/cancel", json!({"taskId": null}), "taskId");
+    bad_params(&mut m, "tasks/result", json!({"task_id": "task:1"}), ".");
+    bad_params(&mut m, "tasks/list", json!({"cursor": 1}), "cursor");
+    bad_params(&mut m, "tools/call", json!({"name": 5}), "name");
+    bad_params(&mut m, "tools/call", json!({"arguments": {}}), ".");
+    bad_params(&mut m, "tools/call", json!(["shoal_exec"]), ".");
+    let r = m.ok(
+        "tools/call",
+        json!({"name": "shoal_exec", "arguments": [1], "_meta": {"progressToken": "p"}}),
+    );
+    assert_eq!(r["isError"], json!(true), "{r}");
+    let r = m.ok(
+        "tools/call",
+        json!({"name": "shoal_exec", "arguments": {"src": "1 + 1"}, "task": null}),
+    );
+    assert_eq!(
+        r["structuredContent"]["value"],
+        json!({"$": "int", "v": 2}),
+        "{r}"
+    );
+    // What reads still answers as before.
+    let r = c.ok(
+        "prompts/get",
+        json!({"name": "shoal_language", "arguments": {}}),
+    );
+    assert_eq!(r["messages"][0]["content"]["type"], json!("text"));
+    assert_eq!(
+        c.ok("resources/unsubscribe", json!({"uri": "shoal://journal"})),
+        json!({})
+    );
+}

@@ -261,9 +261,22 @@ fn listen_streams_journal_and_events() {
         r["tools"].is_array(),
         "the next frame is this answer, no update"
     );
-    // A bad filter is refused.
+    // A bad filter is refused, naming what is wrong.
     let r = c.call("subscriptions/listen", env(json!({}), json!({})));
     assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(r["error"]["data"]["path"], ".", "{r}");
+    let r = c.call(
+        "subscriptions/listen",
+        env(
+            json!({"notifications": {"resourceSubscriptions": ["shoal://journal", 7]}}),
+            json!({}),
+        ),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(
+        r["error"]["data"]["path"], "notifications.resourceSubscriptions[1]",
+        "{r}"
+    );
 }
 
 #[test]

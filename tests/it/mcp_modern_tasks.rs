@@ -171,6 +171,10 @@ fn a_long_exec_returns_a_task_polled_to_its_result() {
     // Unknown tasks are -32602.
     let r = c.call("tasks/get", env(json!({"taskId": "task:9999"}), "mt", true));
     assert_eq!(r["error"]["code"], -32602, "{r}");
+    // A taskId that is not a string: -32602 naming it.
+    let r = c.call("tasks/get", env(json!({"taskId": 9999}), "mt", true));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(r["error"]["data"]["path"], "taskId", "{r}");
 
     // A client that did not declare the extension waits for its result.
     let r = exec(&mut c, "mt", "sh { sleep 1.3; echo inline }", false);

@@ -8,6 +8,9 @@
 //! and [`error`] applies the revision's error rules (resource-not-found is
 //! `-32602` with `data.uri`, SEP-2164).
 
+use std::collections::BTreeMap;
+
+use serde::Serialize;
 use serde_json::{json, Map, Value as Json};
 
 use super::mcp::{self, McpResult, INSTRUCTIONS, VERSIONS};
@@ -137,24 +140,54 @@ pub fn removed_in_modern(method: &str) -> bool {
 /// The server's capabilities in the modern era: as the handshake's, with
 /// `extensions`: the Tasks extension (`proto::mcp_tasks_ext`).
 pub fn capabilities() -> Json {
+    mcp::result_json(capabilities_typed())
+}
+
+fn capabilities_typed() -> ModernCapabilities {
     use super::mcp_tasks_ext as ext;
-    json!({
-        "tools": {"listChanged": false},
-        "resources": {"subscribe": true, "listChanged": false},
-        "prompts": {"listChanged": false},
-        "completions": {},
-        "extensions": {ext::EXTENSION: ext::capability()},
-    })
+    ModernCapabilities {
+        tools: mcp::ListChanged {
+            list_changed: false,
+        },
+        resources: mcp::ResourcesCapability {
+            subscribe: true,
+            list_changed: false,
+        },
+        prompts: mcp::ListChanged {
+            list_changed: false,
+        },
+        completions: mcp::Empty {},
+        extensions: BTreeMap::from([(ext::EXTENSION, ext::capability())]),
+    }
+}
+
+/// What the server offers at 2026-07-28.
+#[derive(Clone, Debug, Serialize)]
+pub struct ModernCapabilities {
+    pub tools: mcp::ListChanged,
+    pub resources: mcp::ResourcesCapability,
+    pub prompts: mcp::ListChanged,
+    pub completions: mcp::Empty,
+    pub extensions: BTreeMap<&'static str, Json>,
+}
+
+/// The `server/discover` result (before [`finish`] stamps it).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverResult {
+    pub supported_versions: Vec<&'static str>,
+    pub capabilities: ModernCapabilities,
+    pub instructions: &'static str,
 }
 
 /// `server/discover`: both eras' versions, capabilities, instructions.
 pub fn discover_result() -> Json {
     finish(
         "server/discover",
-        json!({
-            "supportedVersions": supported_versions(),
-            "capabilities": capabilities(),
-            "instructions": INSTRUCTIONS,
+        mcp::result_json(DiscoverResult {
+            supported_versions: supported_versions(),
+            capabilities: capabilities_typed(),
+            instructions: INSTRUCTIONS,
         }),
     )
 }
@@ -256,37 +289,69 @@ pub fn error(read_uri: Option<&str>, e: RpcError) -> RpcError {
 
 /// The graceful end of a listen stream (its JSON-RPC result).
 pub fn listen_closed(listen_id: &Json) -> Json {
-    json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: listen_id}})
+    mcp::result_json(ListenClosed {
+        result_type: "complete",
+        meta: SubscriptionMeta {
+            subscription_id: listen_id,
+        },
+    })
 }
 
-/// The `resourceSubscriptions` a `subscriptions/listen` asks for (the other
-/// filter keys are list-changed events, which Shoal never sends: its lists
-/// are fixed or paginated by ref).
+/// The `resourceSubscriptions` a `subscriptions/listen` asks for.
 pub fn listen_uris(params: &Json) -> Result<Vec<String>, RpcError> {
-    let Some(filter) = params.get("notifications").and_then(Json::as_object) else {
-        return Err(RpcError::invalid_params(
-            "subscriptions/listen requires params.notifications, an object naming what to stream",
-        ));
-    };
-    match filter.get("resourceSubscriptions") {
-        None | Some(Json::Null) => Ok(Vec::new()),
-        Some(Json::Array(a)) => a
-            .iter()
-            .map(|u| {
-                u.as_str().map(str::to_string).ok_or_else(|| {
-                    RpcError::invalid_params("resourceSubscriptions must be a list of URIs")
-                })
-            })
-            .collect(),
-        Some(_) => Err(RpcError::invalid_params(
-            "resourceSubscriptions must be a list of URIs",
-        )),
-    }
+    Ok(mcp::listen_params(params)?
+        .notifications
+        .resource_subscriptions
+        .unwrap_or_default())
+}
+
+/// The graceful end of a listen stream (its JSON-RPC result).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListenClosed<'a> {
+    result_type: &'static str,
+    #[serde(rename = "_meta")]
+    meta: SubscriptionMeta<'a>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+struct SubscriptionMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+    subscription_id: &'a Json,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listen_params_and_closing_read_and_write_typed() {
+        let p = json!({"notifications": {"resourceSubscriptions": ["shoal://journal"], "toolsListChanged": true},
+                       "_meta": {PROTOCOL_VERSION_KEY: MODERN}});
+        assert_eq!(listen_uris(&p).unwrap(), ["shoal://journal"]);
+        assert!(listen_uris(&json!({"notifications": {}}))
+            .unwrap()
+            .is_empty());
+        let e = listen_uris(&json!({})).unwrap_err();
+        assert_eq!(
+            e.message,
+            "invalid params for subscriptions/listen: missing field `notifications`"
+        );
+        let e = listen_uris(&json!({"notifications": {"resourceSubscriptions": [1]}})).unwrap_err();
+        assert_eq!(e.code, rpc::INVALID_PARAMS);
+        assert_eq!(
+            e.data.unwrap()["path"],
+            "notifications.resourceSubscriptions[0]"
+        );
+        assert_eq!(
+            listen_closed(&json!("L")),
+            json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID_KEY: "L"}})
+        );
+        assert_eq!(
+            serde_json::to_string(&capabilities()).unwrap(),
+            r#"{"tools":{"listChanged":false},"resources":{"subscribe":true,"listChanged":false},"prompts":{"listChanged":false},"completions":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}"#
+        );
+    }
 
     fn env(v: &str) -> Json {
         json!({"_meta": {PROTOCOL_VERSION_KEY: v, CLIENT_CAPABILITIES_KEY: {}}})

@@ -2,7 +2,7 @@
 //! capability, `Task` objects, statuses, `tasks/list` pages). Pure mapping from [`shoal_lang::task::TaskRecord`]; one
 //! place, so another protocol revision's envelope can reuse it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 
 use shoal_lang::task::{self, TaskRecord, TaskState};
@@ -155,6 +155,21 @@ pub fn list_page(records: &[TaskRecord], cursor: Option<&str>) -> Result<TaskPag
         tasks: page.iter().map(|r| task_object(r)).collect(),
         next_cursor: page.last().filter(|_| more).map(|last| last.id.to_string()),
     })
+}
+
+/// `tasks/get`, `tasks/result`, `tasks/cancel` (and the Tasks extension's
+/// `tasks/get|update|cancel`) params: the task named.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskIdParams {
+    pub task_id: String,
+}
+
+/// `tasks/list` params.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct TasksListParams {
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 #[cfg(test)]

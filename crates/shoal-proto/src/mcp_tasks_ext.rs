@@ -201,14 +201,8 @@ pub fn status_params(r: &TaskRecord, subscription: &Json) -> StatusParams {
 /// The `taskIds` a `subscriptions/listen` filter asks for, as shoal task
 /// numbers; ids that name no shoal task are not honored (left out).
 pub fn listen_task_ids(params: &Json) -> Result<Vec<u64>, RpcError> {
-    let ids = match params.get("notifications").and_then(|n| n.get("taskIds")) {
-        None | Some(Json::Null) => return Ok(Vec::new()),
-        Some(Json::Array(a)) => a,
-        Some(_) => {
-            return Err(RpcError::invalid_params(
-                "taskIds must be a list of task ids",
-            ))
-        }
+    let Some(ids) = crate::mcp::listen_params(params)?.notifications.task_ids else {
+        return Ok(Vec::new());
     };
     if ids.len() > MAX_LISTEN_TASKS {
         return Err(RpcError::invalid_params(format!(
@@ -217,10 +211,7 @@ pub fn listen_task_ids(params: &Json) -> Result<Vec<u64>, RpcError> {
         )));
     }
     let mut out = Vec::new();
-    for v in ids {
-        let s = v
-            .as_str()
-            .ok_or_else(|| RpcError::invalid_params("taskIds must be a list of task ids"))?;
+    for s in &ids {
         if let Some(n) = task::parse_ref(s) {
             if !out.contains(&n) {
                 out.push(n);
@@ -315,7 +306,10 @@ mod tests {
         assert!(listen_task_ids(&json!({"notifications": {}}))
             .unwrap()
             .is_empty());
-        assert!(listen_task_ids(&json!({"notifications": {"taskIds": "task:1"}})).is_err());
+        let e = listen_task_ids(&json!({"notifications": {"taskIds": "task:1"}})).unwrap_err();
+        assert_eq!(e.data.unwrap()["path"], "notifications.taskIds");
+        let e = listen_task_ids(&json!({"notifications": {"taskIds": ["task:1", 2]}})).unwrap_err();
+        assert_eq!(e.data.unwrap()["path"], "notifications.taskIds[1]");
         let many: Vec<String> = (0..=MAX_LISTEN_TASKS)
             .map(|i| format!("task:{i}"))
             .collect();

@@ -51,7 +51,7 @@ use shoal_proto::frame::Frame;
 use shoal_proto::kernel::PlanResult;
 use shoal_proto::mcp::notify;
 use shoal_proto::mcp::{
-    self, CapDecided, CapRequestResult, Elicitation, Grant, McpResult, PlanAnswer,
+    self, CapDecided, CapRequestResult, Elicitation, Grant, InitializeParams, McpResult, PlanAnswer,
 };
 use shoal_proto::mcp_era;
 use shoal_proto::rpc::{self, RpcError};
@@ -85,7 +85,12 @@ pub(super) struct Elicit {
 /// Does a capabilities object offer form elicitation? (`{}` is form only,
 /// as before 2025-11-25 named the modes.)
 fn offers_form(caps: Option<&Json>) -> bool {
-    match caps.and_then(|c| c.get("elicitation")) {
+    offers_form_mode(caps.and_then(|c| c.get("elicitation")))
+}
+
+/// Whether a client's `elicitation` capability offers forms (`{}` is forms).
+fn offers_form_mode(elicitation: Option<&Json>) -> bool {
+    match elicitation {
         Some(Json::Object(o)) => o.is_empty() || o.contains_key("form"),
         _ => false,
     }
@@ -93,12 +98,12 @@ fn offers_form(caps: Option<&Json>) -> bool {
 
 impl Elicit {
     /// `initialize` params: what the client declared.
-    pub(super) fn initialized(&mut self, params: &Json) {
-        self.form = offers_form(params.get("capabilities"));
+    pub(super) fn initialized(&mut self, params: &InitializeParams) {
+        self.form = offers_form_mode(params.capabilities.elicitation.as_ref());
         self.client = params
-            .get("clientInfo")
-            .and_then(|c| c.get("name"))
-            .and_then(Json::as_str)
+            .client_info
+            .as_ref()
+            .and_then(|c| c.name.as_deref())
             .map(|s| s.chars().take(64).collect());
     }
 
@@ -349,7 +354,7 @@ fn tool_result(r: Result<CapAnswer, RpcError>) -> Result<McpResult, RpcError> {
 
 impl McpConn {
     /// `initialize`: remember whether the client can be asked.
-    pub(super) fn elicit_initialized(&mut self, params: &Json) {
+    pub(super) fn elicit_initialized(&mut self, params: &InitializeParams) {
         self.elicit.initialized(params);
         self.client_label = match &self.elicit.client {
             Some(name) => format!("mcp: {name}").into(),

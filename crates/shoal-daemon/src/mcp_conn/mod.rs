@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use actix::fut::{ready, LocalBoxActorFuture};
 use actix::prelude::*;
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 
 use crate::conn::GetServices;
 use crate::conn::{self, ConnContext};
@@ -500,25 +500,31 @@ impl McpConn {
     fn dispatch_json(&mut self, method: &str, params: Json, ctx: &mut Context<Self>) -> Reply {
         match method {
             "initialize" => {
-                let requested = params.get("protocolVersion").and_then(Json::as_str);
+                let p: mcp::InitializeParams = match mcp::read_params(method, params) {
+                    Ok(p) => p,
+                    Err(e) => return Box::pin(ready(Err(e))),
+                };
+                let requested = p.protocol_version.as_deref();
                 let v = mcp::negotiate(requested);
                 self.version = Some(v);
-                self.elicit_initialized(&params);
                 tracing::debug!(
                     conn = self.cx.id,
                     requested,
                     negotiated = v,
                     "mcp initialize"
                 );
+                self.elicit_initialized(&p);
                 Box::pin(ready(Ok(mcp::initialize_result(v))))
             }
-            "ping" => Box::pin(ready(Ok(json!({})))),
-            "tools/list" => Box::pin(ready(Ok(json!({"tools": mcp::tools(self.caps())})))),
+            "ping" => Box::pin(ready(Ok(mcp::result_json(mcp::Empty {})))),
+            "tools/list" => Box::pin(ready(Ok(mcp::result_json(mcp::tools_list(self.caps()))))),
             "resources/list" => self.resources_list(params),
             "prompts/list" => Box::pin(ready(Ok(mcp::prompts()))),
-            "prompts/get" => Box::pin(ready(mcp::prompt_get(
-                params.get("name").and_then(Json::as_str).unwrap_or(""),
-            ))),
+            "prompts/get" => Box::pin(ready(
+                mcp::read_params(method, params)
+                    .and_then(|p| mcp::prompt_get(&p))
+                    .map(mcp::result_json),
+            )),
             "completion/complete" => self.complete(params),
             "resources/templates/list" => Box::pin(ready(Ok(mcp::resource_templates(self.caps())))),
             "resources/read" => self.resources_read(params),

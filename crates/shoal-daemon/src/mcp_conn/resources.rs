@@ -4,7 +4,7 @@
 
 use actix::fut::ready;
 use actix::prelude::*;
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use crate::event_bus::{BusEvent, ListChannels, ReadEvents, Scope};
 use crate::journal_writer::{self as jw, Services};
@@ -20,19 +20,23 @@ use super::{get_value, McpConn, Reply};
 impl McpConn {
     pub(super) fn resources_list(&mut self, params: Json) -> Reply {
         let caps = self.caps();
-        let cursor = params
-            .get("cursor")
-            .and_then(Json::as_str)
-            .map(str::to_string);
+        let cursor = match mcp::read_params::<mcp::ResourcesListParams>("resources/list", params) {
+            Ok(p) => p.cursor,
+            Err(e) => return Box::pin(ready(Err(e))),
+        };
         Box::pin(self.session().then(move |h, act, _ctx| {
             let gate = act.gate.clone();
             async move {
                 let h = h.ok();
-                let last = h.as_ref().map(crate::sessions::handle::SessionHandle::last_ref).unwrap_or(0);
+                let last = h
+                    .as_ref()
+                    .map(crate::sessions::handle::SessionHandle::last_ref)
+                    .unwrap_or(0);
                 let mut page = mcp::resources_page(caps, last, cursor.as_deref())?;
                 // PTYs and the caller's live plans are listed once, on the first page.
                 if cursor.is_none() {
-                    let mut extra = crate::sessions::pty::resource_entries(h.clone()).await;
+                    page.resources
+                        .extend(crate::sessions::pty::resource_entries(h.clone()).await);
                     if let (Some(h), Some(g)) = (h, gate) {
                         let plans = crate::leash_calls::plan_op(
                             h,
@@ -44,20 +48,16 @@ impl McpConn {
                             for p in plans {
                                 let r = p.plan_ref.as_str();
                                 let hex = r.strip_prefix("plan:").unwrap_or(r);
-                                extra.push(json!({
-                                    "uri": format!("shoal://plan/{hex}"),
-                                    "name": r,
-                                    "description": format!("plan ({}), {}", p.verdict.as_str(), p.approval),
-                                    "mimeType": "application/json",
-                                }));
+                                page.resources.push(mcp::Resource::json(
+                                    format!("shoal://plan/{hex}"),
+                                    r,
+                                    format!("plan ({}), {}", p.verdict.as_str(), p.approval),
+                                ));
                             }
                         }
                     }
-                    if let Some(list) = page["resources"].as_array_mut() {
-                        list.extend(extra);
-                    }
                 }
-                Ok(page)
+                Ok(mcp::result_json(page))
             }
             .into_actor(act)
         }))
@@ -65,7 +65,7 @@ impl McpConn {
 
     /// `completion/complete` of resource-template arguments.
     pub(super) fn complete(&mut self, params: Json) -> Reply {
-        let (target, prefix) = match mcp::complete_request(&params) {
+        let (target, prefix) = match mcp::complete_request(params) {
             Ok(x) => x,
             Err(e) => return Box::pin(ready(Err(e))),
         };
@@ -107,10 +107,9 @@ impl McpConn {
     }
 
     pub(super) fn resources_read(&mut self, params: Json) -> Reply {
-        let Some(u) = params.get("uri").and_then(Json::as_str).map(str::to_string) else {
-            return Box::pin(ready(Err(RpcError::invalid_params(
-                "resources/read requires uri",
-            ))));
+        let u = match mcp::read_params::<mcp::ResourceUriParams>("resources/read", params) {
+            Ok(p) => p.uri,
+            Err(e) => return Box::pin(ready(Err(e))),
         };
         let parsed = match uri::parse(&u) {
             Ok(p) => p,
@@ -170,7 +169,9 @@ impl McpConn {
                 let (cwd, _) = h.views();
                 Ok(mcp::read_result(
                     &u,
-                    &json!({"display": cwd.display().to_string()}),
+                    &mcp::result_json(mcp::SessionCwd {
+                        display: cwd.display().to_string(),
+                    }),
                 ))
             })),
             ("session", Some("env")) => Box::pin(self.session().map(move |h, act, _ctx| {
@@ -185,16 +186,9 @@ impl McpConn {
                     .and_then(shoal_lang::env_view::EnvView::for_gate);
                 let (_, pairs) = h.views();
                 let pairs = shoal_lang::env_view::visible(view.as_deref(), pairs);
-                let mut names: Vec<String> = Vec::new();
-                let mut env = Map::new();
-                for (k, v) in pairs.into_iter().take(4096) {
-                    names.push(k.clone());
-                    env.insert(k, json!(v));
-                }
-                names.sort();
                 Ok(mcp::read_result(
                     &u,
-                    &json!({"granted": true, "names": names, "env": env}),
+                    &mcp::result_json(mcp::SessionEnv::of(pairs)),
                 ))
             })),
             ("pty", seg) => {

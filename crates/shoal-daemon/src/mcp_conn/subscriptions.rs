@@ -21,10 +21,9 @@ use super::{id_key, Listen, McpConn, Reply};
 
 impl McpConn {
     pub(super) fn subscribe(&mut self, params: Json, ctx: &mut Context<Self>) -> Reply {
-        let Some(u) = params.get("uri").and_then(Json::as_str).map(str::to_string) else {
-            return Box::pin(ready(Err(RpcError::invalid_params(
-                "resources/subscribe requires uri",
-            ))));
+        let u = match mcp::read_params::<mcp::ResourceUriParams>("resources/subscribe", params) {
+            Ok(p) => p.uri,
+            Err(e) => return Box::pin(ready(Err(e))),
         };
         if let Some(id) = crate::sessions::pty::watch_uri(&u) {
             return self.subscribe_pty(u, id);
@@ -61,7 +60,7 @@ impl McpConn {
             ))));
         };
         if self.subs.contains_key(&u) {
-            return Box::pin(ready(Ok(json!({}))));
+            return Box::pin(ready(Ok(mcp::result_json(mcp::Empty {}))));
         }
         if let Err(e) = self.subscription_room() {
             return Box::pin(ready(Err(e)));
@@ -74,7 +73,7 @@ impl McpConn {
         self.subs.insert(u, channel.clone());
         self.count_subscriptions();
         if self.bus_subs.contains_key(&channel) {
-            return Box::pin(ready(Ok(json!({}))));
+            return Box::pin(ready(Ok(mcp::result_json(mcp::Empty {}))));
         }
         let sub = ctx.address().recipient();
         let f = s.bus.send(Subscribe {
@@ -90,7 +89,7 @@ impl McpConn {
                 // Unsubscribed while the subscription was being set up.
                 s.bus.do_send(Unsubscribe { id });
             }
-            Ok(json!({}))
+            Ok(mcp::result_json(mcp::Empty {}))
         }))
     }
 
@@ -129,7 +128,7 @@ impl McpConn {
     /// `shoal://pty/N`: a screen-update loop on this connection.
     pub(super) fn subscribe_pty(&mut self, u: String, id: u64) -> Reply {
         if self.pty_subs.contains_key(&u) {
-            return Box::pin(ready(Ok(json!({}))));
+            return Box::pin(ready(Ok(mcp::result_json(mcp::Empty {}))));
         }
         if let Err(e) = self.subscription_room() {
             return Box::pin(ready(Err(e)));
@@ -147,26 +146,25 @@ impl McpConn {
                         ctx.cancel_future(old);
                     }
                     act.count_subscriptions();
-                    Ok(json!({}))
+                    Ok(mcp::result_json(mcp::Empty {}))
                 })
         }))
     }
 
     pub(super) fn unsubscribe(&mut self, params: Json, ctx: &mut Context<Self>) -> Reply {
-        let Some(u) = params.get("uri").and_then(Json::as_str) else {
-            return Box::pin(ready(Err(RpcError::invalid_params(
-                "resources/unsubscribe requires uri",
-            ))));
+        let u = match mcp::read_params::<mcp::ResourceUriParams>("resources/unsubscribe", params) {
+            Ok(p) => p.uri,
+            Err(e) => return Box::pin(ready(Err(e))),
         };
-        if let Some(h) = self.pty_subs.remove(u) {
+        if let Some(h) = self.pty_subs.remove(&u) {
             ctx.cancel_future(h);
         }
-        let removed = self.subs.remove(u);
+        let removed = self.subs.remove(&u);
         self.count_subscriptions();
         if let Some(channel) = removed {
             self.release_channel(&channel);
         }
-        Box::pin(ready(Ok(json!({}))))
+        Box::pin(ready(Ok(mcp::result_json(mcp::Empty {}))))
     }
 
     /// Some subscription (legacy or listen) still watches `channel`.

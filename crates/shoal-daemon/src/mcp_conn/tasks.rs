@@ -26,12 +26,10 @@ fn unknown(task: &str) -> RpcError {
     RpcError::invalid_params(format!("unknown task {task:?}")).with_data(json!({"taskId": task}))
 }
 
-fn task_id(p: &Json) -> Result<u64, RpcError> {
-    let t = p
-        .get("taskId")
-        .and_then(Json::as_str)
-        .ok_or_else(|| RpcError::invalid_params("taskId is required"))?;
-    shoal_lang::task::parse_ref(t).ok_or_else(|| unknown(t))
+/// The task `params` name (`taskId`), read in one step.
+fn task_id(method: &str, params: Json) -> Result<u64, RpcError> {
+    let p: mcp_tasks::TaskIdParams = mcp::read_params(method, params)?;
+    shoal_lang::task::parse_ref(&p.task_id).ok_or_else(|| unknown(&p.task_id))
 }
 
 async fn record(h: &SessionHandle, id: u64) -> Result<TaskRecord, RpcError> {
@@ -102,17 +100,20 @@ pub async fn status_updates(tx: Writer, mut view: watch::Receiver<TaskView>) {
 pub async fn method(h: SessionHandle, method: String, params: Json) -> Result<Json, RpcError> {
     match method.as_str() {
         "tasks/list" => {
+            let p: mcp_tasks::TasksListParams = mcp::read_params(&method, params)?;
             let TaskAnswer::Records(all) = task::task_call(&h, TaskOp::Records(None)).await? else {
                 return Err(RpcError::internal("unexpected answer to tasks/list"));
             };
-            let cursor = params.get("cursor").and_then(Json::as_str);
-            rpc::to_result(&mcp_tasks::list_page(&all, cursor).map_err(RpcError::invalid_params)?)
+            rpc::to_result(
+                &mcp_tasks::list_page(&all, p.cursor.as_deref())
+                    .map_err(RpcError::invalid_params)?,
+            )
         }
         "tasks/get" => rpc::to_result(&mcp_tasks::task_object(
-            &record(&h, task_id(&params)?).await?,
+            &record(&h, task_id(&method, params)?).await?,
         )),
         "tasks/cancel" => {
-            let id = task_id(&params)?;
+            let id = task_id(&method, params)?;
             let rec = record(&h, id).await?;
             if mcp_tasks::is_terminal(mcp_tasks::status(&rec)) {
                 return Err(RpcError::invalid_params(format!(
@@ -130,7 +131,7 @@ pub async fn method(h: SessionHandle, method: String, params: Json) -> Result<Js
 
 /// `tasks/result`: wait for the end, answer the tool result tied to its task.
 pub async fn result(h: SessionHandle, params: Json, budget: Budget) -> Result<McpResult, RpcError> {
-    let id = task_id(&params)?;
+    let id = task_id("tasks/result", params)?;
     record(&h, id).await?;
     let TaskAnswer::Watch(view) = task::task_call(&h, TaskOp::Watch(id)).await? else {
         return Err(RpcError::internal("unexpected answer to tasks/result"));
@@ -263,7 +264,7 @@ async fn ext_view(h: &SessionHandle, id: u64) -> Result<TaskView, RpcError> {
 
 /// `tasks/get`, `tasks/update`, `tasks/cancel` of the Tasks extension.
 pub async fn ext_method(h: SessionHandle, method: String, params: Json) -> Result<Json, RpcError> {
-    let id = task_id(&params)?;
+    let id = task_id(&method, params)?;
     let budget = Budget::default();
     match method.as_str() {
         "tasks/get" => {

@@ -25,39 +25,41 @@ impl McpConn {
     /// `tools/call`: one parse step ([`mcp::parse_call`]) from the name and
     /// arguments to a [`Tool`], then dispatch on it.
     pub(super) fn tools_call(&mut self, params: Json, cancel: Arc<CallCancel>) -> ToolReply {
-        let Some(p) = params.as_object() else {
-            return Box::pin(ready(Err(RpcError::invalid_params(
-                "tools/call params must be an object",
-            ))));
+        let call: mcp::CallToolParams = match mcp::read_params_ref("tools/call", &params) {
+            Ok(c) => c,
+            Err(e) => return Box::pin(ready(Err(e))),
         };
-        let Some(name) = p.get("name").and_then(Json::as_str) else {
-            return Box::pin(ready(Err(RpcError::invalid_params(
-                "tools/call requires name",
-            ))));
-        };
-        let tool = match mcp::parse_call(self.caps(), name, p.get("arguments").cloned()) {
+        let tool = match mcp::parse_call(self.caps(), &call.name, call.arguments) {
             Ok(t) => t,
             Err(CallError::UnknownTool(n)) => return unknown_tool(&n),
             Err(CallError::InvalidArguments(e)) => {
                 return Box::pin(ready(Ok(mcp::tool_error(&e).into())))
             }
         };
+        let task = call.task;
         if tool.def().acts {
             return self.acting(
                 tool.name(),
                 |e| Ok(mcp::tool_error(&e).into()),
-                move |act| act.tool_run(tool, params, cancel),
+                move |act| act.tool_run(tool, task, params, cancel),
             );
         }
-        self.tool_run(tool, params, cancel)
+        self.tool_run(tool, task, params, cancel)
     }
 
-    /// A parsed `tools/call` (`params` whole, for the task and elicitation fields).
-    fn tool_run(&mut self, tool: Tool, params: Json, cancel: Arc<CallCancel>) -> ToolReply {
+    /// A parsed `tools/call`: its `task` augmentation, and `params` whole
+    /// (the elicitation of `shoal_cap_request` reads its `_meta`).
+    fn tool_run(
+        &mut self,
+        tool: Tool,
+        task: Option<Json>,
+        params: Json,
+        cancel: Arc<CallCancel>,
+    ) -> ToolReply {
         // A task-augmented call (MCP Tasks 2025): `shoal_exec` only. At
         // 2026-07-28 task creation is the server's call and `task` is ignored.
         let legacy_task = self.era != Some(ConnEra::Modern);
-        if let Some(t) = params.get("task").filter(|t| legacy_task && !t.is_null()) {
+        if let Some(t) = task.filter(|_| legacy_task) {
             return match tool {
                 Tool::Exec(args) if t.is_object() => self.tool_exec_task(args),
                 other => Box::pin(ready(Err(RpcError::invalid_params(format!(

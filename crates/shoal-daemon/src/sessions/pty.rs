@@ -18,7 +18,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use serde_json::{json, Value as Json};
 
 use crate::health::Registration;
 use crate::msg::{PtyCall, PtyGet, PtyWatch};
@@ -440,8 +439,9 @@ pub fn call_as(
 }
 
 /// `resources/list` entries: `shoal://pty` and one `shoal://pty/N` per PTY.
-pub async fn resource_entries(handle: Option<SessionHandle>) -> Vec<Json> {
-    let entry = |uri: String, name: String, desc: &str| json!({"uri": uri, "name": name, "description": desc, "mimeType": "application/json"});
+pub async fn resource_entries(handle: Option<SessionHandle>) -> Vec<shoal_proto::mcp::Resource> {
+    let entry =
+        |uri: String, name: String, desc: &str| shoal_proto::mcp::Resource::json(uri, name, desc);
     let mut out = vec![entry(
         "shoal://pty".into(),
         "pty".into(),

@@ -217,16 +217,20 @@ impl Params<'_> {
 /// `params` read into `T` in one step: an error is `-32602` naming the
 /// JSON path that failed (`data.path`, e.g. `plan_ref`).
 pub fn typed_value<T: DeserializeOwned>(method: &str, params: Json) -> Result<T, RpcError> {
-    serde_path_to_error::deserialize(params).map_err(|e| {
-        let path = e.path().to_string();
-        let at = if path == "." {
-            String::new()
-        } else {
-            format!("{path}: ")
-        };
-        RpcError::invalid_params(format!("invalid params for {method}: {at}{}", e.inner()))
-            .with_data(json!({"path": path}))
-    })
+    serde_path_to_error::deserialize(params).map_err(|e| params_error(method, &e))
+}
+
+/// The `-32602` of params that did not read: `invalid params for METHOD:
+/// PATH: ...`, `data.path`.
+pub fn params_error(method: &str, e: &serde_path_to_error::Error<serde_json::Error>) -> RpcError {
+    let path = e.path().to_string();
+    let at = if path == "." {
+        String::new()
+    } else {
+        format!("{path}: ")
+    };
+    RpcError::invalid_params(format!("invalid params for {method}: {at}{}", e.inner()))
+        .with_data(json!({"path": path}))
 }
 
 #[cfg(test)]

@@ -1,13 +1,15 @@
 //! The typed arguments of the MCP tools. Each struct is the one definition
 //! of its tool's input: the advertised `inputSchema` is generated from it
-//! (`schemars`), and a call's `arguments` are checked against that schema
-//! (every error with its JSON path) and read into it in one step
-//! ([`super::table::parse_call`]).
+//! (`schemars`), and a call's `arguments` are read into it in one step
+//! ([`super::table::parse_call`]), an error naming its JSON path. What the
+//! schema says beyond types (a minimum, a pattern, a non-empty string) the
+//! struct enforces itself, with the `deserialize_with` readers at the end.
 
 use std::collections::BTreeMap;
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
-use serde::{Deserialize, Serialize};
+use serde::de::{Error as _, Unexpected};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value as Json;
 
 use crate::elide::Elide;
@@ -111,7 +113,7 @@ pub struct GetArgs {
     pub slice: Option<[u64; 2]>,
     #[serde(default)]
     #[schemars(schema_with = "lines_schema")]
-    pub lines: Option<[u64; 2]>,
+    pub lines: Option<[LineNo; 2]>,
     #[serde(default)]
     pub elide: Option<Elide>,
     /// default render (text); json: the tagged value
@@ -135,7 +137,7 @@ pub struct JournalArgs {
     pub effects: Option<Vec<String>>,
     #[serde(default)]
     pub head: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "at_least_one")]
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,
 }
@@ -159,6 +161,7 @@ impl From<JournalArgs> for shoal_journal::Query {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelArgs {
+    #[serde(deserialize_with = "task_ref")]
     #[schemars(regex(pattern = "^task:[0-9]+$"))]
     pub task: String,
 }
@@ -199,6 +202,7 @@ pub struct PtyId(pub String);
 #[serde(deny_unknown_fields)]
 pub struct PtyOpenArgs {
     /// program, found on the session's PATH
+    #[serde(deserialize_with = "non_empty")]
     #[schemars(length(min = 1))]
     pub cmd: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -224,6 +228,7 @@ fn input_schema(_: &mut SchemaGenerator) -> Schema {
 #[serde(deny_unknown_fields)]
 pub struct PtySendArgs {
     pub pty_id: PtyId,
+    #[serde(deserialize_with = "send_input")]
     #[schemars(schema_with = "input_schema")]
     pub input: Json,
 }
@@ -234,7 +239,11 @@ pub struct PtySendArgs {
 pub struct PtyReadArgs {
     pub pty_id: PtyId,
     /// text on the screen, or re:REGEX
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "non_empty_opt"
+    )]
     #[schemars(length(min = 1))]
     pub wait_for: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -338,16 +347,92 @@ impl GetArgs {
     pub fn request(&self) -> Result<(String, crate::kernel::GetRequest), crate::rpc::RpcError> {
         let size = |n: u64| n.min(usize::MAX as u64) as usize;
         let pair = |p: Option<[u64; 2]>| p.map(|[a, b]| (size(a), size(b)));
+        let lines = self.lines.map(|[a, b]| [a.0, b.0]);
         let elide = self.elide.unwrap_or_default();
         let format = self.format.unwrap_or(GetFormatArg::Render);
         let req = crate::kernel::get_request(
             self.path.clone(),
             pair(self.slice),
-            pair(self.lines),
+            pair(lines),
             elide.budget(),
             elide.raw_limit(),
             Some(format.as_str()),
         )?;
         Ok((self.reference.clone(), req))
     }
+}
+
+/// A line number of `shoal_get`'s `lines`: 1-based.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct LineNo(pub u64);
+
+impl<'de> Deserialize<'de> for LineNo {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let n = u64::deserialize(d)?;
+        if n == 0 {
+            return Err(D::Error::invalid_value(
+                Unexpected::Unsigned(0),
+                &"a line number from 1",
+            ));
+        }
+        Ok(LineNo(n))
+    }
+}
+
+/// An optional count of at least 1 (`limit`).
+fn at_least_one<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let n = Option::<u64>::deserialize(d)?;
+    if n == Some(0) {
+        return Err(D::Error::invalid_value(
+            Unexpected::Unsigned(0),
+            &"an integer of at least 1",
+        ));
+    }
+    Ok(n)
+}
+
+/// `task:N`.
+fn task_ref<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    let digits = s.strip_prefix("task:").unwrap_or_default();
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(D::Error::invalid_value(Unexpected::Str(&s), &"task:N"));
+    }
+    Ok(s)
+}
+
+fn non_empty<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.is_empty() {
+        return Err(D::Error::invalid_length(0, &"a non-empty string"));
+    }
+    Ok(s)
+}
+
+fn non_empty_opt<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    match Option::<String>::deserialize(d)? {
+        Some(s) if s.is_empty() => Err(D::Error::invalid_length(0, &"a non-empty string")),
+        s => Ok(s),
+    }
+}
+
+/// `shoal_pty_send`'s `input`: a string, an object or an array (the PTY
+/// reads what is inside, naming the index of a bad item).
+fn send_input<'de, D: Deserializer<'de>>(d: D) -> Result<Json, D::Error> {
+    let v = Json::deserialize(d)?;
+    let unexpected = match &v {
+        Json::String(_) | Json::Object(_) | Json::Array(_) => return Ok(v),
+        Json::Null => Unexpected::Unit,
+        Json::Bool(b) => Unexpected::Bool(*b),
+        Json::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+            (Some(u), _, _) => Unexpected::Unsigned(u),
+            (_, Some(i), _) => Unexpected::Signed(i),
+            (_, _, f) => Unexpected::Float(f.unwrap_or(f64::NAN)),
+        },
+    };
+    Err(D::Error::invalid_type(
+        unexpected,
+        &"a string, {key}, {text}, {bytes} or an array of them",
+    ))
 }

@@ -5,7 +5,8 @@
 //! `table.rs`, the typed arguments `args.rs`, the typed results and their
 //! output schemas `outputs.rs`, the argument-error shape `schemas.rs`; `CallToolResult` folding is
 //! `results.rs`, resource listing, reading and subscription URIs are
-//! `resources.rs`, `completion/complete` is `completion.rs`, what the server sends unasked
+//! `resources.rs`, `completion/complete` is `completion.rs`, the params
+//! and results of `initialize`, `ping` and `prompts/*` `methods.rs`, what the server sends unasked
 //! `notify.rs`. Nothing here does
 //! I/O, holds state or knows of actors.
 
@@ -18,6 +19,7 @@ pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
 mod args;
 mod completion;
+mod methods;
 pub mod notify;
 mod outputs;
 mod resources;
@@ -27,16 +29,25 @@ mod results_tests;
 mod schemas;
 mod table;
 
-use serde_json::{json, Value as Json};
-
-use super::rpc::RpcError;
+use serde_json::Value as Json;
 
 pub use args::*;
-pub use completion::{complete_request, completion_result, CompleteTarget};
+pub use completion::{
+    complete_request, completion_result, CompleteArgument, CompleteParams, CompleteRef,
+    CompleteResult, CompleteTarget, Completion,
+};
+pub use methods::{
+    listen_params, prompt_get, read_params, read_params_ref, CallToolParams, ClientCapabilities,
+    ClientInfo, Empty, InitializeParams, InitializeResult, ListChanged, ListenFilter, ListenParams,
+    Prompt, PromptGetParams, PromptGetResult, PromptList, PromptMessage, ResourcesCapability,
+    ServerCapabilities, TextContent,
+};
 pub use outputs::*;
 pub use resources::{
-    bounded_blob, bounded_blob_max, events_result, journal_result, parse_slice, read_result,
-    resource_templates, resources_page, subscription_channel, RESOURCES_PAGE,
+    bounded_blob, bounded_blob_max, events_result, journal_result, parse_slice, read_contents,
+    read_result, resource_templates, resources_page, subscription_channel, ReadResult, Resource,
+    ResourceTemplate, ResourceTemplates, ResourceUriParams, ResourcesListParams, ResourcesPage,
+    SessionCwd, SessionEnv, TextResource, RESOURCES_PAGE,
 };
 pub use results::{
     tool_answer, tool_error, tool_result, tool_success, CallToolResult, Content, Link, McpResult,
@@ -44,8 +55,8 @@ pub use results::{
 };
 pub use schemas::{argument_error, invalid_arguments};
 pub use table::{
-    input_schema_of, is_tool, parse_call, tool_def, tools, tools_detailed, CallError, Needs, Tool,
-    ToolDef, TOOLS,
+    input_schema_of, is_tool, parse_call, tool_def, tools, tools_detailed, tools_list, CallError,
+    Needs, Tool, ToolDef, ToolEntry, ToolsList, TOOLS,
 };
 
 pub const VERSIONS: [&str; 3] = ["2025-03-26", "2025-06-18", "2025-11-25"];
@@ -101,47 +112,23 @@ pub fn server_info() -> Json {
     result_json(ServerInfo::SHOAL)
 }
 
-pub fn initialize_result(version: &str) -> Json {
-    json!({
-        "protocolVersion": version,
-        "capabilities": {
-            "tools": {"listChanged": false},
-            "resources": {"subscribe": true, "listChanged": false},
-            "prompts": {"listChanged": false},
-            "completions": {},
-            "tasks": super::mcp_tasks::capability(),
-        },
-        "serverInfo": server_info(),
-        "instructions": INSTRUCTIONS,
-    })
+pub fn initialize_result(version: &'static str) -> Json {
+    result_json(InitializeResult::new(version))
 }
 
 /// `prompts/list`.
 pub fn prompts() -> Json {
-    json!({"prompts": [{
-        "name": "shoal_language",
-        "title": "The Shoal language card",
-        "description": "How to use Shoal as an agent: commands vs values, dot-chains, sh { }, outcomes, refs, and the Shoal form of each bash habit.",
-    }]})
-}
-
-/// `prompts/get`: the card as one user message.
-pub fn prompt_get(name: &str) -> Result<Json, RpcError> {
-    if name != "shoal_language" {
-        return Err(RpcError::invalid_params(format!(
-            "unknown prompt {name:?} (the prompt is shoal_language)"
-        ))
-        .with_data(json!({"name": name})));
-    }
-    Ok(json!({
-        "description": "The Shoal language card",
-        "messages": [{"role": "user", "content": {"type": "text", "text": LANGUAGE_CARD}}],
-    }))
+    result_json(PromptList::all())
 }
 
 /// `resources/read` of the language card.
 pub fn card_read_result() -> Json {
-    json!({"contents": [{"uri": CARD_URI, "mimeType": "text/markdown", "text": LANGUAGE_CARD}]})
+    result_json(ReadResult::one(
+        CARD_URI,
+        "text/markdown",
+        LANGUAGE_CARD,
+        None,
+    ))
 }
 
 /// What the daemon can do right now (tools and resources follow it).

@@ -4,6 +4,9 @@
 //! journal, events and blob answers. Pure: it builds answers from what the
 //! caller read; it never reads a value, the journal or the bus itself.
 
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 
 use super::super::bound::{bound_text, MAX_TEXT};
@@ -18,7 +21,11 @@ pub const RESOURCES_PAGE: u64 = 100;
 /// page, which starts with the fixed roots; refs go newest first, from
 /// `last_ref` down, [`RESOURCES_PAGE`] at a time, and `nextCursor` names the
 /// next ref below the page, so refs created meanwhile never shift a page.
-pub fn resources_page(caps: Caps, last_ref: u64, cursor: Option<&str>) -> Result<Json, RpcError> {
+pub fn resources_page(
+    caps: Caps,
+    last_ref: u64,
+    cursor: Option<&str>,
+) -> Result<ResourcesPage, RpcError> {
     let (fixed, top) = match cursor {
         None => (true, last_ref),
         Some(c) => {
@@ -39,52 +46,141 @@ pub fn resources_page(caps: Caps, last_ref: u64, cursor: Option<&str>) -> Result
     } else {
         (bottom..=top).rev().collect()
     };
-    let mut r = resources(caps, fixed, &refs);
-    if bottom > 1 && top > 0 {
-        r["nextCursor"] = json!(format!("out<={}", bottom - 1));
+    Ok(ResourcesPage {
+        resources: resources(caps, fixed, &refs),
+        next_cursor: (bottom > 1 && top > 0).then(|| format!("out<={}", bottom - 1)),
+    })
+}
+
+/// `resources/list` params.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct ResourcesListParams {
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// `resources/read`, `resources/subscribe`, `resources/unsubscribe` params.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct ResourceUriParams {
+    pub uri: String,
+}
+
+/// A `resources/list` page.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesPage {
+    pub resources: Vec<Resource>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// A `resources/list` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resource {
+    pub uri: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<&'static str>,
+    pub description: String,
+    pub mime_type: &'static str,
+}
+
+impl Resource {
+    /// A JSON resource without a title.
+    pub fn json(
+        uri: impl Into<String>,
+        name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> Self {
+        Resource {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: description.into(),
+            mime_type: "application/json",
+        }
     }
-    Ok(r)
 }
 
 /// `resources/list` entries: the fixed roots (when `fixed`) plus `out_refs`.
-fn resources(caps: Caps, fixed: bool, out_refs: &[u64]) -> Json {
-    let r = |uri: &str, name: &str, desc: &str| json!({"uri": uri, "name": name, "description": desc, "mimeType": "application/json"});
+fn resources(caps: Caps, fixed: bool, out_refs: &[u64]) -> Vec<Resource> {
     let mut v = Vec::new();
     if fixed {
-        v.push(json!({"uri": CARD_URI, "name": "language", "title": "The Shoal language card",
-            "description": "How to use Shoal as an agent (also the prompt shoal_language)", "mimeType": "text/markdown"}));
+        v.push(Resource {
+            uri: CARD_URI.into(),
+            name: "language".into(),
+            title: Some("The Shoal language card"),
+            description: "How to use Shoal as an agent (also the prompt shoal_language)".into(),
+            mime_type: "text/markdown",
+        });
     }
     if fixed && caps.journal {
-        v.push(r(
+        v.push(Resource::json(
             "shoal://journal",
             "journal",
             "The execution journal, newest first (subscribable)",
         ));
     }
     if fixed {
-        v.push(r(
+        v.push(Resource::json(
             "shoal://session/cwd",
             "cwd",
             "The session's working directory",
         ));
-        v.push(r(
+        v.push(Resource::json(
             "shoal://session/env",
             "env",
             "The session's environment variables",
         ));
     }
     for n in out_refs {
-        v.push(r(
-            &super::super::kernel::ref_uri(*n),
-            &super::super::kernel::ref_name(*n),
+        v.push(Resource::json(
+            super::super::kernel::ref_uri(*n),
+            super::super::kernel::ref_name(*n),
             "A transcript value",
         ));
     }
-    json!({"resources": v})
+    v
 }
 /// `resources/templates/list`.
 pub fn resource_templates(caps: Caps) -> Json {
-    let t = |tpl: &str, name: &str, desc: &str| json!({"uriTemplate": tpl, "name": name, "description": desc, "mimeType": "application/json"});
+    super::result_json(ResourceTemplates {
+        resource_templates: templates(caps),
+    })
+}
+
+/// The `resources/templates/list` result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceTemplates {
+    pub resource_templates: Vec<ResourceTemplate>,
+}
+
+/// A `resources/templates/list` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceTemplate {
+    pub uri_template: &'static str,
+    pub name: &'static str,
+    pub description: &'static str,
+    pub mime_type: &'static str,
+}
+
+impl ResourceTemplate {
+    /// A template of JSON resources.
+    pub fn json(uri_template: &'static str, name: &'static str, description: &'static str) -> Self {
+        ResourceTemplate {
+            uri_template,
+            name,
+            description,
+            mime_type: "application/json",
+        }
+    }
+}
+
+fn templates(caps: Caps) -> Vec<ResourceTemplate> {
+    let t = ResourceTemplate::json;
     let mut v = vec![
         t(
             "shoal://out/{n}{?path,slice,format}",
@@ -96,7 +192,10 @@ pub fn resource_templates(caps: Caps) -> Json {
             "session-view",
             "Session views: cwd, env",
         ),
-        super::super::mcp_pty::template(),
+        {
+            let (uri, name, description) = super::super::mcp_pty::TEMPLATE;
+            t(uri, name, description)
+        },
         t(
             "shoal://task/{n}",
             "task",
@@ -127,18 +226,25 @@ pub fn resource_templates(caps: Caps) -> Json {
             "Events of a channel (subscribable)",
         ));
     }
-    json!({"resourceTemplates": v})
+    v
 }
 
 /// A `resources/read` result: `render`/`raw`/`inline`
 /// strings as `text/plain`, else pretty JSON of `payload`, bounded.
 pub fn read_result(uri: &str, result: &Json) -> Json {
+    super::result_json(read_contents(uri, result))
+}
+
+/// [`read_result`], typed.
+pub fn read_contents<'a>(uri: &'a str, result: &'a Json) -> ReadResult<'a> {
     for k in ["render", "raw", "inline"] {
         if let Some(s) = result.get(k).and_then(Json::as_str) {
-            return json!({
-                "contents": [{"uri": uri, "mimeType": "text/plain", "text": bound_text(s, MAX_TEXT, Some(uri))}],
-                "structuredContent": result,
-            });
+            return ReadResult::one(
+                uri,
+                "text/plain",
+                bound_text(s, MAX_TEXT, Some(uri)),
+                Some(result),
+            );
         }
     }
     let payload = result.get("value").unwrap_or(result);
@@ -147,10 +253,80 @@ pub fn read_result(uri: &str, result: &Json) -> Json {
         MAX_TEXT,
         Some(uri),
     );
-    json!({
-        "contents": [{"uri": uri, "mimeType": "application/json", "text": text}],
-        "structuredContent": payload,
-    })
+    ReadResult::one(uri, "application/json", text, Some(payload))
+}
+
+/// A `resources/read` result: one text content, and the value read as
+/// `structuredContent` (not for the language card).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadResult<'a> {
+    pub contents: Vec<TextResource<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<&'a Json>,
+}
+
+/// A text content of a `resources/read` result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextResource<'a> {
+    pub uri: &'a str,
+    pub mime_type: &'static str,
+    pub text: Cow<'a, str>,
+}
+
+impl<'a> ReadResult<'a> {
+    pub fn one(
+        uri: &'a str,
+        mime_type: &'static str,
+        text: impl Into<Cow<'a, str>>,
+        structured: Option<&'a Json>,
+    ) -> Self {
+        ReadResult {
+            contents: vec![TextResource {
+                uri,
+                mime_type,
+                text: text.into(),
+            }],
+            structured_content: structured,
+        }
+    }
+}
+
+/// `shoal://session/cwd`: the session's working directory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionCwd {
+    pub display: String,
+}
+
+/// `shoal://session/env`: the variables the caller may read (at most
+/// [`SessionEnv::MAX`]), their names sorted beside them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionEnv {
+    pub granted: bool,
+    pub names: Vec<String>,
+    /// Name to value (a JSON object in the order given).
+    pub env: serde_json::Map<String, Json>,
+}
+
+impl SessionEnv {
+    pub const MAX: usize = 4096;
+
+    /// The first [`SessionEnv::MAX`] of `pairs`, in their order.
+    pub fn of(pairs: Vec<(String, String)>) -> Self {
+        let env: serde_json::Map<String, Json> = pairs
+            .into_iter()
+            .take(Self::MAX)
+            .map(|(k, v)| (k, Json::String(v)))
+            .collect();
+        let mut names: Vec<String> = env.keys().cloned().collect();
+        names.sort();
+        SessionEnv {
+            granted: true,
+            names,
+            env,
+        }
+    }
 }
 
 /// The channel a subscribable URI watches (docs/protocol.md §2): `shoal://events/{ch}`
@@ -252,4 +428,41 @@ pub fn bounded_blob_max(blob: &Json, uri: &str, max_bytes: usize) -> Json {
 pub fn parse_slice(s: &str) -> Option<(usize, usize)> {
     let (a, b) = s.split_once("..")?;
     Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listings_keep_their_wire_shape() {
+        let t = resource_templates(Caps::default());
+        assert_eq!(
+            serde_json::to_string(&t["resourceTemplates"][0]).unwrap(),
+            r#"{"uriTemplate":"shoal://out/{n}{?path,slice,format}","name":"transcript-value","description":"A transcript value; slice=A..B","mimeType":"application/json"}"#
+        );
+        assert_eq!(t["resourceTemplates"][2]["name"], "pty-screen");
+        let all = resource_templates(Caps {
+            journal: true,
+            events: true,
+        });
+        assert_eq!(all["resourceTemplates"].as_array().unwrap().len(), 8);
+        let page = super::super::result_json(resources_page(Caps::default(), 150, None).unwrap());
+        assert_eq!(
+            serde_json::to_string(&page["resources"][0]).unwrap(),
+            r#"{"uri":"shoal://docs/language","name":"language","title":"The Shoal language card","description":"How to use Shoal as an agent (also the prompt shoal_language)","mimeType":"text/markdown"}"#
+        );
+        assert_eq!(page["nextCursor"], "out<=50");
+        let last = super::super::result_json(
+            resources_page(Caps::default(), 150, Some("out<=50")).unwrap(),
+        );
+        assert!(last.get("nextCursor").is_none(), "{last}");
+        let env = SessionEnv::of(vec![("B".into(), "1".into()), ("A".into(), "2".into())]);
+        assert_eq!(
+            serde_json::to_string(&env).unwrap(),
+            r#"{"granted":true,"names":["A","B"],"env":{"B":"1","A":"2"}}"#
+        );
+        let e = resources_page(Caps::default(), 150, Some("nope")).unwrap_err();
+        assert_eq!(e.code, crate::rpc::INVALID_PARAMS);
+    }
 }

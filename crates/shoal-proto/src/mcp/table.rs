@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Value as Json};
 
 use super::args::*;
@@ -97,7 +98,7 @@ pub struct ToolDef {
     pub acts: bool,
     input: fn() -> Json,
     output: fn() -> Json,
-    parse: fn(Json) -> Result<Tool, serde_json::Error>,
+    parse: fn(Json) -> Result<Tool, serde_path_to_error::Error<serde_json::Error>>,
 }
 
 #[derive(Clone, Copy)]
@@ -108,17 +109,67 @@ struct Annotations {
 }
 
 impl Annotations {
-    fn json(self) -> Json {
-        let mut a = serde_json::Map::new();
-        if let Some(r) = self.read_only {
-            a.insert("readOnlyHint".into(), json!(r));
+    /// The annotations as meant.
+    fn hints(self) -> Hints {
+        Hints {
+            read_only_hint: self.read_only,
+            destructive_hint: self.destructive,
+            open_world_hint: Some(self.open_world),
         }
-        if let Some(d) = self.destructive {
-            a.insert("destructiveHint".into(), json!(d));
-        }
-        a.insert("openWorldHint".into(), json!(self.open_world));
-        Json::Object(a)
     }
+
+    /// As advertised: without the spec's defaults (`openWorldHint: true`,
+    /// `readOnlyHint: false`, the `destructiveHint` of a read-only tool);
+    /// `None` when nothing is left.
+    fn advertised(self) -> Option<Hints> {
+        let read_only = self.read_only == Some(true);
+        let h = Hints {
+            read_only_hint: read_only.then_some(true),
+            destructive_hint: self.destructive.filter(|_| !read_only),
+            open_world_hint: (!self.open_world).then_some(false),
+        };
+        (h != Hints::default()).then_some(h)
+    }
+}
+
+/// A `tools/list` entry's `annotations`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Hints {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read_only_hint: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    destructive_hint: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    open_world_hint: Option<bool>,
+}
+
+/// A `tools/list` entry.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolEntry {
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    input_schema: Json,
+    output_schema: Json,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    annotations: Option<Hints>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    execution: Option<Execution>,
+}
+
+/// `execution: {taskSupport: "optional"}` (task-augmented calls, 2025).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Execution {
+    task_support: &'static str,
+}
+
+/// The `tools/list` result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolsList {
+    pub tools: Vec<ToolEntry>,
 }
 
 impl ToolDef {
@@ -138,21 +189,30 @@ impl ToolDef {
         (self.output)()
     }
 
-    /// The `tools/list` entry with the detailed output schema.
-    fn entry(&self) -> Json {
-        let mut t = serde_json::Map::new();
-        t.insert("name".into(), json!(self.name));
-        t.insert("title".into(), json!(self.title));
-        t.insert("description".into(), json!(self.description));
-        t.insert("inputSchema".into(), self.input_schema());
-        t.insert("outputSchema".into(), self.output_schema());
-        if let Some(a) = self.annotations {
-            t.insert("annotations".into(), a.json());
+    /// The `tools/list` entry: with the detailed output schema and the
+    /// annotations as meant, or `lean` as advertised ([`tools`]).
+    fn entry(&self, lean: bool) -> ToolEntry {
+        ToolEntry {
+            name: self.name,
+            title: self.title,
+            description: self.description,
+            input_schema: self.input_schema(),
+            output_schema: if lean {
+                json!({"type": "object"})
+            } else {
+                self.output_schema()
+            },
+            annotations: self.annotations.and_then(|a| {
+                if lean {
+                    a.advertised()
+                } else {
+                    Some(a.hints())
+                }
+            }),
+            execution: self.task_support.then_some(Execution {
+                task_support: "optional",
+            }),
         }
-        if self.task_support {
-            t.insert("execution".into(), json!({"taskSupport": "optional"}));
-        }
-        Json::Object(t)
     }
 }
 
@@ -209,8 +269,11 @@ fn tidy(v: &mut Json) {
     }
 }
 
-fn read<T: DeserializeOwned>(args: Json, wrap: fn(T) -> Tool) -> Result<Tool, serde_json::Error> {
-    serde_json::from_value(args).map(wrap)
+fn read<T: DeserializeOwned>(
+    args: Json,
+    wrap: fn(T) -> Tool,
+) -> Result<Tool, serde_path_to_error::Error<serde_json::Error>> {
+    serde_path_to_error::deserialize(args).map(wrap)
 }
 
 const fn pty_ann(read_only: bool) -> Option<Annotations> {
@@ -421,52 +484,33 @@ pub fn tool_def(caps: Caps, name: &str) -> Option<&'static ToolDef> {
 /// The tools with their detailed output schemas: the shapes every result
 /// keeps (the tests validate real results against them).
 pub fn tools_detailed(caps: Caps) -> Json {
-    Json::Array(
-        TOOLS
-            .iter()
-            .filter(|t| t.listed(caps))
-            .map(ToolDef::entry)
-            .collect(),
-    )
+    super::result_json(entries(caps, false))
+}
+
+fn entries(caps: Caps, lean: bool) -> Vec<ToolEntry> {
+    TOOLS
+        .iter()
+        .filter(|t| t.listed(caps))
+        .map(|t| t.entry(lean))
+        .collect()
 }
 
 /// The advertised tools (`tools/list`): only those whose capability exists,
 /// lean. Every result is an object (error results the shape
 /// `{code, message, data?}`), and that is all `outputSchema` says: the
-/// detailed shapes of [`tools_detailed`] would double the listing every
-/// client reads at start, for a check no client needs. Annotations that are
-/// the spec's defaults (`openWorldHint: true`, `readOnlyHint: false`,
-/// `destructiveHint` of a read-only tool) are left out.
+/// detailed shapes of [`tools_detailed`] would more than double the listing
+/// every client reads at start (about 19 KiB instead of 8), for a check no
+/// client needs. Annotations that are the spec's defaults
+/// (`openWorldHint: true`, `readOnlyHint: false`, `destructiveHint` of a
+/// read-only tool) are left out.
 pub fn tools(caps: Caps) -> Json {
-    let mut t = tools_detailed(caps);
-    for tool in t.as_array_mut().into_iter().flatten() {
-        advertise(tool);
-    }
-    t
+    super::result_json(entries(caps, true))
 }
 
-fn advertise(tool: &mut Json) {
-    let Some(o) = tool.as_object_mut() else {
-        return;
-    };
-    o.insert("outputSchema".into(), json!({"type": "object"}));
-    let empty = match o.get_mut("annotations").and_then(Json::as_object_mut) {
-        Some(a) => {
-            let read_only = a.get("readOnlyHint") == Some(&json!(true));
-            if a.get("openWorldHint") == Some(&json!(true)) {
-                a.remove("openWorldHint");
-            }
-            if !read_only {
-                a.remove("readOnlyHint");
-            } else {
-                a.remove("destructiveHint");
-            }
-            a.is_empty()
-        }
-        None => false,
-    };
-    if empty {
-        o.remove("annotations");
+/// The `tools/list` result.
+pub fn tools_list(caps: Caps) -> ToolsList {
+    ToolsList {
+        tools: entries(caps, true),
     }
 }
 
@@ -485,28 +529,70 @@ pub enum CallError {
     InvalidArguments(RpcError),
 }
 
-fn validators() -> &'static [jsonschema::Validator] {
-    static V: OnceLock<Vec<jsonschema::Validator>> = OnceLock::new();
-    V.get_or_init(|| {
+/// The members each tool's arguments may have and those they must have (the
+/// input schema's `properties` and `required`), in table order.
+fn members() -> &'static [(Vec<String>, Vec<String>)] {
+    static M: OnceLock<Vec<(Vec<String>, Vec<String>)>> = OnceLock::new();
+    M.get_or_init(|| {
         TOOLS
             .iter()
-            .map(|t| jsonschema::validator_for(&t.input_schema()).expect("a tool schema compiles"))
+            .map(|t| {
+                let schema = t.input_schema();
+                let known = schema["properties"]
+                    .as_object()
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default();
+                let required = schema["required"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|r| r.as_str().map(str::to_string))
+                    .collect();
+                (known, required)
+            })
             .collect()
     })
 }
 
+/// A `serde_path_to_error` path as a JSON pointer (`/lines/0`; the
+/// arguments themselves are `""`).
+fn pointer(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut p = String::new();
+    for seg in path.iter() {
+        p.push('/');
+        match seg {
+            Segment::Seq { index } => p.push_str(&index.to_string()),
+            Segment::Map { key } | Segment::Enum { variant: key } => p.push_str(&escape(key)),
+            Segment::Unknown => p.push('?'),
+        }
+    }
+    p
+}
+
+/// One bad argument: where it is in the arguments (for the order), its JSON
+/// pointer, its message, and the message's prefix naming its path.
+struct Bad {
+    at: usize,
+    pointer: String,
+    message: String,
+    named: String,
+}
+
 /// The one parse step of a `tools/call`: the tool looked up in the table
-/// (listed with `caps`), its `arguments` (absent or `null`: `{}`) checked
-/// against the generated input schema, every error with its JSON path, and
-/// read into the tool's typed arguments.
+/// (listed with `caps`), its `arguments` (absent or `null`: `{}`) read into
+/// the tool's typed arguments. An error names its JSON path (`/src`, and
+/// `src: ...` in the message). Every bad member is reported, in the order
+/// given: unknown and missing members at once, then each member that does not read (it
+/// is set aside and the rest read again, at most 20 times).
 pub fn parse_call(caps: Caps, name: &str, arguments: Option<Json>) -> Result<Tool, CallError> {
     let Some(i) = TOOLS.iter().position(|t| t.name == name && t.listed(caps)) else {
         return Err(CallError::UnknownTool(name.to_string()));
     };
     let def = &TOOLS[i];
     let args = match arguments {
-        None | Some(Json::Null) => Json::Object(Default::default()),
-        Some(a @ Json::Object(_)) => a,
+        None | Some(Json::Null) => serde_json::Map::new(),
+        Some(Json::Object(a)) => a,
         Some(_) => {
             return Err(CallError::InvalidArguments(invalid_arguments(
                 "tool arguments must be an object".into(),
@@ -514,27 +600,76 @@ pub fn parse_call(caps: Caps, name: &str, arguments: Option<Json>) -> Result<Too
             )))
         }
     };
-    let v = &validators()[i];
-    if !v.is_valid(&args) {
-        let errors: Vec<Json> = v
-            .iter_errors(&args)
-            .take(20)
-            .map(|e| argument_error(&e.instance_path().to_string(), &e.to_string()))
-            .collect();
-        let first = errors
-            .first()
-            .and_then(|e| e["message"].as_str())
-            .unwrap_or("invalid")
-            .to_string();
-        return Err(CallError::InvalidArguments(invalid_arguments(
-            format!("invalid arguments for {name}: {first}"),
-            errors,
-        )));
+    let at = |k: &str| args.keys().position(|x| x == k).unwrap_or(usize::MAX);
+    let (known, required) = &members()[i];
+    let expected = known
+        .iter()
+        .map(|m| format!("`{m}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut bad: Vec<Bad> = Vec::new();
+    let mut rest = args.clone();
+    for k in args.keys().filter(|k| !known.contains(k)) {
+        rest.remove(k);
+        bad.push(Bad {
+            at: at(k),
+            pointer: format!("/{}", escape(k)),
+            message: format!("unknown field `{k}`, expected one of {expected}"),
+            named: String::new(),
+        });
     }
-    (def.parse)(args).map_err(|e| {
-        CallError::InvalidArguments(invalid_arguments(
-            format!("invalid arguments for {name}: {e}"),
-            vec![argument_error("", &e.to_string())],
-        ))
-    })
+    for k in required.iter().filter(|k| !args.contains_key(*k)) {
+        bad.push(Bad {
+            at: usize::MAX,
+            pointer: String::new(),
+            message: format!("missing field `{k}`"),
+            named: String::new(),
+        });
+    }
+    for _ in 0..20 {
+        let e = match (def.parse)(Json::Object(rest.clone())) {
+            Ok(tool) if bad.is_empty() => return Ok(tool),
+            Ok(_) => break,
+            Err(e) => e,
+        };
+        let message = e.inner().to_string();
+        let member = match e.path().iter().next() {
+            Some(serde_path_to_error::Segment::Map { key }) if rest.contains_key(key) => {
+                Some(key.clone())
+            }
+            _ => None,
+        };
+        // Missing members are reported above (and one set aside is not).
+        if member.is_none() && message.starts_with("missing field `") {
+            break;
+        }
+        let named = match e.path().to_string().as_str() {
+            "." => String::new(),
+            p => format!("{p}: "),
+        };
+        bad.push(Bad {
+            at: member.as_deref().map_or(usize::MAX, at),
+            pointer: pointer(e.path()),
+            message,
+            named,
+        });
+        let Some(k) = member else { break };
+        rest.remove(&k);
+    }
+    bad.sort_by_key(|b| b.at);
+    let first = &bad[0];
+    let headline = format!(
+        "invalid arguments for {name}: {}{}",
+        first.named, first.message
+    );
+    Err(CallError::InvalidArguments(invalid_arguments(
+        headline,
+        bad.iter()
+            .map(|b| argument_error(&b.pointer, &b.message))
+            .collect(),
+    )))
+}
+
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }

@@ -1,5 +1,7 @@
 //! Tests of the MCP surface (`proto::mcp`): negotiation, schemas, tool results.
 
+use serde_json::json;
+
 use super::*;
 
 #[test]
@@ -236,4 +238,135 @@ fn a_plan_call_answers_a_plan_its_rows_or_a_grant() {
         serde_json::to_value(crate::kernel::PlanList { plans: vec![] }).unwrap(),
         json!({"plans": []})
     );
+}
+
+/// The message and the first `{path, message}` of a call's argument error.
+fn argument_error(name: &str, args: Json) -> (String, String, String) {
+    let caps = Caps {
+        journal: true,
+        events: true,
+    };
+    let Err(CallError::InvalidArguments(e)) = parse_call(caps, name, Some(args.clone())) else {
+        panic!("{name} {args} passes");
+    };
+    assert_eq!(e.code, crate::rpc::INVALID_PARAMS);
+    let data = e.data.unwrap();
+    let first = &data["errors"][0];
+    (
+        e.message,
+        first["path"].as_str().unwrap().to_string(),
+        first["message"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn a_bad_argument_names_its_path() {
+    let (m, path, _) = argument_error("shoal_exec", json!({"src": "1", "timeout_ms": "x"}));
+    assert_eq!(
+        m,
+        "invalid arguments for shoal_exec: timeout_ms: invalid type: string \"x\", expected u64"
+    );
+    assert_eq!(path, "/timeout_ms");
+    // Nested: the member of the member.
+    let (m, path, msg) =
+        argument_error("shoal_exec", json!({"src": "1", "elide": {"max_rows": -3}}));
+    assert_eq!(path, "/elide/max_rows");
+    assert!(
+        m.contains("elide.max_rows: invalid value: integer `-3`"),
+        "{m}"
+    );
+    assert!(msg.starts_with("invalid value: integer `-3`"), "{msg}");
+    let (m, path, _) = argument_error("shoal_pty_send", json!({"pty_id": "pty:1", "input": 5}));
+    assert_eq!(path, "/input");
+    assert!(m.contains("input: invalid type: integer `5`"), "{m}");
+    let (_, path, _) = argument_error("shoal_pty_open", json!({"cmd": "sh", "env": {"A": 1}}));
+    assert_eq!(path, "/env/A");
+    let (_, path, _) = argument_error("shoal_get", json!({"ref": "out:1", "slice": [0, "x"]}));
+    assert_eq!(path, "/slice/1");
+    // Missing: the arguments themselves.
+    let (m, path, _) = argument_error("shoal_plan", json!({}));
+    assert_eq!(
+        (m.as_str(), path.as_str()),
+        ("invalid arguments for shoal_plan: missing field `src`", "")
+    );
+}
+
+#[test]
+fn what_the_schema_says_beyond_types_is_enforced() {
+    let (m, path, _) = argument_error("shoal_journal", json!({"limit": 0}));
+    assert_eq!(path, "/limit");
+    assert!(
+        m.contains("limit: invalid value: integer `0`, expected an integer of at least 1"),
+        "{m}"
+    );
+    let (_, path, _) = argument_error("shoal_get", json!({"ref": "out:1", "lines": [1, 0]}));
+    assert_eq!(path, "/lines/1");
+    for bad in ["3", "task:", "task:x1", "task:1 "] {
+        let (_, path, _) = argument_error("shoal_cancel", json!({"task": bad}));
+        assert_eq!(path, "/task", "{bad}");
+    }
+    let (_, path, _) = argument_error("shoal_pty_open", json!({"cmd": ""}));
+    assert_eq!(path, "/cmd");
+    let (_, path, _) = argument_error("shoal_pty_read", json!({"pty_id": "pty:1", "wait_for": ""}));
+    assert_eq!(path, "/wait_for");
+    let (_, path, _) = argument_error("shoal_exec", json!({"src": "1", "mode": "plan"}));
+    assert_eq!(path, "/mode");
+    // Every bad member is reported, in the order given: unknown ones, and
+    // each that does not read (a required one set aside is not missing).
+    let caps = Caps::default();
+    let Err(CallError::InvalidArguments(e)) = parse_call(
+        caps,
+        "shoal_exec",
+        Some(json!({"a": 1, "src": 2, "mode": "x", "b": 3, "timeout_ms": -1})),
+    ) else {
+        panic!("passes");
+    };
+    assert!(
+        e.message.starts_with(
+            "invalid arguments for shoal_exec: unknown field `a`, expected one of `src`"
+        ),
+        "{}",
+        e.message
+    );
+    let errors = e.data.unwrap()["errors"].clone();
+    let paths: Vec<&str> = errors
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["/a", "/src", "/mode", "/b", "/timeout_ms"],
+        "{errors}"
+    );
+    assert!(errors[2]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("unknown variant `x`"));
+    // Missing is reported when nothing else is wrong with the member.
+    let (m, _, _) = argument_error("shoal_pty_resize", json!({"pty_id": "pty:1", "cols": 5}));
+    assert_eq!(
+        m,
+        "invalid arguments for shoal_pty_resize: missing field `rows`"
+    );
+    let Err(CallError::InvalidArguments(e)) = parse_call(
+        caps,
+        "shoal_pty_resize",
+        Some(json!({"pty_id": 1, "cols": 5})),
+    ) else {
+        panic!("passes");
+    };
+    let errors = e.data.unwrap()["errors"].clone();
+    assert_eq!(errors.as_array().unwrap().len(), 2, "{errors}");
+    assert_eq!(errors[0]["path"], "/pty_id");
+    assert_eq!(errors[1]["message"], "missing field `rows`");
+    // What passes still passes; null is an absent optional member.
+    assert!(parse_call(caps, "shoal_cancel", Some(json!({"task": "task:12"}))).is_ok());
+    assert!(parse_call(
+        caps,
+        "shoal_exec",
+        Some(json!({"src": "1", "timeout_ms": null}))
+    )
+    .is_ok());
 }
