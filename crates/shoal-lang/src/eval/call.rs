@@ -611,15 +611,11 @@ impl Interp {
     }
 
     pub(crate) fn sleep_interruptibly(&self, d: Duration) -> EResult<()> {
-        let deadline = std::time::Instant::now() + d;
-        loop {
-            self.check_cancel()?;
-            let now = std::time::Instant::now();
-            if now >= deadline {
-                return Ok(());
-            }
-            std::thread::sleep((deadline - now).min(Duration::from_millis(20)));
+        self.check_cancel()?;
+        if self.interrupter.sleep_until(std::time::Instant::now() + d) {
+            return Err(Interp::cancelled().into());
         }
+        Ok(())
     }
 }
 

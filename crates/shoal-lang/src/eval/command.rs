@@ -454,8 +454,6 @@ impl Interp {
                 return self.run_external(inv, pos, scope);
             }
             h if builtins::is_fs_builtin(h) => {
-                let interrupter = self.interrupter.clone();
-                let interrupted = move || interrupter.is_interrupted();
                 // `env` shows what the principal may read (docs/rules.md §21).
                 let readable: IndexMap<String, String>;
                 let env = match &self.env_view {
@@ -468,7 +466,7 @@ impl Interp {
                 let ctx = builtins::Ctx {
                     cwd: &self.cwd,
                     env,
-                    interrupted: &interrupted,
+                    interrupter: &self.interrupter,
                 };
                 // docs/rules.md §8: an empty glob contributes no argument;
                 // the note goes to the outcome's stderr.

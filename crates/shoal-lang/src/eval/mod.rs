@@ -29,6 +29,7 @@ mod command;
 mod dirs;
 mod expr;
 mod external;
+mod file_streams;
 mod parallel;
 mod pattern;
 mod reef;
