@@ -4,13 +4,18 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead, Seek};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::changes::Changes;
 use super::task::{now_dt, stream};
 use crate::eval::{EResult, Interp};
 use crate::shell::builtins::io_msg;
 use shoal_value::{ErrorCode, Record, ShoalError, Value};
+
+/// Where inotify cannot follow a file, how often `tail` and `watch` look.
+const TAIL_PERIOD: Duration = Duration::from_millis(50);
+const WATCH_PERIOD: Duration = Duration::from_millis(100);
 
 impl Interp {
     /// `every(d)`: an unbounded stream of datetimes, one per period.
@@ -74,6 +79,9 @@ impl Interp {
         if !from_start {
             let _ = f.seek(std::io::SeekFrom::End(0));
         }
+        // Followed before the first read: a write after it wakes the wait.
+        let mut changes = Changes::new(&abs, TAIL_PERIOD);
+        changes.follow_file(&abs);
         let mut reader = std::io::BufReader::new(f);
         let intr = self.interrupter.clone();
         let mut partial = String::new();
@@ -83,7 +91,9 @@ impl Interp {
             }
             let mut line = String::new();
             match reader.read_line(&mut line) {
-                Ok(0) => std::thread::sleep(Duration::from_millis(50)),
+                Ok(0) => {
+                    changes.wait(&intr);
+                }
                 Ok(_) => {
                     partial.push_str(&line);
                     if partial.ends_with('\n') {
@@ -104,7 +114,8 @@ impl Interp {
     }
 
     /// `watch(path|glob, recursive: true)`: an unbounded stream of
-    /// `{path, kind, ts}` change events (polling).
+    /// `{path, kind, ts}` change events: each change the directories under
+    /// it report wakes a look at the files, which is compared with the last.
     pub(crate) fn watch_stream(
         &mut self,
         pos: Vec<Value>,
@@ -128,6 +139,31 @@ impl Interp {
                 }
             }
         }
+        // The directories to follow: the one holding a file, the root's
+        // tree for a glob that spans directories.
+        let tree = match &pattern {
+            Some((pat, _)) => pat.contains('/') || pat.contains("**"),
+            None => recursive,
+        };
+        let base = if root.is_file() {
+            root.parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| root.clone())
+        } else {
+            root.clone()
+        };
+        let mut changes = Changes::new(&base, WATCH_PERIOD);
+        let follow = move |changes: &mut Changes| {
+            let mut v = vec![base.clone()];
+            if tree {
+                dirs(&base, &mut v);
+            }
+            for d in &v {
+                changes.follow_dir(d);
+            }
+        };
+        // Followed before the first look: a change after it wakes the wait.
+        follow(&mut changes);
         let snapshot = move || -> std::collections::BTreeMap<PathBuf, SystemTime> {
             let mut out = std::collections::BTreeMap::new();
             let files: Vec<PathBuf> = match &pattern {
@@ -158,7 +194,14 @@ impl Interp {
             if intr.is_interrupted() {
                 return Some(Err(Interp::cancelled()));
             }
-            std::thread::sleep(Duration::from_millis(100));
+            changes.wait(&intr);
+            if intr.is_interrupted() {
+                return Some(Err(Interp::cancelled()));
+            }
+            // Directories made since the last look are followed before it.
+            if changes.event_driven() {
+                follow(&mut changes);
+            }
             let cur = snapshot();
             let ev = |p: &PathBuf, kind: &str| {
                 let mut r = Record::new();
@@ -199,6 +242,19 @@ fn walk(root: &std::path::Path, recursive: bool, out: &mut Vec<PathBuf>) {
                 }
             } else {
                 out.push(p);
+            }
+        }
+    }
+}
+
+/// The directories under `root`, recursively.
+fn dirs(root: &Path, out: &mut Vec<PathBuf>) {
+    if let Ok(rd) = std::fs::read_dir(root) {
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                let p = e.path();
+                out.push(p.clone());
+                dirs(&p, out);
             }
         }
     }

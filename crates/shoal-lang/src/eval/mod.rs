@@ -24,6 +24,7 @@ use shoal_value::{ErrorCode, Host, Record, SResult, ShoalError, Value};
 mod adapted;
 mod args;
 mod call;
+mod changes;
 mod closure_cmd;
 mod command;
 mod dirs;

@@ -1,12 +1,13 @@
 //! The language's waits (`sleep`, `retry`'s delay, `every`, a task's
-//! `.await()`, a channel's `take` and `events`) end on an interrupt that
-//! wakes them, and do not wake in between to look for one.
+//! `.await()`, a channel's `take` and `events`, `tail`, `watch`) end on an
+//! interrupt that wakes them, and do not wake in between to look for one.
 
 use crate::session::{ExecError, Position, Session, SessionOptions};
 use shoal_value::{render, ErrorCode};
 
 fn session() -> (tempfile::TempDir, Session) {
     let d = tempfile::tempdir().expect("tempdir");
+    std::fs::write(d.path().join("log"), "old\n").expect("log");
     let s = Session::new(SessionOptions {
         cwd: d.path().to_path_buf(),
         env: Vec::new(),
@@ -29,29 +30,63 @@ fn a_cancelled_task_ends_its_wait() {
         "channel(\"never\").take(timeout: 1h)",
         "channel(\"never\").events().take(1).collect()",
         "let inner = spawn { channel(\"never\").take() }\ninner.await()",
+        "tail(\"log\").take(1).collect()",
+        "watch(\"log\").take(1).collect()",
+        "watch(\".\").take(1).collect()",
     ];
     for wait in waits {
-        let src = format!(
-            "let go = channel(\"go\")\nlet t = spawn {{\ngo.emit(1)\n{wait}\n}}\n\
+        want_in_time(
+            wait,
+            "!cancelled",
+            &format!(
+                "let go = channel(\"go\")\nlet t = spawn {{\ngo.emit(1)\n{wait}\n}}\n\
              go.events().take(1).collect()\nt.cancel()\nt.await()"
+            ),
         );
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let (_d, mut s) = session();
-            let r = s.exec(&src, Position::Stmt);
-            let _ = tx.send(match r {
-                Ok(v) => render::inline(&v),
-                Err(ExecError::Raised(e)) => format!("!{}", e.code),
-                Err(ExecError::Parse(e)) => format!("!parse {e:?}"),
-            });
-        });
-        // A watchdog, not a timing claim: a wait its interrupt does not
-        // wake never ends.
-        let got = rx
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("`{wait}` was not woken by its cancel"));
-        assert_eq!(got, "!cancelled", "{wait}");
     }
+}
+
+/// What is written after `tail` and `watch` begin wakes them: the writes
+/// come from a task started after the stream.
+#[test]
+fn tail_and_watch_wake_on_writes() {
+    for (src, want) in [
+        (
+            "let s = tail(\"log\")\nlet t = spawn { echo a >> log\necho b >> log }\ns.take(2).collect()",
+            "[\"a\", \"b\"]",
+        ),
+        (
+            "let s = tail(\"log\", from_start: true)\nlet t = spawn { echo a >> log }\ns.take(2).collect()",
+            "[\"old\", \"a\"]",
+        ),
+        (
+            "mkdir sub\nlet s = watch(\".\")\nlet t = spawn { echo x > sub/new.txt }\nlet e = s.take(1).collect()[0]\n[e.kind, e.path.name]",
+            "[\"create\", \"new.txt\"]",
+        ),
+    ] {
+        want_in_time(src, want, src);
+    }
+}
+
+/// Run `src` in a fresh session and want `want` (an inline render, or
+/// `!code`) within a watchdog's bound: a wait nothing wakes never ends.
+fn want_in_time(what: &str, want: &str, src: &str) {
+    let src = src.to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (_d, mut s) = session();
+        let r = s.exec(&src, Position::Stmt);
+        let _ = tx.send(match r {
+            Ok(v) => render::inline(&v),
+            Err(ExecError::Raised(e)) => format!("!{}", e.code),
+            Err(ExecError::Parse(e)) => format!("!parse {e:?}"),
+        });
+    });
+    // A watchdog, not a timing claim.
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("`{what}` was never woken"));
+    assert_eq!(got, want, "{what}");
 }
 
 /// A short wait, not interrupted, wakes once at its end (or twice, for a
