@@ -58,20 +58,6 @@ impl Interp {
             return self.spawn_command(cmd, scope);
         }
         let (head, head_is_path) = self.head_name(&cmd.head, scope)?;
-        // Fast path: a value-bound head with nothing else is that value.
-        if !head_is_path
-            && !cmd.forced
-            && cmd.args.is_empty()
-            && cmd.env.is_empty()
-            && cmd.redirects.is_empty()
-            && cmd.block.is_none()
-        {
-            if let Some(v) = scope.lookup(&head) {
-                if !matches!(v, Value::Closure(_) | Value::Command(_)) {
-                    return Ok(v);
-                }
-            }
-        }
         let mut cargs = Vec::with_capacity(cmd.args.len());
         for w in &cmd.args {
             cargs.push(self.eval_word(w, scope)?);
