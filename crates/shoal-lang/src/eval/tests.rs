@@ -3,6 +3,7 @@
 //! (`/work/shared/conformance/run`); shell builtins and process semantics are
 //! tested in `crate::shell::tests`.
 
+mod fast_paths;
 mod waits;
 
 use std::path::Path;
