@@ -139,13 +139,14 @@ impl Interp {
                 }
             }
         }
-        // The directories to follow: the one holding a file, the root's
-        // tree for a glob that spans directories.
+        // The directories to follow: the one holding a file (only it), the
+        // root's tree for a glob that spans directories.
+        let is_file = root.is_file();
         let tree = match &pattern {
             Some((pat, _)) => pat.contains('/') || pat.contains("**"),
-            None => recursive,
+            None => recursive && !is_file,
         };
-        let base = if root.is_file() {
+        let base = if is_file {
             root.parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| root.clone())
