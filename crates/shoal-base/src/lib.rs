@@ -16,6 +16,17 @@ pub mod sync;
 pub mod text;
 pub mod units;
 
+/// Whether the fast paths beside general ones run: every one is switched
+/// off by `SHOAL_NO_FAST_PATHS=1` in the environment (read once per process),
+/// so the whole suite can run on the general paths they are tested against
+/// (docs/performance.md).
+pub fn fast_paths() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        !std::env::var_os("SHOAL_NO_FAST_PATHS").is_some_and(|v| !v.is_empty() && v != "0")
+    })
+}
+
 /// Wall clock in ns since the epoch (0 if the clock is before 1970).
 pub fn now_ns() -> i64 {
     std::time::SystemTime::now()

@@ -36,6 +36,11 @@ pub fn wait_timeout_locked<'a, T>(
     }
 }
 
+/// Wait on `cond` until notified, recovering the lock if a holder panicked meanwhile.
+pub fn wait_locked<'a, T>(cond: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    cond.wait(guard).unwrap_or_else(PoisonError::into_inner)
+}
+
 /// Read and write an `RwLock`, recovering it if a previous writer panicked.
 pub trait RwLocked<T: ?Sized> {
     fn read_locked(&self) -> RwLockReadGuard<'_, T>;

@@ -3,7 +3,8 @@
 //! it imports nothing from the crate.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 /// Interrupts the evaluation running in a session, from any thread. A
 /// running program's capture loop waits on [`Interrupter::wake_fd`] beside
@@ -23,6 +24,10 @@ struct InterruptInner {
     wake: std::sync::OnceLock<Option<std::os::fd::OwnedFd>>,
     /// What [`Interrupter::on_interrupt`] registered and has not yet run.
     hooks: Mutex<Hooks>,
+    /// How often [`Interrupter::sleep_until`] woke (a test tells a wait
+    /// woken by its deadline or hook from one that polls).
+    #[cfg(test)]
+    wakes: std::sync::atomic::AtomicU32,
 }
 
 type Hook = Box<dyn FnOnce() + Send>;
@@ -103,6 +108,40 @@ impl Interrupter {
             id: Some(id),
         }
     }
+    /// Block until `deadline` or until this is interrupted, whichever comes
+    /// first; true when interrupted. The interrupt's hook wakes the wait:
+    /// nothing wakes it in between to look at the flag.
+    pub fn sleep_until(&self, deadline: Instant) -> bool {
+        let woken = Arc::new((Mutex::new(false), Condvar::new()));
+        let hook = woken.clone();
+        let _hook = self.on_interrupt(move || {
+            // Set under the lock: the waiter looks at it under the lock
+            // before it waits, so the notification cannot fall between.
+            *hook.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            hook.1.notify_all();
+        });
+        let (lock, cond) = &*woken;
+        let mut interrupted = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if *interrupted {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            interrupted = match cond.wait_timeout(interrupted, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+            #[cfg(test)]
+            self.inner.wakes.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    #[cfg(test)]
+    pub(crate) fn wakes(&self) -> u32 {
+        self.inner.wakes.load(Ordering::SeqCst)
+    }
     pub fn is_interrupted(&self) -> bool {
         self.inner.flag.load(Ordering::SeqCst)
     }
@@ -167,5 +206,26 @@ mod tests {
         assert!(rx.try_recv().is_err());
         i.interrupt();
         assert_eq!(rx.try_recv(), Ok("next"));
+    }
+
+    #[test]
+    fn a_sleep_ends_on_its_interrupt_and_otherwise_wakes_only_at_its_deadline() {
+        let far = Instant::now() + std::time::Duration::from_secs(3600);
+        let i = Interrupter::default();
+        let sleeper = i.clone();
+        let t = std::thread::spawn(move || sleeper.sleep_until(far));
+        i.interrupt();
+        assert!(t.join().unwrap());
+        assert!(i.wakes() <= 1, "woke {} times", i.wakes());
+        // Not interrupted: one wait to the deadline, not one per period
+        // (a wait polling every 20 ms wakes about ten times here).
+        let i = Interrupter::default();
+        assert!(!i.sleep_until(Instant::now() + std::time::Duration::from_millis(200)));
+        assert!((1..=2).contains(&i.wakes()), "woke {} times", i.wakes());
+        // Interrupted already: no wait at all.
+        let before = i.wakes();
+        i.interrupt();
+        assert!(i.sleep_until(far));
+        assert_eq!(i.wakes(), before);
     }
 }

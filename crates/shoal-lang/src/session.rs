@@ -311,6 +311,13 @@ impl Session {
 
     /// Where `cmd &`, `jobs` and task handles reach the session's tasks
     /// (the daemon sets it for each exec, with the caller's gate).
+    /// Run this session's evaluations on the general paths only (`false`),
+    /// as `SHOAL_NO_FAST_PATHS=1` does for the whole process.
+    #[cfg(test)]
+    pub(crate) fn set_fast_paths(&mut self, on: bool) {
+        self.interp.fast_paths = on;
+    }
+
     pub fn set_task_host(&mut self, host: Option<crate::eval::TaskHostRef>) {
         self.interp.task_host = host;
     }

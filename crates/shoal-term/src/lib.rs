@@ -271,14 +271,11 @@ const MAX_RUN_LINES: usize = 2048;
 /// line records are `u32`, printable counts 31 bits).
 const MAX_PIECE: usize = 1 << 30;
 
-/// `SHOAL_NO_FAST_PATHS=1` (read once per process): every [`Term::new`] is
-/// [`Term::without_fast_path`], the general path the flood fast path is
+/// `SHOAL_NO_FAST_PATHS=1` ([`shoal_base::fast_paths`]): every [`Term::new`]
+/// is [`Term::without_fast_path`], the general path the flood fast path is
 /// tested against, so the whole suite can run without it.
 pub fn fast_paths_off() -> bool {
-    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *OFF.get_or_init(|| {
-        std::env::var_os("SHOAL_NO_FAST_PATHS").is_some_and(|v| !v.is_empty() && v != "0")
-    })
+    !shoal_base::fast_paths()
 }
 
 impl Term {

@@ -158,7 +158,10 @@ impl Interp {
         // Fast path: the common call `f(x, y)` (positional arguments for
         // exactly the declared parameters, no defaults needed, no rest, no
         // `list<T>` coercion) binds into the fresh frame without locking.
-        let simple = named.is_empty() && def.rest.is_none() && pos.len() == def.params.len();
+        let simple = self.fast_paths
+            && named.is_empty()
+            && def.rest.is_none()
+            && pos.len() == def.params.len();
         if simple
             && def
                 .params
@@ -184,7 +187,8 @@ impl Interp {
     /// `call_closure` with one positional argument, without an argument vector.
     pub(crate) fn call_closure1(&mut self, c: &Arc<Closure>, arg: Value) -> EResult<Value> {
         let def = &c.def;
-        let simple = def.params.len() == 1
+        let simple = self.fast_paths
+            && def.params.len() == 1
             && def.rest.is_none()
             && list_elem(def.params[0].ty.as_ref()).is_none();
         if !simple {
@@ -611,15 +615,11 @@ impl Interp {
     }
 
     pub(crate) fn sleep_interruptibly(&self, d: Duration) -> EResult<()> {
-        let deadline = std::time::Instant::now() + d;
-        loop {
-            self.check_cancel()?;
-            let now = std::time::Instant::now();
-            if now >= deadline {
-                return Ok(());
-            }
-            std::thread::sleep((deadline - now).min(Duration::from_millis(20)));
+        self.check_cancel()?;
+        if self.interrupter.sleep_until(std::time::Instant::now() + d) {
+            return Err(Interp::cancelled().into());
         }
+        Ok(())
     }
 }
 

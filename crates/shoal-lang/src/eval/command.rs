@@ -58,20 +58,6 @@ impl Interp {
             return self.spawn_command(cmd, scope);
         }
         let (head, head_is_path) = self.head_name(&cmd.head, scope)?;
-        // Fast path: a value-bound head with nothing else is that value.
-        if !head_is_path
-            && !cmd.forced
-            && cmd.args.is_empty()
-            && cmd.env.is_empty()
-            && cmd.redirects.is_empty()
-            && cmd.block.is_none()
-        {
-            if let Some(v) = scope.lookup(&head) {
-                if !matches!(v, Value::Closure(_) | Value::Command(_)) {
-                    return Ok(v);
-                }
-            }
-        }
         let mut cargs = Vec::with_capacity(cmd.args.len());
         for w in &cmd.args {
             cargs.push(self.eval_word(w, scope)?);
@@ -454,8 +440,6 @@ impl Interp {
                 return self.run_external(inv, pos, scope);
             }
             h if builtins::is_fs_builtin(h) => {
-                let interrupter = self.interrupter.clone();
-                let interrupted = move || interrupter.is_interrupted();
                 // `env` shows what the principal may read (docs/rules.md §21).
                 let readable: IndexMap<String, String>;
                 let env = match &self.env_view {
@@ -468,7 +452,7 @@ impl Interp {
                 let ctx = builtins::Ctx {
                     cwd: &self.cwd,
                     env,
-                    interrupted: &interrupted,
+                    interrupter: &self.interrupter,
                 };
                 // docs/rules.md §8: an empty glob contributes no argument;
                 // the note goes to the outcome's stderr.

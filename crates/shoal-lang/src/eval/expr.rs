@@ -306,7 +306,7 @@ impl Interp {
             _ => {
                 let l = self.eval_operand(lhs, scope)?;
                 let r = self.eval_operand(rhs, scope)?;
-                if let (Value::Int(x), Value::Int(y)) = (&l, &r) {
+                if let (Value::Int(x), Value::Int(y), true) = (&l, &r, self.fast_paths) {
                     if let Some(v) = ops::binary_int(op, *x, *y) {
                         return Ok(v);
                     }

@@ -24,11 +24,13 @@ use shoal_value::{ErrorCode, Host, Record, SResult, ShoalError, Value};
 mod adapted;
 mod args;
 mod call;
+mod changes;
 mod closure_cmd;
 mod command;
 mod dirs;
 mod expr;
 mod external;
+mod file_streams;
 mod parallel;
 mod pattern;
 mod reef;
@@ -167,6 +169,9 @@ pub struct Interp {
     /// The daemon session's tasks (`cmd &`, `jobs`, task handles); `None`
     /// outside the daemon. Set for each exec from its caller.
     pub task_host: Option<TaskHostRef>,
+    /// Whether the int-operator and simple-call fast paths run
+    /// ([`shoal_base::fast_paths`]; a test sets it to compare both paths).
+    pub(crate) fast_paths: bool,
 }
 
 fn stack_addr() -> usize {
@@ -209,6 +214,7 @@ impl Interp {
             env_view: None,
             env_own: std::collections::BTreeSet::new(),
             task_host: None,
+            fast_paths: shoal_base::fast_paths(),
         }
     }
 
@@ -231,6 +237,7 @@ impl Interp {
         c.env_view = self.env_view.clone();
         c.env_own = self.env_own.clone();
         c.task_host = self.task_host.clone();
+        c.fast_paths = self.fast_paths;
         c
     }
 

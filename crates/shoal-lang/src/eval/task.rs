@@ -1,13 +1,10 @@
-//! Background tasks (`spawn`, `cmd &`, `jobs`), channels and the timer /
-//! file streams (docs/rules.md §7, §8, §10).
+//! Background tasks (`spawn`, `cmd &`, `jobs`) and channels (docs/rules.md
+//! §7, §10); the timer and file streams are in `file_streams.rs`.
 
-use crate::shell::builtins::io_msg;
 use std::collections::VecDeque;
-use std::io::{BufRead, Seek};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use super::session_tasks::{job_row, TaskInfo};
 use crate::ast::Block;
@@ -140,7 +137,17 @@ fn push_to(ch: &Channel, v: Value, bytes: usize) {
     ch.inner.cond.notify_all();
 }
 
-fn now_dt() -> Value {
+/// Wake the waiters on `ch` when `intr` is interrupted (they look at the
+/// flag under the channel's lock, then wait on its condition).
+fn wake_on_interrupt(intr: &Interrupter, ch: &Channel) -> crate::interrupt::OnInterrupt {
+    let inner = ch.inner.clone();
+    intr.on_interrupt(move || {
+        drop(inner.state.locked());
+        inner.cond.notify_all();
+    })
+}
+
+pub(super) fn now_dt() -> Value {
     Value::DateTime(Arc::new(jiff::Zoned::now()))
 }
 
@@ -293,6 +300,12 @@ impl Interp {
         };
         match name {
             "await" | "wait" => {
+                let woken = st.clone();
+                let _hook = self.interrupter.on_interrupt(move || {
+                    // Under the lock: the waiter looks at the flag under it.
+                    drop(woken.result.locked());
+                    woken.cond.notify_all();
+                });
                 let mut g = st.result.locked();
                 loop {
                     if let Some(r) = g.as_ref() {
@@ -304,11 +317,7 @@ impl Interp {
                     if self.interrupted() {
                         return Err(Interp::cancelled().into());
                     }
-                    g = shoal_base::sync::wait_timeout_locked(
-                        &st.cond,
-                        g,
-                        Duration::from_millis(20),
-                    );
+                    g = shoal_base::sync::wait_locked(&st.cond, g);
                 }
             }
             "cancel" => {
@@ -444,6 +453,7 @@ impl Interp {
                 }
                 let ch = self.channel(name);
                 let deadline = timeout.map(|t| Instant::now() + t);
+                let _hook = wake_on_interrupt(&self.interrupter, &ch);
                 let mut st = ch.inner.state.locked();
                 let want = st.next_seq;
                 loop {
@@ -453,20 +463,20 @@ impl Interp {
                     if self.interrupted() {
                         return Err(Interp::cancelled().into());
                     }
-                    if let Some(d) = deadline {
-                        if Instant::now() >= d {
-                            return Err(ShoalError::new(
-                                ErrorCode::Timeout,
-                                format!("no event on channel `{name}` in time"),
-                            )
-                            .into());
+                    st = match deadline {
+                        Some(d) => {
+                            let now = Instant::now();
+                            if now >= d {
+                                return Err(ShoalError::new(
+                                    ErrorCode::Timeout,
+                                    format!("no event on channel `{name}` in time"),
+                                )
+                                .into());
+                            }
+                            shoal_base::sync::wait_timeout_locked(&ch.inner.cond, st, d - now)
                         }
-                    }
-                    st = shoal_base::sync::wait_timeout_locked(
-                        &ch.inner.cond,
-                        st,
-                        Duration::from_millis(20),
-                    );
+                        None => shoal_base::sync::wait_locked(&ch.inner.cond, st),
+                    };
                 }
             }
             _ => Ok(None),
@@ -485,6 +495,7 @@ impl Interp {
             ch.inner.state.locked().next_seq
         };
         let iter = std::iter::from_fn(move || {
+            let _hook = wake_on_interrupt(&intr, &ch);
             let mut st = ch.inner.state.locked();
             loop {
                 if let Some((seq, v, ts)) = st.ring.iter().find(|(s, _, _)| *s >= next).cloned() {
@@ -499,11 +510,7 @@ impl Interp {
                 if intr.is_interrupted() {
                     return Some(Err(Interp::cancelled()));
                 }
-                st = shoal_base::sync::wait_timeout_locked(
-                    &ch.inner.cond,
-                    st,
-                    Duration::from_millis(20),
-                );
+                st = shoal_base::sync::wait_locked(&ch.inner.cond, st);
             }
         });
         stream("event", false, iter)
@@ -549,182 +556,6 @@ impl Interp {
         })
     }
 
-    // ----- timer and file streams -------------------------------------------
-
-    /// `every(d)`: an unbounded stream of datetimes, one per period.
-    pub(crate) fn every_stream(&mut self, pos: Vec<Value>) -> EResult<Value> {
-        let d = match pos.as_slice() {
-            [Value::Duration(d)] if *d > 0 => Duration::from_nanos(*d as u64),
-            [Value::Duration(_)] => {
-                return Err(ShoalError::arg_error("every expects a positive duration").into())
-            }
-            [other] => {
-                return Err(ShoalError::type_error(format!(
-                    "every expects a duration, found {}",
-                    other.type_name()
-                ))
-                .into())
-            }
-            _ => return Err(ShoalError::arg_error("every expects one duration").into()),
-        };
-        let intr = self.interrupter.clone();
-        let mut next = Instant::now() + d;
-        let iter = std::iter::from_fn(move || loop {
-            if intr.is_interrupted() {
-                return Some(Err(Interp::cancelled()));
-            }
-            let now = Instant::now();
-            if now >= next {
-                next += d;
-                if next < now {
-                    next = now + d;
-                }
-                return Some(Ok(now_dt()));
-            }
-            std::thread::sleep((next - now).min(Duration::from_millis(20)));
-        });
-        Ok(stream("datetime", false, iter))
-    }
-
-    /// `tail(path, from_start: false)`: an unbounded stream of lines.
-    pub(crate) fn tail_stream(
-        &mut self,
-        pos: Vec<Value>,
-        named: Vec<(String, Value)>,
-    ) -> EResult<Value> {
-        let p = match pos.as_slice() {
-            [Value::Str(s)] => PathBuf::from(s.as_ref()),
-            [Value::Path(p)] => p.as_ref().clone(),
-            _ => return Err(ShoalError::arg_error("tail expects one path").into()),
-        };
-        let mut from_start = false;
-        for (k, v) in &named {
-            match (k.as_str(), v) {
-                ("from_start", Value::Bool(b)) => from_start = *b,
-                _ => {
-                    return Err(
-                        ShoalError::arg_error(format!("tail: unknown argument `{k}`")).into(),
-                    )
-                }
-            }
-        }
-        let abs = self.cwd.join(&p);
-        shoal_policy::run_gate::fs(shoal_policy::run_gate::Access::Read, &self.cwd, &p)?;
-        let mut f = std::fs::File::open(&abs)
-            .map_err(|e| ShoalError::not_found(format!("tail: {}: {}", p.display(), io_msg(&e))))?;
-        if !from_start {
-            let _ = f.seek(std::io::SeekFrom::End(0));
-        }
-        let mut reader = std::io::BufReader::new(f);
-        let intr = self.interrupter.clone();
-        let mut partial = String::new();
-        let iter = std::iter::from_fn(move || loop {
-            if intr.is_interrupted() {
-                return Some(Err(Interp::cancelled()));
-            }
-            let mut line = String::new();
-            match reader.read_line(&mut line) {
-                Ok(0) => std::thread::sleep(Duration::from_millis(50)),
-                Ok(_) => {
-                    partial.push_str(&line);
-                    if partial.ends_with('\n') {
-                        let l = std::mem::take(&mut partial);
-                        let l = l.trim_end_matches('\n').trim_end_matches('\r').to_string();
-                        return Some(Ok(Value::str(l)));
-                    }
-                }
-                Err(e) => {
-                    return Some(Err(ShoalError::new(
-                        ErrorCode::IoError,
-                        format!("tail: {e}"),
-                    )))
-                }
-            }
-        });
-        Ok(stream("value", false, iter))
-    }
-
-    /// `watch(path|glob, recursive: true)`: an unbounded stream of
-    /// `{path, kind, ts}` change events (polling).
-    pub(crate) fn watch_stream(
-        &mut self,
-        pos: Vec<Value>,
-        named: Vec<(String, Value)>,
-    ) -> EResult<Value> {
-        let (root, pattern) = match pos.as_slice() {
-            [Value::Str(s)] => (self.cwd.join(s.as_ref()), None),
-            [Value::Path(p)] => (self.cwd.join(p.as_ref()), None),
-            [Value::Glob(g)] => (g.cwd.clone(), Some((g.pattern.clone(), g.hidden))),
-            _ => return Err(ShoalError::arg_error("watch expects a path or a glob").into()),
-        };
-        shoal_policy::run_gate::fs(shoal_policy::run_gate::Access::Read, &self.cwd, &root)?;
-        let mut recursive = true;
-        for (k, v) in &named {
-            match (k.as_str(), v) {
-                ("recursive", Value::Bool(b)) => recursive = *b,
-                _ => {
-                    return Err(
-                        ShoalError::arg_error(format!("watch: unknown argument `{k}`")).into(),
-                    )
-                }
-            }
-        }
-        let snapshot = move || -> std::collections::BTreeMap<PathBuf, SystemTime> {
-            let mut out = std::collections::BTreeMap::new();
-            let files: Vec<PathBuf> = match &pattern {
-                Some((pat, hidden)) => crate::shell::glob::expand(pat, &root, *hidden)
-                    .into_iter()
-                    .map(|p| root.join(p))
-                    .collect(),
-                None => {
-                    let mut v = Vec::new();
-                    walk(&root, recursive, &mut v);
-                    v
-                }
-            };
-            for f in files {
-                if let Ok(m) = std::fs::metadata(&f) {
-                    out.insert(f, m.modified().unwrap_or(SystemTime::UNIX_EPOCH));
-                }
-            }
-            out
-        };
-        let mut prev = snapshot();
-        let mut pending: VecDeque<Value> = VecDeque::new();
-        let intr = self.interrupter.clone();
-        let iter = std::iter::from_fn(move || loop {
-            if let Some(v) = pending.pop_front() {
-                return Some(Ok(v));
-            }
-            if intr.is_interrupted() {
-                return Some(Err(Interp::cancelled()));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            let cur = snapshot();
-            let ev = |p: &PathBuf, kind: &str| {
-                let mut r = Record::new();
-                r.insert("path".into(), Value::path(p.clone()));
-                r.insert("kind".into(), Value::str(kind));
-                r.insert("ts".into(), now_dt());
-                Value::record(r)
-            };
-            for (p, t) in &cur {
-                match prev.get(p) {
-                    None => pending.push_back(ev(p, "create")),
-                    Some(old) if old != t => pending.push_back(ev(p, "modify")),
-                    _ => {}
-                }
-            }
-            for p in prev.keys() {
-                if !cur.contains_key(p) {
-                    pending.push_back(ev(p, "remove"));
-                }
-            }
-            prev = cur;
-        });
-        Ok(stream("event", false, iter))
-    }
-
     /// Evaluator-level stream intercept: `stream.into(channel)`.
     pub(crate) fn stream_into(&mut self, s: &StreamVal, target: &Value) -> EResult<Value> {
         let name = match target {
@@ -763,26 +594,7 @@ impl Interp {
     }
 }
 
-fn walk(root: &std::path::Path, recursive: bool, out: &mut Vec<PathBuf>) {
-    if root.is_file() {
-        out.push(root.to_path_buf());
-        return;
-    }
-    if let Ok(rd) = std::fs::read_dir(root) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                if recursive {
-                    walk(&p, recursive, out);
-                }
-            } else {
-                out.push(p);
-            }
-        }
-    }
-}
-
-fn stream<I>(label: &str, bounded: bool, iter: I) -> Value
+pub(super) fn stream<I>(label: &str, bounded: bool, iter: I) -> Value
 where
     I: Iterator<Item = SResult<Value>> + Send + 'static,
 {

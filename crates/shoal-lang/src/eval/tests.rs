@@ -3,6 +3,9 @@
 //! (`/work/shared/conformance/run`); shell builtins and process semantics are
 //! tested in `crate::shell::tests`.
 
+mod fast_paths;
+mod waits;
+
 use std::path::Path;
 
 use crate::session::{ExecError, Position, Session, SessionOptions};

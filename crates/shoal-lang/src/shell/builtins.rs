@@ -32,7 +32,7 @@ pub enum BArg {
 pub struct Ctx<'a> {
     pub cwd: &'a Path,
     pub env: &'a IndexMap<String, String>,
-    pub interrupted: &'a dyn Fn() -> bool,
+    pub interrupter: &'a crate::interrupt::Interrupter,
 }
 
 /// Heads handled by [`run`].
@@ -687,15 +687,8 @@ fn sleep(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         ));
     }
     let deadline = Instant::now() + Duration::from_nanos(ns as u64);
-    loop {
-        if (ctx.interrupted)() {
-            return Err(ShoalError::new(ErrorCode::Cancelled, "interrupted"));
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        std::thread::sleep((deadline - now).min(Duration::from_millis(20)));
+    if ctx.interrupter.sleep_until(deadline) {
+        return Err(ShoalError::new(ErrorCode::Cancelled, "interrupted"));
     }
     Ok(Value::Null)
 }

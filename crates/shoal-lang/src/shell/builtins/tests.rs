@@ -7,7 +7,7 @@ fn ctx_run(dir: &Path, head: &str, args: Vec<BArg>) -> SResult<Value> {
     let ctx = Ctx {
         cwd: dir,
         env: &env,
-        interrupted: &|| false,
+        interrupter: &crate::interrupt::Interrupter::default(),
     };
     run(head, args, &ctx)
 }
