@@ -126,12 +126,12 @@ fn fail<T>(line: usize, msg: impl Into<String>) -> Result<T, Failure> {
 
 /// Parse `bytes` by `spec`.
 pub fn parse(spec: &OutputSpec, bytes: &[u8]) -> Result<Value, Failure> {
-    parse_with(spec, bytes, true)
+    parse_with(spec, bytes, shoal_base::fast_paths())
 }
 
 /// `fast`: JSON goes straight to typed values when it can ([`fastjson`]);
-/// without it (tests and the benchmark compare the two) always through a
-/// `serde_json` tree.
+/// without it (`SHOAL_NO_FAST_PATHS=1`, and tests and the benchmark that
+/// compare the two) always through a `serde_json` tree.
 ///
 /// [`fastjson`]: super::fastjson
 #[doc(hidden)]
