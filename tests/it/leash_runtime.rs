@@ -189,6 +189,25 @@ fn builtins_methods_and_commands_fail_closed() {
         refused(&mut deny, &src(&w, t));
         w.assert_outside_intact();
     }
+    // A builtin given a flag it does not model runs the program: under
+    // opaque = "deny" that is refused before anything is made, even in the
+    // project, and the refusal says why.
+    for t in [
+        "touch -t 202001010000 PROJ/t",
+        "mkdir -m 700 PROJ/m",
+        "rm -d PROJ",
+    ] {
+        let r = deny.call("exec", json!({"src": src(&w, t)}));
+        assert!(r.get("error").is_some(), "{t}: {r}");
+        if !t.starts_with("rm") {
+            assert_eq!(r["error"]["code"].as_i64(), Some(-32010), "{t}: {r}");
+            let why = r["error"]["message"].as_str().unwrap_or_default();
+            assert!(why.contains("flag it does not model"), "{t}: {r}");
+        }
+    }
+    let made: Vec<_> = std::fs::read_dir(&w.proj).unwrap().collect();
+    assert!(made.is_empty(), "nothing made in the project: {made:?}");
+    assert!(w.proj.exists(), "rm -d is refused, not run");
     // The plan shows them as effects, never `[]`.
     for t in ["id()", "let x = whoami", r#"rm("/x", permanent: true)"#] {
         let e = deny.ok("explain", json!({"src": t}));

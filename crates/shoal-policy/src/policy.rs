@@ -344,7 +344,10 @@ impl PrincipalPolicy {
             Effect::Opaque => match self.opaque {
                 OpaqueMode::Allow => Ok(true),
                 OpaqueMode::Ask => Ok(false),
-                OpaqueMode::Deny => deny("opaque effects are denied (opaque = \"deny\")".into()),
+                OpaqueMode::Deny => deny(
+                    "opaque effects are denied (opaque = \"deny\"): the plan runs a program it cannot see into (an external command, or a builtin given a flag it does not model, which runs the program of that name)"
+                        .into(),
+                ),
             },
             Effect::FsRead { paths } => match Self::fs_ok(&self.fs.read, paths, home) {
                 None => Ok(true),
