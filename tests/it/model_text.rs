@@ -88,6 +88,13 @@ fn a_failure_says_so_in_its_first_line_with_stderr() {
         assert_eq!(r["isError"], json!(false), "{src}");
         assert_eq!(r["structuredContent"]["value"]["ok"], json!(false), "{src}");
     }
+    // A command that succeeds and prints nothing says so: an empty text
+    // reads as no answer.
+    for src in ["^true", "touch -t 202001010000 a.txt"] {
+        let (text, r) = exec(&mut m, src);
+        assert_eq!(text, "(no output)", "{src}: {r}");
+        assert_eq!(r["structuredContent"]["render"], json!(""), "{src}");
+    }
     // In statement position the failure is a tool error; its text ends with
     // the same stderr section.
     let r = m.ok(

@@ -258,8 +258,15 @@ fn stored<'a>(uri: &'a str, reference: &'a str) -> Option<Link<'a>> {
     })
 }
 
+/// What a model reads for an exec whose render is empty (a command that
+/// succeeded and printed nothing): an empty text reads as no answer at all.
+pub const NO_OUTPUT: &str = "(no output)";
+
 impl<V: Serialize> ToolOutput for ExecResult<V> {
     fn text(&self) -> Option<Cow<'_, str>> {
+        if self.render.is_empty() {
+            return Some(Cow::Borrowed(NO_OUTPUT));
+        }
         Some(Cow::Borrowed(&self.render))
     }
     fn link(&self) -> Option<Link<'_>> {
