@@ -627,7 +627,7 @@ impl Worker {
 
     fn cancel_of(&self, job: u64) -> Arc<CallCancel> {
         let c = self.jobs.locked().get(&job).map(|r| r.cancel.clone());
-        c.unwrap_or_else(CallCancel::new)
+        c.unwrap_or_default()
     }
 
     /// A fork of `session`'s language state for a task of `src`, judged by
