@@ -92,3 +92,74 @@ impl Latch {
         }
     }
 }
+
+/// Changes to some state kept elsewhere (a table behind its own lock), which
+/// a plain thread can wait for with a deadline instead of re-checking on a
+/// timer: whoever changes the state calls [`Changes::notify`] after the
+/// change, and [`Changes::wait_until`] checks its condition again at each.
+#[derive(Debug, Default)]
+pub struct Changes {
+    seen: Mutex<u64>,
+    cond: Condvar,
+}
+
+impl Changes {
+    /// The state changed: wake every waiter to check it again.
+    pub fn notify(&self) {
+        *self.seen.locked() += 1;
+        self.cond.notify_all();
+    }
+
+    /// Wait until `done()` holds or `deadline` passes; whether it held.
+    /// `done` runs without this lock held, so it may take the state's locks.
+    pub fn wait_until(&self, deadline: std::time::Instant, mut done: impl FnMut() -> bool) -> bool {
+        loop {
+            // Read before the check: a change made during it still wakes us.
+            let at = *self.seen.locked();
+            if done() {
+                return true;
+            }
+            let mut g = self.seen.locked();
+            while *g == at {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    drop(g);
+                    return done();
+                }
+                g = wait_timeout_locked(&self.cond, g, left);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    #[test]
+    fn a_wait_for_changes_ends_at_the_change_not_the_deadline() {
+        let (c, flag) = (
+            Arc::new(Changes::default()),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let (c2, f2) = (c.clone(), flag.clone());
+        let t = std::thread::spawn(move || {
+            f2.store(true, Ordering::SeqCst);
+            c2.notify();
+        });
+        let t0 = Instant::now();
+        let deadline = t0 + Duration::from_secs(60);
+        assert!(c.wait_until(deadline, || flag.load(Ordering::SeqCst)));
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "woken by the change"
+        );
+        t.join().unwrap();
+        // Nothing changes: the deadline ends it, and the condition is false.
+        let t1 = Instant::now() + Duration::from_millis(1);
+        assert!(!c.wait_until(t1, || false));
+    }
+}

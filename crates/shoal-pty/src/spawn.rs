@@ -334,18 +334,39 @@ fn forget(
     exit
 }
 
-/// Wait (bounded) until `pid` is reaped.
+/// Wait (bounded) until `pid` is reaped: here, woken by its pidfd (readable
+/// once it exited), or by its I/O thread (then gone from [`live`]).
 fn wait_gone(pid: i32, d: Duration) -> Option<Exit> {
     let deadline = Instant::now() + d;
+    // Opened before the check below: a pid still in the table then was not
+    // reaped yet, so this pidfd is the child's, not a reuse's.
+    let pidfd = rustix::process::Pid::from_raw(pid)
+        .and_then(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok());
     loop {
         if let Some(e) = reap(pid) {
             return Some(e);
         }
-        if !live().contains_key(&pid) || Instant::now() > deadline {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if !live().contains_key(&pid) || left.is_zero() {
             return None;
         }
-        std::thread::sleep(Duration::from_millis(2));
+        match &pidfd {
+            Some(fd) => exited_within(fd.as_fd(), left),
+            // No pidfd (descriptors exhausted, the spawn's own failure to
+            // open one): nothing to wait on but a re-check every 2 ms.
+            None => std::thread::sleep(left.min(Duration::from_millis(2))),
+        }
     }
+}
+
+/// Wait at most `left` for a pidfd to say its process exited.
+fn exited_within(pidfd: BorrowedFd<'_>, left: Duration) {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let t = Timespec {
+        tv_sec: left.as_secs().try_into().unwrap_or(i64::MAX),
+        tv_nsec: left.subsec_nanos().into(),
+    };
+    let _ = poll(&mut [PollFd::new(&pidfd, PollFlags::IN)], Some(&t));
 }
 
 /// Pids of PTY children not yet reaped.
@@ -361,5 +382,31 @@ pub fn kill_all() {
     }
     for pid in pids {
         wait_gone(pid, Duration::from_secs(2));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wait is woken by the child's exit (its pidfd), not by a re-check:
+    /// a killed child ends a 60 s wait long before its deadline.
+    #[test]
+    fn wait_gone_ends_when_the_killed_child_exits() {
+        let spec = SpawnSpec {
+            cmd: "sleep".into(),
+            args: vec!["1000".into()],
+            cwd: std::env::temp_dir(),
+            env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
+            rows: 10,
+            cols: 40,
+        };
+        let child = spawn(&spec, None).expect("spawn sleep");
+        assert!(kill_group(child.pid));
+        let t0 = Instant::now();
+        let exit = wait_gone(child.pid, Duration::from_secs(60)).expect("reaped here");
+        assert!(t0.elapsed() < Duration::from_secs(30), "woken by the exit");
+        assert_eq!(exit.signal, Some(Signal::KILL.as_raw()));
+        assert!(!live().contains_key(&child.pid));
     }
 }

@@ -138,7 +138,7 @@ fn a_hang_up_after_a_half_close_cancels_the_call() {
         let session = format!("half{i}");
         let marker = root.path().join(format!("marker{i}"));
         let src = format!("sh {{ sleep 1000; touch {} }}", marker.display());
-        let mut c = if kernel {
+        let c = if kernel {
             let mut c = d.conn();
             c.attach(&session);
             c.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "exec", "params": {"src": src}}));

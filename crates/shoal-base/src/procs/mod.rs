@@ -16,6 +16,7 @@
 //! process groups are recorded with their leaders' start times ([`fallback`]).
 
 pub mod cgroup;
+mod close;
 mod fallback;
 pub mod record;
 mod signal;
@@ -163,8 +164,10 @@ enum Mode {
 struct Manager {
     mode: Mode,
     record: PathBuf,
-    /// Live programs per session (leaders not yet reaped).
-    live: Mutex<std::collections::HashMap<Arc<str>, usize>>,
+    /// Live programs per session (leaders not yet reaped) and spawns
+    /// prepared and not yet started or abandoned; a session's close waits on
+    /// their changes.
+    counts: close::Counts,
     /// Sessions closed and not opened again: a spawn for one of them is refused
     /// (one in flight at the close would make its directory again, unkilled).
     closed: Mutex<std::collections::HashSet<Arc<str>>>,
@@ -172,8 +175,6 @@ struct Manager {
     /// must not close a newer one's (its supervisor may stop after the next
     /// one of the name started).
     opened: Mutex<std::collections::HashMap<Arc<str>, u64>>,
-    /// Spawns prepared and not yet started or abandoned, per session.
-    in_flight: Mutex<std::collections::HashMap<Arc<str>, usize>>,
 }
 
 /// One spawn in flight for a session, counted until the [`Join`] is used up.
@@ -182,7 +183,7 @@ struct InFlight(Option<Arc<str>>);
 
 impl InFlight {
     fn new(m: &Manager, session: &Arc<str>) -> InFlight {
-        *m.in_flight.locked().entry(session.clone()).or_default() += 1;
+        m.counts.in_flight(session, true);
         InFlight(Some(session.clone()))
     }
 }
@@ -192,13 +193,7 @@ impl Drop for InFlight {
         let (Some(m), Some(session)) = (manager(), self.0.take()) else {
             return;
         };
-        let mut table = m.in_flight.locked();
-        if let Some(n) = table.get_mut(&session) {
-            *n -= 1;
-            if *n == 0 {
-                table.remove(&session);
-            }
-        }
+        m.counts.in_flight(&session, false);
     }
 }
 
@@ -273,10 +268,9 @@ pub fn init(state_dir: &Path) {
     let m = Manager {
         mode,
         record,
-        live: Mutex::new(Default::default()),
+        counts: close::Counts::default(),
         closed: Mutex::new(Default::default()),
         opened: Mutex::new(Default::default()),
-        in_flight: Mutex::new(Default::default()),
     };
     let _ = MANAGER.set(m);
     save_record();
@@ -568,7 +562,7 @@ impl Join {
     pub fn started(self, pid: i32) -> Tracked {
         if let Some(m) = manager() {
             if let Some(h) = &self.home {
-                *m.live.locked().entry(h.session.clone()).or_default() += 1;
+                m.counts.live(&h.session, true);
             }
             if let Mode::Fallback = m.mode {
                 let session = self
@@ -623,13 +617,7 @@ impl Drop for Tracked {
     fn drop(&mut self) {
         if let Some(m) = manager() {
             if let Some(h) = &self.home {
-                let mut live = m.live.locked();
-                if let Some(n) = live.get_mut(&h.session) {
-                    *n = n.saturating_sub(1);
-                    if *n == 0 {
-                        live.remove(&h.session);
-                    }
-                }
+                m.counts.live(&h.session, false);
             }
             if let Mode::Fallback = m.mode {
                 fallback::untrack(self.pid);
@@ -677,7 +665,7 @@ pub fn count(session: &str) -> usize {
                 0
             }
         }
-        Mode::Fallback => m.live.locked().get(session).copied().unwrap_or(0),
+        Mode::Fallback => m.counts.live_of(session),
     }
 }
 
@@ -729,51 +717,7 @@ pub fn close_session(session: &str, generation: u64, grace: Duration) {
     };
     let spawned = std::thread::Builder::new()
         .name("shoal-close".into())
-        .spawn(move || {
-            let deadline = std::time::Instant::now() + grace;
-            while m.live.locked().contains_key(&session) && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            match &m.mode {
-                Mode::Cgroup { base } => {
-                    let mut n = 0;
-                    if let Some(dir) = &closing {
-                        n += cgroup::kill_tree(dir, Duration::from_secs(2));
-                    }
-                    // A spawn in flight at the close joins a little later: in the
-                    // renamed tree, or in the session's directory it made again
-                    // (prepare refuses every spawn after the close). Killed again
-                    // until the session's programs are all reaped; the remade
-                    // directory only while no session of the name has opened since.
-                    let again = session_path(base, &session);
-                    let until = std::time::Instant::now() + Duration::from_secs(5);
-                    loop {
-                        if let Some(dir) = &closing {
-                            if cgroup::populated(dir) {
-                                n += cgroup::kill_tree(dir, Duration::from_secs(2));
-                            }
-                        }
-                        {
-                            let closed = m.closed.locked();
-                            if closed.contains(&session) && cgroup::populated(&again) {
-                                let _ = cgroup::kill(&again);
-                                n += 1;
-                            }
-                        }
-                        let live = m.live.locked().contains_key(&session)
-                            || m.in_flight.locked().contains_key(&session);
-                        if !live || std::time::Instant::now() >= until {
-                            break;
-                        }
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    if n > 0 {
-                        tracing::info!(session = %session, killed = n, "session closed: its processes were killed");
-                    }
-                }
-                Mode::Fallback => fallback::kill_session(&session),
-            }
-        });
+        .spawn(move || close::run(m, session, closing, grace));
     if let Err(e) = spawned {
         tracing::warn!("cannot start the session-close thread: {e}");
     }

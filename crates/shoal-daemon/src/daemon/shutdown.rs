@@ -94,6 +94,11 @@ const TASK_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The drained sessions come back (their journal state is settled last).
+/// Each pass interrupts every session still running an exec (and cancels
+/// that exec's call, so one that was about to begin never runs), then waits
+/// for the first of them to finish, woken by its worker ([`Busy::end`]).
+///
+/// [`Busy::end`]: crate::sessions::session::Busy::end
 fn wait_for_interrupted(
     draining: &std::sync::Mutex<Vec<Arc<SessionShared>>>,
     grace: std::time::Duration,
@@ -101,21 +106,51 @@ fn wait_for_interrupted(
     let sessions = std::mem::take(&mut *draining.locked());
     let deadline = Instant::now() + grace;
     loop {
-        let busy: Vec<&str> = sessions
-            .iter()
-            .filter(|s| s.busy.load(std::sync::atomic::Ordering::Relaxed))
-            .map(|s| s.name.as_str())
-            .collect();
-        if busy.is_empty() {
+        let busy: Vec<&Arc<SessionShared>> = sessions.iter().filter(|s| s.busy.get()).collect();
+        let Some(first) = busy.first() else {
             return sessions;
-        }
+        };
         if Instant::now() >= deadline {
-            tracing::warn!(?busy, "sessions still running at exit");
+            let names: Vec<&str> = busy.iter().map(|s| s.name.as_str()).collect();
+            tracing::warn!(busy = ?names, "sessions still running at exit");
             return sessions;
         }
         for s in &sessions {
             s.interrupt();
+            s.busy.cancel();
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        first.busy.wait_idle(deadline);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msg::CallCancel;
+
+    /// The wait is woken by the worker's end of its exec: an exec that ends
+    /// once cancelled ends a 60 s wait long before its deadline.
+    #[test]
+    fn the_wait_ends_when_the_interrupted_exec_ends() {
+        let shared = Arc::new(SessionShared::new("s".into(), std::env::temp_dir(), 80));
+        let call = CallCancel::new();
+        shared.busy.start(call.clone());
+        let s = shared.clone();
+        let worker = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            rt.block_on(call.cancelled());
+            s.busy.end();
+        });
+        let draining = std::sync::Mutex::new(vec![shared]);
+        let t0 = Instant::now();
+        let back = wait_for_interrupted(&draining, std::time::Duration::from_secs(60));
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "woken by the end"
+        );
+        assert!(!back[0].busy.get());
+        worker.join().unwrap();
     }
 }

@@ -107,7 +107,7 @@ impl Daemon {
             cwd: shared.cwd.display().to_string(),
             clients: shared.clients.load(std::sync::atomic::Ordering::Relaxed),
             humans: shared.humans.rows(),
-            busy: shared.busy.load(std::sync::atomic::Ordering::Relaxed),
+            busy: shared.busy.get(),
             transcript: shared.transcript_len(),
             tasks: 0,
             ptys: ptys.len(),

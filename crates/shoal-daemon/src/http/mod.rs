@@ -298,6 +298,34 @@ impl Peer {
                 .revents()
                 .intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR)
     }
+
+    /// Resolves once the client closed its side, woken by the socket's
+    /// readiness: a duplicate of the socket registered with the runtime's
+    /// reactor (the server's own registration is actix-web's, and it only
+    /// reads when it has a request to read), each wake checked with
+    /// [`Peer::gone`]. Pending data wakes it once; the close wakes it again.
+    /// Never resolves when the socket cannot be watched (no descriptor left).
+    pub async fn closed(&self) {
+        use tokio::io::Interest;
+        let watch = self
+            .0
+            .try_clone()
+            .map(std::net::TcpStream::from)
+            .and_then(tokio::net::TcpStream::from_std);
+        let Ok(watch) = watch else {
+            return std::future::pending().await;
+        };
+        while !self.gone() {
+            if watch.ready(Interest::READABLE).await.is_err() {
+                return std::future::pending().await;
+            }
+            // Nothing is read here: the readiness is cleared so only a new
+            // event (the close) wakes the next wait.
+            let _ = watch.try_io(Interest::READABLE, || {
+                Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+            });
+        }
+    }
 }
 
 /// Counts an open TCP connection until the connection ends.
@@ -398,4 +426,36 @@ pub fn start(
     });
     tracing::info!(listen = %listen, "serving MCP over HTTP at http://{listen}/mcp");
     Ok(Served { stats, http: weak })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The wait for a client to go is woken by its close: a client that
+    /// closes after sending a byte (a wake that is not a close) ends a 60 s
+    /// wait long before its deadline.
+    #[test]
+    fn a_peer_s_close_wakes_its_wait() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        server.set_nonblocking(true).unwrap();
+        let peer = Peer(Arc::new(std::os::fd::OwnedFd::from(server)));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let closer = tokio::task::spawn_blocking(move || {
+                client.write_all(b"x").unwrap();
+                drop(client);
+            });
+            let waited = tokio::time::timeout(Duration::from_secs(60), peer.closed()).await;
+            assert!(waited.is_ok(), "woken by the close");
+            closer.await.unwrap();
+        });
+        assert!(peer.gone());
+    }
 }

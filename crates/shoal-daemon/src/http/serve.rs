@@ -210,10 +210,8 @@ fn no_session() -> HttpResponse {
     )
 }
 
-/// How often a handler waiting for an answer looks whether its client is still there.
-const PEER_CHECK: Duration = Duration::from_millis(100);
-
-/// The next frame for a request, or `Err(())` once its client went away.
+/// The next frame for a request, or `Err(())` once its client went away
+/// (woken by the client's close of its side: [`super::Peer::closed`]).
 async fn next_or_gone(
     rx: &mut tokio::sync::mpsc::UnboundedReceiver<Routed>,
     peer: Option<&super::Peer>,
@@ -221,15 +219,9 @@ async fn next_or_gone(
     let Some(peer) = peer else {
         return Ok(rx.recv().await);
     };
-    loop {
-        tokio::select! {
-            r = rx.recv() => return Ok(r),
-            _ = tokio::time::sleep(PEER_CHECK) => {
-                if peer.gone() {
-                    return Err(());
-                }
-            }
-        }
+    tokio::select! {
+        r = rx.recv() => Ok(r),
+        () = peer.closed() => Err(()),
     }
 }
 

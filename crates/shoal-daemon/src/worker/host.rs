@@ -20,6 +20,7 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use serde_json::{json, Value as Json};
 
+use super::jobs::{Jobs, Running};
 use super::pair::{Incoming, Pair};
 use super::proto::{
     self, Answer, ExecJob, Failed, FromWorker, Init, LineJob, Outcome, Ready, ToWorker,
@@ -57,14 +58,6 @@ struct Hosted {
     procs: Option<Arc<OwnedFd>>,
 }
 
-/// A job running or queued: what an interrupt or a signal reaches.
-struct Running {
-    session: String,
-    cancel: Arc<CallCancel>,
-    /// Its running program's pid (0: none), for a task's suspend.
-    pid: Option<Arc<AtomicU32>>,
-}
-
 /// What a hosted session's thread shares with the pair's reader.
 struct Line<'a> {
     injector: &'a Mutex<Option<ChannelInjector>>,
@@ -78,7 +71,7 @@ struct Worker {
     principal: String,
     sessions: Mutex<HashMap<String, Hosted>>,
     /// The jobs running or queued, by the daemon's number.
-    jobs: Mutex<HashMap<u64, Running>>,
+    jobs: Jobs,
     /// Forks kept for tasks the daemon is to run.
     forks: Arc<Forks>,
     /// Interrupts that came (on the pair) before their job (on its line),
@@ -160,10 +153,7 @@ pub fn main() -> i32 {
     for r in worker.jobs.locked().values() {
         r.cancel.cancel();
     }
-    let t0 = std::time::Instant::now();
-    while !worker.jobs.locked().is_empty() && t0.elapsed() < LAST_WAIT {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    worker.jobs.wait_empty(LAST_WAIT);
     0
 }
 
@@ -246,7 +236,7 @@ fn confine(init: &Init) -> Result<Worker, String> {
     Ok(Worker {
         principal: init.principal.clone(),
         sessions: Mutex::new(HashMap::new()),
-        jobs: Mutex::new(HashMap::new()),
+        jobs: Jobs::default(),
         forks: Arc::default(),
         early: Mutex::default(),
         gates: Mutex::new(gates),
@@ -531,7 +521,7 @@ impl Worker {
                             "session {session}: language session unavailable: {m}"
                         ));
                         if let LineJob::Exec(job) = &work {
-                            self.jobs.locked().remove(&job.job);
+                            self.jobs.remove(&job.job);
                         }
                         answer(&Answer::of(Err((&e).into())));
                         continue;
@@ -549,7 +539,7 @@ impl Worker {
             let cancel = self.cancel_of(job.job);
             let r = self.run(l, &job, &cancel, stack, hosted.tasks);
             cancel.finish();
-            self.jobs.locked().remove(&job.job);
+            self.jobs.remove(&job.job);
             let live = lang.as_ref().and_then(|l| changed_views(l, &mut sent));
             // Tasks started after this reply see this exec's bindings: the
             // seed is refreshed under the lock taken before it.
@@ -637,7 +627,7 @@ impl Worker {
 
     fn cancel_of(&self, job: u64) -> Arc<CallCancel> {
         let c = self.jobs.locked().get(&job).map(|r| r.cancel.clone());
-        c.unwrap_or_else(CallCancel::new)
+        c.unwrap_or_default()
     }
 
     /// A fork of `session`'s language state for a task of `src`, judged by
@@ -702,7 +692,7 @@ impl Worker {
                 let cancel = me.cancel_of(job.job);
                 let r = me.run(&mut lang, &job, &cancel, stack, &tasks);
                 cancel.finish();
-                me.jobs.locked().remove(&job.job);
+                me.jobs.remove(&job.job);
                 let outcome = match r {
                     Ok(done) => Ok(Outcome::Done((&done).into())),
                     Err(e) => Err((&e).into()),
@@ -710,7 +700,7 @@ impl Worker {
                 pair_t.reply(id, json_of(&Answer::of(outcome)));
             });
         if let Err(e) = spawned {
-            self.jobs.locked().remove(&number);
+            self.jobs.remove(&number);
             pair.reply(id, Err(format!("cannot start the task's thread: {e}")));
         }
     }

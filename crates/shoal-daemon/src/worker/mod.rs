@@ -9,6 +9,7 @@
 //! evaluation in the worker reaches them.
 
 mod host;
+mod jobs;
 pub mod launch;
 pub mod pair;
 pub mod proto;

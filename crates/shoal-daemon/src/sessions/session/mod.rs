@@ -32,7 +32,7 @@ use crate::msg::{Crash, Exec, ExecReply, SessionError};
 
 pub use exec::{check_gate, run_task};
 pub use remote::fork_there;
-pub use shared::{ForkSeed, Humans, LiveState, SessionShared};
+pub use shared::{Busy, ForkSeed, Humans, LiveState, SessionShared};
 pub use transcript::Transcript;
 pub use worker::confine_for;
 use worker::{worker, Job, Work};

@@ -9,7 +9,7 @@
 //! a message (the worker thread, a task's evaluation thread, a connection).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -51,7 +51,8 @@ pub struct SessionShared {
     pub clients: AtomicI64,
     /// The people attached (`shoal attach`, `shoal watch`), for `daemon.status`.
     pub humans: Humans,
-    pub busy: AtomicBool,
+    /// The exec the session's worker runs, if any (shutdown waits for it).
+    pub busy: Busy,
     /// Locked: the worker thread sets it with each new language session; shutdown
     /// reads it after the actor system stopped.
     pub interrupter: Mutex<Option<Interrupter>>,
@@ -205,7 +206,7 @@ impl SessionShared {
             services: None,
             clients: AtomicI64::new(0),
             humans: Humans::default(),
-            busy: AtomicBool::new(false),
+            busy: Busy::default(),
             interrupter: Mutex::new(None),
             injector: Mutex::new(None),
             adapters: None,
@@ -362,7 +363,7 @@ impl SessionShared {
         let Some(svc) = &self.services else {
             return;
         };
-        if self.base.get().is_none() || self.busy.load(Ordering::Relaxed) {
+        if self.base.get().is_none() || self.busy.get() {
             return;
         }
         let used = self.peek_next() - 1;
@@ -535,5 +536,45 @@ impl SessionShared {
     /// The session's worker process as it is now (none started here).
     pub fn remote_now(&self) -> Option<Arc<crate::worker::remote::Remote>> {
         self.remote.locked().as_ref().map(|h| h.remote.clone())
+    }
+}
+
+/// Whether a session's worker runs an exec, and that exec's call: shutdown
+/// cancels it (a call not begun yet never runs, so no interrupt is lost to
+/// its start) and waits, woken by [`Busy::end`], for the worker to be done.
+#[derive(Debug, Default)]
+pub struct Busy {
+    running: Mutex<Option<Arc<crate::msg::CallCancel>>>,
+    changed: shoal_base::sync::Changes,
+}
+
+impl Busy {
+    pub fn get(&self) -> bool {
+        self.running.locked().is_some()
+    }
+
+    /// The worker starts `call`.
+    pub fn start(&self, call: Arc<crate::msg::CallCancel>) {
+        *self.running.locked() = Some(call);
+        self.changed.notify();
+    }
+
+    /// The worker is done with its exec.
+    pub fn end(&self) {
+        *self.running.locked() = None;
+        self.changed.notify();
+    }
+
+    /// Cancel the running exec's call, if one runs.
+    pub fn cancel(&self) {
+        let call = self.running.locked().clone();
+        if let Some(c) = call {
+            c.cancel();
+        }
+    }
+
+    /// Wait until no exec runs or `deadline` passes; whether none runs.
+    pub fn wait_idle(&self, deadline: Instant) -> bool {
+        self.changed.wait_until(deadline, || !self.get())
     }
 }

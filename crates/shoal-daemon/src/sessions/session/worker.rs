@@ -3,7 +3,6 @@
 //! or after the reply. It never touches an actor's state and never runs on an
 //! arbiter.
 
-use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 
 use tokio::sync::oneshot;
@@ -87,7 +86,7 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
             let _ = job.reply.send((Err(e), Vec::new()));
             continue;
         }
-        shared.busy.store(true, Ordering::Relaxed);
+        shared.busy.start(job.spec.cancel.clone());
         let (result, journal) = if there {
             super::remote::run_there(&shared, &job.spec, None)
         } else {
@@ -154,7 +153,7 @@ pub(super) fn worker(shared: Arc<SessionShared>, rx: mpsc::Receiver<Work>, stack
             publish(&shared, events);
         }
         drop(guard);
-        shared.busy.store(false, Ordering::Relaxed);
+        shared.busy.end();
     }
     tracing::debug!(session = %shared.name, "worker thread ends");
 }
