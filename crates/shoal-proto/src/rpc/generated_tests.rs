@@ -84,10 +84,10 @@ proptest! {
             f.truncate(at.min(f.len()));
         }
         let b = f.as_bytes();
-        prop_assert_eq!(classify(b), classify_whole(b), "{}", f);
+        prop_assert_eq!(in_place(b), classify_whole(b), "{}", f);
         // What the in-place read leaves raw is the frame's own params (raw
         // params that do not parse go to the whole parse, as `classify` does).
-        if let Classified::Raw(r) = classify_request(b) {
+        if let Classified::Raw(r) = read_in_place(b) {
             if let Some(raw) = params_value(r.params) {
                 let Incoming::Request { id, method, params } = classify_whole(b) else {
                     return Err(TestCaseError::fail(format!("not a request: {f}")));
