@@ -425,8 +425,10 @@ pub(super) fn error_text(e: &RpcError) -> String {
         out.push_str("\nhint: ");
         out.push_str(hint);
     }
+    // One bad argument is the message itself: listed only among several.
     for a in field("errors")
         .and_then(Json::as_array)
+        .filter(|errs| errs.len() > 1)
         .into_iter()
         .flatten()
     {

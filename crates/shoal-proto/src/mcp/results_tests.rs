@@ -157,6 +157,15 @@ fn an_error_says_its_hint_and_each_bad_argument() {
         v["content"],
         json!([{"type": "text", "text": "error [-32602]: invalid arguments for shoal_exec: 5 is not a string\n  /src: 5 is not a string\n  (arguments): bogus is not allowed"}])
     );
+    // One bad argument is said once.
+    let one = crate::mcp::invalid_arguments(
+        "invalid arguments for shoal_exec: src: 5 is not a string".into(),
+        vec![crate::mcp::argument_error("/src", "5 is not a string")],
+    );
+    assert_eq!(
+        wire(&tool_error(&one))["content"][0]["text"],
+        json!("error [-32602]: invalid arguments for shoal_exec: src: 5 is not a string")
+    );
     // Only a raised error links its stored value.
     let e = RpcError::new(rpc::UNKNOWN_REF, "unknown ref out:9")
         .with_data(json!({"ref": "out:9", "hint": "refs start at out:1"}));
