@@ -773,5 +773,14 @@ fn mutating_builtins_honour_flags_they_do_not_model() {
 
     assert_eq!(run_in(p, "(rm -f missing).out"), "[]");
     assert_eq!(run_in(p, "rm -d d"), "!arg_error");
+    let mut s = session_in(p);
+    let Err(ExecError::Raised(e)) = s.exec("rm --one-file-system d", Position::Stmt) else {
+        panic!("rm --one-file-system is refused");
+    };
+    assert!(
+        e.msg.contains("--one-file-system is not a flag"),
+        "{}",
+        e.msg
+    );
     assert!(p.join("d").exists(), "a refused rm removes nothing");
 }

@@ -539,6 +539,8 @@ fn rm(a: Parsed, ctx: &Ctx) -> SResult<Value> {
         ));
     }
     if let Some(f) = a.flags.iter().find(|f| !RM_FLAGS.contains(&f.as_str())) {
+        // As written: long flags are read with `_` for `-` (`--one-file-system`).
+        let f = f.replace('_', "-");
         let dash = if f.chars().count() == 1 { "-" } else { "--" };
         let system = shoal_base::lookup::find_program(
             "rm",
