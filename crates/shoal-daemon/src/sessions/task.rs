@@ -83,7 +83,7 @@ impl Task {
         let pid = match &lang {
             TaskLang::Here(l) => l.child_pid_slot(),
             // Its program runs in the worker, which signals it.
-            TaskLang::There { .. } => Arc::default(),
+            TaskLang::There(_) => Arc::default(),
         };
         let bus = shared.services.as_ref().map(|s| s.bus.clone());
         let cancel = spec.cancel.clone();
@@ -245,7 +245,7 @@ impl Actor for Task {
                         TaskLang::Here(_) => {
                             crate::sessions::session::confine_for(&shared, spec.gate.as_ref())
                         }
-                        TaskLang::There { .. } => Ok(()),
+                        TaskLang::There(_) => Ok(()),
                     };
                     confined.and_then(|()| {
                         crate::sessions::session::run_task(&shared, lang, &spec, stack, &there)

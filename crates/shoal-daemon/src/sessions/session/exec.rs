@@ -92,8 +92,8 @@ pub fn run_task(
     let _span = spec.cancel.origin().span(&shared.name).entered();
     let (mut result, journal) = match lang {
         super::TaskLang::Here(l) => run_job(shared, &mut Some(*l), spec, stack, false),
-        super::TaskLang::There { fork } => {
-            super::remote::run_there(shared, spec, Some((fork, job_slot)))
+        super::TaskLang::There(fork) => {
+            super::remote::run_there(shared, spec, Some((&fork, job_slot)))
         }
     };
     spec.cancel.finish();

@@ -31,7 +31,7 @@ use crate::health::Registration;
 use crate::msg::{Crash, Exec, ExecReply, SessionError};
 
 pub use exec::{check_gate, run_task};
-pub use remote::fork_there;
+pub use remote::{fork_there, ForkThere};
 pub use shared::{Busy, ForkSeed, Humans, LiveState, SessionShared};
 pub use transcript::Transcript;
 pub use worker::confine_for;
@@ -44,7 +44,7 @@ pub use crate::msg::CallCancel;
 /// here, or on a fork kept in the session's worker process (`remote.rs`).
 pub enum TaskLang {
     Here(Box<shoal_lang::Session>),
-    There { fork: u64 },
+    There(remote::ForkThere),
 }
 
 /// The journal cannot make this exec durable: `-32603` with `data.journal: "unavailable"`.

@@ -18,7 +18,7 @@
 //! error that says so.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use super::record::PendingJournal;
 use super::shared::{LiveState, SessionShared};
@@ -40,6 +40,18 @@ pub struct Hosting {
     /// own, so a closed session's last notes never reach a newer one of
     /// the same name.
     pub key: String,
+}
+
+/// A fork kept in a worker process for a background task, and where: the
+/// worker and the session's key there when it was made. The task runs
+/// there or not at all (a worker started since, or the session hosted
+/// again, holds none of it), and its failing never unhosts the session
+/// from a worker other than its own.
+#[derive(Debug, Clone)]
+pub struct ForkThere {
+    fork: u64,
+    remote: Weak<Remote>,
+    key: String,
 }
 
 /// `shared`'s worker: its owner's running one, else a new one (started,
@@ -91,20 +103,27 @@ fn host_in(
         .workers
         .for_principal(&shared.owner)
         .map_err(|e| (e, false))?;
+    let key = format!("{}#{}", shared.name, remote.job());
     let tasks = crate::sessions::supervisor::remote_tasks(
         shared,
         Arc::new(shoal_policy::Gate::for_principal(&shared.owner)),
     );
+    // The forks its evaluations make for `cmd &` are kept there, under
+    // this key.
+    let at = ForkThere {
+        fork: 0,
+        remote: Arc::downgrade(&remote),
+        key: key.clone(),
+    };
     let answers = Answers {
         leaf: None,
         lookup: shared.transcript_lookup(),
         bus: Some(svc.bus.clone()),
         tasks: tasks.map(|t| {
-            Box::new(move |ask, stop: &shoal_lang::Interrupter| task_answer(&t, ask, stop))
+            Box::new(move |ask, stop: &shoal_lang::Interrupter| task_answer(&t, &at, ask, stop))
                 as crate::worker::remote::TaskAnswerer
         }),
     };
-    let key = format!("{}#{}", shared.name, remote.job());
     let open = ToWorker::Open {
         session: key.clone(),
         cwd: shared.cwd.clone(),
@@ -128,15 +147,20 @@ fn host_in(
     })
 }
 
-/// The answer to a worker evaluation's `ask` of its session's tasks.
-/// A wait ends with the task, the session, or `stop` (the worker gave up).
+/// The answer to a worker evaluation's `ask` of its session's tasks (the
+/// session hosted as `at` says). A wait ends with the task, the session,
+/// or `stop` (the worker gave up).
 fn task_answer(
     tasks: &crate::sessions::supervisor::RemoteTasks,
+    at: &ForkThere,
     ask: TaskAsk,
     stop: &shoal_lang::Interrupter,
 ) -> TaskAnswer {
     let r = match ask {
-        TaskAsk::Start { src, fork } => tasks.start_there(&src, fork).map(TaskAnswer::Task),
+        TaskAsk::Start { src, fork } => {
+            let fork = ForkThere { fork, ..at.clone() };
+            tasks.start_there(&src, fork).map(TaskAnswer::Task)
+        }
         TaskAsk::List { id: None } => tasks.list().map(TaskAnswer::Tasks),
         TaskAsk::List { id: Some(id) } => tasks
             .info(id)
@@ -149,15 +173,28 @@ fn task_answer(
 
 /// Evaluate `job` in `shared`'s worker, on the session's own language
 /// state (`fork: None`, the foreground) or on fork `fork` (a background
-/// task: `job_slot` gets the worker's number for it), and keep what it
-/// leaves as a local evaluation's.
+/// task, in the worker that keeps its fork: `job_slot` gets the worker's
+/// number for it), and keep what it leaves as a local evaluation's.
 pub(super) fn run_there(
     shared: &SessionShared,
     job: &Exec,
-    fork: Option<(u64, &AtomicU64)>,
+    fork: Option<(&ForkThere, &AtomicU64)>,
 ) -> (Result<ExecReply, SessionError>, Option<PendingJournal>) {
-    let (Hosting { remote, line, key }, replaced) = match hosting(shared) {
-        Ok(h) => h,
+    let there = match fork {
+        None => hosting(shared).map(|(h, replaced)| (h.remote, Some(h.line), h.key, replaced)),
+        Some((f, _)) => f
+            .remote
+            .upgrade()
+            .filter(|r| !r.is_gone())
+            .map(|r| (r, None, f.key.clone(), false))
+            .ok_or_else(|| {
+                SessionError::Internal(
+                    "the worker process that kept this task's fork has ended".into(),
+                )
+            }),
+    };
+    let (remote, line, key, replaced) = match there {
+        Ok(t) => t,
         Err(e) => return (Err(e), None),
     };
     shared.ensure_base();
@@ -170,7 +207,7 @@ pub(super) fn run_there(
         |g| g.principal.clone(),
     );
     let spec = ExecJob {
-        session: key,
+        session: key.clone(),
         job: number,
         src: job.src.clone(),
         value_position: job.position == shoal_lang::Position::Value,
@@ -195,7 +232,10 @@ pub(super) fn run_there(
             if let Some(tail) = shoal_lang::shell::process::thread_tail() {
                 remote.watch(number, tail);
             }
-            Err(ToWorker::Task { fork, job: spec })
+            Err(ToWorker::Task {
+                fork: fork.fork,
+                job: spec,
+            })
         }
     };
     let there = remote.clone();
@@ -207,9 +247,10 @@ pub(super) fn run_there(
     if foreground {
         shared.there_job.store(number, Ordering::SeqCst);
     }
-    let answer = match &msg {
-        Ok(job) => line.locked().ask(job),
-        Err(task) => remote.request(task).and_then(|j| {
+    let answer = match (&msg, &line) {
+        (Ok(job), Some(line)) => line.locked().ask(job),
+        (Ok(_), None) => Err("a foreground job without its line".into()),
+        (Err(task), _) => remote.request(task).and_then(|j| {
             serde_json::from_value::<proto::Answer>(j).map_err(|e| format!("not an answer: {e}"))
         }),
     };
@@ -223,9 +264,19 @@ pub(super) fn run_there(
         memory,
     } = match answer {
         Ok(a) => a,
+        // A task's fork refused by a worker still there (its session was
+        // hosted again) is the task's failure alone.
+        Err(m) if !foreground && !remote.is_gone() && m != crate::worker::pair::GONE => {
+            return (
+                Err(SessionError::Internal(format!(
+                    "the task could not run in the session's worker process ({m})"
+                ))),
+                None,
+            );
+        }
         Err(m) => {
             tracing::warn!(session = %shared.name, pid = remote.pid(), "the worker process ended: {m}");
-            forget(shared, &remote);
+            forget(shared, &remote, &key);
             return (
                 Err(SessionError::Internal(format!(
                     "the session's worker process ended during this exec ({m}); \
@@ -286,13 +337,14 @@ fn worker_replaced(src: &str) -> shoal_lang::Warning {
     }
 }
 
-/// The worker `remote` ended, or the session's line broke: the next job
-/// hosts the session again (in a new worker if need be).
-fn forget(shared: &SessionShared, remote: &Arc<Remote>) {
+/// The worker `remote` ended, or the session's line broke (the session
+/// hosted there as `key`): the next job hosts the session again (in a new
+/// worker if need be). A hosting made since stays.
+fn forget(shared: &SessionShared, remote: &Arc<Remote>, key: &str) {
     let mut slot = shared.remote.locked();
     if slot
         .as_ref()
-        .is_some_and(|h| Arc::ptr_eq(&h.remote, remote))
+        .is_some_and(|h| Arc::ptr_eq(&h.remote, remote) && h.key == key)
     {
         // A worker still there drops the session's state (its line is
         // out of step); the next job hosts it again.
@@ -308,13 +360,13 @@ pub(super) fn derive_there(
     src: &str,
     gate: Option<&Arc<shoal_policy::Gate>>,
 ) -> Result<shoal_policy::undo::Derived, SessionError> {
-    let Hosting { remote, line, .. } = remote_of(shared)?;
+    let Hosting { remote, line, key } = remote_of(shared)?;
     let msg = LineJob::Derive {
         src: src.to_string(),
         caller: gate.map(|g| g.principal.clone()),
     };
     let answer = line.locked().ask(&msg).map_err(|m| {
-        forget(shared, &remote);
+        forget(shared, &remote, &key);
         SessionError::Internal(format!("the session's worker process ended ({m})"))
     })?;
     match answer.outcome {
@@ -329,18 +381,23 @@ fn not_a_plan() -> SessionError {
 }
 
 /// A fork of `shared`'s language state in its worker for a background
-/// task of `src`, past the owner's Leash verdict: its key. Blocking: never
-/// on an arbiter.
-pub fn fork_there(shared: &SessionShared, src: &str) -> Result<u64, SessionError> {
+/// task of `src`, past the owner's Leash verdict: where it is kept.
+/// Blocking: never on an arbiter.
+pub fn fork_there(shared: &SessionShared, src: &str) -> Result<ForkThere, SessionError> {
     let Hosting { remote, key, .. } = remote_of(shared)?;
     let msg = ToWorker::Fork {
-        session: key,
+        session: key.clone(),
         src: src.to_string(),
     };
     let j = remote
         .request(&msg)
         .map_err(|m| SessionError::Internal(format!("the session's worker process ended ({m})")))?;
-    serde_json::from_value::<proto::Forked>(j)
+    let fork = serde_json::from_value::<proto::Forked>(j)
         .map_err(|e| SessionError::Internal(format!("the worker's answer is not a fork: {e}")))?
-        .map_err(SessionError::from)
+        .map_err(SessionError::from)?;
+    Ok(ForkThere {
+        fork,
+        remote: Arc::downgrade(&remote),
+        key,
+    })
 }

@@ -180,12 +180,16 @@ pub fn remote_tasks(
 pub type RemoteTasks = SupervisorTasks;
 
 impl SupervisorTasks {
-    /// Start a task of `src` on fork `fork` kept in the session's worker
+    /// Start a task of `src` on `fork`, kept in the session's worker
     /// (judged there by the owner's gate as it was made).
-    pub fn start_there(&self, src: &str, fork: u64) -> SResult<u64> {
+    pub fn start_there(
+        &self,
+        src: &str,
+        fork: crate::sessions::session::ForkThere,
+    ) -> SResult<u64> {
         let call = LangCall::Start {
             src: src.to_string(),
-            lang: TaskLang::There { fork },
+            lang: TaskLang::There(fork),
             gate: self.gate.clone(),
         };
         match self.call(call)? {

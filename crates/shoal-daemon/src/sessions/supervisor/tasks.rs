@@ -334,7 +334,7 @@ impl Handler<StartTask> for SessionSupervisor {
             let fork = r
                 .map_err(|e| RpcError::internal(format!("the task's fork failed: {e}")))?
                 .map_err(crate::peer::session_error)?;
-            act.start_task(msg, Some(TaskLang::There { fork }), ctx)
+            act.start_task(msg, Some(TaskLang::There(fork)), ctx)
         }))
     }
 }
