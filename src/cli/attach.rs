@@ -27,6 +27,9 @@ use shoal_base::sync::Locked;
 use super::client::{connect, connect_or_start, Client};
 use super::live::{self, Item, Pending};
 use super::output;
+use shoal_proto::kernel::{
+    AttachParams, CompleteParams, ExecParams, KernelRequest, SrcParams, Width,
+};
 
 /// Sources loaded from the journal into the line editor's history.
 const HISTORY: usize = 500;
@@ -70,7 +73,10 @@ impl Syntax {
             }
         }
         let mut c = self.client.locked();
-        let r = c.as_mut()?.call("parse", json!({"src": src})).ok()?;
+        let r = c
+            .as_mut()?
+            .call(&KernelRequest::Parse(SrcParams { src: src.into() }))
+            .ok()?;
         let e = r.err().map(|e| {
             let e = e.0;
             let span = |k: &str| {
@@ -180,7 +186,10 @@ impl Completer for KernelCompleter {
         let reply = self
             .0
             .locked()
-            .call("complete", json!({"src": line, "cursor": pos}));
+            .call(&KernelRequest::Complete(CompleteParams {
+                src: line.into(),
+                cursor: Some(pos as u64),
+            }));
         let Ok(Ok(v)) = reply else {
             return CompletionResult::fresh(Vec::new());
         };
@@ -246,8 +255,12 @@ fn journal_history(c: &mut Client, session: &str) -> Box<dyn History> {
         Ok(h) => Box::new(h),
         Err(_) => return Box::new(FileBackedHistory::default()),
     };
-    let q = json!({"session": session, "limit": HISTORY});
-    if let Ok(Ok(v)) = c.call("journal.query", q) {
+    let q = shoal_journal::Query {
+        session: Some(session.into()),
+        limit: Some(HISTORY),
+        ..Default::default()
+    };
+    if let Ok(Ok(v)) = c.call(&KernelRequest::JournalQuery(q)) {
         let mut srcs: Vec<&str> = v
             .as_array()
             .into_iter()
@@ -382,12 +395,17 @@ fn attach(opts: Opts) -> Result<(), String> {
     let cwd = std::env::current_dir()
         .ok()
         .map(|p| p.display().to_string());
-    let a = live::call(
-        &mut client,
-        "session.attach",
-        json!({"session": opts.session, "cwd": cwd, "env": super::client::env_json(),
-               "client": {"kind": "attach", "tty": std::io::stdout().is_terminal(), "human": true}}),
-    )?;
+    let mut attach = AttachParams::client(
+        Some(&opts.session),
+        "attach",
+        std::io::stdout().is_terminal(),
+    );
+    attach.cwd = cwd;
+    attach.env = Some(super::client::client_env());
+    if let Some(c) = &mut attach.client {
+        c.human = Some(true);
+    }
+    let a = live::call(&mut client, &KernelRequest::Attach(attach))?;
     let session = a["session"].as_str().unwrap_or(&opts.session).to_string();
     let own_conn = a["conn"].as_u64();
     if a["access"].as_str() == Some("read") {
@@ -469,7 +487,10 @@ fn attach(opts: Opts) -> Result<(), String> {
         }
         let mut c = client.locked();
         running.store(c.next_id(), Ordering::SeqCst);
-        let r = c.call("exec", json!({"src": line, "width": width()}));
+        let r = c.call(&KernelRequest::Exec(ExecParams {
+            width: Some(Width(width())),
+            ..ExecParams::of(line)
+        }));
         drop(c);
         running.store(0, Ordering::SeqCst);
         print_result(r);

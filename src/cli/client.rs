@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::Value;
+use shoal_proto::kernel::{EnvVars, KernelRequest};
 
 pub struct Client {
     writer: UnixStream,
@@ -67,17 +68,15 @@ impl Client {
         serde_json::from_str(&line).map_err(io::Error::other)
     }
 
-    pub fn call(&mut self, method: &str, params: Value) -> io::Result<Result<Value, RemoteError>> {
+    /// Send `req` and wait for its reply (`event`s read meanwhile are kept).
+    pub fn call(&mut self, req: &KernelRequest) -> io::Result<Result<Value, RemoteError>> {
         self.next += 1;
         let id = self.next;
-        let mut frame = serde_json::to_vec(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        )?;
-        frame.push(b'\n');
+        let frame = shoal_proto::rpc::request_frame(id, req.method(), req.params())?;
         self.writer.write_all(&frame)?;
         loop {
             let v = self.read_frame()?;
-            if v.get("id") != Some(&json!(id)) {
+            if v.get("id").and_then(Value::as_u64) != Some(id) {
                 if v.get("method").and_then(Value::as_str) == Some("event") {
                     self.events
                         .push_back(v.get("params").cloned().unwrap_or(Value::Null));
@@ -188,9 +187,8 @@ fn spawn_daemon(socket: &Path) -> Result<std::process::Child, String> {
 
 /// This process's environment as the `env` object of an attach: a session
 /// the attach creates starts with exactly it (docs/protocol.md §9).
-pub fn env_json() -> serde_json::Map<String, serde_json::Value> {
-    shoal_base::paths::client_env()
-        .into_iter()
-        .map(|(k, v)| (k, serde_json::Value::String(v)))
-        .collect()
+pub fn client_env() -> EnvVars {
+    let mut vars = shoal_base::paths::client_env();
+    vars.sort_unstable();
+    EnvVars(vars)
 }

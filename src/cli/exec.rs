@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 
 use super::client::{connect_or_start, Client};
 use super::output;
+use shoal_proto::kernel::{AttachParams, ExecParams, KernelRequest, PositionParam};
 
 pub fn run(
     socket: Option<PathBuf>,
@@ -35,14 +36,23 @@ pub fn run(
     let cwd = std::env::current_dir()
         .ok()
         .map(|p| p.display().to_string());
-    let env = super::client::env_json();
-    let attach =
-        json!({"session": session, "cwd": cwd, "env": env, "client": {"kind": "cli", "tty": tty}});
-    let position = if value_position { "value" } else { "stmt" };
-    let result = client.call("session.attach", attach).and_then(|r| match r {
-        Ok(_) => client.call("exec", json!({"src": src, "position": position})),
-        Err(e) => Ok(Err(e)),
-    });
+    let mut attach = AttachParams::client(Some(session), "cli", tty);
+    attach.cwd = cwd;
+    attach.env = Some(super::client::client_env());
+    let exec = ExecParams {
+        position: Some(if value_position {
+            PositionParam::Value
+        } else {
+            PositionParam::Stmt
+        }),
+        ..ExecParams::of(src)
+    };
+    let result = client
+        .call(&KernelRequest::Attach(attach))
+        .and_then(|r| match r {
+            Ok(_) => client.call(&KernelRequest::Exec(exec)),
+            Err(e) => Ok(Err(e)),
+        });
     match result {
         Err(e) => {
             eprintln!("shoal exec: {e}");

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::client::{connect, Client};
 use super::output;
 use shoal_journal::{self as journal, Query, Scope, Store, StoreOptions};
+use shoal_proto::kernel::{AttachParams, BlobGetParams, JournalGetParams, KernelRequest};
 
 /// Filters of `shoal history` (the `journal.query` params).
 #[derive(Debug, Clone, Default)]
@@ -50,8 +51,8 @@ fn open_source(socket: &Path, state_dir: &Path) -> Result<Source, String> {
         let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
         let mut c = Client::new(stream).map_err(|e| e.to_string())?;
         // Every journal method needs an attached connection (docs/protocol.md §10).
-        let attach = json!({"session": "default", "client": {"kind": "history", "tty": false}});
-        remote(&mut c, "session.attach", attach)?;
+        let attach = AttachParams::client(None, "history", false);
+        remote(&mut c, &KernelRequest::Attach(attach))?;
         return Ok(Source::Daemon(c));
     }
     let path = state_dir.join("journal.redb");
@@ -73,8 +74,8 @@ fn open_source(socket: &Path, state_dir: &Path) -> Result<Source, String> {
         })
 }
 
-fn remote(c: &mut Client, method: &str, params: Value) -> Result<Value, String> {
-    match c.call(method, params) {
+fn remote(c: &mut Client, req: &KernelRequest) -> Result<Value, String> {
+    match c.call(req) {
         Err(e) => Err(e.to_string()),
         Ok(Err(e)) => Err(e
             .0
@@ -90,8 +91,7 @@ fn entries(src: &mut Source, f: &Filters) -> Result<Vec<Value>, String> {
     let q = f.query();
     match src {
         Source::Daemon(c) => {
-            let params = serde_json::to_value(&q).map_err(|e| e.to_string())?;
-            let v = remote(c, "journal.query", params)?;
+            let v = remote(c, &KernelRequest::JournalQuery(q.clone()))?;
             Ok(v.as_array().cloned().unwrap_or_default())
         }
         Source::Store(s) => {
@@ -132,7 +132,7 @@ pub fn show(socket: Option<PathBuf>, state_dir: Option<PathBuf>, id: u64, as_jso
     let state = shoal_base::paths::state_dir(state_dir.as_deref());
     let result = open_source(&socket, &state).and_then(|mut src| {
         let entry = match &mut src {
-            Source::Daemon(c) => remote(c, "journal.get", json!({"id": id}))?,
+            Source::Daemon(c) => remote(c, &KernelRequest::JournalGet(JournalGetParams { id }))?,
             Source::Store(s) => match s.get_entry(id).map_err(|e| e.to_string())? {
                 Some(e) => serde_json::to_value(e).map_err(|e| e.to_string())?,
                 None => return Err(format!("no journal entry {id}")),
@@ -148,11 +148,15 @@ pub fn show(socket: Option<PathBuf>, state_dir: Option<PathBuf>, id: u64, as_jso
                 }
                 let hash = o["hash"].as_str().unwrap_or("").to_string();
                 let text = match &mut src {
-                    Source::Daemon(c) => {
-                        remote(c, "blob.get", json!({"hash": hash, "max_bytes": 65536}))
-                            .ok()
-                            .map(|v| blob_text(&v["value"]))
-                    }
+                    Source::Daemon(c) => remote(
+                        c,
+                        &KernelRequest::BlobGet(BlobGetParams {
+                            hash: hash.to_string(),
+                            max_bytes: Some(65536),
+                        }),
+                    )
+                    .ok()
+                    .map(|v| blob_text(&v["value"])),
                     Source::Store(s) => s
                         .blob_get(&hash)
                         .ok()

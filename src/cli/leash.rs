@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::client::{connect, Client};
 use super::output;
 use shoal_policy::tokens::Store;
+use shoal_proto::kernel::{AttachParams, DecideParams, KernelRequest, PlanRef, PlanRefParams};
 
 fn store(state_dir: Option<PathBuf>) -> Store {
     Store::new(shoal_base::paths::state_dir(state_dir.as_deref()).join("tokens.json"))
@@ -134,7 +135,7 @@ fn tell_daemon(socket: Option<PathBuf>) {
     let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(30)));
     let told = Client::new(s)
         .map_err(|e| e.to_string())
-        .and_then(|mut c| call(&mut c, "leash.tokens_changed", json!({})));
+        .and_then(|mut c| call(&mut c, &KernelRequest::TokensChanged));
     match told {
         Ok(r) => {
             let ended: Vec<&str> = r["ended"]
@@ -165,8 +166,8 @@ fn client(socket: Option<PathBuf>) -> Result<Client, String> {
     Client::new(s).map_err(|e| e.to_string())
 }
 
-fn call(c: &mut Client, method: &str, params: Value) -> Result<Value, String> {
-    match c.call(method, params) {
+fn call(c: &mut Client, req: &KernelRequest) -> Result<Value, String> {
+    match c.call(req) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(format!(
             "{} ({})",
@@ -177,18 +178,20 @@ fn call(c: &mut Client, method: &str, params: Value) -> Result<Value, String> {
     }
 }
 
+/// Attach `c` to `session` as the CLI.
+fn attach(c: &mut Client, session: &str) -> Result<Value, String> {
+    let a = AttachParams::client(Some(session), "cli", false);
+    call(c, &KernelRequest::Attach(a))
+}
+
 /// Every plan of every session (or of one), as the local user sees them.
 fn all_plans(c: &mut Client, only: Option<&str>) -> Result<Vec<Value>, String> {
     // Any attachment works for session.list; the first names the sessions.
     let names: Vec<String> = match only {
         Some(s) => vec![s.to_string()],
         None => {
-            call(
-                c,
-                "session.attach",
-                json!({"session": "default", "client": {"kind": "cli", "tty": false}}),
-            )?;
-            let l = call(c, "session.list", json!({}))?;
+            attach(c, "default")?;
+            let l = call(c, &KernelRequest::SessionList)?;
             l["sessions"]
                 .as_array()
                 .into_iter()
@@ -199,12 +202,8 @@ fn all_plans(c: &mut Client, only: Option<&str>) -> Result<Vec<Value>, String> {
     };
     let mut out = Vec::new();
     for n in names {
-        call(
-            c,
-            "session.attach",
-            json!({"session": n, "client": {"kind": "cli", "tty": false}}),
-        )?;
-        let l = call(c, "plan.list", json!({}))?;
+        attach(c, &n)?;
+        let l = call(c, &KernelRequest::PlanList)?;
         out.extend(l["plans"].as_array().cloned().unwrap_or_default());
     }
     Ok(out)
@@ -264,11 +263,7 @@ fn find(c: &mut Client, plan_ref: &str) -> Result<Value, String> {
         .find(|p| p["plan_ref"] == plan_ref)
         .ok_or_else(|| format!("no live plan {plan_ref} in any session"))?;
     let s = p["session"].as_str().unwrap_or("default").to_string();
-    call(
-        c,
-        "session.attach",
-        json!({"session": s, "client": {"kind": "cli", "tty": false}}),
-    )?;
+    attach(c, &s)?;
     Ok(p)
 }
 
@@ -277,7 +272,12 @@ pub fn plan_show(socket: Option<PathBuf>, plan_ref: &str, as_json: bool) -> i32 
         || {
             let mut c = client(socket)?;
             find(&mut c, plan_ref)?;
-            let p = call(&mut c, "plan.get", json!({"plan_ref": plan_ref}))?;
+            let p = call(
+                &mut c,
+                &KernelRequest::PlanGet(PlanRefParams {
+                    plan_ref: PlanRef(plan_ref.into()),
+                }),
+            )?;
             if as_json {
                 output::line(&p.to_string());
                 return Ok(());
@@ -331,8 +331,16 @@ pub fn plan_decide(socket: Option<PathBuf>, plan_ref: &str, approve: bool) -> i3
         || {
             let mut c = client(socket)?;
             find(&mut c, plan_ref)?;
-            let method = if approve { "plan.approve" } else { "plan.deny" };
-            let p = call(&mut c, method, json!({"plan_ref": plan_ref}))?;
+            let decide = DecideParams {
+                plan_ref: PlanRef(plan_ref.into()),
+                via: None,
+            };
+            let req = if approve {
+                KernelRequest::PlanApprove(decide)
+            } else {
+                KernelRequest::PlanDeny(decide)
+            };
+            let p = call(&mut c, &req)?;
             output::line(&format!(
                 "{} {plan_ref} ({} in session {})",
                 if approve { "approved" } else { "denied" },

@@ -7,9 +7,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::client::{connect, Client};
+use shoal_proto::kernel::{
+    AttachParams, DecideParams, EventsRequest, KernelRequest, PlanRef, ReadEventsParams,
+    SubscribeParams, Via,
+};
 
 /// The channel of the exec view (`shoal_journal::event::EXEC_CHANNEL`).
 const EXEC: &str = "session.exec";
@@ -216,8 +220,8 @@ impl Filter {
 }
 
 /// The client's error as one line.
-pub fn call(c: &mut Client, method: &str, params: Value) -> Result<Value, String> {
-    match c.call(method, params) {
+pub fn call(c: &mut Client, req: &KernelRequest) -> Result<Value, String> {
+    match c.call(req) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(e.0["message"].as_str().unwrap_or("error").to_string()),
         Err(e) => Err(e.to_string()),
@@ -237,15 +241,22 @@ pub fn open(
         connect(socket).map_err(|e| format!("no daemon answers on {}: {e}", socket.display()))?;
     let mut c = Client::new(s).map_err(|e| e.to_string())?;
     if let Some(name) = session {
-        call(
-            &mut c,
-            "session.attach",
-            json!({"session": name, "create": false,
-                   "client": {"kind": kind, "tty": false, "human": human}}),
-        )?;
+        let mut attach = AttachParams::client(Some(name), kind, false);
+        attach.create = Some(false);
+        if let Some(c) = &mut attach.client {
+            c.human = Some(human);
+        }
+        call(&mut c, &KernelRequest::Attach(attach))?;
     }
     // What the approval ring says still waits; then both channels from now on.
-    let ring = call(&mut c, "events.read", json!({"channel": APPROVAL}))?;
+    let read = |channel: &str, limit| {
+        KernelRequest::Events(EventsRequest::Read(ReadEventsParams {
+            channel: channel.into(),
+            since: None,
+            limit,
+        }))
+    };
+    let ring = call(&mut c, &read(APPROVAL, None))?;
     let mut waiting: BTreeMap<String, Pending> = BTreeMap::new();
     let mut last = None;
     for ev in ring["events"].as_array().into_iter().flatten() {
@@ -268,16 +279,19 @@ pub fn open(
             }
         }
     }
-    let newest = call(&mut c, "events.read", json!({"channel": EXEC, "limit": 1}))?;
+    let newest = call(&mut c, &read(EXEC, Some(1)))?;
     let exec_last = newest["events"]
         .as_array()
         .and_then(|a| a.last())
         .and_then(|e| e["seq"].as_u64());
     for (channel, since) in [(EXEC, exec_last), (APPROVAL, last)] {
+        let sub = SubscribeParams {
+            channel: channel.into(),
+            since,
+        };
         call(
             &mut c,
-            "events.subscribe",
-            json!({"channel": channel, "since": since}),
+            &KernelRequest::Events(EventsRequest::Subscribe(sub)),
         )?;
     }
     Ok((c, waiting.into_values().collect()))
@@ -289,18 +303,19 @@ pub fn decide(socket: &Path, p: &Pending, approve: bool) -> String {
     let r = (|| {
         let s = connect(socket).map_err(|e| e.to_string())?;
         let mut c = Client::new(s).map_err(|e| e.to_string())?;
-        call(
-            &mut c,
-            "session.attach",
-            json!({"session": p.session, "create": false,
-                   "client": {"kind": "attach", "tty": false}}),
-        )?;
-        let method = if approve { "plan.approve" } else { "plan.deny" };
-        call(
-            &mut c,
-            method,
-            json!({"plan_ref": p.plan_ref, "via": "attach"}),
-        )
+        let mut attach = AttachParams::client(Some(&p.session), "attach", false);
+        attach.create = Some(false);
+        call(&mut c, &KernelRequest::Attach(attach))?;
+        let decide = DecideParams {
+            plan_ref: PlanRef(p.plan_ref.clone()),
+            via: Some(Via::Attach),
+        };
+        let req = if approve {
+            KernelRequest::PlanApprove(decide)
+        } else {
+            KernelRequest::PlanDeny(decide)
+        };
+        call(&mut c, &req)
     })();
     let verb = if approve { "approved" } else { "denied" };
     match r {
@@ -324,6 +339,7 @@ pub fn answer(line: &str) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn t(v: Value) -> Value {
         match v {

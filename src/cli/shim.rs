@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use serde_json::json;
+use shoal_proto::kernel::{AttachParams, EnvVars};
 
 /// The warning `--token` prints.
 pub const ARGV_WARNING: &str =
@@ -94,18 +94,19 @@ pub fn run(socket: Option<PathBuf>, session: Option<String>, token: Option<Strin
     let cwd = std::env::current_dir()
         .ok()
         .map(|p| p.display().to_string());
-    let attach = json!({
-        "jsonrpc": "2.0",
-        "method": "shoal/attach",
+    let attach = shoal_proto::rpc::Notification {
+        jsonrpc: "2.0",
+        method: "shoal/attach",
         // The client's environment and directory: a session this creates
         // starts with exactly these (docs/protocol.md §9).
-        "params": {
-            "session": session,
-            "token": token,
-            "cwd": cwd,
-            "env": forwarded_env(),
+        params: AttachParams {
+            session,
+            token,
+            cwd,
+            env: Some(forwarded_env()),
+            ..AttachParams::default()
         },
-    });
+    };
     let mut first = serde_json::to_vec(&attach).unwrap_or_default();
     first.push(b'\n');
     let mut to_daemon = match stream.try_clone() {
@@ -158,9 +159,9 @@ pub fn run(socket: Option<PathBuf>, session: Option<String>, token: Option<Strin
 
 /// The environment a session this attach creates starts with: the
 /// client's, without the bearer token.
-fn forwarded_env() -> serde_json::Map<String, serde_json::Value> {
-    let mut env = super::client::env_json();
-    env.remove("SHOAL_TOKEN");
+fn forwarded_env() -> EnvVars {
+    let mut env = super::client::client_env();
+    env.0.retain(|(k, _)| k != "SHOAL_TOKEN");
     env
 }
 

@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use shoal_proto::kernel::{
-    ActorRow, AdaptersStatus, DaemonFacts, DaemonStatus, HttpStatus, JournalStatus, LeashStatus,
-    Limits, PtyEntry, SessionRow, TaskRow,
+    ActorRow, AdaptersStatus, AttachParams, DaemonFacts, DaemonStatus, HttpStatus, JournalStatus,
+    KernelRequest, LeashStatus, Limits, PtyEntry, SessionRow, TaskRow,
 };
 
 use super::client::{connect, Client};
@@ -50,11 +50,11 @@ fn fetch(path: &std::path::Path) -> Result<Value, String> {
     let stream = connect(path).map_err(|e| e.to_string())?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let mut c = Client::new(stream).map_err(|e| e.to_string())?;
-    let attach = json!({"session": "default", "client": {"kind": "status", "tty": false}});
-    c.call("session.attach", attach)
+    let attach = AttachParams::client(None, "status", false);
+    c.call(&KernelRequest::Attach(attach))
         .map_err(|e| e.to_string())?
         .map_err(|e| e.0.to_string())?;
-    c.call("daemon.status", json!({}))
+    c.call(&KernelRequest::DaemonStatus)
         .map_err(|e| e.to_string())?
         .map_err(|e| e.0.to_string())
 }

@@ -28,6 +28,9 @@ use serde_json::{json, Value};
 
 use super::client::Client;
 use super::output;
+use shoal_proto::kernel::{
+    AttachParams, KernelRequest, PtyIdParams, PtyRef, PtyRequest, PtyResizeParams, PtySendParams,
+};
 
 /// The detach key: Ctrl-] (as telnet and `docker attach` use it).
 pub const DETACH: u8 = 0x1d;
@@ -44,16 +47,29 @@ struct Conn {
 }
 
 impl Conn {
-    fn send(&self, method: &str, params: Value) -> io::Result<u64> {
+    fn send(&self, req: &KernelRequest) -> io::Result<u64> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut frame = serde_json::to_vec(
-            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        )?;
-        frame.push(b'\n');
+        let frame = shoal_proto::rpc::request_frame(id, req.method(), req.params())?;
         let mut s = self.sock.lock().unwrap_or_else(|p| p.into_inner());
         s.write_all(&frame)?;
         Ok(id)
     }
+}
+
+/// `{pty_id}` of the PTY named `pty_id`.
+fn id_of(pty_id: &str) -> PtyIdParams {
+    PtyIdParams {
+        pty_id: PtyRef::Name(pty_id.into()),
+    }
+}
+
+/// A `pty.resize` of `pty_id` to the human's terminal size.
+fn resize(pty_id: &str, cols: impl Into<u64>, rows: impl Into<u64>) -> KernelRequest {
+    KernelRequest::Pty(PtyRequest::Resize(PtyResizeParams {
+        pty_id: PtyRef::Name(pty_id.into()),
+        cols: cols.into(),
+        rows: rows.into(),
+    }))
 }
 
 /// What the frame reader tells the keyboard loop.
@@ -123,20 +139,26 @@ pub fn run(socket: Option<PathBuf>, session: &str, pty: &str) -> i32 {
     };
     let setup = (|| -> io::Result<Result<(Value, bool), String>> {
         let mut c = Client::new(stream.try_clone()?)?;
-        let attach = json!({"session": session, "create": false,
-                             "client": {"kind": "attach", "tty": true, "human": true}});
-        if let Err(e) = c.call("session.attach", attach)? {
+        let mut attach = AttachParams::client(Some(session), "attach", true);
+        attach.create = Some(false);
+        if let Some(c) = &mut attach.client {
+            c.human = Some(true);
+        }
+        if let Err(e) = c.call(&KernelRequest::Attach(attach))? {
             return Ok(Err(remote(&e.0)));
         }
-        match c.call("pty.claim", json!({"pty_id": pty_id}))? {
+        match c.call(&KernelRequest::PtyClaim(id_of(&pty_id)))? {
             Ok(v) => Ok(Ok((v, true))),
             Err(e) if e.0.get("code").and_then(Value::as_i64) == Some(TAKEN_OVER) => {
                 // Another human types: watch only.
-                match c.call("pty.list", json!({}))? {
+                match c.call(&KernelRequest::Pty(PtyRequest::List))? {
                     Ok(l) => {
                         let entry = l["ptys"]
                             .as_array()
-                            .and_then(|a| a.iter().find(|p| p["pty_id"] == json!(pty_id)))
+                            .and_then(|a| {
+                                a.iter()
+                                    .find(|p| p["pty_id"].as_str() == Some(pty_id.as_str()))
+                            })
                             .cloned()
                             .unwrap_or_default();
                         Ok(Ok((entry, false)))
@@ -186,13 +208,10 @@ fn attached(
     let _term = RawTerminal::enter()?;
     if typing {
         if let Ok((cols, rows)) = crossterm::terminal::size() {
-            conn.send(
-                "pty.resize",
-                json!({"pty_id": pty_id, "cols": cols, "rows": rows}),
-            )?;
+            conn.send(&resize(pty_id, cols, rows))?;
         }
     }
-    conn.send("pty.watch", json!({"pty_id": pty_id}))?;
+    conn.send(&KernelRequest::PtyWatch(id_of(pty_id)))?;
     {
         let seen = seen.clone();
         let mut wake = wake_w.try_clone()?;
@@ -214,10 +233,7 @@ fn attached(
             .spawn(move || {
                 for _ in signals.forever() {
                     if let Ok((cols, rows)) = crossterm::terminal::size() {
-                        let _ = conn.send(
-                            "pty.resize",
-                            json!({"pty_id": id, "cols": cols, "rows": rows}),
-                        );
+                        let _ = conn.send(&resize(&id, cols, rows));
                     }
                 }
             })?;
@@ -236,12 +252,9 @@ fn attached(
         // The agent gets back the screen size it chose, then the PTY.
         if ended.is_none() {
             let (cols, rows) = before;
-            conn.send(
-                "pty.resize",
-                json!({"pty_id": pty_id, "cols": cols, "rows": rows}),
-            )?;
+            conn.send(&resize(pty_id, cols, rows))?;
         }
-        let release = conn.send("pty.release", json!({"pty_id": pty_id}))?;
+        let release = conn.send(&KernelRequest::PtyRelease(id_of(pty_id)))?;
         let deadline = std::time::Instant::now() + RELEASE_WAIT;
         while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
             match replies.recv_timeout(left) {
@@ -296,10 +309,10 @@ fn keyboard(conn: &Conn, pty_id: &str, typing: bool, wake: &UnixStream) -> io::R
             None => (keys, false),
         };
         if typing && !send.is_empty() {
-            conn.send(
-                "pty.send",
-                json!({"pty_id": pty_id, "input": {"bytes": b64.encode(send)}}),
-            )?;
+            conn.send(&KernelRequest::Pty(PtyRequest::Send(PtySendParams {
+                pty_id: PtyRef::Name(pty_id.into()),
+                input: json!({"bytes": b64.encode(send)}),
+            })))?;
         }
         if detach {
             return Ok(());

@@ -481,6 +481,31 @@ pub fn oversized(limit: usize, len: u64) -> Value {
     )
 }
 
+/// A JSON-RPC request with typed params, as a client writes it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Request<'a, P> {
+    pub jsonrpc: &'a str,
+    pub id: u64,
+    pub method: &'a str,
+    pub params: P,
+}
+
+/// The frame (compact JSON and `\n`) of request `id`: `method` with `params`.
+pub fn request_frame<P: Serialize>(
+    id: u64,
+    method: &str,
+    params: P,
+) -> serde_json::Result<Vec<u8>> {
+    let mut out = serde_json::to_vec(&Request {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })?;
+    out.push(b'\n');
+    Ok(out)
+}
+
 /// A JSON-RPC notification with typed params.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Notification<'a, P> {

@@ -4,8 +4,9 @@
 
 use std::fmt;
 
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::de::{self, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value as Json;
 
 use crate::elide::{Budget, Elide};
@@ -13,16 +14,16 @@ use crate::rpc::RpcError;
 use shoal_lang::Position;
 
 /// `{src}` (`parse`).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SrcParams {
     pub src: String,
 }
 
 /// `complete`: the source and a byte offset (default: the end).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CompleteParams {
     pub src: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<u64>,
 }
 
@@ -50,38 +51,73 @@ impl<'de> Deserialize<'de> for EnvVars {
     }
 }
 
+impl Serialize for EnvVars {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
+}
+
+impl JsonSchema for EnvVars {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EnvVars".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "additionalProperties": {"type": "string"},
+            "description": "environment variables, in the order given"
+        })
+    }
+}
+
+impl AttachParams {
+    /// An attach to `session` (absent: `default`) by a client of `kind`.
+    pub fn client(session: Option<&str>, kind: &str, tty: bool) -> AttachParams {
+        AttachParams {
+            session: session.map(str::to_string),
+            client: Some(ClientParams {
+                kind: Some(kind.to_string()),
+                tty: Some(tty),
+                ..ClientParams::default()
+            }),
+            ..AttachParams::default()
+        }
+    }
+}
+
 /// `session.attach`'s `client`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ClientParams {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tty: Option<bool>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub human: Option<bool>,
 }
 
-/// `session.attach`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+/// `session.attach` (and the shim's `shoal/attach`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AttachParams {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<EnvVars>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientParams>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub create: Option<bool>,
 }
 
 /// `mode` of an `exec`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ExecMode {
     #[default]
@@ -93,7 +129,7 @@ pub enum ExecMode {
 }
 
 /// Where an exec's final statement is evaluated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PositionParam {
     Stmt,
@@ -124,31 +160,55 @@ impl<'de> Deserialize<'de> for Width {
     }
 }
 
+impl Serialize for Width {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0 as u64)
+    }
+}
+
+impl JsonSchema for Width {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Width".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "integer", "minimum": 20, "maximum": 1000})
+    }
+}
+
 /// `exec`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ExecParams {
     pub src: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub position: Option<PositionParam>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<ExecMode>,
     /// `mode: "approved"`: the approved plan.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_ref: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub width: Option<Width>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elide: Option<Elide>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<bool>,
     /// The old name of `background`.
-    #[serde(default, rename = "async")]
+    #[serde(default, rename = "async", skip_serializing_if = "Option::is_none")]
     pub is_async: Option<bool>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }
 
 impl ExecParams {
+    /// An exec of `src`, everything else as the daemon's defaults.
+    pub fn of(src: impl Into<String>) -> ExecParams {
+        ExecParams {
+            src: src.into(),
+            ..ExecParams::default()
+        }
+    }
+
     pub fn mode(&self) -> ExecMode {
         self.mode.unwrap_or_default()
     }
@@ -169,20 +229,20 @@ impl ExecParams {
 }
 
 /// `value.get`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GetParams {
     #[serde(rename = "ref")]
     pub reference: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice: Option<[u64; 2]>,
     /// Lines a..=b (1-based) of the value's text.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lines: Option<[u64; 2]>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elide: Option<Elide>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
 }
 
@@ -205,22 +265,22 @@ impl GetParams {
 }
 
 /// `explain` params.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ExplainParams {
     pub src: String,
 }
 
 /// `debug.crash` params: the actor to crash (default the session).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CrashParams {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
 }
 
 /// `session.close` params: the session (default the attached one).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CloseParams {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
 }
 
@@ -238,14 +298,30 @@ impl<'de> Deserialize<'de> for PlanRef {
     }
 }
 
+impl Serialize for PlanRef {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl JsonSchema for PlanRef {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PlanRef".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "string", "minLength": 1})
+    }
+}
+
 /// `plan.get` params.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PlanRefParams {
     pub plan_ref: PlanRef,
 }
 
 /// Who approves or denies: the CLI or an attached client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Via {
     Cli,
@@ -254,18 +330,18 @@ pub enum Via {
 
 /// `plan.approve`, `plan.deny`: the plan and the channel (absent: the
 /// connection's own).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DecideParams {
     pub plan_ref: PlanRef,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<Via>,
 }
 
 /// `plan.apply`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApplyParams {
     pub plan_ref: PlanRef,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elide: Option<Elide>,
 }
 
@@ -294,11 +370,30 @@ impl<'de> Deserialize<'de> for EffectKind {
     }
 }
 
+impl Serialize for EffectKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl JsonSchema for EffectKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EffectKind".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"anyOf": [
+            {"type": "string"},
+            {"type": "object", "properties": {"kind": {"type": "string"}}, "required": ["kind"]}
+        ]})
+    }
+}
+
 /// `cap.request`: the plan and the kinds it asks for.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CapRequestParams {
     pub plan_ref: PlanRef,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effects: Option<Vec<EffectKind>>,
 }
 
@@ -309,32 +404,32 @@ impl CapRequestParams {
 }
 
 /// `journal.get`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct JournalGetParams {
     pub id: u64,
 }
 
 /// `blob.get`: past `max_bytes` (default the elision budget, at most the
 /// hard cap) the value comes back as a ref.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct BlobGetParams {
     pub hash: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<u64>,
 }
 
 /// `events.read`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ReadEventsParams {
     pub channel: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
 }
 
 /// `events.publish`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PublishParams {
     pub channel: String,
     #[serde(default)]
@@ -342,15 +437,15 @@ pub struct PublishParams {
 }
 
 /// `events.subscribe`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SubscribeParams {
     pub channel: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
 }
 
 /// `events.unsubscribe`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ChannelParams {
     pub channel: String,
 }
@@ -397,16 +492,16 @@ impl EventsRequest {
 }
 
 /// `{task: "task:N"}`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskParams {
     pub task: String,
 }
 
 /// `task.await`: the task and how long to wait at most (no limit when absent).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AwaitParams {
     pub task: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
 }
 
@@ -476,52 +571,71 @@ impl<'de> Deserialize<'de> for PtyRef {
     }
 }
 
+impl Serialize for PtyRef {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PtyRef::Name(n) => s.serialize_str(n),
+            PtyRef::Number(n) => s.serialize_u64(*n),
+        }
+    }
+}
+
+impl JsonSchema for PtyRef {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PtyRef".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": ["string", "integer"], "description": "a PTY: \"pty:N\" or N"})
+    }
+}
+
 /// `{pty_id}`: `pty.close`, `pty.claim`, `pty.release`, `pty.watch`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PtyIdParams {
     pub pty_id: PtyRef,
 }
 
 /// `pty.open`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PtyOpenParams {
     pub cmd: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
     /// Columns (default 80), clamped to 1..=1000.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cols: Option<u64>,
     /// Rows (default 24), clamped to 1..=1000.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows: Option<u64>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<EnvVars>,
 }
 
 /// `pty.send`: keys, text or bytes (docs/rules.md §22).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PtySendParams {
     pub pty_id: PtyRef,
     pub input: Json,
 }
 
 /// `pty.read`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PtyReadParams {
     pub pty_id: PtyRef,
     /// Text on the screen, or `re:REGEX`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_for: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stable_ms: Option<u64>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scrollback: Option<u64>,
 }
 
 /// `pty.resize`.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PtyResizeParams {
     pub pty_id: PtyRef,
     pub cols: u64,

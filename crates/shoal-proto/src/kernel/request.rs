@@ -4,6 +4,7 @@
 //! Unknown members are ignored, as they always were. The daemon's kernel
 //! connection matches on [`KernelRequest`], never on a method's name.
 
+use schemars::{json_schema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value as Json};
 
@@ -41,107 +42,315 @@ pub enum KernelRequest {
     TokensChanged,
 }
 
+/// A kernel method: its name, how its params are read, and their schema.
+struct Method {
+    name: &'static str,
+    read: fn(&Params) -> Result<KernelRequest, RpcError>,
+    params: fn(&mut SchemaGenerator) -> Schema,
+}
+
 /// The kernel methods, each once (`pty.*` included; `debug.crash` only with
-/// the debug hooks on).
-pub const METHODS: &[&str] = &[
-    "session.attach",
-    "parse",
-    "complete",
-    "session.list",
-    "session.close",
-    "exec",
-    "value.get",
-    "daemon.status",
-    "debug.crash",
-    "journal.query",
-    "journal.get",
-    "blob.get",
-    "events.read",
-    "events.publish",
-    "events.subscribe",
-    "events.unsubscribe",
-    "task.get",
-    "task.list",
-    "task.await",
-    "task.cancel",
-    "task.suspend",
-    "task.resume",
-    "explain",
-    "plan.get",
-    "plan.list",
-    "plan.apply",
-    "plan.approve",
-    "plan.deny",
-    "cap.request",
-    "pty.open",
-    "pty.send",
-    "pty.read",
-    "pty.resize",
-    "pty.close",
-    "pty.list",
-    "pty.claim",
-    "pty.release",
-    "pty.watch",
-    "leash.tokens_changed",
-];
+/// the debug hooks on): what [`KernelRequest::parse`] reads and
+/// [`params_schemas`] describes.
+const TABLE: &[Method] = {
+    use KernelRequest as K;
+    &[
+        Method {
+            name: "session.attach",
+            read: |p| Ok(K::Attach(p.read()?)),
+            params: SchemaGenerator::subschema_for::<AttachParams>,
+        },
+        Method {
+            name: "parse",
+            read: |p| Ok(K::Parse(p.read()?)),
+            params: SchemaGenerator::subschema_for::<SrcParams>,
+        },
+        Method {
+            name: "complete",
+            read: |p| Ok(K::Complete(p.read()?)),
+            params: SchemaGenerator::subschema_for::<CompleteParams>,
+        },
+        Method {
+            name: "session.list",
+            read: |_| Ok(K::SessionList),
+            params: no_params,
+        },
+        Method {
+            name: "session.close",
+            read: |p| Ok(K::SessionClose(p.read()?)),
+            params: SchemaGenerator::subschema_for::<CloseParams>,
+        },
+        Method {
+            name: "exec",
+            read: |p| Ok(K::Exec(p.read()?)),
+            params: SchemaGenerator::subschema_for::<ExecParams>,
+        },
+        Method {
+            name: "value.get",
+            read: |p| Ok(K::ValueGet(p.read()?)),
+            params: SchemaGenerator::subschema_for::<GetParams>,
+        },
+        Method {
+            name: "daemon.status",
+            read: |_| Ok(K::DaemonStatus),
+            params: no_params,
+        },
+        Method {
+            name: "debug.crash",
+            read: |p| Ok(K::DebugCrash(p.read()?)),
+            params: SchemaGenerator::subschema_for::<CrashParams>,
+        },
+        Method {
+            name: "journal.query",
+            read: |p| Ok(K::JournalQuery(p.read()?)),
+            params: SchemaGenerator::subschema_for::<shoal_journal::Query>,
+        },
+        Method {
+            name: "journal.get",
+            read: |p| Ok(K::JournalGet(p.read()?)),
+            params: SchemaGenerator::subschema_for::<JournalGetParams>,
+        },
+        Method {
+            name: "blob.get",
+            read: |p| Ok(K::BlobGet(p.read()?)),
+            params: SchemaGenerator::subschema_for::<BlobGetParams>,
+        },
+        Method {
+            name: "events.read",
+            read: |p| Ok(K::Events(EventsRequest::Read(p.read()?))),
+            params: SchemaGenerator::subschema_for::<ReadEventsParams>,
+        },
+        Method {
+            name: "events.publish",
+            read: |p| Ok(K::Events(EventsRequest::Publish(p.read()?))),
+            params: SchemaGenerator::subschema_for::<PublishParams>,
+        },
+        Method {
+            name: "events.subscribe",
+            read: |p| Ok(K::Events(EventsRequest::Subscribe(p.read()?))),
+            params: SchemaGenerator::subschema_for::<SubscribeParams>,
+        },
+        Method {
+            name: "events.unsubscribe",
+            read: |p| Ok(K::Events(EventsRequest::Unsubscribe(p.read()?))),
+            params: SchemaGenerator::subschema_for::<ChannelParams>,
+        },
+        Method {
+            name: "task.list",
+            read: |_| Ok(K::Task(TaskRequest::List)),
+            params: no_params,
+        },
+        Method {
+            name: "task.get",
+            read: |p| Ok(K::Task(TaskRequest::Get(p.read()?))),
+            params: SchemaGenerator::subschema_for::<TaskParams>,
+        },
+        Method {
+            name: "task.await",
+            read: |p| Ok(K::Task(TaskRequest::Await(p.read()?))),
+            params: SchemaGenerator::subschema_for::<AwaitParams>,
+        },
+        Method {
+            name: "task.cancel",
+            read: |p| Ok(K::Task(TaskRequest::Cancel(p.read()?))),
+            params: SchemaGenerator::subschema_for::<TaskParams>,
+        },
+        Method {
+            name: "task.suspend",
+            read: |p| Ok(K::Task(TaskRequest::Suspend(p.read()?))),
+            params: SchemaGenerator::subschema_for::<TaskParams>,
+        },
+        Method {
+            name: "task.resume",
+            read: |p| Ok(K::Task(TaskRequest::Resume(p.read()?))),
+            params: SchemaGenerator::subschema_for::<TaskParams>,
+        },
+        Method {
+            name: "explain",
+            read: |p| Ok(K::Explain(p.read()?)),
+            params: SchemaGenerator::subschema_for::<ExplainParams>,
+        },
+        Method {
+            name: "plan.get",
+            read: |p| Ok(K::PlanGet(p.read()?)),
+            params: SchemaGenerator::subschema_for::<PlanRefParams>,
+        },
+        Method {
+            name: "plan.list",
+            read: |_| Ok(K::PlanList),
+            params: no_params,
+        },
+        Method {
+            name: "plan.apply",
+            read: |p| Ok(K::PlanApply(p.read()?)),
+            params: SchemaGenerator::subschema_for::<ApplyParams>,
+        },
+        Method {
+            name: "plan.approve",
+            read: |p| Ok(K::PlanApprove(p.read()?)),
+            params: SchemaGenerator::subschema_for::<DecideParams>,
+        },
+        Method {
+            name: "plan.deny",
+            read: |p| Ok(K::PlanDeny(p.read()?)),
+            params: SchemaGenerator::subschema_for::<DecideParams>,
+        },
+        Method {
+            name: "cap.request",
+            read: |p| Ok(K::CapRequest(p.read()?)),
+            params: SchemaGenerator::subschema_for::<CapRequestParams>,
+        },
+        Method {
+            name: "pty.open",
+            read: |p| Ok(K::Pty(PtyRequest::Open(p.read()?))),
+            params: SchemaGenerator::subschema_for::<PtyOpenParams>,
+        },
+        Method {
+            name: "pty.send",
+            read: |p| Ok(K::Pty(PtyRequest::Send(p.read()?))),
+            params: SchemaGenerator::subschema_for::<PtySendParams>,
+        },
+        Method {
+            name: "pty.read",
+            read: |p| Ok(K::Pty(PtyRequest::Read(p.read()?))),
+            params: SchemaGenerator::subschema_for::<PtyReadParams>,
+        },
+        Method {
+            name: "pty.resize",
+            read: |p| Ok(K::Pty(PtyRequest::Resize(p.read()?))),
+            params: SchemaGenerator::subschema_for::<PtyResizeParams>,
+        },
+        Method {
+            name: "pty.close",
+            read: |p| Ok(K::Pty(PtyRequest::Close(p.read()?))),
+            params: SchemaGenerator::subschema_for::<PtyIdParams>,
+        },
+        Method {
+            name: "pty.list",
+            read: |_| Ok(K::Pty(PtyRequest::List)),
+            params: no_params,
+        },
+        Method {
+            name: "pty.claim",
+            read: |p| Ok(K::PtyClaim(p.read()?)),
+            params: SchemaGenerator::subschema_for::<PtyIdParams>,
+        },
+        Method {
+            name: "pty.release",
+            read: |p| Ok(K::PtyRelease(p.read()?)),
+            params: SchemaGenerator::subschema_for::<PtyIdParams>,
+        },
+        Method {
+            name: "pty.watch",
+            read: |p| Ok(K::PtyWatch(p.read()?)),
+            params: SchemaGenerator::subschema_for::<PtyIdParams>,
+        },
+        Method {
+            name: "leash.tokens_changed",
+            read: |_| Ok(K::TokensChanged),
+            params: no_params,
+        },
+    ]
+};
+
+fn no_params(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "object"})
+}
+
+/// The kernel methods' names, in the table's order.
+pub fn methods() -> impl Iterator<Item = &'static str> {
+    TABLE.iter().map(|m| m.name)
+}
+
+/// Every kernel method's params schema (JSON Schema 2020-12, generated
+/// from the structs [`KernelRequest::parse`] reads): `{method: schema}`,
+/// shared definitions under `$defs`. docs/kernel-schema.json is this.
+pub fn params_schemas() -> Json {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    settings.meta_schema = None;
+    let mut g = settings.into_generator();
+    let methods: serde_json::Map<String, Json> = TABLE
+        .iter()
+        .map(|m| (m.name.to_string(), (m.params)(&mut g).to_value()))
+        .collect();
+    let defs: serde_json::Map<String, Json> = g.take_definitions(true).into_iter().collect();
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "shoal kernel method params",
+        "methods": methods,
+        "$defs": defs,
+    })
+}
 
 impl KernelRequest {
     /// `params` (an object; `null` counts as `{}`) read as `method`'s.
     /// `-32601` for an unknown method (and `debug.crash` without `debug`),
     /// `-32602` naming the JSON path of a bad param.
     pub fn parse(method: &str, params: Json, debug: bool) -> Result<KernelRequest, RpcError> {
-        use KernelRequest as K;
-        if !METHODS.contains(&method) || (method == "debug.crash" && !debug) {
+        let known = TABLE
+            .iter()
+            .find(|m| m.name == method)
+            .filter(|m| debug || m.name != "debug.crash");
+        let Some(m) = known else {
             return Err(RpcError::method_not_found(method));
-        }
+        };
         let params = match params {
             Json::Null => Json::Object(Default::default()),
             p @ Json::Object(_) => p,
             _ => return Err(RpcError::invalid_params("params must be an object")),
         };
-        let p = Params { method, params };
-        Ok(match method {
-            "session.attach" => K::Attach(p.read()?),
-            "parse" => K::Parse(p.read()?),
-            "complete" => K::Complete(p.read()?),
-            "session.list" => K::SessionList,
-            "session.close" => K::SessionClose(p.read()?),
-            "exec" => K::Exec(p.read()?),
-            "value.get" => K::ValueGet(p.read()?),
-            "daemon.status" => K::DaemonStatus,
-            "debug.crash" => K::DebugCrash(p.read()?),
-            "journal.query" => K::JournalQuery(p.read()?),
-            "journal.get" => K::JournalGet(p.read()?),
-            "blob.get" => K::BlobGet(p.read()?),
-            "events.read" => K::Events(EventsRequest::Read(p.read()?)),
-            "events.publish" => K::Events(EventsRequest::Publish(p.read()?)),
-            "events.subscribe" => K::Events(EventsRequest::Subscribe(p.read()?)),
-            "events.unsubscribe" => K::Events(EventsRequest::Unsubscribe(p.read()?)),
-            "task.list" => K::Task(TaskRequest::List),
-            "task.get" => K::Task(TaskRequest::Get(p.read()?)),
-            "task.await" => K::Task(TaskRequest::Await(p.read()?)),
-            "task.cancel" => K::Task(TaskRequest::Cancel(p.read()?)),
-            "task.suspend" => K::Task(TaskRequest::Suspend(p.read()?)),
-            "task.resume" => K::Task(TaskRequest::Resume(p.read()?)),
-            "explain" => K::Explain(p.read()?),
-            "plan.get" => K::PlanGet(p.read()?),
-            "plan.list" => K::PlanList,
-            "plan.apply" => K::PlanApply(p.read()?),
-            "plan.approve" => K::PlanApprove(p.read()?),
-            "plan.deny" => K::PlanDeny(p.read()?),
-            "cap.request" => K::CapRequest(p.read()?),
-            "pty.open" => K::Pty(PtyRequest::Open(p.read()?)),
-            "pty.send" => K::Pty(PtyRequest::Send(p.read()?)),
-            "pty.read" => K::Pty(PtyRequest::Read(p.read()?)),
-            "pty.resize" => K::Pty(PtyRequest::Resize(p.read()?)),
-            "pty.close" => K::Pty(PtyRequest::Close(p.read()?)),
-            "pty.list" => K::Pty(PtyRequest::List),
-            "pty.claim" => K::PtyClaim(p.read()?),
-            "pty.release" => K::PtyRelease(p.read()?),
-            "pty.watch" => K::PtyWatch(p.read()?),
-            "leash.tokens_changed" => K::TokensChanged,
-            _ => return Err(RpcError::method_not_found(method)),
-        })
+        (m.read)(&Params { method, params })
+    }
+
+    /// The params a client sends for this request: what
+    /// [`KernelRequest::parse`] reads back as it (the CLI writes its
+    /// requests so).
+    pub fn params(&self) -> Json {
+        use KernelRequest as K;
+        let v = match self {
+            K::Attach(p) => serde_json::to_value(p),
+            K::Parse(p) => serde_json::to_value(p),
+            K::Complete(p) => serde_json::to_value(p),
+            K::SessionClose(p) => serde_json::to_value(p),
+            K::Exec(p) => serde_json::to_value(p),
+            K::ValueGet(p) => serde_json::to_value(p),
+            K::DebugCrash(p) => serde_json::to_value(p),
+            K::JournalQuery(p) => serde_json::to_value(p),
+            K::JournalGet(p) => serde_json::to_value(p),
+            K::BlobGet(p) => serde_json::to_value(p),
+            K::Events(EventsRequest::Read(p)) => serde_json::to_value(p),
+            K::Events(EventsRequest::Publish(p)) => serde_json::to_value(p),
+            K::Events(EventsRequest::Subscribe(p)) => serde_json::to_value(p),
+            K::Events(EventsRequest::Unsubscribe(p)) => serde_json::to_value(p),
+            K::Task(TaskRequest::Await(p)) => serde_json::to_value(p),
+            K::Task(
+                TaskRequest::Get(p)
+                | TaskRequest::Cancel(p)
+                | TaskRequest::Suspend(p)
+                | TaskRequest::Resume(p),
+            ) => serde_json::to_value(p),
+            K::Explain(p) => serde_json::to_value(p),
+            K::PlanGet(p) => serde_json::to_value(p),
+            K::PlanApply(p) => serde_json::to_value(p),
+            K::PlanApprove(p) | K::PlanDeny(p) => serde_json::to_value(p),
+            K::CapRequest(p) => serde_json::to_value(p),
+            K::Pty(PtyRequest::Open(p)) => serde_json::to_value(p),
+            K::Pty(PtyRequest::Send(p)) => serde_json::to_value(p),
+            K::Pty(PtyRequest::Read(p)) => serde_json::to_value(p),
+            K::Pty(PtyRequest::Resize(p)) => serde_json::to_value(p),
+            K::Pty(PtyRequest::Close(p)) | K::PtyClaim(p) | K::PtyRelease(p) | K::PtyWatch(p) => {
+                serde_json::to_value(p)
+            }
+            K::SessionList
+            | K::DaemonStatus
+            | K::Task(TaskRequest::List)
+            | K::PlanList
+            | K::Pty(PtyRequest::List)
+            | K::TokensChanged => Ok(json!({})),
+        };
+        // Params are structs of strings, numbers and maps with string keys:
+        // they always encode.
+        v.unwrap_or_else(|_| json!({}))
     }
 
     /// The method's name (for logs and errors).
@@ -296,12 +505,12 @@ mod tests {
 
     #[test]
     fn every_method_parses_and_names_itself() {
-        for m in METHODS {
+        for m in methods() {
             let p = json!({"src": "x", "plan_ref": "plan:1", "task": "task:1", "channel": "c",
                 "pty_id": "pty:1", "cmd": "sh", "input": "x", "cols": 80, "rows": 24,
                 "ref": "out:1", "id": 1, "hash": "h"});
             let r = KernelRequest::parse(m, p, true).unwrap();
-            assert_eq!(r.method(), *m);
+            assert_eq!(r.method(), m);
         }
     }
 
@@ -330,6 +539,247 @@ mod tests {
         assert_eq!(
             a.env.unwrap().0,
             [("B".to_string(), "1".to_string()), ("A".into(), "2".into())]
+        );
+    }
+
+    /// One request of every method, every param given.
+    fn samples() -> Vec<KernelRequest> {
+        use KernelRequest as K;
+        let elide = Some(crate::elide::Elide {
+            max_bytes: Some(100),
+            max_rows: Some(5),
+            max_items: None,
+        });
+        let env = || {
+            Some(EnvVars(vec![
+                ("B".into(), "1".into()),
+                ("A".into(), "2".into()),
+            ]))
+        };
+        let plan = || PlanRef("plan:7".into());
+        let task = || TaskParams {
+            task: "task:3".into(),
+        };
+        let pty = |n| PtyIdParams {
+            pty_id: if n == 0 {
+                PtyRef::Name("pty:2".into())
+            } else {
+                PtyRef::Number(n)
+            },
+        };
+        vec![
+            K::Attach(AttachParams {
+                session: Some("s".into()),
+                cwd: Some("/tmp".into()),
+                env: env(),
+                token: Some("t".into()),
+                client: Some(ClientParams {
+                    kind: Some("cli".into()),
+                    tty: Some(true),
+                    name: Some("n".into()),
+                    human: Some(false),
+                }),
+                create: Some(false),
+            }),
+            K::Parse(SrcParams { src: "ls".into() }),
+            K::Complete(CompleteParams {
+                src: "wh".into(),
+                cursor: Some(2),
+            }),
+            K::SessionList,
+            K::SessionClose(CloseParams {
+                session: Some("s".into()),
+            }),
+            K::Exec(ExecParams {
+                src: "1 + 1".into(),
+                position: Some(PositionParam::Value),
+                mode: Some(ExecMode::Approved),
+                plan_ref: Some("plan:1".into()),
+                width: Some(Width(120)),
+                elide,
+                background: Some(true),
+                is_async: Some(false),
+                timeout_ms: Some(500),
+            }),
+            K::ValueGet(GetParams {
+                reference: "out:1".into(),
+                path: Some(".a".into()),
+                slice: Some([0, 2]),
+                lines: Some([1, 3]),
+                elide,
+                format: Some("text".into()),
+            }),
+            K::DaemonStatus,
+            K::DebugCrash(CrashParams {
+                actor: Some("session".into()),
+            }),
+            K::JournalQuery(shoal_journal::Query {
+                since: Some(1),
+                until: Some(2),
+                principal: Some("local".into()),
+                ok: Some(true),
+                effects: Some(vec!["fs.write".into()]),
+                head: Some("git".into()),
+                session: Some("s".into()),
+                limit: Some(3),
+            }),
+            K::JournalGet(JournalGetParams { id: 4 }),
+            K::BlobGet(BlobGetParams {
+                hash: "h".into(),
+                max_bytes: Some(9),
+            }),
+            K::Events(EventsRequest::Read(ReadEventsParams {
+                channel: "c".into(),
+                since: Some(1),
+                limit: Some(2),
+            })),
+            K::Events(EventsRequest::Publish(PublishParams {
+                channel: "user.c".into(),
+                payload: json!({"a": [1, "b"]}),
+            })),
+            K::Events(EventsRequest::Subscribe(SubscribeParams {
+                channel: "c".into(),
+                since: Some(5),
+            })),
+            K::Events(EventsRequest::Unsubscribe(ChannelParams {
+                channel: "c".into(),
+            })),
+            K::Task(TaskRequest::Get(task())),
+            K::Task(TaskRequest::List),
+            K::Task(TaskRequest::Await(AwaitParams {
+                task: "task:3".into(),
+                timeout_ms: Some(10),
+            })),
+            K::Task(TaskRequest::Cancel(task())),
+            K::Task(TaskRequest::Suspend(task())),
+            K::Task(TaskRequest::Resume(task())),
+            K::Explain(ExplainParams { src: "rm a".into() }),
+            K::PlanGet(PlanRefParams { plan_ref: plan() }),
+            K::PlanList,
+            K::PlanApply(ApplyParams {
+                plan_ref: plan(),
+                elide,
+            }),
+            K::PlanApprove(DecideParams {
+                plan_ref: plan(),
+                via: Some(Via::Cli),
+            }),
+            K::PlanDeny(DecideParams {
+                plan_ref: plan(),
+                via: Some(Via::Attach),
+            }),
+            K::CapRequest(CapRequestParams {
+                plan_ref: plan(),
+                effects: Some(vec![EffectKind("fs.write".into())]),
+            }),
+            K::Pty(PtyRequest::Open(PtyOpenParams {
+                cmd: "vim".into(),
+                args: Some(vec!["-u".into(), "NONE".into()]),
+                cols: Some(100),
+                rows: Some(30),
+                env: env(),
+            })),
+            K::Pty(PtyRequest::Send(PtySendParams {
+                pty_id: PtyRef::Name("pty:1".into()),
+                input: json!({"keys": ["Escape", ":wq", "Enter"]}),
+            })),
+            K::Pty(PtyRequest::Read(PtyReadParams {
+                pty_id: PtyRef::Number(1),
+                wait_for: Some("re:x+".into()),
+                stable_ms: Some(50),
+                timeout_ms: Some(1000),
+                scrollback: Some(10),
+            })),
+            K::Pty(PtyRequest::Resize(PtyResizeParams {
+                pty_id: PtyRef::Number(1),
+                cols: 90,
+                rows: 20,
+            })),
+            K::Pty(PtyRequest::Close(pty(1))),
+            K::Pty(PtyRequest::List),
+            K::PtyClaim(pty(0)),
+            K::PtyRelease(pty(2)),
+            K::PtyWatch(pty(0)),
+            K::TokensChanged,
+        ]
+    }
+
+    #[test]
+    fn a_request_written_with_its_params_reads_back_as_itself() {
+        let samples = samples();
+        let mut named: Vec<&str> = samples.iter().map(KernelRequest::method).collect();
+        let mut all: Vec<&str> = methods().collect();
+        named.sort_unstable();
+        all.sort_unstable();
+        assert_eq!(named, all, "one sample per method");
+        for r in samples {
+            let back = KernelRequest::parse(r.method(), r.params(), true);
+            assert_eq!(back.as_ref(), Ok(&r), "{}: {}", r.method(), r.params());
+        }
+        // What is absent is left out, not sent as null.
+        let r = KernelRequest::Exec(ExecParams {
+            src: "1".into(),
+            position: None,
+            mode: None,
+            plan_ref: None,
+            width: None,
+            elide: None,
+            background: None,
+            is_async: None,
+            timeout_ms: None,
+        });
+        assert_eq!(r.params(), json!({"src": "1"}));
+    }
+
+    /// The schema of `method`'s params, standing alone.
+    fn validator(method: &str) -> jsonschema::Validator {
+        let doc = params_schemas();
+        let mut s = doc["methods"][method].clone();
+        s["$defs"] = doc["$defs"].clone();
+        jsonschema::validator_for(&s).unwrap()
+    }
+
+    #[test]
+    fn the_schemas_accept_what_parses_and_refuse_what_does_not() {
+        for r in samples() {
+            let p = r.params();
+            let v = validator(r.method());
+            assert!(v.is_valid(&p), "{}: {p}", r.method());
+        }
+        let refused = [
+            ("exec", json!({"src": "1", "width": 5})),
+            ("exec", json!({"src": 1})),
+            ("exec", json!({"position": "value"})),
+            ("plan.get", json!({"plan_ref": ""})),
+            ("pty.open", json!({"cmd": "sh", "args": ["a", 2]})),
+            ("session.attach", json!({"env": {"A": 1}})),
+            (
+                "cap.request",
+                json!({"plan_ref": "p", "effects": [{"nope": 1}]}),
+            ),
+            ("journal.query", json!({"limit": -1})),
+            ("pty.close", json!({"pty_id": true})),
+        ];
+        for (m, p) in refused {
+            assert!(KernelRequest::parse(m, p.clone(), true).is_err(), "{m} {p}");
+            assert!(!validator(m).is_valid(&p), "{m}: the schema takes {p}");
+        }
+    }
+
+    /// docs/kernel-schema.json is the generated schema (`SHOAL_BLESS=1`
+    /// writes it).
+    #[test]
+    fn the_documented_schema_is_the_generated_one() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/kernel-schema.json");
+        let now = serde_json::to_string_pretty(&params_schemas()).unwrap() + "\n";
+        if std::env::var_os("SHOAL_BLESS").is_some() {
+            std::fs::write(path, &now).unwrap();
+        }
+        let doc = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            doc == now,
+            "docs/kernel-schema.json is not the generated schema: run \
+             `SHOAL_BLESS=1 cargo test -p shoal-proto documented_schema`"
         );
     }
 }
