@@ -17,11 +17,53 @@ use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
-use serde_json::{json, Value as Json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
 use shoal_base::sync::Locked;
 use shoal_lang::Interrupter;
 
 type Reply = Result<Json, String>;
+
+/// A frame on the pair, as written and read (the module's docs): which of
+/// its members are present says what it is.
+#[derive(Debug, Serialize, Deserialize)]
+struct Frame<B = Json> {
+    /// A request's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    q: Option<u64>,
+    /// The id of the request a reply answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    r: Option<u64>,
+    /// The id of a request no longer awaited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    x: Option<u64>,
+    /// A request's or a note's body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    b: Option<B>,
+    /// A reply's answer...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ok: Option<B>,
+    /// ...or its error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    err: Option<String>,
+    /// How many descriptors came with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fds: Option<usize>,
+}
+
+impl<B> Frame<B> {
+    fn empty() -> Frame<B> {
+        Frame {
+            q: None,
+            r: None,
+            x: None,
+            b: None,
+            ok: None,
+            err: None,
+            fds: None,
+        }
+    }
+}
 
 /// A request sent: its id, and where its reply comes.
 type Asked = (u64, mpsc::Receiver<Reply>);
@@ -97,22 +139,22 @@ impl Pair {
             .spawn(move || {
                 let mut frames = Frames::default();
                 while let Some((frame, fds)) = frames.next(&read) {
-                    if let Some(id) = frame.get("r").and_then(Json::as_u64) {
-                        let r = match frame.get("err") {
-                            Some(e) => Err(e.as_str().unwrap_or("error").to_string()),
-                            None => Ok(frame.get("ok").cloned().unwrap_or(Json::Null)),
+                    if let Some(id) = frame.r {
+                        let r = match frame.err {
+                            Some(e) => Err(e),
+                            None => Ok(frame.ok.unwrap_or(Json::Null)),
                         };
                         if let Some(w) = me.waiting.locked().remove(&id) {
                             let _ = w.send(r);
                         }
                         continue;
                     }
-                    if let Some(id) = frame.get("x").and_then(Json::as_u64) {
+                    if let Some(id) = frame.x {
                         handler(&me, Incoming::Abandoned { id });
                         continue;
                     }
-                    let body = frame.get("b").cloned().unwrap_or(Json::Null);
-                    match frame.get("q").and_then(Json::as_u64) {
+                    let body = frame.b.unwrap_or(Json::Null);
+                    match frame.q {
                         Some(id) => handler(&me, Incoming::Request { id, body, fds }),
                         None => handler(&me, Incoming::Note(body)),
                     }
@@ -145,7 +187,7 @@ impl Pair {
             && fds[0].revents().intersects(hup)
     }
 
-    fn send(&self, frame: &Json) -> Result<(), String> {
+    fn send<B: Serialize>(&self, frame: &Frame<B>) -> Result<(), String> {
         let mut line = serde_json::to_vec(frame).map_err(|e| e.to_string())?;
         line.push(b'\n');
         let mut out = self.out.locked();
@@ -153,7 +195,7 @@ impl Pair {
     }
 
     /// Send `frame` with `fds` attached to its first byte.
-    fn send_fds(&self, frame: &Json, fds: &[BorrowedFd<'_>]) -> Result<(), String> {
+    fn send_fds(&self, frame: &Frame, fds: &[BorrowedFd<'_>]) -> Result<(), String> {
         let mut line = serde_json::to_vec(frame).map_err(|e| e.to_string())?;
         line.push(b'\n');
         let out = self.out.locked();
@@ -189,7 +231,10 @@ impl Pair {
 
     /// Tell the other end that request `id`'s answer is no longer awaited.
     fn abandon(&self, id: u64) {
-        let _ = self.send(&json!({ "x": id }));
+        let _ = self.send(&Frame::<Json> {
+            x: Some(id),
+            ..Frame::empty()
+        });
     }
 
     /// [`Pair::request`], given up ([`LATE`]) after `within`.
@@ -221,9 +266,17 @@ impl Pair {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::sync_channel(1);
         self.waiting.locked().insert(id, tx);
+        let mut frame = Frame {
+            q: Some(id),
+            b: Some(body),
+            ..Frame::empty()
+        };
         let sent = match fds.len() {
-            0 => self.send(&json!({"q": id, "b": body})),
-            n => self.send_fds(&json!({"q": id, "b": body, "fds": n}), fds),
+            0 => self.send(&frame),
+            n => {
+                frame.fds = Some(n);
+                self.send_fds(&frame, fds)
+            }
         };
         if let Err(e) = sent {
             self.waiting.locked().remove(&id);
@@ -238,25 +291,30 @@ impl Pair {
 
     /// Answer request `id`.
     pub fn reply(&self, id: u64, r: Result<Json, String>) {
-        let frame = match r {
-            Ok(ok) => json!({"r": id, "ok": ok}),
-            Err(e) => json!({"r": id, "err": e}),
-        };
-        let _ = self.send(&frame);
+        self.answer(id, r);
     }
 
-    /// Answer request `id` with `ok`, a JSON value already encoded.
-    pub fn reply_encoded(&self, id: u64, ok: &[u8]) {
-        let mut line = Vec::with_capacity(ok.len() + 32);
-        line.extend_from_slice(format!("{{\"r\":{id},\"ok\":").as_bytes());
-        line.extend_from_slice(ok);
-        line.extend_from_slice(b"}\n");
-        let _ = self.out.locked().write_all(&line);
+    /// Answer request `id` with `r`, its answer written as it encodes (a
+    /// value's wire form streams into the frame: no tree of it is built).
+    pub fn answer<B: Serialize>(&self, id: u64, r: Result<B, String>) {
+        let (ok, err) = match r {
+            Ok(ok) => (Some(ok), None),
+            Err(e) => (None, Some(e)),
+        };
+        let _ = self.send(&Frame {
+            r: Some(id),
+            ok,
+            err,
+            ..Frame::empty()
+        });
     }
 
     /// Send `body`, wanting no reply.
     pub fn note(&self, body: Json) {
-        let _ = self.send(&json!({"b": body}));
+        let _ = self.send(&Frame {
+            b: Some(body),
+            ..Frame::empty()
+        });
     }
 }
 
@@ -273,7 +331,7 @@ struct Frames(shoal_base::fdlines::Lines);
 impl Frames {
     /// The next frame (`None`: the other end closed the pair, or sent
     /// something that is not a frame).
-    fn next(&mut self, stream: &UnixStream) -> Option<(Json, Vec<OwnedFd>)> {
+    fn next(&mut self, stream: &UnixStream) -> Option<(Frame, Vec<OwnedFd>)> {
         let line = match self.0.next(stream, MAX_FRAME) {
             Ok(l) => l,
             Err(shoal_base::fdlines::End::Closed) => return None,
@@ -282,11 +340,15 @@ impl Frames {
                 return None;
             }
         };
-        let Ok(frame) = serde_json::from_slice::<Json>(&line) else {
-            tracing::error!("a worker pair frame is not JSON; closing the pair");
+        // An object: a derived struct would also take an array.
+        let frame = shoal_proto::rpc::is_object_text(&line)
+            .then(|| serde_json::from_slice::<Frame>(&line).ok())
+            .flatten();
+        let Some(frame) = frame else {
+            tracing::error!("a worker pair frame is not one; closing the pair");
             return None;
         };
-        let n = frame.get("fds").and_then(Json::as_u64).unwrap_or(0) as usize;
+        let n = frame.fds.unwrap_or(0);
         Some((frame, self.0.take_fds(n)))
     }
 }
@@ -294,6 +356,7 @@ impl Frames {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// Requests cross both ways at once, a handler's reply may come from
     /// another thread, and a closed end fails its waiters instead of
@@ -345,6 +408,37 @@ mod tests {
         closed_rx.recv().unwrap();
         assert!(pb.is_gone());
         assert_eq!(pb.request(json!(1)).unwrap_err(), GONE);
+    }
+
+    /// A value answered in its wire form arrives as its encoding; a null
+    /// answer is an answer; a line that is not a frame closes the pair.
+    #[test]
+    fn answers_stream_values_and_a_stray_line_closes_the_pair() {
+        use shoal_value::Value;
+        let v = Value::List(std::sync::Arc::new(vec![
+            Value::Int(1),
+            Value::Str("two".into()),
+            Value::Null,
+        ]));
+        let (a, b) = UnixStream::pair().unwrap();
+        let answered = v.clone();
+        let _pb = Pair::start(b, "b", move |p, i| {
+            if let Incoming::Request { id, body, .. } = i {
+                match body.as_str() {
+                    Some("value") => p.answer(id, Ok(shoal_proto::wire::Wire::new(&answered))),
+                    _ => p.reply(id, Ok(Json::Null)),
+                }
+            }
+        })
+        .unwrap();
+        let pa = Pair::start(a.try_clone().unwrap(), "a", |_, _| {}).unwrap();
+        assert_eq!(
+            pa.request(json!("value")).unwrap(),
+            shoal_proto::wire::encode(&v)
+        );
+        assert_eq!(pa.request(json!("null")).unwrap(), Json::Null);
+        (&a).write_all(b"[1, 2]\n").unwrap();
+        assert_eq!(pa.request(json!("null")).unwrap_err(), GONE);
     }
 
     /// A wait given up by an interrupt or a deadline ends then, and one

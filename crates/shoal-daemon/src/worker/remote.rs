@@ -415,7 +415,7 @@ fn answerer(hosted: Hosted, tails: Tails) -> impl FnMut(&Arc<Pair>, Incoming) + 
                                  read it with shoal_get and a path)",
                                 wire::encoded_len(&v)
                             )),
-                                Ok(v) => return pair.reply_encoded(id, &wire::encode_to_vec(&v)),
+                                Ok(v) => return pair.answer(id, Ok(wire::Wire::new(&v))),
                                 Err(e) => Err(e),
                             }
                         }
