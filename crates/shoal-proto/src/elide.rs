@@ -10,7 +10,8 @@
 //! (URI `?path=out`) and `err` is bounded as text (`?path=stderr`), so stderr
 //! is no unbounded side door.
 
-use serde_json::{json, Map, Value as Json};
+use serde::Serialize;
+use serde_json::{Map, Value as Json};
 
 use super::bound::{bound_text, strip_ansi, TEXT_BUDGET};
 use super::wire;
@@ -343,13 +344,13 @@ pub fn elided(v: &Value, uri: &str) -> Json {
         let enc = pv
             .as_ref()
             .map(|p| wire::encode_under(p, uri))
-            .unwrap_or(json!({"$": "null"}));
+            .unwrap_or_else(|| wire::encode(&Value::Null));
         if items == 0 || json_len(&enc) <= PREVIEW_MAX_BYTES as i64 {
             break (enc, pv);
         }
         items -= 1;
         if items == 0 {
-            break (json!({"$": "null"}), None);
+            break (wire::encode(&Value::Null), None);
         }
     };
     let render_head = pv
@@ -362,25 +363,77 @@ pub fn elided(v: &Value, uri: &str) -> Json {
             bound_text(&head.join("\n"), 2048, Some(uri))
         })
         .unwrap_or_default();
-    let mut m = Map::new();
-    m.insert("$".into(), json!("ref"));
-    m.insert("uri".into(), json!(uri));
-    m.insert("of".into(), json!(v.type_name()));
-    m.insert("n".into(), json!(count(v)));
-    if let Value::Table(rows) = v {
-        let mut cols = Map::new();
-        for row in rows.iter() {
-            for (k, x) in row.iter() {
-                if !cols.contains_key(&**k) {
-                    cols.insert(k.to_string(), json!(x.type_name()));
+    let cols = match v {
+        Value::Table(rows) => {
+            let mut cols = Map::new();
+            for row in rows.iter() {
+                for (k, x) in row.iter() {
+                    if !cols.contains_key(&**k) {
+                        cols.insert(k.to_string(), Json::from(x.type_name()));
+                    }
                 }
             }
+            Some(cols)
         }
-        m.insert("cols".into(), Json::Object(cols));
-    }
-    m.insert("preview".into(), preview);
-    m.insert("render_head".into(), json!(render_head));
-    Json::Object(m)
+        _ => None,
+    };
+    to_json(&RefMarker {
+        tag: "ref",
+        uri,
+        of: v.type_name(),
+        n: count(v),
+        cols,
+        preview,
+        render_head,
+    })
+}
+
+/// What an elided value leaves in its place (docs/protocol.md §3).
+#[derive(Serialize)]
+struct RefMarker<'a> {
+    #[serde(rename = "$")]
+    tag: &'static str,
+    uri: &'a str,
+    /// Its type.
+    of: &'static str,
+    /// Its rows, items, bytes or characters.
+    n: usize,
+    /// A table's columns and the type of each (as its first row that has it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cols: Option<Map<String, Json>>,
+    /// Its first items, in wire form.
+    preview: Json,
+    render_head: String,
+}
+
+/// An outcome with its envelope kept (`out` elided, `err` bounded).
+#[derive(Serialize)]
+struct OutcomeMarker<'a> {
+    #[serde(rename = "$")]
+    tag: &'static str,
+    status: Option<i64>,
+    ok: bool,
+    signal: &'a Option<String>,
+    out: Json,
+    err: String,
+    dur_ns: i64,
+    pid: u32,
+    cmd: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    span: Option<SpanOut>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    truncated: bool,
+}
+
+#[derive(Serialize)]
+struct SpanOut {
+    start: u32,
+    end: u32,
+}
+
+/// A marker as JSON (plain data: it always encodes).
+fn to_json<T: Serialize>(m: &T) -> Json {
+    serde_json::to_value(m).unwrap_or(Json::Null)
 }
 
 /// An outcome with its envelope kept, `out` elided and `err` bounded.
@@ -402,23 +455,22 @@ fn outcome(o: &Outcome, b: &Budget, uri: &str) -> Json {
     } else {
         err.into_owned()
     };
-    let mut m = Map::new();
-    m.insert("$".into(), json!("outcome"));
-    m.insert("status".into(), json!(o.status));
-    m.insert("ok".into(), json!(o.ok));
-    m.insert("signal".into(), json!(o.signal));
-    m.insert("out".into(), out);
-    m.insert("err".into(), json!(err));
-    m.insert("dur_ns".into(), json!(o.dur_ns));
-    m.insert("pid".into(), json!(o.pid));
-    m.insert("cmd".into(), json!(o.cmd));
-    if let Some(sp) = o.span {
-        m.insert("span".into(), json!({"start": sp.start, "end": sp.end}));
-    }
-    if o.truncated {
-        m.insert("truncated".into(), json!(true));
-    }
-    Json::Object(m)
+    to_json(&OutcomeMarker {
+        tag: "outcome",
+        status: o.status,
+        ok: o.ok,
+        signal: &o.signal,
+        out,
+        err,
+        dur_ns: o.dur_ns,
+        pid: o.pid,
+        cmd: &o.cmd,
+        span: o.span.map(|sp| SpanOut {
+            start: sp.start,
+            end: sp.end,
+        }),
+        truncated: o.truncated,
+    })
 }
 
 fn elide_inner(v: &Value, b: &Budget, uri: &str) -> Json {
@@ -432,6 +484,7 @@ fn elide_inner(v: &Value, b: &Budget, uri: &str) -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::sync::Arc;
 
     fn ints(n: i64) -> Value {
