@@ -248,6 +248,13 @@ fn approval_channels_follow_approve_via() {
     let (st, out) = cli_approve(&root, &r2);
     assert_ne!(st, 0, "{out}");
     assert!(out.contains("approve_via"), "{out}");
+    // The refusal's data names the plan and the channels that would do.
+    let e = local.call("plan.approve", json!({"plan_ref": r2, "via": "cli"}));
+    assert_eq!(
+        e["error"]["data"],
+        json!({"plan_ref": r2, "approve_via": ["attach"]}),
+        "{e}"
+    );
 
     // The default for a token: the CLI only; no elicitation/create is sent.
     let tok = create_token(&root, "agent:cli");

@@ -53,6 +53,12 @@ impl RpcError {
         self.data = Some(data);
         self
     }
+
+    /// [`RpcError::with_data`] of a typed `data` (plain data: it always
+    /// encodes).
+    pub fn with_data_of<T: Serialize>(self, data: &T) -> Self {
+        self.with_data(serde_json::to_value(data).unwrap_or_default())
+    }
     pub fn invalid_params(message: impl Into<String>) -> Self {
         RpcError::new(INVALID_PARAMS, message)
     }

@@ -9,7 +9,6 @@
 use std::collections::HashMap;
 
 use actix::prelude::*;
-use serde_json::json;
 
 use crate::event_bus::BusHandle;
 use crate::health::Registration;
@@ -19,7 +18,9 @@ use shoal_policy::policy::{ApproveVia, AutoApply};
 use shoal_policy::{effect, Verdict};
 use shoal_proto::kernel::PlanResult;
 use shoal_proto::mcp::{CapRequestResult, Grant};
-use shoal_proto::rpc::{RpcError, APPROVAL_REQUIRED, LEASH_DENIED, UNKNOWN_PLAN};
+use shoal_proto::rpc::{self, RpcError, APPROVAL_REQUIRED, LEASH_DENIED, UNKNOWN_PLAN};
+use shoal_proto::wire;
+use shoal_value::{Record, Value};
 
 /// Plans a session keeps at most (the oldest go first).
 const MAX_PLANS: usize = 1024;
@@ -109,8 +110,7 @@ fn strings(names: &[&str]) -> Vec<String> {
 }
 
 fn unknown(plan_ref: &str) -> RpcError {
-    RpcError::new(UNKNOWN_PLAN, "unknown or expired plan_ref")
-        .with_data(json!({"plan_ref": plan_ref}))
+    RpcError::new(UNKNOWN_PLAN, "unknown or expired plan_ref").with_data_of(&PlanData::of(plan_ref))
 }
 
 /// A plan a human denied, or one already applied, takes no further step
@@ -118,7 +118,7 @@ fn unknown(plan_ref: &str) -> RpcError {
 fn still_open(approval: Approval, plan_ref: &str) -> Result<(), RpcError> {
     match approval {
         Approval::Denied => Err(RpcError::new(LEASH_DENIED, "a human denied this plan")
-            .with_data(json!({"plan_ref": plan_ref}))),
+            .with_data_of(&PlanData::of(plan_ref))),
         Approval::Applied => Err(already_applied(plan_ref)),
         _ => Ok(()),
     }
@@ -129,7 +129,52 @@ fn already_applied(plan_ref: &str) -> RpcError {
         APPROVAL_REQUIRED,
         format!("plan {plan_ref} was already applied: a plan applies once; plan the source again (a new plan needs its own approval)"),
     )
-    .with_data(json!({"plan_ref": plan_ref, "applied": true}))
+    .with_data_of(&PlanData {
+        applied: true,
+        ..PlanData::of(plan_ref)
+    })
+}
+
+/// The `data` of a refusal about a plan: the plan, and what else the
+/// refusal names.
+#[derive(serde::Serialize)]
+struct PlanData<'a> {
+    plan_ref: &'a str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    applied: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    approval_pending: bool,
+    /// The channels its owner's policy takes human approvals on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    approve_via: Option<Vec<&'static str>>,
+}
+
+impl PlanData<'_> {
+    fn of(plan_ref: &str) -> PlanData<'_> {
+        PlanData {
+            plan_ref,
+            applied: false,
+            approval_pending: false,
+            approve_via: None,
+        }
+    }
+}
+
+/// An `approval` event: the plan as the wire shows it, what happened, its
+/// source as a human deciding from `shoal attach` / `shoal watch` reads it,
+/// and, for a human's decision, who decided and how.
+#[derive(serde::Serialize)]
+struct ApprovalEvent<'a> {
+    #[serde(flatten)]
+    plan: PlanResult,
+    event: &'a str,
+    src: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    by: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    via: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    channel: Option<&'static str>,
 }
 
 /// How a human decision on `via` is recorded (`via` in events and the journal).
@@ -169,38 +214,34 @@ impl PlanStore {
         let Some(bus) = &self.bus else {
             return;
         };
-        let mut payload = serde_json::to_value(PlanResult::of(plan)).unwrap_or_default();
-        if let Some(o) = payload.as_object_mut() {
-            o.insert("event".into(), json!(event));
-            // What a human deciding from `shoal attach` / `shoal watch` reads.
-            o.insert(
-                "src".into(),
-                json!(shoal_journal::event::ExecView::src_of(&plan.src)),
-            );
-            if let Some((by, via, channel)) = decided {
-                o.insert("by".into(), json!(by));
-                o.insert("via".into(), json!(via));
-                o.insert("channel".into(), json!(channel.as_str()));
-            }
-        }
-        bus.publish("approval", payload);
+        let payload = ApprovalEvent {
+            plan: PlanResult::of(plan),
+            event,
+            src: shoal_journal::event::ExecView::src_of(&plan.src),
+            by: decided.map(|d| d.0),
+            via: decided.map(|d| d.1),
+            channel: decided.map(|d| d.2.as_str()),
+        };
+        bus.publish("approval", rpc::to_result(&payload).unwrap_or_default());
         if let Some((by, via, channel)) = decided {
             let channel = channel.as_str();
             tracing::info!(plan = %plan.plan_ref, principal = %plan.principal, by, via, channel, decision = event, "plan decided by a human");
-            let s = |v: &str| json!({"$": "str", "v": v});
-            bus.publish(
-                "journal",
-                json!({"$": "record", "v": {
-                    "approval": s(event),
-                    "plan_ref": s(&plan.plan_ref),
-                    "session": s(&plan.session),
-                    "principal": s(&plan.principal),
-                    "head": s(shoal_journal::head_of(&plan.src)),
-                    "by": s(by),
-                    "via": s(via),
-                    "channel": s(channel),
-                }}),
-            );
+            // The journal's record of the decision, a value like any event's.
+            let fields = [
+                ("approval", event),
+                ("plan_ref", &plan.plan_ref),
+                ("session", &plan.session),
+                ("principal", &plan.principal),
+                ("head", shoal_journal::head_of(&plan.src)),
+                ("by", by),
+                ("via", via),
+                ("channel", channel),
+            ];
+            let record: Record = fields
+                .into_iter()
+                .map(|(k, v)| (k.into(), Value::str(v)))
+                .collect();
+            bus.publish("journal", wire::encode(&Value::record(record)));
         }
     }
 
@@ -231,7 +272,7 @@ impl PlanStore {
         if p.principal != caller.principal && !(human_ok && caller.is_human()) {
             return Err(
                 RpcError::new(LEASH_DENIED, "plan belongs to another principal")
-                    .with_data(json!({"plan_ref": r})),
+                    .with_data_of(&PlanData::of(r)),
             );
         }
         Ok(p)
@@ -305,7 +346,7 @@ impl PlanStore {
                             p.reason.as_deref().unwrap_or("not granted")
                         ),
                     )
-                    .with_data(json!({"plan_ref": plan_ref})));
+                    .with_data_of(&PlanData::of(&plan_ref)));
                 }
                 still_open(p.approval, &plan_ref)?;
                 let requested: Vec<&str> = kinds
@@ -392,7 +433,7 @@ impl PlanStore {
                     LEASH_DENIED,
                     "only the local user approves or denies plans (shoal plan approve|deny)",
                 )
-                .with_data(json!({"plan_ref": r})))
+                .with_data_of(&PlanData::of(&r)))
             }
             PlanOp::Approve { plan_ref: r, via } => {
                 let p = self.owned(&r, &caller, true)?;
@@ -407,7 +448,10 @@ impl PlanStore {
                             via.as_str()
                         ),
                     )
-                    .with_data(json!({"plan_ref": r, "approve_via": channel_names(&channels)})));
+                    .with_data_of(&PlanData {
+        approve_via: Some(channel_names(&channels)),
+        ..PlanData::of(&r)
+    }));
                 }
                 if p.approval == Approval::Applied {
                     return Err(already_applied(&r));
@@ -420,7 +464,7 @@ impl PlanStore {
                             p.reason.as_deref().unwrap_or("not granted")
                         ),
                     )
-                    .with_data(json!({"plan_ref": r})));
+                    .with_data_of(&PlanData::of(&r)));
                 }
                 p.approval = Approval::Approved;
                 p.approved_via = Some(via.as_str());
@@ -452,7 +496,7 @@ impl PlanStore {
                             p.reason.as_deref().unwrap_or("not granted")
                         ),
                     )
-                    .with_data(json!({"plan_ref": plan_ref})));
+                    .with_data_of(&PlanData::of(&plan_ref)));
                 }
                 still_open(p.approval, &plan_ref)?;
                 let channels = approve_channels(&p.principal);
@@ -465,7 +509,10 @@ impl PlanStore {
                             channel_names(&channels).join(", ")
                         ),
                     )
-                    .with_data(json!({"plan_ref": plan_ref, "approve_via": channel_names(&channels)})));
+                    .with_data_of(&PlanData {
+        approve_via: Some(channel_names(&channels)),
+        ..PlanData::of(&plan_ref)
+    }));
                 }
                 if approve {
                     p.approval = Approval::Approved;
@@ -486,7 +533,7 @@ impl PlanStore {
                         LEASH_DENIED,
                         "the source differs from the approved plan's",
                     )
-                    .with_data(json!({"plan_ref": r})));
+                    .with_data_of(&PlanData::of(&r)));
                 }
                 still_open(p.approval, &r)?;
                 match (p.approval, p.verdict) {
@@ -497,7 +544,7 @@ impl PlanStore {
                             p.reason.as_deref().unwrap_or("not granted")
                         ),
                     )
-                    .with_data(json!({"plan_ref": r}))),
+                    .with_data_of(&PlanData::of(&r))),
                     (Approval::Approved, _) | (_, Verdict::Allow) => {
                         // Used up as it starts: a second apply is refused
                         // whatever becomes of this one.
@@ -513,7 +560,10 @@ impl PlanStore {
                              or when shoal_cap_request asks); apply it again once approved"
                         ),
                     )
-                    .with_data(json!({"plan_ref": r, "approval_pending": true}))),
+                    .with_data_of(&PlanData {
+                        approval_pending: true,
+                        ..PlanData::of(&r)
+                    })),
                 }
             }
         }
