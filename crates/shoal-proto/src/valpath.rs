@@ -128,12 +128,24 @@ fn step(v: &Value, seg: &Seg) -> Result<Value, String> {
             _ => return Err(format!("no field {k:?} on a task")),
         }),
         (other, Seg::Field(k)) => Err(format!(
-            "cannot access field {k:?} of a {}",
-            other.type_name()
+            "cannot access field {k:?} of {}",
+            a(other.type_name())
         )),
-        (other, Seg::Index(_)) | (other, Seg::Range(..)) => {
-            Err(format!("cannot index a {}", other.type_name()))
+        // An outcome's rows or lines are its result's: say where they are.
+        (Value::Outcome(_), Seg::Index(_) | Seg::Range(..)) => {
+            Err("cannot index an outcome: its result is `.out` (a path like `.out[3]`)".into())
         }
+        (other, Seg::Index(_)) | (other, Seg::Range(..)) => {
+            Err(format!("cannot index {}", a(other.type_name())))
+        }
+    }
+}
+
+/// `name` with its indefinite article (`an int`, `a str`).
+fn a(name: &str) -> String {
+    match name.as_bytes().first() {
+        Some(b'a' | b'e' | b'i' | b'o' | b'u') => format!("an {name}"),
+        _ => format!("a {name}"),
     }
 }
 
@@ -215,6 +227,32 @@ mod tests {
         assert!(parse("a[-1]").is_err());
         assert!(parse("a[1..]").is_err());
         assert_eq!(parse("").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn a_wrong_step_says_what_it_met_and_an_outcome_where_its_rows_are() {
+        let e = apply(&Value::Int(3), &parse("[0]").unwrap()).unwrap_err();
+        assert_eq!(e, "cannot index an int");
+        let e = apply(&Value::str("x"), &parse("[0]").unwrap()).unwrap_err();
+        assert_eq!(e, "cannot index a str");
+        let e = apply(&Value::Int(3), &parse(".a").unwrap()).unwrap_err();
+        assert_eq!(e, "cannot access field \"a\" of an int");
+        let o = Value::Outcome(Arc::new(shoal_value::Outcome {
+            status: Some(0),
+            ok: true,
+            signal: None,
+            dur_ns: 0,
+            pid: 0,
+            cmd: "ls".into(),
+            stdout: Default::default(),
+            stderr: Default::default(),
+            out: None,
+            span: None,
+            truncated: false,
+            typed: None,
+        }));
+        let e = apply(&o, &parse("[3]").unwrap()).unwrap_err();
+        assert!(e.contains("`.out[3]`"), "{e}");
     }
 
     #[test]

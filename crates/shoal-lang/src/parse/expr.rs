@@ -634,6 +634,23 @@ impl Parser<'_> {
                     "`.field` shorthand works only as a whole call argument, e.g. `.map(.name)`",
                 )),
                 Tok::RBracket => return Err(self.err("unexpected `]`", t.start, t.end)),
+                Tok::Pipe if self.closure_bars(t.end).is_some() => {
+                    let end = self.closure_bars(t.end).unwrap_or(t.end);
+                    let params: Vec<&str> =
+                        self.slice(t.end, end - 1).split(',').map(str::trim).collect();
+                    let params = params.join(", ");
+                    let arrow = if params.contains(',') {
+                        format!("({params}) => ...")
+                    } else {
+                        format!("{params} => ...")
+                    };
+                    return Err(self.err_hint(
+                        format!("shoal writes this function `{arrow}`, not `|{params}| ...`"),
+                        t.start,
+                        end,
+                        "for example `[1, 2].map(x => x * 10)`, `.where(.n > 2)`, `.map(.name)`",
+                    ));
+                }
                 Tok::Pipe => {
                     return Err(self.err_hint(
                         "shoal has no pipe operator `|`",
@@ -647,6 +664,27 @@ impl Parser<'_> {
             };
         self.advance()?;
         Ok(self.lit(l, &t))
+    }
+
+    /// The end of `a, b|` from `p` (just past an opening `|`): the bars of a
+    /// closure written as other languages write one (`|x| x * 2`).
+    fn closure_bars(&self, p: usize) -> Option<usize> {
+        let mut p = self.skip_ws(p);
+        loop {
+            let start = p;
+            while self.byte(p).is_ascii_alphanumeric() || self.byte(p) == b'_' {
+                p += 1;
+            }
+            if p == start || self.byte(start).is_ascii_digit() {
+                return None;
+            }
+            p = self.skip_ws(p);
+            match self.byte(p) {
+                b',' => p = self.skip_ws(p + 1),
+                b'|' => return Some(p + 1),
+                _ => return None,
+            }
+        }
     }
 
     pub(super) fn string_expr(&mut self, s: &StrTok, t: &Token) -> PResult<Expr> {

@@ -431,6 +431,15 @@ fn teaching_errors() {
         ("1 | 2", "no pipe operator"),
         ("(1 | 2)", "no pipe operator"),
         ("let a = 1 | 2", "no pipe operator"),
+        (
+            "[1].map(|x| x * 2)",
+            "shoal writes this function `x => ...`, not `|x| ...`",
+        ),
+        (
+            "[1].reduce(| acc , x | acc + x)",
+            "`(acc, x) => ...`, not `|acc, x| ...`",
+        ),
+        ("[1].map(|1| 2)", "no pipe operator"),
         ("$HOME", "shoal variables have no sigil"),
         ("echo $HOME", "no sigil"),
         ("`pwd`", "backtick is not shoal syntax"),
