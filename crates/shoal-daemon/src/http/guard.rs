@@ -7,16 +7,15 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse};
-use serde_json::json;
 
 /// A JSON-RPC error body with `id: null`, as HTTP-level refusals carry it.
 pub fn refusal(status: actix_web::http::StatusCode, code: i64, message: &str) -> HttpResponse {
     HttpResponse::build(status)
         .content_type("application/json")
-        .body(
-            json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}})
-                .to_string(),
-        )
+        .body(shoal_proto::rpc::error_frame(
+            &serde_json::Value::Null,
+            &shoal_proto::rpc::RpcError::new(code, message),
+        ))
 }
 
 fn forbidden(message: &str) -> HttpResponse {

@@ -170,12 +170,12 @@ impl Pipe {
             r.pending.remove(&key)
         };
         if let Some(tx) = tx {
-            let mut e = serde_json::json!({"jsonrpc": "2.0", "id": id,
-                "error": {"code": REQUEST_CANCELLED, "message": "request cancelled by the client"}})
-            .to_string()
-            .into_bytes();
-            e.push(b'\n');
-            let _ = tx.send(Routed::Response(Bytes::from(e)));
+            let e = shoal_proto::rpc::RpcError::new(
+                REQUEST_CANCELLED,
+                "request cancelled by the client",
+            );
+            let frame = shoal_proto::rpc::error_frame(id, &e);
+            let _ = tx.send(Routed::Response(Bytes::from(frame)));
         }
     }
 

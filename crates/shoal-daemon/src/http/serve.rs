@@ -14,14 +14,16 @@ use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 
 use super::guard::{self, refusal};
 use super::pipe::{Pipe, Routed};
 use super::sse::{self, SseStream, StreamSlot};
 use super::{Http, Session};
 use shoal_base::sync::Locked;
+use shoal_proto::kernel::AttachParams;
 use shoal_proto::mcp_era;
+use shoal_proto::rpc::{self, RpcError};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -157,14 +159,20 @@ fn session_id() -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// The `shoal/attach` an HTTP session's connection opens with: the bearer's
+/// token and the session the client names (the shim's attach, typed alike).
 fn attach_frame(bearer: &str, session: Option<&str>) -> Vec<u8> {
-    let mut p = json!({"token": bearer});
-    if let Some(s) = session {
-        p["session"] = json!(s);
-    }
-    let mut v = json!({"jsonrpc": "2.0", "method": "shoal/attach", "params": p})
-        .to_string()
-        .into_bytes();
+    let attach = rpc::Notification {
+        jsonrpc: "2.0",
+        method: "shoal/attach",
+        params: AttachParams {
+            token: Some(bearer.to_string()),
+            session: session.map(str::to_string),
+            ..AttachParams::default()
+        },
+    };
+    // Strings only: it always encodes.
+    let mut v = serde_json::to_vec(&attach).unwrap_or_default();
     v.push(b'\n');
     v
 }
@@ -172,10 +180,7 @@ fn attach_frame(bearer: &str, session: Option<&str>) -> Vec<u8> {
 fn internal(id: &Json, message: &str) -> HttpResponse {
     HttpResponse::InternalServerError()
         .content_type("application/json")
-        .body(
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": message}})
-                .to_string(),
-        )
+        .body(rpc::error_frame(id, &RpcError::internal(message)))
 }
 
 /// 429: the principal's clients hold `connections_per_principal` connections.
@@ -188,10 +193,10 @@ fn too_many(st: &Http, id: &Json) -> HttpResponse {
     );
     HttpResponse::TooManyRequests()
         .content_type("application/json")
-        .body(
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32040, "message": message}})
-                .to_string(),
-        )
+        .body(rpc::error_frame(
+            id,
+            &RpcError::new(rpc::RESOURCE_LIMIT, message),
+        ))
 }
 
 fn unreachable_daemon(e: std::io::Error) -> HttpResponse {
