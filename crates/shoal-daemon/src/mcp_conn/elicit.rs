@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use actix::fut::ready;
 use actix::prelude::*;
 use serde::Serialize;
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 use tokio::sync::oneshot;
 
 use super::{ConnEra, McpConn, ToolReply};
@@ -49,6 +49,7 @@ use shoal_policy::policy::ApproveVia;
 use shoal_policy::Gate;
 use shoal_proto::frame::Frame;
 use shoal_proto::kernel::PlanResult;
+use shoal_proto::mcp::elicit;
 use shoal_proto::mcp::notify;
 use shoal_proto::mcp::{
     self, CapDecided, CapRequestResult, Elicitation, Grant, InitializeParams, McpResult, PlanAnswer,
@@ -156,12 +157,11 @@ struct Retry {
 }
 
 fn retry_of(params: &Json) -> Option<Retry> {
-    let state = params.get("requestState")?.as_str()?.to_string();
-    let answer = params
-        .get("inputResponses")
-        .and_then(|r| r.get(INPUT_KEY))
-        .cloned();
-    Some(Retry { state, answer })
+    let r = serde_json::from_value::<elicit::Retry>(params.clone()).ok()?;
+    Some(Retry {
+        state: r.request_state?,
+        answer: r.input_responses.and_then(|a| a.get(INPUT_KEY).cloned()),
+    })
 }
 
 /// What the user said.
@@ -178,22 +178,21 @@ fn outcome_of(answer: Answer) -> Outcome {
         Ok(r) => r,
         Err(e) => return Outcome::Open(format!("the client answered an error: {}", e.message)),
     };
-    match r.get("action").and_then(Json::as_str) {
-        Some("accept") => {
-            if r.get("content").and_then(|c| c.get("approve")) == Some(&json!(true)) {
-                Outcome::Approve
-            } else {
-                Outcome::Deny("the user submitted the form without approving")
-            }
+    let Ok(a) = serde_json::from_value::<elicit::ElicitAnswer>(r) else {
+        return Outcome::Open("the client's answer has no valid action".into());
+    };
+    match a.action {
+        _ if a.approves() => Outcome::Approve,
+        elicit::ElicitAction::Accept => {
+            Outcome::Deny("the user submitted the form without approving")
         }
-        Some("decline") => Outcome::Deny("the user declined"),
-        Some("cancel") => Outcome::Open("the user dismissed the request".into()),
-        _ => Outcome::Open("the client's answer has no valid action".into()),
+        elicit::ElicitAction::Decline => Outcome::Deny("the user declined"),
+        elicit::ElicitAction::Cancel => Outcome::Open("the user dismissed the request".into()),
     }
 }
 
 /// The `elicitation/create` params for a pending plan (`plan.get`'s answer).
-fn ask_params(plan: &PlanResult, pending: &[String]) -> Json {
+fn ask_params(plan: &PlanResult, pending: &[String]) -> elicit::ElicitForm {
     let mut src = plan
         .detail
         .as_ref()
@@ -226,22 +225,7 @@ fn ask_params(plan: &PlanResult, pending: &[String]) -> Json {
         cwd = plan.cwd,
         pending = kinds.join(", "),
     );
-    json!({
-        "mode": "form",
-        "message": message,
-        "requestedSchema": {
-            "type": "object",
-            "properties": {
-                "approve": {
-                    "type": "boolean",
-                    "title": "Approve this plan",
-                    "description": format!("Run plan {} as shown", plan.plan_ref),
-                    "default": false,
-                },
-            },
-            "required": ["approve"],
-        },
-    })
+    elicit::ElicitForm::approval(message, &plan.plan_ref)
 }
 
 /// Record the user's decision and build the tool result.
@@ -504,19 +488,11 @@ impl McpConn {
             self.elicit
                 .rounds
                 .insert(state.clone(), (plan_ref, Instant::now()));
-            let mut requests = Map::new();
-            requests.insert(
-                INPUT_KEY.into(),
-                json!({"method": "elicitation/create", "params": params}),
-            );
-            return Box::pin(ready(Ok(McpResult::Json(json!({
-                "resultType": "input_required",
-                "inputRequests": requests,
-                "requestState": state,
-            })))));
+            let round = elicit::InputRequired::one(INPUT_KEY, "elicitation/create", params, state);
+            return Box::pin(ready(rpc::to_result(&round).map(McpResult::Json)));
         }
         self.elicit.next += 1;
-        let id = json!(format!("shoal-elicit-{}", self.elicit.next));
+        let id = Json::String(format!("shoal-elicit-{}", self.elicit.next));
         let key = id.to_string();
         let (tx, rx) = oneshot::channel();
         self.elicit.waiting.insert(key.clone(), tx);
@@ -609,7 +585,7 @@ mod tests {
                 created: "2026-01-01T00:00:00Z".into(),
             }),
         };
-        let p = ask_params(&plan, &["opaque".to_string()]);
+        let p = serde_json::to_value(ask_params(&plan, &["opaque".to_string()])).unwrap();
         let m = p["message"].as_str().unwrap();
         assert!(
             m.contains("plan:1")
