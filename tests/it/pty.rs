@@ -297,6 +297,21 @@ fn python_repl_through_mcp() {
         r["screen"].as_array().unwrap().contains(&json!("42")),
         "{r}"
     );
+    // The model reads the screen as the terminal shows it, under its state.
+    let full = m.call(
+        "tools/call",
+        json!({"name": "shoal_pty_read", "arguments": {"pty_id": id}}),
+    );
+    let text = full["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "{} · python3 -q · 80x24 · running (pid {pid})",
+            id.as_str().unwrap()
+        )) && text.contains("\n--- screen ---\n")
+            && text.lines().any(|l| l == "42")
+            && !text.contains("\"screen\""),
+        "{text}"
+    );
     m.tool(
         "shoal_pty_send",
         json!({"pty_id": id, "input": {"key": "Ctrl-D"}}),

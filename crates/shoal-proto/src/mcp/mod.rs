@@ -23,6 +23,7 @@ pub mod elicit;
 mod methods;
 pub mod notify;
 mod outputs;
+mod pty_text;
 mod resources;
 mod results;
 #[cfg(test)]

@@ -18,7 +18,7 @@ use super::super::rpc::{self, RpcError};
 use super::super::uri;
 use super::outputs::{
     Applied, CapDecided, CapRequestResult, ExecAnswer, ExecResult, JournalResult, PlanAnswer,
-    PtyAnswer, TaskStarted, WarningOut,
+    TaskStarted, WarningOut,
 };
 
 /// One item of a result's `content`.
@@ -380,7 +380,6 @@ as_json!(
     PlanAnswer,
     CapRequestResult,
     CapDecided,
-    PtyAnswer,
 );
 
 /// An error for a model: the message with its codes, the hint, argument
