@@ -352,6 +352,7 @@ fn shoal_get_reads_a_task() {
     );
     assert!(t.contains("partial\nfinished"), "{t}");
     assert!(t.contains("--- stderr ---\noops"), "{t}");
+    assert_eq!(t.matches("--- stderr").count(), 1, "stderr once: {t}");
     let sc = &r["structuredContent"];
     assert_eq!(sc["state"], "completed", "{sc}");
     assert_eq!(sc["result_ref"], json!(out), "{sc}");
@@ -375,6 +376,7 @@ fn shoal_get_reads_a_task() {
         "{t}"
     );
     assert!(t.contains("--- stderr ---\nno"), "{t}");
+    assert_eq!(t.matches("--- stderr").count(), 1, "stderr once: {t}");
 
     // A task started with `background: true` reads the same way.
     let bg = k.ok(

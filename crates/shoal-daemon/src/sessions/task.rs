@@ -591,12 +591,11 @@ pub async fn task_read(
                     }))
                     .map_err(|_| RpcError::internal("encoding the task's value panicked"))?,
                 );
+                // The render says the status and ends with the stderr
+                // section, as an exec's text does.
                 if !x.render.is_empty() {
                     text.push('\n');
                     text.push_str(&x.render);
-                }
-                if let Value::Outcome(o) = &x.value {
-                    stderr_tail(o, &mut text);
                 }
             }
             Err(e) => {
@@ -652,42 +651,5 @@ fn outcome_status(o: &shoal_value::Outcome) -> Option<String> {
         (Some(sig), _) => Some(format!("killed by signal {sig}")),
         (None, Some(n)) => Some(format!("exit status {n}")),
         (None, None) => None,
-    }
-}
-
-/// Lines and bytes of stderr a task read shows at most (its last ones).
-const STDERR_LINES: usize = 20;
-const STDERR_BYTES: usize = 2048;
-
-/// The outcome's stderr, when any: its last lines under `--- stderr ---`.
-fn stderr_tail(o: &shoal_value::Outcome, text: &mut String) {
-    if o.stderr.is_empty() {
-        return;
-    }
-    let bytes = o.stderr.head(o.stderr.len().min(1 << 20));
-    let all = String::from_utf8_lossy(&bytes);
-    let lines: Vec<&str> = all.trim_end().lines().collect();
-    let mut keep: Vec<&str> = Vec::new();
-    let mut size = 0;
-    for l in lines.iter().rev().take(STDERR_LINES) {
-        size += l.len() + 1;
-        if size > STDERR_BYTES && !keep.is_empty() {
-            break;
-        }
-        keep.push(l);
-    }
-    keep.reverse();
-    if keep.len() < lines.len() {
-        text.push_str(&format!(
-            "\n--- stderr (last {} of {} lines) ---",
-            keep.len(),
-            lines.len()
-        ));
-    } else {
-        text.push_str("\n--- stderr ---");
-    }
-    for l in keep {
-        text.push('\n');
-        text.push_str(l);
     }
 }
