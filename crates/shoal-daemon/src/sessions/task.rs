@@ -576,7 +576,7 @@ pub async fn task_read(
         Some(Ok(ExecReply {
             value: Value::Outcome(o),
             ..
-        })) => outcome_status(o),
+        })) => shoal_value::shown::status_line(o),
         _ => None,
     };
     let mut text = read_status_line(&record, status);
@@ -640,16 +640,4 @@ fn read_status_line(rec: &TaskRow, status: Option<String>) -> String {
         line.push_str(&format!(" · value {r}"));
     }
     line
-}
-
-/// `exit status N` / `killed by signal SIG` of a failed outcome.
-fn outcome_status(o: &shoal_value::Outcome) -> Option<String> {
-    if o.ok {
-        return None;
-    }
-    match (&o.signal, o.status) {
-        (Some(sig), _) => Some(format!("killed by signal {sig}")),
-        (None, Some(n)) => Some(format!("exit status {n}")),
-        (None, None) => None,
-    }
 }
