@@ -120,16 +120,17 @@ fn stderr_is_shown_after_output_and_bounded() {
     assert_eq!(r["structuredContent"]["value"]["ok"], json!(true));
     // No stderr, no section.
     assert_eq!(exec(&mut m, "sh { echo out }").0, "out");
-    // The last 20 of 30 lines.
+    // The first 3 and the last 17 of 30 lines.
     let (text, _) = exec(
         &mut m,
         "sh { i=1; while [ $i -le 30 ]; do echo \"warning $i\" >&2; i=$((i+1)); done; exit 1 }",
     );
-    let want: Vec<String> = (11..=30).map(|i| format!("warning {i}")).collect();
+    let want: Vec<String> = (14..=30).map(|i| format!("warning {i}")).collect();
     assert_eq!(
         text,
         format!(
-            "exit status 1\n--- stderr (last 20 of 30 lines) ---\n{}",
+            "exit status 1\n--- stderr (first 3 and last 17 of 30 lines) ---\n\
+             warning 1\nwarning 2\nwarning 3\n\u{2026} (10 lines left out) \u{2026}\n{}",
             want.join("\n")
         )
     );
@@ -142,13 +143,16 @@ fn stderr_is_shown_after_output_and_bounded() {
         &text[text.len() - 200..]
     );
     assert!(text.len() <= 65536, "{}", text.len());
-    // At most 2 KiB: a 5 KiB stderr keeps its end.
+    // At most 2 KiB: a 5 KiB stderr keeps its first lines cut and its end.
     let (text, _) = exec(
         &mut m,
         "sh { i=1; while [ $i -le 10 ]; do printf '%0500d\\n' $i >&2; i=$((i+1)); done }",
     );
     let (header, rest) = text.split_once('\n').unwrap();
-    assert_eq!(header, "--- stderr (last 4 of 10 lines) ---", "{text}");
+    assert_eq!(
+        header, "--- stderr (first 3 and last 2 of 10 lines) ---",
+        "{text}"
+    );
     assert!(rest.len() <= 2048, "{}", rest.len());
     assert!(rest.ends_with(&format!("{:0500}", 10)), "{text}");
 }

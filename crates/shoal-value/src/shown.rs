@@ -75,10 +75,12 @@ pub fn status_line(o: &Outcome) -> Option<String> {
     })
 }
 
-/// The last [`STDERR_LINES`] lines and at most [`STDERR_BYTES`] bytes of
-/// `stderr` under `--- stderr ---` (`--- stderr (last K of N lines) ---`
-/// when cut); `None` when it is empty. A spilled stream is read through,
-/// never loaded whole.
+/// At most [`STDERR_LINES`] lines and [`STDERR_BYTES`] bytes of `stderr`
+/// under `--- stderr ---`; `None` when it is empty. When it is longer, its
+/// first lines (where a usage error or the first compiler error is) and its
+/// last ones (where a traceback ends), a line between them saying how many
+/// were left out: `--- stderr (first H and last K of N lines) ---`. A
+/// spilled stream is read through, never loaded whole.
 pub fn stderr_section(stderr: &OutputBytes) -> Option<String> {
     if stderr.is_empty() {
         return None;
@@ -90,19 +92,80 @@ pub fn stderr_section(stderr: &OutputBytes) -> Option<String> {
     if lines.len() > STDERR_LINES {
         lines.drain(..lines.len() - STDERR_LINES);
     }
-    // Whole lines from the end while they fit; a last line longer than the
-    // budget keeps its end.
+    let (kept, partial) = last_lines(&lines, STDERR_LINES, STDERR_BYTES);
+    if kept.len() == total && !partial {
+        return Some(format!("--- stderr ---\n{}", kept.join("\n")));
+    }
+    // Cut: room for its first lines, then the last ones in what is left.
+    let head = if total > 1 {
+        first_lines(stderr)
+    } else {
+        Vec::new()
+    };
+    let room = STDERR_BYTES.saturating_sub(head.iter().map(|l| l.len() + 1).sum());
+    let (kept, _) = last_lines(&lines, STDERR_LINES - head.len(), room);
+    let head: Vec<String> = head
+        .into_iter()
+        .take(total.saturating_sub(kept.len()))
+        .collect();
+    let left_out = total.saturating_sub(kept.len() + head.len());
+    let header = if head.is_empty() {
+        format!("--- stderr (last {} of {total} lines) ---", kept.len())
+    } else {
+        format!(
+            "--- stderr (first {} and last {} of {total} lines) ---",
+            head.len(),
+            kept.len()
+        )
+    };
+    let mut out = vec![header];
+    out.extend(head);
+    if left_out > 0 {
+        out.push(format!("\u{2026} ({left_out} lines left out) \u{2026}"));
+    }
+    out.extend(kept);
+    Some(out.join("\n"))
+}
+
+/// Lines a cut stderr section shows of its beginning, and the bytes of
+/// each at most.
+const HEAD_LINES: usize = 3;
+const HEAD_LINE_BYTES: usize = 200;
+
+/// The first [`HEAD_LINES`] lines of `stderr`, each cut to
+/// [`HEAD_LINE_BYTES`] (read from its first bytes only).
+fn first_lines(stderr: &OutputBytes) -> Vec<String> {
+    let head = stderr.head(HEAD_LINES * (HEAD_LINE_BYTES + 1) * 4);
+    let text = String::from_utf8_lossy(&head);
+    text.split('\n')
+        .take(HEAD_LINES)
+        .map(|l| {
+            if l.len() <= HEAD_LINE_BYTES {
+                return l.to_string();
+            }
+            let mut end = HEAD_LINE_BYTES;
+            while !l.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{}\u{2026}", &l[..end])
+        })
+        .collect()
+}
+
+/// Whole lines from the end of `lines` while they fit in `max` lines and
+/// `bytes`; a last line longer than the budget keeps its end (then `true`).
+fn last_lines(lines: &[&str], max: usize, bytes: usize) -> (Vec<String>, bool) {
     let mut kept: Vec<String> = Vec::new();
     let mut used = 0;
     let mut partial = false;
-    for line in lines.iter().rev() {
-        if used + line.len() < STDERR_BYTES {
+    for line in lines.iter().rev().take(max) {
+        if used + line.len() < bytes {
             used += line.len() + 1;
             kept.push(line.to_string());
             continue;
         }
-        if kept.is_empty() {
-            let mut start = line.len() - (STDERR_BYTES - 4);
+        if kept.is_empty() && bytes > 4 {
+            let mut start = line.len().saturating_sub(bytes - 4);
             while !line.is_char_boundary(start) {
                 start += 1;
             }
@@ -112,12 +175,7 @@ pub fn stderr_section(stderr: &OutputBytes) -> Option<String> {
         break;
     }
     kept.reverse();
-    let header = if kept.len() < total || partial {
-        format!("--- stderr (last {} of {total} lines) ---", kept.len())
-    } else {
-        "--- stderr ---".to_string()
-    };
-    Some(format!("{header}\n{}", kept.join("\n")))
+    (kept, partial)
 }
 
 /// The last bytes of `out` (enough for the section) and its line count (a
@@ -261,28 +319,42 @@ mod tests {
     }
 
     #[test]
-    fn stderr_keeps_its_last_lines_and_bytes() {
+    fn stderr_keeps_its_first_and_last_lines_within_its_bytes() {
         let many: String = (1..=50).map(|i| format!("line {i}\n")).collect();
         let t = text(&outcome(Some(1), None, "", &many));
-        let want: Vec<String> = (31..=50).map(|i| format!("line {i}")).collect();
+        let last: Vec<String> = (34..=50).map(|i| format!("line {i}")).collect();
         assert_eq!(
             t,
             format!(
-                "exit status 1\n--- stderr (last 20 of 50 lines) ---\n{}",
-                want.join("\n")
+                "exit status 1\n--- stderr (first 3 and last 17 of 50 lines) ---\n\
+                 line 1\nline 2\nline 3\n\u{2026} (30 lines left out) \u{2026}\n{}",
+                last.join("\n")
             )
         );
-        // Long lines: at most 2 KiB, whole lines from the end.
+        // Twenty lines fit whole; twenty-one do not.
+        let twenty: String = (1..=20).map(|i| format!("l{i}\n")).collect();
+        let t = text(&outcome(Some(1), None, "", &twenty));
+        assert!(t.starts_with("exit status 1\n--- stderr ---\nl1\n"), "{t}");
+        let t = text(&outcome(Some(1), None, "", &format!("{twenty}l21\n")));
+        assert!(
+            t.contains("(first 3 and last 17 of 21 lines)") && t.contains("(1 lines left out)"),
+            "{t}"
+        );
+        // Long lines: at most 2 KiB; the first ones cut, whole lines from the end.
         let long: String = (0..10)
             .map(|i| format!("{i}{}\n", "x".repeat(500)))
             .collect();
         let t = text(&outcome(Some(1), None, "", &long));
         let section = t.split_once('\n').unwrap().1;
         assert!(
-            section.starts_with("--- stderr (last 4 of 10 lines) ---\n6x"),
+            section.starts_with("--- stderr (first 3 and last 2 of 10 lines) ---\n0x"),
             "{t}"
         );
-        assert!(section.len() <= STDERR_BYTES + 64, "{}", section.len());
+        assert!(
+            section.contains("\u{2026} (5 lines left out) \u{2026}\n8x"),
+            "{t}"
+        );
+        assert!(section.len() <= STDERR_BYTES + 128, "{}", section.len());
         // One huge line keeps its end.
         let huge = format!("{}END", "é".repeat(3000));
         let t = text(&outcome(Some(0), None, "", &huge));
@@ -295,6 +367,13 @@ mod tests {
             "{}",
             t.len()
         );
+        // A usage error: its first line is shown.
+        let usage = format!(
+            "error: unknown option `--frob`\n{}",
+            "  --opt  text\n".repeat(130)
+        );
+        let t = text(&outcome(Some(129), None, "", &usage));
+        assert!(t.contains("---\nerror: unknown option `--frob`\n"), "{t}");
     }
 
     #[test]
