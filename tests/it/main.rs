@@ -27,6 +27,7 @@ mod http;
 mod http_client;
 mod http_sdk;
 mod journal;
+mod kernel_schema;
 mod language_card;
 mod leash;
 mod leash_approvals;

@@ -425,12 +425,15 @@ pub fn scope_for(principal: &str) -> Scope {
 
 /// `blob.get` result: `{hash, value}`, the blob parsed as JSON when it parses, else
 /// `{"$":"bytes","len":N,"v":base64}`.
-pub fn blob_json(hash: &str, bytes: &[u8]) -> Json {
+pub fn blob_read(hash: &str, bytes: &[u8]) -> shoal_proto::kernel::BlobRead {
     let value = serde_json::from_slice::<Json>(bytes).unwrap_or_else(|_| {
         json!({"$": "bytes", "len": bytes.len(),
                "v": base64::engine::general_purpose::STANDARD.encode(bytes)})
     });
-    json!({"hash": hash.strip_prefix("blake3:").unwrap_or(hash), "value": value})
+    shoal_proto::kernel::BlobRead {
+        hash: hash.strip_prefix("blake3:").unwrap_or(hash).to_string(),
+        value,
+    }
 }
 
 /// What a finished exec hands to the journal (the bytes and texts it keeps
@@ -688,9 +691,9 @@ mod tests {
     }
 
     #[test]
-    fn blob_json_parses_or_base64s() {
-        assert_eq!(blob_json("blake3:ab", b"{\"x\":1}")["value"]["x"], json!(1));
-        assert_eq!(blob_json("ab", b"\xff")["value"]["len"], json!(1));
-        assert_eq!(blob_json("blake3:ab", b"1")["hash"], json!("ab"));
+    fn blob_read_parses_or_base64s() {
+        assert_eq!(blob_read("blake3:ab", b"{\"x\":1}").value["x"], json!(1));
+        assert_eq!(blob_read("ab", b"\xff").value["len"], json!(1));
+        assert_eq!(blob_read("blake3:ab", b"1").hash, "ab");
     }
 }

@@ -113,7 +113,7 @@ storage_from!(
 );
 
 /// `cwd` of an entry (the reference's `WirePath`).
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct Cwd {
     pub display: String,
     /// base64 of the raw bytes, only for non-UTF-8 paths.
@@ -122,7 +122,19 @@ pub struct Cwd {
 }
 
 /// Kinds of stored outputs.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Serialize,
+    Deserialize,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum OutputKind {
     Value,
@@ -141,7 +153,7 @@ fn yes() -> bool {
 /// One output of an entry as it appears on the wire: `{kind, hash, len}`.
 /// `stored:false` (only serialized when false) means the bytes exceeded the store's size cap and
 /// were not kept; `hash`/`len` still describe the full bytes.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct OutputRef {
     pub kind: OutputKind,
     /// lowercase blake3 hex (64 chars) of the uncompressed bytes.
@@ -167,8 +179,12 @@ impl OutputData {
     }
 }
 
+fn objects(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "array", "items": {"type": "object"}})
+}
+
 /// A journal entry, exactly the JSON shape of `journal.query` rows.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Entry {
     pub id: EntryId,
     pub session: String,
@@ -182,6 +198,7 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ast: Option<serde_json::Value>,
     /// Effect objects `{kind, ...}` as derived by the planner.
+    #[schemars(schema_with = "objects")]
     pub effects: Vec<serde_json::Value>,
     /// null while unfinished or on signal death.
     pub status: Option<i64>,

@@ -187,6 +187,19 @@ pub struct ReplyValue {
     pub uri: String,
 }
 
+impl schemars::JsonSchema for ReplyValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ReplyValue".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "description": "tagged wire value, e.g. {\"$\":\"int\",\"v\":42}; {\"$\":\"ref\"} when elided"
+        })
+    }
+}
+
 impl serde::Serialize for ReplyValue {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         // Deciding (and building a ref's preview) renders the value: a panic

@@ -176,12 +176,7 @@ pub fn complete_method(p: &kernel::CompleteParams, at: Option<&Where>) -> Comple
     Completions { candidates, start }
 }
 
-/// A `complete` answer: the candidates and where the text they replace starts.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Completions {
-    pub candidates: Vec<String>,
-    pub start: usize,
-}
+pub use crate::kernel::Completions;
 
 fn is_ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'

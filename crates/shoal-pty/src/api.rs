@@ -296,15 +296,15 @@ pub fn list_entry(info: &PtyInfo) -> PtyEntry {
     }
 }
 
-/// `pty.claim` / `pty.release` answers.
-pub fn claim_result(info: &PtyInfo, claimed: bool) -> Json {
-    result_json(PtyClaimed {
+/// `pty.claim`'s answer.
+pub fn claim_result(info: &PtyInfo, claimed: bool) -> PtyClaimed {
+    PtyClaimed {
         pty_id: id_name(info.id),
         claimed,
         cols: info.cols,
         rows: info.rows,
         alive: info.alive,
-    })
+    }
 }
 
 /// A `pty.watch` answer or `pty.screen` notification's params.

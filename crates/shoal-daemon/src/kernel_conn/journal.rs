@@ -102,7 +102,7 @@ impl KernelConn {
                 Ok(Ok(Some(bytes))) => {
                     let key = hash.strip_prefix("blake3:").unwrap_or(&hash);
                     Ok(shoal_proto::mcp::bounded_blob_max(
-                        &jw::blob_json(&hash, &bytes),
+                        jw::blob_read(&hash, &bytes),
                         &format!("shoal://val/{key}"),
                         max_bytes,
                     ))

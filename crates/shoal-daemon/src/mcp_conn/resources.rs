@@ -324,7 +324,7 @@ pub(super) async fn read_service(
             };
             Ok(mcp::read_result(
                 u,
-                &mcp::bounded_blob(&jw::blob_json(&hash, &bytes), u),
+                &mcp::result_json(mcp::bounded_blob(jw::blob_read(&hash, &bytes), u)),
             ))
         }
         _ => {

@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 /// `journal.durability`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Durability {
     Immediate,

@@ -11,16 +11,20 @@ use super::rpc::{self, RpcError, BAD_PATH_OR_SLICE, PARSE_ERROR, RAISED};
 use super::valpath;
 
 mod params;
+mod replies;
 mod request;
 mod results;
 mod status;
+mod table;
 mod tasks;
 pub use params::*;
+pub use replies::*;
 pub use request::*;
 pub use results::*;
 use shoal_lang::{ParseError, Warning};
 use shoal_value::{render, ShoalError, Value};
 pub use status::*;
+pub use table::{kernel_schemas, methods};
 pub use tasks::*;
 
 pub use shoal_journal::ref_name;

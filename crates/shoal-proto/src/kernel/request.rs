@@ -4,11 +4,11 @@
 //! Unknown members are ignored, as they always were. The daemon's kernel
 //! connection matches on [`KernelRequest`], never on a method's name.
 
-use schemars::{json_schema, Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value as Json};
 
 use super::params::*;
+use super::table::TABLE;
 use crate::rpc::RpcError;
 
 /// One kernel request, parsed.
@@ -40,246 +40,6 @@ pub enum KernelRequest {
     PtyRelease(PtyIdParams),
     PtyWatch(PtyIdParams),
     TokensChanged,
-}
-
-/// A kernel method: its name, how its params are read, and their schema.
-struct Method {
-    name: &'static str,
-    read: fn(&Params) -> Result<KernelRequest, RpcError>,
-    params: fn(&mut SchemaGenerator) -> Schema,
-}
-
-/// The kernel methods, each once (`pty.*` included; `debug.crash` only with
-/// the debug hooks on): what [`KernelRequest::parse`] reads and
-/// [`params_schemas`] describes.
-const TABLE: &[Method] = {
-    use KernelRequest as K;
-    &[
-        Method {
-            name: "session.attach",
-            read: |p| Ok(K::Attach(p.read()?)),
-            params: SchemaGenerator::subschema_for::<AttachParams>,
-        },
-        Method {
-            name: "parse",
-            read: |p| Ok(K::Parse(p.read()?)),
-            params: SchemaGenerator::subschema_for::<SrcParams>,
-        },
-        Method {
-            name: "complete",
-            read: |p| Ok(K::Complete(p.read()?)),
-            params: SchemaGenerator::subschema_for::<CompleteParams>,
-        },
-        Method {
-            name: "session.list",
-            read: |_| Ok(K::SessionList),
-            params: no_params,
-        },
-        Method {
-            name: "session.close",
-            read: |p| Ok(K::SessionClose(p.read()?)),
-            params: SchemaGenerator::subschema_for::<CloseParams>,
-        },
-        Method {
-            name: "exec",
-            read: |p| Ok(K::Exec(p.read()?)),
-            params: SchemaGenerator::subschema_for::<ExecParams>,
-        },
-        Method {
-            name: "value.get",
-            read: |p| Ok(K::ValueGet(p.read()?)),
-            params: SchemaGenerator::subschema_for::<GetParams>,
-        },
-        Method {
-            name: "daemon.status",
-            read: |_| Ok(K::DaemonStatus),
-            params: no_params,
-        },
-        Method {
-            name: "debug.crash",
-            read: |p| Ok(K::DebugCrash(p.read()?)),
-            params: SchemaGenerator::subschema_for::<CrashParams>,
-        },
-        Method {
-            name: "journal.query",
-            read: |p| Ok(K::JournalQuery(p.read()?)),
-            params: SchemaGenerator::subschema_for::<shoal_journal::Query>,
-        },
-        Method {
-            name: "journal.get",
-            read: |p| Ok(K::JournalGet(p.read()?)),
-            params: SchemaGenerator::subschema_for::<JournalGetParams>,
-        },
-        Method {
-            name: "blob.get",
-            read: |p| Ok(K::BlobGet(p.read()?)),
-            params: SchemaGenerator::subschema_for::<BlobGetParams>,
-        },
-        Method {
-            name: "events.read",
-            read: |p| Ok(K::Events(EventsRequest::Read(p.read()?))),
-            params: SchemaGenerator::subschema_for::<ReadEventsParams>,
-        },
-        Method {
-            name: "events.publish",
-            read: |p| Ok(K::Events(EventsRequest::Publish(p.read()?))),
-            params: SchemaGenerator::subschema_for::<PublishParams>,
-        },
-        Method {
-            name: "events.subscribe",
-            read: |p| Ok(K::Events(EventsRequest::Subscribe(p.read()?))),
-            params: SchemaGenerator::subschema_for::<SubscribeParams>,
-        },
-        Method {
-            name: "events.unsubscribe",
-            read: |p| Ok(K::Events(EventsRequest::Unsubscribe(p.read()?))),
-            params: SchemaGenerator::subschema_for::<ChannelParams>,
-        },
-        Method {
-            name: "task.list",
-            read: |_| Ok(K::Task(TaskRequest::List)),
-            params: no_params,
-        },
-        Method {
-            name: "task.get",
-            read: |p| Ok(K::Task(TaskRequest::Get(p.read()?))),
-            params: SchemaGenerator::subschema_for::<TaskParams>,
-        },
-        Method {
-            name: "task.await",
-            read: |p| Ok(K::Task(TaskRequest::Await(p.read()?))),
-            params: SchemaGenerator::subschema_for::<AwaitParams>,
-        },
-        Method {
-            name: "task.cancel",
-            read: |p| Ok(K::Task(TaskRequest::Cancel(p.read()?))),
-            params: SchemaGenerator::subschema_for::<TaskParams>,
-        },
-        Method {
-            name: "task.suspend",
-            read: |p| Ok(K::Task(TaskRequest::Suspend(p.read()?))),
-            params: SchemaGenerator::subschema_for::<TaskParams>,
-        },
-        Method {
-            name: "task.resume",
-            read: |p| Ok(K::Task(TaskRequest::Resume(p.read()?))),
-            params: SchemaGenerator::subschema_for::<TaskParams>,
-        },
-        Method {
-            name: "explain",
-            read: |p| Ok(K::Explain(p.read()?)),
-            params: SchemaGenerator::subschema_for::<ExplainParams>,
-        },
-        Method {
-            name: "plan.get",
-            read: |p| Ok(K::PlanGet(p.read()?)),
-            params: SchemaGenerator::subschema_for::<PlanRefParams>,
-        },
-        Method {
-            name: "plan.list",
-            read: |_| Ok(K::PlanList),
-            params: no_params,
-        },
-        Method {
-            name: "plan.apply",
-            read: |p| Ok(K::PlanApply(p.read()?)),
-            params: SchemaGenerator::subschema_for::<ApplyParams>,
-        },
-        Method {
-            name: "plan.approve",
-            read: |p| Ok(K::PlanApprove(p.read()?)),
-            params: SchemaGenerator::subschema_for::<DecideParams>,
-        },
-        Method {
-            name: "plan.deny",
-            read: |p| Ok(K::PlanDeny(p.read()?)),
-            params: SchemaGenerator::subschema_for::<DecideParams>,
-        },
-        Method {
-            name: "cap.request",
-            read: |p| Ok(K::CapRequest(p.read()?)),
-            params: SchemaGenerator::subschema_for::<CapRequestParams>,
-        },
-        Method {
-            name: "pty.open",
-            read: |p| Ok(K::Pty(PtyRequest::Open(p.read()?))),
-            params: SchemaGenerator::subschema_for::<PtyOpenParams>,
-        },
-        Method {
-            name: "pty.send",
-            read: |p| Ok(K::Pty(PtyRequest::Send(p.read()?))),
-            params: SchemaGenerator::subschema_for::<PtySendParams>,
-        },
-        Method {
-            name: "pty.read",
-            read: |p| Ok(K::Pty(PtyRequest::Read(p.read()?))),
-            params: SchemaGenerator::subschema_for::<PtyReadParams>,
-        },
-        Method {
-            name: "pty.resize",
-            read: |p| Ok(K::Pty(PtyRequest::Resize(p.read()?))),
-            params: SchemaGenerator::subschema_for::<PtyResizeParams>,
-        },
-        Method {
-            name: "pty.close",
-            read: |p| Ok(K::Pty(PtyRequest::Close(p.read()?))),
-            params: SchemaGenerator::subschema_for::<PtyIdParams>,
-        },
-        Method {
-            name: "pty.list",
-            read: |_| Ok(K::Pty(PtyRequest::List)),
-            params: no_params,
-        },
-        Method {
-            name: "pty.claim",
-            read: |p| Ok(K::PtyClaim(p.read()?)),
-            params: SchemaGenerator::subschema_for::<PtyIdParams>,
-        },
-        Method {
-            name: "pty.release",
-            read: |p| Ok(K::PtyRelease(p.read()?)),
-            params: SchemaGenerator::subschema_for::<PtyIdParams>,
-        },
-        Method {
-            name: "pty.watch",
-            read: |p| Ok(K::PtyWatch(p.read()?)),
-            params: SchemaGenerator::subschema_for::<PtyIdParams>,
-        },
-        Method {
-            name: "leash.tokens_changed",
-            read: |_| Ok(K::TokensChanged),
-            params: no_params,
-        },
-    ]
-};
-
-fn no_params(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": "object"})
-}
-
-/// The kernel methods' names, in the table's order.
-pub fn methods() -> impl Iterator<Item = &'static str> {
-    TABLE.iter().map(|m| m.name)
-}
-
-/// Every kernel method's params schema (JSON Schema 2020-12, generated
-/// from the structs [`KernelRequest::parse`] reads): `{method: schema}`,
-/// shared definitions under `$defs`. docs/kernel-schema.json is this.
-pub fn params_schemas() -> Json {
-    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
-    settings.meta_schema = None;
-    let mut g = settings.into_generator();
-    let methods: serde_json::Map<String, Json> = TABLE
-        .iter()
-        .map(|m| (m.name.to_string(), (m.params)(&mut g).to_value()))
-        .collect();
-    let defs: serde_json::Map<String, Json> = g.take_definitions(true).into_iter().collect();
-    json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "shoal kernel method params",
-        "methods": methods,
-        "$defs": defs,
-    })
 }
 
 impl KernelRequest {
@@ -412,13 +172,13 @@ impl KernelRequest {
 }
 
 /// A method's params on their way to a struct.
-struct Params<'a> {
+pub(super) struct Params<'a> {
     method: &'a str,
     params: Json,
 }
 
 impl Params<'_> {
-    fn read<T: DeserializeOwned>(&self) -> Result<T, RpcError> {
+    pub(super) fn read<T: DeserializeOwned>(&self) -> Result<T, RpcError> {
         typed_value(self.method, self.params.clone())
     }
 }
@@ -444,6 +204,7 @@ pub fn params_error(method: &str, e: &serde_path_to_error::Error<serde_json::Err
 
 #[cfg(test)]
 mod tests {
+    use super::super::table::{clashing_defs, kernel_schemas, methods};
     use super::*;
     use crate::rpc;
 
@@ -731,10 +492,37 @@ mod tests {
         assert_eq!(r.params(), json!({"src": "1"}));
     }
 
+    #[test]
+    fn params_and_results_share_no_name_for_two_schemas() {
+        assert_eq!(clashing_defs(), Vec::<String>::new());
+    }
+
+    /// Every method has both schemas, each a valid schema standing alone
+    /// (tests/it/kernel_schema.rs checks the results against real replies).
+    #[test]
+    fn every_method_has_a_params_and_a_result_schema() {
+        let doc = kernel_schemas();
+        for m in methods() {
+            for part in ["params", "result"] {
+                let mut s = doc["methods"][m][part].clone();
+                assert!(s.is_object(), "{m} has no {part} schema");
+                s["$defs"] = doc["$defs"].clone();
+                assert!(jsonschema::validator_for(&s).is_ok(), "{m} {part}: {s}");
+            }
+        }
+        // A member left out when empty is never null when there.
+        let get = &doc["$defs"]["GetResult"]["properties"];
+        assert_eq!(get["render"], json!({"type": "string"}));
+        assert_eq!(
+            doc["$defs"]["TaskRow"]["properties"]["tail"]["$ref"],
+            "#/$defs/TaskTail"
+        );
+    }
+
     /// The schema of `method`'s params, standing alone.
     fn validator(method: &str) -> jsonschema::Validator {
-        let doc = params_schemas();
-        let mut s = doc["methods"][method].clone();
+        let doc = kernel_schemas();
+        let mut s = doc["methods"][method]["params"].clone();
         s["$defs"] = doc["$defs"].clone();
         jsonschema::validator_for(&s).unwrap()
     }
@@ -771,7 +559,7 @@ mod tests {
     #[test]
     fn the_documented_schema_is_the_generated_one() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/kernel-schema.json");
-        let now = serde_json::to_string_pretty(&params_schemas()).unwrap() + "\n";
+        let now = serde_json::to_string_pretty(&kernel_schemas()).unwrap() + "\n";
         if std::env::var_os("SHOAL_BLESS").is_some() {
             std::fs::write(path, &now).unwrap();
         }

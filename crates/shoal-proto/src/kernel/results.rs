@@ -14,6 +14,10 @@ fn any_object(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "object"})
 }
 
+fn objects(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "array", "items": {"type": "object"}})
+}
+
 /// `value.get` and `shoal_get`: the ref and the view asked for (one of value, render,
 /// inline, raw, raw_base64).
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
@@ -65,20 +69,20 @@ impl GetResult {
 }
 
 /// `session.attach`'s `client`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct AttachedClient {
     pub kind: String,
     pub tty: bool,
 }
 
 /// A directory as shown.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ShownDir {
     pub display: String,
 }
 
 /// `session.attach`'s `caps`: the principal's sandbox.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct AttachedCaps {
     pub enforced: bool,
     pub tier: &'static str,
@@ -90,7 +94,7 @@ pub struct AttachedCaps {
 }
 
 /// `session.attach`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Attached {
     pub session: String,
     pub owner: String,
@@ -112,7 +116,7 @@ pub struct Attached {
 pub const SESSION_CHANNELS: [&str; 4] = ["session.transcript", "journal", "approval", "render"];
 
 /// A person at a terminal attached to a session (`shoal attach`, `shoal watch`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HumanRow {
     pub client: String,
     /// RFC 3339.
@@ -142,7 +146,7 @@ pub struct PtyEntry {
 }
 
 /// A session as `session.list` and `daemon.status` show it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SessionRow {
     pub name: String,
     pub owner: String,
@@ -183,47 +187,66 @@ pub struct SessionRow {
 }
 
 /// `session.list`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct SessionList {
     pub sessions: Vec<SessionRow>,
 }
 
 /// `session.close`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct SessionClosed {
     pub session: String,
     pub closed: bool,
 }
 
 /// `plan.list`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct PlanList {
     pub plans: Vec<PlanResult>,
 }
 
 /// `leash.tokens_changed`: the token principals that hold no valid token any
 /// more and whose work was ended now, and the sessions of theirs that closed.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct TokensChecked {
     pub ended: Vec<String>,
     pub sessions: Vec<String>,
 }
 
 /// `debug.crash`: the actor crashed (a session's name or a service).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Crashed {
     pub crashed: String,
 }
 
 /// `events.read`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct EventsRead {
     pub channel: String,
+    /// `{channel, seq, ts, payload, ...}` each, oldest first.
+    #[schemars(schema_with = "objects")]
     pub events: Vec<Json>,
 }
 
+/// `blob.get` (and the `shoal://val/HASH` resource): a stored output by its
+/// hash. `value` is the stored JSON (a tagged value, or the text of a
+/// render or stream when it parses as JSON: any JSON), `{"$":"bytes"}` for
+/// bytes that are not JSON, or a `{"$":"ref"}` past `max_bytes`
+/// (`mcp::bounded_blob_max`).
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+pub struct BlobRead {
+    /// The blake3 hex digest, without its `blake3:` prefix.
+    pub hash: String,
+    #[schemars(schema_with = "any_json")]
+    pub value: Json,
+}
+
+fn any_json(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"description": "any JSON"})
+}
+
 /// `events.publish`: where the event went.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Published {
     pub channel: String,
     pub seq: u64,
@@ -232,21 +255,21 @@ pub struct Published {
 }
 
 /// `events.subscribe`, `events.unsubscribe`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Subscription {
     pub channel: String,
     pub subscribed: bool,
 }
 
 /// `pty.release`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct PtyReleased {
     pub pty_id: String,
     pub released: bool,
 }
 
 /// `pty.watch`: the live screen follows as `pty.screen` notifications.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct PtyWatching {
     pub pty_id: String,
     pub watching: bool,
@@ -256,7 +279,7 @@ pub struct PtyWatching {
 }
 
 /// `pty.claim`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct PtyClaimed {
     pub pty_id: String,
     pub claimed: bool,
@@ -285,10 +308,20 @@ pub struct PtyScreenEnded {
     pub exit: Json,
 }
 
+/// A `complete` answer: the candidates and where the text they replace starts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Completions {
+    pub candidates: Vec<String>,
+    pub start: usize,
+}
+
 /// `parse`: the syntax tree.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[schemars(bound = "")]
 pub struct Parsed<A> {
     pub ast_version: u64,
+    /// The program's syntax tree (its own versioned shape, `ast_version`).
+    #[schemars(schema_with = "any_object")]
     pub ast: A,
 }
 
@@ -401,8 +434,14 @@ impl From<shoal_policy::Verdict> for Verdict {
     }
 }
 
-fn any_array(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": "array"})
+/// Effect objects `{kind, ...}` as the planner derives them.
+fn effects(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "array", "items": {"type": "object", "required": ["kind"]}})
+}
+
+/// `plan.get`'s `ast`: always `null` on this wire (the source is there).
+fn no_ast(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "null"})
 }
 
 /// Where `rm` put the files a plan deletes, and how to get them back.
@@ -447,7 +486,7 @@ impl Reversibility {
 /// `explain`: the effects and the verdict; nothing is stored or run.
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Explained {
-    #[schemars(schema_with = "any_array")]
+    #[schemars(schema_with = "effects")]
     pub effects: Json,
     #[serde(flatten)]
     pub reversible: Reversibility,
@@ -463,7 +502,7 @@ pub struct Explained {
 #[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct PlanResult {
     pub plan_ref: String,
-    #[schemars(schema_with = "any_array")]
+    #[schemars(schema_with = "effects")]
     pub effects: Json,
     pub verdict: Verdict,
     pub approval_pending: bool,
@@ -492,6 +531,7 @@ pub struct PlanDetail {
     /// The files the source names (programs, scripts), bound by content:
     /// the plan does not apply once one changed.
     pub files: Vec<String>,
+    #[schemars(schema_with = "no_ast")]
     pub ast: Option<Json>,
     pub ast_version: u64,
     pub created: String,

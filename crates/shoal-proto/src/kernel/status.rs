@@ -7,12 +7,13 @@
 
 use std::borrow::Cow;
 
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 use super::{SessionRow, TaskRow};
 
 /// `daemon.status`: the local user's view or a token principal's.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum DaemonStatus {
     Local(Box<LocalStatus>),
@@ -20,7 +21,7 @@ pub enum DaemonStatus {
 }
 
 /// `daemon.status` for the local user.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LocalStatus {
     pub daemon: DaemonFacts,
     pub actors: Vec<ActorRow>,
@@ -38,7 +39,7 @@ pub struct LocalStatus {
 }
 
 /// `daemon.status` for a token principal: nothing of the daemon's internals.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TokenStatus {
     pub daemon: TokenDaemonFacts,
     pub principal: String,
@@ -47,7 +48,7 @@ pub struct TokenStatus {
 }
 
 /// The daemon process.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DaemonFacts {
     pub pid: u32,
     pub version: Cow<'static, str>,
@@ -62,14 +63,14 @@ pub struct DaemonFacts {
 }
 
 /// What a token principal sees of the daemon.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TokenDaemonFacts {
     pub version: Cow<'static, str>,
     pub uptime_ms: u64,
 }
 
 /// One live actor.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ActorRow {
     pub id: u64,
     pub kind: Cow<'static, str>,
@@ -86,7 +87,7 @@ pub struct ActorRow {
 }
 
 /// The journal's figures. Store counters are `null` until first read.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct JournalStatus {
     pub exec_overhead_p50_us: Option<f64>,
     pub exec_overhead_p99_us: Option<f64>,
@@ -119,7 +120,7 @@ pub struct JournalStatus {
 }
 
 /// A supervised service's restarts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ServiceRow {
     pub restarts: u64,
     pub failed: bool,
@@ -128,6 +129,17 @@ pub struct ServiceRow {
 /// `{service: {restarts, failed}}`, keys in the order given.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServiceRows(pub Vec<(Cow<'static, str>, ServiceRow)>);
+
+impl JsonSchema for ServiceRows {
+    fn schema_name() -> Cow<'static, str> {
+        "ServiceRows".into()
+    }
+
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        let row = g.subschema_for::<ServiceRow>();
+        json_schema!({"type": "object", "additionalProperties": row})
+    }
+}
 
 impl Serialize for ServiceRows {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -160,7 +172,7 @@ impl<'de> Deserialize<'de> for ServiceRows {
 
 /// One `[limits]` quota: its key, its maximum and, where the daemon counts
 /// it, its use now.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Quota {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub used: Option<u64>,
@@ -181,7 +193,7 @@ impl Quota {
 /// Each quota with its use. Per-session and per-connection quotas show the
 /// busiest session or connection; a token principal sees only
 /// `sessions_per_principal`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Limits {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sessions: Option<Quota>,
@@ -208,14 +220,14 @@ pub struct Limits {
 }
 
 /// The adapters loaded.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AdaptersStatus {
     pub count: usize,
     pub warnings: Vec<String>,
 }
 
 /// The sandbox tier and, per configured principal, what is enforced.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LeashStatus {
     pub tier: Cow<'static, str>,
     pub landlock_abi: i64,
@@ -226,7 +238,7 @@ pub struct LeashStatus {
 }
 
 /// A configured principal's sandbox.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LeashPrincipal {
     pub name: String,
     pub caps_enforced: bool,
@@ -238,7 +250,7 @@ pub struct LeashPrincipal {
 }
 
 /// The HTTP listener.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct HttpStatus {
     pub listen: String,
     pub url: String,
@@ -254,7 +266,7 @@ pub struct HttpStatus {
 
 /// A session supervisor's child table: `{session, failed, restarts,
 /// children, tasks}`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChildTable {
     pub session: String,
     pub failed: bool,
@@ -264,7 +276,7 @@ pub struct ChildTable {
 }
 
 /// One child of a session supervisor.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ChildRow {
     pub child: String,
     /// Its actor's id.

@@ -2,7 +2,7 @@
 //! the record `task.get`, `task.list` and `daemon.status` answer, and the
 //! `task:N` read of `value.get`/`shoal_get`.
 
-use schemars::JsonSchema;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
@@ -10,10 +10,18 @@ use serde_json::Value as Json;
 
 use shoal_lang::task::{self, TaskRecord};
 
+fn object_or_null(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": ["object", "null"]})
+}
+
+fn tagged_value(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "object", "description": "tagged wire value, elided under the budget"})
+}
+
 /// A task's record: what `task.get` answers. `pid` is `null` when no
 /// process runs it; `tail` (the last bytes of its output) is there only
 /// while it runs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskRow {
     pub task: String,
     pub session: String,
@@ -24,6 +32,8 @@ pub struct TaskRow {
     pub elapsed_ms: u64,
     /// `out:N` of its value once it ended with one.
     pub result_ref: Option<String>,
+    /// The error it ended with (`{code, message, ...}`), else `null`.
+    #[schemars(schema_with = "object_or_null")]
     pub error: Option<Json>,
     pub pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -31,7 +41,7 @@ pub struct TaskRow {
 }
 
 /// The last bytes a running task's programs wrote.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TaskTail {
     pub stdout: String,
     pub stderr: String,
@@ -65,7 +75,7 @@ impl TaskRow {
 
 /// What a `task.*` method answers: a record, the records (`task.list`), or
 /// `task.cancel`'s `{task, cancel_requested, state}`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum TaskResult {
     Record(Box<TaskRow>),
@@ -82,7 +92,7 @@ pub struct CancelResult {
 }
 
 /// What `value.get` answers: a stored value's view, or a task's read.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ValueRead {
     Value(Box<super::GetResult>),
@@ -90,18 +100,19 @@ pub enum ValueRead {
 }
 
 /// A session's tasks (`shoal://jobs`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct TaskList {
     pub tasks: Vec<TaskRow>,
 }
 
 /// `value.get`/`shoal_get` of `task:N`: the record, its value once it ended
 /// with one (elided), its ref and URI, and the text a model reads.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct TaskRead {
     #[serde(flatten)]
     pub record: TaskRow,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "tagged_value")]
     pub value: Option<Json>,
     #[serde(rename = "ref")]
     pub reference: String,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 
 use super::super::bound::{bound_text, MAX_TEXT};
+use super::super::kernel::BlobRead;
 use super::super::rpc::RpcError;
 use super::super::uri;
 use super::{Caps, CARD_URI};
@@ -404,24 +405,27 @@ pub struct EventsResult {
 
 /// A `blob.get` result bounded to the default byte budget: a stored value
 /// over it becomes an elided `{"$":"ref"}` with a text head.
-pub fn bounded_blob(blob: &Json, uri: &str) -> Json {
+pub fn bounded_blob(blob: BlobRead, uri: &str) -> BlobRead {
     bounded_blob_max(blob, uri, super::super::elide::Budget::default().max_bytes)
 }
 
 /// [`bounded_blob`] with an explicit budget (`blob.get`'s `max_bytes`).
-pub fn bounded_blob_max(blob: &Json, uri: &str, max_bytes: usize) -> Json {
-    let len = serde_json::to_vec(blob).map(|b| b.len()).unwrap_or(0);
+pub fn bounded_blob_max(blob: BlobRead, uri: &str, max_bytes: usize) -> BlobRead {
+    let len = serde_json::to_vec(&blob).map(|b| b.len()).unwrap_or(0);
     if len <= max_bytes {
-        return blob.clone();
+        return blob;
     }
-    let v = &blob["value"];
+    let v = &blob.value;
     let of = v.get("$").and_then(Json::as_str).unwrap_or("json");
     let head = serde_json::to_string_pretty(v).unwrap_or_default();
     let head: Vec<&str> = head.lines().take(10).collect();
-    json!({"hash": blob["hash"], "value": {
-        "$": "ref", "uri": uri, "of": of, "n": len, "preview": {"$": "null"},
-        "render_head": bound_text(&head.join("\n"), 2048, Some(uri)),
-    }})
+    BlobRead {
+        value: json!({
+            "$": "ref", "uri": uri, "of": of, "n": len, "preview": {"$": "null"},
+            "render_head": bound_text(&head.join("\n"), 2048, Some(uri)),
+        }),
+        hash: blob.hash,
+    }
 }
 
 /// Parse `A..B` (`slice=` of an out URI).

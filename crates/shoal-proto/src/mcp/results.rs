@@ -447,8 +447,7 @@ pub(super) fn error_text(e: &RpcError) -> String {
         .and_then(Json::as_str)
         .filter(|s| !s.is_empty())
     {
-        // The end of stderr is where the error is: its last lines, as an
-        // outcome's text shows them.
+        // Its first lines and its last ones, as an outcome's text shows them.
         let bytes = shoal_value::output::OutputBytes::from(stderr);
         if let Some(section) = shoal_value::shown::stderr_section(&bytes) {
             out.push('\n');

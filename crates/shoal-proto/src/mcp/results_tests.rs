@@ -177,16 +177,17 @@ fn an_error_says_its_hint_and_each_bad_argument() {
 }
 
 #[test]
-fn error_text_shows_the_end_of_stderr() {
+fn error_text_shows_the_ends_of_stderr() {
     let stderr: String = (1..=30).map(|i| format!("e{i}\n")).collect();
     let e = RpcError::new(-32002, "`make` exited with status 2")
         .with_data(json!({"code": "cmd_failed", "status": 2, "stderr": stderr}));
-    let want: Vec<String> = (11..=30).map(|i| format!("e{i}")).collect();
+    let want: Vec<String> = (14..=30).map(|i| format!("e{i}")).collect();
     assert_eq!(
         error_text(&e),
         format!(
             "error [cmd_failed, -32002]: `make` exited with status 2\nstatus: 2\n\
-             --- stderr (last 20 of 30 lines) ---\n{}",
+             --- stderr (first 3 and last 17 of 30 lines) ---\ne1\ne2\ne3\n\
+             \u{2026} (10 lines left out) \u{2026}\n{}",
             want.join("\n")
         )
     );
