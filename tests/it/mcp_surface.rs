@@ -445,6 +445,14 @@ fn resources_list_templates_read() {
         assert_eq!(j["isError"], json!(false), "{j}");
         let ov = output_validator(&mut m, "shoal_journal");
         assert!(ov.is_valid(&j["structuredContent"]));
+        // The model reads lines an entry, not the entries' JSON.
+        let text = j["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.starts_with('#')
+                && text.lines().nth(1).is_some_and(|l| l.starts_with("  $ "))
+                && !text.contains("\"entries\""),
+            "{text}"
+        );
         let bad = m.tool("shoal_journal", json!({"limit": 0, "bogus": 1}));
         assert_eq!(bad["isError"], json!(true));
     }

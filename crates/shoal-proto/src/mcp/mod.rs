@@ -20,6 +20,7 @@ pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 mod args;
 mod completion;
 pub mod elicit;
+mod journal_text;
 mod methods;
 pub mod notify;
 mod outputs;

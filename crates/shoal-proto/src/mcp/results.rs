@@ -17,8 +17,8 @@ use super::super::mcp_tasks::RelatedMeta;
 use super::super::rpc::{self, RpcError};
 use super::super::uri;
 use super::outputs::{
-    Applied, CapDecided, CapRequestResult, ExecAnswer, ExecResult, JournalResult, PlanAnswer,
-    TaskStarted, WarningOut,
+    Applied, CapDecided, CapRequestResult, ExecAnswer, ExecResult, PlanAnswer, TaskStarted,
+    WarningOut,
 };
 
 /// One item of a result's `content`.
@@ -375,7 +375,6 @@ macro_rules! as_json {
 as_json!(
     CancelResult,
     TaskResult,
-    JournalResult,
     PlanResult,
     PlanAnswer,
     CapRequestResult,
