@@ -44,11 +44,13 @@ fn entry_text(e: &Map<String, Json>, t: &mut String) {
         .and_then(Json::as_i64)
         .map(shoal_policy::plan::rfc3339)
         .unwrap_or_default();
+    // `ok` is the exec's, not a command's: a failed command kept as a
+    // value (the MCP default) raised nothing.
     let ended = match (e.get("ok").and_then(Json::as_bool), e.get("status")) {
         (None, _) => "running".to_string(),
-        (Some(true), _) => "ok".to_string(),
-        (Some(false), Some(Json::Number(n))) => format!("failed (exit status {n})"),
-        (Some(false), _) => "failed".to_string(),
+        (Some(true), _) => "no error raised".to_string(),
+        (Some(false), Some(Json::Number(n))) => format!("raised an error (exit status {n})"),
+        (Some(false), _) => "raised an error".to_string(),
     };
     let _ = write!(t, "#{id} · {when} · {ended}");
     if let Some(ns) = e.get("dur_ns").and_then(Json::as_i64) {
@@ -163,12 +165,15 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert!(
             lines[0].starts_with("#16 · 2026-")
-                && lines[0].ends_with(" · ok · 17 ms · default · uid:0 · in /w"),
+                && lines[0].ends_with(" · no error raised · 17 ms · default · uid:0 · in /w"),
             "{t}"
         );
         assert_eq!(lines[1], "  $ git status");
         assert_eq!(lines[2], "  effects: fs_read /w; proc_spawn /usr/bin/git");
-        assert!(lines[3].contains("failed (exit status 2) · 2.4 s"), "{t}");
+        assert!(
+            lines[3].contains("raised an error (exit status 2) · 2.4 s"),
+            "{t}"
+        );
         assert_eq!(lines[7], "  … (1 more lines)");
         assert!(!t.contains("d41f"), "{t}");
         assert!(t.ends_with("5 more entries left off: narrow with `limit`, `since` or `until`"));
