@@ -177,6 +177,19 @@ fn git_push_is_irreversible_over_mcp() {
     let text = r["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("irreversible"), "{text}");
     assert!(!text.contains("\"approval\": \"pending\""), "{text}");
+    // The model reads the plan's standing, its effects a line each, what
+    // cannot be undone and the next call; not the plan's JSON.
+    let plan_ref = p["plan_ref"].as_str().unwrap();
+    assert!(text.starts_with(&format!("{plan_ref} · ")), "{text}");
+    assert!(text.contains("\n  proc_spawn git"), "{text}");
+    assert!(text.contains("\ncannot be undone: "), "{text}");
+    assert!(
+        text.contains(&format!(
+            "next: shoal_apply {{\"plan_ref\":\"{plan_ref}\"}}"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("bin_hash"), "{text}");
 }
 
 #[test]

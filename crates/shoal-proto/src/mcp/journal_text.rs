@@ -88,7 +88,7 @@ fn entry_text(e: &Map<String, Json>, t: &mut String) {
 }
 
 /// `fs_write /a/b`, `proc_spawn /usr/bin/git`, `net_connect host:443`.
-fn effect_text(e: &Json) -> String {
+pub(super) fn effect_text(e: &Json) -> String {
     let kind = e.get("kind").and_then(Json::as_str).unwrap_or("?");
     let strs = |k: &str| -> Vec<String> {
         e.get(k)

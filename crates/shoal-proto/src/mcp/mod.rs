@@ -24,6 +24,7 @@ mod journal_text;
 mod methods;
 pub mod notify;
 mod outputs;
+mod plan_text;
 mod pty_text;
 mod resources;
 mod results;

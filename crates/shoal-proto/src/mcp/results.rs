@@ -12,13 +12,12 @@ use serde_json::value::RawValue;
 use serde_json::Value as Json;
 
 use super::super::bound::{bound_text, MAX_TEXT};
-use super::super::kernel::{CancelResult, GetResult, PlanResult, TaskRead, TaskResult, ValueRead};
+use super::super::kernel::{CancelResult, GetResult, TaskRead, TaskResult, ValueRead};
 use super::super::mcp_tasks::RelatedMeta;
 use super::super::rpc::{self, RpcError};
 use super::super::uri;
 use super::outputs::{
-    Applied, CapDecided, CapRequestResult, ExecAnswer, ExecResult, PlanAnswer, TaskStarted,
-    WarningOut,
+    Applied, CapDecided, CapRequestResult, ExecAnswer, ExecResult, TaskStarted, WarningOut,
 };
 
 /// One item of a result's `content`.
@@ -372,14 +371,7 @@ macro_rules! as_json {
     };
 }
 
-as_json!(
-    CancelResult,
-    TaskResult,
-    PlanResult,
-    PlanAnswer,
-    CapRequestResult,
-    CapDecided,
-);
+as_json!(CancelResult, TaskResult, CapRequestResult, CapDecided,);
 
 /// An error for a model: the message with its codes, the hint, argument
 /// errors, a failed command's status and stderr; linked when a raised
