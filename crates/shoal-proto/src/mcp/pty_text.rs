@@ -66,9 +66,10 @@ fn screen_text(s: &PtyScreen) -> String {
         (None, true) => t.push_str(&format!("running (pid {})", s.pid)),
         (None, false) => t.push_str("ended"),
     }
+    // `matched`: the wait asked for (`wait_for`, `stable_ms` or both) was met.
     match s.matched {
-        Some(true) => t.push_str(" · wait_for matched"),
-        Some(false) => t.push_str(" · wait_for did NOT match before the timeout"),
+        Some(true) => t.push_str(" · the wait was met"),
+        Some(false) => t.push_str(" · the wait was NOT met before the timeout"),
         None => {}
     }
     if !s.changed {
@@ -140,7 +141,7 @@ mod tests {
         let t = PtyAnswer::Screen(Box::new(s)).text().unwrap().into_owned();
         assert_eq!(
             t,
-            "pty:1 · python3 -q · 80x6 · running (pid 42) · wait_for matched · \
+            "pty:1 · python3 -q · 80x6 · running (pid 42) · the wait was met · \
              cursor row 3 col 4\n--- screen ---\n>>> print(6*7)\n42\n\n>>>"
         );
         let mut s = screen(&["", ""]);
@@ -154,7 +155,7 @@ mod tests {
         s.scrollback = Some(vec!["old  ".into()]);
         let t = PtyAnswer::Screen(Box::new(s)).text().unwrap().into_owned();
         assert!(t.contains("its program exited with status 0"), "{t}");
-        assert!(t.contains("did NOT match"), "{t}");
+        assert!(t.contains("the wait was NOT met"), "{t}");
         assert!(t.contains("unchanged since the last read"), "{t}");
         assert!(
             t.ends_with("--- scrollback (1 lines) ---\nold\n--- screen ---\n(blank)"),
