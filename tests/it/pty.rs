@@ -312,6 +312,19 @@ fn python_repl_through_mcp() {
             && !text.contains("\"screen\""),
         "{text}"
     );
+    // An unknown PTY names the ones open here.
+    let bad = m.call(
+        "tools/call",
+        json!({"name": "shoal_pty_read", "arguments": {"pty_id": "pty:999999"}}),
+    );
+    let text = bad["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!(
+            "hint: open PTYs in this session: {}",
+            id.as_str().unwrap()
+        )),
+        "{text}"
+    );
     m.tool(
         "shoal_pty_send",
         json!({"pty_id": id, "input": {"key": "Ctrl-D"}}),

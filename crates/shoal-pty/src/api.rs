@@ -53,6 +53,17 @@ pub fn unknown_pty(id: &str) -> RpcError {
     RpcError::new(rpc::UNKNOWN_PTY, "unknown or closed pty_id").with_data(json!({"pty_id": id}))
 }
 
+/// [`unknown_pty`] with a hint naming the PTYs `open` in the session.
+pub fn unknown_pty_among(id: &str, open: &[String]) -> RpcError {
+    let hint = if open.is_empty() {
+        "this session has no open PTY: shoal_pty_open starts one".to_string()
+    } else {
+        format!("open PTYs in this session: {}", open.join(", "))
+    };
+    RpcError::new(rpc::UNKNOWN_PTY, "unknown or closed pty_id")
+        .with_data(json!({"pty_id": id, "hint": hint}))
+}
+
 /// `-32023` with the OS reason.
 pub fn spawn_failed(cmd: &str, e: &std::io::Error) -> RpcError {
     RpcError::new(

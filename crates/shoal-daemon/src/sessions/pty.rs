@@ -196,6 +196,12 @@ impl PtyTable {
         }
     }
 
+    /// `-32022` for `id`, naming the PTYs open here.
+    fn unknown(&self, id: u64) -> RpcError {
+        let open: Vec<String> = self.entries.keys().map(|k| id_name(*k)).collect();
+        api::unknown_pty_among(&id_name(id), &open)
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -336,11 +342,11 @@ impl Handler<PtyCall> for SessionSupervisor {
                 let (addr, h, held) = if matches!(op, PtyOp::Close { .. }) {
                     match self.ptys.entries.remove(&id) {
                         Some(e) => (e.addr, e.handle, Some(e.held)),
-                        None => return ready(Err(api::unknown_pty(&id_name(id)))),
+                        None => return ready(Err(self.ptys.unknown(id))),
                     }
                 } else {
                     let Some(e) = self.ptys.entries.get_mut(&id) else {
-                        return ready(Err(api::unknown_pty(&id_name(id))));
+                        return ready(Err(self.ptys.unknown(id)));
                     };
                     if let PtyOp::Resize { rows, cols, .. } = op {
                         if let Some(c) = e.handle.claims().held_by_other(msg.caller) {
